@@ -1,0 +1,149 @@
+// Command aqlguard is a multiplexing MCP proxy that puts the MCP-AQL
+// execution safety loop in front of the MCP servers a client would
+// otherwise launch directly.
+//
+// Usage:
+//
+//	aqlguard run [--config FILE] [--agent NAME]     serve MCP over stdio (the default verb)
+//	aqlguard policy check [--config FILE]           check a config, report every error with its line
+//	aqlguard version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/aqlguard/aqlguard/policy"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+const usage = `usage: aqlguard <verb> [flags]
+
+verbs:
+  run            serve MCP over stdio in front of the configured servers (default)
+  policy check   load a config and report every error with its line
+  version        print the version
+
+global flags:
+  --config FILE     config file (default $XDG_CONFIG_HOME/aqlguard/config.toml,
+                    embedded defaults when that does not exist)
+  --agent NAME      principal that owns blocks, step counts and audit entries
+  --state-dir DIR   state directory (default $XDG_STATE_HOME/aqlguard)
+  --log-level LVL   debug, info, warn or error (default info)
+`
+
+// run dispatches a verb and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	verb := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
+	}
+	switch verb {
+	case "run":
+		return cmdRun(args, stdin, stdout, stderr)
+	case "policy":
+		if len(args) == 0 || args[0] != "check" {
+			fmt.Fprint(stderr, "usage: aqlguard policy check [--config FILE]\n")
+			return 2
+		}
+		return cmdPolicyCheck(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "aqlguard", version())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "aqlguard: unknown verb %q\n\n%s", verb, usage)
+	return 2
+}
+
+// globals are the flags every verb takes.
+type globals struct {
+	config   string
+	agent    string
+	stateDir string
+	logLevel string
+}
+
+func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
+	g := &globals{}
+	fs := flag.NewFlagSet("aqlguard "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&g.config, "config", "", "config file")
+	fs.StringVar(&g.agent, "agent", "", "principal name (overrides the config's agent)")
+	fs.StringVar(&g.stateDir, "state-dir", "", "state directory")
+	fs.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return fs, g
+}
+
+// loadConfig reads --config, else the default path, else the embedded
+// defaults. An explicitly named file that does not exist is an error, not
+// a silent fallback.
+func loadConfig(g *globals) (*policy.Config, error) {
+	path, explicit := g.config, g.config != ""
+	if !explicit {
+		path = defaultConfigPath()
+	}
+	cfg, err := policy.Load(path)
+	if err != nil {
+		if !explicit && errors.Is(err, fs.ErrNotExist) {
+			cfg = policy.Default()
+		} else {
+			return nil, err
+		}
+	}
+	if g.agent != "" {
+		cfg.Agent = g.agent
+	}
+	if g.stateDir != "" {
+		cfg.StateDir = g.stateDir
+	}
+	return cfg, nil
+}
+
+func defaultConfigPath() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "aqlguard", "config.toml")
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

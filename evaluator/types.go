@@ -1,0 +1,78 @@
+package evaluator
+
+import "github.com/aqlguard/aqlguard/policy"
+
+// Annotations are the MCP tool annotations of the called tool; nil = unset.
+type Annotations struct {
+	ReadOnly    *bool
+	Destructive *bool
+	Idempotent  *bool
+	OpenWorld   *bool
+}
+
+// Step is one action to evaluate: a proxied tool call or a reported step.
+type Step struct {
+	Principal   string          // the configured agent, never model-supplied
+	Session     string          // MCP session label (for audit only)
+	Operation   string          // catalog operation name, e.g. "fs_write_file"
+	Server      string          // downstream server name ("" for cooperative steps)
+	Tool        string          // downstream tool name as the server spells it
+	Category    policy.Category // semantic category
+	Annotations Annotations
+	Arguments   map[string]any // decoded arguments (argument-aware rules)
+	ActionHint  string         // rendered hint; patterns match it
+	Outcome     string         // previous step outcome: "", success, failure, skipped
+	StepNumber  int            // 1-based count of this principal's steps, including this one
+}
+
+// Tier is the spec's safety tier (8.7.2 stage 4).
+type Tier string
+
+const (
+	Advisory   Tier = "advisory"
+	Confirm    Tier = "confirm"
+	Verify     Tier = "verify"
+	DangerZone Tier = "danger_zone"
+)
+
+// Decision is what the guard must do with the action.
+type Decision string
+
+const (
+	Allow        Decision = "allow"   // forward
+	NeedsConfirm Decision = "confirm" // pause for a human confirmation
+	NeedsVerify  Decision = "verify"  // pause for out-of-band verification
+	Block        Decision = "block"   // hard block of the principal
+)
+
+// Stage names the pipeline stage that decided (8.7.2).
+type Stage string
+
+const (
+	StageStepLimit Stage = "step_limit"
+	StageOutcome   Stage = "previous_outcome"
+	StagePattern   Stage = "pattern"
+	StageTier      Stage = "safety_tier"
+	StageTolerance Stage = "risk_tolerance"
+	StageNone      Stage = "not_evaluated" // logging / disabled modes
+)
+
+// Directive is the evaluator's answer: the spec's AutonomyDirective plus
+// what the guard and the audit log need.
+type Directive struct {
+	Continue       bool
+	Stopped        bool
+	Reason         string
+	Factors        []string
+	StepsRemaining int
+	Tier           Tier
+	Risk           int // 0..100
+	// Decision is what enforcing mode does. In monitoring mode it is what
+	// enforcing would have done, while Continue stays true.
+	Decision Decision
+	Stage    Stage
+	// Matched is the source text of the pattern or rule that decided, if any.
+	Matched string
+	// Enforced is false in monitoring, logging and disabled modes.
+	Enforced bool
+}

@@ -1,0 +1,53 @@
+package aql
+
+// Limits are the payload limits of spec 4.7.5. The policy package checks
+// configured values against the spec's ranges; here they are just numbers.
+type Limits struct {
+	MaxRequestSize   int64 `json:"max_request_size"`
+	MaxResponseSize  int64 `json:"max_response_size"`
+	MaxStringLength  int64 `json:"max_string_length"`
+	MaxArrayElements int   `json:"max_array_elements"`
+	MaxNestingDepth  int   `json:"max_nesting_depth"`
+}
+
+// DefaultLimits are the spec's defaults.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxRequestSize:   1 << 20,
+		MaxResponseSize:  10 << 20,
+		MaxStringLength:  1 << 20,
+		MaxArrayElements: 10000,
+		MaxNestingDepth:  32,
+	}
+}
+
+// checkValue enforces the string-length and array-element limits on a
+// decoded value. Depth was already bounded by the byte scanner, so the
+// recursion here is shallow by construction.
+func (l Limits) checkValue(v any, path string) *Error {
+	switch x := v.(type) {
+	case string:
+		if int64(len(x)) > l.MaxStringLength {
+			return TooLarge(LimitStringLength, l.MaxStringLength, int64(len(x)), path)
+		}
+	case []any:
+		if len(x) > l.MaxArrayElements {
+			return TooLarge(LimitArrayElements, int64(l.MaxArrayElements), int64(len(x)), path)
+		}
+		for i, e := range x {
+			if err := l.checkValue(e, indexPath(path, i)); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if int64(len(k)) > l.MaxStringLength {
+				return TooLarge(LimitStringLength, l.MaxStringLength, int64(len(k)), path)
+			}
+			if err := l.checkValue(e, keyPath(path, k)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,259 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/proxy/catalog"
+	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// handleEndpoint serves one call of an MCP-AQL endpoint tool: parse,
+// then run the single request or the batch, then encode.
+func (f *Front) handleEndpoint(ctx context.Context, session, tool string, cat policy.Category, raw json.RawMessage) *mcp.CallToolResult {
+	env, perr := aql.Parse(raw, f.Limits)
+	if perr != nil {
+		return f.encode(aql.Failure(perr))
+	}
+	if env.Single != nil {
+		return f.encode(f.execute(ctx, session, tool, cat, env.Single))
+	}
+	return f.encode(f.batch(ctx, session, tool, cat, env))
+}
+
+// batch runs a batch in order (operations.txt 7.3). A failure does not
+// stop the rest; a CONFIRMATION_REQUIRED halts it (7.5.2), and what did
+// not run is returned for continuation. halted_at and pending_operations
+// travel inside data because operation-result.schema.json allows no other
+// top-level members on a success.
+func (f *Front) batch(ctx context.Context, session, tool string, cat policy.Category, env *aql.Envelope) *aql.Result {
+	res := &aql.Result{Success: true, Summary: &aql.Summary{Total: len(env.Batch)}}
+	for i, req := range env.Batch {
+		var r *aql.Result
+		if err := env.BatchErrs[i]; err != nil {
+			r = aql.Failure(err)
+		} else {
+			r = f.execute(ctx, session, tool, cat, req)
+		}
+		if !r.Success && r.Err.Code == aql.CodeConfirmation {
+			halted, pending := 1, len(env.Batch)-i-1
+			res.Summary.Halted, res.Summary.Pending = &halted, &pending
+			rest := make([]map[string]any, 0, pending)
+			for _, p := range env.Batch[i+1:] {
+				entry := map[string]any{"index": p.Index, "operation": p.Operation}
+				if params, ok := p.Raw["params"]; ok {
+					entry["params"] = params
+				}
+				rest = append(rest, entry)
+			}
+			res.Data = map[string]any{
+				"halted_at":          aql.BatchItem{Index: i, Operation: req.Operation, Result: r},
+				"pending_operations": rest,
+			}
+			return res
+		}
+		res.Results = append(res.Results, aql.BatchItem{Index: i, Operation: req.Operation, Result: r})
+		if r.Success {
+			res.Summary.Succeeded++
+		} else {
+			res.Summary.Failed++
+		}
+	}
+	return res
+}
+
+// execute runs one request received on tool (cat is "" for the unified
+// endpoint): lookup, endpoint routing, validation, then the built-in
+// handler or the guard.
+func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Category, req *aql.Request) *aql.Result {
+	op, ok := f.Catalog.Lookup(req.Operation)
+	if !ok {
+		return aql.Failure(aql.NotFoundOperation(req.Operation))
+	}
+	if cat != "" && op.Category != cat {
+		return aql.Failure(aql.EndpointMismatch(op.Name, f.ToolFor(op), tool, string(op.Category), string(cat)))
+	}
+	params, verr := aql.Validate(op.Name, op.Params, req.Params)
+	if verr != nil {
+		return aql.Failure(verr)
+	}
+	if op.Builtin {
+		return f.builtin(op, params)
+	}
+	var sel *aql.Selection
+	if fv, has := params["fields"]; has && op.Selectable {
+		s, err := aql.ParseSelection(fv)
+		if err != nil {
+			return aql.Failure(err)
+		}
+		sel = s
+	}
+	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params))
+	if out.Err != nil {
+		return aql.Failure(out.Err)
+	}
+	res := toolResult(op, out.Result)
+	if res.Success && sel != nil {
+		res.Data = sel.Apply(res.Data)
+	}
+	if w := monitoringWarning(out.Directive); w != nil {
+		res.Warnings = append(res.Warnings, *w)
+	}
+	return res
+}
+
+// builtin answers aqlguard's own operations.
+func (f *Front) builtin(op *catalog.Operation, params map[string]any) *aql.Result {
+	switch op.Name {
+	case "introspect":
+		query, _ := params["query"].(string)
+		name, _ := params["name"].(string)
+		return aql.Success(f.Catalog.Introspect(query, name, f.ToolFor, f.protocol()))
+	}
+	return aql.Failure(aql.NotFoundOperation(op.Name))
+}
+
+// downstreamArgs drops what aqlguard consumed and restores the
+// downstream tool's own argument names.
+func downstreamArgs(op *catalog.Operation, params map[string]any) map[string]any {
+	out := make(map[string]any, len(params))
+	for _, p := range op.Params {
+		v, ok := params[p.Name]
+		if !ok || p.Consumed {
+			continue
+		}
+		name := p.Name
+		if p.MapTo != "" {
+			name = p.MapTo
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// toolResult turns a downstream CallToolResult into an OperationResult:
+// structuredContent if the tool sent it; else one text block, parsed when
+// it is JSON; else the content blocks. A tool error becomes INTERNAL_ERROR
+// with the tool's own text under details.upstream_error: it is the
+// downstream server's message about the request, not aqlguard's internals.
+func toolResult(op *catalog.Operation, r *mcp.CallToolResult) *aql.Result {
+	if r.IsError {
+		return aql.Failure(&aql.Error{Code: aql.CodeInternal,
+			Message: "Internal error: 'the tool " + op.Tool.Name + " on " + op.Server + " reported an error'",
+			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "upstream_error": contentText(r.Content)}})
+	}
+	if r.StructuredContent != nil {
+		return aql.Success(r.StructuredContent)
+	}
+	if len(r.Content) == 1 {
+		if t, ok := r.Content[0].(*mcp.TextContent); ok {
+			trimmed := strings.TrimSpace(t.Text)
+			if strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
+				var v any
+				dec := json.NewDecoder(strings.NewReader(trimmed))
+				dec.UseNumber()
+				if dec.Decode(&v) == nil && !dec.More() {
+					return aql.Success(v)
+				}
+			}
+			return aql.Success(t.Text)
+		}
+	}
+	return aql.Success(map[string]any{"content": r.Content})
+}
+
+func contentText(cs []mcp.Content) string {
+	var parts []string
+	for _, c := range cs {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func monitoringWarning(d evaluator.Directive) *aql.Warning {
+	if d.Enforced || d.Decision == evaluator.Allow || d.Decision == "" {
+		return nil
+	}
+	return &aql.Warning{Code: "SAFETY_MONITORING_ONLY", Severity: "high",
+		Message: "Forwarded in monitoring mode; enforcing mode would have refused it (" + string(d.Decision) + ")",
+		Details: map[string]any{"decision": string(d.Decision), "reason": d.Reason, "tier": string(d.Tier), "risk": d.Risk}}
+}
+
+// handlePassthrough serves a passthrough tool: the client sends the
+// downstream tool's own arguments; the same limits, validation and guard
+// apply; an allowed call returns the downstream result untouched.
+func (f *Front) handlePassthrough(ctx context.Context, session string, op *catalog.Operation, raw json.RawMessage) *mcp.CallToolResult {
+	args, perr := aql.ParseArguments(raw, f.Limits)
+	if perr != nil {
+		return f.encode(aql.Failure(perr))
+	}
+	params, verr := aql.Validate(op.Name, op.Params, args)
+	if verr != nil {
+		return f.encode(aql.Failure(verr))
+	}
+	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params))
+	if out.Err != nil {
+		return f.encode(aql.Failure(out.Err))
+	}
+	if b, err := json.Marshal(out.Result); err == nil && int64(len(b)) > f.Limits.MaxResponseSize {
+		return f.encode(aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(b)), "")))
+	}
+	return out.Result
+}
+
+// encode renders a result as the tool's single text block, enforcing the
+// response size limit.
+func (f *Front) encode(r *aql.Result) *mcp.CallToolResult {
+	b, err := json.Marshal(r)
+	if err != nil {
+		f.Log.Error("encoding a result failed", "err", err)
+		b, _ = json.Marshal(aql.Failure(aql.Internal("the result could not be encoded")))
+		r = &aql.Result{}
+	}
+	if int64(len(b)) > f.Limits.MaxResponseSize {
+		r = aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(b)), ""))
+		b, _ = json.Marshal(r)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, IsError: !r.Success}
+}
+
+// protocol is the _protocol object of operation lists.
+func (f *Front) protocol() map[string]any {
+	mode := f.Mode
+	if mode == ModePassthrough {
+		mode = ModeSingle // the schema's enum has no passthrough; aqlguard_mode says it
+	}
+	servers := make([]map[string]any, 0, len(f.Servers))
+	for _, s := range f.Servers {
+		e := map[string]any{"name": s.Name, "status": string(s.Status), "transport": s.Transport, "tools": len(s.Tools)}
+		if s.Status == downstream.Failed {
+			e["problem"] = s.Problem
+		}
+		servers = append(servers, e)
+	}
+	return map[string]any{
+		"version":       catalog.SpecVersion,
+		"conformance":   "level-1",
+		"mode":          mode,
+		"aqlguard_mode": f.Mode,
+		"capabilities": map[string]any{
+			"batch":                 true,
+			"field_selection":       true,
+			"warnings":              true,
+			"confirmation":          false,
+			"dangerous_operations":  true,
+			"execution_safety_loop": string(f.Guard.Policy.Loop),
+		},
+		"limits":      f.Limits,
+		"concurrency": "fully-concurrent",
+		"servers":     servers,
+		"principal":   f.Guard.Policy.Principal,
+	}
+}
