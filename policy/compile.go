@@ -1,0 +1,258 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// LoopMode is the execution safety loop mode (MCP-AQL 8.6.1).
+type LoopMode string
+
+const (
+	// LoopEnforcing evaluates every action; directives are authoritative.
+	LoopEnforcing LoopMode = "enforcing"
+	// LoopMonitoring evaluates every action but never pauses or blocks.
+	LoopMonitoring LoopMode = "monitoring"
+	// LoopLogging records actions without evaluating them.
+	LoopLogging LoopMode = "logging"
+	// LoopDisabled performs no safety evaluation at all.
+	LoopDisabled LoopMode = "disabled"
+)
+
+// Action is what an argument rule does when it matches.
+type Action string
+
+const (
+	ActionDeny             Action = "deny"
+	ActionRequiresApproval Action = "requires_approval"
+	ActionAutoApprove      Action = "auto_approve"
+)
+
+// Threshold returns the score above which an advisory- or confirm-tier
+// action pauses under a risk tolerance (MCP-AQL 8.7.2 stage 5), and false
+// for an unknown tolerance.
+func Threshold(tolerance string) (int, bool) {
+	switch tolerance {
+	case "conservative":
+		return 25, true
+	case "moderate":
+		return 50, true
+	case "aggressive":
+		return 75, true
+	}
+	return 0, false
+}
+
+// Policy is the effective, compiled safety policy of one principal. It is
+// immutable once compiled and safe for concurrent use.
+type Policy struct {
+	Principal string
+	Loop      LoopMode
+	MaxSteps  int
+	Tolerance string
+	Threshold int
+
+	Deny             []Pattern
+	RequiresApproval []Pattern
+	AutoApprove      []Pattern
+	Rules            []Rule
+	RiskRules        []CompiledRiskRule
+
+	// Version is the hex SHA-256 of the canonical form of everything above.
+	// Approvals are bound to it, so editing the policy voids outstanding
+	// approvals, while reordering whitespace or comments in the file does not.
+	Version string
+}
+
+// Rule is a compiled argument rule.
+type Rule struct {
+	Action Action
+	// Operation matches the operation name or the server-qualified tool
+	// name (server.tool); "*" when the configuration left it empty.
+	Operation Pattern
+	Argument  string
+	Pattern   Pattern
+	// Source renders the rule for audit records and messages:
+	// command~"rm -rf*", prefixed with operation~"shell_*" when the rule
+	// is limited to some operations.
+	Source string
+}
+
+// AppliesTo reports whether the rule covers a call, given the call's
+// normalised operation name and server-qualified name ("" if none).
+func (r Rule) AppliesTo(normOperation, normQualified string) bool {
+	return r.Operation.MatchNormalized(normOperation) ||
+		(normQualified != "" && r.Operation.MatchNormalized(normQualified))
+}
+
+// CompiledRiskRule is a compiled [[safety.risk_rules]] entry.
+type CompiledRiskRule struct {
+	Pattern Pattern
+	// Argument, when set, makes the rule match that argument's value instead
+	// of the operation, server.tool and action-hint subjects.
+	Argument string
+	Score    int
+	Reason   string
+	Source   string
+}
+
+// Compile merges [safety] with [agents.<principal>] and compiles every glob.
+// An empty principal means cfg.Agent. Scalars in the agent table replace
+// [safety]'s; pattern lists, rules and risk rules are appended to [safety]'s
+// (an agent table can add restrictions and exemptions, and deny still wins
+// over anything it adds). Zero values in a Config built in Go take the
+// documented defaults. Errors are reported as Errors without line numbers.
+func Compile(cfg *Config, principal string) (*Policy, error) {
+	if cfg == nil {
+		return nil, errors.New("policy: nil config")
+	}
+	if principal == "" {
+		principal = cfg.Agent
+	}
+	if principal == "" {
+		principal = DefaultAgent
+	}
+	v := &validator{file: cfg.Path}
+	if !ValidAgentName(principal) {
+		v.errf("agent", "%q is not a valid agent name", principal)
+	}
+
+	s := cfg.Safety
+	v.safety(&s) // defaults and value checks for hand-built configs
+	loop, steps, tol := s.Loop, s.MaxAutonomousSteps, s.RiskTolerance
+	deny := s.Deny
+	approve := s.RequiresApproval
+	auto := s.AutoApprove
+	rules := s.Rules
+	risk := s.RiskRules
+	if o, ok := cfg.Agents[principal]; ok {
+		okey := joinKey("agents", principal)
+		v.override(okey, o)
+		if o.Loop != nil {
+			loop = *o.Loop
+		}
+		if o.MaxAutonomousSteps != nil {
+			steps = *o.MaxAutonomousSteps
+		}
+		if o.RiskTolerance != nil {
+			tol = *o.RiskTolerance
+		}
+		// Full slice expressions: never append into the Config's arrays.
+		deny = append(deny[:len(deny):len(deny)], o.Deny...)
+		approve = append(approve[:len(approve):len(approve)], o.RequiresApproval...)
+		auto = append(auto[:len(auto):len(auto)], o.AutoApprove...)
+		rules = append(rules[:len(rules):len(rules)], o.Rules...)
+		risk = append(risk[:len(risk):len(risk)], o.RiskRules...)
+	}
+	if len(v.errs) > 0 {
+		return nil, v.errs
+	}
+
+	threshold, _ := Threshold(tol) // validated above
+	p := &Policy{
+		Principal: principal,
+		Loop:      LoopMode(loop),
+		MaxSteps:  steps,
+		Tolerance: tol,
+		Threshold: threshold,
+	}
+	compileList := func(srcs []string) []Pattern {
+		out := make([]Pattern, 0, len(srcs))
+		seen := map[string]bool{}
+		for _, src := range srcs {
+			pat, err := CompilePattern(src)
+			if err != nil { // already reported by validation
+				continue
+			}
+			if seen[pat.norm] {
+				continue
+			}
+			seen[pat.norm] = true
+			out = append(out, pat)
+		}
+		return out
+	}
+	p.Deny = compileList(deny)
+	p.RequiresApproval = compileList(approve)
+	p.AutoApprove = compileList(auto)
+	for _, r := range rules {
+		op := r.Operation
+		if op == "" {
+			op = "*"
+		}
+		opPat, err1 := CompilePattern(op)
+		valPat, err2 := CompilePattern(r.Pattern)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		src := r.Argument + "~" + strconv.Quote(r.Pattern)
+		if opPat.norm != "*" {
+			src = "operation~" + strconv.Quote(op) + " " + src
+		}
+		p.Rules = append(p.Rules, Rule{Action: Action(r.Action), Operation: opPat, Argument: r.Argument, Pattern: valPat, Source: src})
+	}
+	for _, r := range risk {
+		pat, err := CompilePattern(r.Pattern)
+		if err != nil {
+			continue
+		}
+		src := strconv.Quote(r.Pattern)
+		if r.Argument != "" {
+			src = r.Argument + "~" + src
+		}
+		p.RiskRules = append(p.RiskRules, CompiledRiskRule{Pattern: pat, Argument: r.Argument, Score: r.Score, Reason: r.Reason, Source: src})
+	}
+	p.Version = p.digest()
+	return p, nil
+}
+
+// digest hashes a canonical JSON rendering of the effective policy.
+// Patterns are hashed in normalised form: "DROP_*" and "drop_*" behave the
+// same, so they are the same policy.
+func (p *Policy) digest() string {
+	type rule struct {
+		Action, Operation, Argument, Pattern string
+	}
+	type riskRule struct {
+		Pattern, Argument string
+		Score             int
+	}
+	norm := func(ps []Pattern) []string {
+		out := make([]string, len(ps))
+		for i, x := range ps {
+			out[i] = x.norm
+		}
+		return out
+	}
+	c := struct {
+		Format                              string
+		Principal                           string
+		Loop                                LoopMode
+		MaxSteps                            int
+		Tolerance                           string
+		Threshold                           int
+		Deny, RequiresApproval, AutoApprove []string
+		Rules                               []rule
+		RiskRules                           []riskRule
+	}{
+		Format: "aqlguard-policy/1", Principal: p.Principal, Loop: p.Loop, MaxSteps: p.MaxSteps,
+		Tolerance: p.Tolerance, Threshold: p.Threshold,
+		Deny: norm(p.Deny), RequiresApproval: norm(p.RequiresApproval), AutoApprove: norm(p.AutoApprove),
+		Rules: []rule{}, RiskRules: []riskRule{},
+	}
+	for _, r := range p.Rules {
+		c.Rules = append(c.Rules, rule{string(r.Action), r.Operation.norm, r.Argument, r.Pattern.norm})
+	}
+	for _, r := range p.RiskRules {
+		c.RiskRules = append(c.RiskRules, riskRule{r.Pattern.norm, r.Argument, r.Score})
+	}
+	b, err := json.Marshal(c)
+	if err != nil { // plain strings and ints: cannot happen
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,211 @@
+package policy
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func sources(ps []Pattern) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Source
+	}
+	return out
+}
+
+func mustParse(t *testing.T, doc string) *Config {
+	t.Helper()
+	cfg, err := Parse([]byte(doc), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+const mergeDoc = `agent = "alice"
+[safety]
+loop = "enforcing"
+max_autonomous_steps = 50
+risk_tolerance = "moderate"
+deny = ["drop_*", "wipe_*"]
+requires_approval = ["delete_*"]
+auto_approve = ["get_*"]
+[[safety.rules]]
+action = "deny"
+argument = "command"
+pattern = "*rm -rf*"
+[[safety.risk_rules]]
+pattern = "*prod*"
+score = 80
+
+[agents.ci]
+loop = "monitoring"
+risk_tolerance = "conservative"
+deny = ["*git push*", "DROP_*"]
+auto_approve = ["*.run_tests"]
+[[agents.ci.rules]]
+action = "requires_approval"
+operation = "fs.*"
+argument = "path"
+pattern = "/etc/*"
+[[agents.ci.risk_rules]]
+pattern = "*.publish*"
+argument = "target"
+score = 90
+reason = "no publishing"
+
+[agents.bob]
+max_autonomous_steps = 5
+`
+
+func TestCompileMerge(t *testing.T) {
+	cfg := mustParse(t, mergeDoc)
+
+	base, err := Compile(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.Principal != "alice" || base.Loop != LoopEnforcing || base.MaxSteps != 50 || base.Tolerance != "moderate" || base.Threshold != 50 {
+		t.Errorf("base = %+v", base)
+	}
+	if got := sources(base.Deny); !slices.Equal(got, []string{"drop_*", "wipe_*"}) {
+		t.Errorf("base deny = %v", got)
+	}
+
+	ci, err := Compile(cfg, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Scalars replace, unless the agent table leaves them out.
+	if ci.Principal != "ci" || ci.Loop != LoopMonitoring || ci.Tolerance != "conservative" || ci.Threshold != 25 || ci.MaxSteps != 50 {
+		t.Errorf("ci scalars = %+v", ci)
+	}
+	// Lists append; "DROP_*" is the same pattern as "drop_*" and is dropped.
+	if got := sources(ci.Deny); !slices.Equal(got, []string{"drop_*", "wipe_*", "*git push*"}) {
+		t.Errorf("ci deny = %v", got)
+	}
+	if got := sources(ci.RequiresApproval); !slices.Equal(got, []string{"delete_*"}) {
+		t.Errorf("ci requires_approval = %v", got)
+	}
+	if got := sources(ci.AutoApprove); !slices.Equal(got, []string{"get_*", "*.run_tests"}) {
+		t.Errorf("ci auto_approve = %v", got)
+	}
+	if len(ci.Rules) != 2 || ci.Rules[0].Source != `command~"*rm -rf*"` || ci.Rules[1].Source != `operation~"fs.*" path~"/etc/*"` {
+		t.Errorf("ci rules = %+v", ci.Rules)
+	}
+	if ci.Rules[0].Operation.Source != "*" || ci.Rules[1].Action != ActionRequiresApproval {
+		t.Errorf("ci rule details = %+v", ci.Rules)
+	}
+	if len(ci.RiskRules) != 2 || ci.RiskRules[1].Source != `target~"*.publish*"` || ci.RiskRules[1].Reason != "no publishing" || ci.RiskRules[1].Score != 90 {
+		t.Errorf("ci risk rules = %+v", ci.RiskRules)
+	}
+
+	bob, err := Compile(cfg, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bob.MaxSteps != 5 || bob.Loop != LoopEnforcing || len(bob.Deny) != 2 {
+		t.Errorf("bob = %+v", bob)
+	}
+
+	// Merging must not write into the Config's slices.
+	if len(cfg.Safety.Deny) != 2 || len(cfg.Safety.Rules) != 1 {
+		t.Errorf("Compile modified the config: %+v", cfg.Safety)
+	}
+
+	// A principal with no agents table gets [safety] as is.
+	other, err := Compile(cfg, "someone-else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Principal != "someone-else" || len(other.Deny) != 2 {
+		t.Errorf("other = %+v", other)
+	}
+}
+
+func TestCompileAppendDoesNotAlias(t *testing.T) {
+	cfg := &Config{
+		Safety: Safety{Deny: make([]string, 1, 10)},
+		Agents: map[string]AgentOverride{"a": {Deny: []string{"a_*"}}, "b": {Deny: []string{"b_*"}}},
+	}
+	cfg.Safety.Deny[0] = "x_*"
+	pa, err := Compile(cfg, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := Compile(cfg, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sources(pa.Deny); !slices.Equal(got, []string{"x_*", "a_*"}) {
+		t.Errorf("a deny = %v", got)
+	}
+	if got := sources(pb.Deny); !slices.Equal(got, []string{"x_*", "b_*"}) {
+		t.Errorf("b deny = %v", got)
+	}
+}
+
+func TestCompileVersion(t *testing.T) {
+	cfg := mustParse(t, mergeDoc)
+	a, _ := Compile(cfg, "ci")
+	b, _ := Compile(mustParse(t, "# comments and spacing do not matter\n"+strings.ReplaceAll(mergeDoc, " = ", "=")), "ci")
+	if len(a.Version) != 64 || a.Version != b.Version {
+		t.Errorf("versions %q %q should be equal", a.Version, b.Version)
+	}
+	c, _ := Compile(cfg, "bob")
+	if c.Version == a.Version {
+		t.Error("different principals share a version")
+	}
+	cfg2 := mustParse(t, strings.Replace(mergeDoc, `"wipe_*"`, `"wipe_*", "purge_*"`, 1))
+	d, _ := Compile(cfg2, "ci")
+	if d.Version == a.Version {
+		t.Error("adding a deny pattern did not change the version")
+	}
+}
+
+func TestCompileHandBuiltConfig(t *testing.T) {
+	p, err := Compile(&Config{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Principal != "default" || p.Loop != LoopEnforcing || p.MaxSteps != 100 || p.Tolerance != "moderate" || p.Threshold != 50 || p.Version == "" {
+		t.Errorf("zero config policy = %+v", p)
+	}
+
+	_, err = Compile(&Config{
+		Safety: Safety{Loop: "loud", Deny: []string{"{"}, Rules: []ArgRule{{Action: "deny", Pattern: "x"}}},
+		Agents: map[string]AgentOverride{"x": {RiskRules: []RiskRule{{Pattern: "p", Score: 200}}}},
+	}, "x")
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("err = %v", err)
+	}
+	var keys []string
+	for _, e := range errs {
+		keys = append(keys, e.Key)
+		if e.Line != 0 {
+			t.Errorf("hand-built config error has a line: %+v", e)
+		}
+	}
+	want := []string{"safety.loop", "safety.deny[0]", "safety.rules[0].argument", "agents.x.risk_rules[0].score"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("error keys = %v, want %v", keys, want)
+	}
+
+	if _, err := Compile(&Config{}, "not a name"); err == nil {
+		t.Error("invalid principal accepted")
+	}
+	if _, err := Compile(nil, "x"); err == nil {
+		t.Error("nil config accepted")
+	}
+}
+
+func TestRuleAppliesTo(t *testing.T) {
+	op, _ := CompilePattern("shell.*")
+	r := Rule{Operation: op}
+	if !r.AppliesTo("shell_exec", "shell.exec") || r.AppliesTo("fs_write", "fs.write") || r.AppliesTo("shell_exec", "") {
+		t.Error("AppliesTo")
+	}
+}

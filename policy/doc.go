@@ -1,0 +1,55 @@
+// Package policy loads aqlguard's TOML configuration and compiles the
+// safety policy the evaluator applies. It reads the configuration file and
+// nothing else.
+//
+// # Loading
+//
+// [Load] and [Parse] decode a file, check it, and fill in defaults. They
+// report every problem they can find, not just the first, as an [Errors]
+// value whose entries carry the file, line, column and key path
+// (servers[1].url, safety.deny[2], agents."ci.bot".loop) of each problem:
+// TOML syntax errors (after which nothing else can be checked), unknown keys
+// (key names are matched exactly, so "Deny" is not "deny"), values of the
+// wrong type, keys defined twice, and out-of-range or inconsistent values.
+// A key that is absent takes its default; a key that is present must hold a
+// valid value, so `max_autonomous_steps = 0` is an error rather than a way
+// of asking for the default. config.example.toml at the repository root
+// documents every key. [Default] returns the embedded default.toml.
+//
+// # Patterns
+//
+// deny, requires_approval, auto_approve, argument rules and risk rules use
+// gobwas/glob syntax with no separators: `*` matches any run of characters
+// (including '.', '/', '_' and spaces), `?` one character, `[abc]`, `[a-z]`
+// and `[!a-z]` one character from a set, `{a,b}` either alternative, and
+// `\` quotes the next character. A pattern must match the whole subject.
+//
+// Matching is case-insensitive and blind to how white space is spelled:
+// the pattern source and every subject go through [Normalize], which lower-
+// cases, folds each run of Unicode white space to one space and trims both
+// ends. So `*drop table*` matches "DROP\t\tTABLE users". Patterns longer
+// than [MaxPatternLength] bytes or not valid UTF-8 are rejected.
+//
+// Pattern lists are matched against three subjects of a call: the
+// operation name (fs_write_file), the server-qualified tool name
+// (fs.write_file) and the action hint; a pattern matches a call if it
+// matches any of them. One exception: auto_approve does not look at the
+// hint of a proxied call, because that hint carries the arguments, which
+// the model writes (a reported step, with no server, is only its hint).
+// An argument rule matches the value of one named
+// argument (strings as they are, other JSON values JSON-encoded) of the
+// calls whose operation name or server-qualified name matches the rule's
+// operation glob.
+//
+// # Merging agent overrides
+//
+// [Compile] produces the effective [Policy] of one principal: [safety],
+// then [agents.<principal>] on top. Scalars (loop, max_autonomous_steps,
+// risk_tolerance) set in the agent table replace [safety]'s. Lists (deny,
+// requires_approval, auto_approve) and rules and risk rules are appended
+// to [safety]'s, duplicates dropped. Because evaluation resolves deny >
+// requires_approval > auto_approve, an agent table can exempt calls from the
+// remaining stages but can never lift a [safety] deny or requires_approval.
+// Policy.Version is a digest of the effective policy that approvals are
+// bound to.
+package policy

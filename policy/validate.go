@@ -1,0 +1,392 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Allowed values. They are part of the file format, so they are spelled out
+// in config.example.toml too.
+var (
+	modes          = []string{"semantic", "single", "all", "passthrough"}
+	loopModes      = []LoopMode{LoopEnforcing, LoopMonitoring, LoopLogging, LoopDisabled}
+	riskTolerances = []string{"conservative", "moderate", "aggressive"}
+	channels       = []string{"dialog", "command"}
+	transports     = []string{"stdio", "streamable", "sse"}
+	actions        = []Action{ActionDeny, ActionRequiresApproval, ActionAutoApprove}
+)
+
+// Defaults for keys a file leaves out; introspection reports them. Payload
+// limit defaults are applied to Config.Limits.
+const (
+	DefaultMode               = "semantic"
+	DefaultAgent              = "default"
+	DefaultMaxAutonomousSteps = 100
+	DefaultRiskTolerance      = "moderate"
+	DefaultChannel            = "dialog"
+	DefaultVerifyTimeout      = 2 * time.Minute
+	DefaultStartTimeout       = 30 * time.Second
+
+	kiB = 1 << 10
+	miB = 1 << 20
+)
+
+// Limit ranges from MCP-AQL 4.7.5 (KB and MB read as KiB and MiB; the
+// spec's own example values are 1048576 and 10485760).
+var (
+	requestSizeRange   = limitRange{64 * kiB, 10 * miB, 1 * miB}
+	responseSizeRange  = limitRange{1 * miB, 100 * miB, 10 * miB}
+	stringLengthRange  = limitRange{64 * kiB, 10 * miB, 1 * miB}
+	arrayElementsRange = limitRange{100, 100_000, 10_000}
+	nestingDepthRange  = limitRange{8, 64, 32}
+)
+
+type limitRange struct{ min, max, def int64 }
+
+var (
+	agentNameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	serverNameRE = regexp.MustCompile(`^[a-z][a-z0-9]{0,31}$`)
+)
+
+// ValidAgentName reports whether s may name a principal.
+func ValidAgentName(s string) bool { return agentNameRE.MatchString(s) }
+
+// ValidServerName reports whether s may name a server.
+func ValidServerName(s string) bool { return serverNameRE.MatchString(s) }
+
+// validator checks a decoded Config and fills in defaults. With a walker it
+// knows which keys the file spelled out and where; without one (a Config
+// built in Go) every zero value simply means "use the default".
+type validator struct {
+	file   string
+	walker *schemaWalker
+	errs   Errors
+}
+
+func (v *validator) present(key string) bool {
+	if v.walker == nil {
+		return false
+	}
+	_, ok := v.walker.first[key]
+	return ok
+}
+
+func (v *validator) errf(key, format string, args ...any) {
+	e := Error{File: v.file, Key: key, Msg: fmt.Sprintf(format, args...)}
+	if v.walker != nil {
+		if v.walker.isBad(key) {
+			return
+		}
+		// An absent key has no line of its own; point at its table.
+		for k := key; k != ""; k = parentKey(k) {
+			if p, ok := v.walker.first[k]; ok {
+				e.Line, e.Column = p.line, p.col
+				break
+			}
+		}
+	}
+	v.errs = append(v.errs, e)
+}
+
+func (w *schemaWalker) isBad(key string) bool {
+	for _, b := range w.bad {
+		if key == b || strings.HasPrefix(key, b) && len(key) > len(b) && (key[len(b)] == '.' || key[len(b)] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
+// parentKey drops the last part of a key path: servers[1].url -> servers[1]
+// -> servers; agents."a.b".loop -> agents."a.b".
+func parentKey(key string) string {
+	cut, inQuote := 0, false
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case inQuote && c == '\\':
+			i++
+		case c == '"':
+			inQuote = !inQuote
+		case !inQuote && (c == '.' || c == '['):
+			cut = i
+		}
+	}
+	return key[:cut]
+}
+
+func (v *validator) config(c *Config) {
+	v.enum("mode", &c.Mode, modes, DefaultMode)
+	switch {
+	case c.Agent == "" && v.present("agent"):
+		v.errf("agent", "must not be empty: it names the principal that owns blocks and audit entries")
+	case c.Agent == "":
+		c.Agent = DefaultAgent
+	case !ValidAgentName(c.Agent):
+		v.errf("agent", "%q is not a valid agent name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Agent)
+	}
+	v.limits(&c.Limits)
+	v.safety(&c.Safety)
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		key := joinKey("agents", name)
+		if !ValidAgentName(name) {
+			v.errf(key, "%q is not a valid agent name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		}
+		v.override(key, c.Agents[name])
+	}
+	v.verify(&c.Verify)
+	v.servers(c.Servers)
+}
+
+func (v *validator) enum(key string, val *string, allowed []string, def string) {
+	switch {
+	case *val == "" && !v.present(key):
+		*val = def
+	case !slices.Contains(allowed, *val):
+		v.errf(key, "%q is not valid; use %s", *val, oneOf(allowed))
+	}
+}
+
+func oneOf[T ~string](vals []T) string {
+	q := make([]string, len(vals))
+	for i, s := range vals {
+		q[i] = strconv.Quote(string(s))
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+func (v *validator) limits(l *Limits) {
+	limit(v, "limits.max_request_size", &l.MaxRequestSize, requestSizeRange, "bytes")
+	limit(v, "limits.max_response_size", &l.MaxResponseSize, responseSizeRange, "bytes")
+	limit(v, "limits.max_string_length", &l.MaxStringLength, stringLengthRange, "bytes")
+	limit(v, "limits.max_array_elements", &l.MaxArrayElements, arrayElementsRange, "elements")
+	limit(v, "limits.max_nesting_depth", &l.MaxNestingDepth, nestingDepthRange, "levels")
+}
+
+func limit[T int | int64](v *validator, key string, val *T, r limitRange, unit string) {
+	switch n := int64(*val); {
+	case n == 0 && !v.present(key):
+		*val = T(r.def)
+	case n < r.min || n > r.max:
+		v.errf(key, "%d is out of range: use %s to %s %s (MCP-AQL 4.7.5; default %s)",
+			n, humanSize(r.min, unit), humanSize(r.max, unit), unit, humanSize(r.def, unit))
+	}
+}
+
+func humanSize(n int64, unit string) string {
+	if unit != "bytes" {
+		return strconv.FormatInt(n, 10)
+	}
+	switch {
+	case n%miB == 0:
+		return fmt.Sprintf("%d (%d MiB)", n, n/miB)
+	case n%kiB == 0:
+		return fmt.Sprintf("%d (%d KiB)", n, n/kiB)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (v *validator) safety(s *Safety) {
+	v.enum("safety.loop", &s.Loop, loopStrings(), string(LoopEnforcing))
+	switch {
+	case s.MaxAutonomousSteps == 0 && !v.present("safety.max_autonomous_steps"):
+		s.MaxAutonomousSteps = DefaultMaxAutonomousSteps
+	case s.MaxAutonomousSteps < 1:
+		v.errf("safety.max_autonomous_steps", "%d is out of range: must be at least 1", s.MaxAutonomousSteps)
+	}
+	v.enum("safety.risk_tolerance", &s.RiskTolerance, riskTolerances, DefaultRiskTolerance)
+	v.lists("safety", s.Deny, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
+}
+
+func (v *validator) override(key string, o AgentOverride) {
+	if o.Loop != nil && !slices.Contains(loopStrings(), *o.Loop) {
+		v.errf(key+".loop", "%q is not valid; use %s", *o.Loop, oneOf(loopModes))
+	}
+	if o.MaxAutonomousSteps != nil && *o.MaxAutonomousSteps < 1 {
+		v.errf(key+".max_autonomous_steps", "%d is out of range: must be at least 1", *o.MaxAutonomousSteps)
+	}
+	if o.RiskTolerance != nil && !slices.Contains(riskTolerances, *o.RiskTolerance) {
+		v.errf(key+".risk_tolerance", "%q is not valid; use %s", *o.RiskTolerance, oneOf(riskTolerances))
+	}
+	v.lists(key, o.Deny, o.RequiresApproval, o.AutoApprove, o.Rules, o.RiskRules)
+}
+
+func loopStrings() []string {
+	s := make([]string, len(loopModes))
+	for i, m := range loopModes {
+		s[i] = string(m)
+	}
+	return s
+}
+
+func (v *validator) lists(key string, deny, approve, auto []string, rules []ArgRule, risk []RiskRule) {
+	v.patterns(key+".deny", deny)
+	v.patterns(key+".requires_approval", approve)
+	v.patterns(key+".auto_approve", auto)
+	for i, r := range rules {
+		k := key + ".rules[" + strconv.Itoa(i) + "]"
+		switch {
+		case r.Action == "":
+			v.errf(k+".action", "is required: %s", oneOf(actions))
+		case !slices.Contains(actions, Action(r.Action)):
+			v.errf(k+".action", "%q is not valid; use %s", r.Action, oneOf(actions))
+		}
+		if strings.TrimSpace(r.Argument) == "" {
+			v.errf(k+".argument", "is required: the name of the argument whose value the pattern matches")
+		}
+		v.pattern(k+".pattern", r.Pattern)
+		if r.Operation != "" {
+			v.pattern(k+".operation", r.Operation)
+		}
+	}
+	for i, r := range risk {
+		k := key + ".risk_rules[" + strconv.Itoa(i) + "]"
+		v.pattern(k+".pattern", r.Pattern)
+		switch {
+		case r.Score < 0 || r.Score > 100:
+			v.errf(k+".score", "%d is out of range: use 0 to 100", r.Score)
+		case v.walker != nil && !v.present(k+".score"):
+			v.errf(k+".score", "is required: the minimum risk (0-100) for matching calls")
+		}
+		if r.Argument != "" && strings.TrimSpace(r.Argument) == "" {
+			v.errf(k+".argument", "must not be blank")
+		}
+	}
+}
+
+func (v *validator) patterns(key string, list []string) {
+	for i, src := range list {
+		v.pattern(key+"["+strconv.Itoa(i)+"]", src)
+	}
+}
+
+func (v *validator) pattern(key, src string) {
+	if src == "" {
+		v.errf(key, "is required: a glob pattern")
+		return
+	}
+	if _, err := CompilePattern(src); err != nil {
+		v.errf(key, "%q: %v", src, err)
+	}
+}
+
+func (v *validator) verify(c *Verify) {
+	v.enum("verify.channel", &c.Channel, channels, DefaultChannel)
+	if c.Channel == "command" && (len(c.Command) == 0 || strings.TrimSpace(c.Command[0]) == "") {
+		v.errf("verify.command", `is required when channel = "command": the program and arguments to run, e.g. ["/usr/local/bin/page-oncall"]`)
+	}
+	v.duration("verify.timeout", &c.Timeout, DefaultVerifyTimeout)
+}
+
+func (v *validator) duration(key string, d *Duration, def time.Duration) {
+	switch {
+	case d.Duration == 0 && !v.present(key):
+		d.Duration = def
+	case d.Duration <= 0:
+		v.errf(key, "%s is not positive", d.Duration)
+	}
+}
+
+func (v *validator) servers(list []Server) {
+	seen := map[string]int{}
+	for i := range list {
+		s := &list[i]
+		k := "servers[" + strconv.Itoa(i) + "]"
+		switch {
+		case s.Name == "":
+			v.errf(k+".name", "is required")
+		case !ValidServerName(s.Name):
+			v.errf(k+".name", "%q is not a valid server name: use 1-32 lowercase letters and digits, starting with a letter; "+
+				"'_' and '-' are not allowed because operation names are <server>_<tool>, and an '_' in the server name would make that split ambiguous", s.Name)
+		default:
+			if j, dup := seen[s.Name]; dup {
+				v.errf(k+".name", "%q is already the name of servers[%d]", s.Name, j)
+			} else {
+				seen[s.Name] = i
+			}
+		}
+
+		hasCmd, hasURL := s.Command != "", s.URL != ""
+		if hasCmd && strings.TrimSpace(s.Command) == "" {
+			v.errf(k+".command", "must not be blank")
+		}
+		switch {
+		case hasCmd && hasURL:
+			v.errf(k+".url", "set either command (a local stdio server) or url (a remote server), not both")
+		case !hasCmd && !hasURL:
+			v.errf(k, "needs command (a local stdio server) or url (a remote server)")
+		}
+
+		switch {
+		case s.Transport == "" && !v.present(k+".transport"):
+			switch {
+			case hasCmd && !hasURL:
+				s.Transport = "stdio"
+			case hasURL && !hasCmd:
+				s.Transport = "streamable"
+			}
+		case !slices.Contains(transports, s.Transport):
+			v.errf(k+".transport", "%q is not valid; use %s", s.Transport, oneOf(transports))
+		case s.Transport == "stdio" && !hasCmd:
+			v.errf(k+".transport", `"stdio" needs command: the program to start`)
+		case s.Transport != "stdio" && !hasURL:
+			v.errf(k+".transport", "%q needs url: the server's HTTP endpoint", s.Transport)
+		}
+
+		if hasURL {
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				v.errf(k+".url", "%q is not an http:// or https:// URL", s.URL)
+			}
+		}
+		if !hasCmd {
+			// These only make sense for a process we start; on a remote
+			// server they would be silently ignored.
+			if len(s.Args) > 0 {
+				v.errf(k+".args", "only applies to servers started with command")
+			}
+			if len(s.Env) > 0 {
+				v.errf(k+".env", "only applies to servers started with command")
+			}
+			if s.Cwd != "" {
+				v.errf(k+".cwd", "only applies to servers started with command")
+			}
+		}
+		if !hasURL && len(s.Headers) > 0 {
+			v.errf(k+".headers", "only applies to servers with url")
+		}
+		for _, name := range slices.Sorted(maps.Keys(s.Env)) {
+			if name == "" || strings.ContainsAny(name, "=\x00") {
+				v.errf(joinKey(k+".env", name), "%q is not a valid environment variable name", name)
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
+			if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+				v.errf(joinKey(k+".headers", name), "%q is not a valid HTTP header name", name)
+			}
+		}
+
+		v.duration(k+".start_timeout", &s.StartTimeout, DefaultStartTimeout)
+
+		for _, tool := range slices.Sorted(maps.Keys(s.Categories)) {
+			ck := joinKey(k+".categories", tool)
+			if tool == "" {
+				v.errf(ck, "a tool name is required")
+				continue
+			}
+			c := Category(strings.ToUpper(strings.TrimSpace(s.Categories[tool])))
+			if !slices.Contains(Categories, c) {
+				v.errf(ck, "%q is not a category; use %s", s.Categories[tool], oneOf(Categories))
+				continue
+			}
+			s.Categories[tool] = string(c)
+		}
+	}
+}
