@@ -1,0 +1,179 @@
+// Command testserver is a small, deterministic MCP server used by aqlguard's
+// end-to-end tests as a downstream server. Its tools never do anything real:
+// they echo, pretend and fail on purpose, with schemas chosen to exercise
+// schema derivation, naming and classification in the proxy.
+//
+// Tools are registered with the raw Server.AddTool, so the SDK never validates
+// arguments: whatever the proxy forwards reaches the handler (and the call
+// log) exactly as sent.
+//
+// Usage:
+//
+//	testserver [-http ADDR] [-log FILE] [-name NAME] [-fail-start] [-hang-start] [-stderr-noise]
+//
+// Without -http it serves MCP over stdio. With -http it serves Streamable HTTP
+// at /mcp and prints "listening on http://HOST:PORT/mcp" to stderr, so
+// "-http 127.0.0.1:0" picks a free port.
+//
+// -log FILE (or $AQLGUARD_TESTSERVER_LOG) appends one JSON line per tools/call
+// received, {"tool":NAME,"arguments":RAW}, fsync'd before the call is
+// answered: a call absent from the log never reached this server.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// hangLimit bounds -hang-start so that a proxy that fails to kill its child
+// cannot leave this process behind forever.
+const hangLimit = 2 * time.Minute
+
+func main() {
+	var (
+		httpAddr    = flag.String("http", "", "serve Streamable HTTP at `ADDR` (path /mcp) instead of stdio")
+		logPath     = flag.String("log", os.Getenv("AQLGUARD_TESTSERVER_LOG"), "append one JSON line per tools/call to `FILE` (default $AQLGUARD_TESTSERVER_LOG)")
+		name        = flag.String("name", "aqlguard-testserver", "server info name")
+		failStart   = flag.Bool("fail-start", false, "print an error to stderr and exit 3 at once")
+		hangStart   = flag.Bool("hang-start", false, "never answer anything (read stdin and block)")
+		stderrNoise = flag.Bool("stderr-noise", false, "print a few lines to stderr at start")
+		stateless   = flag.Bool("stateless", false, "with -http: stateless Streamable HTTP")
+	)
+	flag.Parse()
+
+	if *failStart {
+		fmt.Fprintln(os.Stderr, "testserver: deliberate start failure (-fail-start)")
+		os.Exit(3)
+	}
+	if *stderrNoise {
+		for i := 1; i <= 3; i++ {
+			fmt.Fprintf(os.Stderr, "testserver: stderr noise line %d (not MCP)\n", i)
+		}
+	}
+	if *hangStart {
+		hang()
+	}
+
+	calls, err := openCallLog(*logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(2)
+	}
+
+	newServer := func() *mcp.Server {
+		s := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, nil)
+		addTools(s, calls)
+		return s
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if *httpAddr == "" {
+		// Run returns nil when stdin reaches EOF.
+		if err := newServer().Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintln(os.Stderr, "testserver:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := serveHTTP(ctx, *httpAddr, newServer(), *stateless); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(1)
+	}
+}
+
+// serveHTTP serves s over Streamable HTTP at http://addr/mcp until ctx ends.
+func serveHTTP(ctx context.Context, addr string, s *mcp.Server, stateless bool) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: stateless}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(os.Stderr, "listening on http://%s/mcp\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// hang reads and discards stdin without ever answering, so the peer's start
+// (initialize) timeout fires. It keeps blocking after stdin's EOF, like a
+// wedged server, until it is signalled, or until hangLimit passes.
+func hang() {
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin) }()
+	time.Sleep(hangLimit)
+	fmt.Fprintln(os.Stderr, "testserver: -hang-start limit reached; nobody killed me")
+	os.Exit(4)
+}
+
+// callLog appends one JSON line per tools/call and fsyncs it. A nil *callLog
+// records nothing.
+type callLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func openCallLog(path string) (*callLog, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening call log: %w", err)
+	}
+	return &callLog{f: f}, nil
+}
+
+// record writes {"tool":NAME,"arguments":RAW} and syncs it to disk.
+// Arguments that are absent are logged as null; bytes that are not valid JSON
+// are logged as a JSON string so the line stays parseable.
+func (l *callLog) record(tool string, args json.RawMessage) error {
+	if l == nil {
+		return nil
+	}
+	var raw json.RawMessage
+	switch {
+	case len(args) == 0:
+		raw = json.RawMessage("null")
+	case json.Valid(args):
+		raw = args
+	default:
+		raw, _ = json.Marshal(string(args))
+	}
+	line, err := json.Marshal(struct {
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{tool, raw})
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	return l.f.Sync()
+}
