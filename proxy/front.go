@@ -162,7 +162,7 @@ func (f *Front) addPassthrough(s *mcp.Server, op *catalog.Operation) {
 		schema = map[string]any{"type": "object"}
 	}
 	t := &mcp.Tool{Name: op.Name, Title: op.Tool.Title, Description: op.Tool.Description,
-		InputSchema: schema, Annotations: op.Tool.Annotations}
+		InputSchema: schema, OutputSchema: op.Tool.OutputSchema, Annotations: op.Tool.Annotations}
 	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return f.handlePassthrough(ctx, f.session(req.Session), op, req.Params.Arguments), nil
 	})

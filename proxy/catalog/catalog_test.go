@@ -131,7 +131,7 @@ func TestDeriveParams(t *testing.T) {
 func TestExamplesValidate(t *testing.T) {
 	var schema map[string]any
 	_ = json.Unmarshal([]byte(`{"type":"object","required":["id","n","when","kind","url","flag","list"],"properties":{
-		"id":{"type":"string"},"n":{"type":"integer","minimum":5},"when":{"type":"string","format":"date-time"},
+		"id":{"type":"string","pattern":"^[a-z0-9-]+$","maxLength":8},"n":{"type":"integer","minimum":5},"when":{"type":"string","format":"date-time"},
 		"kind":{"type":"string","enum":["x"]},"url":{"type":"string","format":"uri"},"flag":{"type":"boolean"},
 		"list":{"type":"array"}}}`), &schema)
 	c := New()

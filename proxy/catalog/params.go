@@ -240,5 +240,28 @@ func exampleValue(p *aql.Param) any {
 	case "uuid":
 		return "00000000-0000-4000-8000-000000000000"
 	}
+	return exampleString(p)
+}
+
+// exampleString picks a string that satisfies the parameter's pattern and
+// length bounds, so the example passes the operation's own validation.
+func exampleString(p *aql.Param) string {
+	candidates := []string{"example", "<" + p.Name + ">", "example-1", "abc", "a", "1", "A", "/tmp/example", "example.txt"}
+	var re *regexp.Regexp
+	if p.Pattern != "" {
+		re, _ = regexp.Compile(p.Pattern)
+	}
+	for _, c := range candidates {
+		n := len([]rune(c))
+		if p.MinLength != nil && n < *p.MinLength || p.MaxLength != nil && n > *p.MaxLength {
+			continue
+		}
+		if re == nil || re.MatchString(c) {
+			return c
+		}
+	}
+	if p.MinLength != nil {
+		return strings.Repeat("a", *p.MinLength)
+	}
 	return "<" + p.Name + ">"
 }

@@ -112,6 +112,11 @@ func (p *Pool) connect(ctx context.Context, s *Server, version string, log *slog
 		&mcp.ClientOptions{Logger: log, Capabilities: &mcp.ClientCapabilities{}})
 	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
+		// A stdio server that died during the handshake shows up as EOF;
+		// its exit status is the useful part, once the SDK has reaped it.
+		if ct, ok := transport.(*mcp.CommandTransport); ok && ct.Command.ProcessState != nil {
+			return fmt.Errorf("connect: %w (%w)", err, &exec.ExitError{ProcessState: ct.Command.ProcessState})
+		}
 		return fmt.Errorf("connect: %w", err)
 	}
 	s.session = cs

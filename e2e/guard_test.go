@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// guarded is the test server behind a policy with one rule of each kind.
+const guarded = `
+mode = "semantic"
+agent = "e2e-agent"
+[safety]
+loop = %q
+max_autonomous_steps = %d
+risk_tolerance = "moderate"
+deny = ["*drop_database*"]
+requires_approval = ["ts_delete_note"]
+auto_approve = ["ts_echo", "ts_get_item", "*.list_items*"]
+[[safety.rules]]
+action = "deny"
+argument = "command"
+pattern = "rm -rf *"
+[[safety.risk_rules]]
+pattern = "ts_create_note"
+score = 70
+reason = "notes are precious"
+[[servers]]
+name = "ts"
+command = {{toml .testserver}}
+args = ["-log", {{toml .dir}}]
+`
+
+func guardedConfig(loop string, steps int) string {
+	return strings.Replace(fmt.Sprintf(guarded, loop, steps), `args = ["-log", {{toml .dir}}]`,
+		`args = ["-log", "{{.dir}}/calls.jsonl"]`, 1)
+}
+
+// TestGuardRefusesAndNeverForwards: every tier's refusal has its DESIGN.md
+// code, and the test server's own log proves no refused call reached it.
+func TestGuardRefusesAndNeverForwards(t *testing.T) {
+	g := startGuard(t, guardedConfig("enforcing", 1000))
+	cases := []struct {
+		name, tool, op string
+		params         map[string]any
+		code           string
+	}{
+		{"deny pattern", "mcp_aql_delete", "ts_drop_database", map[string]any{"name": "prod"}, "PERMISSION_AGENT_BLOCKED"},
+		{"deny in arguments", "mcp_aql_execute", "ts_echo", map[string]any{"message": "please DROP_DATABASE now"}, "PERMISSION_AGENT_BLOCKED"},
+		{"argument rule", "mcp_aql_execute", "ts_run_command", map[string]any{"command": "rm   -rf /home"}, "PERMISSION_AGENT_BLOCKED"},
+		{"requires approval", "mcp_aql_delete", "ts_delete_note", map[string]any{"id": "n1"}, "CONFIRMATION_REQUIRED"},
+		{"verify tier by risk rule", "mcp_aql_create", "ts_create_note", map[string]any{"title": "t"}, "PERMISSION_VERIFICATION_REQUIRED"},
+		// "*.list_items*" would match this call's hint; auto_approve must
+		// not be reachable through model-written arguments.
+		{"auto_approve not through arguments", "mcp_aql_create", "ts_create_note", map[string]any{"title": "x.list_items"}, "PERMISSION_VERIFICATION_REQUIRED"},
+		// UPDATE scores 40: confirm tier, but within moderate tolerance (50).
+		{"confirm tier within tolerance", "mcp_aql_update", "ts_update_note", map[string]any{"id": "n", "input": map[string]any{}}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, _ := g.callAQL(t, c.tool, c.op, c.params)
+			assertResultSchema(t, res)
+			if c.code == "" {
+				if res["success"] != true {
+					t.Fatalf("want allowed: %s", jsonString(res))
+				}
+				return
+			}
+			code, details := errCode(t, res)
+			if code != c.code {
+				t.Fatalf("code %s, want %s: %s", code, c.code, jsonString(res))
+			}
+			if code == "PERMISSION_AGENT_BLOCKED" && details["agent"] != "e2e-agent" {
+				t.Errorf("principal must be the configured agent: %v", details)
+			}
+		})
+	}
+	res, _ := g.callAQL(t, "mcp_aql_execute", "ts_echo", map[string]any{"message": "allowed"})
+	if res["data"] != "allowed" {
+		t.Fatalf("allowed call: %v", res)
+	}
+	res, _ = g.callAQL(t, "mcp_aql_read", "ts_list_items", map[string]any{"limit": 2})
+	if res["success"] != true {
+		t.Fatalf("auto-approved read: %v", res)
+	}
+	calls := readCalls(t, g.dir+"/calls.jsonl")
+	var got []string
+	for _, c := range calls {
+		got = append(got, c.Tool)
+	}
+	if strings.Join(got, ",") != "update_note,echo,list_items" {
+		t.Errorf("the test server saw %v; only update_note, echo and list_items were allowed", got)
+	}
+	for _, c := range calls {
+		if strings.Contains(string(c.Arguments), "DROP") || strings.Contains(string(c.Arguments), "rm") {
+			t.Errorf("refused arguments reached the server: %s", c.Arguments)
+		}
+	}
+}
+
+// TestGuardPassthroughAndSingleAreGuarded: the same refusals hold on the
+// unified endpoint and on passthrough tools.
+func TestGuardPassthroughAndSingleAreGuarded(t *testing.T) {
+	cfg := strings.Replace(guardedConfig("enforcing", 1000), `mode = "semantic"`, `mode = "passthrough"`, 1)
+	g := startGuard(t, cfg)
+	res, raw := g.call(t, "ts_drop_database", map[string]any{"name": "prod"})
+	if code, _ := errCode(t, res); code != "PERMISSION_AGENT_BLOCKED" || !raw.IsError {
+		t.Errorf("passthrough deny: %v", res)
+	}
+	res, _ = g.callAQL(t, "mcp_aql", "ts_drop_database", map[string]any{"name": "prod"})
+	if code, _ := errCode(t, res); code != "PERMISSION_AGENT_BLOCKED" {
+		t.Errorf("single deny: %v", res)
+	}
+	raw2, err := g.callRaw("ts_echo", map[string]any{"message": "through"})
+	if err != nil || raw2.IsError || resultText(t, raw2) != "through" {
+		t.Errorf("passthrough allowed call must return the downstream result untouched: %v %v", jsonString(raw2), err)
+	}
+	if calls := readCalls(t, g.dir+"/calls.jsonl"); len(calls) != 1 || calls[0].Tool != "echo" {
+		t.Errorf("server saw %v", calls)
+	}
+}
+
+// TestStepLimit: every proxied call is a step; past the limit, calls are
+// paused (refused) until a human checks in — which lands with the
+// confirmation flow.
+func TestStepLimit(t *testing.T) {
+	g := startGuard(t, guardedConfig("enforcing", 3))
+	for i := 1; i <= 3; i++ {
+		res, _ := g.callAQL(t, "mcp_aql_execute", "ts_echo", map[string]any{"message": "x"})
+		if res["success"] != true {
+			t.Fatalf("call %d: %v", i, res)
+		}
+	}
+	res, _ := g.callAQL(t, "mcp_aql_execute", "ts_echo", map[string]any{"message": "x"})
+	code, details := errCode(t, res)
+	if code != "CONFIRMATION_REQUIRED" || details["stage"] != "step_limit" {
+		t.Errorf("4th call: %s", jsonString(res))
+	}
+	if n := len(readCalls(t, g.dir+"/calls.jsonl")); n != 3 {
+		t.Errorf("server saw %d calls, want 3", n)
+	}
+}
+
+// TestMonitoringAndLoggingModes: monitoring forwards and reports what
+// enforcing would have done; logging forwards without evaluating.
+func TestMonitoringAndLoggingModes(t *testing.T) {
+	t.Run("monitoring", func(t *testing.T) {
+		g := startGuard(t, guardedConfig("monitoring", 1000))
+		res, _ := g.callAQL(t, "mcp_aql_delete", "ts_drop_database", map[string]any{"name": "prod"})
+		if res["success"] != true || res["data"] != "dropped prod" {
+			t.Fatalf("monitoring must forward: %v", res)
+		}
+		ws, _ := res["warnings"].([]any)
+		if len(ws) != 1 || ws[0].(map[string]any)["code"] != "SAFETY_MONITORING_ONLY" ||
+			ws[0].(map[string]any)["details"].(map[string]any)["decision"] != "block" {
+			t.Errorf("monitoring must report the would-be decision: %v", res)
+		}
+		assertResultSchema(t, res)
+		if !strings.Contains(g.stderr(), "enforced=false") {
+			t.Error("log lacks the monitored decision")
+		}
+	})
+	t.Run("logging", func(t *testing.T) {
+		g := startGuard(t, guardedConfig("logging", 1))
+		for i := 0; i < 3; i++ { // no step limit either: nothing is evaluated
+			res, _ := g.callAQL(t, "mcp_aql_delete", "ts_drop_database", map[string]any{"name": "prod"})
+			if res["success"] != true || res["warnings"] != nil {
+				t.Fatalf("logging must forward silently: %v", res)
+			}
+		}
+		if n := len(readCalls(t, g.dir+"/calls.jsonl")); n != 3 {
+			t.Errorf("server saw %d calls, want 3", n)
+		}
+	})
+}
