@@ -1,0 +1,343 @@
+// Command latency measures the latency aqlguard adds to a tools/call.
+//
+// It starts the same stdio MCP server three times: directly, through aqlguard
+// in mode "single" (the call goes to mcp_aql as an MCP-AQL operation) and
+// through aqlguard in mode "passthrough" (the call goes to the re-exported
+// <server>_<tool> with the original arguments). The safety loop is enforcing
+// and auto-approves everything, so each proxied call takes the full path:
+// validation, evaluator, durable audit record, forward, audit of the outcome.
+//
+// The same sequential call runs against each variant in rounds, with the
+// order rotated every round, so that drifting machine load hits all variants
+// alike. The added latency is computed per round (through minus direct) and
+// then summarised over rounds.
+//
+// Usage:
+//
+//	latency -aqlguard BIN -server BIN [-server-args "ARGS"] [-tool NAME] [-args JSON]
+//	        [-n 2000] [-warmup 200] [-rounds 10] [-out FILE.json]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aqlguard/aqlguard/bench/internal/harness"
+)
+
+type variant struct {
+	Name string `json:"name"`
+	Tool string `json:"tool"`
+	Args any    `json:"args"`
+
+	sess    *harness.Session
+	all     []time.Duration
+	byRound [][]time.Duration
+}
+
+// Stats summarises a set of latencies, in microseconds.
+type Stats struct {
+	Calls int     `json:"calls"`
+	P50   float64 `json:"p50_us"`
+	P90   float64 `json:"p90_us"`
+	P99   float64 `json:"p99_us"`
+	Mean  float64 `json:"mean_us"`
+	Min   float64 `json:"min_us"`
+	Max   float64 `json:"max_us"`
+}
+
+// Added is the latency a proxied variant adds over direct.
+type Added struct {
+	// Median over rounds of (round p50 through - round p50 direct), and the
+	// same for p99; min and max over rounds show the spread.
+	P50, P50Min, P50Max float64
+	P99, P99Min, P99Max float64
+	// Ratios of the whole-run statistics, through / direct.
+	RatioP50, RatioMean float64
+}
+
+// MarshalJSON keeps the JSON field names explicit and unit-suffixed.
+func (a Added) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]float64{
+		"added_p50_us": a.P50, "added_p50_min_us": a.P50Min, "added_p50_max_us": a.P50Max,
+		"added_p99_us": a.P99, "added_p99_min_us": a.P99Min, "added_p99_max_us": a.P99Max,
+		"ratio_p50": a.RatioP50, "ratio_mean": a.RatioMean,
+	})
+}
+
+// Report is the JSON output.
+type Report struct {
+	Time        string               `json:"time"`
+	GoVersion   string               `json:"go_version"`
+	NumCPU      int                  `json:"num_cpu"`
+	Server      []string             `json:"server"`
+	Tool        string               `json:"tool"`
+	Operation   string               `json:"operation"`
+	Args        json.RawMessage      `json:"args"`
+	N           int                  `json:"n"`
+	Warmup      int                  `json:"warmup"`
+	Rounds      int                  `json:"rounds"`
+	Variants    []string             `json:"variants"`
+	Stats       map[string]Stats     `json:"stats"`
+	Added       map[string]Added     `json:"added"`
+	RoundOrders [][]string           `json:"round_orders"`
+	RoundP50    map[string][]float64 `json:"round_p50_us"`
+	RoundP99    map[string][]float64 `json:"round_p99_us"`
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "latency:", err)
+		os.Exit(1)
+	}
+}
+
+func run(argv []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("latency", flag.ContinueOnError)
+	var (
+		aqlguard   = fs.String("aqlguard", "", "aqlguard binary (required)")
+		server     = fs.String("server", "", "stdio MCP server binary (required)")
+		serverArgs = fs.String("server-args", "", "arguments for the server, split on white space")
+		name       = fs.String("name", "ev", "server name in the aqlguard config")
+		tool       = fs.String("tool", "test_simple_text", "tool to call")
+		argsJSON   = fs.String("args", "{}", "tool arguments (JSON object)")
+		op         = fs.String("op", "", "operation name (default NAME_snake(TOOL))")
+		n          = fs.Int("n", 2000, "measured calls per variant")
+		warmup     = fs.Int("warmup", 200, "unmeasured calls per variant before the first round")
+		rounds     = fs.Int("rounds", 10, "rounds; each variant makes n/rounds calls per round")
+		out        = fs.String("out", "", "write the JSON report to FILE (the markdown table goes to stdout)")
+		callTO     = fs.Duration("call-timeout", 30*time.Second, "timeout of one call")
+		totalTO    = fs.Duration("timeout", 20*time.Minute, "timeout of the whole run")
+		logLevel   = fs.String("aqlguard-log-level", "", "pass --log-level to aqlguard (default: aqlguard's own default)")
+	)
+	if err := fs.Parse(argv); err != nil {
+		return err
+	}
+	switch {
+	case *aqlguard == "" || *server == "":
+		return fmt.Errorf("-aqlguard and -server are required")
+	case *n <= 0 || *rounds <= 0 || *n%*rounds != 0 || *warmup < 0:
+		return fmt.Errorf("want n > 0, rounds > 0, n divisible by rounds, warmup >= 0")
+	}
+	var args map[string]any
+	if err := json.Unmarshal([]byte(*argsJSON), &args); err != nil || args == nil {
+		return fmt.Errorf("-args must be a JSON object: %v", err)
+	}
+	if *op == "" {
+		*op = *name + "_" + harness.SnakeCase(*tool)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), *totalTO)
+	defer cancel()
+
+	dir, err := os.MkdirTemp("", "aqlguard-latency-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	srv := harness.Server{Name: *name, Argv: append([]string{*server}, strings.Fields(*serverArgs)...)}
+	var extra []string
+	if *logLevel != "" {
+		extra = []string{"--log-level", *logLevel}
+	}
+	variants := []*variant{
+		{Name: "direct", Tool: *tool, Args: args},
+		{Name: "aqlguard single", Tool: "mcp_aql", Args: map[string]any{"operation": *op, "params": args}},
+		{Name: "aqlguard passthrough", Tool: *op, Args: args},
+	}
+	argvs := [][]string{srv.Argv}
+	for _, mode := range []string{"single", "passthrough"} {
+		cfg, err := harness.WriteConfig(dir, mode, []harness.Server{srv})
+		if err != nil {
+			return err
+		}
+		argvs = append(argvs, harness.AqlguardArgv(*aqlguard, cfg, extra...))
+	}
+
+	// Start every variant and check that it answers with what direct answers.
+	var want string
+	for i, v := range variants {
+		startCtx, c := context.WithTimeout(ctx, time.Minute)
+		v.sess, err = harness.Start(startCtx, argvs[i])
+		c()
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.Name, err)
+		}
+		defer v.sess.Close()
+		callCtx, c := context.WithTimeout(ctx, *callTO)
+		got, err := v.sess.CallText(callCtx, v.Tool, v.Args)
+		c()
+		if err != nil {
+			return fmt.Errorf("%s: first call: %w", v.Name, err)
+		}
+		if i == 0 {
+			want = firstText(got)
+			if want == "" {
+				return fmt.Errorf("direct: first call returned no text content: %s", got)
+			}
+		} else if !strings.Contains(got, mustJSONInner(want)) {
+			return fmt.Errorf("%s: result does not carry the direct result %q: %.1000s", v.Name, want, got)
+		}
+		v.byRound = make([][]time.Duration, *rounds)
+	}
+
+	call := func(v *variant) (time.Duration, error) {
+		callCtx, c := context.WithTimeout(ctx, *callTO)
+		defer c()
+		start := time.Now()
+		_, err := v.sess.CallText(callCtx, v.Tool, v.Args)
+		return time.Since(start), err
+	}
+	for _, v := range variants {
+		for range *warmup {
+			if _, err := call(v); err != nil {
+				return fmt.Errorf("%s: warmup: %w", v.Name, err)
+			}
+		}
+	}
+
+	per := *n / *rounds
+	rep := Report{
+		Time: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(),
+		Server: srv.Argv, Tool: *tool, Operation: *op, Args: json.RawMessage(*argsJSON),
+		N: *n, Warmup: *warmup, Rounds: *rounds,
+		Stats: map[string]Stats{}, Added: map[string]Added{},
+		RoundP50: map[string][]float64{}, RoundP99: map[string][]float64{},
+	}
+	for r := range *rounds {
+		order := append(slices.Clone(variants[r%len(variants):]), variants[:r%len(variants)]...)
+		var names []string
+		for _, v := range order {
+			names = append(names, v.Name)
+			for range per {
+				d, err := call(v)
+				if err != nil {
+					return fmt.Errorf("%s: round %d: %w", v.Name, r+1, err)
+				}
+				v.byRound[r] = append(v.byRound[r], d)
+				v.all = append(v.all, d)
+			}
+		}
+		rep.RoundOrders = append(rep.RoundOrders, names)
+	}
+	for _, v := range variants {
+		if err := v.sess.Close(); err != nil {
+			return fmt.Errorf("%s: %w", v.Name, err)
+		}
+	}
+
+	direct := variants[0]
+	for _, v := range variants {
+		rep.Variants = append(rep.Variants, v.Name)
+		rep.Stats[v.Name] = summarise(v.all)
+		for _, d := range v.byRound {
+			s := summarise(d)
+			rep.RoundP50[v.Name] = append(rep.RoundP50[v.Name], s.P50)
+			rep.RoundP99[v.Name] = append(rep.RoundP99[v.Name], s.P99)
+		}
+		if v == direct {
+			continue
+		}
+		var d50, d99 []float64
+		for r := range *rounds {
+			d50 = append(d50, rep.RoundP50[v.Name][r]-rep.RoundP50[direct.Name][r])
+			d99 = append(d99, rep.RoundP99[v.Name][r]-rep.RoundP99[direct.Name][r])
+		}
+		s, ds := rep.Stats[v.Name], rep.Stats[direct.Name]
+		rep.Added[v.Name] = Added{
+			P50: median(d50), P50Min: slices.Min(d50), P50Max: slices.Max(d50),
+			P99: median(d99), P99Min: slices.Min(d99), P99Max: slices.Max(d99),
+			RatioP50: s.P50 / ds.P50, RatioMean: s.Mean / ds.Mean,
+		}
+	}
+
+	writeMarkdown(stdout, &rep)
+	if *out != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeMarkdown(w io.Writer, rep *Report) {
+	fmt.Fprintf(w, "tools/call %s %s via %s; %d calls per variant in %d interleaved rounds (+%d warmup); %s, %d CPUs\n\n",
+		rep.Tool, rep.Args, strings.Join(rep.Server, " "), rep.N, rep.Rounds, rep.Warmup, rep.GoVersion, rep.NumCPU)
+	fmt.Fprintln(w, "| variant | p50 µs | p90 µs | p99 µs | mean µs | added p50 µs (range over rounds) | added p99 µs (range over rounds) | ratio p50 | ratio mean |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, name := range rep.Variants {
+		s := rep.Stats[name]
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.0f |", name, s.P50, s.P90, s.P99, s.Mean)
+		if a, ok := rep.Added[name]; ok {
+			fmt.Fprintf(w, " %+.0f (%+.0f … %+.0f) | %+.0f (%+.0f … %+.0f) | %.2f× | %.2f× |\n",
+				a.P50, a.P50Min, a.P50Max, a.P99, a.P99Min, a.P99Max, a.RatioP50, a.RatioMean)
+		} else {
+			fmt.Fprintln(w, " — | — | 1.00× | 1.00× |")
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "added = median over rounds of (variant round percentile − direct round percentile); ratio = whole-run variant / direct.")
+}
+
+func summarise(ds []time.Duration) Stats {
+	us := make([]float64, len(ds))
+	var sum float64
+	for i, d := range ds {
+		us[i] = float64(d.Nanoseconds()) / 1e3
+		sum += us[i]
+	}
+	slices.Sort(us)
+	return Stats{Calls: len(us), P50: pct(us, 50), P90: pct(us, 90), P99: pct(us, 99),
+		Mean: sum / float64(len(us)), Min: us[0], Max: us[len(us)-1]}
+}
+
+// pct is the nearest-rank percentile of sorted values.
+func pct(sorted []float64, p float64) float64 {
+	i := int(float64(len(sorted))*p/100+0.999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// firstText returns the first text content of a marshalled CallToolResult.
+func firstText(result string) string {
+	var r struct {
+		Content []struct {
+			Type, Text string
+		}
+	}
+	_ = json.Unmarshal([]byte(result), &r)
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			return c.Text
+		}
+	}
+	return ""
+}
+
+// mustJSONInner is s as it appears inside a JSON string (escaped, no quotes),
+// which is how a wrapped result carries it.
+func mustJSONInner(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}

@@ -1,0 +1,70 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/proxy/catalog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// recordingCaller stands in for the downstream pool and remembers calls.
+type recordingCaller struct{ calls []string }
+
+func (r *recordingCaller) Call(_ context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+	r.calls = append(r.calls, server+"."+tool)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+}
+
+func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
+	op := &catalog.Operation{Name: "fs_write_file", Category: policy.Update, Server: "fs",
+		Tool: &mcp.Tool{Name: "write_file"}}
+	tests := []struct {
+		decision evaluator.Decision
+		cont     bool
+		code     aql.Code
+	}{
+		{evaluator.Allow, true, ""},
+		{evaluator.Block, false, aql.CodeAgentBlocked},
+		{evaluator.NeedsVerify, false, aql.CodeVerification},
+		{evaluator.NeedsConfirm, false, aql.CodeConfirmation},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.decision), func(t *testing.T) {
+			rec := &recordingCaller{}
+			var seen []evaluator.Step
+			g := &Guard{
+				Policy:     &policy.Policy{Principal: "human-set"},
+				Downstream: rec,
+				Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Evaluate: func(_ *policy.Policy, s evaluator.Step) evaluator.Directive {
+					seen = append(seen, s)
+					return evaluator.Directive{Continue: tt.cont, Decision: tt.decision, Reason: "r", Enforced: true}
+				},
+			}
+			for i := 0; i < 2; i++ {
+				out := g.Call(context.Background(), "s-1", op, map[string]any{"path": "/x"})
+				if tt.code == "" && (out.Err != nil || out.Result == nil) {
+					t.Fatalf("allowed call: %+v", out)
+				}
+				if tt.code != "" && (out.Err == nil || out.Err.Code != tt.code) {
+					t.Fatalf("refusal: %+v, want %s", out.Err, tt.code)
+				}
+			}
+			if want := map[bool]int{true: 2, false: 0}[tt.cont]; len(rec.calls) != want {
+				t.Errorf("forwarded %d calls, want %d", len(rec.calls), want)
+			}
+			if seen[0].StepNumber != 1 || seen[1].StepNumber != 2 || seen[0].Principal != "human-set" {
+				t.Errorf("steps: %+v", seen)
+			}
+			if seen[0].ActionHint != `fs.write_file {"path":"/x"}` {
+				t.Errorf("hint %q", seen[0].ActionHint)
+			}
+		})
+	}
+}
