@@ -89,8 +89,8 @@ func TestEveryToolInEveryMode(t *testing.T) {
 					tsCount++
 				}
 			}
-			if evCount != 28 || tsCount != 15 {
-				t.Errorf("listed %d everything-server and %d test server operations, want 28 and 15", evCount, tsCount)
+			if evCount != 28 || tsCount != 16 {
+				t.Errorf("listed %d everything-server and %d test server operations, want 28 and 16", evCount, tsCount)
 			}
 			if mode == "passthrough" {
 				for _, op := range ops {

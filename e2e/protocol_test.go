@@ -17,7 +17,7 @@ agent = "e2e"
 [safety]
 auto_approve = ["ts_*"]
 [limits]
-max_request_size = 65536
+max_request_size = 131072
 max_string_length = 65536
 max_array_elements = 100
 max_nesting_depth = 8
@@ -41,7 +41,8 @@ func errCode(t *testing.T, res map[string]any) (string, map[string]any) {
 // real aqlguard process and checks code and details.
 func TestErrorCodes(t *testing.T) {
 	g := startGuard(t, strictTS)
-	big := strings.Repeat("x", 70000)
+	long := strings.Repeat("x", 70000)
+	big := strings.Repeat("x", 140000)
 	deep := map[string]any{}
 	cur := deep
 	for i := 0; i < 10; i++ {
@@ -74,7 +75,9 @@ func TestErrorCodes(t *testing.T) {
 			map[string]any{"expected_endpoint": "READ", "actual_endpoint": "CREATE", "expected_tool": "mcp_aql_read"}},
 		{"unknown operation", "mcp_aql_read", op("ts_get_widget", nil), "NOT_FOUND_OPERATION", map[string]any{"operation": "ts_get_widget"}},
 		{"request too large", "mcp_aql_execute", op("ts_echo", map[string]any{"message": big}), "VALIDATION_PAYLOAD_TOO_LARGE",
-			map[string]any{"limit_type": "request_size", "limit_value": 65536.0, "unit": "bytes"}},
+			map[string]any{"limit_type": "request_size", "limit_value": 131072.0, "unit": "bytes"}},
+		{"string too long", "mcp_aql_execute", op("ts_echo", map[string]any{"message": long}), "VALIDATION_PAYLOAD_TOO_LARGE",
+			map[string]any{"limit_type": "string_length", "limit_value": 65536.0, "actual_value": 70000.0, "location": "params.message"}},
 		{"array too long", "mcp_aql_create", op("ts_create_note", map[string]any{"title": "t", "tags": many}), "VALIDATION_PAYLOAD_TOO_LARGE",
 			map[string]any{"limit_type": "array_elements", "actual_value": 101.0, "unit": "elements"}},
 		{"too deep", "mcp_aql_execute", op("ts_nested", map[string]any{"config": deep}), "VALIDATION_PAYLOAD_TOO_LARGE",

@@ -260,3 +260,30 @@ command = "x"
 		}
 	}
 }
+
+// TestStdioServerEnvCwdAndAgentFlag: a stdio server gets the configured
+// env and cwd; --agent overrides the config's principal.
+func TestStdioServerEnvCwdAndAgentFlag(t *testing.T) {
+	work := t.TempDir()
+	g := startGuard(t, `
+mode = "single"
+agent = "from-config"
+[safety]
+auto_approve = ["ts_get_environment"]
+deny = ["ts_drop_database"]
+[[servers]]
+name = "ts"
+command = {{toml .testserver}}
+cwd = `+tomlString(work)+`
+env = { AQLGUARD_TEST_VALUE = "configured" }
+`, "--agent", "from-flag")
+	res, _ := g.callAQL(t, "mcp_aql", "ts_get_environment", map[string]any{"name": "AQLGUARD_TEST_VALUE"})
+	d := data(t, res)
+	if d["value"] != "configured" || d["cwd"] != work {
+		t.Errorf("env/cwd not applied: %v", d)
+	}
+	res, _ = g.callAQL(t, "mcp_aql", "ts_drop_database", map[string]any{"name": "x"})
+	if _, details := errCode(t, res); details["agent"] != "from-flag" {
+		t.Errorf("--agent not applied: %v", details)
+	}
+}

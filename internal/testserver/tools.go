@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -90,6 +91,12 @@ var tools = []toolDef{
 		`{"type":"object","properties":{"path":{"type":"string"}}}`,
 		nil, func(_ context.Context, a map[string]any) *mcp.CallToolResult {
 			return textResult("Read_File: contents of " + str(a, "path"))
+		}},
+	{"get_environment", "Report the working directory and one environment variable.",
+		`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`,
+		readOnly, func(_ context.Context, a map[string]any) *mcp.CallToolResult {
+			cwd, _ := os.Getwd()
+			return jsonResult(map[string]any{"cwd": cwd, "value": os.Getenv(str(a, "name"))}, false)
 		}},
 	{"nested", "Echo nested arguments.",
 		`{"type":"object","properties":{"config":{"type":"object","properties":{"depth":{"type":"integer"}}},"items":{"type":"array","items":{"type":"object"}}}}`,
