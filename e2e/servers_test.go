@@ -287,3 +287,35 @@ env = { AQLGUARD_TEST_VALUE = "configured" }
 		t.Errorf("--agent not applied: %v", details)
 	}
 }
+
+// TestDownstreamCrash: a server that dies mid-call yields a structured
+// error, later calls to it fail cleanly, and the other servers serve on.
+func TestDownstreamCrash(t *testing.T) {
+	g := startGuard(t, `
+mode = "single"
+agent = "e2e"
+[safety]
+auto_approve = ["*"]
+[[servers]]
+name = "doomed"
+command = {{toml .testserver}}
+[[servers]]
+name = "ts"
+command = {{toml .testserver}}
+`)
+	res, _ := g.callAQL(t, "mcp_aql", "doomed_crash", nil)
+	if code, details := errCode(t, res); code != "INTERNAL_ERROR" || details["server"] != "doomed" {
+		t.Errorf("crash: %s", jsonString(res))
+	}
+	res, _ = g.callAQL(t, "mcp_aql", "doomed_echo", map[string]any{"message": "x"})
+	if code, _ := errCode(t, res); code != "INTERNAL_ERROR" {
+		t.Errorf("after crash: %s", jsonString(res))
+	}
+	res, _ = g.callAQL(t, "mcp_aql", "ts_echo", map[string]any{"message": "fine"})
+	if res["data"] != "fine" {
+		t.Errorf("other server: %v", res)
+	}
+	if !strings.Contains(g.stderr(), "server=doomed") || !strings.Contains(g.stderr(), "went away") {
+		t.Errorf("log lacks the crash:\n%s", g.stderr())
+	}
+}

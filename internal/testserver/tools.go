@@ -98,6 +98,12 @@ var tools = []toolDef{
 			cwd, _ := os.Getwd()
 			return jsonResult(map[string]any{"cwd": cwd, "value": os.Getenv(str(a, "name"))}, false)
 		}},
+	{"crash", "Exit the server process at once (exit status 5), mid-call.",
+		`{"type":"object","properties":{}}`,
+		nil, func(context.Context, map[string]any) *mcp.CallToolResult {
+			os.Exit(5)
+			return nil
+		}},
 	{"nested", "Echo nested arguments.",
 		`{"type":"object","properties":{"config":{"type":"object","properties":{"depth":{"type":"integer"}}},"items":{"type":"array","items":{"type":"object"}}}}`,
 		nil, func(_ context.Context, a map[string]any) *mcp.CallToolResult { return jsonResult(a, false) }},

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
@@ -56,6 +57,7 @@ type Pool struct {
 	servers []*Server
 	byName  map[string]*Server
 	log     *slog.Logger
+	closing atomic.Bool
 }
 
 // Start connects to every configured server in parallel. It returns when
@@ -130,11 +132,14 @@ func (p *Pool) connect(ctx context.Context, s *Server, version string, log *slog
 		s.Tools = append(s.Tools, t)
 	}
 	go func() {
-		// The session ends when the server goes away; say so once.
+		// The session ends when the server goes away. Outside shutdown
+		// that is news: calls to it will fail until aqlguard restarts.
 		err := cs.Wait()
-		if ctx.Err() == nil || s.Status == Ready {
-			log.Warn("downstream connection closed", "err", err)
+		if p.closing.Load() {
+			log.Debug("downstream connection closed", "err", err)
+			return
 		}
+		log.Warn("downstream server went away; its operations fail until aqlguard restarts", "err", err)
 	}()
 	return nil
 }
@@ -203,6 +208,7 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args map[string]an
 
 // Close ends every session (and so every stdio child process).
 func (p *Pool) Close() error {
+	p.closing.Store(true)
 	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
