@@ -38,8 +38,9 @@ func guardedConfig(loop string, steps int) string {
 
 // TestGuardRefusesAndNeverForwards: every tier's refusal has its DESIGN.md
 // code, and the test server's own log proves no refused call reached it.
+// Each case gets its own aqlguard: a block or a verification pause holds
+// for every later call of the principal.
 func TestGuardRefusesAndNeverForwards(t *testing.T) {
-	g := startGuard(t, guardedConfig("enforcing", 1000))
 	cases := []struct {
 		name, tool, op string
 		params         map[string]any
@@ -53,19 +54,12 @@ func TestGuardRefusesAndNeverForwards(t *testing.T) {
 		// "*.list_items*" would match this call's hint; auto_approve must
 		// not be reachable through model-written arguments.
 		{"auto_approve not through arguments", "mcp_aql_create", "ts_create_note", map[string]any{"title": "x.list_items"}, "PERMISSION_VERIFICATION_REQUIRED"},
-		// UPDATE scores 40: confirm tier, but within moderate tolerance (50).
-		{"confirm tier within tolerance", "mcp_aql_update", "ts_update_note", map[string]any{"id": "n", "input": map[string]any{}}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			g := startGuard(t, guardedConfig("enforcing", 1000))
 			res, _ := g.callAQL(t, c.tool, c.op, c.params)
 			assertResultSchema(t, res)
-			if c.code == "" {
-				if res["success"] != true {
-					t.Fatalf("want allowed: %s", jsonString(res))
-				}
-				return
-			}
 			code, details := errCode(t, res)
 			if code != c.code {
 				t.Fatalf("code %s, want %s: %s", code, c.code, jsonString(res))
@@ -73,29 +67,41 @@ func TestGuardRefusesAndNeverForwards(t *testing.T) {
 			if code == "PERMISSION_AGENT_BLOCKED" && details["agent"] != "e2e-agent" {
 				t.Errorf("principal must be the configured agent: %v", details)
 			}
+			// Whatever comes next for this principal is refused too.
+			res, _ = g.callAQL(t, "mcp_aql_execute", "ts_echo", map[string]any{"message": "next"})
+			if c.code != "CONFIRMATION_REQUIRED" && res["success"] != false {
+				t.Errorf("a %s must hold for the next call: %v", code, res)
+			}
+			for _, call := range readCalls(t, g.dir+"/calls.jsonl") {
+				if call.Tool != "echo" || c.code != "CONFIRMATION_REQUIRED" {
+					t.Errorf("the test server saw %s %s", call.Tool, call.Arguments)
+				}
+			}
 		})
 	}
-	res, _ := g.callAQL(t, "mcp_aql_execute", "ts_echo", map[string]any{"message": "allowed"})
-	if res["data"] != "allowed" {
-		t.Fatalf("allowed call: %v", res)
-	}
-	res, _ = g.callAQL(t, "mcp_aql_read", "ts_list_items", map[string]any{"limit": 2})
-	if res["success"] != true {
-		t.Fatalf("auto-approved read: %v", res)
-	}
-	calls := readCalls(t, g.dir+"/calls.jsonl")
-	var got []string
-	for _, c := range calls {
-		got = append(got, c.Tool)
-	}
-	if strings.Join(got, ",") != "update_note,echo,list_items" {
-		t.Errorf("the test server saw %v; only update_note, echo and list_items were allowed", got)
-	}
-	for _, c := range calls {
-		if strings.Contains(string(c.Arguments), "DROP") || strings.Contains(string(c.Arguments), "rm") {
-			t.Errorf("refused arguments reached the server: %s", c.Arguments)
+	t.Run("allowed", func(t *testing.T) {
+		g := startGuard(t, guardedConfig("enforcing", 1000))
+		// UPDATE scores 40: confirm tier, but within moderate tolerance (50).
+		res, _ := g.callAQL(t, "mcp_aql_update", "ts_update_note", map[string]any{"id": "n", "input": map[string]any{}})
+		if res["success"] != true {
+			t.Fatalf("within tolerance: %s", jsonString(res))
 		}
-	}
+		res, _ = g.callAQL(t, "mcp_aql_execute", "ts_echo", map[string]any{"message": "allowed"})
+		if res["data"] != "allowed" {
+			t.Fatalf("allowed call: %v", res)
+		}
+		res, _ = g.callAQL(t, "mcp_aql_read", "ts_list_items", map[string]any{"limit": 2})
+		if res["success"] != true {
+			t.Fatalf("auto-approved read: %v", res)
+		}
+		var got []string
+		for _, c := range readCalls(t, g.dir+"/calls.jsonl") {
+			got = append(got, c.Tool)
+		}
+		if strings.Join(got, ",") != "update_note,echo,list_items" {
+			t.Errorf("the test server saw %v", got)
+		}
+	})
 }
 
 // TestGuardPassthroughAndSingleAreGuarded: the same refusals hold on the
@@ -103,6 +109,10 @@ func TestGuardRefusesAndNeverForwards(t *testing.T) {
 func TestGuardPassthroughAndSingleAreGuarded(t *testing.T) {
 	cfg := strings.Replace(guardedConfig("enforcing", 1000), `mode = "semantic"`, `mode = "passthrough"`, 1)
 	g := startGuard(t, cfg)
+	raw2, err := g.callRaw("ts_echo", map[string]any{"message": "through"})
+	if err != nil || raw2.IsError || resultText(t, raw2) != "through" {
+		t.Errorf("passthrough allowed call must return the downstream result untouched: %v %v", jsonString(raw2), err)
+	}
 	res, raw := g.call(t, "ts_drop_database", map[string]any{"name": "prod"})
 	if code, _ := errCode(t, res); code != "PERMISSION_AGENT_BLOCKED" || !raw.IsError {
 		t.Errorf("passthrough deny: %v", res)
@@ -111,33 +121,8 @@ func TestGuardPassthroughAndSingleAreGuarded(t *testing.T) {
 	if code, _ := errCode(t, res); code != "PERMISSION_AGENT_BLOCKED" {
 		t.Errorf("single deny: %v", res)
 	}
-	raw2, err := g.callRaw("ts_echo", map[string]any{"message": "through"})
-	if err != nil || raw2.IsError || resultText(t, raw2) != "through" {
-		t.Errorf("passthrough allowed call must return the downstream result untouched: %v %v", jsonString(raw2), err)
-	}
 	if calls := readCalls(t, g.dir+"/calls.jsonl"); len(calls) != 1 || calls[0].Tool != "echo" {
 		t.Errorf("server saw %v", calls)
-	}
-}
-
-// TestStepLimit: every proxied call is a step; past the limit, calls are
-// paused (refused) until a human checks in — which lands with the
-// confirmation flow.
-func TestStepLimit(t *testing.T) {
-	g := startGuard(t, guardedConfig("enforcing", 3))
-	for i := 1; i <= 3; i++ {
-		res, _ := g.callAQL(t, "mcp_aql_execute", "ts_echo", map[string]any{"message": "x"})
-		if res["success"] != true {
-			t.Fatalf("call %d: %v", i, res)
-		}
-	}
-	res, _ := g.callAQL(t, "mcp_aql_execute", "ts_echo", map[string]any{"message": "x"})
-	code, details := errCode(t, res)
-	if code != "CONFIRMATION_REQUIRED" || details["stage"] != "step_limit" {
-		t.Errorf("4th call: %s", jsonString(res))
-	}
-	if n := len(readCalls(t, g.dir+"/calls.jsonl")); n != 3 {
-		t.Errorf("server saw %d calls, want 3", n)
 	}
 }
 

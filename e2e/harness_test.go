@@ -372,7 +372,8 @@ func tomlArray(ss ...string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-// isolatedEnv is the test's environment without AQLGUARD_* variables and with
+// isolatedEnv is the test's environment without AQLGUARD_*, DISPLAY and
+// WAYLAND_DISPLAY variables and with
 // HOME and the XDG base directories inside dir/home.
 func isolatedEnv(t *testing.T, dir string) []string {
 	t.Helper()
@@ -392,7 +393,9 @@ func isolatedEnv(t *testing.T, dir string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; !ok && !strings.HasPrefix(k, "AQLGUARD_") {
+		// No display either: a test that wants dialogs sets DISPLAY itself,
+		// and no other test may pop one up on a developer's screen.
+		if _, ok := set[k]; !ok && !strings.HasPrefix(k, "AQLGUARD_") && k != "DISPLAY" && k != "WAYLAND_DISPLAY" {
 			env = append(env, kv)
 		}
 	}

@@ -65,7 +65,7 @@ func TestErrorCodes(t *testing.T) {
 		{"missing operation", "mcp_aql_read", map[string]any{"params": map[string]any{}}, "VALIDATION_MISSING_PARAM", map[string]any{"param_name": "operation"}},
 		{"wrong type", "mcp_aql_read", op("ts_get_item", map[string]any{"id": 7}), "VALIDATION_INVALID_TYPE", map[string]any{"param_name": "id", "expected_type": "string", "actual_type": "integer"}},
 		{"unknown param", "mcp_aql_read", op("ts_get_item", map[string]any{"id": "a", "force": true}), "VALIDATION_UNKNOWN_PARAM",
-			map[string]any{"unknown_params": []any{"force"}, "valid_params": []any{"id", "fields"}}},
+			map[string]any{"unknown_params": []any{"force"}, "valid_params": []any{"id", "fields", "confirmation_token"}}},
 		{"unknown top-level param", "mcp_aql_read", map[string]any{"operation": "ts_get_item", "id": "a", "extra": 1}, "VALIDATION_UNKNOWN_PARAM", nil},
 		{"enum", "mcp_aql_read", op("ts_list_items", map[string]any{"status": "deleted"}), "VALIDATION_INVALID_ENUM", map[string]any{"param_name": "status"}},
 		{"range", "mcp_aql_read", op("ts_list_items", map[string]any{"limit": 0}), "VALIDATION_OUT_OF_RANGE", map[string]any{"param_name": "limit", "minimum": 1.0}},

@@ -31,6 +31,10 @@ const (
 	DefaultRiskTolerance      = "moderate"
 	DefaultChannel            = "dialog"
 	DefaultVerifyTimeout      = 2 * time.Minute
+	DefaultInlineWait         = 10 * time.Second
+	DefaultConfirmationTTL    = 5 * time.Minute
+	MaxConfirmationTTL        = 15 * time.Minute
+	DefaultChallengeTTL       = 5 * time.Minute
 	DefaultStartTimeout       = 30 * time.Second
 
 	kiB = 1 << 10
@@ -284,6 +288,12 @@ func (v *validator) verify(c *Verify) {
 		v.errf("verify.command", `is required when channel = "command": the program and arguments to run, e.g. ["/usr/local/bin/page-oncall"]`)
 	}
 	v.duration("verify.timeout", &c.Timeout, DefaultVerifyTimeout)
+	v.duration("verify.inline_wait", &c.InlineWait, DefaultInlineWait)
+	v.duration("verify.confirmation_ttl", &c.ConfirmationTTL, DefaultConfirmationTTL)
+	if c.ConfirmationTTL.Duration > MaxConfirmationTTL {
+		v.errf("verify.confirmation_ttl", "%s is longer than the maximum %s (confirmation-tokens.md 5.1)", c.ConfirmationTTL.Duration, MaxConfirmationTTL)
+	}
+	v.duration("verify.challenge_ttl", &c.ChallengeTTL, DefaultChallengeTTL)
 }
 
 func (v *validator) duration(key string, d *Duration, def time.Duration) {

@@ -83,7 +83,7 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 		return aql.Failure(verr)
 	}
 	if op.Builtin {
-		return f.builtin(op, params)
+		return f.builtin(ctx, session, op, params)
 	}
 	var sel *aql.Selection
 	if fv, has := params["fields"]; has && op.Selectable {
@@ -93,9 +93,10 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 		}
 		sel = s
 	}
-	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params))
+	token, _ := params[catalog.TokenParam].(string)
+	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token)
 	if out.Err != nil {
-		return aql.Failure(out.Err)
+		return &aql.Result{Err: out.Err, Confirmation: out.Confirmation}
 	}
 	res := toolResult(op, out.Result)
 	if res.Success && sel != nil {
@@ -108,14 +109,13 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 }
 
 // builtin answers aqlguard's own operations.
-func (f *Front) builtin(op *catalog.Operation, params map[string]any) *aql.Result {
-	switch op.Name {
-	case "introspect":
+func (f *Front) builtin(ctx context.Context, session string, op *catalog.Operation, params map[string]any) *aql.Result {
+	if op.Name == "introspect" {
 		query, _ := params["query"].(string)
 		name, _ := params["name"].(string)
 		return aql.Success(f.Catalog.Introspect(query, name, f.ToolFor, f.protocol()))
 	}
-	return aql.Failure(aql.NotFoundOperation(op.Name))
+	return f.loopOperation(ctx, session, op, params)
 }
 
 // downstreamArgs drops what aqlguard consumed and restores the
@@ -198,9 +198,10 @@ func (f *Front) handlePassthrough(ctx context.Context, session string, op *catal
 	if verr != nil {
 		return f.encode(aql.Failure(verr))
 	}
-	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params))
+	token, _ := params[catalog.TokenParam].(string)
+	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token)
 	if out.Err != nil {
-		return f.encode(aql.Failure(out.Err))
+		return f.encode(&aql.Result{Err: out.Err, Confirmation: out.Confirmation})
 	}
 	if b, err := json.Marshal(out.Result); err == nil && int64(len(b)) > f.Limits.MaxResponseSize {
 		return f.encode(aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(b)), "")))
@@ -247,13 +248,18 @@ func (f *Front) protocol() map[string]any {
 			"batch":                 true,
 			"field_selection":       true,
 			"warnings":              true,
-			"confirmation":          false,
+			"confirmation":          true,
 			"dangerous_operations":  true,
-			"execution_safety_loop": string(f.Guard.Policy.Loop),
+			"execution_safety_loop": string(f.Guard.Loop.Policy.Loop),
 		},
 		"limits":      f.Limits,
 		"concurrency": "fully-concurrent",
 		"servers":     servers,
-		"principal":   f.Guard.Policy.Principal,
+		"principal":   f.Guard.Loop.Policy.Principal,
+		"safety": map[string]any{
+			"max_autonomous_steps": f.Guard.Loop.Policy.MaxSteps,
+			"risk_tolerance":       f.Guard.Loop.Policy.Tolerance,
+			"human_channel":        f.channelName(),
+		},
 	}
 }

@@ -157,15 +157,36 @@ func (f *Front) endpointDescription(cat policy.Category) string {
 }
 
 func (f *Front) addPassthrough(s *mcp.Server, op *catalog.Operation) {
-	schema := op.Tool.InputSchema
-	if schema == nil {
-		schema = map[string]any{"type": "object"}
-	}
+	schema := withTokenProperty(op.Tool.InputSchema)
 	t := &mcp.Tool{Name: op.Name, Title: op.Tool.Title, Description: op.Tool.Description,
 		InputSchema: schema, OutputSchema: op.Tool.OutputSchema, Annotations: op.Tool.Annotations}
 	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return f.handlePassthrough(ctx, f.session(req.Session), op, req.Params.Arguments), nil
 	})
+}
+
+// withTokenProperty copies a tool's input schema and declares the
+// confirmation_token property aqlguard accepts on every guarded call, so
+// nothing accepted is undocumented.
+func withTokenProperty(schema any) map[string]any {
+	out := map[string]any{"type": "object"}
+	if m, ok := schema.(map[string]any); ok {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	props := map[string]any{}
+	if m, ok := out["properties"].(map[string]any); ok {
+		for k, v := range m {
+			props[k] = v
+		}
+	}
+	if _, taken := props[catalog.TokenParam]; !taken {
+		props[catalog.TokenParam] = map[string]any{"type": "string",
+			"description": "aqlguard: token of a human-approved CONFIRMATION_REQUIRED; optional"}
+	}
+	out["properties"] = props
+	return out
 }
 
 // session labels an MCP session for logs and audit. The label is ours,

@@ -5,6 +5,7 @@
 // Usage:
 //
 //	aqlguard run [--config FILE] [--agent NAME]     serve MCP over stdio (the default verb)
+//	aqlguard serve --listen ADDR                    serve MCP over Streamable HTTP at /mcp
 //	aqlguard policy check [--config FILE]           check a config, report every error with its line
 //	aqlguard version
 package main
@@ -35,6 +36,7 @@ const usage = `usage: aqlguard <verb> [flags]
 
 verbs:
   run            serve MCP over stdio in front of the configured servers (default)
+  serve          serve MCP over Streamable HTTP at /mcp (--listen ADDR, default 127.0.0.1:8765)
   policy check   load a config and report every error with its line
   version        print the version
 
@@ -55,6 +57,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch verb {
 	case "run":
 		return cmdRun(args, stdin, stdout, stderr)
+	case "serve":
+		return cmdServe(args, stderr)
 	case "policy":
 		if len(args) == 0 || args[0] != "check" {
 			fmt.Fprint(stderr, "usage: aqlguard policy check [--config FILE]\n")

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/safety"
+	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -20,50 +24,67 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	in, code := startInstance(ctx, g, stderr)
+	if in == nil {
+		return code
+	}
+	defer in.close()
+	transport := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	if err := in.front.Server().Run(ctx, transport); err != nil && ctx.Err() == nil {
+		in.log.Error("MCP session ended with an error", "err", err)
+		return 1
+	}
+	in.log.Info("aqlguard stopped")
+	return 0
+}
+
+// instance is one configured aqlguard: its servers, catalog and front.
+type instance struct {
+	front *proxy.Front
+	pool  *downstream.Pool
+	log   *slog.Logger
+}
+
+// startInstance loads the config, starts the downstream servers and
+// builds the front. On failure it returns nil and the exit code.
+func startInstance(ctx context.Context, g *globals, stderr io.Writer) (*instance, int) {
 	log, err := newLogger(stderr, g.logLevel)
 	if err != nil {
 		fmt.Fprintln(stderr, "aqlguard:", err)
-		return 2
+		return nil, 2
 	}
 	cfg, err := loadConfig(g)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-		return 1
+		return nil, 1
 	}
 	pol, err := policy.Compile(cfg, cfg.Agent)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-		return 1
+		return nil, 1
 	}
-	ctx, cancel := signalContext()
-	defer cancel()
-
 	source := cfg.Path
 	if source == "" {
 		source = "embedded defaults"
 	}
 	log.Info("aqlguard starting", "version", version(), "config", source, "mode", cfg.Mode,
-		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers))
-
+		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel)
 	pool := downstream.Start(ctx, cfg.Servers, version(), log)
-	defer func() {
-		if err := pool.Close(); err != nil {
-			log.Warn("closing downstream servers", "err", err)
-		}
-	}()
-
 	front, err := buildFront(cfg, pol, pool, log)
 	if err != nil {
 		log.Error("building the operation catalog", "err", err)
-		return 1
+		_ = pool.Close()
+		return nil, 1
 	}
-	transport := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
-	if err := front.Server().Run(ctx, transport); err != nil && ctx.Err() == nil {
-		log.Error("MCP session ended with an error", "err", err)
-		return 1
+	return &instance{front: front, pool: pool, log: log}, 0
+}
+
+func (in *instance) close() {
+	if err := in.pool.Close(); err != nil {
+		in.log.Warn("closing downstream servers", "err", err)
 	}
-	log.Info("aqlguard stopped")
-	return 0
 }
 
 // buildFront derives the catalog from what the servers offered and wires
@@ -72,6 +93,11 @@ func buildFront(cfg *policy.Config, pol *policy.Policy, pool *downstream.Pool, l
 	cat := catalog.New()
 	if err := cat.Add(catalog.IntrospectOperation()); err != nil {
 		return nil, err
+	}
+	for _, op := range proxy.LoopOperations(pol.Loop) {
+		if err := cat.Add(op); err != nil {
+			return nil, err
+		}
 	}
 	for i, s := range pool.Servers() {
 		if s.Status != downstream.Ready {
@@ -93,12 +119,42 @@ func buildFront(cfg *policy.Config, pol *policy.Policy, pool *downstream.Pool, l
 	return &proxy.Front{
 		Mode:    cfg.Mode,
 		Catalog: cat,
-		Guard:   &proxy.Guard{Policy: pol, Downstream: pool, Log: log},
+		Guard:   &proxy.Guard{Loop: newLoop(cfg, pol, log), Downstream: pool, Log: log},
 		Limits:  lim,
 		Log:     log,
 		Servers: pool.Servers(),
 		Version: version(),
 	}, nil
+}
+
+// newLoop builds the safety loop and the channel to the human.
+func newLoop(cfg *policy.Config, pol *policy.Policy, log *slog.Logger) *safety.Loop {
+	var ch verify.Channel
+	switch cfg.Verify.Channel {
+	case "command":
+		c := verify.NewCommand(cfg.Verify.Command)
+		c.Stderr = logWriter{log.With("channel", "command")}
+		ch = c
+	default:
+		ch = verify.NewDialog()
+	}
+	return &safety.Loop{
+		Policy:       pol,
+		Channel:      ch,
+		InlineWait:   cfg.Verify.InlineWait.Duration,
+		AskTimeout:   cfg.Verify.Timeout.Duration,
+		ConfirmTTL:   cfg.Verify.ConfirmationTTL.Duration,
+		ChallengeTTL: cfg.Verify.ChallengeTTL.Duration,
+		Log:          log,
+	}
+}
+
+// logWriter turns a command channel's stderr into log lines.
+type logWriter struct{ log *slog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Info("human channel stderr", "text", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 type nopWriteCloser struct{ io.Writer }

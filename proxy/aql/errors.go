@@ -31,6 +31,12 @@ const (
 	CodeAgentBlocked      Code = "PERMISSION_AGENT_BLOCKED"
 	CodeVerification      Code = "PERMISSION_VERIFICATION_REQUIRED"
 	CodeRateLimit         Code = "RATE_LIMIT_EXCEEDED"
+	CodeVerifyFailed      Code = "PERMISSION_VERIFICATION_FAILED"
+	CodeTokenInvalid      Code = "TOKEN_INVALID"
+	CodeTokenExpired      Code = "TOKEN_EXPIRED"
+	CodeTokenUsed         Code = "TOKEN_ALREADY_USED"
+	CodeTokenScope        Code = "TOKEN_SCOPE_MISMATCH"
+	CodeInvalidState      Code = "CONFLICT_INVALID_STATE"
 	CodeInternal          Code = "INTERNAL_ERROR"
 )
 

@@ -197,6 +197,9 @@ func derive(server, name string, t *mcp.Tool, override string) *Operation {
 		op.Params = append(op.Params, aql.FieldsParam())
 		op.Selectable = true
 	}
+	if !hasParam(op.Params, TokenParam) {
+		op.Params = append(op.Params, ConfirmationTokenParam())
+	}
 	if t.OutputSchema != nil {
 		op.Returns = TypeInfo{Name: pascal(name) + "Result", Kind: "object",
 			Description: fmt.Sprintf("Structured result of %s.%s", server, t.Name)}
@@ -241,6 +244,17 @@ func hasParam(ps []*aql.Param, name string) bool {
 		}
 	}
 	return false
+}
+
+// TokenParam is the parameter that carries a confirmation token on a
+// retried call (operations.txt 7.5.3).
+const TokenParam = "confirmation_token"
+
+// ConfirmationTokenParam is added to every downstream operation whose tool
+// has no parameter of that name; aqlguard consumes it.
+func ConfirmationTokenParam() *aql.Param {
+	return &aql.Param{Name: TokenParam, Types: []string{"string"}, Type: "string", Consumed: true,
+		Description: "Token from a CONFIRMATION_REQUIRED answer, once a human approved it; optional: an approved identical call goes through without it"}
 }
 
 // Summary is the first sentence of a description, for list responses.

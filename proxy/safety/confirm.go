@@ -1,0 +1,225 @@
+package safety
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"regexp"
+	"time"
+
+	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/verify"
+)
+
+// Confirmation kinds: one action, or a human check-in that lifts a pause
+// of the principal (step limit, reported failure).
+const (
+	kindAction  = "action"
+	kindSteps   = "step_limit"
+	kindFailure = "previous_outcome"
+)
+
+// Confirmation statuses.
+const (
+	statusPending  = "pending"
+	statusApproved = "approved"
+	statusDenied   = "denied"
+	statusUsed     = "used"
+)
+
+// Confirmation is a request for a human's approval, bound to exactly one
+// action: {principal, server, operation, SHA-256 of the canonical
+// arguments, policy version}, with an expiry. It is used at most once.
+type Confirmation struct {
+	Token         string
+	Kind          string
+	Principal     string
+	Server        string
+	Operation     string
+	Digest        string
+	PolicyVersion string
+	Session       string
+
+	// Shown to the human.
+	Action    string
+	Arguments map[string]any
+	Reason    string
+	Tier      string
+
+	Status    string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	DoneAt    time.Time
+}
+
+var tokenFormat = regexp.MustCompile(`^conf_[0-9a-f]{32}$`)
+
+// newToken returns "conf_" and 128 bits from crypto/rand in hex
+// (confirmation-tokens.md 2.2 and 3.1).
+func newToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "conf_" + hex.EncodeToString(b), nil
+}
+
+// Digest is the SHA-256 of the canonical JSON of arguments: encoding/json
+// sorts object keys at every level and numbers keep their decoded text,
+// so the same arguments always give the same digest.
+func Digest(args map[string]any) string {
+	if args == nil {
+		args = map[string]any{}
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		// Decoded JSON always re-encodes; anything else binds to nothing.
+		return "unencodable"
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// binding is what a confirmation approves.
+type binding struct {
+	kind, server, operation, digest string
+}
+
+func (c *Confirmation) matches(b binding, principal, version string) bool {
+	return c.Kind == b.kind && c.Principal == principal && c.Server == b.server &&
+		c.Operation == b.operation && c.Digest == b.digest && c.PolicyVersion == version
+}
+
+// tokenFor validates a token passed explicitly with an action, in the
+// order confirmation-tokens.md 4.3 gives: exists, operation, parameters,
+// expiry, consumption. A pending token is fine: the check will ask the
+// human for it.
+func (l *Loop) tokenFor(a Action) (*Confirmation, *aql.Error) {
+	c, err := l.lookupToken(a.Token)
+	if err != nil {
+		return nil, err
+	}
+	args := a.Arguments
+	if a.reported() {
+		args = map[string]any{"next_action_hint": a.Hint}
+	}
+	if c.Kind != kindAction || c.Operation != a.Operation || c.Server != a.Server {
+		return nil, scopeMismatch(c, a.Operation, "it was issued for another operation")
+	}
+	if c.Digest != Digest(args) {
+		return nil, scopeMismatch(c, a.Operation, "it was issued for other arguments")
+	}
+	if c.PolicyVersion != l.Policy.Version {
+		return nil, scopeMismatch(c, a.Operation, "the policy changed since it was issued")
+	}
+	return c, l.usable(c)
+}
+
+// lookupToken finds a token of this principal.
+func (l *Loop) lookupToken(token string) (*Confirmation, *aql.Error) {
+	c, ok := l.confirms[token]
+	if !tokenFormat.MatchString(token) || !ok {
+		return nil, &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token",
+			Details: map[string]any{"token": token}}
+	}
+	if c.Principal != l.Policy.Principal {
+		return nil, scopeMismatch(c, c.Operation, "it was issued for another agent")
+	}
+	return c, nil
+}
+
+// usable rejects expired and spent tokens.
+func (l *Loop) usable(c *Confirmation) *aql.Error {
+	now := l.now()
+	if !now.Before(c.ExpiresAt) {
+		return &aql.Error{Code: aql.CodeTokenExpired, Message: "Confirmation token has expired",
+			Details: map[string]any{"token": c.Token, "expired_at": c.ExpiresAt.Format(time.RFC3339),
+				"current_time": now.Format(time.RFC3339)}}
+	}
+	switch c.Status {
+	case statusUsed, statusDenied:
+		d := map[string]any{"token": c.Token, "consumed_at": c.DoneAt.Format(time.RFC3339)}
+		if c.Status == statusDenied {
+			d["denied"] = true
+		}
+		return &aql.Error{Code: aql.CodeTokenUsed, Message: "Confirmation token has already been used", Details: d}
+	}
+	return nil
+}
+
+func scopeMismatch(c *Confirmation, requested, why string) *aql.Error {
+	return &aql.Error{Code: aql.CodeTokenScope, Message: "Confirmation token scope mismatch: " + why,
+		Details: map[string]any{"token": c.Token, "token_operation": c.Operation, "requested_operation": requested}}
+}
+
+// ConfirmResult is what confirm_operation answers on approval.
+type ConfirmResult struct {
+	Token     string `json:"token"`
+	Status    string `json:"status"`
+	Operation string `json:"operation"`
+	Next      string `json:"next"`
+}
+
+// ConfirmOperation is confirm_operation: it asks the human again about
+// the token's action. The caller's request is only a request: approval
+// comes from the human's answer on the channel, never from this call.
+func (l *Loop) ConfirmOperation(ctx context.Context, token string) (*ConfirmResult, *aql.Result) {
+	l.mu.Lock()
+	l.init()
+	c, err := l.lookupToken(token)
+	if err == nil {
+		err = l.usable(c)
+	}
+	if err != nil {
+		l.mu.Unlock()
+		return nil, aql.Failure(err)
+	}
+	if c.Status == statusApproved {
+		l.mu.Unlock()
+		return l.confirmed(c), nil
+	}
+	l.mu.Unlock()
+	answer, why := l.ask(ctx, c, l.AskTimeout)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(c); err != nil { // expired or spent while we waited
+		return nil, aql.Failure(err)
+	}
+	switch answer {
+	case verify.Allow:
+		c.Status, c.DoneAt = statusApproved, l.now()
+		if c.Kind != kindAction {
+			// A check-in is lifted now: it is not tied to one action.
+			l.applyCheckin(c.Kind)
+			c.Status = statusUsed
+		}
+		l.clearNotifications(c.Token)
+		return l.confirmed(c), nil
+	case verify.Deny:
+		c.Status, c.DoneAt = statusDenied, l.now()
+		l.clearNotifications(c.Token)
+		return nil, aql.Failure(&aql.Error{Code: aql.CodePermissionDenied,
+			Message: "Permission denied: 'a human denied this action'",
+			Details: map[string]any{"reason": "a human denied this action", "token": c.Token, "operation": c.Operation}})
+	}
+	reasons := []string{"no answer from a human yet"}
+	if why != "" {
+		reasons = append(reasons, why)
+	}
+	expires := c.ExpiresAt.Format(time.RFC3339)
+	msg := "A human has not confirmed this yet. The model cannot confirm it; call confirm_operation again to ask again."
+	return nil, &aql.Result{Err: &aql.Error{Code: aql.CodeConfirmation, Message: "This operation requires confirmation",
+		Details: map[string]any{"operation": c.Operation, "danger_level": "unknown", "reasons": reasons,
+			"confirmation_message": msg, "confirmation_token": c.Token, "expires_at": expires}},
+		Confirmation: &aql.Confirmation{Token: c.Token, ExpiresAt: expires, Message: msg, Reasons: reasons}}
+}
+
+func (l *Loop) confirmed(c *Confirmation) *ConfirmResult {
+	next := "Repeat the same call (same operation, same arguments); the approval is used once."
+	if c.Kind != kindAction {
+		next = "The pause is lifted; continue."
+	}
+	return &ConfirmResult{Token: c.Token, Status: statusApproved, Operation: c.Operation, Next: next}
+}

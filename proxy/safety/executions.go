@@ -1,0 +1,263 @@
+package safety
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/aql"
+)
+
+// Execution states (spec 8.4.1). Terminal states stay terminal.
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// States lists the lifecycle states, for introspection.
+var States = []string{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled}
+
+// Execution is one monitored run of an agent (execute_agent). Its
+// element_name is only a label under the configured principal.
+type Execution struct {
+	ID          string
+	ElementName string
+	Session     string
+	Status      string
+	Steps       int
+	StartedAt   time.Time
+	FinishedAt  time.Time
+	Reason      string // why it was aborted
+
+	inbox []Notification
+}
+
+// State is an execution's public state (spec 8.4.3).
+type State struct {
+	ExecutionID string `json:"execution_id"`
+	ElementName string `json:"element_name"`
+	Status      string `json:"status"`
+	StartedAt   string `json:"started_at,omitempty"`
+	FinishedAt  string `json:"finished_at,omitempty"`
+	Steps       int    `json:"steps_reported"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+func (e *Execution) state() State {
+	s := State{ExecutionID: e.ID, ElementName: e.ElementName, Status: e.Status, Steps: e.Steps, Reason: e.Reason}
+	if !e.StartedAt.IsZero() {
+		s.StartedAt = e.StartedAt.Format(time.RFC3339)
+	}
+	if !e.FinishedAt.IsZero() {
+		s.FinishedAt = e.FinishedAt.Format(time.RFC3339)
+	}
+	return s
+}
+
+// Notification is an AgentNotification (spec 8.7.3).
+type Notification struct {
+	Type      string         `json:"type"`
+	Message   string         `json:"message"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	Timestamp string         `json:"timestamp"`
+
+	key string // token or challenge id it is cleared by
+}
+
+func (l *Loop) notification(typ, msg string, meta map[string]any, key string) Notification {
+	return Notification{Type: typ, Message: msg, Metadata: meta, Timestamp: l.now().Format(time.RFC3339), key: key}
+}
+
+// broadcast queues n for every running execution, of every session: one
+// aqlguard process serves one principal, and what happens to it concerns
+// all its executing agents (danger_zone must reach them all, spec 8.8.1).
+func (l *Loop) broadcast(n Notification) {
+	for _, e := range l.order {
+		if e.Status == StatusRunning {
+			e.inbox = append(e.inbox, n)
+		}
+	}
+}
+
+// clearNotifications drops undelivered notifications cleared by key
+// (a confirmed token, a verified or expired challenge).
+func (l *Loop) clearNotifications(key string) {
+	if key == "" {
+		return
+	}
+	for _, e := range l.order {
+		kept := e.inbox[:0]
+		for _, n := range e.inbox {
+			if n.key != key {
+				kept = append(kept, n)
+			}
+		}
+		e.inbox = kept
+	}
+}
+
+func newExecutionID() (string, error) {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "exec_" + hex.EncodeToString(b), nil
+}
+
+// ExecuteAgent starts a monitored execution. A hard-blocked principal
+// cannot start one: a new execution never escapes a block.
+func (l *Loop) ExecuteAgent(session, element string) (State, *aql.Error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	if b := l.block; b != nil {
+		return State{}, blockedError(l.Policy.Principal, "execute_agent", b)
+	}
+	id, err := newExecutionID()
+	if err != nil {
+		l.Log.Error("creating an execution id", "err", err)
+		return State{}, aql.Internal("the execution could not be created")
+	}
+	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusPending}
+	l.executions[id] = e
+	l.order = append(l.order, e)
+	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
+	e.Status, e.StartedAt = StatusRunning, l.now()
+	l.Log.Info("execution started", "execution", id, "element", element, "session", session)
+	return e.state(), nil
+}
+
+// find resolves an execution by id, or the latest running one of the
+// session with this element name.
+func (l *Loop) find(session, id, element string) (*Execution, *aql.Error) {
+	if id != "" {
+		if e, ok := l.executions[id]; ok {
+			return e, nil
+		}
+		return nil, notFoundExecution(id)
+	}
+	for i := len(l.order) - 1; i >= 0; i-- {
+		if e := l.order[i]; e.Session == session && e.ElementName == element && e.Status == StatusRunning {
+			return e, nil
+		}
+	}
+	return nil, &aql.Error{Code: aql.CodeNotFoundResource,
+		Message: fmt.Sprintf("Resource 'execution' not found: no running execution of '%s' in this session; call execute_agent first", element),
+		Details: map[string]any{"resource_type": "execution", "resource_id": element}}
+}
+
+func notFoundExecution(id string) *aql.Error {
+	return &aql.Error{Code: aql.CodeNotFoundResource, Message: fmt.Sprintf("Resource 'execution' not found: '%s'", id),
+		Details: map[string]any{"resource_type": "execution", "resource_id": id}}
+}
+
+func terminal(e *Execution, op string) *aql.Error {
+	return &aql.Error{Code: aql.CodeInvalidState,
+		Message: fmt.Sprintf("Execution '%s' is %s; a terminal execution cannot %s", e.ID, e.Status, op),
+		Details: map[string]any{"execution_id": e.ID, "status": e.Status}}
+}
+
+// Finish moves a running execution to completed or cancelled.
+func (l *Loop) Finish(session, id, element, status, reason string) (State, *aql.Error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	e, err := l.find(session, id, element)
+	if err != nil {
+		return State{}, err
+	}
+	if e.Status != StatusRunning && e.Status != StatusPending {
+		return State{}, terminal(e, "change state")
+	}
+	e.Status, e.FinishedAt, e.Reason = status, l.now(), reason
+	l.Log.Info("execution finished", "execution", e.ID, "status", status, "reason", reason)
+	return e.state(), nil
+}
+
+// Report is one record_execution_step.
+type Report struct {
+	Session, ExecutionID, ElementName    string
+	NextActionHint, StepDescription      string
+	Outcome, Findings, ConfirmationToken string
+}
+
+// Directive is the AutonomyDirective of a reported step (spec 8.7.1),
+// plus where to go on: the execution and any token or challenge.
+type Directive struct {
+	Continue       bool           `json:"continue"`
+	Factors        []string       `json:"factors"`
+	Stopped        bool           `json:"stopped,omitempty"`
+	Reason         string         `json:"reason,omitempty"`
+	StepsRemaining *int           `json:"stepsRemaining,omitempty"`
+	NextStepRisk   string         `json:"nextStepRisk,omitempty"`
+	Notifications  []Notification `json:"notifications,omitempty"`
+
+	ExecutionID  string            `json:"execution_id"`
+	Confirmation *aql.Confirmation `json:"confirmation,omitempty"`
+	Verification string            `json:"verification_id,omitempty"`
+}
+
+// RecordStep evaluates a reported intended action and returns the
+// directive with every notification queued for this execution (each
+// delivered once).
+func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error) {
+	l.mu.Lock()
+	l.init()
+	e, err := l.find(r.Session, r.ExecutionID, r.ElementName)
+	if err == nil && e.Status != StatusRunning {
+		err = terminal(e, "report steps")
+	}
+	if err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	e.Steps++
+	mode := l.Policy.Loop
+	l.mu.Unlock()
+
+	var v Verdict
+	switch mode {
+	case policy.LoopLogging, policy.LoopDisabled:
+		l.Log.Info("execution step recorded", "execution", e.ID, "hint", r.NextActionHint, "outcome", r.Outcome, "loop", mode)
+		v = Verdict{Proceed: true, Directive: evaluator.Directive{Continue: true,
+			Factors: []string{fmt.Sprintf("%s: step recorded, not evaluated", mode)}}}
+	default:
+		v = l.Check(ctx, Action{Session: r.Session, Operation: "record_execution_step", Hint: r.NextActionHint,
+			Outcome: r.Outcome, Execution: e, Token: r.ConfirmationToken})
+	}
+	d := v.Directive
+	out := &Directive{Continue: v.Proceed, Factors: d.Factors, Stopped: d.Stopped && d.Enforced, Reason: d.Reason,
+		ExecutionID: e.ID, Confirmation: v.Confirmation, Verification: v.VerificationID}
+	if v.Err != nil && v.Err.Code != aql.CodeConfirmation && v.Err.Code != aql.CodeAgentBlocked && v.Err.Code != aql.CodeVerification {
+		return nil, v.Err // a bad token, or an internal failure
+	}
+	if out.Factors == nil {
+		out.Factors = []string{}
+	}
+	if v.Err != nil && out.Reason == "" {
+		out.Reason = v.Err.Message
+	}
+	if mode == policy.LoopEnforcing || mode == policy.LoopMonitoring {
+		if d.Tier != "" {
+			out.NextStepRisk = string(d.Tier)
+		}
+		l.mu.Lock()
+		remaining := max(0, l.Policy.MaxSteps-l.steps)
+		l.mu.Unlock()
+		out.StepsRemaining = &remaining
+	}
+	l.mu.Lock()
+	out.Notifications = append(append([]Notification{}, e.inbox...), v.Notifications...)
+	e.inbox = nil
+	l.mu.Unlock()
+	l.Log.Info("execution step", "execution", e.ID, "continue", out.Continue, "stopped", out.Stopped,
+		"reason", out.Reason, "notifications", len(out.Notifications))
+	return out, nil
+}

@@ -1,0 +1,66 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Kind says what a Request asks of the human.
+type Kind string
+
+const (
+	// KindConfirmation asks a yes/no question: may this action run once?
+	KindConfirmation Kind = "confirmation"
+	// KindChallenge shows a verification code the human will type back.
+	KindChallenge Kind = "challenge"
+)
+
+// Request is one thing to put in front of the human.
+type Request struct {
+	Kind Kind
+	// Agent is the principal the request is about.
+	Agent string
+	// Operation is the operation name (or "execution check-in").
+	Operation string
+	// Action is the rendered action: server.tool with canonical arguments,
+	// or the reported nextActionHint.
+	Action string
+	// Arguments are shown readably in a dialog; may be nil.
+	Arguments map[string]any
+	// Reason says why a human is needed (the evaluator's reason).
+	Reason    string
+	Token     string // confirmation token (KindConfirmation)
+	Challenge string // challenge id (KindChallenge)
+	Code      string // verification code (KindChallenge); never logged
+	Tier      string
+	ExpiresAt time.Time
+}
+
+// Answer is the human's reply to a confirmation question.
+type Answer string
+
+const (
+	Allow Answer = "allow" // allow this action once
+	Deny  Answer = "deny"  // refuse it
+	// None means no answer in time. It is not an approval.
+	None Answer = "none"
+)
+
+// Channel reaches the human. Implementations must fail closed: when they
+// cannot put the question in front of a human they return an error, and
+// the caller treats that as no approval.
+type Channel interface {
+	// Name identifies the channel in logs and factors ("dialog", "command").
+	Name() string
+	// Ask puts a confirmation question to the human and waits for the
+	// answer until ctx is done (then None).
+	Ask(ctx context.Context, r Request) (Answer, error)
+	// Show displays a verification code to the human.
+	Show(ctx context.Context, r Request) error
+}
+
+// ErrNoDisplay is returned by the dialog channel on a machine without a
+// graphical display: zenity would report it as a Cancel, which must not
+// be mistaken for a human's answer.
+var ErrNoDisplay = errors.New("no graphical display (DISPLAY and WAYLAND_DISPLAY are unset)")
