@@ -120,6 +120,9 @@ func (l *Loop) tokenFor(a Action) (*Confirmation, *aql.Error) {
 // lookupToken finds a token of this principal.
 func (l *Loop) lookupToken(token string) (*Confirmation, *aql.Error) {
 	c, ok := l.confirms[token]
+	if !ok {
+		c, ok = l.spent[token]
+	}
 	if !tokenFormat.MatchString(token) || !ok {
 		return nil, &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token",
 			Details: map[string]any{"token": token}}
@@ -152,6 +155,41 @@ func (l *Loop) usable(c *Confirmation) *aql.Error {
 func scopeMismatch(c *Confirmation, requested, why string) *aql.Error {
 	return &aql.Error{Code: aql.CodeTokenScope, Message: "Confirmation token scope mismatch: " + why,
 		Details: map[string]any{"token": c.Token, "token_operation": c.Operation, "requested_operation": requested}}
+}
+
+// spentRetention is how long a used, denied or expired token is kept
+// after its expiry so a replay gets TOKEN_ALREADY_USED or TOKEN_EXPIRED
+// rather than TOKEN_INVALID.
+const spentRetention = time.Hour
+
+// spend closes a confirmation: it leaves the open set, which approval
+// lookups scan, for the spent set, which only answers replays.
+func (l *Loop) spend(c *Confirmation, status string) {
+	c.Status, c.DoneAt = status, l.now()
+	delete(l.confirms, c.Token)
+	l.spent[c.Token] = c
+}
+
+// prune drops what can no longer matter: open confirmations past their
+// expiry move to the spent set, and spent ones go after spentRetention.
+// It runs at most once a minute, so a busy principal does not pay a scan
+// per confirmation.
+func (l *Loop) prune(now time.Time) {
+	if now.Sub(l.pruned) < time.Minute {
+		return
+	}
+	l.pruned = now
+	for t, c := range l.confirms {
+		if !now.Before(c.ExpiresAt) {
+			delete(l.confirms, t)
+			l.spent[t] = c
+		}
+	}
+	for t, c := range l.spent {
+		if now.After(c.ExpiresAt.Add(spentRetention)) {
+			delete(l.spent, t)
+		}
+	}
 }
 
 // ConfirmResult is what confirm_operation answers on approval.
@@ -193,12 +231,12 @@ func (l *Loop) ConfirmOperation(ctx context.Context, token string) (*ConfirmResu
 		if c.Kind != kindAction {
 			// A check-in is lifted now: it is not tied to one action.
 			l.applyCheckin(c.Kind)
-			c.Status = statusUsed
+			l.spend(c, statusUsed)
 		}
 		l.clearNotifications(c.Token)
 		return l.confirmed(c), nil
 	case verify.Deny:
-		c.Status, c.DoneAt = statusDenied, l.now()
+		l.spend(c, statusDenied)
 		l.clearNotifications(c.Token)
 		return nil, aql.Failure(&aql.Error{Code: aql.CodePermissionDenied,
 			Message: "Permission denied: 'a human denied this action'",

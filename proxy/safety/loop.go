@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -40,7 +39,9 @@ type Loop struct {
 	block        *Block
 	verifyPause  *verify.Challenge
 	challenges   map[string]*verify.Challenge
-	confirms     map[string]*Confirmation
+	confirms     map[string]*Confirmation // open: pending or approved
+	spent        map[string]*Confirmation // used, denied or expired, kept for replies
+	pruned       time.Time
 	executions   map[string]*Execution
 	order        []*Execution // creation order, for stable broadcasts
 }
@@ -106,6 +107,7 @@ func (l *Loop) evaluate(s evaluator.Step) evaluator.Directive {
 func (l *Loop) init() {
 	if l.confirms == nil {
 		l.confirms = map[string]*Confirmation{}
+		l.spent = map[string]*Confirmation{}
 		l.challenges = map[string]*verify.Challenge{}
 		l.executions = map[string]*Execution{}
 	}
@@ -159,7 +161,7 @@ func (l *Loop) Check(ctx context.Context, a Action) Verdict {
 		// action itself.
 		b := l.bindingFor(a, d)
 		if c := l.approved(b, explicit); c != nil {
-			c.Status, c.DoneAt = statusUsed, l.now()
+			l.spend(c, statusUsed)
 			l.applyCheckin(c.Kind)
 			if c.Kind == kindAction {
 				l.mu.Unlock()
@@ -180,7 +182,7 @@ func (l *Loop) Check(ctx context.Context, a Action) Verdict {
 		l.mu.Lock()
 		switch {
 		case answer == verify.Allow && c.Status == statusPending:
-			c.Status, c.DoneAt = statusUsed, l.now()
+			l.spend(c, statusUsed)
 			l.applyCheckin(c.Kind)
 			l.clearNotifications(c.Token)
 			if c.Kind == kindAction {
@@ -192,7 +194,7 @@ func (l *Loop) Check(ctx context.Context, a Action) Verdict {
 			l.recount(c.Kind)
 			continue
 		case answer == verify.Deny:
-			c.Status, c.DoneAt = statusDenied, l.now()
+			l.spend(c, statusDenied)
 			l.clearNotifications(c.Token)
 			l.mu.Unlock()
 			d.Factors = append(d.Factors, "confirmation: a human denied it")
@@ -294,13 +296,10 @@ func (l *Loop) approved(b binding, explicit *Confirmation) *Confirmation {
 	if explicit != nil && ok(explicit) {
 		return explicit
 	}
-	tokens := make([]string, 0, len(l.confirms))
-	for t := range l.confirms {
-		tokens = append(tokens, t)
-	}
-	sort.Strings(tokens)
-	for _, t := range tokens {
-		if c := l.confirms[t]; ok(c) {
+	// Any match will do: a binding is exact, so two approvals for it are
+	// interchangeable. Only open confirmations live here, so this stays short.
+	for _, c := range l.confirms {
+		if ok(c) {
 			return c
 		}
 	}
@@ -345,6 +344,7 @@ func (l *Loop) newConfirmation(a Action, b binding, d evaluator.Directive) (*Con
 	if b.kind != kindAction {
 		c.Action = b.operation + " (next action: " + a.Hint + ")"
 	}
+	l.prune(now)
 	l.confirms[token] = c
 	return c, nil
 }

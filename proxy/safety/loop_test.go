@@ -1,0 +1,323 @@
+package safety
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/verify"
+)
+
+// fakeHuman is a verify.Channel that answers from a script and remembers
+// what it was shown.
+type fakeHuman struct {
+	mu      sync.Mutex
+	answers []verify.Answer
+	asked   []verify.Request
+	shown   []verify.Request
+	err     error
+}
+
+func (f *fakeHuman) Name() string { return "fake" }
+
+func (f *fakeHuman) Ask(_ context.Context, r verify.Request) (verify.Answer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, r)
+	if f.err != nil {
+		return verify.None, f.err
+	}
+	if len(f.answers) == 0 {
+		return verify.None, nil
+	}
+	a := f.answers[0]
+	f.answers = f.answers[1:]
+	return a, nil
+}
+
+func (f *fakeHuman) Show(_ context.Context, r verify.Request) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.shown = append(f.shown, r)
+	return f.err
+}
+
+func (f *fakeHuman) say(a ...verify.Answer) {
+	f.mu.Lock()
+	f.answers = append(f.answers, a...)
+	f.mu.Unlock()
+}
+
+func newLoop(t testing.TB, doc string, h verify.Channel) *Loop {
+	t.Helper()
+	cfg, err := policy.Parse([]byte(doc), "test.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Compile(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Loop{Policy: p, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
+		ConfirmTTL: 5 * time.Minute, ChallengeTTL: 5 * time.Minute,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+const testPolicy = `
+agent = "unit"
+[safety]
+max_autonomous_steps = 3
+deny = ["*drop_database*"]
+requires_approval = ["db_delete_row"]
+auto_approve = ["db_get_row"]
+`
+
+func call(op string, args map[string]any) Action {
+	return Action{Session: "s", Operation: op, Server: "db", Tool: strings.TrimPrefix(op, "db_"),
+		Category: policy.Execute, Arguments: args, Hint: "db." + op + " " + jsonOf(args)}
+}
+
+func jsonOf(m map[string]any) string {
+	var b strings.Builder
+	for k, v := range m {
+		b.WriteString(k + "=" + v.(string))
+	}
+	return b.String()
+}
+
+func TestCheckPaths(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		answers []verify.Answer
+		action  Action
+		proceed bool
+		code    aql.Code
+	}{
+		{"auto approve", nil, call("db_get_row", map[string]any{"id": "1"}), true, ""},
+		{"approval allowed", []verify.Answer{verify.Allow}, call("db_delete_row", map[string]any{"id": "1"}), true, ""},
+		{"approval denied", []verify.Answer{verify.Deny}, call("db_delete_row", map[string]any{"id": "1"}), false, aql.CodePermissionDenied},
+		{"approval unanswered", nil, call("db_delete_row", map[string]any{"id": "1"}), false, aql.CodeConfirmation},
+		{"deny blocks", nil, call("db_drop_database", map[string]any{"name": "x"}), false, aql.CodeAgentBlocked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &fakeHuman{answers: tt.answers}
+			l := newLoop(t, testPolicy, h)
+			v := l.Check(ctx, tt.action)
+			if v.Proceed != tt.proceed || (tt.code != "" && (v.Err == nil || v.Err.Code != tt.code)) {
+				t.Fatalf("verdict %+v err %v", v.Directive, v.Err)
+			}
+			if tt.code == aql.CodeConfirmation && (v.Confirmation == nil || !tokenFormat.MatchString(v.Confirmation.Token)) {
+				t.Errorf("confirmation: %+v", v.Confirmation)
+			}
+		})
+	}
+}
+
+func TestConfirmOperationNeverSelfApproves(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	l := newLoop(t, testPolicy, h)
+	a := call("db_delete_row", map[string]any{"id": "7"})
+	v := l.Check(ctx, a)
+	token := v.Confirmation.Token
+	// The model asks again and again; the human never answers.
+	for i := 0; i < 3; i++ {
+		if res, fail := l.ConfirmOperation(ctx, token); res != nil || fail == nil || fail.Err.Code != aql.CodeConfirmation {
+			t.Fatalf("approved without a human: %v %v", res, fail)
+		}
+	}
+	a.Token = token
+	if v := l.Check(ctx, a); v.Proceed {
+		t.Fatal("the token alone let the call through")
+	}
+	// The human approves once: the identical call proceeds once.
+	h.say(verify.Allow)
+	if res, fail := l.ConfirmOperation(ctx, token); res == nil || fail != nil {
+		t.Fatalf("confirm: %v", fail)
+	}
+	if v := l.Check(ctx, a); !v.Proceed {
+		t.Fatalf("approved call refused: %v", v.Err)
+	}
+	if v := l.Check(ctx, a); v.Proceed || v.Err.Code != aql.CodeTokenUsed {
+		t.Fatalf("replay: %+v %v", v.Directive, v.Err)
+	}
+}
+
+func TestTokenScope(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	l := newLoop(t, testPolicy, h)
+	token := l.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})).Confirmation.Token
+	other := call("db_delete_row", map[string]any{"id": "2"})
+	other.Token = token
+	if v := l.Check(ctx, other); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
+		t.Errorf("other arguments: %v", v.Err)
+	}
+	wrongOp := call("db_get_row", map[string]any{"id": "1"})
+	wrongOp.Token = token
+	if v := l.Check(ctx, wrongOp); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
+		t.Errorf("other operation: %v", v.Err)
+	}
+	l.Policy.Version = "changed"
+	same := call("db_delete_row", map[string]any{"id": "1"})
+	same.Token = token
+	if v := l.Check(ctx, same); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
+		t.Errorf("changed policy: %v", v.Err)
+	}
+	clock := time.Now().Add(time.Hour)
+	l.Now = func() time.Time { return clock }
+	if _, fail := l.ConfirmOperation(ctx, token); fail == nil || fail.Err.Code != aql.CodeTokenExpired {
+		t.Errorf("expired: %v", fail)
+	}
+}
+
+func TestStepLimitAndFailureCheckIns(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	l := newLoop(t, testPolicy, h)
+	get := call("db_get_row", map[string]any{"id": "1"})
+	for i := 0; i < 3; i++ {
+		if !l.Check(ctx, get).Proceed {
+			t.Fatalf("step %d refused", i+1)
+		}
+	}
+	v := l.Check(ctx, get)
+	if v.Proceed || v.Directive.Stage != evaluator.StageStepLimit {
+		t.Fatalf("step 4: %+v", v.Directive)
+	}
+	h.say(verify.Allow)
+	if !l.Check(ctx, get).Proceed || l.steps != 1 {
+		t.Fatalf("after the check-in the count restarts: steps=%d", l.steps)
+	}
+	e, _ := l.ExecuteAgent("s", "agent")
+	d, err := l.RecordStep(ctx, Report{Session: "s", ElementName: "agent", NextActionHint: "db.get_row", Outcome: "failure"})
+	if err != nil || d.Continue {
+		t.Fatalf("failure pause: %+v %v", d, err)
+	}
+	if len(d.Notifications) != 1 || d.Notifications[0].Type != "autonomy_pause" || d.Confirmation == nil {
+		t.Errorf("notifications: %+v", d.Notifications)
+	}
+	if d, _ := l.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row"}); d.Continue {
+		t.Error("the failure pause must hold until a human confirms")
+	}
+	// This step is also past the limit: two check-ins, one answer each.
+	h.say(verify.Allow, verify.Allow)
+	if d, _ := l.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row"}); !d.Continue {
+		t.Errorf("after the human: %+v", d)
+	}
+}
+
+func TestBlockBroadcastsAndVerifyLifts(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	l := newLoop(t, testPolicy, h)
+	a, _ := l.ExecuteAgent("s1", "a")
+	b, _ := l.ExecuteAgent("s2", "b")
+	v := l.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
+	if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked || v.VerificationID == "" {
+		t.Fatalf("block: %+v", v)
+	}
+	if len(h.shown) != 1 || h.shown[0].Code == "" || h.shown[0].Challenge != v.VerificationID {
+		t.Fatalf("the code must go to the human: %+v", h.shown)
+	}
+	code := h.shown[0].Code
+	for _, id := range []string{a.ExecutionID, b.ExecutionID} {
+		d, _ := l.RecordStep(ctx, Report{ExecutionID: id, NextActionHint: "anything"})
+		if !d.Stopped || len(d.Notifications) != 1 || d.Notifications[0].Type != "danger_zone" ||
+			d.Notifications[0].Metadata["verificationId"] != v.VerificationID {
+			t.Errorf("%s: %+v", id, d)
+		}
+	}
+	if _, err := l.ExecuteAgent("s3", "new"); err == nil || err.Code != aql.CodeAgentBlocked {
+		t.Error("a new execution escaped the block")
+	}
+	if _, err := l.VerifyChallenge(v.VerificationID, "wrong"); err == nil || err.Code != aql.CodeVerifyFailed ||
+		strings.Contains(err.Message, code) {
+		t.Errorf("wrong code: %v", err)
+	}
+	if res, err := l.VerifyChallenge(v.VerificationID, strings.ToLower(code)); err != nil || !res.Unblocked {
+		t.Fatalf("right code: %v", err)
+	}
+	if !l.Check(ctx, call("db_get_row", map[string]any{"id": "1"})).Proceed {
+		t.Error("still blocked after verification")
+	}
+}
+
+func TestChannelFailureFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{err: verify.ErrNoDisplay}
+	l := newLoop(t, testPolicy, h)
+	v := l.Check(ctx, call("db_delete_row", map[string]any{"id": "1"}))
+	if v.Proceed || !strings.Contains(strings.Join(v.Directive.Factors, " "), "no graphical display") {
+		t.Fatalf("fail closed with a reason: %+v", v.Directive)
+	}
+	l.Channel = nil
+	if v := l.Check(ctx, call("db_delete_row", map[string]any{"id": "2"})); v.Proceed {
+		t.Fatal("no channel must approve nothing")
+	}
+}
+
+// FuzzConfirmOperation feeds arbitrary tokens to confirm_operation: it
+// must never panic and never approve anything without a human.
+func FuzzConfirmOperation(f *testing.F) {
+	for _, s := range []string{"", "conf_", "conf_00000000000000000000000000000000", "conf_zz", "quota_continue_x", "conf_" + strings.Repeat("a", 100)} {
+		f.Add(s)
+	}
+	h := &fakeHuman{}
+	l := newLoop(f, testPolicy, h)
+	issued := l.Check(context.Background(), call("db_delete_row", map[string]any{"id": "1"})).Confirmation.Token
+	f.Add(issued)
+	f.Fuzz(func(t *testing.T, token string) {
+		res, fail := l.ConfirmOperation(context.Background(), token)
+		if res != nil {
+			t.Fatalf("approved without a human: %q", token)
+		}
+		if fail == nil || fail.Err == nil {
+			t.Fatalf("no structured failure for %q", token)
+		}
+	})
+}
+
+// BenchmarkCheck compares the plain allowed path with a call that needs a
+// confirmation the human grants at once (the channel answers inline).
+func BenchmarkCheck(b *testing.B) {
+	ctx := context.Background()
+	b.Run("allowed", func(b *testing.B) {
+		l := newLoop(b, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 1000000000", 1), &fakeHuman{})
+		a := call("db_get_row", map[string]any{"id": "1"})
+		b.ReportAllocs()
+		for b.Loop() {
+			if !l.Check(ctx, a).Proceed {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("confirmed_then_allowed", func(b *testing.B) {
+		h := &alwaysAllow{}
+		l := newLoop(b, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 1000000000", 1), h)
+		a := call("db_delete_row", map[string]any{"id": "1"})
+		b.ReportAllocs()
+		for b.Loop() {
+			if !l.Check(ctx, a).Proceed {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
+
+type alwaysAllow struct{}
+
+func (alwaysAllow) Name() string { return "allow" }
+func (alwaysAllow) Ask(context.Context, verify.Request) (verify.Answer, error) {
+	return verify.Allow, nil
+}
+func (alwaysAllow) Show(context.Context, verify.Request) error { return nil }
