@@ -49,6 +49,8 @@ func (l *Loop) challenge(ctx context.Context, a Action, d evaluator.Directive) (
 			if errors.Is(err, verify.ErrNoDisplay) {
 				why += " (no graphical display)"
 			}
+			l.broadcast(l.notification("error", "A verification code could not be shown: "+why,
+				map[string]any{"verificationId": ch.ID}, ""))
 			return ch, []string{why + "; the pause or block stays"}, nil
 		}
 	case <-time.After(showWait):

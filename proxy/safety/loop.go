@@ -204,6 +204,7 @@ func (l *Loop) Check(ctx context.Context, a Action) Verdict {
 		}
 		if why != "" {
 			d.Factors = append(d.Factors, why)
+			l.broadcast(l.notification("error", "A human could not be asked: "+why, map[string]any{"operation": a.Operation}, ""))
 		}
 		v := l.pending(a, c, d)
 		l.mu.Unlock()

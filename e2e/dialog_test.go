@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aqlguard/aqlguard/internal/xtest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestDialogAnswersTheGuardedCall: aqlguard on a private Xvfb display with
+// the dialog channel. A requires_approval call puts up the zenity
+// question; xdotool reads its text and answers as a human would, and the
+// call proceeds (Allow once) or is refused (Deny) accordingly.
+func TestDialogAnswersTheGuardedCall(t *testing.T) {
+	xtest.Require(t)
+	display := xtest.StartXvfb(t)
+	g, err := launchGuard(t, guardOptions{Config: `
+mode = "semantic"
+agent = "desk-agent"
+[verify]
+channel = "dialog"
+inline_wait = "45s"
+[safety]
+requires_approval = ["ts_delete_note"]
+[[servers]]
+name = "ts"
+command = {{toml .testserver}}
+args = ["-log", "{{.dir}}/calls.jsonl"]
+`, Env: []string{"DISPLAY=" + display}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(id string) <-chan *mcp.CallToolResult {
+		out := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			res, err := g.callRaw("mcp_aql_delete", map[string]any{"operation": "ts_delete_note", "params": map[string]any{"id": id}})
+			if err != nil {
+				t.Errorf("call: %v", err)
+			}
+			out <- res
+		}()
+		return out
+	}
+	result := func(ch <-chan *mcp.CallToolResult) string {
+		select {
+		case res := <-ch:
+			if res == nil {
+				t.Fatal("no result")
+			}
+			return resultText(t, res)
+		case <-time.After(60 * time.Second):
+			t.Fatal("the guarded call did not return")
+			return ""
+		}
+	}
+
+	pending := call("note-allowed")
+	w := xtest.Window(t, "aqlguard: allow this action?")
+	xtest.Do(t, "key", "--window", w, "Return") // Allow once, the default
+	if text := result(pending); !strings.Contains(text, `"success":true`) {
+		t.Errorf("allowed in the dialog, but: %s", text)
+	}
+
+	pending = call("note-denied")
+	w = xtest.Window(t, "aqlguard: allow this action?")
+	xtest.Do(t, "key", "--window", w, "Tab")
+	text := xtest.CopySelection(t, w)
+	for _, want := range []string{"Agent: desk-agent", "Operation: ts_delete_note", `"id": "note-denied"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("dialog text lacks %q:\n%s", want, text)
+		}
+	}
+	xtest.Window(t, "aqlguard: allow this action?")
+	xtest.Do(t, "key", "Escape") // Deny
+	if text := result(pending); !strings.Contains(text, "PERMISSION_DENIED") {
+		t.Errorf("denied in the dialog, but: %s", text)
+	}
+	calls := readCalls(t, g.dir+"/calls.jsonl")
+	if len(calls) != 1 || !strings.Contains(string(calls[0].Arguments), "note-allowed") {
+		t.Errorf("the server saw %v", calls)
+	}
+}
