@@ -167,6 +167,11 @@ func TestTokenScope(t *testing.T) {
 	if v := l.Check(ctx, wrongOp); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
 		t.Errorf("other operation: %v", v.Err)
 	}
+	l.Policy.Principal = "someone-else"
+	if _, fail := l.ConfirmOperation(ctx, token); fail == nil || fail.Err.Code != aql.CodeTokenScope {
+		t.Errorf("another principal: %v", fail)
+	}
+	l.Policy.Principal = "unit"
 	l.Policy.Version = "changed"
 	same := call("db_delete_row", map[string]any{"id": "1"})
 	same.Token = token
