@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,99 +12,177 @@ import (
 	"time"
 )
 
-// CommandChannel runs a configured program once per request and writes
-// one JSON object to its stdin (DESIGN.md's contract). For a confirmation
-// the program answers `allow` or `deny` on the first line of stdout;
-// anything else, or nothing in time, is not an approval.
+// waitDelay bounds how long a finished or killed command may keep its
+// stdout and stderr open through a child that outlived it.
+const waitDelay = time.Second
+
+// maxStdout is how much of a command's stdout is kept: the answer is one
+// word on the first line, and a chatty program must not grow our memory.
+const maxStdout = 4096
+
+// CommandChannel reaches the human through a configured program, as
+// DESIGN.md's [verify] channel = "command" contract says: the program is
+// run once per request (argv as it is, no shell) and gets one JSON object
+// on its stdin, which is then closed.
+//
+//	confirmation: {"kind":"confirmation","token","agent","operation","action","expires_at"}
+//	challenge:    {"kind":"challenge","challenge_id","code","agent","action","tier","expires_at"}
+//
+// expires_at is RFC 3339 in UTC. For a confirmation the program answers on
+// the first line of its stdout: "allow" or "deny" (case and surrounding
+// space do not matter). Anything else, nothing, a non-zero exit with
+// "allow", or no answer before the context ends, is not an approval.
+//
+// When the context ends the program's whole process group is killed (on
+// Unix the program runs in a process group of its own, so a script's
+// children go with it; it is therefore not in the terminal's foreground
+// group and must not read the terminal). It is safe for concurrent use.
 type CommandChannel struct {
 	Argv []string
-	// Stderr receives the program's stderr (default: discarded).
+	// Stderr receives the program's stderr; nil discards it. It never goes
+	// to aqlguard's own stdout (the MCP stream). A program that echoes its
+	// stdin to stderr writes the code here: point Stderr only at a log the
+	// model cannot read. Concurrent requests write to it concurrently.
 	Stderr io.Writer
 }
 
-// NewCommand returns a channel that runs argv.
-func NewCommand(argv []string) *CommandChannel { return &CommandChannel{Argv: argv} }
+// NewCommand returns a channel that runs argv (copied).
+func NewCommand(argv []string) *CommandChannel {
+	return &CommandChannel{Argv: append([]string(nil), argv...)}
+}
 
 // Name implements Channel.
 func (c *CommandChannel) Name() string { return "command" }
 
-type commandRequest struct {
+// confirmationStdin and challengeStdin are the two stdin objects, with
+// every field of the contract always present.
+type confirmationStdin struct {
+	Kind      Kind   `json:"kind"`
+	Token     string `json:"token"`
+	Agent     string `json:"agent"`
+	Operation string `json:"operation"`
+	Action    string `json:"action"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+type challengeStdin struct {
 	Kind        Kind   `json:"kind"`
-	Token       string `json:"token,omitempty"`
-	ChallengeID string `json:"challenge_id,omitempty"`
-	Code        string `json:"code,omitempty"`
+	ChallengeID string `json:"challenge_id"`
+	Code        string `json:"code"`
 	Agent       string `json:"agent"`
-	Operation   string `json:"operation,omitempty"`
 	Action      string `json:"action"`
-	Tier        string `json:"tier,omitempty"`
+	Tier        string `json:"tier"`
 	ExpiresAt   string `json:"expires_at"`
 }
 
-// Ask implements Channel.
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// Ask implements Channel: Allow, Deny or None from the program's first
+// line of stdout. The error is for a program that could not be run at all.
 func (c *CommandChannel) Ask(ctx context.Context, r Request) (Answer, error) {
-	out, err := c.run(ctx, commandRequest{Kind: KindConfirmation, Token: r.Token, Agent: r.Agent,
-		Operation: r.Operation, Action: r.Action, ExpiresAt: r.ExpiresAt.UTC().Format(time.RFC3339)})
-	if ctx.Err() != nil {
-		return None, nil
+	if r.Kind != KindConfirmation {
+		return None, fmt.Errorf("command channel: Ask needs a confirmation request, got kind %q", r.Kind)
 	}
+	body, err := json.Marshal(confirmationStdin{KindConfirmation, r.Token, r.Agent, r.Operation, r.Action, rfc3339(r.ExpiresAt)})
+	if err != nil {
+		return None, fmt.Errorf("command channel: encoding the request: %w", err)
+	}
+	res, err := c.run(ctx, body)
 	if err != nil {
 		return None, err
 	}
-	line, _, _ := strings.Cut(string(out), "\n")
+	if res.timedOut {
+		return None, nil
+	}
+	line, _, _ := strings.Cut(string(res.stdout), "\n")
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "allow":
-		return Allow, nil
+		if res.exit == 0 {
+			return Allow, nil
+		}
+		// A program that says allow and then fails approves nothing.
+		return None, nil
 	case "deny":
 		return Deny, nil
 	}
 	return None, nil
 }
 
-// Show implements Channel. The code is written to the program's stdin
-// and nowhere else; errors never carry it.
+// Show implements Channel: the code goes to the program's stdin and
+// nowhere else. It returns an error when the program cannot be run,
+// exits non-zero, or is still running when ctx ends: then the code may
+// not have reached anyone. No error carries the code.
 func (c *CommandChannel) Show(ctx context.Context, r Request) error {
-	_, err := c.run(ctx, commandRequest{Kind: KindChallenge, ChallengeID: r.Challenge, Code: r.Code, Agent: r.Agent,
-		Action: r.Action, Tier: r.Tier, ExpiresAt: r.ExpiresAt.UTC().Format(time.RFC3339)})
-	return err
-}
-
-func (c *CommandChannel) run(ctx context.Context, req commandRequest) ([]byte, error) {
-	if len(c.Argv) == 0 {
-		return nil, errors.New("command channel: no command configured")
+	if r.Kind != KindChallenge {
+		return fmt.Errorf("command channel: Show needs a challenge request, got kind %q", r.Kind)
 	}
-	body, err := json.Marshal(req)
+	if r.Code == "" {
+		return errors.New("command channel: the challenge request has no code to show")
+	}
+	body, err := json.Marshal(challengeStdin{KindChallenge, r.Challenge, r.Code, r.Agent, r.Action, r.Tier, rfc3339(r.ExpiresAt)})
 	if err != nil {
-		return nil, fmt.Errorf("command channel: encoding the request: %w", err)
+		return errors.New("command channel: encoding the request failed") // the error could quote the body
 	}
-	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
-	cmd.Stdin = bytes.NewReader(body)
-	var stdout bytes.Buffer
-	cmd.Stdout = &limitedWriter{w: &stdout, n: 4096}
-	cmd.Stderr = c.Stderr
-	// A child of the program may keep the pipes open after it is killed:
-	// kill its whole process group, and stop waiting for the pipes soon.
-	killGroup(cmd)
-	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil && ctx.Err() == nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return stdout.Bytes(), fmt.Errorf("command channel: %s exited with status %d", c.Argv[0], exit.ExitCode())
-		}
-		return nil, fmt.Errorf("command channel: running %s: %w", c.Argv[0], err)
-	}
-	return firstLine(stdout.Bytes()), nil
-}
-
-func firstLine(b []byte) []byte {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	if sc.Scan() {
-		return sc.Bytes()
+	res, err := c.run(ctx, body)
+	switch {
+	case err != nil:
+		return err
+	case res.timedOut:
+		return fmt.Errorf("command channel: %s did not finish before the deadline and was killed: %w", c.Argv[0], ctx.Err())
+	case res.exit != 0:
+		return fmt.Errorf("command channel: %s exited with status %d", c.Argv[0], res.exit)
 	}
 	return nil
 }
 
-// limitedWriter keeps the first n bytes and drops the rest, so a chatty
-// program cannot grow our memory.
+type result struct {
+	stdout   []byte
+	exit     int  // exit status; -1 when killed by a signal
+	timedOut bool // ctx ended before the program did
+}
+
+// run runs the program with body on its stdin. Its error is only for a
+// program that cannot be started (or waited for); exit statuses and time
+// outs are in the result. Errors name the program, never the body.
+func (c *CommandChannel) run(ctx context.Context, body []byte) (result, error) {
+	if len(c.Argv) == 0 || c.Argv[0] == "" {
+		return result{}, errors.New("command channel: no command configured")
+	}
+	if ctx.Err() != nil {
+		return result{timedOut: true}, nil
+	}
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	// os/exec writes the body from a goroutine and then closes the pipe, so
+	// the program sees EOF; a program that exits without reading is fine
+	// (exec ignores EPIPE on stdin).
+	cmd.Stdin = bytes.NewReader(append(body, '\n'))
+	var stdout bytes.Buffer
+	cmd.Stdout = &limitedWriter{w: &stdout, n: maxStdout}
+	cmd.Stderr = c.Stderr // nil: the null device
+	killGroup(cmd)
+	cmd.WaitDelay = waitDelay
+	if err := cmd.Start(); err != nil {
+		return result{}, fmt.Errorf("command channel: cannot start %s: %w", c.Argv[0], err)
+	}
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		return result{timedOut: true}, nil
+	}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+	case errors.Is(err, exec.ErrWaitDelay):
+		// The program exited but a child of it kept stdout open; its exit
+		// status and what it wrote still stand.
+	default:
+		return result{}, fmt.Errorf("command channel: running %s: %w", c.Argv[0], err)
+	}
+	return result{stdout: stdout.Bytes(), exit: cmd.ProcessState.ExitCode()}, nil
+}
+
+// limitedWriter keeps the first n bytes and drops the rest, still
+// reporting success so that the program is not killed by EPIPE.
 type limitedWriter struct {
 	w io.Writer
 	n int

@@ -1,87 +1,239 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
 
-func script(t *testing.T, body string) (argv []string, seen string) {
+// script writes a /bin/sh script standing in for a human: it saves its
+// stdin to a file (cat ends only at EOF, so a saved stdin also proves that
+// stdin was closed), then runs body. It returns argv and the stdin file.
+func script(t *testing.T, body string) (argv []string, stdinFile string) {
 	t.Helper()
 	dir := t.TempDir()
-	seen = filepath.Join(dir, "stdin.json")
+	stdinFile = filepath.Join(dir, "stdin.json")
 	path := filepath.Join(dir, "human.sh")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\ncat > "+seen+"\n"+body+"\n"), 0o700); err != nil {
+	src := "#!/bin/sh\ncat > " + strconv.Quote(stdinFile) + "\n" + body + "\n"
+	if err := os.WriteFile(path, []byte(src), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	return []string{path}, seen
+	return []string{path}, stdinFile
 }
 
+// readStdin returns the one JSON object the program got, checking that it
+// was exactly one line.
+func readStdin(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the program saved no stdin (was it closed?): %v", err)
+	}
+	if bytes.Count(b, []byte("\n")) != 1 || !bytes.HasSuffix(b, []byte("\n")) {
+		t.Errorf("stdin is not one line: %q", b)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("stdin %q: %v", b, err)
+	}
+	return m
+}
+
+var confirmation = Request{Kind: KindConfirmation, Agent: "agent-a", Operation: "fs_delete_file",
+	Action: `fs.delete_file {"path":"/srv/x"}`, Arguments: map[string]any{"path": "/srv/x"}, Reason: "requires approval",
+	Token: "conf_123", Tier: "confirm", ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("CET", 3600))}
+
 func TestCommandAsk(t *testing.T) {
-	req := Request{Kind: KindConfirmation, Agent: "a", Operation: "op", Action: "srv.tool {}", Token: "conf_x",
-		ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	tests := []struct {
-		body string
-		want Answer
+		name, body string
+		want       Answer
 	}{
-		{"echo allow", Allow},
-		{"echo '  ALLOW '", Allow},
-		{"echo deny", Deny},
-		{"echo maybe", None},
-		{"true", None},
-		{"echo allow; exit 3", None}, // a failing command approves nothing
-		{"sleep 30; echo allow", None},
+		{"allow", "echo allow", Allow},
+		{"allow, any case and space", "printf '  ALLOW \\r\\n'", Allow},
+		{"allow, then more lines", "echo allow; echo deny; yes | head -c 100000", Allow},
+		{"deny", "echo deny", Deny},
+		{"deny, failing", "echo Deny; exit 1", Deny},
+		{"allow only on the second line", "echo; echo allow", None},
+		{"garbage", "echo 'allow please'", None},
+		{"allowed (not the word)", "echo allowed", None},
+		{"nothing", "true", None},
+		{"allow, then a failure", "echo allow; exit 3", None},
+		{"killed by a signal", "echo allow; kill -9 $$", None},
+		{"a megabyte of noise", "head -c 1000000 /dev/zero | tr '\\0' x", None},
 	}
 	for _, tt := range tests {
-		t.Run(tt.body, func(t *testing.T) {
-			argv, seen := script(t, tt.body)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		t.Run(tt.name, func(t *testing.T) {
+			argv, stdin := script(t, tt.body)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			began := time.Now()
-			got, _ := NewCommand(argv).Ask(ctx, req)
-			if got != tt.want {
-				t.Errorf("answer %q, want %q", got, tt.want)
+			got, err := NewCommand(argv).Ask(ctx, confirmation)
+			if err != nil || got != tt.want {
+				t.Errorf("Ask = %q, %v; want %q", got, err, tt.want)
 			}
-			if d := time.Since(began); d > 10*time.Second {
-				t.Errorf("took %s: the command must die with the context", d)
-			}
-			var m map[string]any
-			b, _ := os.ReadFile(seen)
-			if err := json.Unmarshal(b, &m); err != nil {
-				t.Fatalf("stdin was %q", b)
-			}
-			want := map[string]any{"kind": "confirmation", "token": "conf_x", "agent": "a", "operation": "op",
-				"action": "srv.tool {}", "expires_at": "2026-01-02T03:04:05Z"}
-			for k, v := range want {
-				if m[k] != v {
-					t.Errorf("%s = %v, want %v", k, m[k], v)
-				}
+			m := readStdin(t, stdin)
+			want := map[string]any{"kind": "confirmation", "token": "conf_123", "agent": "agent-a",
+				"operation": "fs_delete_file", "action": `fs.delete_file {"path":"/srv/x"}`,
+				"expires_at": "2026-01-02T02:04:05Z"} // RFC 3339, UTC, whole seconds
+			if !reflect.DeepEqual(m, want) {
+				t.Errorf("stdin\n got %v\nwant %v", m, want)
 			}
 		})
 	}
 }
 
-func TestCommandShow(t *testing.T) {
-	argv, seen := script(t, "exit 0")
-	err := NewCommand(argv).Show(context.Background(), Request{Kind: KindChallenge, Agent: "a", Action: "x",
-		Challenge: "id-1", Code: "SECRET-CODE", Tier: "danger_zone", ExpiresAt: time.Now()})
+// When the context ends first, the answer is None, Ask returns promptly,
+// and the program and its children are gone (its process group is killed).
+func TestCommandAskTimeout(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	argv, _ := script(t, "sleep 300 & echo $! > "+strconv.Quote(pidFile)+"; wait; echo allow")
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	got, err := NewCommand(argv).Ask(ctx, confirmation)
+	if got != None || err != nil {
+		t.Errorf("Ask = %q, %v; want none, nil", got, err)
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("Ask took %s: the program must die with the context", d)
+	}
+	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(seen)
-	if !strings.Contains(string(b), `"code":"SECRET-CODE"`) || !strings.Contains(string(b), `"challenge_id":"id-1"`) {
-		t.Errorf("stdin %s", b)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	waitGone(t, pid)
+}
+
+// waitGone waits until pid has exited (a zombie counts as gone: it is
+// waiting for a reaper that a container may not have).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) || syscall.Kill(pid, 0) == syscall.ESRCH {
+				return
+			}
+		} else if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is still running", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	failing, _ := script(t, "exit 4")
-	err = NewCommand(failing).Show(context.Background(), Request{Code: "SECRET-CODE"})
-	if err == nil || strings.Contains(err.Error(), "SECRET") {
-		t.Errorf("a failing command is an error that never carries the code: %v", err)
+}
+
+func TestCommandAskContextAlreadyDone(t *testing.T) {
+	argv, stdin := script(t, "echo allow")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got, err := NewCommand(argv).Ask(ctx, confirmation); got != None || err != nil {
+		t.Errorf("Ask = %q, %v", got, err)
 	}
-	if err := NewCommand([]string{"/nonexistent/pager"}).Show(context.Background(), Request{Code: "SECRET-CODE"}); err == nil {
-		t.Error("a missing command is an error")
+	if _, err := os.Stat(stdin); err == nil {
+		t.Error("the program ran although there was no time left")
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	ctx := context.Background()
+	for name, c := range map[string]*CommandChannel{
+		"missing program": NewCommand([]string{filepath.Join(t.TempDir(), "no-such-pager")}),
+		"no argv":         NewCommand(nil),
+		"empty program":   NewCommand([]string{""}),
+	} {
+		if a, err := c.Ask(ctx, confirmation); err == nil || a != None {
+			t.Errorf("%s: Ask = %q, %v; want none and an error", name, a, err)
+		}
+		err := c.Show(ctx, Request{Kind: KindChallenge, Code: "SECRET-CODE-1234"})
+		if err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%s: Show = %v; want an error without the code", name, err)
+		}
+	}
+	argv, _ := script(t, "echo allow")
+	if a, err := NewCommand(argv).Ask(ctx, Request{Kind: KindChallenge}); err == nil || a != None {
+		t.Errorf("Ask with a challenge: %q, %v", a, err)
+	}
+	if err := NewCommand(argv).Show(ctx, Request{Kind: KindConfirmation, Code: "SECRET"}); err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("Show with a confirmation: %v", err)
+	}
+	if err := NewCommand(argv).Show(ctx, Request{Kind: KindChallenge}); err == nil {
+		t.Error("Show without a code must fail")
+	}
+}
+
+// The program's stderr goes to Stderr, never into the answer.
+func TestCommandStderr(t *testing.T) {
+	argv, _ := script(t, "echo 'deny from stderr' >&2; echo allow")
+	var stderr bytes.Buffer
+	c := NewCommand(argv)
+	c.Stderr = &stderr
+	if a, err := c.Ask(context.Background(), confirmation); a != Allow || err != nil {
+		t.Errorf("Ask = %q, %v", a, err)
+	}
+	if stderr.String() != "deny from stderr\n" {
+		t.Errorf("stderr %q", stderr.String())
+	}
+}
+
+// NewCommand copies argv: the caller's slice can change afterwards.
+func TestNewCommandCopiesArgv(t *testing.T) {
+	argv, _ := script(t, "echo allow")
+	c := NewCommand(argv)
+	argv[0] = "/nonexistent"
+	if a, err := c.Ask(context.Background(), confirmation); a != Allow || err != nil {
+		t.Errorf("Ask = %q, %v", a, err)
+	}
+}
+
+func TestCommandShow(t *testing.T) {
+	const code = "7K3M-0QZ8-ABCD-EFGH-JKMNP-QRST0"
+	req := Request{Kind: KindChallenge, Agent: "agent-a", Operation: "fs_delete_file", Action: "fs.delete_file",
+		Challenge: "123e4567-e89b-42d3-a456-426614174000", Code: code, Tier: "danger_zone",
+		ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Reason: "deny pattern"}
+
+	argv, stdin := script(t, "exit 0")
+	if err := NewCommand(argv).Show(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"kind": "challenge", "challenge_id": req.Challenge, "code": code, "agent": "agent-a",
+		"action": "fs.delete_file", "tier": "danger_zone", "expires_at": "2026-01-02T03:04:05Z"}
+	if m := readStdin(t, stdin); !reflect.DeepEqual(m, want) {
+		t.Errorf("stdin\n got %v\nwant %v", m, want)
+	}
+
+	// A program that cannot deliver the code is an error, and no error
+	// carries the code, not even from a program that prints it.
+	for name, body := range map[string]string{
+		"failing":          "cat >&2; echo '" + code + "'; exit 4",
+		"too slow":         "sleep 300",
+		"killed by signal": "kill -9 $$",
+	} {
+		t.Run(name, func(t *testing.T) {
+			argv, _ := script(t, body)
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			err := NewCommand(argv).Show(ctx, req)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, secret := range []string{code, NormalizeCode(code), "7K3M"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("the error carries the code: %v", err)
+				}
+			}
+		})
 	}
 }

@@ -2,18 +2,43 @@ package verify
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/ncruces/zenity"
 )
 
-// DialogChannel asks and shows in native dialogs (zenity on Linux).
-type DialogChannel struct{}
+// Dialog titles. Tests and people find the windows by them.
+const (
+	QuestionTitle = "aqlguard: allow this action?"
+	CodeTitle     = "aqlguard: verification code"
+)
+
+// DialogChannel asks and shows in native dialogs: zenity (or qarma or
+// matedialog) on Linux and the BSDs, through github.com/ncruces/zenity,
+// which uses the platform's own dialogs on macOS and Windows.
+//
+// It is safe for concurrent use; each request runs its own dialog process.
+type DialogChannel struct {
+	// available reports whether a dialog program is installed; nil means
+	// zenity.IsAvailable. Tests replace it: the library looks the program
+	// up once per process.
+	available func() bool
+	// now is the clock for the "expires in" hint; nil means time.Now.
+	// Tests fix it to compare the rendered text exactly.
+	now func() time.Time
+}
+
+func (d *DialogChannel) clock() time.Time {
+	if d.now != nil {
+		return d.now()
+	}
+	return time.Now()
+}
 
 // NewDialog returns the dialog channel.
 func NewDialog() *DialogChannel { return &DialogChannel{} }
@@ -21,67 +46,111 @@ func NewDialog() *DialogChannel { return &DialogChannel{} }
 // Name implements Channel.
 func (*DialogChannel) Name() string { return "dialog" }
 
-// ready fails closed before zenity runs: with no display zenity exits as
-// if the human had pressed Cancel.
-func ready() error {
-	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
-		return ErrNoDisplay
+// ready fails closed before any dialog program runs. Without a display
+// zenity exits 1, exactly as when a human presses Cancel, and that must
+// not be taken for a human's Deny (or, in Show, for a code that was seen).
+// Without a dialog program nothing could be asked at all.
+func (d *DialogChannel) ready() error {
+	// macOS and Windows dialogs need no X or Wayland display.
+	if runtime.GOOS != "darwin" && runtime.GOOS != "windows" &&
+		os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		return fmt.Errorf("dialog channel: %w", ErrNoDisplay)
 	}
-	if !zenity.IsAvailable() {
-		return errors.New("no dialog program (zenity, qarma or matedialog) is installed")
+	available := d.available
+	if available == nil {
+		available = zenity.IsAvailable
+	}
+	if !available() {
+		return errors.New(`dialog channel: no dialog program is installed (zenity, qarma or matedialog); ` +
+			`install zenity, or set [verify] channel = "command"`)
 	}
 	return nil
 }
 
-const maxShownArgs = 2000
-
-func questionText(r Request) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Agent: %s\nOperation: %s\n", r.Agent, r.Operation)
-	if r.Reason != "" {
-		fmt.Fprintf(&b, "Why: %s\n", r.Reason)
-	}
-	fmt.Fprintf(&b, "Action: %s\n", r.Action)
-	if len(r.Arguments) > 0 {
-		args, _ := json.MarshalIndent(r.Arguments, "", "  ")
-		s := string(args)
-		if len(s) > maxShownArgs {
-			s = s[:maxShownArgs] + fmt.Sprintf("… (%d more characters)", len(s)-maxShownArgs)
-		}
-		fmt.Fprintf(&b, "Arguments:\n%s\n", s)
-	}
-	fmt.Fprintf(&b, "\nAllow this once? (expires %s)", r.ExpiresAt.Local().Format(time.Kitchen))
-	return b.String()
-}
-
-// Ask implements Channel.
+// Ask implements Channel with a question dialog: "Allow once" (the
+// default button, so Return approves, as in any dialog) or "Deny". It
+// returns Allow for Allow once, Deny for Deny, Escape or closing the
+// window, and None when ctx ends first: the dialog process is then killed
+// (zenity.Context runs it with exec.CommandContext) and an answer that
+// races the deadline does not count.
+//
+// The text is rendered by questionText. zenity passes --no-markup for
+// message dialogs, so it is shown literally: no Pango markup or escapes
+// to worry about; control and bidi characters are escaped all the same
+// so that what the human reads is what will run. The dialog runs with
+// --no-wrap so the JSON keeps its indentation; questionText breaks long
+// lines itself.
 func (d *DialogChannel) Ask(ctx context.Context, r Request) (Answer, error) {
-	if err := ready(); err != nil {
+	if r.Kind != KindConfirmation {
+		return None, fmt.Errorf("dialog channel: Ask needs a confirmation request, got kind %q", r.Kind)
+	}
+	if err := d.ready(); err != nil {
 		return None, err
 	}
-	err := zenity.Question(questionText(r), zenity.Title("aqlguard: allow this action?"),
-		zenity.OKLabel("Allow once"), zenity.CancelLabel("Deny"), zenity.NoWrap(), zenity.Context(ctx))
+	if ctx.Err() != nil {
+		return None, nil // no time left for anyone to answer
+	}
+	text, err := questionText(r, d.clock())
+	if err != nil {
+		return None, fmt.Errorf("dialog channel: %w", err)
+	}
+	err = zenity.Question(text, zenity.Title(QuestionTitle), zenity.OKLabel("Allow once"), zenity.CancelLabel("Deny"),
+		zenity.NoWrap(), zenity.Context(ctx))
 	switch {
+	case ctx.Err() != nil:
+		// The library reports ctx.Err() whenever ctx is done after the
+		// dialog returns; checking first keeps a late answer from counting.
+		return None, nil
 	case err == nil:
 		return Allow, nil
-	case ctx.Err() != nil:
-		return None, nil
 	case errors.Is(err, zenity.ErrCanceled):
 		return Deny, nil
 	}
-	return None, fmt.Errorf("dialog: %w", err)
+	return None, fmt.Errorf("dialog channel: the question dialog failed: %w", err)
 }
 
-// Show implements Channel: the code in a selectable entry field.
+// Show implements Channel with an entry dialog: the context above, the
+// code in a selectable, pre-selected text field (zenity --entry
+// --entry-text), so the human can copy it exactly. It returns nil when
+// the human closes the dialog (either button) or when ctx ends (the code
+// was on screen until then; the dialog is killed), and an error only when
+// the dialog could not be put up. The code is passed to the dialog
+// program and nowhere else; no error carries it.
 func (d *DialogChannel) Show(ctx context.Context, r Request) error {
-	if err := ready(); err != nil {
+	if r.Kind != KindChallenge {
+		return fmt.Errorf("dialog channel: Show needs a challenge request, got kind %q", r.Kind)
+	}
+	if r.Code == "" {
+		return errors.New("dialog channel: the challenge request has no code to show")
+	}
+	if err := d.ready(); err != nil {
 		return err
 	}
-	text := fmt.Sprintf("Agent: %s\nAction: %s\nTier: %s\nExpires: %s\n\nType this code into verify_challenge (copy it from the field):",
-		r.Agent, r.Action, r.Tier, r.ExpiresAt.Local().Format(time.Kitchen))
-	_, err := zenity.Entry(text, zenity.Title("aqlguard: verification code"), zenity.EntryText(r.Code), zenity.Context(ctx))
-	if err != nil && !errors.Is(err, zenity.ErrCanceled) && ctx.Err() == nil {
-		return fmt.Errorf("dialog: showing a verification code failed")
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("dialog channel: not shown: %w", err)
 	}
-	return nil
+	// Unlike message dialogs, zenity's entry label is no-markup but passes
+	// through g_strcompress, which eats backslashes ("\n" becomes a line
+	// break): double them so the label reads as rendered. ("_" mnemonics
+	// are escaped by the library.)
+	text := strings.ReplaceAll(codeText(r, d.clock()), `\`, `\\`)
+	_, err := zenity.Entry(text, zenity.Title(CodeTitle), zenity.EntryText(r.Code),
+		zenity.OKLabel("Done"), zenity.CancelLabel("Close"), zenity.Context(ctx))
+	switch {
+	case ctx.Err() != nil, err == nil, errors.Is(err, zenity.ErrCanceled):
+		// Whatever the entry holds now is the human's business: ignored,
+		// never logged.
+		return nil
+	}
+	// The error text includes the dialog program's stderr. It has no
+	// reason to echo its arguments, but the code is one of them: redact.
+	return fmt.Errorf("dialog channel: the verification code dialog failed: %s", redact(err.Error(), r.Code))
+}
+
+// redact replaces every occurrence of the code in s.
+func redact(s, code string) string {
+	if code == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, code, "[code]")
 }

@@ -1,21 +1,39 @@
-// Package verify reaches the human, never the model.
+// Package verify reaches the human, never the model (MCP-AQL 8.8).
 //
-// A Channel asks a confirmation question (Allow once / Deny) and shows
-// verification codes. DialogChannel uses native zenity dialogs and fails
-// closed on a machine without a display, before zenity runs: zenity's
-// "cannot open display" exit looks exactly like a human pressing Cancel.
-// CommandChannel follows DESIGN.md's contract: one run of the configured
-// program per request, one JSON object on its stdin, `allow` or `deny` on
-// its stdout; when the question times out its whole process group is
-// killed.
+// # Channels
+//
+// A Channel asks a confirmation question (Ask: Allow once, Deny, or None
+// when nobody answers in time) and shows verification codes (Show). Every
+// channel fails closed: when it cannot reach a human it returns an error,
+// and nothing is approved.
+//
+//   - DialogChannel puts up native dialogs through github.com/ncruces/zenity:
+//     a question titled "aqlguard: allow this action?" with the agent,
+//     operation, reason, action and indented JSON arguments, and a code
+//     dialog titled "aqlguard: verification code" with the code in a
+//     selectable field. It refuses to run without DISPLAY or
+//     WAYLAND_DISPLAY (ErrNoDisplay), because zenity's "cannot open
+//     display" exit is indistinguishable from a human pressing Cancel, and
+//     without a dialog program. Text shown to the human has control and
+//     bidi characters escaped, so what they read is what will run.
+//   - CommandChannel implements DESIGN.md's command contract: one run of
+//     the configured argv per request, one JSON object on its stdin,
+//     "allow" or "deny" on the first line of its stdout; anything else, a
+//     failing program or no answer in time is not an approval, and the
+//     program's process group is killed when the time is up.
+//
+// # Challenges
 //
 // A Challenge is one out-of-band verification: a 128-bit code from
-// crypto/rand shown in Crockford base32 groups, a UUIDv4 id, an expiry, one
-// use. Only a salted SHA-256 of the normalised code is kept and compared in
-// constant time; the code itself exists only in the caller's hands on the
-// way to the channel, and nothing in this package prints, logs or returns
-// it in an error.
+// crypto/rand, shown as 26 Crockford base32 digits in hyphenated groups; a
+// UUIDv4 id (ValidChallengeID checks the form); an expiry; one successful
+// use. Input is forgiving (NormalizeCode: case, hyphens and spaces do not
+// matter; O reads as 0, I and L as 1). Only a salted SHA-256 of the
+// normalised code is kept, compared in constant time. The code exists in
+// plaintext only between NewChallenge and the channel: a Challenge never
+// prints, logs or serialises it (nor its hash), and no error in this
+// package carries it.
 //
-// Challenges live in memory until the store lands; failure rate limiting
-// comes with it.
+// Challenges live in memory until the store persists them; the limit on
+// failed attempts per principal (golang.org/x/time/rate) comes with it.
 package verify
