@@ -183,7 +183,7 @@ func withTokenProperty(schema any) map[string]any {
 	}
 	if _, taken := props[catalog.TokenParam]; !taken {
 		props[catalog.TokenParam] = map[string]any{"type": "string",
-			"description": "aqlguard: token of a human-approved CONFIRMATION_REQUIRED; optional"}
+			"description": catalog.ConfirmationTokenParam().Description}
 	}
 	out["properties"] = props
 	return out

@@ -225,7 +225,6 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 	var v Verdict
 	switch mode {
 	case policy.LoopLogging, policy.LoopDisabled:
-		l.Log.Info("execution step recorded", "execution", e.ID, "hint", r.NextActionHint, "outcome", r.Outcome, "loop", mode)
 		v = Verdict{Proceed: true, Directive: evaluator.Directive{Continue: true,
 			Factors: []string{fmt.Sprintf("%s: step recorded, not evaluated", mode)}}}
 	default:
@@ -257,7 +256,8 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 	out.Notifications = append(append([]Notification{}, e.inbox...), v.Notifications...)
 	e.inbox = nil
 	l.mu.Unlock()
-	l.Log.Info("execution step", "execution", e.ID, "continue", out.Continue, "stopped", out.Stopped,
+	l.Log.Info("execution step", "execution", e.ID, "hint", r.NextActionHint, "outcome", r.Outcome,
+		"step_description", r.StepDescription, "findings_bytes", len(r.Findings), "continue", out.Continue, "stopped", out.Stopped,
 		"reason", out.Reason, "notifications", len(out.Notifications))
 	return out, nil
 }
