@@ -1,0 +1,167 @@
+// Package store keeps aqlguard's durable state in one bbolt file under the
+// state directory: hard blocks, verification challenges (salted code
+// hashes only), verification failure state, executions, confirmation
+// tokens and the hash-chained audit log.
+//
+// Two aqlguard processes may share a state directory (two clients, one
+// principal). bbolt locks its file for as long as it is open, so the store
+// does not keep it open: every transaction opens the file, takes the lock
+// (waiting at most the configured timeout, then failing with ErrBusy),
+// runs, commits with fsync and closes. A decision made in one process is
+// therefore on disk, and visible to the other, before it is returned.
+//
+// bbolt's types stay inside the package: callers see Tx and plain records.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// FileName is the database's name inside the state directory.
+const FileName = "aqlguard.db"
+
+// DefaultTimeout is how long a transaction waits for the file lock when
+// Options.Timeout is zero.
+const DefaultTimeout = 2 * time.Second
+
+// ErrBusy means the database stayed locked by another process for longer
+// than the timeout. Callers fail closed on it.
+var ErrBusy = errors.New("state database is busy (locked by another aqlguard process)")
+
+// Options tune a Store.
+type Options struct {
+	// Timeout bounds the wait for the file lock; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Store is the state database. It is safe for concurrent use; the
+// transactions of one process run one at a time.
+type Store struct {
+	path    string
+	timeout time.Duration
+	// mu serialises this process's transactions: bbolt's lock is per open
+	// file, so two opens in one process would wait for each other anyway.
+	mu sync.Mutex
+}
+
+// DefaultDir is $XDG_STATE_HOME/aqlguard, or ~/.local/state/aqlguard.
+func DefaultDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "aqlguard"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the state directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "aqlguard"), nil
+}
+
+// Open creates the state directory (mode 0700) and the database (0600) if
+// needed, and checks that it can be opened and carries every bucket.
+func Open(ctx context.Context, dir string, o Options) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("opening the state database: no state directory")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	s := &Store{path: filepath.Join(dir, FileName), timeout: o.Timeout}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	err := s.Update(ctx, func(tx *Tx) error {
+		for _, b := range buckets {
+			if _, err := tx.tx.CreateBucketIfNotExists(b); err != nil {
+				return fmt.Errorf("creating bucket %s: %w", b, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Timeout is how long a transaction waits for the lock.
+func (s *Store) Timeout() time.Duration { return s.timeout }
+
+// Update runs fn in a read-write transaction and commits it durably
+// (fsync) before returning. If fn returns an error nothing is written.
+func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
+	return s.do(ctx, false, fn)
+}
+
+// View runs fn in a read-only transaction.
+func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
+	return s.do(ctx, true, fn)
+}
+
+func (s *Store) do(ctx context.Context, readOnly bool, fn func(*Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wait := s.timeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		wait = time.Until(d)
+	}
+	if err := ctx.Err(); err != nil || wait <= 0 {
+		return fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
+	}
+	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: wait, ReadOnly: readOnly})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, wait.Round(time.Millisecond))
+		}
+		return fmt.Errorf("opening the state database %s: %w", s.path, err)
+	}
+	txErr := func() error {
+		if readOnly {
+			return db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+		}
+		return db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	}()
+	if err := db.Close(); err != nil && txErr == nil {
+		txErr = fmt.Errorf("closing the state database: %w", err)
+	}
+	return txErr
+}
+
+// Tx is one transaction. It is valid only inside the function it was
+// passed to.
+type Tx struct {
+	tx *bolt.Tx
+}
+
+var (
+	bucketBlocks        = []byte("blocks")
+	bucketChallenges    = []byte("challenges")
+	bucketFailures      = []byte("failures")
+	bucketExecutions    = []byte("executions")
+	bucketConfirmations = []byte("confirmations")
+	bucketAudit         = []byte("audit")
+	bucketMeta          = []byte("meta")
+	buckets             = [][]byte{bucketBlocks, bucketChallenges, bucketFailures, bucketExecutions,
+		bucketConfirmations, bucketAudit, bucketMeta}
+)
+
+// bucket returns a bucket Open created; its absence means the file is not
+// an aqlguard database (or was damaged).
+func (t *Tx) bucket(name []byte) (*bolt.Bucket, error) {
+	b := t.tx.Bucket(name)
+	if b == nil {
+		return nil, fmt.Errorf("state database: bucket %s is missing", name)
+	}
+	return b, nil
+}

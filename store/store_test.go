@@ -1,0 +1,337 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func openTest(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), t.TempDir(), Options{Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func TestRecordsRoundTrip(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	blk := Block{Principal: "claude", Reason: "deny pattern *rm -rf*", VerificationID: "id-1", BlockedAt: t0, Operation: "fs_write"}
+	ch := Challenge{ID: "id-1", Principal: "claude", Action: "rm -rf /", Tier: "danger_zone",
+		Salt: []byte{1, 2}, Hash: []byte{3, 4}, CreatedAt: t0, ExpiresAt: t0.Add(5 * time.Minute)}
+	f := Failures{Tokens: 7.5, At: t0, Violations: 2, LockedUntil: t0.Add(time.Minute)}
+	ex := Execution{ID: "exec_1", Principal: "claude", ElementName: "a", Status: "running", StartedAt: t0}
+	cf := Confirmation{Token: "conf_1", Kind: "action", Principal: "claude", Operation: "op", Status: "pending",
+		CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
+	if err := s.Update(ctx, func(tx *Tx) error {
+		return errors.Join(tx.PutBlock(blk), tx.PutChallenge(ch), tx.PutFailures("claude", f),
+			tx.PutExecution(ex), tx.PutConfirmation(cf))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.View(ctx, func(tx *Tx) error {
+		gotB, err := tx.Block("claude")
+		if err != nil || gotB == nil || *gotB != blk {
+			t.Errorf("Block = %+v, %v; want %+v", gotB, err, blk)
+		}
+		if b, _ := tx.Block("other"); b != nil {
+			t.Errorf("Block(other) = %+v, want nil", b)
+		}
+		gotC, err := tx.Challenge("id-1")
+		if err != nil || gotC == nil || string(gotC.Hash) != string(ch.Hash) || !gotC.ExpiresAt.Equal(ch.ExpiresAt) {
+			t.Errorf("Challenge = %+v, %v", gotC, err)
+		}
+		gotF, ok, err := tx.Failures("claude")
+		if err != nil || !ok || gotF != f {
+			t.Errorf("Failures = %+v %v %v; want %+v", gotF, ok, err, f)
+		}
+		if _, ok, _ := tx.Failures("other"); ok {
+			t.Error("Failures(other) exists")
+		}
+		if gotE, _ := tx.Execution("exec_1"); gotE == nil || *gotE != ex {
+			t.Errorf("Execution = %+v", gotE)
+		}
+		if gotCf, _ := tx.Confirmation("conf_1"); gotCf == nil || *gotCf != cf {
+			t.Errorf("Confirmation = %+v", gotCf)
+		}
+		all, err := tx.Blocks()
+		if err != nil || len(all) != 1 || all[0] != blk {
+			t.Errorf("Blocks = %+v, %v", all, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.DeleteBlock("claude") }); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.View(ctx, func(tx *Tx) error {
+		if b, _ := tx.Block("claude"); b != nil {
+			t.Errorf("block still there after DeleteBlock: %+v", b)
+		}
+		return nil
+	})
+}
+
+func TestUpdateErrorWritesNothing(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	boom := errors.New("boom")
+	err := s.Update(ctx, func(tx *Tx) error {
+		if err := tx.PutBlock(Block{Principal: "p"}); err != nil {
+			return err
+		}
+		if _, err := tx.Append(Record{Kind: "decision", Principal: "p"}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update = %v, want boom", err)
+	}
+	_ = s.View(ctx, func(tx *Tx) error {
+		if b, _ := tx.Block("p"); b != nil {
+			t.Error("a failed transaction left a block")
+		}
+		if n, err := tx.VerifyChain(); n != 0 || err != nil {
+			t.Errorf("VerifyChain = %d, %v; want an empty chain", n, err)
+		}
+		return nil
+	})
+}
+
+func TestBusyFailsWithinTheTimeout(t *testing.T) {
+	s := openTest(t)
+	// Another holder of the file (as another process would be).
+	db, err := bolt.Open(s.Path(), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = s.Update(context.Background(), func(*Tx) error { return nil })
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("Update while locked = %v, want ErrBusy", err)
+	}
+	if !strings.Contains(err.Error(), s.Path()) {
+		t.Errorf("error %q does not name the file", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := s.View(ctx, func(*Tx) error { return nil }); !errors.Is(err, ErrBusy) {
+		t.Fatalf("View while locked = %v, want ErrBusy", err)
+	}
+}
+
+func TestAuditChain(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Update(ctx, func(tx *Tx) error {
+				_, err := tx.Append(Record{Time: t0.Add(time.Duration(i) * time.Second), Kind: "decision",
+					Principal: "claude", Operation: "op", Factors: []string{"f"}, DurationMS: 1.25})
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	var n uint64
+	if err := s.View(ctx, func(tx *Tx) (err error) { n, err = tx.VerifyChain(); return }); err != nil || n != 20 {
+		t.Fatalf("VerifyChain = %d, %v; want 20 records", n, err)
+	}
+
+	// An exported copy verifies line by line.
+	v := NewChainVerifier()
+	_ = s.View(ctx, func(tx *Tx) error {
+		return tx.Records(0, func(_ Record, raw []byte) error {
+			if _, err := v.Next(append([]byte(nil), raw...)); err != nil {
+				t.Error(err)
+			}
+			return nil
+		})
+	})
+	if v.Count() != 20 {
+		t.Errorf("export verified %d records, want 20", v.Count())
+	}
+
+	tamper := []struct {
+		name string
+		edit func(b *bolt.Bucket, meta *bolt.Bucket)
+	}{
+		{"changed field", func(b, _ *bolt.Bucket) {
+			raw := b.Get(seqKey(5))
+			var r Record
+			_ = json.Unmarshal(raw, &r)
+			r.Decision = "allow"
+			out, _ := json.Marshal(r)
+			_ = b.Put(seqKey(5), out)
+		}},
+		{"rehashed record", func(b, _ *bolt.Bucket) {
+			raw := b.Get(seqKey(5))
+			var r Record
+			_ = json.Unmarshal(raw, &r)
+			r.Operation = "other"
+			r.Hash, _ = hashOf(r)
+			out, _ := json.Marshal(r)
+			_ = b.Put(seqKey(5), out)
+		}},
+		{"removed record", func(b, _ *bolt.Bucket) { _ = b.Delete(seqKey(7)) }},
+		{"truncated tail", func(b, _ *bolt.Bucket) { _ = b.Delete(seqKey(20)) }},
+		{"extra field", func(b, _ *bolt.Bucket) {
+			raw := b.Get(seqKey(3))
+			_ = b.Put(seqKey(3), append(raw[:len(raw)-1:len(raw)-1], []byte(`,"x":1}`)...))
+		}},
+	}
+	for _, tc := range tamper {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c, err := Open(ctx, dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			copyChain(t, s, c)
+			db, err := bolt.Open(c.Path(), 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = db.Update(func(tx *bolt.Tx) error {
+				tc.edit(tx.Bucket(bucketAudit), tx.Bucket(bucketMeta))
+				return nil
+			})
+			_ = db.Close()
+			err = c.View(ctx, func(tx *Tx) error { _, err := tx.VerifyChain(); return err })
+			if !errors.Is(err, ErrChainBroken) {
+				t.Fatalf("VerifyChain after %s = %v, want ErrChainBroken", tc.name, err)
+			}
+		})
+	}
+}
+
+// copyChain copies the audit bucket and head from one store to another.
+func copyChain(t *testing.T, from, to *Store) {
+	t.Helper()
+	type kv struct{ k, v []byte }
+	var recs []kv
+	var head []byte
+	_ = from.View(context.Background(), func(tx *Tx) error {
+		_ = tx.tx.Bucket(bucketAudit).ForEach(func(k, v []byte) error {
+			recs = append(recs, kv{append([]byte(nil), k...), append([]byte(nil), v...)})
+			return nil
+		})
+		head = append([]byte(nil), tx.tx.Bucket(bucketMeta).Get(keyAuditHead)...)
+		return nil
+	})
+	if err := to.Update(context.Background(), func(tx *Tx) error {
+		for _, r := range recs {
+			if err := tx.tx.Bucket(bucketAudit).Put(r.k, r.v); err != nil {
+				return err
+			}
+		}
+		return tx.tx.Bucket(bucketMeta).Put(keyAuditHead, head)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	_ = s.Update(ctx, func(tx *Tx) error {
+		return errors.Join(
+			tx.PutChallenge(Challenge{ID: "old", ExpiresAt: t0.Add(-2 * time.Hour)}),
+			tx.PutChallenge(Challenge{ID: "new", ExpiresAt: t0.Add(time.Hour)}),
+			tx.PutConfirmation(Confirmation{Token: "old", ExpiresAt: t0.Add(-2 * time.Hour)}),
+			tx.PutExecution(Execution{ID: "done", FinishedAt: t0.Add(-2 * time.Hour)}),
+			tx.PutExecution(Execution{ID: "running", StartedAt: t0.Add(-2 * time.Hour)}),
+			tx.PutBlock(Block{Principal: "p", BlockedAt: t0.Add(-48 * time.Hour)}),
+		)
+	})
+	var n int
+	if err := s.Update(ctx, func(tx *Tx) (err error) { n, err = tx.Prune(t0.Add(-time.Hour)); return }); err != nil || n != 3 {
+		t.Fatalf("Prune = %d, %v; want 3", n, err)
+	}
+	_ = s.View(ctx, func(tx *Tx) error {
+		for _, id := range []string{"new"} {
+			if c, _ := tx.Challenge(id); c == nil {
+				t.Errorf("challenge %s pruned", id)
+			}
+		}
+		if e, _ := tx.Execution("running"); e == nil {
+			t.Error("running execution pruned")
+		}
+		if b, _ := tx.Block("p"); b == nil {
+			t.Error("a block was pruned")
+		}
+		return nil
+	})
+}
+
+// TestNoBoltTypesInTheAPI keeps bbolt inside the package: no exported
+// declaration may mention it.
+func TestNoBoltTypesInTheAPI(t *testing.T) {
+	files, _ := filepath.Glob("*.go")
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			var exported []ast.Node
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Name.IsExported() {
+					exported = append(exported, d.Type)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					if ts, ok := s.(*ast.TypeSpec); ok && ts.Name.IsExported() {
+						if st, ok := ts.Type.(*ast.StructType); ok {
+							for _, fld := range st.Fields.List {
+								if len(fld.Names) > 0 && fld.Names[0].IsExported() {
+									exported = append(exported, fld.Type)
+								}
+							}
+						} else {
+							exported = append(exported, ts.Type)
+						}
+					}
+				}
+			}
+			for _, n := range exported {
+				ast.Inspect(n, func(n ast.Node) bool {
+					if sel, ok := n.(*ast.SelectorExpr); ok {
+						if id, ok := sel.X.(*ast.Ident); ok && (id.Name == "bolt" || id.Name == "bolterrors") {
+							t.Errorf("%s: exported API mentions %s.%s", fset.Position(sel.Pos()), id.Name, sel.Sel.Name)
+						}
+					}
+					return true
+				})
+			}
+		}
+	}
+}
