@@ -12,6 +12,9 @@ type Config struct {
 	Agent string `toml:"agent"`
 	// StateDir holds the bbolt database (default $XDG_STATE_HOME/aqlguard).
 	StateDir string `toml:"state_dir"`
+	// StateLockTimeout bounds how long a call waits for the state database
+	// when another aqlguard process holds it; then the call fails closed.
+	StateLockTimeout Duration `toml:"state_lock_timeout"`
 
 	Limits  Limits                   `toml:"limits"`
 	Safety  Safety                   `toml:"safety"`

@@ -36,6 +36,8 @@ const (
 	MaxConfirmationTTL        = 15 * time.Minute
 	DefaultChallengeTTL       = 5 * time.Minute
 	DefaultStartTimeout       = 30 * time.Second
+	DefaultStateLockTimeout   = 2 * time.Second
+	MaxStateLockTimeout       = 30 * time.Second
 
 	kiB = 1 << 10
 	miB = 1 << 20
@@ -126,6 +128,10 @@ func parentKey(key string) string {
 
 func (v *validator) config(c *Config) {
 	v.enum("mode", &c.Mode, modes, DefaultMode)
+	v.duration("state_lock_timeout", &c.StateLockTimeout, DefaultStateLockTimeout)
+	if c.StateLockTimeout.Duration > MaxStateLockTimeout {
+		v.errf("state_lock_timeout", "%s is longer than the maximum %s: a call must not hang on another process", c.StateLockTimeout.Duration, MaxStateLockTimeout)
+	}
 	switch {
 	case c.Agent == "" && v.present("agent"):
 		v.errf("agent", "must not be empty: it names the principal that owns blocks and audit entries")

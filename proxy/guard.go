@@ -43,11 +43,12 @@ type Outcome struct {
 // downstream tool's own argument names; token is an explicit confirmation
 // token ("" if none).
 func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation, args map[string]any, token string) Outcome {
-	v := g.Loop.Check(ctx, safety.Action{
+	a := safety.Action{
 		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
 		Category: op.Category, Annotations: annotations(op.Tool.Annotations), Arguments: args,
 		Hint: ActionHint(op.Server, op.Tool.Name, args), Token: token,
-	})
+	}
+	v := g.Loop.Check(ctx, a)
 	d := v.Directive
 	log := g.Log.With("principal", g.Loop.Policy.Principal, "session", session, "operation", op.Name,
 		"server", op.Server, "tool", op.Tool.Name)
@@ -59,12 +60,28 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	}
 	began := time.Now()
 	res, err := g.Downstream.Call(ctx, op.Server, op.Tool.Name, args)
-	if err != nil {
-		log.Error("downstream call failed", "err", err, "elapsed", time.Since(began))
-		return Outcome{Err: downstreamFailure(op, err), Directive: d}
+	took := time.Since(began)
+	out := Outcome{Result: res, Directive: d}
+	result := "ok"
+	switch {
+	case err != nil:
+		log.Error("downstream call failed", "err", err, "elapsed", took)
+		out = Outcome{Err: downstreamFailure(op, err), Directive: d}
+		result = string(out.Err.Code)
+	case res.IsError:
+		result = "tool_error"
 	}
-	log.Info("downstream call done", "is_error", res.IsError, "elapsed", time.Since(began))
-	return Outcome{Result: res, Directive: d}
+	if err == nil {
+		log.Info("downstream call done", "is_error", res.IsError, "elapsed", took)
+	}
+	// Every outcome is audited; one that cannot be is not handed on.
+	if err := g.Loop.Outcome(ctx, a, result, took); err != nil {
+		log.Error("the outcome could not be recorded; the result is withheld", "err", err)
+		return Outcome{Directive: d, Err: &aql.Error{Code: aql.CodeInternal,
+			Message: "Internal error: 'the call ran, but its outcome could not be recorded in the audit log; the result is withheld'",
+			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "executed": true, "fail_closed": true}}}
+	}
+	return out
 }
 
 // ActionHint renders a proxied call the way the spec's nextActionHint

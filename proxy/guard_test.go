@@ -12,6 +12,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/safety"
+	"github.com/aqlguard/aqlguard/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,9 +42,13 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 			rec := &recordingCaller{}
 			var seen []evaluator.Step
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			g := &Guard{
 				Loop: &safety.Loop{
-					Policy: &policy.Policy{Principal: "human-set", MaxSteps: 100}, Log: log,
+					Policy: &policy.Policy{Principal: "human-set", MaxSteps: 100}, Log: log, Store: st,
 					InlineWait: time.Millisecond, ConfirmTTL: time.Minute, ChallengeTTL: time.Minute,
 					Evaluate: func(_ *policy.Policy, s evaluator.Step) evaluator.Directive {
 						seen = append(seen, s)

@@ -129,7 +129,7 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 	loop := f.Guard.Loop
 	switch op.Name {
 	case opExecuteAgent:
-		st, err := loop.ExecuteAgent(session, s("element_name"))
+		st, err := loop.ExecuteAgent(ctx, session, s("element_name"))
 		return result(st, err)
 	case opRecordStep:
 		d, err := loop.RecordStep(ctx, safety.Report{Session: session, ExecutionID: s("execution_id"),
@@ -146,16 +146,16 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 		if op.Name == opAbort {
 			status, reason = safety.StatusCancelled, s("reason")
 		}
-		st, err := loop.Finish(session, s("execution_id"), s("element_name"), status, reason)
+		st, err := loop.Finish(ctx, session, s("execution_id"), s("element_name"), status, reason)
 		return result(st, err)
 	case opConfirm:
-		res, failure := loop.ConfirmOperation(ctx, s("token"))
+		res, failure := loop.ConfirmOperation(ctx, session, s("token"))
 		if failure != nil {
 			return failure
 		}
 		return aql.Success(res)
 	case opVerify:
-		res, err := loop.VerifyChallenge(s("challenge_id"), s("code"))
+		res, err := loop.VerifyChallenge(ctx, session, s("challenge_id"), s("code"))
 		return result(res, err)
 	}
 	return aql.Failure(aql.NotFoundOperation(op.Name))

@@ -17,6 +17,8 @@ type Block struct {
 	BlockedAt      time.Time `json:"blocked_at"`
 	// Session is the MCP session whose call set the block.
 	Session string `json:"session,omitempty"`
+	// ChallengeExpiresAt is when the block's code stops working.
+	ChallengeExpiresAt time.Time `json:"challenge_expires_at"`
 }
 
 // Challenge is a verification challenge as stored: the salted hash of its

@@ -110,6 +110,9 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 }
 
 func (s *Store) do(ctx context.Context, readOnly bool, fn func(*Tx) error) error {
+	if s == nil {
+		return errors.New("no state database is configured")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	wait := s.timeout

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/aqlguard/aqlguard/policy"
@@ -13,6 +14,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/safety"
+	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -69,10 +71,16 @@ func startInstance(ctx context.Context, g *globals, stderr io.Writer) (*instance
 	if source == "" {
 		source = "embedded defaults"
 	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return nil, 1
+	}
 	log.Info("aqlguard starting", "version", version(), "config", source, "mode", cfg.Mode,
-		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel)
+		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
+		"state", st.Path())
 	pool := downstream.Start(ctx, cfg.Servers, version(), log)
-	front, err := buildFront(cfg, pol, pool, log)
+	front, err := buildFront(cfg, pol, st, pool, log)
 	if err != nil {
 		log.Error("building the operation catalog", "err", err)
 		_ = pool.Close()
@@ -89,7 +97,7 @@ func (in *instance) close() {
 
 // buildFront derives the catalog from what the servers offered and wires
 // the front to the guard.
-func buildFront(cfg *policy.Config, pol *policy.Policy, pool *downstream.Pool, log *slog.Logger) (*proxy.Front, error) {
+func buildFront(cfg *policy.Config, pol *policy.Policy, st *store.Store, pool *downstream.Pool, log *slog.Logger) (*proxy.Front, error) {
 	cat := catalog.New()
 	if err := cat.Add(catalog.IntrospectOperation()); err != nil {
 		return nil, err
@@ -119,7 +127,7 @@ func buildFront(cfg *policy.Config, pol *policy.Policy, pool *downstream.Pool, l
 	return &proxy.Front{
 		Mode:    cfg.Mode,
 		Catalog: cat,
-		Guard:   &proxy.Guard{Loop: newLoop(cfg, pol, log), Downstream: pool, Log: log},
+		Guard:   &proxy.Guard{Loop: newLoop(cfg, pol, st, log), Downstream: pool, Log: log},
 		Limits:  lim,
 		Log:     log,
 		Servers: pool.Servers(),
@@ -128,7 +136,7 @@ func buildFront(cfg *policy.Config, pol *policy.Policy, pool *downstream.Pool, l
 }
 
 // newLoop builds the safety loop and the channel to the human.
-func newLoop(cfg *policy.Config, pol *policy.Policy, log *slog.Logger) *safety.Loop {
+func newLoop(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.Logger) *safety.Loop {
 	var ch verify.Channel
 	switch cfg.Verify.Channel {
 	case "command":
@@ -140,6 +148,8 @@ func newLoop(cfg *policy.Config, pol *policy.Policy, log *slog.Logger) *safety.L
 	}
 	return &safety.Loop{
 		Policy:       pol,
+		Store:        st,
+		Process:      processName(),
 		Channel:      ch,
 		InlineWait:   cfg.Verify.InlineWait.Duration,
 		AskTimeout:   cfg.Verify.Timeout.Duration,
@@ -147,6 +157,32 @@ func newLoop(cfg *policy.Config, pol *policy.Policy, log *slog.Logger) *safety.L
 		ChallengeTTL: cfg.Verify.ChallengeTTL.Duration,
 		Log:          log,
 	}
+}
+
+// openStore opens the state database in the configured state directory
+// (default $XDG_STATE_HOME/aqlguard). Without it nothing can be decided
+// durably, so aqlguard does not start.
+func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
+	dir := cfg.StateDir
+	if dir == "" {
+		d, err := store.DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	st, err := store.Open(ctx, dir, store.Options{Timeout: cfg.StateLockTimeout.Duration})
+	if err != nil {
+		return nil, fmt.Errorf("the state database: %w", err)
+	}
+	return st, nil
+}
+
+// processName tells this process apart in audit records of a shared
+// state directory.
+func processName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // logWriter turns a command channel's stderr into log lines.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -16,102 +17,116 @@ import (
 // once; a dialog that is up keeps running in the background).
 const showWait = 750 * time.Millisecond
 
-// challenge creates a verification challenge for the action and shows its
-// code out of band. The code lives only in this function and the channel:
-// it is never returned, logged or stored.
-func (l *Loop) challenge(ctx context.Context, a Action, d evaluator.Directive) (*verify.Challenge, []string, error) {
-	action := a.Hint
-	ch, code, err := verify.NewChallenge(l.Policy.Principal, action, string(d.Tier), l.now(), l.ChallengeTTL)
+// pause is a verify-tier pause of this process's principal. It lives in
+// memory only (spec 8.8.3: verify pauses do not persist).
+type pause struct {
+	ID        string
+	ExpiresAt time.Time
+}
+
+// newChallenge creates a challenge for the action. The code is returned
+// inside the show request only: it goes to the channel after the
+// challenge is on disk, and nowhere else.
+func (l *Loop) newChallenge(a Action, d evaluator.Directive) (store.Challenge, *verify.Request, error) {
+	ch, code, err := verify.NewChallenge(l.Policy.Principal, a.Hint, string(d.Tier), l.now(), l.ChallengeTTL)
 	if err != nil {
-		return nil, nil, err
+		return store.Challenge{}, nil, err
 	}
-	l.challenges[ch.ID] = ch
-	req := verify.Request{Kind: verify.KindChallenge, Agent: l.Policy.Principal, Operation: a.Operation,
-		Action: action, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt}
+	sealed := ch.Seal()
+	rec := store.Challenge{ID: ch.ID, Principal: ch.Agent, Action: ch.Action, Tier: ch.Tier,
+		Salt: sealed.Salt, Hash: sealed.Hash, CreatedAt: ch.CreatedAt, ExpiresAt: ch.ExpiresAt}
+	req := &verify.Request{Kind: verify.KindChallenge, Agent: l.Policy.Principal, Operation: a.Operation,
+		Action: a.Hint, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt}
+	return rec, req, nil
+}
+
+// show puts a persisted challenge's code in front of the human and
+// returns the factor that says whether that worked. A channel that cannot
+// show it fails closed: the pause or block stays.
+func (l *Loop) show(ctx context.Context, req *verify.Request) (factor string, shown bool) {
 	if l.Channel == nil {
-		l.Log.Error("no channel to show a verification code; the pause or block stays", "challenge", ch.ID)
-		return ch, []string{"verification: no channel to a human is configured; the code could not be shown"}, nil
+		l.Log.Error("no channel to show a verification code; the pause or block stays", "challenge", req.Challenge)
+		return "verification: no channel to a human is configured; the code could not be shown; the pause or block stays", false
 	}
 	done := make(chan error, 1)
 	// The dialog stays up until the human closes it or the code expires;
-	// it must not keep the lock or the caller waiting.
-	showCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), ch.ExpiresAt)
+	// it must not keep the caller waiting.
+	showCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), req.ExpiresAt)
 	go func() {
 		defer cancel()
-		done <- l.Channel.Show(showCtx, req)
+		done <- l.Channel.Show(showCtx, *req)
 	}()
 	select {
 	case err := <-done:
 		if err != nil {
 			l.Log.Error("the verification code could not be shown; the pause or block stays",
-				"channel", l.Channel.Name(), "challenge", ch.ID, "err", err)
+				"channel", l.Channel.Name(), "challenge", req.Challenge, "err", err)
 			why := "verification: the " + l.Channel.Name() + " channel could not show the code"
 			if errors.Is(err, verify.ErrNoDisplay) {
 				why += " (no graphical display)"
 			}
-			l.broadcast(l.notification("error", "A verification code could not be shown: "+why,
-				map[string]any{"verificationId": ch.ID}, ""))
-			return ch, []string{why + "; the pause or block stays"}, nil
+			return why + "; the pause or block stays", false
 		}
 	case <-time.After(showWait):
 	}
-	l.Log.Info("verification code shown out of band", "channel", l.Channel.Name(), "challenge", ch.ID,
-		"expires_at", ch.ExpiresAt)
-	return ch, []string{"verification: code shown to a human through the " + l.Channel.Name() + " channel"}, nil
+	l.Log.Info("verification code shown out of band", "channel", l.Channel.Name(), "challenge", req.Challenge,
+		"expires_at", req.ExpiresAt)
+	return "verification: code shown to a human through the " + l.Channel.Name() + " channel", true
 }
 
-// hardBlock blocks the principal (deny match or danger_zone tier) and
-// broadcasts danger_zone to every executing agent of every session.
-func (l *Loop) hardBlock(ctx context.Context, a Action, d evaluator.Directive) Verdict {
-	ch, factors, err := l.challenge(ctx, a, d)
+// hardBlock blocks the principal (deny match or danger_zone tier). The
+// block and its challenge are written by settle, with the decision's
+// audit record, before anything is shown or broadcast.
+func (l *Loop) hardBlock(a Action, d evaluator.Directive, w *writes) Verdict {
+	ch, req, err := l.newChallenge(a, d)
 	if err != nil {
 		l.Log.Error("creating a challenge", "err", err)
+		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}
 	}
-	b := &Block{Reason: d.Reason, BlockedAt: l.now()}
-	if ch != nil {
-		b.VerificationID = ch.ID
-	}
-	l.block = b
-	d.Factors = append(d.Factors, factors...)
-	l.Log.Warn("principal hard-blocked", "principal", l.Policy.Principal, "reason", d.Reason, "verification", b.VerificationID)
-	l.broadcast(l.notification("danger_zone",
-		fmt.Sprintf("Agent '%s' is hard-blocked: %s", l.Policy.Principal, d.Reason),
-		map[string]any{"operation": a.Operation, "reason": d.Reason, "verificationId": b.VerificationID}, b.VerificationID))
-	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: blockedError(l.Policy.Principal, a.Operation, b)}
+	b := store.Block{Principal: l.Policy.Principal, Reason: d.Reason, Operation: a.Operation,
+		VerificationID: ch.ID, BlockedAt: l.now(), Session: a.Session, ChallengeExpiresAt: ch.ExpiresAt}
+	w.block, w.challenge, w.show = &b, &ch, req
+	return Verdict{Directive: d, VerificationID: ch.ID, Err: blockedError(l.Policy.Principal, a.Operation, &b)}
 }
 
 // verifyPauseFor pauses the principal until the code is entered or expires.
-func (l *Loop) verifyPauseFor(ctx context.Context, a Action, d evaluator.Directive) Verdict {
-	ch, factors, err := l.challenge(ctx, a, d)
+func (l *Loop) verifyPauseFor(a Action, d evaluator.Directive, w *writes) Verdict {
+	ch, req, err := l.newChallenge(a, d)
 	if err != nil {
 		l.Log.Error("creating a challenge", "err", err)
-		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created")}
+		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}
 	}
-	l.verifyPause = ch
-	d.Factors = append(d.Factors, factors...)
+	w.challenge, w.show, w.pause = &ch, req, &pause{ID: ch.ID, ExpiresAt: ch.ExpiresAt}
 	d.Reason = d.Reason + "; verification " + ch.ID + " pending"
-	n := l.notification("autonomy_pause", "Paused for out-of-band verification: "+d.Reason,
-		map[string]any{"operation": a.Operation, "reason": d.Reason, "verificationId": ch.ID}, ch.ID)
-	v := Verdict{Directive: d, VerificationID: ch.ID, Err: verificationError(a.Operation, ch)}
-	if a.reported() {
-		v.Notifications = append(v.Notifications, n)
-	} else {
-		l.broadcast(n)
-	}
-	return v
+	return Verdict{Directive: d, VerificationID: ch.ID, Err: verificationError(a.Operation, ch.ID, ch.ExpiresAt)}
 }
 
-func blockedError(agent, op string, b *Block) *aql.Error {
+// reissue gives a block whose code expired a fresh challenge, so a human
+// who was away can still clear it without the admin override. settle
+// applies it only if the block is still the one it replaces.
+func (l *Loop) reissue(b *store.Block, w *writes) {
+	d := evaluator.Directive{Tier: evaluator.DangerZone, Reason: b.Reason}
+	ch, req, err := l.newChallenge(Action{Operation: b.Operation, Hint: "lift the block: " + b.Reason}, d)
+	if err != nil {
+		l.Log.Error("creating a challenge", "err", err)
+		return
+	}
+	nb := *b
+	nb.VerificationID, nb.ChallengeExpiresAt = ch.ID, ch.ExpiresAt
+	w.block, w.challenge, w.show, w.replaces = &nb, &ch, req, b.VerificationID
+}
+
+func blockedError(agent, op string, b *store.Block) *aql.Error {
 	return &aql.Error{Code: aql.CodeAgentBlocked,
 		Message: fmt.Sprintf("Agent '%s' is blocked: %s. A human must clear the block out of band (verification %s).", agent, b.Reason, b.VerificationID),
 		Details: map[string]any{"agent": agent, "operation": op, "reason": b.Reason,
 			"verification_id": b.VerificationID, "blocked_at": b.BlockedAt.Format(time.RFC3339)}}
 }
 
-func verificationError(op string, ch *verify.Challenge) *aql.Error {
+func verificationError(op, id string, expires time.Time) *aql.Error {
 	return &aql.Error{Code: aql.CodeVerification,
-		Message: "Paused: out-of-band verification " + ch.ID + " is pending; a human must enter the code shown to them",
-		Details: map[string]any{"operation": op, "verification_id": ch.ID, "expires_at": ch.ExpiresAt.Format(time.RFC3339)}}
+		Message: "Paused: out-of-band verification " + id + " is pending; a human must enter the code shown to them",
+		Details: map[string]any{"operation": op, "verification_id": id, "expires_at": expires.Format(time.RFC3339)}}
 }
 
 // VerifyResult is verify_challenge's success.
@@ -122,35 +137,62 @@ type VerifyResult struct {
 	Resumed   bool   `json:"resumed"`
 }
 
-// VerifyChallenge checks a code against a challenge. Success lifts the
-// block or the verify pause the challenge belongs to. Errors never echo
-// the code.
-func (l *Loop) VerifyChallenge(id, code string) (*VerifyResult, *aql.Error) {
+// VerifyChallenge checks a code against a challenge, within the
+// principal's failure budget. Success lifts the block or the verify pause
+// the challenge belongs to. The attempt, its effect on the budget and its
+// audit record are written in one transaction before the answer is
+// returned. Errors never echo the code.
+func (l *Loop) VerifyChallenge(ctx context.Context, session, id, code string) (*VerifyResult, *aql.Error) {
+	began := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.init()
-	ch, ok := l.challenges[id]
-	if !ok || ch.Agent != l.Policy.Principal {
-		return nil, &aql.Error{Code: aql.CodeNotFoundResource, Message: fmt.Sprintf("Resource 'challenge' not found: '%s'", id),
-			Details: map[string]any{"resource_type": "challenge", "resource_id": id}}
+	var res *VerifyResult
+	var aerr *aql.Error
+	err := l.Store.Update(ctx, func(tx *store.Tx) error {
+		res, aerr = nil, nil
+		now := l.now()
+		fs, _, err := tx.Failures(l.Policy.Principal)
+		if err != nil {
+			return err
+		}
+		st := verify.FailureState(fs)
+		rec := store.Record{Time: now, Kind: "verification", Principal: l.Policy.Principal, Session: session,
+			Process: l.Process, Operation: "verify_challenge", ChallengeID: id}
+		if ok, retry := st.Admit(now); !ok {
+			secs := verify.RetryAfterSeconds(retry)
+			aerr = &aql.Error{Code: aql.CodeRateLimit,
+				Message: fmt.Sprintf("Too many failed verification attempts; retry after %d seconds", secs),
+				Details: map[string]any{"retry_after_seconds": secs, "violations": st.Violations}}
+			rec.Decision, rec.Result = "refused", "rate_limited"
+			rec.Factors = []string{fmt.Sprintf("rate limit: violation %d, locked out until %s", st.Violations, st.LockedUntil.Format(time.RFC3339))}
+		} else {
+			res, aerr, rec.Result = l.checkCode(tx, id, code, now)
+			if aerr == nil {
+				st.Succeed()
+				rec.Decision = "verified"
+			} else {
+				st.Fail(now)
+				rec.Decision = "failed"
+			}
+		}
+		if err := tx.PutFailures(l.Policy.Principal, store.Failures(st)); err != nil {
+			return err
+		}
+		rec.DurationMS = ms(l.now().Sub(began))
+		_, err = tx.Append(rec)
+		return err
+	})
+	if err != nil {
+		l.Log.Error("state database unavailable; nothing was verified", "challenge", id, "err", err)
+		return nil, stateUnavailable(err, "nothing was verified")
 	}
-	now := l.now()
-	switch err := ch.Check(code, now); {
-	case errors.Is(err, verify.ErrExpired):
-		return nil, &aql.Error{Code: aql.CodeTokenExpired, Message: "Verification challenge has expired",
-			Details: map[string]any{"challenge_id": id, "expired_at": ch.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)}}
-	case errors.Is(err, verify.ErrUsed):
-		return nil, &aql.Error{Code: aql.CodeTokenUsed, Message: "Verification challenge has already been used",
-			Details: map[string]any{"challenge_id": id}}
-	case err != nil:
-		l.Log.Warn("verification failed", "principal", l.Policy.Principal, "challenge", id)
-		return nil, &aql.Error{Code: aql.CodeVerifyFailed, Message: "Verification failed: the code does not match",
-			Details: map[string]any{"challenge_id": id}}
+	if aerr != nil {
+		l.Log.Warn("verification failed", "principal", l.Policy.Principal, "challenge", id, "code", aerr.Code)
+		return nil, aerr
 	}
-	res := &VerifyResult{Verified: true, Challenge: id}
-	if l.block != nil && l.block.VerificationID == id {
-		l.block = nil
-		res.Unblocked = true
+	if res.Unblocked {
+		l.seenBlock = ""
 	}
 	if l.verifyPause != nil && l.verifyPause.ID == id {
 		l.verifyPause = nil
@@ -160,4 +202,67 @@ func (l *Loop) VerifyChallenge(id, code string) (*VerifyResult, *aql.Error) {
 	l.Log.Info("verification succeeded", "principal", l.Policy.Principal, "challenge", id,
 		"unblocked", res.Unblocked, "resumed", res.Resumed)
 	return res, nil
+}
+
+// checkCode checks the code against the stored challenge and, on success,
+// marks it used and lifts the block it belongs to. It returns the result
+// word for the audit record.
+func (l *Loop) checkCode(tx *store.Tx, id, code string, now time.Time) (*VerifyResult, *aql.Error, string) {
+	notFound := &aql.Error{Code: aql.CodeNotFoundResource, Message: fmt.Sprintf("Resource 'challenge' not found: '%s'", id),
+		Details: map[string]any{"resource_type": "challenge", "resource_id": id}}
+	sc, err := tx.Challenge(id)
+	if err != nil {
+		l.Log.Error("reading a challenge", "challenge", id, "err", err)
+		return nil, aql.Internal("the challenge could not be read"), "damaged"
+	}
+	if sc == nil || sc.Principal != l.Policy.Principal {
+		return nil, notFound, "unknown_challenge"
+	}
+	ch, err := verify.RestoreChallenge(sc.ID, sc.Principal, sc.Action, sc.Tier, sc.CreatedAt, sc.ExpiresAt,
+		sc.Used || sc.Revoked, verify.Sealed{Salt: sc.Salt, Hash: sc.Hash})
+	if err != nil {
+		l.Log.Error("restoring a challenge", "challenge", id, "err", err)
+		return nil, aql.Internal("the challenge could not be read"), "damaged"
+	}
+	switch err := ch.Check(code, now); {
+	case errors.Is(err, verify.ErrUsed):
+		return nil, &aql.Error{Code: aql.CodeTokenUsed, Message: "Verification challenge has already been used",
+			Details: map[string]any{"challenge_id": id}}, "already_used"
+	case errors.Is(err, verify.ErrExpired):
+		return nil, &aql.Error{Code: aql.CodeTokenExpired, Message: "Verification challenge has expired",
+			Details: map[string]any{"challenge_id": id, "expired_at": ch.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)}}, "expired"
+	case err != nil:
+		return nil, &aql.Error{Code: aql.CodeVerifyFailed, Message: "Verification failed: the code does not match",
+			Details: map[string]any{"challenge_id": id}}, "wrong_code"
+	}
+	sc.Used, sc.UsedAt = true, now
+	if err := tx.PutChallenge(*sc); err != nil {
+		l.Log.Error("writing a challenge", "challenge", id, "err", err)
+		return nil, aql.Internal("the challenge could not be written"), "damaged"
+	}
+	res := &VerifyResult{Verified: true, Challenge: id}
+	b, err := tx.Block(l.Policy.Principal)
+	if err == nil && b != nil && b.VerificationID == id {
+		err = tx.DeleteBlock(l.Policy.Principal)
+		res.Unblocked = err == nil
+	}
+	if err != nil {
+		l.Log.Error("lifting a block", "challenge", id, "err", err)
+		return nil, aql.Internal("the block could not be lifted"), "damaged"
+	}
+	if res.Unblocked {
+		return res, nil, "unblocked"
+	}
+	return res, nil, "verified"
+}
+
+// stateUnavailable is the fail-closed refusal when the state database (or
+// its audit log) cannot be read or written.
+func stateUnavailable(err error, what string) *aql.Error {
+	msg := "the state database is unavailable"
+	if errors.Is(err, store.ErrBusy) {
+		msg = "the state database is busy (another aqlguard process holds it)"
+	}
+	return &aql.Error{Code: aql.CodeInternal, Message: fmt.Sprintf("Internal error: '%s; %s'", msg, what),
+		Details: map[string]any{"reason": "state database unavailable", "fail_closed": true}}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -96,8 +97,8 @@ func (c *Confirmation) matches(b binding, principal, version string) bool {
 // order confirmation-tokens.md 4.3 gives: exists, operation, parameters,
 // expiry, consumption. A pending token is fine: the check will ask the
 // human for it.
-func (l *Loop) tokenFor(a Action) (*Confirmation, *aql.Error) {
-	c, err := l.lookupToken(a.Token)
+func (l *Loop) tokenFor(ctx context.Context, a Action) (*Confirmation, *aql.Error) {
+	c, err := l.lookupToken(ctx, a.Token)
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +118,29 @@ func (l *Loop) tokenFor(a Action) (*Confirmation, *aql.Error) {
 	return c, l.usable(c)
 }
 
-// lookupToken finds a token of this principal.
-func (l *Loop) lookupToken(token string) (*Confirmation, *aql.Error) {
+// lookupToken finds a token of this principal: in memory, or in the
+// store (issued before a restart, or by another process on this state
+// directory). l.mu is held.
+func (l *Loop) lookupToken(ctx context.Context, token string) (*Confirmation, *aql.Error) {
 	c, ok := l.confirms[token]
 	if !ok {
 		c, ok = l.spent[token]
+	}
+	if !ok && tokenFormat.MatchString(token) {
+		var rec *store.Confirmation
+		err := l.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
+		if err != nil {
+			l.Log.Error("reading a confirmation token", "token", token, "err", err)
+			return nil, stateUnavailable(err, "the token could not be checked")
+		}
+		if rec != nil {
+			c, ok = confirmationFrom(*rec), true
+			if c.Status == statusPending || c.Status == statusApproved {
+				l.confirms[token] = c
+			} else {
+				l.spent[token] = c
+			}
+		}
 	}
 	if !tokenFormat.MatchString(token) || !ok {
 		return nil, &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token",
@@ -168,6 +187,23 @@ func (l *Loop) spend(c *Confirmation, status string) {
 	c.Status, c.DoneAt = status, l.now()
 	delete(l.confirms, c.Token)
 	l.spent[c.Token] = c
+	l.markDirty(c)
+}
+
+// record is the confirmation as stored. Arguments are not stored: the
+// digest binds them, and they may hold what the audit log redacts.
+func (c *Confirmation) record() store.Confirmation {
+	return store.Confirmation{Token: c.Token, Kind: c.Kind, Principal: c.Principal, Server: c.Server,
+		Operation: c.Operation, Digest: c.Digest, PolicyVersion: c.PolicyVersion, Session: c.Session,
+		Action: c.Action, Reason: c.Reason, Tier: c.Tier, Status: c.Status,
+		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, DoneAt: c.DoneAt}
+}
+
+func confirmationFrom(r store.Confirmation) *Confirmation {
+	return &Confirmation{Token: r.Token, Kind: r.Kind, Principal: r.Principal, Server: r.Server,
+		Operation: r.Operation, Digest: r.Digest, PolicyVersion: r.PolicyVersion, Session: r.Session,
+		Action: r.Action, Reason: r.Reason, Tier: r.Tier, Status: r.Status,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, DoneAt: r.DoneAt}
 }
 
 // prune drops what can no longer matter: open confirmations past their
@@ -202,11 +238,12 @@ type ConfirmResult struct {
 
 // ConfirmOperation is confirm_operation: it asks the human again about
 // the token's action. The caller's request is only a request: approval
-// comes from the human's answer on the channel, never from this call.
-func (l *Loop) ConfirmOperation(ctx context.Context, token string) (*ConfirmResult, *aql.Result) {
+// comes from the human's answer on the channel, never from this call. The
+// answer and its audit record are durable before the reply.
+func (l *Loop) ConfirmOperation(ctx context.Context, session, token string) (*ConfirmResult, *aql.Result) {
 	l.mu.Lock()
 	l.init()
-	c, err := l.lookupToken(token)
+	c, err := l.lookupToken(ctx, token)
 	if err == nil {
 		err = l.usable(c)
 	}
@@ -225,18 +262,46 @@ func (l *Loop) ConfirmOperation(ctx context.Context, token string) (*ConfirmResu
 	if err := l.usable(c); err != nil { // expired or spent while we waited
 		return nil, aql.Failure(err)
 	}
+	rec := store.Record{Kind: "confirmation", Session: session, Server: c.Server, Operation: c.Operation,
+		Token: c.Token, Tier: c.Tier, Decision: "no_answer", Factors: []string{}}
+	if why != "" {
+		rec.Factors = append(rec.Factors, why)
+	}
 	switch answer {
 	case verify.Allow:
 		c.Status, c.DoneAt = statusApproved, l.now()
+		l.markDirty(c)
 		if c.Kind != kindAction {
 			// A check-in is lifted now: it is not tied to one action.
 			l.applyCheckin(c.Kind)
 			l.spend(c, statusUsed)
 		}
+		rec.Decision = "approved"
+	case verify.Deny:
+		l.spend(c, statusDenied)
+		rec.Decision = "denied"
+	}
+	if err := l.Store.Update(ctx, func(tx *store.Tx) error {
+		if err := l.flush(tx); err != nil {
+			return err
+		}
+		rec.Time, rec.Principal, rec.Process = l.now(), l.Policy.Principal, l.Process
+		_, err := tx.Append(rec)
+		return err
+	}); err != nil {
+		l.Log.Error("the human's answer could not be recorded", "token", c.Token, "err", err)
+		if answer == verify.Allow {
+			// Not durable, so not granted.
+			c.Status = statusPending
+		}
+		return nil, aql.Failure(stateUnavailable(err, "the answer was not recorded; nothing is approved"))
+	}
+	l.clean()
+	switch answer {
+	case verify.Allow:
 		l.clearNotifications(c.Token)
 		return l.confirmed(c), nil
 	case verify.Deny:
-		l.spend(c, statusDenied)
 		l.clearNotifications(c.Token)
 		return nil, aql.Failure(&aql.Error{Code: aql.CodePermissionDenied,
 			Message: "Permission denied: 'a human denied this action'",

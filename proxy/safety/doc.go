@@ -13,6 +13,11 @@
 // Locking: Loop.mu guards all state. It is never held while a human is
 // being asked, so a pending dialog does not stall other calls.
 //
-// Until the store lands, blocks, challenges and confirmations live in
-// memory and end with the process.
+// Durable state lives in the store: the hard block (read at every check,
+// so a block set by another process on the same state directory or before
+// a restart applies at once), challenges, the failure budget,
+// confirmations, executions and the audit chain. Every decision is
+// written, with its audit record, before it is returned; when that fails
+// the action is refused. Step counts, the failure pause and verify pauses
+// are this process's own and end with it (spec 8.8.3 for verify pauses).
 package safety

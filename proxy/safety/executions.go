@@ -10,6 +10,7 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/store"
 )
 
 // Execution states (spec 8.4.1). Terminal states stay terminal.
@@ -112,12 +113,18 @@ func newExecutionID() (string, error) {
 }
 
 // ExecuteAgent starts a monitored execution. A hard-blocked principal
-// cannot start one: a new execution never escapes a block.
-func (l *Loop) ExecuteAgent(session, element string) (State, *aql.Error) {
+// cannot start one: a new execution never escapes a block. The execution
+// and its audit record are durable before it is returned.
+func (l *Loop) ExecuteAgent(ctx context.Context, session, element string) (State, *aql.Error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.init()
-	if b := l.block; b != nil {
+	b, err := l.sync(ctx)
+	if err != nil {
+		return State{}, stateUnavailable(err, "no execution was started")
+	}
+	if b != nil {
+		l.recordRefusal(ctx, session, "execute_agent", b)
 		return State{}, blockedError(l.Policy.Principal, "execute_agent", b)
 	}
 	id, err := newExecutionID()
@@ -125,23 +132,77 @@ func (l *Loop) ExecuteAgent(session, element string) (State, *aql.Error) {
 		l.Log.Error("creating an execution id", "err", err)
 		return State{}, aql.Internal("the execution could not be created")
 	}
-	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusPending}
+	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
+	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusRunning, StartedAt: l.now()}
+	l.dirtyExec[id] = e
+	if aerr := l.commitExecution(ctx, e, "execute_agent", "started"); aerr != nil {
+		return State{}, aerr
+	}
 	l.executions[id] = e
 	l.order = append(l.order, e)
-	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
-	e.Status, e.StartedAt = StatusRunning, l.now()
 	l.Log.Info("execution started", "execution", id, "element", element, "session", session)
 	return e.state(), nil
 }
 
-// find resolves an execution by id, or the latest running one of the
-// session with this element name.
-func (l *Loop) find(session, id, element string) (*Execution, *aql.Error) {
+// commitExecution writes the dirty executions and confirmations and an
+// audit record of e's lifecycle. l.mu is held.
+func (l *Loop) commitExecution(ctx context.Context, e *Execution, op, result string) *aql.Error {
+	rec := store.Record{Time: l.now(), Kind: "execution", Principal: l.Policy.Principal, Session: e.Session,
+		Process: l.Process, Operation: op, Execution: e.ID, Preview: e.ElementName, Result: result}
+	if e.Reason != "" {
+		rec.Factors = []string{e.Reason}
+	}
+	err := l.Store.Update(ctx, func(tx *store.Tx) error {
+		if err := l.flush(tx); err != nil {
+			return err
+		}
+		_, err := tx.Append(rec)
+		return err
+	})
+	if err != nil {
+		l.Log.Error("recording an execution", "execution", e.ID, "err", err)
+		return stateUnavailable(err, "the execution was not changed")
+	}
+	l.clean()
+	return nil
+}
+
+// recordRefusal audits a call refused by a block outside Check. Failing
+// to record it changes nothing: the call is refused either way.
+func (l *Loop) recordRefusal(ctx context.Context, session, op string, b *store.Block) {
+	rec := store.Record{Time: l.now(), Kind: "decision", Principal: l.Policy.Principal, Session: session,
+		Process: l.Process, Operation: op, Decision: "block", Tier: "danger_zone", ChallengeID: b.VerificationID,
+		Result: string(aql.CodeAgentBlocked), Factors: []string{"hard block: " + b.Reason}}
+	if err := l.Store.Update(ctx, func(tx *store.Tx) error { _, err := tx.Append(rec); return err }); err != nil {
+		l.Log.Error("recording a refusal", "operation", op, "err", err)
+	}
+}
+
+func (e *Execution) record(principal string) store.Execution {
+	return store.Execution{ID: e.ID, Principal: principal, ElementName: e.ElementName, Session: e.Session,
+		Status: e.Status, Steps: e.Steps, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Reason: e.Reason}
+}
+
+// find resolves an execution by id (in memory, or in the store: started
+// before a restart or by another process of this principal), or the
+// latest running one of the session with this element name. l.mu is held.
+func (l *Loop) find(ctx context.Context, session, id, element string) (*Execution, *aql.Error) {
 	if id != "" {
 		if e, ok := l.executions[id]; ok {
 			return e, nil
 		}
-		return nil, notFoundExecution(id)
+		var rec *store.Execution
+		if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return }); err != nil {
+			return nil, stateUnavailable(err, "the execution could not be read")
+		}
+		if rec == nil || rec.Principal != l.Policy.Principal {
+			return nil, notFoundExecution(id)
+		}
+		e := &Execution{ID: rec.ID, ElementName: rec.ElementName, Session: rec.Session, Status: rec.Status,
+			Steps: rec.Steps, StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, Reason: rec.Reason}
+		l.executions[id] = e
+		l.order = append(l.order, e)
+		return e, nil
 	}
 	for i := len(l.order) - 1; i >= 0; i-- {
 		if e := l.order[i]; e.Session == session && e.ElementName == element && e.Status == StatusRunning {
@@ -165,18 +226,28 @@ func terminal(e *Execution, op string) *aql.Error {
 }
 
 // Finish moves a running execution to completed or cancelled.
-func (l *Loop) Finish(session, id, element, status, reason string) (State, *aql.Error) {
+func (l *Loop) Finish(ctx context.Context, session, id, element, status, reason string) (State, *aql.Error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.init()
-	e, err := l.find(session, id, element)
+	e, err := l.find(ctx, session, id, element)
 	if err != nil {
 		return State{}, err
 	}
 	if e.Status != StatusRunning && e.Status != StatusPending {
 		return State{}, terminal(e, "change state")
 	}
+	before := *e
 	e.Status, e.FinishedAt, e.Reason = status, l.now(), reason
+	l.dirtyExec[e.ID] = e
+	op := "complete_execution"
+	if status == StatusCancelled {
+		op = "abort_execution"
+	}
+	if aerr := l.commitExecution(ctx, e, op, status); aerr != nil {
+		e.Status, e.FinishedAt, e.Reason = before.Status, before.FinishedAt, before.Reason
+		return State{}, aerr
+	}
 	l.Log.Info("execution finished", "execution", e.ID, "status", status, "reason", reason)
 	return e.state(), nil
 }
@@ -210,7 +281,7 @@ type Directive struct {
 func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error) {
 	l.mu.Lock()
 	l.init()
-	e, err := l.find(r.Session, r.ExecutionID, r.ElementName)
+	e, err := l.find(ctx, r.Session, r.ExecutionID, r.ElementName)
 	if err == nil && e.Status != StatusRunning {
 		err = terminal(e, "report steps")
 	}
@@ -219,17 +290,20 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 		return nil, err
 	}
 	e.Steps++
+	l.dirtyExec[e.ID] = e // written with the step's decision
 	mode := l.Policy.Loop
 	l.mu.Unlock()
 
+	a := Action{Session: r.Session, Operation: "record_execution_step", Hint: r.NextActionHint,
+		Outcome: r.Outcome, Execution: e, Token: r.ConfirmationToken}
 	var v Verdict
 	switch mode {
 	case policy.LoopLogging, policy.LoopDisabled:
 		v = Verdict{Proceed: true, Directive: evaluator.Directive{Continue: true,
 			Factors: []string{fmt.Sprintf("%s: step recorded, not evaluated", mode)}}}
+		v = l.settle(ctx, a, v, &writes{}, l.now()) // recorded all the same
 	default:
-		v = l.Check(ctx, Action{Session: r.Session, Operation: "record_execution_step", Hint: r.NextActionHint,
-			Outcome: r.Outcome, Execution: e, Token: r.ConfirmationToken})
+		v = l.Check(ctx, a)
 	}
 	d := v.Directive
 	out := &Directive{Continue: v.Proceed, Factors: d.Factors, Stopped: d.Stopped && d.Enforced, Reason: d.Reason,

@@ -12,6 +12,7 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -65,7 +66,11 @@ func newLoop(t testing.TB, doc string, h verify.Channel) *Loop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Loop{Policy: p, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
+	st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Loop{Policy: p, Store: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
 		ConfirmTTL: 5 * time.Minute, ChallengeTTL: 5 * time.Minute,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
@@ -131,7 +136,7 @@ func TestConfirmOperationNeverSelfApproves(t *testing.T) {
 	token := v.Confirmation.Token
 	// The model asks again and again; the human never answers.
 	for i := 0; i < 3; i++ {
-		if res, fail := l.ConfirmOperation(ctx, token); res != nil || fail == nil || fail.Err.Code != aql.CodeConfirmation {
+		if res, fail := l.ConfirmOperation(ctx, "s", token); res != nil || fail == nil || fail.Err.Code != aql.CodeConfirmation {
 			t.Fatalf("approved without a human: %v %v", res, fail)
 		}
 	}
@@ -141,7 +146,7 @@ func TestConfirmOperationNeverSelfApproves(t *testing.T) {
 	}
 	// The human approves once: the identical call proceeds once.
 	h.say(verify.Allow)
-	if res, fail := l.ConfirmOperation(ctx, token); res == nil || fail != nil {
+	if res, fail := l.ConfirmOperation(ctx, "s", token); res == nil || fail != nil {
 		t.Fatalf("confirm: %v", fail)
 	}
 	if v := l.Check(ctx, a); !v.Proceed {
@@ -168,7 +173,7 @@ func TestTokenScope(t *testing.T) {
 		t.Errorf("other operation: %v", v.Err)
 	}
 	l.Policy.Principal = "someone-else"
-	if _, fail := l.ConfirmOperation(ctx, token); fail == nil || fail.Err.Code != aql.CodeTokenScope {
+	if _, fail := l.ConfirmOperation(ctx, "s", token); fail == nil || fail.Err.Code != aql.CodeTokenScope {
 		t.Errorf("another principal: %v", fail)
 	}
 	l.Policy.Principal = "unit"
@@ -180,7 +185,7 @@ func TestTokenScope(t *testing.T) {
 	}
 	clock := time.Now().Add(time.Hour)
 	l.Now = func() time.Time { return clock }
-	if _, fail := l.ConfirmOperation(ctx, token); fail == nil || fail.Err.Code != aql.CodeTokenExpired {
+	if _, fail := l.ConfirmOperation(ctx, "s", token); fail == nil || fail.Err.Code != aql.CodeTokenExpired {
 		t.Errorf("expired: %v", fail)
 	}
 }
@@ -203,7 +208,7 @@ func TestStepLimitAndFailureCheckIns(t *testing.T) {
 	if !l.Check(ctx, get).Proceed || l.steps != 1 {
 		t.Fatalf("after the check-in the count restarts: steps=%d", l.steps)
 	}
-	e, _ := l.ExecuteAgent("s", "agent")
+	e, _ := l.ExecuteAgent(ctx, "s", "agent")
 	d, err := l.RecordStep(ctx, Report{Session: "s", ElementName: "agent", NextActionHint: "db.get_row", Outcome: "failure"})
 	if err != nil || d.Continue {
 		t.Fatalf("failure pause: %+v %v", d, err)
@@ -225,8 +230,8 @@ func TestBlockBroadcastsAndVerifyLifts(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
 	l := newLoop(t, testPolicy, h)
-	a, _ := l.ExecuteAgent("s1", "a")
-	b, _ := l.ExecuteAgent("s2", "b")
+	a, _ := l.ExecuteAgent(ctx, "s1", "a")
+	b, _ := l.ExecuteAgent(ctx, "s2", "b")
 	v := l.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
 	if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked || v.VerificationID == "" {
 		t.Fatalf("block: %+v", v)
@@ -242,14 +247,14 @@ func TestBlockBroadcastsAndVerifyLifts(t *testing.T) {
 			t.Errorf("%s: %+v", id, d)
 		}
 	}
-	if _, err := l.ExecuteAgent("s3", "new"); err == nil || err.Code != aql.CodeAgentBlocked {
+	if _, err := l.ExecuteAgent(ctx, "s3", "new"); err == nil || err.Code != aql.CodeAgentBlocked {
 		t.Error("a new execution escaped the block")
 	}
-	if _, err := l.VerifyChallenge(v.VerificationID, "wrong"); err == nil || err.Code != aql.CodeVerifyFailed ||
+	if _, err := l.VerifyChallenge(ctx, "s", v.VerificationID, "wrong"); err == nil || err.Code != aql.CodeVerifyFailed ||
 		strings.Contains(err.Message, code) {
 		t.Errorf("wrong code: %v", err)
 	}
-	if res, err := l.VerifyChallenge(v.VerificationID, strings.ToLower(code)); err != nil || !res.Unblocked {
+	if res, err := l.VerifyChallenge(ctx, "s", v.VerificationID, strings.ToLower(code)); err != nil || !res.Unblocked {
 		t.Fatalf("right code: %v", err)
 	}
 	if !l.Check(ctx, call("db_get_row", map[string]any{"id": "1"})).Proceed {
@@ -282,7 +287,7 @@ func FuzzConfirmOperation(f *testing.F) {
 	issued := l.Check(context.Background(), call("db_delete_row", map[string]any{"id": "1"})).Confirmation.Token
 	f.Add(issued)
 	f.Fuzz(func(t *testing.T, token string) {
-		res, fail := l.ConfirmOperation(context.Background(), token)
+		res, fail := l.ConfirmOperation(context.Background(), "s", token)
 		if res != nil {
 			t.Fatalf("approved without a human: %q", token)
 		}

@@ -1,0 +1,328 @@
+package safety
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/verify"
+)
+
+// writes is what one check changes beyond memory: written by settle in
+// one transaction with the decision's audit record.
+type writes struct {
+	block     *store.Block
+	challenge *store.Challenge
+	// replaces is the verification id of the block a reissue replaces.
+	replaces string
+	pause    *pause
+	// show carries the code to the channel once the challenge is on disk.
+	show *verify.Request
+}
+
+// discard drops a challenge that will not be used: the code is never
+// shown.
+func (w *writes) discard() {
+	w.block, w.challenge, w.replaces, w.pause, w.show = nil, nil, "", nil, nil
+}
+
+// sync reads the principal's block from the store. A block this process
+// has not seen before (set by another process) is broadcast as
+// danger_zone to this process's running executions, once. l.mu is held.
+func (l *Loop) sync(ctx context.Context) (*store.Block, error) {
+	var b *store.Block
+	var pauseUsed bool
+	err := l.Store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if b, err = tx.Block(l.Policy.Principal); err != nil {
+			return err
+		}
+		if p := l.verifyPause; p != nil {
+			// verified through another process?
+			c, err := tx.Challenge(p.ID)
+			pauseUsed = err == nil && c != nil && c.Used
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if pauseUsed {
+		l.clearNotifications(l.verifyPause.ID)
+		l.verifyPause = nil
+	}
+	l.observe(b, "")
+	return b, nil
+}
+
+// observe broadcasts a block not seen before. operation names the call
+// that set it, when this process did.
+func (l *Loop) observe(b *store.Block, operation string) {
+	if b == nil {
+		l.seenBlock = ""
+		return
+	}
+	if b.VerificationID == l.seenBlock {
+		return
+	}
+	l.seenBlock = b.VerificationID
+	if operation == "" {
+		operation = b.Operation
+	}
+	l.broadcast(l.notification("danger_zone",
+		fmt.Sprintf("Agent '%s' is hard-blocked: %s", b.Principal, b.Reason),
+		map[string]any{"operation": operation, "reason": b.Reason, "verificationId": b.VerificationID}, b.VerificationID))
+}
+
+// settle writes the decision: the block, challenge and confirmations it
+// changed and its audit record, in one durable transaction. A block set
+// meanwhile by another process wins over whatever this check decided.
+// Only then are notifications sent and the code shown.
+func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began time.Time) Verdict {
+	l.mu.Lock()
+	err := l.Store.Update(ctx, func(tx *store.Tx) error {
+		cur, err := tx.Block(l.Policy.Principal)
+		if err != nil {
+			return err
+		}
+		switch {
+		case cur != nil && w.replaces != "" && w.replaces == cur.VerificationID:
+			// the reissue goes ahead
+		case cur != nil && !(v.Err != nil && v.Err.Code == aql.CodeAgentBlocked && v.VerificationID == cur.VerificationID):
+			w.discard()
+			v = l.blockedVerdict(a, cur, "hard block: set meanwhile (by another aqlguard process)")
+		case cur == nil && w.replaces != "":
+			w.discard() // lifted meanwhile; this call is still refused
+		}
+		if w.challenge != nil {
+			if err := tx.PutChallenge(*w.challenge); err != nil {
+				return err
+			}
+		}
+		if w.block != nil {
+			if err := tx.PutBlock(*w.block); err != nil {
+				return err
+			}
+		}
+		if err := l.flush(tx); err != nil {
+			return err
+		}
+		_, err = tx.Append(l.decisionRecord(a, v, began))
+		return err
+	})
+	if err != nil {
+		l.mu.Unlock()
+		l.Log.Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
+		return l.unavailable(err, "the action is refused")
+	}
+	l.clean()
+	if w.block != nil {
+		l.observe(w.block, a.Operation)
+		l.Log.Warn("principal hard-blocked", "principal", l.Policy.Principal, "reason", w.block.Reason,
+			"verification", w.block.VerificationID)
+	}
+	if w.pause != nil {
+		l.verifyPause = w.pause
+		n := l.notification("autonomy_pause", "Paused for out-of-band verification: "+v.Directive.Reason,
+			map[string]any{"operation": a.Operation, "reason": v.Directive.Reason, "verificationId": w.pause.ID}, w.pause.ID)
+		if a.reported() {
+			v.Notifications = append(v.Notifications, n)
+		} else {
+			l.broadcast(n)
+		}
+	}
+	l.mu.Unlock()
+	if w.show != nil {
+		factor, shown := l.show(ctx, w.show)
+		v.Directive.Factors = append(v.Directive.Factors, factor)
+		result := "code_shown"
+		if !shown {
+			result = "code_not_shown"
+			l.mu.Lock()
+			l.broadcast(l.notification("error", "A verification code could not be shown: "+factor,
+				map[string]any{"verificationId": w.show.Challenge}, ""))
+			l.mu.Unlock()
+		}
+		rec := store.Record{Time: l.now(), Kind: "challenge", Principal: l.Policy.Principal, Session: a.Session,
+			Process: l.Process, Operation: a.Operation, Tier: w.show.Tier, ChallengeID: w.show.Challenge,
+			Factors: []string{factor}, Result: result}
+		if err := l.Store.Update(ctx, func(tx *store.Tx) error { _, err := tx.Append(rec); return err }); err != nil {
+			// The decision (a refusal) is already recorded and stands.
+			l.Log.Error("recording whether a code was shown", "challenge", w.show.Challenge, "err", err)
+		}
+		w.show = nil
+	}
+	return v
+}
+
+// blockedVerdict refuses an action because the principal is blocked.
+func (l *Loop) blockedVerdict(a Action, b *store.Block, factor string) Verdict {
+	d := evaluator.Directive{Stopped: true, Decision: evaluator.Block, Enforced: true, Tier: evaluator.DangerZone,
+		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", l.Policy.Principal, b.Reason, b.VerificationID),
+		Factors: []string{factor}}
+	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: blockedError(l.Policy.Principal, a.Operation, b)}
+}
+
+// unavailable is the fail-closed verdict when the store cannot be used.
+func (l *Loop) unavailable(err error, what string) Verdict {
+	d := evaluator.Directive{Enforced: true, Reason: "state database unavailable",
+		Factors: []string{"fail closed: " + err.Error()}}
+	return Verdict{Directive: d, Err: stateUnavailable(err, what)}
+}
+
+// flush writes the confirmations and executions changed since the last
+// commit, and now and then prunes what can no longer be used or
+// replayed. l.mu is held; the caller clears the dirty sets once the
+// transaction has committed (clean).
+func (l *Loop) flush(tx *store.Tx) error {
+	for _, c := range l.dirty {
+		if err := tx.PutConfirmation(c.record()); err != nil {
+			return err
+		}
+	}
+	for _, e := range l.dirtyExec {
+		if err := tx.PutExecution(e.record(l.Policy.Principal)); err != nil {
+			return err
+		}
+	}
+	if now := l.now(); now.Sub(l.prunedDB) >= time.Hour {
+		if _, err := tx.Prune(now.Add(-spentRetention)); err != nil {
+			return err
+		}
+		l.prunedDB = now
+	}
+	return nil
+}
+
+func (l *Loop) clean() {
+	clear(l.dirty)
+	clear(l.dirtyExec)
+}
+
+func (l *Loop) markDirty(c *Confirmation) { l.dirty[c.Token] = c }
+
+// decisionRecord is the audit record of one check.
+func (l *Loop) decisionRecord(a Action, v Verdict, began time.Time) store.Record {
+	d := v.Directive
+	args := a.Arguments
+	if a.reported() {
+		args = map[string]any{"next_action_hint": a.Hint}
+	}
+	r := store.Record{Time: l.now(), Kind: "decision", Principal: l.Policy.Principal, Session: a.Session,
+		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: Digest(args), Preview: Preview(args),
+		Decision: decisionWord(v), Stage: string(d.Stage), Tier: string(d.Tier), Risk: d.Risk,
+		Factors: d.Factors, ChallengeID: v.VerificationID, Token: v.Token, DurationMS: ms(l.now().Sub(began))}
+	if a.reported() {
+		r.Execution = a.Execution.ID
+	}
+	if v.Err != nil {
+		r.Result = string(v.Err.Code)
+	}
+	return r
+}
+
+func decisionWord(v Verdict) string {
+	if v.Proceed {
+		return "allow"
+	}
+	if v.Err == nil {
+		return "refuse"
+	}
+	switch v.Err.Code {
+	case aql.CodeConfirmation:
+		return "confirm"
+	case aql.CodeVerification:
+		return "verify"
+	case aql.CodeAgentBlocked:
+		return "block"
+	case aql.CodePermissionDenied:
+		return "deny"
+	}
+	return "refuse"
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Outcome records what became of an allowed action: result is "ok",
+// "tool_error" or an error code. If the record cannot be written the
+// caller must not hand the result on (fail closed).
+func (l *Loop) Outcome(ctx context.Context, a Action, result string, took time.Duration) error {
+	args := a.Arguments
+	rec := store.Record{Time: l.now(), Kind: "outcome", Principal: l.Policy.Principal, Session: a.Session,
+		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: Digest(args),
+		Result: result, DurationMS: ms(took)}
+	err := l.Store.Update(ctx, func(tx *store.Tx) error { _, err := tx.Append(rec); return err })
+	if err != nil {
+		return fmt.Errorf("recording the outcome of %s: %w", a.Operation, err)
+	}
+	return nil
+}
+
+// Preview limits: enough for an auditor to recognise the call, not a
+// copy of what it carried.
+const (
+	previewValue = 64
+	previewTotal = 512
+)
+
+// secretish names argument keys whose values are never previewed.
+var secretish = []string{"pass", "secret", "token", "key", "auth", "cookie", "credential", "code", "otp", "session"}
+
+// Preview renders arguments for the audit log: keys that look like they
+// hold secrets are redacted, long strings are cut, and the whole is
+// bounded. The full arguments are bound by their digest, not kept.
+func Preview(args map[string]any) string {
+	if len(args) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(redactValue("", args))
+	if err != nil {
+		return "(unencodable)"
+	}
+	return cut(string(b), previewTotal)
+}
+
+func redactValue(key string, v any) any {
+	k := strings.ToLower(key)
+	for _, s := range secretish {
+		if strings.Contains(k, s) {
+			return "[redacted]"
+		}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = redactValue(k, x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = redactValue("", x)
+		}
+		return out
+	case string:
+		return cut(v, previewValue)
+	}
+	return v
+}
+
+// cut shortens s to at most n bytes on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
