@@ -27,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -134,6 +135,7 @@ type guard struct {
 	dir     string             // HOME and XDG_* dirs live here; also config.toml
 	config  string             // path of the config file written for this run
 	errLog  *syncBuffer
+	outLog  *syncBuffer // aqlguard's stdout, with guardOptions.TapStdout
 
 	stopOnce sync.Once
 	stopErr  error
@@ -157,6 +159,9 @@ type guardOptions struct {
 	ProtocolVersion string
 	// Client options (notification handlers, capabilities...). May be nil.
 	Client *mcp.ClientOptions
+	// TapStdout copies every byte aqlguard writes to stdout (the MCP
+	// stream) into guard.stdout, for leak checks.
+	TapStdout bool
 }
 
 // startGuard writes configTOML (expanded by renderConfig) to a temp dir and
@@ -210,8 +215,12 @@ func launchGuard(t *testing.T, o guardOptions) (*guard, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "aqlguard-e2e", Version: "0.0.0"}, o.Client)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: g.cmd, TerminateDuration: 5 * time.Second},
-		&mcp.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
+	var transport mcp.Transport = &mcp.CommandTransport{Command: g.cmd, TerminateDuration: 5 * time.Second}
+	if o.TapStdout {
+		g.outLog = &syncBuffer{}
+		transport = &tappedCommand{cmd: g.cmd, tap: g.outLog}
+	}
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
 		if g.cmd.Process != nil {
 			pgid := g.cmd.Process.Pid
@@ -240,6 +249,64 @@ func (g *guard) stop(t *testing.T) error {
 		checkProcessGroup(t, g.cmd.Process.Pid)
 	})
 	return g.stopErr
+}
+
+// tappedCommand is mcp.CommandTransport with the process's stdout copied
+// to tap on its way to the client. Closing it closes aqlguard's stdin and
+// waits for it to exit (SIGKILL after 5s).
+type tappedCommand struct {
+	cmd *exec.Cmd
+	tap io.Writer
+}
+
+func (tc *tappedCommand) Connect(ctx context.Context) (mcp.Connection, error) {
+	out, err := tc.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	in, err := tc.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := tc.cmd.Start(); err != nil {
+		return nil, err
+	}
+	return (&mcp.IOTransport{Reader: tappedReader{io.TeeReader(out, tc.tap), out}, Writer: &stdinCloser{in, tc.cmd}}).Connect(ctx)
+}
+
+type tappedReader struct {
+	io.Reader
+	io.Closer
+}
+
+type stdinCloser struct {
+	io.WriteCloser
+	cmd *exec.Cmd
+}
+
+func (s *stdinCloser) Close() error {
+	_ = s.WriteCloser.Close()
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		return fmt.Errorf("aqlguard did not exit 5s after its stdin closed: %w", <-done)
+	}
+}
+
+// kill ends aqlguard and its downstream servers with SIGKILL, as a crash
+// or a power cut would: nothing gets to clean up.
+func (g *guard) kill(t *testing.T) {
+	t.Helper()
+	g.stopOnce.Do(func() {
+		if err := syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			t.Errorf("killing aqlguard: %v", err)
+		}
+		_ = g.session.Close() // reports the kill; expected
+	})
 }
 
 // stderr returns what aqlguard has written to stderr so far.

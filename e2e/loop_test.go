@@ -21,6 +21,8 @@ import (
 // requests.jsonl and answers what the test last wrote to its answer file.
 type human struct {
 	dir string
+	// verify is added to the [verify] table config() writes.
+	verify string
 }
 
 func newHuman(t *testing.T) *human {
@@ -81,7 +83,7 @@ channel = "command"
 command = [` + tomlString(filepath.Join(h.dir, "human.sh")) + `]
 inline_wait = "2s"
 timeout = "3s"
-`
+` + h.verify + "\n"
 }
 
 // loopConfig is the test server behind a policy exercising every path,

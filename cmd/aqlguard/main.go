@@ -7,6 +7,9 @@
 //	aqlguard run [--config FILE] [--agent NAME]     serve MCP over stdio (the default verb)
 //	aqlguard serve --listen ADDR                    serve MCP over Streamable HTTP at /mcp
 //	aqlguard policy check [--config FILE]           check a config, report every error with its line
+//	aqlguard blocks list                            show hard-blocked agents
+//	aqlguard unblock AGENT                          lift a hard block (admin override, audited)
+//	aqlguard audit list|show|export|verify          read and check the audit log
 //	aqlguard version
 package main
 
@@ -38,6 +41,10 @@ verbs:
   run            serve MCP over stdio in front of the configured servers (default)
   serve          serve MCP over Streamable HTTP at /mcp (--listen ADDR, default 127.0.0.1:8765)
   policy check   load a config and report every error with its line
+  blocks list    show hard-blocked agents
+  unblock AGENT  lift an agent's hard block (admin override, audited)
+  audit list|show SEQ|export|verify [FILE]
+                 read and check the hash-chained audit log
   version        print the version
 
 global flags:
@@ -65,6 +72,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return cmdPolicyCheck(args[1:], stdout, stderr)
+	case "blocks":
+		return cmdBlocks(args, stdout, stderr)
+	case "unblock":
+		return cmdUnblock(args, stdout, stderr)
+	case "audit":
+		return cmdAudit(args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "aqlguard", version())
 		return 0

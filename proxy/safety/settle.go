@@ -86,6 +86,9 @@ func (l *Loop) observe(b *store.Block, operation string) {
 // meanwhile by another process wins over whatever this check decided.
 // Only then are notifications sent and the code shown.
 func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began time.Time) Verdict {
+	if v.storeDown {
+		return v
+	}
 	l.mu.Lock()
 	err := l.Store.Update(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Block(l.Policy.Principal)
@@ -174,7 +177,7 @@ func (l *Loop) blockedVerdict(a Action, b *store.Block, factor string) Verdict {
 func (l *Loop) unavailable(err error, what string) Verdict {
 	d := evaluator.Directive{Enforced: true, Reason: "state database unavailable",
 		Factors: []string{"fail closed: " + err.Error()}}
-	return Verdict{Directive: d, Err: stateUnavailable(err, what)}
+	return Verdict{Directive: d, Err: stateUnavailable(err, what), storeDown: true}
 }
 
 // flush writes the confirmations and executions changed since the last

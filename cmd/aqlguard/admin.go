@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aqlguard/aqlguard/store"
+)
+
+// The admin verbs work on the state database directly. They are for the
+// human at the machine: none of them is an MCP operation, so the model
+// can reach them only through a shell the human gave it.
+
+// openAdminStore parses the verb's flags and opens the state database
+// named by --state-dir, the config's state_dir or the default.
+func openAdminStore(name string, args []string, stderr io.Writer) (*store.Store, []string, int) {
+	fs, g := newFlags(name, stderr)
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, nil, 2
+	}
+	cfg, err := loadConfig(g)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return nil, nil, 1
+	}
+	st, err := openStore(context.Background(), cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return nil, nil, 1
+	}
+	return st, rest, 0
+}
+
+// parseInterspersed parses flags anywhere among the arguments (people
+// type "aqlguard unblock alice --state-dir X") and returns the others.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return rest, nil
+		}
+		rest, args = append(rest, args[0]), args[1:]
+	}
+}
+
+// cmdBlocks is `aqlguard blocks list`.
+func cmdBlocks(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "list" {
+		fmt.Fprint(stderr, "usage: aqlguard blocks list [--state-dir DIR]\n")
+		return 2
+	}
+	st, rest, code := openAdminStore("blocks list", args[1:], stderr)
+	if st == nil {
+		return code
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "aqlguard blocks list: unexpected argument %q\n", rest[0])
+		return 2
+	}
+	var blocks []store.Block
+	if err := st.View(context.Background(), func(tx *store.Tx) (err error) { blocks, err = tx.Blocks(); return }); err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	if len(blocks) == 0 {
+		fmt.Fprintln(stdout, "no blocked agents")
+		return 0
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tBLOCKED AT\tVERIFICATION\tCODE\tOPERATION\tREASON")
+	for _, b := range blocks {
+		codeState := "valid until " + b.ChallengeExpiresAt.Local().Format(time.TimeOnly)
+		if !now.Before(b.ChallengeExpiresAt) {
+			codeState = "expired (a new code is shown at the next call)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Principal, b.BlockedAt.Local().Format(time.RFC3339),
+			b.VerificationID, codeState, b.Operation, oneLine(b.Reason))
+	}
+	if err := tw.Flush(); err != nil {
+		return 1
+	}
+	fmt.Fprintln(stdout, "\nLift a block with the code shown to you (verify_challenge), or: aqlguard unblock AGENT")
+	return 0
+}
+
+// cmdUnblock is `aqlguard unblock AGENT`: the admin override of spec
+// 8.8.3. The block's challenge is revoked with it, and the override is
+// audited with who ran it.
+func cmdUnblock(args []string, stdout, stderr io.Writer) int {
+	st, rest, code := openAdminStore("unblock", args, stderr)
+	if st == nil {
+		return code
+	}
+	if len(rest) != 1 {
+		fmt.Fprint(stderr, "usage: aqlguard unblock [--state-dir DIR] AGENT\n")
+		return 2
+	}
+	agent := rest[0]
+	var lifted *store.Block
+	err := st.Update(context.Background(), func(tx *store.Tx) error {
+		b, err := tx.Block(agent)
+		if err != nil || b == nil {
+			return err
+		}
+		if err := tx.DeleteBlock(agent); err != nil {
+			return err
+		}
+		if c, err := tx.Challenge(b.VerificationID); err != nil {
+			return err
+		} else if c != nil {
+			c.Revoked = true
+			if err := tx.PutChallenge(*c); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Append(store.Record{Time: time.Now(), Kind: "admin", Principal: agent, Process: processName(),
+			Operation: "unblock", Decision: "unblock", ChallengeID: b.VerificationID, Result: "unblocked",
+			Factors: []string{"admin override by " + osUser() + "; block was: " + b.Reason}})
+		lifted = b
+		return err
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: unblocking %s: %v\n", agent, err)
+		return 1
+	}
+	if lifted == nil {
+		fmt.Fprintf(stderr, "aqlguard: agent %q is not blocked (see aqlguard blocks list)\n", agent)
+		return 1
+	}
+	fmt.Fprintf(stdout, "unblocked %s (blocked since %s: %s)\n", agent, lifted.BlockedAt.Local().Format(time.RFC3339), oneLine(lifted.Reason))
+	return 0
+}
+
+func osUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+const auditUsage = `usage: aqlguard audit <list|show|export|verify> [--state-dir DIR]
+  list [N]        the last N records (default 50), one line each
+  show SEQ        one record in full
+  export          every record as JSON lines, exactly as stored (hashes included)
+  verify [FILE]   check the hash chain of the database, or of an exported FILE
+`
+
+// cmdAudit is `aqlguard audit list|show|export|verify`.
+func cmdAudit(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, auditUsage)
+		return 2
+	}
+	sub := args[0]
+	if sub == "verify" {
+		fs, _ := newFlags("audit verify", stderr)
+		rest, err := parseInterspersed(fs, args[1:])
+		if err != nil {
+			return 2
+		}
+		if len(rest) == 1 {
+			return verifyExport(rest[0], stdout, stderr)
+		}
+	}
+	st, rest, code := openAdminStore("audit "+sub, args[1:], stderr)
+	if st == nil {
+		return code
+	}
+	ctx := context.Background()
+	var err error
+	switch sub {
+	case "list":
+		n := 50
+		if len(rest) > 0 {
+			if n, err = strconv.Atoi(rest[0]); err != nil || n <= 0 {
+				fmt.Fprintf(stderr, "aqlguard audit list: %q is not a positive number\n", rest[0])
+				return 2
+			}
+		}
+		err = auditList(ctx, st, n, stdout)
+	case "show":
+		if len(rest) != 1 {
+			fmt.Fprint(stderr, auditUsage)
+			return 2
+		}
+		seq, perr := strconv.ParseUint(rest[0], 10, 64)
+		if perr != nil || seq == 0 {
+			fmt.Fprintf(stderr, "aqlguard audit show: %q is not a record number\n", rest[0])
+			return 2
+		}
+		err = auditShow(ctx, st, seq, stdout)
+	case "export":
+		w := bufio.NewWriter(stdout)
+		err = st.View(ctx, func(tx *store.Tx) error {
+			return tx.Records(0, func(_ store.Record, raw []byte) error {
+				if _, err := w.Write(raw); err != nil {
+					return err
+				}
+				return w.WriteByte('\n')
+			})
+		})
+		if ferr := w.Flush(); err == nil {
+			err = ferr
+		}
+	case "verify":
+		var n uint64
+		err = st.View(ctx, func(tx *store.Tx) (err error) { n, err = tx.VerifyChain(); return })
+		if err == nil {
+			fmt.Fprintf(stdout, "audit chain verified: %d records\n", n)
+		}
+	default:
+		fmt.Fprint(stderr, auditUsage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard audit %s: %v\n", sub, err)
+		return 1
+	}
+	return 0
+}
+
+func auditList(ctx context.Context, st *store.Store, n int, w io.Writer) error {
+	ring := make([]store.Record, 0, n)
+	err := st.View(ctx, func(tx *store.Tx) error {
+		return tx.Records(0, func(r store.Record, _ []byte) error {
+			if len(ring) == n {
+				ring = ring[1:]
+			}
+			ring = append(ring, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tAGENT\tOPERATION\tDECISION\tRESULT\tCHALLENGE")
+	for _, r := range ring {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.RFC3339), r.Kind,
+			r.Principal, r.Operation, r.Decision, r.Result, r.ChallengeID)
+	}
+	return tw.Flush()
+}
+
+func auditShow(ctx context.Context, st *store.Store, seq uint64, w io.Writer) error {
+	var found *store.Record
+	errStop := errors.New("stop")
+	err := st.View(ctx, func(tx *store.Tx) error {
+		return tx.Records(seq, func(r store.Record, _ []byte) error {
+			if r.Seq == seq {
+				found = &r
+			}
+			return errStop
+		})
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	if found == nil {
+		return fmt.Errorf("no record %d", seq)
+	}
+	out, err := json.MarshalIndent(found, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", out)
+	return err
+}
+
+// verifyExport checks an exported log, line by line, from the genesis.
+func verifyExport(path string, stdout, stderr io.Writer) int {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard audit verify: %v\n", err)
+		return 1
+	}
+	defer f.Close()
+	v := store.NewChainVerifier()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		if _, err := v.Next(sc.Bytes()); err != nil {
+			fmt.Fprintf(stderr, "aqlguard audit verify: %s: %v\n", path, err)
+			return 1
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(stderr, "aqlguard audit verify: %s: %v\n", path, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "audit export verified: %d records (an export cannot show records cut from its end)\n", v.Count())
+	return 0
+}
