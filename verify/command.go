@@ -40,9 +40,13 @@ const maxStdout = 4096
 type CommandChannel struct {
 	Argv []string
 	// Stderr receives the program's stderr; nil discards it. It never goes
-	// to aqlguard's own stdout (the MCP stream). A program that echoes its
-	// stdin to stderr writes the code here: point Stderr only at a log the
-	// model cannot read. Concurrent requests write to it concurrently.
+	// to aqlguard's own stdout (the MCP stream). While a program shows a
+	// code, the code in what it writes here, as shown or without hyphens,
+	// is replaced with "[code]", and lines are passed on whole (the rest
+	// when the program ends): a program that echoes its stdin would
+	// otherwise put the code into aqlguard's log. Other spellings of it
+	// are not caught, so point Stderr only at a log the model cannot
+	// read. Concurrent requests write to it concurrently.
 	Stderr io.Writer
 }
 
@@ -87,7 +91,7 @@ func (c *CommandChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	if err != nil {
 		return None, fmt.Errorf("command channel: encoding the request: %w", err)
 	}
-	res, err := c.run(ctx, body)
+	res, err := c.run(ctx, body, c.Stderr)
 	if err != nil {
 		return None, err
 	}
@@ -123,7 +127,15 @@ func (c *CommandChannel) Show(ctx context.Context, r Request) error {
 	if err != nil {
 		return errors.New("command channel: encoding the request failed") // the error could quote the body
 	}
-	res, err := c.run(ctx, body)
+	var stderr io.Writer // nil: the null device
+	if c.Stderr != nil {
+		w := &redactWriter{w: c.Stderr, code: r.Code}
+		// run returns only once the program's stderr is drained: what
+		// Close passes on is the end of it.
+		defer w.Close()
+		stderr = w
+	}
+	res, err := c.run(ctx, body, stderr)
 	switch {
 	case err != nil:
 		return err
@@ -141,10 +153,11 @@ type result struct {
 	timedOut bool // ctx ended before the program did
 }
 
-// run runs the program with body on its stdin. Its error is only for a
-// program that cannot be started (or waited for); exit statuses and time
-// outs are in the result. Errors name the program, never the body.
-func (c *CommandChannel) run(ctx context.Context, body []byte) (result, error) {
+// run runs the program with body on its stdin and stderr as its stderr.
+// Its error is only for a program that cannot be started (or waited
+// for); exit statuses and time outs are in the result. Errors name the
+// program, never the body.
+func (c *CommandChannel) run(ctx context.Context, body []byte, stderr io.Writer) (result, error) {
 	if len(c.Argv) == 0 || c.Argv[0] == "" {
 		return result{}, errors.New("command channel: no command configured")
 	}
@@ -158,7 +171,7 @@ func (c *CommandChannel) run(ctx context.Context, body []byte) (result, error) {
 	cmd.Stdin = bytes.NewReader(append(body, '\n'))
 	var stdout bytes.Buffer
 	cmd.Stdout = &limitedWriter{w: &stdout, n: maxStdout}
-	cmd.Stderr = c.Stderr // nil: the null device
+	cmd.Stderr = stderr
 	killGroup(cmd)
 	cmd.WaitDelay = waitDelay
 	if err := cmd.Start(); err != nil {

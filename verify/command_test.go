@@ -237,3 +237,52 @@ func TestCommandShow(t *testing.T) {
 		})
 	}
 }
+
+// A program that echoes what it is given writes the code to its stderr;
+// what reaches Stderr has "[code]" instead, however the program cuts its
+// writes, and however it ends.
+func TestCommandShowRedactsStderr(t *testing.T) {
+	const code = "7K3M-0QZ8-ABCD-EFGH-JKMNP-QRST0"
+	req := Request{Kind: KindChallenge, Agent: "agent-a", Action: "fs.delete_file",
+		Challenge: "123e4567-e89b-42d3-a456-426614174000", Code: code, Tier: "danger_zone",
+		ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	tests := []struct {
+		name, body, want string
+		wantErr          bool
+	}{
+		{name: "echoes its stdin", body: `cat "$1" >&2`,
+			want: `{"kind":"challenge","challenge_id":"123e4567-e89b-42d3-a456-426614174000","code":"[code]",` +
+				`"agent":"agent-a","action":"fs.delete_file","tier":"danger_zone","expires_at":"2026-01-02T03:04:05Z"}` + "\n"},
+		{name: "without hyphens", body: "echo 'typed 7K3M0QZ8ABCDEFGHJKMNPQRST0' >&2", want: "typed [code]\n"},
+		{name: "split across writes", body: "printf 'a 7K3M-0QZ8-AB' >&2; sleep 0.3; printf 'CD-EFGH-JKMNP-QRST0 b\\nc ' >&2; sleep 0.3; printf '" + code + "' >&2",
+			want: "a [code] b\nc [code]"},
+		{name: "failing", body: `cat "$1" >&2; exit 3`, wantErr: true},
+		{name: "killed mid-line", body: "printf 'so far " + code + "' >&2; sleep 300", want: "so far [code]", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			argv, stdin := script(t, tt.body)
+			argv = append(argv, stdin)
+			var stderr bytes.Buffer
+			c := NewCommand(argv)
+			c.Stderr = &stderr
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if err := c.Show(ctx, req); (err != nil) != tt.wantErr {
+				t.Errorf("Show = %v", err)
+			}
+			got := stderr.String()
+			for _, secret := range []string{code, NormalizeCode(code), "7K3M"} {
+				if strings.Contains(got, secret) {
+					t.Errorf("stderr carries the code: %q", got)
+				}
+			}
+			if tt.want != "" && got != tt.want {
+				t.Errorf("stderr\n got %q\nwant %q", got, tt.want)
+			}
+			if !strings.Contains(got, "[code]") {
+				t.Errorf("stderr %q: the code was not replaced but lost", got)
+			}
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/ncruces/zenity"
@@ -20,7 +19,10 @@ const (
 
 // DialogChannel asks and shows in native dialogs: zenity (or qarma or
 // matedialog) on Linux and the BSDs, through github.com/ncruces/zenity,
-// which uses the platform's own dialogs on macOS and Windows.
+// which uses the platform's own dialogs on macOS and Windows. The code
+// dialog on Linux and the BSDs is the exception: Show runs zenity (or
+// matedialog) itself, because the library could only pass the code as
+// an argument.
 //
 // It is safe for concurrent use; each request runs its own dialog process.
 type DialogChannel struct {
@@ -109,13 +111,16 @@ func (d *DialogChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	return None, fmt.Errorf("dialog channel: the question dialog failed: %w", err)
 }
 
-// Show implements Channel with an entry dialog: the context above, the
-// code in a selectable, pre-selected text field (zenity --entry
-// --entry-text), so the human can copy it exactly. It returns nil when
-// the human closes the dialog (either button) or when ctx ends (the code
-// was on screen until then; the dialog is killed), and an error only when
-// the dialog could not be put up. The code is passed to the dialog
-// program and nowhere else; no error carries it.
+// Show implements Channel with a dialog that shows the code and its
+// context (codeText) so that the human can select and copy the code. It
+// returns nil when the human closes the dialog (either button) or when
+// ctx ends (the code was on screen until then; the dialog is killed),
+// and an error only when the dialog could not be put up. The code never
+// appears in a dialog program's arguments or environment, which every
+// process on the machine can read; no error carries it. showCode differs
+// by platform: zenity's text-info dialog, fed on its stdin, on Linux and
+// the BSDs (dialog_textinfo.go); the platform's own dialog through the
+// library on macOS and Windows (dialog_entry.go).
 func (d *DialogChannel) Show(ctx context.Context, r Request) error {
 	if r.Kind != KindChallenge {
 		return fmt.Errorf("dialog channel: Show needs a challenge request, got kind %q", r.Kind)
@@ -129,28 +134,5 @@ func (d *DialogChannel) Show(ctx context.Context, r Request) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("dialog channel: not shown: %w", err)
 	}
-	// Unlike message dialogs, zenity's entry label is no-markup but passes
-	// through g_strcompress, which eats backslashes ("\n" becomes a line
-	// break): double them so the label reads as rendered. ("_" mnemonics
-	// are escaped by the library.)
-	text := strings.ReplaceAll(codeText(r, d.clock()), `\`, `\\`)
-	_, err := zenity.Entry(text, zenity.Title(CodeTitle), zenity.EntryText(r.Code),
-		zenity.OKLabel("Done"), zenity.CancelLabel("Close"), zenity.Context(ctx))
-	switch {
-	case ctx.Err() != nil, err == nil, errors.Is(err, zenity.ErrCanceled):
-		// Whatever the entry holds now is the human's business: ignored,
-		// never logged.
-		return nil
-	}
-	// The error text includes the dialog program's stderr. It has no
-	// reason to echo its arguments, but the code is one of them: redact.
-	return fmt.Errorf("dialog channel: the verification code dialog failed: %s", redact(err.Error(), r.Code))
-}
-
-// redact replaces every occurrence of the code in s.
-func redact(s, code string) string {
-	if code == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, code, "[code]")
+	return d.showCode(ctx, r)
 }

@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,9 +15,10 @@ import (
 )
 
 // These tests put real zenity dialogs on a private Xvfb display and
-// answer them with xdotool, as a human would with the keyboard. They skip
-// loudly when Xvfb, zenity, xdotool or xclip is missing, and fail instead
-// when AQLGUARD_REQUIRE_X=1 (.ci/run sets it after installing them).
+// answer them with xdotool, as a human would with the keyboard (helpers
+// in internal/xtest). They skip loudly when Xvfb, zenity, xdotool or
+// xclip is missing, and fail instead when AQLGUARD_REQUIRE_X=1 (.ci/run
+// sets it after installing them).
 //
 // How the text is checked: the question dialog's label is selectable
 // (GTK), so Tab moves the focus onto it, ctrl+a selects all of it and
@@ -27,19 +26,14 @@ import (
 // That is the exact text GTK shows, compared with questionText byte for
 // byte; no OCR. The focus cycle of the dialog is Deny → Allow once (the
 // default, focused at first) → text → Deny, so Tab reaches the text at
-// once, and shift+Tab from the text goes back to Allow once.
+// once, and shift+Tab from the text goes back to Allow once. The code
+// dialog's text view has the focus from the start.
 //
-// Every step is bounded: window search and clipboard reads are polled
-// with deadlines, each xdotool/xclip call has its own timeout, and each
-// dialog runs under a context; generous limits keep a loaded 2-core
-// machine from failing them.
+// Every step is bounded (see xtest), and each dialog runs under a
+// context.
 
-const (
-	xStep    = 20 * time.Second // one xdotool or xclip call
-	xAppear  = 60 * time.Second // a dialog's window to appear
-	xAnswer  = 60 * time.Second // Ask or Show to return after the keys
-	xCopyTry = 3 * time.Second  // clipboard polling after one ctrl+c
-)
+// xAnswer is how long Ask or Show may take to return after the keys.
+const xAnswer = 60 * time.Second
 
 // startX starts a private display for this test (DISPLAY is set for the
 // test and every process it starts, zenity included).
@@ -47,98 +41,6 @@ func startX(t *testing.T) {
 	t.Helper()
 	xtest.Require(t)
 	xtest.StartXvfb(t)
-	// No accessibility bus to look for, and X11 even where Wayland is
-	// around: one less thing to wait for or to go wrong under load.
-	t.Setenv("NO_AT_BRIDGE", "1")
-	t.Setenv("GDK_BACKEND", "x11")
-}
-
-// run runs an X tool with a timeout and returns its trimmed stdout.
-func run(name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), xStep)
-	defer cancel()
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s %q: %w (%s)", name, args, err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// window waits for a mapped window titled exactly title, checks the
-// title with getwindowname, focuses it and returns its id.
-func window(t *testing.T, title string) string {
-	t.Helper()
-	deadline := time.Now().Add(xAppear)
-	pattern := "^" + regexp.QuoteMeta(title) + "$"
-	for {
-		out, _ := run("xdotool", "search", "--onlyvisible", "--name", pattern)
-		if ids := strings.Fields(out); len(ids) > 0 {
-			w := ids[0]
-			name, err := run("xdotool", "getwindowname", w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if name != title {
-				t.Fatalf("window %s is titled %q, want %q", w, name, title)
-			}
-			focus(t, w)
-			return w
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no window titled %q appeared within %s", title, xAppear)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// focus gives w the keyboard focus (there is no window manager to do it)
-// and waits until X says it has it.
-func focus(t *testing.T, w string) {
-	t.Helper()
-	deadline := time.Now().Add(xStep)
-	for {
-		_, err := run("xdotool", "windowfocus", "--sync", w)
-		if got, _ := run("xdotool", "getwindowfocus"); err == nil && got == w {
-			// GTK handles the FocusIn after X reports it; give it a moment.
-			time.Sleep(300 * time.Millisecond)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("could not focus window %s: %v", w, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// keys types into the focused window (XTEST, as a keyboard would).
-func keys(t *testing.T, k ...string) {
-	t.Helper()
-	if _, err := run("xdotool", append([]string{"key", "--clearmodifiers", "--delay", "60"}, k...)...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// copyText presses pre, then ctrl+a ctrl+c, and polls the clipboard until
-// it holds want; it tries again (pre moves the focus on) a few times and
-// returns the last clipboard content it saw.
-func copyText(t *testing.T, want string, pre ...string) string {
-	t.Helper()
-	var got string
-	for try := 0; try < 6; try++ {
-		keys(t, append(pre, "ctrl+a", "ctrl+c")...)
-		for end := time.Now().Add(xCopyTry); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-			if s, err := run("xclip", "-o", "-selection", "clipboard"); err == nil {
-				got = s
-				if got == strings.TrimSpace(want) {
-					return got
-				}
-			}
-		}
-	}
-	return got
 }
 
 // dialogPIDs lists the running dialog processes whose command line
@@ -219,11 +121,11 @@ func TestXDialogAskShowsTheActionAndAllows(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := askAsync(d, r, 3*time.Minute)
-	window(t, QuestionTitle)
-	if got := copyText(t, want, "Tab"); got != want {
+	xtest.Window(t, QuestionTitle)
+	if got := xtest.Copy(t, func(s string) bool { return s == want }, "Tab"); got != want {
 		t.Fatalf("the dialog's text\n got %q\nwant %q", got, want)
 	}
-	keys(t, "shift+Tab", "Return") // from the text back to "Allow once", press it
+	xtest.Keys(t, "shift+Tab", "Return") // from the text back to "Allow once", press it
 	if got := await(t, res, xAnswer); got.answer != Allow || got.err != nil {
 		t.Errorf("Ask = %q, %v; want allow", got.answer, got.err)
 	}
@@ -234,8 +136,8 @@ func TestXDialogAskReturnIsAllowOnce(t *testing.T) {
 	startX(t)
 	d, now := xDialog()
 	res := askAsync(d, xRequest(t, now), 3*time.Minute)
-	window(t, QuestionTitle)
-	keys(t, "Return")
+	xtest.Window(t, QuestionTitle)
+	xtest.Keys(t, "Return")
 	if got := await(t, res, xAnswer); got.answer != Allow || got.err != nil {
 		t.Errorf("Ask = %q, %v; want allow", got.answer, got.err)
 	}
@@ -251,8 +153,8 @@ func TestXDialogAskDeny(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := askAsync(d, xRequest(t, now), 3*time.Minute)
-			window(t, QuestionTitle)
-			keys(t, k...)
+			xtest.Window(t, QuestionTitle)
+			xtest.Keys(t, k...)
 			if got := await(t, res, xAnswer); got.answer != Deny || got.err != nil {
 				t.Errorf("Ask = %q, %v; want deny", got.answer, got.err)
 			}
@@ -268,7 +170,7 @@ func TestXDialogAskTimeout(t *testing.T) {
 	r := xRequest(t, now)
 	const timeout = 8 * time.Second
 	res := askAsync(d, r, timeout)
-	window(t, QuestionTitle)
+	xtest.Window(t, QuestionTitle)
 	pids := dialogPIDs(r.Agent)
 	if len(pids) != 1 {
 		t.Fatalf("dialog processes for this question: %v, want one", pids)
@@ -284,38 +186,155 @@ func TestXDialogAskTimeout(t *testing.T) {
 	if left := dialogPIDs(r.Agent); len(left) > 0 {
 		t.Errorf("dialog processes left: %v", left)
 	}
-	if out, _ := run("xdotool", "search", "--name", "^"+regexp.QuoteMeta(QuestionTitle)+"$"); out != "" {
+	if out, _ := xtest.Run("xdotool", "search", "--name", "^"+regexp.QuoteMeta(QuestionTitle)+"$"); out != "" {
 		t.Errorf("the question window is still there: %s", out)
 	}
 }
 
-// (d) The code dialog shows the code in a field it can be copied from:
-// ctrl+a ctrl+c in the (focused, pre-selected) entry puts exactly the code
-// on the clipboard, and the copied code verifies.
-func TestXDialogShowCodeCanBeCopied(t *testing.T) {
-	startX(t)
-	d, now := xDialog()
+type shown struct {
+	err  error
+	took time.Duration
+}
+
+// showAsync runs Show in the background under a context of timeout.
+func showAsync(d *DialogChannel, r Request, timeout time.Duration) <-chan shown {
+	out := make(chan shown, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		began := time.Now()
+		err := d.Show(ctx, r)
+		out <- shown{err, time.Since(began)}
+	}()
+	return out
+}
+
+// xChallenge is a fresh challenge and the request that shows its code.
+func xChallenge(t *testing.T, now time.Time) (*Challenge, Request) {
+	t.Helper()
 	ch, code, err := NewChallenge("agent-x", "fs.delete_file", "danger_zone", now, 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		done <- d.Show(ctx, Request{Kind: KindChallenge, Agent: "agent-x", Action: `fs.delete_file {"path":"C:\\x"}`,
-			Challenge: ch.ID, Code: code, Tier: "danger_zone", ExpiresAt: ch.ExpiresAt})
-	}()
-	window(t, CodeTitle)
-	copied := copyText(t, code)
-	if copied != code {
-		t.Fatalf("copied %q from the code dialog, want the code", copied)
+	return ch, Request{Kind: KindChallenge, Agent: "agent-x", Operation: "fs_delete_file",
+		Action: `fs.delete_file {"path":"C:\\x"}`, Challenge: ch.ID, Code: code, Tier: "danger_zone",
+		ExpiresAt: ch.ExpiresAt}
+}
+
+// codeLine finds a code as NewChallenge draws it, on a line of its own:
+// Crockford base32 digits in groups of 4-4-4-4-5-5.
+var codeLine = func() *regexp.Regexp {
+	const digit = "[0123456789ABCDEFGHJKMNPQRSTVWXYZ]"
+	return regexp.MustCompile(`(?m)^(` + digit + `{4}(?:-` + digit + `{4}){3}(?:-` + digit + `{5}){2})$`)
+}()
+
+// procLeaks reads the command line and environment of every process on
+// the machine that it may read, and returns the files that contain one
+// of secrets, and the pids whose two files it read.
+func procLeaks(secrets ...string) (leaks []string, read map[int]bool) {
+	read = map[int]bool{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(dir))
+		both := true
+		for _, name := range []string{"cmdline", "environ"} {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				both = false // gone, or not ours to read
+				continue
+			}
+			for _, secret := range secrets {
+				if bytes.Contains(b, []byte(secret)) {
+					leaks = append(leaks, fmt.Sprintf("%s/%s", dir, name))
+				}
+			}
+		}
+		read[pid] = both
 	}
-	if err := ch.Check(copied, now); err != nil {
+	return leaks, read
+}
+
+// (d) The code dialog shows the context and the code in a text view that
+// can be copied from: ctrl+a ctrl+c copies exactly the rendered text, the
+// code in it is on a line of its own and verifies. While the dialog is
+// open, the code is in no process's command line or environment, where
+// the agent (any process of the machine) could read it.
+func TestXDialogShowCodeCanBeCopied(t *testing.T) {
+	startX(t)
+	d, now := xDialog()
+	ch, r := xChallenge(t, now)
+	res := showAsync(d, r, 3*time.Minute)
+	xtest.Window(t, CodeTitle)
+
+	pids := dialogPIDs(CodeTitle)
+	if len(pids) != 1 {
+		t.Fatalf("dialog processes for this code: %v, want one", pids)
+	}
+	leaks, read := procLeaks(r.Code, NormalizeCode(r.Code))
+	if len(leaks) > 0 {
+		t.Errorf("the code can be read from %v", leaks)
+	}
+	if !read[pids[0]] {
+		t.Errorf("the dialog's (pid %d) command line and environment could not be read: nothing was checked", pids[0])
+	}
+
+	copied := xtest.Copy(t, codeLine.MatchString)
+	if want := codeText(r, now, r.Code); copied != want {
+		t.Errorf("the dialog's text\n got %q\nwant %q", copied, want)
+	}
+	found := codeLine.FindAllStringSubmatch(copied, -1)
+	if len(found) != 1 {
+		t.Fatalf("%d codes in the copied text %q, want one", len(found), copied)
+	}
+	if got := found[0][1]; got != r.Code {
+		t.Errorf("copied code %q, want %q", got, r.Code)
+	} else if err := ch.Check(got, now); err != nil {
 		t.Errorf("the copied code does not verify: %v", err)
 	}
-	keys(t, "Return") // Done
-	if err := await(t, done, xAnswer); err != nil {
-		t.Errorf("Show = %v", err)
+
+	xtest.Keys(t, "Return") // Done
+	if got := await(t, res, xAnswer); got.err != nil {
+		t.Errorf("Show = %v", got.err)
+	}
+	waitGone(t, pids[0])
+}
+
+// Close (Escape) and the context's end both end Show without an error:
+// the code was on screen. At the end the dialog is killed and its window
+// is gone.
+func TestXDialogShowEnds(t *testing.T) {
+	startX(t)
+	d, now := xDialog()
+	for _, tt := range []struct {
+		name    string
+		keys    []string // nil: nobody touches the dialog
+		timeout time.Duration
+	}{
+		{"Close (Escape)", []string{"Escape"}, 3 * time.Minute},
+		{"timeout", nil, 8 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, r := xChallenge(t, now)
+			res := showAsync(d, r, tt.timeout)
+			xtest.Window(t, CodeTitle)
+			pids := dialogPIDs(CodeTitle)
+			if len(pids) != 1 {
+				t.Fatalf("dialog processes for this code: %v, want one", pids)
+			}
+			if tt.keys != nil {
+				xtest.Keys(t, tt.keys...)
+			}
+			got := await(t, res, tt.timeout+xAnswer)
+			if got.err != nil {
+				t.Errorf("Show = %v", got.err)
+			}
+			if tt.keys == nil && got.took < tt.timeout-time.Second {
+				t.Errorf("Show returned after %s, before its %s timeout", got.took, tt.timeout)
+			}
+			waitGone(t, pids[0])
+			if out, _ := xtest.Run("xdotool", "search", "--name", "^"+regexp.QuoteMeta(CodeTitle)+"$"); out != "" {
+				t.Errorf("the code window is still there: %s", out)
+			}
+		})
 	}
 }

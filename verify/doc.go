@@ -10,8 +10,11 @@
 //   - DialogChannel puts up native dialogs through github.com/ncruces/zenity:
 //     a question titled "aqlguard: allow this action?" with the agent,
 //     operation, reason, action and indented JSON arguments, and a code
-//     dialog titled "aqlguard: verification code" with the code in a
-//     selectable field. It refuses to run without DISPLAY or
+//     dialog titled "aqlguard: verification code" with the context and
+//     the code, selectable. On Linux and the BSDs the code dialog is
+//     zenity --text-info, run by this package with the text on its stdin:
+//     a code in the dialog's arguments could be read from /proc by any
+//     process, the agent's included. It refuses to run without DISPLAY or
 //     WAYLAND_DISPLAY (ErrNoDisplay), because zenity's "cannot open
 //     display" exit is indistinguishable from a human pressing Cancel, and
 //     without a dialog program. Text shown to the human has control and

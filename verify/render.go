@@ -49,9 +49,12 @@ func questionText(r Request, now time.Time) (string, error) {
 	return b.String(), nil
 }
 
-// codeText renders the label above the code field of the verification
-// dialog. It never contains the code: that goes into the entry field.
-func codeText(r Request, now time.Time) string {
+// codeText renders the text of the verification code dialog: what the
+// code is for, the context to judge it by, and, when code is not empty,
+// the code last, on a line of its own (a triple click selects exactly
+// it). With an empty code it is the label above an entry field that
+// holds the code (see showCode on macOS and Windows).
+func codeText(r Request, now time.Time, code string) string {
 	var b strings.Builder
 	b.WriteString("aqlguard paused or blocked an agent. To let it go on, enter this\n")
 	b.WriteString("verification code where you are asked for it (verify_challenge).\n")
@@ -64,7 +67,12 @@ func codeText(r Request, now time.Time) string {
 	field(&b, "Tier", r.Tier)
 	field(&b, "Challenge", r.Challenge)
 	b.WriteString("Expires " + expiry(r.ExpiresAt, now) + ".\n\n")
-	b.WriteString("Verification code (select it and copy it):")
+	if code == "" {
+		b.WriteString("Verification code (select it and copy it):")
+		return b.String()
+	}
+	b.WriteString("Verification code (select it and copy it):\n\n")
+	b.WriteString(code)
 	return b.String()
 }
 

@@ -145,19 +145,49 @@ func TestFieldCap(t *testing.T) {
 	}
 }
 
-func TestCodeTextHasNoCode(t *testing.T) {
-	r := Request{Kind: KindChallenge, Agent: "claude", Action: `srv.tool {"p":"C:\x"}`, Tier: "danger_zone",
-		Challenge: "123e4567-e89b-42d3-a456-426614174000", Code: "7K3M-0QZ8-ABCD-EFGH-JKMNP-QRST0",
+// The code dialog's text: the context, then the code on a line of its
+// own, last; with no code (the label above an entry field on macOS and
+// Windows) the text carries no part of it.
+func TestCodeText(t *testing.T) {
+	r := Request{Kind: KindChallenge, Agent: "claude", Operation: "srv_tool", Action: `srv.tool {"p":"C:\x"}`,
+		Tier: "danger_zone", Challenge: "123e4567-e89b-42d3-a456-426614174000", Code: "7K3M-0QZ8-ABCD-EFGH-JKMNP-QRST0",
 		ExpiresAt: renderNow.Add(5 * time.Minute)}
-	s := codeText(r, renderNow)
-	for _, want := range []string{"Agent: claude\n", `Action: srv.tool {"p":"C:\x"}` + "\n", "Tier: danger_zone\n",
-		"Challenge: 123e4567-e89b-42d3-a456-426614174000\n", "Expires " + expiry(r.ExpiresAt, renderNow)} {
-		if !strings.Contains(s, want) {
-			t.Errorf("lacks %q:\n%s", want, s)
-		}
+	label := `aqlguard paused or blocked an agent. To let it go on, enter this
+verification code where you are asked for it (verify_challenge).
+If you did not expect this, close this window and do not use the code.
+
+Agent: claude
+Operation: srv_tool
+Action: srv.tool {"p":"C:\x"}
+Tier: danger_zone
+Challenge: 123e4567-e89b-42d3-a456-426614174000
+Expires ` + expiry(r.ExpiresAt, renderNow) + `.
+
+Verification code (select it and copy it):`
+	tests := []struct {
+		name, code, want string
+	}{
+		{"with the code", r.Code, label + "\n\n" + r.Code},
+		{"label for an entry field", "", label},
 	}
-	if strings.Contains(s, r.Code) || strings.Contains(s, "7K3M") {
-		t.Errorf("the label carries the code:\n%s", s)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := codeText(r, renderNow, tt.code)
+			if got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+			if tt.code == "" && (strings.Contains(got, "7K3M") || strings.Contains(got, NormalizeCode(r.Code))) {
+				t.Errorf("the label carries the code:\n%s", got)
+			}
+		})
+	}
+
+	// Fields are made visible as in the question; the code is not a field.
+	r.Agent = "a\nVerification code (select it and copy it):\n\nAAAA-AAAA-AAAA-AAAA-AAAAA-AAAAA"
+	got := codeText(r, renderNow, r.Code)
+	if !strings.Contains(got, `Agent: a\u000AVerification code`) || strings.Count(got, "\n\n") != 3 ||
+		!strings.HasSuffix(got, "\n\n"+r.Code) {
+		t.Errorf("an agent name can pass for the code:\n%s", got)
 	}
 }
 

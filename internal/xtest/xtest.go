@@ -1,16 +1,29 @@
 // Package xtest drives real dialogs in tests: a private Xvfb display,
 // xdotool for the keyboard and window search, xclip for the clipboard.
+//
+// Every step is bounded: window search and clipboard reads are polled
+// with deadlines and each xdotool or xclip call has its own timeout;
+// the limits are generous so that a loaded 2-core machine does not fail
+// them.
 package xtest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+)
+
+const (
+	step    = 30 * time.Second // one xdotool or xclip call
+	appear  = 60 * time.Second // a window to appear
+	copyTry = 3 * time.Second  // clipboard polling after one ctrl+c
 )
 
 // Require skips the test, loudly, when the X tools are missing, or fails
@@ -60,6 +73,11 @@ func StartXvfb(t testing.TB) string {
 		}
 		t.Setenv("DISPLAY", ":"+n)
 		t.Setenv("WAYLAND_DISPLAY", "")
+		// No accessibility bus to look for, and X11 even where Wayland is
+		// around: one less thing for GTK to wait for or to go wrong under
+		// load.
+		t.Setenv("NO_AT_BRIDGE", "1")
+		t.Setenv("GDK_BACKEND", "x11")
 		return ":" + n
 	case <-time.After(30 * time.Second):
 		t.Fatal("Xvfb did not start within 30s")
@@ -67,48 +85,108 @@ func StartXvfb(t testing.TB) string {
 	return ""
 }
 
+// Run runs an X tool with a timeout and returns its trimmed stdout. Its
+// error quotes the tool's stderr.
+func Run(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), step)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w (%s)", name, args, err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // Do runs xdotool and returns its output.
 func Do(t testing.TB, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "xdotool", args...).Output()
+	out, err := Run("xdotool", args...)
 	if err != nil {
-		t.Fatalf("xdotool %v: %v", args, err)
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	return out
 }
 
-// Window waits for a window with this exact title, focuses it and
-// returns its id.
+// Window waits for a mapped window titled exactly title, checks the
+// title with getwindowname, focuses it and returns its id.
 func Window(t testing.TB, title string) string {
 	t.Helper()
-	ids := strings.Fields(Do(t, "search", "--sync", "--name", "^"+regexp.QuoteMeta(title)+"$"))
-	if len(ids) == 0 {
-		t.Fatalf("no window %q", title)
+	deadline := time.Now().Add(appear)
+	pattern := "^" + regexp.QuoteMeta(title) + "$"
+	for {
+		out, _ := Run("xdotool", "search", "--onlyvisible", "--name", pattern)
+		if ids := strings.Fields(out); len(ids) > 0 {
+			w := ids[0]
+			if name := Do(t, "getwindowname", w); name != title {
+				t.Fatalf("window %s is titled %q, want %q", w, name, title)
+			}
+			Focus(t, w)
+			return w
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no window titled %q appeared within %s", title, appear)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	w := ids[0]
-	if got := Do(t, "getwindowname", w); got != title {
-		t.Fatalf("window title %q, want %q", got, title)
-	}
-	_ = exec.Command("xdotool", "windowactivate", "--sync", w).Run()
-	Do(t, "windowfocus", "--sync", w)
-	time.Sleep(300 * time.Millisecond) // let GTK settle its focus on a loaded machine
-	return w
 }
 
-// CopySelection selects everything in the focused widget, copies it and
-// returns the clipboard.
-func CopySelection(t testing.TB, w string) string {
+// Focus gives w the keyboard focus (there is no window manager to do it)
+// and waits until X says it has it.
+func Focus(t testing.TB, w string) {
 	t.Helper()
-	Do(t, "key", "--window", w, "ctrl+a", "ctrl+c")
-	for i := 0; i < 20; i++ {
-		time.Sleep(150 * time.Millisecond)
-		out, err := exec.Command("xclip", "-o", "-selection", "clipboard").Output()
-		if err == nil && len(out) > 0 {
-			return string(out)
+	deadline := time.Now().Add(step)
+	for {
+		_, err := Run("xdotool", "windowfocus", "--sync", w)
+		if got, _ := Run("xdotool", "getwindowfocus"); err == nil && got == w {
+			// GTK handles the FocusIn after X reports it; give it a moment.
+			time.Sleep(300 * time.Millisecond)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("could not focus window %s: %v", w, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Keys types into the focused window (XTEST, as a keyboard would).
+func Keys(t testing.TB, keys ...string) {
+	t.Helper()
+	Do(t, append([]string{"key", "--clearmodifiers", "--delay", "60"}, keys...)...)
+}
+
+// Copy presses pre, then ctrl+a ctrl+c, in the focused window and polls
+// the clipboard until done accepts what it holds. It tries again a few
+// times (pre moves the focus on, when a dialog needs that to reach its
+// text) and returns the last clipboard content it saw.
+func Copy(t testing.TB, done func(clipboard string) bool, pre ...string) string {
+	t.Helper()
+	var got string
+	for try := 0; try < 6; try++ {
+		Keys(t, append(pre, "ctrl+a", "ctrl+c")...)
+		for end := time.Now().Add(copyTry); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if s, err := Run("xclip", "-o", "-selection", "clipboard"); err == nil {
+				got = s
+				if done(got) {
+					return got
+				}
+			}
 		}
 	}
-	t.Fatal("nothing was copied")
-	return ""
+	return got
+}
+
+// CopySelection focuses w, copies everything in its focused widget and
+// returns the clipboard, which must not be empty.
+func CopySelection(t testing.TB, w string) string {
+	t.Helper()
+	Focus(t, w)
+	got := Copy(t, func(s string) bool { return s != "" })
+	if got == "" {
+		t.Fatal("nothing was copied")
+	}
+	return got
 }
