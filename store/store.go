@@ -50,7 +50,8 @@ type Store struct {
 	timeout time.Duration
 	// mu serialises this process's transactions: bbolt's lock is per open
 	// file, so two opens in one process would wait for each other anyway.
-	mu sync.Mutex
+	mu   sync.Mutex
+	lock *fileLock
 }
 
 // DefaultDir is $XDG_STATE_HOME/aqlguard, or ~/.local/state/aqlguard.
@@ -78,7 +79,12 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
-	err := s.Update(ctx, func(tx *Tx) error {
+	lock, err := openLock(s.path + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("opening the state database: %w", err)
+	}
+	s.lock = lock
+	err = s.Update(ctx, func(tx *Tx) error {
 		for _, b := range buckets {
 			if _, err := tx.tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("creating bucket %s: %w", b, err)
@@ -122,7 +128,15 @@ func (s *Store) do(ctx context.Context, readOnly bool, fn func(*Tx) error) error
 	if err := ctx.Err(); err != nil || wait <= 0 {
 		return fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
 	}
-	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: wait, ReadOnly: readOnly})
+	deadline := time.Now().Add(wait)
+	if err := s.lock.lock(ctx, readOnly, deadline); err != nil {
+		if errors.Is(err, ErrBusy) {
+			return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, wait.Round(time.Millisecond))
+		}
+		return err
+	}
+	defer func() { _ = s.lock.unlock() }()
+	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: max(time.Until(deadline), time.Millisecond), ReadOnly: readOnly})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, wait.Round(time.Millisecond))

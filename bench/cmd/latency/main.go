@@ -39,7 +39,10 @@ type variant struct {
 	Args any    `json:"args"`
 
 	sess    *harness.Session
-	all     []time.Duration
+	// neighbour, when set, is a second aqlguard process on the same state
+	// directory, kept busy while this variant is measured.
+	neighbour *harness.Session
+	all       []time.Duration
 	byRound [][]time.Duration
 }
 
@@ -117,6 +120,7 @@ func run(argv []string, stdout io.Writer) error {
 		callTO     = fs.Duration("call-timeout", 30*time.Second, "timeout of one call")
 		totalTO    = fs.Duration("timeout", 20*time.Minute, "timeout of the whole run")
 		logLevel   = fs.String("aqlguard-log-level", "", "pass --log-level to aqlguard (default: aqlguard's own default)")
+		contend    = fs.Bool("contend", false, "add a variant measured while a second aqlguard process on the same state directory serves calls non-stop")
 	)
 	if err := fs.Parse(argv); err != nil {
 		return err
@@ -162,6 +166,13 @@ func run(argv []string, stdout io.Writer) error {
 		}
 		argvs = append(argvs, harness.AqlguardArgv(*aqlguard, cfg, extra...))
 	}
+	if *contend {
+		// Same config and state directory as "aqlguard single"; its
+		// neighbour is a third process on that directory.
+		variants = append(variants, &variant{Name: "aqlguard single, busy neighbour", Tool: "mcp_aql",
+			Args: map[string]any{"operation": *op, "params": args}})
+		argvs = append(argvs, argvs[1])
+	}
 
 	// Start every variant and check that it answers with what direct answers.
 	var want string
@@ -188,6 +199,42 @@ func run(argv []string, stdout io.Writer) error {
 			return fmt.Errorf("%s: result does not carry the direct result %q: %.1000s", v.Name, want, got)
 		}
 		v.byRound = make([][]time.Duration, *rounds)
+	}
+	if *contend {
+		v := variants[len(variants)-1]
+		startCtx, c := context.WithTimeout(ctx, time.Minute)
+		v.neighbour, err = harness.Start(startCtx, argvs[len(argvs)-1])
+		c()
+		if err != nil {
+			return fmt.Errorf("neighbour: %w", err)
+		}
+		defer v.neighbour.Close()
+	}
+	// busy keeps v's neighbour calling until the returned stop is called.
+	busy := func(v *variant) (stop func() error) {
+		if v.neighbour == nil {
+			return func() error { return nil }
+		}
+		done := make(chan struct{})
+		errc := make(chan error, 1)
+		go func() {
+			for {
+				select {
+				case <-done:
+					errc <- nil
+					return
+				default:
+				}
+				callCtx, c := context.WithTimeout(ctx, *callTO)
+				_, err := v.neighbour.CallText(callCtx, v.Tool, v.Args)
+				c()
+				if err != nil {
+					errc <- fmt.Errorf("neighbour: %w", err)
+					return
+				}
+			}
+		}()
+		return func() error { close(done); return <-errc }
 	}
 
 	call := func(v *variant) (time.Duration, error) {
@@ -218,6 +265,7 @@ func run(argv []string, stdout io.Writer) error {
 		var names []string
 		for _, v := range order {
 			names = append(names, v.Name)
+			stop := busy(v)
 			for range per {
 				d, err := call(v)
 				if err != nil {
@@ -226,12 +274,20 @@ func run(argv []string, stdout io.Writer) error {
 				v.byRound[r] = append(v.byRound[r], d)
 				v.all = append(v.all, d)
 			}
+			if err := stop(); err != nil {
+				return err
+			}
 		}
 		rep.RoundOrders = append(rep.RoundOrders, names)
 	}
 	for _, v := range variants {
 		if err := v.sess.Close(); err != nil {
 			return fmt.Errorf("%s: %w", v.Name, err)
+		}
+		if v.neighbour != nil {
+			if err := v.neighbour.Close(); err != nil {
+				return fmt.Errorf("%s: neighbour: %w", v.Name, err)
+			}
 		}
 	}
 
