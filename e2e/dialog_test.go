@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aqlguard/aqlguard/internal/xtest"
+	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -80,5 +82,60 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 	calls := readCalls(t, g.dir+"/calls.jsonl")
 	if len(calls) != 1 || !strings.Contains(string(calls[0].Arguments), "note-allowed") {
 		t.Errorf("the server saw %v", calls)
+	}
+}
+
+// TestDialogShowsTheCodeThatUnblocks: a deny match on a private Xvfb
+// display. The verification dialog appears with the agent, the action
+// and the expiry; xdotool selects and copies its text as a human would,
+// and verify_challenge with the code found there lifts the block. The
+// code is in nothing aqlguard wrote.
+func TestDialogShowsTheCodeThatUnblocks(t *testing.T) {
+	xtest.Require(t)
+	display := xtest.StartXvfb(t)
+	g, err := launchGuard(t, guardOptions{Config: `
+mode = "single"
+agent = "desk-agent"
+[verify]
+channel = "dialog"
+[safety]
+deny = ["*drop_database*"]
+[[servers]]
+name = "ts"
+command = {{toml .testserver}}
+args = ["-log", "{{.dir}}/calls.jsonl"]
+`, Env: []string{"DISPLAY=" + display}, TapStdout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := block(t, g)
+	w := xtest.Window(t, "aqlguard: verification code")
+	xtest.Focus(t, w)
+	digit := `[0-9A-HJKMNP-TV-Z]`
+	codeLine := regexp.MustCompile(`(?m)^(` + digit + `{4}(?:-` + digit + `{4}){3}(?:-` + digit + `{5}){2})$`)
+	text := xtest.Copy(t, codeLine.MatchString)
+	for _, want := range []string{"desk-agent", "drop_database", "xpires"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the dialog does not show %q:\n%s", want, text)
+		}
+	}
+	m := codeLine.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no code in the dialog's text:\n%s", text)
+	}
+	code := m[1]
+	xtest.Keys(t, "Return") // Done
+
+	wantCode(t, echo(t, g), "PERMISSION_AGENT_BLOCKED")
+	if d := data(t, verifyCode(t, g, id, code)); d["unblocked"] != true {
+		t.Fatalf("the code read from the dialog: %v", d)
+	}
+	if r := echo(t, g); r["success"] != true {
+		t.Fatalf("after unblocking: %s", jsonString(r))
+	}
+	for name, text := range map[string]string{"MCP stream": g.outLog.String(), "stderr": g.stderr()} {
+		if strings.Contains(strings.ToUpper(text), verify.NormalizeCode(code)) || strings.Contains(text, code) {
+			t.Errorf("the code leaked into aqlguard's %s", name)
+		}
 	}
 }
