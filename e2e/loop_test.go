@@ -480,6 +480,7 @@ channel = "dialog"
 inline_wait = "2s"
 [safety]
 requires_approval = ["ts_delete_note"]
+deny = ["*drop_database*"]
 [[servers]]
 name = "ts"
 command = {{toml .testserver}}
@@ -495,6 +496,17 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 	}
 	if len(calledTools(t, g)) != 0 {
 		t.Error("forwarded without a human")
+	}
+
+	// A code that cannot be shown: the block stays, and the factors say why.
+	res, _ = g.callAQL(t, "mcp_aql_delete", "ts_drop_database", map[string]any{"name": "prod"})
+	code, details := errCode(t, res)
+	if code != "PERMISSION_AGENT_BLOCKED" || !strings.Contains(jsonString(details["factors"]), "could not show the code (no graphical display)") {
+		t.Errorf("deny without a display: %s", jsonString(res))
+	}
+	res, _ = g.callAQL(t, "mcp_aql_read", "ts_get_item", map[string]any{"id": "1"})
+	if code, _ := errCode(t, res); code != "PERMISSION_AGENT_BLOCKED" {
+		t.Errorf("the block must stay: %s", jsonString(res))
 	}
 }
 

@@ -56,7 +56,7 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 		"stage", d.Stage, "tier", d.Tier, "risk", d.Risk, "matched", d.Matched, "enforced", d.Enforced,
 		"factors", d.Factors)
 	if !v.Proceed {
-		return Outcome{Err: v.Err, Confirmation: v.Confirmation, Directive: d}
+		return Outcome{Err: withFactors(v.Err, d.Factors), Confirmation: v.Confirmation, Directive: d}
 	}
 	began := time.Now()
 	res, err := g.Downstream.Call(ctx, op.Server, op.Tool.Name, args)
@@ -82,6 +82,26 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "executed": true, "fail_closed": true}}}
 	}
 	return out
+}
+
+// withFactors adds the evaluator's factors to a refusal's details, so the
+// model and the human reading the transcript see why (e.g. that the code
+// could not be shown), as a reported step's directive would say. The
+// error is copied: the loop may share its details.
+func withFactors(e *aql.Error, factors []string) *aql.Error {
+	if e == nil || len(factors) == 0 {
+		return e
+	}
+	if _, ok := e.Details["factors"]; ok {
+		return e
+	}
+	out := *e
+	out.Details = make(map[string]any, len(e.Details)+1)
+	for k, v := range e.Details {
+		out.Details[k] = v
+	}
+	out.Details["factors"] = factors
+	return &out
 }
 
 // ActionHint renders a proxied call the way the spec's nextActionHint
