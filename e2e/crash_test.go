@@ -111,15 +111,17 @@ func storm(t *testing.T, g *guard, rng *rand.Rand) string {
 			mu.Unlock()
 		}
 	}
+	denyAfter := time.Duration(rng.IntN(20)) * time.Millisecond
+	killAfter := time.Duration(rng.IntN(60)) * time.Millisecond
 	wg.Add(4)
 	go worker("ts_echo", map[string]any{"message": "busy"})
 	go worker("ts_echo", map[string]any{"message": "busier"})
 	go worker("execute_agent", map[string]any{"element_name": "crash"})
 	go func() {
-		time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+		time.Sleep(denyAfter)
 		worker("ts_drop_database", map[string]any{"name": "prod"})
 	}()
-	time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
+	time.Sleep(killAfter)
 	g.kill(t)
 	close(stop)
 	wg.Wait()

@@ -38,12 +38,12 @@ type variant struct {
 	Tool string `json:"tool"`
 	Args any    `json:"args"`
 
-	sess    *harness.Session
+	sess *harness.Session
 	// neighbour, when set, is a second aqlguard process on the same state
 	// directory, kept busy while this variant is measured.
 	neighbour *harness.Session
 	all       []time.Duration
-	byRound [][]time.Duration
+	byRound   [][]time.Duration
 }
 
 // Stats summarises a set of latencies, in microseconds.
