@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -331,3 +332,49 @@ func (alwaysAllow) Ask(context.Context, verify.Request) (verify.Answer, error) {
 	return verify.Allow, nil
 }
 func (alwaysAllow) Show(context.Context, verify.Request) error { return nil }
+
+// TestTwoLoopsShareTheStore: two loops over one state directory, as two
+// aqlguard processes are. A block set by one holds in the other, reaches
+// its running executions once as danger_zone, and a code entered in the
+// other lifts it for both. A block set meanwhile wins over an allow.
+func TestTwoLoopsShareTheStore(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	one := newLoop(t, testPolicy, h)
+	two := newLoop(t, testPolicy, h)
+	st, err := store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two.Store = st
+	e, _ := two.ExecuteAgent(ctx, "s2", "b")
+	v := one.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
+	if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+		t.Fatalf("block: %+v", v)
+	}
+	d, err2 := two.RecordStep(ctx, Report{ExecutionID: e.ExecutionID, NextActionHint: "anything"})
+	if err2 != nil || !d.Stopped || len(d.Notifications) != 1 || d.Notifications[0].Type != "danger_zone" {
+		t.Fatalf("the other loop: %+v %v", d, err2)
+	}
+	if d, _ := two.RecordStep(ctx, Report{ExecutionID: e.ExecutionID, NextActionHint: "anything"}); len(d.Notifications) != 0 {
+		t.Errorf("danger_zone delivered twice: %+v", d.Notifications)
+	}
+	if w := two.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); w.VerificationID != v.VerificationID || w.Proceed {
+		t.Errorf("the other loop names %q, want %q", w.VerificationID, v.VerificationID)
+	}
+	if res, err := two.VerifyChallenge(ctx, "s2", v.VerificationID, h.shown[0].Code); err != nil || !res.Unblocked {
+		t.Fatalf("verify in the other loop: %v", err)
+	}
+	if !one.Check(ctx, call("db_get_row", map[string]any{"id": "1"})).Proceed {
+		t.Error("the blocking loop must see the unblock")
+	}
+
+	// An allow decided just before the other loop blocks is refused at
+	// commit: settle re-reads the block.
+	allowed := Verdict{Proceed: true}
+	two.Check(ctx, call("db_drop_database", map[string]any{"name": "again"}))
+	got := one.settle(ctx, call("db_get_row", map[string]any{"id": "2"}), allowed, &writes{}, one.now())
+	if got.Proceed || got.Err == nil || got.Err.Code != aql.CodeAgentBlocked {
+		t.Errorf("an allow settled after a block: %+v", got)
+	}
+}
