@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -104,6 +105,11 @@ func (t *Tx) Append(r Record) (Record, error) {
 		return r, fmt.Errorf("audit log: writing the chain head: %w", err)
 	}
 	return r, nil
+}
+
+// Append writes one record in a transaction of its own.
+func (s *Store) Append(ctx context.Context, r Record) error {
+	return s.Update(ctx, func(tx *Tx) error { _, err := tx.Append(r); return err })
 }
 
 // Records calls fn with every record from seq from on, in order, as

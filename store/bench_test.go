@@ -30,7 +30,7 @@ func BenchmarkAuditAppend(b *testing.B) {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			if err := s.Update(ctx, func(tx *Tx) error { _, err := tx.Append(rec); return err }); err != nil {
+			if err := s.Append(ctx, rec); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -43,7 +43,7 @@ func BenchmarkAuditAppend(b *testing.B) {
 		b.SetParallelism(4)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if err := s.Update(ctx, func(tx *Tx) error { _, err := tx.Append(rec); return err }); err != nil {
+				if err := s.Append(ctx, rec); err != nil {
 					b.Error(err)
 					return
 				}

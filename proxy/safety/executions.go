@@ -173,7 +173,7 @@ func (l *Loop) recordRefusal(ctx context.Context, session, op string, b *store.B
 	rec := store.Record{Time: l.now(), Kind: "decision", Principal: l.Policy.Principal, Session: session,
 		Process: l.Process, Operation: op, Decision: "block", Tier: "danger_zone", ChallengeID: b.VerificationID,
 		Result: string(aql.CodeAgentBlocked), Factors: []string{"hard block: " + b.Reason}}
-	if err := l.Store.Update(ctx, func(tx *store.Tx) error { _, err := tx.Append(rec); return err }); err != nil {
+	if err := l.Store.Append(ctx, rec); err != nil {
 		l.Log.Error("recording a refusal", "operation", op, "err", err)
 	}
 }

@@ -156,7 +156,7 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 		rec := store.Record{Time: l.now(), Kind: "challenge", Principal: l.Policy.Principal, Session: a.Session,
 			Process: l.Process, Operation: a.Operation, Tier: w.show.Tier, ChallengeID: w.show.Challenge,
 			Factors: []string{factor}, Result: result}
-		if err := l.Store.Update(ctx, func(tx *store.Tx) error { _, err := tx.Append(rec); return err }); err != nil {
+		if err := l.Store.Append(ctx, rec); err != nil {
 			// The decision (a refusal) is already recorded and stands.
 			l.Log.Error("recording whether a code was shown", "challenge", w.show.Challenge, "err", err)
 		}
@@ -261,7 +261,7 @@ func (l *Loop) Outcome(ctx context.Context, a Action, result string, took time.D
 	rec := store.Record{Time: l.now(), Kind: "outcome", Principal: l.Policy.Principal, Session: a.Session,
 		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: Digest(args),
 		Result: result, DurationMS: ms(took)}
-	err := l.Store.Update(ctx, func(tx *store.Tx) error { _, err := tx.Append(rec); return err })
+	err := l.Store.Append(ctx, rec)
 	if err != nil {
 		return fmt.Errorf("recording the outcome of %s: %w", a.Operation, err)
 	}
