@@ -75,7 +75,7 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 		log.Info("downstream call done", "is_error", res.IsError, "elapsed", took)
 	}
 	// Every outcome is audited; one that cannot be is not handed on.
-	if err := g.Loop.Outcome(ctx, a, result, took); err != nil {
+	if err := g.Loop.Outcome(ctx, a, v, result, took); err != nil {
 		log.Error("the outcome could not be recorded; the result is withheld", "err", err)
 		return Outcome{Directive: d, Err: &aql.Error{Code: aql.CodeInternal,
 			Message: "Internal error: 'the call ran, but its outcome could not be recorded in the audit log; the result is withheld'",

@@ -117,7 +117,9 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 		if err := l.flush(tx); err != nil {
 			return err
 		}
-		_, err = tx.Append(l.decisionRecord(a, v, began))
+		rec := l.decisionRecord(a, v, began)
+		v.argsDigest = rec.ArgsSHA256 // for the outcome record
+		_, err = tx.Append(rec)
 		return err
 	})
 	if err != nil {
@@ -160,16 +162,15 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 			// The decision (a refusal) is already recorded and stands.
 			l.Log.Error("recording whether a code was shown", "challenge", w.show.Challenge, "err", err)
 		}
-		w.show = nil
 	}
 	return v
 }
 
 // blockedVerdict refuses an action because the principal is blocked.
-func (l *Loop) blockedVerdict(a Action, b *store.Block, factor string) Verdict {
+func (l *Loop) blockedVerdict(a Action, b *store.Block, factors ...string) Verdict {
 	d := evaluator.Directive{Stopped: true, Decision: evaluator.Block, Enforced: true, Tier: evaluator.DangerZone,
 		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", l.Policy.Principal, b.Reason, b.VerificationID),
-		Factors: []string{factor}}
+		Factors: factors}
 	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: blockedError(l.Policy.Principal, a.Operation, b)}
 }
 
@@ -253,13 +254,16 @@ func decisionWord(v Verdict) string {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Outcome records what became of an allowed action: result is "ok",
+// Outcome records what became of an action v allowed: result is "ok",
 // "tool_error" or an error code. If the record cannot be written the
 // caller must not hand the result on (fail closed).
-func (l *Loop) Outcome(ctx context.Context, a Action, result string, took time.Duration) error {
-	args := a.Arguments
+func (l *Loop) Outcome(ctx context.Context, a Action, v Verdict, result string, took time.Duration) error {
+	digest := v.argsDigest
+	if digest == "" {
+		digest = Digest(a.Arguments)
+	}
 	rec := store.Record{Time: l.now(), Kind: "outcome", Principal: l.Policy.Principal, Session: a.Session,
-		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: Digest(args),
+		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: digest,
 		Result: result, DurationMS: ms(took)}
 	err := l.Store.Append(ctx, rec)
 	if err != nil {
