@@ -100,6 +100,7 @@ agent = "desk-agent"
 channel = "dialog"
 [safety]
 deny = ["*drop_database*"]
+auto_approve = ["ts_echo"]
 [[servers]]
 name = "ts"
 command = {{toml .testserver}}

@@ -39,7 +39,14 @@ case "$(cat "$dir/answer" 2>/dev/null)" in
   allow) echo allow ;;
   deny) echo deny ;;
   garbage) echo "sure, why not" ;;
-  sleep) sleep 30 ;;
+  sleep)
+    # A human who takes a while: the call's inline wait (2 s) ends first,
+    # the question stays up, and the answer given meanwhile counts.
+    sleep 3
+    case "$(cat "$dir/answer" 2>/dev/null)" in
+      allow) echo allow ;;
+      deny) echo deny ;;
+    esac ;;
 esac
 `
 	if err := os.WriteFile(filepath.Join(h.dir, "human.sh"), []byte(script), 0o700); err != nil {
@@ -50,7 +57,8 @@ esac
 }
 
 // answer sets what the human says next: allow, deny, garbage, sleep
-// (never answers in time) or silent (answers nothing).
+// (answers after 3 s, whatever answer says by then) or silent (answers
+// nothing).
 func (h *human) answer(t *testing.T, a string) {
 	t.Helper()
 	writeFile(t, filepath.Join(h.dir, "answer"), a)
@@ -182,27 +190,33 @@ func TestConfirmationPaths(t *testing.T) {
 		h.answer(t, "garbage")
 		confirmationToken(t, del("n-garbage", nil))
 	})
+	t.Run("nobody answers: nothing is approved", func(t *testing.T) {
+		h.answer(t, "silent")
+		tok := confirmationToken(t, del("n-silent", nil))
+		res, _ := g.callAQL(t, "mcp_aql_execute", "confirm_operation", map[string]any{"token": tok})
+		if again := confirmationToken(t, res); again != tok {
+			t.Errorf("confirm_operation without a human answer returned another token %s", again)
+		}
+		confirmationToken(t, del("n-silent", map[string]any{"confirmation_token": tok}))
+	})
 	var token string
-	t.Run("not answered then confirmed", func(t *testing.T) {
+	t.Run("answered after the inline wait", func(t *testing.T) {
 		h.answer(t, "sleep")
+		asked := len(h.requests(t))
 		began := time.Now()
 		token = confirmationToken(t, del("n-later", nil))
 		if d := time.Since(began); d > 10*time.Second {
 			t.Errorf("the inline wait is 2s, the call took %s", d)
 		}
-		// The model asks again; nobody answers: nothing is approved.
-		h.answer(t, "silent")
-		res, _ := g.callAQL(t, "mcp_aql_execute", "confirm_operation", map[string]any{"token": token})
-		if again := confirmationToken(t, res); again != token {
-			t.Errorf("confirm_operation without a human answer returned another token %s", again)
-		}
-		// The same call again without approval is still paused.
-		confirmationToken(t, del("n-later", map[string]any{"confirmation_token": token}))
-		// Now the human says yes.
+		// The human, still looking at the question, says yes; the
+		// model's confirm_operation finds that same question.
 		h.answer(t, "allow")
-		res, _ = g.callAQL(t, "mcp_aql_execute", "confirm_operation", map[string]any{"token": token})
+		res, _ := g.callAQL(t, "mcp_aql_execute", "confirm_operation", map[string]any{"token": token})
 		if d := data(t, res); d["status"] != "approved" || d["token"] != token {
 			t.Fatalf("confirm: %s", jsonString(res))
+		}
+		if n := len(h.requests(t)) - asked; n != 1 {
+			t.Errorf("the human was asked %d times about one call", n)
 		}
 		h.answer(t, "deny") // from here on the human would refuse: the approval alone must carry the retry
 		res = del("n-later", map[string]any{"confirmation_token": token})

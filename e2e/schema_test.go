@@ -14,48 +14,104 @@ import (
 // The published schemas live in ../shared/spec/schemas beside the
 // repository, not in it. Tests that need them skip loudly when absent.
 var (
-	schemaOnce     sync.Once
-	resultSchema   *jsonschema.Resolved
-	schemaProblem  string
+	schemaMu       sync.Mutex
+	schemas        = map[string]*jsonschema.Resolved{}
+	schemaProblems = map[string]string{}
 	schemaDirGuess = filepath.Join("..", "..", "shared", "spec", "schemas")
 )
 
-func loadResultSchema() (*jsonschema.Resolved, string) {
-	schemaOnce.Do(func() {
-		dir := os.Getenv("AQLGUARD_SPEC_SCHEMAS")
-		if dir == "" {
-			dir = schemaDirGuess
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "operation-result.schema.json"))
-		if err != nil {
-			schemaProblem = "SKIPPING schema validation: " + err.Error() + " (the spec's schemas are in ../shared, beside the repository)"
-			return
-		}
-		var s jsonschema.Schema
-		if err := json.Unmarshal(b, &s); err != nil {
-			schemaProblem = "operation-result.schema.json does not parse: " + err.Error()
-			return
-		}
-		rs, err := s.Resolve(nil)
-		if err != nil {
-			schemaProblem = "operation-result.schema.json does not resolve: " + err.Error()
-			return
-		}
-		resultSchema = rs
-	})
-	return resultSchema, schemaProblem
+// loadSchema resolves one published schema (once), or says why it cannot.
+func loadSchema(name string) (*jsonschema.Resolved, string) {
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	if rs, ok := schemas[name]; ok {
+		return rs, schemaProblems[name]
+	}
+	rs, problem := resolveSchema(name)
+	schemas[name], schemaProblems[name] = rs, problem
+	return rs, problem
+}
+
+func resolveSchema(name string) (*jsonschema.Resolved, string) {
+	dir := os.Getenv("AQLGUARD_SPEC_SCHEMAS")
+	if dir == "" {
+		dir = schemaDirGuess
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil, "SKIPPING schema validation: " + err.Error() + " (the spec's schemas are in ../shared, beside the repository)"
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, name + " does not parse: " + err.Error()
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil, name + " does not resolve: " + err.Error()
+	}
+	return rs, ""
 }
 
 // assertResultSchema validates one OperationResult when the schema is
 // available; TestResultSchema reports (loudly) when it is not.
 func assertResultSchema(t *testing.T, res map[string]any) {
 	t.Helper()
-	rs, _ := loadResultSchema()
+	assertSchema(t, "operation-result.schema.json", res)
+}
+
+func assertSchema(t *testing.T, name string, res map[string]any) {
+	t.Helper()
+	rs, _ := loadSchema(name)
 	if rs == nil {
 		return
 	}
 	if err := rs.Validate(res); err != nil {
-		t.Errorf("result does not validate against operation-result.schema.json: %v\n%s", err, jsonString(res))
+		t.Errorf("result does not validate against %s: %v\n%s", name, err, jsonString(res))
+	}
+}
+
+// requireSchema skips loudly (or fails, for a broken schema) when name is
+// not available.
+func requireSchema(t *testing.T, name string) {
+	t.Helper()
+	if _, problem := loadSchema(name); problem != "" {
+		if strings.HasPrefix(problem, "SKIPPING") {
+			t.Skip(problem)
+		}
+		t.Fatal(problem)
+	}
+}
+
+// TestIntrospectionSchema validates every introspection answer, of every
+// operation (downstream ones with camelCase parameters, and the safety
+// loop's with their accepted aliases), against
+// introspection-response.schema.json.
+func TestIntrospectionSchema(t *testing.T) {
+	requireSchema(t, "introspection-response.schema.json")
+	g := startGuard(t, `
+mode = "all"
+agent = "e2e"
+[[servers]]
+name = "ts"
+command = {{toml .testserver}}
+`)
+	res, _ := g.callAQL(t, "mcp_aql", "introspect", map[string]any{"query": "operations"})
+	assertSchema(t, "introspection-response.schema.json", res)
+	ops, _ := data(t, res)["operations"].([]any)
+	if len(ops) < 10 {
+		t.Fatalf("operations: %v", res)
+	}
+	for _, o := range ops {
+		name := o.(map[string]any)["name"].(string)
+		res, _ := g.callAQL(t, "mcp_aql", "introspect", map[string]any{"query": "operations", "name": name})
+		assertSchema(t, "introspection-response.schema.json", res)
+		if name == "record_execution_step" && !strings.Contains(jsonString(res), "Also accepted as nextActionHint") {
+			t.Errorf("the nextActionHint alias is not documented: %s", jsonString(res))
+		}
+	}
+	for _, q := range []map[string]any{{"query": "types"}, {"query": "types", "name": "OperationResult"}} {
+		res, _ := g.callAQL(t, "mcp_aql", "introspect", q)
+		assertSchema(t, "introspection-response.schema.json", res)
 	}
 }
 
@@ -63,12 +119,7 @@ func assertResultSchema(t *testing.T, res map[string]any) {
 // successes, each validation failure, refusals, batches (plain and halted),
 // introspection — and validates each against the published schema.
 func TestResultSchema(t *testing.T) {
-	if _, problem := loadResultSchema(); problem != "" {
-		if strings.HasPrefix(problem, "SKIPPING") {
-			t.Skip(problem)
-		}
-		t.Fatal(problem)
-	}
+	requireSchema(t, "operation-result.schema.json")
 	g := startGuard(t, `
 mode = "all"
 agent = "e2e"

@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -26,9 +27,9 @@ const testPolicy = `
 [safety]
 max_autonomous_steps = 10
 risk_tolerance = "moderate"
-deny = ["drop_*", "*.drop_*", "*drop table*", "*rm -rf /"]
-requires_approval = ["delete_*", "*.delete_*", "*git push*"]
-auto_approve = ["get_*", "*.get_*", "*.read_*", "delete_tmp_*"]
+deny = ["drop_*", "*.drop_*", "*drop table*", "rm -rf /"]
+requires_approval = ["delete_*", "*git push*"]
+auto_approve = ["get_*", "*.read_*", "delete_tmp_*"]
 
 [[safety.rules]]
 action = "deny"
@@ -50,8 +51,19 @@ pattern = "{ls,git status}"
 
 [[safety.rules]]
 action = "deny"
-argument = "options"
-pattern = '*"recursive":true*'
+argument = "options.recursive"
+pattern = "true"
+
+[[safety.rules]]
+action = "deny"
+operation = "db.*"
+argument = "count"
+pattern = "100"
+
+[[safety.rules]]
+action = "requires_approval"
+argument = "target_env"
+pattern = "prod*"
 
 [[safety.risk_rules]]
 pattern = "*production*"
@@ -100,18 +112,37 @@ func TestEvaluateStages(t *testing.T) {
 		{"previous failure", step(func(s *Step) { s.Outcome = "failure"; s.Operation = "drop_everything" }), NeedsConfirm, StageOutcome, "", 0, "", "Previous step failed"},
 		{"previous success", step(func(s *Step) { s.Outcome = "success" }), Allow, StageTolerance, Advisory, 25, "", ""},
 		{"previous skipped", step(func(s *Step) { s.Outcome = "skipped" }), Allow, StageTolerance, Advisory, 25, "", ""},
+
 		{"deny on operation", step(func(s *Step) { s.Operation = "drop_table" }), Block, StagePattern, DangerZone, 100, "drop_*", `deny pattern "drop_*"`},
-		{"deny on server.tool", step(func(s *Step) { s.Operation = "db_drop_table"; s.Server = "db"; s.Tool = "drop_table" }), Block, StagePattern, DangerZone, 100, "*.drop_*", ""},
-		{"deny on hint, folded", step(func(s *Step) { s.ActionHint = "run  DROP\tTABLE users" }), Block, StagePattern, DangerZone, 100, "*drop table*", ""},
-		{"requires approval", step(func(s *Step) { s.Operation = "fs_delete_file"; s.Tool = "delete_file" }), NeedsConfirm, StagePattern, Confirm, 0, "*.delete_*", "requires approval"},
-		{"deny beats requires approval", step(func(s *Step) { s.Tool = "delete_x"; s.ActionHint = "rm -rf /" }), Block, StagePattern, DangerZone, 100, "*rm -rf /", ""},
-		{"requires approval beats auto approve", step(func(s *Step) { s.Operation = "delete_tmp_files" }), NeedsConfirm, StagePattern, Confirm, 0, "delete_*", ""},
+		{"bare pattern on the bare tool name", step(func(s *Step) { s.Operation = "db_drop_table"; s.Server = "db"; s.Tool = "drop_table" }), Block, StagePattern, DangerZone, 100, "drop_*", ""},
+		{"bare pattern on the server's spelling", step(func(s *Step) { s.Operation = "db_drop_table"; s.Server = "db"; s.Tool = "dropTable" }), Block, StagePattern, DangerZone, 100, "drop_*", ""},
+		{"snake-cased server spelling", step(func(s *Step) { s.Operation = "db_x"; s.Server = "db"; s.Tool = "Drop-Table" }), Block, StagePattern, DangerZone, 100, "drop_*", ""},
+		{"qualified pattern", step(func(s *Step) { s.Operation = "fs_read_notes"; s.Tool = "readNotes"; s.Category = policy.Update }), Allow, StagePattern, "", 0, "*.read_*", ""},
+		{"text pattern on an argument, folded", step(func(s *Step) { s.Arguments = map[string]any{"sql": "run  DROP\tTABLE users"} }), Block, StagePattern, DangerZone, 100, "*drop table*", ""},
+		{"text pattern on a nested argument", step(func(s *Step) {
+			s.Arguments = map[string]any{"batch": []any{map[string]any{"sql": "<DROP TABLE x>"}}}
+		}), Block, StagePattern, DangerZone, 100, "*drop table*", ""},
+		{"text pattern on a key", step(func(s *Step) { s.Arguments = map[string]any{"env": map[string]any{"DROP TABLE x": "1"}} }), Block, StagePattern, DangerZone, 100, "*drop table*", ""},
+		{"end-anchored text pattern", step(func(s *Step) { s.Arguments = map[string]any{"cmd": "RM  -rf\t/"} }), Block, StagePattern, DangerZone, 100, "rm -rf /", ""},
+		{"text pattern does not look at names", step(func(s *Step) { s.Tool = "drop table" }), Block, StagePattern, DangerZone, 100, "drop_*", ""},
+		{"reported step: every pattern on the hint", Step{StepNumber: 1, ActionHint: "run  DROP\tTABLE users"}, Block, StagePattern, DangerZone, 100, "*drop table*", ""},
+		{"reported step: name pattern on the hint", Step{StepNumber: 1, ActionHint: "delete_file /tmp/x"}, NeedsConfirm, StagePattern, Confirm, 45, "delete_*", ""},
+
+		{"requires approval", step(func(s *Step) { s.Operation = "fs_delete_file"; s.Tool = "delete_file" }), NeedsConfirm, StagePattern, Confirm, 31, "delete_*", "requires approval"},
+		{"requires approval reports the call's risk", step(func(s *Step) {
+			s.Tool, s.Category, s.Annotations.Destructive = "delete_file", policy.Delete, ptr(true)
+		}), NeedsConfirm, StagePattern, Confirm, 55, "delete_*", ""},
+		{"deny beats requires approval", step(func(s *Step) { s.Tool = "delete_x"; s.Arguments = map[string]any{"cmd": "rm -rf /"} }), Block, StagePattern, DangerZone, 100, "rm -rf /", ""},
+		{"requires approval beats auto approve", step(func(s *Step) { s.Operation = "delete_tmp_files" }), NeedsConfirm, StagePattern, Confirm, 31, "delete_*", ""},
 		{"auto approve skips later stages", step(func(s *Step) {
 			s.Tool = "get_secrets"
 			s.Category = policy.Delete
 			s.Annotations.Destructive = ptr(true)
-		}), Allow, StagePattern, "", 0, "*.get_*", "auto-approved"},
-		{"server qualified name needs a server", step(func(s *Step) { s.Server = ""; s.Tool = "fetch_x"; s.Category = policy.Update; s.Operation = "update_x" }), Allow, StageTolerance, Confirm, 40, "", ""},
+		}), Allow, StagePattern, "", 0, "get_*", "auto-approved"},
+		{"auto approve never looks at arguments", step(func(s *Step) {
+			s.Category = policy.Update
+			s.Arguments = map[string]any{"content": "get_x", "path": "x.read_y"}
+		}), NeedsConfirm, StageTolerance, Confirm, 40, "", ""},
 
 		{"arg rule deny", step(func(s *Step) {
 			s.Server, s.Tool, s.Operation, s.Category = "shell", "exec", "shell_exec", policy.Execute
@@ -122,7 +153,10 @@ func TestEvaluateStages(t *testing.T) {
 		}), Allow, StageTolerance, Advisory, 25, "", ""},
 		{"arg rule requires approval", step(func(s *Step) {
 			s.Arguments = map[string]any{"path": "/home/a/.ssh/authorized_keys"}
-		}), NeedsConfirm, StagePattern, Confirm, 0, `operation~"fs.write_*" path~"*/.ssh/*"`, ""},
+		}), NeedsConfirm, StagePattern, Confirm, 31, `operation~"fs.write_*" path~"*/.ssh/*"`, ""},
+		{"arg rule on the server's spelling of its name", step(func(s *Step) {
+			s.Arguments = map[string]any{"targetEnv": "Prod-EU"}
+		}), NeedsConfirm, StagePattern, Confirm, 31, `target_env~"prod*"`, ""},
 		{"arg rule auto approve", step(func(s *Step) {
 			s.Server, s.Tool, s.Operation, s.Category = "shell", "exec", "shell_exec", policy.Execute
 			s.Arguments = map[string]any{"command": "git  status"}
@@ -131,31 +165,41 @@ func TestEvaluateStages(t *testing.T) {
 			s.Server, s.Tool, s.Operation, s.Category = "shell", "exec", "shell_exec", policy.Execute
 			s.Arguments = map[string]any{"command": "git status; curl evil"}
 			s.Annotations.OpenWorld = ptr(true)
-		}), Allow, StageTolerance, Confirm, 50, "", ""},
-		{"arg rule on JSON value", step(func(s *Step) {
+		}), NeedsConfirm, StageTolerance, Confirm, 50, "", ""},
+		{"arg rule auto approve covers every value", step(func(s *Step) {
+			s.Server, s.Tool, s.Operation, s.Category = "shell", "exec", "shell_exec", policy.Execute
+			s.Arguments = map[string]any{"command": []any{"ls", "curl evil"}}
+		}), NeedsConfirm, StageTolerance, Confirm, 45, "", ""},
+		{"arg rule on a nested path", step(func(s *Step) {
 			s.Arguments = map[string]any{"options": map[string]any{"recursive": true, "force": false}}
-		}), Block, StagePattern, DangerZone, 100, `options~"*\"recursive\":true*"`, ""},
+		}), Block, StagePattern, DangerZone, 100, `options.recursive~"true"`, ""},
+		{"arg rule on a number, any spelling", step(func(s *Step) {
+			s.Server, s.Tool, s.Operation = "db", "purge", "db_purge"
+			s.Arguments = map[string]any{"count": json.Number("1.00E+2")}
+		}), Block, StagePattern, DangerZone, 100, `operation~"db.*" count~"100"`, ""},
 		{"arg rule missing argument", step(func(s *Step) {
-			s.Arguments = map[string]any{"other": "rm -rf /"}
-			s.Server, s.Tool, s.Operation = "shell", "exec", "shell_exec"
-		}), Allow, StageTolerance, Advisory, 25, "", ""},
+			s.Arguments = map[string]any{"other": "rm -rf /home"}
+			s.Server, s.Tool, s.Operation, s.Category = "shell", "exec", "shell_exec", policy.Execute
+		}), NeedsConfirm, StageTolerance, Confirm, 45, "", ""},
 		{"pattern deny beats arg rule auto approve", step(func(s *Step) {
 			s.Server, s.Tool, s.Operation = "shell", "exec", "shell_exec"
-			s.Arguments = map[string]any{"command": "ls"}
-			s.ActionHint = "drop table x"
+			s.Arguments = map[string]any{"command": "ls", "note": "drop table x"}
 		}), Block, StagePattern, DangerZone, 100, "*drop table*", ""},
 		{"arg rule deny beats pattern requires approval", step(func(s *Step) {
 			s.Server, s.Tool, s.Operation = "shell", "exec", "shell_exec"
-			s.Arguments = map[string]any{"command": "rm -rf build"}
-			s.ActionHint = "git push then clean"
+			s.Arguments = map[string]any{"command": "rm -rf build", "note": "git push then clean"}
 		}), Block, StagePattern, DangerZone, 100, `operation~"shell.*" command~"*rm -rf*"`, ""},
 
 		{"verify tier", step(func(s *Step) { s.Tool = "force_push"; s.Operation = "git_force_push" }), NeedsVerify, StageTier, Verify, 70, "", "out-of-band verification"},
 		{"danger zone tier", step(func(s *Step) { s.Tool = "wipeDisk"; s.Operation = "fs_wipe_disk" }), Block, StageTier, DangerZone, 90, "", "danger zone"},
-		{"risk rule on subjects", step(func(s *Step) { s.ActionHint = "deploy to production" }), NeedsVerify, StageTier, Verify, 80, "", ""},
+		{"risk rule on a value", step(func(s *Step) { s.Arguments = map[string]any{"target": "deploy to Production"} }), NeedsVerify, StageTier, Verify, 80, "", ""},
+		{"risk rule on a name", step(func(s *Step) { s.Tool = "ship_to_production_now" }), NeedsVerify, StageTier, Verify, 80, "", ""},
 		{"risk rule on argument", step(func(s *Step) { s.Arguments = map[string]any{"path": "/srv/app/.ENV"} }), NeedsVerify, StageTier, Verify, 65, "", ""},
-		{"tolerance exceeded", step(func(s *Step) { s.Category = policy.Delete; s.Operation = "fs_remove"; s.Tool = "remove" }), NeedsConfirm, StageTolerance, Confirm, 55, "", "exceeds the moderate risk tolerance (50)"},
-		{"tolerance boundary", step(func(s *Step) { s.Category = policy.Execute; s.Annotations.OpenWorld = ptr(true) }), Allow, StageTolerance, Confirm, 50, "", ""},
+		{"confirm tier pauses", step(func(s *Step) { s.Category = policy.Delete; s.Operation = "fs_remove"; s.Tool = "remove" }), NeedsConfirm, StageTolerance, Confirm, 55, "", "moderate risk tolerance"},
+		{"unlabelled execute pauses", step(func(s *Step) { s.Category = "" }), NeedsConfirm, StageTolerance, Confirm, 45, "", ""},
+		{"update pauses", step(func(s *Step) { s.Category = policy.Update }), NeedsConfirm, StageTolerance, Confirm, 40, "", ""},
+		{"destructive hint pauses", step(func(s *Step) { s.Annotations.Destructive = ptr(true) }), NeedsConfirm, StageTolerance, Confirm, 50, "", ""},
+		{"top of the advisory tier", step(func(s *Step) { s.Annotations.OpenWorld = ptr(true) }), Allow, StageTolerance, Advisory, 30, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,20 +327,30 @@ func TestEvaluateModes(t *testing.T) {
 }
 
 func TestEvaluateTolerances(t *testing.T) {
-	// CREATE (25), UPDATE (40) and DELETE (55) under each tolerance.
+	// CREATE (25), CREATE open world (30), UPDATE (40), CREATE destructive
+	// (50) and DELETE (55) under each tolerance: conservative asks above
+	// 25, moderate above 30 (the whole confirm tier), aggressive above 40
+	// (never the destructive band).
+	steps := map[string]func(*Step){
+		"create":      func(s *Step) {},
+		"open world":  func(s *Step) { s.Annotations.OpenWorld = ptr(true) },
+		"update":      func(s *Step) { s.Category = policy.Update },
+		"destructive": func(s *Step) { s.Annotations.Destructive = ptr(true) },
+		"delete":      func(s *Step) { s.Category = policy.Delete },
+	}
 	for _, tc := range []struct {
 		tolerance string
-		want      map[policy.Category]Decision
+		want      map[string]Decision
 	}{
-		{"conservative", map[policy.Category]Decision{policy.Create: Allow, policy.Update: NeedsConfirm, policy.Delete: NeedsConfirm}},
-		{"moderate", map[policy.Category]Decision{policy.Create: Allow, policy.Update: Allow, policy.Delete: NeedsConfirm}},
-		{"aggressive", map[policy.Category]Decision{policy.Create: Allow, policy.Update: Allow, policy.Delete: Allow}},
+		{"conservative", map[string]Decision{"create": Allow, "open world": NeedsConfirm, "update": NeedsConfirm, "destructive": NeedsConfirm, "delete": NeedsConfirm}},
+		{"moderate", map[string]Decision{"create": Allow, "open world": Allow, "update": NeedsConfirm, "destructive": NeedsConfirm, "delete": NeedsConfirm}},
+		{"aggressive", map[string]Decision{"create": Allow, "open world": Allow, "update": Allow, "destructive": NeedsConfirm, "delete": NeedsConfirm}},
 	} {
 		p := compile(t, "[safety]\nrisk_tolerance = \""+tc.tolerance+"\"\n", "")
-		for cat, want := range tc.want {
-			d := Evaluate(p, step(func(s *Step) { s.Category = cat }))
+		for name, want := range tc.want {
+			d := Evaluate(p, step(steps[name]))
 			if d.Decision != want {
-				t.Errorf("%s %s: %s (%s), want %s", tc.tolerance, cat, d.Decision, d.Reason, want)
+				t.Errorf("%s %s: %s (%s), want %s", tc.tolerance, name, d.Decision, d.Reason, want)
 			}
 		}
 	}
@@ -311,17 +365,21 @@ func TestEvaluateFactorsExplainEveryStage(t *testing.T) {
 		"patterns: no deny, requires_approval or auto_approve pattern matched",
 		"risk: category CREATE base 25",
 		"safety tier: risk 25 is advisory",
-		"risk tolerance: 25 <= 50",
+		"risk tolerance: 25 <= 30 (moderate)",
 	}
 	if !slices.Equal(d.Factors, want) {
 		t.Errorf("factors =\n%q\nwant\n%q", d.Factors, want)
 	}
-	d = Evaluate(p, step(func(s *Step) { s.ActionHint = "DROP TABLE x" }))
+	d = Evaluate(p, step(func(s *Step) { s.Arguments = map[string]any{"sql": "DROP TABLE x"} }))
+	if got := d.Factors[len(d.Factors)-1]; got != `pattern: deny "*drop table*" matched argument "sql"` {
+		t.Errorf("pattern factor = %q", got)
+	}
+	d = Evaluate(p, Step{StepNumber: 1, ActionHint: "DROP TABLE x"})
 	if got := d.Factors[len(d.Factors)-1]; got != `pattern: deny "*drop table*" matched the action hint` {
 		t.Errorf("pattern factor = %q", got)
 	}
-	d = Evaluate(p, step(func(s *Step) { s.Operation = "fs_drop_x"; s.Tool = "drop_x" }))
-	if got := d.Factors[len(d.Factors)-1]; got != `pattern: deny "*.drop_*" matched the tool "fs.drop_x"` {
+	d = Evaluate(p, step(func(s *Step) { s.Operation = "fs_drop_x"; s.Tool = "dropX" }))
+	if got := d.Factors[len(d.Factors)-1]; got != `pattern: deny "drop_*" matched the name "drop_x"` {
 		t.Errorf("pattern factor = %q", got)
 	}
 }
@@ -350,7 +408,7 @@ func TestEvaluateCatchAll(t *testing.T) {
 	}
 }
 
-func TestEvaluateArgumentRendering(t *testing.T) {
+func TestEvaluateArgumentValues(t *testing.T) {
 	doc := `
 [[safety.rules]]
 action = "deny"
@@ -363,12 +421,21 @@ pattern = '%s'
 		match   bool
 	}{
 		{"42", 42.0, true},
+		{"42", json.Number("4.2e1"), true},
+		{"100", json.Number("100.000"), true},
+		{"1e2", json.Number("100"), true},
+		{"0", json.Number("-0.0"), true},
+		{"0.5", json.Number("5E-1"), true},
+		{"12345678901234567890123", json.Number("12345678901234567890123"), true}, // beyond float64
 		{"true", true, true},
 		{"null", nil, true},
-		{`\["a","b"\]`, []any{"a", "b"}, true},
-		{`\{"a":1,"b":"<x>"\}`, map[string]any{"b": "<x>", "a": 1}, true}, // sorted keys, no HTML escaping
+		{"b", []any{"a", "b"}, true},                      // each element
+		{"<x>", map[string]any{"b": "<X>", "a": 1}, true}, // nested value, no escaping
+		{"a", map[string]any{"a": 1}, true},               // a key
 		{"hello world", "Hello\n  World", true},
-		{"*", struct{ C chan int }{}, false}, // not encodable: never matches
+		{"hello world", "Hello\x00World", true},
+		{"drop table", "ＤＲＯＰ\u200b ＴＡＢＬＥ", true}, // NFKC, format characters
+		{"x", "y", false},
 	} {
 		p := compile(t, strings.Replace(doc, "%s", tc.pattern, 1), "")
 		d := Evaluate(p, step(func(s *Step) { s.Arguments = map[string]any{"v": tc.value} }))
@@ -430,7 +497,7 @@ auto_approve = ["*.get_*"]
 	if d.Stage == StagePattern {
 		t.Fatalf("auto_approve matched through the arguments: %+v", d)
 	}
-	s.Server, s.Tool, s.Operation = "", "", ""
+	s.Server, s.Tool, s.Operation, s.Arguments = "", "", "", nil
 	s.ActionHint = "calling fs.get_file"
 	if d := Evaluate(p, s); d.Stage != StagePattern || d.Decision != Allow {
 		t.Errorf("a reported step is matched by its hint: %+v", d)

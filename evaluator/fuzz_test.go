@@ -1,8 +1,11 @@
 package evaluator
 
 import (
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/aqlguard/aqlguard/policy"
 )
@@ -45,5 +48,62 @@ func FuzzEvaluate(f *testing.F) {
 		if score < 0 || score > 100 || len(factors) == 0 {
 			t.Fatalf("Risk = %d, %q", score, factors)
 		}
+	})
+}
+
+// FuzzSubjects: for any JSON arguments, subject extraction never panics
+// and never drops a string: every string value and every key, folded, is
+// among the subjects, at the path of the argument it sits under.
+func FuzzSubjects(f *testing.F) {
+	for _, s := range []string{
+		`{"command":"rm -rf /"}`,
+		`{"sql":"DROP\tTABLE users","n":1e2}`,
+		`{"a":{"b":[{"c":"x\u0000y"},"<z>",null,true,-0.0]}}`,
+		`{"Env":{"LD_PRELOAD":"/tmp/x.so"},"targetEnv":"prod"}`,
+		`{"":""}`,
+		`{"k":"\ud800"}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		dec := json.NewDecoder(strings.NewReader(doc))
+		dec.UseNumber()
+		var args map[string]any
+		if dec.Decode(&args) != nil {
+			return
+		}
+		sub := SubjectsOf(Step{Operation: "t_x", Server: "t", Tool: "x", Arguments: args})
+		have := map[string]bool{}
+		for _, v := range sub.Values {
+			have[v.Path+"\x00"+v.Text] = true
+			if !utf8.ValidString(v.Text) {
+				t.Fatalf("subject %q is not valid UTF-8", v.Text)
+			}
+		}
+		var check func(path string, v any)
+		check = func(path string, v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				for k, x := range v {
+					p := policy.SnakeName(k)
+					if path != "" {
+						p = path + "." + p
+					}
+					if !have[p+"\x00"+policy.Normalize(k)] {
+						t.Fatalf("key %q at %q dropped; subjects %+v", k, p, sub.Values)
+					}
+					check(p, x)
+				}
+			case []any:
+				for _, x := range v {
+					check(path, x)
+				}
+			case string:
+				if !have[path+"\x00"+policy.Normalize(v)] {
+					t.Fatalf("string %q at %q dropped; subjects %+v", v, path, sub.Values)
+				}
+			}
+		}
+		check("", args)
 	})
 }

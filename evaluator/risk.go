@@ -3,7 +3,6 @@ package evaluator
 import (
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/aqlguard/aqlguard/policy"
 )
@@ -53,10 +52,24 @@ func nameMatches(pat, name string) bool {
 // Risk scores a step from 0 to 100 and explains each adjustment; see the
 // package documentation for the table. p may be nil (no risk rules).
 func Risk(p *policy.Policy, s Step) (score int, factors []string) {
-	return newCall(&s).risk(p)
+	return newCall(p, &s).risk(p)
+}
+
+// score is the step's risk, computed once.
+func (c *call) score(p *policy.Policy) int {
+	s, _ := c.risk(p)
+	return s
 }
 
 func (c *call) risk(p *policy.Policy) (int, []string) {
+	if !c.scored {
+		c.scoreVal, c.scoreFactors = c.computeRisk(p)
+		c.scored = true
+	}
+	return c.scoreVal, c.scoreFactors
+}
+
+func (c *call) computeRisk(p *policy.Policy) (int, []string) {
 	s := c.s
 	factors := make([]string, 0, 4)
 	cat := policy.Category(strings.ToUpper(strings.TrimSpace(string(s.Category))))
@@ -107,9 +120,11 @@ func (c *call) risk(p *policy.Policy) (int, []string) {
 	if p != nil {
 		for i := range p.RiskRules {
 			r := &p.RiskRules[i]
-			if !c.riskRuleMatches(r) {
+			h := c.riskRuleMatches(r)
+			if h.certainty == noMatch {
 				continue
 			}
+			c.riskFromArguments = c.riskFromArguments || h.argumentBound
 			score = max(score, r.Score)
 			f := "risk: rule " + r.Source
 			if r.Reason != "" {
@@ -121,17 +136,16 @@ func (c *call) risk(p *policy.Policy) (int, []string) {
 	return min(max(score, 0), 100), factors
 }
 
-func (c *call) riskRuleMatches(r *policy.CompiledRiskRule) bool {
-	if r.Argument != "" {
-		v, ok := c.arg(r.Argument)
-		return ok && r.Pattern.MatchNormalized(v)
+// riskRuleMatches matches a risk rule like a requires_approval entry:
+// with an argument, that argument's values (and shell commands); without,
+// the subjects its pattern's kind names. A possible match counts: a risk
+// rule only ever raises the score.
+func (c *call) riskRuleMatches(r *policy.CompiledRiskRule) hit {
+	if r.Argument == "" {
+		return c.restrictive(r.Pattern)
 	}
-	for _, sub := range c.subjects[:c.n] {
-		if r.Pattern.MatchNormalized(sub.value) {
-			return true
-		}
-	}
-	return false
+	rule := policy.Rule{Path: r.Path, Pattern: r.Pattern, Argument: r.Argument}
+	return c.ruleRestricts(&rule)
 }
 
 type name struct{ what, value string }
@@ -141,10 +155,10 @@ type name struct{ what, value string }
 // delete_all_users), and the operation name.
 func (c *call) names() []name {
 	out := make([]name, 0, 2)
-	if t := snakeName(c.s.Tool); t != "" {
+	if t := policy.SnakeName(c.s.Tool); t != "" {
 		out = append(out, name{"tool name " + strconv.Quote(t), t})
 	}
-	if op := snakeName(c.s.Operation); op != "" && (len(out) == 0 || out[0].value != op) {
+	if op := policy.SnakeName(c.s.Operation); op != "" && (len(out) == 0 || out[0].value != op) {
 		out = append(out, name{"operation name " + strconv.Quote(op), op})
 	}
 	return out
@@ -162,60 +176,3 @@ func matchName(names []name, pats []string) (what, pat string, ok bool) {
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
-
-// snakeName lower-cases a name and puts single underscores at word
-// boundaries: camelCase and PascalCase humps, acronym ends (HTTPServer ->
-// http_server), and any run of non-alphanumerics ("drop-table", "drop
-// table", "__drop__table" -> drop_table). Leading and trailing separators
-// are dropped, so "_drop_table" cannot slip past drop_*.
-func snakeName(s string) string {
-	if isSnake(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 4)
-	rs := []rune(s)
-	sep := false
-	for i, r := range rs {
-		switch {
-		case unicode.IsUpper(r):
-			if i > 0 {
-				prev := rs[i-1]
-				nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
-				if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
-					sep = true
-				}
-			}
-			r = unicode.ToLower(r)
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-		default:
-			sep = true
-			continue
-		}
-		if sep && b.Len() > 0 {
-			b.WriteByte('_')
-		}
-		sep = false
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func isSnake(s string) bool {
-	if s == "" || s[0] == '_' || s[len(s)-1] == '_' {
-		return s == ""
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '_':
-			if s[i-1] == '_' {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
-}

@@ -61,7 +61,7 @@ score = 20
 		{"forbidden wipe", Step{Tool: "wipe_data"}, 90, nil},
 		{"forbidden delete all", Step{Tool: "deleteAllUsers"}, 90, nil},
 		{"leading separator", Step{Tool: "__drop__table"}, 90, nil},
-		{"forbidden beats safe", Step{Category: policy.Read, Tool: "get_production"}, 90, []string{"risk: category READ base 10", `risk: tool name "get_production" matches forbidden pattern *_production, at least 90`}},
+		{"forbidden beats safe", Step{Category: policy.Read, Tool: "get_production"}, 90, []string{"risk: category READ base 10", `risk: tool name "get_production" matches forbidden pattern *_production, at least 90`, `risk: rule "*prod*" (production), at least 80`}},
 		// Globs are anchored: force_delete_all is force_* (70), not
 		// delete_all* as danger-levels.md 5.1's prose suggests.
 		{"anchored patterns", Step{Tool: "force_delete_all"}, 70, nil},
@@ -110,32 +110,6 @@ func mustPattern(t *testing.T, src string) policy.Pattern {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func TestSnakeName(t *testing.T) {
-	for in, want := range map[string]string{
-		"":                "",
-		"drop_table":      "drop_table",
-		"dropTable":       "drop_table",
-		"DropTable":       "drop_table",
-		"DROP_TABLE":      "drop_table",
-		"drop-table":      "drop_table",
-		"drop table":      "drop_table",
-		"drop.table":      "drop_table",
-		"__drop__table__": "drop_table",
-		"HTTPServerStart": "http_server_start",
-		"getHTTP":         "get_http",
-		"v2DeleteAll":     "v2_delete_all",
-		"deleteAll2Users": "delete_all2_users",
-		"ÉcoleDrop":       "école_drop",
-		"a1b2":            "a1b2",
-		"_":               "",
-		"x__y":            "x_y",
-	} {
-		if got := snakeName(in); got != want {
-			t.Errorf("snakeName(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
 
 func TestDangerNamesMatchSpecTables(t *testing.T) {

@@ -19,8 +19,8 @@ type Step struct {
 	Tool        string          // downstream tool name as the server spells it
 	Category    policy.Category // semantic category
 	Annotations Annotations
-	Arguments   map[string]any // decoded arguments (argument-aware rules)
-	ActionHint  string         // rendered hint; patterns match it
+	Arguments   map[string]any // decoded arguments, as the server will receive them
+	ActionHint  string         // a reported step's next_action_hint; patterns match it (not used for proxied calls)
 	Outcome     string         // previous step outcome: "", success, failure, skipped
 	StepNumber  int            // 1-based count of this principal's steps, including this one
 }
@@ -75,4 +75,9 @@ type Directive struct {
 	Matched string
 	// Enforced is false in monitoring, logging and disabled modes.
 	Enforced bool
+	// ArgumentBound says the decision rests on the call's arguments (a
+	// text pattern, an argument rule, a shell command, a risk rule on an
+	// argument), so an approval of the tool as such cannot stand for it:
+	// only an approval of these very arguments can.
+	ArgumentBound bool
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // LoopMode is the execution safety loop mode (MCP-AQL 8.6.1).
@@ -31,17 +32,26 @@ const (
 	ActionAutoApprove      Action = "auto_approve"
 )
 
-// Threshold returns the score above which an advisory- or confirm-tier
-// action pauses under a risk tolerance (MCP-AQL 8.7.2 stage 5), and false
-// for an unknown tolerance.
+// Threshold returns the risk score above which an action pauses for a
+// human under a risk tolerance, and false for an unknown tolerance.
+//
+// Stage 4 of MCP-AQL 8.7.2 pauses the confirm tier (31-60) for human
+// review; stage 5 moves only what its table and danger-levels.md 8.1 let
+// it move. conservative pauses above 25, so the top of the advisory tier
+// asks too. moderate (the default) keeps stage 4 as it is: everything
+// from 31 asks. aggressive ("pause only for high risk") lets the
+// reversible band (31-40: an UPDATE, a CREATE with side effects) through,
+// but never the destructive band (41-60), which danger-levels.md 8.1 says
+// requires approval whatever the tolerance. The verify and danger_zone
+// tiers are never moved.
 func Threshold(tolerance string) (int, bool) {
 	switch tolerance {
 	case "conservative":
 		return 25, true
 	case "moderate":
-		return 50, true
+		return 30, true
 	case "aggressive":
-		return 75, true
+		return 40, true
 	}
 	return 0, false
 }
@@ -60,6 +70,10 @@ type Policy struct {
 	AutoApprove      []Pattern
 	Rules            []Rule
 	RiskRules        []CompiledRiskRule
+	// ShellArguments and SecretArguments are the declared shell command
+	// lines and secrets (shell_arguments, secret_arguments).
+	ShellArguments  []ArgumentSpec
+	SecretArguments []ArgumentSpec
 
 	// Version is the hex SHA-256 of the canonical form of everything above.
 	// Approvals are bound to it, so editing the policy voids outstanding
@@ -70,30 +84,39 @@ type Policy struct {
 // Rule is a compiled argument rule.
 type Rule struct {
 	Action Action
-	// Operation matches the operation name or the server-qualified tool
-	// name (server.tool); "*" when the configuration left it empty.
+	// Operation matches any of the call's names (operation, bare tool
+	// name in snake_case and as the server spells it, server.tool); "*"
+	// when the configuration left it empty.
 	Operation Pattern
-	Argument  string
-	Pattern   Pattern
+	// Argument is the argument as configured; Path is its SnakeName form.
+	Argument string
+	Path     []string
+	Pattern  Pattern
 	// Source renders the rule for audit records and messages:
 	// command~"rm -rf*", prefixed with operation~"shell_*" when the rule
 	// is limited to some operations.
 	Source string
 }
 
-// AppliesTo reports whether the rule covers a call, given the call's
-// normalised operation name and server-qualified name ("" if none).
-func (r Rule) AppliesTo(normOperation, normQualified string) bool {
-	return r.Operation.MatchNormalized(normOperation) ||
-		(normQualified != "" && r.Operation.MatchNormalized(normQualified))
+// AppliesTo reports whether the rule covers a call with these folded
+// names.
+func (r Rule) AppliesTo(names []string) bool {
+	for _, n := range names {
+		if r.Operation.MatchNormalized(n) {
+			return true
+		}
+	}
+	return len(names) == 0 && r.Operation.MatchNormalized("")
 }
 
 // CompiledRiskRule is a compiled [[safety.risk_rules]] entry.
 type CompiledRiskRule struct {
 	Pattern Pattern
-	// Argument, when set, makes the rule match that argument's value instead
-	// of the operation, server.tool and action-hint subjects.
+	// Argument, when set, makes the rule match that argument's values
+	// instead of the subjects its pattern's Kind names; Path is its
+	// SnakeName form.
 	Argument string
+	Path     []string
 	Score    int
 	Reason   string
 	Source   string
@@ -128,6 +151,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 	auto := s.AutoApprove
 	rules := s.Rules
 	risk := s.RiskRules
+	shellArgs, secretArgs := s.ShellArguments, s.SecretArguments
 	if o, ok := cfg.Agents[principal]; ok {
 		okey := joinKey("agents", principal)
 		v.override(okey, o)
@@ -146,6 +170,8 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		auto = append(auto[:len(auto):len(auto)], o.AutoApprove...)
 		rules = append(rules[:len(rules):len(rules)], o.Rules...)
 		risk = append(risk[:len(risk):len(risk)], o.RiskRules...)
+		shellArgs = append(shellArgs[:len(shellArgs):len(shellArgs)], o.ShellArguments...)
+		secretArgs = append(secretArgs[:len(secretArgs):len(secretArgs)], o.SecretArguments...)
 	}
 	if len(v.errs) > 0 {
 		return nil, v.errs
@@ -185,14 +211,16 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		}
 		opPat, err1 := CompilePattern(op)
 		valPat, err2 := CompilePattern(r.Pattern)
-		if err1 != nil || err2 != nil {
+		path, err3 := ArgumentPath(r.Argument)
+		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
 		src := r.Argument + "~" + strconv.Quote(r.Pattern)
 		if opPat.norm != "*" {
 			src = "operation~" + strconv.Quote(op) + " " + src
 		}
-		p.Rules = append(p.Rules, Rule{Action: Action(r.Action), Operation: opPat, Argument: r.Argument, Pattern: valPat, Source: src})
+		p.Rules = append(p.Rules, Rule{Action: Action(r.Action), Operation: opPat, Argument: r.Argument, Path: path,
+			Pattern: valPat, Source: src})
 	}
 	for _, r := range risk {
 		pat, err := CompilePattern(r.Pattern)
@@ -200,11 +228,27 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 			continue
 		}
 		src := strconv.Quote(r.Pattern)
+		var path []string
 		if r.Argument != "" {
+			if path, err = ArgumentPath(r.Argument); err != nil {
+				continue
+			}
 			src = r.Argument + "~" + src
 		}
-		p.RiskRules = append(p.RiskRules, CompiledRiskRule{Pattern: pat, Argument: r.Argument, Score: r.Score, Reason: r.Reason, Source: src})
+		p.RiskRules = append(p.RiskRules, CompiledRiskRule{Pattern: pat, Argument: r.Argument, Path: path,
+			Score: r.Score, Reason: r.Reason, Source: src})
 	}
+	specs := func(srcs []string) []ArgumentSpec {
+		out := make([]ArgumentSpec, 0, len(srcs))
+		for _, src := range srcs {
+			if spec, err := ParseArgumentSpec(src); err == nil {
+				out = append(out, spec)
+			}
+		}
+		return out
+	}
+	p.ShellArguments = specs(shellArgs)
+	p.SecretArguments = specs(secretArgs)
 	p.Version = p.digest()
 	return p, nil
 }
@@ -219,6 +263,14 @@ func (p *Policy) digest() string {
 	type riskRule struct {
 		Pattern, Argument string
 		Score             int
+	}
+	type argSpec struct{ Tool, Path string }
+	specs := func(list []ArgumentSpec) []argSpec {
+		out := []argSpec{}
+		for _, a := range list {
+			out = append(out, argSpec{a.Tool.norm, strings.Join(a.Path, ".")})
+		}
+		return out
 	}
 	norm := func(ps []Pattern) []string {
 		out := make([]string, len(ps))
@@ -237,17 +289,19 @@ func (p *Policy) digest() string {
 		Deny, RequiresApproval, AutoApprove []string
 		Rules                               []rule
 		RiskRules                           []riskRule
+		ShellArguments, SecretArguments     []argSpec
 	}{
-		Format: "aqlguard-policy/1", Principal: p.Principal, Loop: p.Loop, MaxSteps: p.MaxSteps,
+		Format: "aqlguard-policy/2", Principal: p.Principal, Loop: p.Loop, MaxSteps: p.MaxSteps,
 		Tolerance: p.Tolerance, Threshold: p.Threshold,
 		Deny: norm(p.Deny), RequiresApproval: norm(p.RequiresApproval), AutoApprove: norm(p.AutoApprove),
 		Rules: []rule{}, RiskRules: []riskRule{},
+		ShellArguments: specs(p.ShellArguments), SecretArguments: specs(p.SecretArguments),
 	}
 	for _, r := range p.Rules {
-		c.Rules = append(c.Rules, rule{string(r.Action), r.Operation.norm, r.Argument, r.Pattern.norm})
+		c.Rules = append(c.Rules, rule{string(r.Action), r.Operation.norm, strings.Join(r.Path, "."), r.Pattern.norm})
 	}
 	for _, r := range p.RiskRules {
-		c.RiskRules = append(c.RiskRules, riskRule{r.Pattern.norm, r.Argument, r.Score})
+		c.RiskRules = append(c.RiskRules, riskRule{r.Pattern.norm, strings.Join(r.Path, "."), r.Score})
 	}
 	b, err := json.Marshal(c)
 	if err != nil { // plain strings and ints: cannot happen

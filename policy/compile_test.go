@@ -67,7 +67,7 @@ func TestCompileMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if base.Principal != "alice" || base.Loop != LoopEnforcing || base.MaxSteps != 50 || base.Tolerance != "moderate" || base.Threshold != 50 {
+	if base.Principal != "alice" || base.Loop != LoopEnforcing || base.MaxSteps != 50 || base.Tolerance != "moderate" || base.Threshold != 30 {
 		t.Errorf("base = %+v", base)
 	}
 	if got := sources(base.Deny); !slices.Equal(got, []string{"drop_*", "wipe_*"}) {
@@ -170,7 +170,7 @@ func TestCompileHandBuiltConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Principal != "default" || p.Loop != LoopEnforcing || p.MaxSteps != 100 || p.Tolerance != "moderate" || p.Threshold != 50 || p.Version == "" {
+	if p.Principal != "default" || p.Loop != LoopEnforcing || p.MaxSteps != 100 || p.Tolerance != "moderate" || p.Threshold != 30 || p.Version == "" {
 		t.Errorf("zero config policy = %+v", p)
 	}
 
@@ -205,7 +205,12 @@ func TestCompileHandBuiltConfig(t *testing.T) {
 func TestRuleAppliesTo(t *testing.T) {
 	op, _ := CompilePattern("shell.*")
 	r := Rule{Operation: op}
-	if !r.AppliesTo("shell_exec", "shell.exec") || r.AppliesTo("fs_write", "fs.write") || r.AppliesTo("shell_exec", "") {
+	if !r.AppliesTo([]string{"shell_exec", "exec", "shell.exec"}) || r.AppliesTo([]string{"fs_write", "write", "fs.write"}) ||
+		r.AppliesTo([]string{"shell_exec"}) || r.AppliesTo(nil) {
 		t.Error("AppliesTo")
+	}
+	any, _ := CompilePattern("*")
+	if !(Rule{Operation: any}).AppliesTo(nil) {
+		t.Error(`"*" must cover a reported step, which has no names`)
 	}
 }

@@ -3,10 +3,12 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"math/big"
+	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/aqlguard/aqlguard/policy/textfold"
 	"github.com/gobwas/glob"
 )
 
@@ -15,16 +17,46 @@ import (
 // into a long backtracking walk.
 const MaxPatternLength = 1024
 
+// Kind says which subjects of a call a pattern list entry is matched
+// against. It follows from the pattern's shape (see the package
+// documentation), so a reader of the policy can tell it at a glance.
+type Kind uint8
+
+const (
+	// Names: the operation name, the bare tool name in snake_case and in
+	// the server's spelling, and server.tool.
+	Names Kind = 1 << iota
+	// Text: every decoded argument value (and key) of a proxied call, and
+	// the hint of a reported step.
+	Text
+)
+
+// String names the kinds, for messages and policy explain.
+func (k Kind) String() string {
+	switch k {
+	case Names:
+		return "name"
+	case Text:
+		return "text"
+	case Names | Text:
+		return "name and text"
+	}
+	return "none"
+}
+
 // Pattern is a compiled glob. The zero Pattern matches nothing.
 type Pattern struct {
 	// Source is the pattern as written in the configuration.
 	Source string
-	norm   string
-	g      *glob.Pattern
+	// Kind is what the pattern is matched against in a pattern list.
+	Kind Kind
+	norm string
+	g    *glob.Pattern
 }
 
 // CompilePattern compiles a policy glob. See the package documentation for
-// the syntax and the normalisation applied to both sides of a match.
+// the syntax, the folding applied to both sides of a match, and how the
+// pattern's shape decides its Kind.
 func CompilePattern(src string) (Pattern, error) {
 	if !utf8.ValidString(src) {
 		return Pattern{}, errors.New("pattern is not valid UTF-8")
@@ -36,9 +68,12 @@ func CompilePattern(src string) (Pattern, error) {
 	if norm == "" {
 		return Pattern{}, errors.New("pattern is empty")
 	}
+	if n, ok := CanonicalNumber(norm); ok {
+		norm = n // "1e2" is written for the same values as "100"
+	}
 	// No separators: policy subjects are operation names, dotted
-	// server.tool names, free-text hints and argument values, none of which
-	// has a path structure that `*` should stop at.
+	// server.tool names, argument values and hints, none of which has a
+	// path structure that `*` should stop at.
 	g, err := glob.Compile(norm)
 	if err != nil {
 		var se *glob.SyntaxError
@@ -50,11 +85,40 @@ func CompilePattern(src string) (Pattern, error) {
 		}
 		return Pattern{}, fmt.Errorf("invalid glob: %v", err)
 	}
-	return Pattern{Source: src, norm: norm, g: g}, nil
+	return Pattern{Source: src, Kind: kindOf(norm), norm: norm, g: g}, nil
+}
+
+// kindOf classifies a folded pattern. A name pattern is made of what
+// names are made of (letters, digits, '_', '.', '-') and glob syntax, with
+// no white space, and does not start with '-' (no name does; flags like
+// "--force" do). A name pattern that is open at both ends ("*force*") looks
+// for a word anywhere, so it is matched against text too. Everything else
+// is text.
+func kindOf(norm string) Kind {
+	first := true
+	for i := 0; i < len(norm); i++ {
+		c := norm[i]
+		switch {
+		case c == '\\' && i+1 < len(norm):
+			i++
+			c = norm[i]
+		case strings.IndexByte("*?[]{},!^", c) >= 0:
+			continue
+		}
+		name := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-' || c >= utf8.RuneSelf
+		if !name || first && c == '-' {
+			return Text
+		}
+		first = false
+	}
+	if len(norm) > 2 && norm[0] == '*' && strings.HasSuffix(norm, "*") && !strings.HasSuffix(norm, `\*`) {
+		return Names | Text
+	}
+	return Names
 }
 
 // Match reports whether subject matches the whole pattern, after both are
-// normalised.
+// folded.
 func (p Pattern) Match(subject string) bool {
 	if p.g == nil {
 		return false
@@ -64,7 +128,7 @@ func (p Pattern) Match(subject string) bool {
 
 // MatchNormalized is Match for a subject that has already been through
 // Normalize. Evaluators that try many patterns against the same few subjects
-// normalise once and call this, which does not allocate.
+// fold once and call this, which does not allocate.
 func (p Pattern) MatchNormalized(normalized string) bool {
 	if p.g == nil {
 		return false
@@ -78,62 +142,116 @@ func (p Pattern) Normalized() string { return p.norm }
 // String returns the source text, so a Pattern prints as it was configured.
 func (p Pattern) String() string { return p.Source }
 
-// Normalize folds s for matching: Unicode lower case, every run of Unicode
-// white space (including tabs, newlines and no-break spaces) replaced by a
-// single ASCII space, and leading and trailing white space removed. Invalid
-// UTF-8 bytes become U+FFFD. Patterns and subjects go through the same
-// function, so `*drop table*` also catches "DROP\t\tTABLE".
-func Normalize(s string) string {
-	if isNormalized(s) {
-		return s
+// Normalize folds s for matching (textfold.Fold): NFKC, lower case, every
+// run of white space and control characters one ASCII space, format
+// characters removed, both ends trimmed. Patterns and subjects go through
+// the same function, so `*drop table*` also catches "DROP\t\tTABLE".
+func Normalize(s string) string { return textfold.Fold(s) }
+
+// maxNumberExponent bounds the exponents CanonicalNumber expands exactly:
+// "1e999999999" must not become a billion digits.
+const maxNumberExponent = 400
+
+// maxNumberLength bounds the numbers rendered exactly, for the same reason.
+const maxNumberLength = 512
+
+// CanonicalNumber renders a JSON number in one form, so that a rule
+// written for 100 also sees 1e2, 100.0 and 1E+2: integers without
+// exponent or fraction, other values as the shortest exact decimal, "-0"
+// as "0". ok is false when s is not a JSON number. Numbers with huge
+// exponents keep their float64 rendering (still one form per value).
+func CanonicalNumber(s string) (string, bool) {
+	if !isJSONNumber(s) {
+		return "", false
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	pendingSpace := false
-	for _, r := range s {
-		if unicode.IsSpace(r) {
-			pendingSpace = true
-			continue
+	if exp := exponentOf(s); exp > maxNumberExponent || exp < -maxNumberExponent || len(s) > maxNumberLength {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return "", false
 		}
-		if pendingSpace && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		pendingSpace = false
-		b.WriteRune(unicode.ToLower(r))
+		return strconv.FormatFloat(f, 'g', -1, 64), true
 	}
-	return b.String()
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return "", false
+	}
+	if r.IsInt() {
+		return r.Num().String(), true
+	}
+	// A JSON decimal is a fraction over a power of ten, so its exact
+	// expansion ends after at most (fraction digits - exponent) digits.
+	out := r.FloatString(fractionDigits(s))
+	out = strings.TrimRight(out, "0")
+	return strings.TrimSuffix(out, "."), true
 }
 
-// isNormalized lets Normalize return its input without allocating in the
-// common case of an already lower-case, single-spaced subject.
-func isNormalized(s string) bool {
-	prevSpace := true // a leading space is not normalised
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == ' ':
-				if prevSpace {
-					return false
-				}
-				prevSpace = true
-			case c >= 'A' && c <= 'Z', c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
-				return false
-			default:
-				prevSpace = false
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			return false
-		}
-		if unicode.IsSpace(r) || unicode.ToLower(r) != r {
-			return false
-		}
-		prevSpace = false
-		i += size
+// fractionDigits is how many digits after the point the exact decimal
+// expansion of the JSON number s can need.
+func fractionDigits(s string) int {
+	mant, exp, _ := strings.Cut(strings.ToLower(s), "e")
+	_, frac, _ := strings.Cut(mant, ".")
+	e, _ := strconv.Atoi(exp) // bounded by maxNumberExponent by now
+	return max(0, len(frac)-e)
+}
+
+// isJSONNumber checks the JSON number grammar (RFC 8259), which is
+// stricter than strconv's: no "+1", ".5", "1.", "0x1f", "Inf" or "1_000".
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
 	}
-	return !prevSpace || s == ""
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// exponentOf estimates the decimal exponent of a JSON number (the digits
+// before the point plus the written exponent), saturating.
+func exponentOf(s string) int {
+	mant, exp, _ := strings.Cut(strings.ToLower(s), "e")
+	n := 0
+	if exp != "" {
+		v, err := strconv.Atoi(exp)
+		if err != nil { // too many digits for an int: surely huge
+			if strings.HasPrefix(exp, "-") {
+				return -maxNumberExponent - 1
+			}
+			return maxNumberExponent + 1
+		}
+		n = v
+	}
+	intPart, _, _ := strings.Cut(strings.TrimPrefix(mant, "-"), ".")
+	return n + len(intPart)
 }

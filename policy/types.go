@@ -17,6 +17,7 @@ type Config struct {
 	StateLockTimeout Duration `toml:"state_lock_timeout"`
 
 	Limits  Limits                   `toml:"limits"`
+	Audit   Audit                    `toml:"audit"`
 	Safety  Safety                   `toml:"safety"`
 	Agents  map[string]AgentOverride `toml:"agents"`
 	Verify  Verify                   `toml:"verify"`
@@ -35,6 +36,13 @@ type Limits struct {
 	MaxNestingDepth  int   `toml:"max_nesting_depth"`
 }
 
+// Audit is the [audit] table: what an audit record keeps of a call.
+type Audit struct {
+	// MaxArgumentBytes caps the (redacted) arguments kept in a record;
+	// the SHA-256 of the whole arguments is kept always.
+	MaxArgumentBytes int `toml:"max_argument_bytes"`
+}
+
 // Safety is the [safety] table: the evaluator's configuration.
 type Safety struct {
 	Loop               string     `toml:"loop"`
@@ -45,6 +53,12 @@ type Safety struct {
 	AutoApprove        []string   `toml:"auto_approve"`
 	Rules              []ArgRule  `toml:"rules"`
 	RiskRules          []RiskRule `toml:"risk_rules"`
+	// ShellArguments name the arguments that carry shell command lines
+	// ("[TOOL:]ARGUMENT"); they are parsed and matched command by command.
+	ShellArguments []string `toml:"shell_arguments"`
+	// SecretArguments name arguments whose values are never written to
+	// the audit log or shown in full ("[TOOL:]ARGUMENT").
+	SecretArguments []string `toml:"secret_arguments"`
 }
 
 // ArgRule is an argument-aware pattern: it matches the value of one named
@@ -54,7 +68,9 @@ type ArgRule struct {
 	Action string `toml:"action"`
 	// Operation is a glob over operation / server-qualified names ("*" if empty).
 	Operation string `toml:"operation"`
-	// Argument is the argument name whose value is matched.
+	// Argument names the argument whose value is matched: its public
+	// snake_case name, the server's own spelling or an alias; a dotted
+	// path (options.force) reaches into an object.
 	Argument string `toml:"argument"`
 	// Pattern is the glob matched against the argument's value.
 	Pattern string `toml:"pattern"`
@@ -79,6 +95,8 @@ type AgentOverride struct {
 	AutoApprove        []string   `toml:"auto_approve"`
 	Rules              []ArgRule  `toml:"rules"`
 	RiskRules          []RiskRule `toml:"risk_rules"`
+	ShellArguments     []string   `toml:"shell_arguments"`
+	SecretArguments    []string   `toml:"secret_arguments"`
 }
 
 // Verify is the [verify] table: how a human is reached.
@@ -94,6 +112,9 @@ type Verify struct {
 	ConfirmationTTL Duration `toml:"confirmation_ttl"`
 	// ChallengeTTL is how long a verification challenge lives.
 	ChallengeTTL Duration `toml:"challenge_ttl"`
+	// SessionApprovalTTL bounds an "allow this tool for this session"
+	// answer, which otherwise lasts as long as the MCP session.
+	SessionApprovalTTL Duration `toml:"session_approval_ttl"`
 }
 
 // Server is one [[servers]] entry: a stdio command or a remote URL.

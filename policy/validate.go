@@ -35,6 +35,9 @@ const (
 	DefaultConfirmationTTL    = 5 * time.Minute
 	MaxConfirmationTTL        = 15 * time.Minute
 	DefaultChallengeTTL       = 5 * time.Minute
+	DefaultSessionApprovalTTL = 8 * time.Hour
+	MaxSessionApprovalTTL     = 24 * time.Hour
+	DefaultMaxArgumentBytes   = 64 * kiB
 	DefaultStartTimeout       = 30 * time.Second
 	DefaultStateLockTimeout   = 2 * time.Second
 	MaxStateLockTimeout       = 30 * time.Second
@@ -141,6 +144,7 @@ func (v *validator) config(c *Config) {
 		v.errf("agent", "%q is not a valid agent name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Agent)
 	}
 	v.limits(&c.Limits)
+	v.audit(&c.Audit)
 	v.safety(&c.Safety)
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		key := joinKey("agents", name)
@@ -214,6 +218,26 @@ func (v *validator) safety(s *Safety) {
 	}
 	v.enum("safety.risk_tolerance", &s.RiskTolerance, riskTolerances, DefaultRiskTolerance)
 	v.lists("safety", s.Deny, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
+	v.argumentSpecs("safety.shell_arguments", s.ShellArguments)
+	v.argumentSpecs("safety.secret_arguments", s.SecretArguments)
+}
+
+func (v *validator) argumentSpecs(key string, list []string) {
+	for i, src := range list {
+		if _, err := ParseArgumentSpec(src); err != nil {
+			v.errf(key+"["+strconv.Itoa(i)+"]", "%q: %v (write ARGUMENT or TOOL:ARGUMENT, e.g. \"runner.exec:script\")", src, err)
+		}
+	}
+}
+
+func (v *validator) audit(a *Audit) {
+	const key = "audit.max_argument_bytes"
+	switch {
+	case a.MaxArgumentBytes == 0 && !v.present(key):
+		a.MaxArgumentBytes = DefaultMaxArgumentBytes
+	case a.MaxArgumentBytes < 1024 || a.MaxArgumentBytes > 16*miB:
+		v.errf(key, "%d is out of range: use 1024 to %d (16 MiB); default %d (64 KiB)", a.MaxArgumentBytes, 16*miB, DefaultMaxArgumentBytes)
+	}
 }
 
 func (v *validator) override(key string, o AgentOverride) {
@@ -227,6 +251,8 @@ func (v *validator) override(key string, o AgentOverride) {
 		v.errf(key+".risk_tolerance", "%q is not valid; use %s", *o.RiskTolerance, oneOf(riskTolerances))
 	}
 	v.lists(key, o.Deny, o.RequiresApproval, o.AutoApprove, o.Rules, o.RiskRules)
+	v.argumentSpecs(key+".shell_arguments", o.ShellArguments)
+	v.argumentSpecs(key+".secret_arguments", o.SecretArguments)
 }
 
 func loopStrings() []string {
@@ -251,6 +277,8 @@ func (v *validator) lists(key string, deny, approve, auto []string, rules []ArgR
 		}
 		if strings.TrimSpace(r.Argument) == "" {
 			v.errf(k+".argument", "is required: the name of the argument whose value the pattern matches")
+		} else if _, err := ArgumentPath(r.Argument); err != nil {
+			v.errf(k+".argument", "%q: %v", r.Argument, err)
 		}
 		v.pattern(k+".pattern", r.Pattern)
 		if r.Operation != "" {
@@ -266,8 +294,10 @@ func (v *validator) lists(key string, deny, approve, auto []string, rules []ArgR
 		case v.walker != nil && !v.present(k+".score"):
 			v.errf(k+".score", "is required: the minimum risk (0-100) for matching calls")
 		}
-		if r.Argument != "" && strings.TrimSpace(r.Argument) == "" {
-			v.errf(k+".argument", "must not be blank")
+		if r.Argument != "" {
+			if _, err := ArgumentPath(r.Argument); err != nil {
+				v.errf(k+".argument", "%q: %v", r.Argument, err)
+			}
 		}
 	}
 }
@@ -300,6 +330,10 @@ func (v *validator) verify(c *Verify) {
 		v.errf("verify.confirmation_ttl", "%s is longer than the maximum %s (confirmation-tokens.md 5.1)", c.ConfirmationTTL.Duration, MaxConfirmationTTL)
 	}
 	v.duration("verify.challenge_ttl", &c.ChallengeTTL, DefaultChallengeTTL)
+	v.duration("verify.session_approval_ttl", &c.SessionApprovalTTL, DefaultSessionApprovalTTL)
+	if c.SessionApprovalTTL.Duration > MaxSessionApprovalTTL {
+		v.errf("verify.session_approval_ttl", "%s is longer than the maximum %s", c.SessionApprovalTTL.Duration, MaxSessionApprovalTTL)
+	}
 }
 
 func (v *validator) duration(key string, d *Duration, def time.Duration) {

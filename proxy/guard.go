@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,7 +45,7 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	a := safety.Action{
 		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
 		Category: op.Category, Annotations: annotations(op.Tool.Annotations), Arguments: args,
-		Hint: ActionHint(op.Server, op.Tool.Name, args), Token: token,
+		Token: token, Secrets: secretParams(op),
 	}
 	v := g.Loop.Check(ctx, a)
 	d := v.Directive
@@ -104,17 +103,20 @@ func withFactors(e *aql.Error, factors []string) *aql.Error {
 	return &out
 }
 
-// ActionHint renders a proxied call the way the spec's nextActionHint
-// describes an action, so one set of patterns covers both: the
-// server-qualified tool name, then its arguments as canonical JSON
-// (encoding/json sorts object keys). Nothing is truncated: a pattern must
-// be able to see every byte the downstream server will see.
-func ActionHint(server, tool string, args map[string]any) string {
-	b, err := json.Marshal(args)
-	if err != nil || len(args) == 0 {
-		return server + "." + tool
+// secretParams are the arguments the tool's schema declares secret, in
+// the server's spelling.
+func secretParams(op *catalog.Operation) []string {
+	var out []string
+	for _, p := range op.Params {
+		if p.Sensitive {
+			name := p.Name
+			if p.MapTo != "" {
+				name = p.MapTo
+			}
+			out = append(out, name)
+		}
 	}
-	return server + "." + tool + " " + string(b)
+	return out
 }
 
 func annotations(a *mcp.ToolAnnotations) evaluator.Annotations {

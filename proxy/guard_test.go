@@ -78,8 +78,10 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 			if want := map[bool]int{true: 1, false: 2}[tt.decision == evaluator.Block || tt.decision == evaluator.NeedsVerify]; len(seen) != want {
 				t.Errorf("evaluator asked %d times, want %d", len(seen), want)
 			}
-			if seen[0].ActionHint != `fs.write_file {"path":"/x"}` {
-				t.Errorf("hint %q", seen[0].ActionHint)
+			// A proxied call is judged on its names and arguments, never
+			// on a rendering of them.
+			if s := seen[0]; s.ActionHint != "" || s.Server != "fs" || s.Tool != "write_file" || s.Arguments["path"] != "/x" {
+				t.Errorf("step %+v", s)
 			}
 		})
 	}

@@ -132,9 +132,15 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 		st, err := loop.ExecuteAgent(ctx, session, s("element_name"))
 		return result(st, err)
 	case opRecordStep:
-		d, err := loop.RecordStep(ctx, safety.Report{Session: session, ExecutionID: s("execution_id"),
+		r := safety.Report{Session: session, ExecutionID: s("execution_id"),
 			ElementName: s("element_name"), NextActionHint: s("next_action_hint"), StepDescription: s("step_description"),
-			Outcome: s("outcome"), Findings: s("findings"), ConfirmationToken: s(catalog.TokenParam)})
+			Outcome: s("outcome"), Findings: s("findings"), ConfirmationToken: s(catalog.TokenParam)}
+		named, cat, _ := f.Catalog.ClassifyHint(r.NextActionHint)
+		r.Category = cat
+		if named != nil {
+			r.Annotations = annotations(named.Tool.Annotations)
+		}
+		d, err := loop.RecordStep(ctx, r)
 		return result(d, err)
 	case opComplete, opAbort:
 		if s("execution_id") == "" && s("element_name") == "" {

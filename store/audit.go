@@ -20,28 +20,39 @@ import (
 //
 // A Record never holds a verification code: only challenge ids.
 type Record struct {
-	Seq         uint64    `json:"seq"`
-	Time        time.Time `json:"time"`
-	Kind        string    `json:"kind"`
-	Principal   string    `json:"principal"`
-	Session     string    `json:"session,omitempty"`
-	Process     string    `json:"process,omitempty"`
-	Server      string    `json:"server,omitempty"`
-	Operation   string    `json:"operation,omitempty"`
-	ArgsSHA256  string    `json:"args_sha256,omitempty"`
-	Preview     string    `json:"preview,omitempty"`
-	Decision    string    `json:"decision,omitempty"`
-	Stage       string    `json:"stage,omitempty"`
-	Tier        string    `json:"tier,omitempty"`
-	Risk        int       `json:"risk,omitempty"`
-	Factors     []string  `json:"factors,omitempty"`
-	ChallengeID string    `json:"challenge_id,omitempty"`
-	Token       string    `json:"token,omitempty"`
-	Execution   string    `json:"execution,omitempty"`
-	Result      string    `json:"result,omitempty"`
-	DurationMS  float64   `json:"duration_ms,omitempty"`
-	Prev        string    `json:"prev"`
-	Hash        string    `json:"hash,omitempty"`
+	Seq        uint64    `json:"seq"`
+	Time       time.Time `json:"time"`
+	Kind       string    `json:"kind"`
+	Principal  string    `json:"principal"`
+	Session    string    `json:"session,omitempty"`
+	Process    string    `json:"process,omitempty"`
+	Server     string    `json:"server,omitempty"`
+	Operation  string    `json:"operation,omitempty"`
+	ArgsSHA256 string    `json:"args_sha256,omitempty"`
+	// Args are the call's arguments as the server received them, each
+	// secret replaced by a keyed digest, when they fit the configured cap;
+	// otherwise ArgsText holds the first cap bytes of that JSON and
+	// ArgsBytes its whole length. ArgsSHA256 covers the full, unredacted
+	// arguments either way.
+	Args      json.RawMessage `json:"args,omitempty"`
+	ArgsText  string          `json:"args_text,omitempty"`
+	ArgsBytes int             `json:"args_bytes,omitempty"`
+	// Preview is what records written before Args existed carry.
+	Preview string `json:"preview,omitempty"`
+	// Approval names the standing approval a decision used or granted.
+	Approval    string   `json:"approval,omitempty"`
+	Decision    string   `json:"decision,omitempty"`
+	Stage       string   `json:"stage,omitempty"`
+	Tier        string   `json:"tier,omitempty"`
+	Risk        int      `json:"risk,omitempty"`
+	Factors     []string `json:"factors,omitempty"`
+	ChallengeID string   `json:"challenge_id,omitempty"`
+	Token       string   `json:"token,omitempty"`
+	Execution   string   `json:"execution,omitempty"`
+	Result      string   `json:"result,omitempty"`
+	DurationMS  float64  `json:"duration_ms,omitempty"`
+	Prev        string   `json:"prev"`
+	Hash        string   `json:"hash,omitempty"`
 }
 
 // GenesisHash is the Prev of the first record.

@@ -64,3 +64,30 @@ func (l *fileLock) lock(ctx context.Context, shared bool, deadline time.Time) er
 func (l *fileLock) unlock() error {
 	return syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 }
+
+// questionPollMax is how often a process waiting for its turn to ask the
+// human looks again: a human answers in seconds, so a tenth of one is
+// prompt enough and costs nothing.
+const questionPollMax = 100 * time.Millisecond
+
+// lockUntilDone takes the lock exclusively, waiting until ctx ends.
+func (l *fileLock) lockUntilDone(ctx context.Context) error {
+	wait := lockPollMin
+	for {
+		err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return fmt.Errorf("locking %s: %w", l.f.Name(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, questionPollMax)
+	}
+}
+
+func (l *fileLock) close() error { return l.f.Close() }

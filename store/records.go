@@ -1,7 +1,10 @@
 package store
 
 import (
+	"context"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -22,7 +25,7 @@ type Block struct {
 }
 
 // Challenge is a verification challenge as stored: the salted hash of its
-// code, never the code.
+// code, never the code. Action is a redacted preview of what it is for.
 type Challenge struct {
 	ID        string    `json:"id"`
 	Principal string    `json:"principal"`
@@ -60,23 +63,103 @@ type Execution struct {
 	Reason      string    `json:"reason,omitempty"`
 }
 
-// Confirmation is a confirmation token and what it is bound to.
+// Approval is a human's standing "allow this tool for this session": the
+// principal's calls of one tool of one server, in one MCP session, under
+// one policy version, until it expires or is revoked. Decisions that rest
+// on a call's arguments are never covered by it.
+type Approval struct {
+	ID            string `json:"id"`
+	Principal     string `json:"principal"`
+	Session       string `json:"session"`
+	Server        string `json:"server"`
+	Tool          string `json:"tool"`
+	Operation     string `json:"operation"`
+	PolicyVersion string `json:"policy_version"`
+	// Token is the confirmation whose answer granted it.
+	Token     string    `json:"token,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	RevokedBy string    `json:"revoked_by,omitempty"`
+}
+
+// Active reports whether the approval still stands at now.
+func (a Approval) Active(now time.Time) bool {
+	return a.RevokedAt.IsZero() && now.Before(a.ExpiresAt)
+}
+
+// Approval returns an approval by id, or nil.
+func (t *Tx) Approval(id string) (*Approval, error) { return get[Approval](t, bucketApprovals, id) }
+
+// PutApproval writes an approval.
+func (t *Tx) PutApproval(a Approval) error { return put(t, bucketApprovals, a.ID, a) }
+
+// Approvals lists every approval, oldest first.
+func (t *Tx) Approvals() ([]Approval, error) {
+	b, err := t.bucket(bucketApprovals)
+	if err != nil {
+		return nil, err
+	}
+	var out []Approval
+	err = b.ForEach(func(k, v []byte) error {
+		var a Approval
+		if err := json.Unmarshal(v, &a); err != nil {
+			return fmt.Errorf("state database: approval %q is damaged: %w", k, err)
+		}
+		out = append(out, a)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, err
+}
+
+// Confirmations lists the confirmations of a principal with a status.
+// Pruning keeps the bucket short (an hour past expiry).
+func (t *Tx) Confirmations(principal, status string) ([]Confirmation, error) {
+	b, err := t.bucket(bucketConfirmations)
+	if err != nil {
+		return nil, err
+	}
+	var out []Confirmation
+	err = b.ForEach(func(k, v []byte) error {
+		var c Confirmation
+		if err := json.Unmarshal(v, &c); err != nil {
+			return fmt.Errorf("state database: confirmation %q is damaged: %w", k, err)
+		}
+		if c.Principal == principal && c.Status == status {
+			out = append(out, c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Confirmation is a confirmation token and what it is bound to. Action is
+// a redacted preview: secrets never reach the state database.
 type Confirmation struct {
-	Token         string    `json:"token"`
-	Kind          string    `json:"kind"`
-	Principal     string    `json:"principal"`
-	Server        string    `json:"server,omitempty"`
-	Operation     string    `json:"operation"`
-	Digest        string    `json:"digest,omitempty"`
-	PolicyVersion string    `json:"policy_version"`
-	Session       string    `json:"session,omitempty"`
-	Action        string    `json:"action,omitempty"`
-	Reason        string    `json:"reason,omitempty"`
-	Tier          string    `json:"tier,omitempty"`
-	Status        string    `json:"status"`
-	CreatedAt     time.Time `json:"created_at"`
-	ExpiresAt     time.Time `json:"expires_at"`
-	DoneAt        time.Time `json:"done_at,omitzero"`
+	Token        string `json:"token"`
+	Kind         string `json:"kind"`
+	Principal    string `json:"principal"`
+	Server       string `json:"server,omitempty"`
+	Tool         string `json:"tool,omitempty"`
+	Operation    string `json:"operation"`
+	Digest       string `json:"digest,omitempty"`
+	AllowSession bool   `json:"allow_session,omitempty"`
+	// Arguments are the call's arguments with every secret replaced by
+	// its keyed digest, for the human's question in any process.
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	PolicyVersion string          `json:"policy_version"`
+	Session       string          `json:"session,omitempty"`
+	Action        string          `json:"action,omitempty"`
+	Reason        string          `json:"reason,omitempty"`
+	Tier          string          `json:"tier,omitempty"`
+	Status        string          `json:"status"`
+	CreatedAt     time.Time       `json:"created_at"`
+	ExpiresAt     time.Time       `json:"expires_at"`
+	DoneAt        time.Time       `json:"done_at,omitzero"`
+	// UsedBy names the check that used it, so that a process can tell
+	// its own use from another's.
+	UsedBy string `json:"used_by,omitempty"`
 }
 
 func get[T any](t *Tx, bucket []byte, key string) (*T, error) {
@@ -243,5 +326,64 @@ func (t *Tx) Prune(cutoff time.Time) (int, error) {
 	if err := sweep(bucketExecutions, finished); err != nil {
 		return n, fmt.Errorf("pruning executions: %w", err)
 	}
+	if err := sweep(bucketApprovals, expired); err != nil {
+		return n, fmt.Errorf("pruning approvals: %w", err)
+	}
 	return n, nil
+}
+
+var keyAuditKey = []byte("audit_key")
+
+// auditKey returns the database's audit key, creating it (32 bytes from
+// crypto/rand) the first time.
+func (t *Tx) auditKey() ([]byte, error) {
+	b, err := t.bucket(bucketMeta)
+	if err != nil {
+		return nil, err
+	}
+	if k := b.Get(keyAuditKey); len(k) == 32 {
+		return append([]byte(nil), k...), nil
+	}
+	if !t.tx.Writable() {
+		return nil, errors.New("state database: no audit key yet")
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, fmt.Errorf("making the audit key: %w", err)
+	}
+	if err := b.Put(keyAuditKey, k); err != nil {
+		return nil, fmt.Errorf("state database: writing the audit key: %w", err)
+	}
+	return k, nil
+}
+
+// RevokeApprovals revokes every active approval match selects, with one
+// admin audit record each naming who did it, in one transaction, and
+// returns them.
+func (s *Store) RevokeApprovals(ctx context.Context, match func(Approval) bool, by string, now time.Time) ([]Approval, error) {
+	var revoked []Approval
+	err := s.Update(ctx, func(tx *Tx) error {
+		revoked = nil
+		all, err := tx.Approvals()
+		if err != nil {
+			return err
+		}
+		for _, a := range all {
+			if !a.Active(now) || !match(a) {
+				continue
+			}
+			a.RevokedAt, a.RevokedBy = now, by
+			if err := tx.PutApproval(a); err != nil {
+				return err
+			}
+			if _, err := tx.Append(Record{Time: now, Kind: "admin", Principal: a.Principal, Session: a.Session,
+				Server: a.Server, Operation: a.Operation, Decision: "revoke_approval", Approval: a.ID, Result: "revoked",
+				Factors: []string{"approval of " + a.Server + "." + a.Tool + " for session " + a.Session + " revoked by " + by}}); err != nil {
+				return err
+			}
+			revoked = append(revoked, a)
+		}
+		return nil
+	})
+	return revoked, err
 }

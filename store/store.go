@@ -52,6 +52,8 @@ type Store struct {
 	// file, so two opens in one process would wait for each other anyway.
 	mu   sync.Mutex
 	lock *fileLock
+	// auditKey is read once at Open (see AuditKey).
+	auditKey []byte
 }
 
 // DefaultDir is $XDG_STATE_HOME/aqlguard, or ~/.local/state/aqlguard.
@@ -90,13 +92,22 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 				return fmt.Errorf("creating bucket %s: %w", b, err)
 			}
 		}
-		return nil
+		key, err := tx.auditKey()
+		s.auditKey = key
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// AuditKey is the state directory's secret key for the digests that stand
+// in for redacted values (HMAC-SHA256): equal secrets give equal digests,
+// so an auditor can correlate them, and nobody holding only the log can
+// test guesses against them. It is made from crypto/rand when the
+// database is created and never leaves it but through this method.
+func (s *Store) AuditKey() []byte { return s.auditKey }
 
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
@@ -169,7 +180,8 @@ var (
 	bucketConfirmations = []byte("confirmations")
 	bucketAudit         = []byte("audit")
 	bucketMeta          = []byte("meta")
-	buckets             = [][]byte{bucketBlocks, bucketChallenges, bucketFailures, bucketExecutions,
+	bucketApprovals     = []byte("approvals")
+	buckets             = [][]byte{bucketApprovals, bucketBlocks, bucketChallenges, bucketFailures, bucketExecutions,
 		bucketConfirmations, bucketAudit, bucketMeta}
 )
 

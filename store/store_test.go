@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -65,7 +66,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		if gotE, _ := tx.Execution("exec_1"); gotE == nil || *gotE != ex {
 			t.Errorf("Execution = %+v", gotE)
 		}
-		if gotCf, _ := tx.Confirmation("conf_1"); gotCf == nil || *gotCf != cf {
+		if gotCf, _ := tx.Confirmation("conf_1"); gotCf == nil || !reflect.DeepEqual(*gotCf, cf) {
 			t.Errorf("Confirmation = %+v", gotCf)
 		}
 		all, err := tx.Blocks()

@@ -35,6 +35,10 @@ type Request struct {
 	Code      string // verification code (KindChallenge); never logged
 	Tier      string
 	ExpiresAt time.Time
+	// AllowSession offers the human "allow this tool for this session"
+	// besides "allow once" (KindConfirmation of a tool call whose decision
+	// does not rest on its arguments).
+	AllowSession bool
 }
 
 // Answer is the human's reply to a confirmation question.
@@ -42,7 +46,10 @@ type Answer string
 
 const (
 	Allow Answer = "allow" // allow this action once
-	Deny  Answer = "deny"  // refuse it
+	// AllowSession allows this action and, from now on, every call of
+	// the same tool in the same MCP session (only when it was offered).
+	AllowSession Answer = "allow_session"
+	Deny         Answer = "deny" // refuse it
 	// None means no answer in time. It is not an approval.
 	None Answer = "none"
 )

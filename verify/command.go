@@ -25,12 +25,14 @@ const maxStdout = 4096
 // run once per request (argv as it is, no shell) and gets one JSON object
 // on its stdin, which is then closed.
 //
-//	confirmation: {"kind":"confirmation","token","agent","operation","action","expires_at"}
+//	confirmation: {"kind":"confirmation","token","agent","operation","action","expires_at",
+//	               "reason","tier","arguments","answers"}
 //	challenge:    {"kind":"challenge","challenge_id","code","agent","action","tier","expires_at"}
 //
 // expires_at is RFC 3339 in UTC. For a confirmation the program answers on
-// the first line of its stdout: "allow" or "deny" (case and surrounding
-// space do not matter). Anything else, nothing, a non-zero exit with
+// the first line of its stdout: one of "answers", i.e. "allow", "deny",
+// and, when offered, "allow_session" (case and surrounding space do not
+// matter). arguments are the call's, secrets replaced by digests. Anything else, nothing, a non-zero exit with
 // "allow", or no answer before the context ends, is not an approval.
 //
 // When the context ends the program's whole process group is killed (on
@@ -61,12 +63,17 @@ func (c *CommandChannel) Name() string { return "command" }
 // confirmationStdin and challengeStdin are the two stdin objects, with
 // every field of the contract always present.
 type confirmationStdin struct {
-	Kind      Kind   `json:"kind"`
-	Token     string `json:"token"`
-	Agent     string `json:"agent"`
-	Operation string `json:"operation"`
-	Action    string `json:"action"`
-	ExpiresAt string `json:"expires_at"`
+	Kind      Kind           `json:"kind"`
+	Token     string         `json:"token"`
+	Agent     string         `json:"agent"`
+	Operation string         `json:"operation"`
+	Action    string         `json:"action"`
+	ExpiresAt string         `json:"expires_at"`
+	Reason    string         `json:"reason"`
+	Tier      string         `json:"tier"`
+	Arguments map[string]any `json:"arguments"`
+	// Answers are the answers the program may give.
+	Answers []Answer `json:"answers"`
 }
 
 type challengeStdin struct {
@@ -87,7 +94,16 @@ func (c *CommandChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	if r.Kind != KindConfirmation {
 		return None, fmt.Errorf("command channel: Ask needs a confirmation request, got kind %q", r.Kind)
 	}
-	body, err := json.Marshal(confirmationStdin{KindConfirmation, r.Token, r.Agent, r.Operation, r.Action, rfc3339(r.ExpiresAt)})
+	in := confirmationStdin{Kind: KindConfirmation, Token: r.Token, Agent: r.Agent, Operation: r.Operation,
+		Action: r.Action, ExpiresAt: rfc3339(r.ExpiresAt), Reason: r.Reason, Tier: r.Tier, Arguments: r.Arguments,
+		Answers: []Answer{Allow, Deny}}
+	if in.Arguments == nil {
+		in.Arguments = map[string]any{}
+	}
+	if r.AllowSession {
+		in.Answers = []Answer{Allow, AllowSession, Deny}
+	}
+	body, err := json.Marshal(in)
 	if err != nil {
 		return None, fmt.Errorf("command channel: encoding the request: %w", err)
 	}
@@ -99,14 +115,17 @@ func (c *CommandChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 		return None, nil
 	}
 	line, _, _ := strings.Cut(string(res.stdout), "\n")
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "allow":
+	switch answer := Answer(strings.ToLower(strings.TrimSpace(line))); answer {
+	case Allow, AllowSession:
+		if answer == AllowSession && !r.AllowSession {
+			return None, nil // not offered: not an answer
+		}
 		if res.exit == 0 {
-			return Allow, nil
+			return answer, nil
 		}
 		// A program that says allow and then fails approves nothing.
 		return None, nil
-	case "deny":
+	case Deny:
 		return Deny, nil
 	}
 	return None, nil

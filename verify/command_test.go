@@ -52,6 +52,19 @@ var confirmation = Request{Kind: KindConfirmation, Agent: "agent-a", Operation: 
 	Action: `fs.delete_file {"path":"/srv/x"}`, Arguments: map[string]any{"path": "/srv/x"}, Reason: "requires approval",
 	Token: "conf_123", Tier: "confirm", ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("CET", 3600))}
 
+func TestCommandAskAllowSession(t *testing.T) {
+	argv, stdin := script(t, "echo ALLOW_SESSION")
+	r := confirmation
+	r.AllowSession = true
+	got, err := NewCommand(argv).Ask(context.Background(), r)
+	if err != nil || got != AllowSession {
+		t.Errorf("Ask = %q, %v; want allow_session", got, err)
+	}
+	if m := readStdin(t, stdin); !reflect.DeepEqual(m["answers"], []any{"allow", "allow_session", "deny"}) {
+		t.Errorf("answers offered: %v", m["answers"])
+	}
+}
+
 func TestCommandAsk(t *testing.T) {
 	tests := []struct {
 		name, body string
@@ -69,6 +82,7 @@ func TestCommandAsk(t *testing.T) {
 		{"allow, then a failure", "echo allow; exit 3", None},
 		{"killed by a signal", "echo allow; kill -9 $$", None},
 		{"a megabyte of noise", "head -c 1000000 /dev/zero | tr '\\0' x", None},
+		{"allow_session when not offered", "echo allow_session", None},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +96,9 @@ func TestCommandAsk(t *testing.T) {
 			m := readStdin(t, stdin)
 			want := map[string]any{"kind": "confirmation", "token": "conf_123", "agent": "agent-a",
 				"operation": "fs_delete_file", "action": `fs.delete_file {"path":"/srv/x"}`,
-				"expires_at": "2026-01-02T02:04:05Z"} // RFC 3339, UTC, whole seconds
+				"expires_at": "2026-01-02T02:04:05Z", // RFC 3339, UTC, whole seconds
+				"reason":     "requires approval", "tier": "confirm", "arguments": map[string]any{"path": "/srv/x"},
+				"answers": []any{"allow", "deny"}}
 			if !reflect.DeepEqual(m, want) {
 				t.Errorf("stdin\n got %v\nwant %v", m, want)
 			}

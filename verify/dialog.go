@@ -15,6 +15,9 @@ import (
 const (
 	QuestionTitle = "aqlguard: allow this action?"
 	CodeTitle     = "aqlguard: verification code"
+	// AllowSessionLabel is the question dialog's third button, offered
+	// when a standing approval of the tool may answer it.
+	AllowSessionLabel = "Allow for this session"
 )
 
 // DialogChannel asks and shows in native dialogs: zenity (or qarma or
@@ -96,9 +99,15 @@ func (d *DialogChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	if err != nil {
 		return None, fmt.Errorf("dialog channel: %w", err)
 	}
-	err = zenity.Question(text, zenity.Title(QuestionTitle), zenity.OKLabel("Allow once"), zenity.CancelLabel("Deny"),
-		zenity.NoWrap(), zenity.Context(ctx))
+	opts := []zenity.Option{zenity.Title(QuestionTitle), zenity.OKLabel("Allow once"), zenity.CancelLabel("Deny"),
+		zenity.NoWrap(), zenity.Context(ctx)}
+	if r.AllowSession {
+		opts = append(opts, zenity.ExtraButton(AllowSessionLabel))
+	}
+	err = zenity.Question(text, opts...)
 	switch {
+	case ctx.Err() == nil && r.AllowSession && errors.Is(err, zenity.ErrExtraButton):
+		return AllowSession, nil
 	case ctx.Err() != nil:
 		// The library reports ctx.Err() whenever ctx is done after the
 		// dialog returns; checking first keeps a late answer from counting.

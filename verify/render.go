@@ -45,6 +45,10 @@ func questionText(r Request, now time.Time) (string, error) {
 	}
 	b.WriteString("\n")
 	b.WriteString(`"Allow once" lets this one call run; "Deny" refuses it.` + "\n")
+	if r.AllowSession {
+		b.WriteString(`"` + AllowSessionLabel + `" lets this call and every later call of the same tool` + "\n" +
+			"in this session run without asking (calls judged on their arguments still ask).\n")
+	}
 	b.WriteString("This question expires " + expiry(r.ExpiresAt, now) + ".")
 	return b.String(), nil
 }

@@ -9,6 +9,7 @@
 //	aqlguard policy check [--config FILE]           check a config, report every error with its line
 //	aqlguard blocks list                            show hard-blocked agents
 //	aqlguard unblock AGENT                          lift a hard block (admin override, audited)
+//	aqlguard approvals list|revoke                  standing approvals (allow for this session)
 //	aqlguard audit list|show|export|verify          read and check the audit log
 //	aqlguard version
 package main
@@ -43,6 +44,8 @@ verbs:
   policy check   load a config and report every error with its line
   blocks list    show hard-blocked agents
   unblock AGENT  lift an agent's hard block (admin override, audited)
+  approvals list|revoke ID...|revoke --every
+                 the standing "allow for this session" answers (revoking is audited)
   audit list|show SEQ|export|verify [FILE]
                  read and check the hash-chained audit log
   version        print the version
@@ -76,6 +79,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdBlocks(args, stdout, stderr)
 	case "unblock":
 		return cmdUnblock(args, stdout, stderr)
+	case "approvals":
+		return cmdApprovals(args, stdout, stderr)
 	case "audit":
 		return cmdAudit(args, stdout, stderr)
 	case "version", "--version":

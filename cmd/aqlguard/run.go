@@ -90,6 +90,7 @@ func startInstance(ctx context.Context, g *globals, stderr io.Writer) (*instance
 }
 
 func (in *instance) close() {
+	in.front.Guard.Loop.Close()
 	if err := in.pool.Close(); err != nil {
 		in.log.Warn("closing downstream servers", "err", err)
 	}
@@ -147,15 +148,17 @@ func newLoop(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.
 		ch = verify.NewDialog()
 	}
 	return &safety.Loop{
-		Policy:       pol,
-		Store:        st,
-		Process:      processName(),
-		Channel:      ch,
-		InlineWait:   cfg.Verify.InlineWait.Duration,
-		AskTimeout:   cfg.Verify.Timeout.Duration,
-		ConfirmTTL:   cfg.Verify.ConfirmationTTL.Duration,
-		ChallengeTTL: cfg.Verify.ChallengeTTL.Duration,
-		Log:          log,
+		Policy:             pol,
+		Store:              st,
+		Process:            processName(),
+		Channel:            ch,
+		InlineWait:         cfg.Verify.InlineWait.Duration,
+		AskTimeout:         cfg.Verify.Timeout.Duration,
+		ConfirmTTL:         cfg.Verify.ConfirmationTTL.Duration,
+		ChallengeTTL:       cfg.Verify.ChallengeTTL.Duration,
+		SessionApprovalTTL: cfg.Verify.SessionApprovalTTL.Duration,
+		MaxArgumentBytes:   cfg.Audit.MaxArgumentBytes,
+		Log:                log,
 	}
 }
 

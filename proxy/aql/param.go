@@ -29,9 +29,11 @@ type Param struct {
 	Format      string          `json:"format,omitempty"`
 	Items       map[string]any  `json:"items,omitempty"`
 	Sensitive   bool            `json:"sensitive,omitempty"`
-	// Aliases are other accepted spellings, declared so that nothing
-	// accepted is undocumented.
-	Aliases []string `json:"aliases,omitempty"`
+	// Aliases are other accepted spellings. Introspection's ParameterInfo
+	// allows no member for them (introspection-response.schema.json), so
+	// Compile names them in the description: nothing accepted is
+	// undocumented.
+	Aliases []string `json:"-"`
 
 	// Types are the accepted JSON types ("integer", "string", ...);
 	// empty accepts any. Type is their introspection rendering.
@@ -54,6 +56,12 @@ type Param struct {
 func (p *Param) Compile() error {
 	if p.Type == "" {
 		p.Type = renderTypes(p.Types)
+	}
+	if len(p.Aliases) > 0 {
+		note := "Also accepted as " + strings.Join(p.Aliases, ", ") + "."
+		if !strings.Contains(p.Description, note) {
+			p.Description = strings.TrimSpace(strings.TrimSpace(p.Description) + " " + note)
+		}
 	}
 	if p.Pattern == "" {
 		return nil

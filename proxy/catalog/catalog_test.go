@@ -194,3 +194,37 @@ func TestIntrospect(t *testing.T) {
 		t.Error("unknown type not null")
 	}
 }
+
+func TestClassifyHint(t *testing.T) {
+	c := New()
+	c.AddServer(ServerTools{Server: "fs", Tools: []*mcp.Tool{
+		{Name: "write_file", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{DestructiveHint: ptrTo(true)}},
+		{Name: "readFile", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+	}})
+	for _, tc := range []struct {
+		hint string
+		op   string
+		cat  policy.Category
+		by   string
+	}{
+		{"calling fs_write_file on notes/todo.txt to add one line", "fs_write_file", policy.Execute, ByOperation},
+		{"then fs.readFile README.md", "fs_read_file", policy.Read, ByOperation},
+		{"reading notes/today.md to plan", "", policy.Read, ByVerb},
+		{"Listing items", "", policy.Read, ByVerb},
+		{"deleting the cache", "", policy.Delete, ByVerb},
+		{"running the tests", "", policy.Execute, ByVerb},
+		{"writing a summary", "", policy.Update, ByVerb},
+		{"a thought about the weather", "", "", ByDefault},
+		{"", "", "", ByDefault},
+	} {
+		op, cat, by := c.ClassifyHint(tc.hint)
+		name := ""
+		if op != nil {
+			name = op.Name
+		}
+		if name != tc.op || cat != tc.cat || by != tc.by {
+			t.Errorf("ClassifyHint(%q) = %q %q %q, want %q %q %q", tc.hint, name, cat, by, tc.op, tc.cat, tc.by)
+		}
+	}
+}
+func ptrTo[T any](v T) *T { return &v }

@@ -29,6 +29,7 @@ const (
 	ByConfig      = "config"
 	ByAnnotations = "annotations"
 	ByVerb        = "verb"
+	ByOperation   = "operation"
 	ByDefault     = "default"
 )
 
@@ -59,4 +60,73 @@ func Classify(t *mcp.Tool, override string) (policy.Category, string) {
 		return verb, ByVerb
 	}
 	return policy.Execute, ByDefault
+}
+
+// hintVerbs add verbs people use to describe actions in prose, which tool
+// names rarely start with.
+var hintVerbs = map[string]policy.Category{
+	"write": policy.Update, "modify": policy.Update, "change": policy.Update, "save": policy.Update,
+	"replace": policy.Update, "append": policy.Update, "overwrite": policy.Update,
+	"open": policy.Read, "inspect": policy.Read, "check": policy.Read, "look": policy.Read,
+	"download": policy.Read, "browse": policy.Read, "grep": policy.Read, "cat": policy.Read,
+	"make": policy.Create, "mkdir": policy.Create, "generate": policy.Create, "copy": policy.Create,
+	"erase": policy.Delete, "wipe": policy.Delete, "destroy": policy.Delete, "truncate": policy.Delete,
+	"rm": policy.Delete, "deploy": policy.Execute, "push": policy.Execute, "install": policy.Execute,
+	"send": policy.Execute, "publish": policy.Execute, "kill": policy.Execute,
+}
+
+// ClassifyHint classifies a reported step (record_execution_step) by its
+// next_action_hint: the operation it names (an operation name or
+// server.tool of this catalog), else the first verb it uses, else
+// nothing, which the evaluator scores like EXECUTE. by says which
+// (ByOperation, ByVerb, ByDefault). The hint is the model's own prose, so
+// this only informs the cooperative loop; a call the step announces is
+// judged again, on what it really does, when it is made.
+func (c *Catalog) ClassifyHint(hint string) (op *Operation, cat policy.Category, by string) {
+	words := strings.FieldsFunc(strings.ToLower(hint), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
+	})
+	for _, w := range words {
+		w = strings.Trim(w, ".-")
+		if o, ok := c.byName[w]; ok && !o.Builtin {
+			return o, o.Category, ByOperation
+		}
+		if server, tool, ok := strings.Cut(w, "."); ok {
+			for _, o := range c.ops {
+				if o.Server == server && o.Tool != nil && strings.EqualFold(o.Tool.Name, tool) {
+					return o, o.Category, ByOperation
+				}
+			}
+		}
+	}
+	for _, w := range words {
+		for _, stem := range stems(w) {
+			if cat, ok := verbs[stem]; ok {
+				return nil, cat, ByVerb
+			}
+			if cat, ok := hintVerbs[stem]; ok {
+				return nil, cat, ByVerb
+			}
+		}
+	}
+	return nil, "", ByDefault
+}
+
+// stems are the word and the verbs it may be a form of: "reading" ->
+// read, "writing" -> write, "running" -> run, "lists" -> list,
+// "deleted" -> delete. Crude on purpose: a wrong guess only changes the
+// base risk of a reported step.
+func stems(w string) []string {
+	out := []string{w}
+	for _, suffix := range []string{"ing", "ed", "es", "s"} {
+		base, ok := strings.CutSuffix(w, suffix)
+		if !ok || len(base) < 2 {
+			continue
+		}
+		out = append(out, base, base+"e")
+		if n := len(base); n >= 3 && base[n-1] == base[n-2] {
+			out = append(out, base[:n-1])
+		}
+	}
+	return out
 }

@@ -6,10 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 )
-
-var sensitiveName = regexp.MustCompile(`(?i)(password|passwd|secret|token|api_?key|credential|private_?key)`)
 
 // deriveParams turns a tool's JSON Schema inputSchema into parameter
 // definitions: required ones first, then by name. Public names are
@@ -40,7 +39,8 @@ func deriveParams(schema any) []*aql.Param {
 		if sn := Snake(name); sn != name && !owned[sn] {
 			p.Name, p.MapTo, p.Aliases = sn, name, []string{name}
 		}
-		if sensitiveName.MatchString(name) || p.Format == "password" || ps["writeOnly"] == true {
+		// Exact names, not substrings: see policy.SecretName.
+		if policy.SecretName(name) || p.Format == "password" || ps["writeOnly"] == true {
 			p.Sensitive = true
 		}
 		params = append(params, p)

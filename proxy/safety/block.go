@@ -28,7 +28,7 @@ type pause struct {
 // inside the show request only: it goes to the channel after the
 // challenge is on disk, and nowhere else.
 func (l *Loop) newChallenge(a Action, d evaluator.Directive) (store.Challenge, *verify.Request, error) {
-	ch, code, err := verify.NewChallenge(l.Policy.Principal, a.Hint, string(d.Tier), l.now(), l.ChallengeTTL)
+	ch, code, err := verify.NewChallenge(l.Policy.Principal, a.preview, string(d.Tier), l.now(), l.ChallengeTTL)
 	if err != nil {
 		return store.Challenge{}, nil, err
 	}
@@ -36,7 +36,7 @@ func (l *Loop) newChallenge(a Action, d evaluator.Directive) (store.Challenge, *
 	rec := store.Challenge{ID: ch.ID, Principal: ch.Agent, Action: ch.Action, Tier: ch.Tier,
 		Salt: sealed.Salt, Hash: sealed.Hash, CreatedAt: ch.CreatedAt, ExpiresAt: ch.ExpiresAt}
 	req := &verify.Request{Kind: verify.KindChallenge, Agent: l.Policy.Principal, Operation: a.Operation,
-		Action: a.Hint, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt}
+		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt}
 	return rec, req, nil
 }
 

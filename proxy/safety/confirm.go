@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -38,12 +39,17 @@ type Confirmation struct {
 	Kind          string
 	Principal     string
 	Server        string
+	Tool          string
 	Operation     string
 	Digest        string
 	PolicyVersion string
 	Session       string
 
-	// Shown to the human.
+	// AllowSession says the human may answer "allow this tool for this
+	// session": the decision rests on the tool, not on these arguments.
+	AllowSession bool
+
+	// Shown to the human: redacted, never the secrets.
 	Action    string
 	Arguments map[string]any
 	Reason    string
@@ -53,9 +59,19 @@ type Confirmation struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	DoneAt    time.Time
+	// UsedBy names the check that used it (see spendFor).
+	UsedBy string
 }
 
 var tokenFormat = regexp.MustCompile(`^conf_[0-9a-f]{32}$`)
+
+// processNonce tells this process apart from an earlier one with the
+// same pid (a check id must never match a record a dead process wrote).
+var processNonce = func() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}()
 
 // newToken returns "conf_" and 128 bits from crypto/rand in hex
 // (confirmation-tokens.md 2.2 and 3.1).
@@ -126,6 +142,22 @@ func (l *Loop) lookupToken(ctx context.Context, token string) (*Confirmation, *a
 	if !ok {
 		c, ok = l.spent[token]
 	}
+	if ok && (c.Status == statusPending || c.Status == statusApproved) {
+		// The other process on this state directory may have answered
+		// or used it since: the store is the truth.
+		var rec *store.Confirmation
+		if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return }); err != nil {
+			l.Log.Error("reading a confirmation token", "token", token, "err", err)
+			return nil, stateUnavailable(err, "the token could not be checked")
+		}
+		if rec != nil && rec.Status != c.Status && !(rec.Status == statusPending && c.Status == statusApproved) {
+			c.Status, c.DoneAt = rec.Status, rec.DoneAt
+			if c.Status != statusPending && c.Status != statusApproved {
+				delete(l.confirms, token)
+				l.spent[token] = c
+			}
+		}
+	}
 	if !ok && tokenFormat.MatchString(token) {
 		var rec *store.Confirmation
 		err := l.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
@@ -181,6 +213,15 @@ func scopeMismatch(c *Confirmation, requested, why string) *aql.Error {
 // rather than TOKEN_INVALID.
 const spentRetention = time.Hour
 
+// spendFor uses an approved confirmation for the check writing w: it is
+// marked with the check's id so that settle can tell its own use from
+// another process's.
+func (l *Loop) spendFor(c *Confirmation, w *writes) {
+	l.spend(c, statusUsed)
+	c.UsedBy = w.id()
+	w.spent = append(w.spent, c.Token)
+}
+
 // spend closes a confirmation: it leaves the open set, which approval
 // lookups scan, for the spent set, which only answers replays.
 func (l *Loop) spend(c *Confirmation, status string) {
@@ -190,19 +231,29 @@ func (l *Loop) spend(c *Confirmation, status string) {
 	l.markDirty(c)
 }
 
-// record is the confirmation as stored. Arguments are not stored: the
-// digest binds them, and they may hold what the audit log redacts.
+// record is the confirmation as stored: the digest binds the arguments;
+// only their redacted form is kept, for the question.
 func (c *Confirmation) record() store.Confirmation {
-	return store.Confirmation{Token: c.Token, Kind: c.Kind, Principal: c.Principal, Server: c.Server,
-		Operation: c.Operation, Digest: c.Digest, PolicyVersion: c.PolicyVersion, Session: c.Session,
-		Action: c.Action, Reason: c.Reason, Tier: c.Tier, Status: c.Status,
+	var args json.RawMessage
+	if len(c.Arguments) > 0 {
+		args, _ = canonicalJSON(c.Arguments) // decoded JSON re-encodes
+	}
+	return store.Confirmation{Arguments: args, Token: c.Token, Kind: c.Kind, Principal: c.Principal, Server: c.Server, Tool: c.Tool,
+		AllowSession: c.AllowSession, Operation: c.Operation, Digest: c.Digest, PolicyVersion: c.PolicyVersion, Session: c.Session,
+		Action: c.Action, Reason: c.Reason, Tier: c.Tier, Status: c.Status, UsedBy: c.UsedBy,
 		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, DoneAt: c.DoneAt}
 }
 
 func confirmationFrom(r store.Confirmation) *Confirmation {
-	return &Confirmation{Token: r.Token, Kind: r.Kind, Principal: r.Principal, Server: r.Server,
-		Operation: r.Operation, Digest: r.Digest, PolicyVersion: r.PolicyVersion, Session: r.Session,
-		Action: r.Action, Reason: r.Reason, Tier: r.Tier, Status: r.Status,
+	var args map[string]any
+	if len(r.Arguments) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(r.Arguments))
+		dec.UseNumber()
+		_ = dec.Decode(&args) // damaged: the question shows the preview alone
+	}
+	return &Confirmation{Arguments: args, Token: r.Token, Kind: r.Kind, Principal: r.Principal, Server: r.Server, Tool: r.Tool,
+		AllowSession: r.AllowSession, Operation: r.Operation, Digest: r.Digest, PolicyVersion: r.PolicyVersion, Session: r.Session,
+		Action: r.Action, Reason: r.Reason, Tier: r.Tier, Status: r.Status, UsedBy: r.UsedBy,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, DoneAt: r.DoneAt}
 }
 
@@ -237,8 +288,9 @@ type ConfirmResult struct {
 }
 
 // ConfirmOperation is confirm_operation: it asks the human again about
-// the token's action. The caller's request is only a request: approval
-// comes from the human's answer on the channel, never from this call. The
+// the token's action (or waits for the answer to the question already on
+// their screen). The caller's request is only a request: approval comes
+// from the human's answer on the channel, never from this call. The
 // answer and its audit record are durable before the reply.
 func (l *Loop) ConfirmOperation(ctx context.Context, session, token string) (*ConfirmResult, *aql.Result) {
 	l.mu.Lock()
@@ -251,68 +303,44 @@ func (l *Loop) ConfirmOperation(ctx context.Context, session, token string) (*Co
 		l.mu.Unlock()
 		return nil, aql.Failure(err)
 	}
-	if c.Status == statusApproved {
+	if c.Status == statusApproved && c.Kind == kindAction {
 		l.mu.Unlock()
 		return l.confirmed(c), nil
 	}
 	l.mu.Unlock()
-	answer, why := l.ask(ctx, c, l.AskTimeout)
+	answer, why := l.await(ctx, c, l.AskTimeout)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.usable(c); err != nil { // expired or spent while we waited
-		return nil, aql.Failure(err)
-	}
-	rec := store.Record{Kind: "confirmation", Session: session, Server: c.Server, Operation: c.Operation,
-		Token: c.Token, Tier: c.Tier, Decision: "no_answer", Factors: []string{}}
-	if why != "" {
-		rec.Factors = append(rec.Factors, why)
-	}
-	switch answer {
-	case verify.Allow:
-		c.Status, c.DoneAt = statusApproved, l.now()
-		l.markDirty(c)
+	switch {
+	case approves(answer) && c.Status == statusApproved:
 		if c.Kind != kindAction {
 			// A check-in is lifted now: it is not tied to one action.
 			l.applyCheckin(c.Kind)
 			l.spend(c, statusUsed)
+			if err := l.Store.Update(ctx, l.flush); err != nil {
+				l.Log.Error("recording a check-in", "token", c.Token, "err", err)
+				return nil, aql.Failure(stateUnavailable(err, "the check-in was not recorded"))
+			}
+			l.clean()
 		}
-		rec.Decision = "approved"
-	case verify.Deny:
-		l.spend(c, statusDenied)
-		rec.Decision = "denied"
-	}
-	if err := l.Store.Update(ctx, func(tx *store.Tx) error {
-		if err := l.flush(tx); err != nil {
-			return err
-		}
-		rec.Time, rec.Principal, rec.Process = l.now(), l.Policy.Principal, l.Process
-		_, err := tx.Append(rec)
-		return err
-	}); err != nil {
-		l.Log.Error("the human's answer could not be recorded", "token", c.Token, "err", err)
-		if answer == verify.Allow {
-			// Not durable, so not granted.
-			c.Status = statusPending
-		}
-		return nil, aql.Failure(stateUnavailable(err, "the answer was not recorded; nothing is approved"))
-	}
-	l.clean()
-	switch answer {
-	case verify.Allow:
 		l.clearNotifications(c.Token)
 		return l.confirmed(c), nil
-	case verify.Deny:
+	case answer == verify.Deny:
 		l.clearNotifications(c.Token)
 		return nil, aql.Failure(&aql.Error{Code: aql.CodePermissionDenied,
 			Message: "Permission denied: 'a human denied this action'",
 			Details: map[string]any{"reason": "a human denied this action", "token": c.Token, "operation": c.Operation}})
+	}
+	if err := l.usable(c); err != nil { // expired or spent while we waited
+		return nil, aql.Failure(err)
 	}
 	reasons := []string{"no answer from a human yet"}
 	if why != "" {
 		reasons = append(reasons, why)
 	}
 	expires := c.ExpiresAt.Format(time.RFC3339)
-	msg := "A human has not confirmed this yet. The model cannot confirm it; call confirm_operation again to ask again."
+	msg := "A human has not confirmed this yet; the question stays on their screen until it expires. " +
+		"The model cannot confirm it; call confirm_operation again to wait for the answer."
 	return nil, &aql.Result{Err: &aql.Error{Code: aql.CodeConfirmation, Message: "This operation requires confirmation",
 		Details: map[string]any{"operation": c.Operation, "danger_level": "unknown", "reasons": reasons,
 			"confirmation_message": msg, "confirmation_token": c.Token, "expires_at": expires}},

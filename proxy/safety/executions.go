@@ -257,6 +257,10 @@ type Report struct {
 	Session, ExecutionID, ElementName    string
 	NextActionHint, StepDescription      string
 	Outcome, Findings, ConfirmationToken string
+	// Category and Annotations classify the announced action (from the
+	// operation the hint names, or its verb); empty scores like EXECUTE.
+	Category    policy.Category
+	Annotations evaluator.Annotations
 }
 
 // Directive is the AutonomyDirective of a reported step (spec 8.7.1),
@@ -295,7 +299,7 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 	l.mu.Unlock()
 
 	a := Action{Session: r.Session, Operation: "record_execution_step", Hint: r.NextActionHint,
-		Outcome: r.Outcome, Execution: e, Token: r.ConfirmationToken}
+		Category: r.Category, Annotations: r.Annotations, Outcome: r.Outcome, Execution: e, Token: r.ConfirmationToken}
 	var v Verdict
 	switch mode {
 	case policy.LoopLogging, policy.LoopDisabled:
@@ -308,8 +312,16 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 	d := v.Directive
 	out := &Directive{Continue: v.Proceed, Factors: d.Factors, Stopped: d.Stopped && d.Enforced, Reason: d.Reason,
 		ExecutionID: e.ID, Confirmation: v.Confirmation, Verification: v.VerificationID}
-	if v.Err != nil && v.Err.Code != aql.CodeConfirmation && v.Err.Code != aql.CodeAgentBlocked && v.Err.Code != aql.CodeVerification {
-		return nil, v.Err // a bad token, or an internal failure
+	// Every pause, block and human denial is a directive (spec 8.7.1,
+	// execution-safety-loop.md): the step was evaluated, and the answer
+	// is "do not go on". Only a request that could not be evaluated (a
+	// bad token, the state database down) is an error.
+	switch {
+	case v.Err == nil:
+	case v.Err.Code == aql.CodeConfirmation, v.Err.Code == aql.CodeAgentBlocked,
+		v.Err.Code == aql.CodeVerification, v.Err.Code == aql.CodePermissionDenied:
+	default:
+		return nil, v.Err
 	}
 	if out.Factors == nil {
 		out.Factors = []string{}

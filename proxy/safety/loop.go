@@ -2,7 +2,6 @@ package safety
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -36,7 +35,13 @@ type Loop struct {
 	// ConfirmTTL and ChallengeTTL are the lifetimes of tokens and codes.
 	ConfirmTTL   time.Duration
 	ChallengeTTL time.Duration
-	Log          *slog.Logger
+	// SessionApprovalTTL bounds an "allow for this session" answer; zero
+	// means the human is not offered one.
+	SessionApprovalTTL time.Duration
+	// MaxArgumentBytes caps the redacted arguments an audit record keeps
+	// (0: no cap); the digest of the whole is kept always.
+	MaxArgumentBytes int
+	Log              *slog.Logger
 	// Now and Evaluate default to time.Now and evaluator.Evaluate.
 	Now      func() time.Time
 	Evaluate func(*policy.Policy, evaluator.Step) evaluator.Directive
@@ -56,6 +61,15 @@ type Loop struct {
 	pruned     time.Time
 	executions map[string]*Execution
 	order      []*Execution // creation order, for stable broadcasts
+
+	// turn is this process's turn to ask the human (one question at a
+	// time, first come first served: blocked channel senders queue in
+	// order); askings are the questions being asked, by token; bg lives
+	// until Close and bounds every question.
+	turn    chan struct{}
+	askings map[string]*asking
+	bg      context.Context
+	stop    context.CancelFunc
 }
 
 // Action is one thing to check: a proxied call (Server set) or a reported
@@ -75,6 +89,26 @@ type Action struct {
 	Execution *Execution
 	// Token is a confirmation token the caller passed explicitly.
 	Token string
+	// Secrets are the arguments the tool's schema declares secret
+	// (writeOnly, format password), in the server's spelling.
+	Secrets []string
+
+	// redacted and preview are what may be stored and shown of the
+	// arguments (see redact.go), computed once per check by prepare.
+	redacted map[string]any
+	preview  string
+}
+
+// prepare computes what of the action may be written down or shown.
+func (l *Loop) prepare(a Action) Action {
+	if a.preview != "" {
+		return a
+	}
+	if !a.reported() {
+		a.redacted = l.redactorFor(a).redact(a.Arguments)
+	}
+	a.preview = actionPreview(a, a.redacted)
+	return a
 }
 
 func (a Action) reported() bool { return a.Execution != nil }
@@ -92,6 +126,8 @@ type Verdict struct {
 	VerificationID string
 	// Token is the confirmation token the decision used or opened.
 	Token string
+	// Approval is the standing approval the decision used.
+	Approval string
 	// storeDown says the store could not be reached: nothing more is
 	// tried (each try would wait out the lock timeout again).
 	storeDown bool
@@ -124,6 +160,9 @@ func (l *Loop) init() {
 		l.dirty = map[string]*Confirmation{}
 		l.dirtyExec = map[string]*Execution{}
 		l.executions = map[string]*Execution{}
+		l.turn = make(chan struct{}, 1)
+		l.askings = map[string]*asking{}
+		l.bg, l.stop = context.WithCancel(context.Background())
 	}
 }
 
@@ -139,6 +178,7 @@ const maxCheckins = 3
 // disk.
 func (l *Loop) Check(ctx context.Context, a Action) Verdict {
 	began := l.now()
+	a = l.prepare(a)
 	w := &writes{}
 	v := l.check(ctx, a, w)
 	return l.settle(ctx, a, v, w, began)
@@ -188,10 +228,31 @@ func (l *Loop) check(ctx context.Context, a Action, w *writes) Verdict {
 			return v
 		}
 		// A pause for a human: a check-in (step limit, failure) or the
-		// action itself.
+		// action itself. A standing approval of this tool for this
+		// session stands for the human, unless the decision rests on the
+		// arguments.
 		b := l.bindingFor(a, d)
-		if c := l.approved(b, explicit); c != nil {
-			l.spend(c, statusUsed)
+		if b.kind == kindAction && !a.reported() && !d.ArgumentBound {
+			ap, err := l.standing(ctx, a)
+			if err != nil {
+				l.mu.Unlock()
+				return l.unavailable(err, "the action is refused")
+			}
+			if ap != nil {
+				l.mu.Unlock()
+				w.approval = ap.ID
+				d.Continue = true
+				d.Factors = append(d.Factors, "approval: a human allowed "+a.Server+"."+a.Tool+" for this session ("+ap.ID+")")
+				return Verdict{Proceed: true, Directive: d, Approval: ap.ID}
+			}
+		}
+		c, err := l.approved(ctx, b, explicit)
+		if err != nil {
+			l.mu.Unlock()
+			return l.unavailable(err, "the action is refused")
+		}
+		if c != nil {
+			l.spendFor(c, w)
 			l.applyCheckin(c.Kind)
 			if c.Kind == kindAction {
 				l.mu.Unlock()
@@ -201,33 +262,40 @@ func (l *Loop) check(ctx context.Context, a Action, w *writes) Verdict {
 			l.recount(c.Kind)
 			continue
 		}
-		c, err := l.openConfirmation(a, b, d, explicit)
+		c, err = l.openConfirmation(a, b, d, explicit)
 		if err != nil {
 			l.mu.Unlock()
 			l.Log.Error("creating a confirmation", "err", err)
 			return Verdict{Err: aql.Internal("a confirmation could not be created"), Directive: d}
 		}
 		l.mu.Unlock()
-		answer, why := l.ask(ctx, c, l.InlineWait)
+		answer, why := l.await(ctx, c, l.InlineWait)
 		l.mu.Lock()
 		switch {
-		case answer == verify.Allow && c.Status == statusPending:
-			l.spend(c, statusUsed)
+		case approves(answer) && c.Status == statusApproved:
+			l.spendFor(c, w)
 			l.applyCheckin(c.Kind)
 			l.clearNotifications(c.Token)
 			if c.Kind == kindAction {
 				l.mu.Unlock()
 				d.Continue = true
 				d.Factors = append(d.Factors, "confirmation: a human allowed it")
+				if answer == verify.AllowSession {
+					d.Factors = append(d.Factors, "approval: and allowed "+a.Server+"."+a.Tool+" for the rest of this session")
+				}
 				return Verdict{Proceed: true, Directive: d, Token: c.Token}
 			}
 			l.recount(c.Kind)
 			continue
+		case approves(answer):
+			// Another call waiting on the same question used the one
+			// approval first: ask about this one again.
+			continue
 		case answer == verify.Deny:
-			l.spend(c, statusDenied)
 			l.clearNotifications(c.Token)
 			l.mu.Unlock()
 			d.Factors = append(d.Factors, "confirmation: a human denied it")
+			d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
 			return Verdict{Directive: d, Token: c.Token, Err: &aql.Error{Code: aql.CodePermissionDenied,
 				Message: "Permission denied: 'a human denied this action'",
 				Details: map[string]any{"reason": "a human denied this action", "operation": a.Operation}}}
@@ -325,23 +393,42 @@ func (l *Loop) bindingFor(a Action, d evaluator.Directive) binding {
 
 // approved finds the approval for b: the explicit token if it was given
 // and approved, else any approved, unexpired, unused confirmation with
-// exactly this binding.
-func (l *Loop) approved(b binding, explicit *Confirmation) *Confirmation {
+// exactly this binding, in memory or in the store (approved through the
+// other process on this state directory). Whichever it is, settle checks
+// in the store, in the transaction that spends it, that nobody spent it
+// first. l.mu is held.
+func (l *Loop) approved(ctx context.Context, b binding, explicit *Confirmation) (*Confirmation, error) {
 	now := l.now()
 	ok := func(c *Confirmation) bool {
 		return c.Status == statusApproved && now.Before(c.ExpiresAt) && c.matches(b, l.Policy.Principal, l.Policy.Version)
 	}
 	if explicit != nil && ok(explicit) {
-		return explicit
+		return explicit, nil
 	}
 	// Any match will do: a binding is exact, so two approvals for it are
 	// interchangeable. Only open confirmations live here, so this stays short.
 	for _, c := range l.confirms {
 		if ok(c) {
-			return c
+			return c, nil
 		}
 	}
-	return nil
+	var stored []store.Confirmation
+	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) {
+		stored, err = tx.Confirmations(l.Policy.Principal, statusApproved)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	for _, r := range stored {
+		if _, spent := l.spent[r.Token]; spent {
+			continue // this process used it; the store will hear at settle
+		}
+		if c := confirmationFrom(r); ok(c) {
+			l.confirms[c.Token] = c
+			return c, nil
+		}
+	}
+	return nil, nil
 }
 
 func (l *Loop) applyCheckin(kind string) {
@@ -355,10 +442,22 @@ func (l *Loop) applyCheckin(kind string) {
 
 // openConfirmation reuses the caller's own pending token for this very
 // action (asking the human again about it), or opens a new one.
+// openConfirmation reuses the caller's own pending token for this very
+// action, or a pending one for the same binding (the model's retry of a
+// call whose question is still on the human's screen finds that question
+// instead of raising a second one), or opens a new one.
 func (l *Loop) openConfirmation(a Action, b binding, d evaluator.Directive, explicit *Confirmation) (*Confirmation, error) {
-	if explicit != nil && explicit.Status == statusPending && l.now().Before(explicit.ExpiresAt) &&
-		explicit.matches(b, l.Policy.Principal, l.Policy.Version) {
+	now := l.now()
+	open := func(c *Confirmation) bool {
+		return c.Status == statusPending && now.Before(c.ExpiresAt) && c.matches(b, l.Policy.Principal, l.Policy.Version)
+	}
+	if explicit != nil && open(explicit) {
 		return explicit, nil
+	}
+	for _, c := range l.confirms {
+		if open(c) && (c.Kind != kindAction || c.Session == a.Session) {
+			return c, nil
+		}
 	}
 	return l.newConfirmation(a, b, d)
 }
@@ -369,47 +468,20 @@ func (l *Loop) newConfirmation(a Action, b binding, d evaluator.Directive) (*Con
 		return nil, err
 	}
 	now := l.now()
-	args := a.Arguments
-	if a.reported() {
-		args = nil
-	}
 	c := &Confirmation{
-		Token: token, Kind: b.kind, Principal: l.Policy.Principal, Server: b.server, Operation: b.operation,
-		Digest: b.digest, PolicyVersion: l.Policy.Version, Session: a.Session,
-		Action: a.Hint, Arguments: args, Reason: d.Reason, Tier: string(d.Tier),
+		Token: token, Kind: b.kind, Principal: l.Policy.Principal, Server: b.server, Tool: a.Tool, Operation: b.operation,
+		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && l.SessionApprovalTTL > 0,
+		Digest:       b.digest, PolicyVersion: l.Policy.Version, Session: a.Session,
+		Action: a.preview, Arguments: a.redacted, Reason: d.Reason, Tier: string(d.Tier),
 		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(l.ConfirmTTL),
 	}
 	if b.kind != kindAction {
-		c.Action = b.operation + " (next action: " + a.Hint + ")"
+		c.Action = b.operation + " (next action: " + a.preview + ")"
 	}
 	l.prune(now)
 	l.confirms[token] = c
 	l.markDirty(c)
 	return c, nil
-}
-
-// ask puts c to the human and waits up to wait. It returns the answer and,
-// when the channel could not ask at all, a factor saying why (fail closed).
-func (l *Loop) ask(ctx context.Context, c *Confirmation, wait time.Duration) (verify.Answer, string) {
-	if l.Channel == nil {
-		return verify.None, "confirmation: no channel to a human is configured, so nothing can be approved"
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	answer, err := l.Channel.Ask(ctx, verify.Request{
-		Kind: verify.KindConfirmation, Agent: c.Principal, Operation: c.Operation, Action: c.Action,
-		Arguments: c.Arguments, Reason: c.Reason, Token: c.Token, Tier: c.Tier, ExpiresAt: c.ExpiresAt,
-	})
-	if err != nil {
-		l.Log.Error("could not ask a human; nothing is approved", "channel", l.Channel.Name(), "token", c.Token, "err", err)
-		why := "confirmation: the " + l.Channel.Name() + " channel could not reach a human"
-		if errors.Is(err, verify.ErrNoDisplay) {
-			why += " (no graphical display)"
-		}
-		return verify.None, why + "; nothing was approved"
-	}
-	l.Log.Info("human answer", "channel", l.Channel.Name(), "token", c.Token, "answer", answer)
-	return answer, ""
 }
 
 // pending is the refusal of an action whose confirmation is still open:

@@ -87,15 +87,7 @@ auto_approve = ["db_get_row"]
 
 func call(op string, args map[string]any) Action {
 	return Action{Session: "s", Operation: op, Server: "db", Tool: strings.TrimPrefix(op, "db_"),
-		Category: policy.Execute, Arguments: args, Hint: "db." + op + " " + jsonOf(args)}
-}
-
-func jsonOf(m map[string]any) string {
-	var b strings.Builder
-	for k, v := range m {
-		b.WriteString(k + "=" + v.(string))
-	}
-	return b.String()
+		Category: policy.Execute, Arguments: args}
 }
 
 func TestCheckPaths(t *testing.T) {
@@ -210,20 +202,20 @@ func TestStepLimitAndFailureCheckIns(t *testing.T) {
 		t.Fatalf("after the check-in the count restarts: steps=%d", l.steps)
 	}
 	e, _ := l.ExecuteAgent(ctx, "s", "agent")
-	d, err := l.RecordStep(ctx, Report{Session: "s", ElementName: "agent", NextActionHint: "db.get_row", Outcome: "failure"})
+	d, err := l.RecordStep(ctx, Report{Session: "s", ElementName: "agent", NextActionHint: "db.get_row", Outcome: "failure", Category: policy.Read})
 	if err != nil || d.Continue {
 		t.Fatalf("failure pause: %+v %v", d, err)
 	}
 	if len(d.Notifications) != 1 || d.Notifications[0].Type != "autonomy_pause" || d.Confirmation == nil {
 		t.Errorf("notifications: %+v", d.Notifications)
 	}
-	if d, _ := l.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row"}); d.Continue {
+	if d, _ := l.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row", Category: policy.Read}); d.Continue {
 		t.Error("the failure pause must hold until a human confirms")
 	}
 	// This step is also past the limit: two check-ins, one answer each.
 	h.say(verify.Allow, verify.Allow)
-	if d, _ := l.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row"}); !d.Continue {
-		t.Errorf("after the human: %+v", d)
+	if d, err := l.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row", Category: policy.Read}); err != nil || !d.Continue {
+		t.Errorf("after the human: %+v %v", d, err)
 	}
 }
 

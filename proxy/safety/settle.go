@@ -2,11 +2,11 @@ package safety
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
+	"os"
+	"strconv"
+	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/proxy/aql"
@@ -24,6 +24,25 @@ type writes struct {
 	pause    *pause
 	// show carries the code to the channel once the challenge is on disk.
 	show *verify.Request
+	// spent are the confirmations this check used, and approval the
+	// standing approval it relied on: settle checks in its transaction
+	// that they still held (one approval, one execution, whichever process
+	// or client tries to use it twice).
+	spent    []string
+	approval string
+	// check names this check in the store (see spendFor); made on demand.
+	check string
+}
+
+var checkSeq atomic.Uint64
+
+// id names the check writing w, uniquely in this process; with the
+// process's id it is unique on the state directory.
+func (w *writes) id() string {
+	if w.check == "" {
+		w.check = strconv.Itoa(os.Getpid()) + "#" + strconv.FormatUint(checkSeq.Add(1), 10) + "#" + processNonce
+	}
+	return w.check
 }
 
 // discard drops a challenge that will not be used: the code is never
@@ -104,6 +123,14 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 		case cur == nil && w.replaces != "":
 			w.discard() // lifted meanwhile; this call is still refused
 		}
+		if why, err := l.spendsHold(tx, w); err != nil {
+			return err
+		} else if why != "" {
+			for _, tok := range w.spent {
+				delete(l.dirty, tok) // do not write over what the other process wrote
+			}
+			v = usedMeanwhile(a, v, why)
+		}
 		if w.challenge != nil {
 			if err := tx.PutChallenge(*w.challenge); err != nil {
 				return err
@@ -166,6 +193,42 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 	return v
 }
 
+// spendsHold checks that the approvals a check used were not used (or
+// revoked) meanwhile by another process: it returns why not, or "".
+func (l *Loop) spendsHold(tx *store.Tx, w *writes) (string, error) {
+	for _, tok := range w.spent {
+		cur, err := tx.Confirmation(tok)
+		if err != nil {
+			return "", err
+		}
+		if cur != nil && (cur.Status == statusDenied || cur.Status == statusUsed && cur.UsedBy != w.id()) {
+			return "the approval " + tok + " was used meanwhile (by another aqlguard process)", nil
+		}
+	}
+	if w.approval != "" {
+		ap, err := tx.Approval(w.approval)
+		if err != nil {
+			return "", err
+		}
+		if ap == nil || !ap.Active(l.now()) {
+			return "the standing approval " + w.approval + " was revoked meanwhile", nil
+		}
+	}
+	return "", nil
+}
+
+// usedMeanwhile refuses an action whose approval was used elsewhere
+// first.
+func usedMeanwhile(a Action, v Verdict, why string) Verdict {
+	d := v.Directive
+	d.Continue = false
+	d.Factors = append(d.Factors, "confirmation: "+why)
+	d.Reason = "Not run: " + why
+	return Verdict{Directive: d, Token: v.Token, Err: &aql.Error{Code: aql.CodeTokenUsed,
+		Message: "Confirmation token has already been used: " + why,
+		Details: map[string]any{"operation": a.Operation, "token": v.Token}}}
+}
+
 // blockedVerdict refuses an action because the principal is blocked.
 func (l *Loop) blockedVerdict(a Action, b *store.Block, factors ...string) Verdict {
 	d := evaluator.Directive{Stopped: true, Decision: evaluator.Block, Enforced: true, Tier: evaluator.DangerZone,
@@ -219,10 +282,16 @@ func (l *Loop) decisionRecord(a Action, v Verdict, began time.Time) store.Record
 	if a.reported() {
 		args = map[string]any{"next_action_hint": a.Hint}
 	}
+	a = l.prepare(a)
+	redacted := a.redacted
+	if a.reported() {
+		redacted = args
+	}
 	r := store.Record{Time: l.now(), Kind: "decision", Principal: l.Policy.Principal, Session: a.Session,
-		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: Digest(args), Preview: Preview(args),
+		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: Digest(args),
 		Decision: decisionWord(v), Stage: string(d.Stage), Tier: string(d.Tier), Risk: d.Risk,
-		Factors: d.Factors, ChallengeID: v.VerificationID, Token: v.Token, DurationMS: ms(l.now().Sub(began))}
+		Factors: d.Factors, ChallengeID: v.VerificationID, Token: v.Token, Approval: v.Approval, DurationMS: ms(l.now().Sub(began))}
+	r.Args, r.ArgsText, r.ArgsBytes = argsForRecord(redacted, l.MaxArgumentBytes)
 	if a.reported() {
 		r.Execution = a.Execution.ID
 	}
@@ -270,66 +339,4 @@ func (l *Loop) Outcome(ctx context.Context, a Action, v Verdict, result string, 
 		return fmt.Errorf("recording the outcome of %s: %w", a.Operation, err)
 	}
 	return nil
-}
-
-// Preview limits: enough for an auditor to recognise the call, not a
-// copy of what it carried.
-const (
-	previewValue = 64
-	previewTotal = 512
-)
-
-// secretish names argument keys whose values are never previewed.
-var secretish = []string{"pass", "secret", "token", "key", "auth", "cookie", "credential", "code", "otp", "session"}
-
-// Preview renders arguments for the audit log: keys that look like they
-// hold secrets are redacted, long strings are cut, and the whole is
-// bounded. The full arguments are bound by their digest, not kept.
-func Preview(args map[string]any) string {
-	if len(args) == 0 {
-		return ""
-	}
-	b, err := json.Marshal(redactValue("", args))
-	if err != nil {
-		return "(unencodable)"
-	}
-	return cut(string(b), previewTotal)
-}
-
-func redactValue(key string, v any) any {
-	k := strings.ToLower(key)
-	for _, s := range secretish {
-		if strings.Contains(k, s) {
-			return "[redacted]"
-		}
-	}
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[k] = redactValue(k, x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = redactValue("", x)
-		}
-		return out
-	case string:
-		return cut(v, previewValue)
-	}
-	return v
-}
-
-// cut shortens s to at most n bytes on a rune boundary, marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }

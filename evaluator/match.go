@@ -1,0 +1,270 @@
+package evaluator
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/aqlguard/aqlguard/policy"
+)
+
+// call is a step prepared for matching: subjects extracted and folded
+// once, shell arguments parsed at most once.
+type call struct {
+	s       *Step
+	sub     Subjects
+	proxied bool
+	shell   shellArgs
+
+	// risk, once computed (requires_approval reports it too).
+	scored            bool
+	scoreVal          int
+	scoreFactors      []string
+	riskFromArguments bool
+}
+
+func newCall(p *policy.Policy, s *Step) *call {
+	c := &call{s: s, sub: SubjectsOf(*s)}
+	// A reported step has no names (the loop evaluates it by its hint
+	// alone); everything with a name is a call of a tool.
+	c.proxied = len(c.sub.Names) > 0
+	c.shell = analyzeShellArgs(p, c.sub)
+	return c
+}
+
+// certainty is how sure a match is.
+type certainty int
+
+const (
+	noMatch certainty = iota
+	// possible: the pattern matches only if a part of a shell command
+	// that is not known statically (a variable, a substitution) takes
+	// certain values. A restrictive pattern that possibly matches asks a
+	// human; it never blocks and never allows.
+	possible
+	definite
+)
+
+// hit says what matched, for factors and for whether an approval of the
+// tool alone can stand for it.
+type hit struct {
+	what          string
+	argumentBound bool
+	certainty     certainty
+}
+
+// restrictive matches a deny or requires_approval pattern: a name pattern
+// against the call's names, a text pattern against every argument value
+// and key, and against every command of a shell argument; a reported
+// step's hint against any pattern.
+func (c *call) restrictive(pat policy.Pattern) hit {
+	if !c.proxied {
+		if pat.MatchNormalized(c.sub.Hint) {
+			return hit{"the action hint", true, definite}
+		}
+		return hit{}
+	}
+	if pat.Kind&policy.Names != 0 {
+		for _, n := range c.sub.Names {
+			if pat.MatchNormalized(n) {
+				return hit{"the name " + strconv.Quote(n), false, definite}
+			}
+		}
+	}
+	if pat.Kind&policy.Text == 0 {
+		return hit{}
+	}
+	for i := range c.sub.Values {
+		if v := &c.sub.Values[i]; pat.MatchNormalized(v.Text) {
+			return hit{describeValue(v), true, definite}
+		}
+	}
+	return c.shell.match(pat, "")
+}
+
+// approves matches an auto_approve pattern. For a proxied call only the
+// names count: the arguments are written by the model, so `*.get_*` must
+// not approve fs.write_file {"content":"x.get_y"}. A reported step, with
+// no names, is described by its hint alone.
+func (c *call) approves(pat policy.Pattern) hit {
+	if !c.proxied {
+		if pat.MatchNormalized(c.sub.Hint) {
+			return hit{"the action hint", true, definite}
+		}
+		return hit{}
+	}
+	if pat.Kind&policy.Names == 0 {
+		return hit{}
+	}
+	for _, n := range c.sub.Names {
+		if pat.MatchNormalized(n) {
+			return hit{"the name " + strconv.Quote(n), false, definite}
+		}
+	}
+	return hit{}
+}
+
+// ruleRestricts matches a deny or requires_approval argument rule: any
+// value or key at or below the rule's argument, or any command of a shell
+// value there.
+func (c *call) ruleRestricts(r *policy.Rule) hit {
+	path := strings.Join(r.Path, ".")
+	for i := range c.sub.Values {
+		v := &c.sub.Values[i]
+		if v.Under(path) && !v.names(path) && r.Pattern.MatchNormalized(v.Text) {
+			return hit{describeValue(v), true, definite}
+		}
+	}
+	return c.shell.match(r.Pattern, path)
+}
+
+// ruleApproves matches an auto_approve argument rule. It approves only
+// what it fully covers: the argument is present, every value and key at or
+// below it matches, and a shell value there is resolved statically and
+// approved command by command.
+func (c *call) ruleApproves(r *policy.Rule) hit {
+	path := strings.Join(r.Path, ".")
+	seen := false
+	for i := range c.sub.Values {
+		v := &c.sub.Values[i]
+		if !v.Under(path) || v.names(path) {
+			continue
+		}
+		seen = true
+		if !r.Pattern.MatchNormalized(v.Text) {
+			return hit{}
+		}
+	}
+	if !seen || !c.shell.approves(r.Pattern, path) {
+		return hit{}
+	}
+	return hit{"argument " + strconv.Quote(r.Argument), true, definite}
+}
+
+// textMatchesAny reports whether any of pats matches the arguments (not
+// the names).
+func (c *call) textMatchesAny(pats []policy.Pattern) bool {
+	for _, pat := range pats {
+		if h := c.restrictive(pat); h.certainty != noMatch && h.argumentBound {
+			return true
+		}
+	}
+	return false
+}
+
+func describeValue(v *Value) string {
+	if v.Key {
+		return "a key in argument " + strconv.Quote(v.Path)
+	}
+	return "argument " + strconv.Quote(v.Path)
+}
+
+type match struct {
+	action  policy.Action
+	source  string // Directive.Matched: the pattern or rule as configured
+	display string // source, quoted when it is a bare glob
+	subject string // what matched, for the factor
+	// why replaces the generic reason (a possible deny, an unresolved
+	// shell command).
+	why           string
+	argumentBound bool
+}
+
+func (m match) factor() string {
+	f := "pattern: " + string(m.action) + " " + m.display + " matched " + m.subject
+	if m.why != "" {
+		f = "pattern: " + m.why
+	}
+	return f
+}
+
+func patternMatch(a policy.Action, pat policy.Pattern, h hit) match {
+	return match{action: a, source: pat.Source, display: strconv.Quote(pat.Source), subject: h.what, argumentBound: h.argumentBound}
+}
+
+func ruleMatch(r *policy.Rule, h hit) match {
+	return match{action: r.Action, source: r.Source, display: r.Source, subject: h.what, argumentBound: true}
+}
+
+// matchPatterns resolves stage 3: any deny (pattern or rule) beats any
+// requires_approval, which beats any auto_approve. A deny that only
+// possibly matches, and a shell command that cannot be resolved
+// statically, ask a human (requires_approval): never allowed, never a
+// block on a guess.
+func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
+	var maybe *match // the first deny that possibly matches
+	noteMaybe := func(m match) {
+		if maybe == nil {
+			m.why = "deny " + m.display + " could match " + m.subject + " once its variable parts are known"
+			m.action = policy.ActionRequiresApproval
+			maybe = &m
+		}
+	}
+	for _, pat := range p.Deny {
+		switch h := c.restrictive(pat); h.certainty {
+		case definite:
+			return patternMatch(policy.ActionDeny, pat, h), true
+		case possible:
+			noteMaybe(patternMatch(policy.ActionDeny, pat, h))
+		}
+	}
+	var approve, auto *match
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		if !r.AppliesTo(c.sub.Names) {
+			continue
+		}
+		switch r.Action {
+		case policy.ActionDeny:
+			switch h := c.ruleRestricts(r); h.certainty {
+			case definite:
+				return ruleMatch(r, h), true
+			case possible:
+				noteMaybe(ruleMatch(r, h))
+			}
+		case policy.ActionRequiresApproval:
+			if approve == nil {
+				if h := c.ruleRestricts(r); h.certainty != noMatch {
+					m := ruleMatch(r, h)
+					approve = &m
+				}
+			}
+		case policy.ActionAutoApprove:
+			if auto == nil {
+				if h := c.ruleApproves(r); h.certainty == definite {
+					m := ruleMatch(r, h)
+					auto = &m
+				}
+			}
+		}
+	}
+	for i, pat := range p.RequiresApproval {
+		if h := c.restrictive(pat); h.certainty != noMatch {
+			m := patternMatch(policy.ActionRequiresApproval, pat, h)
+			// An approval of the tool as such may stand for this match
+			// only if nothing about the arguments asks as well.
+			if !m.argumentBound {
+				m.argumentBound = approve != nil || maybe != nil || c.shell.anyUnresolved() ||
+					c.textMatchesAny(p.RequiresApproval[i+1:])
+			}
+			return m, true
+		}
+	}
+	if approve != nil {
+		return *approve, true
+	}
+	if maybe != nil {
+		return *maybe, true
+	}
+	if m, ok := c.shell.unresolved(); ok {
+		return m, true
+	}
+	for _, pat := range p.AutoApprove {
+		if h := c.approves(pat); h.certainty == definite {
+			return patternMatch(policy.ActionAutoApprove, pat, h), true
+		}
+	}
+	if auto != nil {
+		return *auto, true
+	}
+	return match{}, false
+}

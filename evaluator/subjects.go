@@ -1,0 +1,175 @@
+package evaluator
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aqlguard/aqlguard/policy"
+)
+
+// Subjects are what the policy is matched against for one step, each in
+// folded form (policy.Normalize). They describe what the downstream server
+// will receive, not a rendering of it: no JSON escaping stands between a
+// pattern and an argument's text.
+type Subjects struct {
+	// Names of a proxied call: the operation name as the model sees it
+	// (fs_write_file), the bare tool name in snake_case and in the
+	// server's spelling (write_file, writefile), and server.tool in both
+	// spellings (fs.write_file, fs.writefile). Empty for a reported step.
+	Names []string
+	// Values are every leaf of the arguments (strings as the server gets
+	// them, numbers in canonical form, booleans as true/false, null) and
+	// every object key, nested values walked, in a stable order.
+	Values []Value
+	// Hint is a reported step's next_action_hint ("" for proxied calls).
+	Hint string
+}
+
+// Value is one argument leaf or key.
+type Value struct {
+	// Path is the argument path in SnakeName parts joined by '.'
+	// ("options.force"); array elements share their array's path. A key
+	// has the path of the object it names a member of, plus itself.
+	Path string
+	// Text is the folded text matched by patterns.
+	Text string
+	// Raw is the string exactly as sent (strings only), for the shell
+	// parser, which needs the quotes.
+	Raw string
+	// Key says this is an object key rather than a value.
+	Key bool
+	// String says the leaf is a JSON string.
+	String bool
+}
+
+// Under reports whether v lies at or below path (a joined SnakeName path).
+func (v Value) Under(path string) bool {
+	return v.Path == path || strings.HasPrefix(v.Path, path) && len(v.Path) > len(path) && v.Path[len(path)] == '.'
+}
+
+// names reports whether v is the key that names the argument at path
+// itself, which a rule on that argument is not about.
+func (v Value) names(path string) bool { return v.Key && v.Path == path }
+
+// SubjectsOf extracts the subjects of a step. It never drops a string:
+// every string leaf and every key of the arguments is among Values.
+func SubjectsOf(s Step) Subjects {
+	var sub Subjects
+	if s.Server != "" || s.Tool != "" || s.Operation != "" {
+		sub.Names = nameForms(s.Operation, s.Server, s.Tool)
+	}
+	sub.Hint = policy.Normalize(s.ActionHint)
+	if len(s.Arguments) > 0 {
+		sub.Values = make([]Value, 0, 2*len(s.Arguments))
+		walkObject(&sub.Values, "", s.Arguments)
+	}
+	return sub
+}
+
+// NameForms lists a proxied call's names as Subjects.Names does.
+func NameForms(operation, server, tool string) []string { return nameForms(operation, server, tool) }
+
+// nameForms lists a proxied call's names, folded and without repeats.
+func nameForms(operation, server, tool string) []string {
+	out := make([]string, 0, 5)
+	add := func(n string) {
+		n = policy.Normalize(n)
+		if n == "" {
+			return
+		}
+		for _, have := range out {
+			if have == n {
+				return
+			}
+		}
+		out = append(out, n)
+	}
+	add(operation)
+	add(policy.SnakeName(tool))
+	add(tool)
+	if server != "" && tool != "" {
+		add(server + "." + policy.SnakeName(tool))
+		add(server + "." + tool)
+	}
+	return out
+}
+
+// walkObject appends the keys and leaves of m, keys in sorted order so the
+// subjects (and the factor naming the first match) do not depend on Go's
+// map order.
+func walkObject(out *[]Value, path string, m map[string]any) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := policy.SnakeName(k)
+		if path != "" {
+			p = path + "." + p
+		}
+		*out = append(*out, Value{Path: p, Text: policy.Normalize(k), Raw: k, Key: true, String: true})
+		walk(out, p, m[k])
+	}
+}
+
+func walk(out *[]Value, path string, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		walkObject(out, path, v)
+	case []any:
+		for _, e := range v {
+			walk(out, path, e)
+		}
+	case string:
+		*out = append(*out, Value{Path: path, Text: policy.Normalize(v), Raw: v, String: true})
+	default:
+		if text, ok := scalarText(v); ok {
+			*out = append(*out, Value{Path: path, Text: text})
+		}
+	}
+}
+
+// scalarText renders a non-string JSON scalar in its one canonical form.
+// Decoded requests carry json.Number; Go-built steps may carry float64 or
+// ints.
+func scalarText(v any) (string, bool) {
+	switch v := v.(type) {
+	case nil:
+		return "null", true
+	case bool:
+		return strconv.FormatBool(v), true
+	case json.Number:
+		if n, ok := policy.CanonicalNumber(v.String()); ok {
+			return n, true
+		}
+		return policy.Normalize(v.String()), true
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return "", false
+		}
+		if n, ok := policy.CanonicalNumber(strconv.FormatFloat(v, 'g', -1, 64)); ok {
+			return n, true
+		}
+	case float32:
+		return scalarText(float64(v))
+	case int:
+		return strconv.Itoa(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case int32:
+		return strconv.FormatInt(int64(v), 10), true
+	case uint64:
+		return strconv.FormatUint(v, 10), true
+	}
+	// Anything else cannot come from a decoded request; encode it so a
+	// pattern still has something to look at.
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", false
+	}
+	return policy.Normalize(string(b)), true
+}

@@ -1,0 +1,154 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// SnakeName lower-cases a name and puts single underscores at word
+// boundaries: camelCase and PascalCase humps, acronym ends (HTTPServer ->
+// http_server), and any run of non-alphanumerics ("drop-table", "drop
+// table", "__drop__table" -> drop_table). Leading and trailing separators
+// are dropped, so "_drop_table" cannot slip past drop_*. Tool and argument
+// names are compared in this form, so a rule written for target_env also
+// covers the server's targetEnv.
+func SnakeName(s string) string {
+	if isSnake(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 4)
+	rs := []rune(s)
+	sep := false
+	for i, r := range rs {
+		switch {
+		case unicode.IsUpper(r):
+			if i > 0 {
+				prev := rs[i-1]
+				nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+				if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
+					sep = true
+				}
+			}
+			r = unicode.ToLower(r)
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+		default:
+			sep = true
+			continue
+		}
+		if sep && b.Len() > 0 {
+			b.WriteByte('_')
+		}
+		sep = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isSnake(s string) bool {
+	if s == "" || s[0] == '_' || s[len(s)-1] == '_' {
+		return s == ""
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '_':
+			if s[i-1] == '_' {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// secretNames are argument names whose values are secrets by convention,
+// compared exactly in SnakeName form. Exact, not by substring: "code" in
+// run_python {"code": ...} or "key" in a cache lookup is what ran, and an
+// auditor must see it; a substring list would hide it.
+var secretNames = map[string]bool{
+	"password": true, "passwd": true, "passphrase": true, "pass": true,
+	"secret": true, "client_secret": true, "secret_key": true, "secret_access_key": true,
+	"token": true, "access_token": true, "refresh_token": true, "id_token": true, "auth_token": true,
+	"bearer_token": true, "session_token": true, "api_token": true, "github_token": true,
+	"api_key": true, "apikey": true, "x_api_key": true, "access_key": true,
+	"authorization": true, "proxy_authorization": true, "cookie": true, "set_cookie": true,
+	"private_key": true, "ssh_key": true, "credentials": true, "credential": true,
+	"otp": true, "totp": true, "mfa_code": true, "pin": true,
+}
+
+// SecretName reports whether an argument of this name holds a secret by
+// convention (see secretNames).
+func SecretName(name string) bool { return secretNames[SnakeName(name)] }
+
+// ArgumentSpec names an argument of some tools: shell_arguments and
+// secret_arguments entries, "[TOOL:]ARGUMENT".
+type ArgumentSpec struct {
+	// Tool matches the call's names (zero: every tool).
+	Tool Pattern
+	// Path is the argument's name, or a dotted path into an object, each
+	// part in SnakeName form.
+	Path []string
+	// Source is the entry as written.
+	Source string
+}
+
+// ParseArgumentSpec parses "[TOOL:]ARGUMENT".
+func ParseArgumentSpec(src string) (ArgumentSpec, error) {
+	spec := ArgumentSpec{Source: src}
+	arg := src
+	if tool, rest, ok := strings.Cut(src, ":"); ok {
+		pat, err := CompilePattern(tool)
+		if err != nil {
+			return spec, err
+		}
+		spec.Tool, arg = pat, rest
+	}
+	path, err := ArgumentPath(arg)
+	if err != nil {
+		return spec, err
+	}
+	spec.Path = path
+	return spec, nil
+}
+
+// ArgumentPath splits an argument name or dotted path into SnakeName parts.
+func ArgumentPath(name string) ([]string, error) {
+	if strings.TrimSpace(name) == "" {
+		return nil, errors.New("an argument name is required")
+	}
+	parts := strings.Split(strings.TrimSpace(name), ".")
+	for i, p := range parts {
+		parts[i] = SnakeName(p)
+		if parts[i] == "" {
+			return nil, fmt.Errorf("argument %q has an empty part", name)
+		}
+	}
+	return parts, nil
+}
+
+// AppliesTo reports whether the spec covers an argument path of a call
+// with these folded names.
+func (a ArgumentSpec) AppliesTo(names []string, path []string) bool {
+	if len(path) != len(a.Path) {
+		return false
+	}
+	for i := range path {
+		if path[i] != a.Path[i] {
+			return false
+		}
+	}
+	if a.Tool.g == nil {
+		return true
+	}
+	for _, n := range names {
+		if a.Tool.MatchNormalized(n) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,312 @@
+package safety
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/verify"
+)
+
+// slowHuman answers every question with answer after a delay, and
+// records how many questions were on the screen at once.
+type slowHuman struct {
+	delay   time.Duration
+	answer  verify.Answer
+	open    atomic.Int32
+	maxOpen atomic.Int32
+	asked   atomic.Int32
+	mu      sync.Mutex
+	reqs    []verify.Request
+}
+
+func (*slowHuman) Name() string { return "slow" }
+func (h *slowHuman) Ask(ctx context.Context, r verify.Request) (verify.Answer, error) {
+	n := h.open.Add(1)
+	defer h.open.Add(-1)
+	for {
+		m := h.maxOpen.Load()
+		if n <= m || h.maxOpen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	h.asked.Add(1)
+	h.mu.Lock()
+	h.reqs = append(h.reqs, r)
+	h.mu.Unlock()
+	select {
+	case <-time.After(h.delay):
+		return h.answer, nil
+	case <-ctx.Done():
+		return verify.None, nil
+	}
+}
+func (*slowHuman) Show(context.Context, verify.Request) error { return nil }
+
+const approvalPolicy = `
+agent = "unit"
+[safety]
+max_autonomous_steps = 1000
+requires_approval = ["db_delete_row"]
+[[safety.rules]]
+action = "requires_approval"
+argument = "path"
+pattern = "*/.ssh/*"
+`
+
+// Allow for this session lets later calls of the same tool through in
+// the same session, and nothing else: not another tool, not another
+// session, not a decision that rests on the arguments.
+func TestAllowForSession(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	l := newLoop(t, approvalPolicy, h)
+	l.SessionApprovalTTL = time.Hour
+	del := call("db_delete_row", map[string]any{"id": "1"})
+	h.say(verify.AllowSession)
+	v := l.Check(ctx, del)
+	if !v.Proceed || len(h.asked) != 1 || !h.asked[0].AllowSession {
+		t.Fatalf("first call: %+v %v asked %+v", v.Directive, v.Err, h.asked)
+	}
+	other := call("db_delete_row", map[string]any{"id": "2"})
+	if v := l.Check(ctx, other); !v.Proceed || v.Approval == "" || len(h.asked) != 1 {
+		t.Fatalf("same tool, other arguments, same session: %+v %v", v.Directive, v.Err)
+	}
+	otherSession := other
+	otherSession.Session = "s2"
+	if v := l.Check(ctx, otherSession); v.Proceed {
+		t.Error("the approval crossed into another session")
+	}
+	upd := call("db_update_row", map[string]any{"id": "1"}) // EXECUTE 45: asks
+	if v := l.Check(ctx, upd); v.Proceed {
+		t.Error("the approval covered another tool")
+	}
+	ssh := call("db_delete_row", map[string]any{"path": "/home/a/.ssh/id"})
+	if v := l.Check(ctx, ssh); v.Proceed || !v.Directive.ArgumentBound {
+		t.Errorf("an argument-bound decision was covered: %+v", v.Directive)
+	}
+	if len(h.asked) > 1 && h.asked[len(h.asked)-1].AllowSession {
+		t.Error("allow for this session offered for an argument-bound decision")
+	}
+	// Revoked: asks again.
+	if _, err := l.Store.RevokeApprovals(ctx, func(store.Approval) bool { return true }, "tester", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if v := l.Check(ctx, other); v.Proceed {
+		t.Error("a revoked approval still stands")
+	}
+	// The policy changed: the approval is void.
+	h.say(verify.AllowSession)
+	l.Check(ctx, del)
+	l.Policy.Version = "edited"
+	if v := l.Check(ctx, other); v.Proceed {
+		t.Error("an approval outlived the policy version it was given under")
+	}
+}
+
+// One approval, one execution: two loops on one state directory (two
+// aqlguard processes) and many concurrent calls in each.
+func TestOneApprovalOneExecution(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	one := newLoop(t, approvalPolicy, h)
+	two := newLoop(t, approvalPolicy, h)
+	st, err := store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two.Store = st
+	one.InlineWait, two.InlineWait = time.Millisecond, time.Millisecond
+	del := call("db_delete_row", map[string]any{"id": "9"})
+	v := one.Check(ctx, del)
+	if v.Confirmation == nil {
+		t.Fatalf("no token: %+v", v)
+	}
+	// The human approves through the other process.
+	h.say(verify.Allow)
+	if res, fail := two.ConfirmOperation(ctx, "s", v.Confirmation.Token); res == nil {
+		t.Fatalf("confirm: %v", fail)
+	}
+	// Both processes now hold it approved (two read it from the store).
+	if c, _ := two.lookupToken(ctx, v.Confirmation.Token); c == nil || c.Status != statusApproved {
+		t.Fatalf("two: %+v", c)
+	}
+	if c, _ := one.lookupToken(ctx, v.Confirmation.Token); c == nil || c.Status != statusApproved {
+		t.Fatalf("one: %+v", c)
+	}
+	var ran atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 16 {
+		l := one
+		if i%2 == 1 {
+			l = two
+		}
+		wg.Go(func() {
+			if l.Check(ctx, del).Proceed {
+				ran.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := ran.Load(); n != 1 {
+		t.Fatalf("one approval ran %d calls", n)
+	}
+}
+
+// Thirty parallel gated calls put one question at a time on the
+// screen, across two processes.
+func TestOneQuestionAtATime(t *testing.T) {
+	ctx := context.Background()
+	h := &slowHuman{delay: 20 * time.Millisecond, answer: verify.Deny}
+	one := newLoop(t, approvalPolicy, h)
+	two := newLoop(t, approvalPolicy, h)
+	st, err := store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two.Store = st
+	one.InlineWait, two.InlineWait = 5*time.Second, 5*time.Second
+	var wg sync.WaitGroup
+	for i := range 30 {
+		l := one
+		if i%2 == 1 {
+			l = two
+		}
+		wg.Go(func() {
+			v := l.Check(ctx, call("db_delete_row", map[string]any{"id": string(rune('a' + i))}))
+			if v.Proceed || v.Err == nil || v.Err.Code != aql.CodePermissionDenied {
+				t.Errorf("call %d: %+v", i, v.Err)
+			}
+		})
+	}
+	wg.Wait()
+	if m := h.maxOpen.Load(); m != 1 {
+		t.Errorf("%d questions on the screen at once", m)
+	}
+	if n := h.asked.Load(); n != 30 {
+		t.Errorf("%d questions asked, want 30", n)
+	}
+	one.Close()
+	two.Close()
+}
+
+// The model's retry while the question is still on the screen finds it,
+// rather than raising a second question; the answer given later lets the
+// retry through.
+func TestRetryFindsTheOpenQuestion(t *testing.T) {
+	ctx := context.Background()
+	h := &slowHuman{delay: 300 * time.Millisecond, answer: verify.Allow}
+	l := newLoop(t, approvalPolicy, h)
+	l.InlineWait = 10 * time.Millisecond
+	del := call("db_delete_row", map[string]any{"id": "1"})
+	v := l.Check(ctx, del)
+	if v.Err == nil || v.Err.Code != aql.CodeConfirmation {
+		t.Fatalf("first: %+v", v.Err)
+	}
+	if v2 := l.Check(ctx, del); v2.Err == nil || v2.Confirmation.Token != v.Confirmation.Token {
+		t.Fatalf("the retry opened another question: %+v", v2.Err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if v := l.Check(ctx, del); !v.Proceed {
+		t.Fatalf("after the answer: %+v", v.Err)
+	}
+	if n := h.asked.Load(); n != 1 {
+		t.Errorf("%d questions for one call", n)
+	}
+}
+
+// Secrets never reach the audit log, the state database or the human's
+// question; what ran is kept in full, and equal secrets correlate.
+func TestSecretsAreRedactedEverywhere(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	l := newLoop(t, strings.Replace(approvalPolicy, "[safety]\n", "[safety]\nsecret_arguments = [\"db.*:conn.dsn\"]\n", 1), h)
+	long := strings.Repeat("print('x')\n", 500)
+	a := call("db_delete_row", map[string]any{"id": "1", "password": "hunter2-secret", "apiKey": "k-live-123456",
+		"code": long, "conn": map[string]any{"dsn": "postgres://u:pw-in-dsn@h/db"}, "note": "hunter2-secret",
+		"declared": "schema-says-secret"})
+	a.Secrets = []string{"declared"}
+	v := l.Check(ctx, a)
+	if v.Proceed {
+		t.Fatal("expected a question")
+	}
+	var rec store.Record
+	if err := l.Store.View(ctx, func(tx *store.Tx) error {
+		return tx.Records(1, func(r store.Record, _ []byte) error {
+			if r.Kind == "decision" {
+				rec = r
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var args map[string]any
+	if err := json.Unmarshal(rec.Args, &args); err != nil {
+		t.Fatalf("args: %v (%q / %q)", err, rec.Args, rec.ArgsText)
+	}
+	if args["code"] != long {
+		t.Error("the code that would run is not in the audit record")
+	}
+	pw, note := args["password"].(string), args["note"].(string)
+	if !strings.HasPrefix(pw, "[redacted hmac-sha256:") || note != "hunter2-secret" {
+		t.Errorf("password %q note %q", pw, note)
+	}
+	if rec.ArgsSHA256 != Digest(a.Arguments) {
+		t.Error("the digest must cover the whole unredacted arguments")
+	}
+	raw, err := os.ReadFile(l.Store.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"k-live-123456", "pw-in-dsn", "schema-says-secret"} {
+		if strings.Contains(string(raw), secret) {
+			t.Errorf("%q is in the state database", secret)
+		}
+		if q, _ := json.Marshal(h.asked); strings.Contains(string(q), secret) {
+			t.Errorf("%q was shown to the human", secret)
+		}
+	}
+	// Equal secrets give equal digests (and the same under another name).
+	r := l.redactorFor(a)
+	if r.digest("hunter2-secret") != pw {
+		t.Error("equal secrets do not correlate")
+	}
+}
+
+// A cap keeps the first bytes of the redacted arguments and the size.
+func TestArgumentsCap(t *testing.T) {
+	args, text, total := argsForRecord(map[string]any{"x": strings.Repeat("é", 1000)}, 1024)
+	if args != nil || total <= 1024 || len(text) > 1024+len("…") || !strings.HasPrefix(text, `{"x":"éé`) {
+		t.Errorf("capped: %q %d", text, total)
+	}
+	args, text, _ = argsForRecord(map[string]any{"x": "<y>"}, 1024)
+	if string(args) != `{"x":"<y>"}` || text != "" {
+		t.Errorf("uncapped: %s %q", args, text)
+	}
+}
+
+// A human's deny of a reported step is a directive, not an error.
+func TestReportedStepDenialIsADirective(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	l := newLoop(t, approvalPolicy, h)
+	e, _ := l.ExecuteAgent(ctx, "s", "a")
+	h.say(verify.Deny)
+	d, err := l.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db_delete_row 7",
+		Category: policy.Delete})
+	if err != nil || d.Continue || d.Reason == "" || len(d.Factors) == 0 || !strings.Contains(d.Reason, "denied") {
+		t.Fatalf("directive %+v err %v", d, err)
+	}
+	_ = evaluator.Directive{}
+}

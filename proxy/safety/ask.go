@@ -1,0 +1,251 @@
+package safety
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/verify"
+)
+
+// Asking the human. A question is asked by a goroutine of its own that
+// lives as long as its confirmation, not as long as the call that raised
+// it: the call waits inline_wait for the answer and otherwise returns
+// CONFIRMATION_REQUIRED, while the question stays on the screen. The
+// answer is recorded durably the moment it is given; the model's retry
+// (or confirm_operation) then finds it. Questions about one principal are
+// asked one at a time, in the order they were raised, in this process
+// (turn) and across the processes sharing the state directory
+// (Store.QuestionTurn): thirty parallel gated calls put one question on
+// the screen, not thirty.
+
+// asking is one question on, or waiting for, the human's screen.
+type asking struct {
+	done   chan struct{} // closed once the answer is recorded, or none came
+	answer verify.Answer
+	why    string // set when nobody could be asked, or the answer not recorded
+}
+
+// approves reports whether an answer lets the action run.
+func approves(a verify.Answer) bool { return a == verify.Allow || a == verify.AllowSession }
+
+// await makes sure c is put to the human and waits at most wait for the
+// answer. It returns None (and, when the channel could not ask at all, a
+// factor saying why) if no answer came in time; the question stays up.
+// l.mu must not be held.
+func (l *Loop) await(ctx context.Context, c *Confirmation, wait time.Duration) (verify.Answer, string) {
+	l.mu.Lock()
+	l.init()
+	q := l.askings[c.Token]
+	if q == nil {
+		switch {
+		case c.Status == statusApproved:
+			l.mu.Unlock()
+			return verify.Allow, ""
+		case c.Status == statusDenied:
+			l.mu.Unlock()
+			return verify.Deny, ""
+		case c.Status != statusPending || !l.now().Before(c.ExpiresAt):
+			l.mu.Unlock()
+			return verify.None, ""
+		}
+		q = &asking{done: make(chan struct{})}
+		l.askings[c.Token] = q
+		req := l.question(c)
+		go l.runAsk(q, c, req)
+	}
+	l.mu.Unlock()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-q.done:
+		return q.answer, q.why
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return verify.None, ""
+}
+
+// question is the request the human sees for c. l.mu is held.
+func (l *Loop) question(c *Confirmation) verify.Request {
+	return verify.Request{
+		Kind: verify.KindConfirmation, Agent: c.Principal, Operation: c.Operation, Action: c.Action,
+		Arguments: c.Arguments, Reason: c.Reason, Token: c.Token, Tier: c.Tier, ExpiresAt: c.ExpiresAt,
+		AllowSession: c.AllowSession,
+	}
+}
+
+// runAsk asks and records the answer; see the comment at the top.
+func (l *Loop) runAsk(q *asking, c *Confirmation, req verify.Request) {
+	ctx, cancel := context.WithDeadline(l.bg, c.ExpiresAt)
+	defer cancel()
+	answer, why := l.ask(ctx, req)
+	answer, why = l.recordAnswer(c, answer, why)
+	l.mu.Lock()
+	q.answer, q.why = answer, why
+	delete(l.askings, c.Token)
+	l.mu.Unlock()
+	close(q.done)
+}
+
+// ask waits for this principal's turn, then puts req to the human.
+func (l *Loop) ask(ctx context.Context, req verify.Request) (verify.Answer, string) {
+	if l.Channel == nil {
+		return verify.None, "confirmation: no channel to a human is configured, so nothing can be approved"
+	}
+	select {
+	case l.turn <- struct{}{}:
+		defer func() { <-l.turn }()
+	case <-ctx.Done():
+		return verify.None, "confirmation: the question expired while the human was answering others"
+	}
+	release, err := l.Store.QuestionTurn(ctx, l.Policy.Principal)
+	if err != nil {
+		if ctx.Err() != nil {
+			return verify.None, "confirmation: the question expired while the human was answering another aqlguard's"
+		}
+		l.Log.Error("could not wait for a turn to ask a human; nothing is approved", "token", req.Token, "err", err)
+		return verify.None, "confirmation: could not take a turn to ask a human; nothing was approved"
+	}
+	defer release()
+	// Answered meanwhile through the other process (confirm_operation
+	// there)? Then do not ask twice.
+	var cur *store.Confirmation
+	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { cur, err = tx.Confirmation(req.Token); return }); err == nil && cur != nil {
+		switch cur.Status {
+		case statusApproved:
+			return verify.Allow, ""
+		case statusDenied:
+			return verify.Deny, ""
+		case statusUsed:
+			return verify.None, "confirmation: already answered and used"
+		}
+	}
+	answer, err := l.Channel.Ask(ctx, req)
+	if err != nil {
+		l.Log.Error("could not ask a human; nothing is approved", "channel", l.Channel.Name(), "token", req.Token, "err", err)
+		why := "confirmation: the " + l.Channel.Name() + " channel could not reach a human"
+		if errors.Is(err, verify.ErrNoDisplay) {
+			why += " (no graphical display)"
+		}
+		return verify.None, why + "; nothing was approved"
+	}
+	if answer == verify.AllowSession && !req.AllowSession {
+		answer = verify.Allow // not offered: at most what was asked
+	}
+	l.Log.Info("human answer", "channel", l.Channel.Name(), "token", req.Token, "answer", answer)
+	return answer, ""
+}
+
+// recordAnswer writes the human's answer, and the standing approval an
+// "allow for this session" grants, with an audit record, before anyone
+// can act on it. An answer that cannot be recorded approves nothing.
+func (l *Loop) recordAnswer(c *Confirmation, answer verify.Answer, why string) (verify.Answer, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.Status != statusPending {
+		// Answered or used meanwhile (confirm_operation through the other
+		// process, found by the check that spent it): nothing to record.
+		if c.Status == statusApproved {
+			return verify.Allow, ""
+		}
+		return answer, why
+	}
+	rec := store.Record{Kind: "confirmation", Session: c.Session, Server: c.Server, Operation: c.Operation,
+		Token: c.Token, Tier: c.Tier, Decision: "no_answer", Factors: []string{}}
+	if why != "" {
+		rec.Factors = append(rec.Factors, why)
+	}
+	var grant *store.Approval
+	now := l.now()
+	switch answer {
+	case verify.Allow, verify.AllowSession:
+		c.Status, c.DoneAt = statusApproved, now
+		l.markDirty(c)
+		rec.Decision = "approved"
+		if answer == verify.AllowSession && c.AllowSession {
+			id, err := newApprovalID()
+			if err != nil {
+				c.Status, c.DoneAt = statusPending, time.Time{}
+				return verify.None, "confirmation: the approval could not be created; nothing was approved"
+			}
+			grant = &store.Approval{ID: id, Principal: c.Principal, Session: c.Session, Server: c.Server, Tool: c.Tool,
+				Operation: c.Operation, PolicyVersion: c.PolicyVersion, Token: c.Token,
+				CreatedAt: now, ExpiresAt: now.Add(l.SessionApprovalTTL)}
+			rec.Decision, rec.Approval = "approved_for_session", id
+		}
+	case verify.Deny:
+		l.spend(c, statusDenied)
+		rec.Decision = "denied"
+	}
+	err := l.Store.Update(l.bg, func(tx *store.Tx) error {
+		if err := l.flush(tx); err != nil {
+			return err
+		}
+		if grant != nil {
+			if err := tx.PutApproval(*grant); err != nil {
+				return err
+			}
+		}
+		rec.Time, rec.Principal, rec.Process = now, l.Policy.Principal, l.Process
+		_, err := tx.Append(rec)
+		return err
+	})
+	if err != nil {
+		l.Log.Error("the human's answer could not be recorded; nothing is approved", "token", c.Token, "err", err)
+		// Not durable, so not granted (and not refused: ask again).
+		delete(l.spent, c.Token)
+		c.Status, c.DoneAt = statusPending, time.Time{}
+		l.confirms[c.Token] = c
+		return verify.None, "confirmation: the answer could not be recorded in the state database; nothing was approved"
+	}
+	l.clean()
+	if grant != nil {
+		l.Log.Info("standing approval granted", "approval", grant.ID, "server", grant.Server, "tool", grant.Tool,
+			"session", grant.Session, "expires", grant.ExpiresAt)
+	}
+	return answer, why
+}
+
+// standing finds a human's standing approval of this tool for this
+// session. l.mu is held.
+func (l *Loop) standing(ctx context.Context, a Action) (*store.Approval, error) {
+	if a.Session == "" || l.SessionApprovalTTL <= 0 {
+		return nil, nil
+	}
+	var list []store.Approval
+	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { list, err = tx.Approvals(); return }); err != nil {
+		return nil, err
+	}
+	now := l.now()
+	for i := range list {
+		ap := &list[i]
+		if ap.Active(now) && ap.Principal == l.Policy.Principal && ap.Session == a.Session &&
+			ap.Server == a.Server && ap.Tool == a.Tool && ap.PolicyVersion == l.Policy.Version {
+			return ap, nil
+		}
+	}
+	return nil, nil
+}
+
+// newApprovalID returns "appr_" and 96 bits from crypto/rand in hex.
+func newApprovalID() (string, error) {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "appr_" + hex.EncodeToString(b), nil
+}
+
+// Close withdraws the questions still on the human's screen (their
+// dialogs are closed; nothing is approved). Call it when aqlguard stops.
+func (l *Loop) Close() {
+	l.mu.Lock()
+	l.init()
+	stop := l.stop
+	l.mu.Unlock()
+	stop()
+}
