@@ -96,7 +96,7 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 
 	// Stage 4: safety tier.
 	score, factors := c.risk(p)
-	d.Risk, d.Tier = score, TierFor(score)
+	d.Risk, d.Tier, d.RiskRules = score, TierFor(score), c.riskRules
 	d.Factors = append(d.Factors, factors...)
 	d.Factors = append(d.Factors, "safety tier: risk "+strconv.Itoa(score)+" is "+string(d.Tier))
 	switch d.Tier {

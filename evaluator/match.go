@@ -20,6 +20,7 @@ type call struct {
 	scoreVal          int
 	scoreFactors      []string
 	riskFromArguments bool
+	riskRules         []string
 }
 
 func newCall(p *policy.Policy, s *Step) *call {

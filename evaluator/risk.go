@@ -125,6 +125,7 @@ func (c *call) computeRisk(p *policy.Policy) (int, []string) {
 				continue
 			}
 			c.riskFromArguments = c.riskFromArguments || h.argumentBound
+			c.riskRules = append(c.riskRules, r.Source)
 			score = max(score, r.Score)
 			f := "risk: rule " + r.Source
 			if r.Reason != "" {

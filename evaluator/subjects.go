@@ -59,7 +59,7 @@ func (v Value) names(path string) bool { return v.Key && v.Path == path }
 func SubjectsOf(s Step) Subjects {
 	var sub Subjects
 	if s.Server != "" || s.Tool != "" || s.Operation != "" {
-		sub.Names = nameForms(s.Operation, s.Server, s.Tool)
+		sub.Names = policy.NameForms(s.Operation, s.Server, s.Tool)
 	}
 	sub.Hint = policy.Normalize(s.ActionHint)
 	if len(s.Arguments) > 0 {
@@ -67,34 +67,6 @@ func SubjectsOf(s Step) Subjects {
 		walkObject(&sub.Values, "", s.Arguments)
 	}
 	return sub
-}
-
-// NameForms lists a proxied call's names as Subjects.Names does.
-func NameForms(operation, server, tool string) []string { return nameForms(operation, server, tool) }
-
-// nameForms lists a proxied call's names, folded and without repeats.
-func nameForms(operation, server, tool string) []string {
-	out := make([]string, 0, 5)
-	add := func(n string) {
-		n = policy.Normalize(n)
-		if n == "" {
-			return
-		}
-		for _, have := range out {
-			if have == n {
-				return
-			}
-		}
-		out = append(out, n)
-	}
-	add(operation)
-	add(policy.SnakeName(tool))
-	add(tool)
-	if server != "" && tool != "" {
-		add(server + "." + policy.SnakeName(tool))
-		add(server + "." + tool)
-	}
-	return out
 }
 
 // walkObject appends the keys and leaves of m, keys in sorted order so the

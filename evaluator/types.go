@@ -80,4 +80,24 @@ type Directive struct {
 	// argument), so an approval of the tool as such cannot stand for it:
 	// only an approval of these very arguments can.
 	ArgumentBound bool
+	// RiskRules are the sources of the risk rules that matched (stage 4).
+	RiskRules []string
+}
+
+// Outcome says in a word what happens to the action: "allowed",
+// "asks" (a human confirms), "verify" (out-of-band code, the agent
+// paused) or "blocks" (hard block). In monitoring mode it is what
+// enforcing would do.
+func (d Directive) Outcome() string {
+	switch d.Decision {
+	case Allow:
+		return "allowed"
+	case NeedsConfirm:
+		return "asks"
+	case NeedsVerify:
+		return "verify"
+	case Block:
+		return "blocks"
+	}
+	return "allowed"
 }

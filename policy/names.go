@@ -152,3 +152,32 @@ func (a ArgumentSpec) AppliesTo(names []string, path []string) bool {
 	}
 	return false
 }
+
+// NameForms lists the names a proxied call is known by, folded and
+// without repeats, in this order: the operation name as the model sees it
+// (fs_write_file), the bare tool name in snake_case (write_file) and in
+// the server's spelling (writefile, folded), and server.tool in both
+// spellings (fs.write_file, fs.writefile). Name patterns match these.
+func NameForms(operation, server, tool string) []string {
+	out := make([]string, 0, 5)
+	add := func(n string) {
+		n = Normalize(n)
+		if n == "" {
+			return
+		}
+		for _, have := range out {
+			if have == n {
+				return
+			}
+		}
+		out = append(out, n)
+	}
+	add(operation)
+	add(SnakeName(tool))
+	add(tool)
+	if server != "" && tool != "" {
+		add(server + "." + SnakeName(tool))
+		add(server + "." + tool)
+	}
+	return out
+}

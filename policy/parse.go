@@ -84,6 +84,10 @@ func Parse(data []byte, name string) (cfg *Config, err error) {
 		return nil, Errors{{File: name, Msg: "configuration could not be decoded"}}
 	}
 	c.Path = name
+	c.lines = make(map[string]int, len(w.first))
+	for k, pos := range w.first {
+		c.lines[k] = pos.line
+	}
 	return c, nil
 }
 

@@ -25,6 +25,8 @@ type Config struct {
 
 	// Path is the file this config was read from ("" for embedded defaults).
 	Path string `toml:"-"`
+	// lines maps key paths to their line in the file, for Lint.
+	lines map[string]int
 }
 
 // Limits are the MCP-AQL payload limits (spec 4.7.5). Zero means default.

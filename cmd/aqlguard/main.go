@@ -6,7 +6,9 @@
 //
 //	aqlguard run [--config FILE] [--agent NAME]     serve MCP over stdio (the default verb)
 //	aqlguard serve --listen ADDR                    serve MCP over Streamable HTTP at /mcp
-//	aqlguard policy check [--config FILE]           check a config, report every error with its line
+//	aqlguard policy check [--servers] [--strict]    check a config: errors with their line, dead and shadowed rules
+//	aqlguard policy explain                         what the policy does with each tool of the servers
+//	aqlguard policy test CASES.toml                 run test cases against the policy
 //	aqlguard blocks list                            show hard-blocked agents
 //	aqlguard unblock AGENT                          lift a hard block (admin override, audited)
 //	aqlguard approvals list|revoke                  standing approvals (allow for this session)
@@ -41,7 +43,13 @@ const usage = `usage: aqlguard <verb> [flags]
 verbs:
   run            serve MCP over stdio in front of the configured servers (default)
   serve          serve MCP over Streamable HTTP at /mcp (--listen ADDR, default 127.0.0.1:8765)
-  policy check   load a config and report every error with its line
+  policy check [--servers] [--strict]
+                 load a config, report every error with its line, warn about
+                 dead and shadowed rules (--servers: against the real tools)
+  policy explain per tool of the configured servers: category, risk, tier,
+                 the deciding rule, and what happens when it is called
+  policy test CASES.toml
+                 run test cases against the policy (see policy-cases.example.toml)
   blocks list    show hard-blocked agents
   unblock AGENT  lift an agent's hard block (admin override, audited)
   approvals list|revoke ID...|revoke --every
@@ -70,11 +78,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "serve":
 		return cmdServe(args, stderr)
 	case "policy":
-		if len(args) == 0 || args[0] != "check" {
-			fmt.Fprint(stderr, "usage: aqlguard policy check [--config FILE]\n")
-			return 2
-		}
-		return cmdPolicyCheck(args[1:], stdout, stderr)
+		return cmdPolicy(args, stdout, stderr)
 	case "blocks":
 		return cmdBlocks(args, stdout, stderr)
 	case "unblock":

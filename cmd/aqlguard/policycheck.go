@@ -1,23 +1,47 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
+	"strings"
+	"text/tabwriter"
 
+	"github.com/aqlguard/aqlguard/evaluator/policytest"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy"
+	"github.com/aqlguard/aqlguard/proxy/catalog"
+	"github.com/aqlguard/aqlguard/proxy/downstream"
 )
 
-// cmdPolicyCheck loads a config and reports every error with its line. It
-// also compiles the effective policy of the configured agent and of every
-// [agents.NAME] override, so a pattern that only one agent sees is checked
-// too. Exit status 1 on any error.
-func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
-	fs, g := newFlags("policy check", stderr)
-	if err := fs.Parse(args); err != nil {
+const policyUsage = `usage: aqlguard policy check [--servers] [--strict] [--config FILE]
+       aqlguard policy explain [--config FILE] [--agent NAME]
+       aqlguard policy test [--config FILE] CASES.toml
+`
+
+// cmdPolicy dispatches the policy verbs.
+func cmdPolicy(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, policyUsage)
 		return 2
 	}
+	switch args[0] {
+	case "check":
+		return cmdPolicyCheck(args[1:], stdout, stderr)
+	case "explain":
+		return cmdPolicyExplain(args[1:], stdout, stderr)
+	case "test":
+		return cmdPolicyTest(args[1:], stdout, stderr)
+	}
+	fmt.Fprint(stderr, policyUsage)
+	return 2
+}
+
+// loadForPolicy loads the config, printing every error with its line.
+func loadForPolicy(g *globals, stderr io.Writer) *policy.Config {
 	cfg, err := loadConfig(g)
 	if err != nil {
 		var list policy.Errors
@@ -29,30 +53,211 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 		} else {
 			fmt.Fprintln(stderr, "aqlguard:", err)
 		}
-		return 1
+		return nil
 	}
-	principals := []string{cfg.Agent}
+	return cfg
+}
+
+// principals are the configured agent and every [agents.NAME], sorted
+// after the first.
+func principals(cfg *policy.Config) []string {
+	out := []string{cfg.Agent}
 	for name := range cfg.Agents {
 		if name != cfg.Agent {
-			principals = append(principals, name)
+			out = append(out, name)
 		}
 	}
-	sort.Strings(principals[1:])
+	sort.Strings(out[1:])
+	return out
+}
+
+// connectServers starts the configured servers (quietly: their logs go to
+// stderr only at warn level) and derives the catalog.
+func connectServers(cfg *policy.Config, pol *policy.Policy, stderr io.Writer) (*catalog.Catalog, *downstream.Pool, error) {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	pool := downstream.Start(context.Background(), cfg.Servers, version(), log)
+	for _, s := range pool.Servers() {
+		if s.Status != downstream.Ready {
+			fmt.Fprintf(stderr, "server %s: %s\n", s.Name, s.Problem)
+		}
+	}
+	cat, err := proxy.BuildCatalog(cfg, pol, pool.Servers())
+	if err != nil {
+		_ = pool.Close()
+		return nil, nil, err
+	}
+	return cat, pool, nil
+}
+
+func source(cfg *policy.Config) string {
+	if cfg.Path == "" {
+		return "embedded defaults"
+	}
+	return cfg.Path
+}
+
+// cmdPolicyCheck loads a config and reports every error with its line. It
+// compiles the effective policy of the configured agent and of every
+// [agents.NAME] override, so a pattern that only one agent sees is checked
+// too, and lints each: dead and shadowed rules are warnings, errors with
+// --strict. --servers connects to the configured servers and checks
+// against their real tools. Exit status 1 on any error.
+func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
+	fs, g := newFlags("policy check", stderr)
+	servers := fs.Bool("servers", false, "connect to the configured servers and check the rules against their tools")
+	strict := fs.Bool("strict", false, "treat warnings (dead or shadowed rules) as errors")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg := loadForPolicy(g, stderr)
+	if cfg == nil {
+		return 1
+	}
 	failed := false
-	for _, p := range principals {
-		if _, err := policy.Compile(cfg, p); err != nil {
+	var tools []policy.Tool
+	for i, p := range principals(cfg) {
+		pol, err := policy.Compile(cfg, p)
+		if err != nil {
 			fmt.Fprintf(stderr, "agent %s: %v\n", p, err)
 			failed = true
+			continue
+		}
+		if i == 0 && *servers {
+			cat, pool, err := connectServers(cfg, pol, stderr)
+			if err != nil {
+				fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+				return 1
+			}
+			tools = cat.PolicyTools()
+			_ = pool.Close()
 		}
 	}
 	if failed {
 		return 1
 	}
-	source := cfg.Path
-	if source == "" {
-		source = "embedded defaults"
+	warnings := 0
+	seen := map[string]bool{}
+	for _, p := range principals(cfg) {
+		for _, w := range policy.Lint(cfg, p, tools) {
+			if line := w.Error(); !seen[line] {
+				seen[line] = true
+				fmt.Fprintln(stderr, line)
+				warnings++
+			}
+		}
 	}
-	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s)\n",
-		source, cfg.Mode, cfg.Agent, len(cfg.Servers), cfg.Safety.Loop)
+	if warnings > 0 && *strict {
+		fmt.Fprintf(stderr, "%d warning(s), failing: --strict\n", warnings)
+		return 1
+	}
+	checked := "patterns alone"
+	if *servers {
+		checked = fmt.Sprintf("%d tool(s) of the configured servers", len(tools))
+	}
+	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s; %d warning(s), checked against %s)\n",
+		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), cfg.Safety.Loop, warnings, checked)
+	return 0
+}
+
+// cmdPolicyExplain connects to the configured servers and prints, per
+// tool, what the policy does when it is called.
+func cmdPolicyExplain(args []string, stdout, stderr io.Writer) int {
+	fs, g := newFlags("policy explain", stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg := loadForPolicy(g, stderr)
+	if cfg == nil {
+		return 1
+	}
+	pol, err := policy.Compile(cfg, cfg.Agent)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	cat, pool, err := connectServers(cfg, pol, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	defer pool.Close()
+	ex := proxy.Explain(pol, cat)
+	fmt.Fprintf(stdout, "%s, agent %s, risk_tolerance %s (a call above risk %d asks), loop %s\n\n",
+		source(cfg), pol.Principal, pol.Tolerance, pol.Threshold, pol.Loop)
+	if len(ex) == 0 {
+		fmt.Fprintln(stdout, "no tools: no server is configured, or none started")
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tCATEGORY\tRISK\tTIER\tDECIDED BY\tWHEN CALLED\tARGUMENT RULES")
+	for _, e := range ex {
+		d := e.Directive
+		tier := string(d.Tier)
+		if tier == "" {
+			tier = "-"
+		}
+		rules := "-"
+		if len(e.ArgumentRules) > 0 {
+			rules = strings.Join(e.ArgumentRules, "; ")
+		}
+		fmt.Fprintf(tw, "%s.%s\t%s (%s)\t%d\t%s\t%s\t%s\t%s\n", e.Server, e.Tool, e.Category, e.ClassifiedBy,
+			d.Risk, tier, policytest.Decider(d), d.Outcome(), rules)
+	}
+	if err := tw.Flush(); err != nil {
+		return 1
+	}
+	fmt.Fprintln(stdout, "\nWHEN CALLED is for a call with no arguments; text patterns and argument rules")
+	fmt.Fprintln(stdout, "can make a call ask or block depending on what it carries (aqlguard policy test).")
+	return 0
+}
+
+// cmdPolicyTest runs a case file against the policy and prints a table;
+// exit status 1 on any mismatch.
+func cmdPolicyTest(args []string, stdout, stderr io.Writer) int {
+	fs, g := newFlags("policy test", stderr)
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(rest) != 1 {
+		fmt.Fprint(stderr, policyUsage)
+		return 2
+	}
+	cfg := loadForPolicy(g, stderr)
+	if cfg == nil {
+		return 1
+	}
+	f, err := policytest.Load(rest[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "aqlguard:", err)
+		return 1
+	}
+	results, err := policytest.Run(cfg, f)
+	if err != nil {
+		fmt.Fprintln(stderr, "aqlguard:", err)
+		return 1
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RESULT\tCASE\tEXPECTED\tGOT\tDECIDED BY")
+	failed := 0
+	for _, r := range results {
+		mark := "ok"
+		if !r.Pass {
+			mark, failed = "FAIL", failed+1
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mark, r.Label, r.Case.Expect, r.Got, r.Rule)
+	}
+	if err := tw.Flush(); err != nil {
+		return 1
+	}
+	for _, r := range results {
+		if !r.Pass {
+			fmt.Fprintf(stderr, "FAIL %s: %s\n", r.Label, r.Why)
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d case(s), %d failed (%s)\n", len(results), failed, source(cfg))
+	if failed > 0 {
+		return 1
+	}
 	return 0
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
-	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/aqlguard/aqlguard/store"
@@ -99,20 +98,9 @@ func (in *instance) close() {
 // buildFront derives the catalog from what the servers offered and wires
 // the front to the guard.
 func buildFront(cfg *policy.Config, pol *policy.Policy, st *store.Store, pool *downstream.Pool, log *slog.Logger) (*proxy.Front, error) {
-	cat := catalog.New()
-	if err := cat.Add(catalog.IntrospectOperation()); err != nil {
+	cat, err := proxy.BuildCatalog(cfg, pol, pool.Servers())
+	if err != nil {
 		return nil, err
-	}
-	for _, op := range proxy.LoopOperations(pol.Loop) {
-		if err := cat.Add(op); err != nil {
-			return nil, err
-		}
-	}
-	for i, s := range pool.Servers() {
-		if s.Status != downstream.Ready {
-			continue
-		}
-		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: s.Tools, Categories: cfg.Servers[i].Categories})
 	}
 	for _, n := range cat.Notes {
 		log.Warn("catalog", "note", n)

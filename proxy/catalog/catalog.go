@@ -276,3 +276,21 @@ func Summary(d string) string {
 	}
 	return d
 }
+
+// PolicyTools describes the downstream operations for policy.Lint.
+func (c *Catalog) PolicyTools() []policy.Tool {
+	out := []policy.Tool{}
+	for _, op := range c.Downstream() {
+		t := policy.Tool{Server: op.Server, Name: op.Tool.Name, Operation: op.Name}
+		if s, ok := op.Tool.InputSchema.(map[string]any); ok {
+			if props, ok := s["properties"].(map[string]any); ok {
+				for name := range props {
+					t.Arguments = append(t.Arguments, name)
+				}
+			}
+		}
+		sort.Strings(t.Arguments)
+		out = append(out, t)
+	}
+	return out
+}

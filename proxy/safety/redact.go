@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
-	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 )
 
@@ -38,7 +37,7 @@ func (l *Loop) redactorFor(a Action) *redactor {
 		r.specs = l.Policy.SecretArguments
 	}
 	if a.Server != "" {
-		r.names = evaluator.NameForms(a.Operation, a.Server, a.Tool)
+		r.names = policy.NameForms(a.Operation, a.Server, a.Tool)
 	}
 	for _, s := range a.Secrets {
 		r.schema[s] = true

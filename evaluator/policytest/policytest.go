@@ -1,0 +1,237 @@
+// Package policytest runs policy test cases: calls and reported steps
+// with the outcome a security team expects, evaluated offline against a
+// policy (aqlguard policy test CASES.toml). It is how a policy is tested
+// before it guards anything, and how the shipped policy is kept honest.
+//
+// A case file is TOML:
+//
+//	[[cases]]
+//	name = "rm -rf / through sudo"          # optional, for the report
+//	tool = "shell.run_command"              # server.tool of a call, or
+//	hint = "deleting the cache"             # a reported step's hint
+//	category = "EXECUTE"                    # optional; unset scores as EXECUTE
+//	annotations = { destructive = true }    # read_only, destructive, idempotent, open_world
+//	arguments = { command = "sudo rm -r -f /" }
+//	agent = "ci-bot"                        # optional: the principal ([agents.NAME])
+//	expect = "blocks"                       # allowed | asks | verify | blocks
+//	rule = "*rm -rf /"                      # optional: the rule that must decide
+//
+// Every case is one first step: no step limit, no earlier failure.
+package policytest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Case is one [[cases]] entry.
+type Case struct {
+	Name        string          `toml:"name"`
+	Tool        string          `toml:"tool"`
+	Hint        string          `toml:"hint"`
+	Category    string          `toml:"category"`
+	Annotations map[string]bool `toml:"annotations"`
+	Arguments   map[string]any  `toml:"arguments"`
+	Agent       string          `toml:"agent"`
+	Expect      string          `toml:"expect"`
+	Rule        string          `toml:"rule"`
+}
+
+// File is a case file.
+type File struct {
+	Cases []Case `toml:"cases"`
+}
+
+// Outcomes are the values expect may take.
+var Outcomes = []string{"allowed", "asks", "verify", "blocks"}
+
+// Load reads and checks a case file.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(b, path)
+}
+
+// Parse decodes and checks a case file; name is used in messages.
+func Parse(data []byte, name string) (*File, error) {
+	var f File
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		var derr *toml.DecodeError
+		if errors.As(err, &derr) {
+			row, col := derr.Position()
+			return nil, fmt.Errorf("%s:%d:%d: %s", name, row, col, derr.Error())
+		}
+		var serr *toml.StrictMissingError
+		if errors.As(err, &serr) {
+			return nil, fmt.Errorf("%s: %s", name, serr.String())
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(f.Cases) == 0 {
+		return nil, fmt.Errorf("%s: no [[cases]]", name)
+	}
+	var problems []string
+	for i, c := range f.Cases {
+		where := fmt.Sprintf("%s: cases[%d] (%s)", name, i, c.label(i))
+		switch {
+		case (c.Tool == "") == (c.Hint == ""):
+			problems = append(problems, where+": give exactly one of tool (server.tool) or hint")
+		case c.Tool != "" && !strings.Contains(c.Tool, "."):
+			problems = append(problems, where+": tool must be server.tool, e.g. \"fs.write_file\"")
+		case c.Hint != "" && len(c.Arguments) > 0:
+			problems = append(problems, where+": a reported step (hint) has no arguments")
+		}
+		if !slices.Contains(Outcomes, c.Expect) {
+			problems = append(problems, fmt.Sprintf("%s: expect %q: use one of %s", where, c.Expect, strings.Join(Outcomes, ", ")))
+		}
+		if c.Category != "" && !slices.Contains(categories(), strings.ToUpper(c.Category)) {
+			problems = append(problems, fmt.Sprintf("%s: category %q: use one of %s", where, c.Category, strings.Join(categories(), ", ")))
+		}
+		for k := range c.Annotations {
+			if !slices.Contains([]string{"read_only", "destructive", "idempotent", "open_world"}, k) {
+				problems = append(problems, fmt.Sprintf("%s: annotation %q: use read_only, destructive, idempotent or open_world", where, k))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
+	return &f, nil
+}
+
+func (c Case) label(i int) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	if c.Tool != "" {
+		return c.Tool
+	}
+	return fmt.Sprintf("case %d", i+1)
+}
+
+// Result is one case's evaluation.
+type Result struct {
+	Case      Case
+	Label     string
+	Got       string
+	Rule      string // what decided: the rule's source, or the stage
+	Directive evaluator.Directive
+	Pass      bool
+	Why       string // set when it fails
+}
+
+// Run evaluates every case against cfg. Policies are compiled per
+// principal (the case's agent, else the config's).
+func Run(cfg *policy.Config, f *File) ([]Result, error) {
+	policies := map[string]*policy.Policy{}
+	out := make([]Result, 0, len(f.Cases))
+	for i, c := range f.Cases {
+		agent := c.Agent
+		if agent == "" {
+			agent = cfg.Agent
+		}
+		p, ok := policies[agent]
+		if !ok {
+			var err error
+			if p, err = policy.Compile(cfg, agent); err != nil {
+				return nil, fmt.Errorf("agent %s: %w", agent, err)
+			}
+			policies[agent] = p
+		}
+		s, err := c.step(agent)
+		if err != nil {
+			return nil, fmt.Errorf("cases[%d] (%s): %w", i, c.label(i), err)
+		}
+		d := evaluator.Evaluate(p, s)
+		r := Result{Case: c, Label: c.label(i), Got: d.Outcome(), Directive: d, Rule: Decider(d)}
+		r.Pass = r.Got == c.Expect
+		if !r.Pass {
+			r.Why = "expected " + c.Expect + ", got " + r.Got + " (" + d.Reason + ")"
+		} else if c.Rule != "" && d.Matched != c.Rule && !slices.Contains(d.RiskRules, c.Rule) {
+			r.Pass = false
+			r.Why = fmt.Sprintf("decided by %s, expected %s", r.Rule, c.Rule)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Decider names what decided a directive: the rule or pattern, the
+// risk rules that set the score, or the stage.
+func Decider(d evaluator.Directive) string {
+	switch {
+	case d.Matched != "":
+		return d.Matched
+	case len(d.RiskRules) > 0:
+		return "risk " + strings.Join(d.RiskRules, ", ")
+	case d.Stage == evaluator.StageTier || d.Stage == evaluator.StageTolerance:
+		return fmt.Sprintf("%s (risk %d, %s)", d.Stage, d.Risk, d.Tier)
+	}
+	return string(d.Stage)
+}
+
+// Covered lists the rule sources that decided or scored at least one
+// result.
+func Covered(results []Result) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range results {
+		if r.Directive.Matched != "" {
+			out[r.Directive.Matched] = true
+		}
+		for _, s := range r.Directive.RiskRules {
+			out[s] = true
+		}
+	}
+	return out
+}
+
+func (c Case) step(agent string) (evaluator.Step, error) {
+	s := evaluator.Step{Principal: agent, StepNumber: 1, Category: policy.Category(strings.ToUpper(c.Category)), ActionHint: c.Hint}
+	if c.Tool != "" {
+		server, tool, _ := strings.Cut(c.Tool, ".")
+		s.Server, s.Tool = server, tool
+		s.Operation = server + "_" + policy.SnakeName(tool)
+	}
+	b := func(k string) *bool {
+		if v, ok := c.Annotations[k]; ok {
+			return &v
+		}
+		return nil
+	}
+	s.Annotations = evaluator.Annotations{ReadOnly: b("read_only"), Destructive: b("destructive"),
+		Idempotent: b("idempotent"), OpenWorld: b("open_world")}
+	if len(c.Arguments) > 0 {
+		// As a request would carry them: decoded JSON, numbers as
+		// json.Number.
+		raw, err := json.Marshal(c.Arguments)
+		if err != nil {
+			return s, fmt.Errorf("arguments: %w", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&s.Arguments); err != nil {
+			return s, fmt.Errorf("arguments: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func categories() []string {
+	out := make([]string, len(policy.Categories))
+	for i, c := range policy.Categories {
+		out[i] = string(c)
+	}
+	return out
+}

@@ -1,0 +1,231 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Tool is what Lint knows of a downstream tool: its names and the
+// arguments its schema declares (top level, the server's spelling).
+type Tool struct {
+	Server, Name, Operation string
+	Arguments               []string
+}
+
+// Lint finds rules that cannot do what they look like they do: patterns
+// that can match nothing, auto_approve entries that can approve no tool
+// call, argument rules on arguments no tool declares, and risk rules an
+// auto_approve shadows. With tools (the configured servers' real tools)
+// it checks against them; without, only what the patterns alone show. It
+// checks the effective policy of principal (its [agents] table merged).
+// Findings are warnings: the policy still works, just not as written.
+func Lint(cfg *Config, principal string, tools []Tool) []Error {
+	l := linter{cfg: cfg, tools: tools}
+	s := cfg.Safety
+	l.lists("safety", s.Deny, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
+	autos := []keyed{}
+	for i, a := range s.AutoApprove {
+		autos = append(autos, keyed{index("safety.auto_approve", i), a})
+	}
+	risks := []keyedRisk{}
+	for i, r := range s.RiskRules {
+		risks = append(risks, keyedRisk{index("safety.risk_rules", i), r})
+	}
+	if o, ok := cfg.Agents[principal]; ok {
+		k := joinKey("agents", principal)
+		l.lists(k, o.Deny, o.RequiresApproval, o.AutoApprove, o.Rules, o.RiskRules)
+		for i, a := range o.AutoApprove {
+			autos = append(autos, keyed{index(k+".auto_approve", i), a})
+		}
+		for i, r := range o.RiskRules {
+			risks = append(risks, keyedRisk{index(k+".risk_rules", i), r})
+		}
+	}
+	l.shadows(autos, risks)
+	slices.SortStableFunc(l.out, func(a, b Error) int { return a.Line - b.Line })
+	return l.out
+}
+
+type keyed struct{ key, src string }
+
+type keyedRisk struct {
+	key string
+	r   RiskRule
+}
+
+type linter struct {
+	cfg   *Config
+	tools []Tool
+	out   []Error
+}
+
+func index(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
+
+func (l *linter) warn(key, format string, args ...any) {
+	e := Error{File: l.cfg.Path, Key: key, Msg: "warning: " + fmt.Sprintf(format, args...)}
+	for k := key; k != ""; k = parentKey(k) {
+		if n, ok := l.cfg.lines[k]; ok {
+			e.Line = n
+			break
+		}
+	}
+	l.out = append(l.out, e)
+}
+
+func (l *linter) lists(key string, deny, approve, auto []string, rules []ArgRule, risk []RiskRule) {
+	for name, list := range map[string][]string{"deny": deny, "requires_approval": approve} {
+		for i, src := range list {
+			l.namePattern(index(key+"."+name, i), src)
+		}
+	}
+	for i, src := range auto {
+		k := index(key+".auto_approve", i)
+		pat, err := CompilePattern(src)
+		if err != nil {
+			continue
+		}
+		if pat.Kind&Names == 0 {
+			l.warn(k, "%q is a text pattern: auto_approve never matches a tool call by its arguments (the model writes them), so it only approves reported steps; use a name pattern such as \"read_*\", or an auto_approve rule on one argument", src)
+			continue
+		}
+		l.namePattern(k, src)
+	}
+	for i, r := range rules {
+		k := index(key+".rules", i)
+		op := r.Operation
+		if op == "" {
+			op = "*"
+		}
+		if pat, err := CompilePattern(op); err == nil && pat.Kind&Names == 0 {
+			l.warn(k+".operation", "%q is not a name pattern (it has a space or other characters no name has), so the rule applies to no call", op)
+			continue
+		}
+		l.namePattern(k+".operation", op)
+		l.argument(k+".argument", op, r.Argument)
+	}
+	for i, r := range risk {
+		k := index(key+".risk_rules", i)
+		if r.Argument != "" {
+			l.argument(k+".argument", "*", r.Argument)
+			continue
+		}
+		pat, err := CompilePattern(r.Pattern)
+		if err != nil {
+			continue
+		}
+		if pat.Kind == Names && strings.HasPrefix(pat.norm, "*.") && !strings.ContainsAny(pat.norm[2:], "*?[{_") {
+			l.warn(k+".pattern", "%q is a name pattern: it matches tools named like it, not file names in arguments; set argument = \"path\" (or the argument's name) to match values", r.Pattern)
+			continue
+		}
+		l.namePattern(k+".pattern", r.Pattern)
+	}
+}
+
+// namePattern warns about a name pattern no name form can match: one that
+// starts with '.', or has "..", statically; one that matches none of the
+// tools, when they are known.
+func (l *linter) namePattern(key, src string) {
+	pat, err := CompilePattern(src)
+	if err != nil || pat.Kind&Names == 0 {
+		return
+	}
+	if pat.Kind == Names && (strings.HasPrefix(pat.norm, ".") || strings.Contains(pat.norm, "..")) {
+		l.warn(key, "%q can match no name: operation names, tool names and server.tool never start with '.' or contain \"..\"", src)
+		return
+	}
+	if l.tools == nil || pat.norm == "*" || pat.Kind&Text != 0 {
+		return
+	}
+	for _, t := range l.tools {
+		for _, n := range NameForms(t.Operation, t.Server, t.Name) {
+			if pat.MatchNormalized(n) {
+				return
+			}
+		}
+	}
+	l.warn(key, "%q matches none of the %d tools of the configured servers (it matches the operation name, the tool name in snake_case or as the server spells it, or server.tool)", src, len(l.tools))
+}
+
+// argument warns about an argument no tool in the rule's scope declares.
+func (l *linter) argument(key, op, arg string) {
+	if l.tools == nil {
+		return
+	}
+	path, err := ArgumentPath(arg)
+	if err != nil {
+		return
+	}
+	scope, _ := CompilePattern(op)
+	inScope := 0
+	for _, t := range l.tools {
+		if !scope.matchesAny(NameForms(t.Operation, t.Server, t.Name)) {
+			continue
+		}
+		inScope++
+		for _, a := range t.Arguments {
+			if SnakeName(a) == path[0] {
+				return
+			}
+		}
+	}
+	if inScope == 0 {
+		return // namePattern already said the operation matches nothing
+	}
+	l.warn(key, "no tool this rule applies to (%d) declares an argument %q (or %q in another spelling)", inScope, path[0], arg)
+}
+
+// shadows warns about risk rules that cannot apply to a tool because an
+// auto_approve entry decides it first (stage 3 ends the evaluation before
+// the risk score of stage 4 is computed).
+func (l *linter) shadows(autos []keyed, risks []keyedRisk) {
+	for _, a := range autos {
+		apat, err := CompilePattern(a.src)
+		if err != nil || apat.Kind&Names == 0 {
+			continue
+		}
+		for _, rk := range risks {
+			rpat, err := CompilePattern(rk.r.Pattern)
+			if err != nil {
+				continue
+			}
+			if l.tools == nil {
+				if rk.r.Argument != "" {
+					l.warn(rk.key, "auto_approve %q (%s) decides first for the tools it matches, so this risk rule never raises their risk", a.src, a.key)
+				}
+				continue
+			}
+			var hit []string
+			for _, t := range l.tools {
+				names := NameForms(t.Operation, t.Server, t.Name)
+				if !apat.matchesAny(names) {
+					continue
+				}
+				applies := rpat.Kind&Text != 0 || rpat.matchesAny(names)
+				if rk.r.Argument != "" {
+					path, _ := ArgumentPath(rk.r.Argument)
+					applies = slices.ContainsFunc(t.Arguments, func(x string) bool { return len(path) > 0 && SnakeName(x) == path[0] })
+				}
+				if applies {
+					hit = append(hit, t.Server+"."+t.Name)
+				}
+			}
+			if len(hit) > 0 {
+				slices.Sort(hit)
+				hit = slices.Compact(hit)
+				l.warn(rk.key, "auto_approve %q (%s) decides first for %s, so this risk rule never raises their risk",
+					a.src, a.key, strings.Join(hit, ", "))
+			}
+		}
+	}
+}
+
+func (p Pattern) matchesAny(names []string) bool {
+	for _, n := range names {
+		if p.MatchNormalized(n) {
+			return true
+		}
+	}
+	return false
+}

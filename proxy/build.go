@@ -1,0 +1,35 @@
+package proxy
+
+import (
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/catalog"
+	"github.com/aqlguard/aqlguard/proxy/downstream"
+)
+
+// BuildCatalog derives the operation catalog: introspection, the safety
+// loop's operations for the policy's loop mode, and the operations of
+// every ready server, with the config's category overrides. Notes (tools
+// the config names that do not exist, patterns RE2 cannot compile) are in
+// the catalog's Notes.
+func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.Server) (*catalog.Catalog, error) {
+	cat := catalog.New()
+	if err := cat.Add(catalog.IntrospectOperation()); err != nil {
+		return nil, err
+	}
+	for _, op := range LoopOperations(pol.Loop) {
+		if err := cat.Add(op); err != nil {
+			return nil, err
+		}
+	}
+	overrides := map[string]map[string]string{}
+	for _, s := range cfg.Servers {
+		overrides[s.Name] = s.Categories
+	}
+	for _, s := range servers {
+		if s.Status != downstream.Ready {
+			continue
+		}
+		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: s.Tools, Categories: overrides[s.Name]})
+	}
+	return cat, nil
+}

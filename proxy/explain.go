@@ -1,0 +1,40 @@
+package proxy
+
+import (
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/catalog"
+)
+
+// Explanation is what the policy does with one tool called with no
+// arguments (aqlguard policy explain): its category and where it came
+// from, its risk and tier, what decides, and the outcome. ArgumentRules
+// are the argument rules whose operation covers the tool: they may change
+// the outcome for some arguments.
+type Explanation struct {
+	Operation, Server, Tool string
+	Category                policy.Category
+	ClassifiedBy            string
+	Directive               evaluator.Directive
+	ArgumentRules           []string
+}
+
+// Explain evaluates every downstream operation of cat under p, as the
+// first step of a session.
+func Explain(p *policy.Policy, cat *catalog.Catalog) []Explanation {
+	var out []Explanation
+	for _, op := range cat.Downstream() {
+		s := evaluator.Step{Principal: p.Principal, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
+			Category: op.Category, Annotations: annotations(op.Tool.Annotations), StepNumber: 1}
+		e := Explanation{Operation: op.Name, Server: op.Server, Tool: op.Tool.Name, Category: op.Category,
+			ClassifiedBy: op.ClassifiedBy, Directive: evaluator.Evaluate(p, s)}
+		names := policy.NameForms(op.Name, op.Server, op.Tool.Name)
+		for _, r := range p.Rules {
+			if r.AppliesTo(names) {
+				e.ArgumentRules = append(e.ArgumentRules, string(r.Action)+" "+r.Source)
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
