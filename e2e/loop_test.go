@@ -37,6 +37,7 @@ req=$(cat)
 printf '%s\n' "$req" >> "$dir/requests.jsonl"
 case "$(cat "$dir/answer" 2>/dev/null)" in
   allow) echo allow ;;
+  allow_session) echo allow_session ;;
   deny) echo deny ;;
   garbage) echo "sure, why not" ;;
   sleep)
