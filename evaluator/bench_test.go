@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -45,20 +46,31 @@ func BenchmarkEvaluate(b *testing.B) {
 	steps := map[string]Step{
 		// Matches nothing, so every pattern and rule is tried and the step
 		// goes on to risk scoring.
+		// Its command argument is parsed as a shell command line (the name
+		// and the value say so).
 		"nomatch": {
 			Operation: "shell_exec", Server: "shell", Tool: "exec", Category: policy.Execute,
-			ActionHint: "running the unit tests with go test ./...", StepNumber: 5,
-			Arguments: map[string]any{"command": "go test ./...", "timeout": 120.0},
+			StepNumber: 5, Arguments: map[string]any{"command": "go test ./...", "timeout": json.Number("120")},
 		},
-		// Matches the first deny pattern.
+		// Matches the first deny pattern by name.
 		"deny": {
 			Operation: "drop_0_table", Server: "db", Tool: "drop_0_table", Category: policy.Delete,
-			ActionHint: "dropping table 0", StepNumber: 5,
+			StepNumber: 5,
+		},
+		// A file write: no shell, a few string values.
+		"write": {
+			Operation: "fs_write_file", Server: "fs", Tool: "write_file", Category: policy.Update,
+			StepNumber: 5, Arguments: map[string]any{"path": "/home/alice/notes/todo.md", "content": strings.Repeat("- buy milk\n", 20)},
+		},
+		// A 4 KiB shell script.
+		"script4k": {
+			Operation: "shell_exec", Server: "shell", Tool: "exec", Category: policy.Execute,
+			StepNumber: 5, Arguments: map[string]any{"command": strings.Repeat("cd /srv/app && make test || echo failed; ", 100)},
 		},
 	}
 	for _, n := range []int{10, 100, 1000} {
 		p := benchPolicy(b, n)
-		for _, name := range []string{"nomatch", "deny"} {
+		for _, name := range []string{"nomatch", "deny", "write", "script4k"} {
 			s := steps[name]
 			b.Run(fmt.Sprintf("patterns=%d/%s", n, name), func(b *testing.B) {
 				b.ReportAllocs()
@@ -67,5 +79,24 @@ func BenchmarkEvaluate(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkSubjects is the cost of extracting and folding the subjects of
+// a call, before any pattern is matched.
+func BenchmarkSubjects(b *testing.B) {
+	for name, args := range map[string]map[string]any{
+		"small": {"path": "/home/alice/notes/todo.md", "append": true},
+		"4KiB":  {"path": "/tmp/x", "content": strings.Repeat("Lorem ipsum dolor sit amet. ", 146), "tags": []any{"a", "b"}},
+		"nested": {"batch": []any{map[string]any{"sql": "select 1", "params": []any{json.Number("1"), "x"}},
+			map[string]any{"sql": "update t set a = 2", "params": []any{}}}},
+	} {
+		s := Step{Operation: "fs_write_file", Server: "fs", Tool: "writeFile", Arguments: args}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = SubjectsOf(s)
+			}
+		})
 	}
 }

@@ -33,6 +33,10 @@ func Fold(s string) string {
 	if isFolded(s) {
 		return s
 	}
+	if isASCII(s) {
+		// ASCII is its own NFKC form, and lower-casing keeps it so.
+		return mapRunes(s)
+	}
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
@@ -52,6 +56,9 @@ func Fold(s string) string {
 // mapRunes lower-cases, folds white space and controls into single
 // spaces, trims, and drops format characters.
 func mapRunes(s string) string {
+	if isASCII(s) {
+		return mapASCII(s)
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	pendingSpace := false
@@ -100,4 +107,35 @@ func isFolded(s string) bool {
 		}
 	}
 	return !prevSpace || s == ""
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// mapASCII is mapRunes for ASCII text, a byte at a time.
+func mapASCII(s string) string {
+	b := make([]byte, 0, len(s))
+	pendingSpace := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c <= ' ' || c == 0x7f:
+			pendingSpace = true
+			continue
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		if pendingSpace && len(b) > 0 {
+			b = append(b, ' ')
+		}
+		pendingSpace = false
+		b = append(b, c)
+	}
+	return string(b)
 }

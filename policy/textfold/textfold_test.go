@@ -1,6 +1,7 @@
 package textfold
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -66,6 +67,13 @@ func FuzzFold(f *testing.F) {
 		}
 		if len(out) > 0 && (out[0] == ' ' || out[len(out)-1] == ' ') {
 			t.Fatalf("Fold(%q) = %q: untrimmed", s, out)
+		}
+		// The ASCII fast path agrees with the Unicode definition.
+		if isASCII(s) {
+			want := strings.Join(strings.FieldsFunc(strings.ToLower(s), IsSpace), " ")
+			if out != want {
+				t.Fatalf("Fold(%q) = %q, want %q", s, out, want)
+			}
 		}
 	})
 }
