@@ -81,9 +81,26 @@ var secretNames = map[string]bool{
 	"otp": true, "totp": true, "mfa_code": true, "pin": true,
 }
 
+// secretSuffixes extend secretNames to qualified names (db_password,
+// stripe_secret_key, github_access_token), at a word boundary only: no
+// "monkey" for "key", no max_tokens for "token".
+var secretSuffixes = []string{"_password", "_passwd", "_passphrase", "_secret", "_secret_key", "_api_key", "_apikey",
+	"_private_key", "_access_token", "_refresh_token", "_auth_token", "_bearer_token", "_session_token", "_client_secret"}
+
 // SecretName reports whether an argument of this name holds a secret by
-// convention (see secretNames).
-func SecretName(name string) bool { return secretNames[SnakeName(name)] }
+// convention (see secretNames and secretSuffixes).
+func SecretName(name string) bool {
+	n := SnakeName(name)
+	if secretNames[n] {
+		return true
+	}
+	for _, s := range secretSuffixes {
+		if strings.HasSuffix(n, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // ArgumentSpec names an argument of some tools: shell_arguments and
 // secret_arguments entries, "[TOOL:]ARGUMENT".

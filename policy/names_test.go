@@ -27,3 +27,17 @@ func TestSnakeName(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"password": true, "Password": true, "dbPassword": true, "db_password": true, "API_KEY": true, "apiKey": true,
+		"x-api-key": true, "Authorization": true, "client_secret": true, "githubToken": true, "GITHUB_TOKEN": true,
+		"stripe_secret_key": true, "ssh_private_key": true, "refreshToken": true,
+		"code": false, "key": false, "monkey": false, "max_tokens": false, "token_count": false, "keyword": false,
+		"author": false, "passage": false, "secretary": false, "path": false, "command": false, "next_page_token": false,
+	} {
+		if got := SecretName(name); got != want {
+			t.Errorf("SecretName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

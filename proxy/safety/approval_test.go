@@ -310,3 +310,31 @@ func TestReportedStepDenialIsADirective(t *testing.T) {
 	}
 	_ = evaluator.Directive{}
 }
+
+// A call a human denied is refused again without asking until the denial
+// expires; another call asks.
+func TestDeniedCallIsNotAskedAgain(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	l := newLoop(t, approvalPolicy, h)
+	del := call("db_delete_row", map[string]any{"id": "1"})
+	h.say(verify.Deny)
+	for i := range 3 {
+		if v := l.Check(ctx, del); v.Proceed || v.Err == nil || v.Err.Code != aql.CodePermissionDenied {
+			t.Fatalf("try %d: %+v", i, v.Err)
+		}
+	}
+	if len(h.asked) != 1 {
+		t.Errorf("the human was asked %d times about one denied call", len(h.asked))
+	}
+	h.say(verify.Allow)
+	if v := l.Check(ctx, call("db_delete_row", map[string]any{"id": "2"})); !v.Proceed {
+		t.Errorf("another call: %+v", v.Err)
+	}
+	clock := time.Now().Add(time.Hour)
+	l.Now = func() time.Time { return clock }
+	h.say(verify.Allow)
+	if v := l.Check(ctx, del); !v.Proceed || len(h.asked) != 3 {
+		t.Errorf("after the denial expired the human is asked again: %+v, asked %d", v.Err, len(h.asked))
+	}
+}

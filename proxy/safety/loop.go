@@ -262,6 +262,18 @@ func (l *Loop) check(ctx context.Context, a Action, w *writes) Verdict {
 			l.recount(c.Kind)
 			continue
 		}
+		if dc := l.deniedRecently(a, b); dc != nil {
+			// The human said no to this very call: a retry does not put
+			// the question to them again until that answer expires.
+			l.mu.Unlock()
+			d.Factors = append(d.Factors, "confirmation: a human denied this very call at "+dc.DoneAt.Format(time.RFC3339)+
+				"; it is refused without asking again until "+dc.ExpiresAt.Format(time.RFC3339))
+			d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
+			return Verdict{Directive: d, Token: dc.Token, Err: &aql.Error{Code: aql.CodePermissionDenied,
+				Message: "Permission denied: 'a human denied this action'",
+				Details: map[string]any{"reason": "a human denied this action", "operation": a.Operation,
+					"denied_at": dc.DoneAt.Format(time.RFC3339), "ask_again_after": dc.ExpiresAt.Format(time.RFC3339)}}}
+		}
 		c, err = l.openConfirmation(a, b, d, explicit)
 		if err != nil {
 			l.mu.Unlock()
@@ -440,8 +452,23 @@ func (l *Loop) applyCheckin(kind string) {
 	}
 }
 
-// openConfirmation reuses the caller's own pending token for this very
-// action (asking the human again about it), or opens a new one.
+// deniedRecently finds the human's unexpired "deny" of exactly this call
+// (same binding, same session), so that a model retrying a refused call
+// does not nag the human. l.mu is held.
+func (l *Loop) deniedRecently(a Action, b binding) *Confirmation {
+	if b.kind != kindAction {
+		return nil
+	}
+	now := l.now()
+	for _, c := range l.spent {
+		if c.Status == statusDenied && now.Before(c.ExpiresAt) && c.Session == a.Session &&
+			c.matches(b, l.Policy.Principal, l.Policy.Version) {
+			return c
+		}
+	}
+	return nil
+}
+
 // openConfirmation reuses the caller's own pending token for this very
 // action, or a pending one for the same binding (the model's retry of a
 // call whose question is still on the human's screen finds that question
