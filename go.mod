@@ -9,7 +9,9 @@ require (
 	github.com/ncruces/zenity v0.10.15
 	github.com/pelletier/go-toml/v2 v2.4.3
 	go.etcd.io/bbolt v1.4.3
+	golang.org/x/text v0.43.0
 	golang.org/x/time v0.16.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (
@@ -24,5 +26,4 @@ require (
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
 )

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/aqlguard/aqlguard/policy/shell"
 	"github.com/aqlguard/aqlguard/policy/textfold"
 	"github.com/gobwas/glob"
 )
@@ -52,7 +53,13 @@ type Pattern struct {
 	Kind Kind
 	norm string
 	g    *glob.Pattern
+	// cmd is the pattern read as a command line, for arguments that carry
+	// shell commands (nil when it is not shaped like one).
+	cmd *shell.Pattern
 }
+
+// Command is the pattern read as a shell command line, or nil.
+func (p Pattern) Command() *shell.Pattern { return p.cmd }
 
 // CompilePattern compiles a policy glob. See the package documentation for
 // the syntax, the folding applied to both sides of a match, and how the
@@ -85,7 +92,13 @@ func CompilePattern(src string) (Pattern, error) {
 		}
 		return Pattern{}, fmt.Errorf("invalid glob: %v", err)
 	}
-	return Pattern{Source: src, Kind: kindOf(norm), norm: norm, g: g}, nil
+	pat := Pattern{Source: src, Kind: kindOf(norm), norm: norm, g: g}
+	if pat.Kind&Text != 0 {
+		if cmd, ok, err := shell.CompilePattern(src); err == nil && ok {
+			pat.cmd = cmd
+		}
+	}
+	return pat, nil
 }
 
 // kindOf classifies a folded pattern. A name pattern is made of what

@@ -68,14 +68,19 @@ func Parse(data []byte, name string) (*File, error) {
 	var f File
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
+		var serr *toml.StrictMissingError
+		if errors.As(err, &serr) {
+			var keys []string
+			for _, e := range serr.Errors {
+				row, _ := e.Position()
+				keys = append(keys, fmt.Sprintf("%s:%d: unknown key %s", name, row, strings.Join(e.Key(), ".")))
+			}
+			return nil, errors.New(strings.Join(keys, "\n"))
+		}
 		var derr *toml.DecodeError
 		if errors.As(err, &derr) {
 			row, col := derr.Position()
 			return nil, fmt.Errorf("%s:%d:%d: %s", name, row, col, derr.Error())
-		}
-		var serr *toml.StrictMissingError
-		if errors.As(err, &serr) {
-			return nil, fmt.Errorf("%s: %s", name, serr.String())
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
