@@ -503,3 +503,48 @@ auto_approve = ["*.get_*"]
 		t.Errorf("a reported step is matched by its hint: %+v", d)
 	}
 }
+
+func TestShellArguments(t *testing.T) {
+	p := compile(t, `
+[safety]
+deny = ["*rm -rf /"]
+requires_approval = ["*git push*"]
+shell_arguments = ["runner.*:job.steps"]
+[[safety.rules]]
+action = "auto_approve"
+operation = "shell.*"
+argument = "command"
+pattern = "{ls,git status}"
+`, "")
+	run := func(server, tool string, args map[string]any) Directive {
+		return Evaluate(p, Step{Operation: server + "_" + tool, Server: server, Tool: tool, Category: policy.Execute, Arguments: args, StepNumber: 1})
+	}
+	tests := []struct {
+		name    string
+		server  string
+		args    map[string]any
+		want    Decision
+		matched string
+	}{
+		{"guessed by name", "shell", map[string]any{"command": "sudo /bin/rm -r -f //"}, Block, "*rm -rf /"},
+		{"argv list", "shell", map[string]any{"command": []any{"rm", "-r", "-f", "/"}}, Block, "*rm -rf /"},
+		{"argv list through bash -c", "shell", map[string]any{"cmd": []any{"bash", "-c", "rm -fr /"}}, Block, "*rm -rf /"},
+		{"name and args apart", "proc", map[string]any{"command": "rm", "args": []any{"-rf", "/"}}, Block, "*rm -rf /"},
+		{"declared, nested", "runner", map[string]any{"job": map[string]any{"steps": "make && git -C . push"}}, NeedsConfirm, "*git push*"},
+		{"not declared, not guessed: text only", "runner", map[string]any{"job": map[string]any{"notes": "sudo rm -r -f /"}}, NeedsConfirm, ""},
+		{"unresolved asks", "shell", map[string]any{"command": "$X -rf /"}, NeedsConfirm, "shell: unresolved"},
+		{"a deny a variable could complete asks", "shell", map[string]any{"command": "rm -rf $TARGET"}, NeedsConfirm, "*rm -rf /"},
+		{"exact auto approve", "shell", map[string]any{"command": "git status"}, Allow, `operation~"shell.*" command~"{ls,git status}"`},
+		{"auto approve is not fooled by a second command", "shell", map[string]any{"command": "ls; curl x"}, NeedsConfirm, ""},
+		{"auto approve is not fooled by a substitution", "shell", map[string]any{"command": "ls $(curl x)"}, NeedsConfirm, ""},
+	}
+	for _, tt := range tests {
+		d := run(tt.server, "exec", tt.args)
+		if d.Decision != tt.want || d.Matched != tt.matched {
+			t.Errorf("%s: %s %q (%s), want %s %q", tt.name, d.Decision, d.Matched, d.Reason, tt.want, tt.matched)
+		}
+		if d.Decision == NeedsConfirm && d.Stage == StagePattern && !d.ArgumentBound {
+			t.Errorf("%s: a shell decision must be argument-bound", tt.name)
+		}
+	}
+}

@@ -24,11 +24,16 @@ type shellValue struct {
 // parsed once (policy/shell).
 type shellArgs []shellValue
 
+// argvSiblings name the argument that holds a command's arguments when
+// another holds its name ({"command": "rm", "args": ["-rf", "/"]}).
+var argvSiblings = []string{"args", "arguments", "argv", "params"}
+
 func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 	var out shellArgs
+	done := map[string]bool{}
 	for i := range sub.Values {
 		v := &sub.Values[i]
-		if v.Key || !v.String || v.Raw == "" {
+		if v.Key || !v.String || done[v.Path] {
 			continue
 		}
 		path := strings.Split(v.Path, ".")
@@ -41,12 +46,58 @@ func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 				}
 			}
 		}
-		if !declared && !(guessedShell[path[len(path)-1]] && shell.LooksLikeShell(v.Raw)) {
+		last := path[len(path)-1]
+		if !declared && !guessedShell[last] {
 			continue
 		}
-		out = append(out, shellValue{path: v.Path, script: shell.Analyze(v.Raw)})
+		line := v.Raw
+		if v.Element {
+			// An argv list: the command and its arguments, one per
+			// element, as a shell would receive them quoted.
+			line = argvLine(sub.Values, v.Path)
+			done[v.Path] = true
+		} else if argv := siblingArgv(sub.Values, path); argv != "" {
+			line += " " + argv
+		}
+		if line == "" || !declared && !shell.LooksLikeShell(line) {
+			continue
+		}
+		out = append(out, shellValue{path: v.Path, script: shell.Analyze(line)})
 	}
 	return out
+}
+
+// argvLine joins the string elements at path into one command line,
+// each quoted, so that the parser sees exactly those words.
+func argvLine(values []Value, path string) string {
+	var words []string
+	for i := range values {
+		if v := &values[i]; v.Path == path && v.Element && !v.Key {
+			words = append(words, shellQuote(v.Raw))
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// siblingArgv finds an argv list beside a command name and returns it
+// quoted, or "".
+func siblingArgv(values []Value, path []string) string {
+	parent := strings.Join(path[:len(path)-1], ".")
+	for _, name := range argvSiblings {
+		p := name
+		if parent != "" {
+			p = parent + "." + name
+		}
+		if line := argvLine(values, p); line != "" {
+			return line
+		}
+	}
+	return ""
+}
+
+// shellQuote quotes s as one shell word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (sv shellValue) under(path string) bool {

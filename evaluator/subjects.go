@@ -43,6 +43,9 @@ type Value struct {
 	Key bool
 	// String says the leaf is a JSON string.
 	String bool
+	// Element says the leaf is an element of an array (argv-style
+	// command lines are lists of strings).
+	Element bool
 }
 
 // Under reports whether v lies at or below path (a joined SnakeName path).
@@ -88,19 +91,21 @@ func walkObject(out *[]Value, path string, m map[string]any) {
 	}
 }
 
-func walk(out *[]Value, path string, v any) {
+func walk(out *[]Value, path string, v any) { walkValue(out, path, v, false) }
+
+func walkValue(out *[]Value, path string, v any, element bool) {
 	switch v := v.(type) {
 	case map[string]any:
 		walkObject(out, path, v)
 	case []any:
 		for _, e := range v {
-			walk(out, path, e)
+			walkValue(out, path, e, true)
 		}
 	case string:
-		*out = append(*out, Value{Path: path, Text: policy.Normalize(v), Raw: v, String: true})
+		*out = append(*out, Value{Path: path, Text: policy.Normalize(v), Raw: v, String: true, Element: element})
 	default:
 		if text, ok := scalarText(v); ok {
-			*out = append(*out, Value{Path: path, Text: text})
+			*out = append(*out, Value{Path: path, Text: text, Element: element})
 		}
 	}
 }
