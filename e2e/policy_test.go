@@ -241,3 +241,122 @@ func TestAuditKeepsWhatRanAndHidesSecrets(t *testing.T) {
 		t.Error("no database read: wrong path?")
 	}
 }
+
+// TestDestructiveFilesystemCallsAsk: the npm filesystem server's
+// destructive tools (write_file, edit_file, move_file: destructiveHint)
+// ask a human under the shipped defaults; nothing happens on disk when
+// the human says no; reads run.
+func TestDestructiveFilesystemCallsAsk(t *testing.T) {
+	command, args := fsServer(t)
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a.txt"), "original\n")
+	h := newHuman(t)
+	h.answer(t, "deny")
+	g := startGuard(t, `
+mode = "passthrough"
+agent = "fs-agent"
+`+h.config()+`
+`+shippedSafety(t)+`
+[[servers]]
+name = "fs"
+command = `+tomlString(command)+`
+args = `+tomlArray(append(args, root)...)+`
+`)
+	a := filepath.Join(root, "a.txt")
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"fs_write_file", map[string]any{"path": a, "content": "overwritten"}},
+		{"fs_edit_file", map[string]any{"path": a, "edits": []any{map[string]any{"oldText": "original", "newText": "edited"}}}},
+		{"fs_move_file", map[string]any{"source": a, "destination": filepath.Join(root, "b.txt")}},
+	} {
+		res, _ := g.call(t, c.tool, c.args)
+		if code, _ := errCode(t, res); code != "PERMISSION_DENIED" {
+			t.Errorf("%s: want the human's PERMISSION_DENIED, got %s", c.tool, jsonString(res))
+		}
+	}
+	if n := len(h.requests(t)); n != 3 {
+		t.Errorf("the human was asked %d times, want 3", n)
+	}
+	if b, err := os.ReadFile(a); err != nil || string(b) != "original\n" {
+		t.Errorf("the file changed: %q %v", b, err)
+	}
+	raw, err := g.callRaw("fs_read_text_file", map[string]any{"path": a})
+	if err != nil || raw.IsError || !strings.Contains(resultText(t, raw), "original") {
+		t.Errorf("a read must run: %v %s", err, jsonString(raw))
+	}
+}
+
+// TestOneQuestionAtATime: ten gated calls at once put one question at a
+// time before the human (the command channel's runs never overlap).
+func TestOneQuestionAtATime(t *testing.T) {
+	h := newHuman(t)
+	h.verify = `inline_wait = "30s"`
+	// A human who takes 100 ms per question and logs when they start and
+	// stop looking.
+	script := filepath.Join(h.dir, "slow.sh")
+	writeFile(t, script, `#!/bin/sh
+dir=$(dirname "$0")
+cat >/dev/null
+echo start >> "$dir/screen.log"
+sleep 0.1
+echo end >> "$dir/screen.log"
+echo deny
+`)
+	if err := os.Chmod(script, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(defaultsConfig(t, h, ""), tomlString(filepath.Join(h.dir, "human.sh")), tomlString(script), 1)
+	cfg = strings.Replace(cfg, `inline_wait = "2s"`, "", 1)
+	g := startGuard(t, cfg)
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			g.callAQL(t, "mcp_aql", "ts_delete_note", map[string]any{"id": "n" + itoa(i)})
+		})
+	}
+	wg.Wait()
+	b, err := os.ReadFile(filepath.Join(h.dir, "screen.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(b))
+	if len(lines) != 20 {
+		t.Fatalf("screen log: %q", lines)
+	}
+	for i, l := range lines {
+		if want := []string{"start", "end"}[i%2]; l != want {
+			t.Fatalf("two questions were on the screen at once: %q", lines)
+		}
+	}
+}
+
+// TestPolicyExplainAndCheckServers runs policy explain and policy check
+// --servers against a config with the test server.
+func TestPolicyExplainAndCheckServers(t *testing.T) {
+	h := newHuman(t)
+	g := startGuard(t, defaultsConfig(t, h, `
+[[safety.rules]]
+action = "deny"
+operation = "ts.*"
+argument = "no_such_argument"
+pattern = "x"
+`))
+	out, errOut, code := admin(t, g, "policy", "explain")
+	if code != 0 {
+		t.Fatalf("explain: %s", errOut)
+	}
+	for _, want := range []string{"ts.delete_note", "delete_*", "asks", "ts.get_item", "get_*", "allowed", "ts.drop_database", "blocks"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+	_, errOut, code = admin(t, g, "policy", "check", "--servers")
+	if code != 0 || !strings.Contains(errOut, `declares an argument "no_such_argument"`) {
+		t.Errorf("check --servers: exit %d: %s", code, errOut)
+	}
+	if _, _, code := admin(t, g, "policy", "check", "--servers", "--strict"); code != 1 {
+		t.Errorf("check --strict with a warning: exit %d, want 1", code)
+	}
+}

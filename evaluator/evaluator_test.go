@@ -548,3 +548,44 @@ pattern = "{ls,git status}"
 		}
 	}
 }
+
+// The spec's own pattern examples (MCP-AQL 8.7.2 stage 3) do what they
+// say, for a proxied call and for a reported step.
+func TestSpecPatternExamples(t *testing.T) {
+	p := compile(t, `
+[safety]
+deny = ["drop_*", "delete_all*", "rm -rf*"]
+requires_approval = ["delete_*", "*force*", "deploy_*", "git push*"]
+auto_approve = ["read_*", "list_*", "get_*", "search_*"]
+`, "")
+	tool := func(name string, args map[string]any) Step {
+		return Step{Operation: "srv_" + policy.SnakeName(name), Server: "srv", Tool: name, Category: policy.Execute, Arguments: args, StepNumber: 1}
+	}
+	hint := func(h string) Step { return Step{ActionHint: h, StepNumber: 1} }
+	for _, tc := range []struct {
+		name string
+		step Step
+		want Decision
+	}{
+		{"drop_* on a tool", tool("drop_table", nil), Block},
+		{"delete_all* on a camelCase tool", tool("deleteAllRecords", nil), Block},
+		{"rm -rf* in a command", tool("run", map[string]any{"command": "rm -rf /tmp/x"}), Block},
+		{"rm -rf* through sudo", tool("run", map[string]any{"command": "sudo rm -fr build"}), Block},
+		{"delete_* on a tool", tool("delete_file", nil), NeedsConfirm},
+		{"*force* on a tool", tool("force_push", nil), NeedsConfirm},
+		{"*force* in an argument", tool("push", map[string]any{"flags": "--force"}), NeedsConfirm},
+		{"deploy_* on a tool", tool("deploy_site", nil), NeedsConfirm},
+		{"git push* in a command", tool("run", map[string]any{"command": "git push origin"}), NeedsConfirm},
+		{"read_* approves", tool("read_file", nil), Allow},
+		{"listX approves by its snake_case name", tool("listIssues", nil), Allow},
+		{"reported drop_", hint("drop_table users"), Block},
+		{"reported rm -rf", hint("rm -rf /tmp/cache"), Block},
+		{"reported delete_", hint("delete_file a.txt"), NeedsConfirm},
+		{"reported git push", hint("git push origin main"), NeedsConfirm},
+		{"reported read_", hint("read_file notes.md"), Allow},
+	} {
+		if d := Evaluate(p, tc.step); d.Decision != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, d.Decision, d.Reason, tc.want)
+		}
+	}
+}

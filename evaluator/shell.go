@@ -59,10 +59,14 @@ func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 		} else if argv := siblingArgv(sub.Values, path); argv != "" {
 			line += " " + argv
 		}
-		if line == "" || !declared && !shell.LooksLikeShell(line) {
+		if line == "" {
 			continue
 		}
-		out = append(out, shellValue{path: v.Path, script: shell.Analyze(line)})
+		sc := shell.Analyze(line)
+		if !declared && !sc.LooksLikeShell() {
+			continue
+		}
+		out = append(out, shellValue{path: v.Path, script: sc})
 	}
 	return out
 }

@@ -56,6 +56,23 @@ type Script struct {
 	Commands []Command
 	// Unresolved lists, in words, what could not be resolved statically.
 	Unresolved []string
+
+	printer *syntax.Printer // made on demand: most words are never printed
+}
+
+// print renders a word as written, for messages.
+func (s *Script) print(w *syntax.Word) string {
+	if w == nil || len(w.Parts) == 0 {
+		return ""
+	}
+	if s.printer == nil {
+		s.printer = syntax.NewPrinter()
+	}
+	var b strings.Builder
+	if err := s.printer.Print(&b, w); err != nil {
+		return "?"
+	}
+	return b.String()
 }
 
 // Kind is what an argument is.
@@ -145,7 +162,7 @@ func (s *Script) script(src string, via []string, depth int) {
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			if call, ok := n.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-				s.call(words(call.Args), n.Redirs, via, depth)
+				s.call(s.words(call.Args), n.Redirs, via, depth)
 			}
 		case *syntax.DeclClause:
 			// declare/export/local/readonly: assignments, not commands;
@@ -159,51 +176,63 @@ func (s *Script) script(src string, via []string, depth int) {
 type field struct {
 	text    string
 	dynamic bool
-	why     string // for a dynamic word: what makes it so
-	src     string // the word as written, for messages
-	quoted  bool   // some part was quoted (a glob character there is literal)
+	why     string       // for a dynamic word: what makes it so
+	word    *syntax.Word // the word as written, printed for messages only
+	src     string       // or its text, for words made here
+	quoted  bool         // some part was quoted (a glob character there is literal)
 }
 
 // words expands and unquotes a command's words.
-func words(ws []*syntax.Word) []field {
-	var out []field
-	for _, w := range ws {
-		src := printWord(w)
-		// SplitBraces rewrites the word it is given; the walk still needs
-		// the original.
-		w = &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
+func (s *Script) words(ws []*syntax.Word) []field {
+	out := make([]field, 0, len(ws))
+	for _, orig := range ws {
+		w := orig
+		if hasBrace(w) {
+			// SplitBraces rewrites the word it is given; the walk still
+			// needs the original.
+			w = &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
+		}
 		if syntax.SplitBraces(w) {
 			n := 0
 			for bw, err := range expand.BracesSeq(nil, w) {
 				if err != nil || n > 256 {
-					out = append(out, field{dynamic: true, why: "a brace expansion too large to follow", src: src})
+					out = append(out, field{dynamic: true, why: "a brace expansion too large to follow", word: orig})
 					break
 				}
 				n++
-				f := unquote(bw)
-				f.src = src
+				f := s.unquote(bw)
+				f.word = orig
 				out = append(out, f)
 			}
 			continue
 		}
-		f := unquote(w)
-		f.src = src
+		f := s.unquote(w)
+		f.word = orig
 		out = append(out, f)
 	}
 	return out
 }
 
-func printWord(w *syntax.Word) string {
-	var b strings.Builder
-	if err := syntax.NewPrinter().Print(&b, w); err != nil {
-		return "?"
+func hasBrace(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.Contains(l.Value, "{") {
+			return true
+		}
 	}
-	return b.String()
+	return false
+}
+
+// source is a field as written, for messages.
+func (s *Script) source(f field) string {
+	if f.word != nil {
+		return s.print(f.word)
+	}
+	return f.src
 }
 
 // unquote removes quotes and escapes from a word, or says why its value
 // cannot be known statically.
-func unquote(w *syntax.Word) field {
+func (s *Script) unquote(w *syntax.Word) field {
 	var b strings.Builder
 	f := field{}
 	for _, p := range w.Parts {
@@ -241,7 +270,7 @@ func unquote(w *syntax.Word) field {
 				}
 			}
 			if f.dynamic && f.why != "an unquoted glob" {
-				b.WriteString(printWord(&syntax.Word{Parts: []syntax.WordPart{p}}))
+				b.WriteString(s.print(&syntax.Word{Parts: []syntax.WordPart{p}}))
 				continue
 			}
 			v, err := expand.Literal(nil, &syntax.Word{Parts: []syntax.WordPart{p}})
@@ -251,7 +280,7 @@ func unquote(w *syntax.Word) field {
 			b.WriteString(v)
 		default:
 			f.dynamic, f.why = true, dynamicWhy(p)
-			b.WriteString(printWord(&syntax.Word{Parts: []syntax.WordPart{p}}))
+			b.WriteString(s.print(&syntax.Word{Parts: []syntax.WordPart{p}}))
 		}
 	}
 	f.text = b.String()
@@ -290,12 +319,12 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 	}
 	head := fs[0]
 	if head.dynamic {
-		s.unresolved(head.why + " in command position: " + head.src)
+		s.unresolved(head.why + " in command position: " + s.source(head))
 		return
 	}
 	name := textfold.Fold(path.Base(head.text))
 	if name == "" || name == "." || name == "/" {
-		s.unresolved("a command whose name is empty or invisible: " + head.src)
+		s.unresolved("a command whose name is empty or invisible: " + s.source(head))
 		return
 	}
 	if name == "busybox" && len(fs) > 1 && !fs[1].dynamic {
@@ -319,7 +348,7 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 	case name == "alias":
 		for _, f := range rest {
 			if _, v, ok := strings.Cut(f.text, "="); ok {
-				s.scriptField(field{text: v, dynamic: f.dynamic, why: f.why, src: f.src}, append(via[:len(via):len(via)], "alias"), depth, "an alias that is not static")
+				s.scriptField(field{text: v, dynamic: f.dynamic, why: f.why, word: f.word}, append(via[:len(via):len(via)], "alias"), depth, "an alias that is not static")
 			}
 		}
 	case name == "watch":
@@ -348,7 +377,7 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 // scriptField analyses a word that holds a script (sh -c, trap, alias).
 func (s *Script) scriptField(f field, via []string, depth int, unknown string) {
 	if f.dynamic {
-		s.unresolved(unknown + ": " + f.src)
+		s.unresolved(unknown + ": " + s.source(f))
 		return
 	}
 	s.script(f.text, via, depth+1)
@@ -358,7 +387,7 @@ func (s *Script) eval(args []field, via []string, depth int) {
 	parts := make([]string, 0, len(args))
 	for _, f := range args {
 		if f.dynamic && f.why != "an unquoted glob" {
-			s.unresolved("eval of " + f.why + ": " + f.src)
+			s.unresolved("eval of " + f.why + ": " + s.source(f))
 			return
 		}
 		parts = append(parts, f.text)
@@ -373,7 +402,7 @@ func (s *Script) shell(name string, args []field, redirs []*syntax.Redirect, via
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a.dynamic {
-			s.unresolved("a shell option that is not static: " + a.src)
+			s.unresolved("a shell option that is not static: " + s.source(a))
 			return
 		}
 		t := a.text
@@ -415,7 +444,7 @@ func (s *Script) stdin(redirs []*syntax.Redirect, via []string, depth int) {
 			if r.Hdoc == nil {
 				continue
 			}
-			f := unquote(r.Hdoc)
+			f := s.unquote(r.Hdoc)
 			if f.dynamic && f.why != "an unquoted glob" {
 				s.unresolved("a shell reads a here-document that is not static")
 				return
@@ -423,7 +452,7 @@ func (s *Script) stdin(redirs []*syntax.Redirect, via []string, depth int) {
 			s.script(f.text, via, depth+1)
 			return
 		case syntax.WordHdoc:
-			f := unquote(r.Word)
+			f := s.unquote(r.Word)
 			s.scriptField(f, via, depth, "a shell reads a here-string that is not static")
 			return
 		case syntax.RdrIn:

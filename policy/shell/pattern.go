@@ -78,8 +78,10 @@ func CompilePattern(src string) (p *Pattern, ok bool, err error) {
 				return nil, false, nil
 			}
 			p.long = append(p.long, g)
-		case isLetters(w[1:]):
-			for _, r := range w[1:] {
+		case isLetters(strings.TrimSuffix(w[1:], "*")):
+			// "-rf*" (as in the spec's "rm -rf*") is the flags r and f,
+			// whatever follows.
+			for _, r := range strings.TrimSuffix(w[1:], "*") {
 				f := "-" + string(r)
 				if s, ok := syn[f]; ok {
 					f = s
@@ -295,12 +297,14 @@ func matchesAny(g *glob.Pattern, list []string) bool {
 // judged "Sudo rm -r -f /" to be prose would let it pass on a
 // case-insensitive file system. A value that does not parse would not run
 // either (a shell refuses it too).
-func LooksLikeShell(s string) bool {
-	sc := Analyze(s)
-	for _, u := range sc.Unresolved {
+func LooksLikeShell(s string) bool { return Analyze(s).LooksLikeShell() }
+
+// LooksLikeShell is LooksLikeShell for an analysed script.
+func (s *Script) LooksLikeShell() bool {
+	for _, u := range s.Unresolved {
 		if strings.HasPrefix(u, "parse error") {
 			return false
 		}
 	}
-	return len(sc.Commands) > 0 || len(sc.Unresolved) > 0
+	return len(s.Commands) > 0 || len(s.Unresolved) > 0
 }

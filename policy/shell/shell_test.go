@@ -90,6 +90,8 @@ func TestPatterns(t *testing.T) {
 		{"*rm -rf ~/\\*", "rm -rf ~/*", Definite},
 		{"chmod 777 *", "chmod -R 777 /srv", Definite},
 		{"git push --force*", "git push -f", NoMatch}, // a glob flag is not the synonym
+		{"rm -rf*", "sudo rm -fr build", Definite},
+		{"rm -rf*", "rm -r build", NoMatch},
 	}
 	for _, tt := range tests {
 		p := mustPattern(t, tt.pattern)
@@ -159,5 +161,30 @@ func TestCommandString(t *testing.T) {
 	s := Analyze("sudo rm -rf $X")
 	if got := s.Commands[1].String(); got != "rm -r -f <dynamic> (via sudo)" {
 		t.Errorf("String = %q", got)
+	}
+}
+
+func BenchmarkAnalyze(b *testing.B) {
+	for name, src := range map[string]string{
+		"one-line": "go test ./... && make lint",
+		"4KiB":     strings.Repeat("cd /srv/app && make test || echo failed; ", 100),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Analyze(src)
+			}
+		})
+	}
+}
+
+func BenchmarkMatch(b *testing.B) {
+	p := mustPattern(b, "*rm -rf /")
+	s := Analyze("sudo /bin/rm -r -f -- //tmp/x")
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range s.Commands {
+			_ = p.Match(c)
+		}
 	}
 }
