@@ -492,6 +492,7 @@ func TestLoopModes(t *testing.T) {
 // display approves nothing and says why.
 func TestNoDisplayFailsClosed(t *testing.T) {
 	g, err := launchGuard(t, guardOptions{Config: `
+mode = "semantic"
 agent = "a"
 [verify]
 channel = "dialog"

@@ -14,7 +14,7 @@ import (
 // Allowed values. They are part of the file format, so they are spelled out
 // in config.example.toml too.
 var (
-	modes          = []string{"semantic", "single", "all", "passthrough"}
+	modes          = []string{"transparent", "semantic", "single", "all", "passthrough"}
 	loopModes      = []LoopMode{LoopEnforcing, LoopMonitoring, LoopLogging, LoopDisabled}
 	riskTolerances = []string{"conservative", "moderate", "aggressive"}
 	channels       = []string{"dialog", "command"}
@@ -130,7 +130,13 @@ func parentKey(key string) string {
 }
 
 func (v *validator) config(c *Config) {
-	v.enum("mode", &c.Mode, modes, DefaultMode)
+	// A single server is put behind the guard as it is (transparent);
+	// several get the MCP-AQL endpoints, which multiplex them.
+	def := DefaultMode
+	if len(c.Servers) == 1 {
+		def = "transparent"
+	}
+	v.enum("mode", &c.Mode, modes, def)
 	v.duration("state_lock_timeout", &c.StateLockTimeout, DefaultStateLockTimeout)
 	if c.StateLockTimeout.Duration > MaxStateLockTimeout {
 		v.errf("state_lock_timeout", "%s is longer than the maximum %s: a call must not hang on another process", c.StateLockTimeout.Duration, MaxStateLockTimeout)

@@ -26,6 +26,7 @@ const (
 	ModeSingle      = "single"
 	ModeAll         = "all"
 	ModePassthrough = "passthrough"
+	ModeTransparent = "transparent"
 )
 
 // SingleTool is the unified endpoint's tool name.
@@ -51,10 +52,19 @@ type Front struct {
 	Version string
 
 	sessions sync.Map // *mcp.ServerSession → session label
+
+	// transparent is the server of transparent mode, whose tool list
+	// changes while a verification is pending (verifyListed).
+	transparent  *mcp.Server
+	verifyMu     sync.Mutex
+	verifyListed bool
 }
 
 // Server builds the go-sdk server with the tools of the configured mode.
 func (f *Front) Server() *mcp.Server {
+	if f.Mode == ModeTransparent {
+		return f.transparentServer()
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "aqlguard", Version: f.Version}, &mcp.ServerOptions{
 		Logger:                    f.Log,
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},

@@ -47,6 +47,9 @@ type Server struct {
 	Problem  string
 	Tools    []*mcp.Tool
 	Protocol string
+	// Init is the server's answer to initialize: its name, version,
+	// instructions and capabilities, which transparent mode passes on.
+	Init *mcp.InitializeResult
 
 	cfg     policy.Server
 	session *mcp.ClientSession
@@ -124,6 +127,7 @@ func (p *Pool) connect(ctx context.Context, s *Server, version string, log *slog
 	s.session = cs
 	if r := cs.InitializeResult(); r != nil {
 		s.Protocol = r.ProtocolVersion
+		s.Init = r
 	}
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {

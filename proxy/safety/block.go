@@ -266,3 +266,20 @@ func stateUnavailable(err error, what string) *aql.Error {
 	return &aql.Error{Code: aql.CodeInternal, Message: fmt.Sprintf("Internal error: '%s; %s'", msg, what),
 		Details: map[string]any{"reason": "state database unavailable", "fail_closed": true}}
 }
+
+// VerificationPending reports whether the principal is hard-blocked or
+// paused for verification: whether verify_challenge has something to do.
+func (l *Loop) VerificationPending(ctx context.Context) bool {
+	l.mu.Lock()
+	l.init()
+	paused := l.verifyPause != nil && l.now().Before(l.verifyPause.ExpiresAt)
+	l.mu.Unlock()
+	if paused {
+		return true
+	}
+	var b *store.Block
+	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { b, err = tx.Block(l.Policy.Principal); return }); err != nil {
+		return true // cannot tell: keep the way out listed
+	}
+	return b != nil
+}
