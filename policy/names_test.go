@@ -1,6 +1,9 @@
 package policy
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSnakeName(t *testing.T) {
 	for in, want := range map[string]string{
@@ -39,5 +42,34 @@ func TestSecretName(t *testing.T) {
 		if got := SecretName(name); got != want {
 			t.Errorf("SecretName(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+func TestServerNameFrom(t *testing.T) {
+	for in, want := range map[string]string{
+		"github": "github", "github-mcp": "githubmcp", "My Server!": "myserver", "@scope/pkg": "scopepkg",
+		"7zip": "s7zip", "": "server", "___": "server", "ÉCOLE": "cole", strings.Repeat("a", 40): strings.Repeat("a", 32),
+	} {
+		got := ServerNameFrom(in)
+		if got != want || !ValidServerName(got) {
+			t.Errorf("ServerNameFrom(%q) = %q, want %q (valid %v)", in, got, want, ValidServerName(got))
+		}
+	}
+}
+
+func TestWrap(t *testing.T) {
+	cfg, err := Wrap(Default(), "Files", []string{"npx", "-y", "server-filesystem", "/tmp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Servers[0]
+	if cfg.Mode != "transparent" || s.Name != "files" || s.Command != "npx" || len(s.Args) != 3 || s.Transport != "stdio" || s.StartTimeout.Duration == 0 {
+		t.Errorf("%+v %+v", cfg.Mode, s)
+	}
+	if len(Default().Servers) != 0 {
+		t.Error("Wrap modified its base")
+	}
+	if _, err := Wrap(Default(), "x", nil); err == nil {
+		t.Error("no command accepted")
 	}
 }

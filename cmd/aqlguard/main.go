@@ -6,6 +6,9 @@
 //
 //	aqlguard run [--config FILE] [--agent NAME]     serve MCP over stdio (the default verb)
 //	aqlguard serve --listen ADDR                    serve MCP over Streamable HTTP at /mcp
+//	aqlguard wrap [--name N] -- CMD ARGS...         one stdio server behind the guard, transparently
+//	aqlguard init [--client ID] [--dry-run]         wrap the servers of the MCP clients installed here
+//	aqlguard unwrap [--client ID] [--force]         restore them
 //	aqlguard policy check [--servers] [--strict]    check a config: errors with their line, dead and shadowed rules
 //	aqlguard policy explain                         what the policy does with each tool of the servers
 //	aqlguard policy test CASES.toml                 run test cases against the policy
@@ -43,6 +46,10 @@ const usage = `usage: aqlguard <verb> [flags]
 verbs:
   run            serve MCP over stdio in front of the configured servers (default)
   serve          serve MCP over Streamable HTTP at /mcp (--listen ADDR, default 127.0.0.1:8765)
+  wrap [--name N] -- CMD ARGS...
+                 run one stdio server behind the guard, as it is (transparent mode)
+  init           put aqlguard in front of the servers of your MCP clients (--dry-run shows the diff)
+  unwrap         restore those client configs, entry by entry
   policy check [--servers] [--strict]
                  load a config, report every error with its line, warn about
                  dead and shadowed rules (--servers: against the real tools)
@@ -77,6 +84,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdRun(args, stdin, stdout, stderr)
 	case "serve":
 		return cmdServe(args, stderr)
+	case "wrap":
+		return cmdWrap(args, stdin, stdout, stderr)
+	case "init", "unwrap":
+		return cmdInit(verb, args, stdout, stderr)
 	case "policy":
 		return cmdPolicy(args, stdout, stderr)
 	case "blocks":

@@ -25,9 +25,50 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	cfg, err := loadConfig(g)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	return serveStdio(g, cfg, stdin, stdout, stderr)
+}
+
+// cmdWrap is `aqlguard wrap [--name N] -- CMD ARGS...`: one stdio server
+// behind the guard, in transparent mode, on the config's policy (or the
+// embedded defaults), over stdio. This is what `aqlguard init` puts in
+// a client's config in place of the server's own command.
+func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, g := newFlags("wrap", stderr)
+	name := fs.String("name", "", "the server's name (as the client config calls it)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: aqlguard wrap [--name NAME] [--agent AGENT] [--config FILE] [--state-dir DIR] -- COMMAND [ARGS...]\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	base, err := loadConfig(g)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	cfg, err := policy.Wrap(base, *name, fs.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard wrap: %v\n", err)
+		return 2
+	}
+	return serveStdio(g, cfg, stdin, stdout, stderr)
+}
+
+// serveStdio runs one aqlguard on cfg over stdio until stdin closes or a
+// signal arrives.
+func serveStdio(g *globals, cfg *policy.Config, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := signalContext()
 	defer cancel()
-	in, code := startInstance(ctx, g, stderr)
+	if isTerminal(stdin) {
+		fmt.Fprintln(stderr, "aqlguard: waiting for an MCP client on stdin (this command is meant to be started by your MCP client; Ctrl-C to stop)")
+	}
+	in, code := startInstance(ctx, g, cfg, stderr)
 	if in == nil {
 		return code
 	}
@@ -41,6 +82,17 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// isTerminal reports whether r is a terminal (a character device): a
+// person, not an MCP client, is at the other end.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
 // instance is one configured aqlguard: its servers, catalog and front.
 type instance struct {
 	front *proxy.Front
@@ -48,18 +100,13 @@ type instance struct {
 	log   *slog.Logger
 }
 
-// startInstance loads the config, starts the downstream servers and
-// builds the front. On failure it returns nil and the exit code.
-func startInstance(ctx context.Context, g *globals, stderr io.Writer) (*instance, int) {
+// startInstance starts the downstream servers of cfg and builds the
+// front. On failure it returns nil and the exit code.
+func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr io.Writer) (*instance, int) {
 	log, err := newLogger(stderr, g.logLevel)
 	if err != nil {
 		fmt.Fprintln(stderr, "aqlguard:", err)
 		return nil, 2
-	}
-	cfg, err := loadConfig(g)
-	if err != nil {
-		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-		return nil, 1
 	}
 	pol, err := policy.Compile(cfg, cfg.Agent)
 	if err != nil {

@@ -29,7 +29,13 @@ func cmdServe(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard: --listen %s: %v\n", *listen, err)
 		return 1
 	}
-	in, code := startInstance(ctx, g, stderr)
+	cfg, err := loadConfig(g)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	in, code := startInstance(ctx, g, cfg, stderr)
 	if in == nil {
 		ln.Close()
 		return code

@@ -1,0 +1,242 @@
+package clientconfig
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+const self = "/opt/aqlguard/bin/aqlguard"
+
+var fixtures = []struct {
+	file, client string
+	format       Format
+	layout       Layout
+	wrapped      []string // entry labels init must wrap
+	skipped      []string // entry labels it must leave, saying why
+}{
+	{"claude_desktop_config.json", "claude-desktop", JSON, MCPServers, []string{"filesystem", "github", "memory"}, nil},
+	{".claude.json", "claude-code", JSON, MCPServers, []string{"airtable", "pg (project /home/alice/src/app)"}, []string{"sentry"}},
+	{".mcp.json", "claude-code", JSON, MCPServers, []string{"shared-server"}, nil},
+	{"cursor-mcp.json", "cursor", JSON, MCPServers, []string{"puppeteer", "local-tool"}, []string{"remote"}},
+	{"vscode-mcp.json", "vscode", JSON, VSCodeServers, []string{"Perplexity", "fetch"}, []string{"github"}},
+	{"mcp_config.json", "windsurf", JSON, MCPServers, []string{"brave-search"}, nil},
+	{"zed-settings.json", "zed", JSON, ZedServers, []string{"postgres-context-server", "mcp-server-time"}, []string{"some-extension"}},
+	{"config.toml", "codex", TOML, CodexServers, []string{"context7", "figma", "noargs"}, []string{"remote"}},
+	{"gemini-settings.json", "gemini", JSON, MCPServers, []string{"pythonTools"}, []string{"httpServer"}},
+	{"config.yaml", "continue", YAML, ContinueServers, []string{"SQLite", "Playwright", "bare"}, []string{"remote"}},
+}
+
+func fixture(t *testing.T, name string) (File, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fx := range fixtures {
+		if fx.file == name {
+			return File{Path: "/cfg/" + name, Client: fx.client, Format: fx.format, Layout: fx.layout}, data
+		}
+	}
+	t.Fatalf("no fixture %s", name)
+	return File{}, nil
+}
+
+func TestWrapAndUnwrapEveryClient(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for _, fx := range fixtures {
+		t.Run(fx.file, func(t *testing.T) {
+			f, orig := fixture(t, fx.file)
+			before, err := Entries(f, orig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := &Records{Entries: map[string]Record{}}
+			out, results, err := Wrap(f, orig, self, recs, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wrapped, skipped []string
+			for _, r := range results {
+				switch r.Action {
+				case "wrapped":
+					wrapped = append(wrapped, r.Entry)
+				case "skipped":
+					if r.Why == "" {
+						t.Errorf("%s skipped without a reason", r.Entry)
+					}
+					skipped = append(skipped, r.Entry)
+				}
+			}
+			if !slices.Equal(wrapped, fx.wrapped) || !slices.Equal(skipped, fx.skipped) {
+				t.Fatalf("wrapped %q skipped %q, want %q and %q\n%s", wrapped, skipped, fx.wrapped, fx.skipped, out)
+			}
+			// Every wrapped entry runs aqlguard wrap with the original
+			// command and args after --, and keeps its name.
+			after, err := Entries(f, out)
+			if err != nil {
+				t.Fatalf("the wrapped file does not parse: %v\n%s", err, out)
+			}
+			if len(after) != len(before) {
+				t.Fatalf("%d entries before, %d after", len(before), len(after))
+			}
+			for i, e := range after {
+				b := before[i]
+				if e.Name != b.Name {
+					t.Errorf("entry %d renamed %q -> %q", i, b.Name, e.Name)
+				}
+				if !slices.Contains(fx.wrapped, b.Label()) {
+					if !bytes.Equal(out[e.Start:e.End], orig[b.Start:b.End]) {
+						t.Errorf("%s changed although not wrapped", b.Label())
+					}
+					continue
+				}
+				want := WrapArgs(b.Name, fx.client, b.Command, b.Args)
+				if !e.Wrapped() || e.Command != self || !slices.Equal(e.Args, want) {
+					t.Errorf("%s wrapped as %q %q, want %q %q", b.Label(), e.Command, e.Args, self, want)
+				}
+			}
+			// Outside the entries, nothing changed.
+			if got, want := outside(out, after), outside(orig, before); got != want {
+				t.Errorf("bytes outside the entries changed:\n%s\nwas\n%s", got, want)
+			}
+			// Twice changes nothing.
+			again, results2, err := Wrap(f, out, self, recs, now)
+			if err != nil || !bytes.Equal(again, out) {
+				t.Errorf("wrapping twice changed the file: %v", err)
+			}
+			for _, r := range results2 {
+				if r.Action == "wrapped" {
+					t.Errorf("%s wrapped twice", r.Entry)
+				}
+			}
+			// Unwrap restores every byte.
+			restored, _, err := Unwrap(f, out, recs, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(restored, orig) {
+				t.Errorf("unwrap is not byte-identical:\n%q\nwant\n%q", restored, orig)
+			}
+			if len(recs.Entries) != 0 {
+				t.Errorf("records left after unwrap: %v", recs.Entries)
+			}
+		})
+	}
+}
+
+// outside is the file with every entry cut out.
+func outside(data []byte, entries []Entry) string {
+	var b bytes.Buffer
+	at := 0
+	for _, e := range entries {
+		b.Write(data[at:e.Start])
+		b.WriteString("<entry>")
+		at = e.End
+	}
+	b.Write(data[at:])
+	return b.String()
+}
+
+func TestUnwrapRefusesAnEditedEntry(t *testing.T) {
+	f, orig := fixture(t, "claude_desktop_config.json")
+	recs := &Records{Entries: map[string]Record{}}
+	out, _, err := Wrap(f, orig, self, recs, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := bytes.Replace(out, []byte(`server-memory"`), []byte(`server-memory@2"`), 1)
+	if bytes.Equal(edited, out) {
+		t.Fatal("the edit did not apply")
+	}
+	res, results, err := Unwrap(f, edited, recs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused int
+	for _, r := range results {
+		if r.Action == "refused" {
+			refused++
+			if r.Entry != "memory" || r.Why == "" {
+				t.Errorf("%+v", r)
+			}
+		}
+	}
+	if refused != 1 || !bytes.Contains(res, []byte(`server-memory@2"`)) {
+		t.Fatalf("refused %d; the edited entry must stay as it is:\n%s", refused, res)
+	}
+	forced, _, err := Unwrap(f, res, recs, true)
+	if err != nil || !bytes.Equal(forced, orig) {
+		t.Errorf("--force must restore the original: %v\n%s", err, forced)
+	}
+}
+
+func TestForPath(t *testing.T) {
+	env := Env{GOOS: "linux", Home: "/home/a"}
+	for path, want := range map[string]string{
+		"/x/claude_desktop_config.json": "claude-desktop", "/p/.mcp.json": "claude-code", "/home/a/.claude.json": "claude-code",
+		"/p/.cursor/mcp.json": "cursor", "/p/.vscode/mcp.json": "vscode", "/h/.codeium/windsurf/mcp_config.json": "windsurf",
+		"/h/.config/zed/settings.json": "zed", "/h/.gemini/settings.json": "gemini", "/h/.codex/config.toml": "codex",
+		"/h/.continue/config.yaml": "continue",
+	} {
+		f, ok := ForPath(path, "", env)
+		if !ok || f.Client != want {
+			t.Errorf("ForPath(%s) = %+v %v, want %s", path, f, ok, want)
+		}
+	}
+	if f, ok := ForPath("/x/whatever.json", "zed", env); !ok || f.Layout != ZedServers {
+		t.Errorf("--client zed: %+v", f)
+	}
+}
+
+func TestClientFiles(t *testing.T) {
+	mac := Env{GOOS: "darwin", Home: "/Users/a"}
+	if got := Clients[0].Files(mac)[0].Path; got != "/Users/a/Library/Application Support/Claude/claude_desktop_config.json" {
+		t.Errorf("Claude Desktop on macOS: %s", got)
+	}
+	win := Env{GOOS: "windows", Home: `C:\Users\a`, AppData: `C:\Users\a\AppData\Roaming`, LocalAppData: t.TempDir()}
+	msix := filepath.Join(win.LocalAppData, "Packages", "Claude_pzs8sxrjxfjjc", "LocalCache", "Roaming", "Claude")
+	if err := os.MkdirAll(msix, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files := Clients[0].Files(win)
+	if len(files) != 2 || files[1].Path != filepath.Join(msix, "claude_desktop_config.json") {
+		t.Errorf("Claude Desktop on Windows, with the MSIX path: %+v", files)
+	}
+	linux := Env{GOOS: "linux", Home: "/home/a", CodexHome: "/srv/codex"}
+	c, _ := Lookup("codex")
+	if got := c.Files(linux)[0].Path; got != "/srv/codex/config.toml" {
+		t.Errorf("$CODEX_HOME: %s", got)
+	}
+}
+
+// FuzzWrapJSONC: any JSONC document with server entries is wrapped
+// without a panic, and unwrap gives back every byte.
+func FuzzWrapJSONC(f *testing.F) {
+	for _, fx := range fixtures {
+		if fx.format == JSON {
+			b, _ := os.ReadFile(filepath.Join("testdata", fx.file))
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"mcpServers":{"a":{"command":"x","args":["1"]},"b":{"command":"y"}}}`))
+	f.Add([]byte("{/*c*/\"mcpServers\":{\"a\":{\"command\":\"x\",},},}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file := File{Path: "/f.json", Client: "cursor", Format: JSON, Layout: MCPServers}
+		recs := &Records{Entries: map[string]Record{}}
+		out, _, err := Wrap(file, data, self, recs, time.Unix(0, 0))
+		if err != nil {
+			return
+		}
+		back, _, err := Unwrap(file, out, recs, false)
+		if err != nil {
+			t.Fatalf("unwrap of a wrapped file failed: %v\n%q", err, out)
+		}
+		if !bytes.Equal(back, data) {
+			t.Fatalf("not byte-identical:\n%q\n%q\nwrapped %q", data, back, out)
+		}
+	})
+}

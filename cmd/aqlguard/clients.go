@@ -1,0 +1,219 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/store"
+	udiff "github.com/aymanbagabas/go-udiff"
+)
+
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+const initUsage = `usage: aqlguard init [--client ID]... [--config FILE]... [--project DIR] [--dry-run] [--state-dir DIR]
+       aqlguard unwrap [--client ID]... [--config FILE]... [--project DIR] [--dry-run] [--force] [--state-dir DIR]
+
+clients: ` + "%s" + `
+`
+
+// cmdInit is `aqlguard init` (wrap) and `aqlguard unwrap` (restore).
+func cmdInit(verb string, args []string, stdout, stderr io.Writer) int {
+	fs, g := newFlags(verb, stderr)
+	var clients, files listFlag
+	fs.Var(&clients, "client", "a client to edit (repeatable): "+strings.Join(clientconfig.ClientIDs(), ", "))
+	fs.Var(&files, "file", "a client config file to edit (repeatable; also --config FILE)")
+	dryRun := fs.Bool("dry-run", false, "show the changes as a diff and change nothing")
+	force := fs.Bool("force", false, "unwrap: restore entries edited since they were wrapped")
+	project := fs.String("project", "", "the project directory for project-scoped configs (default: the current directory)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, initUsage, strings.Join(clientconfig.ClientIDs(), ", "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "aqlguard %s: unexpected argument %q\n", verb, fs.Arg(0))
+		return 2
+	}
+	// For these verbs --config names client files, not aqlguard's own.
+	if g.config != "" {
+		files = append(files, g.config)
+	}
+	env := clientconfig.DefaultEnv()
+	if *project != "" {
+		abs, err := filepath.Abs(*project)
+		if err != nil {
+			fmt.Fprintf(stderr, "aqlguard: --project: %v\n", err)
+			return 2
+		}
+		env.Project = abs
+	}
+	for _, c := range clients {
+		if _, ok := clientconfig.Lookup(c); !ok {
+			fmt.Fprintf(stderr, "aqlguard %s: unknown client %q; known: %s\n", verb, c, strings.Join(clientconfig.ClientIDs(), ", "))
+			return 2
+		}
+	}
+	var targets []clientconfig.File
+	for _, p := range files {
+		client := ""
+		if len(clients) == 1 {
+			client = clients[0]
+		}
+		f, ok := clientconfig.ForPath(p, client, env)
+		if !ok {
+			fmt.Fprintf(stderr, "aqlguard %s: cannot tell which client %s belongs to; say it with --client\n", verb, p)
+			return 2
+		}
+		targets = append(targets, f)
+	}
+	if len(files) == 0 {
+		targets = clientconfig.Detect(env, clients...)
+		if len(targets) == 0 {
+			fmt.Fprintf(stdout, "no MCP client config found (looked for %s); name one with --config FILE\n", strings.Join(clientconfig.ClientIDs(), ", "))
+			return 0
+		}
+	}
+
+	self, err := selfPath()
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	dir := g.stateDir
+	if dir == "" {
+		if dir, err = store.DefaultDir(); err != nil {
+			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+			return 1
+		}
+	}
+	unlock, err := clientconfig.Lock(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	defer unlock()
+	recs, err := clientconfig.LoadRecords(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	failed := false
+	for _, f := range targets {
+		if err := editFile(verb, f, self, recs, *dryRun, *force, stdout); err != nil {
+			fmt.Fprintf(stderr, "aqlguard %s: %s: %v\n", verb, f.Path, err)
+			failed = true
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// editFile wraps or unwraps one file: a diff for --dry-run, else a backup
+// and an atomic write, then the records.
+func editFile(verb string, f clientconfig.File, self string, recs *clientconfig.Records, dryRun, force bool, stdout io.Writer) error {
+	info, err := os.Stat(f.Path)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(f.Path)
+	if err != nil {
+		return err
+	}
+	var out []byte
+	var results []clientconfig.Result
+	if verb == "unwrap" {
+		out, results, err = clientconfig.Unwrap(f, data, recs, force)
+	} else {
+		out, results, err = clientconfig.Wrap(f, data, self, recs, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s (%s, %s):\n", f.Path, f.Client, f.Scope)
+	if len(results) == 0 {
+		fmt.Fprintln(stdout, "  no servers")
+	}
+	for _, r := range results {
+		line := "  " + r.Entry + ": " + r.Action
+		if r.Why != "" {
+			line += " (" + r.Why + ")"
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	if string(out) == string(data) {
+		fmt.Fprintln(stdout, "  unchanged")
+		return nil
+	}
+	if dryRun {
+		fmt.Fprint(stdout, udiff.Unified(f.Path, f.Path+" ("+verb+")", string(data), string(out)))
+		return nil
+	}
+	backup, err := writeBackup(f.Path, data, info.Mode().Perm())
+	if err != nil {
+		return fmt.Errorf("writing the backup: %w", err)
+	}
+	if err := clientconfig.WriteAtomic(f.Path, out, info.Mode().Perm()); err != nil {
+		return fmt.Errorf("writing: %w (the file is unchanged; backup %s)", err, backup)
+	}
+	if err := recs.Save(); err != nil {
+		return fmt.Errorf("the file is edited but the records of its originals could not be saved: %w (backup %s)", err, backup)
+	}
+	fmt.Fprintf(stdout, "  written (backup %s)\n", backup)
+	return nil
+}
+
+// selfPath is the absolute path of this aqlguard binary, symlinks
+// resolved: what a GUI client, which does not see the shell's PATH, can
+// start.
+func selfPath() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding this program's path: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("this program's path %s does not exist (go run?); install aqlguard first (go install ./cmd/aqlguard)", p)
+	}
+	return filepath.Abs(p)
+}
+
+// writeBackup saves data beside path under a timestamped name never used
+// before (two runs in one second must not overwrite each other's backup).
+func writeBackup(path string, data []byte, mode fs.FileMode) (string, error) {
+	base := path + ".aqlguard-backup-" + time.Now().UTC().Format("20060102T150405Z")
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return "", err
+		}
+		return name, f.Close()
+	}
+}

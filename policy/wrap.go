@@ -1,0 +1,54 @@
+package policy
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+)
+
+// ServerNameFrom derives a valid server name (^[a-z][a-z0-9]{0,31}$) from
+// any name a client config gives a server ("github-mcp", "My Server!",
+// "@scope/pkg"): lower case, letters and digits only, a leading "s" when
+// it would start with a digit, "server" when nothing is left. The same
+// input always gives the same name.
+func ServerNameFrom(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	n := b.String()
+	switch {
+	case n == "":
+		n = "server"
+	case n[0] >= '0' && n[0] <= '9':
+		n = "s" + n
+	}
+	if len(n) > 32 {
+		n = n[:32]
+	}
+	return n
+}
+
+// Wrap turns base into the configuration of `aqlguard wrap`: base's policy,
+// human channel, limits and state, guarding the one stdio server argv
+// (command and arguments) named name, in transparent mode. base is not
+// modified.
+func Wrap(base *Config, name string, argv []string) (*Config, error) {
+	if len(argv) == 0 || strings.TrimSpace(argv[0]) == "" {
+		return nil, errors.New("no command to wrap: give it after --, e.g. aqlguard wrap -- npx -y @modelcontextprotocol/server-filesystem ~/projects")
+	}
+	if name == "" {
+		name = filepath.Base(argv[0])
+	}
+	cfg := *base
+	cfg.Mode = "transparent"
+	cfg.Servers = []Server{{Name: ServerNameFrom(name), Command: argv[0], Args: append([]string(nil), argv[1:]...)}}
+	v := &validator{file: cfg.Path}
+	v.servers(cfg.Servers)
+	if len(v.errs) > 0 {
+		return nil, v.errs
+	}
+	return &cfg, nil
+}
