@@ -60,22 +60,24 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 
 	pending := call("note-allowed")
 	w := xtest.Window(t, "aqlguard: allow this action?")
-	xtest.Do(t, "key", "--window", w, "Return") // Allow once, the default
+	xtest.Screenshot(t, "e2e-question")
+	xtest.Focus(t, w)
+	xtest.Keys(t, "Tab", "Tab", "Tab", "space") // Allow once: never the default
 	if text := result(pending); !strings.Contains(text, `"success":true`) {
 		t.Errorf("allowed in the dialog, but: %s", text)
 	}
 
 	pending = call("note-denied")
 	w = xtest.Window(t, "aqlguard: allow this action?")
-	xtest.Do(t, "key", "--window", w, "Tab")
 	text := xtest.CopySelection(t, w)
-	for _, want := range []string{"Agent: desk-agent", "Operation: ts_delete_note", `"id": "note-denied"`} {
+	for _, want := range []string{"Agent: desk-agent (in aqlguard-e2e)", "Server: ts", "Tool: delete_note", `"id": "note-denied"`,
+		`Why you are asked: Action requires approval ("ts_delete_note")`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("dialog text lacks %q:\n%s", want, text)
 		}
 	}
 	xtest.Window(t, "aqlguard: allow this action?")
-	xtest.Do(t, "key", "Escape") // Deny
+	xtest.Keys(t, "Return") // Deny, the default
 	if text := result(pending); !strings.Contains(text, "PERMISSION_DENIED") {
 		t.Errorf("denied in the dialog, but: %s", text)
 	}

@@ -283,7 +283,7 @@ max_autonomous_steps = 1
 risk_tolerance = "aggressive"
 [verify]
 channel = "command"
-command = ["page", "--now"]
+command = ["/usr/local/bin/page", "--now"]
 timeout = "90s"
 `
 	cfg, err := Parse([]byte(doc), "x")
@@ -299,7 +299,7 @@ timeout = "90s"
 	if cfg.Safety.Loop != "monitoring" || cfg.Safety.MaxAutonomousSteps != 1 || cfg.Safety.RiskTolerance != "aggressive" {
 		t.Errorf("Safety = %+v", cfg.Safety)
 	}
-	if cfg.Verify.Channel != "command" || !reflect.DeepEqual(cfg.Verify.Command, []string{"page", "--now"}) || cfg.Verify.Timeout.Duration != 90*time.Second {
+	if cfg.Verify.Channel != "command" || !reflect.DeepEqual(cfg.Verify.Command, []string{"/usr/local/bin/page", "--now"}) || cfg.Verify.Timeout.Duration != 90*time.Second {
 		t.Errorf("Verify = %+v", cfg.Verify)
 	}
 }
@@ -451,5 +451,12 @@ func TestParentKey(t *testing.T) {
 		if got := parentKey(in); got != want {
 			t.Errorf("parentKey(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestVerifyCommandMustBeAbsolute(t *testing.T) {
+	_, err := Parse([]byte("[verify]\nchannel = \"command\"\ncommand = [\"page-oncall\", \"-x\"]\n"), "v.toml")
+	if err == nil || !strings.Contains(err.Error(), "v.toml:3") || !strings.Contains(err.Error(), "absolute path") {
+		t.Errorf("a relative command: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -326,8 +327,13 @@ func (v *validator) pattern(key, src string) {
 
 func (v *validator) verify(c *Verify) {
 	v.enum("verify.channel", &c.Channel, channels, DefaultChannel)
-	if c.Channel == "command" && (len(c.Command) == 0 || strings.TrimSpace(c.Command[0]) == "") {
+	switch {
+	case c.Channel == "command" && (len(c.Command) == 0 || strings.TrimSpace(c.Command[0]) == ""):
 		v.errf("verify.command", `is required when channel = "command": the program and arguments to run, e.g. ["/usr/local/bin/page-oncall"]`)
+	case len(c.Command) > 0 && !filepath.IsAbs(c.Command[0]):
+		// Looked up on $PATH, a program planted earlier on it would be
+		// shown every code and could answer every question.
+		v.errf("verify.command", "%q must be an absolute path (the program is never looked up on $PATH)", c.Command[0])
 	}
 	v.duration("verify.timeout", &c.Timeout, DefaultVerifyTimeout)
 	v.duration("verify.inline_wait", &c.InlineWait, DefaultInlineWait)

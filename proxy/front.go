@@ -118,7 +118,7 @@ func (f *Front) addEndpoint(s *mcp.Server, name string, cat policy.Category) {
 	t := &mcp.Tool{Name: name, InputSchema: endpointSchema, Description: f.endpointDescription(cat),
 		Annotations: endpointAnnotations(cat)}
 	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return f.handleEndpoint(ctx, f.session(req.Session), name, cat, req.Params.Arguments), nil
+		return f.handleEndpoint(withClient(ctx, req.Session), f.session(req.Session), name, cat, req.Params.Arguments), nil
 	})
 }
 
@@ -171,7 +171,7 @@ func (f *Front) addPassthrough(s *mcp.Server, op *catalog.Operation) {
 	t := &mcp.Tool{Name: op.Name, Title: op.Tool.Title, Description: op.Tool.Description,
 		InputSchema: schema, OutputSchema: op.Tool.OutputSchema, Annotations: op.Tool.Annotations}
 	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return f.handlePassthrough(ctx, f.session(req.Session), op, req.Params.Arguments), nil
+		return f.handlePassthrough(withClient(ctx, req.Session), f.session(req.Session), op, req.Params.Arguments), nil
 	})
 }
 

@@ -45,7 +45,7 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	a := safety.Action{
 		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
 		Category: op.Category, Annotations: annotations(op.Tool.Annotations), Arguments: args,
-		Token: token, Secrets: secretParams(op),
+		Token: token, Secrets: secretParams(op), Client: clientOf(ctx),
 	}
 	v := g.Loop.Check(ctx, a)
 	d := v.Directive
@@ -144,4 +144,26 @@ func downstreamFailure(op *catalog.Operation, err error) *aql.Error {
 	}
 	return &aql.Error{Code: aql.CodeInternal, Details: d,
 		Message: fmt.Sprintf("Internal error: 'the call to %s on %s did not complete'", op.Tool.Name, op.Server)}
+}
+
+type clientKey struct{}
+
+// withClient notes the MCP client's own name for the human's questions.
+func withClient(ctx context.Context, ss *mcp.ServerSession) context.Context {
+	if ss == nil {
+		return ctx
+	}
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		name := p.ClientInfo.Name
+		if p.ClientInfo.Title != "" {
+			name = p.ClientInfo.Title
+		}
+		return context.WithValue(ctx, clientKey{}, name)
+	}
+	return ctx
+}
+
+func clientOf(ctx context.Context) string {
+	s, _ := ctx.Value(clientKey{}).(string)
+	return s
 }

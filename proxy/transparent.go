@@ -91,7 +91,7 @@ func (f *Front) transparentServer() *mcp.Server {
 		t := *op.Tool // the server's own definition
 		t.Name = name
 		if err := addTool(srv, &t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return f.handleTransparent(ctx, f.session(req.Session), op, req.Params), nil
+			return f.handleTransparent(withClient(ctx, req.Session), f.session(req.Session), op, req.Params), nil
 		}); err != nil {
 			f.Log.Warn("transparent mode: a tool cannot be offered as the server defines it; it is left out",
 				"server", op.Server, "tool", op.Tool.Name, "err", err)

@@ -87,6 +87,13 @@ func NewChallenge(agent, action, tier string, now time.Time, ttl time.Duration) 
 		return nil, "", err
 	}
 	plain := crockford.EncodeToString(raw)
+	// The random bytes are no longer needed; zero them. The code itself
+	// lives on in Go strings (the caller's, the dialog's text) until the
+	// garbage collector reuses their memory: Go cannot zero a string. What
+	// keeps another process of this user from reading it there is that
+	// aqlguard makes itself non-dumpable at start (no ptrace, no
+	// /proc/PID/mem for the same user; see cmd/aqlguard).
+	clear(raw)
 	c := &Challenge{ID: id, Agent: agent, Action: action, Tier: tier, CreatedAt: now, ExpiresAt: now.Add(ttl),
 		salt: salt, hash: digest(salt, plain)}
 	return c, groupCode(plain), nil

@@ -35,6 +35,12 @@ type Request struct {
 	Code      string // verification code (KindChallenge); never logged
 	Tier      string
 	ExpiresAt time.Time
+	// Client is the MCP client the agent runs in, as it names itself
+	// ("" when unknown); Server and Tool name the downstream tool.
+	Client, Server, Tool string
+	// Steps is, for a step-limit check-in, how many more calls an
+	// approval lets the agent make before it asks again.
+	Steps int
 	// AllowSession offers the human "allow this tool for this session"
 	// besides "allow once" (KindConfirmation of a tool call whose decision
 	// does not rest on its arguments).

@@ -7,8 +7,6 @@ import (
 	"os"
 	"runtime"
 	"time"
-
-	"github.com/ncruces/zenity"
 )
 
 // Dialog titles. Tests and people find the windows by them.
@@ -20,22 +18,22 @@ const (
 	AllowSessionLabel = "Allow for this session"
 )
 
-// DialogChannel asks and shows in native dialogs: zenity (or qarma or
-// matedialog) on Linux and the BSDs, through github.com/ncruces/zenity,
-// which uses the platform's own dialogs on macOS and Windows. The code
-// dialog on Linux and the BSDs is the exception: Show runs zenity (or
-// matedialog) itself, because the library could only pass the code as
-// an argument.
+// DialogChannel asks and shows in native dialogs: on Linux and the BSDs
+// zenity's text-info dialog, run by its absolute path from a system
+// directory (dialog_textinfo.go); on macOS and Windows the platform's own
+// dialogs through github.com/ncruces/zenity (dialog_entry.go).
 //
 // It is safe for concurrent use; each request runs its own dialog process.
 type DialogChannel struct {
-	// available reports whether a dialog program is installed; nil means
-	// zenity.IsAvailable. Tests replace it: the library looks the program
-	// up once per process.
-	available func() bool
+	// available reports whether a dialog program can be used; nil means
+	// the platform's check. Tests replace it.
+	available func() error
 	// now is the clock for the "expires in" hint; nil means time.Now.
 	// Tests fix it to compare the rendered text exactly.
 	now func() time.Time
+	// program replaces the dialog program found in the system
+	// directories (tests run a fake).
+	program string
 }
 
 func (d *DialogChannel) clock() time.Time {
@@ -45,11 +43,23 @@ func (d *DialogChannel) clock() time.Time {
 	return time.Now()
 }
 
-// NewDialog returns the dialog channel.
-func NewDialog() *DialogChannel { return &DialogChannel{} }
+// NewDialog returns the dialog channel. The dialog program is looked up
+// now, once, so that a program planted on $PATH later changes nothing.
+func NewDialog() *DialogChannel {
+	d := &DialogChannel{}
+	_ = d.programCheck()
+	return d
+}
 
 // Name implements Channel.
 func (*DialogChannel) Name() string { return "dialog" }
+
+// Check reports why the channel cannot put a dialog in front of a human
+// (no display, no trusted dialog program), or nil. aqlguard warns at
+// start when it fails, and doctor reports it.
+func (d *DialogChannel) Check() error { return d.ready() }
+
+func waylandSession() bool { return os.Getenv("WAYLAND_DISPLAY") != "" }
 
 // ready fails closed before any dialog program runs. Without a display
 // zenity exits 1, exactly as when a human presses Cancel, and that must
@@ -58,33 +68,25 @@ func (*DialogChannel) Name() string { return "dialog" }
 func (d *DialogChannel) ready() error {
 	// macOS and Windows dialogs need no X or Wayland display.
 	if runtime.GOOS != "darwin" && runtime.GOOS != "windows" &&
-		os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		os.Getenv("DISPLAY") == "" && !waylandSession() {
 		return fmt.Errorf("dialog channel: %w", ErrNoDisplay)
 	}
-	available := d.available
-	if available == nil {
-		available = zenity.IsAvailable
-	}
-	if !available() {
-		return errors.New(`dialog channel: no dialog program is installed (zenity, qarma or matedialog); ` +
-			`install zenity, or set [verify] channel = "command"`)
-	}
-	return nil
+	return d.programCheck()
 }
 
-// Ask implements Channel with a question dialog: "Allow once" (the
-// default button, so Return approves, as in any dialog) or "Deny". It
-// returns Allow for Allow once, Deny for Deny, Escape or closing the
-// window, and None when ctx ends first: the dialog process is then killed
-// (zenity.Context runs it with exec.CommandContext) and an answer that
-// races the deadline does not count.
-//
-// The text is rendered by questionText. zenity passes --no-markup for
-// message dialogs, so it is shown literally: no Pango markup or escapes
-// to worry about; control and bidi characters are escaped all the same
-// so that what the human reads is what will run. The dialog runs with
-// --no-wrap so the JSON keeps its indentation; questionText breaks long
-// lines itself.
+func (d *DialogChannel) programCheck() error {
+	if d.available != nil {
+		return d.available()
+	}
+	return platformProgram()
+}
+
+// Ask implements Channel with a question dialog that shows who asks for
+// what, why, and the arguments in full. Deny is the default (Return),
+// and Escape, Cancel or closing the window deny too; "Allow once" and,
+// when offered, "Allow for this session" must be chosen on purpose. It
+// returns None when ctx ends first: the dialog is closed and an answer
+// that races the deadline does not count.
 func (d *DialogChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	if r.Kind != KindConfirmation {
 		return None, fmt.Errorf("dialog channel: Ask needs a confirmation request, got kind %q", r.Kind)
@@ -95,29 +97,7 @@ func (d *DialogChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	if ctx.Err() != nil {
 		return None, nil // no time left for anyone to answer
 	}
-	text, err := questionText(r, d.clock())
-	if err != nil {
-		return None, fmt.Errorf("dialog channel: %w", err)
-	}
-	opts := []zenity.Option{zenity.Title(QuestionTitle), zenity.OKLabel("Allow once"), zenity.CancelLabel("Deny"),
-		zenity.NoWrap(), zenity.Context(ctx)}
-	if r.AllowSession {
-		opts = append(opts, zenity.ExtraButton(AllowSessionLabel))
-	}
-	err = zenity.Question(text, opts...)
-	switch {
-	case ctx.Err() == nil && r.AllowSession && errors.Is(err, zenity.ErrExtraButton):
-		return AllowSession, nil
-	case ctx.Err() != nil:
-		// The library reports ctx.Err() whenever ctx is done after the
-		// dialog returns; checking first keeps a late answer from counting.
-		return None, nil
-	case err == nil:
-		return Allow, nil
-	case errors.Is(err, zenity.ErrCanceled):
-		return Deny, nil
-	}
-	return None, fmt.Errorf("dialog channel: the question dialog failed: %w", err)
+	return d.ask(ctx, r)
 }
 
 // Show implements Channel with a dialog that shows the code and its

@@ -10,35 +10,26 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ncruces/zenity"
 )
 
-// These tests run without X: a fake zenity (and qarma and matedialog, the
-// other names the library tries) on PATH records its arguments and
-// behaves as told, so the mapping of exits to answers and the arguments
-// we pass are checked on any machine. dialog_xvfb_test.go does the same
-// with real dialogs.
+// These tests run without X: a fake dialog program records its arguments
+// and stdin and behaves as told, so the mapping of exits to answers and
+// the arguments we pass are checked on any machine. dialog_xvfb_test.go
+// does the same with real dialogs.
 
 type fakeZenity struct {
-	dir, args, stdin, env, pid string
+	path, args, stdin, env, pid string
 }
 
-// installFakeZenity puts the fake first on PATH. It records its
-// arguments, stdin and environment. mode: ok (exit 0), cancel (exit 1),
-// fail (exit 5 with a stderr that echoes every argument and its stdin),
-// hang (exec sleep: one process, as the real zenity is).
-func installFakeZenity(t *testing.T, mode string) fakeZenity {
+// newFakeZenity writes the fake. mode: deny (OK, exit 0), cancel (exit 1,
+// nothing printed: Cancel, Escape, close), allow / session (exit 1 and
+// the extra button's label), fail (exit 5 with a stderr that echoes every
+// argument and its stdin), hang (exec sleep: one process, as the real
+// zenity is).
+func newFakeZenity(t *testing.T, mode string) fakeZenity {
 	t.Helper()
-	// The library picks its program's name (qarma, zenity or matedialog,
-	// the first on PATH) once per process, the first time a dialog runs,
-	// and then runs that name through PATH each time. Let it pick from
-	// the real PATH now, or the tests with real dialogs would later run a
-	// name only the fake had. The fake takes all three names, so it runs
-	// whichever was picked.
-	zenity.IsAvailable()
 	dir := t.TempDir()
-	f := fakeZenity{dir: dir, args: filepath.Join(dir, "args"), stdin: filepath.Join(dir, "stdin"),
+	f := fakeZenity{path: filepath.Join(dir, "zenity"), args: filepath.Join(dir, "args"), stdin: filepath.Join(dir, "stdin"),
 		env: filepath.Join(dir, "env"), pid: filepath.Join(dir, "pid")}
 	src := `#!/bin/sh
 echo $$ > ` + strconv.Quote(f.pid) + `
@@ -46,18 +37,17 @@ for a in "$@"; do printf '%s\0' "$a"; done > ` + strconv.Quote(f.args) + `
 env > ` + strconv.Quote(f.env) + `
 cat > ` + strconv.Quote(f.stdin) + `
 case ` + mode + ` in
-ok) exit 0 ;;
+deny) exit 0 ;;
 cancel) exit 1 ;;
+allow) echo "Allow once"; exit 1 ;;
+session) echo "Allow for this session"; exit 1 ;;
 fail) echo "Gtk-WARNING: failed with $*" >&2; cat ` + strconv.Quote(f.stdin) + ` >&2; exit 5 ;;
 hang) exec sleep 300 ;;
 esac
 `
-	for _, name := range []string{"zenity", "qarma", "matedialog"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o700); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(f.path, []byte(src), 0o700); err != nil {
+		t.Fatal(err)
 	}
-	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return f
 }
 
@@ -75,47 +65,45 @@ func (f fakeZenity) argv(t *testing.T) []string {
 }
 
 // fakeDialog is a DialogChannel with a display and the fake as its
-// program (the library looks the program up once per process, so
-// availability is forced here rather than taken from PATH).
-func fakeDialog(t *testing.T) *DialogChannel {
+// program.
+func fakeDialog(t *testing.T, f fakeZenity) *DialogChannel {
 	t.Setenv("DISPLAY", ":99")
 	t.Setenv("WAYLAND_DISPLAY", "")
-	return &DialogChannel{available: func() bool { return true }, now: func() time.Time { return renderNow }}
+	return &DialogChannel{available: func() error { return nil }, now: func() time.Time { return renderNow }, program: f.path}
 }
 
 var challengeReq = Request{Kind: KindChallenge, Agent: "agent_a", Action: `fs.delete_file {"path":"C:\\tmp\\x"}`,
 	Challenge: "123e4567-e89b-42d3-a456-426614174000", Code: "7K3M-0QZ8-ABCD-EFGH-JKMNP-QRST0", Tier: "danger_zone",
-	ExpiresAt: renderNow.Add(5 * time.Minute)}
+	Reason: "Action matches deny pattern \"*.delete_*\"", ExpiresAt: renderNow.Add(5 * time.Minute)}
 
 // With neither DISPLAY nor WAYLAND_DISPLAY, both calls fail with
 // ErrNoDisplay before any dialog program runs.
 func TestDialogWithoutDisplayFailsClosed(t *testing.T) {
-	fake := installFakeZenity(t, "cancel")
+	fake := newFakeZenity(t, "cancel")
+	d := fakeDialog(t, fake)
 	t.Setenv("DISPLAY", "")
-	t.Setenv("WAYLAND_DISPLAY", "")
-	d := NewDialog()
 	if a, err := d.Ask(context.Background(), confirmation); a != None || !errors.Is(err, ErrNoDisplay) {
 		t.Errorf("Ask = %q, %v; want none, ErrNoDisplay", a, err)
 	}
-	err := d.Show(context.Background(), challengeReq)
-	if !errors.Is(err, ErrNoDisplay) {
+	if err := d.Show(context.Background(), challengeReq); !errors.Is(err, ErrNoDisplay) {
 		t.Errorf("Show = %v; want ErrNoDisplay", err)
+	}
+	if err := d.Check(); !errors.Is(err, ErrNoDisplay) {
+		t.Errorf("Check = %v", err)
 	}
 	if args := fake.argv(t); args != nil {
 		t.Errorf("a dialog program ran: %q", args)
 	}
-
 	// Either display variable is enough to try.
 	t.Setenv("WAYLAND_DISPLAY", "wayland-0")
-	d.available = func() bool { return true }
 	if a, err := d.Ask(context.Background(), confirmation); a != Deny || err != nil {
 		t.Errorf("with WAYLAND_DISPLAY: Ask = %q, %v", a, err)
 	}
 }
 
 func TestDialogWithoutProgramFailsClosed(t *testing.T) {
-	d := fakeDialog(t)
-	d.available = func() bool { return false }
+	d := fakeDialog(t, fakeZenity{})
+	d.available = func() error { return errNoProgram }
 	a, err := d.Ask(context.Background(), confirmation)
 	if a != None || err == nil || !strings.Contains(err.Error(), "zenity") || errors.Is(err, ErrNoDisplay) {
 		t.Errorf("Ask = %q, %v", a, err)
@@ -126,8 +114,8 @@ func TestDialogWithoutProgramFailsClosed(t *testing.T) {
 }
 
 func TestDialogRejectsWrongKinds(t *testing.T) {
-	fake := installFakeZenity(t, "ok")
-	d := fakeDialog(t)
+	fake := newFakeZenity(t, "deny")
+	d := fakeDialog(t, fake)
 	if a, err := d.Ask(context.Background(), challengeReq); a != None || err == nil || strings.Contains(err.Error(), challengeReq.Code) {
 		t.Errorf("Ask(challenge) = %q, %v", a, err)
 	}
@@ -144,20 +132,42 @@ func TestDialogRejectsWrongKinds(t *testing.T) {
 	}
 }
 
+// The buttons: Deny is OK (the default: Return), Cancel, Escape and
+// closing deny, the allows are extra buttons that must be clicked.
 func TestDialogAskMapsExits(t *testing.T) {
-	for mode, want := range map[string]Answer{"ok": Allow, "cancel": Deny, "fail": None} {
-		t.Run(mode, func(t *testing.T) {
-			fake := installFakeZenity(t, mode)
-			d := fakeDialog(t)
-			a, err := d.Ask(context.Background(), confirmation)
-			if a != want || (err != nil) != (mode == "fail") {
-				t.Errorf("Ask = %q, %v; want %q", a, err, want)
+	offered := confirmation
+	offered.AllowSession = true
+	for _, tc := range []struct {
+		mode  string
+		req   Request
+		want  Answer
+		fails bool
+	}{
+		{"deny", confirmation, Deny, false},
+		{"cancel", confirmation, Deny, false},
+		{"allow", confirmation, Allow, false},
+		{"session", confirmation, Deny, false}, // not offered: not an answer
+		{"session", offered, AllowSession, false},
+		{"fail", confirmation, None, true},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			fake := newFakeZenity(t, tc.mode)
+			d := fakeDialog(t, fake)
+			a, err := d.Ask(context.Background(), tc.req)
+			if a != tc.want || (err != nil) != tc.fails {
+				t.Errorf("Ask = %q, %v; want %q", a, err, tc.want)
 			}
-			text, _ := questionText(confirmation, renderNow)
-			want := []string{"--text", text, "--no-markup", "--question", "--title", QuestionTitle,
-				"--ok-label", "Allow once", "--cancel-label", "Deny", "--no-wrap"}
+			want := []string{"--text-info", "--title=" + QuestionTitle, "--width=720", "--height=520",
+				"--ok-label=Deny", "--cancel-label=Cancel", "--extra-button=Allow once"}
+			if tc.req.AllowSession {
+				want = append(want, "--extra-button=Allow for this session")
+			}
 			if got := fake.argv(t); !slices.Equal(got, want) {
 				t.Errorf("argv\n got %q\nwant %q", got, want)
+			}
+			text, _ := questionText(tc.req, renderNow, false)
+			if stdin, _ := os.ReadFile(fake.stdin); string(stdin) != text {
+				t.Errorf("stdin\n got %q\nwant %q", stdin, text)
 			}
 		})
 	}
@@ -166,8 +176,8 @@ func TestDialogAskMapsExits(t *testing.T) {
 // When ctx ends, Ask answers None, and the dialog process is killed (the
 // fake execs sleep, so its pid is the dialog's).
 func TestDialogAskTimeoutKillsTheDialog(t *testing.T) {
-	fake := installFakeZenity(t, "hang")
-	d := fakeDialog(t)
+	fake := newFakeZenity(t, "hang")
+	d := fakeDialog(t, fake)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if a, err := d.Ask(ctx, confirmation); a != None || err != nil {
@@ -184,5 +194,44 @@ func TestDialogAskTimeoutKillsTheDialog(t *testing.T) {
 	os.Remove(fake.args)
 	if a, err := d.Ask(ctx, confirmation); a != None || err != nil || fake.argv(t) != nil {
 		t.Errorf("Ask after the deadline = %q, %v", a, err)
+	}
+}
+
+// Dialog programs come from system directories only: a zenity or qarma
+// planted earlier on PATH, or in the home directory, is never run.
+func TestDialogProgramsFromSystemDirectoriesOnly(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	planted := filepath.Join(home, ".local", "bin")
+	if err := os.MkdirAll(planted, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"zenity", "qarma", "matedialog", "xclip"} {
+		if err := os.WriteFile(filepath.Join(planted, name), []byte("#!/bin/sh\ntouch "+strconv.Quote(filepath.Join(home, "RAN"))+"\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", planted+string(os.PathListSeparator)+os.Getenv("PATH"))
+	p, err := findSystemProgram("qarma", "zenity", "matedialog")
+	if err == nil && strings.HasPrefix(p, home) {
+		t.Fatalf("a planted program was chosen: %s", p)
+	}
+	if err == nil && !slices.ContainsFunc(systemDirs, func(d string) bool { return strings.HasPrefix(p, d+"/") || strings.HasPrefix(p, "/usr/") }) {
+		t.Errorf("%s is not in a system directory", p)
+	}
+	// A system directory entry that is a symlink into the home directory
+	// is refused too.
+	old := systemDirs
+	t.Cleanup(func() { systemDirs = old })
+	sys := t.TempDir()
+	if err := os.Symlink(filepath.Join(planted, "zenity"), filepath.Join(sys, "zenity")); err != nil {
+		t.Fatal(err)
+	}
+	systemDirs = []string{sys}
+	if p, err := findSystemProgram("zenity"); err == nil {
+		t.Errorf("a link into the home directory was accepted: %s", p)
+	}
+	if _, err := os.Stat(filepath.Join(home, "RAN")); err == nil {
+		t.Error("a planted program ran")
 	}
 }

@@ -5,87 +5,188 @@ package verify
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-// textInfoPrograms are the programs showCode runs, in order of
-// preference: both are GTK zenity and take the same flags. qarma, which
-// the library also accepts, is left out: it puts text read from stdin
-// into a QTextEdit with setText, which guesses whether the text is rich
-// text, so an agent's action could style or hide part of what the human
-// reads.
-var textInfoPrograms = [...]string{"zenity", "matedialog"}
+// On Linux and the BSDs both dialogs are zenity's --text-info, run here
+// by its absolute path (resolved once, from system directories only, see
+// programs.go) with the text on stdin: a scrollable, read-only view in
+// which the human reads every argument and from which a code can be
+// copied; nothing shown is in the dialog's arguments or environment,
+// which every process can read in /proc. Without --html zenity inserts
+// stdin as it is: no markup, no escapes. qarma, which the library would
+// prefer if found on PATH, is never used: it guesses whether text is
+// rich text.
 
+// dialogPrograms are the programs accepted, in order: both are GTK zenity
+// and take the same flags.
+var dialogPrograms = []string{"zenity", "matedialog"}
+
+var (
+	programOnce sync.Once
+	programPath string
+	programErr  error
+)
+
+// dialogProgram resolves the dialog program once per process.
+func dialogProgram() (string, error) {
+	programOnce.Do(func() {
+		programPath, programErr = findSystemProgram(dialogPrograms...)
+		if programErr != nil {
+			programErr = errNoProgram
+		}
+	})
+	return programPath, programErr
+}
+
+// The dialogs' size in pixels: inside a 1280×720 screen with room for a
+// panel and the window's decorations, the buttons always on screen; the
+// text view scrolls.
 const (
-	// The code dialog's size in pixels: wide enough for a line of
-	// maxLineChars, tall enough for the context and the code without
-	// scrolling unless a field runs long.
-	textInfoWidth  = 760
-	textInfoHeight = 520
-	// maxDialogStderr is how much of the dialog program's stderr is kept
-	// to explain a failure.
+	dialogWidth     = 720
+	dialogHeight    = 520
 	maxDialogStderr = 4096
 )
 
-// textInfoProgram finds the dialog program on PATH.
-func textInfoProgram() (string, error) {
-	for _, name := range textInfoPrograms {
-		if path, err := exec.LookPath(name); err == nil {
-			return path, nil
-		}
+// Button labels. The OK button is GTK's default, so Return presses it:
+// on the question it is Deny, so that a stray Return (or a program typing
+// into the focused window) never approves. Approving takes a click on an
+// extra button.
+const (
+	denyLabel        = "Deny"
+	cancelLabel      = "Cancel"
+	allowOnceLabel   = "Allow once"
+	closeLabel       = "Close"
+	copyAndCloseText = "Copy the code and close"
+)
+
+// ask runs the question dialog and maps its answer: OK (Deny, Return),
+// Cancel, Escape and closing the window deny; "Allow once" and "Allow for
+// this session" are extra buttons, told apart by the label zenity prints.
+func (d *DialogChannel) ask(ctx context.Context, r Request) (Answer, error) {
+	program, err := d.dialogPath()
+	if err != nil {
+		return None, err
 	}
-	return "", errors.New(`dialog channel: showing a verification code needs zenity or matedialog ` +
-		`(qarma cannot be trusted to show plain text); install zenity, or set [verify] channel = "command"`)
+	text, err := questionText(r, d.clock(), false)
+	if err != nil {
+		return None, fmt.Errorf("dialog channel: %w", err)
+	}
+	args := []string{"--text-info", "--title=" + QuestionTitle,
+		"--width=" + strconv.Itoa(dialogWidth), "--height=" + strconv.Itoa(dialogHeight),
+		"--ok-label=" + denyLabel, "--cancel-label=" + cancelLabel, "--extra-button=" + allowOnceLabel}
+	if r.AllowSession {
+		args = append(args, "--extra-button="+AllowSessionLabel)
+	}
+	out, code, err := runDialog(ctx, program, args, text)
+	switch {
+	case ctx.Err() != nil:
+		return None, nil // a late answer does not count
+	case err != nil:
+		return None, err
+	case code == 0:
+		return Deny, nil
+	case code == 1:
+		switch strings.TrimSpace(out) {
+		case allowOnceLabel:
+			return Allow, nil
+		case AllowSessionLabel:
+			if r.AllowSession {
+				return AllowSession, nil
+			}
+		}
+		return Deny, nil // Cancel, Escape, the window's close button
+	}
+	return None, fmt.Errorf("dialog channel: the question dialog exited with status %d", code)
 }
 
-// showCode runs zenity --text-info itself. Through the library the code
-// could only go into an argument (--entry-text), and any process on the
-// machine, the agent's shell included, can read any other's arguments in
-// /proc/PID/cmdline for as long as the dialog is open. Here the whole
-// text, code included, goes to the dialog's stdin, a pipe between this
-// process and the dialog; its arguments and environment carry nothing
-// secret. Without --html zenity inserts stdin into a read-only text view
-// as it is (no markup, no escapes), and the human can select and copy
-// from it.
+// showCode runs the code dialog: one button closes it, the other copies
+// the code to the clipboard (through xclip or wl-copy, on their stdin)
+// and closes it; Escape does the same as the second.
 func (d *DialogChannel) showCode(ctx context.Context, r Request) error {
-	program, err := textInfoProgram()
+	program, err := d.dialogPath()
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, program, "--text-info", "--title="+CodeTitle,
-		"--width="+strconv.Itoa(textInfoWidth), "--height="+strconv.Itoa(textInfoHeight),
-		"--ok-label=Done", "--cancel-label=Close")
-	cmd.Stdin = strings.NewReader(codeText(r, d.clock(), r.Code))
-	// Stdout stays the null device: aqlguard's own stdout is the MCP
-	// stream, and a dialog has nothing to say on it.
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitedWriter{w: &stderr, n: maxDialogStderr}
-	// zenity is one process, so killing it on ctx's end takes the window
-	// down; WaitDelay keeps a wrapper's orphaned child from holding Wait.
-	cmd.WaitDelay = waitDelay
-	err = cmd.Run()
+	args := []string{"--text-info", "--title=" + CodeTitle,
+		"--width=" + strconv.Itoa(dialogWidth), "--height=" + strconv.Itoa(dialogHeight),
+		"--ok-label=" + closeLabel, "--cancel-label=" + copyAndCloseText}
+	_, code, err := runDialog(ctx, program, args, codeText(r, d.clock(), r.Code))
 	switch {
 	case ctx.Err() != nil:
+		return nil // the code was on screen until it expired
+	case err != nil:
+		return fmt.Errorf("%s", redact(err.Error(), r.Code))
+	case code == 0:
 		return nil
-	case cmd.ProcessState == nil:
-		return fmt.Errorf("dialog channel: cannot start the verification code dialog: %s", redact(err.Error(), r.Code))
-	}
-	// Exit 0 is Done, 1 is Close, Escape or the window's close button;
-	// what the dialog's stdout would say is not asked for. The status
-	// stands even when Wait reports ErrWaitDelay.
-	switch cmd.ProcessState.ExitCode() {
-	case 0, 1:
+	case code == 1:
+		if err := copyToClipboard(ctx, r.Code); err != nil {
+			return fmt.Errorf("dialog channel: the code was shown, but copying it to the clipboard failed: %s", redact(err.Error(), r.Code))
+		}
 		return nil
 	}
-	// The dialog never had the code in its arguments to echo, but it did
-	// read it: redact its stderr all the same.
-	msg := cmd.ProcessState.String()
-	if s := strings.TrimSpace(stderr.String()); s != "" {
-		msg += ": " + s
+	return fmt.Errorf("dialog channel: the verification code dialog exited with status %d", code)
+}
+
+// runDialog runs the dialog program with text on its stdin and returns
+// what it printed, its exit status, and an error only when it could not
+// run. Its stderr (GTK warnings) is kept to explain a failure.
+func runDialog(ctx context.Context, program string, args []string, text string) (string, int, error) {
+	cmd := exec.CommandContext(ctx, program, args...)
+	cmd.Stdin = strings.NewReader(text)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &limitedWriter{w: &stdout, n: maxStdout}
+	cmd.Stderr = &limitedWriter{w: &stderr, n: maxDialogStderr}
+	// zenity is one process, so killing it at ctx's end takes the window
+	// down; WaitDelay keeps a wrapper's orphaned child from holding Wait.
+	cmd.WaitDelay = waitDelay
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		return "", 0, fmt.Errorf("dialog channel: cannot start %s: %v", program, err)
 	}
-	return fmt.Errorf("dialog channel: the verification code dialog (%s) failed: %s", program, redact(msg, r.Code))
+	code := cmd.ProcessState.ExitCode()
+	if code > 1 {
+		msg := cmd.ProcessState.String()
+		if s := strings.TrimSpace(stderr.String()); s != "" {
+			msg += ": " + s
+		}
+		return "", code, fmt.Errorf("dialog channel: %s failed: %s", program, msg)
+	}
+	return stdout.String(), code, nil
+}
+
+// copyToClipboard puts code on the clipboard with xclip (X11) or wl-copy
+// (Wayland), from a system directory, on the program's stdin.
+func copyToClipboard(ctx context.Context, code string) error {
+	if p, err := findSystemProgram("wl-copy"); err == nil && waylandSession() {
+		cmd := exec.CommandContext(ctx, p)
+		cmd.Stdin = strings.NewReader(code)
+		return cmd.Run()
+	}
+	p, err := findSystemProgram("xclip")
+	if err != nil {
+		return fmt.Errorf("no clipboard program (xclip or wl-copy) in a system directory; select the code and copy it instead")
+	}
+	cmd := exec.CommandContext(ctx, p, "-selection", "clipboard")
+	cmd.Stdin = strings.NewReader(code)
+	// xclip serves the selection from a child it forks; Run returns once
+	// the parent has handed over.
+	cmd.WaitDelay = waitDelay
+	return cmd.Run()
+}
+
+func (d *DialogChannel) dialogPath() (string, error) {
+	if d.program != "" {
+		return d.program, nil
+	}
+	return dialogProgram()
+}
+
+func platformProgram() error {
+	_, err := dialogProgram()
+	return err
 }

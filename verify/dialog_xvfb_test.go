@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,14 +21,13 @@ import (
 // xclip is missing, and fail instead when AQLGUARD_REQUIRE_X=1 (.ci/run
 // sets it after installing them).
 //
-// How the text is checked: the question dialog's label is selectable
-// (GTK), so Tab moves the focus onto it, ctrl+a selects all of it and
-// ctrl+c copies it to the CLIPBOARD selection, which xclip reads back.
-// That is the exact text GTK shows, compared with questionText byte for
-// byte; no OCR. The focus cycle of the dialog is Deny → Allow once (the
-// default, focused at first) → text → Deny, so Tab reaches the text at
-// once, and shift+Tab from the text goes back to Allow once. The code
-// dialog's text view has the focus from the start.
+// How the text is checked: both dialogs are zenity text-info views that
+// have the focus from the start; ctrl+a selects all of it and ctrl+c
+// copies it to the CLIPBOARD selection, which xclip reads back. That is
+// the exact text GTK shows, compared with the rendered text byte for
+// byte; no OCR. The question's focus cycle is text → Cancel → Deny (the
+// default, which Return presses) → Allow once → Allow for this session.
+// Screenshots go to $AQLGUARD_ARTIFACTS (CI keeps them).
 //
 // Every step is bounded (see xtest), and each dialog runs under a
 // context.
@@ -110,84 +110,136 @@ func xDialog() (*DialogChannel, time.Time) {
 	return &DialogChannel{now: func() time.Time { return now }}, now
 }
 
-// (a) The question has the right title and exactly the rendered text, and
-// pressing "Allow once" allows.
-func TestXDialogAskShowsTheActionAndAllows(t *testing.T) {
-	startX(t)
+// (a) The question, on a 1280×720 screen: the window fits, its text is
+// exactly the rendered text with a 4 KiB argument in full (copied out of
+// the scrolling view), and choosing "Allow once" on purpose allows.
+func TestXDialogAskShowsEverythingAndAllows(t *testing.T) {
+	xtest.Require(t)
+	xtest.StartXvfbSize(t, "1280x720x24")
 	d, now := xDialog()
 	r := xRequest(t, now)
-	want, err := questionText(r, now)
+	r.Arguments["content"] = strings.Repeat("0123456789abcdef", 256) // 4 KiB
+	want, err := questionText(r, now, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := askAsync(d, r, 3*time.Minute)
-	xtest.Window(t, QuestionTitle)
-	if got := xtest.Copy(t, func(s string) bool { return s == want }, "Tab"); got != want {
-		t.Fatalf("the dialog's text\n got %q\nwant %q", got, want)
+	w := xtest.Window(t, QuestionTitle)
+	xtest.Screenshot(t, "question-4KiB-argument")
+	geom := xtest.Do(t, "getwindowgeometry", "--shell", w)
+	var x, y, width, height int
+	for _, line := range strings.Fields(geom) {
+		k, v, _ := strings.Cut(line, "=")
+		n, _ := strconv.Atoi(v)
+		switch k {
+		case "X":
+			x = n
+		case "Y":
+			y = n
+		case "WIDTH":
+			width = n
+		case "HEIGHT":
+			height = n
+		}
 	}
-	xtest.Keys(t, "shift+Tab", "Return") // from the text back to "Allow once", press it
-	if got := await(t, res, xAnswer); got.answer != Allow || got.err != nil {
-		t.Errorf("Ask = %q, %v; want allow", got.answer, got.err)
+	if width == 0 || x < 0 || y < 0 || x+width > 1280 || y+height > 720 {
+		t.Errorf("the window (%dx%d at %d,%d) does not fit a 1280x720 screen", width, height, x, y)
+	}
+	got := xtest.Copy(t, func(s string) bool { return strings.Contains(s, "expires") })
+	if got != strings.TrimSpace(want) {
+		t.Errorf("the dialog's text\n got %q\nwant %q", got, want)
+	}
+	if joined := strings.ReplaceAll(got, "\n    ", ""); strings.Count(joined, "0123456789abcdef") != 256 {
+		t.Errorf("the 4 KiB argument is not all there")
+	}
+	xtest.Keys(t, "Tab", "Tab", "Tab", "space") // text → Cancel → Deny → Allow once
+	if a := await(t, res, xAnswer); a.answer != Allow || a.err != nil {
+		t.Errorf("Ask = %q, %v; want allow", a.answer, a.err)
 	}
 }
 
-// Return on a fresh question presses the default button, "Allow once".
-func TestXDialogAskReturnIsAllowOnce(t *testing.T) {
+// (b) Return, Escape and Cancel deny; "Allow for this session" answers
+// so only when it was offered.
+func TestXDialogAskKeys(t *testing.T) {
 	startX(t)
 	d, now := xDialog()
-	res := askAsync(d, xRequest(t, now), 3*time.Minute)
-	xtest.Window(t, QuestionTitle)
-	xtest.Keys(t, "Return")
-	if got := await(t, res, xAnswer); got.answer != Allow || got.err != nil {
-		t.Errorf("Ask = %q, %v; want allow", got.answer, got.err)
-	}
-}
-
-// (b) Escape, and the Deny button, deny.
-func TestXDialogAskDeny(t *testing.T) {
-	startX(t)
-	d, now := xDialog()
-	for name, k := range map[string][]string{
-		"Escape":      {"Escape"},
-		"Deny button": {"shift+Tab", "Return"}, // from "Allow once" to "Deny"
+	for _, tc := range []struct {
+		name    string
+		keys    []string
+		session bool
+		want    Answer
+	}{
+		{"Return denies", []string{"Return"}, false, Deny},
+		{"Escape denies", []string{"Escape"}, false, Deny},
+		{"Cancel denies", []string{"Tab", "space"}, false, Deny},
+		{"Deny", []string{"Tab", "Tab", "space"}, false, Deny},
+		{"Allow for this session", []string{"Tab", "Tab", "Tab", "Tab", "space"}, true, AllowSession},
 	} {
-		t.Run(name, func(t *testing.T) {
-			res := askAsync(d, xRequest(t, now), 3*time.Minute)
+		t.Run(tc.name, func(t *testing.T) {
+			r := xRequest(t, now)
+			r.AllowSession = tc.session
+			res := askAsync(d, r, 3*time.Minute)
 			xtest.Window(t, QuestionTitle)
-			xtest.Keys(t, k...)
-			if got := await(t, res, xAnswer); got.answer != Deny || got.err != nil {
-				t.Errorf("Ask = %q, %v; want deny", got.answer, got.err)
+			if tc.session {
+				xtest.Screenshot(t, "question-allow-for-session")
+			}
+			xtest.Keys(t, tc.keys...)
+			if a := await(t, res, xAnswer); a.answer != tc.want || a.err != nil {
+				t.Errorf("Ask = %q, %v; want %q", a.answer, a.err, tc.want)
 			}
 		})
 	}
 }
 
 // (c) Nobody answers: when the context times out Ask returns None, the
-// dialog process is gone and so is its window.
+// dialog process is killed and its window is gone.
 func TestXDialogAskTimeout(t *testing.T) {
 	startX(t)
 	d, now := xDialog()
 	r := xRequest(t, now)
-	const timeout = 8 * time.Second
-	res := askAsync(d, r, timeout)
+	res := askAsync(d, r, 8*time.Second)
 	xtest.Window(t, QuestionTitle)
-	pids := dialogPIDs(r.Agent)
-	if len(pids) != 1 {
-		t.Fatalf("dialog processes for this question: %v, want one", pids)
+	pids := dialogPIDs(QuestionTitle)
+	if len(pids) == 0 {
+		t.Fatal("no dialog process")
 	}
-	got := await(t, res, timeout+xAnswer)
-	if got.answer != None || got.err != nil {
-		t.Errorf("Ask = %q, %v; want none", got.answer, got.err)
+	a := await(t, res, 8*time.Second+xAnswer)
+	if a.answer != None || a.err != nil {
+		t.Errorf("Ask = %q, %v; want none", a.answer, a.err)
 	}
-	if got.took < timeout-time.Second {
-		t.Errorf("Ask returned after %s, before its %s timeout", got.took, timeout)
+	for _, pid := range pids {
+		waitGone(t, pid)
 	}
-	waitGone(t, pids[0])
-	if left := dialogPIDs(r.Agent); len(left) > 0 {
-		t.Errorf("dialog processes left: %v", left)
+}
+
+// (d) A zenity or qarma planted earlier on PATH (and in ~/.local/bin) is
+// not run: the dialog is the system's zenity.
+func TestXDialogPlantedProgramIsNotRun(t *testing.T) {
+	startX(t)
+	home := t.TempDir()
+	planted := filepath.Join(home, ".local", "bin")
+	if err := os.MkdirAll(planted, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	if out, _ := xtest.Run("xdotool", "search", "--name", "^"+regexp.QuoteMeta(QuestionTitle)+"$"); out != "" {
-		t.Errorf("the question window is still there: %s", out)
+	marker := filepath.Join(home, "planted-ran")
+	for _, name := range []string{"zenity", "qarma", "matedialog"} {
+		src := "#!/bin/sh\ntouch " + strconv.Quote(marker) + "\necho 'Allow once'\nexit 1\n"
+		if err := os.WriteFile(filepath.Join(planted, name), []byte(src), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("PATH", planted+string(os.PathListSeparator)+os.Getenv("PATH"))
+	d := NewDialog()
+	now := time.Now()
+	res := askAsync(d, xRequest(t, now), 3*time.Minute)
+	xtest.Window(t, QuestionTitle) // the real dialog is up
+	xtest.Keys(t, "Return")
+	if a := await(t, res, xAnswer); a.answer != Deny || a.err != nil {
+		t.Errorf("Ask = %q, %v; want the real dialog's deny", a.answer, a.err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a planted dialog program ran")
 	}
 }
 
@@ -279,7 +331,7 @@ func TestXDialogShowCodeCanBeCopied(t *testing.T) {
 	}
 
 	copied := xtest.Copy(t, codeLine.MatchString)
-	if want := codeText(r, now, r.Code); copied != want {
+	if want := codeText(r, now, r.Code); copied != strings.TrimSpace(want) {
 		t.Errorf("the dialog's text\n got %q\nwant %q", copied, want)
 	}
 	found := codeLine.FindAllStringSubmatch(copied, -1)
@@ -292,7 +344,8 @@ func TestXDialogShowCodeCanBeCopied(t *testing.T) {
 		t.Errorf("the copied code does not verify: %v", err)
 	}
 
-	xtest.Keys(t, "Return") // Done
+	xtest.Screenshot(t, "verification-code")
+	xtest.Keys(t, "Return") // Close
 	if got := await(t, res, xAnswer); got.err != nil {
 		t.Errorf("Show = %v", got.err)
 	}
@@ -310,7 +363,7 @@ func TestXDialogShowEnds(t *testing.T) {
 		keys    []string // nil: nobody touches the dialog
 		timeout time.Duration
 	}{
-		{"Close (Escape)", []string{"Escape"}, 3 * time.Minute},
+		{"Close (Return)", []string{"Return"}, 3 * time.Minute},
 		{"timeout", nil, 8 * time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -337,4 +390,25 @@ func TestXDialogShowEnds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// (e) "Copy the code and close" (and Escape) put exactly the code on the
+// clipboard, in one step.
+func TestXDialogCopyButton(t *testing.T) {
+	startX(t)
+	d, now := xDialog()
+	_, r := xChallenge(t, now)
+	res := showAsync(d, r, 3*time.Minute)
+	xtest.Window(t, CodeTitle)
+	xtest.Keys(t, "Escape")
+	if got := await(t, res, xAnswer); got.err != nil {
+		t.Fatalf("Show = %v", got.err)
+	}
+	var clip string
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if clip, _ = xtest.Run("xclip", "-o", "-selection", "clipboard"); clip == r.Code {
+			return
+		}
+	}
+	t.Errorf("the clipboard holds %q, want the code", clip)
 }

@@ -20,50 +20,99 @@ const (
 	maxFieldChar = 1000 // characters of one single-line field (agent, action, …)
 )
 
-// questionText renders a confirmation for the question dialog: who, what,
-// why, the arguments as indented JSON, and until when. now is only used
-// for the "in 4m59s" hint.
-func questionText(r Request, now time.Time) (string, error) {
+// questionText renders a confirmation: who asks, in which client, for
+// which tool of which server, why (the rule or tier), what approving
+// does, the arguments as indented JSON, and until when. With capped (the
+// macOS and Windows dialogs, which do not scroll) the arguments are cut
+// to what fits; otherwise they are shown in full, for a scrolling view.
+// now is only used for the "in 4m59s" hint.
+func questionText(r Request, now time.Time, capped bool) (string, error) {
 	var b strings.Builder
-	field(&b, "Agent", r.Agent)
-	field(&b, "Operation", r.Operation)
+	agent := r.Agent
+	if r.Client != "" {
+		agent += " (in " + r.Client + ")"
+	}
+	switch r.Operation {
+	case "check-in: step limit":
+		b.WriteString("The agent has made its allowed number of calls without a human looking in.\n\n")
+	case "check-in: reported failure":
+		b.WriteString("The agent reported that its previous step failed; it is paused until you look.\n\n")
+	default:
+		b.WriteString("An AI agent wants to run the call below. aqlguard needs your decision.\n\n")
+	}
+	field(&b, "Agent", agent)
+	if r.Server != "" {
+		field(&b, "Server", r.Server)
+		field(&b, "Tool", r.Tool)
+	} else {
+		field(&b, "Operation", r.Operation)
+	}
 	if r.Reason != "" {
-		field(&b, "Reason", r.Reason)
+		field(&b, "Why you are asked", r.Reason)
+	}
+	if r.Tier != "" {
+		field(&b, "Tier", r.Tier)
 	}
 	field(&b, "Action", r.Action)
 	if len(r.Arguments) == 0 {
 		b.WriteString("Arguments: none\n")
 	} else {
-		args, err := renderArguments(r.Arguments)
+		args, err := renderArguments(r.Arguments, capped)
 		if err != nil {
 			// Fail closed: a human must not approve what they cannot see.
 			return "", fmt.Errorf("rendering the arguments: %w", err)
 		}
-		b.WriteString("Arguments:\n")
+		if capped {
+			b.WriteString("Arguments:\n")
+		} else {
+			b.WriteString("Arguments (in full; scroll to read all of them; secrets are shown as digests):\n")
+		}
 		b.WriteString(args)
 		b.WriteByte('\n')
 	}
 	b.WriteString("\n")
-	b.WriteString(`"Allow once" lets this one call run; "Deny" refuses it.` + "\n")
-	if r.AllowSession {
-		b.WriteString(`"` + AllowSessionLabel + `" lets this call and every later call of the same tool` + "\n" +
-			"in this session run without asking (calls judged on their arguments still ask).\n")
+	switch r.Operation {
+	case "check-in: step limit":
+		if r.Steps > 0 {
+			fmt.Fprintf(&b, "%q lets the agent make another %d calls before it asks again; each call is still judged by the policy.\n", allowOnceLabel, r.Steps)
+		} else {
+			fmt.Fprintf(&b, "%q lets the agent go on until it reaches the step limit again.\n", allowOnceLabel)
+		}
+	case "check-in: reported failure":
+		fmt.Fprintf(&b, "%q lifts the pause: the agent may go on after its failed step.\n", allowOnceLabel)
+	default:
+		fmt.Fprintf(&b, "%q lets this one call run.\n", allowOnceLabel)
+		if r.AllowSession {
+			tool := r.Tool
+			if tool == "" {
+				tool = "this tool"
+			}
+			fmt.Fprintf(&b, "%q lets this call and every later call of %s run without asking, in this session\n"+
+				"(calls judged on their arguments still ask).\n", AllowSessionLabel, visible(tool, false))
+		}
 	}
+	fmt.Fprintf(&b, "%q (also Return), Escape or closing this window refuse it.\n", denyLabel)
 	b.WriteString("This question expires " + expiry(r.ExpiresAt, now) + ".")
 	return b.String(), nil
 }
 
-// codeText renders the text of the verification code dialog: what the
-// code is for, the context to judge it by, and, when code is not empty,
-// the code last, on a line of its own (a triple click selects exactly
-// it). With an empty code it is the label above an entry field that
-// holds the code (see showCode on macOS and Windows).
+// codeText renders the text of the verification code dialog: why the
+// agent was stopped, what to do with the code, and, when code is not
+// empty, the code last, on a line of its own (a triple click selects
+// exactly it). With an empty code it is the label above an entry field
+// that holds the code (see showCode on macOS and Windows).
 func codeText(r Request, now time.Time, code string) string {
 	var b strings.Builder
-	b.WriteString("aqlguard paused or blocked an agent. To let it go on, enter this\n")
-	b.WriteString("verification code where you are asked for it (verify_challenge).\n")
-	b.WriteString("If you did not expect this, close this window and do not use the code.\n\n")
-	field(&b, "Agent", r.Agent)
+	agent := visible(r.Agent, false)
+	fmt.Fprintf(&b, "aqlguard stopped the AI agent %q", agent)
+	if r.Tier == "verify" {
+		b.WriteString(" (paused until you decide).\n\n")
+	} else {
+		b.WriteString(" (blocked until you decide).\n\n")
+	}
+	if r.Reason != "" {
+		field(&b, "Why", r.Reason)
+	}
 	if r.Operation != "" {
 		field(&b, "Operation", r.Operation)
 	}
@@ -71,11 +120,15 @@ func codeText(r Request, now time.Time, code string) string {
 	field(&b, "Tier", r.Tier)
 	field(&b, "Challenge", r.Challenge)
 	b.WriteString("Expires " + expiry(r.ExpiresAt, now) + ".\n\n")
+	b.WriteString("To let the agent go on: type or paste this code into your chat with the\n" +
+		"assistant. The assistant passes it to aqlguard (verify_challenge); it never\n" +
+		"sees the code any other way. In a terminal, `aqlguard unblock " + agent + "` does the same.\n")
+	b.WriteString("If you did not expect this, close this window and do not give the code.\n\n")
 	if code == "" {
-		b.WriteString("Verification code (select it and copy it):")
+		b.WriteString("Verification code (copy it):")
 		return b.String()
 	}
-	b.WriteString("Verification code (select it and copy it):\n\n")
+	b.WriteString("Verification code:\n\n")
 	b.WriteString(code)
 	return b.String()
 }
@@ -110,9 +163,9 @@ func field(b *strings.Builder, name, value string) {
 }
 
 // renderArguments pretty-prints the arguments as indented JSON with sorted
-// keys (encoding/json sorts map keys), made visible, capped at maxArgChars
-// characters and maxArgLines lines, long lines broken.
-func renderArguments(args map[string]any) (string, error) {
+// keys (encoding/json sorts map keys), made visible, long lines broken;
+// with capped, cut at maxArgChars characters and maxArgLines lines.
+func renderArguments(args map[string]any, capped bool) (string, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // "<" and "&" as they are, not \u003c
@@ -121,8 +174,11 @@ func renderArguments(args map[string]any) (string, error) {
 		return "", err
 	}
 	full := visible(strings.TrimSuffix(buf.String(), "\n"), true)
-	shown, more := capRunes(full, maxArgChars)
-	if lines := strings.SplitAfter(shown, "\n"); len(lines) > maxArgLines {
+	shown, more := full, 0
+	if capped {
+		shown, more = capRunes(full, maxArgChars)
+	}
+	if lines := strings.SplitAfter(shown, "\n"); capped && len(lines) > maxArgLines {
 		shown = strings.TrimSuffix(strings.Join(lines[:maxArgLines], ""), "\n")
 		more = utf8.RuneCountInString(full) - utf8.RuneCountInString(shown)
 	}

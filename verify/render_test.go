@@ -11,19 +11,24 @@ import (
 var renderNow = time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
 
 func TestQuestionText(t *testing.T) {
-	r := Request{Kind: KindConfirmation, Agent: "claude-desktop", Operation: "fs_delete_file",
+	r := Request{Kind: KindConfirmation, Agent: "claude-desktop", Client: "Claude Desktop", Operation: "fs_delete_file",
+		Server: "fs", Tool: "delete_file",
 		Action: `fs.delete_file {"path":"/srv/data/report.csv"}`, Reason: `matches requires_approval "fs.delete_*"`,
 		Arguments: map[string]any{"path": "/srv/data/report.csv", "opts": map[string]any{"force": true, "n": 2}},
-		Token:     "conf_1", ExpiresAt: renderNow.Add(4*time.Minute + 59*time.Second)}
-	got, err := questionText(r, renderNow)
+		Token:     "conf_1", Tier: "confirm", AllowSession: true, ExpiresAt: renderNow.Add(4*time.Minute + 59*time.Second)}
+	got, err := questionText(r, renderNow, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `Agent: claude-desktop
-Operation: fs_delete_file
-Reason: matches requires_approval "fs.delete_*"
+	want := `An AI agent wants to run the call below. aqlguard needs your decision.
+
+Agent: claude-desktop (in Claude Desktop)
+Server: fs
+Tool: delete_file
+Why you are asked: matches requires_approval "fs.delete_*"
+Tier: confirm
 Action: fs.delete_file {"path":"/srv/data/report.csv"}
-Arguments:
+Arguments (in full; scroll to read all of them; secrets are shown as digests):
 {
   "opts": {
     "force": true,
@@ -32,7 +37,10 @@ Arguments:
   "path": "/srv/data/report.csv"
 }
 
-"Allow once" lets this one call run; "Deny" refuses it.
+"Allow once" lets this one call run.
+"Allow for this session" lets this call and every later call of delete_file run without asking, in this session
+(calls judged on their arguments still ask).
+"Deny" (also Return), Escape or closing this window refuse it.
 This question expires ` + expiry(r.ExpiresAt, renderNow) + "."
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -41,25 +49,44 @@ This question expires ` + expiry(r.ExpiresAt, renderNow) + "."
 		t.Errorf("expiry %q", expiry(r.ExpiresAt, renderNow))
 	}
 
-	r.Arguments, r.Reason = nil, ""
-	got, _ = questionText(r, renderNow)
-	if !strings.Contains(got, "\nArguments: none\n") || strings.Contains(got, "Reason:") {
-		t.Errorf("no arguments, no reason:\n%s", got)
+	r.Arguments, r.Reason, r.AllowSession = nil, "", false
+	got, _ = questionText(r, renderNow, false)
+	if !strings.Contains(got, "\nArguments: none\n") || strings.Contains(got, "Why you are asked:") || strings.Contains(got, "session") {
+		t.Errorf("no arguments, no reason, no session:\n%s", got)
+	}
+
+	// A step-limit check-in says what approving does.
+	c := Request{Kind: KindConfirmation, Agent: "a", Operation: "check-in: step limit", Action: "check-in: step limit (next action: x)",
+		Steps: 100, ExpiresAt: renderNow.Add(time.Minute)}
+	got, _ = questionText(c, renderNow, false)
+	if !strings.Contains(got, `"Allow once" lets the agent make another 100 calls before it asks again`) {
+		t.Errorf("step-limit check-in:\n%s", got)
 	}
 }
 
 // Arguments the human cannot see cannot be approved: the question fails.
 func TestQuestionTextUnrenderableArguments(t *testing.T) {
-	_, err := questionText(Request{Arguments: map[string]any{"f": func() {}}}, renderNow)
+	_, err := questionText(Request{Arguments: map[string]any{"f": func() {}}}, renderNow, false)
 	if err == nil {
 		t.Fatal("no error")
 	}
 }
 
-func TestArgumentsAreCapped(t *testing.T) {
+// In full (the scrolling view) nothing is cut; capped (the dialogs of
+// macOS and Windows, which do not scroll) long arguments are.
+func TestArgumentsFullAndCapped(t *testing.T) {
+	long := strings.Repeat("é", 5000)
+	full, err := renderArguments(map[string]any{"content": long, "list": make([]int, 500)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(full, "é") != 5000 || strings.Count(full, "\n    0") != 500 || strings.Contains(full, "more characters") {
+		t.Error("the full rendering left something out")
+	}
+
 	// Many short lines: the line cap applies.
 	many := map[string]any{"list": make([]int, 500)}
-	s, err := renderArguments(many)
+	s, err := renderArguments(many, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +97,7 @@ func TestArgumentsAreCapped(t *testing.T) {
 
 	// One long value: the character cap applies, counted in characters
 	// (not bytes), and the note says how many are left out.
-	long := strings.Repeat("é", 5000)
-	s, _ = renderArguments(map[string]any{"content": long})
+	s, _ = renderArguments(map[string]any{"content": long}, true)
 	total := utf8.RuneCountInString("{\n  \"content\": \"" + long + "\"\n}")
 	note := fmt.Sprintf("… (%d more characters)", total-maxArgChars)
 	if !strings.HasSuffix(s, "\n"+note) {
@@ -96,7 +122,7 @@ func TestArgumentsAreCapped(t *testing.T) {
 func TestVisible(t *testing.T) {
 	r := Request{Agent: "a\nAgent: root", Operation: "op\x1b[2J", Action: "rm -rf /\u202Efdp.txt\u200B",
 		Reason: "bad \xff byte", Arguments: map[string]any{"s": "x\u202Ey <b>&amp;</b>", "\u2066k": "\U000E0041"}}
-	got, err := questionText(r, renderNow)
+	got, err := questionText(r, renderNow, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +130,7 @@ func TestVisible(t *testing.T) {
 		`Agent: a\u000AAgent: root` + "\n",
 		`Operation: op\u001B[2J` + "\n",
 		`Action: rm -rf /\u202Efdp.txt\u200B` + "\n",
-		"Reason: bad \uFFFD byte\n",
+		"Why you are asked: bad \uFFFD byte\n",
 		`"s": "x\u202Ey <b>&amp;</b>"`,
 		`"\u2066k": "\U000E0041"`,
 	} {
@@ -150,25 +176,28 @@ func TestFieldCap(t *testing.T) {
 // Windows) the text carries no part of it.
 func TestCodeText(t *testing.T) {
 	r := Request{Kind: KindChallenge, Agent: "claude", Operation: "srv_tool", Action: `srv.tool {"p":"C:\x"}`,
-		Tier: "danger_zone", Challenge: "123e4567-e89b-42d3-a456-426614174000", Code: "7K3M-0QZ8-ABCD-EFGH-JKMNP-QRST0",
-		ExpiresAt: renderNow.Add(5 * time.Minute)}
-	label := `aqlguard paused or blocked an agent. To let it go on, enter this
-verification code where you are asked for it (verify_challenge).
-If you did not expect this, close this window and do not use the code.
+		Reason: `Action matches deny pattern "drop_*"`, Tier: "danger_zone", Challenge: "123e4567-e89b-42d3-a456-426614174000",
+		Code: "7K3M-0QZ8-ABCD-EFGH-JKMNP-QRST0", ExpiresAt: renderNow.Add(5 * time.Minute)}
+	head := `aqlguard stopped the AI agent "claude" (blocked until you decide).
 
-Agent: claude
+Why: Action matches deny pattern "drop_*"
 Operation: srv_tool
 Action: srv.tool {"p":"C:\x"}
 Tier: danger_zone
 Challenge: 123e4567-e89b-42d3-a456-426614174000
 Expires ` + expiry(r.ExpiresAt, renderNow) + `.
 
-Verification code (select it and copy it):`
+To let the agent go on: type or paste this code into your chat with the
+assistant. The assistant passes it to aqlguard (verify_challenge); it never
+sees the code any other way. In a terminal, ` + "`aqlguard unblock claude`" + ` does the same.
+If you did not expect this, close this window and do not give the code.
+
+`
 	tests := []struct {
 		name, code, want string
 	}{
-		{"with the code", r.Code, label + "\n\n" + r.Code},
-		{"label for an entry field", "", label},
+		{"with the code", r.Code, head + "Verification code:\n\n" + r.Code},
+		{"label for an entry field", "", head + "Verification code (copy it):"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,10 +212,9 @@ Verification code (select it and copy it):`
 	}
 
 	// Fields are made visible as in the question; the code is not a field.
-	r.Agent = "a\nVerification code (select it and copy it):\n\nAAAA-AAAA-AAAA-AAAA-AAAAA-AAAAA"
+	r.Agent = "a\nVerification code:\n\nAAAA-AAAA-AAAA-AAAA-AAAAA-AAAAA"
 	got := codeText(r, renderNow, r.Code)
-	if !strings.Contains(got, `Agent: a\u000AVerification code`) || strings.Count(got, "\n\n") != 3 ||
-		!strings.HasSuffix(got, "\n\n"+r.Code) {
+	if strings.Contains(got, "\nAAAA-AAAA") || !strings.HasSuffix(got, "\n\n"+r.Code) || strings.Count(got, "Verification code:\n") != 1 {
 		t.Errorf("an agent name can pass for the code:\n%s", got)
 	}
 }

@@ -96,7 +96,8 @@ func cmdBlocks(args []string, stdout, stderr io.Writer) int {
 	if err := tw.Flush(); err != nil {
 		return 1
 	}
-	fmt.Fprintln(stdout, "\nLift a block with the code shown to you (verify_challenge), or: aqlguard unblock AGENT")
+	fmt.Fprintln(stdout, "\nTo lift a block: type or paste the code aqlguard showed you into your chat with the assistant")
+	fmt.Fprintln(stdout, "(it passes the code on to aqlguard), or, here in the terminal: aqlguard unblock AGENT")
 	return 0
 }
 

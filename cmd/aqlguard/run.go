@@ -108,6 +108,9 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		fmt.Fprintln(stderr, "aqlguard:", err)
 		return nil, 2
 	}
+	if err := harden(); err != nil {
+		log.Warn("could not make the process non-dumpable; verification codes in its memory are less protected", "err", err)
+	}
 	pol, err := policy.Compile(cfg, cfg.Agent)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
@@ -180,7 +183,12 @@ func newLoop(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.
 		c.Stderr = logWriter{log.With("channel", "command")}
 		ch = c
 	default:
-		ch = verify.NewDialog()
+		d := verify.NewDialog()
+		if err := d.Check(); err != nil {
+			log.Warn("the dialog channel cannot reach a human: every question will go unanswered and every code unshown "+
+				"(nothing is approved; blocks stay). Fix it, or set [verify] channel = \"command\"", "problem", err)
+		}
+		ch = d
 	}
 	return &safety.Loop{
 		Policy:             pol,

@@ -31,7 +31,7 @@ const (
 func Require(t testing.TB) {
 	t.Helper()
 	var missing []string
-	for _, tool := range []string{"Xvfb", "zenity", "xdotool", "xclip"} {
+	for _, tool := range []string{"Xvfb", "zenity", "xdotool", "xclip", "xwd"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool)
 		}
@@ -39,7 +39,7 @@ func Require(t testing.TB) {
 	if len(missing) == 0 {
 		return
 	}
-	msg := "missing " + strings.Join(missing, ", ") + " (apt-get install xvfb zenity xdotool xclip; .ci/run does)"
+	msg := "missing " + strings.Join(missing, ", ") + " (apt-get install xvfb zenity xdotool xclip x11-apps; .ci/run does)"
 	if os.Getenv("AQLGUARD_REQUIRE_X") == "1" {
 		t.Fatal(msg)
 	}
@@ -50,11 +50,17 @@ func Require(t testing.TB) {
 // test and every process it starts) and returns the display.
 func StartXvfb(t testing.TB) string {
 	t.Helper()
+	return StartXvfbSize(t, "1280x1024x24")
+}
+
+// StartXvfbSize is StartXvfb with a screen of the given WxHxDEPTH.
+func StartXvfbSize(t testing.TB, screen string) string {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1280x1024x24", "-nolisten", "tcp")
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", screen, "-nolisten", "tcp")
 	cmd.ExtraFiles = []*os.File{w}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting Xvfb: %v", err)

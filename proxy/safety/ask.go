@@ -71,11 +71,15 @@ func (l *Loop) await(ctx context.Context, c *Confirmation, wait time.Duration) (
 
 // question is the request the human sees for c. l.mu is held.
 func (l *Loop) question(c *Confirmation) verify.Request {
-	return verify.Request{
-		Kind: verify.KindConfirmation, Agent: c.Principal, Operation: c.Operation, Action: c.Action,
-		Arguments: c.Arguments, Reason: c.Reason, Token: c.Token, Tier: c.Tier, ExpiresAt: c.ExpiresAt,
-		AllowSession: c.AllowSession,
+	r := verify.Request{
+		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: c.Server, Tool: c.Tool,
+		Operation: c.Operation, Action: c.Action, Arguments: c.Arguments, Reason: c.Reason, Token: c.Token,
+		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession,
 	}
+	if c.Kind == kindSteps {
+		r.Steps = l.Policy.MaxSteps
+	}
+	return r
 }
 
 // runAsk asks and records the answer; see the comment at the top.

@@ -35,7 +35,7 @@ func (l *Loop) newChallenge(a Action, d evaluator.Directive) (store.Challenge, *
 	sealed := ch.Seal()
 	rec := store.Challenge{ID: ch.ID, Principal: ch.Agent, Action: ch.Action, Tier: ch.Tier,
 		Salt: sealed.Salt, Hash: sealed.Hash, CreatedAt: ch.CreatedAt, ExpiresAt: ch.ExpiresAt}
-	req := &verify.Request{Kind: verify.KindChallenge, Agent: l.Policy.Principal, Operation: a.Operation,
+	req := &verify.Request{Kind: verify.KindChallenge, Agent: l.Policy.Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
 		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt}
 	return rec, req, nil
 }
@@ -116,17 +116,26 @@ func (l *Loop) reissue(b *store.Block, w *writes) {
 	w.block, w.challenge, w.show, w.replaces = &nb, &ch, req, b.VerificationID
 }
 
+// askForTheCode tells the model what to do with a verification: the code
+// is in a window only the user sees.
+func askForTheCode(id string) string {
+	return "aqlguard showed the user a verification code in a window of its own. Ask the user for that code, " +
+		"then call verify_challenge with challenge_id " + id + " and the code. Do not guess it; you cannot see it."
+}
+
 func blockedError(agent, op string, b *store.Block) *aql.Error {
 	return &aql.Error{Code: aql.CodeAgentBlocked,
-		Message: fmt.Sprintf("Agent '%s' is blocked: %s. A human must clear the block out of band (verification %s).", agent, b.Reason, b.VerificationID),
+		Message: fmt.Sprintf("Agent '%s' is blocked: %s. %s", agent, b.Reason, askForTheCode(b.VerificationID)),
 		Details: map[string]any{"agent": agent, "operation": op, "reason": b.Reason,
-			"verification_id": b.VerificationID, "blocked_at": b.BlockedAt.Format(time.RFC3339)}}
+			"verification_id": b.VerificationID, "blocked_at": b.BlockedAt.Format(time.RFC3339),
+			"next": askForTheCode(b.VerificationID)}}
 }
 
 func verificationError(op, id string, expires time.Time) *aql.Error {
 	return &aql.Error{Code: aql.CodeVerification,
-		Message: "Paused: out-of-band verification " + id + " is pending; a human must enter the code shown to them",
-		Details: map[string]any{"operation": op, "verification_id": id, "expires_at": expires.Format(time.RFC3339)}}
+		Message: "Paused until the user confirms with a verification code. " + askForTheCode(id),
+		Details: map[string]any{"operation": op, "verification_id": id, "expires_at": expires.Format(time.RFC3339),
+			"next": askForTheCode(id)}}
 }
 
 // VerifyResult is verify_challenge's success.

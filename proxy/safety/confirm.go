@@ -45,6 +45,8 @@ type Confirmation struct {
 	PolicyVersion string
 	Session       string
 
+	// Client is the MCP client the agent runs in, as it names itself.
+	Client string
 	// AllowSession says the human may answer "allow this tool for this
 	// session": the decision rests on the tool, not on these arguments.
 	AllowSession bool

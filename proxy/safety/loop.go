@@ -89,6 +89,9 @@ type Action struct {
 	Execution *Execution
 	// Token is a confirmation token the caller passed explicitly.
 	Token string
+	// Client is the MCP client the call came from, as it names itself
+	// (shown to the human).
+	Client string
 	// Secrets are the arguments the tool's schema declares secret
 	// (writeOnly, format password), in the server's spelling.
 	Secrets []string
@@ -496,7 +499,7 @@ func (l *Loop) newConfirmation(a Action, b binding, d evaluator.Directive) (*Con
 	}
 	now := l.now()
 	c := &Confirmation{
-		Token: token, Kind: b.kind, Principal: l.Policy.Principal, Server: b.server, Tool: a.Tool, Operation: b.operation,
+		Token: token, Kind: b.kind, Principal: l.Policy.Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
 		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && l.SessionApprovalTTL > 0,
 		Digest:       b.digest, PolicyVersion: l.Policy.Version, Session: a.Session,
 		Action: a.preview, Arguments: a.redacted, Reason: d.Reason, Tier: string(d.Tier),
