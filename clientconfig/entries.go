@@ -25,6 +25,8 @@ type Entry struct {
 	Start, End int
 	Command    string
 	Args       []string
+	// Env is the environment the client starts the server with.
+	Env map[string]string
 	// Remote: the entry names a URL, not a process; wrap cannot guard it.
 	Remote bool
 	// Unsupported says why an entry cannot be wrapped (an extension, an
@@ -54,6 +56,17 @@ func (e Entry) Label() string {
 func (e Entry) Wrapped() bool {
 	base := strings.TrimSuffix(strings.ToLower(filepath.Base(e.Command)), ".exe")
 	return base == "aqlguard" && len(e.Args) > 0 && e.Args[0] == "wrap"
+}
+
+// Wrappee is the command and arguments a wrapped entry runs behind the
+// guard (what follows "--"), or nil.
+func (e Entry) Wrappee() []string {
+	for i, a := range e.Args {
+		if a == "--" {
+			return e.Args[i+1:]
+		}
+	}
+	return nil
 }
 
 // WrapArgs are the arguments of a wrapped entry.
@@ -186,6 +199,7 @@ func describeJSON(e *Entry, text []byte, layout Layout) {
 		e.Remote = true
 		return
 	}
+	e.Env = stringMap(m["env"])
 	switch c := m["command"].(type) {
 	case string:
 		e.Command = c
@@ -196,6 +210,7 @@ func describeJSON(e *Entry, text []byte, layout Layout) {
 			return
 		}
 		e.zedNested = true
+		e.Env = stringMap(c["env"])
 		e.Command, _ = c["path"].(string)
 		e.Args, _ = stringList(c["args"])
 	default:
@@ -212,6 +227,20 @@ func describeJSON(e *Entry, text []byte, layout Layout) {
 	if _, ok := stringList(m["args"]); !ok && !e.zedNested {
 		e.Unsupported = "args is not a list of strings"
 	}
+}
+
+func stringMap(v any) map[string]string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		if s, ok := x.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
 }
 
 func stringList(v any) ([]string, bool) {
@@ -282,6 +311,7 @@ func tomlEntries(data []byte) ([]Entry, error) {
 			continue
 		}
 		m := doc.MCPServers[s.name]
+		e.Env = stringMap(m["env"])
 		if m["url"] != nil {
 			e.Remote = true
 		} else if c, ok := m["command"].(string); ok && c != "" {
@@ -407,21 +437,25 @@ func yamlEntries(data []byte) ([]Entry, error) {
 	var out []Entry
 	for _, it := range items {
 		e := Entry{Name: it.name, Start: it.start, End: it.end}
-		if it.node == nil {
+		var m map[string]any
+		switch {
+		case it.node == nil:
 			e.Unsupported = "not a mapping"
-		} else {
-			var m map[string]any
-			if err := it.node.Decode(&m); err != nil {
-				e.Unsupported = "does not decode"
-			} else if m["url"] != nil || m["type"] == "sse" || m["type"] == "streamable-http" {
-				e.Remote = true
-			} else if c, ok := m["command"].(string); ok && c != "" {
-				e.Command = c
-				if e.Args, ok = stringList(m["args"]); !ok {
-					e.Unsupported = "args is not a list of strings"
-				}
-			} else {
+		case it.node.Decode(&m) != nil:
+			e.Unsupported = "does not decode"
+		case m["url"] != nil || m["type"] == "sse" || m["type"] == "streamable-http":
+			e.Remote = true
+		default:
+			e.Env = stringMap(m["env"])
+			c, _ := m["command"].(string)
+			if c == "" {
 				e.Unsupported = "no command"
+				break
+			}
+			e.Command = c
+			var ok bool
+			if e.Args, ok = stringList(m["args"]); !ok {
+				e.Unsupported = "args is not a list of strings"
 			}
 		}
 		out = append(out, e)

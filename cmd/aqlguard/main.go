@@ -9,6 +9,7 @@
 //	aqlguard wrap [--name N] -- CMD ARGS...         one stdio server behind the guard, transparently
 //	aqlguard init [--client ID] [--dry-run]         wrap the servers of the MCP clients installed here
 //	aqlguard unwrap [--client ID] [--force]         restore them
+//	aqlguard doctor                                 check that aqlguard can do its job here
 //	aqlguard policy check [--servers] [--strict]    check a config: errors with their line, dead and shadowed rules
 //	aqlguard policy explain                         what the policy does with each tool of the servers
 //	aqlguard policy test CASES.toml                 run test cases against the policy
@@ -50,6 +51,7 @@ verbs:
                  run one stdio server behind the guard, as it is (transparent mode)
   init           put aqlguard in front of the servers of your MCP clients (--dry-run shows the diff)
   unwrap         restore those client configs, entry by entry
+  doctor         check this machine: binary, client configs, policy, state, human channel, servers
   policy check [--servers] [--strict]
                  load a config, report every error with its line, warn about
                  dead and shadowed rules (--servers: against the real tools)
@@ -88,6 +90,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdWrap(args, stdin, stdout, stderr)
 	case "init", "unwrap":
 		return cmdInit(verb, args, stdout, stderr)
+	case "doctor":
+		return cmdDoctor(args, stdout, stderr)
 	case "policy":
 		return cmdPolicy(args, stdout, stderr)
 	case "blocks":

@@ -1,0 +1,277 @@
+// Package doctor checks that aqlguard can do its job on this machine, the
+// way a new user would otherwise find out one failure at a time: where
+// the binary is, which client configs exist and are wrapped, whether the
+// policy loads, whether the state directory is private, whether a human
+// can be reached, and whether the configured servers start.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/verify"
+)
+
+// Level is how bad a finding is.
+type Level string
+
+const (
+	OK   Level = "ok"
+	Warn Level = "warn"
+	Fail Level = "FAIL"
+)
+
+// Check is one finding.
+type Check struct {
+	Level  Level
+	Name   string
+	Detail string
+}
+
+// Input is what the checks look at.
+type Input struct {
+	Self      string // this binary's absolute path ("" if unknown)
+	SelfErr   error
+	Config    *policy.Config
+	ConfigErr error
+	StateDir  string
+	Env       clientconfig.Env
+	// StartTimeout bounds each server's start (default 10 s).
+	StartTimeout time.Duration
+	Version      string
+}
+
+// Run runs every check.
+func Run(ctx context.Context, in Input) []Check {
+	var out []Check
+	out = append(out, binary(in)...)
+	out = append(out, clients(in)...)
+	out = append(out, configCheck(in)...)
+	out = append(out, stateDir(in)...)
+	out = append(out, channel(in)...)
+	out = append(out, servers(ctx, in)...)
+	return out
+}
+
+func binary(in Input) []Check {
+	if in.SelfErr != nil {
+		return []Check{{Fail, "binary", in.SelfErr.Error()}}
+	}
+	c := Check{OK, "binary", in.Self}
+	if p, err := exec.LookPath("aqlguard"); err != nil || p != in.Self {
+		c.Level = Warn
+		c.Detail += " (not the aqlguard on your PATH; GUI clients do not see your shell's PATH anyway: aqlguard init writes this absolute path)"
+	}
+	return []Check{c}
+}
+
+// wrappedServers are the servers the guarded client entries run.
+func wrappedServers(in Input) []policy.Server {
+	var out []policy.Server
+	for _, f := range clientconfig.Detect(in.Env) {
+		data, err := os.ReadFile(f.Path)
+		if err != nil {
+			continue
+		}
+		entries, _ := clientconfig.Entries(f, data)
+		for _, e := range entries {
+			if argv := e.Wrappee(); e.Wrapped() && len(argv) > 0 {
+				out = append(out, policy.Server{Name: policy.ServerNameFrom(f.Client + e.Name), Command: argv[0],
+					Args: argv[1:], Env: e.Env, Transport: "stdio"})
+			}
+		}
+	}
+	return out
+}
+
+func clients(in Input) []Check {
+	files := clientconfig.Detect(in.Env)
+	if len(files) == 0 {
+		return []Check{{Warn, "clients", "no MCP client config found for this user (" + strings.Join(clientconfig.ClientIDs(), ", ") + ")"}}
+	}
+	var out []Check
+	for _, f := range files {
+		data, err := os.ReadFile(f.Path)
+		if err != nil {
+			out = append(out, Check{Fail, "client " + f.Client, f.Path + ": " + err.Error()})
+			continue
+		}
+		entries, err := clientconfig.Entries(f, data)
+		if err != nil {
+			out = append(out, Check{Fail, "client " + f.Client, f.Path + ": " + err.Error()})
+			continue
+		}
+		var wrapped, bare, other []string
+		for _, e := range entries {
+			switch {
+			case e.Remote || e.Unsupported != "":
+			case e.Wrapped() && e.Command != in.Self && in.Self != "":
+				other = append(other, e.Label()+" (by "+e.Command+")")
+			case e.Wrapped():
+				wrapped = append(wrapped, e.Label())
+			default:
+				bare = append(bare, e.Label())
+			}
+		}
+		c := Check{OK, "client " + f.Client, fmt.Sprintf("%s: %d server(s) guarded", f.Path, len(wrapped))}
+		if len(bare) > 0 {
+			c.Level = Warn
+			c.Detail += "; not guarded: " + strings.Join(bare, ", ") + " (aqlguard init --client " + f.Client + ")"
+		}
+		if len(other) > 0 {
+			c.Level = Warn
+			c.Detail += "; wrapped by another aqlguard binary: " + strings.Join(other, ", ")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func configCheck(in Input) []Check {
+	if in.ConfigErr != nil {
+		return []Check{{Fail, "policy", in.ConfigErr.Error()}}
+	}
+	cfg := in.Config
+	source := cfg.Path
+	if source == "" {
+		source = "embedded defaults"
+	}
+	warnings := 0
+	for _, p := range append([]string{cfg.Agent}, keys(cfg.Agents)...) {
+		if _, err := policy.Compile(cfg, p); err != nil {
+			return []Check{{Fail, "policy", fmt.Sprintf("%s, agent %s: %v", source, p, err)}}
+		}
+		warnings += len(policy.Lint(cfg, p, nil))
+	}
+	c := Check{OK, "policy", source + " loads and compiles"}
+	if warnings > 0 {
+		c.Level = Warn
+		c.Detail += fmt.Sprintf("; %d warning(s): aqlguard policy check --servers", warnings)
+	}
+	return []Check{c}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func stateDir(in Input) []Check {
+	dir := in.StateDir
+	fi, err := os.Stat(dir)
+	switch {
+	case os.IsNotExist(err):
+		// Can it be made?
+		parent := filepath.Dir(dir)
+		for {
+			if _, err := os.Stat(parent); err == nil {
+				break
+			}
+			parent = filepath.Dir(parent)
+		}
+		probe, err := os.MkdirTemp(parent, ".aqlguard-doctor-")
+		if err != nil {
+			return []Check{{Fail, "state", dir + " does not exist and cannot be created: " + err.Error()}}
+		}
+		os.Remove(probe)
+		return []Check{{OK, "state", dir + " does not exist yet; aqlguard creates it (mode 0700) on its first run"}}
+	case err != nil:
+		return []Check{{Fail, "state", err.Error()}}
+	case !fi.IsDir():
+		return []Check{{Fail, "state", dir + " is not a directory"}}
+	}
+	var problems []string
+	if fi.Mode().Perm()&0o077 != 0 {
+		problems = append(problems, fmt.Sprintf("%s is mode %04o, want 0700 (chmod 700 %s)", dir, fi.Mode().Perm(), dir))
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if i, err := d.Info(); err == nil && i.Mode().Perm()&0o077 != 0 {
+			problems = append(problems, fmt.Sprintf("%s is mode %04o, want 0600", p, i.Mode().Perm()))
+		}
+		return nil
+	})
+	probe, err := os.CreateTemp(dir, ".doctor-")
+	if err != nil {
+		return []Check{{Fail, "state", dir + " is not writable: " + err.Error()}}
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	if len(problems) > 0 {
+		return []Check{{Warn, "state", strings.Join(problems, "; ")}}
+	}
+	return []Check{{OK, "state", dir + " is writable and private (0700, files 0600)"}}
+}
+
+func channel(in Input) []Check {
+	if in.Config == nil {
+		return nil
+	}
+	v := in.Config.Verify
+	switch v.Channel {
+	case "command":
+		if len(v.Command) == 0 {
+			return []Check{{Fail, "human channel", "channel = \"command\" without a command"}}
+		}
+		fi, err := os.Stat(v.Command[0])
+		if err != nil || fi.Mode().Perm()&0o111 == 0 || !filepath.IsAbs(v.Command[0]) {
+			return []Check{{Fail, "human channel", v.Command[0] + " is not an executable file at an absolute path"}}
+		}
+		return []Check{{OK, "human channel", "command " + v.Command[0]}}
+	}
+	if err := verify.NewDialog().Check(); err != nil {
+		return []Check{{Fail, "human channel", err.Error() + ": nothing can be approved and no code shown"}}
+	}
+	return []Check{{OK, "human channel", "dialog (a display and a trusted dialog program are there)"}}
+}
+
+func servers(ctx context.Context, in Input) []Check {
+	var cfgs []policy.Server
+	if in.Config != nil {
+		cfgs = append(cfgs, in.Config.Servers...)
+	}
+	cfgs = append(cfgs, wrappedServers(in)...)
+	if len(cfgs) == 0 {
+		return []Check{{OK, "servers", "none configured or wrapped yet"}}
+	}
+	timeout := in.StartTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	for i := range cfgs {
+		if cfgs[i].StartTimeout.Duration > timeout || cfgs[i].StartTimeout.Duration == 0 {
+			cfgs[i].StartTimeout.Duration = timeout
+		}
+	}
+	log := slog.New(slog.NewTextHandler(discard{}, nil))
+	pool := downstream.Start(ctx, cfgs, in.Version, log)
+	defer pool.Close()
+	var out []Check
+	for _, s := range pool.Servers() {
+		if s.Status == downstream.Ready {
+			out = append(out, Check{OK, "server " + s.Name, fmt.Sprintf("starts (%d tools, protocol %s)", len(s.Tools), s.Protocol)})
+		} else {
+			out = append(out, Check{Fail, "server " + s.Name, s.Problem})
+		}
+	}
+	return out
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
