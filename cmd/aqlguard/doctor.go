@@ -48,4 +48,3 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
