@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aqlguard/aqlguard/audit"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -158,36 +159,84 @@ func osUser() string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-const auditUsage = `usage: aqlguard audit <list|show|export|verify> [--state-dir DIR]
+const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify> [flags] [--state-dir DIR]
   list [N]        the last N records (default 50), one line each
   show SEQ        one record in full
-  export          every record as JSON lines, exactly as stored (hashes included)
+  export          every record, as JSON lines exactly as stored (hashes
+                  included), or --format ocsf: OCSF API Activity events
+  tail [-f] [-n N]  the last N records (default 10); -f keeps printing new ones
   verify [FILE]   check the hash chain of the database, or of an exported FILE
+filters (list, export, tail): --since T, --until T (RFC 3339, or a duration
+back from now: 2h), --agent NAME, --kind KIND. A filtered export leaves out
+records, so verify reports a gap in it.
 `
 
-// cmdAudit is `aqlguard audit list|show|export|verify`.
+// auditFlags are the flags of the audit verbs.
+type auditFlags struct {
+	format, since, until, agent, kind string
+	follow                            bool
+	n                                 int
+}
+
+func (a *auditFlags) filter(now time.Time) (audit.Filter, error) {
+	f := audit.Filter{Agent: a.agent, Kind: a.kind}
+	var err error
+	if a.since != "" {
+		if f.Since, err = audit.ParseTime(a.since, now); err != nil {
+			return f, fmt.Errorf("--since: %w", err)
+		}
+	}
+	if a.until != "" {
+		if f.Until, err = audit.ParseTime(a.until, now); err != nil {
+			return f, fmt.Errorf("--until: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// cmdAudit is `aqlguard audit list|show|export|tail|verify`.
 func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, auditUsage)
 		return 2
 	}
 	sub := args[0]
-	if sub == "verify" {
-		fs, _ := newFlags("audit verify", stderr)
-		rest, err := parseInterspersed(fs, args[1:])
-		if err != nil {
-			return 2
-		}
-		if len(rest) == 1 {
-			return verifyExport(rest[0], stdout, stderr)
-		}
+	fs, g := newFlags("audit "+sub, stderr)
+	var af auditFlags
+	fs.StringVar(&af.format, "format", "jsonl", "export and tail: jsonl or ocsf")
+	fs.StringVar(&af.since, "since", "", "only records at or after this time (RFC 3339, or a duration back from now)")
+	fs.StringVar(&af.until, "until", "", "only records before this time")
+	fs.StringVar(&af.kind, "kind", "", "only records of this kind (decision, outcome, verification, ...)")
+	fs.BoolVar(&af.follow, "f", false, "tail: keep printing new records")
+	fs.IntVar(&af.n, "n", 10, "tail: how many records to print first")
+	rest, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return 2
 	}
-	st, rest, code := openAdminStore("audit "+sub, args[1:], stderr)
-	if st == nil {
-		return code
+	af.agent = g.agent // --agent selects the records of that agent here
+	if af.format != "jsonl" && af.format != "ocsf" {
+		fmt.Fprintf(stderr, "aqlguard audit %s: --format %q: use jsonl or ocsf\n", sub, af.format)
+		return 2
+	}
+	filter, err := af.filter(time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard audit %s: %v\n", sub, err)
+		return 2
+	}
+	if sub == "verify" && len(rest) == 1 {
+		return verifyExport(rest[0], stdout, stderr)
+	}
+	cfg, err := loadConfig(g)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	st, err := openStore(context.Background(), cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
 	}
 	ctx := context.Background()
-	var err error
 	switch sub {
 	case "list":
 		n := 50
@@ -197,7 +246,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 				return 2
 			}
 		}
-		err = auditList(ctx, st, n, stdout)
+		err = auditList(ctx, st, n, filter, stdout)
 	case "show":
 		if len(rest) != 1 {
 			fmt.Fprint(stderr, auditUsage)
@@ -211,17 +260,14 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		err = auditShow(ctx, st, seq, stdout)
 	case "export":
 		w := bufio.NewWriter(stdout)
-		err = st.View(ctx, func(tx *store.Tx) error {
-			return tx.Records(0, func(_ store.Record, raw []byte) error {
-				if _, err := w.Write(raw); err != nil {
-					return err
-				}
-				return w.WriteByte('\n')
-			})
-		})
+		_, err = auditWrite(ctx, st, 0, filter, af.format, w)
 		if ferr := w.Flush(); err == nil {
 			err = ferr
 		}
+	case "tail":
+		sctx, cancel := signalContext()
+		defer cancel()
+		err = auditTail(sctx, st, af, filter, stdout)
 	case "verify":
 		var n uint64
 		err = st.View(ctx, func(tx *store.Tx) (err error) { n, err = tx.VerifyChain(); return })
@@ -239,10 +285,83 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func auditList(ctx context.Context, st *store.Store, n int, w io.Writer) error {
+// auditWrite writes the selected records from seq from on, in format, and
+// returns the last sequence number it saw.
+func auditWrite(ctx context.Context, st *store.Store, from uint64, f audit.Filter, format string, w io.Writer) (uint64, error) {
+	last := from
+	if from > 0 {
+		last = from - 1
+	}
+	err := st.View(ctx, func(tx *store.Tx) error {
+		return tx.Records(from, func(r store.Record, raw []byte) error {
+			last = r.Seq
+			if r.Seq < from || !f.Match(r) {
+				return nil
+			}
+			line := raw
+			if format == "ocsf" {
+				var err error
+				if line, err = json.Marshal(audit.OCSF(r, version())); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Write(line); err != nil {
+				return err
+			}
+			_, err := w.Write([]byte{'\n'})
+			return err
+		})
+	})
+	return last, err
+}
+
+// auditTail prints the last n selected records and, with -f, every new
+// one until a signal, polling the database (another process appends).
+func auditTail(ctx context.Context, st *store.Store, af auditFlags, f audit.Filter, w io.Writer) error {
+	var head uint64
+	var seqs []uint64
+	err := st.View(ctx, func(tx *store.Tx) error {
+		return tx.Records(0, func(r store.Record, _ []byte) error {
+			head = r.Seq
+			if f.Match(r) {
+				seqs = append(seqs, r.Seq)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	from := head + 1
+	if len(seqs) > 0 && af.n > 0 {
+		from = seqs[max(0, len(seqs)-af.n)]
+	}
+	for {
+		last, err := auditWrite(ctx, st, from, f, af.format, w)
+		if err != nil {
+			return err
+		}
+		if last >= from {
+			from = last + 1
+		}
+		if !af.follow {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func auditList(ctx context.Context, st *store.Store, n int, f audit.Filter, w io.Writer) error {
 	ring := make([]store.Record, 0, n)
 	err := st.View(ctx, func(tx *store.Tx) error {
 		return tx.Records(0, func(r store.Record, _ []byte) error {
+			if !f.Match(r) {
+				return nil
+			}
 			if len(ring) == n {
 				ring = ring[1:]
 			}
