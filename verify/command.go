@@ -26,8 +26,9 @@ const maxStdout = 4096
 // on its stdin, which is then closed.
 //
 //	confirmation: {"kind":"confirmation","token","agent","operation","action","expires_at",
-//	               "reason","tier","arguments","answers"}
-//	challenge:    {"kind":"challenge","challenge_id","code","agent","action","tier","expires_at"}
+//	               "reason","tier","arguments","answers","client","server","tool","steps"}
+//	challenge:    {"kind":"challenge","challenge_id","code","agent","action","tier","expires_at",
+//	               "reason","client"}
 //
 // expires_at is RFC 3339 in UTC. For a confirmation the program answers on
 // the first line of its stdout: one of "answers", i.e. "allow", "deny",
@@ -74,6 +75,12 @@ type confirmationStdin struct {
 	Arguments map[string]any `json:"arguments"`
 	// Answers are the answers the program may give.
 	Answers []Answer `json:"answers"`
+	Client  string   `json:"client"`
+	Server  string   `json:"server"`
+	Tool    string   `json:"tool"`
+	// Steps is, for a step-limit check-in, how many calls an approval
+	// grants; 0 otherwise.
+	Steps int `json:"steps"`
 }
 
 type challengeStdin struct {
@@ -84,6 +91,8 @@ type challengeStdin struct {
 	Action      string `json:"action"`
 	Tier        string `json:"tier"`
 	ExpiresAt   string `json:"expires_at"`
+	Reason      string `json:"reason"`
+	Client      string `json:"client"`
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -96,7 +105,7 @@ func (c *CommandChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	}
 	in := confirmationStdin{Kind: KindConfirmation, Token: r.Token, Agent: r.Agent, Operation: r.Operation,
 		Action: r.Action, ExpiresAt: rfc3339(r.ExpiresAt), Reason: r.Reason, Tier: r.Tier, Arguments: r.Arguments,
-		Answers: []Answer{Allow, Deny}}
+		Answers: []Answer{Allow, Deny}, Client: r.Client, Server: r.Server, Tool: r.Tool, Steps: r.Steps}
 	if in.Arguments == nil {
 		in.Arguments = map[string]any{}
 	}
@@ -142,7 +151,7 @@ func (c *CommandChannel) Show(ctx context.Context, r Request) error {
 	if r.Code == "" {
 		return errors.New("command channel: the challenge request has no code to show")
 	}
-	body, err := json.Marshal(challengeStdin{KindChallenge, r.Challenge, r.Code, r.Agent, r.Action, r.Tier, rfc3339(r.ExpiresAt)})
+	body, err := json.Marshal(challengeStdin{KindChallenge, r.Challenge, r.Code, r.Agent, r.Action, r.Tier, rfc3339(r.ExpiresAt), r.Reason, r.Client})
 	if err != nil {
 		return errors.New("command channel: encoding the request failed") // the error could quote the body
 	}

@@ -50,7 +50,8 @@ func readStdin(t *testing.T, path string) map[string]any {
 
 var confirmation = Request{Kind: KindConfirmation, Agent: "agent-a", Operation: "fs_delete_file",
 	Action: `fs.delete_file {"path":"/srv/x"}`, Arguments: map[string]any{"path": "/srv/x"}, Reason: "requires approval",
-	Token: "conf_123", Tier: "confirm", ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("CET", 3600))}
+	Token: "conf_123", Tier: "confirm", ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("CET", 3600)),
+	Client: "claude-code", Server: "fs", Tool: "delete_file"}
 
 func TestCommandAskAllowSession(t *testing.T) {
 	argv, stdin := script(t, "echo ALLOW_SESSION")
@@ -98,7 +99,8 @@ func TestCommandAsk(t *testing.T) {
 				"operation": "fs_delete_file", "action": `fs.delete_file {"path":"/srv/x"}`,
 				"expires_at": "2026-01-02T02:04:05Z", // RFC 3339, UTC, whole seconds
 				"reason":     "requires approval", "tier": "confirm", "arguments": map[string]any{"path": "/srv/x"},
-				"answers": []any{"allow", "deny"}}
+				"answers": []any{"allow", "deny"}, "client": "claude-code", "server": "fs", "tool": "delete_file",
+				"steps": float64(0)}
 			if !reflect.DeepEqual(m, want) {
 				t.Errorf("stdin\n got %v\nwant %v", m, want)
 			}
@@ -225,7 +227,8 @@ func TestCommandShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"kind": "challenge", "challenge_id": req.Challenge, "code": code, "agent": "agent-a",
-		"action": "fs.delete_file", "tier": "danger_zone", "expires_at": "2026-01-02T03:04:05Z"}
+		"action": "fs.delete_file", "tier": "danger_zone", "expires_at": "2026-01-02T03:04:05Z",
+		"reason": "deny pattern", "client": ""}
 	if m := readStdin(t, stdin); !reflect.DeepEqual(m, want) {
 		t.Errorf("stdin\n got %v\nwant %v", m, want)
 	}
@@ -268,7 +271,8 @@ func TestCommandShowRedactsStderr(t *testing.T) {
 	}{
 		{name: "echoes its stdin", body: `cat "$1" >&2`,
 			want: `{"kind":"challenge","challenge_id":"123e4567-e89b-42d3-a456-426614174000","code":"[code]",` +
-				`"agent":"agent-a","action":"fs.delete_file","tier":"danger_zone","expires_at":"2026-01-02T03:04:05Z"}` + "\n"},
+				`"agent":"agent-a","action":"fs.delete_file","tier":"danger_zone","expires_at":"2026-01-02T03:04:05Z",` +
+				`"reason":"","client":""}` + "\n"},
 		{name: "without hyphens", body: "echo 'typed 7K3M0QZ8ABCDEFGHJKMNPQRST0' >&2", want: "typed [code]\n"},
 		{name: "split across writes", body: "printf 'a 7K3M-0QZ8-AB' >&2; sleep 0.3; printf 'CD-EFGH-JKMNP-QRST0 b\\nc ' >&2; sleep 0.3; printf '" + code + "' >&2",
 			want: "a [code] b\nc [code]"},
