@@ -28,7 +28,7 @@ func Wrap(f File, data []byte, self string, recs *Records, now time.Time) ([]byt
 		e := entries[i]
 		r := Result{Entry: e.Label()}
 		switch {
-		case e.Wrapped():
+		case e.Wrapped(self):
 			r.Action = "already wrapped"
 		case e.Remote:
 			r.Action, r.Why = "skipped", "a remote server (url): aqlguard wrap guards servers it starts itself (stdio)"
@@ -65,7 +65,7 @@ func Unwrap(f File, data []byte, recs *Records, force bool) ([]byte, []Result, e
 		r := Result{Entry: e.Label()}
 		rec, ok := recs.Get(f.Path, e.Key())
 		switch {
-		case !ok && e.Wrapped():
+		case !ok && e.Wrapped(""):
 			r.Action, r.Why = "left alone", "wrapped, but this state directory has no record of its original (wrapped with another --state-dir?)"
 		case !ok:
 			r.Action = "left alone"

@@ -95,7 +95,7 @@ func TestWrapAndUnwrapEveryClient(t *testing.T) {
 					continue
 				}
 				want := WrapArgs(b.Name, fx.client, b.Command, b.Args)
-				if !e.Wrapped() || e.Command != self || !slices.Equal(e.Args, want) {
+				if !e.Wrapped(self) || e.Command != self || !slices.Equal(e.Args, want) {
 					t.Errorf("%s wrapped as %q %q, want %q %q", b.Label(), e.Command, e.Args, self, want)
 				}
 			}
@@ -239,4 +239,25 @@ func FuzzWrapJSONC(f *testing.F) {
 			t.Fatalf("not byte-identical:\n%q\n%q\nwrapped %q", data, back, out)
 		}
 	})
+}
+
+// TestWrapTwiceWithARenamedBinary: a binary not called aqlguard recognises
+// its own entries and does not wrap them again.
+func TestWrapTwiceWithARenamedBinary(t *testing.T) {
+	const renamed = "/tmp/tools/aqg"
+	f, orig := fixture(t, "claude_desktop_config.json")
+	recs := &Records{Entries: map[string]Record{}}
+	once, _, err := Wrap(f, orig, renamed, recs, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, results, err := Wrap(f, once, renamed, recs, time.Now())
+	if err != nil || !bytes.Equal(twice, once) {
+		t.Fatalf("wrapping twice changed the file: %v\n%s", err, twice)
+	}
+	for _, r := range results {
+		if r.Action == "wrapped" {
+			t.Errorf("%s wrapped twice", r.Entry)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -52,10 +53,29 @@ func (e Entry) Label() string {
 	return e.Name + " (" + e.Section + ")"
 }
 
-// Wrapped reports whether the entry already runs aqlguard wrap.
-func (e Entry) Wrapped() bool {
+// Wrapped reports whether the entry already runs aqlguard wrap: a binary
+// named aqlguard, or self (the running binary, "" if unknown) whatever
+// it is called, so that init run from a renamed binary does not wrap its
+// own entries a second time.
+func (e Entry) Wrapped(self string) bool {
+	if len(e.Args) == 0 || e.Args[0] != "wrap" {
+		return false
+	}
 	base := strings.TrimSuffix(strings.ToLower(filepath.Base(e.Command)), ".exe")
-	return base == "aqlguard" && len(e.Args) > 0 && e.Args[0] == "wrap"
+	return base == "aqlguard" || self != "" && SamePath(e.Command, self)
+}
+
+// SamePath reports whether paths a and b name the same file.
+func SamePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // Wrappee is the command and arguments a wrapped entry runs behind the

@@ -75,9 +75,11 @@ func binary(in Input) []Check {
 	return []Check{c}
 }
 
-// wrappedServers are the servers the guarded client entries run.
-func wrappedServers(in Input) []policy.Server {
+// wrappedServers are the servers the guarded client entries run, with
+// a label for each ("filesystem (claude-code)") by its server name.
+func wrappedServers(in Input) ([]policy.Server, map[string]string) {
 	var out []policy.Server
+	labels := map[string]string{}
 	for _, f := range clientconfig.Detect(in.Env) {
 		data, err := os.ReadFile(f.Path)
 		if err != nil {
@@ -85,13 +87,15 @@ func wrappedServers(in Input) []policy.Server {
 		}
 		entries, _ := clientconfig.Entries(f, data)
 		for _, e := range entries {
-			if argv := e.Wrappee(); e.Wrapped() && len(argv) > 0 {
-				out = append(out, policy.Server{Name: policy.ServerNameFrom(f.Client + e.Name), Command: argv[0],
+			if argv := e.Wrappee(); e.Wrapped(in.Self) && len(argv) > 0 {
+				name := policy.ServerNameFrom(f.Client + e.Name)
+				out = append(out, policy.Server{Name: name, Command: argv[0],
 					Args: argv[1:], Env: e.Env, Transport: "stdio"})
+				labels[name] = e.Label() + " (" + f.Client + ")"
 			}
 		}
 	}
-	return out
+	return out, labels
 }
 
 func clients(in Input) []Check {
@@ -115,9 +119,9 @@ func clients(in Input) []Check {
 		for _, e := range entries {
 			switch {
 			case e.Remote || e.Unsupported != "":
-			case e.Wrapped() && e.Command != in.Self && in.Self != "":
+			case e.Wrapped(in.Self) && in.Self != "" && !clientconfig.SamePath(e.Command, in.Self):
 				other = append(other, e.Label()+" (by "+e.Command+")")
-			case e.Wrapped():
+			case e.Wrapped(in.Self):
 				wrapped = append(wrapped, e.Label())
 			default:
 				bare = append(bare, e.Label())
@@ -245,7 +249,8 @@ func servers(ctx context.Context, in Input) []Check {
 	if in.Config != nil {
 		cfgs = append(cfgs, in.Config.Servers...)
 	}
-	cfgs = append(cfgs, wrappedServers(in)...)
+	wrapped, labels := wrappedServers(in)
+	cfgs = append(cfgs, wrapped...)
 	if len(cfgs) == 0 {
 		return []Check{{OK, "servers", "none configured or wrapped yet"}}
 	}
@@ -263,10 +268,14 @@ func servers(ctx context.Context, in Input) []Check {
 	defer pool.Close()
 	var out []Check
 	for _, s := range pool.Servers() {
+		label := "server " + s.Name
+		if l, ok := labels[s.Name]; ok {
+			label = "server " + l
+		}
 		if s.Status == downstream.Ready {
-			out = append(out, Check{OK, "server " + s.Name, fmt.Sprintf("starts (%d tools, protocol %s)", len(s.Tools), s.Protocol)})
+			out = append(out, Check{OK, label, fmt.Sprintf("starts (%d tools, protocol %s)", len(s.Tools), s.Protocol)})
 		} else {
-			out = append(out, Check{Fail, "server " + s.Name, s.Problem})
+			out = append(out, Check{Fail, label, s.Problem})
 		}
 	}
 	return out

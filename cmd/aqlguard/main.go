@@ -63,8 +63,9 @@ verbs:
   unblock AGENT  lift an agent's hard block (admin override, audited)
   approvals list|revoke ID...|revoke --every
                  the standing "allow for this session" answers (revoking is audited)
-  audit list|show SEQ|export|verify [FILE]
-                 read and check the hash-chained audit log
+  audit list|show SEQ|export|tail|verify [FILE]
+                 read and check the hash-chained audit log (export --format
+                 jsonl|ocsf, tail -f; --since, --until, --agent, --kind)
   version        print the version
 
 global flags:
