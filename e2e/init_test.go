@@ -133,9 +133,13 @@ func readEntry(t *testing.T, data []byte, layout, name string) clientEntry {
 	if err != nil {
 		t.Fatalf("reading the wrapped config: %v\n%s", err, data)
 	}
-	var doc map[string]map[string]clientEntry
+	var doc map[string]json.RawMessage
+	var servers map[string]clientEntry
 	if err := json.Unmarshal(std, &doc); err != nil {
 		t.Fatalf("reading the wrapped config: %v\n%s", err, std)
 	}
-	return doc[layout][name]
+	if err := json.Unmarshal(doc[layout], &servers); err != nil {
+		t.Fatalf("reading the wrapped config's %s: %v\n%s", layout, err, std)
+	}
+	return servers[name]
 }

@@ -149,7 +149,11 @@ func editFile(verb string, f clientconfig.File, self string, recs *clientconfig.
 		fmt.Fprintln(stdout, "  no servers")
 	}
 	for _, r := range results {
-		line := "  " + r.Entry + ": " + r.Action
+		action := r.Action
+		if dryRun && (action == "wrapped" || action == "restored") {
+			action = "would be " + action
+		}
+		line := "  " + r.Entry + ": " + action
 		if r.Why != "" {
 			line += " (" + r.Why + ")"
 		}
@@ -167,11 +171,20 @@ func editFile(verb string, f clientconfig.File, self string, recs *clientconfig.
 	if err != nil {
 		return fmt.Errorf("writing the backup: %w", err)
 	}
+	// The originals must never be lost: init saves them before the file
+	// is wrapped, unwrap forgets them only after the file is restored.
+	if verb != "unwrap" {
+		if err := recs.Save(); err != nil {
+			return fmt.Errorf("saving the originals: %w (the file is unchanged)", err)
+		}
+	}
 	if err := clientconfig.WriteAtomic(f.Path, out, info.Mode().Perm()); err != nil {
 		return fmt.Errorf("writing: %w (the file is unchanged; backup %s)", err, backup)
 	}
-	if err := recs.Save(); err != nil {
-		return fmt.Errorf("the file is edited but the records of its originals could not be saved: %w (backup %s)", err, backup)
+	if verb == "unwrap" {
+		if err := recs.Save(); err != nil {
+			return fmt.Errorf("the file is restored, but its records could not be updated: %w", err)
+		}
 	}
 	fmt.Fprintf(stdout, "  written (backup %s)\n", backup)
 	return nil
