@@ -21,8 +21,9 @@
 //  4. Safety tier from [Risk]: 0-30 advisory, 31-60 confirm, 61-85 verify
 //     (pause for out-of-band verification), 86-100 danger_zone (block).
 //  5. Risk tolerance: an advisory or confirm action whose risk is above the
-//     policy threshold (conservative 25, moderate 50, aggressive 75) pauses
-//     for confirmation; otherwise it is allowed.
+//     policy threshold (conservative 25, moderate 30, aggressive 40) pauses
+//     for confirmation; otherwise it is allowed. No tolerance lets the
+//     destructive band of the confirm tier (41-60) run unasked.
 //
 // Risk and Tier are set only by the stages that compute them (3 for deny
 // and requires_approval, 4 onwards); they are zero after stages 1 and 2 and

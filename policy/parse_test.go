@@ -329,10 +329,34 @@ func TestExampleConfig(t *testing.T) {
 	}
 }
 
-// TestExampleConfigDocumentsEveryKey keeps config.example.toml complete:
-// every key of the Config schema must appear in it.
-func TestExampleConfigDocumentsEveryKey(t *testing.T) {
-	data, err := os.ReadFile("../config.example.toml")
+// TestReferencesDocumentEveryKey keeps config.example.toml and the policy
+// reference (docs/policy.md, where a key is written `key`) complete: every
+// key of the Config schema must appear in both.
+func TestReferencesDocumentEveryKey(t *testing.T) {
+	for _, ref := range []struct{ path, quote string }{
+		{"../config.example.toml", ""},
+		{"../docs/policy.md", "`"},
+	} {
+		t.Run(ref.path, func(t *testing.T) { documentsEveryKey(t, ref.path, ref.quote) })
+	}
+}
+
+// mentions reports whether doc names key: as it is (quote ""), or as
+// `key`, a [table] or a [dotted.table].
+func mentions(doc, key, quote string) bool {
+	if quote == "" {
+		return strings.Contains(doc, key)
+	}
+	for _, form := range []string{quote + key, "[" + key, "." + key} {
+		if strings.Contains(doc, form) {
+			return true
+		}
+	}
+	return false
+}
+
+func documentsEveryKey(t *testing.T, path, quote string) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +372,7 @@ func TestExampleConfigDocumentsEveryKey(t *testing.T) {
 			if name == "" {
 				continue
 			}
-			if !strings.Contains(string(data), name) {
+			if !mentions(string(data), name, quote) {
 				missing = append(missing, prefix+name)
 			}
 			ft := deref(f.Type)
@@ -362,7 +386,7 @@ func TestExampleConfigDocumentsEveryKey(t *testing.T) {
 	}
 	walk("", configType)
 	if len(missing) > 0 {
-		t.Errorf("config.example.toml does not mention: %v", missing)
+		t.Errorf("%s does not mention: %v", path, missing)
 	}
 }
 

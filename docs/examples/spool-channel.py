@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""An aqlguard command channel: questions and codes in a spool directory.
+
+    [verify]
+    channel = "command"
+    command = ["/opt/aqlguard/spool-channel.py", "/var/spool/aqlguard"]
+
+aqlguard runs this program once per request, with one JSON object on its
+stdin (docs/command-channel.md). For a confirmation it writes
+TOKEN.question (what the agent wants, in words, then the request as JSON)
+and waits until the question expires for a file TOKEN.answer holding
+allow, allow_session or deny; it prints that answer. For a verification
+code it writes CHALLENGE_ID.code and exits. Everything it writes is 0600
+in a 0700 directory: make that directory unreadable to the agent (run
+aqlguard as its own OS user; see docs/threat-model.md) and answer from
+another device, e.g.
+
+    ssh aqlguard@host cat /var/spool/aqlguard/*.question
+    ssh aqlguard@host 'echo allow > /var/spool/aqlguard/conf_1234.answer'
+    ssh aqlguard@host cat /var/spool/aqlguard/*.code
+
+No answer, a malformed one or an expired question approves nothing: the
+program just prints nothing.
+"""
+
+import datetime
+import json
+import os
+import re
+import sys
+import time
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+def write_private(path, text):
+    """Create path (never overwrite, never follow a planted symlink), 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def describe(req):
+    lines = [
+        f"{req['agent']} ({req.get('client') or 'unknown client'}) wants to call "
+        f"{req.get('server') or '?'}/{req.get('tool') or req['operation']}",
+        f"why: {req['reason']} (tier {req['tier']})",
+        f"expires: {req['expires_at']}",
+        f"answer with one of: {', '.join(req['answers'])}",
+        "",
+        json.dumps(req, indent=2, ensure_ascii=False),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def expiry(req):
+    return datetime.datetime.fromisoformat(req["expires_at"].replace("Z", "+00:00"))
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: spool-channel.py DIR", file=sys.stderr)
+        return 2
+    spool = sys.argv[1]
+    os.makedirs(spool, mode=0o700, exist_ok=True)
+    req = json.load(sys.stdin)
+
+    if req["kind"] == "challenge":
+        name = req["challenge_id"]
+        if not SAFE_NAME.match(name):
+            return 1
+        write_private(
+            os.path.join(spool, name + ".code"),
+            f"aqlguard blocked {req['agent']}: {req.get('reason', '')}\n"
+            f"expires: {req['expires_at']}\n"
+            f"give this code to the assistant in your chat: {req['code']}\n",
+        )
+        return 0
+
+    name = req["token"]
+    if req["kind"] != "confirmation" or not SAFE_NAME.match(name):
+        return 1
+    question = os.path.join(spool, name + ".question")
+    answer = os.path.join(spool, name + ".answer")
+    write_private(question, describe(req))
+    try:
+        deadline = expiry(req)
+        while datetime.datetime.now(datetime.timezone.utc) < deadline:
+            try:
+                with open(answer, encoding="utf-8") as f:
+                    said = f.readline().strip().lower()
+            except FileNotFoundError:
+                time.sleep(0.2)
+                continue
+            os.remove(answer)
+            if said in req["answers"]:
+                print(said, flush=True)
+            return 0
+        return 0
+    finally:
+        try:
+            os.remove(question)
+        except FileNotFoundError:
+            pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
