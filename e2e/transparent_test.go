@@ -74,6 +74,9 @@ args = ["-log", "{{.dir}}/calls.jsonl", "-name", "the-real-server"]
 		t.Fatal(err)
 	}
 	id, _ := refusal.Error.Details["verification_id"].(string)
+	if next, _ := refusal.Error.Details["next"].(string); !strings.Contains(next, "call the tool aqlguard_verify_challenge with challenge_id "+id) {
+		t.Errorf("the model is not told the tool it has: %q", next)
+	}
 	select {
 	case <-changed:
 	case <-time.After(10 * time.Second):
@@ -130,11 +133,16 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 	}
 	var refusal struct {
 		Confirmation struct {
-			Token string `json:"token"`
+			Token   string `json:"token"`
+			Message string `json:"message"`
 		} `json:"confirmation"`
 	}
 	if err := json.Unmarshal([]byte(resultText(t, res)), &refusal); err != nil || refusal.Confirmation.Token == "" {
 		t.Fatalf("no token: %v %s", err, resultText(t, res))
+	}
+	// The model has no confirm_operation here: it is told to retry.
+	if msg := refusal.Confirmation.Message; strings.Contains(msg, "confirm_operation") || !strings.Contains(msg, "repeat the same call") {
+		t.Errorf("the model is told to use a tool it does not have: %q", msg)
 	}
 	h.answer(t, "allow")
 	time.Sleep(2 * time.Second) // the human answers

@@ -9,6 +9,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,7 +39,7 @@ const TokenMeta = "aqlguard/confirmation_token"
 
 // VerifyTool is the tool that carries verify_challenge in transparent
 // mode, listed only while a verification is pending.
-const VerifyTool = "aqlguard_verify_challenge"
+const VerifyTool = safety.TransparentVerifyTool
 
 // transparentNames gives each downstream operation the name the client
 // sees: the tool's own, or <server>__<tool> where two servers collide.

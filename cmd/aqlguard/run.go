@@ -201,6 +201,7 @@ func newLoop(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.
 		ChallengeTTL:       cfg.Verify.ChallengeTTL.Duration,
 		SessionApprovalTTL: cfg.Verify.SessionApprovalTTL.Duration,
 		MaxArgumentBytes:   cfg.Audit.MaxArgumentBytes,
+		Transparent:        cfg.Mode == proxy.ModeTransparent,
 		Log:                log,
 	}
 }

@@ -86,7 +86,7 @@ func (l *Loop) hardBlock(a Action, d evaluator.Directive, w *writes) Verdict {
 	b := store.Block{Principal: l.Policy.Principal, Reason: d.Reason, Operation: a.Operation,
 		VerificationID: ch.ID, BlockedAt: l.now(), Session: a.Session, ChallengeExpiresAt: ch.ExpiresAt}
 	w.block, w.challenge, w.show = &b, &ch, req
-	return Verdict{Directive: d, VerificationID: ch.ID, Err: blockedError(l.Policy.Principal, a.Operation, &b)}
+	return Verdict{Directive: d, VerificationID: ch.ID, Err: l.blockedError(a.Operation, &b)}
 }
 
 // verifyPauseFor pauses the principal until the code is entered or expires.
@@ -98,7 +98,7 @@ func (l *Loop) verifyPauseFor(a Action, d evaluator.Directive, w *writes) Verdic
 	}
 	w.challenge, w.show, w.pause = &ch, req, &pause{ID: ch.ID, ExpiresAt: ch.ExpiresAt}
 	d.Reason = d.Reason + "; verification " + ch.ID + " pending"
-	return Verdict{Directive: d, VerificationID: ch.ID, Err: verificationError(a.Operation, ch.ID, ch.ExpiresAt)}
+	return Verdict{Directive: d, VerificationID: ch.ID, Err: l.verificationError(a.Operation, ch.ID, ch.ExpiresAt)}
 }
 
 // reissue gives a block whose code expired a fresh challenge, so a human
@@ -116,26 +116,35 @@ func (l *Loop) reissue(b *store.Block, w *writes) {
 	w.block, w.challenge, w.show, w.replaces = &nb, &ch, req, b.VerificationID
 }
 
+// TransparentVerifyTool is the tool that carries verify_challenge in
+// transparent mode.
+const TransparentVerifyTool = "aqlguard_verify_challenge"
+
 // askForTheCode tells the model what to do with a verification: the code
 // is in a window only the user sees.
-func askForTheCode(id string) string {
+func (l *Loop) askForTheCode(id string) string {
+	tool := "verify_challenge"
+	if l.Transparent {
+		tool = "the tool " + TransparentVerifyTool
+	}
 	return "aqlguard showed the user a verification code in a window of its own. Ask the user for that code, " +
-		"then call verify_challenge with challenge_id " + id + " and the code. Do not guess it; you cannot see it."
+		"then call " + tool + " with challenge_id " + id + " and the code. Do not guess it; you cannot see it."
 }
 
-func blockedError(agent, op string, b *store.Block) *aql.Error {
+func (l *Loop) blockedError(op string, b *store.Block) *aql.Error {
+	agent := l.Policy.Principal
 	return &aql.Error{Code: aql.CodeAgentBlocked,
-		Message: fmt.Sprintf("Agent '%s' is blocked: %s. %s", agent, b.Reason, askForTheCode(b.VerificationID)),
+		Message: fmt.Sprintf("Agent '%s' is blocked: %s. %s", agent, b.Reason, l.askForTheCode(b.VerificationID)),
 		Details: map[string]any{"agent": agent, "operation": op, "reason": b.Reason,
 			"verification_id": b.VerificationID, "blocked_at": b.BlockedAt.Format(time.RFC3339),
-			"next": askForTheCode(b.VerificationID)}}
+			"next": l.askForTheCode(b.VerificationID)}}
 }
 
-func verificationError(op, id string, expires time.Time) *aql.Error {
+func (l *Loop) verificationError(op, id string, expires time.Time) *aql.Error {
 	return &aql.Error{Code: aql.CodeVerification,
-		Message: "Paused until the user confirms with a verification code. " + askForTheCode(id),
+		Message: "Paused until the user confirms with a verification code. " + l.askForTheCode(id),
 		Details: map[string]any{"operation": op, "verification_id": id, "expires_at": expires.Format(time.RFC3339),
-			"next": askForTheCode(id)}}
+			"next": l.askForTheCode(id)}}
 }
 
 // VerifyResult is verify_challenge's success.

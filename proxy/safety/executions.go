@@ -125,7 +125,7 @@ func (l *Loop) ExecuteAgent(ctx context.Context, session, element string) (State
 	}
 	if b != nil {
 		l.recordRefusal(ctx, session, "execute_agent", b)
-		return State{}, blockedError(l.Policy.Principal, "execute_agent", b)
+		return State{}, l.blockedError("execute_agent", b)
 	}
 	id, err := newExecutionID()
 	if err != nil {

@@ -41,7 +41,12 @@ type Loop struct {
 	// MaxArgumentBytes caps the redacted arguments an audit record keeps
 	// (0: no cap); the digest of the whole is kept always.
 	MaxArgumentBytes int
-	Log              *slog.Logger
+	// Transparent says the model sees the servers' own tools (transparent
+	// mode): what it is told to do names TransparentVerifyTool instead of
+	// verify_challenge, and the identical retry instead of
+	// confirm_operation, which it does not have.
+	Transparent bool
+	Log         *slog.Logger
 	// Now and Evaluate default to time.Now and evaluator.Evaluate.
 	Now      func() time.Time
 	Evaluate func(*policy.Policy, evaluator.Step) evaluator.Directive
@@ -366,7 +371,7 @@ func (l *Loop) gate(a Action, b *store.Block, w *writes) (Verdict, bool) {
 		d := evaluator.Directive{Decision: evaluator.NeedsVerify, Enforced: true, Tier: evaluator.Verify,
 			Reason:  "Paused: verification " + p.ID + " is pending; a human must enter the code shown to them",
 			Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
-		return Verdict{Directive: d, VerificationID: p.ID, Err: verificationError(a.Operation, p.ID, p.ExpiresAt)}, true
+		return Verdict{Directive: d, VerificationID: p.ID, Err: l.verificationError(a.Operation, p.ID, p.ExpiresAt)}, true
 	}
 	return Verdict{}, false
 }
@@ -522,6 +527,10 @@ func (l *Loop) pending(a Action, c *Confirmation, d evaluator.Directive) Verdict
 	expires := c.ExpiresAt.Format(time.RFC3339)
 	msg := fmt.Sprintf("A human must confirm this (%s). Call confirm_operation with the token to ask them again; "+
 		"then repeat the same call. The model cannot confirm it.", d.Reason)
+	if l.Transparent {
+		msg = fmt.Sprintf("A human must confirm this (%s). aqlguard asked them in a window of its own; "+
+			"repeat the same call, with the same arguments, to get their answer. The model cannot confirm it.", d.Reason)
+	}
 	err := &aql.Error{Code: aql.CodeConfirmation, Message: "This operation requires confirmation",
 		Details: map[string]any{"operation": a.Operation, "danger_level": DangerLevel(d.Risk), "reasons": reasons,
 			"confirmation_message": msg, "confirmation_token": c.Token, "expires_at": expires,

@@ -234,7 +234,7 @@ func (l *Loop) blockedVerdict(a Action, b *store.Block, factors ...string) Verdi
 	d := evaluator.Directive{Stopped: true, Decision: evaluator.Block, Enforced: true, Tier: evaluator.DangerZone,
 		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", l.Policy.Principal, b.Reason, b.VerificationID),
 		Factors: factors}
-	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: blockedError(l.Policy.Principal, a.Operation, b)}
+	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: l.blockedError(a.Operation, b)}
 }
 
 // unavailable is the fail-closed verdict when the store cannot be used.
