@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,17 +112,7 @@ func auditRecords(t *testing.T, g *guard) []map[string]any {
 	if vout, verr, code := admin(t, g, "audit", "verify", file); code != 0 {
 		t.Fatalf("audit verify of the export: exit %d: %s%s", code, vout, verr)
 	}
-	var recs []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("audit export line %q: %v", sc.Text(), err)
-		}
-		recs = append(recs, r)
-	}
-	return recs
+	return jsonLines(t, out)
 }
 
 // assertNoLeak looks for every code the human was shown (as shown, and

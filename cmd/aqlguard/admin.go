@@ -31,17 +31,24 @@ func openAdminStore(name string, args []string, stderr io.Writer) (*store.Store,
 	if err != nil {
 		return nil, nil, 2
 	}
+	st, code := storeFor(g, stderr)
+	return st, rest, code
+}
+
+// storeFor opens the state database of the config g names; on failure it
+// says why on stderr and returns the exit code.
+func storeFor(g *globals, stderr io.Writer) (*store.Store, int) {
 	cfg, err := loadConfig(g)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-		return nil, nil, 1
+		return nil, 1
 	}
 	st, err := openStore(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-		return nil, nil, 1
+		return nil, 1
 	}
-	return st, rest, 0
+	return st, 0
 }
 
 // parseInterspersed parses flags anywhere among the arguments (people
@@ -226,15 +233,9 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	if sub == "verify" && len(rest) == 1 {
 		return verifyExport(rest[0], stdout, stderr)
 	}
-	cfg, err := loadConfig(g)
-	if err != nil {
-		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-		return 1
-	}
-	st, err := openStore(context.Background(), cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-		return 1
+	st, code := storeFor(g, stderr)
+	if st == nil {
+		return code
 	}
 	ctx := context.Background()
 	switch sub {

@@ -29,15 +29,9 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return 2
 	}
-	cfg, err := loadConfig(g)
-	if err != nil {
-		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-		return 1
-	}
-	st, err := openStore(context.Background(), cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-		return 1
+	st, code := storeFor(g, stderr)
+	if st == nil {
+		return code
 	}
 	now := time.Now()
 	if verb == "list" {
