@@ -264,7 +264,7 @@ func servers(ctx context.Context, in Input) []Check {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(discard{}, nil))
-	pool := downstream.Start(ctx, cfgs, in.Version, log)
+	pool := downstream.Start(ctx, cfgs, downstream.Options{Version: in.Version, Log: log})
 	defer pool.Close()
 	var out []Check
 	for _, s := range pool.Servers() {
@@ -272,10 +272,10 @@ func servers(ctx context.Context, in Input) []Check {
 		if l, ok := labels[s.Name]; ok {
 			label = "server " + l
 		}
-		if s.Status == downstream.Ready {
-			out = append(out, Check{OK, label, fmt.Sprintf("starts (%d tools, protocol %s)", len(s.Tools), s.Protocol)})
+		if st := s.State(); st.Status == downstream.Ready {
+			out = append(out, Check{OK, label, fmt.Sprintf("starts (%d tools, protocol %s)", len(st.Tools), st.Protocol)})
 		} else {
-			out = append(out, Check{Fail, label, s.Problem})
+			out = append(out, Check{Fail, label, st.Problem})
 		}
 	}
 	return out

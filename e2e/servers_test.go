@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ args = ["-stderr-noise"]
 	if res["data"] != "x" {
 		t.Fatal(res)
 	}
-	if !strings.Contains(g.stderr(), `msg="downstream stderr" server=noisy line="testserver: stderr noise line 2 (not MCP)"`) {
+	if !regexp.MustCompile(`msg="downstream stderr" (session=s-[0-9a-f]+ )?server=noisy line="testserver: stderr noise line 2 \(not MCP\)"`).MatchString(g.stderr()) {
 		t.Errorf("stderr not in aqlguard's log:\n%s", g.stderr())
 	}
 }

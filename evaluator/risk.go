@@ -155,6 +155,9 @@ type name struct{ what, value string }
 // name as the server spells it, snake-cased (deleteAllUsers ->
 // delete_all_users), and the operation name.
 func (c *call) names() []name {
+	if policy.IsReadSubject(c.s.Tool) {
+		return nil // a URI or a prompt's name is not a tool name: no naming conventions apply
+	}
 	out := make([]name, 0, 2)
 	if t := policy.SnakeName(c.s.Tool); t != "" {
 		out = append(out, name{"tool name " + strconv.Quote(t), t})

@@ -176,6 +176,15 @@ func (a ArgumentSpec) AppliesTo(names []string, path []string) bool {
 // the server's spelling (writefile, folded), and server.tool in both
 // spellings (fs.write_file, fs.writefile). Name patterns match these.
 func NameForms(operation, server, tool string) []string {
+	if IsReadSubject(tool) {
+		// A resource or a prompt is named by its URI or name as it is:
+		// resource:<uri>, server.resource:<uri>.
+		out := []string{Normalize(tool)}
+		if server != "" {
+			out = append(out, Normalize(server+"."+tool))
+		}
+		return out
+	}
 	out := make([]string, 0, 5)
 	add := func(n string) {
 		n = Normalize(n)
@@ -197,4 +206,18 @@ func NameForms(operation, server, tool string) []string {
 		add(server + "." + tool)
 	}
 	return out
+}
+
+// Read subjects: what a resources/read or a prompts/get is matched as,
+// "resource:<uri>" and "prompt:<name>" (with the server,
+// "fs.resource:file:///etc/hosts").
+const (
+	ResourcePrefix = "resource:"
+	PromptPrefix   = "prompt:"
+)
+
+// IsReadSubject reports whether tool names a resource or a prompt rather
+// than a tool.
+func IsReadSubject(tool string) bool {
+	return strings.HasPrefix(tool, ResourcePrefix) || strings.HasPrefix(tool, PromptPrefix)
 }

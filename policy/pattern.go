@@ -108,6 +108,9 @@ func CompilePattern(src string) (Pattern, error) {
 // for a word anywhere, so it is matched against text too. Everything else
 // is text.
 func kindOf(norm string) Kind {
+	if readSubjectPattern(norm) {
+		return Names
+	}
 	first := true
 	for i := 0; i < len(norm); i++ {
 		c := norm[i]
@@ -267,4 +270,28 @@ func exponentOf(s string) int {
 	}
 	intPart, _, _ := strings.Cut(strings.TrimPrefix(mant, "-"), ".")
 	return n + len(intPart)
+}
+
+// readSubjectPattern reports whether a folded pattern names resources or
+// prompts ("*.resource:file:///etc/*", "fs.prompt:deploy*"): a name
+// pattern (or nothing) before "resource:" or "prompt:", then the URI or
+// name, which may hold what names do not (':', '/'), but no space.
+func readSubjectPattern(norm string) bool {
+	for _, marker := range []string{ResourcePrefix, PromptPrefix} {
+		i := strings.Index(norm, marker)
+		if i < 0 {
+			continue
+		}
+		head := norm[:i]
+		if head != "" && !strings.HasSuffix(head, ".") && !strings.HasSuffix(head, "*") {
+			continue
+		}
+		if strings.ContainsRune(norm[i:], ' ') {
+			continue
+		}
+		if head == "" || kindOf(strings.TrimSuffix(head, "."))&Names != 0 || head == "*" {
+			return true
+		}
+	}
+	return false
 }

@@ -26,10 +26,11 @@ func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.
 		overrides[s.Name] = s.Categories
 	}
 	for _, s := range servers {
-		if s.Status != downstream.Ready {
+		st := s.State()
+		if st.Status != downstream.Ready {
 			continue
 		}
-		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: s.Tools, Categories: overrides[s.Name]})
+		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: st.Tools, Categories: overrides[s.Name]})
 	}
 	return cat, nil
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -71,7 +73,7 @@ func (f *Front) batch(ctx context.Context, session, tool string, cat policy.Cate
 // endpoint): lookup, endpoint routing, validation, then the built-in
 // handler or the guard.
 func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Category, req *aql.Request) *aql.Result {
-	op, ok := f.Catalog.Lookup(req.Operation)
+	op, ok := f.Catalog().Lookup(req.Operation)
 	if !ok {
 		return aql.Failure(aql.NotFoundOperation(req.Operation))
 	}
@@ -94,11 +96,20 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 		sel = s
 	}
 	token, _ := params[catalog.TokenParam].(string)
-	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token)
+	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token, nil)
 	if out.Err != nil {
 		return &aql.Result{Err: out.Err, Confirmation: out.Confirmation}
 	}
-	res := toolResult(op, out.Result)
+	if out.RPCErr != nil {
+		return aql.Failure(rpcFailure(op, out.RPCErr))
+	}
+	tr, err := out.Result()
+	if err != nil {
+		return aql.Failure(&aql.Error{Code: aql.CodeInternal,
+			Message: "Internal error: 'the result of " + op.Tool.Name + " on " + op.Server + " does not decode'",
+			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name}})
+	}
+	res := toolResult(op, tr)
 	if res.Success && sel != nil {
 		res.Data = sel.Apply(res.Data)
 	}
@@ -113,7 +124,7 @@ func (f *Front) builtin(ctx context.Context, session string, op *catalog.Operati
 	if op.Name == "introspect" {
 		query, _ := params["query"].(string)
 		name, _ := params["name"].(string)
-		return aql.Success(f.Catalog.Introspect(query, name, f.ToolFor, f.protocol()))
+		return aql.Success(f.Catalog().Introspect(query, name, f.ToolFor, f.protocol()))
 	}
 	return f.loopOperation(ctx, session, op, params)
 }
@@ -188,25 +199,41 @@ func monitoringWarning(d evaluator.Directive) *aql.Warning {
 
 // handlePassthrough serves a passthrough tool: the client sends the
 // downstream tool's own arguments; the same limits, validation and guard
-// apply; an allowed call returns the downstream result untouched.
-func (f *Front) handlePassthrough(ctx context.Context, session string, op *catalog.Operation, raw json.RawMessage) *mcp.CallToolResult {
+// apply; an allowed call returns the server's answer as it sent it.
+func (f *Front) handlePassthrough(ctx context.Context, session string, op *catalog.Operation, raw, callParams json.RawMessage) (json.RawMessage, error) {
 	args, perr := aql.ParseArguments(raw, f.Limits)
 	if perr != nil {
-		return f.encode(aql.Failure(perr))
+		return f.encodeRaw(f.encode(aql.Failure(perr)))
 	}
 	params, verr := aql.Validate(op.Name, op.Params, args)
 	if verr != nil {
-		return f.encode(aql.Failure(verr))
+		return f.encodeRaw(f.encode(aql.Failure(verr)))
 	}
 	token, _ := params[catalog.TokenParam].(string)
-	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token)
+	base, _ := relay.DeleteMember(callParams, "arguments")
+	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token, base)
 	if out.Err != nil {
-		return f.encode(&aql.Result{Err: out.Err, Confirmation: out.Confirmation})
+		return f.encodeRaw(f.encode(&aql.Result{Err: out.Err, Confirmation: out.Confirmation}))
 	}
-	if b, err := json.Marshal(out.Result); err == nil && int64(len(b)) > f.Limits.MaxResponseSize {
-		return f.encode(aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(b)), "")))
+	if out.RPCErr != nil {
+		return nil, out.RPCErr
 	}
-	return out.Result
+	if int64(len(out.Raw)) > f.Limits.MaxResponseSize {
+		return f.encodeRaw(f.encode(aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(out.Raw)), ""))))
+	}
+	return out.Raw, nil
+}
+
+// rpcFailure is a server's JSON-RPC error in an MCP-AQL envelope, with
+// the server's code, message and data.
+func rpcFailure(op *catalog.Operation, e *jsonrpc.Error) *aql.Error {
+	d := map[string]any{"server": op.Server, "tool": op.Tool.Name,
+		"upstream_error": map[string]any{"code": e.Code, "message": e.Message}}
+	if len(e.Data) > 0 {
+		d["upstream_error"].(map[string]any)["data"] = e.Data
+	}
+	return &aql.Error{Code: aql.CodeInternal, Details: d,
+		Message: "Internal error: 'the server " + op.Server + " refused the call to " + op.Tool.Name + ": " + e.Message + "'"}
 }
 
 // encode renders a result as the tool's single text block, enforcing the
@@ -231,11 +258,15 @@ func (f *Front) protocol() map[string]any {
 	if mode == ModePassthrough {
 		mode = ModeSingle // the schema's enum has no passthrough; aqlguard_mode says it
 	}
-	servers := make([]map[string]any, 0, len(f.Servers))
-	for _, s := range f.Servers {
-		e := map[string]any{"name": s.Name, "status": string(s.Status), "transport": s.Transport, "tools": len(s.Tools)}
-		if s.Status == downstream.Failed {
-			e["problem"] = s.Problem
+	servers := make([]map[string]any, 0, len(f.Pool.Servers()))
+	for _, s := range f.Pool.Servers() {
+		st := s.State()
+		e := map[string]any{"name": s.Name, "status": string(st.Status), "transport": s.Transport, "tools": len(st.Tools)}
+		if st.Status != downstream.Ready && st.Problem != "" {
+			e["problem"] = st.Problem
+		}
+		if st.Restarts > 0 {
+			e["restarts"] = st.Restarts
 		}
 		servers = append(servers, e)
 	}

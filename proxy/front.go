@@ -1,12 +1,12 @@
-// Package proxy is aqlguard's MCP front: it exposes the catalog through
-// the MCP-AQL endpoints (or as guarded passthrough tools) and routes every
-// call that reaches a downstream server through the Guard.
+// Package proxy is aqlguard's MCP front for tools: per client session, it
+// offers the servers' tools as the mode says (as they are, through the
+// MCP-AQL endpoints, or as guarded passthrough tools) and routes every
+// call that reaches a downstream server through the Guard. Everything
+// else MCP carries is relayed by package relay.
 package proxy
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -17,6 +17,9 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/safety"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -32,60 +35,189 @@ const (
 // SingleTool is the unified endpoint's tool name.
 const SingleTool = "mcp_aql"
 
-// FrontProtocolVersions are the MCP versions the front speaks. 2026-07-28
-// is left out on purpose: with it the SDK never fires the initialized
-// handshake and server-to-client requests (the confirmation dialogs'
-// elicitation fallback among them) need the multi-round-trip form, and no
-// MCP client we front (Claude Desktop, Claude Code, Cursor, VS Code) asks
-// for it yet. Clients that do fall back to initialize with 2025-11-25.
+// FrontProtocolVersions are the MCP versions the front speaks, newest
+// first. 2026-07-28 is not among them yet: it has no initialize
+// handshake and carries server-to-client requests in a multi-round-trip
+// form the relay does not translate. Clients that ask for it get
+// 2025-11-25, which every MCP client we front speaks.
 var FrontProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
-// Front is the MCP server aqlguard presents to its client.
-type Front struct {
-	Mode    string
-	Catalog *catalog.Catalog
-	Guard   *Guard
-	Limits  aql.Limits
-	Log     *slog.Logger
-	// Servers are the downstream servers, reported in _protocol.
-	Servers []*downstream.Server
+// Shared is what the fronts of every session of one aqlguard share.
+type Shared struct {
+	Mode   string
+	Config *policy.Config
+	Loop   *safety.Loop
+	Limits aql.Limits
+	Log    *slog.Logger
+	// Version is aqlguard's.
 	Version string
+}
 
-	sessions sync.Map // *mcp.ServerSession → session label
+// RelayConfig is the relay configuration for sh's mode.
+func (sh *Shared) RelayConfig() *relay.Config {
+	rc := &relay.Config{
+		Servers:          sh.Config.Servers,
+		Version:          sh.Version,
+		Transparent:      sh.Mode == ModeTransparent,
+		ProtocolVersions: FrontProtocolVersions,
+		NewTools:         func(s *relay.Session) (relay.Tools, error) { return sh.NewFront(s) },
+		Gate:             &gate{loop: sh.Loop, log: sh.Log},
+		Restart:          true,
+		Log:              sh.Log,
+	}
+	if sh.Mode != ModeTransparent {
+		rc.Instructions = "Every tool call passes aqlguard's safety evaluator. Discover operations with " +
+			`{"operation":"introspect","params":{"query":"operations"}}.`
+	}
+	return rc
+}
 
-	// transparent is the server of transparent mode, whose tool list
-	// changes while a verification is pending (verifyListed).
-	transparent  *mcp.Server
+// Front is the tools of one client session in the configured mode.
+type Front struct {
+	Mode   string
+	Guard  *Guard
+	Limits aql.Limits
+	Log    *slog.Logger
+	// Session is the client session; Pool its servers.
+	Session *relay.Session
+	Pool    *downstream.Pool
+	Version string
+	config  *policy.Config
+
+	mu      sync.RWMutex
+	catalog *catalog.Catalog
+
 	verifyMu     sync.Mutex
 	verifyListed bool
 }
 
-// Server builds the go-sdk server with the tools of the configured mode.
-func (f *Front) Server() *mcp.Server {
-	if f.Mode == ModeTransparent {
-		return f.transparentServer()
+// NewFront builds the front of one session, once its servers are up.
+func (sh *Shared) NewFront(s *relay.Session) (*Front, error) {
+	f := &Front{Mode: sh.Mode, Limits: sh.Limits, Log: sh.Log.With("session", s.ID), Session: s, Pool: s.Pool(),
+		Version: sh.Version, config: sh.Config}
+	f.Guard = &Guard{Loop: sh.Loop, Downstream: sessionCaller{s}, Log: sh.Log}
+	if err := f.rebuild(); err != nil {
+		return nil, err
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "aqlguard", Version: f.Version}, &mcp.ServerOptions{
-		Logger:                    f.Log,
-		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		SupportedProtocolVersions: FrontProtocolVersions,
-		Instructions: "Every tool call passes aqlguard's safety evaluator. Discover operations with " +
-			`{"operation":"introspect","params":{"query":"operations"}}.`,
-	})
+	return f, nil
+}
+
+// rebuild derives the catalog from what the servers offer now.
+func (f *Front) rebuild() error {
+	cat, err := BuildCatalog(f.config, f.Guard.Loop.Policy, f.Pool.Servers())
+	if err != nil {
+		return fmt.Errorf("building the operation catalog: %w", err)
+	}
+	for _, n := range cat.Notes {
+		f.Log.Warn("catalog", "note", n)
+	}
+	f.mu.Lock()
+	f.catalog = cat
+	f.mu.Unlock()
+	return nil
+}
+
+// Catalog is the session's operation catalog now.
+func (f *Front) Catalog() *catalog.Catalog {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.catalog
+}
+
+// ToolsChanged implements relay.Tools: a server's tools changed, so the
+// catalog is derived again and the client told.
+func (f *Front) ToolsChanged(context.Context, *downstream.Server) bool {
+	if err := f.rebuild(); err != nil {
+		f.Log.Error("the tools changed, but the catalog could not be rebuilt; the old one stays", "err", err)
+		return false
+	}
+	return true
+}
+
+// sessionCaller forwards tools/call through the session (which maps
+// progress tokens).
+type sessionCaller struct{ s *relay.Session }
+
+func (c sessionCaller) CallTool(ctx context.Context, server string, params json.RawMessage) (json.RawMessage, error) {
+	srv, ok := c.s.Pool().Server(server)
+	if !ok {
+		return nil, fmt.Errorf("%w: no server %s", downstream.ErrUnavailable, server)
+	}
+	return c.s.Forward(ctx, srv, "tools/call", params)
+}
+
+// ListTools implements relay.Tools.
+func (f *Front) ListTools(ctx context.Context) ([]json.RawMessage, error) {
+	if f.Mode == ModeTransparent {
+		return f.transparentTools(ctx), nil
+	}
+	var tools []*mcp.Tool
 	if f.Mode == ModeSemantic || f.Mode == ModeAll {
 		for _, cat := range policy.Categories {
-			f.addEndpoint(s, semanticTool(cat), cat)
+			tools = append(tools, f.endpointTool(semanticTool(cat), cat))
 		}
 	}
 	if f.Mode == ModeSingle || f.Mode == ModeAll || f.Mode == ModePassthrough {
-		f.addEndpoint(s, SingleTool, "")
+		tools = append(tools, f.endpointTool(SingleTool, ""))
 	}
 	if f.Mode == ModePassthrough {
-		for _, op := range f.Catalog.Downstream() {
-			f.addPassthrough(s, op)
+		for _, op := range f.Catalog().Downstream() {
+			tools = append(tools, passthroughTool(op))
 		}
 	}
-	return s
+	out := make([]json.RawMessage, 0, len(tools))
+	for _, t := range tools {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// callParams are the members of tools/call params aqlguard reads.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// CallTool implements relay.Tools.
+func (f *Front) CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	var p callParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: " + err.Error()}
+	}
+	ctx = withClient(ctx, f.Session.ClientName())
+	session := f.Session.ID
+	if f.Mode == ModeTransparent {
+		return f.callTransparent(ctx, session, p, params)
+	}
+	if p.Name == SingleTool && f.Mode != ModeSemantic {
+		return f.encodeRaw(f.handleEndpoint(ctx, session, SingleTool, "", p.Arguments))
+	}
+	if f.Mode == ModeSemantic || f.Mode == ModeAll {
+		for _, cat := range policy.Categories {
+			if p.Name == semanticTool(cat) {
+				return f.encodeRaw(f.handleEndpoint(ctx, session, p.Name, cat, p.Arguments))
+			}
+		}
+	}
+	if f.Mode == ModePassthrough {
+		if op, ok := f.Catalog().Lookup(p.Name); ok && !op.Builtin {
+			return f.handlePassthrough(ctx, session, op, p.Arguments, params)
+		}
+	}
+	return nil, unknownTool(p.Name)
+}
+
+func unknownTool(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool " + fmt.Sprintf("%q", name)}
+}
+
+// encodeRaw is a tool result on the wire.
+func (f *Front) encodeRaw(r *mcp.CallToolResult) (json.RawMessage, error) {
+	return json.Marshal(r)
 }
 
 func semanticTool(cat policy.Category) string {
@@ -114,12 +246,9 @@ var endpointSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"operations":{"type":"array","items":{"type":"object"},"description":"Batch: [{operation, params}, ...]"}` +
 	`},"required":["operation"]}`)
 
-func (f *Front) addEndpoint(s *mcp.Server, name string, cat policy.Category) {
-	t := &mcp.Tool{Name: name, InputSchema: endpointSchema, Description: f.endpointDescription(cat),
+func (f *Front) endpointTool(name string, cat policy.Category) *mcp.Tool {
+	return &mcp.Tool{Name: name, InputSchema: endpointSchema, Description: f.endpointDescription(cat),
 		Annotations: endpointAnnotations(cat)}
-	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return f.handleEndpoint(withClient(ctx, req.Session), f.session(req.Session), name, cat, req.Params.Arguments), nil
-	})
 }
 
 // endpointAnnotations follow mcp-integration.md 2.3: only READ is
@@ -137,9 +266,10 @@ func endpointAnnotations(cat policy.Category) *mcp.ToolAnnotations {
 func (f *Front) endpointDescription(cat policy.Category) string {
 	var b strings.Builder
 	var names []string
+	cg := f.Catalog()
 	if cat == "" {
 		b.WriteString("Unified MCP-AQL endpoint for all operations, routed by operation name. ")
-		for _, op := range f.Catalog.Operations() {
+		for _, op := range cg.Operations() {
 			names = append(names, op.Name)
 		}
 	} else {
@@ -150,7 +280,7 @@ func (f *Front) endpointDescription(cat policy.Category) string {
 			policy.Delete:  "Removing operations (delete, remove, purge). ",
 			policy.Execute: "Runtime operations and tools with external effects (run, start, stop). ",
 		}[cat])
-		names = f.Catalog.ByCategory(cat)
+		names = cg.ByCategory(cat)
 	}
 	const shown = 6
 	if len(names) > 0 {
@@ -166,13 +296,10 @@ func (f *Front) endpointDescription(cat policy.Category) string {
 	return b.String()
 }
 
-func (f *Front) addPassthrough(s *mcp.Server, op *catalog.Operation) {
-	schema := withTokenProperty(op.Tool.InputSchema)
-	t := &mcp.Tool{Name: op.Name, Title: op.Tool.Title, Description: op.Tool.Description,
-		InputSchema: schema, OutputSchema: op.Tool.OutputSchema, Annotations: op.Tool.Annotations}
-	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return f.handlePassthrough(withClient(ctx, req.Session), f.session(req.Session), op, req.Params.Arguments), nil
-	})
+func passthroughTool(op *catalog.Operation) *mcp.Tool {
+	return &mcp.Tool{Name: op.Name, Title: op.Tool.Title, Description: op.Tool.Description,
+		InputSchema: withTokenProperty(op.Tool.InputSchema), OutputSchema: op.Tool.OutputSchema,
+		Annotations: op.Tool.Annotations}
 }
 
 // withTokenProperty copies a tool's input schema and declares the
@@ -197,20 +324,4 @@ func withTokenProperty(schema any) map[string]any {
 	}
 	out["properties"] = props
 	return out
-}
-
-// session labels an MCP session for logs and audit. The label is ours,
-// never client-supplied (spec 2.3.5).
-func (f *Front) session(ss *mcp.ServerSession) string {
-	if ss == nil {
-		return ""
-	}
-	if v, ok := f.sessions.Load(ss); ok {
-		return v.(string)
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	label := "s-" + hex.EncodeToString(b)
-	v, _ := f.sessions.LoadOrStore(ss, label)
-	return v.(string)
 }

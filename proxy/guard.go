@@ -2,22 +2,28 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/safety"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Caller forwards a call to a downstream server.
+// Caller forwards a tools/call to a downstream server: params are the
+// request's params as they go on the wire, the result comes back as the
+// server sent it. A JSON-RPC error from the server is a *jsonrpc.Error.
 type Caller interface {
-	Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
+	CallTool(ctx context.Context, server string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Guard sits on the path of every downstream call: it hands the call to
@@ -32,16 +38,33 @@ type Guard struct {
 
 // Outcome is what the guard did with one call.
 type Outcome struct {
-	Result       *mcp.CallToolResult // the downstream answer, when forwarded
-	Err          *aql.Error          // why the call failed or was refused
-	Confirmation *aql.Confirmation   // set with CONFIRMATION_REQUIRED
+	// Raw is the downstream result as the server sent it, when forwarded
+	// and answered.
+	Raw json.RawMessage
+	// RPCErr is the server's own JSON-RPC error, as it sent it.
+	RPCErr       *jsonrpc.Error
+	Err          *aql.Error        // why the call failed or was refused
+	Confirmation *aql.Confirmation // set with CONFIRMATION_REQUIRED
 	Directive    evaluator.Directive
 }
 
+// Result decodes Raw for the modes that wrap it (MCP-AQL endpoints).
+func (o Outcome) Result() (*mcp.CallToolResult, error) {
+	var r mcp.CallToolResult
+	if err := json.Unmarshal(o.Raw, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // Call checks and, if allowed, forwards one downstream call. args use the
-// downstream tool's own argument names; token is an explicit confirmation
-// token ("" if none).
-func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation, args map[string]any, token string) Outcome {
+// downstream tool's own argument names and are what the server receives:
+// the params go out re-encoded from the very values the policy judged, so
+// nothing the policy did not see (a duplicate key, another spelling of a
+// number) reaches the server. base holds the other members of the params
+// (the client's _meta, members aqlguard does not know); nil for none.
+// token is an explicit confirmation token ("" if none).
+func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) Outcome {
 	a := safety.Action{
 		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
 		Category: op.Category, Annotations: annotations(op.Tool.Annotations), Arguments: args,
@@ -57,30 +80,67 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	if !v.Proceed {
 		return Outcome{Err: withFactors(v.Err, d.Factors), Confirmation: v.Confirmation, Directive: d}
 	}
+	params, err := toolCallParams(base, op.Tool.Name, args)
+	if err != nil {
+		return Outcome{Err: aql.Internal("the call could not be encoded"), Directive: d}
+	}
 	began := time.Now()
-	res, err := g.Downstream.Call(ctx, op.Server, op.Tool.Name, args)
+	raw, err := g.Downstream.CallTool(ctx, op.Server, params)
 	took := time.Since(began)
-	out := Outcome{Result: res, Directive: d}
+	out := Outcome{Raw: raw, Directive: d}
 	result := "ok"
+	var rpcErr *jsonrpc.Error
 	switch {
+	case errors.As(err, &rpcErr):
+		log.Info("the server answered with a JSON-RPC error", "code", rpcErr.Code, "elapsed", took)
+		out = Outcome{RPCErr: rpcErr, Directive: d}
+		result = "rpc_error " + strconv.FormatInt(rpcErr.Code, 10)
 	case err != nil:
 		log.Error("downstream call failed", "err", err, "elapsed", took)
 		out = Outcome{Err: downstreamFailure(op, err), Directive: d}
 		result = string(out.Err.Code)
-	case res.IsError:
+	case isToolError(raw):
 		result = "tool_error"
 	}
 	if err == nil {
-		log.Info("downstream call done", "is_error", res.IsError, "elapsed", took)
+		log.Info("downstream call done", "result", result, "elapsed", took)
 	}
-	// Every outcome is audited; one that cannot be is not handed on.
-	if err := g.Loop.Outcome(ctx, a, v, result, took); err != nil {
+	// Every outcome is audited, with a context of its own: a call the
+	// client cancelled has still happened. One that cannot be audited is
+	// not handed on.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := g.Loop.Outcome(rctx, a, v, result, took); err != nil {
 		log.Error("the outcome could not be recorded; the result is withheld", "err", err)
 		return Outcome{Directive: d, Err: &aql.Error{Code: aql.CodeInternal,
 			Message: "Internal error: 'the call ran, but its outcome could not be recorded in the audit log; the result is withheld'",
 			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "executed": true, "fail_closed": true}}}
 	}
 	return out
+}
+
+// toolCallParams builds the tools/call params: base's members, the tool's
+// name and the arguments.
+func toolCallParams(base json.RawMessage, tool string, args map[string]any) (json.RawMessage, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	if len(base) == 0 {
+		base = json.RawMessage(`{}`)
+	}
+	p, err := relay.SetMember(base, "name", tool)
+	if err != nil {
+		return nil, err
+	}
+	return relay.SetMember(p, "arguments", args)
+}
+
+// isToolError reports whether a tools/call result says isError.
+func isToolError(raw json.RawMessage) bool {
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(raw, &r) == nil && r.IsError
 }
 
 // withFactors adds the evaluator's factors to a refusal's details, so the
@@ -138,9 +198,14 @@ func annotations(a *mcp.ToolAnnotations) evaluator.Annotations {
 
 func downstreamFailure(op *catalog.Operation, err error) *aql.Error {
 	d := map[string]any{"server": op.Server, "tool": op.Tool.Name}
-	if errors.Is(err, downstream.ErrUnavailable) {
+	switch {
+	case errors.Is(err, downstream.ErrUnavailable):
+		d["problem"] = err.Error()
 		return &aql.Error{Code: aql.CodeInternal, Details: d,
-			Message: fmt.Sprintf("Internal error: 'downstream server %s is unavailable'", op.Server)}
+			Message: fmt.Sprintf("Internal error: 'downstream server %s is unavailable: %s'", op.Server, err)}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &aql.Error{Code: aql.CodeInternal, Details: d,
+			Message: fmt.Sprintf("Internal error: 'the call to %s on %s was cancelled or timed out'", op.Tool.Name, op.Server)}
 	}
 	return &aql.Error{Code: aql.CodeInternal, Details: d,
 		Message: fmt.Sprintf("Internal error: 'the call to %s on %s did not complete'", op.Tool.Name, op.Server)}
@@ -149,18 +214,11 @@ func downstreamFailure(op *catalog.Operation, err error) *aql.Error {
 type clientKey struct{}
 
 // withClient notes the MCP client's own name for the human's questions.
-func withClient(ctx context.Context, ss *mcp.ServerSession) context.Context {
-	if ss == nil {
+func withClient(ctx context.Context, name string) context.Context {
+	if name == "" {
 		return ctx
 	}
-	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-		name := p.ClientInfo.Name
-		if p.ClientInfo.Title != "" {
-			name = p.ClientInfo.Title
-		}
-		return context.WithValue(ctx, clientKey{}, name)
-	}
-	return ctx
+	return context.WithValue(ctx, clientKey{}, name)
 }
 
 func clientOf(ctx context.Context) string {

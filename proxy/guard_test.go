@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"testing"
@@ -19,9 +20,13 @@ import (
 // recordingCaller stands in for the downstream pool and remembers calls.
 type recordingCaller struct{ calls []string }
 
-func (r *recordingCaller) Call(_ context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
-	r.calls = append(r.calls, server+"."+tool)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+func (r *recordingCaller) CallTool(_ context.Context, server string, params json.RawMessage) (json.RawMessage, error) {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	r.calls = append(r.calls, server+"."+p.Name)
+	return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
 }
 
 func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
@@ -59,8 +64,8 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 				Log:        log,
 			}
 			for i := 0; i < 2; i++ {
-				out := g.Call(context.Background(), "s-1", op, map[string]any{"path": "/x"}, "")
-				if tt.code == "" && (out.Err != nil || out.Result == nil) {
+				out := g.Call(context.Background(), "s-1", op, map[string]any{"path": "/x"}, "", nil)
+				if tt.code == "" && (out.Err != nil || out.Raw == nil) {
 					t.Fatalf("allowed call: %+v", out)
 				}
 				if tt.code != "" && (out.Err == nil || out.Err.Code != tt.code) {

@@ -135,7 +135,7 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 		r := safety.Report{Session: session, ExecutionID: s("execution_id"),
 			ElementName: s("element_name"), NextActionHint: s("next_action_hint"), StepDescription: s("step_description"),
 			Outcome: s("outcome"), Findings: s("findings"), ConfirmationToken: s(catalog.TokenParam)}
-		named, cat, _ := f.Catalog.ClassifyHint(r.NextActionHint)
+		named, cat, _ := f.Catalog().ClassifyHint(r.NextActionHint)
 		r.Category = cat
 		if named != nil {
 			r.Annotations = annotations(named.Tool.Annotations)

@@ -3,12 +3,10 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
 
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
-	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -59,80 +57,99 @@ func transparentNames(ops []*catalog.Operation) map[*catalog.Operation]string {
 	return out
 }
 
-// transparentServer builds the front for transparent mode.
-func (f *Front) transparentServer() *mcp.Server {
-	impl := &mcp.Implementation{Name: "aqlguard", Version: f.Version}
-	var instructions []string
-	ready := 0
-	for _, s := range f.Servers {
-		if s.Status != downstream.Ready || s.Init == nil {
-			continue
-		}
-		ready++
-		if s.Init.Instructions != "" {
-			instructions = append(instructions, s.Init.Instructions)
-		}
-	}
-	if ready == 1 {
-		for _, s := range f.Servers {
-			if s.Status == downstream.Ready && s.Init != nil && s.Init.ServerInfo != nil {
-				si := *s.Init.ServerInfo
-				impl = &si
-			}
-		}
-	}
-	srv := mcp.NewServer(impl, &mcp.ServerOptions{
-		Logger:                    f.Log,
-		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		SupportedProtocolVersions: FrontProtocolVersions,
-		Instructions:              strings.Join(instructions, "\n\n"),
-	})
-	ops := f.Catalog.Downstream()
+// transparentTools lists each server's tools as the server sent them,
+// renamed only where two servers collide, and VerifyTool while a
+// verification is pending.
+func (f *Front) transparentTools(ctx context.Context) []json.RawMessage {
+	ops := f.Catalog().Downstream()
+	names := map[[2]string]string{} // server, tool → the name the client sees
 	for op, name := range transparentNames(ops) {
-		t := *op.Tool // the server's own definition
-		t.Name = name
-		if err := addTool(srv, &t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return f.handleTransparent(withClient(ctx, req.Session), f.session(req.Session), op, req.Params), nil
-		}); err != nil {
-			f.Log.Warn("transparent mode: a tool cannot be offered as the server defines it; it is left out",
-				"server", op.Server, "tool", op.Tool.Name, "err", err)
+		names[[2]string{op.Server, op.Tool.Name}] = name
+	}
+	// In the servers' order, each server's tools in its own order.
+	var out []json.RawMessage
+	for _, srv := range f.Pool.Servers() {
+		st := srv.State()
+		for i, t := range st.Tools {
+			name, ok := names[[2]string{srv.Name, t.Name}]
+			if !ok {
+				continue
+			}
+			raw := st.ToolsRaw[i]
+			if name != t.Name {
+				renamed, err := relay.SetMember(raw, "name", name)
+				if err != nil {
+					continue
+				}
+				raw = renamed
+			}
+			out = append(out, raw)
 		}
 	}
-	f.transparent = srv
-	f.syncVerifyTool(context.Background())
-	return srv
+	if f.syncVerifyTool(ctx, false) {
+		b, _ := json.Marshal(verifyToolDef)
+		out = append(out, b)
+	}
+	return out
 }
 
-// addTool registers t, turning the SDK's panic on a schema it refuses (a
-// server's own bug) into an error.
-func addTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	s.AddTool(t, h)
-	return nil
-}
-
-// handleTransparent serves one tool call in transparent mode: the
+// callTransparent serves one tool call in transparent mode: the
 // arguments as the client sent them (within the payload limits), the
-// guard, then the server's own result, untouched.
-func (f *Front) handleTransparent(ctx context.Context, session string, op *catalog.Operation, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+// guard, then the server's own answer, result or JSON-RPC error, as the
+// server sent it.
+func (f *Front) callTransparent(ctx context.Context, session string, p callParams, params json.RawMessage) (json.RawMessage, error) {
+	if p.Name == VerifyTool {
+		return f.callVerify(ctx, session, p.Arguments)
+	}
+	var op *catalog.Operation
+	for o, name := range transparentNames(f.Catalog().Downstream()) {
+		if name == p.Name {
+			op = o
+		}
+	}
+	if op == nil {
+		return nil, unknownTool(p.Name)
+	}
 	args, perr := aql.ParseArguments(p.Arguments, f.Limits)
 	if perr != nil {
-		return f.encode(aql.Failure(perr))
+		return f.encodeRaw(f.encode(aql.Failure(perr)))
 	}
-	token, _ := p.Meta[TokenMeta].(string)
-	out := f.Guard.Call(ctx, session, op, args, token)
+	base, token := withoutToken(params)
+	out := f.Guard.Call(ctx, session, op, args, token, base)
 	if out.Err != nil {
-		defer f.syncVerifyTool(context.Background())
-		return f.encode(&aql.Result{Err: out.Err, Confirmation: out.Confirmation})
+		defer f.syncVerifyTool(context.Background(), true)
+		return f.encodeRaw(f.encode(&aql.Result{Err: out.Err, Confirmation: out.Confirmation}))
 	}
-	if b, err := json.Marshal(out.Result); err == nil && int64(len(b)) > f.Limits.MaxResponseSize {
-		return f.encode(aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(b)), "")))
+	if out.RPCErr != nil {
+		return nil, out.RPCErr
 	}
-	return out.Result
+	if int64(len(out.Raw)) > f.Limits.MaxResponseSize {
+		return f.encodeRaw(f.encode(aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(out.Raw)), ""))))
+	}
+	return out.Raw, nil
+}
+
+// withoutToken returns the call's params without the members aqlguard
+// sets itself (name, arguments) and without aqlguard's token in _meta,
+// and the token.
+func withoutToken(params json.RawMessage) (json.RawMessage, string) {
+	base, _ := relay.DeleteMember(params, "arguments")
+	meta, ok := relay.Members(base)["_meta"]
+	if !ok {
+		return base, ""
+	}
+	var token string
+	_ = json.Unmarshal(relay.Members(meta)[TokenMeta], &token)
+	if token == "" {
+		return base, ""
+	}
+	meta, _ = relay.DeleteMember(meta, TokenMeta)
+	if string(meta) == "{}" {
+		base, _ = relay.DeleteMember(base, "_meta")
+	} else {
+		base, _ = relay.SetMember(base, "_meta", meta)
+	}
+	return base, token
 }
 
 // verifyToolDef is verify_challenge as a tool of its own.
@@ -147,33 +164,33 @@ var verifyToolDef = &mcp.Tool{
 		`"required":["challenge_id","code"],"additionalProperties":false}`),
 }
 
-// syncVerifyTool lists VerifyTool while a verification is pending for the
-// principal, and only then.
-func (f *Front) syncVerifyTool(ctx context.Context) {
-	if f.transparent == nil {
-		return
+// callVerify serves VerifyTool.
+func (f *Front) callVerify(ctx context.Context, session string, raw json.RawMessage) (json.RawMessage, error) {
+	defer f.syncVerifyTool(context.Background(), true)
+	op, _ := f.Catalog().Lookup("verify_challenge")
+	args, perr := aql.ParseArguments(raw, f.Limits)
+	if perr != nil {
+		return f.encodeRaw(f.encode(aql.Failure(perr)))
 	}
+	params, verr := aql.Validate(op.Name, op.Params, args)
+	if verr != nil {
+		return f.encodeRaw(f.encode(aql.Failure(verr)))
+	}
+	return f.encodeRaw(f.encode(f.loopOperation(ctx, session, op, params)))
+}
+
+// syncVerifyTool reports whether VerifyTool is to be listed: while a
+// verification is pending for the principal, and only then. With
+// notify, a change since the last list is told to the client
+// (tools/list_changed).
+func (f *Front) syncVerifyTool(ctx context.Context, notify bool) bool {
 	pending := f.Guard.Loop.VerificationPending(ctx)
 	f.verifyMu.Lock()
-	defer f.verifyMu.Unlock()
-	switch {
-	case pending && !f.verifyListed:
-		f.transparent.AddTool(verifyToolDef, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			defer f.syncVerifyTool(context.Background())
-			op, _ := f.Catalog.Lookup("verify_challenge")
-			args, perr := aql.ParseArguments(req.Params.Arguments, f.Limits)
-			if perr != nil {
-				return f.encode(aql.Failure(perr)), nil
-			}
-			params, verr := aql.Validate(op.Name, op.Params, args)
-			if verr != nil {
-				return f.encode(aql.Failure(verr)), nil
-			}
-			return f.encode(f.loopOperation(ctx, f.session(req.Session), op, params)), nil
-		})
-		f.verifyListed = true
-	case !pending && f.verifyListed:
-		f.transparent.RemoveTools(VerifyTool)
-		f.verifyListed = false
+	changed := pending != f.verifyListed
+	f.verifyListed = pending
+	f.verifyMu.Unlock()
+	if changed && notify {
+		f.Session.NotifyClient("notifications/tools/list_changed", json.RawMessage(`{}`))
 	}
+	return pending
 }

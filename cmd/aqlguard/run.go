@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +12,7 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
-	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -73,8 +74,12 @@ func serveStdio(g *globals, cfg *policy.Config, stdin io.Reader, stdout, stderr 
 		return code
 	}
 	defer in.close()
-	transport := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
-	if err := in.front.Server().Run(ctx, transport); err != nil && ctx.Err() == nil {
+	conn, err := (&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}).Connect(ctx)
+	if err != nil {
+		in.log.Error("stdio", "err", err)
+		return 1
+	}
+	if err := relay.Serve(ctx, conn, in.relay); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		in.log.Error("MCP session ended with an error", "err", err)
 		return 1
 	}
@@ -93,15 +98,16 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// instance is one configured aqlguard: its servers, catalog and front.
+// instance is one configured aqlguard: what its sessions share. Each
+// client session starts its own downstream servers (package relay).
 type instance struct {
-	front *proxy.Front
-	pool  *downstream.Pool
-	log   *slog.Logger
+	shared *proxy.Shared
+	relay  *relay.Config
+	log    *slog.Logger
 }
 
-// startInstance starts the downstream servers of cfg and builds the
-// front. On failure it returns nil and the exit code.
+// startInstance opens the state and builds what the sessions share. On
+// failure it returns nil and the exit code.
 func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr io.Writer) (*instance, int) {
 	log, err := newLogger(stderr, g.logLevel)
 	if err != nil {
@@ -128,50 +134,25 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	log.Info("aqlguard starting", "version", version(), "config", source, "mode", cfg.Mode,
 		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
 		"state", st.Path())
-	pool := downstream.Start(ctx, cfg.Servers, version(), log)
-	front, err := buildFront(cfg, pol, st, pool, log)
-	if err != nil {
-		log.Error("building the operation catalog", "err", err)
-		_ = pool.Close()
-		return nil, 1
+	sh := &proxy.Shared{
+		Mode:   cfg.Mode,
+		Config: cfg,
+		Loop:   newLoop(cfg, pol, st, log),
+		Limits: aql.Limits{
+			MaxRequestSize:   cfg.Limits.MaxRequestSize,
+			MaxResponseSize:  cfg.Limits.MaxResponseSize,
+			MaxStringLength:  cfg.Limits.MaxStringLength,
+			MaxArrayElements: cfg.Limits.MaxArrayElements,
+			MaxNestingDepth:  cfg.Limits.MaxNestingDepth,
+		},
+		Log:     log,
+		Version: version(),
 	}
-	return &instance{front: front, pool: pool, log: log}, 0
+	return &instance{shared: sh, relay: sh.RelayConfig(), log: log}, 0
 }
 
 func (in *instance) close() {
-	in.front.Guard.Loop.Close()
-	if err := in.pool.Close(); err != nil {
-		in.log.Warn("closing downstream servers", "err", err)
-	}
-}
-
-// buildFront derives the catalog from what the servers offered and wires
-// the front to the guard.
-func buildFront(cfg *policy.Config, pol *policy.Policy, st *store.Store, pool *downstream.Pool, log *slog.Logger) (*proxy.Front, error) {
-	cat, err := proxy.BuildCatalog(cfg, pol, pool.Servers())
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range cat.Notes {
-		log.Warn("catalog", "note", n)
-	}
-	log.Info("operation catalog ready", "operations", len(cat.Operations()))
-	lim := aql.Limits{
-		MaxRequestSize:   cfg.Limits.MaxRequestSize,
-		MaxResponseSize:  cfg.Limits.MaxResponseSize,
-		MaxStringLength:  cfg.Limits.MaxStringLength,
-		MaxArrayElements: cfg.Limits.MaxArrayElements,
-		MaxNestingDepth:  cfg.Limits.MaxNestingDepth,
-	}
-	return &proxy.Front{
-		Mode:    cfg.Mode,
-		Catalog: cat,
-		Guard:   &proxy.Guard{Loop: newLoop(cfg, pol, st, log), Downstream: pool, Log: log},
-		Limits:  lim,
-		Log:     log,
-		Servers: pool.Servers(),
-		Version: version(),
-	}, nil
+	in.shared.Loop.Close()
 }
 
 // newLoop builds the safety loop and the channel to the human.

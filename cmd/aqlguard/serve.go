@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/aqlguard/aqlguard/proxy/httpfront"
 )
 
 // cmdServe serves MCP over Streamable HTTP at /mcp. Every client gets its
-// own MCP session; all of them share one principal, one set of downstream
-// servers and one safety loop, so a block raised in one session holds in
-// all of them.
+// own MCP session, with its own downstream servers; all of them share one
+// principal and one safety loop, so a block raised in one session holds
+// in all of them.
 func cmdServe(args []string, stderr io.Writer) int {
 	fs, g := newFlags("serve", stderr)
 	listen := fs.String("listen", "127.0.0.1:8765", "address to listen on (loopback unless you mean otherwise)")
@@ -41,20 +41,21 @@ func cmdServe(args []string, stderr io.Writer) int {
 		return code
 	}
 	defer in.close()
-	server := in.front.Server()
+	front := httpfront.New(ctx, in.relay, httpfront.Options{MaxBodyBytes: cfg.Limits.MaxRequestSize, Log: in.log})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Logger: in.log}))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("/mcp", front)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	in.log.Info("listening", "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
+		front.Close()
 		in.log.Error("HTTP server stopped", "err", err)
 		return 1
 	case <-ctx.Done():
 	}
+	front.Close() // ends the sessions, and so their event streams
 	shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
 	defer done()
 	if err := hs.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {

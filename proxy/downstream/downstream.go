@@ -1,16 +1,19 @@
 // Package downstream connects aqlguard to the MCP servers it guards: it
-// launches stdio servers and connects to Streamable HTTP and SSE ones, all
-// in parallel and each under its own start timeout, and forwards calls.
-// A server that fails to start is kept, marked failed, so introspection
-// can report it while the others serve.
+// launches stdio servers (each in a process group of its own) and
+// connects to Streamable HTTP and SSE ones, all in parallel and each under
+// its own start timeout, initializes them with the client's own
+// initialize parameters, and then carries JSON-RPC both ways as raw
+// bytes (package link). A server that fails to start is kept, marked
+// failed, so introspection can report it while the others serve; one that
+// dies is restarted with backoff when the pool is asked to.
 package downstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"sync"
@@ -18,73 +21,144 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ProtocolVersion is the MCP version aqlguard asks downstream servers for.
-// 2025-11-25 is the newest version an initialize handshake negotiates;
-// asking for 2026-07-28 would first send server/discover, which older
-// servers (most of npm today) do not know, and that version drops the
-// initialized notification and server-to-client requests we may forward.
+// ProtocolVersion is the MCP version aqlguard asks downstream servers for
+// when it has no client's initialize to pass on. 2025-11-25 is the newest
+// version an initialize handshake negotiates; asking for 2026-07-28 would
+// first send server/discover, which older servers (most of npm today) do
+// not know.
 const ProtocolVersion = "2025-11-25"
 
 // Status is a server's state.
 type Status string
 
 const (
-	Ready  Status = "ready"
-	Failed Status = "failed"
+	Starting   Status = "starting"
+	Ready      Status = "ready"
+	Failed     Status = "failed"
+	Restarting Status = "restarting"
+	Stopped    Status = "stopped"
 )
+
+// Upstream receives what servers send on their own: requests to the
+// client (sampling, elicitation, roots) and notifications (progress,
+// log messages, list changes, resource updates). A relay implements it.
+type Upstream interface {
+	ServerRequest(ctx context.Context, s *Server, req *jsonrpc.Request) (json.RawMessage, error)
+	ServerNotification(ctx context.Context, s *Server, req *jsonrpc.Request)
+	// ServerRestarted is called after a server that died is back (its
+	// tools may have changed).
+	ServerRestarted(s *Server)
+}
+
+// Options configure a Pool.
+type Options struct {
+	// Version is aqlguard's, for the clientInfo it sends without a client.
+	Version string
+	// Initialize is the params of the client's initialize request, passed
+	// on to every server as they are (the client's name, capabilities and
+	// protocol version); nil sends aqlguard's own.
+	Initialize json.RawMessage
+	// Upstream receives what servers send on their own; nil answers their
+	// requests with "method not found" and drops their notifications.
+	Upstream Upstream
+	// Restart restarts a server that dies, with backoff.
+	Restart bool
+	Log     *slog.Logger
+}
+
+// State is a server's state at one moment.
+type State struct {
+	Status Status
+	// Problem is a user-facing description of why the server is not
+	// ready: fixed phrases only, so it can be shown in introspection. The
+	// full error is in the log.
+	Problem  string
+	Protocol string
+	// Init is the server's answer to initialize, decoded; InitRaw is it as
+	// sent, which transparent mode passes on.
+	Init    *mcp.InitializeResult
+	InitRaw json.RawMessage
+	// Capabilities are the server's capabilities as sent, by name
+	// ("tools", "resources", "prompts", "completions", "logging", ...).
+	Capabilities map[string]json.RawMessage
+	// Tools are the server's tools, decoded (for the catalog); ToolsRaw
+	// are the same tools as sent, in the same order.
+	Tools    []*mcp.Tool
+	ToolsRaw []json.RawMessage
+	// Restarts counts how often the server was restarted after dying.
+	Restarts int
+}
 
 // Server is one downstream server.
 type Server struct {
 	Name      string
 	Transport string
-	Status    Status
-	// Problem is a user-facing description of a start failure: fixed
-	// phrases only, so it can be shown in introspection. The full error
-	// is in the log.
-	Problem  string
-	Tools    []*mcp.Tool
-	Protocol string
-	// Init is the server's answer to initialize: its name, version,
-	// instructions and capabilities, which transparent mode passes on.
-	Init *mcp.InitializeResult
 
-	cfg     policy.Server
-	session *mcp.ClientSession
+	cfg  policy.Server
+	pool *Pool
+	log  *slog.Logger
+
+	mu    sync.RWMutex
+	state State
+	peer  *link.Peer
+	conn  *conn
 }
 
-// Pool is the set of downstream servers.
+// Pool is the set of downstream servers of one client session.
 type Pool struct {
 	servers []*Server
 	byName  map[string]*Server
-	log     *slog.Logger
+	opts    Options
 	closing atomic.Bool
+	ctx     context.Context // ends at Close: restarts stop
+	cancel  context.CancelFunc
 }
 
 // Start connects to every configured server in parallel. It returns when
 // each has either listed its tools or failed (or hit its start timeout);
 // it never fails as a whole.
-func Start(ctx context.Context, cfgs []policy.Server, version string, log *slog.Logger) *Pool {
-	p := &Pool{byName: map[string]*Server{}, log: log}
+func Start(ctx context.Context, cfgs []policy.Server, opts Options) *Pool {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p := &Pool{byName: map[string]*Server{}, opts: opts, ctx: life, cancel: cancel}
 	var wg sync.WaitGroup
 	for _, c := range cfgs {
-		s := &Server{Name: c.Name, Transport: c.Transport, cfg: c}
+		s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: opts.Log.With("server", c.Name)}
+		s.state.Status = Starting
 		p.servers = append(p.servers, s)
 		p.byName[c.Name] = s
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.start(ctx, s, version)
-		}()
+		wg.Go(func() { s.start(ctx, false) })
 	}
 	wg.Wait()
 	return p
 }
 
-func (p *Pool) start(ctx context.Context, s *Server, version string) {
-	log := p.log.With("server", s.Name)
+// Servers returns every configured server, in config order.
+func (p *Pool) Servers() []*Server { return p.servers }
+
+// Server finds a server by name.
+func (p *Pool) Server(name string) (*Server, bool) {
+	s, ok := p.byName[name]
+	return s, ok
+}
+
+// State returns the server's state now.
+func (s *Server) State() State {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.state
+}
+
+// start connects, initializes and lists tools; on failure the server is
+// marked failed (or, when restarting, tried again later).
+func (s *Server) start(ctx context.Context, restart bool) bool {
 	timeout := s.cfg.StartTimeout.Duration
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -92,91 +166,303 @@ func (p *Pool) start(ctx context.Context, s *Server, version string) {
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	began := time.Now()
-	err := p.connect(sctx, s, version, log)
+	st, c, peer, err := s.connect(sctx)
 	if err != nil {
-		s.Status = Failed
-		s.Problem = describe(sctx, err, timeout)
-		log.Error("downstream server failed to start", "problem", s.Problem, "err", err)
-		if s.session != nil {
-			_ = s.session.Close()
-			s.session = nil
+		problem := describe(sctx, err, timeout)
+		if c != nil {
+			if c.exited != nil {
+				select { // a child that died during the handshake: say how
+				case <-c.exited:
+					problem = startExit(c.exitErr)
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			c.closeAll()
 		}
-		return
+		s.log.Error("downstream server failed to start", "problem", problem, "err", err)
+		s.mu.Lock()
+		if !restart {
+			s.state.Status = Failed
+		}
+		s.state.Problem = problem
+		s.mu.Unlock()
+		return false
 	}
-	s.Status = Ready
-	log.Info("downstream server ready", "tools", len(s.Tools), "protocol", s.Protocol,
-		"transport", s.Transport, "elapsed", time.Since(began).Round(time.Millisecond))
+	s.mu.Lock()
+	st.Restarts = s.state.Restarts
+	s.state, s.peer, s.conn = st, peer, c
+	s.mu.Unlock()
+	s.log.Info("downstream server ready", "tools", len(st.Tools), "protocol", st.Protocol,
+		"transport", s.cfg.Transport, "elapsed", time.Since(began).Round(time.Millisecond))
+	go s.watch(peer, c)
+	return true
 }
 
-func (p *Pool) connect(ctx context.Context, s *Server, version string, log *slog.Logger) error {
-	transport, err := p.transport(s, log)
+// connect runs one connection's handshake: dial, initialize (the
+// client's parameters), initialized, tools/list (every page).
+func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) {
+	c, err := dial(ctx, s.cfg, s.log)
 	if err != nil {
-		return err
+		return State{}, nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "aqlguard", Version: version},
-		&mcp.ClientOptions{Logger: log, Capabilities: &mcp.ClientCapabilities{}})
-	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	peer := link.New(c, serverHandler{s}, s.log)
+	peer.IDPrefix = "aqlguard-"
+	peer.Start()
+	st := State{Status: Ready}
+	params := s.pool.opts.Initialize
+	if params == nil {
+		params, _ = json.Marshal(map[string]any{"protocolVersion": ProtocolVersion, "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "aqlguard", "version": s.pool.opts.Version}})
+	}
+	raw, err := peer.Call(ctx, "initialize", params)
 	if err != nil {
-		// A stdio server that died during the handshake shows up as EOF;
-		// its exit status is the useful part, once the SDK has reaped it.
-		if ct, ok := transport.(*mcp.CommandTransport); ok && ct.Command.ProcessState != nil {
-			return fmt.Errorf("connect: %w (%w)", err, &exec.ExitError{ProcessState: ct.Command.ProcessState})
+		return State{}, c, nil, fmt.Errorf("initialize: %w", err)
+	}
+	var init mcp.InitializeResult
+	if err := json.Unmarshal(raw, &init); err != nil {
+		return State{}, c, nil, fmt.Errorf("initialize: the server's answer does not decode: %w", err)
+	}
+	st.Init, st.InitRaw, st.Protocol = &init, raw, init.ProtocolVersion
+	var caps struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	_ = json.Unmarshal(raw, &caps)
+	st.Capabilities = caps.Capabilities
+	if err := peer.Notify(ctx, "notifications/initialized", json.RawMessage(`{}`)); err != nil {
+		return State{}, c, nil, err
+	}
+	if _, ok := st.Capabilities["tools"]; ok {
+		if st.Tools, st.ToolsRaw, err = listTools(ctx, peer); err != nil {
+			return State{}, c, nil, err
 		}
-		return fmt.Errorf("connect: %w", err)
 	}
-	s.session = cs
-	if r := cs.InitializeResult(); r != nil {
-		s.Protocol = r.ProtocolVersion
-		s.Init = r
+	return st, c, peer, nil
+}
+
+// ListTools asks the server for its tools again (after list_changed) and
+// makes them the server's state. It returns the new state.
+func (s *Server) ListTools(ctx context.Context) (State, error) {
+	s.mu.RLock()
+	peer := s.peer
+	s.mu.RUnlock()
+	if peer == nil {
+		return s.State(), s.unavailable()
 	}
-	for t, err := range cs.Tools(ctx, nil) {
+	tools, raws, err := listTools(ctx, peer)
+	if err != nil {
+		return s.State(), err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state.Tools, s.state.ToolsRaw = tools, raws
+	return s.state, nil
+}
+
+// SetTools replaces the tools the server's state holds (tool pinning
+// keeps the approved definitions while a change waits for a human).
+func (s *Server) SetTools(tools []*mcp.Tool, raws []json.RawMessage) {
+	s.mu.Lock()
+	s.state.Tools, s.state.ToolsRaw = tools, raws
+	s.mu.Unlock()
+}
+
+// maxToolPages bounds tools/list pagination against a server that never
+// stops handing out cursors.
+const maxToolPages = 1000
+
+func listTools(ctx context.Context, peer *link.Peer) ([]*mcp.Tool, []json.RawMessage, error) {
+	var tools []*mcp.Tool
+	var raws []json.RawMessage
+	cursor := ""
+	for range maxToolPages {
+		params := json.RawMessage(`{}`)
+		if cursor != "" {
+			params, _ = json.Marshal(map[string]string{"cursor": cursor})
+		}
+		raw, err := peer.Call(ctx, "tools/list", params)
 		if err != nil {
-			return fmt.Errorf("tools/list: %w", err)
+			return nil, nil, fmt.Errorf("tools/list: %w", err)
 		}
-		s.Tools = append(s.Tools, t)
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, nil, fmt.Errorf("tools/list: the answer does not decode: %w", err)
+		}
+		for _, r := range page.Tools {
+			var t mcp.Tool
+			if err := json.Unmarshal(r, &t); err != nil {
+				return nil, nil, fmt.Errorf("tools/list: a tool does not decode: %w", err)
+			}
+			tools = append(tools, &t)
+			raws = append(raws, r)
+		}
+		if page.NextCursor == "" {
+			return tools, raws, nil
+		}
+		cursor = page.NextCursor
 	}
-	go func() {
-		// The session ends when the server goes away. Outside shutdown
-		// that is news: calls to it will fail until aqlguard restarts.
-		err := cs.Wait()
-		if p.closing.Load() {
-			log.Debug("downstream connection closed", "err", err)
-			return
+	return nil, nil, fmt.Errorf("tools/list: more than %d pages", maxToolPages)
+}
+
+// watch waits for the connection to end. Outside shutdown that is news:
+// in-flight calls have already failed (the peer fails them at once); the
+// server is restarted if the pool restarts servers.
+func (s *Server) watch(peer *link.Peer, c *conn) {
+	<-peer.Done()
+	if s.pool.closing.Load() {
+		return
+	}
+	how := "closed its connection"
+	if c.exited != nil {
+		select {
+		case <-c.exited:
+			how = exitDescription(c.exitErr)
+		case <-time.After(500 * time.Millisecond):
 		}
-		log.Warn("downstream server went away; its operations fail until aqlguard restarts", "err", err)
-	}()
+	}
+	c.closeAll()
+	s.mu.Lock()
+	if s.peer == peer {
+		s.peer, s.conn = nil, nil
+	}
+	restart := s.pool.opts.Restart
+	if restart {
+		s.state.Status = Restarting
+	} else {
+		s.state.Status = Failed
+	}
+	s.state.Problem = "server " + how
+	s.mu.Unlock()
+	if !restart {
+		s.log.Warn("downstream server went away; its calls fail until aqlguard restarts", "how", how, "err", peer.Err())
+		return
+	}
+	s.log.Warn("downstream server went away; restarting it", "how", how, "err", peer.Err())
+	s.restart()
+}
+
+// Request sends one request to the server as raw JSON-RPC and returns the
+// raw result. A JSON-RPC error from the server is a *jsonrpc.Error.
+func (s *Server) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	s.mu.RLock()
+	peer := s.peer
+	s.mu.RUnlock()
+	if peer == nil {
+		return nil, s.unavailable()
+	}
+	res, err := peer.Call(ctx, method, params)
+	if errors.Is(err, link.ErrClosed) {
+		return nil, fmt.Errorf("%w: server %s went away during %s", ErrUnavailable, s.Name, method)
+	}
+	return res, err
+}
+
+// Notify sends one notification to the server.
+func (s *Server) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	s.mu.RLock()
+	peer := s.peer
+	s.mu.RUnlock()
+	if peer == nil {
+		return s.unavailable()
+	}
+	return peer.Notify(ctx, method, params)
+}
+
+func (s *Server) unavailable() error {
+	st := s.State()
+	why := string(st.Status)
+	if st.Problem != "" {
+		why += ": " + st.Problem
+	}
+	return fmt.Errorf("%w: server %s is %s", ErrUnavailable, s.Name, why)
+}
+
+// ErrUnavailable is returned for calls to a server that is not ready.
+var ErrUnavailable = errors.New("downstream server unavailable")
+
+// Call forwards one tools/call and decodes the result (the MCP-AQL
+// endpoints wrap it in their own envelope; transparent mode relays
+// Request's raw bytes instead).
+func (p *Pool) Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	s, ok := p.byName[server]
+	if !ok {
+		return nil, fmt.Errorf("%w: no server %s", ErrUnavailable, server)
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	params, err := json.Marshal(map[string]any{"name": tool, "arguments": args})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.Request(ctx, "tools/call", params)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: tools/call %s: %w", server, tool, err)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("server %s: tools/call %s: the result does not decode: %w", server, tool, err)
+	}
+	return &res, nil
+}
+
+// Close ends every connection (and so every stdio child's process group).
+func (p *Pool) Close() error {
+	p.closing.Store(true)
+	p.cancel()
+	var wg sync.WaitGroup
+	for _, s := range p.servers {
+		s.mu.Lock()
+		peer, c := s.peer, s.conn
+		s.peer, s.conn = nil, nil
+		s.state.Status = Stopped
+		s.mu.Unlock()
+		if c == nil {
+			continue
+		}
+		wg.Go(func() {
+			_ = peer.Close()
+			c.closeAll()
+		})
+	}
+	wg.Wait()
 	return nil
 }
 
-func (p *Pool) transport(s *Server, log *slog.Logger) (mcp.Transport, error) {
-	switch s.cfg.Transport {
-	case "streamable", "sse":
-		hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.cfg.Headers}}
-		if s.cfg.Transport == "sse" {
-			return &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil
-		}
-		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil
-	case "stdio", "":
-		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
-		cmd.Dir = s.cfg.Cwd
-		cmd.Env = os.Environ()
-		for k, v := range s.cfg.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		// stdout is the MCP stream; stderr is the server's log and goes to
-		// ours, line by line, never to the client.
-		cmd.Stderr = newLineLogger(log)
-		// Grandchildren (npx → node) may hold stderr open after the child
-		// exits; do not let Close wait on them forever.
-		cmd.WaitDelay = 2 * time.Second
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+// serverHandler serves what a server sends on its own.
+type serverHandler struct{ s *Server }
+
+func (h serverHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	if req.Method == "ping" {
+		return json.RawMessage(`{}`), nil
 	}
-	return nil, fmt.Errorf("unknown transport %q", s.cfg.Transport)
+	if up := h.s.pool.opts.Upstream; up != nil {
+		return up.ServerRequest(ctx, h.s, req)
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "aqlguard has no client to pass " + req.Method + " to"}
+}
+
+func (h serverHandler) Notification(ctx context.Context, req *jsonrpc.Request) {
+	if up := h.s.pool.opts.Upstream; up != nil {
+		up.ServerNotification(ctx, h.s, req)
+	}
+}
+
+// startExit says how a child that died during its start ended.
+func startExit(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
+		return fmt.Sprintf("process exited during start (exit code %d)", ee.ExitCode())
+	}
+	return "process " + exitDescription(err) + " during start"
 }
 
 // describe turns a start error into a fixed, user-facing phrase.
 func describe(ctx context.Context, err error, timeout time.Duration) string {
 	var exitErr *exec.ExitError
+	var werr *jsonrpc.Error
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("start timed out after %s", timeout)
@@ -184,68 +470,8 @@ func describe(ctx context.Context, err error, timeout time.Duration) string {
 		return "command not found"
 	case errors.As(err, &exitErr):
 		return fmt.Sprintf("process exited during start (exit code %d)", exitErr.ExitCode())
+	case errors.As(err, &werr):
+		return fmt.Sprintf("the server refused to initialize (JSON-RPC error %d)", werr.Code)
 	}
 	return "could not connect or initialize (see aqlguard's log)"
-}
-
-// Servers returns every configured server, in config order.
-func (p *Pool) Servers() []*Server { return p.servers }
-
-// ErrUnavailable is returned for calls to a server that is not ready.
-var ErrUnavailable = errors.New("downstream server unavailable")
-
-// Call forwards one tools/call.
-func (p *Pool) Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	s, ok := p.byName[server]
-	if !ok || s.Status != Ready || s.session == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnavailable, server)
-	}
-	if args == nil {
-		args = map[string]any{}
-	}
-	res, err := s.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		return nil, fmt.Errorf("server %s: tools/call %s: %w", server, tool, err)
-	}
-	return res, nil
-}
-
-// Close ends every session (and so every stdio child process).
-func (p *Pool) Close() error {
-	p.closing.Store(true)
-	var errs []error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, s := range p.servers {
-		if s.session == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.session.Close(); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("server %s: %w", s.Name, err))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// headerTransport adds the configured headers to every request.
-type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
-		r = r.Clone(r.Context())
-		for k, v := range t.headers {
-			r.Header.Set(k, v)
-		}
-	}
-	return t.base.RoundTrip(r)
 }

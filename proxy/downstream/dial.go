@@ -1,0 +1,173 @@
+package downstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// conn is a connection to a server and what must be torn down with it.
+type conn struct {
+	mcp.Connection
+	// stop ends the server behind the connection (a stdio child and its
+	// process group); nil for remote servers.
+	stop func()
+	// exited is closed when a stdio child has exited; exitErr then says how.
+	exited  chan struct{}
+	exitErr error
+}
+
+// closeAll closes the connection and stops what is behind it.
+func (c *conn) closeAll() {
+	_ = c.Connection.Close()
+	if c.stop != nil {
+		c.stop()
+	}
+}
+
+// dial connects to one configured server. ctx bounds only the dialing;
+// the connection lives until closed.
+func dial(ctx context.Context, cfg policy.Server, log *slog.Logger) (*conn, error) {
+	switch cfg.Transport {
+	case "streamable", "sse":
+		return dialHTTP(ctx, cfg)
+	case "stdio", "":
+		return dialStdio(cfg, log)
+	}
+	return nil, fmt.Errorf("unknown transport %q", cfg.Transport)
+}
+
+// terminateAfter is how long a stdio server gets to exit after its stdin
+// closes, and again after SIGTERM, before its process group is killed.
+const terminateAfter = 2 * time.Second
+
+func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Dir = cfg.Cwd
+	cmd.Env = os.Environ()
+	for k, v := range cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	// stdout is the MCP stream; stderr is the server's log and goes to
+	// ours, line by line, never to the client.
+	cmd.Stderr = newLineLogger(log)
+	// Grandchildren (npx → node) may hold stderr open after the child
+	// exits; do not let Wait block on them forever.
+	cmd.WaitDelay = terminateAfter
+	ownProcessGroup(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &conn{exited: make(chan struct{})}
+	go func() {
+		c.exitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	mc, err := (&mcp.IOTransport{Reader: stdout, Writer: stdin}).Connect(context.Background())
+	if err != nil {
+		killGroup(cmd)
+		return nil, err
+	}
+	var once sync.Once
+	c.Connection = mc
+	c.stop = func() {
+		once.Do(func() {
+			_ = stdin.Close() // a well-behaved server exits on EOF
+			select {
+			case <-c.exited:
+			case <-time.After(terminateAfter):
+				terminateGroup(cmd)
+				select {
+				case <-c.exited:
+				case <-time.After(terminateAfter):
+				}
+			}
+			// Whatever the server left behind in its group goes too.
+			killGroup(cmd)
+		})
+	}
+	return c, nil
+}
+
+func dialHTTP(ctx context.Context, cfg policy.Server) (*conn, error) {
+	hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: cfg.Headers}}
+	var t mcp.Transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc}
+	if cfg.Transport == "sse" {
+		t = &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: hc}
+	}
+	// The SSE transport ties its event stream to the context it connects
+	// with: give it one that lives as long as the connection, and bound
+	// the dialing separately.
+	life, cancel := context.WithCancel(context.Background())
+	type result struct {
+		c   mcp.Connection
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := t.Connect(life)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			cancel()
+			return nil, r.err
+		}
+		return &conn{Connection: r.c, stop: cancel}, nil
+	case <-ctx.Done():
+		cancel()
+		return nil, ctx.Err()
+	}
+}
+
+// headerTransport adds the configured headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// exitDescription says how a stdio child ended, for people.
+func exitDescription(err error) string {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return "exited"
+	case errors.As(err, &ee):
+		if ee.ExitCode() >= 0 {
+			return fmt.Sprintf("exited with code %d", ee.ExitCode())
+		}
+		return "was killed (" + ee.String() + ")"
+	case errors.Is(err, io.EOF):
+		return "closed its connection"
+	}
+	return "ended"
+}

@@ -1,0 +1,326 @@
+// Package httpfront serves MCP's Streamable HTTP transport in front of the
+// relay: it owns the sessions (one relay session, with its own downstream
+// servers, per Mcp-Session-Id), checks every request before the transport
+// sees it (Host and Origin against DNS rebinding, body size, protocol
+// version header) and ends sessions that are deleted, idle too long, or
+// too many. The framing itself is the go-sdk's StreamableServerTransport.
+package httpfront
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options bound what clients may do.
+type Options struct {
+	// MaxBodyBytes bounds a POST body (default 1 MiB).
+	MaxBodyBytes int64
+	// MaxSessions bounds the sessions alive at once (default 32); each
+	// runs its own downstream servers.
+	MaxSessions int
+	// IdleTimeout ends a session with no request for this long (default
+	// 30 minutes).
+	IdleTimeout time.Duration
+	Log         *slog.Logger
+}
+
+const (
+	headerSession  = "Mcp-Session-Id"
+	headerProtocol = "Mcp-Protocol-Version"
+)
+
+// Front is the /mcp endpoint.
+type Front struct {
+	relay *relay.Config
+	opts  Options
+	log   *slog.Logger
+	ctx   context.Context
+	stop  context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closed   bool
+}
+
+type session struct {
+	transport *mcp.StreamableServerTransport
+	cancel    context.CancelFunc
+	done      chan struct{}
+	last      atomic.Int64 // unix nanoseconds of the last request
+	active    atomic.Int32 // requests being served
+}
+
+// New returns the endpoint; sessions live until Close or ctx ends.
+func New(ctx context.Context, rc *relay.Config, opts Options) *Front {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 32
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 30 * time.Minute
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	fctx, stop := context.WithCancel(ctx)
+	f := &Front{relay: rc, opts: opts, log: opts.Log, ctx: fctx, stop: stop, sessions: map[string]*session{}}
+	go f.reapIdle()
+	return f
+}
+
+// Close ends every session and stops their servers.
+func (f *Front) Close() {
+	f.mu.Lock()
+	f.closed = true
+	all := make([]*session, 0, len(f.sessions))
+	for _, s := range f.sessions {
+		all = append(all, s)
+	}
+	f.mu.Unlock()
+	f.stop()
+	for _, s := range all {
+		s.cancel()
+		<-s.done
+	}
+}
+
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := checkHost(r); err != nil {
+		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	if err := checkOrigin(r); err != nil {
+		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	if v := r.Header.Get(headerProtocol); v != "" && !slices.Contains(f.relay.ProtocolVersions, v) {
+		http.Error(w, "Bad Request: unsupported protocol version (supported: "+strings.Join(f.relay.ProtocolVersions, ", ")+")", http.StatusBadRequest)
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, f.opts.MaxBodyBytes)
+	}
+	id := r.Header.Get(headerSession)
+	switch r.Method {
+	case http.MethodPost, http.MethodGet, http.MethodDelete:
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if id == "" {
+		if r.Method != http.MethodPost {
+			http.Error(w, "Bad Request: "+headerSession+" is required", http.StatusBadRequest)
+			return
+		}
+		f.newSession(w, r)
+		return
+	}
+	f.mu.Lock()
+	s, ok := f.sessions[id]
+	f.mu.Unlock()
+	if !ok {
+		http.Error(w, "Not Found: no such session (it ended or never existed); initialize a new one", http.StatusNotFound)
+		return
+	}
+	if r.Method == http.MethodDelete {
+		f.end(id, s)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	s.serve(w, r)
+}
+
+func (s *session) serve(w http.ResponseWriter, r *http.Request) {
+	s.active.Add(1)
+	s.last.Store(time.Now().UnixNano())
+	defer func() {
+		s.last.Store(time.Now().UnixNano())
+		s.active.Add(-1)
+	}()
+	s.transport.ServeHTTP(w, r)
+}
+
+// newSession starts a session for a POST that carries initialize.
+func (f *Front) newSession(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "Request Entity Too Large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "Bad Request: the body could not be read", http.StatusBadRequest)
+		return
+	}
+	if !isInitialize(body) {
+		http.Error(w, "Bad Request: no "+headerSession+"; a new session starts with initialize", http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		http.Error(w, "Service Unavailable: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if len(f.sessions) >= f.opts.MaxSessions {
+		f.mu.Unlock()
+		f.log.Warn("a new session was refused: too many sessions", "limit", f.opts.MaxSessions)
+		http.Error(w, "Service Unavailable: too many sessions", http.StatusServiceUnavailable)
+		return
+	}
+	id := rand.Text()
+	t := &mcp.StreamableServerTransport{SessionID: id}
+	conn, err := t.Connect(f.ctx)
+	if err != nil {
+		f.mu.Unlock()
+		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+		return
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	s := &session{transport: t, cancel: cancel, done: make(chan struct{})}
+	s.last.Store(time.Now().UnixNano())
+	f.sessions[id] = s
+	f.mu.Unlock()
+	go func() {
+		defer close(s.done)
+		if err := relay.Serve(ctx, conn, f.relay); err != nil {
+			f.log.Debug("session ended", "err", err)
+		}
+		_ = conn.Close()
+		f.mu.Lock()
+		delete(f.sessions, id)
+		f.mu.Unlock()
+	}()
+	s.serve(w, r)
+}
+
+func (f *Front) end(id string, s *session) {
+	f.mu.Lock()
+	delete(f.sessions, id)
+	f.mu.Unlock()
+	s.cancel()
+}
+
+// reapIdle ends sessions nobody has used for IdleTimeout.
+func (f *Front) reapIdle() {
+	tick := time.NewTicker(min(f.opts.IdleTimeout/4, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cutoff := time.Now().Add(-f.opts.IdleTimeout).UnixNano()
+		f.mu.Lock()
+		var idle []string
+		for id, s := range f.sessions {
+			if s.active.Load() == 0 && s.last.Load() < cutoff {
+				idle = append(idle, id)
+			}
+		}
+		f.mu.Unlock()
+		for _, id := range idle {
+			f.mu.Lock()
+			s := f.sessions[id]
+			f.mu.Unlock()
+			if s != nil {
+				f.log.Info("ending an idle session", "idle_for", f.opts.IdleTimeout)
+				f.end(id, s)
+			}
+		}
+	}
+}
+
+// isInitialize reports whether a POST body holds an initialize request
+// (alone, or in a batch of the old revisions).
+func isInitialize(body []byte) bool {
+	var one struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &one) == nil {
+		return one.Method == "initialize"
+	}
+	var batch []struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &batch) != nil {
+		return false
+	}
+	for _, m := range batch {
+		if m.Method == "initialize" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkHost refuses a request to a loopback listener whose Host is not
+// loopback: a web page's DNS name rebound to 127.0.0.1 must not reach
+// the guarded servers.
+func checkHost(r *http.Request) error {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !isLoopbackAddr(local.String()) {
+		return nil
+	}
+	if !isLoopbackHost(r.Host) {
+		return errors.New("invalid Host header " + r.Host)
+	}
+	return nil
+}
+
+// checkOrigin refuses browser requests from other origins than the
+// loopback ones; clients that are not browsers send no Origin.
+func checkOrigin(r *http.Request) error {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || !isLoopbackHost(u.Host) {
+		return errors.New("cross-origin request from " + o)
+	}
+	return nil
+}
+
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func isLoopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

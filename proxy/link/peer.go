@@ -1,0 +1,315 @@
+// Package link is one end of an MCP connection at the JSON-RPC level: it
+// sends requests and notifications with their parameters as raw bytes,
+// matches responses to requests, and hands the other side's requests and
+// notifications to a Handler, also as raw bytes. Nothing is decoded into
+// Go types on the way through, so a relay built on two Peers passes on
+// fields, content types and numbers it does not know, exactly as sent.
+//
+// The connection (framing, HTTP, stdio) is the go-sdk's mcp.Connection or
+// one of ours; a Peer works the same over either.
+package link
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Handler serves what the other side sends. Request runs on a goroutine
+// of its own for each request; its ctx ends when the other side cancels
+// the request (notifications/cancelled) or the connection closes. It
+// returns the raw result or an error: a *jsonrpc.Error is sent as it is
+// (code, message, data), any other error as an internal error whose
+// message is the error's text. Notification runs on the reading
+// goroutine, in order, and must not block for long.
+type Handler interface {
+	Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error)
+	Notification(ctx context.Context, req *jsonrpc.Request)
+}
+
+// ErrClosed is returned by calls on a closed Peer, and by calls that were
+// waiting for an answer when it closed.
+var ErrClosed = errors.New("connection closed")
+
+// MethodCancelled is the notification that cancels a request.
+const MethodCancelled = "notifications/cancelled"
+
+// Peer is one side of a JSON-RPC connection.
+type Peer struct {
+	conn    mcp.Connection
+	handler Handler
+	log     *slog.Logger
+	// IDPrefix makes this peer's request ids its own ("a-1", "a-2", ...),
+	// so ids seen in logs say where they came from. Set before Start.
+	IDPrefix string
+
+	nextID atomic.Int64
+
+	mu       sync.Mutex
+	pending  map[string]chan *jsonrpc.Response // by request id (as a string)
+	incoming map[string]*incomingCall          // requests from the other side being served
+	closed   bool
+
+	done     chan struct{}
+	closeErr error
+	once     sync.Once
+}
+
+type incomingCall struct {
+	cancel    context.CancelFunc
+	cancelled bool // by the other side: no response is sent
+}
+
+// New returns a Peer on conn; it does nothing until Start.
+func New(conn mcp.Connection, h Handler, log *slog.Logger) *Peer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Peer{conn: conn, handler: h, log: log,
+		pending: map[string]chan *jsonrpc.Response{}, incoming: map[string]*incomingCall{},
+		done: make(chan struct{})}
+}
+
+// Start reads the connection until it fails or the Peer is closed.
+func (p *Peer) Start() {
+	go p.read()
+}
+
+// Done is closed when the connection has ended; Err then says why.
+func (p *Peer) Done() <-chan struct{} { return p.done }
+
+// Err is why the connection ended (nil before Done is closed, or after a
+// Close).
+func (p *Peer) Err() error {
+	select {
+	case <-p.done:
+		return p.closeErr
+	default:
+		return nil
+	}
+}
+
+// Close ends the connection: pending calls fail with ErrClosed, requests
+// being served have their contexts cancelled.
+func (p *Peer) Close() error {
+	p.shutdown(nil)
+	return p.conn.Close()
+}
+
+func (p *Peer) shutdown(err error) {
+	p.once.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.closeErr = err
+		for id, ch := range p.pending {
+			close(ch)
+			delete(p.pending, id)
+		}
+		for _, c := range p.incoming {
+			c.cancel()
+		}
+		p.mu.Unlock()
+		close(p.done)
+	})
+}
+
+func (p *Peer) read() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for {
+		msg, err := p.conn.Read(ctx)
+		if err != nil {
+			p.shutdown(fmt.Errorf("reading: %w", err))
+			_ = p.conn.Close()
+			return
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			p.deliver(m)
+		case *jsonrpc.Request:
+			if !m.IsCall() {
+				if m.Method == MethodCancelled {
+					p.cancelIncoming(m.Params)
+				}
+				p.handler.Notification(ctx, m)
+				continue
+			}
+			p.serve(m)
+		}
+	}
+}
+
+func (p *Peer) deliver(r *jsonrpc.Response) {
+	key := idKey(r.ID)
+	p.mu.Lock()
+	ch, ok := p.pending[key]
+	delete(p.pending, key)
+	p.mu.Unlock()
+	if !ok {
+		p.log.Debug("a response to no request of ours", "id", key)
+		return
+	}
+	ch <- r
+}
+
+// serve runs the handler for one request from the other side.
+func (p *Peer) serve(req *jsonrpc.Request) {
+	key := idKey(req.ID)
+	ctx, cancel := context.WithCancel(context.Background())
+	call := &incomingCall{cancel: cancel}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		cancel()
+		return
+	}
+	if _, dup := p.incoming[key]; dup {
+		p.mu.Unlock()
+		cancel()
+		p.respond(req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "request id " + key + " is already in use"})
+		return
+	}
+	p.incoming[key] = call
+	p.mu.Unlock()
+	go func() {
+		defer cancel()
+		result, err := p.handler.Request(ctx, req)
+		p.mu.Lock()
+		delete(p.incoming, key)
+		skip := call.cancelled || p.closed
+		p.mu.Unlock()
+		if skip {
+			return // cancelled by the other side: no response (MCP cancellation)
+		}
+		p.respond(req.ID, result, err)
+	}()
+}
+
+func (p *Peer) respond(id jsonrpc.ID, result json.RawMessage, err error) {
+	resp := &jsonrpc.Response{ID: id}
+	if err != nil {
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
+			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		resp.Error = werr
+	} else {
+		if result == nil {
+			result = json.RawMessage(`{}`)
+		}
+		resp.Result = result
+	}
+	if werr := p.conn.Write(context.Background(), resp); werr != nil {
+		p.log.Debug("a response could not be written", "id", idKey(id), "err", werr)
+	}
+}
+
+// cancelIncoming cancels the request a notifications/cancelled names.
+func (p *Peer) cancelIncoming(params json.RawMessage) {
+	var c struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &c) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(c.RequestID)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if call, ok := p.incoming[idKey(id)]; ok {
+		call.cancelled = true
+		call.cancel()
+	}
+}
+
+// Call sends a request and waits for its response. A JSON-RPC error from
+// the other side comes back as a *jsonrpc.Error (code, message and data as
+// sent). When ctx ends first, the other side is sent
+// notifications/cancelled and Call returns ctx's error.
+func (p *Peer) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	id, _ := jsonrpc.MakeID(p.IDPrefix + strconv.FormatInt(p.nextID.Add(1), 10)) // a string id never fails
+	key := idKey(id)
+	ch := make(chan *jsonrpc.Response, 1)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, p.closedErr()
+	}
+	p.pending[key] = ch
+	p.mu.Unlock()
+	if err := p.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
+		p.forget(key)
+		return nil, fmt.Errorf("sending %s: %w", method, err)
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return nil, p.closedErr()
+		}
+		if r.Error != nil {
+			var werr *jsonrpc.Error
+			if errors.As(r.Error, &werr) {
+				return nil, werr
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: r.Error.Error()}
+		}
+		return r.Result, nil
+	case <-ctx.Done():
+		p.forget(key)
+		cancelled, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": context.Cause(ctx).Error()})
+		_ = p.Notify(context.Background(), MethodCancelled, cancelled)
+		return nil, ctx.Err()
+	}
+}
+
+func (p *Peer) forget(key string) {
+	p.mu.Lock()
+	delete(p.pending, key)
+	p.mu.Unlock()
+}
+
+func (p *Peer) closedErr() error {
+	<-p.done
+	if p.closeErr != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, p.closeErr)
+	}
+	return ErrClosed
+}
+
+// Notify sends a notification.
+func (p *Peer) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	select {
+	case <-p.done:
+		return p.closedErr()
+	default:
+	}
+	if err := p.conn.Write(ctx, &jsonrpc.Request{Method: method, Params: params}); err != nil {
+		return fmt.Errorf("sending %s: %w", method, err)
+	}
+	return nil
+}
+
+// idKey is a request id as a map key: numbers and strings never collide
+// (the string "1" is "s1", the number 1 is "n1").
+func idKey(id jsonrpc.ID) string {
+	switch v := id.Raw().(type) {
+	case string:
+		return "s" + v
+	case int64:
+		return "n" + strconv.FormatInt(v, 10)
+	}
+	return fmt.Sprintf("?%v", id.Raw())
+}
+
+// IDKey exposes idKey for relays that map ids between connections.
+func IDKey(id jsonrpc.ID) string { return idKey(id) }

@@ -1,0 +1,151 @@
+package link
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// scripted serves requests by method.
+type scripted struct {
+	mu            sync.Mutex
+	notifications []string
+	cancelled     chan string
+}
+
+func (s *scripted) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	switch req.Method {
+	case "echo":
+		return req.Params, nil
+	case "fail":
+		return nil, &jsonrpc.Error{Code: -32042, Message: "nope", Data: json.RawMessage(`{"big":12345678901234567890}`)}
+	case "plain-error":
+		return nil, errors.New("broken")
+	case "hang":
+		<-ctx.Done()
+		s.cancelled <- "hang"
+		return nil, ctx.Err()
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "unknown " + req.Method}
+}
+
+func (s *scripted) Notification(_ context.Context, req *jsonrpc.Request) {
+	s.mu.Lock()
+	s.notifications = append(s.notifications, req.Method+" "+string(req.Params))
+	s.mu.Unlock()
+}
+
+func pair(t *testing.T) (*Peer, *Peer, *scripted) {
+	t.Helper()
+	ta, tb := mcp.NewInMemoryTransports()
+	ca, err := ta.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := tb.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := &scripted{cancelled: make(chan string, 1)}
+	a := New(ca, &scripted{}, nil)
+	b := New(cb, server, nil)
+	a.Start()
+	b.Start()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b, server
+}
+
+func TestPeerCall(t *testing.T) {
+	a, _, _ := pair(t)
+	ctx := context.Background()
+	tests := []struct {
+		method, params string
+		want           string
+		wantErr        *jsonrpc.Error
+	}{
+		{"echo", `{"n":12345678901234567890,"x":{"unknown":[1.0e400]}}`, `{"n":12345678901234567890,"x":{"unknown":[1.0e400]}}`, nil},
+		{"fail", `{}`, "", &jsonrpc.Error{Code: -32042, Message: "nope", Data: json.RawMessage(`{"big":12345678901234567890}`)}},
+		{"plain-error", `{}`, "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "broken"}},
+		{"nothing", `{}`, "", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "unknown nothing"}},
+	}
+	for _, tt := range tests {
+		got, err := a.Call(ctx, tt.method, json.RawMessage(tt.params))
+		if tt.wantErr == nil {
+			if err != nil || string(got) != tt.want {
+				t.Errorf("%s: got %s, %v; want %s", tt.method, got, err, tt.want)
+			}
+			continue
+		}
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) || werr.Code != tt.wantErr.Code || werr.Message != tt.wantErr.Message || string(werr.Data) != string(tt.wantErr.Data) {
+			t.Errorf("%s: error %#v, want %#v", tt.method, err, tt.wantErr)
+		}
+	}
+}
+
+func TestPeerCancellation(t *testing.T) {
+	a, _, server := pair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Call(ctx, "hang", json.RawMessage(`{}`))
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Call = %v, want context.Canceled", err)
+	}
+	select {
+	case <-server.cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other side's handler was not cancelled")
+	}
+}
+
+func TestPeerNotificationsInOrder(t *testing.T) {
+	a, _, server := pair(t)
+	for _, n := range []string{"1", "2", "3"} {
+		if err := a.Notify(context.Background(), "notifications/x", json.RawMessage(`{"n":`+n+`}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A call after the notifications returns after they were handled.
+	if _, err := a.Call(context.Background(), "echo", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	server.mu.Lock()
+	defer server.mu.Unlock()
+	want := []string{`notifications/x {"n":1}`, `notifications/x {"n":2}`, `notifications/x {"n":3}`}
+	if len(server.notifications) != 3 || server.notifications[0] != want[0] || server.notifications[2] != want[2] {
+		t.Errorf("notifications %q, want %q", server.notifications, want)
+	}
+}
+
+func TestPeerCloseFailsPendingCalls(t *testing.T) {
+	a, b, _ := pair(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Call(context.Background(), "hang", json.RawMessage(`{}`))
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	b.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("Call = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a pending call outlived the connection")
+	}
+	if _, err := a.Call(context.Background(), "echo", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Call after close = %v", err)
+	}
+}

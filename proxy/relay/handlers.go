@@ -1,0 +1,211 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// clientHandler serves the client's requests and notifications.
+type clientHandler Session
+
+func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	s := (*Session)(h)
+	switch req.Method {
+	case "initialize":
+		return s.initialize(ctx, req.Params)
+	case "ping":
+		return json.RawMessage(`{}`), nil
+	}
+	if !s.started() {
+		return nil, errNotReady
+	}
+	if err := s.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	switch req.Method {
+	case "tools/list":
+		tools, err := s.tools.ListTools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if tools == nil {
+			tools = []json.RawMessage{}
+		}
+		return json.Marshal(map[string]any{"tools": tools})
+	case "tools/call":
+		return s.tools.CallTool(ctx, req.Params)
+	case "resources/list":
+		return s.list(ctx, "resources", req)
+	case "resources/templates/list":
+		return s.list(ctx, "resourceTemplates", req)
+	case "prompts/list":
+		return s.list(ctx, "prompts", req)
+	case "resources/read":
+		return s.readResource(ctx, req)
+	case "resources/subscribe", "resources/unsubscribe":
+		srv, err := s.resourceServer(ctx, uriOf(req.Params))
+		if err != nil {
+			return nil, err
+		}
+		return s.Forward(ctx, srv, req.Method, req.Params)
+	case "prompts/get":
+		return s.getPrompt(ctx, req)
+	case "completion/complete":
+		return s.complete(ctx, req)
+	case "logging/setLevel":
+		return s.setLevel(ctx, req)
+	}
+	// A method aqlguard does not know: with one server it is the server's
+	// business (a newer revision, an extension); with several, nobody's.
+	if servers := s.pool.Servers(); len(servers) == 1 {
+		return s.Forward(ctx, servers[0], req.Method, req.Params)
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + req.Method}
+}
+
+func (h *clientHandler) Notification(ctx context.Context, req *jsonrpc.Request) {
+	s := (*Session)(h)
+	switch req.Method {
+	case "notifications/initialized":
+		return // each server got its own when its handshake ended
+	case link.MethodCancelled:
+		return // the link cancelled the request; our own cancellation follows downstream
+	}
+	if !s.started() {
+		return
+	}
+	select {
+	case <-s.ready:
+	default:
+		return // a notification during initialize has nobody to go to yet
+	}
+	if s.pool == nil {
+		return
+	}
+	// roots/list_changed and anything newer: every server may care.
+	for _, srv := range s.readyServers() {
+		if err := srv.Notify(ctx, req.Method, req.Params); err != nil {
+			s.log.Debug("a notification could not be passed on", "server", srv.Name, "method", req.Method, "err", err)
+		}
+	}
+}
+
+// upstream receives what the session's servers send on their own.
+type upstream Session
+
+// ServerRequest passes a server's request (sampling, elicitation, roots)
+// to the client and its answer back.
+func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, req *jsonrpc.Request) (json.RawMessage, error) {
+	s := (*Session)(u)
+	res, err := s.client.Call(ctx, req.Method, req.Params)
+	if err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			return nil, werr
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("aqlguard could not pass %s to the client: %v", req.Method, err)}
+	}
+	return res, nil
+}
+
+// ServerNotification passes a server's notification to the client:
+// progress to the request it belongs to, a tools change through the
+// mode, everything else as it is.
+func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Server, req *jsonrpc.Request) {
+	s := (*Session)(u)
+	switch req.Method {
+	case link.MethodCancelled:
+		return // the server cancelled its request to the client: the link cancelled our call
+	case "notifications/progress":
+		params, ok := s.progressForClient(req.Params)
+		if !ok {
+			s.log.Debug("progress for no request of this session", "server", srv.Name)
+			return
+		}
+		s.NotifyClient(req.Method, params)
+		return
+	case "notifications/tools/list_changed":
+		go s.toolsChanged(srv)
+		return
+	case "notifications/prompts/list_changed":
+		s.routes.forgetPrompts()
+	}
+	s.NotifyClient(req.Method, req.Params)
+}
+
+// ServerRestarted tells the mode a server is back; its tools may differ.
+func (u *upstream) ServerRestarted(srv *downstream.Server) {
+	s := (*Session)(u)
+	select {
+	case <-s.ready:
+	default:
+		return
+	}
+	if s.tools != nil && s.tools.ToolsChanged(context.Background(), srv) {
+		s.NotifyClient("notifications/tools/list_changed", json.RawMessage(`{}`))
+	}
+}
+
+func (s *Session) toolsChanged(srv *downstream.Server) {
+	ctx := context.Background()
+	if err := s.waitReady(ctx); err != nil {
+		return
+	}
+	if _, err := srv.ListTools(ctx); err != nil {
+		s.log.Warn("a server said its tools changed, but listing them failed", "server", srv.Name, "err", err)
+		return
+	}
+	if s.tools.ToolsChanged(ctx, srv) {
+		s.NotifyClient("notifications/tools/list_changed", json.RawMessage(`{}`))
+	}
+}
+
+// progressForClient maps a server's progress notification back to the
+// client's own token.
+func (s *Session) progressForClient(params json.RawMessage) (json.RawMessage, bool) {
+	var p struct {
+		Token any `json:"progressToken"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil, false
+	}
+	ours, ok := p.Token.(string)
+	if !ok {
+		return nil, false
+	}
+	s.mu.Lock()
+	route, ok := s.progress[ours]
+	s.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	out, err := setMember(params, "progressToken", route.token)
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// setLevel passes logging/setLevel on to every server that logs.
+func (s *Session) setLevel(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	servers := s.serversWith("logging")
+	if len(servers) == 0 {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no server behind aqlguard supports logging"}
+	}
+	var firstErr error
+	for _, srv := range servers {
+		if _, err := s.Forward(ctx, srv, req.Method, req.Params); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if len(servers) == 1 && firstErr != nil {
+		return nil, firstErr
+	}
+	return json.RawMessage(`{}`), nil
+}

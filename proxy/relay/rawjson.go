@@ -1,0 +1,138 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// member is one member of a JSON object, its value as sent.
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectMembers splits a JSON object into its members, in order, each
+// value byte for byte as it was. A relay that changes one member of an
+// object leaves every other member, and their order, alone.
+func objectMembers(raw json.RawMessage) ([]member, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var out []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, errors.New("a JSON object key is not a string")
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, member{key, v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// members is objectMembers as a map, for reading; nil when raw is not an
+// object. With duplicate keys the last one counts, as in encoding/json.
+func members(raw json.RawMessage) map[string]json.RawMessage {
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(ms))
+	for _, m := range ms {
+		out[m.key] = m.value
+	}
+	return out
+}
+
+// setMember returns the object raw with key set to value (encoded unless
+// it is already a json.RawMessage), in place if the key exists, else
+// appended; every other member stays as it was. raw may be empty (a new
+// object).
+func setMember(raw json.RawMessage, key string, value any) (json.RawMessage, error) {
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := value.(json.RawMessage)
+	if !ok {
+		b, err := json.Marshal(value)
+		if err != nil {
+			return nil, err
+		}
+		v = b
+	}
+	found := false
+	for i := range ms {
+		if ms[i].key == key {
+			ms[i].value, found = v, true
+		}
+	}
+	if !found {
+		ms = append(ms, member{key, v})
+	}
+	return encodeMembers(ms), nil
+}
+
+// deleteMember returns the object raw without key.
+func deleteMember(raw json.RawMessage, key string) (json.RawMessage, error) {
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := ms[:0]
+	for _, m := range ms {
+		if m.key != key {
+			out = append(out, m)
+		}
+	}
+	return encodeMembers(out), nil
+}
+
+func encodeMembers(ms []member) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(m.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// SetMember and DeleteMember are setMember and deleteMember for the
+// modes' tool handlers (package proxy).
+func SetMember(raw json.RawMessage, key string, value any) (json.RawMessage, error) {
+	return setMember(raw, key, value)
+}
+
+func DeleteMember(raw json.RawMessage, key string) (json.RawMessage, error) {
+	return deleteMember(raw, key)
+}
+
+// Members is members for package proxy.
+func Members(raw json.RawMessage) map[string]json.RawMessage { return members(raw) }

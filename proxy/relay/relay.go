@@ -1,0 +1,365 @@
+// Package relay is aqlguard's MCP front at the JSON-RPC level: one
+// Session per client connection, with the downstream servers of that
+// session behind it. Everything MCP carries that is not a tool call —
+// resources, prompts, completion, logging, progress, cancellation,
+// sampling, elicitation, roots, list changes — passes through as raw
+// JSON, routed to the right server and back to the right request, so
+// fields, content types and numbers aqlguard does not know arrive as the
+// other side sent them. Tools are the mode's business (Tools); resource
+// reads and prompt gets are put to a Gate first.
+package relay
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tools is what the mode offers as tools: the list the client sees and
+// how a call is served. It is built per session, once its servers are up.
+type Tools interface {
+	// ListTools returns the tool objects, as they go on the wire.
+	ListTools(ctx context.Context) ([]json.RawMessage, error)
+	// CallTool serves tools/call; params are the client's, raw. A
+	// *jsonrpc.Error is relayed as the answer's error.
+	CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// ToolsChanged is called when a server's tools changed (list_changed,
+	// a restart); it reports whether the client should be told.
+	ToolsChanged(ctx context.Context, s *downstream.Server) bool
+}
+
+// Gate decides on what is not a tool call but still reads what a server
+// holds: resources/read (subject "server.resource:<uri>") and
+// prompts/get ("server.prompt:<name>"). A refusal is returned as a
+// JSON-RPC error.
+type Gate interface {
+	// Check returns done, to be called with the forwarded request's
+	// error (nil on success) once it is answered.
+	Check(ctx context.Context, sess *Session, server, kind, name string, args map[string]any) (done func(error), err error)
+}
+
+// Config is what every session of one aqlguard shares.
+type Config struct {
+	Servers []policy.Server
+	Version string
+	// Transparent passes on the single server's name, version,
+	// instructions and capabilities as its own.
+	Transparent bool
+	// Instructions are aqlguard's own, for the other modes.
+	Instructions string
+	// ProtocolVersions are the versions the front speaks, newest first.
+	ProtocolVersions []string
+	// NewTools builds the mode's tools for a session.
+	NewTools func(s *Session) (Tools, error)
+	Gate     Gate
+	// Restart restarts servers that die.
+	Restart bool
+	Log     *slog.Logger
+}
+
+// Session is one client connection and its servers.
+type Session struct {
+	// ID labels the session in logs and audit records; it is ours, never
+	// the client's.
+	ID string
+
+	cfg    *Config
+	client *link.Peer
+	log    *slog.Logger
+
+	initOnce    sync.Once
+	initStarted atomic.Bool
+	ready       chan struct{} // closed when initialize has been answered
+	initErr     error
+	init        initParams
+	pool        *downstream.Pool
+	tools       Tools
+	result      json.RawMessage // our initialize result
+	protoUsed   string
+
+	progressN atomic.Int64
+	mu        sync.Mutex
+	progress  map[string]progressRoute // our token → the client's
+	routes    routes
+}
+
+type progressRoute struct {
+	token json.RawMessage // the client's token, as sent
+}
+
+type initParams struct {
+	ProtocolVersion string `json:"protocolVersion"`
+	ClientInfo      struct {
+		Name  string `json:"name"`
+		Title string `json:"title"`
+	} `json:"clientInfo"`
+}
+
+// Serve runs one session on conn until the client goes away or ctx ends;
+// then the session's servers are stopped.
+func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
+	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{}), progress: map[string]progressRoute{}}
+	s.log = cfg.Log.With("session", s.ID)
+	s.routes.prompts = map[string]promptRoute{}
+	s.routes.resources = map[string]string{}
+	s.client = link.New(conn, (*clientHandler)(s), s.log)
+	s.client.IDPrefix = "aqlguard-"
+	s.client.Start()
+	select {
+	case <-s.client.Done():
+	case <-ctx.Done():
+		_ = s.client.Close()
+	}
+	s.close()
+	if err := s.client.Err(); err != nil && !errors.Is(err, link.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+func (s *Session) close() {
+	s.initOnce.Do(func() { s.initErr = errors.New("the session ended"); close(s.ready) })
+	<-s.ready
+	if s.pool != nil {
+		_ = s.pool.Close()
+	}
+}
+
+// ClientName is the MCP client's own name for itself (its title if it
+// gave one), for the human's questions.
+func (s *Session) ClientName() string {
+	if s.init.ClientInfo.Title != "" {
+		return s.init.ClientInfo.Title
+	}
+	return s.init.ClientInfo.Name
+}
+
+// Pool is the session's servers (nil before initialize).
+func (s *Session) Pool() *downstream.Pool { return s.pool }
+
+// Log is the session's logger.
+func (s *Session) Log() *slog.Logger { return s.log }
+
+// NotifyClient sends the client a notification (tools/list_changed when
+// the mode's tool list changed).
+func (s *Session) NotifyClient(method string, params json.RawMessage) {
+	if err := s.client.Notify(context.Background(), method, params); err != nil {
+		s.log.Debug("a notification could not be sent to the client", "method", method, "err", err)
+	}
+}
+
+func newLabel() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "s-" + hex.EncodeToString(b)
+}
+
+// initialize starts the session's servers with the client's own
+// initialize parameters and answers with their (transparent) or our
+// (other modes) server info and capabilities.
+func (s *Session) initialize(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	started := false
+	s.initOnce.Do(func() {
+		started = true
+		s.initStarted.Store(true)
+		defer close(s.ready)
+		s.result, s.initErr = s.start(ctx, params)
+	})
+	if !started {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize was already received on this session"}
+	}
+	return s.result, s.initErr
+}
+
+func (s *Session) start(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	if err := json.Unmarshal(params, &s.init); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
+	}
+	version := s.cfg.ProtocolVersions[0]
+	if slices.Contains(s.cfg.ProtocolVersions, s.init.ProtocolVersion) {
+		version = s.init.ProtocolVersion
+	}
+	down, err := setMember(params, "protocolVersion", version)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
+	}
+	s.pool = downstream.Start(ctx, s.cfg.Servers, downstream.Options{Version: s.cfg.Version, Initialize: down,
+		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Log: s.log})
+	if s.cfg.Transparent && len(s.pool.Servers()) == 1 {
+		srv := s.pool.Servers()[0]
+		st := srv.State()
+		if st.Status != downstream.Ready {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: fmt.Sprintf("aqlguard: the server %s did not start: %s", srv.Name, st.Problem)}
+		}
+	}
+	if s.tools, err = s.cfg.NewTools(s); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "aqlguard: " + err.Error()}
+	}
+	s.protoUsed = version
+	return s.initializeResult(version)
+}
+
+// initializeResult is the answer to initialize. In transparent mode with
+// one server it is the server's own, as sent, with the protocol version
+// the front speaks and tools.listChanged (aqlguard lists its
+// verification tool while a code is pending). Otherwise it is
+// aqlguard's, with the union of what the servers can do.
+func (s *Session) initializeResult(version string) (json.RawMessage, error) {
+	ready := s.readyServers()
+	if s.cfg.Transparent && len(ready) == 1 {
+		st := ready[0].State()
+		if slices.Contains(s.cfg.ProtocolVersions, st.Protocol) {
+			version = st.Protocol
+			s.protoUsed = version
+		}
+		out, err := setMember(st.InitRaw, "protocolVersion", version)
+		if err != nil {
+			return nil, err
+		}
+		var caps map[string]json.RawMessage
+		if raw, ok := members(out)["capabilities"]; ok {
+			_ = json.Unmarshal(raw, &caps)
+		}
+		if caps == nil {
+			caps = map[string]json.RawMessage{}
+		}
+		tools, _ := setMember(caps["tools"], "listChanged", true)
+		caps["tools"] = tools
+		capsRaw, _ := json.Marshal(caps)
+		return setMember(out, "capabilities", json.RawMessage(capsRaw))
+	}
+	caps := map[string]any{"tools": map[string]any{"listChanged": true}}
+	var instructions []string
+	if s.cfg.Instructions != "" {
+		instructions = append(instructions, s.cfg.Instructions)
+	}
+	for _, srv := range ready {
+		st := srv.State()
+		for _, feature := range []string{"resources", "prompts", "completions", "logging"} {
+			raw, ok := st.Capabilities[feature]
+			if !ok || string(raw) == "null" {
+				continue
+			}
+			union, _ := caps[feature].(map[string]any)
+			if union == nil {
+				union = map[string]any{}
+			}
+			// resources: subscribe, listChanged; prompts: listChanged.
+			var flags map[string]any
+			_ = json.Unmarshal(raw, &flags)
+			for _, flag := range []string{"subscribe", "listChanged"} {
+				if b, _ := flags[flag].(bool); b && feature != "completions" && feature != "logging" {
+					union[flag] = true
+				}
+			}
+			caps[feature] = union
+		}
+		if s.cfg.Transparent && st.Init.Instructions != "" {
+			instructions = append(instructions, st.Init.Instructions)
+		}
+	}
+	res := map[string]any{"protocolVersion": version, "capabilities": caps,
+		"serverInfo": map[string]any{"name": "aqlguard", "version": s.cfg.Version}}
+	if len(instructions) > 0 {
+		res["instructions"] = strings.Join(instructions, "\n\n")
+	}
+	return json.Marshal(res)
+}
+
+func (s *Session) readyServers() []*downstream.Server {
+	var out []*downstream.Server
+	for _, srv := range s.pool.Servers() {
+		if srv.State().Status == downstream.Ready {
+			out = append(out, srv)
+		}
+	}
+	return out
+}
+
+// serversWith reports the servers that declared capability c
+// ("resources", "prompts", "completions", "logging"), in config order.
+func (s *Session) serversWith(c string) []*downstream.Server {
+	var out []*downstream.Server
+	for _, srv := range s.pool.Servers() {
+		st := srv.State()
+		if raw, ok := st.Capabilities[c]; ok && string(raw) != "null" {
+			out = append(out, srv)
+		}
+	}
+	return out
+}
+
+// Forward sends a request to a server as the client sent it, with any
+// progress token replaced by one of ours for the time of the request, so
+// the server's progress reaches this request and no other.
+func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
+	params, ours := s.mapProgress(params)
+	if ours != "" {
+		defer func() {
+			s.mu.Lock()
+			delete(s.progress, ours)
+			s.mu.Unlock()
+		}()
+	}
+	return srv.Request(ctx, method, params)
+}
+
+// mapProgress replaces _meta.progressToken, if any, with a token of ours.
+func (s *Session) mapProgress(params json.RawMessage) (json.RawMessage, string) {
+	meta, ok := members(params)["_meta"]
+	if !ok {
+		return params, ""
+	}
+	token, ok := members(meta)["progressToken"]
+	if !ok {
+		return params, ""
+	}
+	ours := "aqlguard-p-" + strconv.FormatInt(s.progressN.Add(1), 10)
+	newMeta, err := setMember(meta, "progressToken", ours)
+	if err != nil {
+		return params, ""
+	}
+	out, err := setMember(params, "_meta", newMeta)
+	if err != nil {
+		return params, ""
+	}
+	s.mu.Lock()
+	s.progress[ours] = progressRoute{token: append(json.RawMessage(nil), token...)}
+	s.mu.Unlock()
+	return out, ours
+}
+
+// errNotReady answers requests that come before initialize.
+var errNotReady = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the session is not initialized: send initialize first"}
+
+// waitReady waits for initialize to be answered.
+func (s *Session) waitReady(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		if s.initErr != nil {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the session failed to initialize"}
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// started reports whether initialize has arrived (it may still run).
+func (s *Session) started() bool { return s.initStarted.Load() }

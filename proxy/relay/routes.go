@@ -1,0 +1,352 @@
+package relay
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// routes remember which server listed which resource and prompt, so that
+// a read or a get goes to the server that offered it.
+type routes struct {
+	mu        sync.Mutex
+	resources map[string]string // uri → server
+	templates []templateRoute
+	prompts   map[string]promptRoute // the name the client sees → server and the server's name
+}
+
+type templateRoute struct {
+	prefix string // the template's literal text before its first expression
+	server string
+}
+
+type promptRoute struct {
+	server, name string
+}
+
+func (r *routes) forgetPrompts() {
+	r.mu.Lock()
+	r.prompts = map[string]promptRoute{}
+	r.mu.Unlock()
+}
+
+// CodeResourceNotFound is MCP's error for a resource no server has.
+const CodeResourceNotFound = -32002
+
+// cursorPrefix marks a cursor aqlguard made for a list that spans
+// several servers.
+const cursorPrefix = "aqlguard:"
+
+type spanCursor struct {
+	Server int    `json:"s"`
+	Cursor string `json:"c,omitempty"`
+}
+
+// list serves resources/list, resources/templates/list and prompts/list.
+// With one server that has the feature, the request and the answer pass
+// through as they are. With several, pages are the servers' own, one
+// server after the other, under a cursor of ours; prompts that two
+// servers both name are told apart as <server>__<name>.
+func (s *Session) list(ctx context.Context, field string, req *jsonrpc.Request) (json.RawMessage, error) {
+	feature := "resources"
+	if field == "prompts" {
+		feature = "prompts"
+	}
+	servers := s.serversWith(feature)
+	if len(servers) == 0 {
+		return json.Marshal(map[string]any{field: []any{}})
+	}
+	if len(servers) == 1 {
+		res, err := s.Forward(ctx, servers[0], req.Method, req.Params)
+		if err == nil {
+			s.learn(servers[0], field, res, false)
+		}
+		return res, err
+	}
+	var in struct {
+		Cursor string `json:"cursor"`
+	}
+	_ = json.Unmarshal(req.Params, &in)
+	at := spanCursor{}
+	if in.Cursor != "" {
+		c, ok := decodeCursor(in.Cursor)
+		if !ok || c.Server < 0 || c.Server >= len(servers) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+		}
+		at = c
+	}
+	params := req.Params
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	var err error
+	if at.Cursor != "" {
+		params, err = setMember(params, "cursor", at.Cursor)
+	} else {
+		params, err = deleteMember(params, "cursor")
+	}
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	srv := servers[at.Server]
+	res, err := s.Forward(ctx, srv, req.Method, params)
+	if err != nil {
+		return nil, err
+	}
+	res = s.learn(srv, field, res, true)
+	var page struct {
+		NextCursor string `json:"nextCursor"`
+	}
+	_ = json.Unmarshal(res, &page)
+	var next *spanCursor
+	switch {
+	case page.NextCursor != "":
+		next = &spanCursor{Server: at.Server, Cursor: page.NextCursor}
+	case at.Server+1 < len(servers):
+		next = &spanCursor{Server: at.Server + 1}
+	}
+	if next == nil {
+		return deleteMember(res, "nextCursor")
+	}
+	return setMember(res, "nextCursor", encodeCursor(*next))
+}
+
+func encodeCursor(c spanCursor) string {
+	b, _ := json.Marshal(c)
+	return cursorPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (spanCursor, bool) {
+	rest, ok := strings.CutPrefix(s, cursorPrefix)
+	if !ok {
+		return spanCursor{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil {
+		return spanCursor{}, false
+	}
+	var c spanCursor
+	return c, json.Unmarshal(b, &c) == nil
+}
+
+// learn records the routes of one page of a list and, for prompts of
+// several servers, renames the ones another server also names.
+func (s *Session) learn(srv *downstream.Server, field string, res json.RawMessage, several bool) json.RawMessage {
+	var page map[string]json.RawMessage
+	if json.Unmarshal(res, &page) != nil {
+		return res
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(page[field], &items) != nil {
+		return res
+	}
+	s.routes.mu.Lock()
+	defer s.routes.mu.Unlock()
+	changed := false
+	for i, item := range items {
+		var it struct {
+			URI         string `json:"uri"`
+			URITemplate string `json:"uriTemplate"`
+			Name        string `json:"name"`
+		}
+		if json.Unmarshal(item, &it) != nil {
+			continue
+		}
+		switch field {
+		case "resources":
+			if _, taken := s.routes.resources[it.URI]; !taken {
+				s.routes.resources[it.URI] = srv.Name
+			}
+		case "resourceTemplates":
+			prefix, _, _ := strings.Cut(it.URITemplate, "{")
+			s.routes.templates = append(s.routes.templates, templateRoute{prefix: prefix, server: srv.Name})
+		case "prompts":
+			visible := it.Name
+			if several && s.promptNameTaken(srv, it.Name) {
+				visible = srv.Name + "__" + it.Name
+				if renamed, err := setMember(item, "name", visible); err == nil {
+					items[i], changed = renamed, true
+				}
+			}
+			s.routes.prompts[visible] = promptRoute{server: srv.Name, name: it.Name}
+		}
+	}
+	if !changed {
+		return res
+	}
+	list, err := json.Marshal(items)
+	if err != nil {
+		return res
+	}
+	out, err := setMember(res, field, json.RawMessage(list))
+	if err != nil {
+		return res
+	}
+	return out
+}
+
+// promptNameTaken reports whether another server already offered a
+// prompt of this name (routes.mu held).
+func (s *Session) promptNameTaken(srv *downstream.Server, name string) bool {
+	r, ok := s.routes.prompts[name]
+	return ok && r.server != srv.Name
+}
+
+func uriOf(params json.RawMessage) string {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.URI
+}
+
+// resourceServer finds the server for a resource URI: the one that listed
+// it, else the one whose template's literal prefix is the longest match,
+// else the only server with resources.
+func (s *Session) resourceServer(ctx context.Context, uri string) (*downstream.Server, error) {
+	servers := s.serversWith("resources")
+	if len(servers) == 1 {
+		return servers[0], nil
+	}
+	s.routes.mu.Lock()
+	name, ok := s.routes.resources[uri]
+	if !ok {
+		best := -1
+		for _, t := range s.routes.templates {
+			if strings.HasPrefix(uri, t.prefix) && len(t.prefix) > best {
+				name, best = t.server, len(t.prefix)
+			}
+		}
+		ok = best >= 0
+	}
+	s.routes.mu.Unlock()
+	if ok {
+		if srv, found := s.pool.Server(name); found {
+			return srv, nil
+		}
+	}
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return nil, &jsonrpc.Error{Code: CodeResourceNotFound, Message: "Resource not found", Data: data}
+}
+
+// readResource serves resources/read: route, gate, forward.
+func (s *Session) readResource(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	uri := uriOf(req.Params)
+	srv, err := s.resourceServer(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	return s.gated(ctx, srv, "resource", uri, nil, req.Method, req.Params)
+}
+
+// getPrompt serves prompts/get: route (undoing a rename), gate, forward.
+func (s *Session) getPrompt(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	var p struct {
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	srv, name, err := s.promptServer(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	params := req.Params
+	if name != p.Name {
+		if params, err = setMember(params, "name", name); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+	}
+	return s.gated(ctx, srv, "prompt", name, p.Arguments, req.Method, params)
+}
+
+// gated forwards a read the Gate allowed, and tells it how it ended.
+func (s *Session) gated(ctx context.Context, srv *downstream.Server, kind, name string, args map[string]any, method string, params json.RawMessage) (json.RawMessage, error) {
+	if s.cfg.Gate == nil {
+		return s.Forward(ctx, srv, method, params)
+	}
+	done, err := s.cfg.Gate.Check(ctx, s, srv.Name, kind, name, args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.Forward(ctx, srv, method, params)
+	done(err)
+	return res, err
+}
+
+// promptServer finds the server of a prompt the client names, and the
+// server's own name for it.
+func (s *Session) promptServer(ctx context.Context, visible string) (*downstream.Server, string, error) {
+	servers := s.serversWith("prompts")
+	if len(servers) == 1 {
+		return servers[0], visible, nil
+	}
+	s.routes.mu.Lock()
+	r, ok := s.routes.prompts[visible]
+	s.routes.mu.Unlock()
+	if !ok {
+		// Not listed yet in this session: a server__name the client
+		// knows from elsewhere, or a name only one server could mean.
+		if server, name, cut := strings.Cut(visible, "__"); cut {
+			if srv, found := s.pool.Server(server); found {
+				return srv, name, nil
+			}
+		}
+		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt: " + visible}
+	}
+	srv, found := s.pool.Server(r.server)
+	if !found {
+		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt: " + visible}
+	}
+	return srv, r.name, nil
+}
+
+// complete serves completion/complete, routed by what is completed: a
+// prompt's argument or a resource template's.
+func (s *Session) complete(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	servers := s.serversWith("completions")
+	if len(servers) == 0 {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no server behind aqlguard offers completions"}
+	}
+	if len(servers) == 1 {
+		return s.Forward(ctx, servers[0], req.Method, req.Params)
+	}
+	var p struct {
+		Ref struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		} `json:"ref"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	switch p.Ref.Type {
+	case "ref/prompt":
+		srv, name, err := s.promptServer(ctx, p.Ref.Name)
+		if err != nil {
+			return nil, err
+		}
+		params := req.Params
+		if name != p.Ref.Name {
+			ref, _ := setMember(members(req.Params)["ref"], "name", name)
+			if params, err = setMember(params, "ref", ref); err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+			}
+		}
+		return s.Forward(ctx, srv, req.Method, params)
+	case "ref/resource":
+		srv, err := s.resourceServer(ctx, p.Ref.URI)
+		if err != nil {
+			return nil, err
+		}
+		return s.Forward(ctx, srv, req.Method, req.Params)
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown completion reference type: " + p.Ref.Type}
+}
