@@ -80,6 +80,12 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 	if cat != "" && op.Category != cat {
 		return aql.Failure(aql.EndpointMismatch(op.Name, f.ToolFor(op), tool, string(op.Category), string(cat)))
 	}
+	if !op.Builtin {
+		var refusal *aql.Error
+		if op, refusal = f.pinRefusal(ctx, op); refusal != nil {
+			return aql.Failure(refusal)
+		}
+	}
 	params, verr := aql.Validate(op.Name, op.Params, req.Params)
 	if verr != nil {
 		return aql.Failure(verr)
@@ -201,6 +207,10 @@ func monitoringWarning(d evaluator.Directive) *aql.Warning {
 // downstream tool's own arguments; the same limits, validation and guard
 // apply; an allowed call returns the server's answer as it sent it.
 func (f *Front) handlePassthrough(ctx context.Context, session string, op *catalog.Operation, raw, callParams json.RawMessage) (json.RawMessage, error) {
+	op, refusal := f.pinRefusal(ctx, op)
+	if refusal != nil {
+		return f.encodeRaw(f.encode(aql.Failure(refusal)))
+	}
 	args, perr := aql.ParseArguments(raw, f.Limits)
 	if perr != nil {
 		return f.encodeRaw(f.encode(aql.Failure(perr)))

@@ -17,6 +17,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -49,6 +50,8 @@ type Shared struct {
 	Loop   *safety.Loop
 	Limits aql.Limits
 	Log    *slog.Logger
+	// Pins holds the approved tool definitions; nil pins nothing.
+	Pins *pins.Pinner
 	// Version is aqlguard's.
 	Version string
 }
@@ -86,6 +89,9 @@ type Front struct {
 
 	mu      sync.RWMutex
 	catalog *catalog.Catalog
+	pins    *pins.Pinner
+	pending map[string]map[string]bool // server → tools whose change waits for a human
+	unwatch func()
 
 	verifyMu     sync.Mutex
 	verifyListed bool
@@ -96,10 +102,90 @@ func (sh *Shared) NewFront(s *relay.Session) (*Front, error) {
 	f := &Front{Mode: sh.Mode, Limits: sh.Limits, Log: sh.Log.With("session", s.ID), Session: s, Pool: s.Pool(),
 		Version: sh.Version, config: sh.Config}
 	f.Guard = &Guard{Loop: sh.Loop, Downstream: sessionCaller{s}, Log: sh.Log}
+	f.pins, f.pending = sh.Pins, map[string]map[string]bool{}
+	for _, srv := range f.Pool.Servers() {
+		if srv.State().Status == downstream.Ready {
+			if err := f.applyPins(context.Background(), srv); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := f.rebuild(); err != nil {
 		return nil, err
 	}
+	if f.pins != nil {
+		f.unwatch = f.pins.Watch(func(server, _ string) { f.refreshServer(server) })
+	}
 	return f, nil
+}
+
+// Close implements the relay's optional session-end hook.
+func (f *Front) Close() {
+	if f.unwatch != nil {
+		f.unwatch()
+	}
+}
+
+// applyPins checks a server's tools against their pins: the server's
+// state then holds the approved definitions, and the changed tools are
+// remembered as pending.
+func (f *Front) applyPins(ctx context.Context, srv *downstream.Server) error {
+	if f.pins == nil {
+		return nil
+	}
+	st := srv.State()
+	res, err := f.pins.Check(ctx, srv.Name, st.Tools, st.ToolsRaw)
+	if err != nil {
+		return err
+	}
+	srv.SetTools(res.Tools, res.Raws)
+	f.mu.Lock()
+	f.pending[srv.Name] = res.Pending
+	f.mu.Unlock()
+	return nil
+}
+
+// refreshServer lists a server's tools again (a change was approved)
+// and tells the client.
+func (f *Front) refreshServer(server string) {
+	srv, ok := f.Pool.Server(server)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	if _, err := srv.ListTools(ctx); err != nil {
+		f.Log.Warn("refreshing a server's tools after an approved change", "server", server, "err", err)
+		return
+	}
+	if f.ToolsChanged(ctx, srv) {
+		f.Session.NotifyClient("notifications/tools/list_changed", json.RawMessage(`{}`))
+	}
+}
+
+// pinRefusal refuses a call to a tool whose change waits for a human. It
+// reads the pin again first: the change may have been approved since (at
+// the command line, in another process); then the tools are refreshed and
+// op is the tool as it is now.
+func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog.Operation, *aql.Error) {
+	f.mu.RLock()
+	pending := f.pending[op.Server][op.Tool.Name]
+	f.mu.RUnlock()
+	if !pending {
+		return op, nil
+	}
+	still, err := f.pins.Pending(ctx, op.Server, op.Tool.Name)
+	if err == nil && !still {
+		f.refreshServer(op.Server)
+		for _, o := range f.Catalog().Downstream() {
+			if o.Server == op.Server && o.Tool.Name == op.Tool.Name {
+				return o, nil
+			}
+		}
+	}
+	return nil, &aql.Error{Code: aql.CodePermissionDenied,
+		Message: fmt.Sprintf("aqlguard: the server %s changed the tool %s since it was approved; it cannot be used until a human "+
+			"approves the change (they have been asked; at the machine: aqlguard pins approve %s %s)", op.Server, op.Tool.Name, op.Server, op.Tool.Name),
+		Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "reason": "tool definition changed"}}
 }
 
 // rebuild derives the catalog from what the servers offer now.
@@ -126,7 +212,11 @@ func (f *Front) Catalog() *catalog.Catalog {
 
 // ToolsChanged implements relay.Tools: a server's tools changed, so the
 // catalog is derived again and the client told.
-func (f *Front) ToolsChanged(context.Context, *downstream.Server) bool {
+func (f *Front) ToolsChanged(ctx context.Context, srv *downstream.Server) bool {
+	if err := f.applyPins(ctx, srv); err != nil {
+		f.Log.Error("the tools changed, but their pins could not be checked; the server's tools are withheld", "server", srv.Name, "err", err)
+		srv.SetTools(nil, nil)
+	}
 	if err := f.rebuild(); err != nil {
 		f.Log.Error("the tools changed, but the catalog could not be rebuilt; the old one stays", "err", err)
 		return false

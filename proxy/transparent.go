@@ -110,6 +110,10 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 	if op == nil {
 		return nil, unknownTool(p.Name)
 	}
+	op, refusal := f.pinRefusal(ctx, op)
+	if refusal != nil {
+		return f.encodeRaw(f.encode(aql.Failure(refusal)))
+	}
 	args, perr := aql.ParseArguments(p.Arguments, f.Limits)
 	if perr != nil {
 		return f.encodeRaw(f.encode(aql.Failure(perr)))

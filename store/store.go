@@ -181,8 +181,9 @@ var (
 	bucketAudit         = []byte("audit")
 	bucketMeta          = []byte("meta")
 	bucketApprovals     = []byte("approvals")
+	bucketPins          = []byte("pins")
 	buckets             = [][]byte{bucketApprovals, bucketBlocks, bucketChallenges, bucketFailures, bucketExecutions,
-		bucketConfirmations, bucketAudit, bucketMeta}
+		bucketConfirmations, bucketAudit, bucketMeta, bucketPins}
 )
 
 // bucket returns a bucket Open created; its absence means the file is not

@@ -41,11 +41,18 @@ type Request struct {
 	// Steps is, for a step-limit check-in, how many more calls an
 	// approval lets the agent make before it asks again.
 	Steps int
+	// Detail is shown as it is, line by line, after the arguments (the
+	// diff of a changed tool definition).
+	Detail string
 	// AllowSession offers the human "allow this tool for this session"
 	// besides "allow once" (KindConfirmation of a tool call whose decision
 	// does not rest on its arguments).
 	AllowSession bool
 }
+
+// OperationToolChange is the Operation of a question about a server
+// that changed a tool since it was approved (tool pinning).
+const OperationToolChange = "tool change"
 
 // Answer is the human's reply to a confirmation question.
 type Answer string

@@ -26,7 +26,8 @@ const maxStdout = 4096
 // on its stdin, which is then closed.
 //
 //	confirmation: {"kind":"confirmation","token","agent","operation","action","expires_at",
-//	               "reason","tier","arguments","answers","client","server","tool","steps"}
+//	               "reason","tier","arguments","answers","client","server","tool","steps",
+//	               "detail" (only for operation "tool change": the diff)}
 //	challenge:    {"kind":"challenge","challenge_id","code","agent","action","tier","expires_at",
 //	               "reason","client"}
 //
@@ -81,6 +82,8 @@ type confirmationStdin struct {
 	// Steps is, for a step-limit check-in, how many calls an approval
 	// grants; 0 otherwise.
 	Steps int `json:"steps"`
+	// Detail is the diff of a changed tool (operation "tool change").
+	Detail string `json:"detail,omitempty"`
 }
 
 type challengeStdin struct {
@@ -105,7 +108,7 @@ func (c *CommandChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	}
 	in := confirmationStdin{Kind: KindConfirmation, Token: r.Token, Agent: r.Agent, Operation: r.Operation,
 		Action: r.Action, ExpiresAt: rfc3339(r.ExpiresAt), Reason: r.Reason, Tier: r.Tier, Arguments: r.Arguments,
-		Answers: []Answer{Allow, Deny}, Client: r.Client, Server: r.Server, Tool: r.Tool, Steps: r.Steps}
+		Answers: []Answer{Allow, Deny}, Client: r.Client, Server: r.Server, Tool: r.Tool, Steps: r.Steps, Detail: r.Detail}
 	if in.Arguments == nil {
 		in.Arguments = map[string]any{}
 	}

@@ -37,6 +37,9 @@ func questionText(r Request, now time.Time, capped bool) (string, error) {
 		b.WriteString("The agent has made its allowed number of calls without a human looking in.\n\n")
 	case "check-in: reported failure":
 		b.WriteString("The agent reported that its previous step failed; it is paused until you look.\n\n")
+	case OperationToolChange:
+		b.WriteString("A server changed one of its tools since it was approved. Until you approve the change,\n" +
+			"the agent sees the tool as it was, and calls to it are refused.\n\n")
 	default:
 		b.WriteString("An AI agent wants to run the call below. aqlguard needs your decision.\n\n")
 	}
@@ -54,9 +57,22 @@ func questionText(r Request, now time.Time, capped bool) (string, error) {
 		field(&b, "Tier", r.Tier)
 	}
 	field(&b, "Action", r.Action)
-	if len(r.Arguments) == 0 {
+	switch {
+	case r.Detail != "":
+		detail := visible(r.Detail, true)
+		if capped {
+			if cut, more := capRunes(detail, maxArgChars); more > 0 {
+				detail = cut + fmt.Sprintf("\n… (%d more characters; read them with aqlguard pins list)", more)
+			}
+		}
+		b.WriteString("Change (- as approved, + as the server sends it now):\n")
+		b.WriteString(detail)
+		if !strings.HasSuffix(detail, "\n") {
+			b.WriteByte('\n')
+		}
+	case len(r.Arguments) == 0:
 		b.WriteString("Arguments: none\n")
-	} else {
+	default:
 		args, err := renderArguments(r.Arguments, capped)
 		if err != nil {
 			// Fail closed: a human must not approve what they cannot see.
@@ -80,6 +96,8 @@ func questionText(r Request, now time.Time, capped bool) (string, error) {
 		}
 	case "check-in: reported failure":
 		fmt.Fprintf(&b, "%q lifts the pause: the agent may go on after its failed step.\n", allowOnceLabel)
+	case OperationToolChange:
+		fmt.Fprintf(&b, "%q approves the changed tool: the agent sees it as it is now and may call it.\n", allowOnceLabel)
 	default:
 		fmt.Fprintf(&b, "%q lets this one call run.\n", allowOnceLabel)
 		if r.AllowSession {

@@ -63,6 +63,9 @@ verbs:
   unblock AGENT  lift an agent's hard block (admin override, audited)
   approvals list|revoke ID...|revoke --every
                  the standing "allow for this session" answers (revoking is audited)
+  pins list|approve SERVER TOOL|reset SERVER [TOOL]
+                 the approved definitions of the servers' tools; changes
+                 waiting for a human (shown as a diff), approving them
   audit list|show SEQ|export|tail|verify [FILE]
                  read and check the hash-chained audit log (export --format
                  jsonl|ocsf, tail -f; --since, --until, --agent, --kind)
@@ -101,6 +104,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdUnblock(args, stdout, stderr)
 	case "approvals":
 		return cmdApprovals(args, stdout, stderr)
+	case "pins":
+		return cmdPins(args, stdout, stderr)
 	case "audit":
 		return cmdAudit(args, stdout, stderr)
 	case "version", "--version":

@@ -12,6 +12,7 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/aqlguard/aqlguard/store"
@@ -134,10 +135,13 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	log.Info("aqlguard starting", "version", version(), "config", source, "mode", cfg.Mode,
 		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
 		"state", st.Path())
+	loop := newLoop(cfg, pol, st, log)
 	sh := &proxy.Shared{
 		Mode:   cfg.Mode,
 		Config: cfg,
-		Loop:   newLoop(cfg, pol, st, log),
+		Loop:   loop,
+		Pins: &pins.Pinner{Store: st, Loop: loop, Log: log, Process: processName(),
+			AskFor: cfg.Verify.ConfirmationTTL.Duration},
 		Limits: aql.Limits{
 			MaxRequestSize:   cfg.Limits.MaxRequestSize,
 			MaxResponseSize:  cfg.Limits.MaxResponseSize,

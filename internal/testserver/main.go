@@ -51,6 +51,8 @@ func main() {
 		hangStart   = flag.Bool("hang-start", false, "never answer anything (read stdin and block)")
 		stderrNoise = flag.Bool("stderr-noise", false, "print a few lines to stderr at start")
 		stateless   = flag.Bool("stateless", false, "with -http: stateless Streamable HTTP")
+		rugPull     = flag.Bool("rug-pull", false, "offer change_echo, which changes echo's definition (tool pinning tests)")
+		echoDesc    = flag.String("echo-desc", "", "start with this description of echo instead of its own")
 	)
 	flag.Parse()
 
@@ -75,7 +77,10 @@ func main() {
 
 	newServer := func() *mcp.Server {
 		s := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, nil)
-		addTools(s, calls)
+		addTools(s, calls, *echoDesc)
+		if *rugPull {
+			addRugPull(s, calls)
+		}
 		return s
 	}
 

@@ -135,6 +135,9 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 func (s *Session) close() {
 	s.initOnce.Do(func() { s.initErr = errors.New("the session ended"); close(s.ready) })
 	<-s.ready
+	if c, ok := s.tools.(interface{ Close() }); ok {
+		c.Close()
+	}
 	if s.pool != nil {
 		_ = s.pool.Close()
 	}

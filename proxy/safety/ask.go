@@ -95,24 +95,66 @@ func (l *Loop) runAsk(q *asking, c *Confirmation, req verify.Request) {
 	close(q.done)
 }
 
+// takeTurn waits for this principal's turn to put a question to the
+// human, in this process and across the processes sharing the state
+// directory. It returns the release, or nil and why there is no turn.
+func (l *Loop) takeTurn(ctx context.Context) (release func(), why string) {
+	select {
+	case l.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, "confirmation: the question expired while the human was answering others"
+	}
+	unlock, err := l.Store.QuestionTurn(ctx, l.Policy.Principal)
+	if err != nil {
+		<-l.turn
+		if ctx.Err() != nil {
+			return nil, "confirmation: the question expired while the human was answering another aqlguard's"
+		}
+		l.Log.Error("could not wait for a turn to ask a human; nothing is approved", "err", err)
+		return nil, "confirmation: could not take a turn to ask a human; nothing was approved"
+	}
+	return func() { unlock(); <-l.turn }, ""
+}
+
+// AskAbout puts a question that is not about one call (a server changed
+// a tool's definition) to the human, in this principal's turn. settled
+// runs once the turn is taken: when it reports that the question was
+// answered meanwhile (in another process, at the command line), the
+// human is not asked and AskAbout returns None.
+func (l *Loop) AskAbout(ctx context.Context, req verify.Request, settled func() bool) (verify.Answer, error) {
+	if l.Channel == nil {
+		return verify.None, errors.New("no channel to a human is configured")
+	}
+	l.mu.Lock()
+	l.init()
+	l.mu.Unlock()
+	release, why := l.takeTurn(ctx)
+	if release == nil {
+		return verify.None, errors.New(why)
+	}
+	defer release()
+	if settled != nil && settled() {
+		return verify.None, nil
+	}
+	answer, err := l.Channel.Ask(ctx, req)
+	if err != nil {
+		return verify.None, err
+	}
+	if answer == verify.AllowSession {
+		answer = verify.Allow
+	}
+	l.Log.Info("human answer", "channel", l.Channel.Name(), "about", req.Operation, "answer", answer)
+	return answer, nil
+}
+
 // ask waits for this principal's turn, then puts req to the human.
 func (l *Loop) ask(ctx context.Context, req verify.Request) (verify.Answer, string) {
 	if l.Channel == nil {
 		return verify.None, "confirmation: no channel to a human is configured, so nothing can be approved"
 	}
-	select {
-	case l.turn <- struct{}{}:
-		defer func() { <-l.turn }()
-	case <-ctx.Done():
-		return verify.None, "confirmation: the question expired while the human was answering others"
-	}
-	release, err := l.Store.QuestionTurn(ctx, l.Policy.Principal)
-	if err != nil {
-		if ctx.Err() != nil {
-			return verify.None, "confirmation: the question expired while the human was answering another aqlguard's"
-		}
-		l.Log.Error("could not wait for a turn to ask a human; nothing is approved", "token", req.Token, "err", err)
-		return verify.None, "confirmation: could not take a turn to ask a human; nothing was approved"
+	release, why := l.takeTurn(ctx)
+	if release == nil {
+		return verify.None, why
 	}
 	defer release()
 	// Answered meanwhile through the other process (confirm_operation

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aqlguard/aqlguard/proxy/pins"
+	"github.com/aqlguard/aqlguard/store"
+)
+
+const pinsUsage = `usage: aqlguard pins list [SERVER] [--state-dir DIR]
+       aqlguard pins approve SERVER TOOL [--state-dir DIR]
+       aqlguard pins reset SERVER [TOOL] | --every [--state-dir DIR]
+`
+
+// cmdPins is `aqlguard pins list|approve|reset`: the approved definitions
+// of downstream tools, the changes waiting for a human, and forgetting
+// pins (the next definition seen is trusted again).
+func cmdPins(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "approve" && args[0] != "reset") {
+		fmt.Fprint(stderr, pinsUsage)
+		return 2
+	}
+	verb := args[0]
+	fs, g := newFlags("pins "+verb, stderr)
+	every := fs.Bool("every", false, "reset: every pin of every server")
+	rest, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return 2
+	}
+	st, code := storeFor(g, stderr)
+	if st == nil {
+		return code
+	}
+	ctx := context.Background()
+	switch {
+	case verb == "list" && len(rest) <= 1:
+		server := ""
+		if len(rest) == 1 {
+			server = rest[0]
+		}
+		return pinsList(ctx, st, server, stdout, stderr)
+	case verb == "approve" && len(rest) == 2:
+		p := &pins.Pinner{Store: st, Process: processName()}
+		err := p.Approve(ctx, rest[0], rest[1], "", "admin "+osUser())
+		if errors.Is(err, pins.ErrNoChange) {
+			fmt.Fprintf(stderr, "aqlguard pins approve: no change of %s.%s waits for approval\n", rest[0], rest[1])
+			return 1
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "approved the changed %s.%s; running aqlguards use it at the next call\n", rest[0], rest[1])
+		return 0
+	case verb == "reset" && (*every && len(rest) == 0 || !*every && (len(rest) == 1 || len(rest) == 2)):
+		n, err := pinsReset(ctx, st, rest)
+		if err != nil {
+			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "forgot %d pin(s); the next definition each server sends is pinned as it is\n", n)
+		return 0
+	}
+	fmt.Fprint(stderr, pinsUsage)
+	return 2
+}
+
+func pinsList(ctx context.Context, st *store.Store, server string, stdout, stderr io.Writer) int {
+	var list []store.Pin
+	if err := st.View(ctx, func(tx *store.Tx) (err error) { list, err = tx.Pins(server); return }); err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no tools pinned yet (a tool is pinned when aqlguard first sees it)")
+		return 0
+	}
+	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SERVER\tTOOL\tSTATUS\tAPPROVED\tBY\tHASH")
+	for _, p := range list {
+		status := "pinned"
+		if p.Pending != nil {
+			status = "CHANGED, waiting for approval"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Server, p.Tool, status,
+			p.ApprovedAt.Local().Format(time.RFC3339), p.ApprovedBy, p.Hash[:12])
+	}
+	_ = w.Flush()
+	for _, p := range list {
+		if p.Pending != nil {
+			fmt.Fprintf(stdout, "\n%s.%s changed on %s:\n%s", p.Server, p.Tool, p.Pending.SeenAt.Local().Format(time.RFC3339),
+				pins.Diff(p.Tool, p.Definition, p.Pending.Definition))
+			fmt.Fprintf(stdout, "approve with: aqlguard pins approve %s %s\n", p.Server, p.Tool)
+		}
+	}
+	return 0
+}
+
+func pinsReset(ctx context.Context, st *store.Store, args []string) (int, error) {
+	n := 0
+	err := st.Update(ctx, func(tx *store.Tx) error {
+		n = 0
+		server := ""
+		if len(args) > 0 {
+			server = args[0]
+		}
+		list, err := tx.Pins(server)
+		if err != nil {
+			return err
+		}
+		for _, p := range list {
+			if len(args) == 2 && p.Tool != args[1] {
+				continue
+			}
+			if err := tx.DeletePin(p.Server, p.Tool); err != nil {
+				return err
+			}
+			if _, err := tx.Append(store.Record{Time: time.Now(), Kind: "pin", Principal: "admin", Process: processName(),
+				Server: p.Server, Operation: "pin " + p.Server + "." + p.Tool, Result: "reset by admin " + osUser()}); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
