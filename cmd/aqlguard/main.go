@@ -36,9 +36,18 @@ import (
 	"syscall"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/downstream"
 )
 
 func main() {
+	// Stdio servers run under this binary as their supervisor, so they
+	// go when aqlguard goes. /proc/self/exe still works if the binary is
+	// replaced (go install) while aqlguard runs.
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		downstream.Supervisor = "/proc/self/exe"
+	} else if exe, err := os.Executable(); err == nil {
+		downstream.Supervisor = exe
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -86,6 +95,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		verb, args = args[0], args[1:]
 	}
 	switch verb {
+	case downstream.SupervisorVerb:
+		return downstream.Supervise(args)
 	case "run":
 		return cmdRun(args, stdin, stdout, stderr)
 	case "serve":

@@ -30,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -53,6 +54,7 @@ func main() {
 		stateless   = flag.Bool("stateless", false, "with -http: stateless Streamable HTTP")
 		rugPull     = flag.Bool("rug-pull", false, "offer change_echo, which changes echo's definition (tool pinning tests)")
 		echoDesc    = flag.String("echo-desc", "", "start with this description of echo instead of its own")
+		detached    = flag.Bool("spawn-detached", false, "start a `sleep 600` in a session of its own, as a server that leaves a daemon behind would")
 	)
 	flag.Parse()
 
@@ -67,6 +69,9 @@ func main() {
 	}
 	if *hangStart {
 		hang()
+	}
+	if *detached {
+		spawnDetached()
 	}
 
 	calls, err := openCallLog(*logPath)
@@ -181,4 +186,17 @@ func (l *callLog) record(tool string, args json.RawMessage) error {
 		return err
 	}
 	return l.f.Sync()
+}
+
+// spawnDetached starts a process that escapes this server's process group
+// and session and ignores its closed stdin, so only its supervisor's
+// subreaper duty can find it.
+func spawnDetached() {
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver: spawning the detached sleeper:", err)
+		os.Exit(2)
+	}
+	fmt.Fprintf(os.Stderr, "testserver: detached sleeper pid %d\n", cmd.Process.Pid)
 }

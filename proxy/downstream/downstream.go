@@ -454,6 +454,12 @@ func (h serverHandler) Notification(ctx context.Context, req *jsonrpc.Request) {
 func startExit(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
+		switch ee.ExitCode() {
+		case 127: // the supervisor's (and the shells') "not found"
+			return "command not found"
+		case 126:
+			return "command could not be run"
+		}
 		return fmt.Sprintf("process exited during start (exit code %d)", ee.ExitCode())
 	}
 	return "process " + exitDescription(err) + " during start"
