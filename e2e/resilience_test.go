@@ -111,3 +111,53 @@ args = ["-spawn-detached"]
 	}
 	g.kill(t) // checks that nothing carrying the run's mark is left
 }
+
+// TestCallTimeout: a call the server does not answer within its
+// call_timeout is cancelled and fails saying so; the server still serves.
+func TestCallTimeout(t *testing.T) {
+	g := startGuard(t, `
+mode = "all"
+agent = "timeouts"
+[safety]
+auto_approve = ["*"]
+[[servers]]
+name = "ts"
+command = {{toml .testserver}}
+call_timeout = "1s"
+`)
+	began := time.Now()
+	res, _ := g.callAQL(t, "mcp_aql", "ts_slow", map[string]any{"ms": 10000})
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("the call took %v with a 1s call_timeout", took)
+	}
+	if code, _ := errCode(t, res); code != "INTERNAL_ERROR" || !strings.Contains(jsonString(res), "within 1s (call_timeout)") {
+		t.Errorf("a timed-out call: %s", jsonString(res))
+	}
+	if res, _ := g.callAQL(t, "mcp_aql", "ts_echo", map[string]any{"message": "still here"}); res["data"] != "still here" {
+		t.Errorf("after a timeout: %s", jsonString(res))
+	}
+}
+
+// TestSSEServerOutlivesItsStartTimeout: a server on the legacy HTTP+SSE
+// transport keeps its event stream after the start (it was tied to the
+// start timeout and dropped the moment the start ended).
+func TestSSEServerOutlivesItsStartTimeout(t *testing.T) {
+	url := startTestServerHTTP(t, "-sse")
+	g := startGuard(t, `
+mode = "all"
+agent = "sse"
+[safety]
+auto_approve = ["*"]
+[[servers]]
+name = "legacy"
+url = "`+url+`"
+transport = "sse"
+start_timeout = "1s"
+`)
+	time.Sleep(1500 * time.Millisecond)
+	for i := range 3 {
+		if res, _ := g.callAQL(t, "mcp_aql", "legacy_echo", map[string]any{"message": "over sse"}); res["data"] != "over sse" {
+			t.Fatalf("call %d over SSE after the start timeout: %s", i, jsonString(res))
+		}
+	}
+}

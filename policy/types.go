@@ -131,6 +131,9 @@ type Server struct {
 	Transport string            `toml:"transport"` // stdio | streamable | sse (inferred when empty)
 	// StartTimeout bounds connect + initialize + tools/list.
 	StartTimeout Duration `toml:"start_timeout"`
+	// CallTimeout bounds one request to the server (a tool call, a read);
+	// then the request is cancelled and fails.
+	CallTimeout Duration `toml:"call_timeout"`
 	// Categories overrides the semantic category of named tools.
 	Categories map[string]string `toml:"categories"`
 }

@@ -40,6 +40,8 @@ const (
 	MaxSessionApprovalTTL     = 24 * time.Hour
 	DefaultMaxArgumentBytes   = 64 * kiB
 	DefaultStartTimeout       = 30 * time.Second
+	DefaultCallTimeout        = 10 * time.Minute
+	MaxCallTimeout            = 24 * time.Hour
 	DefaultStateLockTimeout   = 2 * time.Second
 	MaxStateLockTimeout       = 30 * time.Second
 
@@ -436,6 +438,10 @@ func (v *validator) servers(list []Server) {
 		}
 
 		v.duration(k+".start_timeout", &s.StartTimeout, DefaultStartTimeout)
+		v.duration(k+".call_timeout", &s.CallTimeout, DefaultCallTimeout)
+		if s.CallTimeout.Duration > MaxCallTimeout {
+			v.errf(k+".call_timeout", "%s is more than the maximum %s", s.CallTimeout.Duration, MaxCallTimeout)
+		}
 
 		for _, tool := range slices.Sorted(maps.Keys(s.Categories)) {
 			ck := joinKey(k+".categories", tool)

@@ -203,6 +203,9 @@ func downstreamFailure(op *catalog.Operation, err error) *aql.Error {
 		d["problem"] = err.Error()
 		return &aql.Error{Code: aql.CodeInternal, Details: d,
 			Message: fmt.Sprintf("Internal error: 'downstream server %s is unavailable: %s'", op.Server, err)}
+	case errors.Is(err, downstream.ErrCallTimeout):
+		return &aql.Error{Code: aql.CodeInternal, Details: d,
+			Message: fmt.Sprintf("Internal error: '%s'", err)}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &aql.Error{Code: aql.CodeInternal, Details: d,
 			Message: fmt.Sprintf("Internal error: 'the call to %s on %s was cancelled or timed out'", op.Tool.Name, op.Server)}

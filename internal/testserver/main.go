@@ -52,6 +52,7 @@ func main() {
 		hangStart   = flag.Bool("hang-start", false, "never answer anything (read stdin and block)")
 		stderrNoise = flag.Bool("stderr-noise", false, "print a few lines to stderr at start")
 		stateless   = flag.Bool("stateless", false, "with -http: stateless Streamable HTTP")
+		sse         = flag.Bool("sse", false, "with -http: the legacy HTTP+SSE transport instead of Streamable HTTP")
 		rugPull     = flag.Bool("rug-pull", false, "offer change_echo, which changes echo's definition (tool pinning tests)")
 		echoDesc    = flag.String("echo-desc", "", "start with this description of echo instead of its own")
 		detached    = flag.Bool("spawn-detached", false, "start a `sleep 600` in a session of its own, as a server that leaves a daemon behind would")
@@ -100,21 +101,26 @@ func main() {
 		}
 		return
 	}
-	if err := serveHTTP(ctx, *httpAddr, newServer(), *stateless); err != nil {
+	if err := serveHTTP(ctx, *httpAddr, newServer(), *stateless, *sse); err != nil {
 		fmt.Fprintln(os.Stderr, "testserver:", err)
 		os.Exit(1)
 	}
 }
 
-// serveHTTP serves s over Streamable HTTP at http://addr/mcp until ctx ends.
-func serveHTTP(ctx context.Context, addr string, s *mcp.Server, stateless bool) error {
+// serveHTTP serves s over Streamable HTTP (or HTTP+SSE) at
+// http://addr/mcp until ctx ends.
+func serveHTTP(ctx context.Context, addr string, s *mcp.Server, stateless, sse bool) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{Stateless: stateless}))
+	if sse {
+		mux.Handle("/mcp", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	} else {
+		mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+			&mcp.StreamableHTTPOptions{Stateless: stateless}))
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(os.Stderr, "listening on http://%s/mcp\n", ln.Addr())
 	go func() {

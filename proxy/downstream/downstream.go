@@ -352,9 +352,19 @@ func (s *Server) Request(ctx context.Context, method string, params json.RawMess
 	if peer == nil {
 		return nil, s.unavailable()
 	}
+	limit := s.cfg.CallTimeout.Duration
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: %s", ErrCallTimeout, limit))
+		defer cancel()
+	}
 	res, err := peer.Call(ctx, method, params)
-	if errors.Is(err, link.ErrClosed) {
+	switch {
+	case errors.Is(err, link.ErrClosed):
 		return nil, fmt.Errorf("%w: server %s went away during %s", ErrUnavailable, s.Name, method)
+	case errors.Is(context.Cause(ctx), ErrCallTimeout):
+		return nil, fmt.Errorf("server %s did not answer %s within %s (call_timeout); the request was cancelled: %w",
+			s.Name, method, limit, ErrCallTimeout)
 	}
 	return res, err
 }
@@ -381,6 +391,10 @@ func (s *Server) unavailable() error {
 
 // ErrUnavailable is returned for calls to a server that is not ready.
 var ErrUnavailable = errors.New("downstream server unavailable")
+
+// ErrCallTimeout is returned for a request the server did not answer
+// within its call_timeout.
+var ErrCallTimeout = errors.New("call timeout")
 
 // Call forwards one tools/call and decodes the result (the MCP-AQL
 // endpoints wrap it in their own envelope; transparent mode relays
