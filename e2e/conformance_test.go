@@ -41,7 +41,7 @@ func TestConformanceSuite(t *testing.T) {
 	if err := os.Chmod(allow, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	human := "[verify]\nchannel = \"command\"\ncommand = [" + tomlString(allow) + "]\n"
+	human := "[serve]\nauth = \"none\"\n[verify]\nchannel = \"command\"\ncommand = [" + tomlString(allow) + "]\n"
 
 	t.Run("serve", func(t *testing.T) {
 		url := startServe(t, human+"[[servers]]\nname = \"everything\"\ncommand = "+tomlString(bins.everything)+"\n")
@@ -57,15 +57,31 @@ func TestConformanceSuite(t *testing.T) {
 	})
 }
 
+// served is a running `aqlguard serve`.
+type served struct {
+	url, dir, listen string
+	log              *syncBuffer
+}
+
 // startServe runs `aqlguard serve` on config (in an isolated HOME) and
 // returns its MCP URL.
 func startServe(t *testing.T, config string) string {
 	t.Helper()
+	return startServeOn(t, config, "").url
+}
+
+// startServeOn is startServe listening on listen (default: a free
+// loopback port).
+func startServeOn(t *testing.T, config, listen string) *served {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.toml")
 	writeFile(t, path, config)
-	addr := freeAddr(t)
-	cmd := exec.Command(bins.aqlguard, "serve", "--listen", addr, "--config", path)
+	tcp := listen == ""
+	if tcp {
+		listen = freeAddr(t)
+	}
+	cmd := exec.Command(bins.aqlguard, "serve", "--listen", listen, "--config", path)
 	mark := processMark()
 	cmd.Env = append(isolatedEnv(t, dir), mark)
 	log := &syncBuffer{}
@@ -88,8 +104,19 @@ func startServe(t *testing.T, config string) string {
 			t.Logf("aqlguard serve log:\n%s", log.String())
 		}
 	})
-	waitListening(t, addr)
-	return "http://" + addr + "/mcp"
+	s := &served{dir: dir, listen: listen, log: log}
+	if tcp {
+		waitListening(t, listen)
+		s.url = "http://" + listen + "/mcp"
+	} else {
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(log.String(), `msg=listening`); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("aqlguard serve did not listen:\n%s", log.String())
+			}
+		}
+		s.url = "http://localhost/mcp"
+	}
+	return s
 }
 
 func freeAddr(t *testing.T) string {

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -936,4 +937,31 @@ func TestHarnessFSServerDirect(t *testing.T) {
 	if got := resultText(t, res); !strings.Contains(got, "hi from disk") {
 		t.Errorf("%s = %q", tool, got)
 	}
+}
+
+// serveTokenOf reads the bearer token `aqlguard serve` created in the
+// state directory of a run in dir (isolatedEnv).
+func serveTokenOf(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "home", ".local", "state", "aqlguard", "serve.token"))
+	if err != nil {
+		t.Fatalf("the serve token: %v", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// bearerClient is an HTTP client that sends token as a bearer token.
+func bearerClient(token string) *http.Client {
+	return &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}
+}
+
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
 }

@@ -566,11 +566,13 @@ func TestDangerZoneReachesSecondSession(t *testing.T) {
 	if url == "" {
 		t.Fatalf("aqlguard serve did not listen:\n%s", stderr.String())
 	}
+	token := serveTokenOf(t, dir)
 	connect := func() *mcp.ClientSession {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, nil).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: bearerClient(token)},
+				&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,12 +21,29 @@ type Config struct {
 	Safety  Safety                   `toml:"safety"`
 	Agents  map[string]AgentOverride `toml:"agents"`
 	Verify  Verify                   `toml:"verify"`
+	Serve   Serve                    `toml:"serve"`
 	Servers []Server                 `toml:"servers"`
 
 	// Path is the file this config was read from ("" for embedded defaults).
 	Path string `toml:"-"`
 	// lines maps key paths to their line in the file, for Lint.
 	lines map[string]int
+}
+
+// Serve configures `aqlguard serve` (MCP over HTTP).
+type Serve struct {
+	// Auth is "token" (clients send Authorization: Bearer <token>) or
+	// "none" (only where nobody else can connect: a loopback address or a
+	// unix socket).
+	Auth string `toml:"auth"`
+	// TokenFile holds the token; created (0600) with a fresh token on
+	// first start. Default <state_dir>/serve.token.
+	TokenFile string `toml:"token_file"`
+	// MaxSessions bounds the client sessions alive at once; each runs its
+	// own downstream servers.
+	MaxSessions int `toml:"max_sessions"`
+	// SessionIdleTimeout ends a session nobody used for that long.
+	SessionIdleTimeout Duration `toml:"session_idle_timeout"`
 }
 
 // Limits are the MCP-AQL payload limits (spec 4.7.5). Zero means default.

@@ -41,6 +41,8 @@ const (
 	DefaultMaxArgumentBytes   = 64 * kiB
 	DefaultStartTimeout       = 30 * time.Second
 	DefaultCallTimeout        = 10 * time.Minute
+	DefaultMaxSessions        = 32
+	DefaultSessionIdleTimeout = 30 * time.Minute
 	MaxCallTimeout            = 24 * time.Hour
 	DefaultStateLockTimeout   = 2 * time.Second
 	MaxStateLockTimeout       = 30 * time.Second
@@ -163,7 +165,22 @@ func (v *validator) config(c *Config) {
 		v.override(key, c.Agents[name])
 	}
 	v.verify(&c.Verify)
+	v.serve(&c.Serve)
 	v.servers(c.Servers)
+}
+
+func (v *validator) serve(s *Serve) {
+	v.enum("serve.auth", &s.Auth, []string{"token", "none"}, "token")
+	switch {
+	case s.MaxSessions == 0 && !v.present("serve.max_sessions"):
+		s.MaxSessions = DefaultMaxSessions
+	case s.MaxSessions < 1 || s.MaxSessions > 1024:
+		v.errf("serve.max_sessions", "%d is out of range: use 1 to 1024; default %d", s.MaxSessions, DefaultMaxSessions)
+	}
+	v.duration("serve.session_idle_timeout", &s.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
+		v.errf("serve.token_file", "%q must be an absolute path", s.TokenFile)
+	}
 }
 
 func (v *validator) enum(key string, val *string, allowed []string, def string) {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
@@ -124,6 +125,9 @@ func (f *Front) Close() {
 	if f.unwatch != nil {
 		f.unwatch()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f.Guard.Loop.EndSession(ctx, f.Session.ID)
 }
 
 // applyPins checks a server's tools against their pins: the server's

@@ -2,50 +2,78 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/httpfront"
+	"github.com/aqlguard/aqlguard/store"
 )
 
-// cmdServe serves MCP over Streamable HTTP at /mcp. Every client gets its
-// own MCP session, with its own downstream servers; all of them share one
-// principal and one safety loop, so a block raised in one session holds
-// in all of them.
+// cmdServe serves MCP over Streamable HTTP at /mcp, on TCP or a unix
+// socket. Every client gets its own MCP session, with its own downstream
+// servers; all of them share one principal and one safety loop, so a
+// block raised in one session holds in all of them. Clients authenticate
+// with the bearer token in [serve] token_file unless [serve] auth = "none"
+// (loopback or unix socket only).
 func cmdServe(args []string, stderr io.Writer) int {
 	fs, g := newFlags("serve", stderr)
-	listen := fs.String("listen", "127.0.0.1:8765", "address to listen on (loopback unless you mean otherwise)")
+	listen := fs.String("listen", "127.0.0.1:8765", "address to listen on: HOST:PORT, or unix:/path/to/socket (created 0600)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	ln, err := net.Listen("tcp", *listen)
+	cfg, err := loadConfig(g)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	ln, local, err := listenOn(*listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: --listen %s: %v\n", *listen, err)
 		return 1
 	}
-	cfg, err := loadConfig(g)
-	if err != nil {
-		ln.Close()
-		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+	defer ln.Close()
+	if cfg.Serve.Auth == "none" && !local {
+		fmt.Fprintf(stderr, "aqlguard: --listen %s is reachable from other machines, and [serve] auth = \"none\": "+
+			"refusing to serve without authentication; use auth = \"token\", a loopback address or a unix socket\n", *listen)
 		return 1
 	}
 	in, code := startInstance(ctx, g, cfg, stderr)
 	if in == nil {
-		ln.Close()
 		return code
 	}
 	defer in.close()
-	front := httpfront.New(ctx, in.relay, httpfront.Options{MaxBodyBytes: cfg.Limits.MaxRequestSize, Log: in.log})
+	opts := httpfront.Options{MaxBodyBytes: cfg.Limits.MaxRequestSize, MaxSessions: cfg.Serve.MaxSessions,
+		IdleTimeout: cfg.Serve.SessionIdleTimeout.Duration, Log: in.log}
+	tokenFrom := "none"
+	if cfg.Serve.Auth == "token" {
+		opts.Token, tokenFrom, err = serveToken(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+			return 1
+		}
+	}
+	front := httpfront.New(ctx, in.relay, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-	in.log.Info("listening", "url", "http://"+ln.Addr().String()+"/mcp")
+	url := "http://" + ln.Addr().String() + "/mcp"
+	if ln.Addr().Network() == "unix" {
+		url = "http://localhost/mcp over unix socket " + ln.Addr().String()
+	}
+	in.log.Info("listening", "url", url, "auth", cfg.Serve.Auth, "token", tokenFrom,
+		"max_sessions", cfg.Serve.MaxSessions, "session_idle_timeout", cfg.Serve.SessionIdleTimeout.Duration)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -63,4 +91,93 @@ func cmdServe(args []string, stderr io.Writer) int {
 	}
 	in.log.Info("aqlguard stopped")
 	return 0
+}
+
+// listenOn listens on HOST:PORT or unix:PATH and reports whether only
+// this machine can connect (a loopback address or a unix socket).
+func listenOn(addr string) (net.Listener, bool, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if !filepath.IsAbs(path) {
+			return nil, false, errors.New("the socket path must be absolute")
+		}
+		if fi, err := os.Lstat(path); err == nil {
+			if fi.Mode()&fs.ModeSocket == 0 {
+				return nil, false, fmt.Errorf("%s exists and is not a socket", path)
+			}
+			if c, err := net.Dial("unix", path); err == nil {
+				c.Close()
+				return nil, false, fmt.Errorf("another server listens on %s", path)
+			}
+			_ = os.Remove(path) // left behind by an aqlguard that died
+		}
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := os.Chmod(path, 0o600); err != nil {
+			ln.Close()
+			return nil, false, err
+		}
+		return ln, true, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, false, err
+	}
+	host, _, _ := net.SplitHostPort(ln.Addr().String())
+	ip := net.ParseIP(host)
+	return ln, ip != nil && ip.IsLoopback(), nil
+}
+
+// serveToken is the bearer token clients must send: AQLGUARD_SERVE_TOKEN,
+// or the token file, created with a fresh token (0600) if it does not
+// exist. It returns where the token came from, for the log (never the
+// token itself).
+func serveToken(cfg *policy.Config) (token, from string, err error) {
+	if t := os.Getenv("AQLGUARD_SERVE_TOKEN"); t != "" {
+		if len(t) < 32 {
+			return "", "", errors.New("AQLGUARD_SERVE_TOKEN is shorter than 32 characters: too easy to guess")
+		}
+		return t, "AQLGUARD_SERVE_TOKEN", nil
+	}
+	path := cfg.Serve.TokenFile
+	if path == "" {
+		dir := cfg.StateDir
+		if dir == "" {
+			if dir, err = store.DefaultDir(); err != nil {
+				return "", "", err
+			}
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", "", err
+		}
+		path = filepath.Join(dir, "serve.token")
+	}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		t := rand.Text() + rand.Text() // 2 × 26 base32 characters: 260 bits
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return "", "", fmt.Errorf("creating the serve token %s: %w", path, err)
+		}
+		_, werr := f.WriteString(t + "\n")
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return "", "", fmt.Errorf("writing the serve token %s: %w", path, werr)
+		}
+		return t, path + " (created)", nil
+	case err != nil:
+		return "", "", fmt.Errorf("reading the serve token: %w", err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		return "", "", fmt.Errorf("the serve token %s can be read by other users (mode %#o): chmod 600 it", path, fi.Mode().Perm())
+	}
+	t := strings.TrimSpace(string(data))
+	if len(t) < 32 {
+		return "", "", fmt.Errorf("the serve token in %s is shorter than 32 characters: too easy to guess", path)
+	}
+	return t, path, nil
 }

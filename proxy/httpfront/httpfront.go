@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
@@ -37,7 +39,10 @@ type Options struct {
 	// IdleTimeout ends a session with no request for this long (default
 	// 30 minutes).
 	IdleTimeout time.Duration
-	Log         *slog.Logger
+	// Token, when set, must come with every request as
+	// "Authorization: Bearer <token>".
+	Token string
+	Log   *slog.Logger
 }
 
 const (
@@ -103,6 +108,11 @@ func (f *Front) Close() {
 }
 
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.opts.Token != "" && !f.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="aqlguard"`)
+		http.Error(w, "Unauthorized: send Authorization: Bearer <the token in aqlguard's serve.token>", http.StatusUnauthorized)
+		return
+	}
 	if err := checkHost(r); err != nil {
 		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 		return
@@ -250,6 +260,17 @@ func (f *Front) reapIdle() {
 			}
 		}
 	}
+}
+
+// authorized compares the request's bearer token with ours in constant
+// time (digests of both, so not even the length leaks).
+func (f *Front) authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(f.opts.Token))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
 // isInitialize reports whether a POST body holds an initialize request

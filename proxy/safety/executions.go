@@ -347,3 +347,26 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 		"reason", out.Reason, "notifications", len(out.Notifications))
 	return out, nil
 }
+
+// EndSession cancels the executions a session left running: they cannot
+// go on without it (MCP-AQL 2.3.3). Each is recorded as cancelled, with
+// an audit record.
+func (l *Loop) EndSession(ctx context.Context, session string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	for _, e := range l.order {
+		if e.Session != session || e.Status != StatusRunning && e.Status != StatusPending {
+			continue
+		}
+		before := *e
+		e.Status, e.FinishedAt, e.Reason = StatusCancelled, l.now(), "the MCP session ended"
+		l.dirtyExec[e.ID] = e
+		if aerr := l.commitExecution(ctx, e, "session_end", StatusCancelled); aerr != nil {
+			e.Status, e.FinishedAt, e.Reason = before.Status, before.FinishedAt, before.Reason
+			l.Log.Error("an execution of an ended session could not be cancelled", "execution", e.ID, "err", aerr.Message)
+			continue
+		}
+		l.Log.Info("execution cancelled: its session ended", "execution", e.ID, "session", session)
+	}
+}
