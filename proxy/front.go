@@ -46,7 +46,9 @@ var FrontProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "
 
 // Shared is what the fronts of every session of one aqlguard share.
 type Shared struct {
-	Mode   string
+	Mode string
+	// Config is the configuration at start; SetConfig replaces it (a
+	// reload) and CurrentConfig reads it.
 	Config *policy.Config
 	Loop   *safety.Loop
 	Limits aql.Limits
@@ -55,6 +57,27 @@ type Shared struct {
 	Pins *pins.Pinner
 	// Version is aqlguard's.
 	Version string
+
+	mu       sync.RWMutex
+	reloaded *policy.Config
+}
+
+// CurrentConfig is the configuration in force.
+func (sh *Shared) CurrentConfig() *policy.Config {
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	if sh.reloaded != nil {
+		return sh.reloaded
+	}
+	return sh.Config
+}
+
+// SetConfig puts a reloaded configuration in force for what is derived
+// from it later (catalogs, category overrides).
+func (sh *Shared) SetConfig(c *policy.Config) {
+	sh.mu.Lock()
+	sh.reloaded = c
+	sh.mu.Unlock()
 }
 
 // RelayConfig is the relay configuration for sh's mode.
@@ -86,7 +109,7 @@ type Front struct {
 	Session *relay.Session
 	Pool    *downstream.Pool
 	Version string
-	config  *policy.Config
+	shared  *Shared
 
 	mu      sync.RWMutex
 	catalog *catalog.Catalog
@@ -101,7 +124,7 @@ type Front struct {
 // NewFront builds the front of one session, once its servers are up.
 func (sh *Shared) NewFront(s *relay.Session) (*Front, error) {
 	f := &Front{Mode: sh.Mode, Limits: sh.Limits, Log: sh.Log.With("session", s.ID), Session: s, Pool: s.Pool(),
-		Version: sh.Version, config: sh.Config}
+		Version: sh.Version, shared: sh}
 	f.Guard = &Guard{Loop: sh.Loop, Downstream: sessionCaller{s}, Log: sh.Log}
 	f.pins, f.pending = sh.Pins, map[string]map[string]bool{}
 	for _, srv := range f.Pool.Servers() {
@@ -194,7 +217,7 @@ func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog
 
 // rebuild derives the catalog from what the servers offer now.
 func (f *Front) rebuild() error {
-	cat, err := BuildCatalog(f.config, f.Guard.Loop.Policy, f.Pool.Servers())
+	cat, err := BuildCatalog(f.shared.CurrentConfig(), f.Guard.Loop.CurrentPolicy(), f.Pool.Servers())
 	if err != nil {
 		return fmt.Errorf("building the operation catalog: %w", err)
 	}
@@ -217,9 +240,11 @@ func (f *Front) Catalog() *catalog.Catalog {
 // ToolsChanged implements relay.Tools: a server's tools changed, so the
 // catalog is derived again and the client told.
 func (f *Front) ToolsChanged(ctx context.Context, srv *downstream.Server) bool {
-	if err := f.applyPins(ctx, srv); err != nil {
-		f.Log.Error("the tools changed, but their pins could not be checked; the server's tools are withheld", "server", srv.Name, "err", err)
-		srv.SetTools(nil, nil)
+	if srv != nil && srv.State().Status == downstream.Ready {
+		if err := f.applyPins(ctx, srv); err != nil {
+			f.Log.Error("the tools changed, but their pins could not be checked; the server's tools are withheld", "server", srv.Name, "err", err)
+			srv.SetTools(nil, nil)
+		}
 	}
 	if err := f.rebuild(); err != nil {
 		f.Log.Error("the tools changed, but the catalog could not be rebuilt; the old one stays", "err", err)

@@ -40,7 +40,7 @@ func (g *gate) Check(ctx context.Context, sess *relay.Session, server, kind, nam
 		Category: policy.Read, Arguments: args, Client: sess.ClientName()}
 	v := g.loop.Check(ctx, a)
 	d := v.Directive
-	g.log.Info("safety decision", "principal", g.loop.Policy.Principal, "session", sess.ID, "operation", a.Operation,
+	g.log.Info("safety decision", "principal", g.loop.CurrentPolicy().Principal, "session", sess.ID, "operation", a.Operation,
 		"proceed", v.Proceed, "decision", d.Decision, "stage", d.Stage, "tier", d.Tier, "risk", d.Risk, "matched", d.Matched)
 	if !v.Proceed {
 		e := withFactors(v.Err, d.Factors)

@@ -72,7 +72,7 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	}
 	v := g.Loop.Check(ctx, a)
 	d := v.Directive
-	log := g.Log.With("principal", g.Loop.Policy.Principal, "session", session, "operation", op.Name,
+	log := g.Log.With("principal", g.Loop.CurrentPolicy().Principal, "session", session, "operation", op.Name,
 		"server", op.Server, "tool", op.Tool.Name)
 	log.Info("safety decision", "proceed", v.Proceed, "decision", d.Decision, "stopped", d.Stopped,
 		"stage", d.Stage, "tier", d.Tier, "risk", d.Risk, "matched", d.Matched, "enforced", d.Enforced,

@@ -32,7 +32,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
-	return serveStdio(g, cfg, stdin, stdout, stderr)
+	return serveStdio(g, cfg, func() (*policy.Config, error) { return loadConfig(g) }, stdin, stdout, stderr)
 }
 
 // cmdWrap is `aqlguard wrap [--name N] -- CMD ARGS...`: one stdio server
@@ -54,17 +54,25 @@ func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
-	cfg, err := policy.Wrap(base, *name, fs.Args())
+	argv := fs.Args()
+	cfg, err := policy.Wrap(base, *name, argv)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard wrap: %v\n", err)
 		return 2
 	}
-	return serveStdio(g, cfg, stdin, stdout, stderr)
+	build := func() (*policy.Config, error) {
+		base, err := loadConfig(g)
+		if err != nil {
+			return nil, err
+		}
+		return policy.Wrap(base, *name, argv)
+	}
+	return serveStdio(g, cfg, build, stdin, stdout, stderr)
 }
 
 // serveStdio runs one aqlguard on cfg over stdio until stdin closes or a
-// signal arrives.
-func serveStdio(g *globals, cfg *policy.Config, stdin io.Reader, stdout, stderr io.Writer) int {
+// signal arrives; build reads the configuration again on a reload.
+func serveStdio(g *globals, cfg *policy.Config, build func() (*policy.Config, error), stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if isTerminal(stdin) {
@@ -75,6 +83,7 @@ func serveStdio(g *globals, cfg *policy.Config, stdin io.Reader, stdout, stderr 
 		return code
 	}
 	defer in.close()
+	go in.watchConfig(ctx, build)
 	conn, err := (&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}).Connect(ctx)
 	if err != nil {
 		in.log.Error("stdio", "err", err)

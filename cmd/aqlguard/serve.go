@@ -64,6 +64,7 @@ func cmdServe(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
+	go in.watchConfig(ctx, func() (*policy.Config, error) { return loadConfig(g) })
 	front := httpfront.New(ctx, in.relay, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)

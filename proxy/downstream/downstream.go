@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,14 +105,16 @@ type Server struct {
 	pool *Pool
 	log  *slog.Logger
 
-	mu    sync.RWMutex
-	state State
-	peer  *link.Peer
-	conn  *conn
+	mu      sync.RWMutex
+	state   State
+	peer    *link.Peer
+	conn    *conn
+	stopped bool // for good: no restart, no late start
 }
 
 // Pool is the set of downstream servers of one client session.
 type Pool struct {
+	mu      sync.RWMutex // guards servers and byName (Update changes them)
 	servers []*Server
 	byName  map[string]*Server
 	opts    Options
@@ -141,12 +145,69 @@ func Start(ctx context.Context, cfgs []policy.Server, opts Options) *Pool {
 }
 
 // Servers returns every configured server, in config order.
-func (p *Pool) Servers() []*Server { return p.servers }
+func (p *Pool) Servers() []*Server {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return slices.Clone(p.servers)
+}
 
 // Server finds a server by name.
 func (p *Pool) Server(name string) (*Server, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
 	s, ok := p.byName[name]
 	return s, ok
+}
+
+// Update makes the pool the servers of cfgs (a reload): a server whose
+// configuration did not change keeps running, untouched; a changed one
+// is stopped and started anew; a new one is started; a removed one is
+// stopped. It returns the names of the servers that changed, in any way.
+func (p *Pool) Update(ctx context.Context, cfgs []policy.Server) []string {
+	p.mu.Lock()
+	old := p.byName
+	var next []*Server
+	var start, stop []*Server
+	var changed []string
+	for _, c := range cfgs {
+		if s, ok := old[c.Name]; ok && reflect.DeepEqual(s.cfg, c) {
+			next = append(next, s)
+			continue
+		}
+		s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: p.opts.Log.With("server", c.Name)}
+		s.state.Status = Starting
+		next = append(next, s)
+		start = append(start, s)
+		changed = append(changed, c.Name)
+		if prev, ok := old[c.Name]; ok {
+			stop = append(stop, prev)
+		}
+	}
+	kept := map[string]bool{}
+	for _, s := range next {
+		kept[s.Name] = true
+	}
+	for name, s := range old {
+		if !kept[name] {
+			stop = append(stop, s)
+			changed = append(changed, name)
+		}
+	}
+	p.servers = next
+	p.byName = make(map[string]*Server, len(next))
+	for _, s := range next {
+		p.byName[s.Name] = s
+	}
+	p.mu.Unlock()
+	for _, s := range stop {
+		s.stop()
+	}
+	var wg sync.WaitGroup
+	for _, s := range start {
+		wg.Go(func() { s.start(ctx, false) })
+	}
+	wg.Wait()
+	return changed
 }
 
 // State returns the server's state now.
@@ -189,6 +250,12 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 		return false
 	}
 	s.mu.Lock()
+	if s.stopped || s.pool.closing.Load() { // stopped while it started
+		s.mu.Unlock()
+		_ = peer.Close()
+		c.closeAll()
+		return false
+	}
 	st.Restarts = s.state.Restarts
 	s.state, s.peer, s.conn = st, peer, c
 	s.mu.Unlock()
@@ -311,7 +378,10 @@ func listTools(ctx context.Context, peer *link.Peer) ([]*mcp.Tool, []json.RawMes
 // server is restarted if the pool restarts servers.
 func (s *Server) watch(peer *link.Peer, c *conn) {
 	<-peer.Done()
-	if s.pool.closing.Load() {
+	s.mu.RLock()
+	stopped := s.stopped
+	s.mu.RUnlock()
+	if s.pool.closing.Load() || stopped {
 		return
 	}
 	how := "closed its connection"
@@ -400,7 +470,7 @@ var ErrCallTimeout = errors.New("call timeout")
 // endpoints wrap it in their own envelope; transparent mode relays
 // Request's raw bytes instead).
 func (p *Pool) Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	s, ok := p.byName[server]
+	s, ok := p.Server(server)
 	if !ok {
 		return nil, fmt.Errorf("%w: no server %s", ErrUnavailable, server)
 	}
@@ -427,22 +497,27 @@ func (p *Pool) Close() error {
 	p.closing.Store(true)
 	p.cancel()
 	var wg sync.WaitGroup
-	for _, s := range p.servers {
-		s.mu.Lock()
-		peer, c := s.peer, s.conn
-		s.peer, s.conn = nil, nil
-		s.state.Status = Stopped
-		s.mu.Unlock()
-		if c == nil {
-			continue
-		}
-		wg.Go(func() {
-			_ = peer.Close()
-			c.closeAll()
-		})
+	for _, s := range p.Servers() {
+		wg.Go(s.stop)
 	}
 	wg.Wait()
 	return nil
+}
+
+// stop ends the server's connection for good (Close, or a reload that
+// removed or changed it).
+func (s *Server) stop() {
+	s.mu.Lock()
+	peer, c := s.peer, s.conn
+	s.peer, s.conn = nil, nil
+	s.stopped = true
+	s.state.Status = Stopped
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	_ = peer.Close()
+	c.closeAll()
 }
 
 // serverHandler serves what a server sends on its own.

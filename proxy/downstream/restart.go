@@ -37,7 +37,10 @@ func (s *Server) restart() {
 			return
 		case <-time.After(wait):
 		}
-		if s.pool.closing.Load() {
+		s.mu.RLock()
+		stopped := s.stopped
+		s.mu.RUnlock()
+		if s.pool.closing.Load() || stopped {
 			return
 		}
 		if s.start(s.pool.ctx, true) {

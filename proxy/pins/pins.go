@@ -248,8 +248,8 @@ func (p *Pinner) clock() time.Time {
 }
 
 func (p *Pinner) principal() string {
-	if p.Loop != nil && p.Loop.Policy != nil {
-		return p.Loop.Policy.Principal
+	if p.Loop != nil && p.Loop.CurrentPolicy() != nil {
+		return p.Loop.CurrentPolicy().Principal
 	}
 	return ""
 }

@@ -70,6 +70,53 @@ type Config struct {
 	// Restart restarts servers that die.
 	Restart bool
 	Log     *slog.Logger
+
+	mu       sync.Mutex
+	reloaded []policy.Server
+	sessions map[*Session]bool
+}
+
+// servers are the servers sessions start with: Servers, or the last
+// reload's.
+func (c *Config) servers() []policy.Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reloaded != nil {
+		return c.reloaded
+	}
+	return c.Servers
+}
+
+// Reload makes servers the servers of every session, live ones included:
+// unchanged servers keep running; the clients of sessions whose servers
+// changed are told their lists changed.
+func (c *Config) Reload(ctx context.Context, servers []policy.Server) {
+	c.mu.Lock()
+	c.reloaded = slices.Clone(servers)
+	if c.reloaded == nil {
+		c.reloaded = []policy.Server{}
+	}
+	live := make([]*Session, 0, len(c.sessions))
+	for s := range c.sessions {
+		live = append(live, s)
+	}
+	c.mu.Unlock()
+	for _, s := range live {
+		s.reload(ctx, servers)
+	}
+}
+
+func (c *Config) track(s *Session, alive bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sessions == nil {
+		c.sessions = map[*Session]bool{}
+	}
+	if alive {
+		c.sessions[s] = true
+	} else {
+		delete(c.sessions, s)
+	}
 }
 
 // Session is one client connection and its servers.
@@ -119,6 +166,8 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	s.routes.resources = map[string]string{}
 	s.client = link.New(conn, (*clientHandler)(s), s.log)
 	s.client.IDPrefix = "aqlguard-"
+	cfg.track(s, true)
+	defer cfg.track(s, false)
 	s.client.Start()
 	select {
 	case <-s.client.Done():
@@ -141,6 +190,39 @@ func (s *Session) close() {
 	if s.pool != nil {
 		_ = s.pool.Close()
 	}
+}
+
+// reload applies a new server list to a live session.
+func (s *Session) reload(ctx context.Context, servers []policy.Server) {
+	select {
+	case <-s.ready:
+	default:
+		return // still starting: it started with the list it read
+	}
+	if s.initErr != nil || s.pool == nil {
+		return
+	}
+	changed := s.pool.Update(ctx, servers)
+	if len(changed) == 0 {
+		return
+	}
+	s.log.Info("servers reloaded", "changed", changed)
+	s.routes.forgetPrompts()
+	notify := false
+	for _, name := range changed {
+		srv, ok := s.pool.Server(name)
+		if !ok {
+			srv = nil // removed: the mode derives its tools without it
+		}
+		if s.tools.ToolsChanged(ctx, srv) {
+			notify = true
+		}
+	}
+	if notify {
+		s.NotifyClient("notifications/tools/list_changed", json.RawMessage(`{}`))
+	}
+	s.NotifyClient("notifications/resources/list_changed", json.RawMessage(`{}`))
+	s.NotifyClient("notifications/prompts/list_changed", json.RawMessage(`{}`))
 }
 
 // ClientName is the MCP client's own name for itself (its title if it
@@ -201,7 +283,7 @@ func (s *Session) start(ctx context.Context, params json.RawMessage) (json.RawMe
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
 	}
-	s.pool = downstream.Start(ctx, s.cfg.Servers, downstream.Options{Version: s.cfg.Version, Initialize: down,
+	s.pool = downstream.Start(ctx, s.cfg.servers(), downstream.Options{Version: s.cfg.Version, Initialize: down,
 		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Log: s.log})
 	if s.cfg.Transparent && len(s.pool.Servers()) == 1 {
 		srv := s.pool.Servers()[0]

@@ -121,11 +121,16 @@ func TestOneApprovalOneExecution(t *testing.T) {
 	h := &fakeHuman{}
 	one := newLoop(t, approvalPolicy, h)
 	two := newLoop(t, approvalPolicy, h)
-	st, err := store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{})
+	// A generous lock timeout: sixteen racing checks on a loaded machine
+	// must not fail closed for want of the database.
+	st, err := store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	two.Store = st
+	if one.Store, err = store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{Timeout: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
 	one.InlineWait, two.InlineWait = time.Millisecond, time.Millisecond
 	del := call("db_delete_row", map[string]any{"id": "9"})
 	v := one.Check(ctx, del)
@@ -145,6 +150,8 @@ func TestOneApprovalOneExecution(t *testing.T) {
 		t.Fatalf("one: %+v", c)
 	}
 	var ran atomic.Int32
+	var mu sync.Mutex
+	refusals := map[string]int{}
 	var wg sync.WaitGroup
 	for i := range 16 {
 		l := one
@@ -152,14 +159,21 @@ func TestOneApprovalOneExecution(t *testing.T) {
 			l = two
 		}
 		wg.Go(func() {
-			if l.Check(ctx, del).Proceed {
+			v := l.Check(ctx, del)
+			if v.Proceed {
 				ran.Add(1)
+				return
 			}
+			mu.Lock()
+			if v.Err != nil {
+				refusals[string(v.Err.Code)+": "+v.Err.Message]++
+			}
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
 	if n := ran.Load(); n != 1 {
-		t.Fatalf("one approval ran %d calls", n)
+		t.Fatalf("one approval ran %d calls; the others were refused with %v", n, refusals)
 	}
 }
 

@@ -77,7 +77,7 @@ func (l *Loop) question(c *Confirmation) verify.Request {
 		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession,
 	}
 	if c.Kind == kindSteps {
-		r.Steps = l.Policy.MaxSteps
+		r.Steps = l.pol().MaxSteps
 	}
 	return r
 }
@@ -104,7 +104,7 @@ func (l *Loop) takeTurn(ctx context.Context) (release func(), why string) {
 	case <-ctx.Done():
 		return nil, "confirmation: the question expired while the human was answering others"
 	}
-	unlock, err := l.Store.QuestionTurn(ctx, l.Policy.Principal)
+	unlock, err := l.Store.QuestionTurn(ctx, l.pol().Principal)
 	if err != nil {
 		<-l.turn
 		if ctx.Err() != nil {
@@ -236,7 +236,7 @@ func (l *Loop) recordAnswer(c *Confirmation, answer verify.Answer, why string) (
 				return err
 			}
 		}
-		rec.Time, rec.Principal, rec.Process = now, l.Policy.Principal, l.Process
+		rec.Time, rec.Principal, rec.Process = now, l.pol().Principal, l.Process
 		_, err := tx.Append(rec)
 		return err
 	})
@@ -269,8 +269,8 @@ func (l *Loop) standing(ctx context.Context, a Action) (*store.Approval, error) 
 	now := l.now()
 	for i := range list {
 		ap := &list[i]
-		if ap.Active(now) && ap.Principal == l.Policy.Principal && ap.Session == a.Session &&
-			ap.Server == a.Server && ap.Tool == a.Tool && ap.PolicyVersion == l.Policy.Version {
+		if ap.Active(now) && ap.Principal == l.pol().Principal && ap.Session == a.Session &&
+			ap.Server == a.Server && ap.Tool == a.Tool && ap.PolicyVersion == l.pol().Version {
 			return ap, nil
 		}
 	}

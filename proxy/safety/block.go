@@ -28,14 +28,14 @@ type pause struct {
 // inside the show request only: it goes to the channel after the
 // challenge is on disk, and nowhere else.
 func (l *Loop) newChallenge(a Action, d evaluator.Directive) (store.Challenge, *verify.Request, error) {
-	ch, code, err := verify.NewChallenge(l.Policy.Principal, a.preview, string(d.Tier), l.now(), l.ChallengeTTL)
+	ch, code, err := verify.NewChallenge(l.pol().Principal, a.preview, string(d.Tier), l.now(), l.ChallengeTTL)
 	if err != nil {
 		return store.Challenge{}, nil, err
 	}
 	sealed := ch.Seal()
 	rec := store.Challenge{ID: ch.ID, Principal: ch.Agent, Action: ch.Action, Tier: ch.Tier,
 		Salt: sealed.Salt, Hash: sealed.Hash, CreatedAt: ch.CreatedAt, ExpiresAt: ch.ExpiresAt}
-	req := &verify.Request{Kind: verify.KindChallenge, Agent: l.Policy.Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
+	req := &verify.Request{Kind: verify.KindChallenge, Agent: l.pol().Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
 		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt}
 	return rec, req, nil
 }
@@ -83,7 +83,7 @@ func (l *Loop) hardBlock(a Action, d evaluator.Directive, w *writes) Verdict {
 		l.Log.Error("creating a challenge", "err", err)
 		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}
 	}
-	b := store.Block{Principal: l.Policy.Principal, Reason: d.Reason, Operation: a.Operation,
+	b := store.Block{Principal: l.pol().Principal, Reason: d.Reason, Operation: a.Operation,
 		VerificationID: ch.ID, BlockedAt: l.now(), Session: a.Session, ChallengeExpiresAt: ch.ExpiresAt}
 	w.block, w.challenge, w.show = &b, &ch, req
 	return Verdict{Directive: d, VerificationID: ch.ID, Err: l.blockedError(a.Operation, &b)}
@@ -132,7 +132,7 @@ func (l *Loop) askForTheCode(id string) string {
 }
 
 func (l *Loop) blockedError(op string, b *store.Block) *aql.Error {
-	agent := l.Policy.Principal
+	agent := l.pol().Principal
 	return &aql.Error{Code: aql.CodeAgentBlocked,
 		Message: fmt.Sprintf("Agent '%s' is blocked: %s. %s", agent, b.Reason, l.askForTheCode(b.VerificationID)),
 		Details: map[string]any{"agent": agent, "operation": op, "reason": b.Reason,
@@ -170,12 +170,12 @@ func (l *Loop) VerifyChallenge(ctx context.Context, session, id, code string) (*
 	err := l.Store.Update(ctx, func(tx *store.Tx) error {
 		res, aerr = nil, nil
 		now := l.now()
-		fs, _, err := tx.Failures(l.Policy.Principal)
+		fs, _, err := tx.Failures(l.pol().Principal)
 		if err != nil {
 			return err
 		}
 		st := verify.FailureState(fs)
-		rec := store.Record{Time: now, Kind: "verification", Principal: l.Policy.Principal, Session: session,
+		rec := store.Record{Time: now, Kind: "verification", Principal: l.pol().Principal, Session: session,
 			Process: l.Process, Operation: "verify_challenge", ChallengeID: id}
 		if ok, retry := st.Admit(now); !ok {
 			secs := verify.RetryAfterSeconds(retry)
@@ -194,7 +194,7 @@ func (l *Loop) VerifyChallenge(ctx context.Context, session, id, code string) (*
 				rec.Decision = "failed"
 			}
 		}
-		if err := tx.PutFailures(l.Policy.Principal, store.Failures(st)); err != nil {
+		if err := tx.PutFailures(l.pol().Principal, store.Failures(st)); err != nil {
 			return err
 		}
 		rec.DurationMS = ms(l.now().Sub(began))
@@ -206,7 +206,7 @@ func (l *Loop) VerifyChallenge(ctx context.Context, session, id, code string) (*
 		return nil, stateUnavailable(err, "nothing was verified")
 	}
 	if aerr != nil {
-		l.Log.Warn("verification failed", "principal", l.Policy.Principal, "challenge", id, "code", aerr.Code)
+		l.Log.Warn("verification failed", "principal", l.pol().Principal, "challenge", id, "code", aerr.Code)
 		return nil, aerr
 	}
 	if res.Unblocked {
@@ -217,7 +217,7 @@ func (l *Loop) VerifyChallenge(ctx context.Context, session, id, code string) (*
 		res.Resumed = true
 	}
 	l.clearNotifications(id)
-	l.Log.Info("verification succeeded", "principal", l.Policy.Principal, "challenge", id,
+	l.Log.Info("verification succeeded", "principal", l.pol().Principal, "challenge", id,
 		"unblocked", res.Unblocked, "resumed", res.Resumed)
 	return res, nil
 }
@@ -233,7 +233,7 @@ func (l *Loop) checkCode(tx *store.Tx, id, code string, now time.Time) (*VerifyR
 		l.Log.Error("reading a challenge", "challenge", id, "err", err)
 		return nil, aql.Internal("the challenge could not be read"), "damaged"
 	}
-	if sc == nil || sc.Principal != l.Policy.Principal {
+	if sc == nil || sc.Principal != l.pol().Principal {
 		return nil, notFound, "unknown_challenge"
 	}
 	ch, err := verify.RestoreChallenge(sc.ID, sc.Principal, sc.Action, sc.Tier, sc.CreatedAt, sc.ExpiresAt,
@@ -259,9 +259,9 @@ func (l *Loop) checkCode(tx *store.Tx, id, code string, now time.Time) (*VerifyR
 		return nil, aql.Internal("the challenge could not be written"), "damaged"
 	}
 	res := &VerifyResult{Verified: true, Challenge: id}
-	b, err := tx.Block(l.Policy.Principal)
+	b, err := tx.Block(l.pol().Principal)
 	if err == nil && b != nil && b.VerificationID == id {
-		err = tx.DeleteBlock(l.Policy.Principal)
+		err = tx.DeleteBlock(l.pol().Principal)
 		res.Unblocked = err == nil
 	}
 	if err != nil {
@@ -296,7 +296,7 @@ func (l *Loop) VerificationPending(ctx context.Context) bool {
 		return true
 	}
 	var b *store.Block
-	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { b, err = tx.Block(l.Policy.Principal); return }); err != nil {
+	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { b, err = tx.Block(l.pol().Principal); return }); err != nil {
 		return true // cannot tell: keep the way out listed
 	}
 	return b != nil

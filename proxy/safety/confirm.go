@@ -130,7 +130,7 @@ func (l *Loop) tokenFor(ctx context.Context, a Action) (*Confirmation, *aql.Erro
 	if c.Digest != Digest(args) {
 		return nil, scopeMismatch(c, a.Operation, "it was issued for other arguments")
 	}
-	if c.PolicyVersion != l.Policy.Version {
+	if c.PolicyVersion != l.pol().Version {
 		return nil, scopeMismatch(c, a.Operation, "the policy changed since it was issued")
 	}
 	return c, l.usable(c)
@@ -180,7 +180,7 @@ func (l *Loop) lookupToken(ctx context.Context, token string) (*Confirmation, *a
 		return nil, &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token",
 			Details: map[string]any{"token": token}}
 	}
-	if c.Principal != l.Policy.Principal {
+	if c.Principal != l.pol().Principal {
 		return nil, scopeMismatch(c, c.Operation, "it was issued for another agent")
 	}
 	return c, nil

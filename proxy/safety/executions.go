@@ -147,7 +147,7 @@ func (l *Loop) ExecuteAgent(ctx context.Context, session, element string) (State
 // commitExecution writes the dirty executions and confirmations and an
 // audit record of e's lifecycle. l.mu is held.
 func (l *Loop) commitExecution(ctx context.Context, e *Execution, op, result string) *aql.Error {
-	rec := store.Record{Time: l.now(), Kind: "execution", Principal: l.Policy.Principal, Session: e.Session,
+	rec := store.Record{Time: l.now(), Kind: "execution", Principal: l.pol().Principal, Session: e.Session,
 		Process: l.Process, Operation: op, Execution: e.ID, Preview: e.ElementName, Result: result}
 	if e.Reason != "" {
 		rec.Factors = []string{e.Reason}
@@ -170,7 +170,7 @@ func (l *Loop) commitExecution(ctx context.Context, e *Execution, op, result str
 // recordRefusal audits a call refused by a block outside Check. Failing
 // to record it changes nothing: the call is refused either way.
 func (l *Loop) recordRefusal(ctx context.Context, session, op string, b *store.Block) {
-	rec := store.Record{Time: l.now(), Kind: "decision", Principal: l.Policy.Principal, Session: session,
+	rec := store.Record{Time: l.now(), Kind: "decision", Principal: l.pol().Principal, Session: session,
 		Process: l.Process, Operation: op, Decision: "block", Tier: "danger_zone", ChallengeID: b.VerificationID,
 		Result: string(aql.CodeAgentBlocked), Factors: []string{"hard block: " + b.Reason}}
 	if err := l.Store.Append(ctx, rec); err != nil {
@@ -195,7 +195,7 @@ func (l *Loop) find(ctx context.Context, session, id, element string) (*Executio
 		if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return }); err != nil {
 			return nil, stateUnavailable(err, "the execution could not be read")
 		}
-		if rec == nil || rec.Principal != l.Policy.Principal {
+		if rec == nil || rec.Principal != l.pol().Principal {
 			return nil, notFoundExecution(id)
 		}
 		e := &Execution{ID: rec.ID, ElementName: rec.ElementName, Session: rec.Session, Status: rec.Status,
@@ -295,7 +295,7 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 	}
 	e.Steps++
 	l.dirtyExec[e.ID] = e // written with the step's decision
-	mode := l.Policy.Loop
+	mode := l.pol().Loop
 	l.mu.Unlock()
 
 	a := Action{Session: r.Session, Operation: "record_execution_step", Hint: r.NextActionHint,
@@ -334,7 +334,7 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 			out.NextStepRisk = string(d.Tier)
 		}
 		l.mu.Lock()
-		remaining := max(0, l.Policy.MaxSteps-l.steps)
+		remaining := max(0, l.pol().MaxSteps-l.steps)
 		l.mu.Unlock()
 		out.StepsRemaining = &remaining
 	}

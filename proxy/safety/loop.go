@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
@@ -17,7 +18,10 @@ import (
 // Loop holds the safety loop's state. Configure the exported fields, then
 // use it from any goroutine.
 type Loop struct {
-	Policy *policy.Policy
+	// Policy is the policy at start; SetPolicy replaces it (a reload) and
+	// CurrentPolicy reads it.
+	Policy  *policy.Policy
+	current atomic.Pointer[policy.Policy]
 	// Store keeps what must outlive the process and what two processes
 	// on one state directory share: blocks, challenges, failure state,
 	// confirmations, executions and the audit log. It is required: without
@@ -154,11 +158,34 @@ func (l *Loop) now() time.Time {
 	return time.Now().UTC()
 }
 
+// CurrentPolicy is the policy in force now.
+func (l *Loop) CurrentPolicy() *policy.Policy { return l.pol() }
+
+func (l *Loop) pol() *policy.Policy {
+	if p := l.current.Load(); p != nil {
+		return p
+	}
+	return l.Policy
+}
+
+// SetPolicy puts a reloaded policy in force: every decision from now on is
+// made under it; a decision made before stands (a call already allowed,
+// or waiting for its human, finishes under the policy that decided it).
+// Approvals are bound to the policy version, so none given under the old
+// policy carries over. The principal must not change.
+func (l *Loop) SetPolicy(p *policy.Policy) error {
+	if cur := l.pol(); cur != nil && p.Principal != cur.Principal {
+		return fmt.Errorf("the principal cannot change on a reload (%s → %s); restart aqlguard", cur.Principal, p.Principal)
+	}
+	l.current.Store(p)
+	return nil
+}
+
 func (l *Loop) evaluate(s evaluator.Step) evaluator.Directive {
 	if l.Evaluate != nil {
-		return l.Evaluate(l.Policy, s)
+		return l.Evaluate(l.pol(), s)
 	}
-	return evaluator.Evaluate(l.Policy, s)
+	return evaluator.Evaluate(l.pol(), s)
 }
 
 func (l *Loop) init() {
@@ -391,7 +418,7 @@ func (l *Loop) step(a Action) evaluator.Step {
 		op = "" // a reported step is described by its hint alone
 	}
 	return evaluator.Step{
-		Principal: l.Policy.Principal, Session: a.Session, Operation: op,
+		Principal: l.pol().Principal, Session: a.Session, Operation: op,
 		Server: a.Server, Tool: a.Tool, Category: a.Category, Annotations: a.Annotations,
 		Arguments: a.Arguments, ActionHint: a.Hint, Outcome: outcome, StepNumber: l.steps,
 	}
@@ -420,7 +447,7 @@ func (l *Loop) bindingFor(a Action, d evaluator.Directive) binding {
 func (l *Loop) approved(ctx context.Context, b binding, explicit *Confirmation) (*Confirmation, error) {
 	now := l.now()
 	ok := func(c *Confirmation) bool {
-		return c.Status == statusApproved && now.Before(c.ExpiresAt) && c.matches(b, l.Policy.Principal, l.Policy.Version)
+		return c.Status == statusApproved && now.Before(c.ExpiresAt) && c.matches(b, l.pol().Principal, l.pol().Version)
 	}
 	if explicit != nil && ok(explicit) {
 		return explicit, nil
@@ -434,7 +461,7 @@ func (l *Loop) approved(ctx context.Context, b binding, explicit *Confirmation) 
 	}
 	var stored []store.Confirmation
 	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) {
-		stored, err = tx.Confirmations(l.Policy.Principal, statusApproved)
+		stored, err = tx.Confirmations(l.pol().Principal, statusApproved)
 		return err
 	}); err != nil {
 		return nil, err
@@ -470,7 +497,7 @@ func (l *Loop) deniedRecently(a Action, b binding) *Confirmation {
 	now := l.now()
 	for _, c := range l.spent {
 		if c.Status == statusDenied && now.Before(c.ExpiresAt) && c.Session == a.Session &&
-			c.matches(b, l.Policy.Principal, l.Policy.Version) {
+			c.matches(b, l.pol().Principal, l.pol().Version) {
 			return c
 		}
 	}
@@ -484,7 +511,7 @@ func (l *Loop) deniedRecently(a Action, b binding) *Confirmation {
 func (l *Loop) openConfirmation(a Action, b binding, d evaluator.Directive, explicit *Confirmation) (*Confirmation, error) {
 	now := l.now()
 	open := func(c *Confirmation) bool {
-		return c.Status == statusPending && now.Before(c.ExpiresAt) && c.matches(b, l.Policy.Principal, l.Policy.Version)
+		return c.Status == statusPending && now.Before(c.ExpiresAt) && c.matches(b, l.pol().Principal, l.pol().Version)
 	}
 	if explicit != nil && open(explicit) {
 		return explicit, nil
@@ -504,9 +531,9 @@ func (l *Loop) newConfirmation(a Action, b binding, d evaluator.Directive) (*Con
 	}
 	now := l.now()
 	c := &Confirmation{
-		Token: token, Kind: b.kind, Principal: l.Policy.Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
+		Token: token, Kind: b.kind, Principal: l.pol().Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
 		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && l.SessionApprovalTTL > 0,
-		Digest:       b.digest, PolicyVersion: l.Policy.Version, Session: a.Session,
+		Digest:       b.digest, PolicyVersion: l.pol().Version, Session: a.Session,
 		Action: a.preview, Arguments: a.redacted, Reason: d.Reason, Tier: string(d.Tier),
 		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(l.ConfirmTTL),
 	}

@@ -34,7 +34,7 @@ type redactor struct {
 func (l *Loop) redactorFor(a Action) *redactor {
 	r := &redactor{key: l.auditKey(), schema: map[string]bool{}}
 	if l.Policy != nil {
-		r.specs = l.Policy.SecretArguments
+		r.specs = l.pol().SecretArguments
 	}
 	if a.Server != "" {
 		r.names = policy.NameForms(a.Operation, a.Server, a.Tool)

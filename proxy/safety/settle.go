@@ -59,7 +59,7 @@ func (l *Loop) sync(ctx context.Context) (*store.Block, error) {
 	var pauseUsed bool
 	err := l.Store.View(ctx, func(tx *store.Tx) error {
 		var err error
-		if b, err = tx.Block(l.Policy.Principal); err != nil {
+		if b, err = tx.Block(l.pol().Principal); err != nil {
 			return err
 		}
 		if p := l.verifyPause; p != nil {
@@ -110,7 +110,7 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 	}
 	l.mu.Lock()
 	err := l.Store.Update(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Block(l.Policy.Principal)
+		cur, err := tx.Block(l.pol().Principal)
 		if err != nil {
 			return err
 		}
@@ -157,7 +157,7 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 	l.clean()
 	if w.block != nil {
 		l.observe(w.block, a.Operation)
-		l.Log.Warn("principal hard-blocked", "principal", l.Policy.Principal, "reason", w.block.Reason,
+		l.Log.Warn("principal hard-blocked", "principal", l.pol().Principal, "reason", w.block.Reason,
 			"verification", w.block.VerificationID)
 	}
 	if w.pause != nil {
@@ -182,7 +182,7 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 				map[string]any{"verificationId": w.show.Challenge}, ""))
 			l.mu.Unlock()
 		}
-		rec := store.Record{Time: l.now(), Kind: "challenge", Principal: l.Policy.Principal, Session: a.Session,
+		rec := store.Record{Time: l.now(), Kind: "challenge", Principal: l.pol().Principal, Session: a.Session,
 			Process: l.Process, Operation: a.Operation, Tier: w.show.Tier, ChallengeID: w.show.Challenge,
 			Factors: []string{factor}, Result: result}
 		if err := l.Store.Append(ctx, rec); err != nil {
@@ -232,7 +232,7 @@ func usedMeanwhile(a Action, v Verdict, why string) Verdict {
 // blockedVerdict refuses an action because the principal is blocked.
 func (l *Loop) blockedVerdict(a Action, b *store.Block, factors ...string) Verdict {
 	d := evaluator.Directive{Stopped: true, Decision: evaluator.Block, Enforced: true, Tier: evaluator.DangerZone,
-		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", l.Policy.Principal, b.Reason, b.VerificationID),
+		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", l.pol().Principal, b.Reason, b.VerificationID),
 		Factors: factors}
 	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: l.blockedError(a.Operation, b)}
 }
@@ -255,7 +255,7 @@ func (l *Loop) flush(tx *store.Tx) error {
 		}
 	}
 	for _, e := range l.dirtyExec {
-		if err := tx.PutExecution(e.record(l.Policy.Principal)); err != nil {
+		if err := tx.PutExecution(e.record(l.pol().Principal)); err != nil {
 			return err
 		}
 	}
@@ -287,7 +287,7 @@ func (l *Loop) decisionRecord(a Action, v Verdict, began time.Time) store.Record
 	if a.reported() {
 		redacted = args
 	}
-	r := store.Record{Time: l.now(), Kind: "decision", Principal: l.Policy.Principal, Session: a.Session,
+	r := store.Record{Time: l.now(), Kind: "decision", Principal: l.pol().Principal, Session: a.Session,
 		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: Digest(args),
 		Decision: decisionWord(v), Stage: string(d.Stage), Tier: string(d.Tier), Risk: d.Risk,
 		Factors: d.Factors, ChallengeID: v.VerificationID, Token: v.Token, Approval: v.Approval, DurationMS: ms(l.now().Sub(began))}
@@ -331,7 +331,7 @@ func (l *Loop) Outcome(ctx context.Context, a Action, v Verdict, result string, 
 	if digest == "" {
 		digest = Digest(a.Arguments)
 	}
-	rec := store.Record{Time: l.now(), Kind: "outcome", Principal: l.Policy.Principal, Session: a.Session,
+	rec := store.Record{Time: l.now(), Kind: "outcome", Principal: l.pol().Principal, Session: a.Session,
 		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: digest,
 		Result: result, DurationMS: ms(took)}
 	err := l.Store.Append(ctx, rec)
