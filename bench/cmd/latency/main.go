@@ -1,11 +1,15 @@
-// Command latency measures the latency aqlguard adds to a tools/call.
+// Command latency measures the latency aqlguard adds to a tools/call or a
+// resources/read.
 //
-// It starts the same stdio MCP server three times: directly, through aqlguard
-// in mode "single" (the call goes to mcp_aql as an MCP-AQL operation) and
-// through aqlguard in mode "passthrough" (the call goes to the re-exported
-// <server>_<tool> with the original arguments). The safety loop is enforcing
-// and auto-approves everything, so each proxied call takes the full path:
-// validation, evaluator, durable audit record, forward, audit of the outcome.
+// It starts the same stdio MCP server four times: directly, through
+// aqlguard in mode "transparent" (the server's own tool, as it is), in
+// mode "single" (the call goes to mcp_aql as an MCP-AQL operation) and in
+// mode "passthrough" (the call goes to the re-exported <server>_<tool>
+// with the original arguments). The safety loop is enforcing and
+// auto-approves everything, so each proxied call takes the full path:
+// validation, evaluator, durable audit record, forward, audit of the
+// outcome. With -read URI it reads that resource instead, directly and
+// through transparent mode (the other modes relay reads the same way).
 //
 // The same sequential call runs against each variant in rounds, with the
 // order rotated every round, so that drifting machine load hits all variants
@@ -14,7 +18,7 @@
 //
 // Usage:
 //
-//	latency -aqlguard BIN -server BIN [-server-args "ARGS"] [-tool NAME] [-args JSON]
+//	latency -aqlguard BIN -server BIN [-server-args "ARGS"] [-tool NAME] [-args JSON] [-read URI]
 //	        [-n 2000] [-warmup 200] [-rounds 10] [-out FILE.json]
 package main
 
@@ -37,6 +41,8 @@ type variant struct {
 	Name string `json:"name"`
 	Tool string `json:"tool"`
 	Args any    `json:"args"`
+	// Read, when set, is the URI to read instead of calling Tool.
+	Read string `json:"read,omitempty"`
 
 	sess *harness.Session
 	// neighbour, when set, is a second aqlguard process on the same state
@@ -83,6 +89,7 @@ type Report struct {
 	NumCPU      int                  `json:"num_cpu"`
 	Server      []string             `json:"server"`
 	Tool        string               `json:"tool"`
+	Read        string               `json:"read,omitempty"`
 	Operation   string               `json:"operation"`
 	Args        json.RawMessage      `json:"args"`
 	N           int                  `json:"n"`
@@ -94,6 +101,14 @@ type Report struct {
 	RoundOrders [][]string           `json:"round_orders"`
 	RoundP50    map[string][]float64 `json:"round_p50_us"`
 	RoundP99    map[string][]float64 `json:"round_p99_us"`
+}
+
+// do makes the variant's measured request once.
+func (v *variant) do(ctx context.Context) (string, error) {
+	if v.Read != "" {
+		return v.sess.ReadText(ctx, v.Read)
+	}
+	return v.sess.CallText(ctx, v.Tool, v.Args)
 }
 
 func main() {
@@ -121,6 +136,8 @@ func run(argv []string, stdout io.Writer) error {
 		totalTO    = fs.Duration("timeout", 20*time.Minute, "timeout of the whole run")
 		logLevel   = fs.String("aqlguard-log-level", "", "pass --log-level to aqlguard (default: aqlguard's own default)")
 		contend    = fs.Bool("contend", false, "add a variant measured while a second aqlguard process on the same state directory serves calls non-stop")
+		read       = fs.String("read", "", "measure resources/read of this URI instead of tools/call (direct and transparent only)")
+		baseline   = fs.String("baseline-aqlguard", "", "another aqlguard binary (an earlier commit) to measure in transparent mode in the same run")
 	)
 	if err := fs.Parse(argv); err != nil {
 		return err
@@ -130,6 +147,8 @@ func run(argv []string, stdout io.Writer) error {
 		return fmt.Errorf("-aqlguard and -server are required")
 	case *n <= 0 || *rounds <= 0 || *n%*rounds != 0 || *warmup < 0:
 		return fmt.Errorf("want n > 0, rounds > 0, n divisible by rounds, warmup >= 0")
+	case *read != "" && *contend:
+		return fmt.Errorf("-contend measures tool calls; it does not go with -read")
 	}
 	var args map[string]any
 	if err := json.Unmarshal([]byte(*argsJSON), &args); err != nil || args == nil {
@@ -155,23 +174,43 @@ func run(argv []string, stdout io.Writer) error {
 	}
 	variants := []*variant{
 		{Name: "direct", Tool: *tool, Args: args},
+		{Name: "aqlguard transparent", Tool: *tool, Args: args},
 		{Name: "aqlguard single", Tool: "mcp_aql", Args: map[string]any{"operation": *op, "params": args}},
 		{Name: "aqlguard passthrough", Tool: *op, Args: args},
 	}
+	modes := []string{"transparent", "single", "passthrough"}
+	if *read != "" {
+		variants, modes = variants[:2], modes[:1]
+		for _, v := range variants {
+			v.Read = *read
+		}
+	}
 	argvs := [][]string{srv.Argv}
-	for _, mode := range []string{"single", "passthrough"} {
+	for _, mode := range modes {
 		cfg, err := harness.WriteConfig(dir, mode, []harness.Server{srv})
 		if err != nil {
 			return err
 		}
 		argvs = append(argvs, harness.AqlguardArgv(*aqlguard, cfg, extra...))
 	}
+	if *baseline != "" {
+		if err := os.MkdirAll(dir+"/baseline", 0o700); err != nil {
+			return err
+		}
+		cfg, err := harness.WriteConfig(dir+"/baseline", "transparent", []harness.Server{srv})
+		if err != nil {
+			return err
+		}
+		v := &variant{Name: "baseline aqlguard transparent", Tool: *tool, Args: args, Read: *read}
+		variants = append(variants, v)
+		argvs = append(argvs, harness.AqlguardArgv(*baseline, cfg, extra...))
+	}
 	if *contend {
 		// Same config and state directory as "aqlguard single"; its
 		// neighbour is a third process on that directory.
 		variants = append(variants, &variant{Name: "aqlguard single, busy neighbour", Tool: "mcp_aql",
 			Args: map[string]any{"operation": *op, "params": args}})
-		argvs = append(argvs, argvs[1])
+		argvs = append(argvs, argvs[2])
 	}
 
 	// Start every variant and check that it answers with what direct answers.
@@ -185,12 +224,18 @@ func run(argv []string, stdout io.Writer) error {
 		}
 		defer v.sess.Close()
 		callCtx, c := context.WithTimeout(ctx, *callTO)
-		got, err := v.sess.CallText(callCtx, v.Tool, v.Args)
+		got, err := v.do(callCtx)
 		c()
 		if err != nil {
 			return fmt.Errorf("%s: first call: %w", v.Name, err)
 		}
-		if i == 0 {
+		if v.Read != "" {
+			if i == 0 {
+				want = got
+			} else if got != want {
+				return fmt.Errorf("%s: the read differs from direct: %.500s vs %.500s", v.Name, got, want)
+			}
+		} else if i == 0 {
 			want = firstText(got)
 			if want == "" {
 				return fmt.Errorf("direct: first call returned no text content: %s", got)
@@ -241,7 +286,7 @@ func run(argv []string, stdout io.Writer) error {
 		callCtx, c := context.WithTimeout(ctx, *callTO)
 		defer c()
 		start := time.Now()
-		_, err := v.sess.CallText(callCtx, v.Tool, v.Args)
+		_, err := v.do(callCtx)
 		return time.Since(start), err
 	}
 	for _, v := range variants {
@@ -255,7 +300,7 @@ func run(argv []string, stdout io.Writer) error {
 	per := *n / *rounds
 	rep := Report{
 		Time: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(),
-		Server: srv.Argv, Tool: *tool, Operation: *op, Args: json.RawMessage(*argsJSON),
+		Server: srv.Argv, Tool: *tool, Read: *read, Operation: *op, Args: json.RawMessage(*argsJSON),
 		N: *n, Warmup: *warmup, Rounds: *rounds,
 		Stats: map[string]Stats{}, Added: map[string]Added{},
 		RoundP50: map[string][]float64{}, RoundP99: map[string][]float64{},
@@ -330,8 +375,12 @@ func run(argv []string, stdout io.Writer) error {
 }
 
 func writeMarkdown(w io.Writer, rep *Report) {
-	fmt.Fprintf(w, "tools/call %s %s via %s; %d calls per variant in %d interleaved rounds (+%d warmup); %s, %d CPUs\n\n",
-		rep.Tool, rep.Args, strings.Join(rep.Server, " "), rep.N, rep.Rounds, rep.Warmup, rep.GoVersion, rep.NumCPU)
+	what := fmt.Sprintf("tools/call %s %s", rep.Tool, rep.Args)
+	if rep.Read != "" {
+		what = "resources/read " + rep.Read
+	}
+	fmt.Fprintf(w, "%s via %s; %d calls per variant in %d interleaved rounds (+%d warmup); %s, %d CPUs\n\n",
+		what, strings.Join(rep.Server, " "), rep.N, rep.Rounds, rep.Warmup, rep.GoVersion, rep.NumCPU)
 	fmt.Fprintln(w, "| variant | p50 µs | p90 µs | p99 µs | mean µs | added p50 µs (range over rounds) | added p99 µs (range over rounds) | ratio p50 | ratio mean |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, name := range rep.Variants {

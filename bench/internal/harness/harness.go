@@ -204,6 +204,16 @@ func (s *Session) CallText(ctx context.Context, tool string, args any) (string, 
 	return string(out), nil
 }
 
+// ReadText reads a resource and returns its result marshalled to JSON.
+func (s *Session) ReadText(ctx context.Context, uri string) (string, error) {
+	res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		return "", s.Errorf("resources/read %s: %v", uri, err)
+	}
+	out, err := json.Marshal(res)
+	return string(out), err
+}
+
 // CheckServers asks aqlguard's introspection which operations exist and
 // fails unless every server contributed at least one: a server that did not
 // start would otherwise silently shrink the measured tool list.
