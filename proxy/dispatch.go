@@ -209,30 +209,38 @@ func monitoringWarning(d evaluator.Directive) *aql.Warning {
 func (f *Front) handlePassthrough(ctx context.Context, session string, op *catalog.Operation, raw, callParams json.RawMessage) (json.RawMessage, error) {
 	op, refusal := f.pinRefusal(ctx, op)
 	if refusal != nil {
-		return f.encodeRaw(f.encode(aql.Failure(refusal)))
+		return f.wire(aql.Failure(refusal))
 	}
 	args, perr := aql.ParseArguments(raw, f.Limits)
 	if perr != nil {
-		return f.encodeRaw(f.encode(aql.Failure(perr)))
+		return f.wire(aql.Failure(perr))
 	}
 	params, verr := aql.Validate(op.Name, op.Params, args)
 	if verr != nil {
-		return f.encodeRaw(f.encode(aql.Failure(verr)))
+		return f.wire(aql.Failure(verr))
 	}
 	token, _ := params[catalog.TokenParam].(string)
 	base, _ := relay.DeleteMember(callParams, "arguments")
-	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token, base)
-	if out.Err != nil {
-		return f.encodeRaw(f.encode(&aql.Result{Err: out.Err, Confirmation: out.Confirmation}))
-	}
-	if out.RPCErr != nil {
+	return f.onTheWire(f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token, base))
+}
+
+// onTheWire is a guarded call's answer as the client gets it in
+// transparent and passthrough modes: the server's result or JSON-RPC
+// error as it sent them, or aqlguard's refusal as a tool error.
+func (f *Front) onTheWire(out Outcome) (json.RawMessage, error) {
+	switch {
+	case out.Err != nil:
+		return f.wire(&aql.Result{Err: out.Err, Confirmation: out.Confirmation})
+	case out.RPCErr != nil:
 		return nil, out.RPCErr
-	}
-	if int64(len(out.Raw)) > f.Limits.MaxResponseSize {
-		return f.encodeRaw(f.encode(aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(out.Raw)), ""))))
+	case int64(len(out.Raw)) > f.Limits.MaxResponseSize:
+		return f.wire(aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(out.Raw)), "")))
 	}
 	return out.Raw, nil
 }
+
+// wire is an MCP-AQL result as a tool result on the wire.
+func (f *Front) wire(r *aql.Result) (json.RawMessage, error) { return f.encodeRaw(f.encode(r)) }
 
 // rpcFailure is a server's JSON-RPC error in an MCP-AQL envelope, with
 // the server's code, message and data.

@@ -112,25 +112,18 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 	}
 	op, refusal := f.pinRefusal(ctx, op)
 	if refusal != nil {
-		return f.encodeRaw(f.encode(aql.Failure(refusal)))
+		return f.wire(aql.Failure(refusal))
 	}
 	args, perr := aql.ParseArguments(p.Arguments, f.Limits)
 	if perr != nil {
-		return f.encodeRaw(f.encode(aql.Failure(perr)))
+		return f.wire(aql.Failure(perr))
 	}
 	base, token := withoutToken(params)
 	out := f.Guard.Call(ctx, session, op, args, token, base)
 	if out.Err != nil {
 		defer f.syncVerifyTool(context.Background(), true)
-		return f.encodeRaw(f.encode(&aql.Result{Err: out.Err, Confirmation: out.Confirmation}))
 	}
-	if out.RPCErr != nil {
-		return nil, out.RPCErr
-	}
-	if int64(len(out.Raw)) > f.Limits.MaxResponseSize {
-		return f.encodeRaw(f.encode(aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(out.Raw)), ""))))
-	}
-	return out.Raw, nil
+	return f.onTheWire(out)
 }
 
 // withoutToken returns the call's params without the members aqlguard
@@ -174,13 +167,13 @@ func (f *Front) callVerify(ctx context.Context, session string, raw json.RawMess
 	op, _ := f.Catalog().Lookup("verify_challenge")
 	args, perr := aql.ParseArguments(raw, f.Limits)
 	if perr != nil {
-		return f.encodeRaw(f.encode(aql.Failure(perr)))
+		return f.wire(aql.Failure(perr))
 	}
 	params, verr := aql.Validate(op.Name, op.Params, args)
 	if verr != nil {
-		return f.encodeRaw(f.encode(aql.Failure(verr)))
+		return f.wire(aql.Failure(verr))
 	}
-	return f.encodeRaw(f.encode(f.loopOperation(ctx, session, op, params)))
+	return f.wire(f.loopOperation(ctx, session, op, params))
 }
 
 // syncVerifyTool reports whether VerifyTool is to be listed: while a
