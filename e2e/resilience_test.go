@@ -9,12 +9,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// serverPID is the pid of g's test server process.
-func serverPID(t *testing.T, g *guard) int {
+// serverPID is the pid of g's test server process started with args.
+func serverPID(t *testing.T, g *guard, args ...string) int {
 	t.Helper()
+	want := strings.Join(append([]string{bins.testserver}, args...), " ")
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		for pid, cmdline := range marked(g.mark) {
-			if strings.HasPrefix(cmdline, bins.testserver+" ") || cmdline == bins.testserver {
+			if cmdline == want {
 				return pid
 			}
 		}
@@ -99,7 +100,7 @@ name = "ts"
 command = {{toml .testserver}}
 args = ["-spawn-detached"]
 `)
-	serverPID(t, g)
+	serverPID(t, g, "-spawn-detached")
 	sleeper := false
 	for deadline := time.Now().Add(10 * time.Second); !sleeper && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		for _, cmdline := range marked(g.mark) {
