@@ -17,10 +17,10 @@ import (
 
 // TestConformanceSuite runs the official MCP conformance suite (npm
 // @modelcontextprotocol/conformance, server mode) against the go-sdk
-// everything-server three ways: directly (Streamable HTTP), through
-// `aqlguard serve` in transparent mode (the server behind it on stdio),
-// and through aqlguard's stdio front (`aqlguard serve` in front of
-// `aqlguard run` in front of the server). Each check must end as it ends
+// everything-server four ways: directly (Streamable HTTP), through
+// `aqlguard serve` in transparent mode with the server behind it on stdio
+// and over Streamable HTTP, and through aqlguard's stdio front (`aqlguard
+// serve` in front of `aqlguard run` in front of the server). Each check must end as it ends
 // directly: aqlguard adds a guard, not a different server. The human
 // allows every call, so the guard's questions are part of the path.
 func TestConformanceSuite(t *testing.T) {
@@ -45,6 +45,10 @@ func TestConformanceSuite(t *testing.T) {
 
 	t.Run("serve", func(t *testing.T) {
 		url := startServe(t, human+"[[servers]]\nname = \"everything\"\ncommand = "+tomlString(bins.everything)+"\n")
+		compareConformance(t, want, runConformance(t, node, suite, url))
+	})
+	t.Run("serve, server over HTTP", func(t *testing.T) {
+		url := startServe(t, human+"[[servers]]\nname = \"everything\"\nurl = \"http://"+direct+"/\"\n")
 		compareConformance(t, want, runConformance(t, node, suite, url))
 	})
 	t.Run("stdio front", func(t *testing.T) {

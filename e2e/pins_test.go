@@ -202,3 +202,29 @@ func TestToolChangedAcrossRestart(t *testing.T) {
 		t.Errorf("after the human approved, echo is %q (last call: %s)", d, text)
 	}
 }
+
+// TestToolChangeOverHTTP: a server behind Streamable HTTP that changes a
+// tool tells aqlguard outside any request (the standalone event stream);
+// the change waits for the human all the same.
+func TestToolChangeOverHTTP(t *testing.T) {
+	url := startTestServerHTTP(t, "-rug-pull")
+	h := newHuman(t)
+	h.answer(t, "deny")
+	g := startGuard(t, `
+agent = "pin-agent"
+`+h.config()+`
+[safety]
+auto_approve = ["echo", "change_echo"]
+[[servers]]
+name = "ts"
+url = "`+url+`"
+`)
+	before := echoTool(t, g)
+	if res, err := g.callRaw("change_echo", map[string]any{"kind": "widen"}); err != nil || res.IsError {
+		t.Fatalf("change_echo: %v %s", err, jsonString(res))
+	}
+	toolChangeQuestion(t, h)
+	if after := echoTool(t, g); jsonString(after) != jsonString(before) {
+		t.Errorf("the changed echo is listed before anyone approved it: %s", jsonString(after))
+	}
+}

@@ -109,10 +109,11 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 
 func dialHTTP(ctx context.Context, cfg policy.Server) (*conn, error) {
 	hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: cfg.Headers}}
-	var t mcp.Transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc}
-	if cfg.Transport == "sse" {
-		t = &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: hc}
+	if cfg.Transport == "streamable" {
+		sc := newStreamableConn(cfg.URL, hc)
+		return &conn{Connection: sc, stop: func() { _ = sc.Close() }}, nil
 	}
+	var t mcp.Transport = &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: hc}
 	// The SSE transport ties its event stream to the context it connects
 	// with: give it one that lives as long as the connection, and bound
 	// the dialing separately.

@@ -1,0 +1,336 @@
+package downstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// streamableConn is the client side of MCP's Streamable HTTP transport as
+// a raw mcp.Connection. The go-sdk has one, but it learns the session's
+// protocol version and opens the stream of server-initiated messages only
+// when its own ClientSession tells it the handshake is done, which a
+// relay passing raw JSON-RPC never does: without the stream, a server's
+// list_changed and resources/updated sent outside a request never
+// arrived.
+//
+// Each message is POSTed; a request's answer comes back as JSON or as an
+// event stream carrying the related notifications and requests first. The
+// standalone event stream (GET) opens once the initialized notification
+// has gone out. Close ends the session with DELETE.
+type streamableConn struct {
+	url    string
+	client *http.Client
+
+	incoming chan jsonrpc.Message
+	ctx      context.Context // lives until Close
+	cancel   context.CancelFunc
+
+	mu        sync.Mutex
+	sessionID string
+	protocol  string
+	listening bool
+	failed    error
+	closeOnce sync.Once
+}
+
+// maxEvent bounds one server-sent event (a tool result can be large).
+const maxEvent = 64 << 20
+
+func newStreamableConn(url string, client *http.Client) *streamableConn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &streamableConn{url: url, client: client, incoming: make(chan jsonrpc.Message, 64), ctx: ctx, cancel: cancel}
+}
+
+func (c *streamableConn) SessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionID
+}
+
+func (c *streamableConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-c.incoming:
+		return m, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.ctx.Done():
+		c.mu.Lock()
+		err := c.failed
+		c.mu.Unlock()
+		if err == nil {
+			err = io.EOF
+		}
+		return nil, err
+	}
+}
+
+// fail ends the connection with err (the reader sees it).
+func (c *streamableConn) fail(err error) {
+	c.mu.Lock()
+	if c.failed == nil {
+		c.failed = err
+	}
+	c.mu.Unlock()
+	c.cancel()
+}
+
+func (c *streamableConn) deliver(m jsonrpc.Message) {
+	select {
+	case c.incoming <- m:
+	case <-c.ctx.Done():
+	}
+}
+
+func (c *streamableConn) headers(h http.Header) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sessionID != "" {
+		h.Set("Mcp-Session-Id", c.sessionID)
+	}
+	if c.protocol != "" {
+		h.Set("Mcp-Protocol-Version", c.protocol)
+	}
+}
+
+func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	c.headers(req.Header)
+	call, _ := msg.(*jsonrpc.Request)
+	initialized := call != nil && call.Method == "notifications/initialized"
+	if call != nil && !call.IsCall() {
+		call = nil // a notification: nothing comes back
+	}
+	// The answer to a request may take as long as the call; the write
+	// itself is done once the server has taken the message.
+	accepted := make(chan error, 1)
+	go c.post(req, call, initialized, accepted)
+	select {
+	case err := <-accepted:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// post sends one message and delivers what comes back. accepted gets the
+// outcome of the sending itself. After the initialized notification, the
+// standalone stream opens.
+func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initialized bool, accepted chan<- error) {
+	resp, err := c.client.Do(req)
+	if err != nil {
+		accepted <- err
+		return
+	}
+	defer resp.Body.Close()
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		c.mu.Lock()
+		if c.sessionID == "" {
+			c.sessionID = id
+		}
+		c.mu.Unlock()
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound && c.SessionID() != "":
+		// The server forgot the session: every later message would fail
+		// alike. Ending the connection has the server restarted.
+		accepted <- nil
+		c.fail(errors.New("the server ended the session (HTTP 404)"))
+		return
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		err := fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		if call == nil {
+			accepted <- err
+			return
+		}
+		// The request is sent, and failed: its caller gets the failure
+		// as the request's answer.
+		accepted <- nil
+		c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}})
+		return
+	}
+	accepted <- nil
+	if call == nil {
+		if initialized {
+			c.listen()
+		}
+		return
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "text/event-stream":
+		c.readEvents(resp.Body, call)
+	default:
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxEvent))
+		if err != nil {
+			c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "reading the answer: " + err.Error()}})
+			return
+		}
+		c.take(body, call)
+	}
+}
+
+// take decodes one message (or a batch) and delivers it, noting the
+// protocol version the answer to initialize settles on.
+func (c *streamableConn) take(data []byte, call *jsonrpc.Request) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return
+	}
+	if data[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(data, &batch) == nil {
+			for _, m := range batch {
+				c.take(m, call)
+			}
+		}
+		return
+	}
+	m, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return
+	}
+	if r, ok := m.(*jsonrpc.Response); ok && call != nil && call.Method == "initialize" && r.ID == call.ID && r.Error == nil {
+		var res struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if json.Unmarshal(r.Result, &res) == nil {
+			c.mu.Lock()
+			c.protocol = res.ProtocolVersion
+			c.mu.Unlock()
+		}
+	}
+	c.deliver(m)
+}
+
+// readEvents delivers the messages of an event stream until it ends.
+func (c *streamableConn) readEvents(body io.Reader, call *jsonrpc.Request) {
+	answered := false
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxEvent)
+	var data bytes.Buffer
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data.Len() > 0 {
+				if call != nil && bytes.Contains(data.Bytes(), []byte(`"id"`)) {
+					answered = answered || isAnswerTo(data.Bytes(), call.ID)
+				}
+				c.take(data.Bytes(), call)
+				data.Reset()
+			}
+		case strings.HasPrefix(line, "data:"):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+	if data.Len() > 0 {
+		if call != nil {
+			answered = answered || isAnswerTo(data.Bytes(), call.ID)
+		}
+		c.take(data.Bytes(), call)
+	}
+	if call != nil && !answered && c.ctx.Err() == nil {
+		c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "the server's event stream ended before the answer"}})
+	}
+}
+
+func isAnswerTo(data []byte, id jsonrpc.ID) bool {
+	m, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return false
+	}
+	r, ok := m.(*jsonrpc.Response)
+	return ok && r.ID == id
+}
+
+// listen opens the standalone event stream for what the server sends
+// outside requests, and keeps it open (reconnecting with backoff) until
+// Close. A server that offers none (405) is left alone.
+func (c *streamableConn) listen() {
+	c.mu.Lock()
+	if c.listening {
+		c.mu.Unlock()
+		return
+	}
+	c.listening = true
+	c.mu.Unlock()
+	go func() {
+		for attempt := 0; c.ctx.Err() == nil; attempt++ {
+			req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.url, nil)
+			if err != nil {
+				return
+			}
+			req.Header.Set("Accept", "text/event-stream")
+			c.headers(req.Header)
+			resp, err := c.client.Do(req)
+			if err == nil {
+				switch {
+				case resp.StatusCode == http.StatusMethodNotAllowed:
+					resp.Body.Close()
+					return // no standalone stream on this server
+				case resp.StatusCode == http.StatusNotFound && c.SessionID() != "":
+					resp.Body.Close()
+					c.fail(errors.New("the server ended the session (HTTP 404)"))
+					return
+				case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+					attempt = 0
+					c.readEvents(resp.Body, nil)
+				}
+				resp.Body.Close()
+			}
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-time.After(restartDelay(min(attempt, 6))):
+			}
+		}
+	}()
+}
+
+// Close ends the session (DELETE, best effort) and the connection.
+func (c *streamableConn) Close() error {
+	c.closeOnce.Do(func() {
+		if id := c.SessionID(); id != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.url, nil)
+			if err == nil {
+				c.headers(req.Header)
+				if resp, err := c.client.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}
+			cancel()
+		}
+		c.fail(io.EOF)
+	})
+	return nil
+}
+
+var _ mcp.Connection = (*streamableConn)(nil)
