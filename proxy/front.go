@@ -37,11 +37,9 @@ const (
 // SingleTool is the unified endpoint's tool name.
 const SingleTool = "mcp_aql"
 
-// FrontProtocolVersions are the MCP versions the front speaks, newest
-// first. 2026-07-28 is not among them yet: it has no initialize
-// handshake and carries server-to-client requests in a multi-round-trip
-// form the relay does not translate. Clients that ask for it get
-// 2025-11-25, which every MCP client we front speaks.
+// FrontProtocolVersions are the MCP versions the front negotiates with
+// initialize, newest first. A client that speaks 2026-07-28, which has no
+// initialize, is served too: see relay.ModernVersion.
 var FrontProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Shared is what the fronts of every session of one aqlguard share.

@@ -16,7 +16,21 @@ type clientHandler Session
 
 func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 	s := (*Session)(h)
+	m, modern, err := parseMeta(req.Params, s.cfg.ProtocolVersions)
+	if err != nil {
+		return nil, err
+	}
+	if modern {
+		return s.modernRequest(ctx, req, m)
+	}
+	if s.modern.Load() {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "missing _meta field " + metaProtocolVersion + ": this session speaks " + ModernVersion}
+	}
 	switch req.Method {
+	case "server/discover", "subscriptions/listen":
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: req.Method + " is part of protocol " + ModernVersion + "; send its _meta, or initialize"}
 	case "initialize":
 		return s.initialize(ctx, req.Params)
 	case "ping":
@@ -28,6 +42,11 @@ func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
 	}
+	return s.serve(ctx, req)
+}
+
+// serve serves a request of a running session, of either revision.
+func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 	switch req.Method {
 	case "tools/list":
 		tools, err := s.tools.ListTools(ctx)
@@ -103,6 +122,9 @@ type upstream Session
 // to the client and its answer back.
 func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, req *jsonrpc.Request) (json.RawMessage, error) {
 	s := (*Session)(u)
+	if s.modern.Load() {
+		return s.askInCall(ctx, srv, req)
+	}
 	res, err := s.client.Call(ctx, req.Method, req.Params)
 	if err != nil {
 		var werr *jsonrpc.Error

@@ -143,6 +143,20 @@ type Session struct {
 	mu        sync.Mutex
 	progress  map[string]progressRoute // our token → the client's
 	routes    routes
+
+	// life ends with the session: the work of its calls runs under it.
+	life    context.Context
+	endLife context.CancelFunc
+
+	// A 2026-07-28 client (see ModernVersion).
+	modern     atomic.Bool
+	logLevel   string         // the last one a request asked for; "" sends no log messages
+	listeners  []*listener    // open subscriptions/listen streams
+	subscribed map[string]int // resource uri → streams that name it
+	inputN     atomic.Int64
+	xmu        sync.Mutex
+	active     []*exchange          // calls whose work runs, oldest first
+	parked     map[string]*exchange // by the requestState the client holds
 }
 
 type progressRoute struct {
@@ -160,7 +174,9 @@ type initParams struct {
 // Serve runs one session on conn until the client goes away or ctx ends;
 // then the session's servers are stopped.
 func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
-	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{}), progress: map[string]progressRoute{}}
+	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{}), progress: map[string]progressRoute{},
+		subscribed: map[string]int{}, parked: map[string]*exchange{}}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.log = cfg.Log.With("session", s.ID)
 	s.routes.prompts = map[string]promptRoute{}
 	s.routes.resources = map[string]string{}
@@ -182,6 +198,7 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 }
 
 func (s *Session) close() {
+	s.endLife()
 	s.initOnce.Do(func() { s.initErr = errors.New("the session ended"); close(s.ready) })
 	<-s.ready
 	if c, ok := s.tools.(interface{ Close() }); ok {
@@ -243,6 +260,14 @@ func (s *Session) Log() *slog.Logger { return s.log }
 // NotifyClient sends the client a notification (tools/list_changed when
 // the mode's tool list changed).
 func (s *Session) NotifyClient(method string, params json.RawMessage) {
+	if s.modern.Load() {
+		s.notifyModern(method, params)
+		return
+	}
+	s.sendClient(method, params)
+}
+
+func (s *Session) sendClient(method string, params json.RawMessage) {
 	if err := s.client.Notify(context.Background(), method, params); err != nil {
 		s.log.Debug("a notification could not be sent to the client", "method", method, "err", err)
 	}
@@ -266,6 +291,9 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) (json.
 		s.result, s.initErr = s.start(ctx, params)
 	})
 	if !started {
+		if s.modern.Load() {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this session speaks " + ModernVersion + ", which has no initialize"}
+		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize was already received on this session"}
 	}
 	return s.result, s.initErr
@@ -394,6 +422,7 @@ func (s *Session) serversWith(c string) []*downstream.Server {
 // progress token replaced by one of ours for the time of the request, so
 // the server's progress reaches this request and no other.
 func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
+	used(ctx, srv)
 	params, ours := s.mapProgress(params)
 	if ours != "" {
 		defer func() {

@@ -1,0 +1,334 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// An exchange is one call of a 2026-07-28 client that may need the
+// client's input (tools/call, prompts/get, resources/read). Its work —
+// the guard, the server's call — runs apart from the client's request:
+// when a server asks the client something during it, the client's
+// request is answered input_required and the work goes on waiting; the
+// client's retry, carrying the answers and the requestState it was
+// given, picks the same work up again. The guard is not run twice, and a
+// retry cannot start anything: it can only resume what is parked under
+// its requestState, in its session, for the same call.
+type exchange struct {
+	method  string
+	subject string // what the call is about: name and arguments, or uri
+
+	ctx    context.Context // the work's: ends with the session, a cancel or expiry
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	servers []*downstream.Server       // the servers the work called
+	waiting []*inputRequest            // asked by a server, not yet answered by the client
+	caps    map[string]json.RawMessage // the client's capabilities, as its latest request declared them
+	state   string                     // the requestState the client holds while parked
+	expiry  *time.Timer
+
+	asked chan struct{} // a server asked something
+	done  chan struct{} // the work ended: res, err
+	res   json.RawMessage
+	err   error
+}
+
+// inputRequest is one server request waiting for the client's answer.
+type inputRequest struct {
+	id     string
+	method string
+	params json.RawMessage
+	answer chan json.RawMessage
+}
+
+type exchangeKey struct{}
+
+// used records that the work of the exchange ctx belongs to called srv:
+// srv's requests to the client are that exchange's to carry.
+func used(ctx context.Context, srv *downstream.Server) {
+	x, ok := ctx.Value(exchangeKey{}).(*exchange)
+	if !ok {
+		return
+	}
+	x.mu.Lock()
+	if !slices.Contains(x.servers, srv) {
+		x.servers = append(x.servers, srv)
+	}
+	x.mu.Unlock()
+}
+
+// exchangeCall serves a tools/call, prompts/get or resources/read of a
+// 2026-07-28 client.
+func (s *Session) exchangeCall(ctx context.Context, req *jsonrpc.Request, caps map[string]json.RawMessage) (json.RawMessage, error) {
+	state, responses, params, err := takeRetry(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	subject := subjectOf(req.Method, params)
+	if state != "" {
+		x, err := s.resume(state, req.Method, subject)
+		if err != nil {
+			return nil, err
+		}
+		x.mu.Lock()
+		x.caps = caps
+		x.mu.Unlock()
+		x.deliver(responses)
+		return s.await(ctx, x)
+	}
+	x := &exchange{method: req.Method, subject: subject, caps: caps, asked: make(chan struct{}, 1), done: make(chan struct{})}
+	x.ctx, x.cancel = context.WithCancel(context.WithValue(s.life, exchangeKey{}, x))
+	s.xmu.Lock()
+	s.active = append(s.active, x)
+	s.xmu.Unlock()
+	work := *req
+	work.Params = params
+	go func() {
+		x.res, x.err = s.serve(x.ctx, &work)
+		close(x.done)
+	}()
+	return s.await(ctx, x)
+}
+
+// await waits for the work's end or for a server's question, which it
+// turns into an input_required answer.
+func (s *Session) await(ctx context.Context, x *exchange) (json.RawMessage, error) {
+	for {
+		select {
+		case <-x.done:
+			s.forget(x)
+			return x.res, x.err
+		default:
+		}
+		x.mu.Lock()
+		asking := slices.Clone(x.waiting)
+		x.mu.Unlock()
+		if len(asking) > 0 {
+			return s.park(x, asking)
+		}
+		select {
+		case <-x.done:
+		case <-x.asked:
+			// A server that needs several answers asks for them at
+			// once: gather what comes together into one round.
+			select {
+			case <-x.done:
+			case <-time.After(gatherFor):
+			}
+		case <-ctx.Done():
+			x.cancel()
+			s.forget(x)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// gatherFor is how long a round waits, after a server's first question,
+// for the others it asks at the same time.
+const gatherFor = 20 * time.Millisecond
+
+// park answers the client's request input_required with the server
+// requests waiting, under a fresh requestState.
+func (s *Session) park(x *exchange, asking []*inputRequest) (json.RawMessage, error) {
+	state := newState()
+	requests := make(map[string]any, len(asking))
+	for _, ir := range asking {
+		r := map[string]any{"method": ir.method}
+		if len(ir.params) > 0 && string(ir.params) != "null" {
+			r["params"] = ir.params
+		}
+		requests[ir.id] = r
+	}
+	x.mu.Lock()
+	x.state = state
+	x.expiry = time.AfterFunc(parkedFor, func() {
+		if s.unpark(state) == x {
+			s.log.Info("a call waiting for the client's input was cancelled: no retry came", "method", x.method, "after", parkedFor)
+			x.cancel()
+			s.forget(x)
+		}
+	})
+	x.mu.Unlock()
+	s.xmu.Lock()
+	s.parked[state] = x
+	s.xmu.Unlock()
+	return json.Marshal(map[string]any{"resultType": "input_required", "inputRequests": requests, "requestState": state})
+}
+
+// resume takes the exchange parked under state. A requestState is good
+// for one retry: the next round gets a new one.
+func (s *Session) resume(state, method, subject string) (*exchange, error) {
+	x := s.unpark(state)
+	if x == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "requestState is not one aqlguard gave this session, or it was used already, or it expired"}
+	}
+	if x.method != method || x.subject != subject {
+		s.xmu.Lock()
+		s.parked[state] = x // a wrong retry does not cost the right one its call
+		s.xmu.Unlock()
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "requestState belongs to another call: a retry must repeat the call it continues"}
+	}
+	x.mu.Lock()
+	if x.expiry != nil {
+		x.expiry.Stop()
+	}
+	x.state = ""
+	x.mu.Unlock()
+	return x, nil
+}
+
+func (s *Session) unpark(state string) *exchange {
+	s.xmu.Lock()
+	defer s.xmu.Unlock()
+	x := s.parked[state]
+	delete(s.parked, state)
+	return x
+}
+
+func (s *Session) forget(x *exchange) {
+	s.xmu.Lock()
+	s.active = slices.DeleteFunc(s.active, func(a *exchange) bool { return a == x })
+	s.xmu.Unlock()
+}
+
+// deliver hands the client's answers to the servers that asked; a
+// request the client left unanswered is asked again in the next round.
+func (x *exchange) deliver(responses map[string]json.RawMessage) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.waiting = slices.DeleteFunc(x.waiting, func(ir *inputRequest) bool {
+		r, ok := responses[ir.id]
+		if ok {
+			ir.answer <- r
+		}
+		return ok
+	})
+}
+
+// askInCall carries a server's request to the client in the answer to a
+// call that the server is working on, and waits for the client's
+// answer. Without such a call the request cannot reach a 2026-07-28
+// client at all.
+func (s *Session) askInCall(ctx context.Context, srv *downstream.Server, req *jsonrpc.Request) (json.RawMessage, error) {
+	// A server's request does not say which call it is part of (2025-11-25
+	// over stdio has no field for it): it goes with the oldest call to
+	// that server whose client is waiting for an answer, else with the
+	// oldest one parked for a retry.
+	s.xmu.Lock()
+	var x, parked *exchange
+	for _, a := range s.active {
+		a.mu.Lock()
+		mine, waiting := slices.Contains(a.servers, srv), a.state == ""
+		a.mu.Unlock()
+		if mine && waiting {
+			x = a
+			break
+		}
+		if mine && parked == nil {
+			parked = a
+		}
+	}
+	if x == nil {
+		x = parked
+	}
+	s.xmu.Unlock()
+	if x == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: "the client speaks MCP " + ModernVersion + ": it takes " + req.Method + " only while one of its calls to this server runs"}
+	}
+	x.mu.Lock()
+	can := clientCan(x.caps, req.Method)
+	x.mu.Unlock()
+	if !can {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the client did not declare the capability " + req.Method + " needs"}
+	}
+	ir := &inputRequest{id: "aqlguard-i-" + strconv.FormatInt(s.inputN.Add(1), 10), method: req.Method,
+		params: req.Params, answer: make(chan json.RawMessage, 1)}
+	x.mu.Lock()
+	x.waiting = append(x.waiting, ir)
+	x.mu.Unlock()
+	select {
+	case x.asked <- struct{}{}:
+	default:
+	}
+	select {
+	case r := <-ir.answer:
+		return r, nil
+	case <-ctx.Done():
+	case <-x.ctx.Done():
+	}
+	x.mu.Lock()
+	x.waiting = slices.DeleteFunc(x.waiting, func(w *inputRequest) bool { return w == ir })
+	x.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's call this request belonged to ended"}
+}
+
+// takeRetry splits a retry's requestState and inputResponses off the
+// params. inputResponses must be an object of objects; keys that name no
+// pending request are ignored.
+func takeRetry(params json.RawMessage) (state string, responses map[string]json.RawMessage, rest json.RawMessage, err error) {
+	ms := members(params)
+	rest = params
+	if raw, ok := ms["requestState"]; ok {
+		if json.Unmarshal(raw, &state) != nil {
+			return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState must be a string"}
+		}
+		if rest, err = deleteMember(rest, "requestState"); err != nil {
+			return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+	}
+	if raw, ok := ms["inputResponses"]; ok {
+		if !isObject(raw) {
+			return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses must be an object"}
+		}
+		responses = members(raw)
+		for id, r := range responses {
+			if !isObject(r) {
+				return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses[" + strconv.Quote(id) + "] must be an object"}
+			}
+		}
+		if rest, err = deleteMember(rest, "inputResponses"); err != nil {
+			return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+	}
+	return state, responses, rest, nil
+}
+
+// subjectOf is what a retry must repeat: the call's name or uri and its
+// arguments, compacted (a retry may space them differently).
+func subjectOf(method string, params json.RawMessage) string {
+	ms := members(params)
+	var b bytes.Buffer
+	b.WriteString(method)
+	for _, key := range []string{"name", "uri", "arguments"} {
+		b.WriteByte(0)
+		if raw, ok := ms[key]; ok {
+			if json.Compact(&b, raw) != nil {
+				b.Write(raw)
+			}
+		}
+	}
+	return b.String()
+}
+
+func newState() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return "aqlguard-" + base64.RawURLEncoding.EncodeToString(b)
+}

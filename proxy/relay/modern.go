@@ -1,0 +1,481 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// ModernVersion is the MCP revision without a handshake (SEP-2575):
+// every request carries the client's version, identity and capabilities
+// in _meta, the client asks for the notifications it wants on a
+// subscriptions/listen stream, and a server that needs something from
+// the client (elicitation, sampling, roots) answers the call with an
+// input_required result that the client fulfils and retries (SEP-2322).
+//
+// aqlguard speaks it on the front and keeps speaking 2025-11-25 to its
+// servers, which every server that speaks 2026-07-28 also speaks: one
+// downstream protocol, one guarded path. The session translates: it
+// starts the servers on the first request, turns a server's request to
+// the client into an input_required answer to the client's call, and
+// hands the retry's answers back to the server, whose call never stopped.
+const ModernVersion = "2026-07-28"
+
+// The per-request _meta keys of 2026-07-28.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// JSON-RPC error codes of 2026-07-28.
+const (
+	CodeHeaderMismatch             = -32020
+	CodeMissingClientCapability    = -32021
+	CodeUnsupportedProtocolVersion = -32022
+)
+
+// modernVersions are the handshake-free versions the front speaks.
+var modernVersions = []string{ModernVersion}
+
+// removedMethods are the methods 2026-07-28 took out: a request for one
+// in that revision is answered method not found.
+var removedMethods = map[string]bool{
+	"initialize": true, "ping": true, "logging/setLevel": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+}
+
+// parkedFor is how long a call answered input_required waits for the
+// client's retry before it is cancelled: long enough for a person to
+// answer a form, short enough not to keep a server's call forever.
+const parkedFor = 30 * time.Minute
+
+// requestMeta is what a 2026-07-28 request says about its client.
+type requestMeta struct {
+	version      string
+	clientInfo   json.RawMessage // absent: the client did not say
+	capabilities json.RawMessage
+	logLevel     string
+}
+
+// ParseRequestMeta reads the 2026-07-28 _meta of a request's params.
+// modern is false for a request of an earlier revision (no
+// protocolVersion, or one before 2026-07-28). A modern request whose
+// _meta is incomplete or malformed is an invalid-params error, one asking
+// for a version aqlguard does not speak an UnsupportedProtocolVersion
+// error listing those it does.
+func ParseRequestMeta(params json.RawMessage, legacy []string) (modern bool, err error) {
+	_, modern, err = parseMeta(params, legacy)
+	return modern, err
+}
+
+func parseMeta(params json.RawMessage, legacy []string) (requestMeta, bool, error) {
+	meta := members(members(params)["_meta"])
+	raw, ok := meta[metaProtocolVersion]
+	if !ok {
+		return requestMeta{}, false, nil
+	}
+	var m requestMeta
+	if json.Unmarshal(raw, &m.version) != nil {
+		return m, false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid _meta field " + metaProtocolVersion}
+	}
+	if m.version < ModernVersion {
+		return m, false, nil
+	}
+	if !slices.Contains(modernVersions, m.version) {
+		data, _ := json.Marshal(map[string]any{"supported": supportedVersions(legacy), "requested": m.version})
+		return m, true, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion, Message: "unsupported protocol version " + m.version, Data: data}
+	}
+	caps, ok := meta[metaClientCapabilities]
+	if !ok || !isObject(caps) {
+		return m, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing or invalid _meta field " + metaClientCapabilities}
+	}
+	m.capabilities = caps
+	if info, ok := meta[metaClientInfo]; ok {
+		if !isObject(info) {
+			return m, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid _meta field " + metaClientInfo}
+		}
+		m.clientInfo = info
+	}
+	if level, ok := meta[metaLogLevel]; ok {
+		if json.Unmarshal(level, &m.logLevel) != nil {
+			return m, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid _meta field " + metaLogLevel}
+		}
+	}
+	return m, true, nil
+}
+
+func supportedVersions(legacy []string) []string {
+	return append(slices.Clone(modernVersions), legacy...)
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
+// requestMetaKeys are the _meta keys a 2026-07-28 request carries about
+// its client (others under io.modelcontextprotocol/, such as a task's
+// related-task, mean the same in 2025-11-25 and stay).
+var requestMetaKeys = map[string]bool{metaProtocolVersion: true, metaClientInfo: true,
+	metaClientCapabilities: true, metaLogLevel: true}
+
+// stripMeta removes the 2026-07-28 _meta keys from params: the servers
+// speak 2025-11-25, where they mean nothing, and a server that also
+// speaks 2026-07-28 would take them as a switch of revision mid-session.
+func stripMeta(params json.RawMessage) json.RawMessage {
+	meta, ok := members(params)["_meta"]
+	if !ok {
+		return params
+	}
+	ms, err := objectMembers(meta)
+	if err != nil {
+		return params
+	}
+	kept := ms[:0:0]
+	for _, m := range ms {
+		if !requestMetaKeys[m.key] {
+			kept = append(kept, m)
+		}
+	}
+	var out json.RawMessage
+	if len(kept) == 0 {
+		out, err = deleteMember(params, "_meta")
+	} else {
+		out, err = setMember(params, "_meta", encodeMembers(kept))
+	}
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// startModern starts the session's servers for a client that speaks
+// 2026-07-28: they are initialized (in 2025-11-25) with the identity and
+// capabilities of the session's first request.
+func (s *Session) startModern(ctx context.Context, m requestMeta) error {
+	s.initOnce.Do(func() {
+		s.initStarted.Store(true)
+		s.modern.Store(true)
+		defer close(s.ready)
+		info := m.clientInfo
+		if info == nil {
+			info = json.RawMessage(`{"name":"unnamed client","version":""}`)
+		}
+		params, _ := json.Marshal(map[string]any{"protocolVersion": s.cfg.ProtocolVersions[0],
+			"capabilities": m.capabilities, "clientInfo": info})
+		s.result, s.initErr = s.start(ctx, params)
+		s.protoUsed = m.version
+	})
+	if !s.modern.Load() {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "this session began with initialize (protocol " + s.protoUsed + "); a " + ModernVersion + " request needs a session of its own"}
+	}
+	return s.waitReady(ctx)
+}
+
+// modernRequest serves a request of a 2026-07-28 client.
+func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m requestMeta) (json.RawMessage, error) {
+	if removedMethods[req.Method] {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%q is not part of protocol %s", req.Method, ModernVersion)}
+	}
+	if err := s.startModern(ctx, m); err != nil {
+		return nil, err
+	}
+	if m.logLevel != "" {
+		s.setLogLevel(ctx, m.logLevel)
+	}
+	clean := *req
+	clean.Params = stripMeta(req.Params)
+	var res json.RawMessage
+	var err error
+	switch req.Method {
+	case "server/discover":
+		res, err = s.discover()
+	case "subscriptions/listen":
+		res, err = s.listen(ctx, &clean)
+	case "tools/call", "prompts/get", "resources/read":
+		res, err = s.exchangeCall(ctx, &clean, members(m.capabilities))
+	default:
+		res, err = s.serve(ctx, &clean)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.modernResult(req.Method, res), nil
+}
+
+// discover answers server/discover: what initialize would have said.
+func (s *Session) discover() (json.RawMessage, error) {
+	init := members(s.result)
+	out := map[string]json.RawMessage{}
+	out["supportedVersions"], _ = json.Marshal(supportedVersions(s.cfg.ProtocolVersions))
+	out["capabilities"] = init["capabilities"]
+	if raw, ok := init["instructions"]; ok {
+		out["instructions"] = raw
+	}
+	out["_meta"], _ = json.Marshal(map[string]json.RawMessage{metaServerInfo: init["serverInfo"]})
+	return json.Marshal(out)
+}
+
+// cacheable are the results that carry caching hints in 2026-07-28.
+var cacheable = map[string]bool{"tools/list": true, "prompts/list": true, "resources/list": true,
+	"resources/templates/list": true, "resources/read": true}
+
+// modernResult completes a result for a 2026-07-28 client: its
+// resultType, who answered (the server in transparent mode, aqlguard
+// otherwise), and, where the server gave none, caching hints that say
+// "do not cache" (ttlMs 0, private).
+func (s *Session) modernResult(method string, res json.RawMessage) json.RawMessage {
+	ms := members(res)
+	if ms == nil {
+		return res
+	}
+	out := res
+	set := func(key string, value any) {
+		if next, err := setMember(out, key, value); err == nil {
+			out = next
+		}
+	}
+	if _, ok := ms["resultType"]; !ok {
+		set("resultType", "complete")
+	}
+	if cacheable[method] {
+		if _, ok := ms["ttlMs"]; !ok {
+			set("ttlMs", 0)
+		}
+		if _, ok := ms["cacheScope"]; !ok {
+			set("cacheScope", "private")
+		}
+	}
+	meta := ms["_meta"]
+	if _, ok := members(meta)[metaServerInfo]; !ok && method != "subscriptions/listen" {
+		if meta == nil {
+			meta = json.RawMessage(`{}`)
+		}
+		if next, err := setMember(meta, metaServerInfo, members(s.result)["serverInfo"]); err == nil {
+			set("_meta", next)
+		}
+	}
+	return out
+}
+
+// setLogLevel passes a request's log level on to the servers that log,
+// once per change; from then on their log messages reach the client.
+func (s *Session) setLogLevel(ctx context.Context, level string) {
+	s.mu.Lock()
+	same := s.logLevel == level
+	s.logLevel = level
+	s.mu.Unlock()
+	if same {
+		return
+	}
+	params, _ := json.Marshal(map[string]string{"level": level})
+	for _, srv := range s.serversWith("logging") {
+		if _, err := srv.Request(ctx, "logging/setLevel", params); err != nil {
+			s.log.Debug("a log level could not be passed on", "server", srv.Name, "err", err)
+		}
+	}
+}
+
+// clientCan reports whether a client's capabilities cover a server's
+// request to it.
+func clientCan(caps map[string]json.RawMessage, method string) bool {
+	need := map[string]string{"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}[method]
+	raw, ok := caps[need]
+	return need != "" && ok && string(raw) != "null"
+}
+
+// listener is one open subscriptions/listen stream.
+type listener struct {
+	id                        json.RawMessage
+	tools, prompts, resources bool
+	uris                      map[string]bool
+}
+
+// listen serves subscriptions/listen: it acknowledges what it will send
+// (what the client asked for and the servers can do), subscribes the
+// servers to the resources named, and keeps the stream open until the
+// client cancels it or the session ends.
+func (s *Session) listen(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	if !req.ID.IsValid() {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "subscriptions/listen needs a request id"}
+	}
+	var p struct {
+		Notifications *struct {
+			Tools     bool     `json:"toolsListChanged"`
+			Prompts   bool     `json:"promptsListChanged"`
+			Resources bool     `json:"resourcesListChanged"`
+			URIs      []string `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.Notifications == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "subscriptions/listen: missing required 'notifications' field"}
+	}
+	id, _ := json.Marshal(req.ID.Raw())
+	caps := members(members(s.result)["capabilities"])
+	flag := func(feature, name string) bool {
+		var f map[string]any
+		_ = json.Unmarshal(caps[feature], &f)
+		b, _ := f[name].(bool)
+		return b
+	}
+	l := &listener{id: id, uris: map[string]bool{},
+		tools:     p.Notifications.Tools && flag("tools", "listChanged"),
+		prompts:   p.Notifications.Prompts && flag("prompts", "listChanged"),
+		resources: p.Notifications.Resources && flag("resources", "listChanged")}
+	if flag("resources", "subscribe") {
+		for _, uri := range p.Notifications.URIs {
+			if err := s.subscribe(ctx, uri); err != nil {
+				s.unsubscribeAll(l)
+				return nil, err
+			}
+			l.uris[uri] = true
+		}
+	}
+	agreed := map[string]any{}
+	if l.tools {
+		agreed["toolsListChanged"] = true
+	}
+	if l.prompts {
+		agreed["promptsListChanged"] = true
+	}
+	if l.resources {
+		agreed["resourcesListChanged"] = true
+	}
+	if len(l.uris) > 0 {
+		uris := make([]string, 0, len(l.uris))
+		for _, u := range p.Notifications.URIs {
+			if l.uris[u] && !slices.Contains(uris, u) {
+				uris = append(uris, u)
+			}
+		}
+		agreed["resourceSubscriptions"] = uris
+	}
+	s.mu.Lock()
+	s.listeners = append(s.listeners, l)
+	s.mu.Unlock()
+	ack, _ := json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: id}, "notifications": agreed})
+	if err := s.client.Notify(ctx, "notifications/subscriptions/acknowledged", ack); err != nil {
+		s.log.Debug("a subscription could not be acknowledged", "err", err)
+	}
+	if len(agreed) > 0 {
+		select {
+		case <-ctx.Done():
+		case <-s.life.Done():
+		}
+	}
+	s.mu.Lock()
+	s.listeners = slices.DeleteFunc(s.listeners, func(x *listener) bool { return x == l })
+	s.mu.Unlock()
+	s.unsubscribeAll(l)
+	return json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: id}})
+}
+
+// subscribe subscribes the session to a resource at its server, once
+// however many streams name it.
+func (s *Session) subscribe(ctx context.Context, uri string) error {
+	s.mu.Lock()
+	n := s.subscribed[uri]
+	s.subscribed[uri] = n + 1
+	s.mu.Unlock()
+	if n > 0 {
+		return nil
+	}
+	srv, err := s.resourceServer(ctx, uri)
+	if err == nil {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		_, err = s.Forward(ctx, srv, "resources/subscribe", params)
+	}
+	if err != nil {
+		s.mu.Lock()
+		s.subscribed[uri]--
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func (s *Session) unsubscribeAll(l *listener) {
+	for uri := range l.uris {
+		s.mu.Lock()
+		s.subscribed[uri]--
+		last := s.subscribed[uri] == 0
+		if last {
+			delete(s.subscribed, uri)
+		}
+		s.mu.Unlock()
+		if !last {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if srv, err := s.resourceServer(ctx, uri); err == nil {
+			params, _ := json.Marshal(map[string]string{"uri": uri})
+			_, _ = s.Forward(ctx, srv, "resources/unsubscribe", params)
+		}
+		cancel()
+	}
+}
+
+// notifyModern delivers a notification to a 2026-07-28 client: list
+// changes and resource updates only on the listen streams that asked for
+// them, tagged with the stream's id; log messages only once a request
+// asked for a log level; everything else (progress) as it is.
+func (s *Session) notifyModern(method string, params json.RawMessage) {
+	var wants func(l *listener) bool
+	switch method {
+	case "notifications/tools/list_changed":
+		wants = func(l *listener) bool { return l.tools }
+	case "notifications/prompts/list_changed":
+		wants = func(l *listener) bool { return l.prompts }
+	case "notifications/resources/list_changed":
+		wants = func(l *listener) bool { return l.resources }
+	case "notifications/resources/updated":
+		uri := uriOf(params)
+		wants = func(l *listener) bool { return l.uris[uri] }
+	case "notifications/message":
+		s.mu.Lock()
+		on := s.logLevel != ""
+		s.mu.Unlock()
+		if on {
+			s.sendClient(method, params)
+		}
+		return
+	default:
+		s.sendClient(method, params)
+		return
+	}
+	s.mu.Lock()
+	var to []*listener
+	for _, l := range s.listeners {
+		if wants(l) {
+			to = append(to, l)
+		}
+	}
+	s.mu.Unlock()
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage(`{}`)
+	}
+	for _, l := range to {
+		meta := members(params)["_meta"]
+		if meta == nil {
+			meta = json.RawMessage(`{}`)
+		}
+		meta, err := setMember(meta, metaSubscriptionID, l.id)
+		if err != nil {
+			continue
+		}
+		tagged, err := setMember(params, "_meta", meta)
+		if err != nil {
+			continue
+		}
+		s.sendClient(method, tagged)
+	}
+}
