@@ -58,9 +58,10 @@ type Front struct {
 	ctx   context.Context
 	stop  context.CancelFunc
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	closed   bool
+	mu        sync.Mutex
+	sessions  map[string]*session
+	stateless map[string]*statelessConn // sessions of 2026-07-28 clients, by client (clientKey)
+	closed    bool
 }
 
 type session struct {
@@ -86,7 +87,7 @@ func New(ctx context.Context, rc *relay.Config, opts Options) *Front {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	fctx, stop := context.WithCancel(ctx)
-	f := &Front{relay: rc, opts: opts, log: opts.Log, ctx: fctx, stop: stop, sessions: map[string]*session{}}
+	f := &Front{relay: rc, opts: opts, log: opts.Log, ctx: fctx, stop: stop, sessions: map[string]*session{}, stateless: map[string]*statelessConn{}}
 	go f.reapIdle()
 	return f
 }
@@ -99,11 +100,18 @@ func (f *Front) Close() {
 	for _, s := range f.sessions {
 		all = append(all, s)
 	}
+	var stateless []*statelessConn
+	for _, c := range f.stateless {
+		stateless = append(stateless, c)
+	}
 	f.mu.Unlock()
 	f.stop()
 	for _, s := range all {
 		s.cancel()
 		<-s.done
+	}
+	for _, c := range stateless {
+		<-c.done
 	}
 }
 
@@ -121,8 +129,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 		return
 	}
-	if v := r.Header.Get(headerProtocol); v != "" && !slices.Contains(f.relay.ProtocolVersions, v) {
-		http.Error(w, "Bad Request: unsupported protocol version (supported: "+strings.Join(f.relay.ProtocolVersions, ", ")+")", http.StatusBadRequest)
+	if v := r.Header.Get(headerProtocol); v != "" && v < relay.ModernVersion && !slices.Contains(f.relay.ProtocolVersions, v) {
+		http.Error(w, "Bad Request: unsupported protocol version (supported: "+relay.ModernVersion+", "+strings.Join(f.relay.ProtocolVersions, ", ")+")", http.StatusBadRequest)
 		return
 	}
 	if r.Body != nil {
@@ -141,7 +149,15 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Bad Request: "+headerSession+" is required", http.StatusBadRequest)
 			return
 		}
-		f.newSession(w, r)
+		body, ok := readBody(w, r)
+		if !ok {
+			return
+		}
+		if isModernPost(r, body) {
+			f.serveStateless(w, r, body)
+			return
+		}
+		f.newSession(w, r, body)
 		return
 	}
 	f.mu.Lock()
@@ -149,6 +165,10 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	if !ok {
 		http.Error(w, "Not Found: no such session (it ended or never existed); initialize a new one", http.StatusNotFound)
+		return
+	}
+	if v := r.Header.Get(headerProtocol); v >= relay.ModernVersion {
+		http.Error(w, "Bad Request: "+v+" has no sessions; send its requests without "+headerSession, http.StatusBadRequest)
 		return
 	}
 	if r.Method == http.MethodDelete {
@@ -169,18 +189,24 @@ func (s *session) serve(w http.ResponseWriter, r *http.Request) {
 	s.transport.ServeHTTP(w, r)
 }
 
-// newSession starts a session for a POST that carries initialize.
-func (f *Front) newSession(w http.ResponseWriter, r *http.Request) {
+// readBody reads a POST's body, answering the client itself when it
+// cannot.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			http.Error(w, "Request Entity Too Large", http.StatusRequestEntityTooLarge)
-			return
+			return nil, false
 		}
 		http.Error(w, "Bad Request: the body could not be read", http.StatusBadRequest)
-		return
+		return nil, false
 	}
+	return body, true
+}
+
+// newSession starts a session for a POST that carries initialize.
+func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte) {
 	if !isInitialize(body) {
 		http.Error(w, "Bad Request: no "+headerSession+"; a new session starts with initialize", http.StatusBadRequest)
 		return
@@ -192,7 +218,7 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Service Unavailable: shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	if len(f.sessions) >= f.opts.MaxSessions {
+	if len(f.sessions)+len(f.stateless) >= f.opts.MaxSessions {
 		f.mu.Unlock()
 		f.log.Warn("a new session was refused: too many sessions", "limit", f.opts.MaxSessions)
 		http.Error(w, "Service Unavailable: too many sessions", http.StatusServiceUnavailable)
@@ -249,7 +275,17 @@ func (f *Front) reapIdle() {
 				idle = append(idle, id)
 			}
 		}
+		var idleStateless []*statelessConn
+		for _, c := range f.stateless {
+			if c.active.Load() == 0 && c.last.Load() < cutoff {
+				idleStateless = append(idleStateless, c)
+			}
+		}
 		f.mu.Unlock()
+		for _, c := range idleStateless {
+			f.log.Info("ending an idle session", "idle_for", f.opts.IdleTimeout, "protocol", relay.ModernVersion)
+			c.cancel()
+		}
 		for _, id := range idle {
 			f.mu.Lock()
 			s := f.sessions[id]

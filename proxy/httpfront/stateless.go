@@ -1,0 +1,418 @@
+package httpfront
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A 2026-07-28 client has no session (SEP-2575): each POST is one
+// request that carries who the client is and what it can do. The POSTs
+// of one client (the same clientInfo and capabilities) share a relay
+// session — one set of downstream servers, initialized with exactly that
+// client's capabilities, started by its first request — through a
+// statelessConn, which gives every request an id of its own on the way
+// in and takes its answer, and the notifications that belong to it, back
+// to its POST. These sessions count against MaxSessions and end when idle
+// like the others.
+
+const (
+	headerMethod = "Mcp-Method"
+	headerName   = "Mcp-Name"
+)
+
+// isModernPost reports whether a POST without a session is a 2026-07-28
+// request: its protocol version header or its _meta says so.
+func isModernPost(r *http.Request, body []byte) bool {
+	if v := r.Header.Get(headerProtocol); v >= relay.ModernVersion {
+		return true
+	}
+	var msg struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return false
+	}
+	modern, err := relay.ParseRequestMeta(msg.Params, nil)
+	return modern || err != nil // a malformed version is answered as 2026-07-28 answers it
+}
+
+// serveStateless answers one 2026-07-28 POST.
+func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []byte) {
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not one JSON-RPC message: " + err.Error()})
+		return
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		http.Error(w, "Bad Request: a "+relay.ModernVersion+" client sends requests, not responses", http.StatusBadRequest)
+		return
+	}
+	if !req.IsCall() {
+		w.WriteHeader(http.StatusAccepted) // a notification: nothing in 2026-07-28 needs one from the client
+		return
+	}
+	if werr := checkModernHeaders(r, req, f.relay.ProtocolVersions); werr != nil {
+		writeError(w, statusFor(werr), req.ID, werr)
+		return
+	}
+	conn, err := f.statelessConn(clientKey(req.Params))
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
+		return
+	}
+	conn.active.Add(1)
+	defer func() {
+		conn.last.Store(time.Now().UnixNano())
+		conn.active.Add(-1)
+	}()
+	conn.serve(w, r, req)
+}
+
+// checkModernHeaders checks what SEP-2243 and SEP-2575 say the headers of
+// a 2026-07-28 POST must repeat from its body.
+func checkModernHeaders(r *http.Request, req *jsonrpc.Request, legacy []string) *jsonrpc.Error {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+		Name *string                    `json:"name"`
+		URI  *string                    `json:"uri"`
+	}
+	_ = json.Unmarshal(req.Params, &p)
+	var metaVersion string
+	_ = json.Unmarshal(p.Meta["io.modelcontextprotocol/protocolVersion"], &metaVersion)
+	header := r.Header.Get(headerProtocol)
+	switch {
+	case header == "":
+		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: headerProtocol + " header is required for a " + relay.ModernVersion + " request"}
+	case metaVersion != "" && header != metaVersion:
+		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match _meta %q", headerProtocol, header, metaVersion)}
+	}
+	if _, err := relay.ParseRequestMeta(req.Params, legacy); err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			return werr
+		}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	if metaVersion == "" {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing or invalid _meta field io.modelcontextprotocol/protocolVersion"}
+	}
+	method := r.Header.Get(headerMethod)
+	switch {
+	case method == "":
+		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: "missing required " + headerMethod + " header"}
+	case method != req.Method:
+		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body's method %q", headerMethod, method, req.Method)}
+	}
+	var inBody *string
+	switch req.Method {
+	case "tools/call", "prompts/get":
+		inBody = p.Name
+	case "resources/read":
+		inBody = p.URI
+	default:
+		return nil
+	}
+	name := r.Header.Get(headerName)
+	switch {
+	case name == "":
+		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: "missing required " + headerName + " header for " + req.Method}
+	case inBody == nil || *inBody != name:
+		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body", headerName, name)}
+	}
+	return nil
+}
+
+// statusFor is the HTTP status of a 2026-07-28 error answer.
+func statusFor(werr *jsonrpc.Error) int {
+	switch werr.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, relay.CodeHeaderMismatch, relay.CodeMissingClientCapability, relay.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, werr *jsonrpc.Error) {
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: werr})
+	if err != nil {
+		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+// clientKey names a 2026-07-28 client by what it says it is and can do.
+func clientKey(params json.RawMessage) string {
+	meta := relay.Members(relay.Members(params)["_meta"])
+	h := sha256.New()
+	for _, key := range []string{"io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities"} {
+		var b bytes.Buffer
+		if json.Compact(&b, meta[key]) != nil {
+			b.Write(meta[key])
+		}
+		fmt.Fprintf(h, "%d:%s;", b.Len(), b.Bytes())
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// statelessConn is the session of the client key, started on first use.
+func (f *Front) statelessConn(key string) (*statelessConn, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, errors.New("shutting down")
+	}
+	if c, ok := f.stateless[key]; ok {
+		return c, nil
+	}
+	if len(f.sessions)+len(f.stateless) >= f.opts.MaxSessions {
+		f.log.Warn("a new session was refused: too many sessions", "limit", f.opts.MaxSessions)
+		return nil, errors.New("too many sessions")
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	c := &statelessConn{in: make(chan jsonrpc.Message), closed: make(chan struct{}), done: make(chan struct{}),
+		cancel: cancel, posts: map[string]*post{}}
+	c.last.Store(time.Now().UnixNano())
+	f.stateless[key] = c
+	go func() {
+		defer close(c.done)
+		if err := relay.Serve(ctx, c, f.relay); err != nil {
+			f.log.Debug("a stateless session ended", "err", err)
+		}
+		_ = c.Close()
+		f.mu.Lock()
+		if f.stateless[key] == c {
+			delete(f.stateless, key)
+		}
+		f.mu.Unlock()
+	}()
+	return c, nil
+}
+
+// statelessConn is an mcp.Connection whose other side is many POSTs.
+type statelessConn struct {
+	in     chan jsonrpc.Message
+	closed chan struct{}
+	done   chan struct{} // the session ended
+	cancel context.CancelFunc
+	once   sync.Once
+	n      atomic.Int64
+	last   atomic.Int64 // unix nanoseconds of the last request
+	active atomic.Int32 // requests being served
+
+	mu    sync.Mutex
+	posts map[string]*post // by the id the relay sees
+}
+
+// post is one POST waiting for its answer.
+type post struct {
+	clientID jsonrpc.ID
+	ourID    string
+	progress string // the client's progress token, as JSON, if any
+	logs     bool   // the request asked for a log level
+	notes    chan jsonrpc.Message
+	answer   chan *jsonrpc.Response // one, never blocks
+}
+
+func (c *statelessConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write takes the relay's messages to the POSTs they belong to: an answer
+// to the request it answers, progress to the request whose token it
+// carries, a listen stream's notifications to that stream, log messages
+// to the requests that asked for a level.
+func (c *statelessConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		p, ok := c.posts[ourKey(m.ID)]
+		if !ok {
+			return nil // its POST went away
+		}
+		delete(c.posts, p.ourID)
+		resp := *m
+		resp.ID = p.clientID
+		p.answer <- &resp
+	case *jsonrpc.Request:
+		if m.IsCall() {
+			return nil // a 2026-07-28 session never calls the client
+		}
+		for _, p := range c.posts {
+			if out, ok := p.owns(m); ok {
+				select {
+				case p.notes <- out:
+				default: // a POST that does not read its stream loses notifications, not the session
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (c *statelessConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *statelessConn) SessionID() string { return "" }
+
+// owns reports whether a notification belongs to p's request, and how
+// it reads for p's client.
+func (p *post) owns(n *jsonrpc.Request) (jsonrpc.Message, bool) {
+	params := relay.Members(n.Params)
+	switch n.Method {
+	case "notifications/progress":
+		return n, p.progress != "" && string(params["progressToken"]) == p.progress
+	case "notifications/message":
+		return n, p.logs
+	}
+	meta := relay.Members(params["_meta"])
+	sub, ok := meta["io.modelcontextprotocol/subscriptionId"]
+	if !ok || string(sub) != strconv.Quote(p.ourID) {
+		return nil, false
+	}
+	id, _ := json.Marshal(p.clientID.Raw())
+	metaRaw, err := relay.SetMember(params["_meta"], "io.modelcontextprotocol/subscriptionId", json.RawMessage(id))
+	if err != nil {
+		return nil, false
+	}
+	out, err := relay.SetMember(n.Params, "_meta", metaRaw)
+	if err != nil {
+		return nil, false
+	}
+	return &jsonrpc.Request{Method: n.Method, Params: out}, true
+}
+
+func ourKey(id jsonrpc.ID) string {
+	s, _ := id.Raw().(string)
+	return s
+}
+
+// serve hands one request to the shared session and writes what comes
+// back: a single answer as JSON (an error with the status 2026-07-28
+// gives it), or, once a notification comes first, a stream of events.
+func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) {
+	p := &post{clientID: req.ID, ourID: "h-" + strconv.FormatInt(c.n.Add(1), 10),
+		notes: make(chan jsonrpc.Message, 64), answer: make(chan *jsonrpc.Response, 1)}
+	meta := relay.Members(relay.Members(req.Params)["_meta"])
+	if tok, ok := meta["progressToken"]; ok {
+		p.progress = string(tok)
+	}
+	_, p.logs = meta["io.modelcontextprotocol/logLevel"]
+	ours := *req
+	ours.ID, _ = jsonrpc.MakeID(p.ourID)
+	c.mu.Lock()
+	c.posts[p.ourID] = p
+	c.mu.Unlock()
+	select {
+	case c.in <- &ours:
+	case <-c.closed:
+		c.forget(p)
+		writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the session ended"})
+		return
+	case <-r.Context().Done():
+		c.forget(p)
+		return
+	}
+	streaming := false
+	event := func(m jsonrpc.Message) {
+		if !streaming {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+			streaming = true
+		}
+		data, _ := jsonrpc.EncodeMessage(m)
+		_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", data)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+	}
+	for {
+		select {
+		case m := <-p.notes:
+			event(m)
+		case resp := <-p.answer:
+			for drained := false; !drained; {
+				select {
+				case m := <-p.notes:
+					event(m)
+				default:
+					drained = true
+				}
+			}
+			status := http.StatusOK
+			var werr *jsonrpc.Error
+			if errors.As(resp.Error, &werr) {
+				status = statusFor(werr)
+			}
+			if streaming || status == http.StatusOK && acceptsEvents(r) {
+				event(resp)
+				return
+			}
+			data, _ := jsonrpc.EncodeMessage(resp)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write(data)
+			return
+		case <-c.done:
+			if !streaming {
+				writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the session ended"})
+			}
+			return
+		case <-r.Context().Done():
+			// The client hung up: in 2026-07-28 that cancels the request.
+			c.forget(p)
+			params, _ := json.Marshal(map[string]any{"requestId": p.ourID, "reason": "the HTTP request ended"})
+			select {
+			case c.in <- &jsonrpc.Request{Method: "notifications/cancelled", Params: params}:
+			case <-c.closed:
+			}
+			return
+		}
+	}
+}
+
+// acceptsEvents reports whether the client takes an event stream.
+func acceptsEvents(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *statelessConn) forget(p *post) {
+	c.mu.Lock()
+	delete(c.posts, p.ourID)
+	c.mu.Unlock()
+}
