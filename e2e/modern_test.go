@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -203,4 +205,43 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		}
 	}
 	t.Fatalf("no %s within 20s", what)
+}
+
+// TestModernClientOverHTTP: the same 2026-07-28 go-sdk client over
+// Streamable HTTP to `aqlguard serve`: no session, each request on its
+// own POST, a server's question carried in its call's answer, list
+// changes on the client's listen stream.
+func TestModernClientOverHTTP(t *testing.T) {
+	allow := filepath.Join(t.TempDir(), "allow.sh")
+	writeFile(t, allow, "#!/bin/sh\ncat >/dev/null\necho allow\n")
+	if err := os.Chmod(allow, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	url := startServe(t, "[serve]\nauth = \"none\"\n[verify]\nchannel = \"command\"\ncommand = ["+tomlString(allow)+"]\n"+
+		"[[servers]]\nname = \"everything\"\ncommand = "+tomlString(bins.everything)+"\n")
+	c := &modernClient{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "aqlguard-e2e", Version: "0.0.0"}, c.options(true)).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got := cs.InitializeResult().ProtocolVersion; got != modernVersion {
+		t.Fatalf("negotiated %q over HTTP, want %q", got, modernVersion)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"}})
+	if err != nil || !strings.Contains(resultText(t, res), "ada") {
+		t.Fatalf("test_elicitation over HTTP: %v %s", err, jsonString(res))
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_trigger_tool_change", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("test_trigger_tool_change: %v %s", err, jsonString(res))
+	}
+	waitFor(t, "tools/list_changed on the listen stream over HTTP", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.changed > 0
+	})
 }
