@@ -187,10 +187,35 @@ command = ` + tomlString(bins.everything) + `
 	refused("the same call with other arguments", &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "rm -rf /"},
 		InputResponses: answer, RequestState: first.RequestState})
 
-	done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"},
-		InputResponses: answer, RequestState: first.RequestState})
-	if err != nil || !strings.Contains(resultText(t, done), "grace") {
-		t.Fatalf("the real retry: %v %s", err, jsonString(done))
+	// Two retries at once with the one state: one resumes the call, the
+	// other is refused.
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	outcomes := make(chan outcome, 2)
+	for range 2 {
+		go func() {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"},
+				InputResponses: answer, RequestState: first.RequestState})
+			outcomes <- outcome{res, err}
+		}()
+	}
+	resumed, refusedN := 0, 0
+	for range 2 {
+		o := <-outcomes
+		var werr *jsonrpc.Error
+		switch {
+		case o.err == nil && strings.Contains(resultText(t, o.res), "grace"):
+			resumed++
+		case errors.As(o.err, &werr) && werr.Code == jsonrpc.CodeInvalidParams:
+			refusedN++
+		default:
+			t.Fatalf("a concurrent retry: %v %s", o.err, jsonString(o.res))
+		}
+	}
+	if resumed != 1 || refusedN != 1 {
+		t.Fatalf("two concurrent retries with one state: %d resumed, %d refused; want 1 and 1", resumed, refusedN)
 	}
 	refused("a replay of a used requestState", &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"},
 		InputResponses: answer, RequestState: first.RequestState})
