@@ -69,15 +69,22 @@ func BenchmarkEvaluate(b *testing.B) {
 		},
 	}
 	for _, n := range []int{10, 100, 1000} {
-		p := benchPolicy(b, n)
+		indexed := benchPolicy(b, n)
 		for _, name := range []string{"nomatch", "deny", "write", "script4k"} {
 			s := steps[name]
-			b.Run(fmt.Sprintf("patterns=%d/%s", n, name), func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					_ = Evaluate(p, s)
-				}
-			})
+			// index=off is the plain scan of every list, the baseline the
+			// pattern indexes are measured against in the same run.
+			for _, v := range []struct {
+				label string
+				p     *policy.Policy
+			}{{"on", indexed}, {"off", indexed.WithoutIndexes()}} {
+				b.Run(fmt.Sprintf("patterns=%d/%s/index=%s", n, name, v.label), func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						_ = Evaluate(v.p, s)
+					}
+				})
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -106,4 +107,80 @@ func FuzzSubjects(f *testing.F) {
 		}
 		check("", args)
 	})
+}
+
+// FuzzIndexedEvaluate is the differential test of the pattern indexes:
+// for any policy and any call, the indexed evaluation decides exactly as
+// the plain first-match scan of every list (Policy.WithoutIndexes).
+func FuzzIndexedEvaluate(f *testing.F) {
+	f.Add("drop_*\n*.wipe_*\n*rm -rf /*\nget_*\n*secret*\n*git push*\n{list,search}_*\n*", "fs_drop_table", "rm -rf /tmp/x", "api_secret_key")
+	f.Add("*production*\nsudo*\n*.{get,list}*\ndelete_*", "shell_exec", "sudo -u root rm -r -f /", "production")
+	f.Add("*\n?\n[a-z]*\n\\*x", "x_y", "$CMD -rf /", "*x")
+	f.Add("*curl * | sh*\n*danger *\nwrite_*", "shell_run", "curl http://x | sh", "danger zone")
+	f.Fuzz(func(t *testing.T, patterns, tool, command, value string) {
+		lines := strings.Split(patterns, "\n")
+		if len(lines) > 24 {
+			lines = lines[:24]
+		}
+		// Lists long enough to be indexed: the fuzzed patterns sit among
+		// others of the usual shapes, before and after them.
+		pad := func(i int) string { return []string{"pad%d_*", "*.pad%d_*", "*pad%d --force *", "{a,b}pad%d*"}[i%4] }
+		var lists [3][]string
+		var rules strings.Builder
+		for k := range 3 {
+			for i := range 10 {
+				lists[k] = append(lists[k], tomlQuote(fmt.Sprintf(pad(i), k*100+i)))
+			}
+		}
+		for i := range 18 {
+			fmt.Fprintf(&rules, "[[safety.rules]]\naction = %s\nargument = \"command\"\npattern = %s\n",
+				tomlQuote([]string{"deny", "requires_approval", "auto_approve"}[i%3]), tomlQuote(fmt.Sprintf(pad(i), 900+i)))
+		}
+		for i, l := range lines {
+			if i%4 == 3 {
+				fmt.Fprintf(&rules, "[[safety.rules]]\naction = %s\nargument = %s\npattern = %s\n",
+					tomlQuote([]string{"deny", "requires_approval", "auto_approve"}[i%3]), tomlQuote([]string{"command", "value"}[i%2]), tomlQuote(l))
+				continue
+			}
+			lists[i%4] = append(lists[i%4], tomlQuote(l))
+		}
+		for k := range 3 {
+			for i := 10; i < 20; i++ {
+				lists[k] = append(lists[k], tomlQuote(fmt.Sprintf(pad(i), k*100+i)))
+			}
+		}
+		doc := "[safety]\nmax_autonomous_steps = 100\ndeny = [" + strings.Join(lists[0], ", ") + "]\nrequires_approval = [" +
+			strings.Join(lists[1], ", ") + "]\nauto_approve = [" + strings.Join(lists[2], ", ") + "]\n" + rules.String()
+		cfg, err := policy.Parse([]byte(doc), "fuzz.toml")
+		if err != nil {
+			return
+		}
+		p, err := policy.Compile(cfg, "")
+		if err != nil {
+			return
+		}
+		if ixs := p.Indexes(); ixs.Deny == nil || ixs.RequiresApproval == nil || ixs.AutoApprove == nil || ixs.RuleValues == nil {
+			t.Fatal("the padded lists must be long enough to be indexed")
+		}
+		plain := p.WithoutIndexes()
+		server, name, _ := strings.Cut(tool, "_")
+		for _, s := range []Step{
+			{Operation: tool, Server: server, Tool: name, Category: policy.Execute, StepNumber: 1,
+				Arguments: map[string]any{"command": command, "value": value, "list": []any{value, json.Number("12")}}},
+			{Operation: tool, Server: server, Tool: name, Category: policy.Read, StepNumber: 1,
+				Arguments: map[string]any{"value": value}},
+			{ActionHint: value, Category: policy.Update, StepNumber: 2},
+		} {
+			got, want := Evaluate(p, s), Evaluate(plain, s)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("indexed and plain evaluation differ for %+v under\n%s\nindexed: %+v\nplain:   %+v", s, doc, got, want)
+			}
+		}
+	})
+}
+
+// tomlQuote writes s as a TOML basic string.
+func tomlQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

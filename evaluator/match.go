@@ -141,15 +141,76 @@ func (c *call) ruleApproves(r *policy.Rule) hit {
 	return hit{"argument " + strconv.Quote(r.Argument), true, definite}
 }
 
-// textMatchesAny reports whether any of pats matches the arguments (not
-// the names).
-func (c *call) textMatchesAny(pats []policy.Pattern) bool {
-	for _, pat := range pats {
-		if h := c.restrictive(pat); h.certainty != noMatch && h.argumentBound {
+// textMatchesAny reports whether any of the candidates among pats from
+// position from on matches the arguments (not the names).
+func (c *call) textMatchesAny(pats []policy.Pattern, from int, cand policy.Candidates) bool {
+	for j := from; j < len(pats); j++ {
+		if cand != nil && !cand.Has(j) {
+			continue
+		}
+		if h := c.restrictive(pats[j]); h.certainty != noMatch && h.argumentBound {
 			return true
 		}
 	}
 	return false
+}
+
+// candidates are the positions of the patterns of ix's list that can
+// match c: those whose literal occurs in one of its subjects, those
+// without a literal, and those read as command lines whose command name
+// can match one of its shell commands. nil (no index) means all of them.
+func (c *call) candidates(ix *policy.PatternIndex, subjects bool) policy.Candidates {
+	if ix == nil {
+		return nil
+	}
+	set := policy.NewCandidates(ix.Len())
+	ix.Always(set)
+	c.markCommands(ix, set)
+	for _, n := range c.sub.Names {
+		ix.Mark(n, set)
+	}
+	if !c.proxied {
+		ix.Mark(c.sub.Hint, set)
+	}
+	if subjects {
+		for i := range c.sub.Values {
+			ix.Mark(c.sub.Values[i].Text, set)
+		}
+	}
+	return set
+}
+
+// markCommands adds the patterns read as command lines that can match
+// one of the call's shell commands.
+func (c *call) markCommands(ix *policy.PatternIndex, set policy.Candidates) {
+	for _, sv := range c.shell {
+		for _, cmd := range sv.script.Commands {
+			ix.MarkCommand(cmd.Name, set)
+		}
+	}
+}
+
+// ruleCandidates are the rules whose operation can match the call's
+// names and whose pattern can match one of its values or commands.
+func (c *call) ruleCandidates(ixs *policy.Indexes) policy.Candidates {
+	if ixs == nil || ixs.RuleOperations == nil {
+		return nil
+	}
+	ops := policy.NewCandidates(ixs.RuleOperations.Len())
+	ixs.RuleOperations.Always(ops)
+	for _, n := range c.sub.Names {
+		ixs.RuleOperations.Mark(n, ops)
+	}
+	vals := policy.NewCandidates(ixs.RuleValues.Len())
+	ixs.RuleValues.Always(vals)
+	c.markCommands(ixs.RuleValues, vals)
+	for i := range c.sub.Values {
+		ixs.RuleValues.Mark(c.sub.Values[i].Text, vals)
+	}
+	for i := range ops {
+		ops[i] &= vals[i]
+	}
+	return ops
 }
 
 func describeValue(v *Value) string {
@@ -200,7 +261,19 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 			maybe = &m
 		}
 	}
-	for _, pat := range p.Deny {
+	// The indexes narrow each list to its candidates; they are checked
+	// in list order, so the first match is the one a full scan finds.
+	// Each list's candidates are found when the scan reaches it: a call
+	// that a deny pattern stops pays for the deny list alone.
+	ixs := p.Indexes()
+	var denyC, approveC, autoC, ruleC policy.Candidates
+	if ixs != nil {
+		denyC = c.candidates(ixs.Deny, true)
+	}
+	for i, pat := range p.Deny {
+		if denyC != nil && !denyC.Has(i) {
+			continue
+		}
 		switch h := c.restrictive(pat); h.certainty {
 		case definite:
 			return patternMatch(policy.ActionDeny, pat, h), true
@@ -209,9 +282,12 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 		}
 	}
 	var approve, auto *match
+	if ixs != nil {
+		ruleC = c.ruleCandidates(ixs)
+	}
 	for i := range p.Rules {
 		r := &p.Rules[i]
-		if !r.AppliesTo(c.sub.Names) {
+		if ruleC != nil && !ruleC.Has(i) || !r.AppliesTo(c.sub.Names) {
 			continue
 		}
 		switch r.Action {
@@ -238,14 +314,20 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 			}
 		}
 	}
+	if ixs != nil {
+		approveC = c.candidates(ixs.RequiresApproval, true)
+	}
 	for i, pat := range p.RequiresApproval {
+		if approveC != nil && !approveC.Has(i) {
+			continue
+		}
 		if h := c.restrictive(pat); h.certainty != noMatch {
 			m := patternMatch(policy.ActionRequiresApproval, pat, h)
 			// An approval of the tool as such may stand for this match
 			// only if nothing about the arguments asks as well.
 			if !m.argumentBound {
 				m.argumentBound = approve != nil || maybe != nil || c.shell.anyUnresolved() ||
-					c.textMatchesAny(p.RequiresApproval[i+1:])
+					c.textMatchesAny(p.RequiresApproval, i+1, approveC)
 			}
 			return m, true
 		}
@@ -259,7 +341,13 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	if m, ok := c.shell.unresolved(); ok {
 		return m, true
 	}
-	for _, pat := range p.AutoApprove {
+	if ixs != nil {
+		autoC = c.candidates(ixs.AutoApprove, false)
+	}
+	for i, pat := range p.AutoApprove {
+		if autoC != nil && !autoC.Has(i) {
+			continue
+		}
 		if h := c.approves(pat); h.certainty == definite {
 			return patternMatch(policy.ActionAutoApprove, pat, h), true
 		}

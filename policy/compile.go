@@ -79,6 +79,22 @@ type Policy struct {
 	// Approvals are bound to it, so editing the policy voids outstanding
 	// approvals, while reordering whitespace or comments in the file does not.
 	Version string
+
+	// index narrows the lists to the patterns that can match a call
+	// (Indexes); built by Compile, so the lists must not change after.
+	index *Indexes
+}
+
+// Indexes are the policy's pattern indexes: nil for a Policy that Compile
+// did not build, whose lists are then scanned in full.
+func (p *Policy) Indexes() *Indexes { return p.index }
+
+// WithoutIndexes is a copy of p that scans its lists in full: the
+// reference the indexed evaluation is checked against.
+func (p *Policy) WithoutIndexes() *Policy {
+	q := *p
+	q.index = nil
+	return &q
 }
 
 // Rule is a compiled argument rule.
@@ -250,6 +266,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 	p.ShellArguments = specs(shellArgs)
 	p.SecretArguments = specs(secretArgs)
 	p.Version = p.digest()
+	p.index = newIndexes(p)
 	return p, nil
 }
 

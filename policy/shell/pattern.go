@@ -19,6 +19,7 @@ import (
 // among the command's operands.
 type Pattern struct {
 	src      string
+	nameGlob string // the command name's glob, folded
 	name     *glob.Pattern
 	short    []string // "-r", "-f"
 	long     []*glob.Pattern
@@ -50,7 +51,7 @@ func CompilePattern(src string) (p *Pattern, ok bool, err error) {
 	if len(ws) == 0 || !commandShaped(ws[0]) {
 		return nil, false, nil
 	}
-	p = &Pattern{src: src, open: open}
+	p = &Pattern{src: src, nameGlob: ws[0], open: open}
 	g, err := glob.Compile(ws[0])
 	if err != nil {
 		return nil, false, nil // not a glob of a name: not a command pattern
@@ -121,6 +122,10 @@ func commandShaped(w string) bool {
 
 // String is the pattern's source.
 func (p *Pattern) String() string { return p.src }
+
+// NameGlob is the glob a command's name must match (folded), for indexes:
+// a command whose name lacks the glob's literal text cannot match.
+func (p *Pattern) NameGlob() string { return p.nameGlob }
 
 // Match reports whether c does what the pattern names, whatever else it
 // does too: the name matches, every flag of the pattern is among the
