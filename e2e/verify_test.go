@@ -143,10 +143,21 @@ func assertNoLeak(t *testing.T, h *human, db string, guards ...*guard) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(export, `"kind":"challenge"`) || !bytes.Contains(dbBytes, []byte(`"kind":"challenge"`)) {
-		t.Fatal("leak check: the audit export or the database holds no challenge record; wrong state directory?")
-	}
 	sources["database file"] = string(dbBytes)
+	// The audit log's segment files, beside the database.
+	segments, _ := filepath.Glob(filepath.Join(filepath.Dir(db), "audit", "*.jsonl"))
+	var logBytes []byte
+	for _, seg := range segments {
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sources["audit log file "+filepath.Base(seg)] = string(b)
+		logBytes = append(logBytes, b...)
+	}
+	if !strings.Contains(export, `"kind":"challenge"`) || !bytes.Contains(logBytes, []byte(`"kind":"challenge"`)) {
+		t.Fatal("leak check: the audit export or the audit log files hold no challenge record; wrong state directory?")
+	}
 	for _, c := range codes {
 		forms := []string{c, strings.ToLower(c), verify.NormalizeCode(c), strings.ToLower(verify.NormalizeCode(c))}
 		for name, text := range sources {
@@ -158,7 +169,7 @@ func assertNoLeak(t *testing.T, h *human, db string, guards ...*guard) {
 			}
 		}
 	}
-	t.Logf("leak check: %d codes, %d sources (%d bytes of database)", len(codes), len(sources), len(dbBytes))
+	t.Logf("leak check: %d codes, %d sources (%d bytes of database, %d of audit log)", len(codes), len(sources), len(dbBytes), len(logBytes))
 }
 
 // TestBlockVerifyUnblock: deny match → block → wrong code → right code

@@ -60,6 +60,9 @@ type Audit struct {
 	// MaxArgumentBytes caps the (redacted) arguments kept in a record;
 	// the SHA-256 of the whole arguments is kept always.
 	MaxArgumentBytes int `toml:"max_argument_bytes"`
+	// Sync says when the audit log is fsync'd: "grouped" (within 10 ms
+	// of a write; the default) or "always" (before the call goes on).
+	Sync string `toml:"sync"`
 }
 
 // Safety is the [safety] table: the evaluator's configuration.

@@ -264,6 +264,13 @@ func (v *validator) audit(a *Audit) {
 	case a.MaxArgumentBytes < 1024 || a.MaxArgumentBytes > 16*miB:
 		v.errf(key, "%d is out of range: use 1024 to %d (16 MiB); default %d (64 KiB)", a.MaxArgumentBytes, 16*miB, DefaultMaxArgumentBytes)
 	}
+	switch a.Sync {
+	case "":
+		a.Sync = "grouped"
+	case "grouped", "always":
+	default:
+		v.errf("audit.sync", "%q is not valid; use \"grouped\" (fsync within 10 ms, the default) or \"always\" (fsync before the call goes on)", a.Sync)
+	}
 }
 
 func (v *validator) override(key string, o AgentOverride) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -82,65 +85,115 @@ func seqKey(seq uint64) []byte {
 	return k[:]
 }
 
-// Append adds r to the end of the chain and returns it with Seq, Prev and
-// Hash set. The record is durable when the transaction commits.
-func (t *Tx) Append(r Record) (Record, error) {
-	audit, err := t.bucket(bucketAudit)
-	if err != nil {
-		return r, err
-	}
-	meta, err := t.bucket(bucketMeta)
-	if err != nil {
-		return r, err
-	}
-	head := auditHead{Hash: GenesisHash}
-	if raw := meta.Get(keyAuditHead); raw != nil {
-		if err := json.Unmarshal(raw, &head); err != nil {
-			return r, fmt.Errorf("audit log: the chain head is damaged: %w", err)
-		}
-	}
-	r.Seq, r.Prev = head.Seq+1, head.Hash
-	r.Time = r.Time.UTC()
-	if r.Hash, err = hashOf(r); err != nil {
-		return r, fmt.Errorf("audit log: encoding record %d: %w", r.Seq, err)
-	}
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return r, fmt.Errorf("audit log: encoding record %d: %w", r.Seq, err)
-	}
-	if err := audit.Put(seqKey(r.Seq), raw); err != nil {
-		return r, fmt.Errorf("audit log: writing record %d: %w", r.Seq, err)
-	}
-	headRaw, _ := json.Marshal(auditHead{Seq: r.Seq, Hash: r.Hash})
-	if err := meta.Put(keyAuditHead, headRaw); err != nil {
-		return r, fmt.Errorf("audit log: writing the chain head: %w", err)
-	}
-	return r, nil
+// Append adds r to the end of the chain when the transaction's function
+// returns without error: it is written to the audit log, with its Seq,
+// Prev and Hash, just before the state changes commit.
+func (t *Tx) Append(r Record) error {
+	t.pending = append(t.pending, r)
+	return nil
 }
 
-// Append writes one record in a transaction of its own.
+// putHead records the chain's head in the database, in the transaction
+// that wrote records: a log cut below it no longer verifies.
+func (t *Tx) putHead() error {
+	meta, err := t.bucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	t.s.log.mu.Lock()
+	head := t.s.log.head
+	t.s.log.mu.Unlock()
+	raw, _ := json.Marshal(head)
+	if err := meta.Put(keyAuditHead, raw); err != nil {
+		return fmt.Errorf("audit log: writing the chain head: %w", err)
+	}
+	return nil
+}
+
+// Append writes one record on its own: no database transaction, one
+// write under the state directory's lock, and the fsync SyncMode says.
 func (s *Store) Append(ctx context.Context, r Record) error {
-	return s.Update(ctx, func(tx *Tx) error { _, err := tx.Append(r); return err })
+	if s == nil {
+		return errors.New("no state database is configured")
+	}
+	s.mu.Lock()
+	wait := s.timeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		wait = time.Until(d)
+	}
+	if err := ctx.Err(); err != nil || wait <= 0 {
+		s.mu.Unlock()
+		return fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
+	}
+	if err := s.lock.lock(ctx, false, time.Now().Add(wait)); err != nil {
+		s.mu.Unlock()
+		if errors.Is(err, ErrBusy) {
+			return fmt.Errorf("audit log: %w (waited %s)", ErrBusy, wait.Round(time.Millisecond))
+		}
+		return err
+	}
+	pos, err := s.log.append([]Record{r})
+	_ = s.lock.unlock()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.log.waitDurable(pos)
 }
 
 // Records calls fn with every record from seq from on, in order, as
 // stored (raw is the record's exact JSON). fn must not keep raw.
 func (t *Tx) Records(from uint64, fn func(r Record, raw []byte) error) error {
+	return t.s.log.records(from, fn)
+}
+
+// migrateAudit moves the records of a database from before the log had
+// files of its own into the first segment, byte for byte, once.
+func (t *Tx) migrateAudit() error {
 	audit, err := t.bucket(bucketAudit)
 	if err != nil {
 		return err
 	}
-	c := audit.Cursor()
-	for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
-		var r Record
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("audit log: record %d is damaged: %w", binary.BigEndian.Uint64(k), err)
-		}
-		if err := fn(r, v); err != nil {
+	if k, _ := audit.Cursor().First(); k == nil {
+		return nil
+	}
+	ns, err := t.s.log.segments()
+	if err != nil {
+		return err
+	}
+	if len(ns) > 0 {
+		return fmt.Errorf("audit log: the database still holds records and %s has segments; move one of them away", t.s.log.dir)
+	}
+	path := filepath.Join(t.s.log.dir, segmentName(1))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	err = audit.ForEach(func(_, v []byte) error {
+		if _, err := w.Write(v); err != nil {
 			return err
 		}
+		return w.WriteByte('\n')
+	})
+	if err == nil {
+		err = w.Flush()
 	}
-	return nil
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(t.s.log.dir)
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return fmt.Errorf("audit log: moving the records out of the database: %w", err)
+	}
+	// The segment is durable: the database's copies can go.
+	return t.tx.DeleteBucket(bucketAudit)
 }
 
 // ErrChainBroken says the audit log does not verify.
@@ -190,28 +243,39 @@ func (v *ChainVerifier) Next(raw []byte) (Record, error) {
 // Count is how many records verified so far.
 func (v *ChainVerifier) Count() uint64 { return v.seq }
 
-// VerifyChain checks the whole stored chain and that its head matches the
-// last record (so a truncated tail is caught too). It returns the number
-// of records.
+// VerifyChain checks the whole chain, across every segment, and that the
+// head the database last recorded is in it (so a log cut below that point
+// is caught). Records after the head — appended without a database
+// transaction, such as call outcomes — are covered by the chain alone.
+// It returns the number of records.
 func (t *Tx) VerifyChain() (uint64, error) {
-	v := NewChainVerifier()
-	if err := t.Records(0, func(_ Record, raw []byte) error {
-		_, err := v.Next(raw)
-		return err
-	}); err != nil {
-		return v.Count(), err
-	}
 	meta, err := t.bucket(bucketMeta)
 	if err != nil {
-		return v.Count(), err
+		return 0, err
 	}
 	head := auditHead{Hash: GenesisHash}
 	if raw := meta.Get(keyAuditHead); raw != nil {
 		if err := json.Unmarshal(raw, &head); err != nil {
-			return v.Count(), fmt.Errorf("%w: the chain head is damaged: %v", ErrChainBroken, err)
+			return 0, fmt.Errorf("%w: the chain head is damaged: %v", ErrChainBroken, err)
 		}
 	}
-	if head.Seq != v.Count() || head.Hash != v.prev {
+	v := NewChainVerifier()
+	headSeen := head.Seq == 0
+	if err := t.Records(0, func(r Record, raw []byte) error {
+		if _, err := v.Next(raw); err != nil {
+			return err
+		}
+		if r.Seq == head.Seq {
+			if r.Hash != head.Hash {
+				return fmt.Errorf("%w at record %d: it is not the record the database names as its head", ErrChainBroken, r.Seq)
+			}
+			headSeen = true
+		}
+		return nil
+	}); err != nil {
+		return v.Count(), err
+	}
+	if !headSeen {
 		return v.Count(), fmt.Errorf("%w: the head names record %d, the log ends at record %d", ErrChainBroken, head.Seq, v.Count())
 	}
 	return v.Count(), nil

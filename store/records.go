@@ -376,7 +376,7 @@ func (s *Store) RevokeApprovals(ctx context.Context, match func(Approval) bool, 
 			if err := tx.PutApproval(a); err != nil {
 				return err
 			}
-			if _, err := tx.Append(Record{Time: now, Kind: "admin", Principal: a.Principal, Session: a.Session,
+			if err := tx.Append(Record{Time: now, Kind: "admin", Principal: a.Principal, Session: a.Session,
 				Server: a.Server, Operation: a.Operation, Decision: "revoke_approval", Approval: a.ID, Result: "revoked",
 				Factors: []string{"approval of " + a.Server + "." + a.Tool + " for session " + a.Session + " revoked by " + by}}); err != nil {
 				return err

@@ -1,7 +1,8 @@
-// Package store keeps aqlguard's durable state in one bbolt file under the
-// state directory: hard blocks, verification challenges (salted code
-// hashes only), verification failure state, executions, confirmation
-// tokens and the hash-chained audit log.
+// Package store keeps aqlguard's durable state under the state directory:
+// hard blocks, verification challenges (salted code hashes only),
+// verification failure state, executions, confirmation tokens, approvals
+// and pins in one bbolt file, and the hash-chained audit log in
+// append-only JSONL segments beside it (auditlog.go).
 //
 // Two aqlguard processes may share a state directory (two clients, one
 // principal). bbolt locks its file for as long as it is open, so the store
@@ -41,6 +42,12 @@ var ErrBusy = errors.New("state database is busy (locked by another aqlguard pro
 type Options struct {
 	// Timeout bounds the wait for the file lock; zero means DefaultTimeout.
 	Timeout time.Duration
+	// AuditSync says when the audit log is fsync'd (default SyncGrouped).
+	AuditSync SyncMode
+	// SegmentBytes and SegmentAge bound an audit log segment (defaults
+	// DefaultSegmentBytes, DefaultSegmentAge).
+	SegmentBytes int64
+	SegmentAge   time.Duration
 }
 
 // Store is the state database. It is safe for concurrent use; the
@@ -54,6 +61,7 @@ type Store struct {
 	lock *fileLock
 	// auditKey is read once at Open (see AuditKey).
 	auditKey []byte
+	log      *auditLog
 }
 
 // DefaultDir is $XDG_STATE_HOME/aqlguard, or ~/.local/state/aqlguard.
@@ -86,6 +94,9 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("opening the state database: %w", err)
 	}
 	s.lock = lock
+	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge); err != nil {
+		return nil, err
+	}
 	err = s.Update(ctx, func(tx *Tx) error {
 		for _, b := range buckets {
 			if _, err := tx.tx.CreateBucketIfNotExists(b); err != nil {
@@ -94,12 +105,25 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		}
 		key, err := tx.auditKey()
 		s.auditKey = key
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.migrateAudit()
 	})
 	if err != nil {
+		s.log.close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// Close fsyncs the audit log and stops its flusher. The Store must not be
+// used after.
+func (s *Store) Close() error {
+	if s != nil && s.log != nil {
+		s.log.close()
+	}
+	return nil
 }
 
 // AuditKey is the state directory's secret key for the digests that stand
@@ -131,7 +155,20 @@ func (s *Store) do(ctx context.Context, readOnly bool, fn func(*Tx) error) error
 		return errors.New("no state database is configured")
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			_ = s.lock.unlock()
+			s.mu.Unlock()
+		}
+	}
+	locked := false
+	defer func() {
+		if !locked {
+			s.mu.Unlock()
+		}
+	}()
 	wait := s.timeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
 		wait = time.Until(d)
@@ -146,7 +183,8 @@ func (s *Store) do(ctx context.Context, readOnly bool, fn func(*Tx) error) error
 		}
 		return err
 	}
-	defer func() { _ = s.lock.unlock() }()
+	locked = true
+	defer release()
 	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: max(time.Until(deadline), time.Millisecond), ReadOnly: readOnly})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
@@ -154,14 +192,45 @@ func (s *Store) do(ctx context.Context, readOnly bool, fn func(*Tx) error) error
 		}
 		return fmt.Errorf("opening the state database %s: %w", s.path, err)
 	}
+	var written int64 // the audit log position this transaction's records reach
 	txErr := func() error {
 		if readOnly {
-			return db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+			return db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
 		}
-		return db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+		var pending int
+		err := db.Update(func(btx *bolt.Tx) error {
+			tx := &Tx{tx: btx, s: s}
+			if err := fn(tx); err != nil {
+				return err
+			}
+			if pending = len(tx.pending); pending == 0 {
+				return nil
+			}
+			// The records go to the log before the state they describe
+			// commits: a crash in between leaves a record of a change
+			// that did not happen, never a change without its record.
+			var err error
+			if written, err = s.log.append(tx.pending); err != nil {
+				return err
+			}
+			return tx.putHead()
+		})
+		if err != nil && pending > 0 && written > 0 {
+			// The state change did not commit although its records were
+			// written: say so in the log.
+			written, _ = s.log.append([]Record{{Time: time.Now(), Kind: "rollback", Principal: "aqlguard",
+				Result: fmt.Sprintf("the state change of the %d record(s) before this one did not commit: %v", pending, err)}})
+		}
+		return err
 	}()
 	if err := db.Close(); err != nil && txErr == nil {
 		txErr = fmt.Errorf("closing the state database: %w", err)
+	}
+	release() // no lock is held across the fsync: the writers waiting share it
+	if written > 0 {
+		if err := s.log.waitDurable(written); err != nil && txErr == nil {
+			txErr = err
+		}
 	}
 	return txErr
 }
@@ -169,7 +238,9 @@ func (s *Store) do(ctx context.Context, readOnly bool, fn func(*Tx) error) error
 // Tx is one transaction. It is valid only inside the function it was
 // passed to.
 type Tx struct {
-	tx *bolt.Tx
+	tx      *bolt.Tx
+	s       *Store
+	pending []Record // audit records, written when fn returns without error
 }
 
 var (

@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -97,7 +98,7 @@ func TestUpdateErrorWritesNothing(t *testing.T) {
 		if err := tx.PutBlock(Block{Principal: "p"}); err != nil {
 			return err
 		}
-		if _, err := tx.Append(Record{Kind: "decision", Principal: "p"}); err != nil {
+		if err := tx.Append(Record{Kind: "decision", Principal: "p"}); err != nil {
 			return err
 		}
 		return boom
@@ -147,7 +148,7 @@ func TestAuditChain(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			err := s.Update(ctx, func(tx *Tx) error {
-				_, err := tx.Append(Record{Time: t0.Add(time.Duration(i) * time.Second), Kind: "decision",
+				err := tx.Append(Record{Time: t0.Add(time.Duration(i) * time.Second), Kind: "decision",
 					Principal: "claude", Operation: "op", Factors: []string{"f"}, DurationMS: 1.25})
 				return err
 			})
@@ -176,32 +177,33 @@ func TestAuditChain(t *testing.T) {
 		t.Errorf("export verified %d records, want 20", v.Count())
 	}
 
+	// Lines of the log, to tamper with: segment files hold one record
+	// per line.
+	type lines = [][]byte
 	tamper := []struct {
 		name string
-		edit func(b *bolt.Bucket, meta *bolt.Bucket)
+		edit func(ls lines) lines
 	}{
-		{"changed field", func(b, _ *bolt.Bucket) {
-			raw := b.Get(seqKey(5))
+		{"changed field", func(ls lines) lines {
 			var r Record
-			_ = json.Unmarshal(raw, &r)
+			_ = json.Unmarshal(ls[4], &r)
 			r.Decision = "allow"
-			out, _ := json.Marshal(r)
-			_ = b.Put(seqKey(5), out)
+			ls[4], _ = json.Marshal(r)
+			return ls
 		}},
-		{"rehashed record", func(b, _ *bolt.Bucket) {
-			raw := b.Get(seqKey(5))
+		{"rehashed record", func(ls lines) lines {
 			var r Record
-			_ = json.Unmarshal(raw, &r)
+			_ = json.Unmarshal(ls[4], &r)
 			r.Operation = "other"
 			r.Hash, _ = hashOf(r)
-			out, _ := json.Marshal(r)
-			_ = b.Put(seqKey(5), out)
+			ls[4], _ = json.Marshal(r)
+			return ls
 		}},
-		{"removed record", func(b, _ *bolt.Bucket) { _ = b.Delete(seqKey(7)) }},
-		{"truncated tail", func(b, _ *bolt.Bucket) { _ = b.Delete(seqKey(20)) }},
-		{"extra field", func(b, _ *bolt.Bucket) {
-			raw := b.Get(seqKey(3))
-			_ = b.Put(seqKey(3), append(raw[:len(raw)-1:len(raw)-1], []byte(`,"x":1}`)...))
+		{"removed record", func(ls lines) lines { return append(ls[:6:6], ls[7:]...) }},
+		{"truncated tail", func(ls lines) lines { return ls[:19] }},
+		{"extra field", func(ls lines) lines {
+			ls[2] = append(ls[2][:len(ls[2])-1:len(ls[2])-1], []byte(`,"x":1}`)...)
+			return ls
 		}},
 	}
 	for _, tc := range tamper {
@@ -211,16 +213,22 @@ func TestAuditChain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			copyChain(t, s, c)
-			db, err := bolt.Open(c.Path(), 0o600, nil)
-			if err != nil {
+			defer c.Close()
+			var ls lines
+			_ = s.View(ctx, func(tx *Tx) error {
+				return tx.Records(0, func(_ Record, raw []byte) error {
+					ls = append(ls, append([]byte(nil), raw...))
+					return nil
+				})
+			})
+			copyHead(t, s, c)
+			var out []byte
+			for _, l := range tc.edit(ls) {
+				out = append(append(out, l...), '\n')
+			}
+			if err := os.WriteFile(filepath.Join(dir, AuditDir, segmentName(1)), out, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_ = db.Update(func(tx *bolt.Tx) error {
-				tc.edit(tx.Bucket(bucketAudit), tx.Bucket(bucketMeta))
-				return nil
-			})
-			_ = db.Close()
 			err = c.View(ctx, func(tx *Tx) error { _, err := tx.VerifyChain(); return err })
 			if !errors.Is(err, ErrChainBroken) {
 				t.Fatalf("VerifyChain after %s = %v, want ErrChainBroken", tc.name, err)
@@ -229,26 +237,16 @@ func TestAuditChain(t *testing.T) {
 	}
 }
 
-// copyChain copies the audit bucket and head from one store to another.
-func copyChain(t *testing.T, from, to *Store) {
+// copyHead copies the chain head the database records from one store to
+// another.
+func copyHead(t *testing.T, from, to *Store) {
 	t.Helper()
-	type kv struct{ k, v []byte }
-	var recs []kv
 	var head []byte
 	_ = from.View(context.Background(), func(tx *Tx) error {
-		_ = tx.tx.Bucket(bucketAudit).ForEach(func(k, v []byte) error {
-			recs = append(recs, kv{append([]byte(nil), k...), append([]byte(nil), v...)})
-			return nil
-		})
 		head = append([]byte(nil), tx.tx.Bucket(bucketMeta).Get(keyAuditHead)...)
 		return nil
 	})
 	if err := to.Update(context.Background(), func(tx *Tx) error {
-		for _, r := range recs {
-			if err := tx.tx.Bucket(bucketAudit).Put(r.k, r.v); err != nil {
-				return err
-			}
-		}
 		return tx.tx.Bucket(bucketMeta).Put(keyAuditHead, head)
 	}); err != nil {
 		t.Fatal(err)

@@ -43,6 +43,9 @@ func storeFor(g *globals, stderr io.Writer) (*store.Store, int) {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
 	}
+	// An admin command writes a record or two and exits: each is fsync'd
+	// before the command goes on, not left to a flusher that exits with it.
+	cfg.Audit.Sync = string(store.SyncAlways)
 	st, err := openStore(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
@@ -139,7 +142,7 @@ func cmdUnblock(args []string, stdout, stderr io.Writer) int {
 				return err
 			}
 		}
-		_, err = tx.Append(store.Record{Time: time.Now(), Kind: "admin", Principal: agent, Process: processName(),
+		err = tx.Append(store.Record{Time: time.Now(), Kind: "admin", Principal: agent, Process: processName(),
 			Operation: "unblock", Decision: "unblock", ChallengeID: b.VerificationID, Result: "unblocked",
 			Factors: []string{"admin override by " + osUser() + "; block was: " + b.Reason}})
 		lifted = b

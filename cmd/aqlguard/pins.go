@@ -120,7 +120,7 @@ func pinsReset(ctx context.Context, st *store.Store, args []string) (int, error)
 			if err := tx.DeletePin(p.Server, p.Tool); err != nil {
 				return err
 			}
-			if _, err := tx.Append(store.Record{Time: time.Now(), Kind: "pin", Principal: "admin", Process: processName(),
+			if err := tx.Append(store.Record{Time: time.Now(), Kind: "pin", Principal: "admin", Process: processName(),
 				Server: p.Server, Operation: "pin " + p.Server + "." + p.Tool, Result: "reset by admin " + osUser()}); err != nil {
 				return err
 			}

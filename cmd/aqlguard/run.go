@@ -166,6 +166,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 
 func (in *instance) close() {
 	in.shared.Loop.Close()
+	_ = in.shared.Loop.Store.Close() // the audit log's last records fsync'd
 }
 
 // newLoop builds the safety loop and the channel to the human.
@@ -212,7 +213,7 @@ func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
 		}
 		dir = d
 	}
-	st, err := store.Open(ctx, dir, store.Options{Timeout: cfg.StateLockTimeout.Duration})
+	st, err := store.Open(ctx, dir, store.Options{Timeout: cfg.StateLockTimeout.Duration, AuditSync: store.SyncMode(cfg.Audit.Sync)})
 	if err != nil {
 		return nil, fmt.Errorf("the state database: %w", err)
 	}

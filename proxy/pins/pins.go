@@ -281,7 +281,7 @@ func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool, ra
 				return err
 			}
 			record := func(result string) error {
-				_, err := tx.Append(store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
+				err := tx.Append(store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
 					Server: server, Operation: "pin " + server + "." + t.Name, Result: result, Decision: hash})
 				return err
 			}
@@ -427,7 +427,7 @@ func (p *Pinner) Approve(ctx context.Context, server, tool, hash, by string) err
 		if err := tx.PutPin(*pin); err != nil {
 			return err
 		}
-		_, err = tx.Append(store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
+		err = tx.Append(store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
 			Server: server, Operation: "pin " + server + "." + tool, Result: "change approved by " + by, Decision: pin.Hash})
 		return err
 	})

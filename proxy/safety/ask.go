@@ -237,7 +237,7 @@ func (l *Loop) recordAnswer(c *Confirmation, answer verify.Answer, why string) (
 			}
 		}
 		rec.Time, rec.Principal, rec.Process = now, l.pol().Principal, l.Process
-		_, err := tx.Append(rec)
+		err := tx.Append(rec)
 		return err
 	})
 	if err != nil {

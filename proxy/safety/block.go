@@ -198,7 +198,7 @@ func (l *Loop) VerifyChallenge(ctx context.Context, session, id, code string) (*
 			return err
 		}
 		rec.DurationMS = ms(l.now().Sub(began))
-		_, err = tx.Append(rec)
+		err = tx.Append(rec)
 		return err
 	})
 	if err != nil {

@@ -156,7 +156,7 @@ func (l *Loop) commitExecution(ctx context.Context, e *Execution, op, result str
 		if err := l.flush(tx); err != nil {
 			return err
 		}
-		_, err := tx.Append(rec)
+		err := tx.Append(rec)
 		return err
 	})
 	if err != nil {

@@ -146,7 +146,7 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 		}
 		rec := l.decisionRecord(a, v, began)
 		v.argsDigest = rec.ArgsSHA256 // for the outcome record
-		_, err = tx.Append(rec)
+		err = tx.Append(rec)
 		return err
 	})
 	if err != nil {

@@ -1,0 +1,412 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The audit log is append-only JSONL: one record per line, in segment
+// files <state>/audit/audit-00000001.jsonl, ... that together form one
+// hash chain (a segment's first record links to the last of the one
+// before). A record is one write(2) before the caller goes on, so a
+// kill -9 of aqlguard loses nothing it acknowledged; fsync is grouped
+// (every AuditSyncInterval, SyncGrouped) or done before the caller goes
+// on (SyncAlways, one fsync shared by the writers waiting at that
+// moment). Appends of every process on the state directory take the
+// store's file lock, so the chain stays one.
+
+// SyncMode says when the audit log is fsync'd.
+type SyncMode string
+
+const (
+	// SyncGrouped fsyncs at most AuditSyncInterval after a write: a power
+	// loss can cost that much of the log, a crashed process nothing.
+	SyncGrouped SyncMode = "grouped"
+	// SyncAlways fsyncs before an append returns.
+	SyncAlways SyncMode = "always"
+)
+
+// AuditSyncInterval bounds how long a written record waits for its
+// fsync under SyncGrouped.
+const AuditSyncInterval = 10 * time.Millisecond
+
+// Segment bounds: a segment is closed when it reaches either.
+const (
+	DefaultSegmentBytes = 64 << 20
+	DefaultSegmentAge   = 24 * time.Hour
+)
+
+// AuditDir is the audit log's directory inside the state directory.
+const AuditDir = "audit"
+
+const segmentPrefix, segmentSuffix = "audit-", ".jsonl"
+
+func segmentName(n int) string { return fmt.Sprintf("%s%08d%s", segmentPrefix, n, segmentSuffix) }
+
+// auditLog is the writer (one per Store) and the reader of the segments.
+type auditLog struct {
+	dir       string
+	sync      SyncMode
+	maxBytes  int64
+	maxAge    time.Duration
+	mu        sync.Mutex // the fields below
+	f         *os.File
+	n         int   // the current segment's number
+	size      int64 // its size as this process last saw or made it
+	first     time.Time
+	head      auditHead
+	written   int64 // bytes written through this process, ever
+	durable   int64 // of which fsync'd
+	syncMu    sync.Mutex
+	stop      chan struct{}
+	stopped   chan struct{}
+	closeOnce sync.Once
+}
+
+func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duration) (*auditLog, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("audit log: creating %s: %w", dir, err)
+	}
+	if mode == "" {
+		mode = SyncGrouped
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultSegmentBytes
+	}
+	if maxAge <= 0 {
+		maxAge = DefaultSegmentAge
+	}
+	l := &auditLog{dir: dir, sync: mode, maxBytes: maxBytes, maxAge: maxAge, head: auditHead{Hash: GenesisHash},
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	if mode == SyncGrouped {
+		go l.flushLoop()
+	} else {
+		close(l.stopped)
+	}
+	return l, nil
+}
+
+// segments lists the segment numbers in order.
+func (l *auditLog) segments() ([]int, error) {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	var ns []int
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, segmentPrefix) || !strings.HasSuffix(name, segmentSuffix) {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, segmentPrefix), segmentSuffix))
+		if err != nil || n <= 0 {
+			continue
+		}
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	return ns, nil
+}
+
+// catchUp makes the writer's view current: another process may have
+// appended to the segment or started a new one since. Called with the
+// store's file lock held and l.mu held.
+func (l *auditLog) catchUp() error {
+	if l.f != nil {
+		if _, err := os.Stat(filepath.Join(l.dir, segmentName(l.n+1))); err != nil {
+			st, err := l.f.Stat()
+			if err != nil {
+				return fmt.Errorf("audit log: %w", err)
+			}
+			if st.Size() == l.size {
+				return nil // nobody else wrote: the head is ours
+			}
+		}
+	}
+	ns, err := l.segments()
+	if err != nil {
+		return err
+	}
+	if len(ns) == 0 {
+		return nil
+	}
+	// The head is the last record of the newest segment that has one.
+	for i := len(ns) - 1; i >= 0; i-- {
+		last, err := lastLine(filepath.Join(l.dir, segmentName(ns[i])))
+		if err != nil {
+			return err
+		}
+		if last == nil {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(last, &r); err != nil {
+			return fmt.Errorf("audit log: the last record of %s is damaged: %w", segmentName(ns[i]), err)
+		}
+		l.head = auditHead{Seq: r.Seq, Hash: r.Hash}
+		break
+	}
+	return l.adopt(ns[len(ns)-1])
+}
+
+// adopt makes segment n the one appended to.
+func (l *auditLog) adopt(n int) error {
+	if l.f != nil && l.n == n {
+		st, err := l.f.Stat()
+		if err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
+		l.size = st.Size()
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(l.dir, segmentName(n)), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("audit log: %w", err)
+	}
+	l.closeFile()
+	l.f, l.n, l.size = f, n, st.Size()
+	l.first = time.Time{}
+	if first, err := firstLine(filepath.Join(l.dir, segmentName(n))); err == nil && first != nil {
+		var r Record
+		if json.Unmarshal(first, &r) == nil {
+			l.first = r.Time
+		}
+	}
+	return nil
+}
+
+func (l *auditLog) closeFile() {
+	if l.f != nil {
+		_ = l.f.Sync()
+		_ = l.f.Close()
+		l.f = nil
+	}
+}
+
+// append chains and writes records, one write each, rotating segments as
+// they fill. Called with the store's file lock held. It returns the
+// position the caller waits on under SyncAlways.
+func (l *auditLog) append(recs []Record) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.catchUp(); err != nil {
+		return 0, err
+	}
+	for _, r := range recs {
+		r.Seq, r.Prev = l.head.Seq+1, l.head.Hash
+		r.Time = r.Time.UTC()
+		var err error
+		if r.Hash, err = hashOf(r); err != nil {
+			return 0, fmt.Errorf("audit log: encoding record %d: %w", r.Seq, err)
+		}
+		line, err := json.Marshal(r)
+		if err != nil {
+			return 0, fmt.Errorf("audit log: encoding record %d: %w", r.Seq, err)
+		}
+		line = append(line, '\n')
+		if l.f == nil || l.size > 0 && (l.size+int64(len(line)) > l.maxBytes || !l.first.IsZero() && r.Time.Sub(l.first) > l.maxAge) {
+			next := l.n + 1
+			if err := l.adopt(next); err != nil {
+				return 0, err
+			}
+			if err := syncDir(l.dir); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := l.f.Write(line); err != nil {
+			return 0, fmt.Errorf("audit log: writing record %d: %w", r.Seq, err)
+		}
+		if l.size == 0 {
+			l.first = r.Time
+		}
+		l.size += int64(len(line))
+		l.written += int64(len(line))
+		l.head = auditHead{Seq: r.Seq, Hash: r.Hash}
+	}
+	return l.written, nil
+}
+
+// waitDurable returns once what this process wrote up to pos is fsync'd:
+// at once under SyncGrouped (the flusher gets to it), after one fsync
+// shared with the other writers waiting under SyncAlways.
+func (l *auditLog) waitDurable(pos int64) error {
+	if l.sync != SyncAlways {
+		return nil
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	return l.flush(pos)
+}
+
+// flush fsyncs the current segment if pos is not durable yet. syncMu is
+// held.
+func (l *auditLog) flush(pos int64) error {
+	l.mu.Lock()
+	if l.durable >= pos || l.f == nil {
+		l.mu.Unlock()
+		return nil
+	}
+	f, upto := l.f, l.written
+	l.mu.Unlock()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("audit log: fsync: %w", err)
+	}
+	l.mu.Lock()
+	if upto > l.durable {
+		l.durable = upto
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *auditLog) flushLoop() {
+	defer close(l.stopped)
+	tick := time.NewTicker(AuditSyncInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		l.mu.Lock()
+		pending := l.written
+		l.mu.Unlock()
+		l.syncMu.Lock()
+		_ = l.flush(pending)
+		l.syncMu.Unlock()
+	}
+}
+
+func (l *auditLog) close() {
+	l.closeOnce.Do(func() {
+		close(l.stop)
+		<-l.stopped
+		l.mu.Lock()
+		l.closeFile()
+		l.mu.Unlock()
+	})
+}
+
+// records calls fn with every record from seq from on, across segments,
+// in order; raw is the line without its newline. A segment whose last
+// line has no newline ends in a torn write: that is reported as damage.
+func (l *auditLog) records(from uint64, fn func(r Record, raw []byte) error) error {
+	ns, err := l.segments()
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		if err := l.readSegment(n, from, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *auditLog) readSegment(n int, from uint64, fn func(r Record, raw []byte) error) error {
+	f, err := os.Open(filepath.Join(l.dir, segmentName(n)))
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	defer f.Close()
+	rd := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] != '\n' {
+			return fmt.Errorf("%w: %s ends in a partial record", ErrChainBroken, segmentName(n))
+		}
+		if len(line) > 0 {
+			raw := line[:len(line)-1]
+			var r Record
+			if jerr := json.Unmarshal(raw, &r); jerr != nil {
+				return fmt.Errorf("%w: a record of %s does not decode: %v", ErrChainBroken, segmentName(n), jerr)
+			}
+			if r.Seq >= from {
+				if ferr := fn(r, raw); ferr != nil {
+					return ferr
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("audit log: reading %s: %w", segmentName(n), err)
+		}
+	}
+}
+
+// lastLine is the last complete line of a file, nil when it has none.
+func lastLine(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	size := st.Size()
+	for chunk := int64(64 << 10); ; chunk *= 4 {
+		start := max(0, size-chunk)
+		buf := make([]byte, size-start)
+		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("audit log: %w", err)
+		}
+		end := bytes.LastIndexByte(buf, '\n')
+		if end < 0 {
+			if start == 0 {
+				return nil, nil
+			}
+			continue
+		}
+		begin := bytes.LastIndexByte(buf[:end], '\n')
+		if begin >= 0 || start == 0 {
+			return buf[begin+1 : end], nil
+		}
+	}
+}
+
+// firstLine is a file's first complete line, nil when it has none.
+func firstLine(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(f, 64<<10).ReadBytes('\n')
+	if err != nil {
+		return nil, nil
+	}
+	return line[:len(line)-1], nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("audit log: fsync %s: %w", dir, err)
+	}
+	return nil
+}
