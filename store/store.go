@@ -142,15 +142,32 @@ func (s *Store) Timeout() time.Duration { return s.timeout }
 // Update runs fn in a read-write transaction and commits it durably
 // (fsync) before returning. If fn returns an error nothing is written.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
-	return s.do(ctx, false, fn)
+	return s.do(ctx, txWrite, fn)
 }
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
-	return s.do(ctx, true, fn)
+	return s.do(ctx, txRead, fn)
 }
 
-func (s *Store) do(ctx context.Context, readOnly bool, fn func(*Tx) error) error {
+// ViewAppend runs fn in a read-only transaction in which it may Append
+// audit records: they are written to the log, in order with every other
+// process's, before the lock is let go. For a check that only reads
+// state and records its decision: no database commit, no fsync of it.
+func (s *Store) ViewAppend(ctx context.Context, fn func(*Tx) error) error {
+	return s.do(ctx, txReadAppend, fn)
+}
+
+type txMode int
+
+const (
+	txRead txMode = iota
+	txWrite
+	txReadAppend
+)
+
+func (s *Store) do(ctx context.Context, mode txMode, fn func(*Tx) error) error {
+	readOnly := mode != txWrite
 	if s == nil {
 		return errors.New("no state database is configured")
 	}
@@ -177,7 +194,7 @@ func (s *Store) do(ctx context.Context, readOnly bool, fn func(*Tx) error) error
 		return fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
 	}
 	deadline := time.Now().Add(wait)
-	if err := s.lock.lock(ctx, readOnly, deadline); err != nil {
+	if err := s.lock.lock(ctx, mode == txRead, deadline); err != nil {
 		if errors.Is(err, ErrBusy) {
 			return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, wait.Round(time.Millisecond))
 		}
@@ -194,8 +211,19 @@ func (s *Store) do(ctx context.Context, readOnly bool, fn func(*Tx) error) error
 	}
 	var written int64 // the audit log position this transaction's records reach
 	txErr := func() error {
-		if readOnly {
+		switch mode {
+		case txRead:
 			return db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
+		case txReadAppend:
+			return db.View(func(btx *bolt.Tx) error {
+				tx := &Tx{tx: btx, s: s}
+				if err := fn(tx); err != nil || len(tx.pending) == 0 {
+					return err
+				}
+				var err error
+				written, err = s.log.append(tx.pending)
+				return err
+			})
 		}
 		var pending int
 		err := db.Update(func(btx *bolt.Tx) error {

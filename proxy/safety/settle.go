@@ -45,6 +45,12 @@ func (w *writes) id() string {
 	return w.check
 }
 
+// writesState reports whether the check changes state beyond its audit
+// record.
+func (w *writes) writesState() bool {
+	return w.block != nil || w.challenge != nil || w.replaces != "" || len(w.spent) > 0 || w.approval != ""
+}
+
 // discard drops a challenge that will not be used: the code is never
 // shown.
 func (w *writes) discard() {
@@ -109,7 +115,14 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 		return v
 	}
 	l.mu.Lock()
-	err := l.Store.Update(ctx, func(tx *store.Tx) error {
+	// A check that changes no state but writes its decision record (the
+	// common allowed or refused call) reads in a read-only transaction and
+	// appends to the log: no database commit to fsync.
+	commit := l.Store.ViewAppend
+	if w.writesState() || len(l.dirty) > 0 || len(l.dirtyExec) > 0 || l.now().Sub(l.prunedDB) >= time.Hour {
+		commit = l.Store.Update
+	}
+	err := commit(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Block(l.pol().Principal)
 		if err != nil {
 			return err
