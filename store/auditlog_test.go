@@ -208,3 +208,34 @@ func TestAuditLogFilesArePrivate(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerationMovesWithState: a commit of state raises the generation;
+// reading, and appending records without a state change, do not.
+func TestGenerationMovesWithState(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := Open(ctx, dir, Options{}) // another process on the directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	g0, _ := other.Generation()
+	_ = s.View(ctx, func(tx *Tx) error { _, err := tx.Block("p"); return err })
+	_ = s.ViewAppend(ctx, func(tx *Tx) error { return tx.Append(Record{Time: t0, Kind: "decision", Principal: "p"}) })
+	_ = s.Append(ctx, Record{Time: t0, Kind: "outcome", Principal: "p"})
+	if g, _ := other.Generation(); g != g0 {
+		t.Fatalf("generation moved from %d to %d without a state change", g0, g)
+	}
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.PutBlock(Block{Principal: "p", BlockedAt: t0}) }); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := other.Generation(); g != g0+1 {
+		t.Fatalf("generation %d after a block was set, want %d", g, g0+1)
+	}
+	verify(t, s)
+}

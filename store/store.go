@@ -62,6 +62,7 @@ type Store struct {
 	// auditKey is read once at Open (see AuditKey).
 	auditKey []byte
 	log      *auditLog
+	gen      *generation
 }
 
 // DefaultDir is $XDG_STATE_HOME/aqlguard, or ~/.local/state/aqlguard.
@@ -94,6 +95,9 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("opening the state database: %w", err)
 	}
 	s.lock = lock
+	if s.gen, err = openGeneration(filepath.Join(dir, GenerationFile)); err != nil {
+		return nil, err
+	}
 	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge); err != nil {
 		return nil, err
 	}
@@ -122,6 +126,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 func (s *Store) Close() error {
 	if s != nil && s.log != nil {
 		s.log.close()
+		_ = s.gen.f.Close()
 	}
 	return nil
 }
@@ -243,7 +248,16 @@ func (s *Store) do(ctx context.Context, mode txMode, fn func(*Tx) error) error {
 			}
 			return tx.putHead()
 		})
-		if err != nil && pending > 0 && written > 0 {
+		if err == nil {
+			// Readers of the generation see the change from now on. A
+			// failure here is reported (the caller fails closed) but the
+			// change did commit: no rollback record.
+			if gerr := s.gen.raise(); gerr != nil {
+				return fmt.Errorf("the state change committed, but other processes may not notice it: %w", gerr)
+			}
+			return nil
+		}
+		if pending > 0 && written > 0 {
 			// The state change did not commit although its records were
 			// written: say so in the log.
 			written, _ = s.log.append([]Record{{Time: time.Now(), Kind: "rollback", Principal: "aqlguard",

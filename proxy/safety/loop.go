@@ -61,15 +61,19 @@ type Loop struct {
 	verifyPause  *pause
 	// seenBlock is the verification id of the block this process last
 	// saw, so a block set by another process is broadcast here once.
-	seenBlock  string
-	confirms   map[string]*Confirmation // open: pending or approved
-	spent      map[string]*Confirmation // used, denied or expired, kept for replies
-	dirty      map[string]*Confirmation // changed since the last commit
-	dirtyExec  map[string]*Execution    // changed since the last commit
-	prunedDB   time.Time
-	pruned     time.Time
-	executions map[string]*Execution
-	order      []*Execution // creation order, for stable broadcasts
+	seenBlock string
+	// synced: syncedBlock was read at store generation syncedGen (sync).
+	synced      bool
+	syncedGen   uint64
+	syncedBlock *store.Block
+	confirms    map[string]*Confirmation // open: pending or approved
+	spent       map[string]*Confirmation // used, denied or expired, kept for replies
+	dirty       map[string]*Confirmation // changed since the last commit
+	dirtyExec   map[string]*Execution    // changed since the last commit
+	prunedDB    time.Time
+	pruned      time.Time
+	executions  map[string]*Execution
+	order       []*Execution // creation order, for stable broadcasts
 
 	// turn is this process's turn to ask the human (one question at a
 	// time, first come first served: blocked channel senders queue in

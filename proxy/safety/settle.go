@@ -61,9 +61,20 @@ func (w *writes) discard() {
 // has not seen before (set by another process) is broadcast as
 // danger_zone to this process's running executions, once. l.mu is held.
 func (l *Loop) sync(ctx context.Context) (*store.Block, error) {
+	// Unless a process committed state since the last read (the store's
+	// generation moved), what was read then still holds: one pread
+	// instead of opening the database on every call.
+	gen, err := l.Store.Generation()
+	if err != nil {
+		return nil, err
+	}
+	if l.synced && gen == l.syncedGen {
+		l.observe(l.syncedBlock, "")
+		return l.syncedBlock, nil
+	}
 	var b *store.Block
 	var pauseUsed bool
-	err := l.Store.View(ctx, func(tx *store.Tx) error {
+	err = l.Store.View(ctx, func(tx *store.Tx) error {
 		var err error
 		if b, err = tx.Block(l.pol().Principal); err != nil {
 			return err
@@ -83,6 +94,7 @@ func (l *Loop) sync(ctx context.Context) (*store.Block, error) {
 		l.clearNotifications(l.verifyPause.ID)
 		l.verifyPause = nil
 	}
+	l.synced, l.syncedGen, l.syncedBlock = true, gen, b
 	l.observe(b, "")
 	return b, nil
 }
