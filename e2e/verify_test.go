@@ -6,11 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aqlguard/aqlguard/verify"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Scenarios of out-of-band verification through real aqlguard processes,
@@ -394,15 +394,19 @@ state_lock_timeout = "300ms"`, 1)
 		t.Fatalf("the blocking process sees the unblock: %s", jsonString(r))
 	}
 
-	// Someone else holds the database: a call fails closed, quickly.
-	db, err := bolt.Open(filepath.Join(state, "aqlguard.db"), 0o600, nil)
+	// Someone else holds the state lock (another aqlguard process stuck
+	// in a transaction): a call fails closed, quickly.
+	lockFile, err := os.OpenFile(filepath.Join(state, "aqlguard.db.lock"), os.O_RDWR, 0)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lockFile.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()
 	res := echo(t, a)
 	took := time.Since(began)
-	_ = db.Close()
+	_ = lockFile.Close()
 	dd := wantCode(t, res, "INTERNAL_ERROR")
 	if msg := jsonString(res); !strings.Contains(msg, "busy") || dd["fail_closed"] != true {
 		t.Errorf("a locked database must be named as the reason: %s", msg)

@@ -72,13 +72,20 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	}
 	v := g.Loop.Check(ctx, a)
 	d := v.Directive
-	log := g.Log.With("principal", g.Loop.CurrentPolicy().Principal, "session", session, "operation", op.Name,
-		"server", op.Server, "tool", op.Tool.Name)
-	log.Info("safety decision", "proceed", v.Proceed, "decision", d.Decision, "stopped", d.Stopped,
-		"stage", d.Stage, "tier", d.Tier, "risk", d.Risk, "matched", d.Matched, "enforced", d.Enforced,
-		"factors", d.Factors)
+	principal := g.Loop.CurrentPolicy().Principal
+	// One log line per call at info level, built once (no per-call
+	// Logger.With): the refusal, or the call and how it ended. The
+	// factors behind an allowed call are at debug level; the audit log
+	// has them all.
 	if !v.Proceed {
+		g.Log.Info("call refused", "principal", principal, "session", session, "operation", op.Name, "server", op.Server,
+			"tool", op.Tool.Name, "decision", d.Decision, "stopped", d.Stopped, "stage", d.Stage, "tier", d.Tier,
+			"risk", d.Risk, "matched", d.Matched, "enforced", d.Enforced, "factors", d.Factors)
 		return Outcome{Err: withFactors(v.Err, d.Factors), Confirmation: v.Confirmation, Directive: d}
+	}
+	if g.Log.Enabled(ctx, slog.LevelDebug) {
+		g.Log.Debug("call allowed", "principal", principal, "session", session, "operation", op.Name,
+			"decision", d.Decision, "stage", d.Stage, "tier", d.Tier, "risk", d.Risk, "matched", d.Matched, "factors", d.Factors)
 	}
 	params, err := toolCallParams(base, op.Tool.Name, args)
 	if err != nil {
@@ -89,21 +96,26 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	took := time.Since(began)
 	out := Outcome{Raw: raw, Directive: d}
 	result := "ok"
+	level := slog.LevelInfo
 	var rpcErr *jsonrpc.Error
 	switch {
 	case errors.As(err, &rpcErr):
-		log.Info("the server answered with a JSON-RPC error", "code", rpcErr.Code, "elapsed", took)
 		out = Outcome{RPCErr: rpcErr, Directive: d}
 		result = "rpc_error " + strconv.FormatInt(rpcErr.Code, 10)
 	case err != nil:
-		log.Error("downstream call failed", "err", err, "elapsed", took)
 		out = Outcome{Err: downstreamFailure(op, err), Directive: d}
 		result = string(out.Err.Code)
+		level = slog.LevelError
 	case isToolError(raw):
 		result = "tool_error"
 	}
-	if err == nil {
-		log.Info("downstream call done", "result", result, "elapsed", took)
+	if err != nil && rpcErr == nil {
+		g.Log.Log(ctx, level, "call failed", "principal", principal, "session", session, "operation", op.Name,
+			"server", op.Server, "tool", op.Tool.Name, "decision", d.Decision, "result", result, "err", err, "elapsed", took)
+	} else {
+		g.Log.Log(ctx, level, "call", "principal", principal, "session", session, "operation", op.Name,
+			"server", op.Server, "tool", op.Tool.Name, "decision", d.Decision, "stage", d.Stage, "enforced", d.Enforced,
+			"result", result, "elapsed", took)
 	}
 	// Every outcome is audited, with a context of its own: a call the
 	// client cancelled has still happened. One that cannot be audited is
@@ -111,7 +123,7 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := g.Loop.Outcome(rctx, a, v, result, took); err != nil {
-		log.Error("the outcome could not be recorded; the result is withheld", "err", err)
+		g.Log.Error("the outcome could not be recorded; the result is withheld", "operation", op.Name, "err", err)
 		return Outcome{Directive: d, Err: &aql.Error{Code: aql.CodeInternal,
 			Message: "Internal error: 'the call ran, but its outcome could not be recorded in the audit log; the result is withheld'",
 			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "executed": true, "fail_closed": true}}}

@@ -113,8 +113,15 @@ func (t *Tx) putHead() error {
 // Append writes one record on its own: no database transaction, one
 // write under the state directory's lock, and the fsync SyncMode says.
 func (s *Store) Append(ctx context.Context, r Record) error {
+	_, err := s.appendLocked(ctx, nil, []Record{r})
+	return err
+}
+
+// appendLocked appends recs under the lock if cond (nil: always) says so,
+// then waits for the fsync SyncMode says, with no lock held.
+func (s *Store) appendLocked(ctx context.Context, cond func() (bool, error), recs []Record) (bool, error) {
 	if s == nil {
-		return errors.New("no state database is configured")
+		return false, errors.New("no state database is configured")
 	}
 	s.mu.Lock()
 	wait := s.timeout
@@ -123,22 +130,41 @@ func (s *Store) Append(ctx context.Context, r Record) error {
 	}
 	if err := ctx.Err(); err != nil || wait <= 0 {
 		s.mu.Unlock()
-		return fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
+		return false, fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
 	}
 	if err := s.lock.lock(ctx, false, time.Now().Add(wait)); err != nil {
 		s.mu.Unlock()
 		if errors.Is(err, ErrBusy) {
-			return fmt.Errorf("audit log: %w (waited %s)", ErrBusy, wait.Round(time.Millisecond))
+			return false, fmt.Errorf("audit log: %w (waited %s)", ErrBusy, wait.Round(time.Millisecond))
 		}
-		return err
+		return false, err
 	}
-	pos, err := s.log.append([]Record{r})
+	ok := true
+	var err error
+	if cond != nil {
+		ok, err = cond()
+	}
+	var pos int64
+	if ok && err == nil {
+		pos, err = s.log.append(recs)
+	}
 	_ = s.lock.unlock()
 	s.mu.Unlock()
-	if err != nil {
-		return err
+	if err != nil || !ok {
+		return false, err
 	}
-	return s.log.waitDurable(pos)
+	return true, s.log.waitDurable(pos)
+}
+
+// AppendIf writes records only if the state's generation is still gen,
+// checked under the lock: a check that read the state at gen and changed
+// none of it records its decision without opening the database. It
+// reports whether it wrote them.
+func (s *Store) AppendIf(ctx context.Context, gen uint64, recs ...Record) (bool, error) {
+	return s.appendLocked(ctx, func() (bool, error) {
+		cur, err := s.gen.read()
+		return cur == gen, err
+	}, recs)
 }
 
 // Records calls fn with every record from seq from on, in order, as

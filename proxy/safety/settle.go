@@ -128,11 +128,27 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 	}
 	l.mu.Lock()
 	// A check that changes no state but writes its decision record (the
-	// common allowed or refused call) reads in a read-only transaction and
-	// appends to the log: no database commit to fsync.
+	// common allowed or refused call) needs no database commit. If no
+	// process changed state since the check read it (the generation has
+	// not moved) and the block it read does not overrule the verdict, the
+	// record is appended and that is all; otherwise it re-reads in a
+	// read-only transaction and appends to the log.
 	commit := l.Store.ViewAppend
 	if w.writesState() || len(l.dirty) > 0 || len(l.dirtyExec) > 0 || l.now().Sub(l.prunedDB) >= time.Hour {
 		commit = l.Store.Update
+	} else if cur := l.syncedBlock; l.synced && w.pause == nil && w.show == nil && (cur == nil || v.Err != nil && v.Err.Code == aql.CodeAgentBlocked && v.VerificationID == cur.VerificationID) {
+		rec := l.decisionRecord(a, v, began)
+		appended, err := l.Store.AppendIf(ctx, l.syncedGen, rec)
+		if err != nil {
+			l.mu.Unlock()
+			l.Log.Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
+			return l.unavailable(err, "the action is refused")
+		}
+		if appended {
+			v.argsDigest = rec.ArgsSHA256
+			l.mu.Unlock()
+			return v
+		}
 	}
 	err := commit(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Block(l.pol().Principal)
