@@ -12,12 +12,12 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // cmdRun serves MCP over stdio. stdout carries only the MCP stream; every
@@ -84,11 +84,7 @@ func serveStdio(g *globals, cfg *policy.Config, build func() (*policy.Config, er
 	}
 	defer in.close()
 	go in.watchConfig(ctx, build)
-	conn, err := (&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}).Connect(ctx)
-	if err != nil {
-		in.log.Error("stdio", "err", err)
-		return 1
-	}
+	conn := link.NewLineConn(stdin, stdout, nil)
 	if err := relay.Serve(ctx, conn, in.relay); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		in.log.Error("MCP session ended with an error", "err", err)
 		return 1
@@ -234,7 +230,3 @@ func (w logWriter) Write(p []byte) (int, error) {
 	w.log.Info("human channel stderr", "text", strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

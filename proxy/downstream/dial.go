@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -81,11 +82,7 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 		c.exitErr = cmd.Wait()
 		close(c.exited)
 	}()
-	mc, err := (&mcp.IOTransport{Reader: stdout, Writer: stdin}).Connect(context.Background())
-	if err != nil {
-		killGroup(cmd)
-		return nil, err
-	}
+	mc := link.NewLineConn(stdout, stdin, func() error { return errors.Join(stdin.Close(), stdout.Close()) })
 	var once sync.Once
 	c.Connection = mc
 	c.stop = func() {

@@ -1,0 +1,313 @@
+package link
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxLineLength bounds one message on a stdio stream, as the go-sdk's
+// mcp.DefaultMaxLineLength does.
+const MaxLineLength = mcp.DefaultMaxLineLength
+
+// LineConn is MCP's stdio transport — newline-delimited JSON-RPC, batches
+// of the revisions that had them included — as an mcp.Connection. It
+// does what mcp.IOTransport does, but decodes each message once with
+// encoding/json: the go-sdk's decoder allocates a fresh 32 KiB buffer for
+// every message, two or three times per message, which on a guarded call
+// was most of what aqlguard allocated (issue 11).
+//
+// A goroutine reads, so that Close unblocks Read even when the reader
+// cannot be closed (a process's stdin).
+type LineConn struct {
+	w     io.Writer
+	close func() error
+
+	incoming chan lineOrErr
+	closed   chan struct{}
+	once     sync.Once
+
+	readMu sync.Mutex
+	queue  []jsonrpc.Message
+
+	writeMu sync.Mutex
+	batchMu sync.Mutex
+	batches map[jsonrpc.ID]*lineBatch
+}
+
+type lineOrErr struct {
+	line []byte
+	err  error
+}
+
+// lineBatch collects the responses to one incoming batch, which go out
+// as one array once all are there.
+type lineBatch struct {
+	unresolved map[jsonrpc.ID]int
+	responses  []*jsonrpc.Response
+}
+
+// NewLineConn reads messages from r and writes them to w; closeFn (may be
+// nil) is called once by Close, to close the underlying streams.
+func NewLineConn(r io.Reader, w io.Writer, closeFn func() error) *LineConn {
+	c := &LineConn{w: w, close: closeFn, incoming: make(chan lineOrErr), closed: make(chan struct{})}
+	go c.readLines(r)
+	return c
+}
+
+func (c *LineConn) readLines(r io.Reader) {
+	// One streaming decoder for the connection, as the go-sdk frames the
+	// stream: a message may even span lines (MCP says it must not, but
+	// servers that do work with the go-sdk, so they work through us).
+	lim := &frameLimit{r: r}
+	dec := json.NewDecoder(lim)
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == nil {
+			// What follows a message on its line must be its end.
+			var next [1]byte
+			if n, _ := dec.Buffered().Read(next[:]); n > 0 && next[0] != '\n' && next[0] != '\r' {
+				err = errors.New("invalid trailing data at the end of a message")
+			}
+		}
+		if lim.over {
+			err = fmt.Errorf("a message is longer than %d bytes", MaxLineLength)
+		}
+		select {
+		case c.incoming <- lineOrErr{raw, err}:
+		case <-c.closed:
+			return
+		}
+		if err != nil {
+			return
+		}
+		lim.n = 0
+	}
+}
+
+// frameLimit fails a read once one message has taken more than
+// MaxLineLength bytes (counted from where the decoder refilled after the
+// message before: a bound, not an exact length).
+type frameLimit struct {
+	r    io.Reader
+	n    int64 // bytes read for the current message so far
+	over bool
+}
+
+func (l *frameLimit) Read(p []byte) (int, error) {
+	if l.n >= MaxLineLength {
+		l.over = true
+		return 0, errors.New("message too long")
+	}
+	if rest := MaxLineLength - l.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := l.r.Read(p)
+	l.n += int64(n)
+	return n, err
+}
+
+// Read returns the next message.
+func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	if len(c.queue) > 0 {
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		return m, nil
+	}
+	var in lineOrErr
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case in = <-c.incoming:
+	}
+	if in.err != nil {
+		return nil, in.err
+	}
+	line := bytes.TrimSpace(in.line)
+	if len(line) == 0 || line[0] != '[' {
+		return decodeMessage(line)
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(line, &raws); err != nil {
+		return nil, fmt.Errorf("unmarshaling a jsonrpc batch: %w", err)
+	}
+	if len(raws) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	batch := &lineBatch{unresolved: map[jsonrpc.ID]int{}}
+	for _, raw := range raws {
+		m, err := decodeMessage(raw)
+		if err != nil {
+			return nil, err
+		}
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			if _, dup := batch.unresolved[req.ID]; dup {
+				return nil, fmt.Errorf("duplicate message ID %v in a batch", req.ID.Raw())
+			}
+			batch.unresolved[req.ID] = len(batch.responses)
+			batch.responses = append(batch.responses, nil)
+		}
+		msgs = append(msgs, m)
+	}
+	if len(batch.unresolved) > 0 {
+		c.batchMu.Lock()
+		if c.batches == nil {
+			c.batches = map[jsonrpc.ID]*lineBatch{}
+		}
+		for id := range batch.unresolved {
+			if _, seen := c.batches[id]; seen {
+				c.batchMu.Unlock()
+				return nil, fmt.Errorf("invalid request: a batch holds request %v, which is still open", id.Raw())
+			}
+		}
+		for id := range batch.unresolved {
+			c.batches[id] = batch
+		}
+		c.batchMu.Unlock()
+	}
+	c.queue = msgs[1:]
+	return msgs[0], nil
+}
+
+// decodeMessage reads one message as the go-sdk does
+// (jsonrpc.DecodeMessage): member names match exactly, "method" present
+// makes a request, a response needs an id. FuzzDecodeMessage holds the
+// two to the same results.
+func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+	}
+	var version string
+	if raw, ok := m["jsonrpc"]; ok {
+		if err := json.Unmarshal(raw, &version); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+	}
+	if version != "2.0" {
+		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
+	}
+	var idv any
+	if raw, ok := m["id"]; ok {
+		if err := json.Unmarshal(raw, &idv); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+	}
+	id, err := jsonrpc.MakeID(idv)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := m["method"]; ok {
+		var method string
+		if err := json.Unmarshal(raw, &method); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: m["params"]}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("JSON RPC invalid request: a response without an id")
+	}
+	resp := &jsonrpc.Response{ID: id, Result: m["result"]}
+	if raw, ok := m["error"]; ok && string(bytes.TrimSpace(raw)) != "null" {
+		var em map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &em); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		werr := &jsonrpc.Error{Data: em["data"]}
+		for key, dst := range map[string]any{"code": &werr.Code, "message": &werr.Message} {
+			if v, ok := em[key]; ok {
+				if err := json.Unmarshal(v, dst); err != nil {
+					return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+				}
+			}
+		}
+		resp.Error = werr
+	}
+	return resp, nil
+}
+
+// Write sends one message (the responses to a batch together, as one
+// array, once the last of them is written).
+func (c *LineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var data []byte
+	var err error
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		if all, inBatch := c.answer(resp); inBatch {
+			if all == nil {
+				return nil
+			}
+			raws := make([]json.RawMessage, len(all))
+			for i, r := range all {
+				if raws[i], err = jsonrpc.EncodeMessage(r); err != nil {
+					return err
+				}
+			}
+			data, err = json.Marshal(raws)
+		} else {
+			data, err = jsonrpc.EncodeMessage(msg)
+		}
+	} else {
+		data, err = jsonrpc.EncodeMessage(msg)
+	}
+	if err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	select {
+	case <-c.closed:
+		return ErrClosed
+	default:
+	}
+	_, err = c.w.Write(append(data, '\n'))
+	return err
+}
+
+// answer records a response to a batched request; all is the batch's
+// responses once resp completed it.
+func (c *LineConn) answer(resp *jsonrpc.Response) (all []*jsonrpc.Response, inBatch bool) {
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
+	b, ok := c.batches[resp.ID]
+	if !ok {
+		return nil, false
+	}
+	b.responses[b.unresolved[resp.ID]] = resp
+	delete(b.unresolved, resp.ID)
+	delete(c.batches, resp.ID)
+	if len(b.unresolved) > 0 {
+		return nil, true
+	}
+	return b.responses, true
+}
+
+// Close ends the connection; Read returns io.EOF from then on.
+func (c *LineConn) Close() error {
+	var err error
+	c.once.Do(func() {
+		close(c.closed)
+		if c.close != nil {
+			err = c.close()
+		}
+	})
+	return err
+}
+
+// SessionID is empty: stdio has no sessions.
+func (c *LineConn) SessionID() string { return "" }
