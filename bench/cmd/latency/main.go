@@ -138,6 +138,7 @@ func run(argv []string, stdout io.Writer) error {
 		contend    = fs.Bool("contend", false, "add a variant measured while a second aqlguard process on the same state directory serves calls non-stop")
 		read       = fs.String("read", "", "measure resources/read of this URI instead of tools/call (direct and transparent only)")
 		baseline   = fs.String("baseline-aqlguard", "", "another aqlguard binary (an earlier commit) to measure in transparent mode in the same run")
+		floor      = fs.String("floor", "", "a line copier (bench/cmd/linecopy) to measure in front of the server: the floor of any stdio proxy")
 	)
 	if err := fs.Parse(argv); err != nil {
 		return err
@@ -204,6 +205,10 @@ func run(argv []string, stdout io.Writer) error {
 		v := &variant{Name: "baseline aqlguard transparent", Tool: *tool, Args: args, Read: *read}
 		variants = append(variants, v)
 		argvs = append(argvs, harness.AqlguardArgv(*baseline, cfg, extra...))
+	}
+	if *floor != "" {
+		variants = append(variants, &variant{Name: "floor: line copier", Tool: *tool, Args: args, Read: *read})
+		argvs = append(argvs, append([]string{*floor, "--"}, srv.Argv...))
 	}
 	if *contend {
 		// Same config and state directory as "aqlguard single"; its
