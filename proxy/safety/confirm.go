@@ -219,6 +219,15 @@ const spentRetention = time.Hour
 // marked with the check's id so that settle can tell its own use from
 // another process's.
 func (l *Loop) spendFor(c *Confirmation, w *writes) {
+	prev, open := *c, l.confirms[c.Token] == c
+	w.undo = append(w.undo, func() {
+		c.Status, c.DoneAt, c.UsedBy = prev.Status, prev.DoneAt, prev.UsedBy
+		delete(l.spent, c.Token)
+		delete(l.dirty, c.Token)
+		if open {
+			l.confirms[c.Token] = c
+		}
+	})
 	l.spend(c, statusUsed)
 	c.UsedBy = w.id()
 	w.spent = append(w.spent, c.Token)
@@ -316,14 +325,26 @@ func (l *Loop) ConfirmOperation(ctx context.Context, session, token string) (*Co
 	switch {
 	case approves(answer) && c.Status == statusApproved:
 		if c.Kind != kindAction {
-			// A check-in is lifted now: it is not tied to one action.
-			l.applyCheckin(c.Kind)
-			l.spend(c, statusUsed)
-			if err := l.Store.Update(ctx, l.flush); err != nil {
+			// A check-in is lifted now: it is not tied to one action. It
+			// is written first and applied after: a check-in that was not
+			// recorded leaves the pause and the token as they were.
+			used := c.record()
+			used.Status, used.DoneAt = statusUsed, l.now()
+			err := l.Store.Update(ctx, func(tx *store.Tx) error {
+				if err := l.flush(tx); err != nil {
+					return err
+				}
+				return tx.PutConfirmation(used)
+			})
+			if err != nil {
 				l.Log.Error("recording a check-in", "token", c.Token, "err", err)
-				return nil, aql.Failure(stateUnavailable(err, "the check-in was not recorded"))
+				return nil, aql.Failure(stateUnavailable(err, "the check-in was not recorded; nothing is approved"))
 			}
 			l.clean()
+			l.applyCheckin(c.Kind)
+			c.Status, c.DoneAt = used.Status, used.DoneAt
+			delete(l.confirms, c.Token)
+			l.spent[c.Token] = c
 		}
 		l.clearNotifications(c.Token)
 		return l.confirmed(c), nil

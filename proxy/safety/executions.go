@@ -136,6 +136,8 @@ func (l *Loop) ExecuteAgent(ctx context.Context, session, element string) (State
 	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusRunning, StartedAt: l.now()}
 	l.dirtyExec[id] = e
 	if aerr := l.commitExecution(ctx, e, "execute_agent", "started"); aerr != nil {
+		// Not started: the next commit must not write it either.
+		delete(l.dirtyExec, id)
 		return State{}, aerr
 	}
 	l.executions[id] = e

@@ -292,7 +292,7 @@ func (l *Loop) check(ctx context.Context, a Action, w *writes) Verdict {
 		}
 		if c != nil {
 			l.spendFor(c, w)
-			l.applyCheckin(c.Kind)
+			l.applyCheckinFor(c.Kind, w)
 			if c.Kind == kindAction {
 				l.mu.Unlock()
 				d.Continue, d.Factors = true, append(d.Factors, "confirmation: approved by a human ("+c.Token+")")
@@ -325,7 +325,7 @@ func (l *Loop) check(ctx context.Context, a Action, w *writes) Verdict {
 		switch {
 		case approves(answer) && c.Status == statusApproved:
 			l.spendFor(c, w)
-			l.applyCheckin(c.Kind)
+			l.applyCheckinFor(c.Kind, w)
 			l.clearNotifications(c.Token)
 			if c.Kind == kindAction {
 				l.mu.Unlock()
@@ -480,6 +480,14 @@ func (l *Loop) approved(ctx context.Context, b binding, explicit *Confirmation) 
 		}
 	}
 	return nil, nil
+}
+
+// applyCheckinFor applies a check-in for a check that has yet to commit:
+// a failed commit puts the counters back (writes.rollback).
+func (l *Loop) applyCheckinFor(kind string, w *writes) {
+	steps, failurePause := l.steps, l.failurePause
+	w.undo = append(w.undo, func() { l.steps, l.failurePause = steps, failurePause })
+	l.applyCheckin(kind)
 }
 
 func (l *Loop) applyCheckin(kind string) {

@@ -32,6 +32,19 @@ type writes struct {
 	approval string
 	// check names this check in the store (see spendFor); made on demand.
 	check string
+	// undo puts back what the check changed in memory (approvals spent,
+	// check-ins applied) when its commit fails: a refusal that says
+	// "nothing is approved" must leave nothing approved.
+	undo []func()
+}
+
+// rollback undoes the check's changes to memory, newest first. l.mu is
+// held.
+func (w *writes) rollback() {
+	for i := len(w.undo) - 1; i >= 0; i-- {
+		w.undo[i]()
+	}
+	w.undo = nil
 }
 
 var checkSeq atomic.Uint64
@@ -124,6 +137,9 @@ func (l *Loop) observe(b *store.Block, operation string) {
 // Only then are notifications sent and the code shown.
 func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began time.Time) Verdict {
 	if v.storeDown {
+		l.mu.Lock()
+		w.rollback()
+		l.mu.Unlock()
 		return v
 	}
 	l.mu.Lock()
@@ -140,6 +156,7 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 		rec := l.decisionRecord(a, v, began)
 		appended, err := l.Store.AppendIf(ctx, l.syncedGen, rec)
 		if err != nil {
+			w.rollback()
 			l.mu.Unlock()
 			l.Log.Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
 			return l.unavailable(err, "the action is refused")
@@ -191,6 +208,7 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 		return err
 	})
 	if err != nil {
+		w.rollback()
 		l.mu.Unlock()
 		l.Log.Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
 		return l.unavailable(err, "the action is refused")

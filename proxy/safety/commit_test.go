@@ -1,0 +1,140 @@
+package safety
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/verify"
+)
+
+// lockedLoop is newLoop on a state directory whose lock the test can
+// hold, with a short lock timeout.
+func lockedLoop(t *testing.T, h verify.Channel) (*Loop, string) {
+	t.Helper()
+	cfg, err := policy.Parse([]byte(testPolicy), "test.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Compile(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), dir, store.Options{Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return &Loop{Policy: p, Store: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
+		ConfirmTTL: 5 * time.Minute, ChallengeTTL: 5 * time.Minute,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dir
+}
+
+// holdLock takes the state directory's lock as another process stuck in
+// a transaction would (shared: reads go on, commits cannot), until the
+// returned function is called.
+func holdLock(t *testing.T, dir string, how int) func() {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, store.FileName+".lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = f.Close() }
+}
+
+// TestFailedCommitApprovesNothing: a call whose approval was spent in
+// memory but whose decision could not be committed is refused, and the
+// approval is still there for the retry (it was not used).
+func TestFailedCommitApprovesNothing(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	l, dir := lockedLoop(t, h)
+	del := call("db_delete_row", map[string]any{"id": "7"})
+	v := l.Check(ctx, del)
+	if v.Proceed || v.Token == "" {
+		t.Fatalf("want a confirmation, got %+v", v)
+	}
+	h.say(verify.Allow)
+	if _, res := l.ConfirmOperation(ctx, "s", v.Token); res != nil {
+		t.Fatalf("confirm_operation: %+v", res.Err)
+	}
+	release := holdLock(t, dir, syscall.LOCK_SH)
+	if v := l.Check(ctx, del); v.Proceed {
+		t.Fatal("a decision that could not be committed must not proceed")
+	}
+	release()
+	if v := l.Check(ctx, del); !v.Proceed {
+		t.Fatalf("the approval must survive the failed commit: %+v %v", v.Directive, v.Err)
+	}
+	if v := l.Check(ctx, del); v.Proceed {
+		t.Fatal("the approval is good for one call")
+	}
+}
+
+// TestNotStartedExecutionIsNotWritten: an execution whose start could not
+// be committed is reported not started and is not written by the next
+// commit either.
+func TestNotStartedExecutionIsNotWritten(t *testing.T) {
+	ctx := context.Background()
+	l, dir := lockedLoop(t, &fakeHuman{})
+	release := holdLock(t, dir, syscall.LOCK_SH)
+	if _, err := l.ExecuteAgent(ctx, "s", "agent"); err == nil {
+		t.Fatal("an execution that could not be committed must not start")
+	}
+	release()
+	l.mu.Lock()
+	pending := len(l.dirtyExec)
+	l.mu.Unlock()
+	if pending != 0 {
+		t.Fatalf("%d executions wait to be written by the next commit", pending)
+	}
+}
+
+// TestFailedCheckInCommitKeepsThePause: confirm_operation on an approved
+// step-limit check-in whose write fails says nothing is approved, and
+// means it: the count and the token stay as they were.
+func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	l, dir := lockedLoop(t, h)
+	get := call("db_get_row", map[string]any{"id": "1"})
+	for i := range 3 {
+		if !l.Check(ctx, get).Proceed {
+			t.Fatalf("step %d refused", i+1)
+		}
+	}
+	v := l.Check(ctx, get) // step 4: a check-in, nobody answers yet
+	if v.Proceed || v.Token == "" {
+		t.Fatalf("step 4: %+v", v)
+	}
+	// The human's approval is on record (as if answered and written);
+	// then writing the check-in itself fails.
+	l.mu.Lock()
+	c := l.confirms[v.Token]
+	c.Status, c.DoneAt = statusApproved, l.now()
+	steps := l.steps
+	l.mu.Unlock()
+	release := holdLock(t, dir, syscall.LOCK_SH)
+	_, res := l.ConfirmOperation(ctx, "s", v.Token)
+	release()
+	if res == nil || res.Err == nil {
+		t.Fatal("confirm_operation must fail when the check-in cannot be written")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.steps != steps || l.confirms[v.Token] == nil || l.spent[v.Token] != nil {
+		t.Fatalf("a check-in that was not recorded was applied: steps %d (was %d), open %v, spent %v",
+			l.steps, steps, l.confirms[v.Token] != nil, l.spent[v.Token] != nil)
+	}
+}
