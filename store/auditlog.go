@@ -72,6 +72,25 @@ type auditLog struct {
 	stop      chan struct{}
 	stopped   chan struct{}
 	closeOnce sync.Once
+
+	// anchors (anchor.go); set before the first append.
+	anchor       func(line string) error
+	stateID      string
+	anchored     uint64 // the last seq anchored
+	lastAnchorAt time.Time
+}
+
+// sendAnchor anchors the head if it moved since the last anchor. l.mu is
+// held.
+func (l *auditLog) sendAnchor() {
+	if l.anchor == nil || l.head.Seq == 0 || l.head.Seq == l.anchored {
+		return
+	}
+	a := Anchor{State: l.stateID, Segment: segmentName(l.n), Seq: l.head.Seq, Hash: l.head.Hash}
+	if l.anchor(a.String()) == nil {
+		l.anchored = l.head.Seq
+	}
+	l.lastAnchorAt = time.Now()
 }
 
 func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duration) (*auditLog, error) {
@@ -89,11 +108,7 @@ func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duratio
 	}
 	l := &auditLog{dir: dir, sync: mode, maxBytes: maxBytes, maxAge: maxAge, head: auditHead{Hash: GenesisHash},
 		stop: make(chan struct{}), stopped: make(chan struct{})}
-	if mode == SyncGrouped {
-		go l.flushLoop()
-	} else {
-		close(l.stopped)
-	}
+	go l.flushLoop()
 	return l, nil
 }
 
@@ -221,6 +236,7 @@ func (l *auditLog) append(recs []Record) (int64, error) {
 		}
 		line = append(line, '\n')
 		if l.f == nil || l.size > 0 && (l.size+int64(len(line)) > l.maxBytes || !l.first.IsZero() && r.Time.Sub(l.first) > l.maxAge) {
+			l.sendAnchor() // the closing segment's last record
 			next := l.n + 1
 			if err := l.adopt(next); err != nil {
 				return 0, err
@@ -287,10 +303,15 @@ func (l *auditLog) flushLoop() {
 		}
 		l.mu.Lock()
 		pending := l.written
+		if time.Since(l.lastAnchorAt) >= AnchorInterval {
+			l.sendAnchor()
+		}
 		l.mu.Unlock()
-		l.syncMu.Lock()
-		_ = l.flush(pending)
-		l.syncMu.Unlock()
+		if l.sync == SyncGrouped {
+			l.syncMu.Lock()
+			_ = l.flush(pending)
+			l.syncMu.Unlock()
+		}
 	}
 }
 
@@ -300,6 +321,7 @@ func (l *auditLog) close() {
 		<-l.stopped
 		l.mu.Lock()
 		l.closeFile()
+		l.sendAnchor()
 		l.mu.Unlock()
 	})
 }

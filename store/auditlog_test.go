@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -259,5 +260,82 @@ func TestAppendIf(t *testing.T) {
 	}
 	if n := verify(t, s); n != 1 {
 		t.Fatalf("%d records, want 1", n)
+	}
+}
+
+// TestAnchorsCatchARewoundLog: an agent that cuts the log's tail and
+// rewinds the head the database records passes VerifyChain, but not the
+// anchors the system log kept.
+func TestAnchorsCatchARewoundLog(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var syslog strings.Builder
+	o := Options{SegmentBytes: 3000, Anchor: func(line string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		syslog.WriteString("Nov 22 19:00:00 host aqlguard-audit[42]: " + line + "\n")
+		return nil
+	}}
+	s, err := Open(ctx, dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if err := s.Update(ctx, func(tx *Tx) error {
+			return tx.Append(Record{Time: t0.Add(time.Duration(i) * time.Second), Kind: "decision", Principal: "p"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.Close()
+	anchors, err := ParseAnchors(strings.NewReader(syslog.String()))
+	if err != nil || len(anchors) < 2 {
+		t.Fatalf("anchors %v, %v: want one per closed segment and one at close", anchors, err)
+	}
+	if last := anchors[len(anchors)-1]; last.Seq != 40 {
+		t.Fatalf("the last anchor names record %d, want 40 (the head at close)", last.Seq)
+	}
+	s, err = Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.View(ctx, func(tx *Tx) error { _, err := tx.VerifyAnchors(anchors); return err }); err != nil {
+		t.Fatalf("VerifyAnchors on the untouched log: %v", err)
+	}
+
+	// The attack: keep records 1–30, and make the database's head say 30.
+	var keep []byte
+	var head auditHead
+	_ = s.View(ctx, func(tx *Tx) error {
+		return tx.Records(0, func(r Record, raw []byte) error {
+			if r.Seq <= 30 {
+				keep = append(append(keep, raw...), '\n')
+				head = auditHead{Seq: r.Seq, Hash: r.Hash}
+			}
+			return nil
+		})
+	})
+	ns, _ := s.log.segments()
+	for _, n := range ns {
+		_ = os.Remove(filepath.Join(dir, AuditDir, segmentName(n)))
+	}
+	if err := os.WriteFile(filepath.Join(dir, AuditDir, segmentName(1)), keep, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(head)
+	_ = s.Update(ctx, func(tx *Tx) error { return tx.tx.Bucket(bucketMeta).Put(keyAuditHead, raw) })
+	if n := verify(t, s); n != 30 {
+		t.Fatalf("the rewound log verifies with %d records (the attack must look clean to VerifyChain)", n)
+	}
+	err = s.View(ctx, func(tx *Tx) error { _, err := tx.VerifyAnchors(anchors); return err })
+	if !errors.Is(err, ErrChainBroken) {
+		t.Fatalf("VerifyAnchors on the rewound log = %v, want ErrChainBroken", err)
+	}
+	// Anchors of another state directory do not count.
+	other := []Anchor{{State: "0000000000000000", Segment: segmentName(1), Seq: 1, Hash: strings.Repeat("a", 64)}}
+	if err := s.View(ctx, func(tx *Tx) error { _, err := tx.VerifyAnchors(other); return err }); err == nil || errors.Is(err, ErrChainBroken) {
+		t.Fatalf("anchors of another directory: %v, want \"no anchor of this state directory\"", err)
 	}
 }

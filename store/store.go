@@ -48,6 +48,10 @@ type Options struct {
 	// DefaultSegmentBytes, DefaultSegmentAge).
 	SegmentBytes int64
 	SegmentAge   time.Duration
+	// Anchor, when set, sends a line to the system log (see anchor.go);
+	// its errors are not the caller's: an anchor that could not be sent
+	// is retried with the next.
+	Anchor func(line string) error
 }
 
 // Store is the state database. It is safe for concurrent use; the
@@ -101,6 +105,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge); err != nil {
 		return nil, err
 	}
+	s.log.anchor = o.Anchor
 	err = s.Update(ctx, func(tx *Tx) error {
 		for _, b := range buckets {
 			if _, err := tx.tx.CreateBucketIfNotExists(b); err != nil {
@@ -112,6 +117,9 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		if err != nil {
 			return err
 		}
+		if s.log.stateID, err = tx.stateID(); err != nil {
+			return err
+		}
 		return tx.migrateAudit()
 	})
 	if err != nil {
@@ -121,8 +129,11 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	return s, nil
 }
 
-// Close fsyncs the audit log and stops its flusher. The Store must not be
-// used after.
+// StateID is the state directory's id, as anchors name it.
+func (s *Store) StateID() string { return s.log.stateID }
+
+// Close fsyncs the audit log, anchors its head and stops its flusher.
+// The Store must not be used after.
 func (s *Store) Close() error {
 	if s != nil && s.log != nil {
 		s.log.close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/user"
 	"strconv"
 	"strings"
@@ -175,7 +177,10 @@ const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify> [flags]
   export          every record, as JSON lines exactly as stored (hashes
                   included), or --format ocsf: OCSF API Activity events
   tail [-f] [-n N]  the last N records (default 10); -f keeps printing new ones
-  verify [FILE]   check the hash chain of the database, or of an exported FILE
+  verify [FILE]   check the hash chain of the audit log, or of an exported FILE;
+                  --anchors also checks it against the heads aqlguard sent to the
+                  system log (journald, else /var/log), --anchors-from FILE
+                  against the anchor lines in FILE
 filters (list, export, tail): --since T, --until T (RFC 3339, or a duration
 back from now: 2h), --agent NAME, --kind KIND. A filtered export leaves out
 records, so verify reports a gap in it.
@@ -186,6 +191,8 @@ type auditFlags struct {
 	format, since, until, agent, kind string
 	follow                            bool
 	n                                 int
+	anchors                           bool
+	anchorsFrom                       string
 }
 
 func (a *auditFlags) filter(now time.Time) (audit.Filter, error) {
@@ -219,6 +226,8 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&af.kind, "kind", "", "only records of this kind (decision, outcome, verification, ...)")
 	fs.BoolVar(&af.follow, "f", false, "tail: keep printing new records")
 	fs.IntVar(&af.n, "n", 10, "tail: how many records to print first")
+	fs.BoolVar(&af.anchors, "anchors", false, "verify: also check the log against the anchors in the system log")
+	fs.StringVar(&af.anchorsFrom, "anchors-from", "", "verify: check the log against the anchor lines in this file")
 	rest, err := parseInterspersed(fs, args[1:])
 	if err != nil {
 		return 2
@@ -277,6 +286,17 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		err = st.View(ctx, func(tx *store.Tx) (err error) { n, err = tx.VerifyChain(); return })
 		if err == nil {
 			fmt.Fprintf(stdout, "audit chain verified: %d records\n", n)
+		}
+		if err == nil && (af.anchors || af.anchorsFrom != "") {
+			var anchors []store.Anchor
+			var from string
+			if anchors, from, err = readAnchors(ctx, af.anchorsFrom); err == nil {
+				var checked int
+				err = st.View(ctx, func(tx *store.Tx) (err error) { checked, err = tx.VerifyAnchors(anchors); return })
+				if err == nil {
+					fmt.Fprintf(stdout, "audit anchors verified: %d anchored heads from %s are in the log\n", checked, from)
+				}
+			}
 		}
 	default:
 		fmt.Fprint(stderr, auditUsage)
@@ -436,4 +456,38 @@ func verifyExport(path string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "audit export verified: %d records (an export cannot show records cut from its end)\n", v.Count())
 	return 0
+}
+
+// readAnchors reads the audit anchors from file, or, with file empty,
+// from the system log: journald (journalctl), else the syslog files.
+func readAnchors(ctx context.Context, file string) ([]store.Anchor, string, error) {
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, "", err
+		}
+		defer f.Close()
+		a, err := store.ParseAnchors(f)
+		return a, file, err
+	}
+	if path, err := exec.LookPath("journalctl"); err == nil {
+		out, err := exec.CommandContext(ctx, path, "-q", "--no-pager", "-o", "cat", "-t", anchorIdent).Output()
+		if err == nil {
+			if a, _ := store.ParseAnchors(bytes.NewReader(out)); len(a) > 0 {
+				return a, "journald", nil
+			}
+		}
+	}
+	for _, p := range []string{"/var/log/auth.log", "/var/log/secure", "/var/log/syslog", "/var/log/messages"} {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		a, _ := store.ParseAnchors(f)
+		f.Close()
+		if len(a) > 0 {
+			return a, p, nil
+		}
+	}
+	return nil, "", errors.New("no audit anchors in the system log (journald or /var/log): is a system log running, and readable by this user?")
 }

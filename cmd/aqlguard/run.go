@@ -137,6 +137,10 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
 	}
+	if anchorsOff != "" {
+		log.Warn("audit anchors are off: the audit log's heads cannot be sent to the system log, so `aqlguard audit verify --anchors` "+
+			"has nothing to check a rewound log against", "why", anchorsOff)
+	}
 	log.Info("aqlguard starting", "version", version(), "config", source, "mode", cfg.Mode,
 		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
 		"state", st.Path())
@@ -209,7 +213,8 @@ func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
 		}
 		dir = d
 	}
-	st, err := store.Open(ctx, dir, store.Options{Timeout: cfg.StateLockTimeout.Duration, AuditSync: store.SyncMode(cfg.Audit.Sync)})
+	st, err := store.Open(ctx, dir, store.Options{Timeout: cfg.StateLockTimeout.Duration, AuditSync: store.SyncMode(cfg.Audit.Sync),
+		Anchor: systemLogAnchor()})
 	if err != nil {
 		return nil, fmt.Errorf("the state database: %w", err)
 	}
@@ -230,3 +235,9 @@ func (w logWriter) Write(p []byte) (int, error) {
 	w.log.Info("human channel stderr", "text", strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// anchorIdent is the system log identifier of the audit anchors.
+const anchorIdent = "aqlguard-audit"
+
+// anchorsOff says why anchors are not sent ("" when they are).
+var anchorsOff string
