@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,6 +34,23 @@ func FuzzChainVerifier(f *testing.F) {
 		again, _ := json.Marshal(got)
 		if string(again) != string(bytes.TrimSpace(raw)) {
 			t.Fatalf("accepted bytes its hash does not cover:\n%q\n%q", raw, again)
+		}
+	})
+}
+
+// FuzzParseAnchors: the system log is written by anyone on the machine,
+// so its anchor lines are untrusted: reading them never panics, and what
+// is read is well formed.
+func FuzzParseAnchors(f *testing.F) {
+	f.Add("Nov 22 19:00:00 host aqlguard-audit[42]: aqlguard audit anchor state=0123456789abcdef segment=audit-00000001.jsonl seq=40 hash=" + strings.Repeat("ab", 32))
+	f.Add("aqlguard audit anchor state= seq=-1 hash=x\naqlguard audit anchor seq=99999999999999999999999")
+	f.Add("aqlguard audit anchor state=a=b=c seq=1 hash=" + strings.Repeat("0", 64) + " seq=2")
+	f.Fuzz(func(t *testing.T, text string) {
+		anchors, _ := ParseAnchors(strings.NewReader(text))
+		for _, a := range anchors {
+			if a.State == "" || a.Seq == 0 || len(a.Hash) != 64 {
+				t.Fatalf("malformed anchor read: %+v", a)
+			}
 		}
 	})
 }
