@@ -73,7 +73,8 @@ type auditLog struct {
 	stopped   chan struct{}
 	closeOnce sync.Once
 
-	// anchors (anchor.go); set before the first append.
+	// anchors (anchor.go): anchor is set at open, stateID (under mu) once
+	// the database is read.
 	anchor       func(line string) error
 	stateID      string
 	anchored     uint64 // the last seq anchored
@@ -93,7 +94,7 @@ func (l *auditLog) sendAnchor() {
 	l.lastAnchorAt = time.Now()
 }
 
-func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duration) (*auditLog, error) {
+func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duration, anchor func(string) error) (*auditLog, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("audit log: creating %s: %w", dir, err)
 	}
@@ -107,7 +108,7 @@ func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duratio
 		maxAge = DefaultSegmentAge
 	}
 	l := &auditLog{dir: dir, sync: mode, maxBytes: maxBytes, maxAge: maxAge, head: auditHead{Hash: GenesisHash},
-		stop: make(chan struct{}), stopped: make(chan struct{})}
+		anchor: anchor, stop: make(chan struct{}), stopped: make(chan struct{})}
 	go l.flushLoop()
 	return l, nil
 }

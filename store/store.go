@@ -102,10 +102,9 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if s.gen, err = openGeneration(filepath.Join(dir, GenerationFile)); err != nil {
 		return nil, err
 	}
-	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge); err != nil {
+	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge, o.Anchor); err != nil {
 		return nil, err
 	}
-	s.log.anchor = o.Anchor
 	err = s.Update(ctx, func(tx *Tx) error {
 		for _, b := range buckets {
 			if _, err := tx.tx.CreateBucketIfNotExists(b); err != nil {
@@ -117,9 +116,13 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		if err != nil {
 			return err
 		}
-		if s.log.stateID, err = tx.stateID(); err != nil {
+		id, err := tx.stateID()
+		if err != nil {
 			return err
 		}
+		s.log.mu.Lock()
+		s.log.stateID = id
+		s.log.mu.Unlock()
 		return tx.migrateAudit()
 	})
 	if err != nil {
@@ -130,7 +133,11 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 }
 
 // StateID is the state directory's id, as anchors name it.
-func (s *Store) StateID() string { return s.log.stateID }
+func (s *Store) StateID() string {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	return s.log.stateID
+}
 
 // Close fsyncs the audit log, anchors its head and stops its flusher.
 // The Store must not be used after.
