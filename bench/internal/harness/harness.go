@@ -108,6 +108,7 @@ func AqlguardArgv(bin, config string, extra ...string) []string {
 type Session struct {
 	*mcp.ClientSession
 	Tap    *Tap
+	Pid    int // the child's process id
 	stderr *tail
 	argv   []string
 }
@@ -128,7 +129,7 @@ func Start(ctx context.Context, argv []string) (*Session, error) {
 		}
 		return nil, fmt.Errorf("starting %s: %w%s", argv[0], err, stderrNote(stderr.String()))
 	}
-	return &Session{ClientSession: cs, Tap: tap, stderr: stderr, argv: argv}, nil
+	return &Session{ClientSession: cs, Tap: tap, Pid: cmd.Process.Pid, stderr: stderr, argv: argv}, nil
 }
 
 // Stderr returns the tail of the child's stderr.

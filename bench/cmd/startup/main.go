@@ -1,0 +1,165 @@
+// Command startup measures how soon aqlguard is ready and how much memory
+// it holds idle, against the servers it fronts, in one run: the time from
+// spawning to the answer to initialize, directly for each server (the
+// slowest is the baseline: aqlguard starts them side by side) and through
+// aqlguard with all of them, in interleaved rounds; then the resident
+// memory of the idle aqlguard process, and of the supervisor processes it
+// runs its stdio servers under.
+//
+//	startup -aqlguard BIN -server BIN [-servers 3] [-rounds 10]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aqlguard/aqlguard/bench/internal/harness"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "startup:", err)
+		os.Exit(1)
+	}
+}
+
+func run(argv []string) error {
+	fs := flag.NewFlagSet("startup", flag.ContinueOnError)
+	aqlguard := fs.String("aqlguard", "", "aqlguard binary")
+	server := fs.String("server", "", "MCP server binary (stdio)")
+	count := fs.Int("servers", 3, "how many copies of the server aqlguard fronts")
+	rounds := fs.Int("rounds", 10, "rounds")
+	idle := fs.Duration("idle", 2*time.Second, "how long aqlguard idles before its memory is read")
+	if err := fs.Parse(argv); err != nil {
+		return err
+	}
+	if *aqlguard == "" || *server == "" {
+		return fmt.Errorf("-aqlguard and -server are required")
+	}
+	dir, err := os.MkdirTemp("", "aqlguard-startup-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var servers []harness.Server
+	for i := range *count {
+		servers = append(servers, harness.Server{Name: "s" + strconv.Itoa(i+1), Argv: []string{*server}})
+	}
+	cfg, err := harness.WriteConfig(dir, "transparent", servers)
+	if err != nil {
+		return err
+	}
+	ready := func(argv []string) (time.Duration, *harness.Session, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		t0 := time.Now()
+		s, err := harness.Start(ctx, argv)
+		if err != nil {
+			return 0, nil, err
+		}
+		if _, err := s.ListTools(ctx, nil); err != nil {
+			s.Close()
+			return 0, nil, err
+		}
+		return time.Since(t0), s, nil
+	}
+	var direct, guarded []time.Duration
+	var rss, supervisors []int
+	for r := range *rounds {
+		slowest := time.Duration(0)
+		for range *count {
+			d, s, err := ready([]string{*server})
+			if err != nil {
+				return fmt.Errorf("direct: %w", err)
+			}
+			s.Close()
+			slowest = max(slowest, d)
+		}
+		direct = append(direct, slowest)
+		d, s, err := ready(harness.AqlguardArgv(*aqlguard, cfg))
+		if err != nil {
+			return fmt.Errorf("aqlguard: %w", err)
+		}
+		guarded = append(guarded, d)
+		if r == *rounds-1 {
+			time.Sleep(*idle)
+			rss = append(rss, rssKB(s.Pid))
+			for _, pid := range children(s.Pid) {
+				if cmdline(pid) != "" && strings.Contains(cmdline(pid), "__supervise") {
+					supervisors = append(supervisors, rssKB(pid))
+				}
+			}
+		}
+		s.Close()
+	}
+	med := func(ds []time.Duration) time.Duration {
+		c := slices.Clone(ds)
+		slices.Sort(c)
+		return c[len(c)/2]
+	}
+	var added []time.Duration
+	for i := range direct {
+		added = append(added, guarded[i]-direct[i])
+	}
+	fmt.Printf("ready (spawn → initialize answered → tools listed), %d rounds, %d servers:\n", *rounds, *count)
+	fmt.Printf("  slowest server directly: median %s\n", med(direct).Round(time.Microsecond))
+	fmt.Printf("  aqlguard with all of them: median %s\n", med(guarded).Round(time.Microsecond))
+	fmt.Printf("  added: median %s (max %s)\n", med(added).Round(time.Microsecond), slices.Max(added).Round(time.Microsecond))
+	sum := 0
+	for _, kb := range supervisors {
+		sum += kb
+	}
+	fmt.Printf("idle resident memory after %s: aqlguard %.1f MB; its %d supervisor processes %.1f MB together\n",
+		*idle, float64(rss[0])/1024, len(supervisors), float64(sum)/1024)
+	return nil
+}
+
+func rssKB(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return n
+		}
+	}
+	return 0
+}
+
+// children are the direct children of pid.
+func children(pid int) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(s[i+1:])
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func cmdline(pid int) string {
+	b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	return strings.ReplaceAll(string(b), "\x00", " ")
+}
