@@ -138,3 +138,30 @@ func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 			l.steps, steps, l.confirms[v.Token] != nil, l.spent[v.Token] != nil)
 	}
 }
+
+// TestOwnBlockDoesNotHangOnTheGeneration: the generation file is a hint
+// that other processes changed state. An agent that rewinds it (it can
+// write the state directory) does not make this process forget a block
+// it set itself.
+func TestOwnBlockDoesNotHangOnTheGeneration(t *testing.T) {
+	ctx := context.Background()
+	l, dir := lockedLoop(t, &fakeHuman{})
+	gen := filepath.Join(dir, store.GenerationFile)
+	get := call("db_get_row", map[string]any{"id": "1"})
+	if !l.Check(ctx, get).Proceed {
+		t.Fatal("a plain call was refused")
+	}
+	before, err := os.ReadFile(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := l.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Proceed {
+		t.Fatal("the deny pattern must block")
+	}
+	if err := os.WriteFile(gen, before, 0o600); err != nil { // the agent rewinds the generation
+		t.Fatal(err)
+	}
+	if v := l.Check(ctx, get); v.Proceed {
+		t.Fatal("the block this process set must hold with the generation rewound")
+	}
+}

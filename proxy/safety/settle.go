@@ -149,9 +149,9 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 	// not moved) and the block it read does not overrule the verdict, the
 	// record is appended and that is all; otherwise it re-reads in a
 	// read-only transaction and appends to the log.
-	commit := l.Store.ViewAppend
+	commit, writing := l.Store.ViewAppend, false
 	if w.writesState() || len(l.dirty) > 0 || len(l.dirtyExec) > 0 || l.now().Sub(l.prunedDB) >= time.Hour {
-		commit = l.Store.Update
+		commit, writing = l.Store.Update, true
 	} else if cur := l.syncedBlock; l.synced && w.pause == nil && w.show == nil && (cur == nil || v.Err != nil && v.Err.Code == aql.CodeAgentBlocked && v.VerificationID == cur.VerificationID) {
 		rec := l.decisionRecord(a, v, began)
 		appended, err := l.Store.AppendIf(ctx, l.syncedGen, rec)
@@ -214,6 +214,12 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 		return l.unavailable(err, "the action is refused")
 	}
 	l.clean()
+	// What this check wrote is read back at the next one, whatever the
+	// generation file says: it is only a hint that others changed state,
+	// and a block this process set must not hang on it.
+	if writing {
+		l.synced = false
+	}
 	if w.block != nil {
 		l.observe(w.block, a.Operation)
 		l.Log.Warn("principal hard-blocked", "principal", l.pol().Principal, "reason", w.block.Reason,
