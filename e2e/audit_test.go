@@ -4,10 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestAuditExportOCSF: every record exports as an OCSF API Activity event
@@ -129,4 +135,70 @@ func jsonLines(t *testing.T, out string) []map[string]any {
 		recs = append(recs, r)
 	}
 	return recs
+}
+
+// TestAuditAnchorsCatchARewoundLog: what an agent running as the user
+// can do to the audit log — cut its tail and rewind the head the
+// database records — passes `audit verify`, and fails `audit verify
+// --anchors-from` a copy of the anchors the system log kept. (This
+// machine has no system log: the anchors are written here as aqlguard
+// sends them, from the log before the attack.)
+func TestAuditAnchorsCatchARewoundLog(t *testing.T) {
+	h := newHuman(t)
+	g := startGuard(t, blockingConfig(h))
+	for range 5 {
+		if res := echo(t, g); res["success"] != true {
+			t.Fatalf("echo: %v", res)
+		}
+	}
+	if err := g.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	vout, verr, code := admin(t, g, "audit", "verify")
+	m := regexp.MustCompile(`\(state ([0-9a-f]{16})\)`).FindStringSubmatch(vout)
+	if code != 0 || m == nil {
+		t.Fatalf("audit verify: exit %d: %s%s", code, vout, verr)
+	}
+	recs := auditRecords(t, g)
+	last := recs[len(recs)-1]
+	anchors := filepath.Join(t.TempDir(), "syslog")
+	writeFile(t, anchors, fmt.Sprintf("Nov 22 19:00:00 host aqlguard-audit[1]: aqlguard audit anchor state=%s segment=audit-00000001.jsonl seq=%.0f hash=%s\n",
+		m[1], last["seq"], last["hash"]))
+	if out, errOut, code := admin(t, g, "audit", "verify", "--anchors-from", anchors); code != 0 || !strings.Contains(out, "anchors verified") {
+		t.Fatalf("verify --anchors-from on the untouched log: exit %d: %s%s", code, out, errOut)
+	}
+
+	// The attack: drop the last two records and rewind the head.
+	seg := filepath.Join(filepath.Dir(dbPath(g.dir)), "audit", "audit-00000001.jsonl")
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	kept := strings.Join(lines[:len(lines)-2], "")
+	var head struct {
+		Seq  uint64 `json:"seq"`
+		Hash string `json:"hash"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-3]), &head); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, seg, kept)
+	db, err := bolt.Open(dbPath(g.dir), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(head)
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("audit_head"), raw) }); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	if out, errOut, code := admin(t, g, "audit", "verify"); code != 0 {
+		t.Fatalf("the rewound log should still verify as a chain (that is the attack): exit %d: %s%s", code, out, errOut)
+	}
+	out, errOut, code := admin(t, g, "audit", "verify", "--anchors-from", anchors)
+	if code == 0 || !strings.Contains(errOut, "anchor") {
+		t.Fatalf("verify --anchors-from on the rewound log: exit %d: %s%s", code, out, errOut)
+	}
+	t.Logf("caught: %s", strings.TrimSpace(errOut))
 }

@@ -285,7 +285,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		var n uint64
 		err = st.View(ctx, func(tx *store.Tx) (err error) { n, err = tx.VerifyChain(); return })
 		if err == nil {
-			fmt.Fprintf(stdout, "audit chain verified: %d records\n", n)
+			fmt.Fprintf(stdout, "audit chain verified: %d records (state %s)\n", n, st.StateID())
 		}
 		if err == nil && (af.anchors || af.anchorsFrom != "") {
 			var anchors []store.Anchor
