@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // guarded is the test server behind a policy with one rule of each kind.
@@ -142,8 +143,13 @@ func TestMonitoringAndLoggingModes(t *testing.T) {
 			t.Errorf("monitoring must report the would-be decision: %v", res)
 		}
 		assertResultSchema(t, res)
-		if !strings.Contains(g.stderr(), "enforced=false") {
-			t.Error("log lacks the monitored decision")
+		// The log line is written before the answer, but reaches us
+		// through a pipe of its own: wait for it.
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(g.stderr(), "enforced=false"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Error("log lacks the monitored decision")
+				break
+			}
 		}
 	})
 	t.Run("logging", func(t *testing.T) {
