@@ -71,7 +71,7 @@ func run(argv []string) error {
 		return time.Since(t0), s, nil
 	}
 	var direct, guarded []time.Duration
-	var rss, supervisors []int
+	var rss, pss, supervisors, supervisorsPSS []int
 	for r := range *rounds {
 		slowest := time.Duration(0)
 		for range *count {
@@ -91,9 +91,11 @@ func run(argv []string) error {
 		if r == *rounds-1 {
 			time.Sleep(*idle)
 			rss = append(rss, rssKB(s.Pid))
+			pss = append(pss, pssKB(s.Pid))
 			for _, pid := range children(s.Pid) {
 				if cmdline(pid) != "" && strings.Contains(cmdline(pid), "__supervise") {
 					supervisors = append(supervisors, rssKB(pid))
+					supervisorsPSS = append(supervisorsPSS, pssKB(pid))
 				}
 			}
 		}
@@ -112,13 +114,33 @@ func run(argv []string) error {
 	fmt.Printf("  slowest server directly: median %s\n", med(direct).Round(time.Microsecond))
 	fmt.Printf("  aqlguard with all of them: median %s\n", med(guarded).Round(time.Microsecond))
 	fmt.Printf("  added: median %s (max %s)\n", med(added).Round(time.Microsecond), slices.Max(added).Round(time.Microsecond))
-	sum := 0
-	for _, kb := range supervisors {
-		sum += kb
+	total := func(kbs []int) float64 {
+		sum := 0
+		for _, kb := range kbs {
+			sum += kb
+		}
+		return float64(sum) / 1024
 	}
-	fmt.Printf("idle resident memory after %s: aqlguard %.1f MB; its %d supervisor processes %.1f MB together\n",
-		*idle, float64(rss[0])/1024, len(supervisors), float64(sum)/1024)
+	fmt.Printf("idle memory after %s (RSS; PSS, which splits the pages the processes share, such as the binary's):\n", *idle)
+	fmt.Printf("  aqlguard: %.1f MB; %.1f MB\n", float64(rss[0])/1024, float64(pss[0])/1024)
+	fmt.Printf("  its %d supervisor processes together: %.1f MB; %.1f MB\n", len(supervisors), total(supervisors), total(supervisorsPSS))
+	fmt.Printf("  all of them: %.1f MB; %.1f MB\n", float64(rss[0])/1024+total(supervisors), float64(pss[0])/1024+total(supervisorsPSS))
 	return nil
+}
+
+// pssKB is a process's proportional set size.
+func pssKB(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return n
+		}
+	}
+	return 0
 }
 
 func rssKB(pid int) int {
