@@ -25,13 +25,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Modes.
+// Mode is how the front offers the servers' tools (the config's mode,
+// which policy validates).
+type Mode string
+
+// The modes.
 const (
-	ModeSemantic    = "semantic"
-	ModeSingle      = "single"
-	ModeAll         = "all"
-	ModePassthrough = "passthrough"
-	ModeTransparent = "transparent"
+	ModeSemantic    Mode = "semantic"
+	ModeSingle      Mode = "single"
+	ModeAll         Mode = "all"
+	ModePassthrough Mode = "passthrough"
+	ModeTransparent Mode = "transparent"
 )
 
 // SingleTool is the unified endpoint's tool name.
@@ -44,7 +48,7 @@ var FrontProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "
 
 // Shared is what the fronts of every session of one aqlguard share.
 type Shared struct {
-	Mode string
+	Mode Mode
 	// Config is the configuration at start; SetConfig replaces it (a
 	// reload) and CurrentConfig reads it.
 	Config *policy.Config
@@ -99,7 +103,7 @@ func (sh *Shared) RelayConfig() *relay.Config {
 
 // Front is the tools of one client session in the configured mode.
 type Front struct {
-	Mode   string
+	Mode   Mode
 	Guard  *Guard
 	Limits aql.Limits
 	Log    *slog.Logger
@@ -408,7 +412,7 @@ func (f *Front) endpointDescription(cat policy.Category) string {
 			b.WriteString(strings.Join(names, ", ") + ". ")
 		}
 	}
-	where := map[string]string{ModeSemantic: " on mcp_aql_read", ModeAll: " on mcp_aql_read or mcp_aql"}[f.Mode]
+	where := map[Mode]string{ModeSemantic: " on mcp_aql_read", ModeAll: " on mcp_aql_read or mcp_aql"}[f.Mode]
 	b.WriteString(`Discover: {"operation":"introspect","params":{"query":"operations"}}` + where + `; add "name" for parameters.`)
 	return b.String()
 }

@@ -146,7 +146,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		"state", st.Path())
 	loop := newLoop(cfg, pol, st, log)
 	sh := &proxy.Shared{
-		Mode:   cfg.Mode,
+		Mode:   proxy.Mode(cfg.Mode),
 		Config: cfg,
 		Loop:   loop,
 		Pins: &pins.Pinner{Store: st, Loop: loop, Log: log, Process: processName(),
@@ -196,7 +196,7 @@ func newLoop(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.
 		ChallengeTTL:       cfg.Verify.ChallengeTTL.Duration,
 		SessionApprovalTTL: cfg.Verify.SessionApprovalTTL.Duration,
 		MaxArgumentBytes:   cfg.Audit.MaxArgumentBytes,
-		Transparent:        cfg.Mode == proxy.ModeTransparent,
+		Transparent:        proxy.Mode(cfg.Mode) == proxy.ModeTransparent,
 		Log:                log,
 	}
 }
