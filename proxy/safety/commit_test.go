@@ -165,3 +165,57 @@ func TestOwnBlockDoesNotHangOnTheGeneration(t *testing.T) {
 		t.Fatal("the block this process set must hold with the generation rewound")
 	}
 }
+
+// TestOneApprovalOneCallAcrossProcesses replays, step by step, an
+// interleaving of two processes that let one approval run twice: B's
+// check spent the approval in memory and had not committed; A spent it
+// and committed; then another of B's checks committed, and its write of
+// B's pending changes put "used by B" over A's record — so B's own
+// commit found the approval used by itself and ran.
+func TestOneApprovalOneCallAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	a := newLoop(t, testPolicy, h)
+	b := newLoop(t, testPolicy, h)
+	st, err := store.Open(ctx, filepath.Dir(a.Store.Path()), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	b.Store = st
+	del := call("db_delete_row", map[string]any{"id": "once"})
+	v := a.Check(ctx, del)
+	if v.Proceed || v.Token == "" {
+		t.Fatalf("want a confirmation: %+v", v)
+	}
+	h.say(verify.Allow)
+	if _, res := b.ConfirmOperation(ctx, "s", v.Token); res != nil {
+		t.Fatalf("confirm_operation in B: %+v", res.Err)
+	}
+	// B: a check takes the approval, and is not committed yet.
+	withToken := del
+	withToken.Token = v.Token
+	wB := &writes{}
+	b.mu.Lock()
+	b.init()
+	c, aerr := b.tokenFor(ctx, withToken)
+	if aerr != nil {
+		b.mu.Unlock()
+		t.Fatalf("B's token: %v", aerr)
+	}
+	b.spendFor(c, wB)
+	b.mu.Unlock()
+	// A: runs the call on the same approval, committed.
+	if !a.Check(ctx, withToken).Proceed {
+		t.Fatal("A must run the approved call")
+	}
+	// B: another check commits in between.
+	if !b.Check(ctx, call("db_get_row", map[string]any{"id": "1"})).Proceed {
+		t.Fatal("an auto-approved call in B was refused")
+	}
+	// B's first check commits last: the approval is spent.
+	verdict := Verdict{Proceed: true, Token: v.Token}
+	if got := b.settle(ctx, withToken, verdict, wB, time.Now()); got.Proceed {
+		t.Fatal("one approval ran two calls")
+	}
+}

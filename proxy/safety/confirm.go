@@ -223,12 +223,15 @@ func (l *Loop) spendFor(c *Confirmation, w *writes) {
 	w.undo = append(w.undo, func() {
 		c.Status, c.DoneAt, c.UsedBy = prev.Status, prev.DoneAt, prev.UsedBy
 		delete(l.spent, c.Token)
-		delete(l.dirty, c.Token)
+		delete(l.spending, c.Token)
 		if open {
 			l.confirms[c.Token] = c
 		}
 	})
-	l.spend(c, statusUsed)
+	c.Status, c.DoneAt = statusUsed, l.now()
+	delete(l.confirms, c.Token)
+	l.spent[c.Token] = c
+	l.spending[c.Token] = true
 	c.UsedBy = w.id()
 	w.spent = append(w.spent, c.Token)
 }

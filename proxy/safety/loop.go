@@ -69,11 +69,15 @@ type Loop struct {
 	confirms    map[string]*Confirmation // open: pending or approved
 	spent       map[string]*Confirmation // used, denied or expired, kept for replies
 	dirty       map[string]*Confirmation // changed since the last commit
-	dirtyExec   map[string]*Execution    // changed since the last commit
-	prunedDB    time.Time
-	pruned      time.Time
-	executions  map[string]*Execution
-	order       []*Execution // creation order, for stable broadcasts
+	// spending are the approvals a check in flight used: written by that
+	// check's own commit, after it made sure no other process used them
+	// first (spendsHold), never by another check's flush.
+	spending   map[string]bool
+	dirtyExec  map[string]*Execution // changed since the last commit
+	prunedDB   time.Time
+	pruned     time.Time
+	executions map[string]*Execution
+	order      []*Execution // creation order, for stable broadcasts
 
 	// turn is this process's turn to ask the human (one question at a
 	// time, first come first served: blocked channel senders queue in
@@ -197,6 +201,7 @@ func (l *Loop) init() {
 		l.confirms = map[string]*Confirmation{}
 		l.spent = map[string]*Confirmation{}
 		l.dirty = map[string]*Confirmation{}
+		l.spending = map[string]bool{}
 		l.dirtyExec = map[string]*Execution{}
 		l.executions = map[string]*Execution{}
 		l.turn = make(chan struct{}, 1)

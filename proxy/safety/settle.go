@@ -184,10 +184,15 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 		if why, err := l.spendsHold(tx, w); err != nil {
 			return err
 		} else if why != "" {
+			v = usedMeanwhile(a, v, why) // and what the other process wrote stays
+		} else {
 			for _, tok := range w.spent {
-				delete(l.dirty, tok) // do not write over what the other process wrote
+				if c := l.spent[tok]; c != nil {
+					if err := tx.PutConfirmation(c.record()); err != nil {
+						return err
+					}
+				}
 			}
-			v = usedMeanwhile(a, v, why)
 		}
 		if w.challenge != nil {
 			if err := tx.PutChallenge(*w.challenge); err != nil {
@@ -214,6 +219,9 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 		return l.unavailable(err, "the action is refused")
 	}
 	l.clean()
+	for _, tok := range w.spent {
+		delete(l.spending, tok)
+	}
 	// What this check wrote is read back at the next one, whatever the
 	// generation file says: it is only a hint that others changed state,
 	// and a block this process set must not hang on it.
@@ -315,6 +323,9 @@ func (l *Loop) unavailable(err error, what string) Verdict {
 // transaction has committed (clean).
 func (l *Loop) flush(tx *store.Tx) error {
 	for _, c := range l.dirty {
+		if l.spending[c.Token] {
+			continue // its check writes it, once it made sure it may
+		}
 		if err := tx.PutConfirmation(c.record()); err != nil {
 			return err
 		}
@@ -334,7 +345,11 @@ func (l *Loop) flush(tx *store.Tx) error {
 }
 
 func (l *Loop) clean() {
-	clear(l.dirty)
+	for tok := range l.dirty {
+		if !l.spending[tok] {
+			delete(l.dirty, tok)
+		}
+	}
 	clear(l.dirtyExec)
 }
 
