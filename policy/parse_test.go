@@ -293,7 +293,7 @@ timeout = "90s"
 	if cfg.Mode != "passthrough" || cfg.Agent != "ci.bot-1" || cfg.StateDir != "/var/lib/aqlguard" {
 		t.Errorf("top level = %+v", cfg)
 	}
-	if cfg.Limits != (Limits{65536, 104857600, 10485760, 100, 64}) {
+	if cfg.Limits != (Limits{MaxRequestSize: 65536, MaxResponseSize: 104857600, MaxStringLength: 10485760, MaxArrayElements: 100, MaxNestingDepth: 64}) {
 		t.Errorf("Limits = %+v", cfg.Limits)
 	}
 	if cfg.Safety.Loop != "monitoring" || cfg.Safety.MaxAutonomousSteps != 1 || cfg.Safety.RiskTolerance != "aggressive" {

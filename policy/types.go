@@ -1,6 +1,10 @@
 package policy
 
-import "time"
+import (
+	"time"
+
+	"github.com/aqlguard/aqlguard/proxy/aql"
+)
 
 // Config is one aqlguard configuration file, decoded and checked.
 // Every field mirrors a documented key in config.example.toml.
@@ -46,14 +50,9 @@ type Serve struct {
 	SessionIdleTimeout Duration `toml:"session_idle_timeout"`
 }
 
-// Limits are the MCP-AQL payload limits (spec 4.7.5). Zero means default.
-type Limits struct {
-	MaxRequestSize   int64 `toml:"max_request_size"`
-	MaxResponseSize  int64 `toml:"max_response_size"`
-	MaxStringLength  int64 `toml:"max_string_length"`
-	MaxArrayElements int   `toml:"max_array_elements"`
-	MaxNestingDepth  int   `toml:"max_nesting_depth"`
-}
+// Limits are the MCP-AQL payload limits (spec 4.7.5), the [limits]
+// table: one type with the protocol package's. Zero means default.
+type Limits = aql.Limits
 
 // Audit is the [audit] table: what an audit record keeps of a call.
 type Audit struct {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
@@ -151,13 +150,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		Loop:   loop,
 		Pins: &pins.Pinner{Store: st, Loop: loop, Log: log, Process: processName(),
 			AskFor: cfg.Verify.ConfirmationTTL.Duration},
-		Limits: aql.Limits{
-			MaxRequestSize:   cfg.Limits.MaxRequestSize,
-			MaxResponseSize:  cfg.Limits.MaxResponseSize,
-			MaxStringLength:  cfg.Limits.MaxStringLength,
-			MaxArrayElements: cfg.Limits.MaxArrayElements,
-			MaxNestingDepth:  cfg.Limits.MaxNestingDepth,
-		},
+		Limits:  cfg.Limits,
 		Log:     log,
 		Version: version(),
 	}

@@ -1,13 +1,15 @@
 package aql
 
-// Limits are the payload limits of spec 4.7.5. The policy package checks
-// configured values against the spec's ranges; here they are just numbers.
+// Limits are the payload limits of spec 4.7.5, as configured ([limits],
+// policy.Limits is this type) and as introspection reports them. The
+// policy package checks configured values against the spec's ranges and
+// applies the defaults; here they are just numbers.
 type Limits struct {
-	MaxRequestSize   int64 `json:"max_request_size"`
-	MaxResponseSize  int64 `json:"max_response_size"`
-	MaxStringLength  int64 `json:"max_string_length"`
-	MaxArrayElements int   `json:"max_array_elements"`
-	MaxNestingDepth  int   `json:"max_nesting_depth"`
+	MaxRequestSize   int64 `json:"max_request_size" toml:"max_request_size"`
+	MaxResponseSize  int64 `json:"max_response_size" toml:"max_response_size"`
+	MaxStringLength  int64 `json:"max_string_length" toml:"max_string_length"`
+	MaxArrayElements int   `json:"max_array_elements" toml:"max_array_elements"`
+	MaxNestingDepth  int   `json:"max_nesting_depth" toml:"max_nesting_depth"`
 }
 
 // DefaultLimits are the spec's defaults.
