@@ -51,6 +51,7 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = st.Close() })
 			g := &Guard{
 				Loop: &safety.Loop{
 					Policy: &policy.Policy{Principal: "human-set", MaxSteps: 100}, Log: log, Store: st,

@@ -72,6 +72,7 @@ type auditLog struct {
 	stop      chan struct{}
 	stopped   chan struct{}
 	closeOnce sync.Once
+	closed    bool // under mu: appends fail, nothing is created again
 
 	// anchors (anchor.go): anchor is set at open, stateID (under mu) once
 	// the database is read.
@@ -221,6 +222,9 @@ func (l *auditLog) closeFile() {
 func (l *auditLog) append(recs []Record) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return 0, errors.New("audit log: closed")
+	}
 	if err := l.catchUp(); err != nil {
 		return 0, err
 	}
@@ -323,6 +327,7 @@ func (l *auditLog) close() {
 		l.mu.Lock()
 		l.closeFile()
 		l.sendAnchor()
+		l.closed = true
 		l.mu.Unlock()
 	})
 }

@@ -131,6 +131,7 @@ func TestOneApprovalOneExecution(t *testing.T) {
 	if one.Store, err = store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{Timeout: 20 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { one.Close(); two.Close(); _ = st.Close(); _ = one.Store.Close() })
 	one.InlineWait, two.InlineWait = time.Millisecond, time.Millisecond
 	del := call("db_delete_row", map[string]any{"id": "9"})
 	v := one.Check(ctx, del)
@@ -188,6 +189,7 @@ func TestOneQuestionAtATime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { two.Close(); _ = st.Close() })
 	two.Store = st
 	one.InlineWait, two.InlineWait = 5*time.Second, 5*time.Second
 	var wg sync.WaitGroup

@@ -32,10 +32,11 @@ func lockedLoop(t *testing.T, h verify.Channel) (*Loop, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = st.Close() })
-	return &Loop{Policy: p, Store: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
+	l := &Loop{Policy: p, Store: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
 		ConfirmTTL: 5 * time.Minute, ChallengeTTL: 5 * time.Minute,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dir
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	t.Cleanup(func() { l.Close(); _ = st.Close() })
+	return l, dir
 }
 
 // holdLock takes the state directory's lock as another process stuck in

@@ -71,9 +71,13 @@ func newLoop(t testing.TB, doc string, h verify.Channel) *Loop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Loop{Policy: p, Store: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
+	l := &Loop{Policy: p, Store: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
 		ConfirmTTL: 5 * time.Minute, ChallengeTTL: 5 * time.Minute,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// Before the directory goes: a question still being asked must not
+	// write into it while it is removed.
+	t.Cleanup(func() { l.Close(); _ = st.Close() })
+	return l
 }
 
 const testPolicy = `
@@ -338,6 +342,7 @@ func TestTwoLoopsShareTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = st.Close() })
 	two.Store = st
 	e, _ := two.ExecuteAgent(ctx, "s2", "b")
 	v := one.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
