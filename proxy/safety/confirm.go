@@ -228,9 +228,7 @@ func (l *Loop) spendFor(c *Confirmation, w *writes) {
 			l.confirms[c.Token] = c
 		}
 	})
-	c.Status, c.DoneAt = statusUsed, l.now()
-	delete(l.confirms, c.Token)
-	l.spent[c.Token] = c
+	l.retire(c, statusUsed, l.now())
 	l.spending[c.Token] = true
 	c.UsedBy = w.id()
 	w.spent = append(w.spent, c.Token)
@@ -239,10 +237,16 @@ func (l *Loop) spendFor(c *Confirmation, w *writes) {
 // spend closes a confirmation: it leaves the open set, which approval
 // lookups scan, for the spent set, which only answers replays.
 func (l *Loop) spend(c *Confirmation, status string) {
-	c.Status, c.DoneAt = status, l.now()
+	l.retire(c, status, l.now())
+	l.markDirty(c)
+}
+
+// retire moves a confirmation from the open set to the spent set, in
+// memory only: what writes it is the caller's business.
+func (l *Loop) retire(c *Confirmation, status string, at time.Time) {
+	c.Status, c.DoneAt = status, at
 	delete(l.confirms, c.Token)
 	l.spent[c.Token] = c
-	l.markDirty(c)
 }
 
 // record is the confirmation as stored: the digest binds the arguments;
@@ -345,9 +349,7 @@ func (l *Loop) ConfirmOperation(ctx context.Context, session, token string) (*Co
 			}
 			l.clean()
 			l.applyCheckin(c.Kind)
-			c.Status, c.DoneAt = used.Status, used.DoneAt
-			delete(l.confirms, c.Token)
-			l.spent[c.Token] = c
+			l.retire(c, used.Status, used.DoneAt)
 		}
 		l.clearNotifications(c.Token)
 		return l.confirmed(c), nil
