@@ -123,24 +123,11 @@ func (s *Store) appendLocked(ctx context.Context, cond func() (bool, error), rec
 	if s == nil {
 		return false, errors.New("no state database is configured")
 	}
-	s.mu.Lock()
-	wait := s.timeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
-		wait = time.Until(d)
-	}
-	if err := ctx.Err(); err != nil || wait <= 0 {
-		s.mu.Unlock()
-		return false, fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
-	}
-	if err := s.lock.lock(ctx, false, time.Now().Add(wait)); err != nil {
-		s.mu.Unlock()
-		if errors.Is(err, ErrBusy) {
-			return false, fmt.Errorf("audit log: %w (waited %s)", ErrBusy, wait.Round(time.Millisecond))
-		}
+	_, release, err := s.acquire(ctx, false, "audit log")
+	if err != nil {
 		return false, err
 	}
 	ok := true
-	var err error
 	if cond != nil {
 		ok, err = cond()
 	}
@@ -148,8 +135,7 @@ func (s *Store) appendLocked(ctx context.Context, cond func() (bool, error), rec
 	if ok && err == nil {
 		pos, err = s.log.append(recs)
 	}
-	_ = s.lock.unlock()
-	s.mu.Unlock()
+	release()
 	if err != nil || !ok {
 		return false, err
 	}

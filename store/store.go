@@ -194,41 +194,16 @@ func (s *Store) do(ctx context.Context, mode txMode, fn func(*Tx) error) error {
 	if s == nil {
 		return errors.New("no state database is configured")
 	}
-	s.mu.Lock()
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			_ = s.lock.unlock()
-			s.mu.Unlock()
-		}
-	}
-	locked := false
-	defer func() {
-		if !locked {
-			s.mu.Unlock()
-		}
-	}()
-	wait := s.timeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
-		wait = time.Until(d)
-	}
-	if err := ctx.Err(); err != nil || wait <= 0 {
-		return fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
-	}
-	deadline := time.Now().Add(wait)
-	if err := s.lock.lock(ctx, mode == txRead, deadline); err != nil {
-		if errors.Is(err, ErrBusy) {
-			return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, wait.Round(time.Millisecond))
-		}
+	start := time.Now()
+	deadline, release, err := s.acquire(ctx, mode == txRead, "state database "+s.path)
+	if err != nil {
 		return err
 	}
-	locked = true
 	defer release()
 	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: max(time.Until(deadline), time.Millisecond), ReadOnly: readOnly})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
-			return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, wait.Round(time.Millisecond))
+			return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, deadline.Sub(start).Round(time.Millisecond))
 		}
 		return fmt.Errorf("opening the state database %s: %w", s.path, err)
 	}
@@ -293,6 +268,37 @@ func (s *Store) do(ctx context.Context, mode txMode, fn func(*Tx) error) error {
 		}
 	}
 	return txErr
+}
+
+// acquire takes this process's turn and the state directory's lock
+// (shared or exclusive), waiting at most the store's timeout or until
+// ctx's deadline, whichever comes first. release lets both go; it may be
+// called more than once. what names the lock's user in a busy error.
+func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline time.Time, release func(), err error) {
+	s.mu.Lock()
+	wait := s.timeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		wait = time.Until(d)
+	}
+	if err := ctx.Err(); err != nil || wait <= 0 {
+		s.mu.Unlock()
+		return time.Time{}, nil, fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
+	}
+	deadline = time.Now().Add(wait)
+	if err := s.lock.lock(ctx, shared, deadline); err != nil {
+		s.mu.Unlock()
+		if errors.Is(err, ErrBusy) {
+			return time.Time{}, nil, fmt.Errorf("%s: %w (waited %s)", what, ErrBusy, wait.Round(time.Millisecond))
+		}
+		return time.Time{}, nil, err
+	}
+	var once sync.Once
+	return deadline, func() {
+		once.Do(func() {
+			_ = s.lock.unlock()
+			s.mu.Unlock()
+		})
+	}, nil
 }
 
 // Tx is one transaction. It is valid only inside the function it was
