@@ -36,15 +36,10 @@ func TestConformanceSuite(t *testing.T) {
 	waitListening(t, direct)
 	want := runConformance(t, node, suite, "http://"+direct+"/")
 
-	allow := filepath.Join(t.TempDir(), "allow.sh")
-	writeFile(t, allow, "#!/bin/sh\ncat >/dev/null\necho allow\n")
-	if err := os.Chmod(allow, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	human := "[serve]\nauth = \"none\"\n[verify]\nchannel = \"command\"\ncommand = [" + tomlString(allow) + "]\n"
+	human := allowingServe(t)
 
 	t.Run("serve", func(t *testing.T) {
-		url := startServe(t, human+"[[servers]]\nname = \"everything\"\ncommand = "+tomlString(bins.everything)+"\n")
+		url := startServe(t, human+everythingServer())
 		compareConformance(t, want, runConformance(t, node, suite, url))
 	})
 	t.Run("serve, server over HTTP", func(t *testing.T) {
@@ -54,7 +49,7 @@ func TestConformanceSuite(t *testing.T) {
 	t.Run("stdio front", func(t *testing.T) {
 		inner := filepath.Join(t.TempDir(), "inner.toml")
 		writeFile(t, inner, "state_dir = "+tomlString(filepath.Join(filepath.Dir(inner), "state"))+"\n"+human+
-			"[[servers]]\nname = \"everything\"\ncommand = "+tomlString(bins.everything)+"\n")
+			everythingServer())
 		url := startServe(t, human+"[[servers]]\nname = \"inner\"\ncommand = "+tomlString(bins.aqlguard)+
 			"\nargs = [\"run\", \"--config\", "+tomlString(inner)+"]\n")
 		compareConformance(t, want, runConformance(t, node, suite, url))
@@ -84,13 +79,7 @@ func TestConformanceSuite2026(t *testing.T) {
 	args := []string{"--requirements", "2026-07-28"}
 	want := runConformance(t, node, suite, "http://"+direct+"/", args...)
 
-	allow := filepath.Join(t.TempDir(), "allow.sh")
-	writeFile(t, allow, "#!/bin/sh\ncat >/dev/null\necho allow\n")
-	if err := os.Chmod(allow, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	url := startServe(t, "[serve]\nauth = \"none\"\n[verify]\nchannel = \"command\"\ncommand = ["+tomlString(allow)+"]\n"+
-		"[[servers]]\nname = \"everything\"\ncommand = "+tomlString(bins.everything)+"\n")
+	url := startServe(t, allowingServe(t)+everythingServer())
 	got := runConformance(t, node, suite, url, args...)
 
 	// translationGaps are the checks a 2025-11-25 leg cannot pass. The
@@ -131,6 +120,19 @@ func TestConformanceSuite2026(t *testing.T) {
 	if len(diffs) > 0 {
 		t.Errorf("2026-07-28 conformance differs through aqlguard:\n  %s", strings.Join(diffs, "\n  "))
 	}
+}
+
+// allowingServe is the config of an `aqlguard serve` without
+// authentication whose human allows every question, for tests that
+// measure the path, not the refusals.
+func allowingServe(t *testing.T) string {
+	t.Helper()
+	allow := filepath.Join(t.TempDir(), "allow.sh")
+	writeFile(t, allow, "#!/bin/sh\ncat >/dev/null\necho allow\n")
+	if err := os.Chmod(allow, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return "[serve]\nauth = \"none\"\n[verify]\nchannel = \"command\"\ncommand = [" + tomlString(allow) + "]\n"
 }
 
 // served is a running `aqlguard serve`.

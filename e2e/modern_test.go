@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -66,11 +64,7 @@ func TestModernClient(t *testing.T) {
 	h.answer(t, "allow")
 	c := &modernClient{}
 	client := c.options(true)
-	g, err := launchGuard(t, guardOptions{ProtocolVersion: modernVersion, Client: client, Config: h.config() + `
-[[servers]]
-name = "everything"
-command = ` + tomlString(bins.everything) + `
-`})
+	g, err := launchGuard(t, guardOptions{ProtocolVersion: modernVersion, Client: client, Config: h.config() + everythingServer()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +143,7 @@ func TestModernRetryCannotBeForged(t *testing.T) {
 	h := newHuman(t)
 	h.answer(t, "allow")
 	c := &modernClient{}
-	g, err := launchGuard(t, guardOptions{ProtocolVersion: modernVersion, Client: c.options(false), Config: h.config() + `
-[[servers]]
-name = "everything"
-command = ` + tomlString(bins.everything) + `
-`})
+	g, err := launchGuard(t, guardOptions{ProtocolVersion: modernVersion, Client: c.options(false), Config: h.config() + everythingServer()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,6 +211,11 @@ command = ` + tomlString(bins.everything) + `
 		InputResponses: answer, RequestState: first.RequestState})
 }
 
+// everythingServer configures the go-sdk everything-server behind aqlguard.
+func everythingServer() string {
+	return "\n[[servers]]\nname = \"everything\"\ncommand = " + tomlString(bins.everything) + "\n"
+}
+
 // waitFor polls ok for up to 20s.
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
@@ -237,13 +232,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // own POST, a server's question carried in its call's answer, list
 // changes on the client's listen stream.
 func TestModernClientOverHTTP(t *testing.T) {
-	allow := filepath.Join(t.TempDir(), "allow.sh")
-	writeFile(t, allow, "#!/bin/sh\ncat >/dev/null\necho allow\n")
-	if err := os.Chmod(allow, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	url := startServe(t, "[serve]\nauth = \"none\"\n[verify]\nchannel = \"command\"\ncommand = ["+tomlString(allow)+"]\n"+
-		"[[servers]]\nname = \"everything\"\ncommand = "+tomlString(bins.everything)+"\n")
+	url := startServe(t, allowingServe(t)+everythingServer())
 	c := &modernClient{}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
 	defer cancel()
