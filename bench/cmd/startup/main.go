@@ -129,27 +129,19 @@ func run(argv []string) error {
 }
 
 // pssKB is a process's proportional set size.
-func pssKB(pid int) int {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			return n
-		}
-	}
-	return 0
-}
+func pssKB(pid int) int { return procKB(pid, "smaps_rollup", "Pss:") }
 
-func rssKB(pid int) int {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+// rssKB is a process's resident set size.
+func rssKB(pid int) int { return procKB(pid, "status", "VmRSS:") }
+
+// procKB reads the "KEY: N kB" line of /proc/PID/FILE (0 when absent).
+func procKB(pid int, file, key string) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), file))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
 			return n
 		}
