@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,15 +122,8 @@ func TestOneApprovalOneExecution(t *testing.T) {
 	two := newLoop(t, approvalPolicy, h)
 	// A generous lock timeout: sixteen racing checks on a loaded machine
 	// must not fail closed for want of the database.
-	st, err := store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	two.Store = st
-	if one.Store, err = store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{Timeout: 20 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { one.Close(); two.Close(); _ = st.Close(); _ = one.Store.Close() })
+	onStoreOf(t, two, one, store.Options{Timeout: 20 * time.Second})
+	onStoreOf(t, one, one, store.Options{Timeout: 20 * time.Second})
 	one.InlineWait, two.InlineWait = time.Millisecond, time.Millisecond
 	del := call("db_delete_row", map[string]any{"id": "9"})
 	v := one.Check(ctx, del)
@@ -185,12 +177,7 @@ func TestOneQuestionAtATime(t *testing.T) {
 	h := &slowHuman{delay: 20 * time.Millisecond, answer: verify.Deny}
 	one := newLoop(t, approvalPolicy, h)
 	two := newLoop(t, approvalPolicy, h)
-	st, err := store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { two.Close(); _ = st.Close() })
-	two.Store = st
+	onStoreOf(t, two, one, store.Options{})
 	one.InlineWait, two.InlineWait = 5*time.Second, 5*time.Second
 	var wg sync.WaitGroup
 	for i := range 30 {

@@ -178,12 +178,7 @@ func TestOneApprovalOneCallAcrossProcesses(t *testing.T) {
 	h := &fakeHuman{}
 	a := newLoop(t, testPolicy, h)
 	b := newLoop(t, testPolicy, h)
-	st, err := store.Open(ctx, filepath.Dir(a.Store.Path()), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	b.Store = st
+	onStoreOf(t, b, a, store.Options{})
 	del := call("db_delete_row", map[string]any{"id": "once"})
 	v := a.Check(ctx, del)
 	if v.Proceed || v.Token == "" {

@@ -80,6 +80,19 @@ func newLoop(t testing.TB, doc string, h verify.Channel) *Loop {
 	return l
 }
 
+// onStoreOf gives l a store of its own on other's state directory, as a
+// second aqlguard process on it would have (other may be l: a fresh
+// handle), closed with l before the directory goes.
+func onStoreOf(t testing.TB, l, other *Loop, o store.Options) {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Dir(other.Store.Path()), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(); _ = st.Close() })
+	l.Store = st
+}
+
 const testPolicy = `
 agent = "unit"
 [safety]
@@ -338,12 +351,7 @@ func TestTwoLoopsShareTheStore(t *testing.T) {
 	h := &fakeHuman{}
 	one := newLoop(t, testPolicy, h)
 	two := newLoop(t, testPolicy, h)
-	st, err := store.Open(ctx, filepath.Dir(one.Store.Path()), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	two.Store = st
+	onStoreOf(t, two, one, store.Options{})
 	e, _ := two.ExecuteAgent(ctx, "s2", "b")
 	v := one.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
 	if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
