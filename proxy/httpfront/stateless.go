@@ -67,11 +67,13 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 		w.WriteHeader(http.StatusAccepted) // a notification: nothing in 2026-07-28 needs one from the client
 		return
 	}
-	if werr := checkModernHeaders(r, req, f.relay.ProtocolVersions); werr != nil {
+	params := relay.Members(req.Params)
+	meta := relay.Members(params["_meta"])
+	if werr := checkModernHeaders(r, req, params, meta, f.relay.ProtocolVersions); werr != nil {
 		writeError(w, statusFor(werr), req.ID, werr)
 		return
 	}
-	conn, err := f.statelessConn(clientKey(req.Params))
+	conn, err := f.statelessConn(clientKey(meta))
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
 		return
@@ -81,20 +83,19 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 		conn.last.Store(time.Now().UnixNano())
 		conn.active.Add(-1)
 	}()
-	conn.serve(w, r, req)
+	conn.serve(w, r, req, meta)
 }
 
 // checkModernHeaders checks what SEP-2243 and SEP-2575 say the headers of
 // a 2026-07-28 POST must repeat from its body.
-func checkModernHeaders(r *http.Request, req *jsonrpc.Request, legacy []string) *jsonrpc.Error {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-		Name *string                    `json:"name"`
-		URI  *string                    `json:"uri"`
-	}
-	_ = json.Unmarshal(req.Params, &p)
+//
+// params and meta are the request's params and their _meta, read once by
+// the caller with the relay's exact member names — the names the call is
+// routed by, so a header is checked against what runs ("Name" is not
+// "name").
+func checkModernHeaders(r *http.Request, req *jsonrpc.Request, params, meta map[string]json.RawMessage, legacy []string) *jsonrpc.Error {
 	var metaVersion string
-	_ = json.Unmarshal(p.Meta["io.modelcontextprotocol/protocolVersion"], &metaVersion)
+	_ = json.Unmarshal(meta["io.modelcontextprotocol/protocolVersion"], &metaVersion)
 	header := r.Header.Get(headerProtocol)
 	switch {
 	case header == "":
@@ -119,20 +120,25 @@ func checkModernHeaders(r *http.Request, req *jsonrpc.Request, legacy []string) 
 	case method != req.Method:
 		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body's method %q", headerMethod, method, req.Method)}
 	}
-	var inBody *string
+	var field string
 	switch req.Method {
 	case "tools/call", "prompts/get":
-		inBody = p.Name
+		field = "name"
 	case "resources/read":
-		inBody = p.URI
+		field = "uri"
 	default:
 		return nil
+	}
+	raw, present := params[field]
+	var inBody string
+	if present && json.Unmarshal(raw, &inBody) != nil {
+		present = false
 	}
 	name := r.Header.Get(headerName)
 	switch {
 	case name == "":
 		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: "missing required " + headerName + " header for " + req.Method}
-	case inBody == nil || *inBody != name:
+	case !present || inBody != name:
 		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body", headerName, name)}
 	}
 	return nil
@@ -161,8 +167,7 @@ func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, werr *jsonrpc.
 }
 
 // clientKey names a 2026-07-28 client by what it says it is and can do.
-func clientKey(params json.RawMessage) string {
-	meta := relay.Members(relay.Members(params)["_meta"])
+func clientKey(meta map[string]json.RawMessage) string {
 	h := sha256.New()
 	for _, key := range []string{"io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities"} {
 		var b bytes.Buffer
@@ -319,10 +324,9 @@ func ourKey(id jsonrpc.ID) string {
 // serve hands one request to the shared session and writes what comes
 // back: a single answer as JSON (an error with the status 2026-07-28
 // gives it), or, once a notification comes first, a stream of events.
-func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) {
+func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request, meta map[string]json.RawMessage) {
 	p := &post{clientID: req.ID, ourID: "h-" + strconv.FormatInt(c.n.Add(1), 10),
 		notes: make(chan jsonrpc.Message, 64), answer: make(chan *jsonrpc.Response, 1)}
-	meta := relay.Members(relay.Members(req.Params)["_meta"])
 	if tok, ok := meta["progressToken"]; ok {
 		p.progress = string(tok)
 	}

@@ -39,6 +39,8 @@ func TestCheckModernHeaders(t *testing.T) {
 			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "rm"}, relay.CodeHeaderMismatch},
 		{"no name header", "tools/call", `{"name":"t",` + modernMeta + `}`,
 			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}, relay.CodeHeaderMismatch},
+		{"the header names what runs, not a differently cased twin", "tools/call", `{"name":"t","Name":"other",` + modernMeta + `}`,
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "other"}, relay.CodeHeaderMismatch},
 	}
 	for _, tt := range tests {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
@@ -46,7 +48,9 @@ func TestCheckModernHeaders(t *testing.T) {
 			r.Header.Set(k, v)
 		}
 		id, _ := jsonrpc.MakeID(float64(1))
-		werr := checkModernHeaders(r, &jsonrpc.Request{ID: id, Method: tt.method, Params: json.RawMessage(tt.params)}, []string{"2025-11-25"})
+		params := relay.Members(json.RawMessage(tt.params))
+		werr := checkModernHeaders(r, &jsonrpc.Request{ID: id, Method: tt.method, Params: json.RawMessage(tt.params)},
+			params, relay.Members(params["_meta"]), []string{"2025-11-25"})
 		switch {
 		case tt.code == 0 && werr != nil:
 			t.Errorf("%s: refused: %v", tt.name, werr)
@@ -71,15 +75,15 @@ func TestStatusFor(t *testing.T) {
 // TestClientKey: the POSTs of one client share a session, whatever the
 // spacing; another name or other capabilities get a session of their own.
 func TestClientKey(t *testing.T) {
-	meta := func(info, caps string) json.RawMessage {
-		return json.RawMessage(`{"name":"t","_meta":{"io.modelcontextprotocol/clientInfo":` + info +
-			`,"io.modelcontextprotocol/clientCapabilities":` + caps + `,"progressToken":1}}`)
+	meta := func(info, caps string) map[string]json.RawMessage {
+		return relay.Members(relay.Members(json.RawMessage(`{"name":"t","_meta":{"io.modelcontextprotocol/clientInfo":` + info +
+			`,"io.modelcontextprotocol/clientCapabilities":` + caps + `,"progressToken":1}}`))["_meta"])
 	}
 	a := clientKey(meta(`{"name":"c"}`, `{"sampling":{}}`))
 	if b := clientKey(meta(`{ "name" : "c" }`, `{ "sampling" : {} }`)); a != b {
 		t.Error("the same client, spaced differently, must share a session")
 	}
-	for _, other := range []json.RawMessage{meta(`{"name":"d"}`, `{"sampling":{}}`), meta(`{"name":"c"}`, `{}`),
+	for _, other := range []map[string]json.RawMessage{meta(`{"name":"d"}`, `{"sampling":{}}`), meta(`{"name":"c"}`, `{}`),
 		meta(`{"name":"c"}`, `{"sampling":{},"elicitation":{}}`)} {
 		if clientKey(other) == a {
 			t.Errorf("%s must not share the session of another client", other)
