@@ -64,6 +64,7 @@ type auditLog struct {
 	f         *os.File
 	n         int   // the current segment's number
 	size      int64 // its size as this process last saw or made it
+	torn      bool  // it ends inside a record: the next append starts a new one
 	first     time.Time
 	head      auditHead
 	written   int64 // bytes written through this process, ever
@@ -179,31 +180,37 @@ func (l *auditLog) catchUp() error {
 
 // adopt makes segment n the one appended to.
 func (l *auditLog) adopt(n int) error {
-	if l.f != nil && l.n == n {
-		st, err := l.f.Stat()
+	if l.f == nil || l.n != n {
+		// Read-write, so that its last byte can be read (below).
+		f, err := os.OpenFile(filepath.Join(l.dir, segmentName(n)), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return fmt.Errorf("audit log: %w", err)
 		}
-		l.size = st.Size()
-		return nil
-	}
-	f, err := os.OpenFile(filepath.Join(l.dir, segmentName(n)), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("audit log: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("audit log: %w", err)
-	}
-	l.closeFile()
-	l.f, l.n, l.size = f, n, st.Size()
-	l.first = time.Time{}
-	if first, err := firstLine(filepath.Join(l.dir, segmentName(n))); err == nil && first != nil {
-		var r Record
-		if json.Unmarshal(first, &r) == nil {
-			l.first = r.Time
+		l.closeFile()
+		l.f, l.n = f, n
+		l.first = time.Time{}
+		if first, err := firstLine(filepath.Join(l.dir, segmentName(n))); err == nil && first != nil {
+			var r Record
+			if json.Unmarshal(first, &r) == nil {
+				l.first = r.Time
+			}
 		}
+	}
+	st, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	l.size = st.Size()
+	// A segment that ends inside a record (a write cut by a power loss)
+	// is left as it is, for verify to report; the log goes on in a new
+	// one rather than glue the next record to the torn one.
+	l.torn = false
+	if l.size > 0 {
+		var last [1]byte
+		if _, err := l.f.ReadAt(last[:], l.size-1); err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
+		l.torn = last[0] != '\n'
 	}
 	return nil
 }
@@ -240,7 +247,7 @@ func (l *auditLog) append(recs []Record) (int64, error) {
 			return 0, fmt.Errorf("audit log: encoding record %d: %w", r.Seq, err)
 		}
 		line = append(line, '\n')
-		if l.f == nil || l.size > 0 && (l.size+int64(len(line)) > l.maxBytes || !l.first.IsZero() && r.Time.Sub(l.first) > l.maxAge) {
+		if l.f == nil || l.torn || l.size > 0 && (l.size+int64(len(line)) > l.maxBytes || !l.first.IsZero() && r.Time.Sub(l.first) > l.maxAge) {
 			l.sendAnchor() // the closing segment's last record
 			next := l.n + 1
 			if err := l.adopt(next); err != nil {

@@ -89,6 +89,27 @@ func TestAuditLogTornWrite(t *testing.T) {
 	if !errors.Is(err, ErrChainBroken) {
 		t.Fatalf("VerifyChain with a torn record = %v, want ErrChainBroken", err)
 	}
+	// Another process (a restart) appends: into a new segment; the torn
+	// one stays as it was, and still says so.
+	s2, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if err := s2.Append(context.Background(), Record{Time: t0, Kind: "outcome", Principal: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	torn, _ := os.ReadFile(filepath.Join(dir, AuditDir, segmentName(1)))
+	if !strings.HasSuffix(string(torn), `{"seq":2,"time":"2026-`) {
+		t.Fatalf("the torn segment was written to: %q", torn)
+	}
+	if ns, _ := s2.log.segments(); len(ns) != 2 {
+		t.Fatalf("segments %v: the next record must start a new one", ns)
+	}
+	err = s2.View(context.Background(), func(tx *Tx) error { _, err := tx.VerifyChain(); return err })
+	if !errors.Is(err, ErrChainBroken) {
+		t.Fatalf("VerifyChain with a torn segment kept = %v, want ErrChainBroken", err)
+	}
 }
 
 // TestAuditLogTwoProcesses: two stores on one state directory (two
