@@ -2,15 +2,12 @@ package safety
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -19,24 +16,8 @@ import (
 // hold, with a short lock timeout.
 func lockedLoop(t *testing.T, h verify.Channel) (*Loop, string) {
 	t.Helper()
-	cfg, err := policy.Parse([]byte(testPolicy), "test.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := policy.Compile(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), dir, store.Options{Timeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &Loop{Policy: p, Store: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
-		ConfirmTTL: 5 * time.Minute, ChallengeTTL: 5 * time.Minute,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	t.Cleanup(func() { l.Close(); _ = st.Close() })
-	return l, dir
+	return newLoopWith(t, testPolicy, h, dir, store.Options{Timeout: 200 * time.Millisecond}), dir
 }
 
 // holdLock takes the state directory's lock as another process stuck in

@@ -59,6 +59,12 @@ func (f *fakeHuman) say(a ...verify.Answer) {
 
 func newLoop(t testing.TB, doc string, h verify.Channel) *Loop {
 	t.Helper()
+	return newLoopWith(t, doc, h, t.TempDir(), store.Options{})
+}
+
+// newLoopWith is newLoop on state directory dir, with store options o.
+func newLoopWith(t testing.TB, doc string, h verify.Channel, dir string, o store.Options) *Loop {
+	t.Helper()
 	cfg, err := policy.Parse([]byte(doc), "test.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +73,7 @@ func newLoop(t testing.TB, doc string, h verify.Channel) *Loop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
+	st, err := store.Open(context.Background(), dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
