@@ -68,8 +68,7 @@ type session struct {
 	transport *mcp.StreamableServerTransport
 	cancel    context.CancelFunc
 	done      chan struct{}
-	last      atomic.Int64 // unix nanoseconds of the last request
-	active    atomic.Int32 // requests being served
+	use
 }
 
 // New returns the endpoint; sessions live until Close or ctx ends.
@@ -180,12 +179,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *session) serve(w http.ResponseWriter, r *http.Request) {
-	s.active.Add(1)
-	s.last.Store(time.Now().UnixNano())
-	defer func() {
-		s.last.Store(time.Now().UnixNano())
-		s.active.Add(-1)
-	}()
+	s.begin()
+	defer s.end()
 	s.transport.ServeHTTP(w, r)
 }
 
@@ -234,7 +229,7 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	s := &session{transport: t, cancel: cancel, done: make(chan struct{})}
-	s.last.Store(time.Now().UnixNano())
+	s.touch()
 	f.sessions[id] = s
 	f.mu.Unlock()
 	go func() {
@@ -271,13 +266,13 @@ func (f *Front) reapIdle() {
 		f.mu.Lock()
 		var idle []string
 		for id, s := range f.sessions {
-			if s.active.Load() == 0 && s.last.Load() < cutoff {
+			if s.idleSince(cutoff) {
 				idle = append(idle, id)
 			}
 		}
 		var idleStateless []*statelessConn
 		for _, c := range f.stateless {
-			if c.active.Load() == 0 && c.last.Load() < cutoff {
+			if c.idleSince(cutoff) {
 				idleStateless = append(idleStateless, c)
 			}
 		}
@@ -297,6 +292,21 @@ func (f *Front) reapIdle() {
 		}
 	}
 }
+
+// use is how a session is used, for idle expiry: both kinds of session
+// (Mcp-Session-Id, and a 2026-07-28 client's) embed it.
+type use struct {
+	last   atomic.Int64 // unix nanoseconds of the last request's start or end
+	active atomic.Int32 // requests being served
+}
+
+func (u *use) touch() { u.last.Store(time.Now().UnixNano()) }
+func (u *use) begin() { u.active.Add(1); u.touch() }
+func (u *use) end()   { u.touch(); u.active.Add(-1) }
+
+// idleSince reports whether no request is being served and none came
+// after cutoff (unix nanoseconds).
+func (u *use) idleSince(cutoff int64) bool { return u.active.Load() == 0 && u.last.Load() < cutoff }
 
 // authorized compares the request's bearer token with ours in constant
 // time (digests of both, so not even the length leaks).

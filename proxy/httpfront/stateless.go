@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -78,11 +77,8 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 		writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
 		return
 	}
-	conn.active.Add(1)
-	defer func() {
-		conn.last.Store(time.Now().UnixNano())
-		conn.active.Add(-1)
-	}()
+	conn.begin()
+	defer conn.end()
 	conn.serve(w, r, req, meta)
 }
 
@@ -196,7 +192,7 @@ func (f *Front) statelessConn(key string) (*statelessConn, error) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	c := &statelessConn{in: make(chan jsonrpc.Message), closed: make(chan struct{}), done: make(chan struct{}),
 		cancel: cancel, posts: map[string]*post{}}
-	c.last.Store(time.Now().UnixNano())
+	c.touch()
 	f.stateless[key] = c
 	go func() {
 		defer close(c.done)
@@ -221,8 +217,7 @@ type statelessConn struct {
 	cancel context.CancelFunc
 	once   sync.Once
 	n      atomic.Int64
-	last   atomic.Int64 // unix nanoseconds of the last request
-	active atomic.Int32 // requests being served
+	use
 
 	mu    sync.Mutex
 	posts map[string]*post // by the id the relay sees
