@@ -118,8 +118,7 @@ func supportedVersions(legacy []string) []string {
 }
 
 func isObject(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+	return json.Valid(raw) && bytes.HasPrefix(bytes.Trim(raw, " \t\r\n"), []byte("{"))
 }
 
 // requestMetaKeys are the _meta keys a 2026-07-28 request carries about

@@ -119,6 +119,7 @@ func FuzzModernParams(f *testing.F) {
 	f.Add(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":null}}`)
 	f.Add(`{"_meta":[],"inputResponses":[1]}`)
 	f.Add(`{"_meta":{"io.modelcontextprotocol/logLevel":"x","progressToken":1}}`)
+	f.Add("{}\v") // white space to Go, not to JSON
 	f.Fuzz(func(t *testing.T, params string) {
 		raw := json.RawMessage(params)
 		_, _, _ = parseMeta(raw, legacy)
