@@ -10,6 +10,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -227,7 +228,7 @@ func (f *Front) handlePassthrough(ctx context.Context, session string, op *catal
 // onTheWire is a guarded call's answer as the client gets it in
 // transparent and passthrough modes: the server's result or JSON-RPC
 // error as it sent them, or aqlguard's refusal as a tool error.
-func (f *Front) onTheWire(out Outcome) (json.RawMessage, error) {
+func (f *Front) onTheWire(out guard.Outcome) (json.RawMessage, error) {
 	switch {
 	case out.Err != nil:
 		return f.wire(&aql.Result{Err: out.Err, Confirmation: out.Confirmation})
@@ -299,15 +300,15 @@ func (f *Front) protocol() map[string]any {
 			"warnings":              true,
 			"confirmation":          true,
 			"dangerous_operations":  true,
-			"execution_safety_loop": string(f.Guard.Loop.CurrentPolicy().Loop),
+			"execution_safety_loop": string(f.Guard.CurrentPolicy().Loop),
 		},
 		"limits":      f.Limits,
 		"concurrency": "fully-concurrent",
 		"servers":     servers,
-		"principal":   f.Guard.Loop.CurrentPolicy().Principal,
+		"principal":   f.Guard.CurrentPolicy().Principal,
 		"safety": map[string]any{
-			"max_autonomous_steps": f.Guard.Loop.CurrentPolicy().MaxSteps,
-			"risk_tolerance":       f.Guard.Loop.CurrentPolicy().Tolerance,
+			"max_autonomous_steps": f.Guard.CurrentPolicy().MaxSteps,
+			"risk_tolerance":       f.Guard.CurrentPolicy().Tolerance,
 			"human_channel":        f.channelName(),
 		},
 	}

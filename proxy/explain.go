@@ -4,6 +4,7 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
+	"github.com/aqlguard/aqlguard/proxy/guard"
 )
 
 // Explanation is what the policy does with one tool called with no
@@ -25,7 +26,7 @@ func Explain(p *policy.Policy, cat *catalog.Catalog) []Explanation {
 	var out []Explanation
 	for _, op := range cat.Downstream() {
 		s := evaluator.Step{Principal: p.Principal, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
-			Category: op.Category, Annotations: annotations(op.Tool.Annotations), StepNumber: 1}
+			Category: op.Category, Annotations: guard.Annotations(op.Tool.Annotations), StepNumber: 1}
 		e := Explanation{Operation: op.Name, Server: op.Server, Tool: op.Tool.Name, Category: op.Category,
 			ClassifiedBy: op.ClassifiedBy, Directive: evaluator.Evaluate(p, s)}
 		names := policy.NameForms(op.Name, op.Server, op.Tool.Name)

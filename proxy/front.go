@@ -18,9 +18,9 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
-	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -52,7 +52,9 @@ type Shared struct {
 	// Config is the configuration at start; SetConfig replaces it (a
 	// reload) and CurrentConfig reads it.
 	Config *policy.Config
-	Loop   *safety.Loop
+	// Guard judges every call that reaches a server; Shared routes the
+	// calls it allows to the session they came from (Guard.Downstream).
+	Guard  *guard.Guard
 	Limits aql.Limits
 	Log    *slog.Logger
 	// Pins holds the approved tool definitions; nil pins nothing.
@@ -62,6 +64,7 @@ type Shared struct {
 
 	mu       sync.RWMutex
 	reloaded *policy.Config
+	sessions sync.Map // session id → *relay.Session, for CallTool
 }
 
 // CurrentConfig is the configuration in force.
@@ -90,7 +93,7 @@ func (sh *Shared) RelayConfig() *relay.Config {
 		Transparent:      sh.Mode == ModeTransparent,
 		ProtocolVersions: FrontProtocolVersions,
 		NewTools:         func(s *relay.Session) (relay.Tools, error) { return sh.NewFront(s) },
-		Gate:             &gate{loop: sh.Loop, log: sh.Log},
+		Gate:             gate{guard: sh.Guard},
 		Restart:          true,
 		Log:              sh.Log,
 	}
@@ -104,7 +107,7 @@ func (sh *Shared) RelayConfig() *relay.Config {
 // Front is the tools of one client session in the configured mode.
 type Front struct {
 	Mode   Mode
-	Guard  *Guard
+	Guard  *guard.Guard
 	Limits aql.Limits
 	Log    *slog.Logger
 	// Session is the client session; Pool its servers.
@@ -127,7 +130,8 @@ type Front struct {
 func (sh *Shared) NewFront(s *relay.Session) (*Front, error) {
 	f := &Front{Mode: sh.Mode, Limits: sh.Limits, Log: sh.Log.With("session", s.ID), Session: s, Pool: s.Pool(),
 		Version: sh.Version, shared: sh}
-	f.Guard = &Guard{Loop: sh.Loop, Downstream: sessionCaller{s}, Log: sh.Log}
+	f.Guard = sh.Guard
+	sh.sessions.Store(s.ID, s)
 	f.pins, f.pending = sh.Pins, map[string]map[string]bool{}
 	for _, srv := range f.Pool.Servers() {
 		if srv.State().Status == downstream.Ready {
@@ -152,7 +156,8 @@ func (f *Front) Close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	f.Guard.Loop.EndSession(ctx, f.Session.ID)
+	f.shared.sessions.Delete(f.Session.ID)
+	f.Guard.EndSession(ctx, f.Session.ID)
 }
 
 // applyPins checks a server's tools against their pins: the server's
@@ -219,7 +224,7 @@ func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog
 
 // rebuild derives the catalog from what the servers offer now.
 func (f *Front) rebuild() error {
-	cat, err := BuildCatalog(f.shared.CurrentConfig(), f.Guard.Loop.CurrentPolicy(), f.Pool.Servers())
+	cat, err := BuildCatalog(f.shared.CurrentConfig(), f.Guard.CurrentPolicy(), f.Pool.Servers())
 	if err != nil {
 		return fmt.Errorf("building the operation catalog: %w", err)
 	}
@@ -255,16 +260,20 @@ func (f *Front) ToolsChanged(ctx context.Context, srv *downstream.Server) bool {
 	return true
 }
 
-// sessionCaller forwards tools/call through the session (which maps
+// CallTool implements guard.Caller: a call the guard allowed goes to the
+// server of the session it came from, through that session (which maps
 // progress tokens).
-type sessionCaller struct{ s *relay.Session }
-
-func (c sessionCaller) CallTool(ctx context.Context, server string, params json.RawMessage) (json.RawMessage, error) {
-	srv, ok := c.s.Pool().Server(server)
+func (sh *Shared) CallTool(ctx context.Context, session, server string, params json.RawMessage) (json.RawMessage, error) {
+	v, ok := sh.sessions.Load(session)
+	if !ok {
+		return nil, fmt.Errorf("%w: session %s has ended", downstream.ErrUnavailable, session)
+	}
+	s := v.(*relay.Session)
+	srv, ok := s.Pool().Server(server)
 	if !ok {
 		return nil, fmt.Errorf("%w: no server %s", downstream.ErrUnavailable, server)
 	}
-	return c.s.Forward(ctx, srv, "tools/call", params)
+	return s.Forward(ctx, srv, "tools/call", params)
 }
 
 // ListTools implements relay.Tools.
@@ -309,7 +318,7 @@ func (f *Front) CallTool(ctx context.Context, params json.RawMessage) (json.RawM
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: " + err.Error()}
 	}
-	ctx = withClient(ctx, f.Session.ClientName())
+	ctx = guard.WithClient(ctx, f.Session.ClientName())
 	session := f.Session.ID
 	if f.Mode == ModeTransparent {
 		return f.callTransparent(ctx, session, p, params)

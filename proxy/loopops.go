@@ -6,7 +6,7 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
-	"github.com/aqlguard/aqlguard/proxy/safety"
+	"github.com/aqlguard/aqlguard/proxy/guard"
 )
 
 // The reserved safety-loop operations (spec 8.5.4), on their spec
@@ -36,7 +36,7 @@ func LoopOperations(mode policy.LoopMode) []*catalog.Operation {
 	case policy.LoopLogging:
 		note = " The safety loop is in logging mode here: steps are recorded, not evaluated."
 	}
-	lifecycle := map[string]any{"states": safety.States, "supports_cancel": true, "supports_retry": false, "progress_reporting": true}
+	lifecycle := map[string]any{"states": guard.States, "supports_cancel": true, "supports_retry": false, "progress_reporting": true}
 	execution := func(required bool) []*aql.Param {
 		return []*aql.Param{
 			str("execution_id", "The execution, as execute_agent returned it", false),
@@ -126,19 +126,19 @@ func exampleRequest(op *catalog.Operation) map[string]any {
 // loopOperation answers the safety-loop operations.
 func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.Operation, p map[string]any) *aql.Result {
 	s := func(name string) string { v, _ := p[name].(string); return v }
-	loop := f.Guard.Loop
+	loop := f.Guard
 	switch op.Name {
 	case opExecuteAgent:
 		st, err := loop.ExecuteAgent(ctx, session, s("element_name"))
 		return result(st, err)
 	case opRecordStep:
-		r := safety.Report{Session: session, ExecutionID: s("execution_id"),
+		r := guard.Report{Session: session, ExecutionID: s("execution_id"),
 			ElementName: s("element_name"), NextActionHint: s("next_action_hint"), StepDescription: s("step_description"),
 			Outcome: s("outcome"), Findings: s("findings"), ConfirmationToken: s(catalog.TokenParam)}
 		named, cat, _ := f.Catalog().ClassifyHint(r.NextActionHint)
 		r.Category = cat
 		if named != nil {
-			r.Annotations = annotations(named.Tool.Annotations)
+			r.Annotations = guard.Annotations(named.Tool.Annotations)
 		}
 		d, err := loop.RecordStep(ctx, r)
 		return result(d, err)
@@ -148,9 +148,9 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 				Message: "Missing required parameter 'execution_id' (or 'element_name')",
 				Details: map[string]any{"param_name": "execution_id", "operation": op.Name}})
 		}
-		status, reason := safety.StatusCompleted, s("summary")
+		status, reason := guard.StatusCompleted, s("summary")
 		if op.Name == opAbort {
-			status, reason = safety.StatusCancelled, s("reason")
+			status, reason = guard.StatusCancelled, s("reason")
 		}
 		st, err := loop.Finish(ctx, session, s("execution_id"), s("element_name"), status, reason)
 		return result(st, err)
@@ -175,8 +175,8 @@ func result[T any](v T, err *aql.Error) *aql.Result {
 }
 
 func (f *Front) channelName() string {
-	if f.Guard.Loop.Channel == nil {
+	if f.Guard.Channel == nil {
 		return "none"
 	}
-	return f.Guard.Loop.Channel.Name()
+	return f.Guard.Channel.Name()
 }

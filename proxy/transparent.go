@@ -6,8 +6,8 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
+	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/relay"
-	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -37,7 +37,7 @@ const TokenMeta = "aqlguard/confirmation_token"
 
 // VerifyTool is the tool that carries verify_challenge in transparent
 // mode, listed only while a verification is pending.
-const VerifyTool = safety.TransparentVerifyTool
+const VerifyTool = guard.TransparentVerifyTool
 
 // transparentNames gives each downstream operation the name the client
 // sees: the tool's own, or <server>__<tool> where two servers collide.
@@ -181,7 +181,7 @@ func (f *Front) callVerify(ctx context.Context, session string, raw json.RawMess
 // notify, a change since the last list is told to the client
 // (tools/list_changed).
 func (f *Front) syncVerifyTool(ctx context.Context, notify bool) bool {
-	pending := f.Guard.Loop.VerificationPending(ctx)
+	pending := f.Guard.VerificationPending(ctx)
 	f.verifyMu.Lock()
 	changed := pending != f.verifyListed
 	f.verifyListed = pending

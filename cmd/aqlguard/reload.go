@@ -67,7 +67,7 @@ func fileStamp(path string) stamp {
 // in the log. Either way the audit log says what happened.
 func (in *instance) reload(ctx context.Context, build func() (*policy.Config, error)) {
 	old := in.shared.CurrentConfig()
-	oldPol := in.shared.Loop.CurrentPolicy()
+	oldPol := in.shared.Guard.CurrentPolicy()
 	record := store.Record{Time: time.Now(), Kind: "policy", Principal: oldPol.Principal, Process: processName(), Operation: "reload"}
 	cfg, err := build()
 	var pol *policy.Policy
@@ -75,7 +75,7 @@ func (in *instance) reload(ctx context.Context, build func() (*policy.Config, er
 		pol, err = policy.Compile(cfg, cfg.Agent)
 	}
 	if err == nil {
-		err = in.shared.Loop.SetPolicy(pol)
+		err = in.shared.Guard.SetPolicy(pol)
 	}
 	if err != nil {
 		in.log.Error("reload refused; the configuration in force stays", "err", err)
@@ -95,7 +95,7 @@ func (in *instance) reload(ctx context.Context, build func() (*policy.Config, er
 }
 
 func (in *instance) audit(ctx context.Context, r store.Record) {
-	if err := in.shared.Loop.Store.Append(ctx, r); err != nil {
+	if err := in.shared.Guard.Store.Append(ctx, r); err != nil {
 		in.log.Error("the reload could not be recorded in the audit log", "err", err)
 	}
 }

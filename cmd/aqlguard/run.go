@@ -11,10 +11,10 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
+	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
-	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -143,27 +143,28 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	log.Info("aqlguard starting", "version", version(), "config", source, "mode", cfg.Mode,
 		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
 		"state", st.Path())
-	loop := newLoop(cfg, pol, st, log)
+	gd := newGuard(cfg, pol, st, log)
 	sh := &proxy.Shared{
 		Mode:   proxy.Mode(cfg.Mode),
 		Config: cfg,
-		Loop:   loop,
-		Pins: &pins.Pinner{Store: st, Loop: loop, Log: log, Process: processName(),
+		Guard:  gd,
+		Pins: &pins.Pinner{Store: st, Human: gd, Log: log, Process: processName(),
 			AskFor: cfg.Verify.ConfirmationTTL.Duration},
 		Limits:  cfg.Limits,
 		Log:     log,
 		Version: version(),
 	}
+	gd.Downstream = sh // each allowed call goes to its own session's server
 	return &instance{shared: sh, relay: sh.RelayConfig(), log: log}, 0
 }
 
 func (in *instance) close() {
-	in.shared.Loop.Close()
-	_ = in.shared.Loop.Store.Close() // the audit log's last records fsync'd
+	in.shared.Guard.Close()
+	_ = in.shared.Guard.Store.Close() // the audit log's last records fsync'd
 }
 
-// newLoop builds the safety loop and the channel to the human.
-func newLoop(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.Logger) *safety.Loop {
+// newGuard builds the guard and the channel to the human.
+func newGuard(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.Logger) *guard.Guard {
 	var ch verify.Channel
 	switch cfg.Verify.Channel {
 	case "command":
@@ -178,7 +179,7 @@ func newLoop(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.
 		}
 		ch = d
 	}
-	return &safety.Loop{
+	return &guard.Guard{
 		Policy:             pol,
 		Store:              st,
 		Process:            processName(),

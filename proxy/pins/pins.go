@@ -24,7 +24,6 @@ import (
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -185,13 +184,23 @@ func schemaNarrows(old, new any) bool {
 	return true
 }
 
+// Human is how a Pinner reaches the person at the machine: the guard,
+// which asks in the principal's turn (one question at a time).
+type Human interface {
+	// Principal is the agent whose tools these are.
+	Principal() string
+	// AskAbout asks req; settled reports that the question no longer
+	// needs an answer (approved elsewhere meanwhile).
+	AskAbout(ctx context.Context, req verify.Request, settled func() bool) (verify.Answer, error)
+}
+
 // Pinner checks tool definitions against their pins and asks the human
 // about changes. One Pinner serves every session of an aqlguard.
 type Pinner struct {
 	Store *store.Store
-	// Loop asks the human (in the principal's turn) and names the
+	// Human asks the human (in the principal's turn) and names the
 	// principal; nil never asks (changes wait for `aqlguard pins approve`).
-	Loop    *safety.Loop
+	Human   Human
 	Log     *slog.Logger
 	Process string
 	// AskFor bounds how long a question about a change stays up.
@@ -248,8 +257,8 @@ func (p *Pinner) clock() time.Time {
 }
 
 func (p *Pinner) principal() string {
-	if p.Loop != nil && p.Loop.CurrentPolicy() != nil {
-		return p.Loop.CurrentPolicy().Principal
+	if p.Human != nil {
+		return p.Human.Principal()
 	}
 	return ""
 }
@@ -349,7 +358,7 @@ func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool, ra
 // ask puts a pending change to the human, once per change in this
 // process; an approval is recorded as the human's.
 func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string) {
-	if p.Loop == nil {
+	if p.Human == nil {
 		return
 	}
 	key := server + "\x00" + tool + "\x00" + hash
@@ -382,7 +391,7 @@ func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string)
 		pin, err := p.load(ctx, server, tool)
 		return err != nil || pin == nil || pin.Pending == nil || pin.Pending.Hash != hash
 	}
-	answer, err := p.Loop.AskAbout(ctx, req, settled)
+	answer, err := p.Human.AskAbout(ctx, req, settled)
 	if err != nil {
 		p.Log.Warn("could not ask a human about a changed tool; it waits for `aqlguard pins approve`", "server", server, "tool", tool, "err", err)
 		return

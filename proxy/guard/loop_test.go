@@ -1,4 +1,4 @@
-package safety
+package guard
 
 import (
 	"context"
@@ -57,13 +57,13 @@ func (f *fakeHuman) say(a ...verify.Answer) {
 	f.mu.Unlock()
 }
 
-func newLoop(t testing.TB, doc string, h verify.Channel) *Loop {
+func newGuard(t testing.TB, doc string, h verify.Channel) *Guard {
 	t.Helper()
-	return newLoopWith(t, doc, h, t.TempDir(), store.Options{})
+	return newGuardWith(t, doc, h, t.TempDir(), store.Options{})
 }
 
-// newLoopWith is newLoop on state directory dir, with store options o.
-func newLoopWith(t testing.TB, doc string, h verify.Channel, dir string, o store.Options) *Loop {
+// newGuardWith is newGuard on state directory dir, with store options o.
+func newGuardWith(t testing.TB, doc string, h verify.Channel, dir string, o store.Options) *Guard {
 	t.Helper()
 	cfg, err := policy.Parse([]byte(doc), "test.toml")
 	if err != nil {
@@ -77,26 +77,26 @@ func newLoopWith(t testing.TB, doc string, h verify.Channel, dir string, o store
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Loop{Policy: p, Store: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
+	g := &Guard{Policy: p, Store: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
 		ConfirmTTL: 5 * time.Minute, ChallengeTTL: 5 * time.Minute,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	// Before the directory goes: a question still being asked must not
 	// write into it while it is removed.
-	t.Cleanup(func() { l.Close(); _ = st.Close() })
-	return l
+	t.Cleanup(func() { g.Close(); _ = st.Close() })
+	return g
 }
 
 // onStoreOf gives l a store of its own on other's state directory, as a
 // second aqlguard process on it would have (other may be l: a fresh
 // handle), closed with l before the directory goes.
-func onStoreOf(t testing.TB, l, other *Loop, o store.Options) {
+func onStoreOf(t testing.TB, g, other *Guard, o store.Options) {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Dir(other.Store.Path()), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close(); _ = st.Close() })
-	l.Store = st
+	t.Cleanup(func() { g.Close(); _ = st.Close() })
+	g.Store = st
 }
 
 const testPolicy = `
@@ -131,8 +131,8 @@ func TestCheckPaths(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &fakeHuman{answers: tt.answers}
-			l := newLoop(t, testPolicy, h)
-			v := l.Check(ctx, tt.action)
+			g := newGuard(t, testPolicy, h)
+			v := g.Check(ctx, tt.action)
 			if v.Proceed != tt.proceed || (tt.code != "" && (v.Err == nil || v.Err.Code != tt.code)) {
 				t.Fatalf("verdict %+v err %v", v.Directive, v.Err)
 			}
@@ -146,29 +146,29 @@ func TestCheckPaths(t *testing.T) {
 func TestConfirmOperationNeverSelfApproves(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	l := newLoop(t, testPolicy, h)
+	g := newGuard(t, testPolicy, h)
 	a := call("db_delete_row", map[string]any{"id": "7"})
-	v := l.Check(ctx, a)
+	v := g.Check(ctx, a)
 	token := v.Confirmation.Token
 	// The model asks again and again; the human never answers.
 	for i := 0; i < 3; i++ {
-		if res, fail := l.ConfirmOperation(ctx, "s", token); res != nil || fail == nil || fail.Err.Code != aql.CodeConfirmation {
+		if res, fail := g.ConfirmOperation(ctx, "s", token); res != nil || fail == nil || fail.Err.Code != aql.CodeConfirmation {
 			t.Fatalf("approved without a human: %v %v", res, fail)
 		}
 	}
 	a.Token = token
-	if v := l.Check(ctx, a); v.Proceed {
+	if v := g.Check(ctx, a); v.Proceed {
 		t.Fatal("the token alone let the call through")
 	}
 	// The human approves once: the identical call proceeds once.
 	h.say(verify.Allow)
-	if res, fail := l.ConfirmOperation(ctx, "s", token); res == nil || fail != nil {
+	if res, fail := g.ConfirmOperation(ctx, "s", token); res == nil || fail != nil {
 		t.Fatalf("confirm: %v", fail)
 	}
-	if v := l.Check(ctx, a); !v.Proceed {
+	if v := g.Check(ctx, a); !v.Proceed {
 		t.Fatalf("approved call refused: %v", v.Err)
 	}
-	if v := l.Check(ctx, a); v.Proceed || v.Err.Code != aql.CodeTokenUsed {
+	if v := g.Check(ctx, a); v.Proceed || v.Err.Code != aql.CodeTokenUsed {
 		t.Fatalf("replay: %+v %v", v.Directive, v.Err)
 	}
 }
@@ -176,32 +176,32 @@ func TestConfirmOperationNeverSelfApproves(t *testing.T) {
 func TestTokenScope(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	l := newLoop(t, testPolicy, h)
-	token := l.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})).Confirmation.Token
+	g := newGuard(t, testPolicy, h)
+	token := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})).Confirmation.Token
 	other := call("db_delete_row", map[string]any{"id": "2"})
 	other.Token = token
-	if v := l.Check(ctx, other); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
+	if v := g.Check(ctx, other); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
 		t.Errorf("other arguments: %v", v.Err)
 	}
 	wrongOp := call("db_get_row", map[string]any{"id": "1"})
 	wrongOp.Token = token
-	if v := l.Check(ctx, wrongOp); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
+	if v := g.Check(ctx, wrongOp); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
 		t.Errorf("other operation: %v", v.Err)
 	}
-	l.Policy.Principal = "someone-else"
-	if _, fail := l.ConfirmOperation(ctx, "s", token); fail == nil || fail.Err.Code != aql.CodeTokenScope {
+	g.Policy.Principal = "someone-else"
+	if _, fail := g.ConfirmOperation(ctx, "s", token); fail == nil || fail.Err.Code != aql.CodeTokenScope {
 		t.Errorf("another principal: %v", fail)
 	}
-	l.Policy.Principal = "unit"
-	l.Policy.Version = "changed"
+	g.Policy.Principal = "unit"
+	g.Policy.Version = "changed"
 	same := call("db_delete_row", map[string]any{"id": "1"})
 	same.Token = token
-	if v := l.Check(ctx, same); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
+	if v := g.Check(ctx, same); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
 		t.Errorf("changed policy: %v", v.Err)
 	}
 	clock := time.Now().Add(time.Hour)
-	l.Now = func() time.Time { return clock }
-	if _, fail := l.ConfirmOperation(ctx, "s", token); fail == nil || fail.Err.Code != aql.CodeTokenExpired {
+	g.Now = func() time.Time { return clock }
+	if _, fail := g.ConfirmOperation(ctx, "s", token); fail == nil || fail.Err.Code != aql.CodeTokenExpired {
 		t.Errorf("expired: %v", fail)
 	}
 }
@@ -209,35 +209,35 @@ func TestTokenScope(t *testing.T) {
 func TestStepLimitAndFailureCheckIns(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	l := newLoop(t, testPolicy, h)
+	g := newGuard(t, testPolicy, h)
 	get := call("db_get_row", map[string]any{"id": "1"})
 	for i := 0; i < 3; i++ {
-		if !l.Check(ctx, get).Proceed {
+		if !g.Check(ctx, get).Proceed {
 			t.Fatalf("step %d refused", i+1)
 		}
 	}
-	v := l.Check(ctx, get)
+	v := g.Check(ctx, get)
 	if v.Proceed || v.Directive.Stage != evaluator.StageStepLimit {
 		t.Fatalf("step 4: %+v", v.Directive)
 	}
 	h.say(verify.Allow)
-	if !l.Check(ctx, get).Proceed || l.steps != 1 {
-		t.Fatalf("after the check-in the count restarts: steps=%d", l.steps)
+	if !g.Check(ctx, get).Proceed || g.steps != 1 {
+		t.Fatalf("after the check-in the count restarts: steps=%d", g.steps)
 	}
-	e, _ := l.ExecuteAgent(ctx, "s", "agent")
-	d, err := l.RecordStep(ctx, Report{Session: "s", ElementName: "agent", NextActionHint: "db.get_row", Outcome: "failure", Category: policy.Read})
+	e, _ := g.ExecuteAgent(ctx, "s", "agent")
+	d, err := g.RecordStep(ctx, Report{Session: "s", ElementName: "agent", NextActionHint: "db.get_row", Outcome: "failure", Category: policy.Read})
 	if err != nil || d.Continue {
 		t.Fatalf("failure pause: %+v %v", d, err)
 	}
 	if len(d.Notifications) != 1 || d.Notifications[0].Type != "autonomy_pause" || d.Confirmation == nil {
 		t.Errorf("notifications: %+v", d.Notifications)
 	}
-	if d, _ := l.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row", Category: policy.Read}); d.Continue {
+	if d, _ := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row", Category: policy.Read}); d.Continue {
 		t.Error("the failure pause must hold until a human confirms")
 	}
 	// This step is also past the limit: two check-ins, one answer each.
 	h.say(verify.Allow, verify.Allow)
-	if d, err := l.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row", Category: policy.Read}); err != nil || !d.Continue {
+	if d, err := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row", Category: policy.Read}); err != nil || !d.Continue {
 		t.Errorf("after the human: %+v %v", d, err)
 	}
 }
@@ -245,10 +245,10 @@ func TestStepLimitAndFailureCheckIns(t *testing.T) {
 func TestBlockBroadcastsAndVerifyLifts(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	l := newLoop(t, testPolicy, h)
-	a, _ := l.ExecuteAgent(ctx, "s1", "a")
-	b, _ := l.ExecuteAgent(ctx, "s2", "b")
-	v := l.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
+	g := newGuard(t, testPolicy, h)
+	a, _ := g.ExecuteAgent(ctx, "s1", "a")
+	b, _ := g.ExecuteAgent(ctx, "s2", "b")
+	v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
 	if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked || v.VerificationID == "" {
 		t.Fatalf("block: %+v", v)
 	}
@@ -257,23 +257,23 @@ func TestBlockBroadcastsAndVerifyLifts(t *testing.T) {
 	}
 	code := h.shown[0].Code
 	for _, id := range []string{a.ExecutionID, b.ExecutionID} {
-		d, _ := l.RecordStep(ctx, Report{ExecutionID: id, NextActionHint: "anything"})
+		d, _ := g.RecordStep(ctx, Report{ExecutionID: id, NextActionHint: "anything"})
 		if !d.Stopped || len(d.Notifications) != 1 || d.Notifications[0].Type != "danger_zone" ||
 			d.Notifications[0].Metadata["verificationId"] != v.VerificationID {
 			t.Errorf("%s: %+v", id, d)
 		}
 	}
-	if _, err := l.ExecuteAgent(ctx, "s3", "new"); err == nil || err.Code != aql.CodeAgentBlocked {
+	if _, err := g.ExecuteAgent(ctx, "s3", "new"); err == nil || err.Code != aql.CodeAgentBlocked {
 		t.Error("a new execution escaped the block")
 	}
-	if _, err := l.VerifyChallenge(ctx, "s", v.VerificationID, "wrong"); err == nil || err.Code != aql.CodeVerifyFailed ||
+	if _, err := g.VerifyChallenge(ctx, "s", v.VerificationID, "wrong"); err == nil || err.Code != aql.CodeVerifyFailed ||
 		strings.Contains(err.Message, code) {
 		t.Errorf("wrong code: %v", err)
 	}
-	if res, err := l.VerifyChallenge(ctx, "s", v.VerificationID, strings.ToLower(code)); err != nil || !res.Unblocked {
+	if res, err := g.VerifyChallenge(ctx, "s", v.VerificationID, strings.ToLower(code)); err != nil || !res.Unblocked {
 		t.Fatalf("right code: %v", err)
 	}
-	if !l.Check(ctx, call("db_get_row", map[string]any{"id": "1"})).Proceed {
+	if !g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})).Proceed {
 		t.Error("still blocked after verification")
 	}
 }
@@ -281,13 +281,13 @@ func TestBlockBroadcastsAndVerifyLifts(t *testing.T) {
 func TestChannelFailureFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{err: verify.ErrNoDisplay}
-	l := newLoop(t, testPolicy, h)
-	v := l.Check(ctx, call("db_delete_row", map[string]any{"id": "1"}))
+	g := newGuard(t, testPolicy, h)
+	v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"}))
 	if v.Proceed || !strings.Contains(strings.Join(v.Directive.Factors, " "), "no graphical display") {
 		t.Fatalf("fail closed with a reason: %+v", v.Directive)
 	}
-	l.Channel = nil
-	if v := l.Check(ctx, call("db_delete_row", map[string]any{"id": "2"})); v.Proceed {
+	g.Channel = nil
+	if v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "2"})); v.Proceed {
 		t.Fatal("no channel must approve nothing")
 	}
 }
@@ -299,11 +299,11 @@ func FuzzConfirmOperation(f *testing.F) {
 		f.Add(s)
 	}
 	h := &fakeHuman{}
-	l := newLoop(f, testPolicy, h)
-	issued := l.Check(context.Background(), call("db_delete_row", map[string]any{"id": "1"})).Confirmation.Token
+	g := newGuard(f, testPolicy, h)
+	issued := g.Check(context.Background(), call("db_delete_row", map[string]any{"id": "1"})).Confirmation.Token
 	f.Add(issued)
 	f.Fuzz(func(t *testing.T, token string) {
-		res, fail := l.ConfirmOperation(context.Background(), "s", token)
+		res, fail := g.ConfirmOperation(context.Background(), "s", token)
 		if res != nil {
 			t.Fatalf("approved without a human: %q", token)
 		}
@@ -318,22 +318,22 @@ func FuzzConfirmOperation(f *testing.F) {
 func BenchmarkCheck(b *testing.B) {
 	ctx := context.Background()
 	b.Run("allowed", func(b *testing.B) {
-		l := newLoop(b, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 1000000000", 1), &fakeHuman{})
+		g := newGuard(b, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 1000000000", 1), &fakeHuman{})
 		a := call("db_get_row", map[string]any{"id": "1"})
 		b.ReportAllocs()
 		for b.Loop() {
-			if !l.Check(ctx, a).Proceed {
+			if !g.Check(ctx, a).Proceed {
 				b.Fatal("refused")
 			}
 		}
 	})
 	b.Run("confirmed_then_allowed", func(b *testing.B) {
 		h := &alwaysAllow{}
-		l := newLoop(b, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 1000000000", 1), h)
+		g := newGuard(b, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 1000000000", 1), h)
 		a := call("db_delete_row", map[string]any{"id": "1"})
 		b.ReportAllocs()
 		for b.Loop() {
-			if !l.Check(ctx, a).Proceed {
+			if !g.Check(ctx, a).Proceed {
 				b.Fatal("refused")
 			}
 		}
@@ -355,8 +355,8 @@ func (alwaysAllow) Show(context.Context, verify.Request) error { return nil }
 func TestTwoLoopsShareTheStore(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	one := newLoop(t, testPolicy, h)
-	two := newLoop(t, testPolicy, h)
+	one := newGuard(t, testPolicy, h)
+	two := newGuard(t, testPolicy, h)
 	onStoreOf(t, two, one, store.Options{})
 	e, _ := two.ExecuteAgent(ctx, "s2", "b")
 	v := one.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -14,26 +14,16 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/relay"
-	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Caller forwards a tools/call to a downstream server: params are the
-// request's params as they go on the wire, the result comes back as the
-// server sent it. A JSON-RPC error from the server is a *jsonrpc.Error.
+// Caller forwards a tools/call to a downstream server of one client
+// session (each session has servers of its own): params are the request's
+// params as they go on the wire, the result comes back as the server sent
+// it. A JSON-RPC error from the server is a *jsonrpc.Error.
 type Caller interface {
-	CallTool(ctx context.Context, server string, params json.RawMessage) (json.RawMessage, error)
-}
-
-// Guard sits on the path of every downstream call: it hands the call to
-// the safety loop (evaluator, human, blocks) and forwards only what the
-// loop lets through. Its collaborators are plain fields so a test can swap
-// any of them.
-type Guard struct {
-	Loop       *safety.Loop
-	Downstream Caller
-	Log        *slog.Logger
+	CallTool(ctx context.Context, session, server string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Outcome is what the guard did with one call.
@@ -65,26 +55,26 @@ func (o Outcome) Result() (*mcp.CallToolResult, error) {
 // (the client's _meta, members aqlguard does not know); nil for none.
 // token is an explicit confirmation token ("" if none).
 func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) Outcome {
-	a := safety.Action{
+	a := Action{
 		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
-		Category: op.Category, Annotations: annotations(op.Tool.Annotations), Arguments: args,
-		Token: token, Secrets: secretParams(op), Client: clientOf(ctx),
+		Category: op.Category, Annotations: Annotations(op.Tool.Annotations), Arguments: args,
+		Token: token, Secrets: secretParams(op), Client: ClientOf(ctx),
 	}
-	v := g.Loop.Check(ctx, a)
+	v := g.Check(ctx, a)
 	d := v.Directive
-	principal := g.Loop.CurrentPolicy().Principal
+	principal := g.CurrentPolicy().Principal
 	// One log line per call at info level, built once (no per-call
 	// Logger.With): the refusal, or the call and how it ended. The
 	// factors behind an allowed call are at debug level; the audit log
 	// has them all.
 	if !v.Proceed {
-		g.Log.Info("call refused", "principal", principal, "session", session, "operation", op.Name, "server", op.Server,
+		g.log().Info("call refused", "principal", principal, "session", session, "operation", op.Name, "server", op.Server,
 			"tool", op.Tool.Name, "decision", d.Decision, "stopped", d.Stopped, "stage", d.Stage, "tier", d.Tier,
 			"risk", d.Risk, "matched", d.Matched, "enforced", d.Enforced, "factors", d.Factors)
 		return Outcome{Err: withFactors(v.Err, d.Factors), Confirmation: v.Confirmation, Directive: d}
 	}
-	if g.Log.Enabled(ctx, slog.LevelDebug) {
-		g.Log.Debug("call allowed", "principal", principal, "session", session, "operation", op.Name,
+	if g.log().Enabled(ctx, slog.LevelDebug) {
+		g.log().Debug("call allowed", "principal", principal, "session", session, "operation", op.Name,
 			"decision", d.Decision, "stage", d.Stage, "tier", d.Tier, "risk", d.Risk, "matched", d.Matched, "factors", d.Factors)
 	}
 	params, err := toolCallParams(base, op.Tool.Name, args)
@@ -92,7 +82,7 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 		return Outcome{Err: aql.Internal("the call could not be encoded"), Directive: d}
 	}
 	began := time.Now()
-	raw, err := g.Downstream.CallTool(ctx, op.Server, params)
+	raw, err := g.forward(ctx, session, op.Server, params)
 	took := time.Since(began)
 	out := Outcome{Raw: raw, Directive: d}
 	result := "ok"
@@ -110,10 +100,10 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 		result = "tool_error"
 	}
 	if err != nil && rpcErr == nil {
-		g.Log.Log(ctx, level, "call failed", "principal", principal, "session", session, "operation", op.Name,
+		g.log().Log(ctx, level, "call failed", "principal", principal, "session", session, "operation", op.Name,
 			"server", op.Server, "tool", op.Tool.Name, "decision", d.Decision, "result", result, "err", err, "elapsed", took)
 	} else {
-		g.Log.Log(ctx, level, "call", "principal", principal, "session", session, "operation", op.Name,
+		g.log().Log(ctx, level, "call", "principal", principal, "session", session, "operation", op.Name,
 			"server", op.Server, "tool", op.Tool.Name, "decision", d.Decision, "stage", d.Stage, "enforced", d.Enforced,
 			"result", result, "elapsed", took)
 	}
@@ -122,8 +112,8 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	// not handed on.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := g.Loop.Outcome(rctx, a, v, result, took); err != nil {
-		g.Log.Error("the outcome could not be recorded; the result is withheld", "operation", op.Name, "err", err)
+	if err := g.Outcome(rctx, a, v, result, took); err != nil {
+		g.log().Error("the outcome could not be recorded; the result is withheld", "operation", op.Name, "err", err)
 		return Outcome{Directive: d, Err: &aql.Error{Code: aql.CodeInternal,
 			Message: "Internal error: 'the call ran, but its outcome could not be recorded in the audit log; the result is withheld'",
 			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "executed": true, "fail_closed": true}}}
@@ -191,7 +181,8 @@ func secretParams(op *catalog.Operation) []string {
 	return out
 }
 
-func annotations(a *mcp.ToolAnnotations) evaluator.Annotations {
+// Annotations are a tool's MCP annotations as the evaluator reads them.
+func Annotations(a *mcp.ToolAnnotations) evaluator.Annotations {
 	if a == nil {
 		return evaluator.Annotations{}
 	}
@@ -228,15 +219,24 @@ func downstreamFailure(op *catalog.Operation, err error) *aql.Error {
 
 type clientKey struct{}
 
-// withClient notes the MCP client's own name for the human's questions.
-func withClient(ctx context.Context, name string) context.Context {
+// WithClient notes the MCP client's own name for the human's questions.
+func WithClient(ctx context.Context, name string) context.Context {
 	if name == "" {
 		return ctx
 	}
 	return context.WithValue(ctx, clientKey{}, name)
 }
 
-func clientOf(ctx context.Context) string {
+func ClientOf(ctx context.Context) string {
 	s, _ := ctx.Value(clientKey{}).(string)
 	return s
+}
+
+// forward hands an allowed call to the downstream caller; without one
+// there is nowhere to send it.
+func (g *Guard) forward(ctx context.Context, session, server string, params json.RawMessage) (json.RawMessage, error) {
+	if g.Downstream == nil {
+		return nil, fmt.Errorf("%w: no downstream caller is configured", downstream.ErrUnavailable)
+	}
+	return g.Downstream.CallTool(ctx, session, server, params)
 }

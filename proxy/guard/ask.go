@@ -1,4 +1,4 @@
-package safety
+package guard
 
 import (
 	"context"
@@ -35,29 +35,29 @@ func approves(a verify.Answer) bool { return a == verify.Allow || a == verify.Al
 // await makes sure c is put to the human and waits at most wait for the
 // answer. It returns None (and, when the channel could not ask at all, a
 // factor saying why) if no answer came in time; the question stays up.
-// l.mu must not be held.
-func (l *Loop) await(ctx context.Context, c *Confirmation, wait time.Duration) (verify.Answer, string) {
-	l.mu.Lock()
-	l.init()
-	q := l.askings[c.Token]
+// g.mu must not be held.
+func (g *Guard) await(ctx context.Context, c *Confirmation, wait time.Duration) (verify.Answer, string) {
+	g.mu.Lock()
+	g.init()
+	q := g.askings[c.Token]
 	if q == nil {
 		switch {
 		case c.Status == statusApproved:
-			l.mu.Unlock()
+			g.mu.Unlock()
 			return verify.Allow, ""
 		case c.Status == statusDenied:
-			l.mu.Unlock()
+			g.mu.Unlock()
 			return verify.Deny, ""
-		case c.Status != statusPending || !l.now().Before(c.ExpiresAt):
-			l.mu.Unlock()
+		case c.Status != statusPending || !g.now().Before(c.ExpiresAt):
+			g.mu.Unlock()
 			return verify.None, ""
 		}
 		q = &asking{done: make(chan struct{})}
-		l.askings[c.Token] = q
-		req := l.question(c)
-		go l.runAsk(q, c, req)
+		g.askings[c.Token] = q
+		req := g.question(c)
+		go g.runAsk(q, c, req)
 	}
-	l.mu.Unlock()
+	g.mu.Unlock()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
@@ -69,51 +69,51 @@ func (l *Loop) await(ctx context.Context, c *Confirmation, wait time.Duration) (
 	return verify.None, ""
 }
 
-// question is the request the human sees for c. l.mu is held.
-func (l *Loop) question(c *Confirmation) verify.Request {
+// question is the request the human sees for c. g.mu is held.
+func (g *Guard) question(c *Confirmation) verify.Request {
 	r := verify.Request{
 		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: c.Server, Tool: c.Tool,
 		Operation: c.Operation, Action: c.Action, Arguments: c.Arguments, Reason: c.Reason, Token: c.Token,
 		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession,
 	}
 	if c.Kind == kindSteps {
-		r.Steps = l.pol().MaxSteps
+		r.Steps = g.pol().MaxSteps
 	}
 	return r
 }
 
 // runAsk asks and records the answer; see the comment at the top.
-func (l *Loop) runAsk(q *asking, c *Confirmation, req verify.Request) {
-	ctx, cancel := context.WithDeadline(l.bg, c.ExpiresAt)
+func (g *Guard) runAsk(q *asking, c *Confirmation, req verify.Request) {
+	ctx, cancel := context.WithDeadline(g.bg, c.ExpiresAt)
 	defer cancel()
-	answer, why := l.ask(ctx, req)
-	answer, why = l.recordAnswer(c, answer, why)
-	l.mu.Lock()
+	answer, why := g.ask(ctx, req)
+	answer, why = g.recordAnswer(c, answer, why)
+	g.mu.Lock()
 	q.answer, q.why = answer, why
-	delete(l.askings, c.Token)
-	l.mu.Unlock()
+	delete(g.askings, c.Token)
+	g.mu.Unlock()
 	close(q.done)
 }
 
 // takeTurn waits for this principal's turn to put a question to the
 // human, in this process and across the processes sharing the state
 // directory. It returns the release, or nil and why there is no turn.
-func (l *Loop) takeTurn(ctx context.Context) (release func(), why string) {
+func (g *Guard) takeTurn(ctx context.Context) (release func(), why string) {
 	select {
-	case l.turn <- struct{}{}:
+	case g.turn <- struct{}{}:
 	case <-ctx.Done():
 		return nil, "confirmation: the question expired while the human was answering others"
 	}
-	unlock, err := l.Store.QuestionTurn(ctx, l.pol().Principal)
+	unlock, err := g.Store.QuestionTurn(ctx, g.pol().Principal)
 	if err != nil {
-		<-l.turn
+		<-g.turn
 		if ctx.Err() != nil {
 			return nil, "confirmation: the question expired while the human was answering another aqlguard's"
 		}
-		l.Log.Error("could not wait for a turn to ask a human; nothing is approved", "err", err)
+		g.log().Error("could not wait for a turn to ask a human; nothing is approved", "err", err)
 		return nil, "confirmation: could not take a turn to ask a human; nothing was approved"
 	}
-	return func() { unlock(); <-l.turn }, ""
+	return func() { unlock(); <-g.turn }, ""
 }
 
 // AskAbout puts a question that is not about one call (a server changed
@@ -121,14 +121,14 @@ func (l *Loop) takeTurn(ctx context.Context) (release func(), why string) {
 // runs once the turn is taken: when it reports that the question was
 // answered meanwhile (in another process, at the command line), the
 // human is not asked and AskAbout returns None.
-func (l *Loop) AskAbout(ctx context.Context, req verify.Request, settled func() bool) (verify.Answer, error) {
-	if l.Channel == nil {
+func (g *Guard) AskAbout(ctx context.Context, req verify.Request, settled func() bool) (verify.Answer, error) {
+	if g.Channel == nil {
 		return verify.None, errors.New("no channel to a human is configured")
 	}
-	l.mu.Lock()
-	l.init()
-	l.mu.Unlock()
-	release, why := l.takeTurn(ctx)
+	g.mu.Lock()
+	g.init()
+	g.mu.Unlock()
+	release, why := g.takeTurn(ctx)
 	if release == nil {
 		return verify.None, errors.New(why)
 	}
@@ -136,23 +136,23 @@ func (l *Loop) AskAbout(ctx context.Context, req verify.Request, settled func() 
 	if settled != nil && settled() {
 		return verify.None, nil
 	}
-	answer, err := l.Channel.Ask(ctx, req)
+	answer, err := g.Channel.Ask(ctx, req)
 	if err != nil {
 		return verify.None, err
 	}
 	if answer == verify.AllowSession {
 		answer = verify.Allow
 	}
-	l.Log.Info("human answer", "channel", l.Channel.Name(), "about", req.Operation, "answer", answer)
+	g.log().Info("human answer", "channel", g.Channel.Name(), "about", req.Operation, "answer", answer)
 	return answer, nil
 }
 
 // ask waits for this principal's turn, then puts req to the human.
-func (l *Loop) ask(ctx context.Context, req verify.Request) (verify.Answer, string) {
-	if l.Channel == nil {
+func (g *Guard) ask(ctx context.Context, req verify.Request) (verify.Answer, string) {
+	if g.Channel == nil {
 		return verify.None, "confirmation: no channel to a human is configured, so nothing can be approved"
 	}
-	release, why := l.takeTurn(ctx)
+	release, why := g.takeTurn(ctx)
 	if release == nil {
 		return verify.None, why
 	}
@@ -160,7 +160,7 @@ func (l *Loop) ask(ctx context.Context, req verify.Request) (verify.Answer, stri
 	// Answered meanwhile through the other process (confirm_operation
 	// there)? Then do not ask twice.
 	var cur *store.Confirmation
-	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { cur, err = tx.Confirmation(req.Token); return }); err == nil && cur != nil {
+	if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { cur, err = tx.Confirmation(req.Token); return }); err == nil && cur != nil {
 		switch cur.Status {
 		case statusApproved:
 			return verify.Allow, ""
@@ -170,10 +170,10 @@ func (l *Loop) ask(ctx context.Context, req verify.Request) (verify.Answer, stri
 			return verify.None, "confirmation: already answered and used"
 		}
 	}
-	answer, err := l.Channel.Ask(ctx, req)
+	answer, err := g.Channel.Ask(ctx, req)
 	if err != nil {
-		l.Log.Error("could not ask a human; nothing is approved", "channel", l.Channel.Name(), "token", req.Token, "err", err)
-		why := "confirmation: the " + l.Channel.Name() + " channel could not reach a human"
+		g.log().Error("could not ask a human; nothing is approved", "channel", g.Channel.Name(), "token", req.Token, "err", err)
+		why := "confirmation: the " + g.Channel.Name() + " channel could not reach a human"
 		if errors.Is(err, verify.ErrNoDisplay) {
 			why += " (no graphical display)"
 		}
@@ -182,16 +182,16 @@ func (l *Loop) ask(ctx context.Context, req verify.Request) (verify.Answer, stri
 	if answer == verify.AllowSession && !req.AllowSession {
 		answer = verify.Allow // not offered: at most what was asked
 	}
-	l.Log.Info("human answer", "channel", l.Channel.Name(), "token", req.Token, "answer", answer)
+	g.log().Info("human answer", "channel", g.Channel.Name(), "token", req.Token, "answer", answer)
 	return answer, ""
 }
 
 // recordAnswer writes the human's answer, and the standing approval an
 // "allow for this session" grants, with an audit record, before anyone
 // can act on it. An answer that cannot be recorded approves nothing.
-func (l *Loop) recordAnswer(c *Confirmation, answer verify.Answer, why string) (verify.Answer, string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) (verify.Answer, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if c.Status != statusPending {
 		// Answered or used meanwhile (confirm_operation through the other
 		// process, found by the check that spent it): nothing to record.
@@ -206,11 +206,11 @@ func (l *Loop) recordAnswer(c *Confirmation, answer verify.Answer, why string) (
 		rec.Factors = append(rec.Factors, why)
 	}
 	var grant *store.Approval
-	now := l.now()
+	now := g.now()
 	switch answer {
 	case verify.Allow, verify.AllowSession:
 		c.Status, c.DoneAt = statusApproved, now
-		l.markDirty(c)
+		g.markDirty(c)
 		rec.Decision = "approved"
 		if answer == verify.AllowSession && c.AllowSession {
 			id, err := newApprovalID()
@@ -220,15 +220,15 @@ func (l *Loop) recordAnswer(c *Confirmation, answer verify.Answer, why string) (
 			}
 			grant = &store.Approval{ID: id, Principal: c.Principal, Session: c.Session, Server: c.Server, Tool: c.Tool,
 				Operation: c.Operation, PolicyVersion: c.PolicyVersion, Token: c.Token,
-				CreatedAt: now, ExpiresAt: now.Add(l.SessionApprovalTTL)}
+				CreatedAt: now, ExpiresAt: now.Add(g.SessionApprovalTTL)}
 			rec.Decision, rec.Approval = "approved_for_session", id
 		}
 	case verify.Deny:
-		l.spend(c, statusDenied)
+		g.spend(c, statusDenied)
 		rec.Decision = "denied"
 	}
-	err := l.Store.Update(l.bg, func(tx *store.Tx) error {
-		if err := l.flush(tx); err != nil {
+	err := g.Store.Update(g.bg, func(tx *store.Tx) error {
+		if err := g.flush(tx); err != nil {
 			return err
 		}
 		if grant != nil {
@@ -236,41 +236,41 @@ func (l *Loop) recordAnswer(c *Confirmation, answer verify.Answer, why string) (
 				return err
 			}
 		}
-		rec.Time, rec.Principal, rec.Process = now, l.pol().Principal, l.Process
+		rec.Time, rec.Principal, rec.Process = now, g.pol().Principal, g.Process
 		err := tx.Append(rec)
 		return err
 	})
 	if err != nil {
-		l.Log.Error("the human's answer could not be recorded; nothing is approved", "token", c.Token, "err", err)
+		g.log().Error("the human's answer could not be recorded; nothing is approved", "token", c.Token, "err", err)
 		// Not durable, so not granted (and not refused: ask again).
-		delete(l.spent, c.Token)
+		delete(g.spent, c.Token)
 		c.Status, c.DoneAt = statusPending, time.Time{}
-		l.confirms[c.Token] = c
+		g.confirms[c.Token] = c
 		return verify.None, "confirmation: the answer could not be recorded in the state database; nothing was approved"
 	}
-	l.clean()
+	g.clean()
 	if grant != nil {
-		l.Log.Info("standing approval granted", "approval", grant.ID, "server", grant.Server, "tool", grant.Tool,
+		g.log().Info("standing approval granted", "approval", grant.ID, "server", grant.Server, "tool", grant.Tool,
 			"session", grant.Session, "expires", grant.ExpiresAt)
 	}
 	return answer, why
 }
 
 // standing finds a human's standing approval of this tool for this
-// session. l.mu is held.
-func (l *Loop) standing(ctx context.Context, a Action) (*store.Approval, error) {
-	if a.Session == "" || l.SessionApprovalTTL <= 0 {
+// session. g.mu is held.
+func (g *Guard) standing(ctx context.Context, a Action) (*store.Approval, error) {
+	if a.Session == "" || g.SessionApprovalTTL <= 0 {
 		return nil, nil
 	}
 	var list []store.Approval
-	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { list, err = tx.Approvals(); return }); err != nil {
+	if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { list, err = tx.Approvals(); return }); err != nil {
 		return nil, err
 	}
-	now := l.now()
+	now := g.now()
 	for i := range list {
 		ap := &list[i]
-		if ap.Active(now) && ap.Principal == l.pol().Principal && ap.Session == a.Session &&
-			ap.Server == a.Server && ap.Tool == a.Tool && ap.PolicyVersion == l.pol().Version {
+		if ap.Active(now) && ap.Principal == g.pol().Principal && ap.Session == a.Session &&
+			ap.Server == a.Server && ap.Tool == a.Tool && ap.PolicyVersion == g.pol().Version {
 			return ap, nil
 		}
 	}
@@ -288,10 +288,10 @@ func newApprovalID() (string, error) {
 
 // Close withdraws the questions still on the human's screen (their
 // dialogs are closed; nothing is approved). Call it when aqlguard stops.
-func (l *Loop) Close() {
-	l.mu.Lock()
-	l.init()
-	stop := l.stop
-	l.mu.Unlock()
+func (g *Guard) Close() {
+	g.mu.Lock()
+	g.init()
+	stop := g.stop
+	g.mu.Unlock()
 	stop()
 }

@@ -1,4 +1,4 @@
-package safety
+package guard
 
 import (
 	"bytes"
@@ -31,10 +31,10 @@ type redactor struct {
 	redacts int
 }
 
-func (l *Loop) redactorFor(a Action) *redactor {
-	r := &redactor{key: l.auditKey(), schema: map[string]bool{}}
-	if l.Policy != nil {
-		r.specs = l.pol().SecretArguments
+func (g *Guard) redactorFor(a Action) *redactor {
+	r := &redactor{key: g.auditKey(), schema: map[string]bool{}}
+	if g.Policy != nil {
+		r.specs = g.pol().SecretArguments
 	}
 	if a.Server != "" {
 		r.names = policy.NameForms(a.Operation, a.Server, a.Tool)
@@ -45,11 +45,11 @@ func (l *Loop) redactorFor(a Action) *redactor {
 	return r
 }
 
-func (l *Loop) auditKey() []byte {
-	if l.Store == nil {
+func (g *Guard) auditKey() []byte {
+	if g.Store == nil {
 		return nil
 	}
-	return l.Store.AuditKey()
+	return g.Store.AuditKey()
 }
 
 // redact returns a copy of args with every secret replaced by its keyed

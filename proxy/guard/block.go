@@ -1,4 +1,4 @@
-package safety
+package guard
 
 import (
 	"context"
@@ -27,15 +27,15 @@ type pause struct {
 // newChallenge creates a challenge for the action. The code is returned
 // inside the show request only: it goes to the channel after the
 // challenge is on disk, and nowhere else.
-func (l *Loop) newChallenge(a Action, d evaluator.Directive) (store.Challenge, *verify.Request, error) {
-	ch, code, err := verify.NewChallenge(l.pol().Principal, a.preview, string(d.Tier), l.now(), l.ChallengeTTL)
+func (g *Guard) newChallenge(a Action, d evaluator.Directive) (store.Challenge, *verify.Request, error) {
+	ch, code, err := verify.NewChallenge(g.pol().Principal, a.preview, string(d.Tier), g.now(), g.ChallengeTTL)
 	if err != nil {
 		return store.Challenge{}, nil, err
 	}
 	sealed := ch.Seal()
 	rec := store.Challenge{ID: ch.ID, Principal: ch.Agent, Action: ch.Action, Tier: ch.Tier,
 		Salt: sealed.Salt, Hash: sealed.Hash, CreatedAt: ch.CreatedAt, ExpiresAt: ch.ExpiresAt}
-	req := &verify.Request{Kind: verify.KindChallenge, Agent: l.pol().Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
+	req := &verify.Request{Kind: verify.KindChallenge, Agent: g.pol().Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
 		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt}
 	return rec, req, nil
 }
@@ -43,9 +43,9 @@ func (l *Loop) newChallenge(a Action, d evaluator.Directive) (store.Challenge, *
 // show puts a persisted challenge's code in front of the human and
 // returns the factor that says whether that worked. A channel that cannot
 // show it fails closed: the pause or block stays.
-func (l *Loop) show(ctx context.Context, req *verify.Request) (factor string, shown bool) {
-	if l.Channel == nil {
-		l.Log.Error("no channel to show a verification code; the pause or block stays", "challenge", req.Challenge)
+func (g *Guard) show(ctx context.Context, req *verify.Request) (factor string, shown bool) {
+	if g.Channel == nil {
+		g.log().Error("no channel to show a verification code; the pause or block stays", "challenge", req.Challenge)
 		return "verification: no channel to a human is configured; the code could not be shown; the pause or block stays", false
 	}
 	done := make(chan error, 1)
@@ -54,14 +54,14 @@ func (l *Loop) show(ctx context.Context, req *verify.Request) (factor string, sh
 	showCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), req.ExpiresAt)
 	go func() {
 		defer cancel()
-		done <- l.Channel.Show(showCtx, *req)
+		done <- g.Channel.Show(showCtx, *req)
 	}()
 	select {
 	case err := <-done:
 		if err != nil {
-			l.Log.Error("the verification code could not be shown; the pause or block stays",
-				"channel", l.Channel.Name(), "challenge", req.Challenge, "err", err)
-			why := "verification: the " + l.Channel.Name() + " channel could not show the code"
+			g.log().Error("the verification code could not be shown; the pause or block stays",
+				"channel", g.Channel.Name(), "challenge", req.Challenge, "err", err)
+			why := "verification: the " + g.Channel.Name() + " channel could not show the code"
 			if errors.Is(err, verify.ErrNoDisplay) {
 				why += " (no graphical display)"
 			}
@@ -69,46 +69,46 @@ func (l *Loop) show(ctx context.Context, req *verify.Request) (factor string, sh
 		}
 	case <-time.After(showWait):
 	}
-	l.Log.Info("verification code shown out of band", "channel", l.Channel.Name(), "challenge", req.Challenge,
+	g.log().Info("verification code shown out of band", "channel", g.Channel.Name(), "challenge", req.Challenge,
 		"expires_at", req.ExpiresAt)
-	return "verification: code shown to a human through the " + l.Channel.Name() + " channel", true
+	return "verification: code shown to a human through the " + g.Channel.Name() + " channel", true
 }
 
 // hardBlock blocks the principal (deny match or danger_zone tier). The
 // block and its challenge are written by settle, with the decision's
 // audit record, before anything is shown or broadcast.
-func (l *Loop) hardBlock(a Action, d evaluator.Directive, w *writes) Verdict {
-	ch, req, err := l.newChallenge(a, d)
+func (g *Guard) hardBlock(a Action, d evaluator.Directive, w *writes) Verdict {
+	ch, req, err := g.newChallenge(a, d)
 	if err != nil {
-		l.Log.Error("creating a challenge", "err", err)
+		g.log().Error("creating a challenge", "err", err)
 		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}
 	}
-	b := store.Block{Principal: l.pol().Principal, Reason: d.Reason, Operation: a.Operation,
-		VerificationID: ch.ID, BlockedAt: l.now(), Session: a.Session, ChallengeExpiresAt: ch.ExpiresAt}
+	b := store.Block{Principal: g.pol().Principal, Reason: d.Reason, Operation: a.Operation,
+		VerificationID: ch.ID, BlockedAt: g.now(), Session: a.Session, ChallengeExpiresAt: ch.ExpiresAt}
 	w.block, w.challenge, w.show = &b, &ch, req
-	return Verdict{Directive: d, VerificationID: ch.ID, Err: l.blockedError(a.Operation, &b)}
+	return Verdict{Directive: d, VerificationID: ch.ID, Err: g.blockedError(a.Operation, &b)}
 }
 
 // verifyPauseFor pauses the principal until the code is entered or expires.
-func (l *Loop) verifyPauseFor(a Action, d evaluator.Directive, w *writes) Verdict {
-	ch, req, err := l.newChallenge(a, d)
+func (g *Guard) verifyPauseFor(a Action, d evaluator.Directive, w *writes) Verdict {
+	ch, req, err := g.newChallenge(a, d)
 	if err != nil {
-		l.Log.Error("creating a challenge", "err", err)
+		g.log().Error("creating a challenge", "err", err)
 		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}
 	}
 	w.challenge, w.show, w.pause = &ch, req, &pause{ID: ch.ID, ExpiresAt: ch.ExpiresAt}
 	d.Reason = d.Reason + "; verification " + ch.ID + " pending"
-	return Verdict{Directive: d, VerificationID: ch.ID, Err: l.verificationError(a.Operation, ch.ID, ch.ExpiresAt)}
+	return Verdict{Directive: d, VerificationID: ch.ID, Err: g.verificationError(a.Operation, ch.ID, ch.ExpiresAt)}
 }
 
 // reissue gives a block whose code expired a fresh challenge, so a human
 // who was away can still clear it without the admin override. settle
 // applies it only if the block is still the one it replaces.
-func (l *Loop) reissue(b *store.Block, w *writes) {
+func (g *Guard) reissue(b *store.Block, w *writes) {
 	d := evaluator.Directive{Tier: evaluator.DangerZone, Reason: b.Reason}
-	ch, req, err := l.newChallenge(Action{Operation: b.Operation, Hint: "lift the block: " + b.Reason}, d)
+	ch, req, err := g.newChallenge(Action{Operation: b.Operation, Hint: "lift the block: " + b.Reason}, d)
 	if err != nil {
-		l.Log.Error("creating a challenge", "err", err)
+		g.log().Error("creating a challenge", "err", err)
 		return
 	}
 	nb := *b
@@ -122,29 +122,29 @@ const TransparentVerifyTool = "aqlguard_verify_challenge"
 
 // askForTheCode tells the model what to do with a verification: the code
 // is in a window only the user sees.
-func (l *Loop) askForTheCode(id string) string {
+func (g *Guard) askForTheCode(id string) string {
 	tool := "verify_challenge"
-	if l.Transparent {
+	if g.Transparent {
 		tool = "the tool " + TransparentVerifyTool
 	}
 	return "aqlguard showed the user a verification code in a window of its own. Ask the user for that code, " +
 		"then call " + tool + " with challenge_id " + id + " and the code. Do not guess it; you cannot see it."
 }
 
-func (l *Loop) blockedError(op string, b *store.Block) *aql.Error {
-	agent := l.pol().Principal
+func (g *Guard) blockedError(op string, b *store.Block) *aql.Error {
+	agent := g.pol().Principal
 	return &aql.Error{Code: aql.CodeAgentBlocked,
-		Message: fmt.Sprintf("Agent '%s' is blocked: %s. %s", agent, b.Reason, l.askForTheCode(b.VerificationID)),
+		Message: fmt.Sprintf("Agent '%s' is blocked: %s. %s", agent, b.Reason, g.askForTheCode(b.VerificationID)),
 		Details: map[string]any{"agent": agent, "operation": op, "reason": b.Reason,
 			"verification_id": b.VerificationID, "blocked_at": b.BlockedAt.Format(time.RFC3339),
-			"next": l.askForTheCode(b.VerificationID)}}
+			"next": g.askForTheCode(b.VerificationID)}}
 }
 
-func (l *Loop) verificationError(op, id string, expires time.Time) *aql.Error {
+func (g *Guard) verificationError(op, id string, expires time.Time) *aql.Error {
 	return &aql.Error{Code: aql.CodeVerification,
-		Message: "Paused until the user confirms with a verification code. " + l.askForTheCode(id),
+		Message: "Paused until the user confirms with a verification code. " + g.askForTheCode(id),
 		Details: map[string]any{"operation": op, "verification_id": id, "expires_at": expires.Format(time.RFC3339),
-			"next": l.askForTheCode(id)}}
+			"next": g.askForTheCode(id)}}
 }
 
 // VerifyResult is verify_challenge's success.
@@ -160,23 +160,23 @@ type VerifyResult struct {
 // the challenge belongs to. The attempt, its effect on the budget and its
 // audit record are written in one transaction before the answer is
 // returned. Errors never echo the code.
-func (l *Loop) VerifyChallenge(ctx context.Context, session, id, code string) (*VerifyResult, *aql.Error) {
-	began := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.init()
+func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (*VerifyResult, *aql.Error) {
+	began := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
 	var res *VerifyResult
 	var aerr *aql.Error
-	err := l.Store.Update(ctx, func(tx *store.Tx) error {
+	err := g.Store.Update(ctx, func(tx *store.Tx) error {
 		res, aerr = nil, nil
-		now := l.now()
-		fs, _, err := tx.Failures(l.pol().Principal)
+		now := g.now()
+		fs, _, err := tx.Failures(g.pol().Principal)
 		if err != nil {
 			return err
 		}
 		st := verify.FailureState(fs)
-		rec := store.Record{Time: now, Kind: "verification", Principal: l.pol().Principal, Session: session,
-			Process: l.Process, Operation: "verify_challenge", ChallengeID: id}
+		rec := store.Record{Time: now, Kind: "verification", Principal: g.pol().Principal, Session: session,
+			Process: g.Process, Operation: "verify_challenge", ChallengeID: id}
 		if ok, retry := st.Admit(now); !ok {
 			secs := verify.RetryAfterSeconds(retry)
 			aerr = &aql.Error{Code: aql.CodeRateLimit,
@@ -185,7 +185,7 @@ func (l *Loop) VerifyChallenge(ctx context.Context, session, id, code string) (*
 			rec.Decision, rec.Result = "refused", "rate_limited"
 			rec.Factors = []string{fmt.Sprintf("rate limit: violation %d, locked out until %s", st.Violations, st.LockedUntil.Format(time.RFC3339))}
 		} else {
-			res, aerr, rec.Result = l.checkCode(tx, id, code, now)
+			res, aerr, rec.Result = g.checkCode(tx, id, code, now)
 			if aerr == nil {
 				st.Succeed()
 				rec.Decision = "verified"
@@ -194,30 +194,30 @@ func (l *Loop) VerifyChallenge(ctx context.Context, session, id, code string) (*
 				rec.Decision = "failed"
 			}
 		}
-		if err := tx.PutFailures(l.pol().Principal, store.Failures(st)); err != nil {
+		if err := tx.PutFailures(g.pol().Principal, store.Failures(st)); err != nil {
 			return err
 		}
-		rec.DurationMS = ms(l.now().Sub(began))
+		rec.DurationMS = ms(g.now().Sub(began))
 		err = tx.Append(rec)
 		return err
 	})
 	if err != nil {
-		l.Log.Error("state database unavailable; nothing was verified", "challenge", id, "err", err)
+		g.log().Error("state database unavailable; nothing was verified", "challenge", id, "err", err)
 		return nil, stateUnavailable(err, "nothing was verified")
 	}
 	if aerr != nil {
-		l.Log.Warn("verification failed", "principal", l.pol().Principal, "challenge", id, "code", aerr.Code)
+		g.log().Warn("verification failed", "principal", g.pol().Principal, "challenge", id, "code", aerr.Code)
 		return nil, aerr
 	}
 	if res.Unblocked {
-		l.seenBlock = ""
+		g.seenBlock = ""
 	}
-	if l.verifyPause != nil && l.verifyPause.ID == id {
-		l.verifyPause = nil
+	if g.verifyPause != nil && g.verifyPause.ID == id {
+		g.verifyPause = nil
 		res.Resumed = true
 	}
-	l.clearNotifications(id)
-	l.Log.Info("verification succeeded", "principal", l.pol().Principal, "challenge", id,
+	g.clearNotifications(id)
+	g.log().Info("verification succeeded", "principal", g.pol().Principal, "challenge", id,
 		"unblocked", res.Unblocked, "resumed", res.Resumed)
 	return res, nil
 }
@@ -225,21 +225,21 @@ func (l *Loop) VerifyChallenge(ctx context.Context, session, id, code string) (*
 // checkCode checks the code against the stored challenge and, on success,
 // marks it used and lifts the block it belongs to. It returns the result
 // word for the audit record.
-func (l *Loop) checkCode(tx *store.Tx, id, code string, now time.Time) (*VerifyResult, *aql.Error, string) {
+func (g *Guard) checkCode(tx *store.Tx, id, code string, now time.Time) (*VerifyResult, *aql.Error, string) {
 	notFound := &aql.Error{Code: aql.CodeNotFoundResource, Message: fmt.Sprintf("Resource 'challenge' not found: '%s'", id),
 		Details: map[string]any{"resource_type": "challenge", "resource_id": id}}
 	sc, err := tx.Challenge(id)
 	if err != nil {
-		l.Log.Error("reading a challenge", "challenge", id, "err", err)
+		g.log().Error("reading a challenge", "challenge", id, "err", err)
 		return nil, aql.Internal("the challenge could not be read"), "damaged"
 	}
-	if sc == nil || sc.Principal != l.pol().Principal {
+	if sc == nil || sc.Principal != g.pol().Principal {
 		return nil, notFound, "unknown_challenge"
 	}
 	ch, err := verify.RestoreChallenge(sc.ID, sc.Principal, sc.Action, sc.Tier, sc.CreatedAt, sc.ExpiresAt,
 		sc.Used || sc.Revoked, verify.Sealed{Salt: sc.Salt, Hash: sc.Hash})
 	if err != nil {
-		l.Log.Error("restoring a challenge", "challenge", id, "err", err)
+		g.log().Error("restoring a challenge", "challenge", id, "err", err)
 		return nil, aql.Internal("the challenge could not be read"), "damaged"
 	}
 	switch err := ch.Check(code, now); {
@@ -255,17 +255,17 @@ func (l *Loop) checkCode(tx *store.Tx, id, code string, now time.Time) (*VerifyR
 	}
 	sc.Used, sc.UsedAt = true, now
 	if err := tx.PutChallenge(*sc); err != nil {
-		l.Log.Error("writing a challenge", "challenge", id, "err", err)
+		g.log().Error("writing a challenge", "challenge", id, "err", err)
 		return nil, aql.Internal("the challenge could not be written"), "damaged"
 	}
 	res := &VerifyResult{Verified: true, Challenge: id}
-	b, err := tx.Block(l.pol().Principal)
+	b, err := tx.Block(g.pol().Principal)
 	if err == nil && b != nil && b.VerificationID == id {
-		err = tx.DeleteBlock(l.pol().Principal)
+		err = tx.DeleteBlock(g.pol().Principal)
 		res.Unblocked = err == nil
 	}
 	if err != nil {
-		l.Log.Error("lifting a block", "challenge", id, "err", err)
+		g.log().Error("lifting a block", "challenge", id, "err", err)
 		return nil, aql.Internal("the block could not be lifted"), "damaged"
 	}
 	if res.Unblocked {
@@ -287,16 +287,16 @@ func stateUnavailable(err error, what string) *aql.Error {
 
 // VerificationPending reports whether the principal is hard-blocked or
 // paused for verification: whether verify_challenge has something to do.
-func (l *Loop) VerificationPending(ctx context.Context) bool {
-	l.mu.Lock()
-	l.init()
-	paused := l.verifyPause != nil && l.now().Before(l.verifyPause.ExpiresAt)
-	l.mu.Unlock()
+func (g *Guard) VerificationPending(ctx context.Context) bool {
+	g.mu.Lock()
+	g.init()
+	paused := g.verifyPause != nil && g.now().Before(g.verifyPause.ExpiresAt)
+	g.mu.Unlock()
 	if paused {
 		return true
 	}
 	var b *store.Block
-	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { b, err = tx.Block(l.pol().Principal); return }); err != nil {
+	if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { b, err = tx.Block(g.pol().Principal); return }); err != nil {
 		return true // cannot tell: keep the way out listed
 	}
 	return b != nil

@@ -1,4 +1,4 @@
-package safety
+package guard
 
 import (
 	"context"
@@ -69,46 +69,46 @@ pattern = "*/.ssh/*"
 func TestAllowForSession(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	l := newLoop(t, approvalPolicy, h)
-	l.SessionApprovalTTL = time.Hour
+	g := newGuard(t, approvalPolicy, h)
+	g.SessionApprovalTTL = time.Hour
 	del := call("db_delete_row", map[string]any{"id": "1"})
 	h.say(verify.AllowSession)
-	v := l.Check(ctx, del)
+	v := g.Check(ctx, del)
 	if !v.Proceed || len(h.asked) != 1 || !h.asked[0].AllowSession {
 		t.Fatalf("first call: %+v %v asked %+v", v.Directive, v.Err, h.asked)
 	}
 	other := call("db_delete_row", map[string]any{"id": "2"})
-	if v := l.Check(ctx, other); !v.Proceed || v.Approval == "" || len(h.asked) != 1 {
+	if v := g.Check(ctx, other); !v.Proceed || v.Approval == "" || len(h.asked) != 1 {
 		t.Fatalf("same tool, other arguments, same session: %+v %v", v.Directive, v.Err)
 	}
 	otherSession := other
 	otherSession.Session = "s2"
-	if v := l.Check(ctx, otherSession); v.Proceed {
+	if v := g.Check(ctx, otherSession); v.Proceed {
 		t.Error("the approval crossed into another session")
 	}
 	upd := call("db_update_row", map[string]any{"id": "1"}) // EXECUTE 45: asks
-	if v := l.Check(ctx, upd); v.Proceed {
+	if v := g.Check(ctx, upd); v.Proceed {
 		t.Error("the approval covered another tool")
 	}
 	ssh := call("db_delete_row", map[string]any{"path": "/home/a/.ssh/id"})
-	if v := l.Check(ctx, ssh); v.Proceed || !v.Directive.ArgumentBound {
+	if v := g.Check(ctx, ssh); v.Proceed || !v.Directive.ArgumentBound {
 		t.Errorf("an argument-bound decision was covered: %+v", v.Directive)
 	}
 	if len(h.asked) > 1 && h.asked[len(h.asked)-1].AllowSession {
 		t.Error("allow for this session offered for an argument-bound decision")
 	}
 	// Revoked: asks again.
-	if _, err := l.Store.RevokeApprovals(ctx, func(store.Approval) bool { return true }, "tester", time.Now()); err != nil {
+	if _, err := g.Store.RevokeApprovals(ctx, func(store.Approval) bool { return true }, "tester", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if v := l.Check(ctx, other); v.Proceed {
+	if v := g.Check(ctx, other); v.Proceed {
 		t.Error("a revoked approval still stands")
 	}
 	// The policy changed: the approval is void.
 	h.say(verify.AllowSession)
-	l.Check(ctx, del)
-	l.Policy.Version = "edited"
-	if v := l.Check(ctx, other); v.Proceed {
+	g.Check(ctx, del)
+	g.Policy.Version = "edited"
+	if v := g.Check(ctx, other); v.Proceed {
 		t.Error("an approval outlived the policy version it was given under")
 	}
 }
@@ -118,8 +118,8 @@ func TestAllowForSession(t *testing.T) {
 func TestOneApprovalOneExecution(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	one := newLoop(t, approvalPolicy, h)
-	two := newLoop(t, approvalPolicy, h)
+	one := newGuard(t, approvalPolicy, h)
+	two := newGuard(t, approvalPolicy, h)
 	// A generous lock timeout: sixteen racing checks on a loaded machine
 	// must not fail closed for want of the database.
 	onStoreOf(t, two, one, store.Options{Timeout: 20 * time.Second})
@@ -147,12 +147,12 @@ func TestOneApprovalOneExecution(t *testing.T) {
 	refusals := map[string]int{}
 	var wg sync.WaitGroup
 	for i := range 16 {
-		l := one
+		g := one
 		if i%2 == 1 {
-			l = two
+			g = two
 		}
 		wg.Go(func() {
-			v := l.Check(ctx, del)
+			v := g.Check(ctx, del)
 			if v.Proceed {
 				ran.Add(1)
 				return
@@ -175,18 +175,18 @@ func TestOneApprovalOneExecution(t *testing.T) {
 func TestOneQuestionAtATime(t *testing.T) {
 	ctx := context.Background()
 	h := &slowHuman{delay: 20 * time.Millisecond, answer: verify.Deny}
-	one := newLoop(t, approvalPolicy, h)
-	two := newLoop(t, approvalPolicy, h)
+	one := newGuard(t, approvalPolicy, h)
+	two := newGuard(t, approvalPolicy, h)
 	onStoreOf(t, two, one, store.Options{})
 	one.InlineWait, two.InlineWait = 5*time.Second, 5*time.Second
 	var wg sync.WaitGroup
 	for i := range 30 {
-		l := one
+		g := one
 		if i%2 == 1 {
-			l = two
+			g = two
 		}
 		wg.Go(func() {
-			v := l.Check(ctx, call("db_delete_row", map[string]any{"id": string(rune('a' + i))}))
+			v := g.Check(ctx, call("db_delete_row", map[string]any{"id": string(rune('a' + i))}))
 			if v.Proceed || v.Err == nil || v.Err.Code != aql.CodePermissionDenied {
 				t.Errorf("call %d: %+v", i, v.Err)
 			}
@@ -209,18 +209,18 @@ func TestOneQuestionAtATime(t *testing.T) {
 func TestRetryFindsTheOpenQuestion(t *testing.T) {
 	ctx := context.Background()
 	h := &slowHuman{delay: 300 * time.Millisecond, answer: verify.Allow}
-	l := newLoop(t, approvalPolicy, h)
-	l.InlineWait = 10 * time.Millisecond
+	g := newGuard(t, approvalPolicy, h)
+	g.InlineWait = 10 * time.Millisecond
 	del := call("db_delete_row", map[string]any{"id": "1"})
-	v := l.Check(ctx, del)
+	v := g.Check(ctx, del)
 	if v.Err == nil || v.Err.Code != aql.CodeConfirmation {
 		t.Fatalf("first: %+v", v.Err)
 	}
-	if v2 := l.Check(ctx, del); v2.Err == nil || v2.Confirmation.Token != v.Confirmation.Token {
+	if v2 := g.Check(ctx, del); v2.Err == nil || v2.Confirmation.Token != v.Confirmation.Token {
 		t.Fatalf("the retry opened another question: %+v", v2.Err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if v := l.Check(ctx, del); !v.Proceed {
+	if v := g.Check(ctx, del); !v.Proceed {
 		t.Fatalf("after the answer: %+v", v.Err)
 	}
 	if n := h.asked.Load(); n != 1 {
@@ -233,18 +233,18 @@ func TestRetryFindsTheOpenQuestion(t *testing.T) {
 func TestSecretsAreRedactedEverywhere(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	l := newLoop(t, strings.Replace(approvalPolicy, "[safety]\n", "[safety]\nsecret_arguments = [\"db.*:conn.dsn\"]\n", 1), h)
+	g := newGuard(t, strings.Replace(approvalPolicy, "[safety]\n", "[safety]\nsecret_arguments = [\"db.*:conn.dsn\"]\n", 1), h)
 	long := strings.Repeat("print('x')\n", 500)
 	a := call("db_delete_row", map[string]any{"id": "1", "password": "hunter2-secret", "apiKey": "k-live-123456",
 		"code": long, "conn": map[string]any{"dsn": "postgres://u:pw-in-dsn@h/db"}, "note": "hunter2-secret",
 		"declared": "schema-says-secret"})
 	a.Secrets = []string{"declared"}
-	v := l.Check(ctx, a)
+	v := g.Check(ctx, a)
 	if v.Proceed {
 		t.Fatal("expected a question")
 	}
 	var rec store.Record
-	if err := l.Store.View(ctx, func(tx *store.Tx) error {
+	if err := g.Store.View(ctx, func(tx *store.Tx) error {
 		return tx.Records(1, func(r store.Record, _ []byte) error {
 			if r.Kind == "decision" {
 				rec = r
@@ -268,7 +268,7 @@ func TestSecretsAreRedactedEverywhere(t *testing.T) {
 	if rec.ArgsSHA256 != Digest(a.Arguments) {
 		t.Error("the digest must cover the whole unredacted arguments")
 	}
-	raw, err := os.ReadFile(l.Store.Path())
+	raw, err := os.ReadFile(g.Store.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestSecretsAreRedactedEverywhere(t *testing.T) {
 		}
 	}
 	// Equal secrets give equal digests (and the same under another name).
-	r := l.redactorFor(a)
+	r := g.redactorFor(a)
 	if r.digest("hunter2-secret") != pw {
 		t.Error("equal secrets do not correlate")
 	}
@@ -303,10 +303,10 @@ func TestArgumentsCap(t *testing.T) {
 func TestReportedStepDenialIsADirective(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	l := newLoop(t, approvalPolicy, h)
-	e, _ := l.ExecuteAgent(ctx, "s", "a")
+	g := newGuard(t, approvalPolicy, h)
+	e, _ := g.ExecuteAgent(ctx, "s", "a")
 	h.say(verify.Deny)
-	d, err := l.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db_delete_row 7",
+	d, err := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db_delete_row 7",
 		Category: policy.Delete})
 	if err != nil || d.Continue || d.Reason == "" || len(d.Factors) == 0 || !strings.Contains(d.Reason, "denied") {
 		t.Fatalf("directive %+v err %v", d, err)
@@ -319,11 +319,11 @@ func TestReportedStepDenialIsADirective(t *testing.T) {
 func TestDeniedCallIsNotAskedAgain(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	l := newLoop(t, approvalPolicy, h)
+	g := newGuard(t, approvalPolicy, h)
 	del := call("db_delete_row", map[string]any{"id": "1"})
 	h.say(verify.Deny)
 	for i := range 3 {
-		if v := l.Check(ctx, del); v.Proceed || v.Err == nil || v.Err.Code != aql.CodePermissionDenied {
+		if v := g.Check(ctx, del); v.Proceed || v.Err == nil || v.Err.Code != aql.CodePermissionDenied {
 			t.Fatalf("try %d: %+v", i, v.Err)
 		}
 	}
@@ -331,13 +331,13 @@ func TestDeniedCallIsNotAskedAgain(t *testing.T) {
 		t.Errorf("the human was asked %d times about one denied call", len(h.asked))
 	}
 	h.say(verify.Allow)
-	if v := l.Check(ctx, call("db_delete_row", map[string]any{"id": "2"})); !v.Proceed {
+	if v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "2"})); !v.Proceed {
 		t.Errorf("another call: %+v", v.Err)
 	}
 	clock := time.Now().Add(time.Hour)
-	l.Now = func() time.Time { return clock }
+	g.Now = func() time.Time { return clock }
 	h.say(verify.Allow)
-	if v := l.Check(ctx, del); !v.Proceed || len(h.asked) != 3 {
+	if v := g.Check(ctx, del); !v.Proceed || len(h.asked) != 3 {
 		t.Errorf("after the denial expired the human is asked again: %+v, asked %d", v.Err, len(h.asked))
 	}
 }

@@ -1,4 +1,4 @@
-package safety
+package guard
 
 import (
 	"context"
@@ -72,15 +72,15 @@ type Notification struct {
 	key string // token or challenge id it is cleared by
 }
 
-func (l *Loop) notification(typ, msg string, meta map[string]any, key string) Notification {
-	return Notification{Type: typ, Message: msg, Metadata: meta, Timestamp: l.now().Format(time.RFC3339), key: key}
+func (g *Guard) notification(typ, msg string, meta map[string]any, key string) Notification {
+	return Notification{Type: typ, Message: msg, Metadata: meta, Timestamp: g.now().Format(time.RFC3339), key: key}
 }
 
 // broadcast queues n for every running execution, of every session: one
 // aqlguard process serves one principal, and what happens to it concerns
 // all its executing agents (danger_zone must reach them all, spec 8.8.1).
-func (l *Loop) broadcast(n Notification) {
-	for _, e := range l.order {
+func (g *Guard) broadcast(n Notification) {
+	for _, e := range g.order {
 		if e.Status == StatusRunning {
 			e.inbox = append(e.inbox, n)
 		}
@@ -89,11 +89,11 @@ func (l *Loop) broadcast(n Notification) {
 
 // clearNotifications drops undelivered notifications cleared by key
 // (a confirmed token, a verified or expired challenge).
-func (l *Loop) clearNotifications(key string) {
+func (g *Guard) clearNotifications(key string) {
 	if key == "" {
 		return
 	}
-	for _, e := range l.order {
+	for _, e := range g.order {
 		kept := e.inbox[:0]
 		for _, n := range e.inbox {
 			if n.key != key {
@@ -115,68 +115,68 @@ func newExecutionID() (string, error) {
 // ExecuteAgent starts a monitored execution. A hard-blocked principal
 // cannot start one: a new execution never escapes a block. The execution
 // and its audit record are durable before it is returned.
-func (l *Loop) ExecuteAgent(ctx context.Context, session, element string) (State, *aql.Error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.init()
-	b, err := l.sync(ctx)
+func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (State, *aql.Error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	b, err := g.sync(ctx)
 	if err != nil {
 		return State{}, stateUnavailable(err, "no execution was started")
 	}
 	if b != nil {
-		l.recordRefusal(ctx, session, "execute_agent", b)
-		return State{}, l.blockedError("execute_agent", b)
+		g.recordRefusal(ctx, session, "execute_agent", b)
+		return State{}, g.blockedError("execute_agent", b)
 	}
 	id, err := newExecutionID()
 	if err != nil {
-		l.Log.Error("creating an execution id", "err", err)
+		g.log().Error("creating an execution id", "err", err)
 		return State{}, aql.Internal("the execution could not be created")
 	}
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
-	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusRunning, StartedAt: l.now()}
-	l.dirtyExec[id] = e
-	if aerr := l.commitExecution(ctx, e, "execute_agent", "started"); aerr != nil {
+	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusRunning, StartedAt: g.now()}
+	g.dirtyExec[id] = e
+	if aerr := g.commitExecution(ctx, e, "execute_agent", "started"); aerr != nil {
 		// Not started: the next commit must not write it either.
-		delete(l.dirtyExec, id)
+		delete(g.dirtyExec, id)
 		return State{}, aerr
 	}
-	l.executions[id] = e
-	l.order = append(l.order, e)
-	l.Log.Info("execution started", "execution", id, "element", element, "session", session)
+	g.executions[id] = e
+	g.order = append(g.order, e)
+	g.log().Info("execution started", "execution", id, "element", element, "session", session)
 	return e.state(), nil
 }
 
 // commitExecution writes the dirty executions and confirmations and an
-// audit record of e's lifecycle. l.mu is held.
-func (l *Loop) commitExecution(ctx context.Context, e *Execution, op, result string) *aql.Error {
-	rec := store.Record{Time: l.now(), Kind: "execution", Principal: l.pol().Principal, Session: e.Session,
-		Process: l.Process, Operation: op, Execution: e.ID, Preview: e.ElementName, Result: result}
+// audit record of e's lifecycle. g.mu is held.
+func (g *Guard) commitExecution(ctx context.Context, e *Execution, op, result string) *aql.Error {
+	rec := store.Record{Time: g.now(), Kind: "execution", Principal: g.pol().Principal, Session: e.Session,
+		Process: g.Process, Operation: op, Execution: e.ID, Preview: e.ElementName, Result: result}
 	if e.Reason != "" {
 		rec.Factors = []string{e.Reason}
 	}
-	err := l.Store.Update(ctx, func(tx *store.Tx) error {
-		if err := l.flush(tx); err != nil {
+	err := g.Store.Update(ctx, func(tx *store.Tx) error {
+		if err := g.flush(tx); err != nil {
 			return err
 		}
 		err := tx.Append(rec)
 		return err
 	})
 	if err != nil {
-		l.Log.Error("recording an execution", "execution", e.ID, "err", err)
+		g.log().Error("recording an execution", "execution", e.ID, "err", err)
 		return stateUnavailable(err, "the execution was not changed")
 	}
-	l.clean()
+	g.clean()
 	return nil
 }
 
 // recordRefusal audits a call refused by a block outside Check. Failing
 // to record it changes nothing: the call is refused either way.
-func (l *Loop) recordRefusal(ctx context.Context, session, op string, b *store.Block) {
-	rec := store.Record{Time: l.now(), Kind: "decision", Principal: l.pol().Principal, Session: session,
-		Process: l.Process, Operation: op, Decision: "block", Tier: "danger_zone", ChallengeID: b.VerificationID,
+func (g *Guard) recordRefusal(ctx context.Context, session, op string, b *store.Block) {
+	rec := store.Record{Time: g.now(), Kind: "decision", Principal: g.pol().Principal, Session: session,
+		Process: g.Process, Operation: op, Decision: "block", Tier: "danger_zone", ChallengeID: b.VerificationID,
 		Result: string(aql.CodeAgentBlocked), Factors: []string{"hard block: " + b.Reason}}
-	if err := l.Store.Append(ctx, rec); err != nil {
-		l.Log.Error("recording a refusal", "operation", op, "err", err)
+	if err := g.Store.Append(ctx, rec); err != nil {
+		g.log().Error("recording a refusal", "operation", op, "err", err)
 	}
 }
 
@@ -187,27 +187,27 @@ func (e *Execution) record(principal string) store.Execution {
 
 // find resolves an execution by id (in memory, or in the store: started
 // before a restart or by another process of this principal), or the
-// latest running one of the session with this element name. l.mu is held.
-func (l *Loop) find(ctx context.Context, session, id, element string) (*Execution, *aql.Error) {
+// latest running one of the session with this element name. g.mu is held.
+func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *aql.Error) {
 	if id != "" {
-		if e, ok := l.executions[id]; ok {
+		if e, ok := g.executions[id]; ok {
 			return e, nil
 		}
 		var rec *store.Execution
-		if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return }); err != nil {
+		if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return }); err != nil {
 			return nil, stateUnavailable(err, "the execution could not be read")
 		}
-		if rec == nil || rec.Principal != l.pol().Principal {
+		if rec == nil || rec.Principal != g.pol().Principal {
 			return nil, notFoundExecution(id)
 		}
 		e := &Execution{ID: rec.ID, ElementName: rec.ElementName, Session: rec.Session, Status: rec.Status,
 			Steps: rec.Steps, StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, Reason: rec.Reason}
-		l.executions[id] = e
-		l.order = append(l.order, e)
+		g.executions[id] = e
+		g.order = append(g.order, e)
 		return e, nil
 	}
-	for i := len(l.order) - 1; i >= 0; i-- {
-		if e := l.order[i]; e.Session == session && e.ElementName == element && e.Status == StatusRunning {
+	for i := len(g.order) - 1; i >= 0; i-- {
+		if e := g.order[i]; e.Session == session && e.ElementName == element && e.Status == StatusRunning {
 			return e, nil
 		}
 	}
@@ -228,11 +228,11 @@ func terminal(e *Execution, op string) *aql.Error {
 }
 
 // Finish moves a running execution to completed or cancelled.
-func (l *Loop) Finish(ctx context.Context, session, id, element, status, reason string) (State, *aql.Error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.init()
-	e, err := l.find(ctx, session, id, element)
+func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (State, *aql.Error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	e, err := g.find(ctx, session, id, element)
 	if err != nil {
 		return State{}, err
 	}
@@ -240,17 +240,17 @@ func (l *Loop) Finish(ctx context.Context, session, id, element, status, reason 
 		return State{}, terminal(e, "change state")
 	}
 	before := *e
-	e.Status, e.FinishedAt, e.Reason = status, l.now(), reason
-	l.dirtyExec[e.ID] = e
+	e.Status, e.FinishedAt, e.Reason = status, g.now(), reason
+	g.dirtyExec[e.ID] = e
 	op := "complete_execution"
 	if status == StatusCancelled {
 		op = "abort_execution"
 	}
-	if aerr := l.commitExecution(ctx, e, op, status); aerr != nil {
+	if aerr := g.commitExecution(ctx, e, op, status); aerr != nil {
 		e.Status, e.FinishedAt, e.Reason = before.Status, before.FinishedAt, before.Reason
 		return State{}, aerr
 	}
-	l.Log.Info("execution finished", "execution", e.ID, "status", status, "reason", reason)
+	g.log().Info("execution finished", "execution", e.ID, "status", status, "reason", reason)
 	return e.state(), nil
 }
 
@@ -284,21 +284,21 @@ type Directive struct {
 // RecordStep evaluates a reported intended action and returns the
 // directive with every notification queued for this execution (each
 // delivered once).
-func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error) {
-	l.mu.Lock()
-	l.init()
-	e, err := l.find(ctx, r.Session, r.ExecutionID, r.ElementName)
+func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error) {
+	g.mu.Lock()
+	g.init()
+	e, err := g.find(ctx, r.Session, r.ExecutionID, r.ElementName)
 	if err == nil && e.Status != StatusRunning {
 		err = terminal(e, "report steps")
 	}
 	if err != nil {
-		l.mu.Unlock()
+		g.mu.Unlock()
 		return nil, err
 	}
 	e.Steps++
-	l.dirtyExec[e.ID] = e // written with the step's decision
-	mode := l.pol().Loop
-	l.mu.Unlock()
+	g.dirtyExec[e.ID] = e // written with the step's decision
+	mode := g.pol().Loop
+	g.mu.Unlock()
 
 	a := Action{Session: r.Session, Operation: "record_execution_step", Hint: r.NextActionHint,
 		Category: r.Category, Annotations: r.Annotations, Outcome: r.Outcome, Execution: e, Token: r.ConfirmationToken}
@@ -307,9 +307,9 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 	case policy.LoopLogging, policy.LoopDisabled:
 		v = Verdict{Proceed: true, Directive: evaluator.Directive{Continue: true,
 			Factors: []string{fmt.Sprintf("%s: step recorded, not evaluated", mode)}}}
-		v = l.settle(ctx, a, v, &writes{}, l.now()) // recorded all the same
+		v = g.settle(ctx, a, v, &writes{}, g.now()) // recorded all the same
 	default:
-		v = l.Check(ctx, a)
+		v = g.Check(ctx, a)
 	}
 	d := v.Directive
 	out := &Directive{Continue: v.Proceed, Factors: d.Factors, Stopped: d.Stopped && d.Enforced, Reason: d.Reason,
@@ -335,16 +335,16 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 		if d.Tier != "" {
 			out.NextStepRisk = string(d.Tier)
 		}
-		l.mu.Lock()
-		remaining := max(0, l.pol().MaxSteps-l.steps)
-		l.mu.Unlock()
+		g.mu.Lock()
+		remaining := max(0, g.pol().MaxSteps-g.steps)
+		g.mu.Unlock()
 		out.StepsRemaining = &remaining
 	}
-	l.mu.Lock()
+	g.mu.Lock()
 	out.Notifications = append(append([]Notification{}, e.inbox...), v.Notifications...)
 	e.inbox = nil
-	l.mu.Unlock()
-	l.Log.Info("execution step", "execution", e.ID, "hint", r.NextActionHint, "outcome", r.Outcome,
+	g.mu.Unlock()
+	g.log().Info("execution step", "execution", e.ID, "hint", r.NextActionHint, "outcome", r.Outcome,
 		"step_description", r.StepDescription, "findings_bytes", len(r.Findings), "continue", out.Continue, "stopped", out.Stopped,
 		"reason", out.Reason, "notifications", len(out.Notifications))
 	return out, nil
@@ -353,22 +353,22 @@ func (l *Loop) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error
 // EndSession cancels the executions a session left running: they cannot
 // go on without it (MCP-AQL 2.3.3). Each is recorded as cancelled, with
 // an audit record.
-func (l *Loop) EndSession(ctx context.Context, session string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.init()
-	for _, e := range l.order {
+func (g *Guard) EndSession(ctx context.Context, session string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	for _, e := range g.order {
 		if e.Session != session || e.Status != StatusRunning && e.Status != StatusPending {
 			continue
 		}
 		before := *e
-		e.Status, e.FinishedAt, e.Reason = StatusCancelled, l.now(), "the MCP session ended"
-		l.dirtyExec[e.ID] = e
-		if aerr := l.commitExecution(ctx, e, "session_end", StatusCancelled); aerr != nil {
+		e.Status, e.FinishedAt, e.Reason = StatusCancelled, g.now(), "the MCP session ended"
+		g.dirtyExec[e.ID] = e
+		if aerr := g.commitExecution(ctx, e, "session_end", StatusCancelled); aerr != nil {
 			e.Status, e.FinishedAt, e.Reason = before.Status, before.FinishedAt, before.Reason
-			l.Log.Error("an execution of an ended session could not be cancelled", "execution", e.ID, "err", aerr.Message)
+			g.log().Error("an execution of an ended session could not be cancelled", "execution", e.ID, "err", aerr.Message)
 			continue
 		}
-		l.Log.Info("execution cancelled: its session ended", "execution", e.ID, "session", session)
+		g.log().Info("execution cancelled: its session ended", "execution", e.ID, "session", session)
 	}
 }

@@ -1,4 +1,4 @@
-package safety
+package guard
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"github.com/aqlguard/aqlguard/verify"
 )
 
-// lockedLoop is newLoop on a state directory whose lock the test can
+// lockedGuard is newGuard on a state directory whose lock the test can
 // hold, with a short lock timeout.
-func lockedLoop(t *testing.T, h verify.Channel) (*Loop, string) {
+func lockedGuard(t *testing.T, h verify.Channel) (*Guard, string) {
 	t.Helper()
 	dir := t.TempDir()
-	return newLoopWith(t, testPolicy, h, dir, store.Options{Timeout: 200 * time.Millisecond}), dir
+	return newGuardWith(t, testPolicy, h, dir, store.Options{Timeout: 200 * time.Millisecond}), dir
 }
 
 // holdLock takes the state directory's lock as another process stuck in
@@ -41,25 +41,25 @@ func holdLock(t *testing.T, dir string, how int) func() {
 func TestFailedCommitApprovesNothing(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	l, dir := lockedLoop(t, h)
+	g, dir := lockedGuard(t, h)
 	del := call("db_delete_row", map[string]any{"id": "7"})
-	v := l.Check(ctx, del)
+	v := g.Check(ctx, del)
 	if v.Proceed || v.Token == "" {
 		t.Fatalf("want a confirmation, got %+v", v)
 	}
 	h.say(verify.Allow)
-	if _, res := l.ConfirmOperation(ctx, "s", v.Token); res != nil {
+	if _, res := g.ConfirmOperation(ctx, "s", v.Token); res != nil {
 		t.Fatalf("confirm_operation: %+v", res.Err)
 	}
 	release := holdLock(t, dir, syscall.LOCK_SH)
-	if v := l.Check(ctx, del); v.Proceed {
+	if v := g.Check(ctx, del); v.Proceed {
 		t.Fatal("a decision that could not be committed must not proceed")
 	}
 	release()
-	if v := l.Check(ctx, del); !v.Proceed {
+	if v := g.Check(ctx, del); !v.Proceed {
 		t.Fatalf("the approval must survive the failed commit: %+v %v", v.Directive, v.Err)
 	}
-	if v := l.Check(ctx, del); v.Proceed {
+	if v := g.Check(ctx, del); v.Proceed {
 		t.Fatal("the approval is good for one call")
 	}
 }
@@ -69,15 +69,15 @@ func TestFailedCommitApprovesNothing(t *testing.T) {
 // commit either.
 func TestNotStartedExecutionIsNotWritten(t *testing.T) {
 	ctx := context.Background()
-	l, dir := lockedLoop(t, &fakeHuman{})
+	g, dir := lockedGuard(t, &fakeHuman{})
 	release := holdLock(t, dir, syscall.LOCK_SH)
-	if _, err := l.ExecuteAgent(ctx, "s", "agent"); err == nil {
+	if _, err := g.ExecuteAgent(ctx, "s", "agent"); err == nil {
 		t.Fatal("an execution that could not be committed must not start")
 	}
 	release()
-	l.mu.Lock()
-	pending := len(l.dirtyExec)
-	l.mu.Unlock()
+	g.mu.Lock()
+	pending := len(g.dirtyExec)
+	g.mu.Unlock()
 	if pending != 0 {
 		t.Fatalf("%d executions wait to be written by the next commit", pending)
 	}
@@ -89,35 +89,35 @@ func TestNotStartedExecutionIsNotWritten(t *testing.T) {
 func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	l, dir := lockedLoop(t, h)
+	g, dir := lockedGuard(t, h)
 	get := call("db_get_row", map[string]any{"id": "1"})
 	for i := range 3 {
-		if !l.Check(ctx, get).Proceed {
+		if !g.Check(ctx, get).Proceed {
 			t.Fatalf("step %d refused", i+1)
 		}
 	}
-	v := l.Check(ctx, get) // step 4: a check-in, nobody answers yet
+	v := g.Check(ctx, get) // step 4: a check-in, nobody answers yet
 	if v.Proceed || v.Token == "" {
 		t.Fatalf("step 4: %+v", v)
 	}
 	// The human's approval is on record (as if answered and written);
 	// then writing the check-in itself fails.
-	l.mu.Lock()
-	c := l.confirms[v.Token]
-	c.Status, c.DoneAt = statusApproved, l.now()
-	steps := l.steps
-	l.mu.Unlock()
+	g.mu.Lock()
+	c := g.confirms[v.Token]
+	c.Status, c.DoneAt = statusApproved, g.now()
+	steps := g.steps
+	g.mu.Unlock()
 	release := holdLock(t, dir, syscall.LOCK_SH)
-	_, res := l.ConfirmOperation(ctx, "s", v.Token)
+	_, res := g.ConfirmOperation(ctx, "s", v.Token)
 	release()
 	if res == nil || res.Err == nil {
 		t.Fatal("confirm_operation must fail when the check-in cannot be written")
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.steps != steps || l.confirms[v.Token] == nil || l.spent[v.Token] != nil {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.steps != steps || g.confirms[v.Token] == nil || g.spent[v.Token] != nil {
 		t.Fatalf("a check-in that was not recorded was applied: steps %d (was %d), open %v, spent %v",
-			l.steps, steps, l.confirms[v.Token] != nil, l.spent[v.Token] != nil)
+			g.steps, steps, g.confirms[v.Token] != nil, g.spent[v.Token] != nil)
 	}
 }
 
@@ -127,23 +127,23 @@ func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 // it set itself.
 func TestOwnBlockDoesNotHangOnTheGeneration(t *testing.T) {
 	ctx := context.Background()
-	l, dir := lockedLoop(t, &fakeHuman{})
+	g, dir := lockedGuard(t, &fakeHuman{})
 	gen := filepath.Join(dir, store.GenerationFile)
 	get := call("db_get_row", map[string]any{"id": "1"})
-	if !l.Check(ctx, get).Proceed {
+	if !g.Check(ctx, get).Proceed {
 		t.Fatal("a plain call was refused")
 	}
 	before, err := os.ReadFile(gen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := l.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Proceed {
+	if v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Proceed {
 		t.Fatal("the deny pattern must block")
 	}
 	if err := os.WriteFile(gen, before, 0o600); err != nil { // the agent rewinds the generation
 		t.Fatal(err)
 	}
-	if v := l.Check(ctx, get); v.Proceed {
+	if v := g.Check(ctx, get); v.Proceed {
 		t.Fatal("the block this process set must hold with the generation rewound")
 	}
 }
@@ -157,8 +157,8 @@ func TestOwnBlockDoesNotHangOnTheGeneration(t *testing.T) {
 func TestOneApprovalOneCallAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
-	a := newLoop(t, testPolicy, h)
-	b := newLoop(t, testPolicy, h)
+	a := newGuard(t, testPolicy, h)
+	b := newGuard(t, testPolicy, h)
 	onStoreOf(t, b, a, store.Options{})
 	del := call("db_delete_row", map[string]any{"id": "once"})
 	v := a.Check(ctx, del)

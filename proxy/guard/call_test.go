@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
-	"github.com/aqlguard/aqlguard/proxy/safety"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,7 +19,7 @@ import (
 // recordingCaller stands in for the downstream pool and remembers calls.
 type recordingCaller struct{ calls []string }
 
-func (r *recordingCaller) CallTool(_ context.Context, server string, params json.RawMessage) (json.RawMessage, error) {
+func (r *recordingCaller) CallTool(_ context.Context, _, server string, params json.RawMessage) (json.RawMessage, error) {
 	var p struct {
 		Name string `json:"name"`
 	}
@@ -53,16 +52,13 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = st.Close() })
 			g := &Guard{
-				Loop: &safety.Loop{
-					Policy: &policy.Policy{Principal: "human-set", MaxSteps: 100}, Log: log, Store: st,
-					InlineWait: time.Millisecond, ConfirmTTL: time.Minute, ChallengeTTL: time.Minute,
-					Evaluate: func(_ *policy.Policy, s evaluator.Step) evaluator.Directive {
-						seen = append(seen, s)
-						return evaluator.Directive{Continue: tt.cont, Decision: tt.decision, Reason: "r", Enforced: true}
-					},
+				Policy: &policy.Policy{Principal: "human-set", MaxSteps: 100}, Log: log, Store: st,
+				InlineWait: time.Millisecond, ConfirmTTL: time.Minute, ChallengeTTL: time.Minute,
+				Evaluate: func(_ *policy.Policy, s evaluator.Step) evaluator.Directive {
+					seen = append(seen, s)
+					return evaluator.Directive{Continue: tt.cont, Decision: tt.decision, Reason: "r", Enforced: true}
 				},
 				Downstream: rec,
-				Log:        log,
 			}
 			for i := 0; i < 2; i++ {
 				out := g.Call(context.Background(), "s-1", op, map[string]any{"path": "/x"}, "", nil)
@@ -90,19 +86,5 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 				t.Errorf("step %+v", s)
 			}
 		})
-	}
-}
-
-func TestTransparentNames(t *testing.T) {
-	mk := func(server, tool string) *catalog.Operation {
-		return &catalog.Operation{Name: server + "_" + tool, Server: server, Tool: &mcp.Tool{Name: tool}}
-	}
-	a, b, c, d := mk("fs", "read"), mk("git", "read"), mk("git", "log"), mk("x", VerifyTool)
-	got := transparentNames([]*catalog.Operation{a, b, c, d})
-	want := map[*catalog.Operation]string{a: "fs__read", b: "git__read", c: "log", d: "x__" + VerifyTool}
-	for op, name := range want {
-		if got[op] != name {
-			t.Errorf("%s.%s: %q, want %q", op.Server, op.Tool.Name, got[op], name)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package safety
+package guard
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type writes struct {
 	undo []func()
 }
 
-// rollback undoes the check's changes to memory, newest first. l.mu is
+// rollback undoes the check's changes to memory, newest first. g.mu is
 // held.
 func (w *writes) rollback() {
 	for i := len(w.undo) - 1; i >= 0; i-- {
@@ -72,27 +72,27 @@ func (w *writes) discard() {
 
 // sync reads the principal's block from the store. A block this process
 // has not seen before (set by another process) is broadcast as
-// danger_zone to this process's running executions, once. l.mu is held.
-func (l *Loop) sync(ctx context.Context) (*store.Block, error) {
+// danger_zone to this process's running executions, once. g.mu is held.
+func (g *Guard) sync(ctx context.Context) (*store.Block, error) {
 	// Unless a process committed state since the last read (the store's
 	// generation moved), what was read then still holds: one pread
 	// instead of opening the database on every call.
-	gen, err := l.Store.Generation()
+	gen, err := g.Store.Generation()
 	if err != nil {
 		return nil, err
 	}
-	if l.synced && gen == l.syncedGen {
-		l.observe(l.syncedBlock, "")
-		return l.syncedBlock, nil
+	if g.synced && gen == g.syncedGen {
+		g.observe(g.syncedBlock, "")
+		return g.syncedBlock, nil
 	}
 	var b *store.Block
 	var pauseUsed bool
-	err = l.Store.View(ctx, func(tx *store.Tx) error {
+	err = g.Store.View(ctx, func(tx *store.Tx) error {
 		var err error
-		if b, err = tx.Block(l.pol().Principal); err != nil {
+		if b, err = tx.Block(g.pol().Principal); err != nil {
 			return err
 		}
-		if p := l.verifyPause; p != nil {
+		if p := g.verifyPause; p != nil {
 			// verified through another process?
 			c, err := tx.Challenge(p.ID)
 			pauseUsed = err == nil && c != nil && c.Used
@@ -104,29 +104,29 @@ func (l *Loop) sync(ctx context.Context) (*store.Block, error) {
 		return nil, err
 	}
 	if pauseUsed {
-		l.clearNotifications(l.verifyPause.ID)
-		l.verifyPause = nil
+		g.clearNotifications(g.verifyPause.ID)
+		g.verifyPause = nil
 	}
-	l.synced, l.syncedGen, l.syncedBlock = true, gen, b
-	l.observe(b, "")
+	g.synced, g.syncedGen, g.syncedBlock = true, gen, b
+	g.observe(b, "")
 	return b, nil
 }
 
 // observe broadcasts a block not seen before. operation names the call
 // that set it, when this process did.
-func (l *Loop) observe(b *store.Block, operation string) {
+func (g *Guard) observe(b *store.Block, operation string) {
 	if b == nil {
-		l.seenBlock = ""
+		g.seenBlock = ""
 		return
 	}
-	if b.VerificationID == l.seenBlock {
+	if b.VerificationID == g.seenBlock {
 		return
 	}
-	l.seenBlock = b.VerificationID
+	g.seenBlock = b.VerificationID
 	if operation == "" {
 		operation = b.Operation
 	}
-	l.broadcast(l.notification("danger_zone",
+	g.broadcast(g.notification("danger_zone",
 		fmt.Sprintf("Agent '%s' is hard-blocked: %s", b.Principal, b.Reason),
 		map[string]any{"operation": operation, "reason": b.Reason, "verificationId": b.VerificationID}, b.VerificationID))
 }
@@ -135,40 +135,40 @@ func (l *Loop) observe(b *store.Block, operation string) {
 // changed and its audit record, in one durable transaction. A block set
 // meanwhile by another process wins over whatever this check decided.
 // Only then are notifications sent and the code shown.
-func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began time.Time) Verdict {
+func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, began time.Time) Verdict {
 	if v.storeDown {
-		l.mu.Lock()
+		g.mu.Lock()
 		w.rollback()
-		l.mu.Unlock()
+		g.mu.Unlock()
 		return v
 	}
-	l.mu.Lock()
+	g.mu.Lock()
 	// A check that changes no state but writes its decision record (the
 	// common allowed or refused call) needs no database commit. If no
 	// process changed state since the check read it (the generation has
 	// not moved) and the block it read does not overrule the verdict, the
 	// record is appended and that is all; otherwise it re-reads in a
 	// read-only transaction and appends to the log.
-	commit, writing := l.Store.ViewAppend, false
-	if w.writesState() || len(l.dirty) > 0 || len(l.dirtyExec) > 0 || l.now().Sub(l.prunedDB) >= time.Hour {
-		commit, writing = l.Store.Update, true
-	} else if cur := l.syncedBlock; l.synced && w.pause == nil && w.show == nil && (cur == nil || v.Err != nil && v.Err.Code == aql.CodeAgentBlocked && v.VerificationID == cur.VerificationID) {
-		rec := l.decisionRecord(a, v, began)
-		appended, err := l.Store.AppendIf(ctx, l.syncedGen, rec)
+	commit, writing := g.Store.ViewAppend, false
+	if w.writesState() || len(g.dirty) > 0 || len(g.dirtyExec) > 0 || g.now().Sub(g.prunedDB) >= time.Hour {
+		commit, writing = g.Store.Update, true
+	} else if cur := g.syncedBlock; g.synced && w.pause == nil && w.show == nil && (cur == nil || v.Err != nil && v.Err.Code == aql.CodeAgentBlocked && v.VerificationID == cur.VerificationID) {
+		rec := g.decisionRecord(a, v, began)
+		appended, err := g.Store.AppendIf(ctx, g.syncedGen, rec)
 		if err != nil {
 			w.rollback()
-			l.mu.Unlock()
-			l.Log.Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
-			return l.unavailable(err, "the action is refused")
+			g.mu.Unlock()
+			g.log().Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
+			return g.unavailable(err, "the action is refused")
 		}
 		if appended {
 			v.argsDigest = rec.ArgsSHA256
-			l.mu.Unlock()
+			g.mu.Unlock()
 			return v
 		}
 	}
 	err := commit(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Block(l.pol().Principal)
+		cur, err := tx.Block(g.pol().Principal)
 		if err != nil {
 			return err
 		}
@@ -177,17 +177,17 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 			// the reissue goes ahead
 		case cur != nil && !(v.Err != nil && v.Err.Code == aql.CodeAgentBlocked && v.VerificationID == cur.VerificationID):
 			w.discard()
-			v = l.blockedVerdict(a, cur, "hard block: set meanwhile (by another aqlguard process)")
+			v = g.blockedVerdict(a, cur, "hard block: set meanwhile (by another aqlguard process)")
 		case cur == nil && w.replaces != "":
 			w.discard() // lifted meanwhile; this call is still refused
 		}
-		if why, err := l.spendsHold(tx, w); err != nil {
+		if why, err := g.spendsHold(tx, w); err != nil {
 			return err
 		} else if why != "" {
 			v = usedMeanwhile(a, v, why) // and what the other process wrote stays
 		} else {
 			for _, tok := range w.spent {
-				if c := l.spent[tok]; c != nil {
+				if c := g.spent[tok]; c != nil {
 					if err := tx.PutConfirmation(c.record()); err != nil {
 						return err
 					}
@@ -204,63 +204,63 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 				return err
 			}
 		}
-		if err := l.flush(tx); err != nil {
+		if err := g.flush(tx); err != nil {
 			return err
 		}
-		rec := l.decisionRecord(a, v, began)
+		rec := g.decisionRecord(a, v, began)
 		v.argsDigest = rec.ArgsSHA256 // for the outcome record
 		err = tx.Append(rec)
 		return err
 	})
 	if err != nil {
 		w.rollback()
-		l.mu.Unlock()
-		l.Log.Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
-		return l.unavailable(err, "the action is refused")
+		g.mu.Unlock()
+		g.log().Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
+		return g.unavailable(err, "the action is refused")
 	}
-	l.clean()
+	g.clean()
 	for _, tok := range w.spent {
-		delete(l.spending, tok)
+		delete(g.spending, tok)
 	}
 	// What this check wrote is read back at the next one, whatever the
 	// generation file says: it is only a hint that others changed state,
 	// and a block this process set must not hang on it.
 	if writing {
-		l.synced = false
+		g.synced = false
 	}
 	if w.block != nil {
-		l.observe(w.block, a.Operation)
-		l.Log.Warn("principal hard-blocked", "principal", l.pol().Principal, "reason", w.block.Reason,
+		g.observe(w.block, a.Operation)
+		g.log().Warn("principal hard-blocked", "principal", g.pol().Principal, "reason", w.block.Reason,
 			"verification", w.block.VerificationID)
 	}
 	if w.pause != nil {
-		l.verifyPause = w.pause
-		n := l.notification("autonomy_pause", "Paused for out-of-band verification: "+v.Directive.Reason,
+		g.verifyPause = w.pause
+		n := g.notification("autonomy_pause", "Paused for out-of-band verification: "+v.Directive.Reason,
 			map[string]any{"operation": a.Operation, "reason": v.Directive.Reason, "verificationId": w.pause.ID}, w.pause.ID)
 		if a.reported() {
 			v.Notifications = append(v.Notifications, n)
 		} else {
-			l.broadcast(n)
+			g.broadcast(n)
 		}
 	}
-	l.mu.Unlock()
+	g.mu.Unlock()
 	if w.show != nil {
-		factor, shown := l.show(ctx, w.show)
+		factor, shown := g.show(ctx, w.show)
 		v.Directive.Factors = append(v.Directive.Factors, factor)
 		result := "code_shown"
 		if !shown {
 			result = "code_not_shown"
-			l.mu.Lock()
-			l.broadcast(l.notification("error", "A verification code could not be shown: "+factor,
+			g.mu.Lock()
+			g.broadcast(g.notification("error", "A verification code could not be shown: "+factor,
 				map[string]any{"verificationId": w.show.Challenge}, ""))
-			l.mu.Unlock()
+			g.mu.Unlock()
 		}
-		rec := store.Record{Time: l.now(), Kind: "challenge", Principal: l.pol().Principal, Session: a.Session,
-			Process: l.Process, Operation: a.Operation, Tier: w.show.Tier, ChallengeID: w.show.Challenge,
+		rec := store.Record{Time: g.now(), Kind: "challenge", Principal: g.pol().Principal, Session: a.Session,
+			Process: g.Process, Operation: a.Operation, Tier: w.show.Tier, ChallengeID: w.show.Challenge,
 			Factors: []string{factor}, Result: result}
-		if err := l.Store.Append(ctx, rec); err != nil {
+		if err := g.Store.Append(ctx, rec); err != nil {
 			// The decision (a refusal) is already recorded and stands.
-			l.Log.Error("recording whether a code was shown", "challenge", w.show.Challenge, "err", err)
+			g.log().Error("recording whether a code was shown", "challenge", w.show.Challenge, "err", err)
 		}
 	}
 	return v
@@ -268,7 +268,7 @@ func (l *Loop) settle(ctx context.Context, a Action, v Verdict, w *writes, began
 
 // spendsHold checks that the approvals a check used were not used (or
 // revoked) meanwhile by another process: it returns why not, or "".
-func (l *Loop) spendsHold(tx *store.Tx, w *writes) (string, error) {
+func (g *Guard) spendsHold(tx *store.Tx, w *writes) (string, error) {
 	for _, tok := range w.spent {
 		cur, err := tx.Confirmation(tok)
 		if err != nil {
@@ -283,7 +283,7 @@ func (l *Loop) spendsHold(tx *store.Tx, w *writes) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if ap == nil || !ap.Active(l.now()) {
+		if ap == nil || !ap.Active(g.now()) {
 			return "the standing approval " + w.approval + " was revoked meanwhile", nil
 		}
 	}
@@ -303,15 +303,15 @@ func usedMeanwhile(a Action, v Verdict, why string) Verdict {
 }
 
 // blockedVerdict refuses an action because the principal is blocked.
-func (l *Loop) blockedVerdict(a Action, b *store.Block, factors ...string) Verdict {
+func (g *Guard) blockedVerdict(a Action, b *store.Block, factors ...string) Verdict {
 	d := evaluator.Directive{Stopped: true, Decision: evaluator.Block, Enforced: true, Tier: evaluator.DangerZone,
-		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", l.pol().Principal, b.Reason, b.VerificationID),
+		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", g.pol().Principal, b.Reason, b.VerificationID),
 		Factors: factors}
-	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: l.blockedError(a.Operation, b)}
+	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: g.blockedError(a.Operation, b)}
 }
 
 // unavailable is the fail-closed verdict when the store cannot be used.
-func (l *Loop) unavailable(err error, what string) Verdict {
+func (g *Guard) unavailable(err error, what string) Verdict {
 	d := evaluator.Directive{Enforced: true, Reason: "state database unavailable",
 		Factors: []string{"fail closed: " + err.Error()}}
 	return Verdict{Directive: d, Err: stateUnavailable(err, what), storeDown: true}
@@ -319,59 +319,59 @@ func (l *Loop) unavailable(err error, what string) Verdict {
 
 // flush writes the confirmations and executions changed since the last
 // commit, and now and then prunes what can no longer be used or
-// replayed. l.mu is held; the caller clears the dirty sets once the
+// replayed. g.mu is held; the caller clears the dirty sets once the
 // transaction has committed (clean).
-func (l *Loop) flush(tx *store.Tx) error {
-	for _, c := range l.dirty {
-		if l.spending[c.Token] {
+func (g *Guard) flush(tx *store.Tx) error {
+	for _, c := range g.dirty {
+		if g.spending[c.Token] {
 			continue // its check writes it, once it made sure it may
 		}
 		if err := tx.PutConfirmation(c.record()); err != nil {
 			return err
 		}
 	}
-	for _, e := range l.dirtyExec {
-		if err := tx.PutExecution(e.record(l.pol().Principal)); err != nil {
+	for _, e := range g.dirtyExec {
+		if err := tx.PutExecution(e.record(g.pol().Principal)); err != nil {
 			return err
 		}
 	}
-	if now := l.now(); now.Sub(l.prunedDB) >= time.Hour {
+	if now := g.now(); now.Sub(g.prunedDB) >= time.Hour {
 		if _, err := tx.Prune(now.Add(-spentRetention)); err != nil {
 			return err
 		}
-		l.prunedDB = now
+		g.prunedDB = now
 	}
 	return nil
 }
 
-func (l *Loop) clean() {
-	for tok := range l.dirty {
-		if !l.spending[tok] {
-			delete(l.dirty, tok)
+func (g *Guard) clean() {
+	for tok := range g.dirty {
+		if !g.spending[tok] {
+			delete(g.dirty, tok)
 		}
 	}
-	clear(l.dirtyExec)
+	clear(g.dirtyExec)
 }
 
-func (l *Loop) markDirty(c *Confirmation) { l.dirty[c.Token] = c }
+func (g *Guard) markDirty(c *Confirmation) { g.dirty[c.Token] = c }
 
 // decisionRecord is the audit record of one check.
-func (l *Loop) decisionRecord(a Action, v Verdict, began time.Time) store.Record {
+func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Record {
 	d := v.Directive
 	args := a.Arguments
 	if a.reported() {
 		args = map[string]any{"next_action_hint": a.Hint}
 	}
-	a = l.prepare(a)
+	a = g.prepare(a)
 	redacted := a.redacted
 	if a.reported() {
 		redacted = args
 	}
-	r := store.Record{Time: l.now(), Kind: "decision", Principal: l.pol().Principal, Session: a.Session,
-		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: Digest(args),
+	r := store.Record{Time: g.now(), Kind: "decision", Principal: g.pol().Principal, Session: a.Session,
+		Process: g.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: Digest(args),
 		Decision: decisionWord(v), Stage: string(d.Stage), Tier: string(d.Tier), Risk: d.Risk,
-		Factors: d.Factors, ChallengeID: v.VerificationID, Token: v.Token, Approval: v.Approval, DurationMS: ms(l.now().Sub(began))}
-	r.Args, r.ArgsText, r.ArgsBytes = argsForRecord(redacted, l.MaxArgumentBytes)
+		Factors: d.Factors, ChallengeID: v.VerificationID, Token: v.Token, Approval: v.Approval, DurationMS: ms(g.now().Sub(began))}
+	r.Args, r.ArgsText, r.ArgsBytes = argsForRecord(redacted, g.MaxArgumentBytes)
 	if a.reported() {
 		r.Execution = a.Execution.ID
 	}
@@ -406,15 +406,15 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // Outcome records what became of an action v allowed: result is "ok",
 // "tool_error" or an error code. If the record cannot be written the
 // caller must not hand the result on (fail closed).
-func (l *Loop) Outcome(ctx context.Context, a Action, v Verdict, result string, took time.Duration) error {
+func (g *Guard) Outcome(ctx context.Context, a Action, v Verdict, result string, took time.Duration) error {
 	digest := v.argsDigest
 	if digest == "" {
 		digest = Digest(a.Arguments)
 	}
-	rec := store.Record{Time: l.now(), Kind: "outcome", Principal: l.pol().Principal, Session: a.Session,
-		Process: l.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: digest,
+	rec := store.Record{Time: g.now(), Kind: "outcome", Principal: g.pol().Principal, Session: a.Session,
+		Process: g.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: digest,
 		Result: result, DurationMS: ms(took)}
-	err := l.Store.Append(ctx, rec)
+	err := g.Store.Append(ctx, rec)
 	if err != nil {
 		return fmt.Errorf("recording the outcome of %s: %w", a.Operation, err)
 	}

@@ -1,4 +1,4 @@
-package safety
+package guard
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/aqlguard/aqlguard/verify"
 )
 
-// Loop holds the safety loop's state. Configure the exported fields, then
+// Guard holds the safety loop's state. Configure the exported fields, then
 // use it from any goroutine.
-type Loop struct {
+type Guard struct {
 	// Policy is the policy at start; SetPolicy replaces it (a reload) and
 	// CurrentPolicy reads it.
 	Policy  *policy.Policy
@@ -32,6 +32,9 @@ type Loop struct {
 	// Channel reaches the human; nil means no channel, so nothing can be
 	// approved (fail closed).
 	Channel verify.Channel
+	// Downstream forwards the calls the loop allows; nil means there is
+	// nowhere to forward them, so an allowed call fails as unavailable.
+	Downstream Caller
 	// InlineWait bounds how long a gated call waits for the human.
 	InlineWait time.Duration
 	// AskTimeout bounds how long confirm_operation waits for the human.
@@ -50,7 +53,8 @@ type Loop struct {
 	// verify_challenge, and the identical retry instead of
 	// confirm_operation, which it does not have.
 	Transparent bool
-	Log         *slog.Logger
+	// Log receives the guard's log lines; nil discards them.
+	Log *slog.Logger
 	// Now and Evaluate default to time.Now and evaluator.Evaluate.
 	Now      func() time.Time
 	Evaluate func(*policy.Policy, evaluator.Step) evaluator.Directive
@@ -120,12 +124,12 @@ type Action struct {
 }
 
 // prepare computes what of the action may be written down or shown.
-func (l *Loop) prepare(a Action) Action {
+func (g *Guard) prepare(a Action) Action {
 	if a.preview != "" {
 		return a
 	}
 	if !a.reported() {
-		a.redacted = l.redactorFor(a).redact(a.Arguments)
+		a.redacted = g.redactorFor(a).redact(a.Arguments)
 	}
 	a.preview = actionPreview(a, a.redacted)
 	return a
@@ -159,21 +163,39 @@ type Verdict struct {
 	Notifications []Notification
 }
 
-func (l *Loop) now() time.Time {
-	if l.Now != nil {
-		return l.Now().UTC()
+var discardLog = slog.New(slog.DiscardHandler)
+
+func (g *Guard) log() *slog.Logger {
+	if g.Log != nil {
+		return g.Log
+	}
+	return discardLog
+}
+
+func (g *Guard) now() time.Time {
+	if g.Now != nil {
+		return g.Now().UTC()
 	}
 	return time.Now().UTC()
 }
 
 // CurrentPolicy is the policy in force now.
-func (l *Loop) CurrentPolicy() *policy.Policy { return l.pol() }
+func (g *Guard) CurrentPolicy() *policy.Policy { return g.pol() }
 
-func (l *Loop) pol() *policy.Policy {
-	if p := l.current.Load(); p != nil {
+// Principal is the agent the guard answers for (the configured one;
+// nothing the model sends changes it).
+func (g *Guard) Principal() string {
+	if p := g.pol(); p != nil {
+		return p.Principal
+	}
+	return ""
+}
+
+func (g *Guard) pol() *policy.Policy {
+	if p := g.current.Load(); p != nil {
 		return p
 	}
-	return l.Policy
+	return g.Policy
 }
 
 // SetPolicy puts a reloaded policy in force: every decision from now on is
@@ -181,32 +203,32 @@ func (l *Loop) pol() *policy.Policy {
 // or waiting for its human, finishes under the policy that decided it).
 // Approvals are bound to the policy version, so none given under the old
 // policy carries over. The principal must not change.
-func (l *Loop) SetPolicy(p *policy.Policy) error {
-	if cur := l.pol(); cur != nil && p.Principal != cur.Principal {
+func (g *Guard) SetPolicy(p *policy.Policy) error {
+	if cur := g.pol(); cur != nil && p.Principal != cur.Principal {
 		return fmt.Errorf("the principal cannot change on a reload (%s → %s); restart aqlguard", cur.Principal, p.Principal)
 	}
-	l.current.Store(p)
+	g.current.Store(p)
 	return nil
 }
 
-func (l *Loop) evaluate(s evaluator.Step) evaluator.Directive {
-	if l.Evaluate != nil {
-		return l.Evaluate(l.pol(), s)
+func (g *Guard) evaluate(s evaluator.Step) evaluator.Directive {
+	if g.Evaluate != nil {
+		return g.Evaluate(g.pol(), s)
 	}
-	return evaluator.Evaluate(l.pol(), s)
+	return evaluator.Evaluate(g.pol(), s)
 }
 
-func (l *Loop) init() {
-	if l.confirms == nil {
-		l.confirms = map[string]*Confirmation{}
-		l.spent = map[string]*Confirmation{}
-		l.dirty = map[string]*Confirmation{}
-		l.spending = map[string]bool{}
-		l.dirtyExec = map[string]*Execution{}
-		l.executions = map[string]*Execution{}
-		l.turn = make(chan struct{}, 1)
-		l.askings = map[string]*asking{}
-		l.bg, l.stop = context.WithCancel(context.Background())
+func (g *Guard) init() {
+	if g.confirms == nil {
+		g.confirms = map[string]*Confirmation{}
+		g.spent = map[string]*Confirmation{}
+		g.dirty = map[string]*Confirmation{}
+		g.spending = map[string]bool{}
+		g.dirtyExec = map[string]*Execution{}
+		g.executions = map[string]*Execution{}
+		g.turn = make(chan struct{}, 1)
+		g.askings = map[string]*asking{}
+		g.bg, g.stop = context.WithCancel(context.Background())
 	}
 }
 
@@ -220,96 +242,96 @@ const maxCheckins = 3
 // written durably before Check returns; if they cannot be, the action is
 // refused (fail closed). A code is shown only after its challenge is on
 // disk.
-func (l *Loop) Check(ctx context.Context, a Action) Verdict {
-	began := l.now()
-	a = l.prepare(a)
+func (g *Guard) Check(ctx context.Context, a Action) Verdict {
+	began := g.now()
+	a = g.prepare(a)
 	w := &writes{}
-	v := l.check(ctx, a, w)
-	return l.settle(ctx, a, v, w, began)
+	v := g.check(ctx, a, w)
+	return g.settle(ctx, a, v, w, began)
 }
 
 // check decides. It never holds the lock while a human is being asked.
-func (l *Loop) check(ctx context.Context, a Action, w *writes) Verdict {
-	l.mu.Lock()
-	l.init()
-	blk, err := l.sync(ctx)
+func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
+	g.mu.Lock()
+	g.init()
+	blk, err := g.sync(ctx)
 	if err != nil {
-		l.mu.Unlock()
-		return l.unavailable(err, "the action is refused")
+		g.mu.Unlock()
+		return g.unavailable(err, "the action is refused")
 	}
-	if v, stop := l.gate(a, blk, w); stop {
-		l.mu.Unlock()
+	if v, stop := g.gate(a, blk, w); stop {
+		g.mu.Unlock()
 		return v
 	}
 	var explicit *Confirmation
 	if a.Token != "" {
-		c, err := l.tokenFor(ctx, a)
+		c, err := g.tokenFor(ctx, a)
 		if err != nil {
-			l.mu.Unlock()
+			g.mu.Unlock()
 			return Verdict{Err: err, Directive: evaluator.Directive{Reason: err.Message, Factors: []string{"confirmation token rejected"}}}
 		}
 		explicit = c
 	}
 	if a.Outcome == "failure" {
-		l.failurePause = true
+		g.failurePause = true
 	}
 	for round := 0; round <= maxCheckins; round++ {
-		l.steps++
-		step := l.step(a)
-		d := l.evaluate(step)
+		g.steps++
+		step := g.step(a)
+		d := g.evaluate(step)
 		if d.Continue {
-			l.mu.Unlock()
+			g.mu.Unlock()
 			return Verdict{Proceed: true, Directive: d}
 		}
 		switch d.Decision {
 		case evaluator.Block:
-			v := l.hardBlock(a, d, w)
-			l.mu.Unlock()
+			v := g.hardBlock(a, d, w)
+			g.mu.Unlock()
 			return v
 		case evaluator.NeedsVerify:
-			v := l.verifyPauseFor(a, d, w)
-			l.mu.Unlock()
+			v := g.verifyPauseFor(a, d, w)
+			g.mu.Unlock()
 			return v
 		}
 		// A pause for a human: a check-in (step limit, failure) or the
 		// action itself. A standing approval of this tool for this
 		// session stands for the human, unless the decision rests on the
 		// arguments.
-		b := l.bindingFor(a, d)
+		b := g.bindingFor(a, d)
 		if b.kind == kindAction && !a.reported() && !d.ArgumentBound {
-			ap, err := l.standing(ctx, a)
+			ap, err := g.standing(ctx, a)
 			if err != nil {
-				l.mu.Unlock()
-				return l.unavailable(err, "the action is refused")
+				g.mu.Unlock()
+				return g.unavailable(err, "the action is refused")
 			}
 			if ap != nil {
-				l.mu.Unlock()
+				g.mu.Unlock()
 				w.approval = ap.ID
 				d.Continue = true
 				d.Factors = append(d.Factors, "approval: a human allowed "+a.Server+"."+a.Tool+" for this session ("+ap.ID+")")
 				return Verdict{Proceed: true, Directive: d, Approval: ap.ID}
 			}
 		}
-		c, err := l.approved(ctx, b, explicit)
+		c, err := g.approved(ctx, b, explicit)
 		if err != nil {
-			l.mu.Unlock()
-			return l.unavailable(err, "the action is refused")
+			g.mu.Unlock()
+			return g.unavailable(err, "the action is refused")
 		}
 		if c != nil {
-			l.spendFor(c, w)
-			l.applyCheckinFor(c.Kind, w)
+			g.spendFor(c, w)
+			g.applyCheckinFor(c.Kind, w)
 			if c.Kind == kindAction {
-				l.mu.Unlock()
+				g.mu.Unlock()
 				d.Continue, d.Factors = true, append(d.Factors, "confirmation: approved by a human ("+c.Token+")")
 				return Verdict{Proceed: true, Directive: d, Token: c.Token}
 			}
-			l.recount(c.Kind)
+			g.recount(c.Kind)
 			continue
 		}
-		if dc := l.deniedRecently(a, b); dc != nil {
+		if dc := g.deniedRecently(a, b); dc != nil {
 			// The human said no to this very call: a retry does not put
 			// the question to them again until that answer expires.
-			l.mu.Unlock()
+			g.mu.Unlock()
 			d.Factors = append(d.Factors, "confirmation: a human denied this very call at "+dc.DoneAt.Format(time.RFC3339)+
 				"; it is refused without asking again until "+dc.ExpiresAt.Format(time.RFC3339))
 			d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
@@ -318,22 +340,22 @@ func (l *Loop) check(ctx context.Context, a Action, w *writes) Verdict {
 				Details: map[string]any{"reason": "a human denied this action", "operation": a.Operation,
 					"denied_at": dc.DoneAt.Format(time.RFC3339), "ask_again_after": dc.ExpiresAt.Format(time.RFC3339)}}}
 		}
-		c, err = l.openConfirmation(a, b, d, explicit)
+		c, err = g.openConfirmation(a, b, d, explicit)
 		if err != nil {
-			l.mu.Unlock()
-			l.Log.Error("creating a confirmation", "err", err)
+			g.mu.Unlock()
+			g.log().Error("creating a confirmation", "err", err)
 			return Verdict{Err: aql.Internal("a confirmation could not be created"), Directive: d}
 		}
-		l.mu.Unlock()
-		answer, why := l.await(ctx, c, l.InlineWait)
-		l.mu.Lock()
+		g.mu.Unlock()
+		answer, why := g.await(ctx, c, g.InlineWait)
+		g.mu.Lock()
 		switch {
 		case approves(answer) && c.Status == statusApproved:
-			l.spendFor(c, w)
-			l.applyCheckinFor(c.Kind, w)
-			l.clearNotifications(c.Token)
+			g.spendFor(c, w)
+			g.applyCheckinFor(c.Kind, w)
+			g.clearNotifications(c.Token)
 			if c.Kind == kindAction {
-				l.mu.Unlock()
+				g.mu.Unlock()
 				d.Continue = true
 				d.Factors = append(d.Factors, "confirmation: a human allowed it")
 				if answer == verify.AllowSession {
@@ -341,15 +363,15 @@ func (l *Loop) check(ctx context.Context, a Action, w *writes) Verdict {
 				}
 				return Verdict{Proceed: true, Directive: d, Token: c.Token}
 			}
-			l.recount(c.Kind)
+			g.recount(c.Kind)
 			continue
 		case approves(answer):
 			// Another call waiting on the same question used the one
 			// approval first: ask about this one again.
 			continue
 		case answer == verify.Deny:
-			l.clearNotifications(c.Token)
-			l.mu.Unlock()
+			g.clearNotifications(c.Token)
+			g.mu.Unlock()
 			d.Factors = append(d.Factors, "confirmation: a human denied it")
 			d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
 			return Verdict{Directive: d, Token: c.Token, Err: &aql.Error{Code: aql.CodePermissionDenied,
@@ -358,13 +380,13 @@ func (l *Loop) check(ctx context.Context, a Action, w *writes) Verdict {
 		}
 		if why != "" {
 			d.Factors = append(d.Factors, why)
-			l.broadcast(l.notification("error", "A human could not be asked: "+why, map[string]any{"operation": a.Operation}, ""))
+			g.broadcast(g.notification("error", "A human could not be asked: "+why, map[string]any{"operation": a.Operation}, ""))
 		}
-		v := l.pending(a, c, d)
-		l.mu.Unlock()
+		v := g.pending(a, c, d)
+		g.mu.Unlock()
 		return v
 	}
-	l.mu.Unlock()
+	g.mu.Unlock()
 	d := evaluator.Directive{Decision: evaluator.NeedsConfirm, Enforced: true,
 		Reason: "Too many human check-ins for one action", Factors: []string{"check-ins: more than " + fmt.Sprint(maxCheckins)}}
 	return Verdict{Directive: d, Err: &aql.Error{Code: aql.CodePermissionDenied,
@@ -374,9 +396,9 @@ func (l *Loop) check(ctx context.Context, a Action, w *writes) Verdict {
 // recount undoes the step count of an action re-evaluated after a human
 // lifted a failure pause: it is still the same step. After a step-limit
 // check-in the count was reset, and the action becomes step 1.
-func (l *Loop) recount(kind string) {
+func (g *Guard) recount(kind string) {
 	if kind == kindFailure {
-		l.steps--
+		g.steps--
 	}
 }
 
@@ -384,30 +406,30 @@ func (l *Loop) recount(kind string) {
 // (from the store, so a block set by another process or before a restart
 // counts), and a pending verify-tier challenge (which lapses at its
 // expiry). A block whose code has expired gets a fresh one.
-func (l *Loop) gate(a Action, b *store.Block, w *writes) (Verdict, bool) {
+func (g *Guard) gate(a Action, b *store.Block, w *writes) (Verdict, bool) {
 	if b != nil {
 		factors := []string{"hard block: set " + b.BlockedAt.Format(time.RFC3339) + ", lifted only by verify_challenge or an admin"}
-		if !l.now().Before(b.ChallengeExpiresAt) {
-			l.reissue(b, w)
+		if !g.now().Before(b.ChallengeExpiresAt) {
+			g.reissue(b, w)
 			if w.block != nil {
 				factors = append(factors, "verification "+b.VerificationID+" expired; a new code is shown for verification "+w.block.VerificationID)
 				b = w.block
 			}
 		}
-		return l.blockedVerdict(a, b, factors...), true
+		return g.blockedVerdict(a, b, factors...), true
 	}
-	if p := l.verifyPause; p != nil {
-		if !l.now().Before(p.ExpiresAt) {
-			l.verifyPause = nil
-			l.clearNotifications(p.ID)
-			l.broadcast(l.notification("status", "A verification challenge expired; actions are evaluated afresh",
+	if p := g.verifyPause; p != nil {
+		if !g.now().Before(p.ExpiresAt) {
+			g.verifyPause = nil
+			g.clearNotifications(p.ID)
+			g.broadcast(g.notification("status", "A verification challenge expired; actions are evaluated afresh",
 				map[string]any{"verificationId": p.ID}, ""))
 			return Verdict{}, false
 		}
 		d := evaluator.Directive{Decision: evaluator.NeedsVerify, Enforced: true, Tier: evaluator.Verify,
 			Reason:  "Paused: verification " + p.ID + " is pending; a human must enter the code shown to them",
 			Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
-		return Verdict{Directive: d, VerificationID: p.ID, Err: l.verificationError(a.Operation, p.ID, p.ExpiresAt)}, true
+		return Verdict{Directive: d, VerificationID: p.ID, Err: g.verificationError(a.Operation, p.ID, p.ExpiresAt)}, true
 	}
 	return Verdict{}, false
 }
@@ -415,9 +437,9 @@ func (l *Loop) gate(a Action, b *store.Block, w *writes) (Verdict, bool) {
 // step builds the evaluator's input from the action and the principal's
 // state. A pause for a reported failure persists until a human confirms
 // it, so later steps are evaluated as if the failure were just reported.
-func (l *Loop) step(a Action) evaluator.Step {
+func (g *Guard) step(a Action) evaluator.Step {
 	outcome := a.Outcome
-	if l.failurePause {
+	if g.failurePause {
 		outcome = "failure"
 	} else if outcome == "failure" {
 		outcome = "" // confirmed by a human in this very check
@@ -427,13 +449,13 @@ func (l *Loop) step(a Action) evaluator.Step {
 		op = "" // a reported step is described by its hint alone
 	}
 	return evaluator.Step{
-		Principal: l.pol().Principal, Session: a.Session, Operation: op,
+		Principal: g.pol().Principal, Session: a.Session, Operation: op,
 		Server: a.Server, Tool: a.Tool, Category: a.Category, Annotations: a.Annotations,
-		Arguments: a.Arguments, ActionHint: a.Hint, Outcome: outcome, StepNumber: l.steps,
+		Arguments: a.Arguments, ActionHint: a.Hint, Outcome: outcome, StepNumber: g.steps,
 	}
 }
 
-func (l *Loop) bindingFor(a Action, d evaluator.Directive) binding {
+func (g *Guard) bindingFor(a Action, d evaluator.Directive) binding {
 	switch d.Stage {
 	case evaluator.StageStepLimit:
 		return binding{kind: kindSteps, operation: "check-in: step limit"}
@@ -452,35 +474,35 @@ func (l *Loop) bindingFor(a Action, d evaluator.Directive) binding {
 // exactly this binding, in memory or in the store (approved through the
 // other process on this state directory). Whichever it is, settle checks
 // in the store, in the transaction that spends it, that nobody spent it
-// first. l.mu is held.
-func (l *Loop) approved(ctx context.Context, b binding, explicit *Confirmation) (*Confirmation, error) {
-	now := l.now()
+// first. g.mu is held.
+func (g *Guard) approved(ctx context.Context, b binding, explicit *Confirmation) (*Confirmation, error) {
+	now := g.now()
 	ok := func(c *Confirmation) bool {
-		return c.Status == statusApproved && now.Before(c.ExpiresAt) && c.matches(b, l.pol().Principal, l.pol().Version)
+		return c.Status == statusApproved && now.Before(c.ExpiresAt) && c.matches(b, g.pol().Principal, g.pol().Version)
 	}
 	if explicit != nil && ok(explicit) {
 		return explicit, nil
 	}
 	// Any match will do: a binding is exact, so two approvals for it are
 	// interchangeable. Only open confirmations live here, so this stays short.
-	for _, c := range l.confirms {
+	for _, c := range g.confirms {
 		if ok(c) {
 			return c, nil
 		}
 	}
 	var stored []store.Confirmation
-	if err := l.Store.View(ctx, func(tx *store.Tx) (err error) {
-		stored, err = tx.Confirmations(l.pol().Principal, statusApproved)
+	if err := g.Store.View(ctx, func(tx *store.Tx) (err error) {
+		stored, err = tx.Confirmations(g.pol().Principal, statusApproved)
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	for _, r := range stored {
-		if _, spent := l.spent[r.Token]; spent {
+		if _, spent := g.spent[r.Token]; spent {
 			continue // this process used it; the store will hear at settle
 		}
 		if c := confirmationFrom(r); ok(c) {
-			l.confirms[c.Token] = c
+			g.confirms[c.Token] = c
 			return c, nil
 		}
 	}
@@ -489,32 +511,32 @@ func (l *Loop) approved(ctx context.Context, b binding, explicit *Confirmation) 
 
 // applyCheckinFor applies a check-in for a check that has yet to commit:
 // a failed commit puts the counters back (writes.rollback).
-func (l *Loop) applyCheckinFor(kind string, w *writes) {
-	steps, failurePause := l.steps, l.failurePause
-	w.undo = append(w.undo, func() { l.steps, l.failurePause = steps, failurePause })
-	l.applyCheckin(kind)
+func (g *Guard) applyCheckinFor(kind string, w *writes) {
+	steps, failurePause := g.steps, g.failurePause
+	w.undo = append(w.undo, func() { g.steps, g.failurePause = steps, failurePause })
+	g.applyCheckin(kind)
 }
 
-func (l *Loop) applyCheckin(kind string) {
+func (g *Guard) applyCheckin(kind string) {
 	switch kind {
 	case kindSteps:
-		l.steps = 0
+		g.steps = 0
 	case kindFailure:
-		l.failurePause = false
+		g.failurePause = false
 	}
 }
 
 // deniedRecently finds the human's unexpired "deny" of exactly this call
 // (same binding, same session), so that a model retrying a refused call
-// does not nag the human. l.mu is held.
-func (l *Loop) deniedRecently(a Action, b binding) *Confirmation {
+// does not nag the human. g.mu is held.
+func (g *Guard) deniedRecently(a Action, b binding) *Confirmation {
 	if b.kind != kindAction {
 		return nil
 	}
-	now := l.now()
-	for _, c := range l.spent {
+	now := g.now()
+	for _, c := range g.spent {
 		if c.Status == statusDenied && now.Before(c.ExpiresAt) && c.Session == a.Session &&
-			c.matches(b, l.pol().Principal, l.pol().Version) {
+			c.matches(b, g.pol().Principal, g.pol().Version) {
 			return c
 		}
 	}
@@ -525,53 +547,53 @@ func (l *Loop) deniedRecently(a Action, b binding) *Confirmation {
 // action, or a pending one for the same binding (the model's retry of a
 // call whose question is still on the human's screen finds that question
 // instead of raising a second one), or opens a new one.
-func (l *Loop) openConfirmation(a Action, b binding, d evaluator.Directive, explicit *Confirmation) (*Confirmation, error) {
-	now := l.now()
+func (g *Guard) openConfirmation(a Action, b binding, d evaluator.Directive, explicit *Confirmation) (*Confirmation, error) {
+	now := g.now()
 	open := func(c *Confirmation) bool {
-		return c.Status == statusPending && now.Before(c.ExpiresAt) && c.matches(b, l.pol().Principal, l.pol().Version)
+		return c.Status == statusPending && now.Before(c.ExpiresAt) && c.matches(b, g.pol().Principal, g.pol().Version)
 	}
 	if explicit != nil && open(explicit) {
 		return explicit, nil
 	}
-	for _, c := range l.confirms {
+	for _, c := range g.confirms {
 		if open(c) && (c.Kind != kindAction || c.Session == a.Session) {
 			return c, nil
 		}
 	}
-	return l.newConfirmation(a, b, d)
+	return g.newConfirmation(a, b, d)
 }
 
-func (l *Loop) newConfirmation(a Action, b binding, d evaluator.Directive) (*Confirmation, error) {
+func (g *Guard) newConfirmation(a Action, b binding, d evaluator.Directive) (*Confirmation, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, err
 	}
-	now := l.now()
+	now := g.now()
 	c := &Confirmation{
-		Token: token, Kind: b.kind, Principal: l.pol().Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
-		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && l.SessionApprovalTTL > 0,
-		Digest:       b.digest, PolicyVersion: l.pol().Version, Session: a.Session,
+		Token: token, Kind: b.kind, Principal: g.pol().Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
+		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && g.SessionApprovalTTL > 0,
+		Digest:       b.digest, PolicyVersion: g.pol().Version, Session: a.Session,
 		Action: a.preview, Arguments: a.redacted, Reason: d.Reason, Tier: string(d.Tier),
-		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(l.ConfirmTTL),
+		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(g.ConfirmTTL),
 	}
 	if b.kind != kindAction {
 		c.Action = b.operation + " (next action: " + a.preview + ")"
 	}
-	l.prune(now)
-	l.confirms[token] = c
-	l.markDirty(c)
+	g.prune(now)
+	g.confirms[token] = c
+	g.markDirty(c)
 	return c, nil
 }
 
 // pending is the refusal of an action whose confirmation is still open:
 // CONFIRMATION_REQUIRED with the token, and the notification the spec
 // names for it.
-func (l *Loop) pending(a Action, c *Confirmation, d evaluator.Directive) Verdict {
+func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive) Verdict {
 	reasons := append([]string{d.Reason}, d.Factors...)
 	expires := c.ExpiresAt.Format(time.RFC3339)
 	msg := fmt.Sprintf("A human must confirm this (%s). Call confirm_operation with the token to ask them again; "+
 		"then repeat the same call. The model cannot confirm it.", d.Reason)
-	if l.Transparent {
+	if g.Transparent {
 		msg = fmt.Sprintf("A human must confirm this (%s). aqlguard asked them in a window of its own; "+
 			"repeat the same call, with the same arguments, to get their answer. The model cannot confirm it.", d.Reason)
 	}
@@ -584,14 +606,14 @@ func (l *Loop) pending(a Action, c *Confirmation, d evaluator.Directive) Verdict
 	meta := map[string]any{"operation": a.Operation, "reason": d.Reason, "confirmationToken": c.Token}
 	if c.Kind == kindAction && !a.reported() && d.Stage == evaluator.StagePattern {
 		meta["level"] = "CONFIRM_SINGLE_USE"
-		l.broadcast(l.notification("permission_pending", fmt.Sprintf("Operation '%s' requires confirmation", a.Operation), meta, c.Token))
+		g.broadcast(g.notification("permission_pending", fmt.Sprintf("Operation '%s' requires confirmation", a.Operation), meta, c.Token))
 		return v
 	}
-	n := l.notification("autonomy_pause", "Paused: "+d.Reason, meta, c.Token)
+	n := g.notification("autonomy_pause", "Paused: "+d.Reason, meta, c.Token)
 	if a.reported() {
 		v.Notifications = append(v.Notifications, n)
 	} else {
-		l.broadcast(n)
+		g.broadcast(n)
 	}
 	return v
 }

@@ -1,16 +1,23 @@
-// Package safety is the execution safety loop of one aqlguard process: the
+// Package guard sits on the path of every call that reaches a downstream
+// server and holds the execution safety loop of one aqlguard process: the
 // principal's step count and pauses, executions and their notifications,
 // confirmations bound to one action, verification challenges and the hard
-// block. Proxied calls and reported steps (record_execution_step) go
-// through the same Check, so they share the evaluator, the principal's
-// state and its step counter.
+// block. Proxied calls (Call, Read) and reported steps
+// (record_execution_step) go through the same Check, so they share the
+// evaluator, the principal's state and its step counter.
+//
+// A Guard is shaped like httputil.ReverseProxy: its collaborators are
+// fields — Store (state), Channel (the human), Downstream (where allowed
+// calls go), Evaluate, Now, Log — and a nil one has a defined meaning
+// (documented on the field). One Guard serves every client session of a
+// process; Downstream routes a call to its own session's server.
 //
 // The principal is the one the human configured (config agent or
 // --agent); nothing the model sends changes it. A human answers through a
 // verify.Channel; the model can ask for an answer (confirm_operation) but
 // its own call never approves anything.
 //
-// Locking: Loop.mu guards all state. It is never held while a human is
+// Locking: Guard.mu guards all state. It is never held while a human is
 // being asked, so a pending dialog does not stall other calls.
 //
 // Durable state lives in the store: the hard block (read at every check,
@@ -20,4 +27,4 @@
 // written, with its audit record, before it is returned; when that fails
 // the action is refused. Step counts, the failure pause and verify pauses
 // are this process's own and end with it (spec 8.8.3 for verify pauses).
-package safety
+package guard

@@ -1,4 +1,4 @@
-package safety
+package guard
 
 import (
 	"bytes"
@@ -115,8 +115,8 @@ func (c *Confirmation) matches(b binding, principal, version string) bool {
 // order confirmation-tokens.md 4.3 gives: exists, operation, parameters,
 // expiry, consumption. A pending token is fine: the check will ask the
 // human for it.
-func (l *Loop) tokenFor(ctx context.Context, a Action) (*Confirmation, *aql.Error) {
-	c, err := l.lookupToken(ctx, a.Token)
+func (g *Guard) tokenFor(ctx context.Context, a Action) (*Confirmation, *aql.Error) {
+	c, err := g.lookupToken(ctx, a.Token)
 	if err != nil {
 		return nil, err
 	}
@@ -130,49 +130,49 @@ func (l *Loop) tokenFor(ctx context.Context, a Action) (*Confirmation, *aql.Erro
 	if c.Digest != Digest(args) {
 		return nil, scopeMismatch(c, a.Operation, "it was issued for other arguments")
 	}
-	if c.PolicyVersion != l.pol().Version {
+	if c.PolicyVersion != g.pol().Version {
 		return nil, scopeMismatch(c, a.Operation, "the policy changed since it was issued")
 	}
-	return c, l.usable(c)
+	return c, g.usable(c)
 }
 
 // lookupToken finds a token of this principal: in memory, or in the
 // store (issued before a restart, or by another process on this state
-// directory). l.mu is held.
-func (l *Loop) lookupToken(ctx context.Context, token string) (*Confirmation, *aql.Error) {
-	c, ok := l.confirms[token]
+// directory). g.mu is held.
+func (g *Guard) lookupToken(ctx context.Context, token string) (*Confirmation, *aql.Error) {
+	c, ok := g.confirms[token]
 	if !ok {
-		c, ok = l.spent[token]
+		c, ok = g.spent[token]
 	}
 	if ok && (c.Status == statusPending || c.Status == statusApproved) {
 		// The other process on this state directory may have answered
 		// or used it since: the store is the truth.
 		var rec *store.Confirmation
-		if err := l.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return }); err != nil {
-			l.Log.Error("reading a confirmation token", "token", token, "err", err)
+		if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return }); err != nil {
+			g.log().Error("reading a confirmation token", "token", token, "err", err)
 			return nil, stateUnavailable(err, "the token could not be checked")
 		}
 		if rec != nil && rec.Status != c.Status && !(rec.Status == statusPending && c.Status == statusApproved) {
 			c.Status, c.DoneAt = rec.Status, rec.DoneAt
 			if c.Status != statusPending && c.Status != statusApproved {
-				delete(l.confirms, token)
-				l.spent[token] = c
+				delete(g.confirms, token)
+				g.spent[token] = c
 			}
 		}
 	}
 	if !ok && tokenFormat.MatchString(token) {
 		var rec *store.Confirmation
-		err := l.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
+		err := g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
 		if err != nil {
-			l.Log.Error("reading a confirmation token", "token", token, "err", err)
+			g.log().Error("reading a confirmation token", "token", token, "err", err)
 			return nil, stateUnavailable(err, "the token could not be checked")
 		}
 		if rec != nil {
 			c, ok = confirmationFrom(*rec), true
 			if c.Status == statusPending || c.Status == statusApproved {
-				l.confirms[token] = c
+				g.confirms[token] = c
 			} else {
-				l.spent[token] = c
+				g.spent[token] = c
 			}
 		}
 	}
@@ -180,15 +180,15 @@ func (l *Loop) lookupToken(ctx context.Context, token string) (*Confirmation, *a
 		return nil, &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token",
 			Details: map[string]any{"token": token}}
 	}
-	if c.Principal != l.pol().Principal {
+	if c.Principal != g.pol().Principal {
 		return nil, scopeMismatch(c, c.Operation, "it was issued for another agent")
 	}
 	return c, nil
 }
 
 // usable rejects expired and spent tokens.
-func (l *Loop) usable(c *Confirmation) *aql.Error {
-	now := l.now()
+func (g *Guard) usable(c *Confirmation) *aql.Error {
+	now := g.now()
 	if !now.Before(c.ExpiresAt) {
 		return &aql.Error{Code: aql.CodeTokenExpired, Message: "Confirmation token has expired",
 			Details: map[string]any{"token": c.Token, "expired_at": c.ExpiresAt.Format(time.RFC3339),
@@ -218,35 +218,35 @@ const spentRetention = time.Hour
 // spendFor uses an approved confirmation for the check writing w: it is
 // marked with the check's id so that settle can tell its own use from
 // another process's.
-func (l *Loop) spendFor(c *Confirmation, w *writes) {
-	prev, open := *c, l.confirms[c.Token] == c
+func (g *Guard) spendFor(c *Confirmation, w *writes) {
+	prev, open := *c, g.confirms[c.Token] == c
 	w.undo = append(w.undo, func() {
 		c.Status, c.DoneAt, c.UsedBy = prev.Status, prev.DoneAt, prev.UsedBy
-		delete(l.spent, c.Token)
-		delete(l.spending, c.Token)
+		delete(g.spent, c.Token)
+		delete(g.spending, c.Token)
 		if open {
-			l.confirms[c.Token] = c
+			g.confirms[c.Token] = c
 		}
 	})
-	l.retire(c, statusUsed, l.now())
-	l.spending[c.Token] = true
+	g.retire(c, statusUsed, g.now())
+	g.spending[c.Token] = true
 	c.UsedBy = w.id()
 	w.spent = append(w.spent, c.Token)
 }
 
 // spend closes a confirmation: it leaves the open set, which approval
 // lookups scan, for the spent set, which only answers replays.
-func (l *Loop) spend(c *Confirmation, status string) {
-	l.retire(c, status, l.now())
-	l.markDirty(c)
+func (g *Guard) spend(c *Confirmation, status string) {
+	g.retire(c, status, g.now())
+	g.markDirty(c)
 }
 
 // retire moves a confirmation from the open set to the spent set, in
 // memory only: what writes it is the caller's business.
-func (l *Loop) retire(c *Confirmation, status string, at time.Time) {
+func (g *Guard) retire(c *Confirmation, status string, at time.Time) {
 	c.Status, c.DoneAt = status, at
-	delete(l.confirms, c.Token)
-	l.spent[c.Token] = c
+	delete(g.confirms, c.Token)
+	g.spent[c.Token] = c
 }
 
 // record is the confirmation as stored: the digest binds the arguments;
@@ -279,20 +279,20 @@ func confirmationFrom(r store.Confirmation) *Confirmation {
 // expiry move to the spent set, and spent ones go after spentRetention.
 // It runs at most once a minute, so a busy principal does not pay a scan
 // per confirmation.
-func (l *Loop) prune(now time.Time) {
-	if now.Sub(l.pruned) < time.Minute {
+func (g *Guard) prune(now time.Time) {
+	if now.Sub(g.pruned) < time.Minute {
 		return
 	}
-	l.pruned = now
-	for t, c := range l.confirms {
+	g.pruned = now
+	for t, c := range g.confirms {
 		if !now.Before(c.ExpiresAt) {
-			delete(l.confirms, t)
-			l.spent[t] = c
+			delete(g.confirms, t)
+			g.spent[t] = c
 		}
 	}
-	for t, c := range l.spent {
+	for t, c := range g.spent {
 		if now.After(c.ExpiresAt.Add(spentRetention)) {
-			delete(l.spent, t)
+			delete(g.spent, t)
 		}
 	}
 }
@@ -310,25 +310,25 @@ type ConfirmResult struct {
 // their screen). The caller's request is only a request: approval comes
 // from the human's answer on the channel, never from this call. The
 // answer and its audit record are durable before the reply.
-func (l *Loop) ConfirmOperation(ctx context.Context, session, token string) (*ConfirmResult, *aql.Result) {
-	l.mu.Lock()
-	l.init()
-	c, err := l.lookupToken(ctx, token)
+func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*ConfirmResult, *aql.Result) {
+	g.mu.Lock()
+	g.init()
+	c, err := g.lookupToken(ctx, token)
 	if err == nil {
-		err = l.usable(c)
+		err = g.usable(c)
 	}
 	if err != nil {
-		l.mu.Unlock()
+		g.mu.Unlock()
 		return nil, aql.Failure(err)
 	}
 	if c.Status == statusApproved && c.Kind == kindAction {
-		l.mu.Unlock()
-		return l.confirmed(c), nil
+		g.mu.Unlock()
+		return g.confirmed(c), nil
 	}
-	l.mu.Unlock()
-	answer, why := l.await(ctx, c, l.AskTimeout)
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	g.mu.Unlock()
+	answer, why := g.await(ctx, c, g.AskTimeout)
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	switch {
 	case approves(answer) && c.Status == statusApproved:
 		if c.Kind != kindAction {
@@ -336,30 +336,30 @@ func (l *Loop) ConfirmOperation(ctx context.Context, session, token string) (*Co
 			// is written first and applied after: a check-in that was not
 			// recorded leaves the pause and the token as they were.
 			used := c.record()
-			used.Status, used.DoneAt = statusUsed, l.now()
-			err := l.Store.Update(ctx, func(tx *store.Tx) error {
-				if err := l.flush(tx); err != nil {
+			used.Status, used.DoneAt = statusUsed, g.now()
+			err := g.Store.Update(ctx, func(tx *store.Tx) error {
+				if err := g.flush(tx); err != nil {
 					return err
 				}
 				return tx.PutConfirmation(used)
 			})
 			if err != nil {
-				l.Log.Error("recording a check-in", "token", c.Token, "err", err)
+				g.log().Error("recording a check-in", "token", c.Token, "err", err)
 				return nil, aql.Failure(stateUnavailable(err, "the check-in was not recorded; nothing is approved"))
 			}
-			l.clean()
-			l.applyCheckin(c.Kind)
-			l.retire(c, used.Status, used.DoneAt)
+			g.clean()
+			g.applyCheckin(c.Kind)
+			g.retire(c, used.Status, used.DoneAt)
 		}
-		l.clearNotifications(c.Token)
-		return l.confirmed(c), nil
+		g.clearNotifications(c.Token)
+		return g.confirmed(c), nil
 	case answer == verify.Deny:
-		l.clearNotifications(c.Token)
+		g.clearNotifications(c.Token)
 		return nil, aql.Failure(&aql.Error{Code: aql.CodePermissionDenied,
 			Message: "Permission denied: 'a human denied this action'",
 			Details: map[string]any{"reason": "a human denied this action", "token": c.Token, "operation": c.Operation}})
 	}
-	if err := l.usable(c); err != nil { // expired or spent while we waited
+	if err := g.usable(c); err != nil { // expired or spent while we waited
 		return nil, aql.Failure(err)
 	}
 	reasons := []string{"no answer from a human yet"}
@@ -375,7 +375,7 @@ func (l *Loop) ConfirmOperation(ctx context.Context, session, token string) (*Co
 		Confirmation: &aql.Confirmation{Token: c.Token, ExpiresAt: expires, Message: msg, Reasons: reasons}}
 }
 
-func (l *Loop) confirmed(c *Confirmation) *ConfirmResult {
+func (g *Guard) confirmed(c *Confirmation) *ConfirmResult {
 	next := "Repeat the same call (same operation, same arguments); the approval is used once."
 	if c.Kind != kindAction {
 		next = "The pause is lifted; continue."
