@@ -256,27 +256,6 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 	return answer, why
 }
 
-// standing finds a human's standing approval of this tool for this
-// session. g.mu is held.
-func (g *Guard) standing(ctx context.Context, a Action) (*store.Approval, error) {
-	if a.Session == "" || g.SessionApprovalTTL <= 0 {
-		return nil, nil
-	}
-	var list []store.Approval
-	if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { list, err = tx.Approvals(); return }); err != nil {
-		return nil, err
-	}
-	now := g.now()
-	for i := range list {
-		ap := &list[i]
-		if ap.Active(now) && ap.Principal == g.pol().Principal && ap.Session == a.Session &&
-			ap.Server == a.Server && ap.Tool == a.Tool && ap.PolicyVersion == g.pol().Version {
-			return ap, nil
-		}
-	}
-	return nil, nil
-}
-
 // newApprovalID returns "appr_" and 96 bits from crypto/rand in hex.
 func newApprovalID() (string, error) {
 	b := make([]byte, 12)

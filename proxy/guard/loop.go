@@ -250,7 +250,9 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 	return g.settle(ctx, a, v, w, began)
 }
 
-// check decides. It never holds the lock while a human is being asked.
+// check carries out decide's rulings, round by round: it reads the facts,
+// makes what a ruling asks for (a challenge, a question), and asks the
+// human. It never holds the lock while a human is being asked.
 func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 	g.mu.Lock()
 	g.init()
@@ -259,12 +261,11 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 		g.mu.Unlock()
 		return g.unavailable(err, "the action is refused")
 	}
-	if v, stop := g.gate(a, blk, w); stop {
-		g.mu.Unlock()
-		return v
-	}
+	// A block or a pending verify pause refuses before anything else is
+	// looked at (a token, a reported failure).
+	stopped := blk != nil || g.verifyPause != nil && g.now().Before(g.verifyPause.ExpiresAt)
 	var explicit *Confirmation
-	if a.Token != "" {
+	if a.Token != "" && !stopped {
 		c, err := g.tokenFor(ctx, a)
 		if err != nil {
 			g.mu.Unlock()
@@ -272,52 +273,63 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 		}
 		explicit = c
 	}
-	if a.Outcome == "failure" {
+	if a.Outcome == "failure" && !stopped {
 		g.failurePause = true
 	}
 	for round := 0; round <= maxCheckins; round++ {
-		g.steps++
-		step := g.step(a)
-		d := g.evaluate(step)
-		if d.Continue {
-			g.mu.Unlock()
-			return Verdict{Proceed: true, Directive: d}
+		if !stopped {
+			g.steps++
 		}
-		switch d.Decision {
-		case evaluator.Block:
-			v := g.hardBlock(a, d, w)
-			g.mu.Unlock()
-			return v
-		case evaluator.NeedsVerify:
-			v := g.verifyPauseFor(a, d, w)
-			g.mu.Unlock()
-			return v
-		}
-		// A pause for a human: a check-in (step limit, failure) or the
-		// action itself. A standing approval of this tool for this
-		// session stands for the human, unless the decision rests on the
-		// arguments.
-		b := g.bindingFor(a, d)
-		if b.kind == kindAction && !a.reported() && !d.ArgumentBound {
-			ap, err := g.standing(ctx, a)
+		f := g.facts(a, blk, explicit)
+		r := decide(f, g.evaluate)
+		if r.kind == needHuman {
+			h, err := g.humanFacts(ctx, a, r.binding)
 			if err != nil {
 				g.mu.Unlock()
 				return g.unavailable(err, "the action is refused")
 			}
-			if ap != nil {
-				g.mu.Unlock()
-				w.approval = ap.ID
-				d.Continue = true
-				d.Factors = append(d.Factors, "approval: a human allowed "+a.Server+"."+a.Tool+" for this session ("+ap.ID+")")
-				return Verdict{Proceed: true, Directive: d, Approval: ap.ID}
-			}
+			f.human = h
+			judged := r.directive // the same step: not evaluated twice
+			r = decide(f, func(evaluator.Step) evaluator.Directive { return judged })
 		}
-		c, err := g.approved(ctx, b, explicit)
-		if err != nil {
+		if r.clearPause {
+			p := g.verifyPause
+			g.verifyPause = nil
+			g.clearNotifications(p.ID)
+			g.broadcast(g.notification("status", "A verification challenge expired; actions are evaluated afresh",
+				map[string]any{"verificationId": p.ID}, ""))
+		}
+		d := r.directive
+		switch r.kind {
+		case blocked:
+			v := g.blockedRuling(a, r, w)
 			g.mu.Unlock()
-			return g.unavailable(err, "the action is refused")
-		}
-		if c != nil {
+			return v
+		case paused:
+			g.mu.Unlock()
+			return g.pausedVerdict(a, r.pause)
+		case allow:
+			g.mu.Unlock()
+			return Verdict{Proceed: true, Directive: d}
+		case hardBlock:
+			v := g.hardBlock(a, d, w)
+			g.mu.Unlock()
+			return v
+		case verifyPause:
+			v := g.verifyPauseFor(a, d, w)
+			g.mu.Unlock()
+			return v
+		case standing:
+			g.mu.Unlock()
+			w.approval = r.approval.ID
+			d.Continue = true
+			d.Factors = append(d.Factors, "approval: a human allowed "+a.Server+"."+a.Tool+" for this session ("+r.approval.ID+")")
+			return Verdict{Proceed: true, Directive: d, Approval: r.approval.ID}
+		case approved:
+			c := r.confirmation
+			if _, known := g.spent[c.Token]; !known {
+				g.confirms[c.Token] = c // approved through another process
+			}
 			g.spendFor(c, w)
 			g.applyCheckinFor(c.Kind, w)
 			if c.Kind == kindAction {
@@ -327,24 +339,23 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			}
 			g.recount(c.Kind)
 			continue
-		}
-		if dc := g.deniedRecently(a, b); dc != nil {
-			// The human said no to this very call: a retry does not put
-			// the question to them again until that answer expires.
+		case denied:
 			g.mu.Unlock()
+			dc := r.confirmation
 			d.Factors = append(d.Factors, "confirmation: a human denied this very call at "+dc.DoneAt.Format(time.RFC3339)+
 				"; it is refused without asking again until "+dc.ExpiresAt.Format(time.RFC3339))
 			d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
-			return Verdict{Directive: d, Token: dc.Token, Err: &aql.Error{Code: aql.CodePermissionDenied,
-				Message: "Permission denied: 'a human denied this action'",
-				Details: map[string]any{"reason": "a human denied this action", "operation": a.Operation,
-					"denied_at": dc.DoneAt.Format(time.RFC3339), "ask_again_after": dc.ExpiresAt.Format(time.RFC3339)}}}
+			return Verdict{Directive: d, Token: dc.Token, Err: deniedByHuman(a.Operation, dc)}
 		}
-		c, err = g.openConfirmation(a, b, d, explicit)
-		if err != nil {
-			g.mu.Unlock()
-			g.log().Error("creating a confirmation", "err", err)
-			return Verdict{Err: aql.Internal("a confirmation could not be created"), Directive: d}
+		// ask
+		c := r.confirmation
+		if c == nil {
+			var err error
+			if c, err = g.newConfirmation(a, r.binding, d); err != nil {
+				g.mu.Unlock()
+				g.log().Error("creating a confirmation", "err", err)
+				return Verdict{Err: aql.Internal("a confirmation could not be created"), Directive: d}
+			}
 		}
 		g.mu.Unlock()
 		answer, why := g.await(ctx, c, g.InlineWait)
@@ -374,9 +385,7 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			g.mu.Unlock()
 			d.Factors = append(d.Factors, "confirmation: a human denied it")
 			d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
-			return Verdict{Directive: d, Token: c.Token, Err: &aql.Error{Code: aql.CodePermissionDenied,
-				Message: "Permission denied: 'a human denied this action'",
-				Details: map[string]any{"reason": "a human denied this action", "operation": a.Operation}}}
+			return Verdict{Directive: d, Token: c.Token, Err: deniedByHuman(a.Operation, nil)}
 		}
 		if why != "" {
 			d.Factors = append(d.Factors, why)
@@ -393,6 +402,55 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 		Message: "Permission denied: 'too many human check-ins for one action; try again'"}}
 }
 
+// facts reads what decide needs from this process's memory. g.mu is held.
+func (g *Guard) facts(a Action, blk *store.Block, explicit *Confirmation) facts {
+	p := g.pol()
+	return facts{now: g.now(), principal: p.Principal, version: p.Version, action: a, block: blk, pause: g.verifyPause,
+		steps: g.steps, failurePause: g.failurePause, explicit: explicit,
+		sessionApprovals: g.SessionApprovalTTL > 0}
+}
+
+// humanFacts reads what humans said that may bear on binding b: standing
+// approvals (only when one could apply), this process's confirmations,
+// and those approved through another process on this state directory.
+// Whichever approval decide picks, settle checks in the store, in the
+// transaction that spends it, that nobody spent it first. g.mu is held.
+func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFacts, error) {
+	h := &humanFacts{}
+	for _, c := range g.confirms {
+		h.open = append(h.open, c)
+	}
+	for _, c := range g.spent {
+		h.spent = append(h.spent, c)
+	}
+	wantApprovals := b.kind == kindAction && !a.reported() && a.Session != "" && g.SessionApprovalTTL > 0
+	err := g.Store.View(ctx, func(tx *store.Tx) error {
+		if wantApprovals {
+			list, err := tx.Approvals()
+			if err != nil {
+				return err
+			}
+			h.approvals = list
+		}
+		stored, err := tx.Confirmations(g.pol().Principal, statusApproved)
+		if err != nil {
+			return err
+		}
+		for _, r := range stored {
+			_, spent := g.spent[r.Token]
+			_, open := g.confirms[r.Token]
+			if !spent && !open { // this process's own copy is newer
+				h.open = append(h.open, confirmationFrom(r))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
 // recount undoes the step count of an action re-evaluated after a human
 // lifted a failure pause: it is still the same step. After a step-limit
 // check-in the count was reset, and the action becomes step 1.
@@ -402,111 +460,39 @@ func (g *Guard) recount(kind string) {
 	}
 }
 
-// gate refuses at once what no evaluation can let through: a hard block
-// (from the store, so a block set by another process or before a restart
-// counts), and a pending verify-tier challenge (which lapses at its
-// expiry). A block whose code has expired gets a fresh one.
-func (g *Guard) gate(a Action, b *store.Block, w *writes) (Verdict, bool) {
-	if b != nil {
-		factors := []string{"hard block: set " + b.BlockedAt.Format(time.RFC3339) + ", lifted only by verify_challenge or an admin"}
-		if !g.now().Before(b.ChallengeExpiresAt) {
-			g.reissue(b, w)
-			if w.block != nil {
-				factors = append(factors, "verification "+b.VerificationID+" expired; a new code is shown for verification "+w.block.VerificationID)
-				b = w.block
-			}
+// blockedRuling refuses an action of a blocked principal. A block whose
+// code has expired gets a fresh one (settle writes it only if the block
+// is still the one it replaces).
+func (g *Guard) blockedRuling(a Action, r ruling, w *writes) Verdict {
+	b := r.block
+	factors := []string{"hard block: set " + b.BlockedAt.Format(time.RFC3339) + ", lifted only by verify_challenge or an admin"}
+	if r.reissue {
+		g.reissue(b, w)
+		if w.block != nil {
+			factors = append(factors, "verification "+b.VerificationID+" expired; a new code is shown for verification "+w.block.VerificationID)
+			b = w.block
 		}
-		return g.blockedVerdict(a, b, factors...), true
 	}
-	if p := g.verifyPause; p != nil {
-		if !g.now().Before(p.ExpiresAt) {
-			g.verifyPause = nil
-			g.clearNotifications(p.ID)
-			g.broadcast(g.notification("status", "A verification challenge expired; actions are evaluated afresh",
-				map[string]any{"verificationId": p.ID}, ""))
-			return Verdict{}, false
-		}
-		d := evaluator.Directive{Decision: evaluator.NeedsVerify, Enforced: true, Tier: evaluator.Verify,
-			Reason:  "Paused: verification " + p.ID + " is pending; a human must enter the code shown to them",
-			Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
-		return Verdict{Directive: d, VerificationID: p.ID, Err: g.verificationError(a.Operation, p.ID, p.ExpiresAt)}, true
-	}
-	return Verdict{}, false
+	return g.blockedVerdict(a, b, factors...)
 }
 
-// step builds the evaluator's input from the action and the principal's
-// state. A pause for a reported failure persists until a human confirms
-// it, so later steps are evaluated as if the failure were just reported.
-func (g *Guard) step(a Action) evaluator.Step {
-	outcome := a.Outcome
-	if g.failurePause {
-		outcome = "failure"
-	} else if outcome == "failure" {
-		outcome = "" // confirmed by a human in this very check
-	}
-	op := a.Operation
-	if a.reported() {
-		op = "" // a reported step is described by its hint alone
-	}
-	return evaluator.Step{
-		Principal: g.pol().Principal, Session: a.Session, Operation: op,
-		Server: a.Server, Tool: a.Tool, Category: a.Category, Annotations: a.Annotations,
-		Arguments: a.Arguments, ActionHint: a.Hint, Outcome: outcome, StepNumber: g.steps,
-	}
+// pausedVerdict refuses an action while a verify-tier challenge is pending.
+func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
+	d := evaluator.Directive{Decision: evaluator.NeedsVerify, Enforced: true, Tier: evaluator.Verify,
+		Reason:  "Paused: verification " + p.ID + " is pending; a human must enter the code shown to them",
+		Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
+	return Verdict{Directive: d, VerificationID: p.ID, Err: g.verificationError(a.Operation, p.ID, p.ExpiresAt)}
 }
 
-func (g *Guard) bindingFor(a Action, d evaluator.Directive) binding {
-	switch d.Stage {
-	case evaluator.StageStepLimit:
-		return binding{kind: kindSteps, operation: "check-in: step limit"}
-	case evaluator.StageOutcome:
-		return binding{kind: kindFailure, operation: "check-in: reported failure"}
+// deniedByHuman is the refusal of an action a human denied; dc is the
+// earlier denial a retry ran into (nil: denied just now).
+func deniedByHuman(operation string, dc *Confirmation) *aql.Error {
+	details := map[string]any{"reason": "a human denied this action", "operation": operation}
+	if dc != nil {
+		details["denied_at"] = dc.DoneAt.Format(time.RFC3339)
+		details["ask_again_after"] = dc.ExpiresAt.Format(time.RFC3339)
 	}
-	args := a.Arguments
-	if a.reported() {
-		args = map[string]any{"next_action_hint": a.Hint}
-	}
-	return binding{kind: kindAction, server: a.Server, operation: a.Operation, digest: Digest(args)}
-}
-
-// approved finds the approval for b: the explicit token if it was given
-// and approved, else any approved, unexpired, unused confirmation with
-// exactly this binding, in memory or in the store (approved through the
-// other process on this state directory). Whichever it is, settle checks
-// in the store, in the transaction that spends it, that nobody spent it
-// first. g.mu is held.
-func (g *Guard) approved(ctx context.Context, b binding, explicit *Confirmation) (*Confirmation, error) {
-	now := g.now()
-	ok := func(c *Confirmation) bool {
-		return c.Status == statusApproved && now.Before(c.ExpiresAt) && c.matches(b, g.pol().Principal, g.pol().Version)
-	}
-	if explicit != nil && ok(explicit) {
-		return explicit, nil
-	}
-	// Any match will do: a binding is exact, so two approvals for it are
-	// interchangeable. Only open confirmations live here, so this stays short.
-	for _, c := range g.confirms {
-		if ok(c) {
-			return c, nil
-		}
-	}
-	var stored []store.Confirmation
-	if err := g.Store.View(ctx, func(tx *store.Tx) (err error) {
-		stored, err = tx.Confirmations(g.pol().Principal, statusApproved)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	for _, r := range stored {
-		if _, spent := g.spent[r.Token]; spent {
-			continue // this process used it; the store will hear at settle
-		}
-		if c := confirmationFrom(r); ok(c) {
-			g.confirms[c.Token] = c
-			return c, nil
-		}
-	}
-	return nil, nil
+	return &aql.Error{Code: aql.CodePermissionDenied, Message: "Permission denied: 'a human denied this action'", Details: details}
 }
 
 // applyCheckinFor applies a check-in for a check that has yet to commit:
@@ -524,43 +510,6 @@ func (g *Guard) applyCheckin(kind string) {
 	case kindFailure:
 		g.failurePause = false
 	}
-}
-
-// deniedRecently finds the human's unexpired "deny" of exactly this call
-// (same binding, same session), so that a model retrying a refused call
-// does not nag the human. g.mu is held.
-func (g *Guard) deniedRecently(a Action, b binding) *Confirmation {
-	if b.kind != kindAction {
-		return nil
-	}
-	now := g.now()
-	for _, c := range g.spent {
-		if c.Status == statusDenied && now.Before(c.ExpiresAt) && c.Session == a.Session &&
-			c.matches(b, g.pol().Principal, g.pol().Version) {
-			return c
-		}
-	}
-	return nil
-}
-
-// openConfirmation reuses the caller's own pending token for this very
-// action, or a pending one for the same binding (the model's retry of a
-// call whose question is still on the human's screen finds that question
-// instead of raising a second one), or opens a new one.
-func (g *Guard) openConfirmation(a Action, b binding, d evaluator.Directive, explicit *Confirmation) (*Confirmation, error) {
-	now := g.now()
-	open := func(c *Confirmation) bool {
-		return c.Status == statusPending && now.Before(c.ExpiresAt) && c.matches(b, g.pol().Principal, g.pol().Version)
-	}
-	if explicit != nil && open(explicit) {
-		return explicit, nil
-	}
-	for _, c := range g.confirms {
-		if open(c) && (c.Kind != kindAction || c.Session == a.Session) {
-			return c, nil
-		}
-	}
-	return g.newConfirmation(a, b, d)
 }
 
 func (g *Guard) newConfirmation(a Action, b binding, d evaluator.Directive) (*Confirmation, error) {

@@ -1,0 +1,214 @@
+package guard
+
+import (
+	"time"
+
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/store"
+)
+
+// facts are everything one round of a check decides on, read beforehand
+// from memory and the store. decide reads nothing else: no clock, no
+// store, no lock.
+type facts struct {
+	now                time.Time
+	principal, version string
+	action             Action
+	// block is the principal's hard block (nil: none); pause the verify
+	// pause of this process (nil: none).
+	block *store.Block
+	pause *pause
+	// steps is this round's step number; failurePause says a reported
+	// failure waits for a human's check-in.
+	steps        int
+	failurePause bool
+	// explicit is the confirmation whose token came with the action,
+	// already validated (nil: none).
+	explicit *Confirmation
+	// sessionApprovals says a human may answer "allow for this session".
+	sessionApprovals bool
+	// human is what only a round that needs a human reads (standing
+	// approvals, approved confirmations from the store); nil until
+	// decide asks for it with needHuman.
+	human *humanFacts
+}
+
+// humanFacts are the answers humans gave that a round may rely on.
+type humanFacts struct {
+	// approvals are the standing "allow for this session" approvals.
+	approvals []store.Approval
+	// open are the pending and approved confirmations: this process's and
+	// those approved through another process.
+	open []*Confirmation
+	// spent are the used, denied and expired ones this process knows.
+	spent []*Confirmation
+}
+
+// rulingKind is what the guard does next with an action.
+type rulingKind int
+
+const (
+	// allow: the evaluator lets the action run.
+	allow rulingKind = iota
+	// blocked: the principal is hard-blocked (ruling.block); reissue
+	// says its code expired and a fresh one is to be shown.
+	blocked
+	// paused: a verify pause is pending (ruling.pause).
+	paused
+	// hardBlock: the action blocks the principal; a challenge is made.
+	hardBlock
+	// verifyPause: the action pauses the principal until a code is entered.
+	verifyPause
+	// needHuman: the evaluator asks for a human; decide needs
+	// facts.human to say more.
+	needHuman
+	// standing: a standing approval (ruling.approval) stands for the human.
+	standing
+	// approved: a human approved this binding (ruling.confirmation); a
+	// check-in's approval lifts its pause and the action is judged again.
+	approved
+	// denied: a human denied this very call recently (ruling.confirmation).
+	denied
+	// ask: put the question to the human — the open one in
+	// ruling.confirmation, or a new one for ruling.binding when nil.
+	ask
+)
+
+// ruling is decide's answer for one round.
+type ruling struct {
+	kind      rulingKind
+	directive evaluator.Directive
+	// clearPause says the verify pause lapsed: it ends, whatever follows.
+	clearPause   bool
+	block        *store.Block
+	reissue      bool
+	pause        *pause
+	binding      binding
+	approval     *store.Approval
+	confirmation *Confirmation
+}
+
+// decide is one round of a check: the hard block, the verify pause, the
+// evaluator (a pure function of the policy and the step), and what the
+// humans already said. It changes nothing; the caller carries the ruling
+// out (writes, asks, shows) and, after a check-in, decides again.
+func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
+	var r ruling
+	if b := f.block; b != nil {
+		return ruling{kind: blocked, block: b, reissue: !f.now.Before(b.ChallengeExpiresAt)}
+	}
+	if p := f.pause; p != nil {
+		if f.now.Before(p.ExpiresAt) {
+			return ruling{kind: paused, pause: p}
+		}
+		r.clearPause = true
+	}
+	d := evaluate(stepFor(f.action, f.principal, f.steps, f.failurePause))
+	r.directive = d
+	switch {
+	case d.Continue:
+		r.kind = allow
+		return r
+	case d.Decision == evaluator.Block:
+		r.kind = hardBlock
+		return r
+	case d.Decision == evaluator.NeedsVerify:
+		r.kind = verifyPause
+		return r
+	}
+	a := f.action
+	r.binding = bindingFor(a, d)
+	if f.human == nil {
+		r.kind = needHuman
+		return r
+	}
+	h := f.human
+	if r.binding.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && f.sessionApprovals {
+		for i := range h.approvals {
+			ap := &h.approvals[i]
+			if ap.Active(f.now) && ap.Principal == f.principal && ap.Session == a.Session &&
+				ap.Server == a.Server && ap.Tool == a.Tool && ap.PolicyVersion == f.version {
+				r.kind, r.approval = standing, ap
+				return r
+			}
+		}
+	}
+	holds := func(c *Confirmation, status string) bool {
+		return c.Status == status && f.now.Before(c.ExpiresAt) && c.matches(r.binding, f.principal, f.version)
+	}
+	// The explicit token first; else any approval of exactly this
+	// binding will do (a binding is exact, so two are interchangeable).
+	if c := f.explicit; c != nil && holds(c, statusApproved) {
+		r.kind, r.confirmation = approved, c
+		return r
+	}
+	for _, c := range h.open {
+		if holds(c, statusApproved) {
+			r.kind, r.confirmation = approved, c
+			return r
+		}
+	}
+	// The human said no to this very call: a retry does not put the
+	// question to them again until that answer expires.
+	if r.binding.kind == kindAction {
+		for _, c := range h.spent {
+			if holds(c, statusDenied) && c.Session == a.Session {
+				r.kind, r.confirmation = denied, c
+				return r
+			}
+		}
+	}
+	// The caller's own pending token, or a pending question for the same
+	// binding (a retry finds the question still on the human's screen
+	// instead of raising a second one), or a new question.
+	r.kind = ask
+	if c := f.explicit; c != nil && holds(c, statusPending) {
+		r.confirmation = c
+		return r
+	}
+	for _, c := range h.open {
+		if holds(c, statusPending) && (c.Kind != kindAction || c.Session == a.Session) {
+			r.confirmation = c
+			return r
+		}
+	}
+	return r
+}
+
+// stepFor builds the evaluator's input from the action and the
+// principal's state. A pause for a reported failure persists until a
+// human confirms it, so later steps are evaluated as if the failure were
+// just reported.
+func stepFor(a Action, principal string, steps int, failurePause bool) evaluator.Step {
+	outcome := a.Outcome
+	if failurePause {
+		outcome = "failure"
+	} else if outcome == "failure" {
+		outcome = "" // confirmed by a human in this very check
+	}
+	op := a.Operation
+	if a.reported() {
+		op = "" // a reported step is described by its hint alone
+	}
+	return evaluator.Step{
+		Principal: principal, Session: a.Session, Operation: op,
+		Server: a.Server, Tool: a.Tool, Category: a.Category, Annotations: a.Annotations,
+		Arguments: a.Arguments, ActionHint: a.Hint, Outcome: outcome, StepNumber: steps,
+	}
+}
+
+// bindingFor is what a human's answer about this action approves: a
+// check-in of the principal, or exactly this action.
+func bindingFor(a Action, d evaluator.Directive) binding {
+	switch d.Stage {
+	case evaluator.StageStepLimit:
+		return binding{kind: kindSteps, operation: "check-in: step limit"}
+	case evaluator.StageOutcome:
+		return binding{kind: kindFailure, operation: "check-in: reported failure"}
+	}
+	args := a.Arguments
+	if a.reported() {
+		args = map[string]any{"next_action_hint": a.Hint}
+	}
+	return binding{kind: kindAction, server: a.Server, operation: a.Operation, digest: Digest(args)}
+}
