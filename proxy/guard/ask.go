@@ -200,8 +200,8 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 		}
 		return answer, why
 	}
-	rec := store.Record{Kind: "confirmation", Session: c.Session, Server: c.Server, Operation: c.Operation,
-		Token: c.Token, Tier: c.Tier, Decision: "no_answer", Factors: []string{}}
+	rec := g.record("confirmation", c.Session)
+	rec.Server, rec.Operation, rec.Token, rec.Tier, rec.Decision, rec.Factors = c.Server, c.Operation, c.Token, c.Tier, "no_answer", []string{}
 	if why != "" {
 		rec.Factors = append(rec.Factors, why)
 	}
@@ -236,7 +236,7 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 				return err
 			}
 		}
-		rec.Time, rec.Principal, rec.Process = now, g.pol().Principal, g.Process
+		rec.Time = now
 		err := tx.Append(rec)
 		return err
 	})

@@ -175,8 +175,8 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 			return err
 		}
 		st := verify.FailureState(fs)
-		rec := store.Record{Time: now, Kind: "verification", Principal: g.pol().Principal, Session: session,
-			Process: g.Process, Operation: "verify_challenge", ChallengeID: id}
+		rec := g.record("verification", session)
+		rec.Time, rec.Operation, rec.ChallengeID = now, "verify_challenge", id
 		if ok, retry := st.Admit(now); !ok {
 			secs := verify.RetryAfterSeconds(retry)
 			aerr = &aql.Error{Code: aql.CodeRateLimit,

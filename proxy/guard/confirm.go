@@ -355,9 +355,8 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 		return g.confirmed(c), nil
 	case answer == verify.Deny:
 		g.clearNotifications(c.Token)
-		return nil, aql.Failure(&aql.Error{Code: aql.CodePermissionDenied,
-			Message: "Permission denied: 'a human denied this action'",
-			Details: map[string]any{"reason": "a human denied this action", "token": c.Token, "operation": c.Operation}})
+		return nil, aql.Failure(aql.PermissionDenied("a human denied this action",
+			map[string]any{"token": c.Token, "operation": c.Operation}))
 	}
 	if err := g.usable(c); err != nil { // expired or spent while we waited
 		return nil, aql.Failure(err)
@@ -369,10 +368,8 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 	expires := c.ExpiresAt.Format(time.RFC3339)
 	msg := "A human has not confirmed this yet; the question stays on their screen until it expires. " +
 		"The model cannot confirm it; call confirm_operation again to wait for the answer."
-	return nil, &aql.Result{Err: &aql.Error{Code: aql.CodeConfirmation, Message: "This operation requires confirmation",
-		Details: map[string]any{"operation": c.Operation, "danger_level": "unknown", "reasons": reasons,
-			"confirmation_message": msg, "confirmation_token": c.Token, "expires_at": expires}},
-		Confirmation: &aql.Confirmation{Token: c.Token, ExpiresAt: expires, Message: msg, Reasons: reasons}}
+	return nil, aql.ConfirmationRequired(aql.ConfirmationRequest{Operation: c.Operation, Token: c.Token, ExpiresAt: expires,
+		Message: msg, Reasons: reasons, DangerLevel: "unknown"})
 }
 
 func (g *Guard) confirmed(c *Confirmation) *ConfirmResult {

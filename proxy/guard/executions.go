@@ -149,8 +149,8 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Stat
 // commitExecution writes the dirty executions and confirmations and an
 // audit record of e's lifecycle. g.mu is held.
 func (g *Guard) commitExecution(ctx context.Context, e *Execution, op, result string) *aql.Error {
-	rec := store.Record{Time: g.now(), Kind: "execution", Principal: g.pol().Principal, Session: e.Session,
-		Process: g.Process, Operation: op, Execution: e.ID, Preview: e.ElementName, Result: result}
+	rec := g.record("execution", e.Session)
+	rec.Operation, rec.Execution, rec.Preview, rec.Result = op, e.ID, e.ElementName, result
 	if e.Reason != "" {
 		rec.Factors = []string{e.Reason}
 	}
@@ -172,9 +172,9 @@ func (g *Guard) commitExecution(ctx context.Context, e *Execution, op, result st
 // recordRefusal audits a call refused by a block outside Check. Failing
 // to record it changes nothing: the call is refused either way.
 func (g *Guard) recordRefusal(ctx context.Context, session, op string, b *store.Block) {
-	rec := store.Record{Time: g.now(), Kind: "decision", Principal: g.pol().Principal, Session: session,
-		Process: g.Process, Operation: op, Decision: "block", Tier: "danger_zone", ChallengeID: b.VerificationID,
-		Result: string(aql.CodeAgentBlocked), Factors: []string{"hard block: " + b.Reason}}
+	rec := g.record("decision", session)
+	rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = op, "block", "danger_zone", b.VerificationID
+	rec.Result, rec.Factors = string(aql.CodeAgentBlocked), []string{"hard block: " + b.Reason}
 	if err := g.Store.Append(ctx, rec); err != nil {
 		g.log().Error("recording a refusal", "operation", op, "err", err)
 	}

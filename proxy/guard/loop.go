@@ -398,8 +398,8 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 	g.mu.Unlock()
 	d := evaluator.Directive{Decision: evaluator.NeedsConfirm, Enforced: true,
 		Reason: "Too many human check-ins for one action", Factors: []string{"check-ins: more than " + fmt.Sprint(maxCheckins)}}
-	return Verdict{Directive: d, Err: &aql.Error{Code: aql.CodePermissionDenied,
-		Message: "Permission denied: 'too many human check-ins for one action; try again'"}}
+	return Verdict{Directive: d, Err: aql.PermissionDenied("too many human check-ins for one action; try again",
+		map[string]any{"operation": a.Operation})}
 }
 
 // facts reads what decide needs from this process's memory. g.mu is held.
@@ -487,12 +487,12 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 // deniedByHuman is the refusal of an action a human denied; dc is the
 // earlier denial a retry ran into (nil: denied just now).
 func deniedByHuman(operation string, dc *Confirmation) *aql.Error {
-	details := map[string]any{"reason": "a human denied this action", "operation": operation}
+	details := map[string]any{"operation": operation}
 	if dc != nil {
 		details["denied_at"] = dc.DoneAt.Format(time.RFC3339)
 		details["ask_again_after"] = dc.ExpiresAt.Format(time.RFC3339)
 	}
-	return &aql.Error{Code: aql.CodePermissionDenied, Message: "Permission denied: 'a human denied this action'", Details: details}
+	return aql.PermissionDenied("a human denied this action", details)
 }
 
 // applyCheckinFor applies a check-in for a check that has yet to commit:
@@ -546,12 +546,9 @@ func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive) Verdic
 		msg = fmt.Sprintf("A human must confirm this (%s). aqlguard asked them in a window of its own; "+
 			"repeat the same call, with the same arguments, to get their answer. The model cannot confirm it.", d.Reason)
 	}
-	err := &aql.Error{Code: aql.CodeConfirmation, Message: "This operation requires confirmation",
-		Details: map[string]any{"operation": a.Operation, "danger_level": DangerLevel(d.Risk), "reasons": reasons,
-			"confirmation_message": msg, "confirmation_token": c.Token, "expires_at": expires,
-			"tier": string(d.Tier), "stage": string(d.Stage)}}
-	v := Verdict{Directive: d, Err: err, Token: c.Token,
-		Confirmation: &aql.Confirmation{Token: c.Token, ExpiresAt: expires, Message: msg, Reasons: reasons}}
+	res := aql.ConfirmationRequired(aql.ConfirmationRequest{Operation: a.Operation, Token: c.Token, ExpiresAt: expires,
+		Message: msg, Reasons: reasons, DangerLevel: DangerLevel(d.Risk), Tier: string(d.Tier), Stage: string(d.Stage)})
+	v := Verdict{Directive: d, Err: res.Err, Token: c.Token, Confirmation: res.Confirmation}
 	meta := map[string]any{"operation": a.Operation, "reason": d.Reason, "confirmationToken": c.Token}
 	if c.Kind == kindAction && !a.reported() && d.Stage == evaluator.StagePattern {
 		meta["level"] = "CONFIRM_SINGLE_USE"

@@ -255,9 +255,8 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 				map[string]any{"verificationId": w.show.Challenge}, ""))
 			g.mu.Unlock()
 		}
-		rec := store.Record{Time: g.now(), Kind: "challenge", Principal: g.pol().Principal, Session: a.Session,
-			Process: g.Process, Operation: a.Operation, Tier: w.show.Tier, ChallengeID: w.show.Challenge,
-			Factors: []string{factor}, Result: result}
+		rec := g.record("challenge", a.Session)
+		rec.Operation, rec.Tier, rec.ChallengeID, rec.Factors, rec.Result = a.Operation, w.show.Tier, w.show.Challenge, []string{factor}, result
 		if err := g.Store.Append(ctx, rec); err != nil {
 			// The decision (a refusal) is already recorded and stands.
 			g.log().Error("recording whether a code was shown", "challenge", w.show.Challenge, "err", err)
@@ -367,10 +366,10 @@ func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Recor
 	if a.reported() {
 		redacted = args
 	}
-	r := store.Record{Time: g.now(), Kind: "decision", Principal: g.pol().Principal, Session: a.Session,
-		Process: g.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: Digest(args),
-		Decision: decisionWord(v), Stage: string(d.Stage), Tier: string(d.Tier), Risk: d.Risk,
-		Factors: d.Factors, ChallengeID: v.VerificationID, Token: v.Token, Approval: v.Approval, DurationMS: ms(g.now().Sub(began))}
+	r := g.record("decision", a.Session)
+	r.Server, r.Operation, r.ArgsSHA256, r.Decision = a.Server, a.Operation, Digest(args), decisionWord(v)
+	r.Stage, r.Tier, r.Risk, r.Factors = string(d.Stage), string(d.Tier), d.Risk, d.Factors
+	r.ChallengeID, r.Token, r.Approval, r.DurationMS = v.VerificationID, v.Token, v.Approval, ms(r.Time.Sub(began))
 	r.Args, r.ArgsText, r.ArgsBytes = argsForRecord(redacted, g.MaxArgumentBytes)
 	if a.reported() {
 		r.Execution = a.Execution.ID
@@ -379,6 +378,12 @@ func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Recor
 		r.Result = string(v.Err.Code)
 	}
 	return r
+}
+
+// record is the start of every audit record the guard writes: when,
+// what kind, whose, from which process and session.
+func (g *Guard) record(kind, session string) store.Record {
+	return store.Record{Time: g.now(), Kind: kind, Principal: g.Principal(), Process: g.Process, Session: session}
 }
 
 func decisionWord(v Verdict) string {
@@ -411,9 +416,8 @@ func (g *Guard) Outcome(ctx context.Context, a Action, v Verdict, result string,
 	if digest == "" {
 		digest = Digest(a.Arguments)
 	}
-	rec := store.Record{Time: g.now(), Kind: "outcome", Principal: g.pol().Principal, Session: a.Session,
-		Process: g.Process, Server: a.Server, Operation: a.Operation, ArgsSHA256: digest,
-		Result: result, DurationMS: ms(took)}
+	rec := g.record("outcome", a.Session)
+	rec.Server, rec.Operation, rec.ArgsSHA256, rec.Result, rec.DurationMS = a.Server, a.Operation, digest, result, ms(took)
 	err := g.Store.Append(ctx, rec)
 	if err != nil {
 		return fmt.Errorf("recording the outcome of %s: %w", a.Operation, err)
