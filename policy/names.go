@@ -102,6 +102,38 @@ func SecretName(name string) bool {
 	return false
 }
 
+// SecretSchema reports whether a JSON Schema declares its value secret:
+// writeOnly, or format "password".
+func SecretSchema(s map[string]any) bool {
+	return s["writeOnly"] == true || s["format"] == "password"
+}
+
+// SecretArgument is aqlguard's one notion of a secret argument. The
+// argument at path (snake_case names from the top level) of a call known
+// by names (NameForms) holds a secret when its own name says so
+// (SecretName, at any depth), when its schema says so (SecretSchema;
+// schema is nil where it is not known), or when secret_arguments names
+// it. The catalog marks such parameters sensitive (validation errors do
+// not echo them) and the guard replaces them in audit records and in
+// the human's questions. p may be nil: conventions and schema only.
+func (p *Policy) SecretArgument(names, path []string, schema map[string]any) bool {
+	if len(path) == 0 {
+		return false
+	}
+	if SecretName(path[len(path)-1]) || schema != nil && SecretSchema(schema) {
+		return true
+	}
+	if p == nil {
+		return false
+	}
+	for _, s := range p.SecretArguments {
+		if s.AppliesTo(names, path) {
+			return true
+		}
+	}
+	return false
+}
+
 // ArgumentSpec names an argument of some tools: shell_arguments and
 // secret_arguments entries, "[TOOL:]ARGUMENT".
 type ArgumentSpec struct {

@@ -42,6 +42,10 @@ func TestSecretName(t *testing.T) {
 		if got := SecretName(name); got != want {
 			t.Errorf("SecretName(%q) = %v, want %v", name, got, want)
 		}
+		// The guard asks with the snake_case spelling.
+		if got := SecretName(SnakeName(name)); got != want {
+			t.Errorf("SecretName(SnakeName(%q)) = %v, want %v", name, got, want)
+		}
 	}
 }
 
@@ -71,5 +75,45 @@ func TestWrap(t *testing.T) {
 	}
 	if _, err := Wrap(Default(), "x", nil); err == nil {
 		t.Error("no command accepted")
+	}
+}
+
+// TestSecretArgument: the one notion of a secret argument, as the
+// catalog (with a schema) and the guard (nested paths) ask it.
+func TestSecretArgument(t *testing.T) {
+	cfg, err := Parse([]byte("[safety]\nsecret_arguments = [\"db.*:conn.dsn\", \"token_hint\"]\n"), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := Compile(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := NameForms("db_query", "db", "query")
+	fs := NameForms("fs_read", "fs", "read")
+	tests := []struct {
+		pol    *Policy
+		names  []string
+		path   []string
+		schema map[string]any
+		want   bool
+	}{
+		{nil, db, []string{"password"}, nil, true},
+		{nil, db, []string{"conn", "api_key"}, nil, true}, // by name, at any depth
+		{nil, db, []string{"max_tokens"}, nil, false},     // no substring
+		{nil, db, []string{"hint"}, map[string]any{"format": "password"}, true},
+		{nil, db, []string{"hint"}, map[string]any{"writeOnly": true}, true},
+		{nil, db, []string{"hint"}, map[string]any{"writeOnly": false}, false},
+		{nil, db, []string{"conn", "dsn"}, nil, false}, // no policy: not declared
+		{pol, db, []string{"conn", "dsn"}, nil, true},  // secret_arguments, that tool
+		{pol, fs, []string{"conn", "dsn"}, nil, false}, // another tool
+		{pol, db, []string{"dsn"}, nil, false},         // another path
+		{pol, fs, []string{"token_hint"}, nil, true},   // every tool
+		{pol, fs, nil, nil, false},
+	}
+	for _, tt := range tests {
+		if got := tt.pol.SecretArgument(tt.names, tt.path, tt.schema); got != tt.want {
+			t.Errorf("SecretArgument(%v, %v, %v) with policy %v = %v, want %v", tt.names[0], tt.path, tt.schema, tt.pol != nil, got, tt.want)
+		}
 	}
 }

@@ -30,7 +30,7 @@ func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.
 		if st.Status != downstream.Ready {
 			continue
 		}
-		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: st.Tools, Categories: overrides[s.Name]})
+		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: st.Tools, Categories: overrides[s.Name], Policy: pol})
 	}
 	return cat, nil
 }

@@ -74,6 +74,9 @@ type ServerTools struct {
 	Server     string
 	Tools      []*mcp.Tool
 	Categories map[string]string // tool name → category override
+	// Policy says which arguments are secret (Policy.SecretArgument);
+	// nil: by name and schema only.
+	Policy *policy.Policy
 }
 
 // Catalog holds every operation, in name order.
@@ -130,6 +133,7 @@ func (c *Catalog) AddServer(st ServerTools) {
 	opNames := operationNames(st.Server, names)
 	for _, t := range st.Tools {
 		op := derive(st.Server, opNames[t.Name], t, st.Categories[t.Name])
+		markSecrets(op, st.Policy)
 		if op.Returns.Name != genericResult.Name {
 			c.addType(outputType(op))
 		}

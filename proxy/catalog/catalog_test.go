@@ -228,3 +228,40 @@ func TestClassifyHint(t *testing.T) {
 	}
 }
 func ptrTo[T any](v T) *T { return &v }
+
+// TestSecretParams: a parameter is sensitive (validation errors do not
+// echo it) by its name, its schema, or the policy's secret_arguments —
+// the notion the guard redacts by.
+func TestSecretParams(t *testing.T) {
+	cfg, err := policy.Parse([]byte("[safety]\nsecret_arguments = [\"db.*:dsn\"]\n"), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Compile(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := &mcp.Tool{Name: "query", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+		"dsn": map[string]any{"type": "string"}, "apiKey": map[string]any{"type": "string"},
+		"pin_code": map[string]any{"type": "string", "writeOnly": true}, "sql": map[string]any{"type": "string"},
+	}}}
+	for _, tt := range []struct {
+		pol  *policy.Policy
+		want map[string]bool
+	}{
+		{nil, map[string]bool{"dsn": false, "api_key": true, "pin_code": true, "sql": false}},
+		{pol, map[string]bool{"dsn": true, "api_key": true, "pin_code": true, "sql": false}},
+	} {
+		c := New()
+		c.AddServer(ServerTools{Server: "db", Tools: []*mcp.Tool{tool}, Policy: tt.pol})
+		op, ok := c.Lookup("db_query")
+		if !ok {
+			t.Fatal("no db_query")
+		}
+		for _, p := range op.Params {
+			if want, ok := tt.want[p.Name]; ok && p.Sensitive != want {
+				t.Errorf("policy %v: %s sensitive %v, want %v", tt.pol != nil, p.Name, p.Sensitive, want)
+			}
+		}
+	}
+}

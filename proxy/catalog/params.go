@@ -39,10 +39,9 @@ func deriveParams(schema any) []*aql.Param {
 		if sn := Snake(name); sn != name && !owned[sn] {
 			p.Name, p.MapTo, p.Aliases = sn, name, []string{name}
 		}
-		// Exact names, not substrings: see policy.SecretName.
-		if policy.SecretName(name) || p.Format == "password" || ps["writeOnly"] == true {
-			p.Sensitive = true
-		}
+		// What the schema alone says; markSecrets adds the policy's
+		// secret_arguments once the operation has its names.
+		p.Sensitive = (*policy.Policy)(nil).SecretArgument(nil, []string{policy.SnakeName(name)}, ps)
 		params = append(params, p)
 	}
 	sort.Slice(params, func(i, j int) bool {
@@ -85,6 +84,24 @@ func paramFromSchema(s map[string]any) *aql.Param {
 		p.Type = "any"
 	}
 	return p
+}
+
+// markSecrets marks the parameters the policy declares secret
+// (secret_arguments) sensitive, as their name or schema already may have.
+func markSecrets(op *Operation, pol *policy.Policy) {
+	if pol == nil || len(pol.SecretArguments) == 0 {
+		return
+	}
+	names := policy.NameForms(op.Name, op.Server, op.Tool.Name)
+	for _, p := range op.Params {
+		orig := p.Name
+		if p.MapTo != "" {
+			orig = p.MapTo
+		}
+		if pol.SecretArgument(names, []string{policy.SnakeName(orig)}, nil) {
+			p.Sensitive = true
+		}
+	}
 }
 
 // schemaTypes reads "type" (string or list), else the types of

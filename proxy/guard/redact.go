@@ -11,13 +11,11 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 )
 
-// One notion of a secret argument, used for the audit log, the state
-// database and what a human is shown: a value is a secret when
-//   - the tool's schema declares it (writeOnly, format "password"), passed
-//     in Action.Secrets;
-//   - its name, or the name of an object it sits in, is a well-known
-//     secret name, compared exactly (policy.SecretName);
-//   - the policy's secret_arguments name it.
+// What is a secret is policy.SecretArgument's to say (the one notion:
+// names, schema, secret_arguments); the schema part comes from the
+// catalog as Action.Secrets. A secret is replaced by its keyed digest in
+// the audit log, the state database and what a human is shown, and so is
+// an object held under a secret name.
 //
 // Nothing is redacted by substring: run_python {"code": ...} must leave a
 // trace of what ran.
@@ -25,17 +23,15 @@ import (
 // redactor replaces the secrets of one call's arguments.
 type redactor struct {
 	key     []byte
-	specs   []policy.ArgumentSpec
-	names   []string // the call's folded names, for secret_arguments
+	pol     *policy.Policy // secret_arguments; nil: names only
+	names   []string       // the call's folded names, for secret_arguments
 	schema  map[string]bool
 	redacts int
 }
 
 func (g *Guard) redactorFor(a Action) *redactor {
 	r := &redactor{key: g.auditKey(), schema: map[string]bool{}}
-	if g.Policy != nil {
-		r.specs = g.pol().SecretArguments
-	}
+	r.pol = g.pol()
 	if a.Server != "" {
 		r.names = policy.NameForms(a.Operation, a.Server, a.Tool)
 	}
@@ -61,7 +57,7 @@ func (r *redactor) redact(args map[string]any) map[string]any {
 	out := make(map[string]any, len(args))
 	for k, v := range args {
 		path := []string{policy.SnakeName(k)}
-		if r.schema[k] || r.secret(k, path) {
+		if r.schema[k] || r.secret(path) {
 			out[k] = r.digest(v)
 			continue
 		}
@@ -76,7 +72,7 @@ func (r *redactor) walk(v any, path []string) any {
 		out := make(map[string]any, len(v))
 		for k, x := range v {
 			p := append(path[:len(path):len(path)], policy.SnakeName(k))
-			if r.secret(k, p) {
+			if r.secret(p) {
 				out[k] = r.digest(x)
 				continue
 			}
@@ -93,16 +89,8 @@ func (r *redactor) walk(v any, path []string) any {
 	return v
 }
 
-func (r *redactor) secret(key string, path []string) bool {
-	if policy.SecretName(key) {
-		return true
-	}
-	for _, s := range r.specs {
-		if s.AppliesTo(r.names, path) {
-			return true
-		}
-	}
-	return false
+func (r *redactor) secret(path []string) bool {
+	return r.pol.SecretArgument(r.names, path, nil)
 }
 
 // digest stands in for a secret: HMAC-SHA256 under the state directory's
