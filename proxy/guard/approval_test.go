@@ -136,10 +136,10 @@ func TestOneApprovalOneExecution(t *testing.T) {
 		t.Fatalf("confirm: %v", fail)
 	}
 	// Both processes now hold it approved (two read it from the store).
-	if c, _ := two.lookupToken(ctx, v.Confirmation.Token); c == nil || c.Status != statusApproved {
+	if c, _ := lookupLocked(ctx, two, v.Confirmation.Token); c == nil || c.Status != statusApproved {
 		t.Fatalf("two: %+v", c)
 	}
-	if c, _ := one.lookupToken(ctx, v.Confirmation.Token); c == nil || c.Status != statusApproved {
+	if c, _ := lookupLocked(ctx, one, v.Confirmation.Token); c == nil || c.Status != statusApproved {
 		t.Fatalf("one: %+v", c)
 	}
 	var ran atomic.Int32
@@ -340,4 +340,12 @@ func TestDeniedCallIsNotAskedAgain(t *testing.T) {
 	if v := g.Check(ctx, del); !v.Proceed || len(h.asked) != 3 {
 		t.Errorf("after the denial expired the human is asked again: %+v, asked %d", v.Err, len(h.asked))
 	}
+}
+
+// lookupLocked is lookupToken as the guard calls it, with g.mu held.
+func lookupLocked(ctx context.Context, g *Guard, token string) (*Confirmation, *aql.Error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	return g.lookupToken(ctx, token)
 }

@@ -188,11 +188,12 @@ func (g *Guard) ask(ctx context.Context, req verify.Request) (verify.Answer, str
 
 // recordAnswer writes the human's answer, and the standing approval an
 // "allow for this session" grants, with an audit record, before anyone
-// can act on it. An answer that cannot be recorded approves nothing.
+// can act on it: the confirmation changes in memory only once that
+// committed. An answer that cannot be recorded approves nothing.
 func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) (verify.Answer, string) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if c.Status != statusPending {
+		g.mu.Unlock()
 		// Answered or used meanwhile (confirm_operation through the other
 		// process, found by the check that spent it): nothing to record.
 		if c.Status == statusApproved {
@@ -200,22 +201,23 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 		}
 		return answer, why
 	}
+	now := g.now()
 	rec := g.record("confirmation", c.Session)
+	rec.Time = now
 	rec.Server, rec.Operation, rec.Token, rec.Tier, rec.Decision, rec.Factors = c.Server, c.Operation, c.Token, c.Tier, "no_answer", []string{}
 	if why != "" {
 		rec.Factors = append(rec.Factors, why)
 	}
+	answered := c.record()
 	var grant *store.Approval
-	now := g.now()
 	switch answer {
 	case verify.Allow, verify.AllowSession:
-		c.Status, c.DoneAt = statusApproved, now
-		g.markDirty(c)
+		answered.Status, answered.DoneAt = statusApproved, now
 		rec.Decision = "approved"
 		if answer == verify.AllowSession && c.AllowSession {
 			id, err := newApprovalID()
 			if err != nil {
-				c.Status, c.DoneAt = statusPending, time.Time{}
+				g.mu.Unlock()
 				return verify.None, "confirmation: the approval could not be created; nothing was approved"
 			}
 			grant = &store.Approval{ID: id, Principal: c.Principal, Session: c.Session, Server: c.Server, Tool: c.Tool,
@@ -224,31 +226,38 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 			rec.Decision, rec.Approval = "approved_for_session", id
 		}
 	case verify.Deny:
-		g.spend(c, statusDenied)
+		answered.Status, answered.DoneAt = statusDenied, now
 		rec.Decision = "denied"
 	}
-	err := g.Store.Update(g.bg, func(tx *store.Tx) error {
-		if err := g.flush(tx); err != nil {
-			return err
+	g.mu.Unlock()
+	err := g.commitState(g.bg, func(tx *store.Tx) error {
+		if answered.Status != statusPending {
+			if err := tx.PutConfirmation(answered); err != nil {
+				return err
+			}
 		}
 		if grant != nil {
 			if err := tx.PutApproval(*grant); err != nil {
 				return err
 			}
 		}
-		rec.Time = now
-		err := tx.Append(rec)
-		return err
+		return tx.Append(rec)
 	})
 	if err != nil {
-		g.log().Error("the human's answer could not be recorded; nothing is approved", "token", c.Token, "err", err)
 		// Not durable, so not granted (and not refused: ask again).
-		delete(g.spent, c.Token)
-		c.Status, c.DoneAt = statusPending, time.Time{}
-		g.confirms[c.Token] = c
+		g.log().Error("the human's answer could not be recorded; nothing is approved", "token", c.Token, "err", err)
 		return verify.None, "confirmation: the answer could not be recorded in the state database; nothing was approved"
 	}
-	g.clean()
+	g.mu.Lock()
+	if c.Status == statusPending {
+		switch answered.Status {
+		case statusApproved:
+			c.Status, c.DoneAt = statusApproved, now
+		case statusDenied:
+			g.retire(c, statusDenied, now)
+		}
+	}
+	g.mu.Unlock()
 	if grant != nil {
 		g.log().Info("standing approval granted", "approval", grant.ID, "server", grant.Server, "tool", grant.Tool,
 			"session", grant.Session, "expires", grant.ExpiresAt)

@@ -162,9 +162,6 @@ type VerifyResult struct {
 // returned. Errors never echo the code.
 func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (*VerifyResult, *aql.Error) {
 	began := g.now()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.init()
 	var res *VerifyResult
 	var aerr *aql.Error
 	err := g.Store.Update(ctx, func(tx *store.Tx) error {
@@ -205,6 +202,9 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 		g.log().Error("state database unavailable; nothing was verified", "challenge", id, "err", err)
 		return nil, stateUnavailable(err, "nothing was verified")
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
 	if aerr != nil {
 		g.log().Warn("verification failed", "principal", g.pol().Principal, "challenge", id, "code", aerr.Code)
 		return nil, aerr

@@ -2,8 +2,11 @@ package guard
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -75,11 +78,25 @@ func TestNotStartedExecutionIsNotWritten(t *testing.T) {
 		t.Fatal("an execution that could not be committed must not start")
 	}
 	release()
+	st, err := g.ExecuteAgent(ctx, "s", "agent") // the next commit
+	if err != nil {
+		t.Fatal(err)
+	}
 	g.mu.Lock()
-	pending := len(g.dirtyExec)
+	known := len(g.executions)
 	g.mu.Unlock()
-	if pending != 0 {
-		t.Fatalf("%d executions wait to be written by the next commit", pending)
+	if known != 1 {
+		t.Fatalf("%d executions in memory, want only %s", known, st.ExecutionID)
+	}
+	if err := g.Store.View(ctx, func(tx *store.Tx) error {
+		for _, id := range []string{st.ExecutionID} {
+			if e, err := tx.Execution(id); err != nil || e == nil {
+				return fmt.Errorf("the started execution %s is not written: %v", id, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -195,4 +212,44 @@ func TestOneApprovalOneCallAcrossProcesses(t *testing.T) {
 	if got := b.settle(ctx, withToken, verdict, wB, time.Now()); got.Proceed {
 		t.Fatal("one approval ran two calls")
 	}
+}
+
+// TestNoLockAcrossACommit: while one call's commit waits for the state
+// directory's lock (another process is in a transaction), the guard's
+// own lock is free: other calls are decided meanwhile. If g.mu were held
+// across the commit, TryLock would succeed only after the commit gave up
+// (the lock timeout), and the call would be refused.
+func TestNoLockAcrossACommit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	g := newGuardWith(t, testPolicy, &fakeHuman{}, dir, store.Options{Timeout: 30 * time.Second})
+	get := call("db_get_row", map[string]any{"id": "1"})
+	if !g.Check(ctx, get).Proceed { // reads the block: cached from here on
+		t.Fatal("the first call was refused")
+	}
+	release := holdLock(t, dir, syscall.LOCK_EX)
+	done := make(chan Verdict, 1)
+	go func() { done <- g.Check(ctx, get) }()
+	// Once the call waits for the state directory's lock, the guard's
+	// lock must be free.
+	for !strings.Contains(allStacks(), "store.(*fileLock).lock(") {
+		time.Sleep(time.Millisecond)
+	}
+	for !g.mu.TryLock() {
+		time.Sleep(time.Millisecond)
+	}
+	waiting := strings.Contains(allStacks(), "store.(*fileLock).lock(")
+	g.mu.Unlock()
+	release()
+	if !waiting {
+		t.Fatal("the guard's lock came free only after the commit stopped waiting")
+	}
+	if v := <-done; !v.Proceed {
+		t.Fatalf("the call whose commit waited was refused: %+v", v.Err)
+	}
+}
+
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
 }

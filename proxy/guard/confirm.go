@@ -138,7 +138,8 @@ func (g *Guard) tokenFor(ctx context.Context, a Action) (*Confirmation, *aql.Err
 
 // lookupToken finds a token of this principal: in memory, or in the
 // store (issued before a restart, or by another process on this state
-// directory). g.mu is held.
+// directory). g.mu is held on entry and return, and let go across the
+// reads.
 func (g *Guard) lookupToken(ctx context.Context, token string) (*Confirmation, *aql.Error) {
 	c, ok := g.confirms[token]
 	if !ok {
@@ -148,7 +149,11 @@ func (g *Guard) lookupToken(ctx context.Context, token string) (*Confirmation, *
 		// The other process on this state directory may have answered
 		// or used it since: the store is the truth.
 		var rec *store.Confirmation
-		if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return }); err != nil {
+		var err error
+		g.unlocked(func() {
+			err = g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
+		})
+		if err != nil {
 			g.log().Error("reading a confirmation token", "token", token, "err", err)
 			return nil, stateUnavailable(err, "the token could not be checked")
 		}
@@ -162,12 +167,19 @@ func (g *Guard) lookupToken(ctx context.Context, token string) (*Confirmation, *
 	}
 	if !ok && tokenFormat.MatchString(token) {
 		var rec *store.Confirmation
-		err := g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
+		var err error
+		g.unlocked(func() {
+			err = g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
+		})
 		if err != nil {
 			g.log().Error("reading a confirmation token", "token", token, "err", err)
 			return nil, stateUnavailable(err, "the token could not be checked")
 		}
-		if rec != nil {
+		if known, k := g.confirms[token]; k { // loaded meanwhile by another call
+			c, ok = known, true
+		} else if known, k := g.spent[token]; k {
+			c, ok = known, true
+		} else if rec != nil {
 			c, ok = confirmationFrom(*rec), true
 			if c.Status == statusPending || c.Status == statusApproved {
 				g.confirms[token] = c
@@ -215,30 +227,14 @@ func scopeMismatch(c *Confirmation, requested, why string) *aql.Error {
 // rather than TOKEN_INVALID.
 const spentRetention = time.Hour
 
-// spendFor uses an approved confirmation for the check writing w: it is
-// marked with the check's id so that settle can tell its own use from
-// another process's.
+// spendFor reserves an approved confirmation for the check writing w: no
+// other check uses it while the check commits; settle writes it as used
+// by this check (so it can tell its own use from another process's) and
+// retires it once that committed.
 func (g *Guard) spendFor(c *Confirmation, w *writes) {
-	prev, open := *c, g.confirms[c.Token] == c
-	w.undo = append(w.undo, func() {
-		c.Status, c.DoneAt, c.UsedBy = prev.Status, prev.DoneAt, prev.UsedBy
-		delete(g.spent, c.Token)
-		delete(g.spending, c.Token)
-		if open {
-			g.confirms[c.Token] = c
-		}
-	})
-	g.retire(c, statusUsed, g.now())
 	g.spending[c.Token] = true
-	c.UsedBy = w.id()
 	w.spent = append(w.spent, c.Token)
-}
-
-// spend closes a confirmation: it leaves the open set, which approval
-// lookups scan, for the spent set, which only answers replays.
-func (g *Guard) spend(c *Confirmation, status string) {
-	g.retire(c, status, g.now())
-	g.markDirty(c)
+	w.spentConfs = append(w.spentConfs, c)
 }
 
 // retire moves a confirmation from the open set to the spent set, in
@@ -330,26 +326,32 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
-	case approves(answer) && c.Status == statusApproved:
+	case approves(answer) && c.Status == statusApproved && !g.spending[c.Token]:
 		if c.Kind != kindAction {
 			// A check-in is lifted now: it is not tied to one action. It
-			// is written first and applied after: a check-in that was not
-			// recorded leaves the pause and the token as they were.
-			used := c.record()
-			used.Status, used.DoneAt = statusUsed, g.now()
-			err := g.Store.Update(ctx, func(tx *store.Tx) error {
-				if err := g.flush(tx); err != nil {
-					return err
+			// is reserved, written, and applied only once written: a
+			// check-in that was not recorded leaves the pause and the
+			// token as they were.
+			w := &writes{}
+			g.spendFor(c, w)
+			g.checkinFor(c.Kind, w)
+			spent := g.spentRecords(w)
+			g.mu.Unlock()
+			err := g.commitState(ctx, func(tx *store.Tx) error {
+				for _, r := range spent {
+					if err := tx.PutConfirmation(r); err != nil {
+						return err
+					}
 				}
-				return tx.PutConfirmation(used)
+				return nil
 			})
+			g.mu.Lock()
 			if err != nil {
+				g.release(w)
 				g.log().Error("recording a check-in", "token", c.Token, "err", err)
 				return nil, aql.Failure(stateUnavailable(err, "the check-in was not recorded; nothing is approved"))
 			}
-			g.clean()
-			g.applyCheckin(c.Kind)
-			g.retire(c, used.Status, used.DoneAt)
+			g.apply(w)
 		}
 		g.clearNotifications(c.Token)
 		return g.confirmed(c), nil

@@ -17,8 +17,18 @@
 // verify.Channel; the model can ask for an answer (confirm_operation) but
 // its own call never approves anything.
 //
-// Locking: Guard.mu guards all state. It is never held while a human is
-// being asked, so a pending dialog does not stall other calls.
+// Locking: Guard.mu guards the process's memory. It is held to read and
+// to apply, never across a store read or commit or a human's answer, and
+// never taken inside a store transaction. A call goes: read (the block,
+// cached while the state generation does not move), decide (a pure
+// function of what was read), ask the human if decide says so, commit
+// (the decision, its audit record and what it changes, in one durable
+// transaction), apply to memory, forward, record the outcome. What a
+// decision changes is reserved while it commits (steps, approvals, a
+// verify pause): other calls count the reservations, the principal's
+// state changes only once the commit succeeded. Commits of one process
+// copy what they write from memory in the order they commit
+// (Guard.commitMu), so an older copy never overwrites a newer one.
 //
 // Durable state lives in the store: the hard block (read at every check,
 // so a block set by another process on the same state directory or before

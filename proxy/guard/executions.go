@@ -38,6 +38,10 @@ type Execution struct {
 	Reason      string // why it was aborted
 
 	inbox []Notification
+	// reservedSteps are reported steps whose decision is being
+	// committed; finishing says its move to a terminal state is.
+	reservedSteps int
+	finishing     bool
 }
 
 // State is an execution's public state (spec 8.4.3).
@@ -124,7 +128,7 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Stat
 		return State{}, stateUnavailable(err, "no execution was started")
 	}
 	if b != nil {
-		g.recordRefusal(ctx, session, "execute_agent", b)
+		g.unlocked(func() { g.recordRefusal(ctx, session, "execute_agent", b) })
 		return State{}, g.blockedError("execute_agent", b)
 	}
 	id, err := newExecutionID()
@@ -133,11 +137,9 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Stat
 		return State{}, aql.Internal("the execution could not be created")
 	}
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
+	// It exists, in memory too, once it is written.
 	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusRunning, StartedAt: g.now()}
-	g.dirtyExec[id] = e
 	if aerr := g.commitExecution(ctx, e, "execute_agent", "started"); aerr != nil {
-		// Not started: the next commit must not write it either.
-		delete(g.dirtyExec, id)
 		return State{}, aerr
 	}
 	g.executions[id] = e
@@ -146,26 +148,30 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Stat
 	return e.state(), nil
 }
 
-// commitExecution writes the dirty executions and confirmations and an
-// audit record of e's lifecycle. g.mu is held.
-func (g *Guard) commitExecution(ctx context.Context, e *Execution, op, result string) *aql.Error {
+// commitExecution writes next (an execution as it is to be: a copy
+// nobody else holds) with an audit record of its lifecycle, and the
+// changes queued for the next commit. g.mu is held on entry and return;
+// it is let go across the commit.
+func (g *Guard) commitExecution(ctx context.Context, next *Execution, op, result string) *aql.Error {
+	e := next
 	rec := g.record("execution", e.Session)
 	rec.Operation, rec.Execution, rec.Preview, rec.Result = op, e.ID, e.ElementName, result
 	if e.Reason != "" {
 		rec.Factors = []string{e.Reason}
 	}
-	err := g.Store.Update(ctx, func(tx *store.Tx) error {
-		if err := g.flush(tx); err != nil {
+	written := e.record(g.pol().Principal)
+	g.mu.Unlock()
+	err := g.commitState(ctx, func(tx *store.Tx) error {
+		if err := tx.PutExecution(written); err != nil {
 			return err
 		}
-		err := tx.Append(rec)
-		return err
+		return tx.Append(rec)
 	})
+	g.mu.Lock()
 	if err != nil {
 		g.log().Error("recording an execution", "execution", e.ID, "err", err)
 		return stateUnavailable(err, "the execution was not changed")
 	}
-	g.clean()
 	return nil
 }
 
@@ -187,15 +193,23 @@ func (e *Execution) record(principal string) store.Execution {
 
 // find resolves an execution by id (in memory, or in the store: started
 // before a restart or by another process of this principal), or the
-// latest running one of the session with this element name. g.mu is held.
+// latest running one of the session with this element name. g.mu is held
+// on entry and return, and let go across the read.
 func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *aql.Error) {
 	if id != "" {
 		if e, ok := g.executions[id]; ok {
 			return e, nil
 		}
 		var rec *store.Execution
-		if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return }); err != nil {
+		var err error
+		g.unlocked(func() {
+			err = g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return })
+		})
+		if err != nil {
 			return nil, stateUnavailable(err, "the execution could not be read")
+		}
+		if e, ok := g.executions[id]; ok { // loaded meanwhile by another call
+			return e, nil
 		}
 		if rec == nil || rec.Principal != g.pol().Principal {
 			return nil, notFoundExecution(id)
@@ -239,19 +253,35 @@ func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason
 	if e.Status != StatusRunning && e.Status != StatusPending {
 		return State{}, terminal(e, "change state")
 	}
-	before := *e
-	e.Status, e.FinishedAt, e.Reason = status, g.now(), reason
-	g.dirtyExec[e.ID] = e
+	if e.finishing {
+		return State{}, &aql.Error{Code: aql.CodeInvalidState, Message: fmt.Sprintf("Execution '%s' is being finished already", e.ID),
+			Details: map[string]any{"execution_id": e.ID, "status": e.Status}}
+	}
 	op := "complete_execution"
 	if status == StatusCancelled {
 		op = "abort_execution"
 	}
-	if aerr := g.commitExecution(ctx, e, op, status); aerr != nil {
-		e.Status, e.FinishedAt, e.Reason = before.Status, before.FinishedAt, before.Reason
+	if aerr := g.finish(ctx, e, status, reason, op); aerr != nil {
 		return State{}, aerr
 	}
 	g.log().Info("execution finished", "execution", e.ID, "status", status, "reason", reason)
 	return e.state(), nil
+}
+
+// finish moves e to a terminal status once that is written. g.mu is
+// held on entry and return; it is let go across the commit, with e marked
+// as finishing so no other call finishes it meanwhile.
+func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *aql.Error {
+	next := *e
+	next.Status, next.FinishedAt, next.Reason = status, g.now(), reason
+	e.finishing = true
+	aerr := g.commitExecution(ctx, &next, op, status)
+	e.finishing = false
+	if aerr != nil {
+		return aerr
+	}
+	e.Status, e.FinishedAt, e.Reason = next.Status, next.FinishedAt, next.Reason
+	return nil
 }
 
 // Report is one record_execution_step.
@@ -295,8 +325,7 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Erro
 		g.mu.Unlock()
 		return nil, err
 	}
-	e.Steps++
-	g.dirtyExec[e.ID] = e // written with the step's decision
+	e.reservedSteps++ // counted, and written, with the step's decision
 	mode := g.pol().Loop
 	g.mu.Unlock()
 
@@ -307,7 +336,7 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Erro
 	case policy.LoopLogging, policy.LoopDisabled:
 		v = Verdict{Proceed: true, Directive: evaluator.Directive{Continue: true,
 			Factors: []string{fmt.Sprintf("%s: step recorded, not evaluated", mode)}}}
-		v = g.settle(ctx, a, v, &writes{}, g.now()) // recorded all the same
+		v = g.settle(ctx, a, v, &writes{exec: e}, g.now()) // recorded all the same
 	default:
 		v = g.Check(ctx, a)
 	}
@@ -361,11 +390,10 @@ func (g *Guard) EndSession(ctx context.Context, session string) {
 		if e.Session != session || e.Status != StatusRunning && e.Status != StatusPending {
 			continue
 		}
-		before := *e
-		e.Status, e.FinishedAt, e.Reason = StatusCancelled, g.now(), "the MCP session ended"
-		g.dirtyExec[e.ID] = e
-		if aerr := g.commitExecution(ctx, e, "session_end", StatusCancelled); aerr != nil {
-			e.Status, e.FinishedAt, e.Reason = before.Status, before.FinishedAt, before.Reason
+		if e.finishing {
+			continue
+		}
+		if aerr := g.finish(ctx, e, StatusCancelled, "the MCP session ended", "session_end"); aerr != nil {
 			g.log().Error("an execution of an ended session could not be cancelled", "execution", e.ID, "err", aerr.Message)
 			continue
 		}

@@ -59,10 +59,25 @@ type Guard struct {
 	Now      func() time.Time
 	Evaluate func(*policy.Policy, evaluator.Step) evaluator.Directive
 
-	mu           sync.Mutex
+	// mu guards what follows. It is held to read and to apply, never
+	// across a store commit, a read of the database or a human's answer.
+	// What a check has decided but not yet committed is a reservation
+	// (reservedSteps, spending, reservedPause): other checks count it,
+	// the principal's state (steps, failurePause, verifyPause, the
+	// confirmations) changes only once the commit succeeded.
+	mu sync.Mutex
+	// commitMu orders this process's commits: each copies what it writes
+	// from memory after the one before it committed, so an older copy
+	// never overwrites a newer one. It is taken before mu, never inside
+	// a transaction.
+	commitMu     sync.Mutex
 	steps        int
 	failurePause bool
 	verifyPause  *pause
+	// reservedSteps are the steps counted by checks in flight;
+	// reservedPause the verify pause a check in flight is committing.
+	reservedSteps int
+	reservedPause *pause
 	// seenBlock is the verification id of the block this process last
 	// saw, so a block set by another process is broadcast here once.
 	seenBlock string
@@ -73,11 +88,11 @@ type Guard struct {
 	confirms    map[string]*Confirmation // open: pending or approved
 	spent       map[string]*Confirmation // used, denied or expired, kept for replies
 	dirty       map[string]*Confirmation // changed since the last commit
-	// spending are the approvals a check in flight used: written by that
-	// check's own commit, after it made sure no other process used them
-	// first (spendsHold), never by another check's flush.
+	// spending are the approvals a check in flight used (reserved): no
+	// other check may use them; written by that check's own commit,
+	// after it made sure no other process used them first (spendsHold),
+	// never by another commit's takeDirty; retired once it committed.
 	spending   map[string]bool
-	dirtyExec  map[string]*Execution // changed since the last commit
 	prunedDB   time.Time
 	pruned     time.Time
 	executions map[string]*Execution
@@ -224,7 +239,6 @@ func (g *Guard) init() {
 		g.spent = map[string]*Confirmation{}
 		g.dirty = map[string]*Confirmation{}
 		g.spending = map[string]bool{}
-		g.dirtyExec = map[string]*Execution{}
 		g.executions = map[string]*Execution{}
 		g.turn = make(chan struct{}, 1)
 		g.askings = map[string]*asking{}
@@ -245,7 +259,7 @@ const maxCheckins = 3
 func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 	began := g.now()
 	a = g.prepare(a)
-	w := &writes{}
+	w := &writes{exec: a.Execution}
 	v := g.check(ctx, a, w)
 	return g.settle(ctx, a, v, w, began)
 }
@@ -263,7 +277,7 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 	}
 	// A block or a pending verify pause refuses before anything else is
 	// looked at (a token, a reported failure).
-	stopped := blk != nil || g.verifyPause != nil && g.now().Before(g.verifyPause.ExpiresAt)
+	stopped := blk != nil || g.pauseNow() != nil && g.now().Before(g.pauseNow().ExpiresAt)
 	var explicit *Confirmation
 	if a.Token != "" && !stopped {
 		c, err := g.tokenFor(ctx, a)
@@ -274,13 +288,14 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 		explicit = c
 	}
 	if a.Outcome == "failure" && !stopped {
-		g.failurePause = true
+		w.setFailurePause(true)
 	}
 	for round := 0; round <= maxCheckins; round++ {
 		if !stopped {
-			g.steps++
+			w.steps++
+			g.reservedSteps++
 		}
-		f := g.facts(a, blk, explicit)
+		f := g.facts(a, blk, explicit, w)
 		r := decide(f, g.evaluate)
 		if r.kind == needHuman {
 			h, err := g.humanFacts(ctx, a, r.binding)
@@ -317,6 +332,9 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			return v
 		case verifyPause:
 			v := g.verifyPauseFor(a, d, w)
+			if w.pause != nil {
+				g.reservedPause = w.pause
+			}
 			g.mu.Unlock()
 			return v
 		case standing:
@@ -331,13 +349,13 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 				g.confirms[c.Token] = c // approved through another process
 			}
 			g.spendFor(c, w)
-			g.applyCheckinFor(c.Kind, w)
+			g.checkinFor(c.Kind, w)
 			if c.Kind == kindAction {
 				g.mu.Unlock()
 				d.Continue, d.Factors = true, append(d.Factors, "confirmation: approved by a human ("+c.Token+")")
 				return Verdict{Proceed: true, Directive: d, Token: c.Token}
 			}
-			g.recount(c.Kind)
+			g.recount(c.Kind, w)
 			continue
 		case denied:
 			g.mu.Unlock()
@@ -361,9 +379,9 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 		answer, why := g.await(ctx, c, g.InlineWait)
 		g.mu.Lock()
 		switch {
-		case approves(answer) && c.Status == statusApproved:
+		case approves(answer) && c.Status == statusApproved && !g.spending[c.Token]:
 			g.spendFor(c, w)
-			g.applyCheckinFor(c.Kind, w)
+			g.checkinFor(c.Kind, w)
 			g.clearNotifications(c.Token)
 			if c.Kind == kindAction {
 				g.mu.Unlock()
@@ -374,7 +392,7 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 				}
 				return Verdict{Proceed: true, Directive: d, Token: c.Token}
 			}
-			g.recount(c.Kind)
+			g.recount(c.Kind, w)
 			continue
 		case approves(answer):
 			// Another call waiting on the same question used the one
@@ -402,51 +420,78 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 		map[string]any{"operation": a.Operation})}
 }
 
-// facts reads what decide needs from this process's memory. g.mu is held.
-func (g *Guard) facts(a Action, blk *store.Block, explicit *Confirmation) facts {
+// facts reads what decide needs from this process's memory: the
+// principal's state, with what checks in flight reserved and what this
+// check (w) has done so far. g.mu is held.
+func (g *Guard) facts(a Action, blk *store.Block, explicit *Confirmation, w *writes) facts {
 	p := g.pol()
-	return facts{now: g.now(), principal: p.Principal, version: p.Version, action: a, block: blk, pause: g.verifyPause,
-		steps: g.steps, failurePause: g.failurePause, explicit: explicit,
+	steps := g.steps + g.reservedSteps
+	if w.reset {
+		steps = w.steps // this check lifted the step limit: counted afresh
+	}
+	failurePause := g.failurePause
+	if w.failurePause != nil {
+		failurePause = *w.failurePause
+	}
+	if explicit != nil && g.spending[explicit.Token] {
+		explicit = nil // a check in flight is using it
+	}
+	return facts{now: g.now(), principal: p.Principal, version: p.Version, action: a, block: blk, pause: g.pauseNow(),
+		steps: steps, failurePause: failurePause, explicit: explicit,
 		sessionApprovals: g.SessionApprovalTTL > 0}
+}
+
+// pauseNow is the verify pause in force, or the one a check in flight is
+// committing (counted as in force: a pause must not let a call slip
+// through while it is written). g.mu is held.
+func (g *Guard) pauseNow() *pause {
+	if g.verifyPause != nil {
+		return g.verifyPause
+	}
+	return g.reservedPause
 }
 
 // humanFacts reads what humans said that may bear on binding b: standing
 // approvals (only when one could apply), this process's confirmations,
 // and those approved through another process on this state directory.
 // Whichever approval decide picks, settle checks in the store, in the
-// transaction that spends it, that nobody spent it first. g.mu is held.
+// transaction that spends it, that nobody spent it first. g.mu is held on
+// entry and return, and let go across the read.
 func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFacts, error) {
-	h := &humanFacts{}
+	wantApprovals := b.kind == kindAction && !a.reported() && a.Session != "" && g.SessionApprovalTTL > 0
+	principal := g.pol().Principal
+	var approvals []store.Approval
+	var stored []store.Confirmation
+	var err error
+	g.unlocked(func() {
+		err = g.Store.View(ctx, func(tx *store.Tx) error {
+			if wantApprovals {
+				if approvals, err = tx.Approvals(); err != nil {
+					return err
+				}
+			}
+			stored, err = tx.Confirmations(principal, statusApproved)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := &humanFacts{approvals: approvals}
 	for _, c := range g.confirms {
-		h.open = append(h.open, c)
+		if !g.spending[c.Token] { // reserved by a check in flight
+			h.open = append(h.open, c)
+		}
 	}
 	for _, c := range g.spent {
 		h.spent = append(h.spent, c)
 	}
-	wantApprovals := b.kind == kindAction && !a.reported() && a.Session != "" && g.SessionApprovalTTL > 0
-	err := g.Store.View(ctx, func(tx *store.Tx) error {
-		if wantApprovals {
-			list, err := tx.Approvals()
-			if err != nil {
-				return err
-			}
-			h.approvals = list
+	for _, r := range stored {
+		_, spent := g.spent[r.Token]
+		_, open := g.confirms[r.Token]
+		if !spent && !open && !g.spending[r.Token] { // this process's own copy is newer
+			h.open = append(h.open, confirmationFrom(r))
 		}
-		stored, err := tx.Confirmations(g.pol().Principal, statusApproved)
-		if err != nil {
-			return err
-		}
-		for _, r := range stored {
-			_, spent := g.spent[r.Token]
-			_, open := g.confirms[r.Token]
-			if !spent && !open { // this process's own copy is newer
-				h.open = append(h.open, confirmationFrom(r))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	return h, nil
 }
@@ -454,9 +499,10 @@ func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFact
 // recount undoes the step count of an action re-evaluated after a human
 // lifted a failure pause: it is still the same step. After a step-limit
 // check-in the count was reset, and the action becomes step 1.
-func (g *Guard) recount(kind string) {
+func (g *Guard) recount(kind string, w *writes) {
 	if kind == kindFailure {
-		g.steps--
+		w.steps--
+		g.reservedSteps--
 	}
 }
 
@@ -495,20 +541,15 @@ func deniedByHuman(operation string, dc *Confirmation) *aql.Error {
 	return aql.PermissionDenied("a human denied this action", details)
 }
 
-// applyCheckinFor applies a check-in for a check that has yet to commit:
-// a failed commit puts the counters back (writes.rollback).
-func (g *Guard) applyCheckinFor(kind string, w *writes) {
-	steps, failurePause := g.steps, g.failurePause
-	w.undo = append(w.undo, func() { g.steps, g.failurePause = steps, failurePause })
-	g.applyCheckin(kind)
-}
-
-func (g *Guard) applyCheckin(kind string) {
+// checkinFor notes a check-in a human approved, for the check writing
+// w: applied to the principal's state when its commit succeeds.
+func (g *Guard) checkinFor(kind string, w *writes) {
 	switch kind {
 	case kindSteps:
-		g.steps = 0
+		g.reservedSteps -= w.steps // counted afresh from here
+		w.steps, w.reset = 0, true
 	case kindFailure:
-		g.failurePause = false
+		w.setFailurePause(false)
 	}
 }
 

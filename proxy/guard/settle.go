@@ -32,19 +32,65 @@ type writes struct {
 	approval string
 	// check names this check in the store (see spendFor); made on demand.
 	check string
-	// undo puts back what the check changed in memory (approvals spent,
-	// check-ins applied) when its commit fails: a refusal that says
-	// "nothing is approved" must leave nothing approved.
-	undo []func()
+
+	// What the check does to the principal's state, applied only when
+	// its commit succeeds (apply) and dropped when it fails (release): a
+	// refusal that says "nothing is approved" leaves nothing approved.
+	// spentConfs are the confirmations behind spent; steps the steps the
+	// check counted (reserved meanwhile), after a step-limit check-in
+	// when reset; failurePause the pause's new value, if it changes.
+	spentConfs []*Confirmation
+	// exec is the execution whose reported step this check is: its step
+	// count is written with the decision.
+	exec         *Execution
+	steps        int
+	reset        bool
+	failurePause *bool
 }
 
-// rollback undoes the check's changes to memory, newest first. g.mu is
-// held.
-func (w *writes) rollback() {
-	for i := len(w.undo) - 1; i >= 0; i-- {
-		w.undo[i]()
+func (w *writes) setFailurePause(on bool) { w.failurePause = &on }
+
+// apply carries out a committed check's changes to the principal's
+// state. g.mu is held.
+func (g *Guard) apply(w *writes) {
+	g.reservedSteps -= w.steps
+	if w.reset {
+		g.steps = 0
 	}
-	w.undo = nil
+	g.steps += w.steps
+	if w.failurePause != nil {
+		g.failurePause = *w.failurePause
+	}
+	now := g.now()
+	for _, c := range w.spentConfs {
+		c.UsedBy = w.id()
+		g.retire(c, statusUsed, now)
+		delete(g.spending, c.Token)
+	}
+	if w.pause != nil && g.reservedPause == w.pause {
+		g.reservedPause = nil
+	}
+	if e := w.exec; e != nil {
+		e.reservedSteps--
+		e.Steps++
+	}
+}
+
+// release drops the reservations of a check whose commit failed (or
+// that never reached one). g.mu is held.
+func (g *Guard) release(w *writes) {
+	g.reservedSteps -= w.steps
+	for _, c := range w.spentConfs {
+		delete(g.spending, c.Token)
+	}
+	if w.pause != nil && g.reservedPause == w.pause {
+		g.reservedPause = nil
+	}
+	if w.exec != nil {
+		w.exec.reservedSteps--
+		w.exec = nil
+	}
+	w.steps, w.spentConfs, w.spent, w.reset, w.failurePause = 0, nil, nil, false, nil
 }
 
 var checkSeq atomic.Uint64
@@ -61,7 +107,7 @@ func (w *writes) id() string {
 // writesState reports whether the check changes state beyond its audit
 // record.
 func (w *writes) writesState() bool {
-	return w.block != nil || w.challenge != nil || w.replaces != "" || len(w.spent) > 0 || w.approval != ""
+	return w.block != nil || w.challenge != nil || w.replaces != "" || len(w.spent) > 0 || w.approval != "" || w.exec != nil
 }
 
 // discard drops a challenge that will not be used: the code is never
@@ -72,12 +118,15 @@ func (w *writes) discard() {
 
 // sync reads the principal's block from the store. A block this process
 // has not seen before (set by another process) is broadcast as
-// danger_zone to this process's running executions, once. g.mu is held.
+// danger_zone to this process's running executions, once. g.mu is held
+// on entry and return, and let go across the reads.
 func (g *Guard) sync(ctx context.Context) (*store.Block, error) {
 	// Unless a process committed state since the last read (the store's
 	// generation moved), what was read then still holds: one pread
 	// instead of opening the database on every call.
-	gen, err := g.Store.Generation()
+	var gen uint64
+	var err error
+	g.unlocked(func() { gen, err = g.Store.Generation() })
 	if err != nil {
 		return nil, err
 	}
@@ -87,29 +136,44 @@ func (g *Guard) sync(ctx context.Context) (*store.Block, error) {
 	}
 	var b *store.Block
 	var pauseUsed bool
-	err = g.Store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		if b, err = tx.Block(g.pol().Principal); err != nil {
-			return err
-		}
-		if p := g.verifyPause; p != nil {
-			// verified through another process?
-			c, err := tx.Challenge(p.ID)
-			pauseUsed = err == nil && c != nil && c.Used
-			return err
-		}
-		return nil
+	pause := g.verifyPause
+	g.unlocked(func() {
+		err = g.Store.View(ctx, func(tx *store.Tx) error {
+			var err error
+			if b, err = tx.Block(g.pol().Principal); err != nil {
+				return err
+			}
+			if pause != nil {
+				// verified through another process?
+				c, err := tx.Challenge(pause.ID)
+				pauseUsed = err == nil && c != nil && c.Used
+				return err
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
-	if pauseUsed {
-		g.clearNotifications(g.verifyPause.ID)
+	if pauseUsed && g.verifyPause == pause {
+		g.clearNotifications(pause.ID)
 		g.verifyPause = nil
 	}
-	g.synced, g.syncedGen, g.syncedBlock = true, gen, b
+	// A read that raced with a newer one (or with this process's own
+	// commit, which unset synced) is used for this check only.
+	if !g.synced || gen >= g.syncedGen {
+		g.synced, g.syncedGen, g.syncedBlock = true, gen, b
+	}
 	g.observe(b, "")
 	return b, nil
+}
+
+// unlocked runs f with g.mu let go: the store is never waited for with
+// g.mu held. g.mu is held on entry and return.
+func (g *Guard) unlocked(f func()) {
+	g.mu.Unlock()
+	defer g.mu.Lock()
+	f()
 }
 
 // observe broadcasts a block not seen before. operation names the call
@@ -132,13 +196,16 @@ func (g *Guard) observe(b *store.Block, operation string) {
 }
 
 // settle writes the decision: the block, challenge and confirmations it
-// changed and its audit record, in one durable transaction. A block set
-// meanwhile by another process wins over whatever this check decided.
-// Only then are notifications sent and the code shown.
+// changed and its audit record, in one durable transaction, then applies
+// what the check changed to memory. A block set meanwhile by another
+// process wins over whatever this check decided. Only then are
+// notifications sent and the code shown. g.mu is not held across the
+// commit: other calls are decided meanwhile, counting this check's
+// reservations.
 func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, began time.Time) Verdict {
 	if v.storeDown {
 		g.mu.Lock()
-		w.rollback()
+		g.release(w)
 		g.mu.Unlock()
 		return v
 	}
@@ -149,24 +216,42 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	// not moved) and the block it read does not overrule the verdict, the
 	// record is appended and that is all; otherwise it re-reads in a
 	// read-only transaction and appends to the log.
-	commit, writing := g.Store.ViewAppend, false
-	if w.writesState() || len(g.dirty) > 0 || len(g.dirtyExec) > 0 || g.now().Sub(g.prunedDB) >= time.Hour {
-		commit, writing = g.Store.Update, true
-	} else if cur := g.syncedBlock; g.synced && w.pause == nil && w.show == nil && (cur == nil || v.Err != nil && v.Err.Code == aql.CodeAgentBlocked && v.VerificationID == cur.VerificationID) {
+	writing := w.writesState() || len(g.dirty) > 0 || g.now().Sub(g.prunedDB) >= time.Hour
+	cur, gen := g.syncedBlock, g.syncedGen
+	appendOnly := !writing && g.synced && w.pause == nil && w.show == nil && (cur == nil || blockedBy(v, cur))
+	g.mu.Unlock()
+	if appendOnly {
 		rec := g.decisionRecord(a, v, began)
-		appended, err := g.Store.AppendIf(ctx, g.syncedGen, rec)
+		appended, err := g.Store.AppendIf(ctx, gen, rec)
 		if err != nil {
-			w.rollback()
-			g.mu.Unlock()
-			g.log().Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
-			return g.unavailable(err, "the action is refused")
+			return g.notRecorded(a, w, err)
 		}
 		if appended {
 			v.argsDigest = rec.ArgsSHA256
+			g.mu.Lock()
+			g.apply(w)
 			g.mu.Unlock()
 			return v
 		}
 	}
+	commit := g.Store.ViewAppend
+	if writing {
+		commit = g.Store.Update
+	}
+	// Commits of this process take their copies of memory in the order
+	// they commit (commitMu), and no lock of the guard is taken inside a
+	// transaction: the store's lock is never waited for with g.mu held
+	// by a commit.
+	g.commitMu.Lock()
+	g.mu.Lock()
+	var q queued
+	if writing {
+		q = g.takeDirty()
+	}
+	spent := g.spentRecords(w)
+	execRec := g.stepRecord(w)
+	g.mu.Unlock()
+	blockedMeanwhile := false
 	err := commit(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Block(g.pol().Principal)
 		if err != nil {
@@ -175,7 +260,9 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		switch {
 		case cur != nil && w.replaces != "" && w.replaces == cur.VerificationID:
 			// the reissue goes ahead
-		case cur != nil && !(v.Err != nil && v.Err.Code == aql.CodeAgentBlocked && v.VerificationID == cur.VerificationID):
+		case cur != nil && !blockedBy(v, cur):
+			blockedMeanwhile = true // nothing it reserved is used
+			spent, execRec = nil, nil
 			w.discard()
 			v = g.blockedVerdict(a, cur, "hard block: set meanwhile (by another aqlguard process)")
 		case cur == nil && w.replaces != "":
@@ -186,11 +273,9 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		} else if why != "" {
 			v = usedMeanwhile(a, v, why) // and what the other process wrote stays
 		} else {
-			for _, tok := range w.spent {
-				if c := g.spent[tok]; c != nil {
-					if err := tx.PutConfirmation(c.record()); err != nil {
-						return err
-					}
+			for _, r := range spent {
+				if err := tx.PutConfirmation(r); err != nil {
+					return err
 				}
 			}
 		}
@@ -204,24 +289,32 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 				return err
 			}
 		}
-		if err := g.flush(tx); err != nil {
+		if execRec != nil {
+			if err := tx.PutExecution(*execRec); err != nil {
+				return err
+			}
+		}
+		if err := q.write(tx, g.now()); err != nil {
 			return err
 		}
 		rec := g.decisionRecord(a, v, began)
 		v.argsDigest = rec.ArgsSHA256 // for the outcome record
-		err = tx.Append(rec)
-		return err
+		return tx.Append(rec)
 	})
+	g.commitMu.Unlock()
 	if err != nil {
-		w.rollback()
+		g.mu.Lock()
+		g.restoreDirty(q)
 		g.mu.Unlock()
-		g.log().Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
-		return g.unavailable(err, "the action is refused")
+		return g.notRecorded(a, w, err)
 	}
-	g.clean()
-	for _, tok := range w.spent {
-		delete(g.spending, tok)
+	if blockedMeanwhile {
+		g.mu.Lock()
+		g.release(w)
+		g.mu.Unlock()
 	}
+	g.mu.Lock()
+	g.apply(w)
 	// What this check wrote is read back at the next one, whatever the
 	// generation file says: it is only a hint that others changed state,
 	// and a block this process set must not hang on it.
@@ -263,6 +356,46 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		}
 	}
 	return v
+}
+
+// notRecorded is the refusal of an action whose decision could not be
+// written: its reservations are dropped, nothing it decided holds.
+func (g *Guard) notRecorded(a Action, w *writes, err error) Verdict {
+	g.mu.Lock()
+	g.release(w)
+	g.mu.Unlock()
+	g.log().Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
+	return g.unavailable(err, "the action is refused")
+}
+
+// blockedBy reports whether v is the refusal of this very block.
+func blockedBy(v Verdict, b *store.Block) bool {
+	return v.Err != nil && v.Err.Code == aql.CodeAgentBlocked && v.VerificationID == b.VerificationID
+}
+
+// spentRecords are the approvals a check used, as used by it. g.mu is
+// held.
+func (g *Guard) spentRecords(w *writes) []store.Confirmation {
+	recs := make([]store.Confirmation, 0, len(w.spentConfs))
+	now := g.now()
+	for _, c := range w.spentConfs {
+		r := c.record()
+		r.Status, r.DoneAt, r.UsedBy = statusUsed, now, w.id()
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// stepRecord is the execution whose reported step a check is, with the
+// step counted (and those in flight). g.mu is held.
+func (g *Guard) stepRecord(w *writes) *store.Execution {
+	e := w.exec
+	if e == nil {
+		return nil
+	}
+	r := e.record(g.pol().Principal)
+	r.Steps = e.Steps + e.reservedSteps
+	return &r
 }
 
 // spendsHold checks that the approvals a check used were not used (or
@@ -316,40 +449,83 @@ func (g *Guard) unavailable(err error, what string) Verdict {
 	return Verdict{Directive: d, Err: stateUnavailable(err, what), storeDown: true}
 }
 
-// flush writes the confirmations and executions changed since the last
-// commit, and now and then prunes what can no longer be used or
-// replayed. g.mu is held; the caller clears the dirty sets once the
-// transaction has committed (clean).
-func (g *Guard) flush(tx *store.Tx) error {
-	for _, c := range g.dirty {
-		if g.spending[c.Token] {
+// queued is what a commit took, to write, from the changes made outside
+// any check's own commit (answers, pending questions): copies, taken
+// under g.mu in commit order (commitMu).
+type queued struct {
+	confirms []*Confirmation
+	confRecs []store.Confirmation
+	// pruned is when the database was last pruned before this commit
+	// prunes it; prune says it does.
+	pruned time.Time
+	prune  bool
+}
+
+// takeDirty takes the queued changes for a commit. g.mu and g.commitMu
+// are held.
+func (g *Guard) takeDirty() queued {
+	var q queued
+	for tok, c := range g.dirty {
+		if g.spending[tok] {
 			continue // its check writes it, once it made sure it may
 		}
-		if err := tx.PutConfirmation(c.record()); err != nil {
-			return err
-		}
-	}
-	for _, e := range g.dirtyExec {
-		if err := tx.PutExecution(e.record(g.pol().Principal)); err != nil {
-			return err
-		}
+		q.confRecs = append(q.confRecs, c.record())
+		q.confirms = append(q.confirms, c)
+		delete(g.dirty, tok)
 	}
 	if now := g.now(); now.Sub(g.prunedDB) >= time.Hour {
+		q.prune, q.pruned, g.prunedDB = true, g.prunedDB, now
+	}
+	return q
+}
+
+// write puts what q took in tx, and prunes what can no longer be used
+// or replayed.
+func (q queued) write(tx *store.Tx, now time.Time) error {
+	for _, r := range q.confRecs {
+		if err := tx.PutConfirmation(r); err != nil {
+			return err
+		}
+	}
+	if q.prune {
 		if _, err := tx.Prune(now.Add(-spentRetention)); err != nil {
 			return err
 		}
-		g.prunedDB = now
 	}
 	return nil
 }
 
-func (g *Guard) clean() {
-	for tok := range g.dirty {
-		if !g.spending[tok] {
-			delete(g.dirty, tok)
-		}
+// restoreDirty gives a failed commit's changes back to the next one
+// (which copies them afresh). g.mu is held.
+func (g *Guard) restoreDirty(q queued) {
+	for _, c := range q.confirms {
+		g.dirty[c.Token] = c
 	}
-	clear(g.dirtyExec)
+	if q.prune {
+		g.prunedDB = q.pruned
+	}
+}
+
+// commitState runs fn in a durable transaction together with the changes
+// queued for the next commit. Called without g.mu; fn must not take it.
+func (g *Guard) commitState(ctx context.Context, fn func(*store.Tx) error) error {
+	g.commitMu.Lock()
+	g.mu.Lock()
+	q := g.takeDirty()
+	g.mu.Unlock()
+	err := g.Store.Update(ctx, func(tx *store.Tx) error {
+		if err := q.write(tx, g.now()); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	g.commitMu.Unlock()
+	if err != nil {
+		g.mu.Lock()
+		g.restoreDirty(q)
+		g.mu.Unlock()
+	}
+	return err
 }
 
 func (g *Guard) markDirty(c *Confirmation) { g.dirty[c.Token] = c }
