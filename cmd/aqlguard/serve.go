@@ -38,6 +38,16 @@ func cmdServe(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
+	// The token exists before the port opens: a client that can connect
+	// can read it.
+	token, tokenFrom := "", "none"
+	if cfg.Serve.Auth == "token" {
+		token, tokenFrom, err = serveToken(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+			return 1
+		}
+	}
 	ln, local, err := listenOn(*listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: --listen %s: %v\n", *listen, err)
@@ -56,14 +66,7 @@ func cmdServe(args []string, stderr io.Writer) int {
 	defer in.close()
 	opts := httpfront.Options{MaxBodyBytes: cfg.Limits.MaxRequestSize, MaxSessions: cfg.Serve.MaxSessions,
 		IdleTimeout: cfg.Serve.SessionIdleTimeout.Duration, Log: in.log}
-	tokenFrom := "none"
-	if cfg.Serve.Auth == "token" {
-		opts.Token, tokenFrom, err = serveToken(cfg)
-		if err != nil {
-			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-			return 1
-		}
-	}
+	opts.Token = token
 	go in.watchConfig(ctx, func() (*policy.Config, error) { return loadConfig(g) })
 	front := httpfront.New(ctx, in.relay, opts)
 	mux := http.NewServeMux()
