@@ -1,10 +1,27 @@
 package proxy
 
 import (
+	"context"
+	"log/slog"
+
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 )
+
+// StartCatalog starts the configured servers and derives the catalog of
+// what they offer now, for the commands that look at a policy against the
+// real tools (policy check --servers, policy explain). The caller closes
+// the pool; on error it is closed already and nil.
+func StartCatalog(ctx context.Context, cfg *policy.Config, pol *policy.Policy, version string, log *slog.Logger) (*catalog.Catalog, *downstream.Pool, error) {
+	pool := downstream.Start(ctx, cfg.Servers, downstream.Options{Version: version, Log: log})
+	cat, err := BuildCatalog(cfg, pol, pool.Servers())
+	if err != nil {
+		_ = pool.Close()
+		return nil, nil, err
+	}
+	return cat, pool, nil
+}
 
 // BuildCatalog derives the operation catalog: introspection, the safety
 // loop's operations for the policy's loop mode, and the operations of

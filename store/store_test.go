@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -332,5 +333,60 @@ func TestNoBoltTypesInTheAPI(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestUnblock: the override lifts the block, revokes its challenge and
+// is audited with who ran it; an agent that is not blocked is reported
+// as such and nothing is written.
+func TestUnblock(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	if err := s.Update(ctx, func(tx *Tx) error {
+		if err := tx.PutChallenge(Challenge{ID: "ver_1", Principal: "agent", ExpiresAt: now.Add(time.Hour)}); err != nil {
+			return err
+		}
+		return tx.PutBlock(Block{Principal: "agent", VerificationID: "ver_1", Reason: "rm -rf /", BlockedAt: now})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		principal string
+		lifted    bool
+	}{
+		{"other", false},
+		{"agent", true},
+		{"agent", false}, // once
+	}
+	for _, tt := range tests {
+		b, err := s.Unblock(ctx, tt.principal, "alice", "host/1", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (b != nil) != tt.lifted {
+			t.Fatalf("Unblock(%s) = %+v, want lifted %v", tt.principal, b, tt.lifted)
+		}
+	}
+	var records []Record
+	if err := s.View(ctx, func(tx *Tx) error {
+		if b, err := tx.Block("agent"); err != nil || b != nil {
+			return fmt.Errorf("block still there: %+v %v", b, err)
+		}
+		if c, err := tx.Challenge("ver_1"); err != nil || c == nil || !c.Revoked {
+			return fmt.Errorf("challenge not revoked: %+v %v", c, err)
+		}
+		return tx.Records(0, func(r Record, _ []byte) error {
+			if r.Kind == "admin" {
+				records = append(records, r)
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 1 || records[0].Principal != "agent" || records[0].Process != "host/1" ||
+		!strings.Contains(strings.Join(records[0].Factors, " "), "alice") {
+		t.Fatalf("audit: %+v", records)
 	}
 }

@@ -127,29 +127,7 @@ func cmdUnblock(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	agent := rest[0]
-	var lifted *store.Block
-	err := st.Update(context.Background(), func(tx *store.Tx) error {
-		b, err := tx.Block(agent)
-		if err != nil || b == nil {
-			return err
-		}
-		if err := tx.DeleteBlock(agent); err != nil {
-			return err
-		}
-		if c, err := tx.Challenge(b.VerificationID); err != nil {
-			return err
-		} else if c != nil {
-			c.Revoked = true
-			if err := tx.PutChallenge(*c); err != nil {
-				return err
-			}
-		}
-		err = tx.Append(store.Record{Time: time.Now(), Kind: "admin", Principal: agent, Process: processName(),
-			Operation: "unblock", Decision: "unblock", ChallengeID: b.VerificationID, Result: "unblocked",
-			Factors: []string{"admin override by " + osUser() + "; block was: " + b.Reason}})
-		lifted = b
-		return err
-	})
+	lifted, err := st.Unblock(context.Background(), agent, osUser(), processName(), time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: unblocking %s: %v\n", agent, err)
 		return 1

@@ -58,7 +58,15 @@ func cmdPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "approved the changed %s.%s; running aqlguards use it at the next call\n", rest[0], rest[1])
 		return 0
 	case verb == "reset" && (*every && len(rest) == 0 || !*every && (len(rest) == 1 || len(rest) == 2)):
-		n, err := pinsReset(ctx, st, rest)
+		server, tool := "", ""
+		if len(rest) > 0 {
+			server = rest[0]
+		}
+		if len(rest) == 2 {
+			tool = rest[1]
+		}
+		p := &pins.Pinner{Store: st, Process: processName()}
+		n, err := p.Reset(ctx, server, tool, "admin "+osUser())
 		if err != nil {
 			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 			return 1
@@ -99,34 +107,4 @@ func pinsList(ctx context.Context, st *store.Store, server string, stdout, stder
 		}
 	}
 	return 0
-}
-
-func pinsReset(ctx context.Context, st *store.Store, args []string) (int, error) {
-	n := 0
-	err := st.Update(ctx, func(tx *store.Tx) error {
-		n = 0
-		server := ""
-		if len(args) > 0 {
-			server = args[0]
-		}
-		list, err := tx.Pins(server)
-		if err != nil {
-			return err
-		}
-		for _, p := range list {
-			if len(args) == 2 && p.Tool != args[1] {
-				continue
-			}
-			if err := tx.DeletePin(p.Server, p.Tool); err != nil {
-				return err
-			}
-			if err := tx.Append(store.Record{Time: time.Now(), Kind: "pin", Principal: "admin", Process: processName(),
-				Server: p.Server, Operation: "pin " + p.Server + "." + p.Tool, Result: "reset by admin " + osUser()}); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
-	return n, err
 }

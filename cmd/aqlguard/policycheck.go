@@ -75,18 +75,15 @@ func principals(cfg *policy.Config) []string {
 // stderr only at warn level) and derives the catalog.
 func connectServers(cfg *policy.Config, pol *policy.Policy, stderr io.Writer) (*catalog.Catalog, *downstream.Pool, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pool := downstream.Start(context.Background(), cfg.Servers, downstream.Options{Version: version(), Log: log})
-	for _, s := range pool.Servers() {
-		if st := s.State(); st.Status != downstream.Ready {
-			fmt.Fprintf(stderr, "server %s: %s\n", s.Name, st.Problem)
+	cat, pool, err := proxy.StartCatalog(context.Background(), cfg, pol, version(), log)
+	if pool != nil {
+		for _, s := range pool.Servers() {
+			if st := s.State(); st.Status != downstream.Ready {
+				fmt.Fprintf(stderr, "server %s: %s\n", s.Name, st.Problem)
+			}
 		}
 	}
-	cat, err := proxy.BuildCatalog(cfg, pol, pool.Servers())
-	if err != nil {
-		_ = pool.Close()
-		return nil, nil, err
-	}
-	return cat, pool, nil
+	return cat, pool, err
 }
 
 func source(cfg *policy.Config) string {

@@ -442,6 +442,35 @@ func (p *Pinner) Approve(ctx context.Context, server, tool, hash, by string) err
 	})
 }
 
+// Reset forgets the pins of server (every server when ""), or of one of
+// its tools: the next definition each sends is pinned as it is. Each
+// forgotten pin is audited with who reset it. It returns how many went.
+func (p *Pinner) Reset(ctx context.Context, server, tool, by string) (int, error) {
+	n := 0
+	err := p.Store.Update(ctx, func(tx *store.Tx) error {
+		n = 0
+		list, err := tx.Pins(server)
+		if err != nil {
+			return err
+		}
+		for _, pin := range list {
+			if tool != "" && pin.Tool != tool {
+				continue
+			}
+			if err := tx.DeletePin(pin.Server, pin.Tool); err != nil {
+				return err
+			}
+			if err := tx.Append(store.Record{Time: p.clock(), Kind: "pin", Principal: "admin", Process: p.Process,
+				Server: pin.Server, Operation: "pin " + pin.Server + "." + pin.Tool, Result: "reset by " + by}); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
 // Pending reports whether a change of the tool waits for a human, reading
 // the state database (an approval may come from another process).
 func (p *Pinner) Pending(ctx context.Context, server, tool string) (bool, error) {

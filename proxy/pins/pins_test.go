@@ -1,9 +1,14 @@
 package pins
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/aqlguard/aqlguard/store"
 )
 
 const base = `{"name":"echo","description":"Echo.","inputSchema":{"type":"object","properties":{"message":{"type":"string"},"loud":{"type":"boolean"}},"required":["message"]},"annotations":{"readOnlyHint":false,"destructiveHint":true}}`
@@ -71,4 +76,65 @@ func FuzzNarrows(f *testing.F) {
 			t.Errorf("a definition does not narrow itself: %s", old)
 		}
 	})
+}
+
+// TestReset: pins are forgotten by server, by tool or all at once, each
+// audited.
+func TestReset(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		server, tool string
+		want         int
+		left         []string
+	}{
+		{"fs", "read", 1, []string{"fs.write", "git.log"}},
+		{"fs", "", 2, []string{"git.log"}},
+		{"", "", 3, nil},
+		{"nope", "", 0, []string{"fs.read", "fs.write", "git.log"}},
+	}
+	for _, tt := range tests {
+		st, err := store.Open(ctx, t.TempDir(), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Update(ctx, func(tx *store.Tx) error {
+			for _, p := range [][2]string{{"fs", "read"}, {"fs", "write"}, {"git", "log"}} {
+				if err := tx.PutPin(store.Pin{Server: p[0], Tool: p[1], Hash: "h", Definition: json.RawMessage(`{}`)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		p := &Pinner{Store: st, Process: "test"}
+		n, err := p.Reset(ctx, tt.server, tt.tool, "admin alice")
+		if err != nil || n != tt.want {
+			t.Fatalf("Reset(%q, %q) = %d, %v; want %d", tt.server, tt.tool, n, err, tt.want)
+		}
+		var left []string
+		audited := 0
+		if err := st.View(ctx, func(tx *store.Tx) error {
+			list, err := tx.Pins("")
+			for _, p := range list {
+				left = append(left, p.Server+"."+p.Tool)
+			}
+			if err != nil {
+				return err
+			}
+			return tx.Records(0, func(r store.Record, _ []byte) error {
+				if r.Kind == "pin" && strings.Contains(r.Result, "admin alice") {
+					audited++
+				}
+				return nil
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(left)
+		if !slices.Equal(left, tt.left) || audited != tt.want {
+			t.Errorf("Reset(%q, %q): left %v, %d audited; want %v", tt.server, tt.tool, left, audited, tt.left)
+		}
+		_ = st.Close()
+	}
 }

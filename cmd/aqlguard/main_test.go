@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aqlguard/aqlguard/store"
+)
+
+// TestRun drives the verbs through run, as main does, on a state
+// directory of the test's own: exit codes and what a user reads.
+func TestRun(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no user config: embedded defaults
+	dir := t.TempDir()
+	badConfig := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(badConfig, []byte("mode = \"semantic\"\n[safety]\nmax_autonomous_steps = \"ten\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	goodConfig := filepath.Join(t.TempDir(), "good.toml")
+	if err := os.WriteFile(goodConfig, []byte("mode = \"transparent\"\n[safety]\ndeny = [\"*.drop_*\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// One blocked agent to list and lift.
+	st, err := store.Open(context.Background(), dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := st.Update(context.Background(), func(tx *store.Tx) error {
+		if err := tx.PutChallenge(store.Challenge{ID: "ver_1", Principal: "worker", ExpiresAt: now.Add(time.Hour)}); err != nil {
+			return err
+		}
+		return tx.PutBlock(store.Block{Principal: "worker", VerificationID: "ver_1", Reason: "rm -rf /", BlockedAt: now,
+			ChallengeExpiresAt: now.Add(time.Hour)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // a substring of what is printed, "" for anything
+		stderr string
+	}{
+		{name: "version", args: []string{"version"}, stdout: "aqlguard "},
+		{name: "help", args: []string{"help"}, stdout: "usage: aqlguard <verb>"},
+		{name: "an unknown verb", args: []string{"frobnicate"}, code: 2, stderr: `unknown verb "frobnicate"`},
+		{name: "a blocked agent is listed", args: []string{"blocks", "list", "--state-dir", dir}, stdout: "worker"},
+		{name: "unblock without an agent", args: []string{"unblock", "--state-dir", dir}, code: 2, stderr: "usage: aqlguard unblock"},
+		{name: "unblock an agent that is not blocked", args: []string{"unblock", "--state-dir", dir, "nobody"}, code: 1,
+			stderr: `"nobody" is not blocked`},
+		{name: "unblock", args: []string{"unblock", "--state-dir", dir, "worker"}, stdout: "unblocked worker"},
+		{name: "and it stays lifted", args: []string{"unblock", "--state-dir", dir, "worker"}, code: 1, stderr: "is not blocked"},
+		{name: "the audit log verifies", args: []string{"audit", "verify", "--state-dir", dir}, stdout: "audit chain verified: 1 records"},
+		{name: "the override is in it", args: []string{"audit", "export", "--state-dir", dir}, stdout: `"operation":"unblock"`},
+		{name: "a config error names its line", args: []string{"policy", "check", "--config", badConfig}, code: 1,
+			stderr: "bad.toml:3"},
+		{name: "a good config checks", args: []string{"policy", "check", "--config", goodConfig}, stdout: "transparent"},
+		{name: "a config named but missing is an error, not the defaults",
+			args: []string{"policy", "check", "--config", filepath.Join(dir, "missing.toml")}, code: 1, stderr: "missing.toml"},
+		{name: "pins reset on an empty state", args: []string{"pins", "reset", "--state-dir", dir, "--every"}, stdout: "forgot 0 pin(s)"},
+		{name: "a bad log level", args: []string{"serve", "--log-level", "loud", "--listen", "127.0.0.1:0", "--state-dir", dir},
+			code: 2, stderr: "--log-level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(tt.args, strings.NewReader(""), &out, &errOut)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out.String(), errOut.String())
+			}
+			if !strings.Contains(out.String(), tt.stdout) {
+				t.Errorf("stdout %q does not say %q", out.String(), tt.stdout)
+			}
+			if !strings.Contains(errOut.String(), tt.stderr) {
+				t.Errorf("stderr %q does not say %q", errOut.String(), tt.stderr)
+			}
+		})
+	}
+}
