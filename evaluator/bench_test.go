@@ -74,11 +74,12 @@ func BenchmarkEvaluate(b *testing.B) {
 			s := steps[name]
 			// index=off is the plain scan of every list, the baseline the
 			// pattern indexes are measured against in the same run.
+			// memo=off is the indexed policy without its per-tool memo.
 			for _, v := range []struct {
 				label string
 				p     *policy.Policy
-			}{{"on", indexed}, {"off", indexed.WithoutIndexes()}} {
-				b.Run(fmt.Sprintf("patterns=%d/%s/index=%s", n, name, v.label), func(b *testing.B) {
+			}{{"index=on/memo=on", indexed}, {"index=on/memo=off", indexed.WithoutToolMemo()}, {"index=off", indexed.WithoutIndexes()}} {
+				b.Run(fmt.Sprintf("patterns=%d/%s/%s", n, name, v.label), func(b *testing.B) {
 					b.ReportAllocs()
 					for b.Loop() {
 						_ = Evaluate(v.p, s)

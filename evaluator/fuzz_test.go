@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -174,6 +175,19 @@ func FuzzIndexedEvaluate(f *testing.F) {
 			got, want := Evaluate(p, s), Evaluate(plain, s)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("indexed and plain evaluation differ for %+v under\n%s\nindexed: %+v\nplain:   %+v", s, doc, got, want)
+			}
+			// Again, now from the per-tool memo the first evaluation
+			// filled, and from several goroutines at once.
+			var wg sync.WaitGroup
+			again := make([]Directive, 3)
+			for i := range again {
+				wg.Go(func() { again[i] = Evaluate(p, s) })
+			}
+			wg.Wait()
+			for _, a := range again {
+				if !reflect.DeepEqual(a, want) {
+					t.Fatalf("memoised evaluation differs for %+v under\n%s\nmemo:  %+v\nplain: %+v", s, doc, a, want)
+				}
 			}
 		}
 	})

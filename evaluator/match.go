@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,9 @@ type call struct {
 	sub     Subjects
 	proxied bool
 	shell   shellArgs
+	// tool is what the call's names alone decide, from the policy's
+	// memo; nil without one.
+	tool *toolFacts
 
 	// risk, once computed (requires_approval reports it too).
 	scored            bool
@@ -24,7 +28,12 @@ type call struct {
 }
 
 func newCall(p *policy.Policy, s *Step) *call {
-	c := &call{s: s, sub: SubjectsOf(*s)}
+	c := &call{s: s, tool: factsFor(p, s)}
+	if c.tool != nil {
+		c.sub = subjectsWith(*s, c.tool.names)
+	} else {
+		c.sub = SubjectsOf(*s)
+	}
 	// A reported step has no names (the loop evaluates it by its hint
 	// alone); everything with a name is a call of a tool.
 	c.proxied = len(c.sub.Names) > 0
@@ -159,16 +168,17 @@ func (c *call) textMatchesAny(pats []policy.Pattern, from int, cand policy.Candi
 // match c: those whose literal occurs in one of its subjects, those
 // without a literal, and those read as command lines whose command name
 // can match one of its shell commands. nil (no index) means all of them.
-func (c *call) candidates(ix *policy.PatternIndex, subjects bool) policy.Candidates {
+func (c *call) candidates(ix *policy.PatternIndex, byNames policy.Candidates, subjects bool) policy.Candidates {
 	if ix == nil {
 		return nil
 	}
-	set := policy.NewCandidates(ix.Len())
-	ix.Always(set)
-	c.markCommands(ix, set)
-	for _, n := range c.sub.Names {
-		ix.Mark(n, set)
+	var set policy.Candidates
+	if byNames != nil {
+		set = slices.Clone(byNames)
+	} else {
+		set = markNames(ix, c.sub.Names)
 	}
+	c.markCommands(ix, set)
 	if !c.proxied {
 		ix.Mark(c.sub.Hint, set)
 	}
@@ -196,10 +206,11 @@ func (c *call) ruleCandidates(ixs *policy.Indexes) policy.Candidates {
 	if ixs == nil || ixs.RuleOperations == nil {
 		return nil
 	}
-	ops := policy.NewCandidates(ixs.RuleOperations.Len())
-	ixs.RuleOperations.Always(ops)
-	for _, n := range c.sub.Names {
-		ixs.RuleOperations.Mark(n, ops)
+	var ops policy.Candidates
+	if c.tool != nil {
+		ops = slices.Clone(c.tool.ruleOps)
+	} else {
+		ops = markNames(ixs.RuleOperations, c.sub.Names)
 	}
 	vals := policy.NewCandidates(ixs.RuleValues.Len())
 	ixs.RuleValues.Always(vals)
@@ -267,8 +278,12 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	// that a deny pattern stops pays for the deny list alone.
 	ixs := p.Indexes()
 	var denyC, approveC, autoC, ruleC policy.Candidates
+	var byNames toolFacts // zero without a memo: candidates marks the names itself
+	if c.tool != nil {
+		byNames = *c.tool
+	}
 	if ixs != nil {
-		denyC = c.candidates(ixs.Deny, true)
+		denyC = c.candidates(ixs.Deny, byNames.deny, true)
 	}
 	for i, pat := range p.Deny {
 		if denyC != nil && !denyC.Has(i) {
@@ -287,7 +302,7 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	}
 	for i := range p.Rules {
 		r := &p.Rules[i]
-		if ruleC != nil && !ruleC.Has(i) || !r.AppliesTo(c.sub.Names) {
+		if ruleC != nil && !ruleC.Has(i) || !c.ruleApplies(i, r) {
 			continue
 		}
 		switch r.Action {
@@ -315,7 +330,7 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 		}
 	}
 	if ixs != nil {
-		approveC = c.candidates(ixs.RequiresApproval, true)
+		approveC = c.candidates(ixs.RequiresApproval, byNames.approve, true)
 	}
 	for i, pat := range p.RequiresApproval {
 		if approveC != nil && !approveC.Has(i) {
@@ -342,7 +357,7 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 		return m, true
 	}
 	if ixs != nil {
-		autoC = c.candidates(ixs.AutoApprove, false)
+		autoC = c.candidates(ixs.AutoApprove, byNames.auto, false)
 	}
 	for i, pat := range p.AutoApprove {
 		if autoC != nil && !autoC.Has(i) {

@@ -60,10 +60,20 @@ func (v Value) names(path string) bool { return v.Key && v.Path == path }
 // SubjectsOf extracts the subjects of a step. It never drops a string:
 // every string leaf and every key of the arguments is among Values.
 func SubjectsOf(s Step) Subjects {
-	var sub Subjects
+	return subjectsWith(s, namesOf(s))
+}
+
+// namesOf are a step's names (NameForms); nil for a reported step.
+func namesOf(s Step) []string {
 	if s.Server != "" || s.Tool != "" || s.Operation != "" {
-		sub.Names = policy.NameForms(s.Operation, s.Server, s.Tool)
+		return policy.NameForms(s.Operation, s.Server, s.Tool)
 	}
+	return nil
+}
+
+// subjectsWith extracts the subjects of a step whose names are known.
+func subjectsWith(s Step, names []string) Subjects {
+	sub := Subjects{Names: names}
 	sub.Hint = policy.Normalize(s.ActionHint)
 	if len(s.Arguments) > 0 {
 		sub.Values = make([]Value, 0, 2*len(s.Arguments))

@@ -97,6 +97,18 @@ func (p *Policy) WithoutIndexes() *Policy {
 	return &q
 }
 
+// WithoutToolMemo is a copy of p whose indexes keep no per-tool memo:
+// the baseline the memo is measured against.
+func (p *Policy) WithoutToolMemo() *Policy {
+	q := *p
+	if p.index != nil {
+		ix := *p.index
+		ix.Tools = nil
+		q.index = &ix
+	}
+	return &q
+}
+
 // Rule is a compiled argument rule.
 type Rule struct {
 	Action Action

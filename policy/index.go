@@ -3,6 +3,8 @@ package policy
 import (
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // PatternIndex narrows a pattern list to the patterns that can match a
@@ -261,6 +263,8 @@ type Indexes struct {
 	// RuleOperations indexes the rules' operation patterns, RuleValues
 	// their value patterns, both by rule position.
 	RuleOperations, RuleValues *PatternIndex
+	// Tools is the evaluator's per-tool memo.
+	Tools *ToolMemo
 }
 
 func newIndexes(p *Policy) *Indexes {
@@ -276,5 +280,37 @@ func newIndexes(p *Policy) *Indexes {
 		return NewPatternIndex(pats)
 	}
 	return &Indexes{Deny: index(p.Deny), RequiresApproval: index(p.RequiresApproval),
-		AutoApprove: index(p.AutoApprove), RuleOperations: index(ops), RuleValues: index(vals)}
+		AutoApprove: index(p.AutoApprove), RuleOperations: index(ops), RuleValues: index(vals), Tools: &ToolMemo{}}
+}
+
+// ToolMemo keeps what the evaluator derives from a tool's names alone
+// (the names' folded forms, which patterns and rules they can match), so
+// that a decision does only the work that depends on the arguments. It
+// belongs to one compiled policy: a reload starts afresh. It is bounded —
+// a server can list any number of tools, and a name the model makes up
+// reaches the evaluator too — so past maxMemoTools names it stops
+// remembering and the evaluator derives the facts per call, as without a
+// memo. Safe for concurrent use.
+type ToolMemo struct {
+	m sync.Map
+	n atomic.Int64
+}
+
+// maxMemoTools bounds a ToolMemo.
+const maxMemoTools = 4096
+
+// Load returns what was stored for key.
+func (t *ToolMemo) Load(key string) (any, bool) { return t.m.Load(key) }
+
+// Store remembers v for key unless the memo is full; it returns the value
+// to use (the one stored first, if two calls raced).
+func (t *ToolMemo) Store(key string, v any) any {
+	if t.n.Load() >= maxMemoTools {
+		return v
+	}
+	actual, loaded := t.m.LoadOrStore(key, v)
+	if !loaded {
+		t.n.Add(1)
+	}
+	return actual
 }

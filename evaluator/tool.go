@@ -1,0 +1,63 @@
+package evaluator
+
+import "github.com/aqlguard/aqlguard/policy"
+
+// toolFacts are what a call's names alone decide, worked out once per
+// tool and policy (policy.ToolMemo) instead of at every call: the names'
+// folded forms, each pattern list's candidates by name (with the
+// patterns that have no literal), and which argument rules' operation
+// patterns match. A decision then matches only what depends on the
+// arguments. The result is the same either way (FuzzIndexedEvaluate).
+type toolFacts struct {
+	names []string
+	// deny, approve, auto and ruleOps are nil where the list has no
+	// index (it is scanned in full).
+	deny, approve, auto, ruleOps policy.Candidates
+	ruleApplies                  []bool
+}
+
+// factsFor returns the memoised facts of s's tool under p, or nil when p
+// keeps no memo (a policy Compile did not build, or WithoutIndexes).
+func factsFor(p *policy.Policy, s *Step) *toolFacts {
+	if p == nil || p.Indexes() == nil || p.Indexes().Tools == nil {
+		return nil
+	}
+	ixs := p.Indexes()
+	key := s.Operation + "\x00" + s.Server + "\x00" + s.Tool
+	if v, ok := ixs.Tools.Load(key); ok {
+		return v.(*toolFacts)
+	}
+	f := &toolFacts{names: namesOf(*s)}
+	mark := func(ix *policy.PatternIndex) policy.Candidates {
+		if ix == nil {
+			return nil
+		}
+		return markNames(ix, f.names)
+	}
+	f.deny, f.approve, f.auto, f.ruleOps = mark(ixs.Deny), mark(ixs.RequiresApproval), mark(ixs.AutoApprove), mark(ixs.RuleOperations)
+	f.ruleApplies = make([]bool, len(p.Rules))
+	for i := range p.Rules {
+		f.ruleApplies[i] = p.Rules[i].AppliesTo(f.names)
+	}
+	return ixs.Tools.Store(key, f).(*toolFacts)
+}
+
+// markNames are ix's candidates for names: the patterns without a
+// literal, and those whose literal occurs in one of the names.
+func markNames(ix *policy.PatternIndex, names []string) policy.Candidates {
+	set := policy.NewCandidates(ix.Len())
+	ix.Always(set)
+	for _, n := range names {
+		ix.Mark(n, set)
+	}
+	return set
+}
+
+// ruleApplies reports whether rule i's operation pattern matches the
+// call's names.
+func (c *call) ruleApplies(i int, r *policy.Rule) bool {
+	if c.tool != nil {
+		return c.tool.ruleApplies[i]
+	}
+	return r.AppliesTo(c.sub.Names)
+}
