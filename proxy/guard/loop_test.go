@@ -340,6 +340,39 @@ func BenchmarkCheck(b *testing.B) {
 	})
 }
 
+// BenchmarkCheckBesideCommits is an allowed call while other calls of
+// the same process commit state (a confirmed call: the human's answer and
+// the used approval, each an fsync'd transaction) in a loop beside it:
+// what one call pays for another's commit.
+func BenchmarkCheckBesideCommits(b *testing.B) {
+	ctx := context.Background()
+	g := newGuard(b, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 1000000000", 1), &alwaysAllow{})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		del := call("db_delete_row", map[string]any{"id": "1"})
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				g.Check(ctx, del)
+			}
+		}
+	}()
+	a := call("db_get_row", map[string]any{"id": "1"})
+	b.ReportAllocs()
+	for b.Loop() {
+		if !g.Check(ctx, a).Proceed {
+			b.Fatal("refused")
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	<-done
+}
+
 type alwaysAllow struct{}
 
 func (alwaysAllow) Name() string { return "allow" }
