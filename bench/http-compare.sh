@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Drives direct, aqlguard serve, a previous aqlguard and TBXark/mcp-proxy
+# with bench/out/bin/httpload, all on the testserver (bench/RESULTS.md (l),
+# (m)). Build first (bench/README.md); TBXark/mcp-proxy is built from
+# source into bench/out/bin/mcp-proxy, aqlguard-prev from the commit to
+# compare with. DUR and ROUNDS tune the run.
+set -euo pipefail
+B=$(cd "$(dirname "$0")" && pwd)/out/bin
+W=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
+cat >"$W/tbx.json" <<JSON
+{"mcpProxy":{"baseURL":"http://127.0.0.1:9203","addr":"127.0.0.1:9203","name":"p","version":"1","type":"streamable-http",
+ "options":{"panicIfInvalid":true,"logEnabled":false}},
+ "mcpServers":{"ts":{"command":"$B/testserver","args":[]}}}
+JSON
+# Every call through the evaluator and the audit log, allowed; the step
+# limit raised so it does not end the run.
+cat >"$W/aqlguard.toml" <<TOML
+mode = "transparent"
+[serve]
+auth = "none"
+max_sessions = 64
+[safety]
+max_autonomous_steps = 100000000
+auto_approve = ["*"]
+[[servers]]
+name = "ts"
+command = "$B/testserver"
+TOML
+"$B/testserver" -http 127.0.0.1:9200 2>/dev/null &
+"$B/aqlguard" serve --listen 127.0.0.1:9201 --config "$W/aqlguard.toml" --state-dir "$W/st1" 2>"$W/aqlguard.log" &
+"$B/aqlguard-prev" serve --listen 127.0.0.1:9202 --config "$W/aqlguard.toml" --state-dir "$W/st2" 2>"$W/aqlguard-prev.log" &
+"$B/mcp-proxy" --config "$W/tbx.json" >"$W/tbx.log" 2>&1 &
+sleep 2
+"$B/httpload" -target direct=http://127.0.0.1:9200/mcp -target aqlguard=http://127.0.0.1:9201/mcp \
+	-target aqlguard-prev=http://127.0.0.1:9202/mcp -target tbxark=http://127.0.0.1:9203/ts/mcp \
+	-clients 32 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}"
