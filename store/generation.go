@@ -44,19 +44,20 @@ func (g *generation) read() (uint64, error) {
 	return v, nil
 }
 
-// raise adds one; the caller holds the exclusive lock.
-func (g *generation) raise() error {
+// raise adds one and returns the new value; the caller holds the
+// exclusive lock.
+func (g *generation) raise() (uint64, error) {
 	v, err := g.read()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], v+1)
 	if _, err := g.f.WriteAt(b[:], 0); err != nil {
-		return fmt.Errorf("raising the state generation: %w", err)
+		return 0, fmt.Errorf("raising the state generation: %w", err)
 	}
 	g.last.Store(v + 1)
-	return nil
+	return v + 1, nil
 }
 
 // Generation is the state's generation: equal values, read at two

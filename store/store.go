@@ -165,12 +165,23 @@ func (s *Store) Timeout() time.Duration { return s.timeout }
 // Update runs fn in a read-write transaction and commits it durably
 // (fsync) before returning. If fn returns an error nothing is written.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
-	return s.do(ctx, txWrite, fn)
+	_, err := s.UpdateGen(ctx, fn)
+	return err
+}
+
+// UpdateGen is Update, and returns the state generation its commit
+// raised the state to. What fn read and wrote is the state at that
+// generation (the generation is raised under the same lock), so a caller
+// may cache it for as long as the generation stays there.
+func (s *Store) UpdateGen(ctx context.Context, fn func(*Tx) error) (uint64, error) {
+	var gen uint64
+	err := s.do(ctx, txWrite, fn, &gen)
+	return gen, err
 }
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
-	return s.do(ctx, txRead, fn)
+	return s.do(ctx, txRead, fn, nil)
 }
 
 // ViewAppend runs fn in a read-only transaction in which it may Append
@@ -178,7 +189,7 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 // process's, before the lock is let go. For a check that only reads
 // state and records its decision: no database commit, no fsync of it.
 func (s *Store) ViewAppend(ctx context.Context, fn func(*Tx) error) error {
-	return s.do(ctx, txReadAppend, fn)
+	return s.do(ctx, txReadAppend, fn, nil)
 }
 
 type txMode int
@@ -189,7 +200,7 @@ const (
 	txReadAppend
 )
 
-func (s *Store) do(ctx context.Context, mode txMode, fn func(*Tx) error) error {
+func (s *Store) do(ctx context.Context, mode txMode, fn func(*Tx) error, gen *uint64) error {
 	readOnly := mode != txWrite
 	if s == nil {
 		return errors.New("no state database is configured")
@@ -245,8 +256,12 @@ func (s *Store) do(ctx context.Context, mode txMode, fn func(*Tx) error) error {
 			// Readers of the generation see the change from now on. A
 			// failure here is reported (the caller fails closed) but the
 			// change did commit: no rollback record.
-			if gerr := s.gen.raise(); gerr != nil {
+			raised, gerr := s.gen.raise()
+			if gerr != nil {
 				return fmt.Errorf("the state change committed, but other processes may not notice it: %w", gerr)
+			}
+			if gen != nil {
+				*gen = raised
 			}
 			return nil
 		}

@@ -223,6 +223,19 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	if appendOnly {
 		rec := g.decisionRecord(a, v, began)
 		appended, err := g.Store.AppendIf(ctx, gen, rec)
+		if err == nil && !appended {
+			// The generation moved since the check read it. If only to
+			// where this process's cache has followed it (its own commit,
+			// which knows the block it left), the verdict still stands
+			// against that block: try once more at the new generation.
+			g.mu.Lock()
+			cur, next := g.syncedBlock, g.syncedGen
+			retry := g.synced && next != gen && (cur == nil || blockedBy(v, cur))
+			g.mu.Unlock()
+			if retry {
+				appended, err = g.Store.AppendIf(ctx, next, rec)
+			}
+		}
 		if err != nil {
 			return g.notRecorded(a, w, err)
 		}
@@ -234,10 +247,15 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 			return v
 		}
 	}
+	var raised uint64 // the generation a writing commit raised the state to
 	commit := g.Store.ViewAppend
 	if writing {
-		commit = g.Store.Update
+		commit = func(ctx context.Context, fn func(*store.Tx) error) (err error) {
+			raised, err = g.Store.UpdateGen(ctx, fn)
+			return err
+		}
 	}
+	var left *store.Block // the block the commit left
 	// Commits of this process take their copies of memory in the order
 	// they commit (commitMu), and no lock of the guard is taken inside a
 	// transaction: the store's lock is never waited for with g.mu held
@@ -268,6 +286,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		case cur == nil && w.replaces != "":
 			w.discard() // lifted meanwhile; this call is still refused
 		}
+		left = cur
 		if why, err := g.spendsHold(tx, w); err != nil {
 			return err
 		} else if why != "" {
@@ -288,6 +307,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 			if err := tx.PutBlock(*w.block); err != nil {
 				return err
 			}
+			left = w.block
 		}
 		if execRec != nil {
 			if err := tx.PutExecution(*execRec); err != nil {
@@ -315,11 +335,14 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	}
 	g.mu.Lock()
 	g.apply(w)
-	// What this check wrote is read back at the next one, whatever the
-	// generation file says: it is only a hint that others changed state,
-	// and a block this process set must not hang on it.
-	if writing {
-		g.synced = false
+	// The commit read the block and wrote its own under the lock that
+	// raised the generation: that is the block at the raised generation,
+	// so the next call need not open the database to learn it. Whatever
+	// the generation file says later decides only whether to read again
+	// (a rewound file makes the next call read: the database is the
+	// truth).
+	if writing && (!g.synced || raised > g.syncedGen) {
+		g.synced, g.syncedGen, g.syncedBlock = true, raised, left
 	}
 	if w.block != nil {
 		g.observe(w.block, a.Operation)
@@ -513,19 +536,32 @@ func (g *Guard) commitState(ctx context.Context, fn func(*store.Tx) error) error
 	g.mu.Lock()
 	q := g.takeDirty()
 	g.mu.Unlock()
-	err := g.Store.Update(ctx, func(tx *store.Tx) error {
+	var left *store.Block
+	raised, err := g.Store.UpdateGen(ctx, func(tx *store.Tx) error {
 		if err := q.write(tx, g.now()); err != nil {
 			return err
 		}
-		return fn(tx)
+		if err := fn(tx); err != nil {
+			return err
+		}
+		// fn does not change the block: the one read here is the block at
+		// the generation this commit raises the state to (see settle).
+		var err error
+		left, err = tx.Block(g.pol().Principal)
+		return err
 	})
 	g.commitMu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if err != nil {
-		g.mu.Lock()
 		g.restoreDirty(q)
-		g.mu.Unlock()
+		return err
 	}
-	return err
+	if !g.synced || raised > g.syncedGen {
+		g.synced, g.syncedGen, g.syncedBlock = true, raised, left
+		g.observe(left, "")
+	}
+	return nil
 }
 
 func (g *Guard) markDirty(c *Confirmation) { g.dirty[c.Token] = c }
