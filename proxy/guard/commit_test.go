@@ -253,3 +253,50 @@ func allStacks() string {
 	buf := make([]byte, 1<<20)
 	return string(buf[:runtime.Stack(buf, true)])
 }
+
+// TestReportedFailurePausesAtOnce: a reported failure pauses the
+// principal from the moment it is decided, not from its commit: a call
+// decided while the report is still being written sees the pause. The
+// report stands once written; one that could not be written pauses
+// nothing.
+func TestReportedFailurePausesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, written := range []bool{true, false} {
+		g, dir := lockedGuard(t, &fakeHuman{})
+		g.InlineWait = 10 * time.Millisecond
+		st, aerr := g.ExecuteAgent(ctx, "s", "worker")
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		report := Action{Session: "s", Operation: "record_execution_step", Hint: "retry the upload", Outcome: "failure",
+			Execution: g.executions[st.ExecutionID]}
+		release := holdLock(t, dir, syscall.LOCK_EX)
+		done := make(chan Verdict, 1)
+		go func() { done <- g.Check(ctx, report) }()
+		for {
+			g.mu.Lock()
+			n := g.reportedFailures
+			paused := g.facts(call("db_get_row", nil), nil, nil, &writes{}).failurePause
+			g.mu.Unlock()
+			if n > 0 {
+				if !paused {
+					t.Fatal("a call decided while the failure report is being written is not paused")
+				}
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if written {
+			release()
+		}
+		<-done // unwritten: the lock was held past the guard's timeout
+		if !written {
+			release()
+		}
+		g.mu.Lock()
+		if g.reportedFailures != 0 || g.failurePause != written {
+			t.Errorf("written %v: %d reports in flight, pause %v", written, g.reportedFailures, g.failurePause)
+		}
+		g.mu.Unlock()
+	}
+}

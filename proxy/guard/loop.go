@@ -75,9 +75,13 @@ type Guard struct {
 	failurePause bool
 	verifyPause  *pause
 	// reservedSteps are the steps counted by checks in flight;
-	// reservedPause the verify pause a check in flight is committing.
-	reservedSteps int
-	reservedPause *pause
+	// reservedPause the verify pause a check in flight is committing;
+	// reportedFailures the checks in flight whose step reported a
+	// failure (the principal is paused from the report on, not from its
+	// commit).
+	reservedSteps    int
+	reservedPause    *pause
+	reportedFailures int
 	// seenBlock is the verification id of the block this process last
 	// saw, so a block set by another process is broadcast here once.
 	seenBlock string
@@ -289,6 +293,8 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 	}
 	if a.Outcome == "failure" && !stopped {
 		w.setFailurePause(true)
+		w.reportedFailure = true
+		g.reportedFailures++
 	}
 	for round := 0; round <= maxCheckins; round++ {
 		if !stopped {
@@ -429,7 +435,7 @@ func (g *Guard) facts(a Action, blk *store.Block, explicit *Confirmation, w *wri
 	if w.reset {
 		steps = w.steps // this check lifted the step limit: counted afresh
 	}
-	failurePause := g.failurePause
+	failurePause := g.failurePause || g.reportedFailures > 0
 	if w.failurePause != nil {
 		failurePause = *w.failurePause
 	}

@@ -46,6 +46,9 @@ type writes struct {
 	steps        int
 	reset        bool
 	failurePause *bool
+	// reportedFailure says the check's step reported a failure (counted
+	// in Guard.reportedFailures until it commits or fails).
+	reportedFailure bool
 }
 
 func (w *writes) setFailurePause(on bool) { w.failurePause = &on }
@@ -60,6 +63,10 @@ func (g *Guard) apply(w *writes) {
 	g.steps += w.steps
 	if w.failurePause != nil {
 		g.failurePause = *w.failurePause
+	}
+	if w.reportedFailure {
+		g.reportedFailures--
+		w.reportedFailure = false
 	}
 	now := g.now()
 	for _, c := range w.spentConfs {
@@ -89,6 +96,10 @@ func (g *Guard) release(w *writes) {
 	if w.exec != nil {
 		w.exec.reservedSteps--
 		w.exec = nil
+	}
+	if w.reportedFailure {
+		g.reportedFailures--
+		w.reportedFailure = false
 	}
 	w.steps, w.spentConfs, w.spent, w.reset, w.failurePause = 0, nil, nil, false, nil
 }
@@ -330,7 +341,11 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	}
 	if blockedMeanwhile {
 		g.mu.Lock()
+		reported := w.reportedFailure
 		g.release(w)
+		if reported {
+			g.failurePause = true // the report stands, whatever the block
+		}
 		g.mu.Unlock()
 	}
 	g.mu.Lock()
