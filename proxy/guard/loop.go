@@ -313,8 +313,9 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			judged := r.directive // the same step: not evaluated twice
 			r = decide(f, func(evaluator.Step) evaluator.Directive { return judged })
 		}
-		if r.clearPause {
-			p := g.verifyPause
+		if p := g.verifyPause; r.clearPause && p != nil && p == f.pause {
+			// (not if it changed while the lock was let go, or if the
+			// lapsed pause was another call's reservation)
 			g.verifyPause = nil
 			g.clearNotifications(p.ID)
 			g.broadcast(g.notification("status", "A verification challenge expired; actions are evaluated afresh",
