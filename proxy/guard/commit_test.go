@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -298,5 +301,66 @@ func TestReportedFailurePausesAtOnce(t *testing.T) {
 			t.Errorf("written %v: %d reports in flight, pause %v", written, g.reportedFailures, g.failurePause)
 		}
 		g.mu.Unlock()
+	}
+}
+
+// TestConcurrentCallsStopAtTheStepLimit: calls decided side by side
+// count each other's steps while they commit, so however many a model
+// fires at once, only max_autonomous_steps of them run without a human;
+// and one approval runs one of them.
+func TestConcurrentCallsStopAtTheStepLimit(t *testing.T) {
+	ctx := context.Background()
+	g := newGuard(t, testPolicy, &fakeHuman{}) // max_autonomous_steps = 3; nobody answers
+	g.InlineWait = 10 * time.Millisecond
+	var wg sync.WaitGroup
+	var ran atomic.Int32
+	for i := range 12 {
+		wg.Go(func() {
+			if g.Check(ctx, call("db_get_row", map[string]any{"id": strconv.Itoa(i)})).Proceed {
+				ran.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := ran.Load(); n != 3 {
+		t.Fatalf("%d of 12 concurrent calls ran; the step limit is 3", n)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.reservedSteps != 0 || len(g.spending) != 0 || g.reservedPause != nil || g.reportedFailures != 0 {
+		t.Fatalf("reservations left behind: steps %d, spending %v, pause %v, failures %d",
+			g.reservedSteps, g.spending, g.reservedPause, g.reportedFailures)
+	}
+}
+
+// TestOneApprovalOneOfManyCalls: an approval of one call, found by many
+// identical calls at once, runs exactly one of them.
+func TestOneApprovalOneOfManyCalls(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	g := newGuard(t, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 1000", 1), h)
+	g.InlineWait = 10 * time.Millisecond
+	del := call("db_delete_row", map[string]any{"id": "7"})
+	v := g.Check(ctx, del) // asked, no answer yet
+	if v.Proceed || v.Token == "" {
+		t.Fatalf("first: %+v", v)
+	}
+	g.mu.Lock()
+	c := g.confirms[v.Token]
+	c.Status, c.DoneAt = statusApproved, g.now() // as recordAnswer applies it
+	g.markDirty(c)
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	var ran atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			if g.Check(ctx, del).Proceed {
+				ran.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := ran.Load(); n != 1 {
+		t.Fatalf("one approval ran %d calls", n)
 	}
 }
