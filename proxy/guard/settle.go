@@ -298,7 +298,9 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 			w.discard() // lifted meanwhile; this call is still refused
 		}
 		left = cur
-		if why, err := g.spendsHold(tx, w); err != nil {
+		if blockedMeanwhile {
+			// refused by the block: its approvals are not used
+		} else if why, err := g.spendsHold(tx, w); err != nil {
 			return err
 		} else if why != "" {
 			v = usedMeanwhile(a, v, why) // and what the other process wrote stays
