@@ -50,7 +50,7 @@ func dialogPIDs(marker string) []int {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, dir := range dirs {
 		cmdline, err := os.ReadFile(dir + "/cmdline")
-		if err != nil || !bytes.Contains(cmdline, []byte(marker)) {
+		if err != nil || !bytes.Contains(cmdline, []byte(marker)) || !childOfThisTest(dir) {
 			continue
 		}
 		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
@@ -61,6 +61,23 @@ func dialogPIDs(marker string) []int {
 		}
 	}
 	return pids
+}
+
+// childOfThisTest reports whether the process at dir (/proc/PID) was
+// started by this test binary: dialogs are its children, and other test
+// binaries running at the same time (go test ./... runs packages side by
+// side; e2e shows the same dialogs) must not count.
+func childOfThisTest(dir string) bool {
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndex(stat, []byte(") ")) // after "PID (comm) "
+	if i < 0 {
+		return false
+	}
+	f := bytes.Fields(stat[i+2:]) // state ppid ...
+	return len(f) > 1 && string(f[1]) == strconv.Itoa(os.Getpid())
 }
 
 type asked struct {
