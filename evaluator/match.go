@@ -153,15 +153,25 @@ func (c *call) ruleApproves(r *policy.Rule) hit {
 // textMatchesAny reports whether any of the candidates among pats from
 // position from on matches the arguments (not the names).
 func (c *call) textMatchesAny(pats []policy.Pattern, from int, cand policy.Candidates) bool {
-	for j := from; j < len(pats); j++ {
-		if cand != nil && !cand.Has(j) {
-			continue
-		}
+	for j := nextCandidate(cand, from, len(pats)); j < len(pats); j = nextCandidate(cand, j+1, len(pats)) {
 		if h := c.restrictive(pats[j]); h.certainty != noMatch && h.argumentBound {
 			return true
 		}
 	}
 	return false
+}
+
+// nextCandidate is the first position >= i of a list of n that cand
+// holds, or n when none is left; a nil cand (no index) holds them all.
+// Positions come in ascending order, so the first match found is the one
+// a full scan of the list finds.
+func nextCandidate(cand policy.Candidates, i, n int) int {
+	if cand != nil {
+		if i = cand.Next(i); i < 0 {
+			return n
+		}
+	}
+	return min(i, n)
 }
 
 // candidates are the positions of the patterns of ix's list that can
@@ -285,10 +295,8 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	if ixs != nil {
 		denyC = c.candidates(ixs.Deny, byNames.deny, true)
 	}
-	for i, pat := range p.Deny {
-		if denyC != nil && !denyC.Has(i) {
-			continue
-		}
+	for i := nextCandidate(denyC, 0, len(p.Deny)); i < len(p.Deny); i = nextCandidate(denyC, i+1, len(p.Deny)) {
+		pat := p.Deny[i]
 		switch h := c.restrictive(pat); h.certainty {
 		case definite:
 			return patternMatch(policy.ActionDeny, pat, h), true
@@ -300,9 +308,9 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	if ixs != nil {
 		ruleC = c.ruleCandidates(ixs)
 	}
-	for i := range p.Rules {
+	for i := nextCandidate(ruleC, 0, len(p.Rules)); i < len(p.Rules); i = nextCandidate(ruleC, i+1, len(p.Rules)) {
 		r := &p.Rules[i]
-		if ruleC != nil && !ruleC.Has(i) || !c.ruleApplies(i, r) {
+		if !c.ruleApplies(i, r) {
 			continue
 		}
 		switch r.Action {
@@ -332,10 +340,8 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	if ixs != nil {
 		approveC = c.candidates(ixs.RequiresApproval, byNames.approve, true)
 	}
-	for i, pat := range p.RequiresApproval {
-		if approveC != nil && !approveC.Has(i) {
-			continue
-		}
+	for i := nextCandidate(approveC, 0, len(p.RequiresApproval)); i < len(p.RequiresApproval); i = nextCandidate(approveC, i+1, len(p.RequiresApproval)) {
+		pat := p.RequiresApproval[i]
 		if h := c.restrictive(pat); h.certainty != noMatch {
 			m := patternMatch(policy.ActionRequiresApproval, pat, h)
 			// An approval of the tool as such may stand for this match
@@ -359,10 +365,8 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	if ixs != nil {
 		autoC = c.candidates(ixs.AutoApprove, byNames.auto, false)
 	}
-	for i, pat := range p.AutoApprove {
-		if autoC != nil && !autoC.Has(i) {
-			continue
-		}
+	for i := nextCandidate(autoC, 0, len(p.AutoApprove)); i < len(p.AutoApprove); i = nextCandidate(autoC, i+1, len(p.AutoApprove)) {
+		pat := p.AutoApprove[i]
 		if h := c.approves(pat); h.certainty == definite {
 			return patternMatch(policy.ActionAutoApprove, pat, h), true
 		}

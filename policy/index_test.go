@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/aqlguard/aqlguard/policy/shell"
@@ -105,3 +106,55 @@ func splitLines(s string, limit int) []string {
 
 // shellCommand is a command with only a name, as a parsed "name" is.
 func shellCommand(name string) shell.Command { return shell.Command{Name: name} }
+
+// Next must visit exactly the positions Has reports, in ascending order:
+// the evaluator walks each list by Next and takes the first match, so a
+// skipped or reordered position would change a decision.
+func TestCandidatesNext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		set  []int
+	}{
+		{"empty", 130, nil},
+		{"first", 130, []int{0}},
+		{"last of a word", 130, []int{63}},
+		{"first of a word", 130, []int{64}},
+		{"last", 130, []int{129}},
+		{"across words", 200, []int{1, 63, 64, 65, 127, 128, 199}},
+		{"gap of whole words", 1000, []int{3, 700, 999}},
+		{"one word full", 64, func() []int {
+			var all []int
+			for i := range 64 {
+				all = append(all, i)
+			}
+			return all
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCandidates(tc.n)
+			for _, i := range tc.set {
+				c.Add(i)
+			}
+			var got []int
+			for i := c.Next(0); i >= 0; i = c.Next(i + 1) {
+				got = append(got, i)
+			}
+			if !slices.Equal(got, tc.set) {
+				t.Fatalf("walk by Next = %v, want %v", got, tc.set)
+			}
+			for i := -1; i <= tc.n+64; i++ {
+				want := -1
+				for j := max(i, 0); j < len(c)*64; j++ {
+					if c.Has(j) {
+						want = j
+						break
+					}
+				}
+				if got := c.Next(i); got != want {
+					t.Fatalf("Next(%d) = %d, want %d", i, got, want)
+				}
+			}
+		})
+	}
+}
