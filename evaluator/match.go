@@ -1,7 +1,6 @@
 package evaluator
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +24,31 @@ type call struct {
 	scoreFactors      []string
 	riskFromArguments bool
 	riskRules         []string
+
+	// sets is where this call's candidate sets are carved from: one
+	// allocation for the four lists' sets instead of one each.
+	sets []uint64
+}
+
+// newSet returns an empty candidate set for n patterns, carved from
+// c.sets. Each set has its own capacity, so one never grows into the next.
+func (c *call) newSet(n int) policy.Candidates {
+	w := (n + 63) / 64
+	if cap(c.sets)-len(c.sets) < w {
+		c.sets = make([]uint64, 0, max(4*w, 8))
+	}
+	at := len(c.sets)
+	c.sets = c.sets[:at+w]
+	set := c.sets[at : at+w : at+w]
+	clear(set)
+	return policy.Candidates(set)
+}
+
+// cloneSet is newSet holding what from holds.
+func (c *call) cloneSet(from policy.Candidates) policy.Candidates {
+	set := c.newSet(len(from) * 64)
+	copy(set, from)
+	return set
 }
 
 func newCall(p *policy.Policy, s *Step) *call {
@@ -184,7 +208,7 @@ func (c *call) candidates(ix *policy.PatternIndex, byNames policy.Candidates, su
 	}
 	var set policy.Candidates
 	if byNames != nil {
-		set = slices.Clone(byNames)
+		set = c.cloneSet(byNames)
 	} else {
 		set = markNames(ix, c.sub.Names)
 	}
@@ -218,11 +242,11 @@ func (c *call) ruleCandidates(ixs *policy.Indexes) policy.Candidates {
 	}
 	var ops policy.Candidates
 	if c.tool != nil {
-		ops = slices.Clone(c.tool.ruleOps)
+		ops = c.cloneSet(c.tool.ruleOps)
 	} else {
 		ops = markNames(ixs.RuleOperations, c.sub.Names)
 	}
-	vals := policy.NewCandidates(ixs.RuleValues.Len())
+	vals := c.newSet(ixs.RuleValues.Len())
 	ixs.RuleValues.Always(vals)
 	c.markCommands(ixs.RuleValues, vals)
 	for i := range c.sub.Values {
