@@ -26,7 +26,7 @@ type call struct {
 	riskRules         []string
 
 	// sets is where this call's candidate sets are carved from: one
-	// allocation for the four lists' sets instead of one each.
+	// allocation for deny's set and one for all the others.
 	sets []uint64
 }
 
@@ -34,14 +34,29 @@ type call struct {
 // c.sets. Each set has its own capacity, so one never grows into the next.
 func (c *call) newSet(n int) policy.Candidates {
 	w := (n + 63) / 64
-	if cap(c.sets)-len(c.sets) < w {
-		c.sets = make([]uint64, 0, max(4*w, 8))
-	}
+	c.reserve(w)
 	at := len(c.sets)
 	c.sets = c.sets[:at+w]
 	set := c.sets[at : at+w : at+w]
 	clear(set)
 	return policy.Candidates(set)
+}
+
+// reserve makes room in c.sets for w more words. matchPatterns reserves
+// for every list past deny at once when the scan gets past deny: a call a
+// deny of its name stops pays for the deny set alone.
+func (c *call) reserve(w int) {
+	if cap(c.sets)-len(c.sets) < w {
+		c.sets = make([]uint64, 0, w)
+	}
+}
+
+// words is the size of a candidate set for ix's list; 0 without one.
+func words(ix *policy.PatternIndex) int {
+	if ix == nil {
+		return 0
+	}
+	return (ix.Len() + 63) / 64
 }
 
 // cloneSet is newSet holding what from holds.
@@ -330,6 +345,11 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	}
 	var approve, auto *match
 	if ixs != nil {
+		if ixs.RuleOperations != nil {
+			c.reserve(2*words(ixs.RuleValues) + words(ixs.RequiresApproval) + words(ixs.AutoApprove))
+		} else {
+			c.reserve(words(ixs.RequiresApproval) + words(ixs.AutoApprove))
+		}
 		ruleC = c.ruleCandidates(ixs)
 	}
 	for i := nextCandidate(ruleC, 0, len(p.Rules)); i < len(p.Rules); i = nextCandidate(ruleC, i+1, len(p.Rules)) {
