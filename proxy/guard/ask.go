@@ -230,7 +230,21 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 		rec.Decision = "denied"
 	}
 	g.mu.Unlock()
+	// The store is the truth: if the question was settled meanwhile (the
+	// other process's human answered it, or a call there used the
+	// approval), this answer is not written over it — an approval written
+	// again over its use would let it run a second call.
+	var settled *store.Confirmation
 	err := g.commitState(g.bg, func(tx *store.Tx) error {
+		settled = nil
+		cur, err := tx.Confirmation(c.Token)
+		if err != nil {
+			return err
+		}
+		if cur != nil && cur.Status != statusPending {
+			settled = cur
+			return nil
+		}
 		if answered.Status != statusPending {
 			if err := tx.PutConfirmation(answered); err != nil {
 				return err
@@ -249,6 +263,24 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 		return verify.None, "confirmation: the answer could not be recorded in the state database; nothing was approved"
 	}
 	g.mu.Lock()
+	if settled != nil {
+		defer g.mu.Unlock()
+		// Adopt what the store says; an approval used elsewhere approves
+		// nothing here.
+		if c.Status == statusPending || c.Status == statusApproved {
+			switch settled.Status {
+			case statusApproved:
+				c.Status, c.DoneAt = statusApproved, settled.DoneAt
+				return verify.Allow, ""
+			default:
+				g.retire(c, settled.Status, settled.DoneAt)
+			}
+		}
+		if settled.Status == statusDenied {
+			return verify.Deny, ""
+		}
+		return verify.None, "confirmation: the approval was used meanwhile (by another aqlguard process)"
+	}
 	if c.Status == statusPending {
 		switch answered.Status {
 		case statusApproved:

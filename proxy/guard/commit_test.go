@@ -364,3 +364,44 @@ func TestOneApprovalOneOfManyCalls(t *testing.T) {
 		t.Fatalf("one approval ran %d calls", n)
 	}
 }
+
+// TestAnswerDoesNotOverwriteAUse: a human's answer recorded in one
+// process for a question another process has meanwhile settled (its
+// approval already used there) is not written over it: an approval
+// written again over its use would let it run a second call.
+func TestAnswerDoesNotOverwriteAUse(t *testing.T) {
+	ctx := context.Background()
+	g := newGuard(t, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 100", 1), &fakeHuman{})
+	g.InlineWait = 10 * time.Millisecond
+	v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"}))
+	if v.Token == "" {
+		t.Fatalf("no question: %+v", v)
+	}
+	// The other process's human approved it and a call there used it.
+	if err := g.Store.Update(ctx, func(tx *store.Tx) error {
+		c, err := tx.Confirmation(v.Token)
+		if err != nil || c == nil {
+			return fmt.Errorf("the question is not stored: %v", err)
+		}
+		c.Status, c.UsedBy = statusUsed, "other#1#x"
+		return tx.PutConfirmation(*c)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	c := g.confirms[v.Token]
+	g.mu.Unlock()
+	if answer, _ := g.recordAnswer(c, verify.Allow, ""); answer != verify.None {
+		t.Fatalf("an answer to a question used elsewhere returned %v", answer)
+	}
+	var stored *store.Confirmation
+	if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { stored, err = tx.Confirmation(v.Token); return }); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status != statusUsed {
+		t.Fatalf("the used approval was written over: %s", stored.Status)
+	}
+	if g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})).Proceed {
+		t.Fatal("the approval used elsewhere ran a call here")
+	}
+}
