@@ -148,32 +148,22 @@ func (g *Guard) lookupToken(ctx context.Context, token string) (*Confirmation, *
 	if ok && (c.Status == statusPending || c.Status == statusApproved) {
 		// The other process on this state directory may have answered
 		// or used it since: the store is the truth.
-		var rec *store.Confirmation
-		var err error
-		g.unlocked(func() {
-			err = g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
-		})
-		if err != nil {
-			g.log().Error("reading a confirmation token", "token", token, "err", err)
-			return nil, stateUnavailable(err, "the token could not be checked")
+		rec, aerr := g.storedConfirmation(ctx, token)
+		if aerr != nil {
+			return nil, aerr
 		}
 		if rec != nil && rec.Status != c.Status && !(rec.Status == statusPending && c.Status == statusApproved) {
-			c.Status, c.DoneAt = rec.Status, rec.DoneAt
-			if c.Status != statusPending && c.Status != statusApproved {
-				delete(g.confirms, token)
-				g.spent[token] = c
+			if rec.Status == statusPending || rec.Status == statusApproved {
+				c.Status, c.DoneAt = rec.Status, rec.DoneAt
+			} else {
+				g.retire(c, rec.Status, rec.DoneAt)
 			}
 		}
 	}
 	if !ok && tokenFormat.MatchString(token) {
-		var rec *store.Confirmation
-		var err error
-		g.unlocked(func() {
-			err = g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
-		})
-		if err != nil {
-			g.log().Error("reading a confirmation token", "token", token, "err", err)
-			return nil, stateUnavailable(err, "the token could not be checked")
+		rec, aerr := g.storedConfirmation(ctx, token)
+		if aerr != nil {
+			return nil, aerr
 		}
 		if known, k := g.confirms[token]; k { // loaded meanwhile by another call
 			c, ok = known, true
@@ -196,6 +186,22 @@ func (g *Guard) lookupToken(ctx context.Context, token string) (*Confirmation, *
 		return nil, scopeMismatch(c, c.Operation, "it was issued for another agent")
 	}
 	return c, nil
+}
+
+// storedConfirmation reads a token's confirmation from the store, the
+// truth when another process may have answered or used it. g.mu is held
+// on entry and return, and let go across the read.
+func (g *Guard) storedConfirmation(ctx context.Context, token string) (*store.Confirmation, *aql.Error) {
+	var rec *store.Confirmation
+	var err error
+	g.unlocked(func() {
+		err = g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
+	})
+	if err != nil {
+		g.log().Error("reading a confirmation token", "token", token, "err", err)
+		return nil, stateUnavailable(err, "the token could not be checked")
+	}
+	return rec, nil
 }
 
 // usable rejects expired and spent tokens.
@@ -337,14 +343,7 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 			g.checkinFor(c.Kind, w)
 			spent := g.spentRecords(w)
 			g.mu.Unlock()
-			err := g.commitState(ctx, func(tx *store.Tx) error {
-				for _, r := range spent {
-					if err := tx.PutConfirmation(r); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
+			err := g.commitState(ctx, func(tx *store.Tx) error { return putConfirmations(tx, spent) })
 			g.mu.Lock()
 			if err != nil {
 				g.release(w)

@@ -170,11 +170,7 @@ func (g *Guard) sync(ctx context.Context) (*store.Block, error) {
 		g.clearNotifications(pause.ID)
 		g.verifyPause = nil
 	}
-	// A read that raced with a newer one (or with this process's own
-	// commit, which unset synced) is used for this check only.
-	if !g.synced || gen >= g.syncedGen {
-		g.synced, g.syncedGen, g.syncedBlock = true, gen, b
-	}
+	g.cacheBlock(gen, b)
 	g.observe(b, "")
 	return b, nil
 }
@@ -304,12 +300,8 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 			return err
 		} else if why != "" {
 			v = usedMeanwhile(a, v, why) // and what the other process wrote stays
-		} else {
-			for _, r := range spent {
-				if err := tx.PutConfirmation(r); err != nil {
-					return err
-				}
-			}
+		} else if err := putConfirmations(tx, spent); err != nil {
+			return err
 		}
 		if w.challenge != nil {
 			if err := tx.PutChallenge(*w.challenge); err != nil {
@@ -358,8 +350,8 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	// the generation file says later decides only whether to read again
 	// (a rewound file makes the next call read: the database is the
 	// truth).
-	if writing && (!g.synced || raised > g.syncedGen) {
-		g.synced, g.syncedGen, g.syncedBlock = true, raised, left
+	if writing {
+		g.cacheBlock(raised, left)
 	}
 	if w.block != nil {
 		g.observe(w.block, a.Operation)
@@ -522,10 +514,8 @@ func (g *Guard) takeDirty() queued {
 // write puts what q took in tx, and prunes what can no longer be used
 // or replayed.
 func (q queued) write(tx *store.Tx, now time.Time) error {
-	for _, r := range q.confRecs {
-		if err := tx.PutConfirmation(r); err != nil {
-			return err
-		}
+	if err := putConfirmations(tx, q.confRecs); err != nil {
+		return err
 	}
 	if q.prune {
 		if _, err := tx.Prune(now.Add(-spentRetention)); err != nil {
@@ -574,9 +564,31 @@ func (g *Guard) commitState(ctx context.Context, fn func(*store.Tx) error) error
 		g.restoreDirty(q)
 		return err
 	}
-	if !g.synced || raised > g.syncedGen {
-		g.synced, g.syncedGen, g.syncedBlock = true, raised, left
+	if g.cacheBlock(raised, left) {
 		g.observe(left, "")
+	}
+	return nil
+}
+
+// cacheBlock remembers b as the principal's block at store generation
+// gen, read by sync or left by a commit under the lock that raised the
+// generation to gen. A read that raced with a newer one is used for its
+// own check only; cacheBlock reports whether it was remembered. g.mu is
+// held.
+func (g *Guard) cacheBlock(gen uint64, b *store.Block) bool {
+	if g.synced && gen < g.syncedGen {
+		return false
+	}
+	g.synced, g.syncedGen, g.syncedBlock = true, gen, b
+	return true
+}
+
+// putConfirmations writes confirmation records in tx.
+func putConfirmations(tx *store.Tx, recs []store.Confirmation) error {
+	for _, r := range recs {
+		if err := tx.PutConfirmation(r); err != nil {
+			return err
+		}
 	}
 	return nil
 }
