@@ -24,7 +24,8 @@ type fakeZenity struct {
 // newFakeZenity writes the fake. mode: deny (OK, exit 0), cancel (exit 1,
 // nothing printed: Cancel, Escape, close), allow / session (exit 1 and
 // the extra button's label), fail (exit 5 with a stderr that echoes every
-// argument and its stdin), hang (exec sleep: one process, as the real
+// argument and its stdin), nodisplay / qtnodisplay (exit 1, as Cancel,
+// with GTK's or Qt's complaint that the display cannot be reached), hang (exec sleep: one process, as the real
 // zenity is).
 func newFakeZenity(t *testing.T, mode string) fakeZenity {
 	t.Helper()
@@ -41,6 +42,8 @@ deny) exit 0 ;;
 cancel) exit 1 ;;
 allow) echo "Allow once"; exit 1 ;;
 session) echo "Allow for this session"; exit 1 ;;
+nodisplay) echo "(zenity:1): Gtk-WARNING **: 06:37:51.631: cannot open display: :99" >&2; exit 1 ;;
+qtnodisplay) echo "qt.qpa.xcb: could not connect to display :99" >&2; exit 1 ;;
 fail) echo "Gtk-WARNING: failed with $*" >&2; cat ` + strconv.Quote(f.stdin) + ` >&2; exit 5 ;;
 hang) exec sleep 300 ;;
 esac
@@ -149,6 +152,11 @@ func TestDialogAskMapsExits(t *testing.T) {
 		{"session", confirmation, Deny, false}, // not offered: not an answer
 		{"session", offered, AllowSession, false},
 		{"fail", confirmation, None, true},
+		// The display could not be reached: zenity exits as for Cancel,
+		// but no human said no (a Deny would be recorded as theirs and
+		// refuse the retry without asking).
+		{"nodisplay", confirmation, None, true},
+		{"qtnodisplay", confirmation, None, true},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			fake := newFakeZenity(t, tc.mode)

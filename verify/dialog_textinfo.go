@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -149,6 +150,12 @@ func runDialog(ctx context.Context, program string, args []string, text string) 
 		return "", 0, fmt.Errorf("dialog channel: cannot start %s: %v", program, err)
 	}
 	code := cmd.ProcessState.ExitCode()
+	if code == 1 && displayUnreachable(stderr.String()) {
+		// zenity exits 1 when it cannot reach the display, exactly as
+		// when a human presses Cancel: that is no human's answer.
+		return "", code, fmt.Errorf("dialog channel: %s could not reach the display %q: %s", program,
+			os.Getenv("DISPLAY"), strings.TrimSpace(stderr.String()))
+	}
 	if code > 1 {
 		msg := cmd.ProcessState.String()
 		if s := strings.TrimSpace(stderr.String()); s != "" {
@@ -157,6 +164,13 @@ func runDialog(ctx context.Context, program string, args []string, text string) 
 		return "", code, fmt.Errorf("dialog channel: %s failed: %s", program, msg)
 	}
 	return stdout.String(), code, nil
+}
+
+// displayUnreachable reports whether a dialog program's stderr says it
+// could not connect to the display: GTK's "cannot open display" (zenity,
+// matedialog) and Qt's "could not connect to display" (qarma).
+func displayUnreachable(stderr string) bool {
+	return strings.Contains(stderr, "cannot open display") || strings.Contains(stderr, "could not connect to display")
 }
 
 // copyToClipboard puts code on the clipboard with xclip (X11) or wl-copy

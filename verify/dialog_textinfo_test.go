@@ -27,6 +27,7 @@ func TestDialogShowCodeOnlyOnStdin(t *testing.T) {
 		{"deny", 0, false},               // Close (OK)
 		{"cancel", 0, false},             // Copy and close, or Escape: copies (no clipboard tool: an error)
 		{"fail", 0, true},                // could not be put up
+		{"nodisplay", 0, true},           // exits as Cancel, but was never on screen
 		{"hang", 2 * time.Second, false}, // on screen until the time ran out
 	}
 	secrets := []string{challengeReq.Code, NormalizeCode(challengeReq.Code), "7K3M"}
@@ -41,6 +42,9 @@ func TestDialogShowCodeOnlyOnStdin(t *testing.T) {
 				defer cancel()
 			}
 			err := d.Show(ctx, challengeReq)
+			if tt.mode == "nodisplay" && err != nil && strings.Contains(err.Error(), "was shown") {
+				t.Errorf("Show claims the code was shown: %v", err)
+			}
 			if tt.mode == "cancel" && err != nil && strings.Contains(err.Error(), "clipboard") {
 				err = nil // no xclip on this machine: the code was shown all the same
 			}
