@@ -87,22 +87,50 @@ type asked struct {
 }
 
 // askAsync runs Ask in the background under a context of timeout.
-func askAsync(d *DialogChannel, r Request, timeout time.Duration) <-chan asked {
-	out := make(chan asked, 1)
-	go func() {
+func askAsync(d *DialogChannel, r Request, timeout time.Duration) *background[asked] {
+	return inBackground(func() asked {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		began := time.Now()
 		a, err := d.Ask(ctx, r)
-		out <- asked{a, err, time.Since(began)}
-	}()
-	return out
+		return asked{a, err, time.Since(began)}
+	})
 }
 
-func await[T any](t *testing.T, ch <-chan T, limit time.Duration) T {
+// background is a dialog call running in the background.
+type background[T any] struct {
+	out chan T
+	got *T // what gone took from out
+}
+
+func inBackground[T any](f func() T) *background[T] {
+	b := &background[T]{out: make(chan T, 1)}
+	go func() { b.out <- f() }()
+	return b
+}
+
+// gone reports, without waiting, how the call ended if it has: a dialog
+// call that returns before its window appeared will never show one.
+func (b *background[T]) gone() string {
+	if b.got == nil {
+		select {
+		case v := <-b.out:
+			b.got = &v
+		default:
+			return ""
+		}
+	}
+	return fmt.Sprintf("it returned %+v", *b.got)
+}
+
+// await waits at most limit for the call's result.
+func (b *background[T]) await(t *testing.T, limit time.Duration) T {
 	t.Helper()
+	if b.got != nil {
+		return *b.got
+	}
 	select {
-	case v := <-ch:
+	case v := <-b.out:
 		return v
 	case <-time.After(limit):
 		t.Fatalf("the dialog call did not return within %s", limit)
@@ -141,7 +169,7 @@ func TestXDialogAskShowsEverythingAndAllows(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := askAsync(d, r, 3*time.Minute)
-	w := xtest.Window(t, QuestionTitle)
+	w := xtest.WindowWhile(t, QuestionTitle, res.gone)
 	xtest.Screenshot(t, "question-4KiB-argument")
 	geom := xtest.Do(t, "getwindowgeometry", "--shell", w)
 	var x, y, width, height int
@@ -170,7 +198,7 @@ func TestXDialogAskShowsEverythingAndAllows(t *testing.T) {
 		t.Errorf("the 4 KiB argument is not all there")
 	}
 	xtest.Keys(t, "Tab", "Tab", "Tab", "space") // text → Cancel → Deny → Allow once
-	if a := await(t, res, xAnswer); a.answer != Allow || a.err != nil {
+	if a := res.await(t, xAnswer); a.answer != Allow || a.err != nil {
 		t.Errorf("Ask = %q, %v; want allow", a.answer, a.err)
 	}
 }
@@ -196,12 +224,12 @@ func TestXDialogAskKeys(t *testing.T) {
 			r := xRequest(t, now)
 			r.AllowSession = tc.session
 			res := askAsync(d, r, 3*time.Minute)
-			xtest.Window(t, QuestionTitle)
+			xtest.WindowWhile(t, QuestionTitle, res.gone)
 			if tc.session {
 				xtest.Screenshot(t, "question-allow-for-session")
 			}
 			xtest.Keys(t, tc.keys...)
-			if a := await(t, res, xAnswer); a.answer != tc.want || a.err != nil {
+			if a := res.await(t, xAnswer); a.answer != tc.want || a.err != nil {
 				t.Errorf("Ask = %q, %v; want %q", a.answer, a.err, tc.want)
 			}
 		})
@@ -215,12 +243,12 @@ func TestXDialogAskTimeout(t *testing.T) {
 	d, now := xDialog()
 	r := xRequest(t, now)
 	res := askAsync(d, r, 8*time.Second)
-	xtest.Window(t, QuestionTitle)
+	xtest.WindowWhile(t, QuestionTitle, res.gone)
 	pids := dialogPIDs(QuestionTitle)
 	if len(pids) == 0 {
 		t.Fatal("no dialog process")
 	}
-	a := await(t, res, 8*time.Second+xAnswer)
+	a := res.await(t, 8*time.Second+xAnswer)
 	if a.answer != None || a.err != nil {
 		t.Errorf("Ask = %q, %v; want none", a.answer, a.err)
 	}
@@ -250,9 +278,9 @@ func TestXDialogPlantedProgramIsNotRun(t *testing.T) {
 	d := NewDialog()
 	now := time.Now()
 	res := askAsync(d, xRequest(t, now), 3*time.Minute)
-	xtest.Window(t, QuestionTitle) // the real dialog is up
+	xtest.WindowWhile(t, QuestionTitle, res.gone) // the real dialog is up
 	xtest.Keys(t, "Return")
-	if a := await(t, res, xAnswer); a.answer != Deny || a.err != nil {
+	if a := res.await(t, xAnswer); a.answer != Deny || a.err != nil {
 		t.Errorf("Ask = %q, %v; want the real dialog's deny", a.answer, a.err)
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -266,16 +294,14 @@ type shown struct {
 }
 
 // showAsync runs Show in the background under a context of timeout.
-func showAsync(d *DialogChannel, r Request, timeout time.Duration) <-chan shown {
-	out := make(chan shown, 1)
-	go func() {
+func showAsync(d *DialogChannel, r Request, timeout time.Duration) *background[shown] {
+	return inBackground(func() shown {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		began := time.Now()
 		err := d.Show(ctx, r)
-		out <- shown{err, time.Since(began)}
-	}()
-	return out
+		return shown{err, time.Since(began)}
+	})
 }
 
 // xChallenge is a fresh challenge and the request that shows its code.
@@ -333,7 +359,7 @@ func TestXDialogShowCodeCanBeCopied(t *testing.T) {
 	d, now := xDialog()
 	ch, r := xChallenge(t, now)
 	res := showAsync(d, r, 3*time.Minute)
-	xtest.Window(t, CodeTitle)
+	xtest.WindowWhile(t, CodeTitle, res.gone)
 
 	pids := dialogPIDs(CodeTitle)
 	if len(pids) != 1 {
@@ -363,7 +389,7 @@ func TestXDialogShowCodeCanBeCopied(t *testing.T) {
 
 	xtest.Screenshot(t, "verification-code")
 	xtest.Keys(t, "Return") // Close
-	if got := await(t, res, xAnswer); got.err != nil {
+	if got := res.await(t, xAnswer); got.err != nil {
 		t.Errorf("Show = %v", got.err)
 	}
 	waitGone(t, pids[0])
@@ -386,7 +412,7 @@ func TestXDialogShowEnds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, r := xChallenge(t, now)
 			res := showAsync(d, r, tt.timeout)
-			xtest.Window(t, CodeTitle)
+			xtest.WindowWhile(t, CodeTitle, res.gone)
 			pids := dialogPIDs(CodeTitle)
 			if len(pids) != 1 {
 				t.Fatalf("dialog processes for this code: %v, want one", pids)
@@ -394,7 +420,7 @@ func TestXDialogShowEnds(t *testing.T) {
 			if tt.keys != nil {
 				xtest.Keys(t, tt.keys...)
 			}
-			got := await(t, res, tt.timeout+xAnswer)
+			got := res.await(t, tt.timeout+xAnswer)
 			if got.err != nil {
 				t.Errorf("Show = %v", got.err)
 			}
@@ -416,9 +442,9 @@ func TestXDialogCopyButton(t *testing.T) {
 	d, now := xDialog()
 	_, r := xChallenge(t, now)
 	res := showAsync(d, r, 3*time.Minute)
-	xtest.Window(t, CodeTitle)
+	xtest.WindowWhile(t, CodeTitle, res.gone)
 	xtest.Keys(t, "Escape")
-	if got := await(t, res, xAnswer); got.err != nil {
+	if got := res.await(t, xAnswer); got.err != nil {
 		t.Fatalf("Show = %v", got.err)
 	}
 	var clip string

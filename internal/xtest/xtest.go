@@ -120,6 +120,18 @@ func Do(t testing.TB, args ...string) string {
 // title with getwindowname, focuses it and returns its id.
 func Window(t testing.TB, title string) string {
 	t.Helper()
+	return WindowWhile(t, title, nil)
+}
+
+// WindowWhile is Window for a window that a process still to be waited
+// for puts up: between tries it calls gone, and when gone reports that
+// the process ended (a non-empty account of how), the test fails at once
+// with that account instead of waiting out the deadline for a window
+// that cannot come. On timeout the failure lists the windows X has and
+// takes a screenshot, so that a failure on a loaded machine says what
+// was on the screen.
+func WindowWhile(t testing.TB, title string, gone func() string) string {
+	t.Helper()
 	deadline := time.Now().Add(appear)
 	pattern := "^" + regexp.QuoteMeta(title) + "$"
 	for {
@@ -132,11 +144,33 @@ func Window(t testing.TB, title string) string {
 			Focus(t, w)
 			return w
 		}
+		if gone != nil {
+			if how := gone(); how != "" {
+				t.Fatalf("no window titled %q: the dialog ended before it appeared (%s); windows now: %s",
+					title, how, windowNames())
+			}
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no window titled %q appeared within %s", title, appear)
+			Screenshot(t, "no-window")
+			t.Fatalf("no window titled %q appeared within %s; windows now: %s", title, appear, windowNames())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// windowNames lists every named window X knows, mapped or not, for a
+// failure message.
+func windowNames() string {
+	out, err := Run("xdotool", "search", "--name", ".")
+	if err != nil {
+		return "(none found: " + err.Error() + ")"
+	}
+	var names []string
+	for _, w := range strings.Fields(out) {
+		name, _ := Run("xdotool", "getwindowname", w)
+		names = append(names, fmt.Sprintf("%s %q", w, name))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Focus gives w the keyboard focus (there is no window manager to do it)
