@@ -113,8 +113,8 @@ func (t *Tx) Approvals() ([]Approval, error) {
 	return out, err
 }
 
-// Confirmations lists the confirmations of a principal with a status.
-// Pruning keeps the bucket short (an hour past expiry).
+// Confirmations lists the confirmations of a principal with a status
+// ("": any status). Pruning keeps the bucket short (an hour past expiry).
 func (t *Tx) Confirmations(principal, status string) ([]Confirmation, error) {
 	b, err := t.bucket(bucketConfirmations)
 	if err != nil {
@@ -126,7 +126,7 @@ func (t *Tx) Confirmations(principal, status string) ([]Confirmation, error) {
 		if err := json.Unmarshal(v, &c); err != nil {
 			return fmt.Errorf("state database: confirmation %q is damaged: %w", k, err)
 		}
-		if c.Principal == principal && c.Status == status {
+		if c.Principal == principal && (status == "" || c.Status == status) {
 			out = append(out, c)
 		}
 		return nil

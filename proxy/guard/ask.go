@@ -188,19 +188,8 @@ func (g *Guard) ask(ctx context.Context, req verify.Request) (verify.Answer, str
 
 // recordAnswer writes the human's answer, and the standing approval an
 // "allow for this session" grants, with an audit record, before anyone
-// can act on it: the confirmation changes in memory only once that
-// committed. An answer that cannot be recorded approves nothing.
+// can act on it. An answer that cannot be recorded approves nothing.
 func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) (verify.Answer, string) {
-	g.mu.Lock()
-	if c.Status != statusPending {
-		g.mu.Unlock()
-		// Answered or used meanwhile (confirm_operation through the other
-		// process, found by the check that spent it): nothing to record.
-		if c.Status == statusApproved {
-			return verify.Allow, ""
-		}
-		return answer, why
-	}
 	now := g.now()
 	rec := g.record("confirmation", c.Session)
 	rec.Time = now
@@ -217,7 +206,6 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 		if answer == verify.AllowSession && c.AllowSession {
 			id, err := newApprovalID()
 			if err != nil {
-				g.mu.Unlock()
 				return verify.None, "confirmation: the approval could not be created; nothing was approved"
 			}
 			grant = &store.Approval{ID: id, Principal: c.Principal, Session: c.Session, Server: c.Server, Tool: c.Tool,
@@ -229,7 +217,6 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 		answered.Status, answered.DoneAt = statusDenied, now
 		rec.Decision = "denied"
 	}
-	g.mu.Unlock()
 	// The store is the truth: if the question was settled meanwhile (the
 	// other process's human answered it, or a call there used the
 	// approval), this answer is not written over it — an approval written
@@ -262,34 +249,17 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 		g.log().Error("the human's answer could not be recorded; nothing is approved", "token", c.Token, "err", err)
 		return verify.None, "confirmation: the answer could not be recorded in the state database; nothing was approved"
 	}
-	g.mu.Lock()
 	if settled != nil {
-		defer g.mu.Unlock()
-		// Adopt what the store says; an approval used elsewhere approves
-		// nothing here.
-		if c.Status == statusPending || c.Status == statusApproved {
-			switch settled.Status {
-			case statusApproved:
-				c.Status, c.DoneAt = statusApproved, settled.DoneAt
-				return verify.Allow, ""
-			default:
-				g.retire(c, settled.Status, settled.DoneAt)
-			}
-		}
-		if settled.Status == statusDenied {
+		// What the store says stands; an approval used elsewhere
+		// approves nothing here.
+		switch settled.Status {
+		case statusApproved:
+			return verify.Allow, ""
+		case statusDenied:
 			return verify.Deny, ""
 		}
-		return verify.None, "confirmation: the approval was used meanwhile (by another aqlguard process)"
+		return verify.None, "confirmation: the question was settled meanwhile (its approval used, or expired, by another aqlguard process)"
 	}
-	if c.Status == statusPending {
-		switch answered.Status {
-		case statusApproved:
-			c.Status, c.DoneAt = statusApproved, now
-		case statusDenied:
-			g.retire(c, statusDenied, now)
-		}
-	}
-	g.mu.Unlock()
 	if grant != nil {
 		g.log().Info("standing approval granted", "approval", grant.ID, "server", grant.Server, "tool", grant.Tool,
 			"session", grant.Session, "expires", grant.ExpiresAt)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -122,9 +123,8 @@ func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 	}
 	// The human's approval is on record (as if answered and written);
 	// then writing the check-in itself fails.
+	approveInStore(t, g, v.Token)
 	g.mu.Lock()
-	c := g.confirms[v.Token]
-	c.Status, c.DoneAt = statusApproved, g.now()
 	steps := g.steps
 	g.mu.Unlock()
 	release := holdLock(t, dir, syscall.LOCK_SH)
@@ -135,10 +135,85 @@ func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.steps != steps || g.confirms[v.Token] == nil || g.spent[v.Token] != nil {
-		t.Fatalf("a check-in that was not recorded was applied: steps %d (was %d), open %v, spent %v",
-			g.steps, steps, g.confirms[v.Token] != nil, g.spent[v.Token] != nil)
+	if c := storedConfirmation(t, g, v.Token); g.steps != steps || c.Status != statusApproved || len(g.spending) != 0 {
+		t.Fatalf("a check-in that was not recorded was applied: steps %d (was %d), stored %s, reserved %v",
+			g.steps, steps, c.Status, g.spending)
 	}
+}
+
+// TestCheckInUsedElsewhereLiftsNothing: one approved check-in lifts one
+// pause. When another process used it between this one reading it and
+// writing it, confirm_operation refuses and the pause stays.
+func TestCheckInUsedElsewhereLiftsNothing(t *testing.T) {
+	ctx := context.Background()
+	g, _ := lockedGuard(t, &fakeHuman{})
+	get := call("db_get_row", map[string]any{"id": "1"})
+	for i := range 3 {
+		if !g.Check(ctx, get).Proceed {
+			t.Fatalf("step %d refused", i+1)
+		}
+	}
+	v := g.Check(ctx, get) // step 4: a check-in, nobody answers yet
+	if v.Proceed || v.Token == "" {
+		t.Fatalf("step 4: %+v", v)
+	}
+	approveInStore(t, g, v.Token)
+	g.mu.Lock()
+	steps := g.steps
+	g.mu.Unlock()
+	// The other process uses it once this one has read it approved:
+	// between the read and the commit (the read is the only View
+	// confirm_operation takes before it commits).
+	g.beforeCommit = func() {
+		g.beforeCommit = nil
+		useInStore(t, g, v.Token)
+	}
+	_, res := g.ConfirmOperation(ctx, "s", v.Token)
+	if res == nil || res.Err == nil || res.Err.Code != aql.CodeTokenUsed {
+		t.Fatalf("confirm_operation on a check-in used elsewhere: %+v", res)
+	}
+	if g.steps != steps {
+		t.Fatalf("the step count was lifted: %d (was %d)", g.steps, steps)
+	}
+	if c := storedConfirmation(t, g, v.Token); c.UsedBy != "other#1#x" {
+		t.Fatalf("the other process's use was written over: %+v", c)
+	}
+}
+
+// approveInStore records a human's approval of token, as recordAnswer
+// writes it.
+func approveInStore(t *testing.T, g *Guard, token string) {
+	t.Helper()
+	setInStore(t, g, token, func(c *store.Confirmation) { c.Status, c.DoneAt = statusApproved, g.now() })
+}
+
+// useInStore records token as used by another process.
+func useInStore(t *testing.T, g *Guard, token string) {
+	t.Helper()
+	setInStore(t, g, token, func(c *store.Confirmation) { c.Status, c.UsedBy = statusUsed, "other#1#x" })
+}
+
+func setInStore(t *testing.T, g *Guard, token string, change func(*store.Confirmation)) {
+	t.Helper()
+	if err := g.Store.Update(context.Background(), func(tx *store.Tx) error {
+		c, err := tx.Confirmation(token)
+		if err != nil || c == nil {
+			return fmt.Errorf("the question is not stored: %v", err)
+		}
+		change(c)
+		return tx.PutConfirmation(*c)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func storedConfirmation(t *testing.T, g *Guard, token string) *store.Confirmation {
+	t.Helper()
+	var c *store.Confirmation
+	if err := g.Store.View(context.Background(), func(tx *store.Tx) (err error) { c, err = tx.Confirmation(token); return }); err != nil || c == nil {
+		t.Fatalf("reading %s: %v", token, err)
+	}
+	return c
 }
 
 // TestOwnBlockDoesNotHangOnTheGeneration: the generation file is a hint
@@ -345,11 +420,7 @@ func TestOneApprovalOneOfManyCalls(t *testing.T) {
 	if v.Proceed || v.Token == "" {
 		t.Fatalf("first: %+v", v)
 	}
-	g.mu.Lock()
-	c := g.confirms[v.Token]
-	c.Status, c.DoneAt = statusApproved, g.now() // as recordAnswer applies it
-	g.markDirty(c)
-	g.mu.Unlock()
+	approveInStore(t, g, v.Token)
 	var wg sync.WaitGroup
 	var ran atomic.Int32
 	for range 8 {
@@ -378,19 +449,9 @@ func TestAnswerDoesNotOverwriteAUse(t *testing.T) {
 		t.Fatalf("no question: %+v", v)
 	}
 	// The other process's human approved it and a call there used it.
-	if err := g.Store.Update(ctx, func(tx *store.Tx) error {
-		c, err := tx.Confirmation(v.Token)
-		if err != nil || c == nil {
-			return fmt.Errorf("the question is not stored: %v", err)
-		}
-		c.Status, c.UsedBy = statusUsed, "other#1#x"
-		return tx.PutConfirmation(*c)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	g.mu.Lock()
-	c := g.confirms[v.Token]
-	g.mu.Unlock()
+	useInStore(t, g, v.Token)
+	c := confirmationFrom(*storedConfirmation(t, g, v.Token))
+	c.Status = statusPending // this process's view, from before
 	if answer, _ := g.recordAnswer(c, verify.Allow, ""); answer != verify.None {
 		t.Fatalf("an answer to a question used elsewhere returned %v", answer)
 	}
@@ -404,4 +465,74 @@ func TestAnswerDoesNotOverwriteAUse(t *testing.T) {
 	if g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})).Proceed {
 		t.Fatal("the approval used elsewhere ran a call here")
 	}
+}
+
+// askedAbout is a human who, when asked, notes what the store said of the
+// question at that moment.
+type askedAbout struct {
+	fakeHuman
+	g      *Guard
+	status []string
+}
+
+func (h *askedAbout) Ask(ctx context.Context, r verify.Request) (verify.Answer, error) {
+	var c *store.Confirmation
+	_ = h.g.Store.View(ctx, func(tx *store.Tx) (err error) { c, err = tx.Confirmation(r.Token); return })
+	h.mu.Lock()
+	if c == nil {
+		h.status = append(h.status, "absent")
+	} else {
+		h.status = append(h.status, c.Status)
+	}
+	h.mu.Unlock()
+	return h.fakeHuman.Ask(ctx, r)
+}
+
+// TestQuestionOutlivesItsProcess: a question is in the store before the
+// human sees it, and confirmations live there alone: after a restart the
+// identical call joins the question still pending (no second token) and
+// the new process's human answers that one.
+func TestQuestionOutlivesItsProcess(t *testing.T) {
+	ctx := context.Background()
+	doc := strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 100", 1)
+	first := &askedAbout{}
+	a := newGuard(t, doc, first)
+	first.g = a
+	a.InlineWait = 50 * time.Millisecond
+	del := call("db_delete_row", map[string]any{"id": "9"})
+	v := a.Check(ctx, del)
+	if v.Proceed || v.Token == "" {
+		t.Fatalf("first process: %+v", v)
+	}
+	waitFor(t, func() bool { first.mu.Lock(); defer first.mu.Unlock(); return len(first.status) == 1 })
+	if first.status[0] != statusPending {
+		t.Fatalf("the human was asked about a question the store holds as %q", first.status[0])
+	}
+	a.Close()
+
+	second := &askedAbout{}
+	second.say(verify.Allow)
+	b := newGuard(t, doc, second)
+	onStoreOf(t, b, a, store.Options{})
+	second.g = b
+	v2 := b.Check(ctx, del)
+	if !v2.Proceed || v2.Token != v.Token {
+		t.Fatalf("after a restart the identical call got %+v; want the pending question %s answered and used", v2, v.Token)
+	}
+	if c := storedConfirmation(t, b, v.Token); c.Status != statusUsed {
+		t.Fatalf("the question is %s after its approval ran the call", c.Status)
+	}
+	if b.Check(ctx, del).Proceed {
+		t.Fatal("one approval ran two calls")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("timed out")
 }

@@ -136,52 +136,23 @@ func (g *Guard) tokenFor(ctx context.Context, a Action) (*Confirmation, *aql.Err
 	return c, g.usable(c)
 }
 
-// lookupToken finds a token of this principal: in memory, or in the
-// store (issued before a restart, or by another process on this state
-// directory). g.mu is held on entry and return, and let go across the
-// reads.
+// lookupToken finds a token of this principal in the store, where every
+// process on the state directory records what becomes of it. g.mu is
+// held on entry and return, and let go across the read.
 func (g *Guard) lookupToken(ctx context.Context, token string) (*Confirmation, *aql.Error) {
-	c, ok := g.confirms[token]
-	if !ok {
-		c, ok = g.spent[token]
-	}
-	if ok && (c.Status == statusPending || c.Status == statusApproved) {
-		// The other process on this state directory may have answered
-		// or used it since: the store is the truth.
-		rec, aerr := g.storedConfirmation(ctx, token)
-		if aerr != nil {
-			return nil, aerr
-		}
-		if rec != nil && rec.Status != c.Status && !(rec.Status == statusPending && c.Status == statusApproved) {
-			if rec.Status == statusPending || rec.Status == statusApproved {
-				c.Status, c.DoneAt = rec.Status, rec.DoneAt
-			} else {
-				g.retire(c, rec.Status, rec.DoneAt)
-			}
-		}
-	}
-	if !ok && tokenFormat.MatchString(token) {
-		rec, aerr := g.storedConfirmation(ctx, token)
-		if aerr != nil {
-			return nil, aerr
-		}
-		if known, k := g.confirms[token]; k { // loaded meanwhile by another call
-			c, ok = known, true
-		} else if known, k := g.spent[token]; k {
-			c, ok = known, true
-		} else if rec != nil {
-			c, ok = confirmationFrom(*rec), true
-			if c.Status == statusPending || c.Status == statusApproved {
-				g.confirms[token] = c
-			} else {
-				g.spent[token] = c
-			}
-		}
-	}
-	if !tokenFormat.MatchString(token) || !ok {
+	if !tokenFormat.MatchString(token) {
 		return nil, &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token",
 			Details: map[string]any{"token": token}}
 	}
+	rec, aerr := g.storedConfirmation(ctx, token)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if rec == nil {
+		return nil, &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token",
+			Details: map[string]any{"token": token}}
+	}
+	c := confirmationFrom(*rec)
 	if c.Principal != g.pol().Principal {
 		return nil, scopeMismatch(c, c.Operation, "it was issued for another agent")
 	}
@@ -243,12 +214,12 @@ func (g *Guard) spendFor(c *Confirmation, w *writes) {
 	w.spentConfs = append(w.spentConfs, c)
 }
 
-// retire moves a confirmation from the open set to the spent set, in
-// memory only: what writes it is the caller's business.
-func (g *Guard) retire(c *Confirmation, status string, at time.Time) {
-	c.Status, c.DoneAt = status, at
-	delete(g.confirms, c.Token)
-	g.spent[c.Token] = c
+// with is a copy of c in another status: what this process learned of it
+// (an answer it recorded), without touching the copy others hold.
+func (c *Confirmation) with(status string) *Confirmation {
+	out := *c
+	out.Status = status
+	return &out
 }
 
 // record is the confirmation as stored: the digest binds the arguments;
@@ -275,28 +246,6 @@ func confirmationFrom(r store.Confirmation) *Confirmation {
 		AllowSession: r.AllowSession, Operation: r.Operation, Digest: r.Digest, PolicyVersion: r.PolicyVersion, Session: r.Session,
 		Action: r.Action, Reason: r.Reason, Tier: r.Tier, Status: r.Status, UsedBy: r.UsedBy,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, DoneAt: r.DoneAt}
-}
-
-// prune drops what can no longer matter: open confirmations past their
-// expiry move to the spent set, and spent ones go after spentRetention.
-// It runs at most once a minute, so a busy principal does not pay a scan
-// per confirmation.
-func (g *Guard) prune(now time.Time) {
-	if now.Sub(g.pruned) < time.Minute {
-		return
-	}
-	g.pruned = now
-	for t, c := range g.confirms {
-		if !now.Before(c.ExpiresAt) {
-			delete(g.confirms, t)
-			g.spent[t] = c
-		}
-	}
-	for t, c := range g.spent {
-		if now.After(c.ExpiresAt.Add(spentRetention)) {
-			delete(g.spent, t)
-		}
-	}
 }
 
 // ConfirmResult is what confirm_operation answers on approval.
@@ -332,23 +281,37 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
-	case approves(answer) && c.Status == statusApproved && !g.spending[c.Token]:
+	case approves(answer) && !g.spending[c.Token]:
+		c = c.with(statusApproved)
 		if c.Kind != kindAction {
 			// A check-in is lifted now: it is not tied to one action. It
-			// is reserved, written, and applied only once written: a
-			// check-in that was not recorded leaves the pause and the
-			// token as they were.
+			// is reserved, written as used unless another process used it
+			// first (one approval lifts one pause), and applied only once
+			// written: a check-in that was not recorded leaves the pause
+			// and the token as they were.
 			w := &writes{}
 			g.spendFor(c, w)
 			g.checkinFor(c.Kind, w)
 			spent := g.spentRecords(w)
 			g.mu.Unlock()
-			err := g.commitState(ctx, func(tx *store.Tx) error { return putConfirmations(tx, spent) })
+			var why string
+			err := g.commitState(ctx, func(tx *store.Tx) error {
+				var err error
+				if why, err = g.spendsHold(tx, w); err != nil || why != "" {
+					return err
+				}
+				return putConfirmations(tx, spent)
+			})
 			g.mu.Lock()
 			if err != nil {
 				g.release(w)
 				g.log().Error("recording a check-in", "token", c.Token, "err", err)
 				return nil, aql.Failure(stateUnavailable(err, "the check-in was not recorded; nothing is approved"))
+			}
+			if why != "" {
+				g.release(w)
+				return nil, aql.Failure(&aql.Error{Code: aql.CodeTokenUsed, Message: "Confirmation token has already been used: " + why,
+					Details: map[string]any{"token": c.Token, "operation": c.Operation}})
 			}
 			g.apply(w)
 		}
@@ -359,8 +322,13 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 		return nil, aql.Failure(aql.PermissionDenied("a human denied this action",
 			map[string]any{"token": c.Token, "operation": c.Operation}))
 	}
-	if err := g.usable(c); err != nil { // expired or spent while we waited
-		return nil, aql.Failure(err)
+	// Expired, or used by a call, while we waited?
+	cur, aerr := g.lookupToken(ctx, token)
+	if aerr == nil {
+		aerr = g.usable(cur)
+	}
+	if aerr != nil {
+		return nil, aql.Failure(aerr)
 	}
 	reasons := []string{"no answer from a human yet"}
 	if why != "" {

@@ -37,10 +37,10 @@ type facts struct {
 type humanFacts struct {
 	// approvals are the standing "allow for this session" approvals.
 	approvals []store.Approval
-	// open are the pending and approved confirmations: this process's and
-	// those approved through another process.
+	// open are the principal's pending and approved confirmations in the
+	// store (of any process), but those a check of this process is using.
 	open []*Confirmation
-	// spent are the used, denied and expired ones this process knows.
+	// spent are its used and denied ones.
 	spent []*Confirmation
 }
 

@@ -89,16 +89,13 @@ type Guard struct {
 	synced      bool
 	syncedGen   uint64
 	syncedBlock *store.Block
-	confirms    map[string]*Confirmation // open: pending or approved
-	spent       map[string]*Confirmation // used, denied or expired, kept for replies
-	dirty       map[string]*Confirmation // changed since the last commit
 	// spending are the approvals a check in flight used (reserved): no
-	// other check may use them; written by that check's own commit,
-	// after it made sure no other process used them first (spendsHold),
-	// never by another commit's takeDirty; retired once it committed.
+	// other check of this process may use them; the check's own commit
+	// writes them as used, after it made sure in the store that no other
+	// process used them first (spendsHold). Confirmations themselves
+	// live in the store alone: every check reads the ones it needs there.
 	spending   map[string]bool
 	prunedDB   time.Time
-	pruned     time.Time
 	executions map[string]*Execution
 	order      []*Execution // creation order, for stable broadcasts
 
@@ -110,6 +107,11 @@ type Guard struct {
 	askings map[string]*asking
 	bg      context.Context
 	stop    context.CancelFunc
+
+	// beforeCommit, when set (by tests), runs before commitState's
+	// transaction: another process's write lands between a read and the
+	// commit that depends on it.
+	beforeCommit func()
 }
 
 // Action is one thing to check: a proxied call (Server set) or a reported
@@ -238,10 +240,7 @@ func (g *Guard) evaluate(s evaluator.Step) evaluator.Directive {
 }
 
 func (g *Guard) init() {
-	if g.confirms == nil {
-		g.confirms = map[string]*Confirmation{}
-		g.spent = map[string]*Confirmation{}
-		g.dirty = map[string]*Confirmation{}
+	if g.spending == nil {
 		g.spending = map[string]bool{}
 		g.executions = map[string]*Execution{}
 		g.turn = make(chan struct{}, 1)
@@ -352,9 +351,6 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			return Verdict{Proceed: true, Directive: d, Approval: r.approval.ID}
 		case approved:
 			c := r.confirmation
-			if _, known := g.spent[c.Token]; !known {
-				g.confirms[c.Token] = c // approved through another process
-			}
 			g.spendFor(c, w)
 			g.checkinFor(c.Kind, w)
 			if c.Kind == kindAction {
@@ -381,12 +377,26 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 				g.log().Error("creating a confirmation", "err", err)
 				return Verdict{Err: aql.Internal("a confirmation could not be created"), Directive: d}
 			}
+			// The question is written before anyone is asked it: an answer
+			// is recorded against a confirmation the store holds, and
+			// another call (of this process or another) for the same
+			// binding finds it there and joins it.
+			g.unlocked(func() { c, err = g.openQuestion(ctx, c, a.Session) })
+			if err != nil {
+				g.mu.Unlock()
+				g.log().Error("writing a confirmation", "err", err)
+				return g.unavailable(err, "the question could not be recorded; the action is refused")
+			}
 		}
 		g.mu.Unlock()
 		answer, why := g.await(ctx, c, g.InlineWait)
 		g.mu.Lock()
 		switch {
-		case approves(answer) && c.Status == statusApproved && !g.spending[c.Token]:
+		case approves(answer) && !g.spending[c.Token]:
+			// The answer is recorded in the store (recordAnswer): approved
+			// there, unless another process used it since, which the
+			// commit finds (spendsHold).
+			c = c.with(statusApproved)
 			g.spendFor(c, w)
 			g.checkinFor(c.Kind, w)
 			g.clearNotifications(c.Token)
@@ -458,12 +468,12 @@ func (g *Guard) pauseNow() *pause {
 	return g.reservedPause
 }
 
-// humanFacts reads what humans said that may bear on binding b: standing
-// approvals (only when one could apply), this process's confirmations,
-// and those approved through another process on this state directory.
-// Whichever approval decide picks, settle checks in the store, in the
-// transaction that spends it, that nobody spent it first. g.mu is held on
-// entry and return, and let go across the read.
+// humanFacts reads what humans said that may bear on binding b, in the
+// store, where every process on the state directory writes it: standing
+// approvals (only when one could apply) and the principal's
+// confirmations. Whichever approval decide picks, settle checks in the
+// store, in the transaction that spends it, that nobody spent it first.
+// g.mu is held on entry and return, and let go across the read.
 func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFacts, error) {
 	wantApprovals := b.kind == kindAction && !a.reported() && a.Session != "" && g.SessionApprovalTTL > 0
 	principal := g.pol().Principal
@@ -477,7 +487,7 @@ func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFact
 					return err
 				}
 			}
-			stored, err = tx.Confirmations(principal, statusApproved)
+			stored, err = tx.Confirmations(principal, "")
 			return err
 		})
 	})
@@ -485,19 +495,15 @@ func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFact
 		return nil, err
 	}
 	h := &humanFacts{approvals: approvals}
-	for _, c := range g.confirms {
-		if !g.spending[c.Token] { // reserved by a check in flight
-			h.open = append(h.open, c)
-		}
-	}
-	for _, c := range g.spent {
-		h.spent = append(h.spent, c)
-	}
 	for _, r := range stored {
-		_, spent := g.spent[r.Token]
-		_, open := g.confirms[r.Token]
-		if !spent && !open && !g.spending[r.Token] { // this process's own copy is newer
-			h.open = append(h.open, confirmationFrom(r))
+		c := confirmationFrom(r)
+		switch {
+		case r.Status == statusPending || r.Status == statusApproved:
+			if !g.spending[r.Token] { // reserved by a check in flight
+				h.open = append(h.open, c)
+			}
+		default:
+			h.spent = append(h.spent, c)
 		}
 	}
 	return h, nil
@@ -576,9 +582,39 @@ func (g *Guard) newConfirmation(a Action, b binding, d evaluator.Directive) (*Co
 	if b.kind != kindAction {
 		c.Action = b.operation + " (next action: " + a.preview + ")"
 	}
-	g.prune(now)
-	g.confirms[token] = c
-	g.markDirty(c)
+	return c, nil
+}
+
+// openQuestion writes c, a new question, unless the store already holds
+// a pending one for the same binding (a call of this process or another
+// opened it since this check read): then that one is returned, to be
+// joined, and c is dropped. g.mu must not be held.
+func (g *Guard) openQuestion(ctx context.Context, c *Confirmation, session string) (*Confirmation, error) {
+	b := binding{kind: c.Kind, server: c.Server, operation: c.Operation, digest: c.Digest}
+	now := g.now()
+	var joined *Confirmation
+	err := g.commitState(ctx, func(tx *store.Tx) error {
+		joined = nil
+		pending, err := tx.Confirmations(c.Principal, statusPending)
+		if err != nil {
+			return err
+		}
+		for _, r := range pending {
+			if now.Before(r.ExpiresAt) && (r.Kind != kindAction || r.Session == session) {
+				if o := confirmationFrom(r); o.matches(b, c.Principal, c.PolicyVersion) {
+					joined = o
+					return nil
+				}
+			}
+		}
+		return tx.PutConfirmation(c.record())
+	})
+	if err != nil {
+		return nil, err
+	}
+	if joined != nil {
+		return joined, nil
+	}
 	return c, nil
 }
 

@@ -68,11 +68,8 @@ func (g *Guard) apply(w *writes) {
 		g.reportedFailures--
 		w.reportedFailure = false
 	}
-	now := g.now()
 	for _, c := range w.spentConfs {
-		c.UsedBy = w.id()
-		g.retire(c, statusUsed, now)
-		delete(g.spending, c.Token)
+		delete(g.spending, c.Token) // written as used by the commit
 	}
 	if w.pause != nil && g.reservedPause == w.pause {
 		g.reservedPause = nil
@@ -223,7 +220,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	// not moved) and the block it read does not overrule the verdict, the
 	// record is appended and that is all; otherwise it re-reads in a
 	// read-only transaction and appends to the log.
-	writing := w.writesState() || len(g.dirty) > 0 || g.now().Sub(g.prunedDB) >= time.Hour
+	writing := w.writesState() || g.now().Sub(g.prunedDB) >= time.Hour
 	cur, gen := g.syncedBlock, g.syncedGen
 	appendOnly := !writing && g.synced && w.pause == nil && w.show == nil && (cur == nil || blockedBy(v, cur))
 	g.mu.Unlock()
@@ -271,7 +268,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	g.mu.Lock()
 	var q queued
 	if writing {
-		q = g.takeDirty()
+		q = g.takeQueued()
 	}
 	spent := g.spentRecords(w)
 	execRec := g.stepRecord(w)
@@ -329,7 +326,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	g.commitMu.Unlock()
 	if err != nil {
 		g.mu.Lock()
-		g.restoreDirty(q)
+		g.restoreQueued(q)
 		g.mu.Unlock()
 		return g.notRecorded(a, w, err)
 	}
@@ -430,16 +427,26 @@ func (g *Guard) stepRecord(w *writes) *store.Execution {
 	return &r
 }
 
-// spendsHold checks that the approvals a check used were not used (or
-// revoked) meanwhile by another process: it returns why not, or "".
+// spendsHold checks, in the transaction that spends them, that the
+// approvals a check used are approved in the store, unexpired and unused:
+// not used (or revoked) meanwhile by another process. It returns why not,
+// or "".
 func (g *Guard) spendsHold(tx *store.Tx, w *writes) (string, error) {
+	now := g.now()
 	for _, tok := range w.spent {
 		cur, err := tx.Confirmation(tok)
 		if err != nil {
 			return "", err
 		}
-		if cur != nil && (cur.Status == statusDenied || cur.Status == statusUsed && cur.UsedBy != w.id()) {
+		switch {
+		case cur == nil:
+			return "the approval " + tok + " is no longer in the state database", nil
+		case cur.Status == statusUsed:
 			return "the approval " + tok + " was used meanwhile (by another aqlguard process)", nil
+		case cur.Status != statusApproved:
+			return "the approval " + tok + " is " + cur.Status + " in the state database", nil
+		case !now.Before(cur.ExpiresAt):
+			return "the approval " + tok + " expired before it could be used", nil
 		}
 	}
 	if w.approval != "" {
@@ -481,42 +488,27 @@ func (g *Guard) unavailable(err error, what string) Verdict {
 	return Verdict{Directive: d, Err: stateUnavailable(err, what), storeDown: true}
 }
 
-// queued is what a commit took, to write, from the changes made outside
-// any check's own commit (answers, pending questions): copies, taken
-// under g.mu in commit order (commitMu).
+// queued is what a commit does besides its own changes: pruning what
+// can no longer be used or replayed, at most once an hour.
 type queued struct {
-	confirms []*Confirmation
-	confRecs []store.Confirmation
 	// pruned is when the database was last pruned before this commit
 	// prunes it; prune says it does.
 	pruned time.Time
 	prune  bool
 }
 
-// takeDirty takes the queued changes for a commit. g.mu and g.commitMu
-// are held.
-func (g *Guard) takeDirty() queued {
+// takeQueued takes the queued work for a commit. g.mu and g.commitMu are
+// held.
+func (g *Guard) takeQueued() queued {
 	var q queued
-	for tok, c := range g.dirty {
-		if g.spending[tok] {
-			continue // its check writes it, once it made sure it may
-		}
-		q.confRecs = append(q.confRecs, c.record())
-		q.confirms = append(q.confirms, c)
-		delete(g.dirty, tok)
-	}
 	if now := g.now(); now.Sub(g.prunedDB) >= time.Hour {
 		q.prune, q.pruned, g.prunedDB = true, g.prunedDB, now
 	}
 	return q
 }
 
-// write puts what q took in tx, and prunes what can no longer be used
-// or replayed.
+// write prunes, if q says so.
 func (q queued) write(tx *store.Tx, now time.Time) error {
-	if err := putConfirmations(tx, q.confRecs); err != nil {
-		return err
-	}
 	if q.prune {
 		if _, err := tx.Prune(now.Add(-spentRetention)); err != nil {
 			return err
@@ -525,24 +517,24 @@ func (q queued) write(tx *store.Tx, now time.Time) error {
 	return nil
 }
 
-// restoreDirty gives a failed commit's changes back to the next one
-// (which copies them afresh). g.mu is held.
-func (g *Guard) restoreDirty(q queued) {
-	for _, c := range q.confirms {
-		g.dirty[c.Token] = c
-	}
+// restoreQueued gives a failed commit's work back to the next one. g.mu
+// is held.
+func (g *Guard) restoreQueued(q queued) {
 	if q.prune {
 		g.prunedDB = q.pruned
 	}
 }
 
-// commitState runs fn in a durable transaction together with the changes
+// commitState runs fn in a durable transaction together with the work
 // queued for the next commit. Called without g.mu; fn must not take it.
 func (g *Guard) commitState(ctx context.Context, fn func(*store.Tx) error) error {
 	g.commitMu.Lock()
 	g.mu.Lock()
-	q := g.takeDirty()
+	q := g.takeQueued()
 	g.mu.Unlock()
+	if g.beforeCommit != nil {
+		g.beforeCommit()
+	}
 	var left *store.Block
 	raised, err := g.Store.UpdateGen(ctx, func(tx *store.Tx) error {
 		if err := q.write(tx, g.now()); err != nil {
@@ -561,7 +553,7 @@ func (g *Guard) commitState(ctx context.Context, fn func(*store.Tx) error) error
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err != nil {
-		g.restoreDirty(q)
+		g.restoreQueued(q)
 		return err
 	}
 	if g.cacheBlock(raised, left) {
@@ -592,8 +584,6 @@ func putConfirmations(tx *store.Tx, recs []store.Confirmation) error {
 	}
 	return nil
 }
-
-func (g *Guard) markDirty(c *Confirmation) { g.dirty[c.Token] = c }
 
 // decisionRecord is the audit record of one check.
 func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Record {
