@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -164,10 +165,7 @@ func TestCheckInUsedElsewhereLiftsNothing(t *testing.T) {
 	// The other process uses it once this one has read it approved:
 	// between the read and the commit (the read is the only View
 	// confirm_operation takes before it commits).
-	g.beforeCommit = func() {
-		g.beforeCommit = nil
-		useInStore(t, g, v.Token)
-	}
+	g.beforeCommit.Store(ptr(func() { useInStore(t, g, v.Token) }))
 	_, res := g.ConfirmOperation(ctx, "s", v.Token)
 	if res == nil || res.Err == nil || res.Err.Code != aql.CodeTokenUsed {
 		t.Fatalf("confirm_operation on a check-in used elsewhere: %+v", res)
@@ -535,4 +533,60 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("timed out")
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestExecutionFinishedElsewhere: executions live in the store alone.
+// One finished by another process (by id) takes no more steps here,
+// whether the finish landed before this process read it or between the
+// read and the commit of a step; the step is not written over the finish.
+// Steps reported through both processes are all counted.
+func TestExecutionFinishedElsewhere(t *testing.T) {
+	ctx := context.Background()
+	doc := strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 100", 1)
+	step := func(g *Guard, id string) (*Directive, *aql.Error) {
+		return g.RecordStep(ctx, Report{Session: "s", ExecutionID: id, NextActionHint: "db.get_row", Category: policy.Read})
+	}
+	for _, when := range []string{"before the read", "between the read and the commit"} {
+		t.Run(when, func(t *testing.T) {
+			a := newGuard(t, doc, &fakeHuman{})
+			b := newGuard(t, doc, &fakeHuman{})
+			onStoreOf(t, b, a, store.Options{})
+			st, aerr := a.ExecuteAgent(ctx, "s", "worker")
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			id := st.ExecutionID
+			for _, g := range []*Guard{a, b, a} {
+				if d, err := step(g, id); err != nil || !d.Continue {
+					t.Fatalf("step: %+v %v", d, err)
+				}
+			}
+			finish := func() {
+				if _, err := b.Finish(ctx, "other", id, "", StatusCompleted, "done elsewhere"); err != nil {
+					t.Errorf("finishing through the other process: %v", err)
+				}
+			}
+			if when == "before the read" {
+				finish()
+			} else {
+				a.beforeCommit.Store(ptr(finish))
+			}
+			d, err := step(a, id)
+			if err == nil || err.Code != aql.CodeInvalidState {
+				t.Fatalf("a step on an execution finished elsewhere: %+v %v", d, err)
+			}
+			var rec *store.Execution
+			if err := a.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return }); err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != StatusCompleted || rec.Steps != 3 {
+				t.Fatalf("stored execution: %s with %d steps; want completed with 3", rec.Status, rec.Steps)
+			}
+			if _, err := a.Finish(ctx, "s", id, "", StatusCancelled, ""); err == nil || err.Code != aql.CodeInvalidState {
+				t.Fatalf("finishing it again here: %v", err)
+			}
+		})
+	}
 }

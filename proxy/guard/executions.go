@@ -27,6 +27,13 @@ var States = []string{StatusPending, StatusRunning, StatusCompleted, StatusFaile
 
 // Execution is one monitored run of an agent (execute_agent). Its
 // element_name is only a label under the configured principal.
+//
+// The store is its only home: any process on the state directory may
+// report a step on it or finish it (by id), so every operation reads it
+// there first and every change is made to the store's copy in the
+// transaction that writes it. Status to Reason are that copy as this
+// process last read or wrote it, for replies; inbox and finishing are
+// this process's own work.
 type Execution struct {
 	ID          string
 	ElementName string
@@ -38,10 +45,36 @@ type Execution struct {
 	Reason      string // why it was aborted
 
 	inbox []Notification
-	// reservedSteps are reported steps whose decision is being
-	// committed; finishing says its move to a terminal state is.
-	reservedSteps int
-	finishing     bool
+	// finishing says this process is committing its move to a terminal
+	// state.
+	finishing bool
+}
+
+// refresh takes the execution's state from the store's copy r (nil: it
+// is gone from the store, pruned after it finished).
+func (e *Execution) refresh(r *store.Execution) {
+	if r == nil {
+		if e.Status == StatusRunning || e.Status == StatusPending {
+			e.Status = StatusCancelled
+		}
+		return
+	}
+	e.Status, e.Steps, e.StartedAt, e.FinishedAt, e.Reason = r.Status, r.Steps, r.StartedAt, r.FinishedAt, r.Reason
+}
+
+// finishedVerdict refuses a step on an execution that was finished (by
+// another process) after the check read it; r is the store's copy.
+func finishedVerdict(e *Execution, r *store.Execution) Verdict {
+	status := StatusCancelled
+	if r != nil {
+		status = r.Status
+	}
+	err := &aql.Error{Code: aql.CodeInvalidState,
+		Message: fmt.Sprintf("Execution '%s' is %s; a terminal execution cannot report steps", e.ID, status),
+		Details: map[string]any{"execution_id": e.ID, "status": status}}
+	d := evaluator.Directive{Enforced: true, Reason: err.Message,
+		Factors: []string{"execution: finished meanwhile (by another aqlguard process)"}}
+	return Verdict{Directive: d, Err: err}
 }
 
 // State is an execution's public state (spec 8.4.3).
@@ -139,7 +172,7 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Stat
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
 	// It exists, in memory too, once it is written.
 	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusRunning, StartedAt: g.now()}
-	if aerr := g.commitExecution(ctx, e, "execute_agent", "started"); aerr != nil {
+	if _, _, aerr := g.commitExecution(ctx, e, "execute_agent", "started", true); aerr != nil {
 		return State{}, aerr
 	}
 	g.executions[id] = e
@@ -149,10 +182,12 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Stat
 }
 
 // commitExecution writes next (an execution as it is to be: a copy
-// nobody else holds) with an audit record of its lifecycle, and the
-// changes queued for the next commit. g.mu is held on entry and return;
-// it is let go across the commit.
-func (g *Guard) commitExecution(ctx context.Context, next *Execution, op, result string) *aql.Error {
+// nobody else holds) with an audit record of its lifecycle. A change of
+// an existing execution (started false) is written only if the store
+// still holds it as running or pending; otherwise found is the store's
+// copy (nil if gone) and nothing is written. g.mu is held on entry and
+// return; it is let go across the commit.
+func (g *Guard) commitExecution(ctx context.Context, next *Execution, op, result string, started bool) (found *store.Execution, changed bool, aerr *aql.Error) {
 	e := next
 	rec := g.record("execution", e.Session)
 	rec.Operation, rec.Execution, rec.Preview, rec.Result = op, e.ID, e.ElementName, result
@@ -162,17 +197,29 @@ func (g *Guard) commitExecution(ctx context.Context, next *Execution, op, result
 	written := e.record(g.pol().Principal)
 	g.mu.Unlock()
 	err := g.commitState(ctx, func(tx *store.Tx) error {
+		changed = false
+		if !started {
+			cur, err := tx.Execution(e.ID)
+			if err != nil {
+				return err
+			}
+			if found = cur; cur == nil || cur.Status != StatusRunning && cur.Status != StatusPending {
+				return nil
+			}
+			written.Steps = cur.Steps // counted by whichever process reported them
+		}
 		if err := tx.PutExecution(written); err != nil {
 			return err
 		}
+		changed, found = true, &written
 		return tx.Append(rec)
 	})
 	g.mu.Lock()
 	if err != nil {
 		g.log().Error("recording an execution", "execution", e.ID, "err", err)
-		return stateUnavailable(err, "the execution was not changed")
+		return nil, false, stateUnavailable(err, "the execution was not changed")
 	}
-	return nil
+	return found, changed, nil
 }
 
 // recordRefusal audits a call refused by a block outside Check. Failing
@@ -191,43 +238,60 @@ func (e *Execution) record(principal string) store.Execution {
 		Status: e.Status, Steps: e.Steps, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Reason: e.Reason}
 }
 
-// find resolves an execution by id (in memory, or in the store: started
-// before a restart or by another process of this principal), or the
-// latest running one of the session with this element name. g.mu is held
-// on entry and return, and let go across the read.
+// find resolves an execution by id, or the latest one of the session
+// with this element name that is still running, and reads it from the
+// store (it may have been started before a restart, or reported on or
+// finished by another process of this principal). g.mu is held on entry
+// and return, and let go across the reads.
 func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *aql.Error) {
 	if id != "" {
-		if e, ok := g.executions[id]; ok {
-			return e, nil
-		}
-		var rec *store.Execution
-		var err error
-		g.unlocked(func() {
-			err = g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return })
-		})
-		if err != nil {
-			return nil, stateUnavailable(err, "the execution could not be read")
-		}
-		if e, ok := g.executions[id]; ok { // loaded meanwhile by another call
-			return e, nil
+		rec, aerr := g.readExecution(ctx, id)
+		if aerr != nil {
+			return nil, aerr
 		}
 		if rec == nil || rec.Principal != g.pol().Principal {
 			return nil, notFoundExecution(id)
 		}
-		e := &Execution{ID: rec.ID, ElementName: rec.ElementName, Session: rec.Session, Status: rec.Status,
-			Steps: rec.Steps, StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, Reason: rec.Reason}
-		g.executions[id] = e
-		g.order = append(g.order, e)
+		e, ok := g.executions[id]
+		if !ok {
+			e = &Execution{ID: rec.ID, ElementName: rec.ElementName, Session: rec.Session}
+			g.executions[id] = e
+			g.order = append(g.order, e)
+		}
+		e.refresh(rec)
 		return e, nil
 	}
 	for i := len(g.order) - 1; i >= 0; i-- {
-		if e := g.order[i]; e.Session == session && e.ElementName == element && e.Status == StatusRunning {
+		e := g.order[i]
+		if e.Session != session || e.ElementName != element || e.Status != StatusRunning {
+			continue
+		}
+		rec, aerr := g.readExecution(ctx, e.ID)
+		if aerr != nil {
+			return nil, aerr
+		}
+		e.refresh(rec)
+		if e.Status == StatusRunning {
 			return e, nil
 		}
 	}
 	return nil, &aql.Error{Code: aql.CodeNotFoundResource,
 		Message: fmt.Sprintf("Resource 'execution' not found: no running execution of '%s' in this session; call execute_agent first", element),
 		Details: map[string]any{"resource_type": "execution", "resource_id": element}}
+}
+
+// readExecution reads an execution from the store. g.mu is held on entry
+// and return, and let go across the read.
+func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution, *aql.Error) {
+	var rec *store.Execution
+	var err error
+	g.unlocked(func() {
+		err = g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return })
+	})
+	if err != nil {
+		return nil, stateUnavailable(err, "the execution could not be read")
+	}
+	return rec, nil
 }
 
 func notFoundExecution(id string) *aql.Error {
@@ -272,15 +336,18 @@ func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason
 // held on entry and return; it is let go across the commit, with e marked
 // as finishing so no other call finishes it meanwhile.
 func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *aql.Error {
-	next := *e
-	next.Status, next.FinishedAt, next.Reason = status, g.now(), reason
+	next := Execution{ID: e.ID, ElementName: e.ElementName, Session: e.Session, StartedAt: e.StartedAt,
+		Status: status, FinishedAt: g.now(), Reason: reason}
 	e.finishing = true
-	aerr := g.commitExecution(ctx, &next, op, status)
+	found, changed, aerr := g.commitExecution(ctx, &next, op, status, false)
 	e.finishing = false
 	if aerr != nil {
 		return aerr
 	}
-	e.Status, e.FinishedAt, e.Reason = next.Status, next.FinishedAt, next.Reason
+	e.refresh(found)
+	if !changed {
+		return terminal(e, "change state") // finished meanwhile, elsewhere
+	}
 	return nil
 }
 
@@ -325,7 +392,6 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Erro
 		g.mu.Unlock()
 		return nil, err
 	}
-	e.reservedSteps++ // counted, and written, with the step's decision
 	mode := g.pol().Loop
 	g.mu.Unlock()
 
@@ -394,6 +460,9 @@ func (g *Guard) EndSession(ctx context.Context, session string) {
 			continue
 		}
 		if aerr := g.finish(ctx, e, StatusCancelled, "the MCP session ended", "session_end"); aerr != nil {
+			if aerr.Code == aql.CodeInvalidState {
+				continue // finished meanwhile, by another process
+			}
 			g.log().Error("an execution of an ended session could not be cancelled", "execution", e.ID, "err", aerr.Message)
 			continue
 		}

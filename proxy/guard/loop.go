@@ -108,10 +108,10 @@ type Guard struct {
 	bg      context.Context
 	stop    context.CancelFunc
 
-	// beforeCommit, when set (by tests), runs before commitState's
-	// transaction: another process's write lands between a read and the
-	// commit that depends on it.
-	beforeCommit func()
+	// beforeCommit, when set (by tests), runs once, before the next
+	// commit's transaction: another process's write lands between a read
+	// and the commit that depends on it.
+	beforeCommit atomic.Pointer[func()]
 }
 
 // Action is one thing to check: a proxied call (Server set) or a reported

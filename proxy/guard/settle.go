@@ -40,8 +40,8 @@ type writes struct {
 	// check counted (reserved meanwhile), after a step-limit check-in
 	// when reset; failurePause the pause's new value, if it changes.
 	spentConfs []*Confirmation
-	// exec is the execution whose reported step this check is: its step
-	// count is written with the decision.
+	// exec is the execution whose reported step this check is: the
+	// commit counts the step in the store's copy, if it is still running.
 	exec         *Execution
 	steps        int
 	reset        bool
@@ -74,10 +74,6 @@ func (g *Guard) apply(w *writes) {
 	if w.pause != nil && g.reservedPause == w.pause {
 		g.reservedPause = nil
 	}
-	if e := w.exec; e != nil {
-		e.reservedSteps--
-		e.Steps++
-	}
 }
 
 // release drops the reservations of a check whose commit failed (or
@@ -90,10 +86,7 @@ func (g *Guard) release(w *writes) {
 	if w.pause != nil && g.reservedPause == w.pause {
 		g.reservedPause = nil
 	}
-	if w.exec != nil {
-		w.exec.reservedSteps--
-		w.exec = nil
-	}
+	w.exec = nil
 	if w.reportedFailure {
 		g.reportedFailures--
 		w.reportedFailure = false
@@ -271,9 +264,17 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		q = g.takeQueued()
 	}
 	spent := g.spentRecords(w)
-	execRec := g.stepRecord(w)
 	g.mu.Unlock()
 	blockedMeanwhile := false
+	// A reported step is counted in the execution as the store holds it,
+	// in this transaction: another process may have reported steps on it,
+	// or finished it, since this check read it. stepped is what the
+	// commit wrote (or, when finishedMeanwhile, found).
+	var stepped *store.Execution
+	finishedMeanwhile := false
+	if f := g.beforeCommit.Swap(nil); f != nil {
+		(*f)()
+	}
 	err := commit(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Block(g.pol().Principal)
 		if err != nil {
@@ -284,14 +285,34 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 			// the reissue goes ahead
 		case cur != nil && !blockedBy(v, cur):
 			blockedMeanwhile = true // nothing it reserved is used
-			spent, execRec = nil, nil
+			spent = nil
 			w.discard()
 			v = g.blockedVerdict(a, cur, "hard block: set meanwhile (by another aqlguard process)")
 		case cur == nil && w.replaces != "":
 			w.discard() // lifted meanwhile; this call is still refused
 		}
 		left = cur
-		if blockedMeanwhile {
+		if e := w.exec; e != nil && !blockedMeanwhile {
+			rec, err := tx.Execution(e.ID)
+			if err != nil {
+				return err
+			}
+			stepped = rec
+			if rec == nil || rec.Status != StatusRunning {
+				// Finished meanwhile: the step is refused as if it came
+				// after the finish, and decides nothing.
+				finishedMeanwhile = true
+				spent = nil
+				w.discard()
+				v = finishedVerdict(e, rec)
+			} else {
+				rec.Steps++
+				if err := tx.PutExecution(*rec); err != nil {
+					return err
+				}
+			}
+		}
+		if blockedMeanwhile || finishedMeanwhile {
 			// refused by the block: its approvals are not used
 		} else if why, err := g.spendsHold(tx, w); err != nil {
 			return err
@@ -311,11 +332,6 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 			}
 			left = w.block
 		}
-		if execRec != nil {
-			if err := tx.PutExecution(*execRec); err != nil {
-				return err
-			}
-		}
 		if err := q.write(tx, g.now()); err != nil {
 			return err
 		}
@@ -330,9 +346,12 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		g.mu.Unlock()
 		return g.notRecorded(a, w, err)
 	}
-	if blockedMeanwhile {
+	if blockedMeanwhile || finishedMeanwhile {
 		g.mu.Lock()
-		reported := w.reportedFailure
+		reported := w.reportedFailure && blockedMeanwhile
+		if e := w.exec; e != nil && finishedMeanwhile {
+			e.refresh(stepped)
+		}
 		g.release(w)
 		if reported {
 			g.failurePause = true // the report stands, whatever the block
@@ -340,6 +359,9 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		g.mu.Unlock()
 	}
 	g.mu.Lock()
+	if e := w.exec; e != nil && stepped != nil {
+		e.refresh(stepped)
+	}
 	g.apply(w)
 	// The commit read the block and wrote its own under the lock that
 	// raised the generation: that is the block at the raised generation,
@@ -413,18 +435,6 @@ func (g *Guard) spentRecords(w *writes) []store.Confirmation {
 		recs = append(recs, r)
 	}
 	return recs
-}
-
-// stepRecord is the execution whose reported step a check is, with the
-// step counted (and those in flight). g.mu is held.
-func (g *Guard) stepRecord(w *writes) *store.Execution {
-	e := w.exec
-	if e == nil {
-		return nil
-	}
-	r := e.record(g.pol().Principal)
-	r.Steps = e.Steps + e.reservedSteps
-	return &r
 }
 
 // spendsHold checks, in the transaction that spends them, that the
@@ -532,8 +542,8 @@ func (g *Guard) commitState(ctx context.Context, fn func(*store.Tx) error) error
 	g.mu.Lock()
 	q := g.takeQueued()
 	g.mu.Unlock()
-	if g.beforeCommit != nil {
-		g.beforeCommit()
+	if f := g.beforeCommit.Swap(nil); f != nil {
+		(*f)()
 	}
 	var left *store.Block
 	raised, err := g.Store.UpdateGen(ctx, func(tx *store.Tx) error {
