@@ -198,10 +198,19 @@ const (
 	txRead txMode = iota
 	txWrite
 	txReadAppend
+	// txCommit: Commit's read, then its changes (state.go).
+	txCommit
 )
 
 func (s *Store) do(ctx context.Context, mode txMode, fn func(*Tx) error, gen *uint64) error {
-	readOnly := mode != txWrite
+	return s.run(ctx, mode, fn, nil, gen)
+}
+
+// run runs one transaction: fn in the mode's transaction, or, for
+// txCommit, decide in a read-only one and the changes it returns in a
+// read-write one, both under the directory's exclusive lock.
+func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide func(View) (Changes, error), gen *uint64) error {
+	readOnly := mode == txRead || mode == txReadAppend
 	if s == nil {
 		return errors.New("no state database is configured")
 	}
@@ -221,6 +230,31 @@ func (s *Store) do(ctx context.Context, mode txMode, fn func(*Tx) error, gen *ui
 	var written int64 // the audit log position this transaction's records reach
 	txErr := func() error {
 		switch mode {
+		case txCommit:
+			// The directory's lock is exclusive: nothing changes the file
+			// until it is let go, so the snapshot decide read stays the
+			// state its changes are written over.
+			var c Changes
+			if err := db.View(func(btx *bolt.Tx) error {
+				var err error
+				c, err = decide(&Tx{tx: btx, s: s})
+				return err
+			}); err != nil {
+				return err
+			}
+			if !c.changesState() {
+				var err error
+				if gen != nil {
+					if *gen, err = s.gen.read(); err != nil {
+						return err
+					}
+				}
+				if len(c.Records) > 0 {
+					written, err = s.log.append(c.Records)
+				}
+				return err
+			}
+			fn = c.write
 		case txRead:
 			return db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
 		case txReadAppend:
