@@ -62,7 +62,7 @@ func TestReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	g := &guard.Guard{Policy: pol, Store: st}
+	g := &guard.Guard{Policy: pol, State: st}
 	sh := &Shared{Mode: ModeSemantic, Config: cfg, Guard: g}
 	rc := sh.RelayConfig()
 	sh.Reload(ctx, rc, func() (*policy.Config, error) { return nil, errors.New("line 3: bad") }, "test")

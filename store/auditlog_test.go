@@ -248,7 +248,9 @@ func TestGenerationMovesWithState(t *testing.T) {
 	defer other.Close()
 	g0, _ := other.Generation()
 	_ = s.View(ctx, func(tx *Tx) error { _, err := tx.Block("p"); return err })
-	_ = s.ViewAppend(ctx, func(tx *Tx) error { return tx.Append(Record{Time: t0, Kind: "decision", Principal: "p"}) })
+	_, _ = s.Commit(ctx, func(View) (Changes, error) {
+		return Changes{Records: []Record{{Time: t0, Kind: "decision", Principal: "p"}}}, nil
+	})
 	_ = s.Append(ctx, Record{Time: t0, Kind: "outcome", Principal: "p"})
 	if g, _ := other.Generation(); g != g0 {
 		t.Fatalf("generation moved from %d to %d without a state change", g0, g)

@@ -164,32 +164,15 @@ func (s *Store) Timeout() time.Duration { return s.timeout }
 
 // Update runs fn in a read-write transaction and commits it durably
 // (fsync) before returning. If fn returns an error nothing is written.
+// (The guard commits through Commit, state.go; Update serves the admin
+// commands, pins and tests.)
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
-	_, err := s.UpdateGen(ctx, fn)
-	return err
-}
-
-// UpdateGen is Update, and returns the state generation its commit
-// raised the state to. What fn read and wrote is the state at that
-// generation (the generation is raised under the same lock), so a caller
-// may cache it for as long as the generation stays there.
-func (s *Store) UpdateGen(ctx context.Context, fn func(*Tx) error) (uint64, error) {
-	var gen uint64
-	err := s.do(ctx, txWrite, fn, &gen)
-	return gen, err
+	return s.run(ctx, txWrite, fn, nil, nil)
 }
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
-	return s.do(ctx, txRead, fn, nil)
-}
-
-// ViewAppend runs fn in a read-only transaction in which it may Append
-// audit records: they are written to the log, in order with every other
-// process's, before the lock is let go. For a check that only reads
-// state and records its decision: no database commit, no fsync of it.
-func (s *Store) ViewAppend(ctx context.Context, fn func(*Tx) error) error {
-	return s.do(ctx, txReadAppend, fn, nil)
+	return s.run(ctx, txRead, fn, nil, nil)
 }
 
 type txMode int
@@ -197,20 +180,16 @@ type txMode int
 const (
 	txRead txMode = iota
 	txWrite
-	txReadAppend
 	// txCommit: Commit's read, then its changes (state.go).
 	txCommit
 )
 
-func (s *Store) do(ctx context.Context, mode txMode, fn func(*Tx) error, gen *uint64) error {
-	return s.run(ctx, mode, fn, nil, gen)
-}
-
 // run runs one transaction: fn in the mode's transaction, or, for
 // txCommit, decide in a read-only one and the changes it returns in a
-// read-write one, both under the directory's exclusive lock.
+// read-write one, both under the directory's exclusive lock. gen, when
+// set, receives the generation the state is at after it.
 func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide func(View) (Changes, error), gen *uint64) error {
-	readOnly := mode == txRead || mode == txReadAppend
+	readOnly := mode == txRead
 	if s == nil {
 		return errors.New("no state database is configured")
 	}
@@ -257,16 +236,6 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			fn = c.write
 		case txRead:
 			return db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
-		case txReadAppend:
-			return db.View(func(btx *bolt.Tx) error {
-				tx := &Tx{tx: btx, s: s}
-				if err := fn(tx); err != nil || len(tx.pending) == 0 {
-					return err
-				}
-				var err error
-				written, err = s.log.append(tx.pending)
-				return err
-			})
 		}
 		var pending int
 		err := db.Update(func(btx *bolt.Tx) error {

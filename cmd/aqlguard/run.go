@@ -109,6 +109,7 @@ type instance struct {
 	shared *proxy.Shared
 	relay  *relay.Config
 	log    *slog.Logger
+	store  *store.Store
 }
 
 // startInstance opens the state and builds what the sessions share. On
@@ -155,12 +156,12 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		Version: version(),
 	}
 	gd.Downstream = sh // each allowed call goes to its own session's server
-	return &instance{shared: sh, relay: sh.RelayConfig(), log: log}, 0
+	return &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st}, 0
 }
 
 func (in *instance) close() {
 	in.shared.Guard.Close()
-	_ = in.shared.Guard.Store.Close() // the audit log's last records fsync'd
+	_ = in.store.Close() // the audit log's last records fsync'd
 }
 
 // newGuard builds the guard and the channel to the human.
@@ -181,7 +182,7 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog
 	}
 	return &guard.Guard{
 		Policy:             pol,
-		Store:              st,
+		State:              st,
 		Process:            processName(),
 		Channel:            ch,
 		InlineWait:         cfg.Verify.InlineWait.Duration,

@@ -98,7 +98,7 @@ func TestAllowForSession(t *testing.T) {
 		t.Error("allow for this session offered for an argument-bound decision")
 	}
 	// Revoked: asks again.
-	if _, err := g.Store.RevokeApprovals(ctx, func(store.Approval) bool { return true }, "tester", time.Now()); err != nil {
+	if _, err := storeOf(g).RevokeApprovals(ctx, func(store.Approval) bool { return true }, "tester", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if v := g.Check(ctx, other); v.Proceed {
@@ -244,7 +244,7 @@ func TestSecretsAreRedactedEverywhere(t *testing.T) {
 		t.Fatal("expected a question")
 	}
 	var rec store.Record
-	if err := g.Store.View(ctx, func(tx *store.Tx) error {
+	if err := storeOf(g).View(ctx, func(tx *store.Tx) error {
 		return tx.Records(1, func(r store.Record, _ []byte) error {
 			if r.Kind == "decision" {
 				rec = r
@@ -268,7 +268,7 @@ func TestSecretsAreRedactedEverywhere(t *testing.T) {
 	if rec.ArgsSHA256 != Digest(a.Arguments) {
 		t.Error("the digest must cover the whole unredacted arguments")
 	}
-	raw, err := os.ReadFile(g.Store.Path())
+	raw, err := os.ReadFile(storeOf(g).Path())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func (g *Guard) takeTurn(ctx context.Context) (release func(), why string) {
 	case <-ctx.Done():
 		return nil, "confirmation: the question expired while the human was answering others"
 	}
-	unlock, err := g.Store.QuestionTurn(ctx, g.pol().Principal)
+	unlock, err := g.State.QuestionTurn(ctx, g.pol().Principal)
 	if err != nil {
 		<-g.turn
 		if ctx.Err() != nil {
@@ -160,7 +160,7 @@ func (g *Guard) ask(ctx context.Context, req verify.Request) (verify.Answer, str
 	// Answered meanwhile through the other process (confirm_operation
 	// there)? Then do not ask twice.
 	var cur *store.Confirmation
-	if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { cur, err = tx.Confirmation(req.Token); return }); err == nil && cur != nil {
+	if err := g.State.Load(ctx, func(st store.View) (err error) { cur, err = st.Confirmation(req.Token); return }); err == nil && cur != nil {
 		switch cur.Status {
 		case statusApproved:
 			return verify.Allow, ""
@@ -222,27 +222,25 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 	// approval), this answer is not written over it — an approval written
 	// again over its use would let it run a second call.
 	var settled *store.Confirmation
-	err := g.commitState(g.bg, func(tx *store.Tx) error {
+	err := g.commitState(g.bg, func(st store.View) (store.Changes, error) {
+		var ch store.Changes
 		settled = nil
-		cur, err := tx.Confirmation(c.Token)
+		cur, err := st.Confirmation(c.Token)
 		if err != nil {
-			return err
+			return ch, err
 		}
 		if cur != nil && cur.Status != statusPending {
 			settled = cur
-			return nil
+			return ch, nil
 		}
 		if answered.Status != statusPending {
-			if err := tx.PutConfirmation(answered); err != nil {
-				return err
-			}
+			ch.Confirmations = []store.Confirmation{answered}
 		}
 		if grant != nil {
-			if err := tx.PutApproval(*grant); err != nil {
-				return err
-			}
+			ch.Approvals = []store.Approval{*grant}
 		}
-		return tx.Append(rec)
+		ch.Records = []store.Record{rec}
+		return ch, nil
 	})
 	if err != nil {
 		// Not durable, so not granted (and not refused: ask again).

@@ -164,39 +164,38 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 	began := g.now()
 	var res *VerifyResult
 	var aerr *aql.Error
-	err := g.Store.Update(ctx, func(tx *store.Tx) error {
+	_, err := g.State.Commit(ctx, func(st store.View) (store.Changes, error) {
+		var c store.Changes
 		res, aerr = nil, nil
 		now := g.now()
-		fs, _, err := tx.Failures(g.pol().Principal)
+		fs, _, err := st.Failures(g.pol().Principal)
 		if err != nil {
-			return err
+			return c, err
 		}
-		st := verify.FailureState(fs)
+		budget := verify.FailureState(fs)
 		rec := g.record("verification", session)
 		rec.Time, rec.Operation, rec.ChallengeID = now, "verify_challenge", id
-		if ok, retry := st.Admit(now); !ok {
+		if ok, retry := budget.Admit(now); !ok {
 			secs := verify.RetryAfterSeconds(retry)
 			aerr = &aql.Error{Code: aql.CodeRateLimit,
 				Message: fmt.Sprintf("Too many failed verification attempts; retry after %d seconds", secs),
-				Details: map[string]any{"retry_after_seconds": secs, "violations": st.Violations}}
+				Details: map[string]any{"retry_after_seconds": secs, "violations": budget.Violations}}
 			rec.Decision, rec.Result = "refused", "rate_limited"
-			rec.Factors = []string{fmt.Sprintf("rate limit: violation %d, locked out until %s", st.Violations, st.LockedUntil.Format(time.RFC3339))}
+			rec.Factors = []string{fmt.Sprintf("rate limit: violation %d, locked out until %s", budget.Violations, budget.LockedUntil.Format(time.RFC3339))}
 		} else {
-			res, aerr, rec.Result = g.checkCode(tx, id, code, now)
+			res, aerr, rec.Result = g.checkCode(st, &c, id, code, now)
 			if aerr == nil {
-				st.Succeed()
+				budget.Succeed()
 				rec.Decision = "verified"
 			} else {
-				st.Fail(now)
+				budget.Fail(now)
 				rec.Decision = "failed"
 			}
 		}
-		if err := tx.PutFailures(g.pol().Principal, store.Failures(st)); err != nil {
-			return err
-		}
+		c.Failures = map[string]store.Failures{g.pol().Principal: store.Failures(budget)}
 		rec.DurationMS = ms(g.now().Sub(began))
-		err = tx.Append(rec)
-		return err
+		c.Records = []store.Record{rec}
+		return c, nil
 	})
 	if err != nil {
 		g.log().Error("state database unavailable; nothing was verified", "challenge", id, "err", err)
@@ -223,12 +222,12 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 }
 
 // checkCode checks the code against the stored challenge and, on success,
-// marks it used and lifts the block it belongs to. It returns the result
-// word for the audit record.
-func (g *Guard) checkCode(tx *store.Tx, id, code string, now time.Time) (*VerifyResult, *aql.Error, string) {
+// marks it used and lifts the block it belongs to (in c). It returns the
+// result word for the audit record.
+func (g *Guard) checkCode(st store.View, c *store.Changes, id, code string, now time.Time) (*VerifyResult, *aql.Error, string) {
 	notFound := &aql.Error{Code: aql.CodeNotFoundResource, Message: fmt.Sprintf("Resource 'challenge' not found: '%s'", id),
 		Details: map[string]any{"resource_type": "challenge", "resource_id": id}}
-	sc, err := tx.Challenge(id)
+	sc, err := st.Challenge(id)
 	if err != nil {
 		g.log().Error("reading a challenge", "challenge", id, "err", err)
 		return nil, aql.Internal("the challenge could not be read"), "damaged"
@@ -253,16 +252,14 @@ func (g *Guard) checkCode(tx *store.Tx, id, code string, now time.Time) (*Verify
 		return nil, &aql.Error{Code: aql.CodeVerifyFailed, Message: "Verification failed: the code does not match",
 			Details: map[string]any{"challenge_id": id}}, "wrong_code"
 	}
-	sc.Used, sc.UsedAt = true, now
-	if err := tx.PutChallenge(*sc); err != nil {
-		g.log().Error("writing a challenge", "challenge", id, "err", err)
-		return nil, aql.Internal("the challenge could not be written"), "damaged"
-	}
+	used := *sc
+	used.Used, used.UsedAt = true, now
+	c.Challenges = append(c.Challenges, used)
 	res := &VerifyResult{Verified: true, Challenge: id}
-	b, err := tx.Block(g.pol().Principal)
+	b, err := st.Block(g.pol().Principal)
 	if err == nil && b != nil && b.VerificationID == id {
-		err = tx.DeleteBlock(g.pol().Principal)
-		res.Unblocked = err == nil
+		c.Unblock = append(c.Unblock, g.pol().Principal)
+		res.Unblocked = true
 	}
 	if err != nil {
 		g.log().Error("lifting a block", "challenge", id, "err", err)
@@ -296,7 +293,7 @@ func (g *Guard) VerificationPending(ctx context.Context) bool {
 		return true
 	}
 	var b *store.Block
-	if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { b, err = tx.Block(g.pol().Principal); return }); err != nil {
+	if err := g.State.Load(ctx, func(st store.View) (err error) { b, err = st.Block(g.pol().Principal); return }); err != nil {
 		return true // cannot tell: keep the way out listed
 	}
 	return b != nil

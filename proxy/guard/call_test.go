@@ -52,7 +52,7 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = st.Close() })
 			g := &Guard{
-				Policy: &policy.Policy{Principal: "human-set", MaxSteps: 100}, Log: log, Store: st,
+				Policy: &policy.Policy{Principal: "human-set", MaxSteps: 100}, Log: log, State: st,
 				InlineWait: time.Millisecond, ConfirmTTL: time.Minute, ChallengeTTL: time.Minute,
 				Evaluate: func(_ *policy.Policy, s evaluator.Step) evaluator.Directive {
 					seen = append(seen, s)

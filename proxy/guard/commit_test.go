@@ -93,7 +93,7 @@ func TestNotStartedExecutionIsNotWritten(t *testing.T) {
 	if known != 1 {
 		t.Fatalf("%d executions in memory, want only %s", known, st.ExecutionID)
 	}
-	if err := g.Store.View(ctx, func(tx *store.Tx) error {
+	if err := storeOf(g).View(ctx, func(tx *store.Tx) error {
 		for _, id := range []string{st.ExecutionID} {
 			if e, err := tx.Execution(id); err != nil || e == nil {
 				return fmt.Errorf("the started execution %s is not written: %v", id, err)
@@ -193,7 +193,7 @@ func useInStore(t *testing.T, g *Guard, token string) {
 
 func setInStore(t *testing.T, g *Guard, token string, change func(*store.Confirmation)) {
 	t.Helper()
-	if err := g.Store.Update(context.Background(), func(tx *store.Tx) error {
+	if err := storeOf(g).Update(context.Background(), func(tx *store.Tx) error {
 		c, err := tx.Confirmation(token)
 		if err != nil || c == nil {
 			return fmt.Errorf("the question is not stored: %v", err)
@@ -208,7 +208,7 @@ func setInStore(t *testing.T, g *Guard, token string, change func(*store.Confirm
 func storedConfirmation(t *testing.T, g *Guard, token string) *store.Confirmation {
 	t.Helper()
 	var c *store.Confirmation
-	if err := g.Store.View(context.Background(), func(tx *store.Tx) (err error) { c, err = tx.Confirmation(token); return }); err != nil || c == nil {
+	if err := storeOf(g).View(context.Background(), func(tx *store.Tx) (err error) { c, err = tx.Confirmation(token); return }); err != nil || c == nil {
 		t.Fatalf("reading %s: %v", token, err)
 	}
 	return c
@@ -454,7 +454,7 @@ func TestAnswerDoesNotOverwriteAUse(t *testing.T) {
 		t.Fatalf("an answer to a question used elsewhere returned %v", answer)
 	}
 	var stored *store.Confirmation
-	if err := g.Store.View(ctx, func(tx *store.Tx) (err error) { stored, err = tx.Confirmation(v.Token); return }); err != nil {
+	if err := storeOf(g).View(ctx, func(tx *store.Tx) (err error) { stored, err = tx.Confirmation(v.Token); return }); err != nil {
 		t.Fatal(err)
 	}
 	if stored.Status != statusUsed {
@@ -475,7 +475,7 @@ type askedAbout struct {
 
 func (h *askedAbout) Ask(ctx context.Context, r verify.Request) (verify.Answer, error) {
 	var c *store.Confirmation
-	_ = h.g.Store.View(ctx, func(tx *store.Tx) (err error) { c, err = tx.Confirmation(r.Token); return })
+	_ = storeOf(h.g).View(ctx, func(tx *store.Tx) (err error) { c, err = tx.Confirmation(r.Token); return })
 	h.mu.Lock()
 	if c == nil {
 		h.status = append(h.status, "absent")
@@ -578,7 +578,7 @@ func TestExecutionFinishedElsewhere(t *testing.T) {
 				t.Fatalf("a step on an execution finished elsewhere: %+v %v", d, err)
 			}
 			var rec *store.Execution
-			if err := a.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return }); err != nil {
+			if err := storeOf(a).View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return }); err != nil {
 				t.Fatal(err)
 			}
 			if rec.Status != StatusCompleted || rec.Steps != 3 {

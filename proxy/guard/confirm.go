@@ -166,7 +166,7 @@ func (g *Guard) storedConfirmation(ctx context.Context, token string) (*store.Co
 	var rec *store.Confirmation
 	var err error
 	g.unlocked(func() {
-		err = g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Confirmation(token); return })
+		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = st.Confirmation(token); return })
 	})
 	if err != nil {
 		g.log().Error("reading a confirmation token", "token", token, "err", err)
@@ -295,12 +295,12 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 			spent := g.spentRecords(w)
 			g.mu.Unlock()
 			var why string
-			err := g.commitState(ctx, func(tx *store.Tx) error {
+			err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
 				var err error
-				if why, err = g.spendsHold(tx, w); err != nil || why != "" {
-					return err
+				if why, err = g.spendsHold(st, w); err != nil || why != "" {
+					return store.Changes{}, err
 				}
-				return putConfirmations(tx, spent)
+				return store.Changes{Confirmations: spent}, nil
 			})
 			g.mu.Lock()
 			if err != nil {

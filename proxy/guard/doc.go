@@ -7,7 +7,7 @@
 // evaluator, the principal's state and its step counter.
 //
 // A Guard is shaped like httputil.ReverseProxy: its collaborators are
-// fields — Store (state), Channel (the human), Downstream (where allowed
+// fields — State (the store), Channel (the human), Downstream (where allowed
 // calls go), Evaluate, Now, Log — and a nil one has a defined meaning
 // (documented on the field). One Guard serves every client session of a
 // process; Downstream routes a call to its own session's server.
@@ -29,6 +29,14 @@
 // state changes only once the commit succeeded. Commits of one process
 // copy what they write from memory in the order they commit
 // (Guard.commitMu), so an older copy never overwrites a newer one.
+//
+// The guard needs three things of the store, behind the State interface:
+// load a snapshot, commit the changes decided from one (a function of the
+// snapshot that returns what to write, which a backend with optimistic
+// transactions may run again), and append audit records; plus the
+// generation that says whether anything changed since. bbolt is one
+// backend (store.Store); a distributed one can replace it without the
+// guard changing.
 //
 // Durable state lives in the store: the hard block (read at every check,
 // so a block set by another process on the same state directory or before

@@ -77,8 +77,8 @@ func finishedVerdict(e *Execution, r *store.Execution) Verdict {
 	return Verdict{Directive: d, Err: err}
 }
 
-// State is an execution's public state (spec 8.4.3).
-type State struct {
+// ExecutionState is an execution's public state (spec 8.4.3).
+type ExecutionState struct {
 	ExecutionID string `json:"execution_id"`
 	ElementName string `json:"element_name"`
 	Status      string `json:"status"`
@@ -88,8 +88,8 @@ type State struct {
 	Reason      string `json:"reason,omitempty"`
 }
 
-func (e *Execution) state() State {
-	s := State{ExecutionID: e.ID, ElementName: e.ElementName, Status: e.Status, Steps: e.Steps, Reason: e.Reason}
+func (e *Execution) state() ExecutionState {
+	s := ExecutionState{ExecutionID: e.ID, ElementName: e.ElementName, Status: e.Status, Steps: e.Steps, Reason: e.Reason}
 	if !e.StartedAt.IsZero() {
 		s.StartedAt = e.StartedAt.Format(time.RFC3339)
 	}
@@ -152,28 +152,28 @@ func newExecutionID() (string, error) {
 // ExecuteAgent starts a monitored execution. A hard-blocked principal
 // cannot start one: a new execution never escapes a block. The execution
 // and its audit record are durable before it is returned.
-func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (State, *aql.Error) {
+func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (ExecutionState, *aql.Error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
 	b, err := g.sync(ctx)
 	if err != nil {
-		return State{}, stateUnavailable(err, "no execution was started")
+		return ExecutionState{}, stateUnavailable(err, "no execution was started")
 	}
 	if b != nil {
 		g.unlocked(func() { g.recordRefusal(ctx, session, "execute_agent", b) })
-		return State{}, g.blockedError("execute_agent", b)
+		return ExecutionState{}, g.blockedError("execute_agent", b)
 	}
 	id, err := newExecutionID()
 	if err != nil {
 		g.log().Error("creating an execution id", "err", err)
-		return State{}, aql.Internal("the execution could not be created")
+		return ExecutionState{}, aql.Internal("the execution could not be created")
 	}
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
 	// It exists, in memory too, once it is written.
 	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusRunning, StartedAt: g.now()}
 	if _, _, aerr := g.commitExecution(ctx, e, "execute_agent", "started", true); aerr != nil {
-		return State{}, aerr
+		return ExecutionState{}, aerr
 	}
 	g.executions[id] = e
 	g.order = append(g.order, e)
@@ -196,23 +196,21 @@ func (g *Guard) commitExecution(ctx context.Context, next *Execution, op, result
 	}
 	written := e.record(g.pol().Principal)
 	g.mu.Unlock()
-	err := g.commitState(ctx, func(tx *store.Tx) error {
-		changed = false
+	err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
+		changed, found = false, nil
+		next := written
 		if !started {
-			cur, err := tx.Execution(e.ID)
+			cur, err := st.Execution(e.ID)
 			if err != nil {
-				return err
+				return store.Changes{}, err
 			}
 			if found = cur; cur == nil || cur.Status != StatusRunning && cur.Status != StatusPending {
-				return nil
+				return store.Changes{}, nil
 			}
-			written.Steps = cur.Steps // counted by whichever process reported them
+			next.Steps = cur.Steps // counted by whichever process reported them
 		}
-		if err := tx.PutExecution(written); err != nil {
-			return err
-		}
-		changed, found = true, &written
-		return tx.Append(rec)
+		changed, found = true, &next
+		return store.Changes{Executions: []store.Execution{next}, Records: []store.Record{rec}}, nil
 	})
 	g.mu.Lock()
 	if err != nil {
@@ -228,7 +226,7 @@ func (g *Guard) recordRefusal(ctx context.Context, session, op string, b *store.
 	rec := g.record("decision", session)
 	rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = op, "block", "danger_zone", b.VerificationID
 	rec.Result, rec.Factors = string(aql.CodeAgentBlocked), []string{"hard block: " + b.Reason}
-	if err := g.Store.Append(ctx, rec); err != nil {
+	if err := g.State.Append(ctx, rec); err != nil {
 		g.log().Error("recording a refusal", "operation", op, "err", err)
 	}
 }
@@ -286,7 +284,7 @@ func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution,
 	var rec *store.Execution
 	var err error
 	g.unlocked(func() {
-		err = g.Store.View(ctx, func(tx *store.Tx) (err error) { rec, err = tx.Execution(id); return })
+		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = st.Execution(id); return })
 	})
 	if err != nil {
 		return nil, stateUnavailable(err, "the execution could not be read")
@@ -306,19 +304,19 @@ func terminal(e *Execution, op string) *aql.Error {
 }
 
 // Finish moves a running execution to completed or cancelled.
-func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (State, *aql.Error) {
+func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (ExecutionState, *aql.Error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
 	e, err := g.find(ctx, session, id, element)
 	if err != nil {
-		return State{}, err
+		return ExecutionState{}, err
 	}
 	if e.Status != StatusRunning && e.Status != StatusPending {
-		return State{}, terminal(e, "change state")
+		return ExecutionState{}, terminal(e, "change state")
 	}
 	if e.finishing {
-		return State{}, &aql.Error{Code: aql.CodeInvalidState, Message: fmt.Sprintf("Execution '%s' is being finished already", e.ID),
+		return ExecutionState{}, &aql.Error{Code: aql.CodeInvalidState, Message: fmt.Sprintf("Execution '%s' is being finished already", e.ID),
 			Details: map[string]any{"execution_id": e.ID, "status": e.Status}}
 	}
 	op := "complete_execution"
@@ -326,7 +324,7 @@ func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason
 		op = "abort_execution"
 	}
 	if aerr := g.finish(ctx, e, status, reason, op); aerr != nil {
-		return State{}, aerr
+		return ExecutionState{}, aerr
 	}
 	g.log().Info("execution finished", "execution", e.ID, "status", status, "reason", reason)
 	return e.state(), nil

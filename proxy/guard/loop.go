@@ -22,11 +22,11 @@ type Guard struct {
 	// CurrentPolicy reads it.
 	Policy  *policy.Policy
 	current atomic.Pointer[policy.Policy]
-	// Store keeps what must outlive the process and what two processes
+	// State keeps what must outlive the process and what two processes
 	// on one state directory share: blocks, challenges, failure state,
-	// confirmations, executions and the audit log. It is required: without
-	// it every check fails closed.
-	Store *store.Store
+	// confirmations, approvals, executions and the audit log. It is
+	// required: without it every check fails closed.
+	State State
 	// Process names this process in audit records.
 	Process string
 	// Channel reaches the human; nil means no channel, so nothing can be
@@ -113,6 +113,36 @@ type Guard struct {
 	// and the commit that depends on it.
 	beforeCommit atomic.Pointer[func()]
 }
+
+// State is the guard's durable memory, *store.Store on bbolt: the guard
+// loads snapshots, commits the changes it decided from one, and appends
+// audit records, and needs nothing else of it, so a distributed backend
+// can take bbolt's place without the guard changing (store/state.go).
+type State interface {
+	// Generation moves whenever any process commits a state change: what
+	// was loaded at a generation holds while it stays.
+	Generation() (uint64, error)
+	// Load runs read on a consistent snapshot.
+	Load(ctx context.Context, read func(store.View) error) error
+	// Commit writes, in one durable transaction, the changes decide makes
+	// of a snapshot, and returns the generation the state is at after it.
+	// decide may run more than once and must change nothing outside its
+	// result.
+	Commit(ctx context.Context, decide func(store.View) (store.Changes, error)) (uint64, error)
+	// Append writes an audit record that changes no state; AppendIf
+	// writes records only while the generation is still gen, and reports
+	// whether it did.
+	Append(ctx context.Context, r store.Record) error
+	AppendIf(ctx context.Context, gen uint64, recs ...store.Record) (bool, error)
+	// QuestionTurn waits for the principal's turn to put a question to
+	// the human, across the processes sharing the state; the returned
+	// function ends the turn.
+	QuestionTurn(ctx context.Context, principal string) (func(), error)
+	// AuditKey keys the digests that stand for secrets in records.
+	AuditKey() []byte
+}
+
+var _ State = (*store.Store)(nil)
 
 // Action is one thing to check: a proxied call (Server set) or a reported
 // step (Execution set).
@@ -481,13 +511,13 @@ func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFact
 	var stored []store.Confirmation
 	var err error
 	g.unlocked(func() {
-		err = g.Store.View(ctx, func(tx *store.Tx) error {
+		err = g.State.Load(ctx, func(st store.View) error {
 			if wantApprovals {
-				if approvals, err = tx.Approvals(); err != nil {
+				if approvals, err = st.Approvals(); err != nil {
 					return err
 				}
 			}
-			stored, err = tx.Confirmations(principal, "")
+			stored, err = st.Confirmations(principal, "")
 			return err
 		})
 	})
@@ -593,21 +623,21 @@ func (g *Guard) openQuestion(ctx context.Context, c *Confirmation, session strin
 	b := binding{kind: c.Kind, server: c.Server, operation: c.Operation, digest: c.Digest}
 	now := g.now()
 	var joined *Confirmation
-	err := g.commitState(ctx, func(tx *store.Tx) error {
+	err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
 		joined = nil
-		pending, err := tx.Confirmations(c.Principal, statusPending)
+		pending, err := st.Confirmations(c.Principal, statusPending)
 		if err != nil {
-			return err
+			return store.Changes{}, err
 		}
 		for _, r := range pending {
 			if now.Before(r.ExpiresAt) && (r.Kind != kindAction || r.Session == session) {
 				if o := confirmationFrom(r); o.matches(b, c.Principal, c.PolicyVersion) {
 					joined = o
-					return nil
+					return store.Changes{}, nil
 				}
 			}
 		}
-		return tx.PutConfirmation(c.record())
+		return store.Changes{Confirmations: []store.Confirmation{c.record()}}, nil
 	})
 	if err != nil {
 		return nil, err

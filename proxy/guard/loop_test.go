@@ -78,7 +78,7 @@ func newGuardWith(t testing.TB, doc string, h verify.Channel, dir string, o stor
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Guard{Policy: p, Store: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
+	g := &Guard{Policy: p, State: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
 		ConfirmTTL: 5 * time.Minute, ChallengeTTL: 5 * time.Minute,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	// Before the directory goes: a question still being asked must not
@@ -92,12 +92,12 @@ func newGuardWith(t testing.TB, doc string, h verify.Channel, dir string, o stor
 // handle), closed with l before the directory goes.
 func onStoreOf(t testing.TB, g, other *Guard, o store.Options) {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Dir(other.Store.Path()), o)
+	st, err := store.Open(context.Background(), filepath.Dir(storeOf(other).Path()), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(); _ = st.Close() })
-	g.Store = st
+	g.State = st
 }
 
 const testPolicy = `
@@ -429,3 +429,7 @@ func TestTwoLoopsShareTheStore(t *testing.T) {
 		t.Errorf("an allow settled after a block: %+v", got)
 	}
 }
+
+// storeOf is the bbolt store behind g, for tests that read or write it
+// as another process would.
+func storeOf(g *Guard) *store.Store { return g.State.(*store.Store) }

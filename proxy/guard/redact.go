@@ -42,10 +42,10 @@ func (g *Guard) redactorFor(a Action) *redactor {
 }
 
 func (g *Guard) auditKey() []byte {
-	if g.Store == nil {
+	if g.State == nil {
 		return nil
 	}
-	return g.Store.AuditKey()
+	return g.State.AuditKey()
 }
 
 // redact returns a copy of args with every secret replaced by its keyed

@@ -127,7 +127,7 @@ func (g *Guard) sync(ctx context.Context) (*store.Block, error) {
 	// instead of opening the database on every call.
 	var gen uint64
 	var err error
-	g.unlocked(func() { gen, err = g.Store.Generation() })
+	g.unlocked(func() { gen, err = g.State.Generation() })
 	if err != nil {
 		return nil, err
 	}
@@ -139,14 +139,14 @@ func (g *Guard) sync(ctx context.Context) (*store.Block, error) {
 	var pauseUsed bool
 	pause := g.verifyPause
 	g.unlocked(func() {
-		err = g.Store.View(ctx, func(tx *store.Tx) error {
+		err = g.State.Load(ctx, func(st store.View) error {
 			var err error
-			if b, err = tx.Block(g.pol().Principal); err != nil {
+			if b, err = st.Block(g.pol().Principal); err != nil {
 				return err
 			}
 			if pause != nil {
 				// verified through another process?
-				c, err := tx.Challenge(pause.ID)
+				c, err := st.Challenge(pause.ID)
 				pauseUsed = err == nil && c != nil && c.Used
 				return err
 			}
@@ -219,7 +219,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	g.mu.Unlock()
 	if appendOnly {
 		rec := g.decisionRecord(a, v, began)
-		appended, err := g.Store.AppendIf(ctx, gen, rec)
+		appended, err := g.State.AppendIf(ctx, gen, rec)
 		if err == nil && !appended {
 			// The generation moved since the check read it. If only to
 			// where this process's cache has followed it (its own commit,
@@ -230,7 +230,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 			retry := g.synced && next != gen && (cur == nil || blockedBy(v, cur))
 			g.mu.Unlock()
 			if retry {
-				appended, err = g.Store.AppendIf(ctx, next, rec)
+				appended, err = g.State.AppendIf(ctx, next, rec)
 			}
 		}
 		if err != nil {
@@ -244,15 +244,6 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 			return v
 		}
 	}
-	var raised uint64 // the generation a writing commit raised the state to
-	commit := g.Store.ViewAppend
-	if writing {
-		commit = func(ctx context.Context, fn func(*store.Tx) error) (err error) {
-			raised, err = g.Store.UpdateGen(ctx, fn)
-			return err
-		}
-	}
-	var left *store.Block // the block the commit left
 	// Commits of this process take their copies of memory in the order
 	// they commit (commitMu), and no lock of the guard is taken inside a
 	// transaction: the store's lock is never waited for with g.mu held
@@ -265,79 +256,35 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	}
 	spent := g.spentRecords(w)
 	g.mu.Unlock()
-	blockedMeanwhile := false
-	// A reported step is counted in the execution as the store holds it,
-	// in this transaction: another process may have reported steps on it,
-	// or finished it, since this check read it. stepped is what the
-	// commit wrote (or, when finishedMeanwhile, found).
-	var stepped *store.Execution
-	finishedMeanwhile := false
 	if f := g.beforeCommit.Swap(nil); f != nil {
 		(*f)()
 	}
-	err := commit(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Block(g.pol().Principal)
+	// What the commit found decides what the check did; decide may run
+	// more than once (see store.Commit), so it starts from the verdict
+	// and the writes the check made each time and changes neither.
+	var found settled
+	gen, err := g.State.Commit(ctx, func(st store.View) (store.Changes, error) {
+		var c store.Changes
+		var err error
+		found, err = g.settleAgainst(st, a, v, w, spent, began)
 		if err != nil {
-			return err
+			return c, err
 		}
-		switch {
-		case cur != nil && w.replaces != "" && w.replaces == cur.VerificationID:
-			// the reissue goes ahead
-		case cur != nil && !blockedBy(v, cur):
-			blockedMeanwhile = true // nothing it reserved is used
-			spent = nil
-			w.discard()
-			v = g.blockedVerdict(a, cur, "hard block: set meanwhile (by another aqlguard process)")
-		case cur == nil && w.replaces != "":
-			w.discard() // lifted meanwhile; this call is still refused
-		}
-		left = cur
-		if e := w.exec; e != nil && !blockedMeanwhile {
-			rec, err := tx.Execution(e.ID)
-			if err != nil {
-				return err
+		c.Confirmations = found.spent
+		if found.keep {
+			if w.challenge != nil {
+				c.Challenges = append(c.Challenges, *w.challenge)
 			}
-			stepped = rec
-			if rec == nil || rec.Status != StatusRunning {
-				// Finished meanwhile: the step is refused as if it came
-				// after the finish, and decides nothing.
-				finishedMeanwhile = true
-				spent = nil
-				w.discard()
-				v = finishedVerdict(e, rec)
-			} else {
-				rec.Steps++
-				if err := tx.PutExecution(*rec); err != nil {
-					return err
-				}
+			if w.block != nil {
+				c.Blocks = append(c.Blocks, *w.block)
 			}
 		}
-		if blockedMeanwhile || finishedMeanwhile {
-			// refused by the block: its approvals are not used
-		} else if why, err := g.spendsHold(tx, w); err != nil {
-			return err
-		} else if why != "" {
-			v = usedMeanwhile(a, v, why) // and what the other process wrote stays
-		} else if err := putConfirmations(tx, spent); err != nil {
-			return err
+		if found.stepped != nil && !found.finishedMeanwhile {
+			c.Executions = append(c.Executions, *found.stepped)
 		}
-		if w.challenge != nil {
-			if err := tx.PutChallenge(*w.challenge); err != nil {
-				return err
-			}
-		}
-		if w.block != nil {
-			if err := tx.PutBlock(*w.block); err != nil {
-				return err
-			}
-			left = w.block
-		}
-		if err := q.write(tx, g.now()); err != nil {
-			return err
-		}
-		rec := g.decisionRecord(a, v, began)
-		v.argsDigest = rec.ArgsSHA256 // for the outcome record
-		return tx.Append(rec)
+		q.add(&c, g.now())
+		c.Records = []store.Record{found.record}
+		return c, nil
 	})
 	g.commitMu.Unlock()
 	if err != nil {
@@ -346,6 +293,13 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		g.mu.Unlock()
 		return g.notRecorded(a, w, err)
 	}
+	v = found.verdict
+	v.argsDigest = found.record.ArgsSHA256 // for the outcome record
+	if !found.keep {
+		w.discard()
+	}
+	left, stepped := found.left, found.stepped
+	blockedMeanwhile, finishedMeanwhile := found.blockedMeanwhile, found.finishedMeanwhile
 	if blockedMeanwhile || finishedMeanwhile {
 		g.mu.Lock()
 		reported := w.reportedFailure && blockedMeanwhile
@@ -363,15 +317,13 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		e.refresh(stepped)
 	}
 	g.apply(w)
-	// The commit read the block and wrote its own under the lock that
-	// raised the generation: that is the block at the raised generation,
-	// so the next call need not open the database to learn it. Whatever
+	// The commit read the block, and wrote its own, under the lock at the
+	// generation it returned: that is the block at that generation, so
+	// the next call need not open the database to learn it. Whatever
 	// the generation file says later decides only whether to read again
 	// (a rewound file makes the next call read: the database is the
 	// truth).
-	if writing {
-		g.cacheBlock(raised, left)
-	}
+	g.cacheBlock(gen, left)
 	if w.block != nil {
 		g.observe(w.block, a.Operation)
 		g.log().Warn("principal hard-blocked", "principal", g.pol().Principal, "reason", w.block.Reason,
@@ -401,12 +353,86 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		}
 		rec := g.record("challenge", a.Session)
 		rec.Operation, rec.Tier, rec.ChallengeID, rec.Factors, rec.Result = a.Operation, w.show.Tier, w.show.Challenge, []string{factor}, result
-		if err := g.Store.Append(ctx, rec); err != nil {
+		if err := g.State.Append(ctx, rec); err != nil {
 			// The decision (a refusal) is already recorded and stands.
 			g.log().Error("recording whether a code was shown", "challenge", w.show.Challenge, "err", err)
 		}
 	}
 	return v
+}
+
+// settled is what a check's commit found in the store, and the verdict
+// and record that follow from it.
+type settled struct {
+	verdict Verdict
+	record  store.Record
+	// left is the principal's block after the commit.
+	left *store.Block
+	// keep says the block and challenge the check made are written (not
+	// when a block set or lifted meanwhile made them moot).
+	keep bool
+	// spent are the approvals written as used.
+	spent []store.Confirmation
+	// stepped is the execution with the reported step counted (or, when
+	// finishedMeanwhile, as found).
+	stepped                             *store.Execution
+	blockedMeanwhile, finishedMeanwhile bool
+}
+
+// settleAgainst is the decision of a check against the state as the
+// commit reads it: a block set meanwhile by another process wins over
+// whatever the check decided; an execution finished meanwhile takes no
+// step; an approval used meanwhile runs nothing. It changes nothing but
+// its result.
+func (g *Guard) settleAgainst(st store.View, a Action, v Verdict, w *writes, spent []store.Confirmation, began time.Time) (settled, error) {
+	out := settled{verdict: v, keep: true}
+	cur, err := st.Block(g.pol().Principal)
+	if err != nil {
+		return out, err
+	}
+	switch {
+	case cur != nil && w.replaces != "" && w.replaces == cur.VerificationID:
+		// the reissue goes ahead
+	case cur != nil && !blockedBy(v, cur):
+		out.blockedMeanwhile, out.keep = true, false // nothing it reserved is used
+		out.verdict = g.blockedVerdict(a, cur, "hard block: set meanwhile (by another aqlguard process)")
+	case cur == nil && w.replaces != "":
+		out.keep = false // lifted meanwhile; this call is still refused
+	}
+	out.left = cur
+	if e := w.exec; e != nil && !out.blockedMeanwhile {
+		rec, err := st.Execution(e.ID)
+		if err != nil {
+			return out, err
+		}
+		out.stepped = rec
+		if rec == nil || rec.Status != StatusRunning {
+			// Finished meanwhile: the step is refused as if it came after
+			// the finish, and decides nothing.
+			out.finishedMeanwhile, out.keep = true, false
+			out.verdict = finishedVerdict(e, rec)
+		} else {
+			next := *rec
+			next.Steps++
+			out.stepped = &next
+		}
+	}
+	if !out.blockedMeanwhile && !out.finishedMeanwhile {
+		why, err := g.spendsHold(st, w)
+		if err != nil {
+			return out, err
+		}
+		if why != "" {
+			out.verdict = usedMeanwhile(a, out.verdict, why) // and what the other process wrote stays
+		} else {
+			out.spent = spent
+		}
+	}
+	if out.keep && w.block != nil {
+		out.left = w.block
+	}
+	out.record = g.decisionRecord(a, out.verdict, began)
+	return out, nil
 }
 
 // notRecorded is the refusal of an action whose decision could not be
@@ -441,10 +467,10 @@ func (g *Guard) spentRecords(w *writes) []store.Confirmation {
 // approvals a check used are approved in the store, unexpired and unused:
 // not used (or revoked) meanwhile by another process. It returns why not,
 // or "".
-func (g *Guard) spendsHold(tx *store.Tx, w *writes) (string, error) {
+func (g *Guard) spendsHold(st store.View, w *writes) (string, error) {
 	now := g.now()
 	for _, tok := range w.spent {
-		cur, err := tx.Confirmation(tok)
+		cur, err := st.Confirmation(tok)
 		if err != nil {
 			return "", err
 		}
@@ -460,7 +486,7 @@ func (g *Guard) spendsHold(tx *store.Tx, w *writes) (string, error) {
 		}
 	}
 	if w.approval != "" {
-		ap, err := tx.Approval(w.approval)
+		ap, err := st.Approval(w.approval)
 		if err != nil {
 			return "", err
 		}
@@ -517,14 +543,11 @@ func (g *Guard) takeQueued() queued {
 	return q
 }
 
-// write prunes, if q says so.
-func (q queued) write(tx *store.Tx, now time.Time) error {
+// add puts q's work in a commit's changes.
+func (q queued) add(c *store.Changes, now time.Time) {
 	if q.prune {
-		if _, err := tx.Prune(now.Add(-spentRetention)); err != nil {
-			return err
-		}
+		c.PruneBefore = now.Add(-spentRetention)
 	}
-	return nil
 }
 
 // restoreQueued gives a failed commit's work back to the next one. g.mu
@@ -535,9 +558,10 @@ func (g *Guard) restoreQueued(q queued) {
 	}
 }
 
-// commitState runs fn in a durable transaction together with the work
-// queued for the next commit. Called without g.mu; fn must not take it.
-func (g *Guard) commitState(ctx context.Context, fn func(*store.Tx) error) error {
+// commitState commits the changes decide makes of the state, together
+// with the work queued for the next commit. Called without g.mu; decide
+// must not take it, and may run more than once (see store.Commit).
+func (g *Guard) commitState(ctx context.Context, decide func(store.View) (store.Changes, error)) error {
 	g.commitMu.Lock()
 	g.mu.Lock()
 	q := g.takeQueued()
@@ -546,18 +570,16 @@ func (g *Guard) commitState(ctx context.Context, fn func(*store.Tx) error) error
 		(*f)()
 	}
 	var left *store.Block
-	raised, err := g.Store.UpdateGen(ctx, func(tx *store.Tx) error {
-		if err := q.write(tx, g.now()); err != nil {
-			return err
+	gen, err := g.State.Commit(ctx, func(st store.View) (store.Changes, error) {
+		c, err := decide(st)
+		if err != nil {
+			return c, err
 		}
-		if err := fn(tx); err != nil {
-			return err
-		}
-		// fn does not change the block: the one read here is the block at
-		// the generation this commit raises the state to (see settle).
-		var err error
-		left, err = tx.Block(g.pol().Principal)
-		return err
+		q.add(&c, g.now())
+		// decide does not change the block: the one read here is the
+		// block at the generation the commit returns (see settle).
+		left, err = st.Block(g.pol().Principal)
+		return c, err
 	})
 	g.commitMu.Unlock()
 	g.mu.Lock()
@@ -566,7 +588,7 @@ func (g *Guard) commitState(ctx context.Context, fn func(*store.Tx) error) error
 		g.restoreQueued(q)
 		return err
 	}
-	if g.cacheBlock(raised, left) {
+	if g.cacheBlock(gen, left) {
 		g.observe(left, "")
 	}
 	return nil
@@ -583,16 +605,6 @@ func (g *Guard) cacheBlock(gen uint64, b *store.Block) bool {
 	}
 	g.synced, g.syncedGen, g.syncedBlock = true, gen, b
 	return true
-}
-
-// putConfirmations writes confirmation records in tx.
-func putConfirmations(tx *store.Tx, recs []store.Confirmation) error {
-	for _, r := range recs {
-		if err := tx.PutConfirmation(r); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // decisionRecord is the audit record of one check.
@@ -659,7 +671,7 @@ func (g *Guard) Outcome(ctx context.Context, a Action, v Verdict, result string,
 	}
 	rec := g.record("outcome", a.Session)
 	rec.Server, rec.Operation, rec.ArgsSHA256, rec.Result, rec.DurationMS = a.Server, a.Operation, digest, result, ms(took)
-	err := g.Store.Append(ctx, rec)
+	err := g.State.Append(ctx, rec)
 	if err != nil {
 		return fmt.Errorf("recording the outcome of %s: %w", a.Operation, err)
 	}
