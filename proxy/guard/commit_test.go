@@ -590,3 +590,39 @@ func TestExecutionFinishedElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// TestQuestionsReadTheBlock: what humans said is read with the block, in
+// one snapshot. A block set by another process, with the generation file
+// rewound by the agent so that this process's cached "no block" seems
+// current, still refuses a gated call before any human is asked.
+func TestQuestionsReadTheBlock(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	g, dir := lockedGuard(t, h)
+	if !g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})).Proceed { // caches "no block"
+		t.Fatal("an allowed call was refused")
+	}
+	gen := filepath.Join(dir, store.GenerationFile)
+	before, err := os.ReadFile(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storeOf(g).Update(ctx, func(tx *store.Tx) error {
+		return tx.PutBlock(store.Block{Principal: "unit", Reason: "set elsewhere", VerificationID: "v-elsewhere",
+			BlockedAt: g.now(), ChallengeExpiresAt: g.now().Add(time.Hour)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gen, before, 0o600); err != nil { // the agent rewinds the generation
+		t.Fatal(err)
+	}
+	v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"}))
+	if v.Proceed || v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+		t.Fatalf("a gated call of a blocked principal: %+v", v)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.asked) != 0 {
+		t.Fatalf("a human was asked about a blocked principal's call: %+v", h.asked)
+	}
+}

@@ -42,6 +42,9 @@ type humanFacts struct {
 	open []*Confirmation
 	// spent are its used and denied ones.
 	spent []*Confirmation
+	// block is the principal's block in the same snapshot (nil: none):
+	// the check rules on it if one was set since it read the block.
+	block *store.Block
 }
 
 // rulingKind is what the guard does next with an action.

@@ -339,6 +339,11 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 				return g.unavailable(err, "the action is refused")
 			}
 			f.human = h
+			if h.block != nil {
+				// Blocked since the block was read: what humans said
+				// matters no more (decide rules on the block first).
+				blk, f.block = h.block, h.block
+			}
 			judged := r.directive // the same step: not evaluated twice
 			r = decide(f, func(evaluator.Step) evaluator.Directive { return judged })
 		}
@@ -501,7 +506,7 @@ func (g *Guard) pauseNow() *pause {
 // humanFacts reads what humans said that may bear on binding b, in the
 // store, where every process on the state directory writes it: standing
 // approvals (only when one could apply) and the principal's
-// confirmations. Whichever approval decide picks, settle checks in the
+// confirmations, with the block in the same snapshot. Whichever approval decide picks, settle checks in the
 // store, in the transaction that spends it, that nobody spent it first.
 // g.mu is held on entry and return, and let go across the read.
 func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFacts, error) {
@@ -509,9 +514,13 @@ func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFact
 	principal := g.pol().Principal
 	var approvals []store.Approval
 	var stored []store.Confirmation
+	var block *store.Block
 	var err error
 	g.unlocked(func() {
 		err = g.State.Load(ctx, func(st store.View) error {
+			if block, err = st.Block(principal); err != nil {
+				return err
+			}
 			if wantApprovals {
 				if approvals, err = st.Approvals(); err != nil {
 					return err
@@ -524,7 +533,7 @@ func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFact
 	if err != nil {
 		return nil, err
 	}
-	h := &humanFacts{approvals: approvals}
+	h := &humanFacts{approvals: approvals, block: block}
 	for _, r := range stored {
 		c := confirmationFrom(r)
 		switch {
