@@ -164,7 +164,7 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 	began := g.now()
 	var res *VerifyResult
 	var aerr *aql.Error
-	_, err := g.State.Commit(ctx, func(st store.View) (store.Changes, error) {
+	err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
 		var c store.Changes
 		res, aerr = nil, nil
 		now := g.now()

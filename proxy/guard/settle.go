@@ -244,26 +244,12 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 			return v
 		}
 	}
-	// Commits of this process take their copies of memory in the order
-	// they commit (commitMu), and no lock of the guard is taken inside a
-	// transaction: the store's lock is never waited for with g.mu held
-	// by a commit.
-	g.commitMu.Lock()
-	g.mu.Lock()
-	var q queued
-	if writing {
-		q = g.takeQueued()
-	}
-	spent := g.spentRecords(w)
-	g.mu.Unlock()
-	if f := g.beforeCommit.Swap(nil); f != nil {
-		(*f)()
-	}
 	// What the commit found decides what the check did; decide may run
 	// more than once (see store.Commit), so it starts from the verdict
 	// and the writes the check made each time and changes neither.
+	spent := g.spentRecords(w)
 	var found settled
-	gen, err := g.State.Commit(ctx, func(st store.View) (store.Changes, error) {
+	err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
 		var c store.Changes
 		var err error
 		found, err = g.settleAgainst(st, a, v, w, spent, began)
@@ -282,15 +268,10 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		if found.stepped != nil && !found.finishedMeanwhile {
 			c.Executions = append(c.Executions, *found.stepped)
 		}
-		q.add(&c, g.now())
 		c.Records = []store.Record{found.record}
 		return c, nil
 	})
-	g.commitMu.Unlock()
 	if err != nil {
-		g.mu.Lock()
-		g.restoreQueued(q)
-		g.mu.Unlock()
 		return g.notRecorded(a, w, err)
 	}
 	v = found.verdict
@@ -298,7 +279,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	if !found.keep {
 		w.discard()
 	}
-	left, stepped := found.left, found.stepped
+	stepped := found.stepped
 	blockedMeanwhile, finishedMeanwhile := found.blockedMeanwhile, found.finishedMeanwhile
 	if blockedMeanwhile || finishedMeanwhile {
 		g.mu.Lock()
@@ -317,13 +298,6 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		e.refresh(stepped)
 	}
 	g.apply(w)
-	// The commit read the block, and wrote its own, under the lock at the
-	// generation it returned: that is the block at that generation, so
-	// the next call need not open the database to learn it. Whatever
-	// the generation file says later decides only whether to read again
-	// (a rewound file makes the next call read: the database is the
-	// truth).
-	g.cacheBlock(gen, left)
 	if w.block != nil {
 		g.observe(w.block, a.Operation)
 		g.log().Warn("principal hard-blocked", "principal", g.pol().Principal, "reason", w.block.Reason,
@@ -366,8 +340,6 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 type settled struct {
 	verdict Verdict
 	record  store.Record
-	// left is the principal's block after the commit.
-	left *store.Block
 	// keep says the block and challenge the check made are written (not
 	// when a block set or lifted meanwhile made them moot).
 	keep bool
@@ -399,7 +371,6 @@ func (g *Guard) settleAgainst(st store.View, a Action, v Verdict, w *writes, spe
 	case cur == nil && w.replaces != "":
 		out.keep = false // lifted meanwhile; this call is still refused
 	}
-	out.left = cur
 	if e := w.exec; e != nil && !out.blockedMeanwhile {
 		rec, err := st.Execution(e.ID)
 		if err != nil {
@@ -428,9 +399,6 @@ func (g *Guard) settleAgainst(st store.View, a Action, v Verdict, w *writes, spe
 			out.spent = spent
 		}
 	}
-	if out.keep && w.block != nil {
-		out.left = w.block
-	}
 	out.record = g.decisionRecord(a, out.verdict, began)
 	return out, nil
 }
@@ -450,8 +418,7 @@ func blockedBy(v Verdict, b *store.Block) bool {
 	return v.Err != nil && v.Err.Code == aql.CodeAgentBlocked && v.VerificationID == b.VerificationID
 }
 
-// spentRecords are the approvals a check used, as used by it. g.mu is
-// held.
+// spentRecords are the approvals a check used, as used by it.
 func (g *Guard) spentRecords(w *writes) []store.Confirmation {
 	recs := make([]store.Confirmation, 0, len(w.spentConfs))
 	now := g.now()
@@ -559,8 +526,11 @@ func (g *Guard) restoreQueued(q queued) {
 }
 
 // commitState commits the changes decide makes of the state, together
-// with the work queued for the next commit. Called without g.mu; decide
-// must not take it, and may run more than once (see store.Commit).
+// with the work queued for the next commit: every commit of the guard
+// goes through here. Called without g.mu; decide must not take it, and
+// may run more than once (see store.Commit). Commits of this process are
+// ordered (commitMu), and no lock of the guard is taken inside a
+// transaction: the store's lock is never waited for with g.mu held.
 func (g *Guard) commitState(ctx context.Context, decide func(store.View) (store.Changes, error)) error {
 	g.commitMu.Lock()
 	g.mu.Lock()
@@ -576,9 +546,7 @@ func (g *Guard) commitState(ctx context.Context, decide func(store.View) (store.
 			return c, err
 		}
 		q.add(&c, g.now())
-		// decide does not change the block: the one read here is the
-		// block at the generation the commit returns (see settle).
-		left, err = st.Block(g.pol().Principal)
+		left, err = blockAfter(st, &c, g.pol().Principal)
 		return c, err
 	})
 	g.commitMu.Unlock()
@@ -588,10 +556,30 @@ func (g *Guard) commitState(ctx context.Context, decide func(store.View) (store.
 		g.restoreQueued(q)
 		return err
 	}
+	// The commit read the block, and wrote its own, under the lock at the
+	// generation it returned: that is the block at that generation, so
+	// the next call need not open the database to learn it. Whatever the
+	// generation file says later decides only whether to read again (a
+	// rewound file makes the next call read: the database is the truth).
 	if g.cacheBlock(gen, left) {
 		g.observe(left, "")
 	}
 	return nil
+}
+
+// blockAfter is principal's block once c is written over the snapshot.
+func blockAfter(st store.View, c *store.Changes, principal string) (*store.Block, error) {
+	for _, p := range c.Unblock {
+		if p == principal {
+			return nil, nil
+		}
+	}
+	for i := len(c.Blocks) - 1; i >= 0; i-- {
+		if c.Blocks[i].Principal == principal {
+			return &c.Blocks[i], nil
+		}
+	}
+	return st.Block(principal)
 }
 
 // cacheBlock remembers b as the principal's block at store generation
