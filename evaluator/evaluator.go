@@ -1,7 +1,6 @@
 package evaluator
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -51,10 +50,12 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 	// Stage 1: step limit.
 	if s.StepNumber > p.MaxSteps {
 		d.Decision, d.Stage, d.Reason = NeedsConfirm, StageStepLimit, "Step limit exceeded"
-		d.Factors = append(d.Factors, fmt.Sprintf("step limit: step %d exceeds max_autonomous_steps %d; a human must check in", s.StepNumber, p.MaxSteps))
+		d.Factors = append(d.Factors, "step limit: step "+strconv.Itoa(s.StepNumber)+" exceeds max_autonomous_steps "+
+			strconv.Itoa(p.MaxSteps)+"; a human must check in")
 		return
 	}
-	d.Factors = append(d.Factors, fmt.Sprintf("step limit: step %d of %d", s.StepNumber, p.MaxSteps))
+	// (Concatenation, not fmt: this runs for every call.)
+	d.Factors = append(d.Factors, "step limit: step "+strconv.Itoa(s.StepNumber)+" of "+strconv.Itoa(p.MaxSteps))
 
 	// Stage 2: previous outcome.
 	switch {
@@ -115,13 +116,13 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 	d.ArgumentBound = c.riskFromArguments
 	if score > p.Threshold {
 		d.Decision = NeedsConfirm
-		d.Reason = fmt.Sprintf("Risk %d (%s tier) needs a human under the %s risk tolerance, which lets calls up to %d through",
-			score, d.Tier, p.Tolerance, p.Threshold)
+		d.Reason = "Risk " + strconv.Itoa(score) + " (" + string(d.Tier) + " tier) needs a human under the " + p.Tolerance +
+			" risk tolerance, which lets calls up to " + strconv.Itoa(p.Threshold) + " through"
 		d.Factors = append(d.Factors, "risk tolerance: "+strconv.Itoa(score)+" > "+strconv.Itoa(p.Threshold)+" ("+p.Tolerance+")")
 		return
 	}
 	d.Continue, d.Decision = true, Allow
-	d.Reason = fmt.Sprintf("Risk %d is within the %s risk tolerance (%d)", score, p.Tolerance, p.Threshold)
+	d.Reason = "Risk " + strconv.Itoa(score) + " is within the " + p.Tolerance + " risk tolerance (" + strconv.Itoa(p.Threshold) + ")"
 	d.Factors = append(d.Factors, "risk tolerance: "+strconv.Itoa(score)+" <= "+strconv.Itoa(p.Threshold)+" ("+p.Tolerance+")")
 }
 

@@ -28,6 +28,28 @@ type call struct {
 	// sets is where this call's candidate sets are carved from: one
 	// allocation for deny's set and one for all the others.
 	sets []uint64
+	// values are the candidates of every list among the argument values,
+	// found in one pass over each (policy.ValueIndex); marked says they
+	// have been.
+	values []uint64
+	marked bool
+}
+
+// valueCandidates are list's candidates among c's argument values: nil
+// when the policy has no value index or the list is not in it.
+func (c *call) valueCandidates(ixs *policy.Indexes, list int) policy.Candidates {
+	if ixs.Values == nil || len(c.sub.Values) == 0 {
+		return nil
+	}
+	if !c.marked {
+		c.marked = true
+		set := c.newSet(ixs.Values.Words() * 64)
+		for i := range c.sub.Values {
+			ixs.Values.Mark(c.sub.Values[i].Text, set)
+		}
+		c.values = set
+	}
+	return ixs.Values.Of(c.values, list)
 }
 
 // newSet returns an empty candidate set for n patterns, carved from
@@ -217,7 +239,7 @@ func nextCandidate(cand policy.Candidates, i, n int) int {
 // match c: those whose literal occurs in one of its subjects, those
 // without a literal, and those read as command lines whose command name
 // can match one of its shell commands. nil (no index) means all of them.
-func (c *call) candidates(ix *policy.PatternIndex, byNames policy.Candidates, subjects bool) policy.Candidates {
+func (c *call) candidates(ixs *policy.Indexes, ix *policy.PatternIndex, list int, byNames policy.Candidates, subjects bool) policy.Candidates {
 	if ix == nil {
 		return nil
 	}
@@ -232,11 +254,17 @@ func (c *call) candidates(ix *policy.PatternIndex, byNames policy.Candidates, su
 		ix.Mark(c.sub.Hint, set)
 	}
 	if subjects {
-		for i := range c.sub.Values {
-			ix.Mark(c.sub.Values[i].Text, set)
-		}
+		or(set, c.valueCandidates(ixs, list))
 	}
 	return set
+}
+
+// or adds what from holds to set (of the same length; nothing if from
+// is nil).
+func or(set, from policy.Candidates) {
+	for i := range from {
+		set[i] |= from[i]
+	}
 }
 
 // markCommands adds the patterns read as command lines that can match
@@ -264,9 +292,7 @@ func (c *call) ruleCandidates(ixs *policy.Indexes) policy.Candidates {
 	vals := c.newSet(ixs.RuleValues.Len())
 	ixs.RuleValues.Always(vals)
 	c.markCommands(ixs.RuleValues, vals)
-	for i := range c.sub.Values {
-		ixs.RuleValues.Mark(c.sub.Values[i].Text, vals)
-	}
+	or(vals, c.valueCandidates(ixs, policy.ListRuleValues))
 	for i := range ops {
 		ops[i] &= vals[i]
 	}
@@ -332,7 +358,7 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 		byNames = *c.tool
 	}
 	if ixs != nil {
-		denyC = c.candidates(ixs.Deny, byNames.deny, true)
+		denyC = c.candidates(ixs, ixs.Deny, policy.ListDeny, byNames.deny, true)
 	}
 	for i := nextCandidate(denyC, 0, len(p.Deny)); i < len(p.Deny); i = nextCandidate(denyC, i+1, len(p.Deny)) {
 		pat := p.Deny[i]
@@ -382,7 +408,7 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 		}
 	}
 	if ixs != nil {
-		approveC = c.candidates(ixs.RequiresApproval, byNames.approve, true)
+		approveC = c.candidates(ixs, ixs.RequiresApproval, policy.ListRequiresApproval, byNames.approve, true)
 	}
 	for i := nextCandidate(approveC, 0, len(p.RequiresApproval)); i < len(p.RequiresApproval); i = nextCandidate(approveC, i+1, len(p.RequiresApproval)) {
 		pat := p.RequiresApproval[i]
@@ -407,7 +433,7 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 		return m, true
 	}
 	if ixs != nil {
-		autoC = c.candidates(ixs.AutoApprove, byNames.auto, false)
+		autoC = c.candidates(ixs, ixs.AutoApprove, -1, byNames.auto, false)
 	}
 	for i := nextCandidate(autoC, 0, len(p.AutoApprove)); i < len(p.AutoApprove); i = nextCandidate(autoC, i+1, len(p.AutoApprove)) {
 		pat := p.AutoApprove[i]

@@ -29,12 +29,16 @@ type literalIndex struct {
 	n      int   // positions
 	always []int // positions without a literal: candidates for every subject
 
-	// The automaton, over byte classes: a state's transition on a byte b
-	// is next[state*classes+class[b]].
-	class   [256]uint8
-	classes int
-	next    []int32
-	out     [][]int32 // state → the positions whose literal ends here
+	// The automaton, over byte classes. States are numbered so that those
+	// where a literal ends come last, from firstOut on, and a state is
+	// kept as its row in next (state*classes): matching a byte b is one
+	// lookup, next[row+class[b]], and one comparison says whether any
+	// literal ends there.
+	class    [256]uint8
+	classes  int
+	next     []int32
+	firstOut int32     // the row of the first state where a literal ends
+	out      [][]int32 // state → the positions whose literal ends here
 }
 
 // NewPatternIndex indexes pats (folded globs, as CompilePattern made
@@ -79,11 +83,14 @@ func (li *literalIndex) mark(subject string, set Candidates) {
 	if len(li.out) == 0 {
 		return
 	}
-	state := int32(0)
+	next, class, firstOut := li.next, &li.class, li.firstOut
+	row := int32(0)
 	for i := 0; i < len(subject); i++ {
-		state = li.next[int(state)*li.classes+int(li.class[subject[i]])]
-		for _, p := range li.out[state] {
-			set.Add(int(p))
+		row = next[row+int32(class[subject[i]])]
+		if row >= firstOut {
+			for _, p := range li.out[int(row)/li.classes] {
+				set.Add(int(p))
+			}
 		}
 	}
 }
@@ -227,6 +234,39 @@ func (li *literalIndex) build(n int, literal func(i int) (lit string, ok bool)) 
 			}
 		}
 	}
+	li.renumber()
+}
+
+// renumber puts the states where a literal ends after all others (the
+// root, which ends none, stays first) and turns every transition into
+// the target's row (see literalIndex).
+func (li *literalIndex) renumber() {
+	states := len(li.out)
+	order := make([]int32, 0, states) // new number → old
+	for s := range states {
+		if len(li.out[s]) == 0 {
+			order = append(order, int32(s))
+		}
+	}
+	first := len(order)
+	for s := range states {
+		if len(li.out[s]) > 0 {
+			order = append(order, int32(s))
+		}
+	}
+	renamed := make([]int32, states) // old number → new
+	for n, o := range order {
+		renamed[o] = int32(n)
+	}
+	next := make([]int32, len(li.next))
+	out := make([][]int32, states)
+	for n, o := range order {
+		out[n] = li.out[o]
+		for c := 0; c < li.classes; c++ {
+			next[n*li.classes+c] = renamed[li.next[int(o)*li.classes+c]] * int32(li.classes)
+		}
+	}
+	li.next, li.out, li.firstOut = next, out, int32(first*li.classes)
 }
 
 // requiredLiteral is the longest run of plain characters in a folded
@@ -287,8 +327,81 @@ type Indexes struct {
 	// RuleOperations indexes the rules' operation patterns, RuleValues
 	// their value patterns, both by rule position.
 	RuleOperations, RuleValues *PatternIndex
+	// Values finds the candidates of every indexed list among a call's
+	// argument values in one pass over each (nil: no list is indexed).
+	Values *ValueIndex
 	// Tools is the evaluator's per-tool memo.
 	Tools *ToolMemo
+}
+
+// The lists a ValueIndex covers.
+const (
+	ListDeny = iota
+	ListRuleValues
+	ListRequiresApproval
+	lists
+)
+
+// ValueIndex is one automaton over the literals of every indexed list's
+// patterns: an argument value is scanned once, not once per list. Its
+// candidate set holds each list's set at a word boundary of its own, so
+// a list's part of it is a slice (Of).
+type ValueIndex struct {
+	text  literalIndex
+	at    [lists]int // each list's first word in a set
+	words [lists]int // and its length in words (0: not indexed)
+	total int
+}
+
+func newValueIndex(ixs [lists]*PatternIndex, pats [lists][]Pattern) *ValueIndex {
+	vi := &ValueIndex{}
+	type pos struct{ list, i int }
+	var all []pos
+	for l, ix := range ixs {
+		if ix == nil {
+			continue
+		}
+		vi.at[l], vi.words[l] = vi.total, (ix.Len()+63)/64
+		vi.total += vi.words[l]
+		for i := range ix.Len() {
+			all = append(all, pos{l, i})
+		}
+	}
+	if vi.total == 0 {
+		return nil
+	}
+	// Positions are bit offsets into the combined set; those past the
+	// listed ones (padding to the word boundary) never get a literal.
+	byBit := make(map[int]pos, len(all))
+	for _, p := range all {
+		byBit[vi.at[p.list]*64+p.i] = p
+	}
+	vi.text.build(vi.total*64, func(bit int) (string, bool) {
+		p, ok := byBit[bit]
+		if !ok {
+			return "", false
+		}
+		if lit := requiredLiteral(pats[p.list][p.i].norm); lit != "" {
+			return lit, true
+		}
+		return "", false // always a candidate: the list's own index adds those
+	})
+	return vi
+}
+
+// Words is the length of a combined candidate set.
+func (vi *ValueIndex) Words() int { return vi.total }
+
+// Mark adds to set (of Words words) the candidates, in every list, whose
+// literal occurs in value (folded, as the patterns are).
+func (vi *ValueIndex) Mark(value string, set Candidates) { vi.text.mark(value, set) }
+
+// Of is list's part of a combined set, nil when the list has no index.
+func (vi *ValueIndex) Of(set Candidates, list int) Candidates {
+	if vi.words[list] == 0 {
+		return nil
+	}
+	return set[vi.at[list] : vi.at[list]+vi.words[list]]
 }
 
 func newIndexes(p *Policy) *Indexes {
@@ -303,8 +416,14 @@ func newIndexes(p *Policy) *Indexes {
 		}
 		return NewPatternIndex(pats)
 	}
-	return &Indexes{Deny: index(p.Deny), RequiresApproval: index(p.RequiresApproval),
+	ixs := &Indexes{Deny: index(p.Deny), RequiresApproval: index(p.RequiresApproval),
 		AutoApprove: index(p.AutoApprove), RuleOperations: index(ops), RuleValues: index(vals), Tools: &ToolMemo{}}
+	// auto_approve patterns are matched against names only (a value must
+	// not approve its own call), so their literals are not looked for in
+	// values.
+	ixs.Values = newValueIndex([lists]*PatternIndex{ixs.Deny, ixs.RuleValues, ixs.RequiresApproval},
+		[lists][]Pattern{p.Deny, vals, p.RequiresApproval})
+	return ixs
 }
 
 // ToolMemo keeps what the evaluator derives from a tool's names alone

@@ -35,7 +35,7 @@ func Fold(s string) string {
 	}
 	if isASCII(s) {
 		// ASCII is its own NFKC form, and lower-casing keeps it so.
-		return mapRunes(s)
+		return mapASCII(s)
 	}
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
@@ -120,22 +120,36 @@ func isASCII(s string) bool {
 
 // mapASCII is mapRunes for ASCII text, a byte at a time.
 func mapASCII(s string) string {
-	b := make([]byte, 0, len(s))
+	var b strings.Builder // one allocation: String does not copy
+	b.Grow(len(s))
 	pendingSpace := false
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c <= ' ' || c == 0x7f:
+		c := asciiFold[s[i]]
+		if c == ' ' {
 			pendingSpace = true
 			continue
-		case c >= 'A' && c <= 'Z':
-			c += 'a' - 'A'
 		}
-		if pendingSpace && len(b) > 0 {
-			b = append(b, ' ')
+		if pendingSpace && b.Len() > 0 {
+			b.WriteByte(' ')
 		}
 		pendingSpace = false
-		b = append(b, c)
+		b.WriteByte(c)
 	}
-	return string(b)
+	return b.String()
 }
+
+// asciiFold maps an ASCII byte to what mapRunes makes of it: upper case
+// to lower, white space and controls to ' ' (folded by the caller).
+var asciiFold = func() (t [utf8.RuneSelf]byte) {
+	for c := range t {
+		switch {
+		case c <= ' ' || c == 0x7f:
+			t[c] = ' '
+		case c >= 'A' && c <= 'Z':
+			t[c] = byte(c) + 'a' - 'A'
+		default:
+			t[c] = byte(c)
+		}
+	}
+	return t
+}()
