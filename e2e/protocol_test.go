@@ -201,3 +201,66 @@ func TestInvalidEncoding(t *testing.T) {
 		t.Errorf("proxy not serving after bad encoding: %v", resp)
 	}
 }
+
+// TestAnswersAfterStdinCloses: a client may close aqlguard's stdin right
+// after its last request (MCP's stdio shutdown; a script piping requests
+// in does): the requests already sent are answered, guarded calls
+// included, before aqlguard exits.
+func TestAnswersAfterStdinCloses(t *testing.T) {
+	if bins.aqlguardErr != nil {
+		t.Fatal(bins.aqlguardErr)
+	}
+	dir := t.TempDir()
+	cfg := dir + "/config.toml"
+	writeFile(t, cfg, renderConfig(t, strictTS, dir))
+	cmd := exec.Command(bins.aqlguard, "run", "--config", cfg)
+	cmd.Env = isolatedEnv(t, dir)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	send := func(s string) {
+		if _, err := io.WriteString(stdin, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`)
+	if !lines.Scan() || !strings.Contains(lines.Text(), `"id":1`) {
+		t.Fatalf("no answer to initialize: %q %v\n%s", lines.Text(), lines.Err(), stderr.String())
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_aql_execute","arguments":{"operation":"ts_echo","params":{"message":"last words"}}}}`)
+	stdin.Close()
+	got := map[string]string{}
+	for lines.Scan() {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(lines.Bytes(), &m) == nil && m.ID != nil {
+			got[string(m.ID)] = lines.Text()
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("aqlguard exited with %v\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("aqlguard did not exit after stdin closed\n%s", stderr.String())
+	}
+	if !strings.Contains(got["2"], `"tools"`) {
+		t.Errorf("tools/list: %q", got["2"])
+	}
+	if !strings.Contains(got["3"], "last words") {
+		t.Errorf("the guarded call: %q\n%s", got["3"], stderr.String())
+	}
+}

@@ -83,6 +83,9 @@ func serveStdio(g *globals, cfg *policy.Config, build func() (*policy.Config, er
 	}
 	defer in.close()
 	go in.watchConfig(ctx, build)
+	// A client that closes stdin right after its last request (a script
+	// piping requests in) gets the answers, as from the server itself.
+	in.relay.FinishOnEOF = true
 	conn := link.NewLineConn(stdin, stdout, nil)
 	if err := relay.Serve(ctx, conn, in.relay); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		in.log.Error("MCP session ended with an error", "err", err)

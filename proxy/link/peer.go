@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -50,6 +51,13 @@ type Peer struct {
 	// IDPrefix makes this peer's request ids its own ("a-1", "a-2", ...),
 	// so ids seen in logs say where they came from. Set before Start.
 	IDPrefix string
+	// FinishOnEOF says the end of the other side's input is a shutdown
+	// that still wants its answers, as MCP's stdio transport has it (the
+	// client closes the server's stdin, then waits for it to exit): the
+	// requests already received are served and answered before the Peer
+	// is done. Otherwise they are cancelled. Calls of ours waiting for an
+	// answer fail either way: none can come. Set before Start.
+	FinishOnEOF bool
 
 	nextID atomic.Int64
 
@@ -57,6 +65,10 @@ type Peer struct {
 	pending  map[string]chan *jsonrpc.Response // by request id (as a string)
 	incoming map[string]*incomingCall          // requests from the other side being served
 	closed   bool
+	// finishing: the other side's input ended and the requests it sent
+	// are being finished (FinishOnEOF); serving counts them.
+	finishing bool
+	serving   sync.WaitGroup
 
 	done     chan struct{}
 	closeErr error
@@ -127,6 +139,9 @@ func (p *Peer) read() {
 	for {
 		msg, err := p.conn.Read(ctx)
 		if err != nil {
+			if p.FinishOnEOF && errors.Is(err, io.EOF) {
+				p.finish()
+			}
 			p.shutdown(fmt.Errorf("reading: %w", err))
 			_ = p.conn.Close()
 			return
@@ -145,6 +160,19 @@ func (p *Peer) read() {
 			p.serve(m)
 		}
 	}
+}
+
+// finish serves out the requests the other side sent before its input
+// ended (see FinishOnEOF); a Close meanwhile cancels them.
+func (p *Peer) finish() {
+	p.mu.Lock()
+	p.finishing = true
+	for id, ch := range p.pending {
+		close(ch) // no answer can come
+		delete(p.pending, id)
+	}
+	p.mu.Unlock()
+	p.serving.Wait()
 }
 
 func (p *Peer) deliver(r *jsonrpc.Response) {
@@ -178,8 +206,10 @@ func (p *Peer) serve(req *jsonrpc.Request) {
 		return
 	}
 	p.incoming[key] = call
+	p.serving.Add(1)
 	p.mu.Unlock()
 	go func() {
+		defer p.serving.Done()
 		defer cancel()
 		result, err := p.handler.Request(ctx, req)
 		p.mu.Lock()
@@ -241,7 +271,7 @@ func (p *Peer) Call(ctx context.Context, method string, params json.RawMessage) 
 	key := idKey(id)
 	ch := make(chan *jsonrpc.Response, 1)
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.finishing {
 		p.mu.Unlock()
 		return nil, p.closedErr()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -147,5 +148,77 @@ func TestPeerCloseFailsPendingCalls(t *testing.T) {
 	}
 	if _, err := a.Call(context.Background(), "echo", nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Call after close = %v", err)
+	}
+}
+
+// endedInput is a connection whose other side sent msgs and then closed
+// its output (a client closing a stdio server's stdin); what is written
+// to it is kept.
+type endedInput struct {
+	mu      sync.Mutex
+	msgs    []jsonrpc.Message
+	written []jsonrpc.Message
+}
+
+func (c *endedInput) Read(context.Context) (jsonrpc.Message, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.msgs) == 0 {
+		return nil, io.EOF
+	}
+	m := c.msgs[0]
+	c.msgs = c.msgs[1:]
+	return m, nil
+}
+
+func (c *endedInput) Write(_ context.Context, m jsonrpc.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written = append(c.written, m)
+	return nil
+}
+
+func (c *endedInput) Close() error      { return nil }
+func (c *endedInput) SessionID() string { return "" }
+
+// slow answers after a while, so that the input has ended by then.
+type slow struct{ scripted }
+
+func (s *slow) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	select {
+	case <-time.After(50 * time.Millisecond):
+		return json.RawMessage(`{"done":true}`), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// With FinishOnEOF, requests received before the input ended are
+// answered before the Peer is done (MCP's stdio shutdown); without it
+// they are cancelled and nothing is written.
+func TestPeerFinishOnEOF(t *testing.T) {
+	for _, finish := range []bool{true, false} {
+		conn := &endedInput{}
+		for i := range 3 {
+			id, _ := jsonrpc.MakeID(float64(i + 1))
+			conn.msgs = append(conn.msgs, &jsonrpc.Request{ID: id, Method: "work"})
+		}
+		p := New(conn, &slow{}, nil)
+		p.FinishOnEOF = finish
+		p.Start()
+		select {
+		case <-p.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the peer is not done")
+		}
+		conn.mu.Lock()
+		n := len(conn.written)
+		conn.mu.Unlock()
+		if want := map[bool]int{true: 3, false: 0}[finish]; n != want {
+			t.Errorf("FinishOnEOF %v: %d answers written, want %d", finish, n, want)
+		}
+		if _, err := p.Call(context.Background(), "late", nil); err == nil {
+			t.Errorf("FinishOnEOF %v: a call after the input ended did not fail", finish)
+		}
 	}
 }

@@ -69,7 +69,11 @@ type Config struct {
 	Gate     Gate
 	// Restart restarts servers that die.
 	Restart bool
-	Log     *slog.Logger
+	// FinishOnEOF answers the requests a client sent before its input
+	// ended (MCP's stdio shutdown: the client closes stdin, then waits
+	// for the exit) instead of cancelling them; see link.Peer.
+	FinishOnEOF bool
+	Log         *slog.Logger
 
 	mu       sync.Mutex
 	reloaded []policy.Server
@@ -182,6 +186,7 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	s.routes.resources = map[string]string{}
 	s.client = link.New(conn, (*clientHandler)(s), s.log)
 	s.client.IDPrefix = "aqlguard-"
+	s.client.FinishOnEOF = cfg.FinishOnEOF
 	cfg.track(s, true)
 	defer cfg.track(s, false)
 	s.client.Start()
