@@ -99,22 +99,22 @@ func (c *call) computeRisk(p *policy.Policy) (int, []string) {
 		factors = append(factors, "risk: openWorldHint adds "+strconv.Itoa(openWorldBonus)+" ("+strconv.Itoa(score)+")")
 	}
 
-	names := c.names()
+	nr := c.nameRisk()
 	// A reassuring name must not talk a declared destructive tool, or a
 	// DELETE, down: names are chosen by whoever wrote the server.
 	if !destructive && cat != policy.Delete && score > safeNameCap {
-		if what, pat, ok := matchName(names, safeNames); ok {
+		if h := nr.safe; h.ok {
 			score = safeNameCap
-			factors = append(factors, "risk: "+what+" matches safe pattern "+pat+", capped at "+strconv.Itoa(score))
+			factors = append(factors, "risk: "+h.what+" matches safe pattern "+h.pat+", capped at "+strconv.Itoa(score))
 		}
 	}
-	if what, pat, ok := matchName(names, dangerousNames); ok {
+	if h := nr.dangerous; h.ok {
 		score = max(score, dangerousMin)
-		factors = append(factors, "risk: "+what+" matches dangerous pattern "+pat+", at least "+strconv.Itoa(dangerousMin))
+		factors = append(factors, "risk: "+h.what+" matches dangerous pattern "+h.pat+", at least "+strconv.Itoa(dangerousMin))
 	}
-	if what, pat, ok := matchName(names, forbiddenNames); ok {
+	if h := nr.forbidden; h.ok {
 		score = max(score, forbiddenMin)
-		factors = append(factors, "risk: "+what+" matches forbidden pattern "+pat+", at least "+strconv.Itoa(forbiddenMin))
+		factors = append(factors, "risk: "+h.what+" matches forbidden pattern "+h.pat+", at least "+strconv.Itoa(forbiddenMin))
 	}
 
 	if p != nil {
@@ -154,15 +154,42 @@ type name struct{ what, value string }
 // names are the identifiers the danger-level patterns apply to: the tool
 // name as the server spells it, snake-cased (deleteAllUsers ->
 // delete_all_users), and the operation name.
-func (c *call) names() []name {
-	if policy.IsReadSubject(c.s.Tool) {
+// nameHit is a name that matched one of the naming conventions.
+type nameHit struct {
+	what, pat string
+	ok        bool
+}
+
+// nameRisk is what the naming conventions say of a call's names: they
+// depend on the tool and operation names alone, so the per-tool memo
+// keeps them.
+type nameRisk struct{ safe, dangerous, forbidden nameHit }
+
+func nameRiskOf(s *Step) nameRisk {
+	names := namesForRisk(s)
+	hit := func(pats []string) nameHit {
+		what, pat, ok := matchName(names, pats)
+		return nameHit{what, pat, ok}
+	}
+	return nameRisk{hit(safeNames), hit(dangerousNames), hit(forbiddenNames)}
+}
+
+func (c *call) nameRisk() nameRisk {
+	if c.tool != nil {
+		return c.tool.nameRisk
+	}
+	return nameRiskOf(c.s)
+}
+
+func namesForRisk(s *Step) []name {
+	if policy.IsReadSubject(s.Tool) {
 		return nil // a URI or a prompt's name is not a tool name: no naming conventions apply
 	}
 	out := make([]name, 0, 2)
-	if t := policy.SnakeName(c.s.Tool); t != "" {
+	if t := policy.SnakeName(s.Tool); t != "" {
 		out = append(out, name{"tool name " + strconv.Quote(t), t})
 	}
-	if op := policy.SnakeName(c.s.Operation); op != "" && (len(out) == 0 || out[0].value != op) {
+	if op := policy.SnakeName(s.Operation); op != "" && (len(out) == 0 || out[0].value != op) {
 		out = append(out, name{"operation name " + strconv.Quote(op), op})
 	}
 	return out

@@ -14,6 +14,9 @@ type toolFacts struct {
 	// index (it is scanned in full).
 	deny, approve, auto, ruleOps policy.Candidates
 	ruleApplies                  []bool
+	// nameRisk is what the risk stage's naming conventions say of the
+	// names (safe, dangerous, forbidden).
+	nameRisk nameRisk
 }
 
 // factsFor returns the memoised facts of s's tool under p, or nil when p
@@ -23,11 +26,10 @@ func factsFor(p *policy.Policy, s *Step) *toolFacts {
 		return nil
 	}
 	ixs := p.Indexes()
-	key := s.Operation + "\x00" + s.Server + "\x00" + s.Tool
-	if v, ok := ixs.Tools.Load(key); ok {
+	if v, ok := ixs.Tools.Load(s.Operation, s.Server, s.Tool); ok {
 		return v.(*toolFacts)
 	}
-	f := &toolFacts{names: namesOf(*s)}
+	f := &toolFacts{names: namesOf(*s), nameRisk: nameRiskOf(s)}
 	mark := func(ix *policy.PatternIndex) policy.Candidates {
 		if ix == nil {
 			return nil
@@ -39,7 +41,7 @@ func factsFor(p *policy.Policy, s *Step) *toolFacts {
 	for i := range p.Rules {
 		f.ruleApplies[i] = p.Rules[i].AppliesTo(f.names)
 	}
-	return ixs.Tools.Store(key, f).(*toolFacts)
+	return ixs.Tools.Store(s.Operation, s.Server, s.Tool, f).(*toolFacts)
 }
 
 // markNames are ix's candidates for names: the patterns without a

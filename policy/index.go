@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 )
 
 // PatternIndex narrows a pattern list to the patterns that can match a
@@ -435,25 +434,48 @@ func newIndexes(p *Policy) *Indexes {
 // remembering and the evaluator derives the facts per call, as without a
 // memo. Safe for concurrent use.
 type ToolMemo struct {
-	m sync.Map
-	n atomic.Int64
+	mu sync.RWMutex
+	m  map[string]any
 }
 
 // maxMemoTools bounds a ToolMemo.
 const maxMemoTools = 4096
 
-// Load returns what was stored for key.
-func (t *ToolMemo) Load(key string) (any, bool) { return t.m.Load(key) }
+// memoKey is a tool's key, built in buf (no allocation for the usual
+// names: a lookup costs no garbage).
+func memoKey(buf []byte, operation, server, tool string) []byte {
+	buf = append(buf, operation...)
+	buf = append(buf, 0)
+	buf = append(buf, server...)
+	buf = append(buf, 0)
+	return append(buf, tool...)
+}
 
-// Store remembers v for key unless the memo is full; it returns the value
-// to use (the one stored first, if two calls raced).
-func (t *ToolMemo) Store(key string, v any) any {
-	if t.n.Load() >= maxMemoTools {
+// Load returns what was stored for the tool.
+func (t *ToolMemo) Load(operation, server, tool string) (any, bool) {
+	var buf [128]byte
+	k := memoKey(buf[:0], operation, server, tool)
+	t.mu.RLock()
+	v, ok := t.m[string(k)]
+	t.mu.RUnlock()
+	return v, ok
+}
+
+// Store remembers v for the tool unless the memo is full; it returns the
+// value to use (the one stored first, if two calls raced).
+func (t *ToolMemo) Store(operation, server, tool string, v any) any {
+	k := string(memoKey(nil, operation, server, tool))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.m[k]; ok {
+		return old
+	}
+	if len(t.m) >= maxMemoTools {
 		return v
 	}
-	actual, loaded := t.m.LoadOrStore(key, v)
-	if !loaded {
-		t.n.Add(1)
+	if t.m == nil {
+		t.m = map[string]any{}
 	}
-	return actual
+	t.m[k] = v
+	return v
 }
