@@ -69,6 +69,7 @@ type Peer struct {
 	// are being finished (FinishOnEOF); serving counts them.
 	finishing bool
 	serving   sync.WaitGroup
+	workers   workers
 
 	done     chan struct{}
 	closeErr error
@@ -128,6 +129,7 @@ func (p *Peer) shutdown(err error) {
 		for _, c := range p.incoming {
 			c.cancel()
 		}
+		p.workers.stop()
 		p.mu.Unlock()
 		close(p.done)
 	})
@@ -207,8 +209,7 @@ func (p *Peer) serve(req *jsonrpc.Request) {
 	}
 	p.incoming[key] = call
 	p.serving.Add(1)
-	p.mu.Unlock()
-	go func() {
+	p.workers.run(func() {
 		defer p.serving.Done()
 		defer cancel()
 		result, err := p.handler.Request(ctx, req)
@@ -220,7 +221,57 @@ func (p *Peer) serve(req *jsonrpc.Request) {
 			return // cancelled by the other side: no response (MCP cancellation)
 		}
 		p.respond(req.ID, result, err)
-	}()
+	})
+	p.mu.Unlock()
+}
+
+// workers run the handlers of incoming requests, each on a goroutine of
+// its own, as the Handler contract says. A goroutine that finished one is
+// kept for the next (up to maxIdleWorkers wait), so the stack it grew
+// serving one request is there for the next: a fresh goroutine starts
+// small and copies its stack as it grows, on every request. The zero
+// value is ready; run and stop are called with Peer.mu held.
+type workers struct {
+	jobs chan func()
+	idle atomic.Int32
+	done bool
+}
+
+const maxIdleWorkers = 4
+
+func (w *workers) run(f func()) {
+	if w.jobs == nil {
+		w.jobs = make(chan func())
+	}
+	select {
+	case w.jobs <- f: // an idle worker takes it
+	default:
+		go w.work(w.jobs, f)
+	}
+}
+
+func (w *workers) work(jobs chan func(), f func()) {
+	for {
+		f()
+		if w.idle.Add(1) > maxIdleWorkers {
+			w.idle.Add(-1)
+			return
+		}
+		var ok bool
+		f, ok = <-jobs
+		w.idle.Add(-1)
+		if !ok {
+			return
+		}
+	}
+}
+
+// stop lets the idle workers go.
+func (w *workers) stop() {
+	if !w.done && w.jobs != nil {
+		close(w.jobs)
+	}
+	w.done = true
 }
 
 func (p *Peer) respond(id jsonrpc.ID, result json.RawMessage, err error) {

@@ -222,3 +222,56 @@ func TestPeerFinishOnEOF(t *testing.T) {
 		}
 	}
 }
+
+// barrier answers once n requests are being served at the same time.
+type barrier struct {
+	scripted
+	n       int
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{}
+}
+
+func (b *barrier) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	b.mu.Lock()
+	if b.arrived++; b.arrived == b.n {
+		close(b.all)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.all:
+		return json.RawMessage(`{}`), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Every request is served on a goroutine of its own, also when workers
+// kept from earlier requests take them: twelve requests that each wait
+// for all the others finish, round after round.
+func TestPeerRequestsRunConcurrently(t *testing.T) {
+	ta, tb := mcp.NewInMemoryTransports()
+	ca, _ := ta.Connect(context.Background())
+	cb, _ := tb.Connect(context.Background())
+	b := &barrier{n: 12}
+	a, peer := New(ca, &scripted{}, nil), New(cb, b, nil)
+	a.Start()
+	peer.Start()
+	t.Cleanup(func() { a.Close(); peer.Close() })
+	for round := range 3 {
+		b.mu.Lock()
+		b.arrived, b.all = 0, make(chan struct{})
+		b.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var wg sync.WaitGroup
+		for range b.n {
+			wg.Go(func() {
+				if _, err := a.Call(ctx, "wait", nil); err != nil {
+					t.Errorf("round %d: %v", round, err)
+				}
+			})
+		}
+		wg.Wait()
+		cancel()
+	}
+}
