@@ -303,7 +303,7 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 	g.mu.Lock()
 	g.init()
-	blk, err := g.sync(ctx)
+	blk, err := g.blockForCheck(ctx)
 	if err != nil {
 		g.mu.Unlock()
 		return g.unavailable(err, "the action is refused")

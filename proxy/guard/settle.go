@@ -165,6 +165,23 @@ func (g *Guard) sync(ctx context.Context) (*store.Block, error) {
 	return b, nil
 }
 
+// blockForCheck is the block a check decides on. While this process
+// knows of no block and no verify pause, it is the cached "none", taken
+// without any I/O: the decision is only as good as the generation it was
+// read at, and every way a decision takes effect checks that generation
+// or reads the block again — an append only while the generation stands
+// (settle), a commit against the block it reads (settleAgainst), a
+// question with the block in its snapshot (humanFacts). A block set
+// elsewhere meanwhile is found there and wins. Otherwise (a block or a
+// pause known here, which another process may have lifted or used), it
+// is sync. g.mu is held on entry and return.
+func (g *Guard) blockForCheck(ctx context.Context) (*store.Block, error) {
+	if g.synced && g.syncedBlock == nil && g.verifyPause == nil && g.reservedPause == nil {
+		return nil, nil
+	}
+	return g.sync(ctx)
+}
+
 // unlocked runs f with g.mu let go: the store is never waited for with
 // g.mu held. g.mu is held on entry and return.
 func (g *Guard) unlocked(f func()) {
