@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -208,7 +209,7 @@ func (c *streamableConn) take(data []byte, call *jsonrpc.Request) {
 		}
 		return
 	}
-	m, err := jsonrpc.DecodeMessage(data)
+	m, err := link.DecodeMessage(data)
 	if err != nil {
 		return
 	}
@@ -262,7 +263,7 @@ func (c *streamableConn) readEvents(body io.Reader, call *jsonrpc.Request) {
 }
 
 func isAnswerTo(data []byte, id jsonrpc.ID) bool {
-	m, err := jsonrpc.DecodeMessage(data)
+	m, err := link.DecodeMessage(data)
 	if err != nil {
 		return false
 	}

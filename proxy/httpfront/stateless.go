@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -52,7 +53,7 @@ func isModernPost(r *http.Request, body []byte) bool {
 
 // serveStateless answers one 2026-07-28 POST.
 func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []byte) {
-	msg, err := jsonrpc.DecodeMessage(body)
+	msg, err := link.DecodeMessage(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not one JSON-RPC message: " + err.Error()})
 		return

@@ -137,7 +137,7 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	line := bytes.TrimSpace(in.line)
 	if len(line) == 0 || line[0] != '[' {
-		return decodeMessage(line)
+		return DecodeMessage(line)
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(line, &raws); err != nil {
@@ -149,7 +149,7 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	batch := &lineBatch{unresolved: map[jsonrpc.ID]int{}}
 	for _, raw := range raws {
-		m, err := decodeMessage(raw)
+		m, err := DecodeMessage(raw)
 		if err != nil {
 			return nil, err
 		}
@@ -182,11 +182,12 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msgs[0], nil
 }
 
-// decodeMessage reads one message as the go-sdk does
+// DecodeMessage reads one message as the go-sdk does
 // (jsonrpc.DecodeMessage): member names match exactly, "method" present
 // makes a request, a response needs an id. FuzzDecodeMessage holds the
-// two to the same results.
-func decodeMessage(data []byte) (jsonrpc.Message, error) {
+// two to the same results. Use it instead of the go-sdk's, which makes a
+// decoder with a fresh 32 KiB buffer for every message.
+func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)

@@ -31,12 +31,12 @@ func FuzzDecodeMessage(f *testing.F) {
 		if !json.Valid(data) {
 			// The go-sdk's Unmarshal ignores what follows a first value;
 			// its stdio transport refuses it, and so do we, earlier.
-			if _, err := decodeMessage(data); err == nil {
+			if _, err := DecodeMessage(data); err == nil {
 				t.Fatalf("%s is not one JSON value but was read as a message", data)
 			}
 			return
 		}
-		ours, oerr := decodeMessage(data)
+		ours, oerr := DecodeMessage(data)
 		theirs, terr := jsonrpc.DecodeMessage(data)
 		if (oerr == nil) != (terr == nil) {
 			t.Fatalf("%s: ours %v (%v), the go-sdk's %v (%v)", data, ours, oerr, theirs, terr)
