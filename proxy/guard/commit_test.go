@@ -626,3 +626,22 @@ func TestQuestionsReadTheBlock(t *testing.T) {
 		t.Fatalf("a human was asked about a blocked principal's call: %+v", h.asked)
 	}
 }
+
+// TestUnaskedQuestionSaysSo: when no human could be asked (no channel,
+// no display), CONFIRMATION_REQUIRED says so and why, rather than that a
+// window is waiting for them.
+func TestUnaskedQuestionSaysSo(t *testing.T) {
+	ctx := context.Background()
+	for _, transparent := range []bool{false, true} {
+		g := newGuard(t, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 100", 1), nil)
+		g.Transparent = transparent
+		v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"}))
+		if v.Confirmation == nil {
+			t.Fatalf("transparent %v: %+v", transparent, v)
+		}
+		msg := v.Confirmation.Message
+		if strings.Contains(msg, "window") || !strings.Contains(msg, "none could be asked") || !strings.Contains(msg, "no channel") {
+			t.Errorf("transparent %v: %q", transparent, msg)
+		}
+	}
+}

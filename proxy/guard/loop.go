@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -461,7 +462,7 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			d.Factors = append(d.Factors, why)
 			g.broadcast(g.notification("error", "A human could not be asked: "+why, map[string]any{"operation": a.Operation}, ""))
 		}
-		v := g.pending(a, c, d)
+		v := g.pending(a, c, d, why)
 		g.mu.Unlock()
 		return v
 	}
@@ -659,13 +660,20 @@ func (g *Guard) openQuestion(ctx context.Context, c *Confirmation, session strin
 
 // pending is the refusal of an action whose confirmation is still open:
 // CONFIRMATION_REQUIRED with the token, and the notification the spec
-// names for it.
-func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive) Verdict {
+// names for it. unasked says why no human could be asked ("": the
+// question is on their screen, or waiting for its turn).
+func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive, unasked string) Verdict {
 	reasons := append([]string{d.Reason}, d.Factors...)
 	expires := c.ExpiresAt.Format(time.RFC3339)
 	msg := fmt.Sprintf("A human must confirm this (%s). Call confirm_operation with the token to ask them again; "+
 		"then repeat the same call. The model cannot confirm it.", d.Reason)
-	if g.Transparent {
+	switch {
+	case unasked != "":
+		// Saying that a window is up when none could be shown would send
+		// the user looking for it.
+		msg = fmt.Sprintf("A human must confirm this (%s), but none could be asked (%s). "+
+			"The model cannot confirm it; the same call asks again.", d.Reason, strings.TrimPrefix(unasked, "confirmation: "))
+	case g.Transparent:
 		msg = fmt.Sprintf("A human must confirm this (%s). aqlguard asked them in a window of its own; "+
 			"repeat the same call, with the same arguments, to get their answer. The model cannot confirm it.", d.Reason)
 	}
