@@ -117,6 +117,25 @@ func TestErrorCodes(t *testing.T) {
 	}
 }
 
+// rawAqlguard starts `aqlguard run` on config with its stdio as pipes,
+// for tests that write what a Go MCP client would not (bytes, timing).
+func rawAqlguard(t *testing.T, config string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *syncBuffer) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := dir + "/config.toml"
+	writeFile(t, cfg, renderConfig(t, config, dir))
+	cmd := exec.Command(bins.aqlguard, "run", "--config", cfg)
+	cmd.Env = isolatedEnv(t, dir)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin, stdout, stderr
+}
+
 func op(name string, params map[string]any) map[string]any {
 	m := map[string]any{"operation": name}
 	if params != nil {
@@ -131,18 +150,7 @@ func TestInvalidEncoding(t *testing.T) {
 	if bins.aqlguardErr != nil {
 		t.Fatal(bins.aqlguardErr)
 	}
-	dir := t.TempDir()
-	cfg := dir + "/config.toml"
-	writeFile(t, cfg, renderConfig(t, strictTS, dir))
-	cmd := exec.Command(bins.aqlguard, "run", "--config", cfg)
-	cmd.Env = isolatedEnv(t, dir)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout, stderr := rawAqlguard(t, strictTS)
 	defer func() {
 		stdin.Close()
 		done := make(chan error, 1)
@@ -210,18 +218,7 @@ func TestAnswersAfterStdinCloses(t *testing.T) {
 	if bins.aqlguardErr != nil {
 		t.Fatal(bins.aqlguardErr)
 	}
-	dir := t.TempDir()
-	cfg := dir + "/config.toml"
-	writeFile(t, cfg, renderConfig(t, strictTS, dir))
-	cmd := exec.Command(bins.aqlguard, "run", "--config", cfg)
-	cmd.Env = isolatedEnv(t, dir)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout, stderr := rawAqlguard(t, strictTS)
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(nil, 1<<20)
 	send := func(s string) {

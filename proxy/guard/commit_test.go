@@ -110,24 +110,10 @@ func TestNotStartedExecutionIsNotWritten(t *testing.T) {
 // means it: the count and the token stay as they were.
 func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 	ctx := context.Background()
-	h := &fakeHuman{}
-	g, dir := lockedGuard(t, h)
-	get := call("db_get_row", map[string]any{"id": "1"})
-	for i := range 3 {
-		if !g.Check(ctx, get).Proceed {
-			t.Fatalf("step %d refused", i+1)
-		}
-	}
-	v := g.Check(ctx, get) // step 4: a check-in, nobody answers yet
-	if v.Proceed || v.Token == "" {
-		t.Fatalf("step 4: %+v", v)
-	}
+	g, dir := lockedGuard(t, &fakeHuman{})
 	// The human's approval is on record (as if answered and written);
 	// then writing the check-in itself fails.
-	approveInStore(t, g, v.Token)
-	g.mu.Lock()
-	steps := g.steps
-	g.mu.Unlock()
+	v, steps := approvedCheckIn(t, g)
 	release := holdLock(t, dir, syscall.LOCK_SH)
 	_, res := g.ConfirmOperation(ctx, "s", v.Token)
 	release()
@@ -148,20 +134,7 @@ func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 func TestCheckInUsedElsewhereLiftsNothing(t *testing.T) {
 	ctx := context.Background()
 	g, _ := lockedGuard(t, &fakeHuman{})
-	get := call("db_get_row", map[string]any{"id": "1"})
-	for i := range 3 {
-		if !g.Check(ctx, get).Proceed {
-			t.Fatalf("step %d refused", i+1)
-		}
-	}
-	v := g.Check(ctx, get) // step 4: a check-in, nobody answers yet
-	if v.Proceed || v.Token == "" {
-		t.Fatalf("step 4: %+v", v)
-	}
-	approveInStore(t, g, v.Token)
-	g.mu.Lock()
-	steps := g.steps
-	g.mu.Unlock()
+	v, steps := approvedCheckIn(t, g)
 	// The other process uses it once this one has read it approved:
 	// between the read and the commit (the read is the only View
 	// confirm_operation takes before it commits).
@@ -176,6 +149,28 @@ func TestCheckInUsedElsewhereLiftsNothing(t *testing.T) {
 	if c := storedConfirmation(t, g, v.Token); c.UsedBy != "other#1#x" {
 		t.Fatalf("the other process's use was written over: %+v", c)
 	}
+}
+
+// approvedCheckIn runs g (max_autonomous_steps = 3) past its step limit
+// and records a human's approval of the check-in that asks for; it
+// returns that refusal and the step count then.
+func approvedCheckIn(t *testing.T, g *Guard) (Verdict, int) {
+	t.Helper()
+	ctx := context.Background()
+	get := call("db_get_row", map[string]any{"id": "1"})
+	for i := range 3 {
+		if !g.Check(ctx, get).Proceed {
+			t.Fatalf("step %d refused", i+1)
+		}
+	}
+	v := g.Check(ctx, get) // step 4: a check-in, nobody answers yet
+	if v.Proceed || v.Token == "" {
+		t.Fatalf("step 4: %+v", v)
+	}
+	approveInStore(t, g, v.Token)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return v, g.steps
 }
 
 // approveInStore records a human's approval of token, as recordAnswer
