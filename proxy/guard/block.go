@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
@@ -129,6 +130,31 @@ func (g *Guard) askForTheCode(id string) string {
 	}
 	return "aqlguard showed the user a verification code in a window of its own. Ask the user for that code, " +
 		"then call " + tool + " with challenge_id " + id + " and the code. Do not guess it; you cannot see it."
+}
+
+// codeNotShown is e (the refusal that made a challenge) for a code the
+// channel could not show: telling the model to ask the user for a code
+// the user never saw would send them looking for a window that is not
+// there. The way out stays with the human (an admin command, or a new
+// code once this one expires); the model is not told an admin command.
+func codeNotShown(e *aql.Error, factor string) *aql.Error {
+	if e == nil {
+		return nil
+	}
+	out := *e
+	out.Details = make(map[string]any, len(e.Details)+1)
+	for k, v := range e.Details {
+		out.Details[k] = v
+	}
+	next := "aqlguard could not show the user a verification code (" + strings.TrimPrefix(factor, "verification: ") +
+		"). Tell the user that this agent is stopped and that aqlguard's log says why; do not guess a code."
+	out.Details["next"] = next
+	if before, _, found := strings.Cut(e.Message, "aqlguard showed the user a verification code"); found {
+		out.Message = before + next
+	} else {
+		out.Message = e.Message + " " + next
+	}
+	return &out
 }
 
 func (g *Guard) blockedError(op string, b *store.Block) *aql.Error {

@@ -640,3 +640,25 @@ func TestUnaskedQuestionSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeNotShownSaysSo: a block whose code the channel could not show
+// does not tell the model that the user has a code to give it.
+func TestCodeNotShownSaysSo(t *testing.T) {
+	ctx := context.Background()
+	for _, fails := range []bool{false, true} {
+		h := &fakeHuman{}
+		if fails {
+			h.err = verify.ErrNoDisplay
+		}
+		g := newGuard(t, testPolicy, h)
+		v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
+		if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+			t.Fatalf("fails %v: %+v", fails, v)
+		}
+		claims := strings.Contains(v.Err.Message, "showed the user a verification code")
+		says := strings.Contains(v.Err.Message, "could not show the user a verification code")
+		if claims == fails || says != fails || fmt.Sprint(v.Err.Details["next"]) == "" {
+			t.Errorf("fails %v: %q (next %q)", fails, v.Err.Message, v.Err.Details["next"])
+		}
+	}
+}

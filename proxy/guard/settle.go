@@ -337,6 +337,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		result := "code_shown"
 		if !shown {
 			result = "code_not_shown"
+			v.Err = codeNotShown(v.Err, factor)
 			g.mu.Lock()
 			g.broadcast(g.notification("error", "A verification code could not be shown: "+factor,
 				map[string]any{"verificationId": w.show.Challenge}, ""))
