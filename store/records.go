@@ -22,6 +22,10 @@ type Block struct {
 	Session string `json:"session,omitempty"`
 	// ChallengeExpiresAt is when the block's code stops working.
 	ChallengeExpiresAt time.Time `json:"challenge_expires_at"`
+	// CodeNotShown says the channel could not show the block's code (no
+	// display, no channel): refusals then do not send the model to ask
+	// the user for it.
+	CodeNotShown bool `json:"code_not_shown,omitempty"`
 }
 
 // Challenge is a verification challenge as stored: the salted hash of its

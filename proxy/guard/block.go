@@ -23,6 +23,8 @@ const showWait = 750 * time.Millisecond
 type pause struct {
 	ID        string
 	ExpiresAt time.Time
+	// notShown: the channel could not show its code (g.mu guards it).
+	notShown bool
 }
 
 // newChallenge creates a challenge for the action. The code is returned
@@ -113,7 +115,7 @@ func (g *Guard) reissue(b *store.Block, w *writes) {
 		return
 	}
 	nb := *b
-	nb.VerificationID, nb.ChallengeExpiresAt = ch.ID, ch.ExpiresAt
+	nb.VerificationID, nb.ChallengeExpiresAt, nb.CodeNotShown = ch.ID, ch.ExpiresAt, false
 	w.block, w.challenge, w.show, w.replaces = &nb, &ch, req, b.VerificationID
 }
 
@@ -137,7 +139,7 @@ func (g *Guard) askForTheCode(id string) string {
 // the user never saw would send them looking for a window that is not
 // there. The way out stays with the human (an admin command, or a new
 // code once this one expires); the model is not told an admin command.
-func codeNotShown(e *aql.Error, factor string) *aql.Error {
+func codeNotShown(e *aql.Error, why string) *aql.Error {
 	if e == nil {
 		return nil
 	}
@@ -146,7 +148,7 @@ func codeNotShown(e *aql.Error, factor string) *aql.Error {
 	for k, v := range e.Details {
 		out.Details[k] = v
 	}
-	next := "aqlguard could not show the user a verification code (" + strings.TrimPrefix(factor, "verification: ") +
+	next := "aqlguard could not show the user a verification code (" + strings.TrimPrefix(why, "verification: ") +
 		"). Tell the user that this agent is stopped and that aqlguard's log says why; do not guess a code."
 	out.Details["next"] = next
 	if before, _, found := strings.Cut(e.Message, "aqlguard showed the user a verification code"); found {
@@ -159,11 +161,15 @@ func codeNotShown(e *aql.Error, factor string) *aql.Error {
 
 func (g *Guard) blockedError(op string, b *store.Block) *aql.Error {
 	agent := g.pol().Principal
-	return &aql.Error{Code: aql.CodeAgentBlocked,
+	e := &aql.Error{Code: aql.CodeAgentBlocked,
 		Message: fmt.Sprintf("Agent '%s' is blocked: %s. %s", agent, b.Reason, g.askForTheCode(b.VerificationID)),
 		Details: map[string]any{"agent": agent, "operation": op, "reason": b.Reason,
 			"verification_id": b.VerificationID, "blocked_at": b.BlockedAt.Format(time.RFC3339),
 			"next": g.askForTheCode(b.VerificationID)}}
+	if b.CodeNotShown {
+		return codeNotShown(e, "it could not be shown when the agent was stopped")
+	}
+	return e
 }
 
 func (g *Guard) verificationError(op, id string, expires time.Time) *aql.Error {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
@@ -655,10 +656,39 @@ func TestCodeNotShownSaysSo(t *testing.T) {
 		if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
 			t.Fatalf("fails %v: %+v", fails, v)
 		}
-		claims := strings.Contains(v.Err.Message, "showed the user a verification code")
-		says := strings.Contains(v.Err.Message, "could not show the user a verification code")
-		if claims == fails || says != fails || fmt.Sprint(v.Err.Details["next"]) == "" {
-			t.Errorf("fails %v: %q (next %q)", fails, v.Err.Message, v.Err.Details["next"])
+		// This refusal, and the next ones of the same block, which read it
+		// from the store.
+		later := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"}))
+		for _, e := range []*aql.Error{v.Err, later.Err} {
+			claims := strings.Contains(e.Message, "showed the user a verification code")
+			says := strings.Contains(e.Message, "could not show the user a verification code")
+			if e.Code != aql.CodeAgentBlocked || claims == fails || says != fails || fmt.Sprint(e.Details["next"]) == "" {
+				t.Errorf("fails %v: %s %q (next %q)", fails, e.Code, e.Message, e.Details["next"])
+			}
+		}
+	}
+}
+
+// TestPauseCodeNotShownSaysSo: the same for a verify pause, whose next
+// refusals come from memory.
+func TestPauseCodeNotShownSaysSo(t *testing.T) {
+	ctx := context.Background()
+	for _, fails := range []bool{false, true} {
+		h := &fakeHuman{}
+		if fails {
+			h.err = verify.ErrNoDisplay
+		}
+		g := newGuard(t, testPolicy, h)
+		g.Evaluate = func(*policy.Policy, evaluator.Step) evaluator.Directive {
+			return evaluator.Directive{Decision: evaluator.NeedsVerify, Tier: evaluator.Verify, Enforced: true, Reason: "r"}
+		}
+		first := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"}))
+		later := g.Check(ctx, call("db_get_row", map[string]any{"id": "2"}))
+		for _, e := range []*aql.Error{first.Err, later.Err} {
+			says := e != nil && strings.Contains(e.Message, "could not show the user a verification code")
+			if e == nil || e.Code != aql.CodeVerification || says != fails {
+				t.Errorf("fails %v: %+v", fails, e)
+			}
 		}
 	}
 }

@@ -363,8 +363,9 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			g.mu.Unlock()
 			return v
 		case paused:
+			v := g.pausedVerdict(a, r.pause) // reads the pause under g.mu
 			g.mu.Unlock()
-			return g.pausedVerdict(a, r.pause)
+			return v
 		case allow:
 			g.mu.Unlock()
 			return Verdict{Proceed: true, Directive: d}
@@ -575,12 +576,17 @@ func (g *Guard) blockedRuling(a Action, r ruling, w *writes) Verdict {
 	return g.blockedVerdict(a, b, factors...)
 }
 
-// pausedVerdict refuses an action while a verify-tier challenge is pending.
+// pausedVerdict refuses an action while a verify-tier challenge is
+// pending. g.mu is held.
 func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 	d := evaluator.Directive{Decision: evaluator.NeedsVerify, Enforced: true, Tier: evaluator.Verify,
 		Reason:  "Paused: verification " + p.ID + " is pending; a human must enter the code shown to them",
 		Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
-	return Verdict{Directive: d, VerificationID: p.ID, Err: g.verificationError(a.Operation, p.ID, p.ExpiresAt)}
+	err := g.verificationError(a.Operation, p.ID, p.ExpiresAt)
+	if p.notShown {
+		err = codeNotShown(err, "it could not be shown when the agent was paused")
+	}
+	return Verdict{Directive: d, VerificationID: p.ID, Err: err}
 }
 
 // deniedByHuman is the refusal of an action a human denied; dc is the

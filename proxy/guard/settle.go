@@ -338,6 +338,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		if !shown {
 			result = "code_not_shown"
 			v.Err = codeNotShown(v.Err, factor)
+			g.codeNotShown(ctx, w)
 			g.mu.Lock()
 			g.broadcast(g.notification("error", "A verification code could not be shown: "+factor,
 				map[string]any{"verificationId": w.show.Challenge}, ""))
@@ -419,6 +420,34 @@ func (g *Guard) settleAgainst(st store.View, a Action, v Verdict, w *writes, spe
 	}
 	out.record = g.decisionRecord(a, out.verdict, began)
 	return out, nil
+}
+
+// codeNotShown notes, where the next refusals read it, that the code of
+// w's block or verify pause could not be shown: on the block in the store
+// (if it is still that block), on the pause in memory. A failure to write
+// it is logged; the refusal stands either way.
+func (g *Guard) codeNotShown(ctx context.Context, w *writes) {
+	if p := w.pause; p != nil {
+		g.mu.Lock()
+		p.notShown = true
+		g.mu.Unlock()
+	}
+	b := w.block
+	if b == nil {
+		return
+	}
+	err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
+		cur, err := st.Block(b.Principal)
+		if err != nil || cur == nil || cur.VerificationID != b.VerificationID {
+			return store.Changes{}, err
+		}
+		marked := *cur
+		marked.CodeNotShown = true
+		return store.Changes{Blocks: []store.Block{marked}}, nil
+	})
+	if err != nil {
+		g.log().Error("noting that a block's code could not be shown", "challenge", b.VerificationID, "err", err)
+	}
 }
 
 // notRecorded is the refusal of an action whose decision could not be
