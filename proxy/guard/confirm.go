@@ -111,6 +111,14 @@ func (c *Confirmation) matches(b binding, principal, version string) bool {
 		c.Operation == b.operation && c.Digest == b.digest && c.PolicyVersion == version
 }
 
+// joinable reports whether c is a question still open for binding b that
+// a call of session waits on instead of raising its own: a check-in is
+// the principal's, a call's question its session's.
+func (c *Confirmation) joinable(b binding, principal, version, session string, now time.Time) bool {
+	return c.Status == statusPending && now.Before(c.ExpiresAt) && c.matches(b, principal, version) &&
+		(c.Kind != kindAction || c.Session == session)
+}
+
 // tokenFor validates a token passed explicitly with an action, in the
 // order confirmation-tokens.md 4.3 gives: exists, operation, parameters,
 // expiry, consumption. A pending token is fine: the check will ask the

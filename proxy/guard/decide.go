@@ -170,7 +170,7 @@ func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
 		return r
 	}
 	for _, c := range h.open {
-		if holds(c, statusPending) && (c.Kind != kindAction || c.Session == a.Session) {
+		if c.joinable(r.binding, f.principal, f.version, a.Session, f.now) {
 			r.confirmation = c
 			return r
 		}

@@ -508,8 +508,9 @@ func (g *Guard) pauseNow() *pause {
 // humanFacts reads what humans said that may bear on binding b, in the
 // store, where every process on the state directory writes it: standing
 // approvals (only when one could apply) and the principal's
-// confirmations, with the block in the same snapshot. Whichever approval decide picks, settle checks in the
-// store, in the transaction that spends it, that nobody spent it first.
+// confirmations, with the block in the same snapshot. Whichever approval
+// decide picks, settle checks in the store, in the transaction that
+// spends it, that nobody spent it first.
 // g.mu is held on entry and return, and let go across the read.
 func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFacts, error) {
 	wantApprovals := b.kind == kindAction && !a.reported() && a.Session != "" && g.SessionApprovalTTL > 0
@@ -646,11 +647,9 @@ func (g *Guard) openQuestion(ctx context.Context, c *Confirmation, session strin
 			return store.Changes{}, err
 		}
 		for _, r := range pending {
-			if now.Before(r.ExpiresAt) && (r.Kind != kindAction || r.Session == session) {
-				if o := confirmationFrom(r); o.matches(b, c.Principal, c.PolicyVersion) {
-					joined = o
-					return store.Changes{}, nil
-				}
+			if o := confirmationFrom(r); o.joinable(b, c.Principal, c.PolicyVersion, session, now) {
+				joined = o
+				return store.Changes{}, nil
 			}
 		}
 		return store.Changes{Confirmations: []store.Confirmation{c.record()}}, nil
