@@ -213,12 +213,11 @@ func scopeMismatch(c *Confirmation, requested, why string) *aql.Error {
 const spentRetention = time.Hour
 
 // spendFor reserves an approved confirmation for the check writing w: no
-// other check uses it while the check commits; settle writes it as used
-// by this check (so it can tell its own use from another process's) and
-// retires it once that committed.
+// other check of this process uses it while the check commits; the
+// commit writes it as used by this check (so it can tell its own use
+// from another process's), and the reservation ends with the commit.
 func (g *Guard) spendFor(c *Confirmation, w *writes) {
 	g.spending[c.Token] = true
-	w.spent = append(w.spent, c.Token)
 	w.spentConfs = append(w.spentConfs, c)
 }
 

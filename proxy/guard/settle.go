@@ -24,11 +24,10 @@ type writes struct {
 	pause    *pause
 	// show carries the code to the channel once the challenge is on disk.
 	show *verify.Request
-	// spent are the confirmations this check used, and approval the
-	// standing approval it relied on: settle checks in its transaction
-	// that they still held (one approval, one execution, whichever process
-	// or client tries to use it twice).
-	spent    []string
+	// approval is the standing approval the check relied on; settle
+	// checks in its transaction that it, and the confirmations the check
+	// used (spentConfs), still held (one approval, one execution,
+	// whichever process or client tries to use it twice).
 	approval string
 	// check names this check in the store (see spendFor); made on demand.
 	check string
@@ -36,9 +35,10 @@ type writes struct {
 	// What the check does to the principal's state, applied only when
 	// its commit succeeds (apply) and dropped when it fails (release): a
 	// refusal that says "nothing is approved" leaves nothing approved.
-	// spentConfs are the confirmations behind spent; steps the steps the
-	// check counted (reserved meanwhile), after a step-limit check-in
-	// when reset; failurePause the pause's new value, if it changes.
+	// spentConfs are the confirmations the check used (reserved in
+	// Guard.spending meanwhile); steps the steps the check counted
+	// (reserved meanwhile), after a step-limit check-in when reset;
+	// failurePause the pause's new value, if it changes.
 	spentConfs []*Confirmation
 	// exec is the execution whose reported step this check is: the
 	// commit counts the step in the store's copy, if it is still running.
@@ -56,7 +56,7 @@ func (w *writes) setFailurePause(on bool) { w.failurePause = &on }
 // apply carries out a committed check's changes to the principal's
 // state. g.mu is held.
 func (g *Guard) apply(w *writes) {
-	g.reservedSteps -= w.steps
+	g.unreserve(w) // the spent confirmations are written as used
 	if w.reset {
 		g.steps = 0
 	}
@@ -64,21 +64,20 @@ func (g *Guard) apply(w *writes) {
 	if w.failurePause != nil {
 		g.failurePause = *w.failurePause
 	}
-	if w.reportedFailure {
-		g.reportedFailures--
-		w.reportedFailure = false
-	}
-	for _, c := range w.spentConfs {
-		delete(g.spending, c.Token) // written as used by the commit
-	}
-	if w.pause != nil && g.reservedPause == w.pause {
-		g.reservedPause = nil
-	}
 }
 
 // release drops the reservations of a check whose commit failed (or
-// that never reached one). g.mu is held.
+// that never reached one), and what it would have changed. g.mu is held.
 func (g *Guard) release(w *writes) {
+	g.unreserve(w)
+	w.exec = nil
+	w.steps, w.spentConfs, w.reset, w.failurePause = 0, nil, false, nil
+}
+
+// unreserve takes back what other checks counted of w while it was in
+// flight: its steps, the confirmations it used, its verify pause, its
+// reported failure. g.mu is held.
+func (g *Guard) unreserve(w *writes) {
 	g.reservedSteps -= w.steps
 	for _, c := range w.spentConfs {
 		delete(g.spending, c.Token)
@@ -86,12 +85,10 @@ func (g *Guard) release(w *writes) {
 	if w.pause != nil && g.reservedPause == w.pause {
 		g.reservedPause = nil
 	}
-	w.exec = nil
 	if w.reportedFailure {
 		g.reportedFailures--
 		w.reportedFailure = false
 	}
-	w.steps, w.spentConfs, w.spent, w.reset, w.failurePause = 0, nil, nil, false, nil
 }
 
 var checkSeq atomic.Uint64
@@ -108,7 +105,7 @@ func (w *writes) id() string {
 // writesState reports whether the check changes state beyond its audit
 // record.
 func (w *writes) writesState() bool {
-	return w.block != nil || w.challenge != nil || w.replaces != "" || len(w.spent) > 0 || w.approval != "" || w.exec != nil
+	return w.block != nil || w.challenge != nil || w.replaces != "" || len(w.spentConfs) > 0 || w.approval != "" || w.exec != nil
 }
 
 // discard drops a challenge that will not be used: the code is never
@@ -228,8 +225,9 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	// common allowed or refused call) needs no database commit. If no
 	// process changed state since the check read it (the generation has
 	// not moved) and the block it read does not overrule the verdict, the
-	// record is appended and that is all; otherwise it re-reads in a
-	// read-only transaction and appends to the log.
+	// record is appended and that is all; otherwise it goes through a
+	// commit that reads the block again (one that changes only records
+	// appends them without a database commit).
 	writing := w.writesState() || g.now().Sub(g.prunedDB) >= time.Hour
 	cur, gen := g.syncedBlock, g.syncedGen
 	appendOnly := !writing && g.synced && w.pause == nil && w.show == nil && (cur == nil || blockedBy(v, cur))
@@ -296,23 +294,18 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	if !found.keep {
 		w.discard()
 	}
-	stepped := found.stepped
-	blockedMeanwhile, finishedMeanwhile := found.blockedMeanwhile, found.finishedMeanwhile
-	if blockedMeanwhile || finishedMeanwhile {
-		g.mu.Lock()
-		reported := w.reportedFailure && blockedMeanwhile
-		if e := w.exec; e != nil && finishedMeanwhile {
-			e.refresh(stepped)
-		}
+	g.mu.Lock()
+	if e := w.exec; e != nil && found.stepped != nil {
+		e.refresh(found.stepped) // as the commit wrote or found it
+	}
+	if found.blockedMeanwhile || found.finishedMeanwhile {
+		// Refused by what the commit found: nothing the check decided
+		// holds, but a reported failure stands, whatever the block.
+		reported := w.reportedFailure && found.blockedMeanwhile
 		g.release(w)
 		if reported {
-			g.failurePause = true // the report stands, whatever the block
+			g.failurePause = true
 		}
-		g.mu.Unlock()
-	}
-	g.mu.Lock()
-	if e := w.exec; e != nil && stepped != nil {
-		e.refresh(stepped)
 	}
 	g.apply(w)
 	if w.block != nil {
@@ -483,7 +476,8 @@ func (g *Guard) spentRecords(w *writes) []store.Confirmation {
 // or "".
 func (g *Guard) spendsHold(st store.View, w *writes) (string, error) {
 	now := g.now()
-	for _, tok := range w.spent {
+	for _, c := range w.spentConfs {
+		tok := c.Token
 		cur, err := st.Confirmation(tok)
 		if err != nil {
 			return "", err
@@ -504,7 +498,7 @@ func (g *Guard) spendsHold(st store.View, w *writes) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if ap == nil || !ap.Active(g.now()) {
+		if ap == nil || !ap.Active(now) {
 			return "the standing approval " + w.approval + " was revoked meanwhile", nil
 		}
 	}
