@@ -642,52 +642,43 @@ func TestUnaskedQuestionSaysSo(t *testing.T) {
 	}
 }
 
-// TestCodeNotShownSaysSo: a block whose code the channel could not show
-// does not tell the model that the user has a code to give it.
+// TestCodeNotShownSaysSo: a block or a verify pause whose code the
+// channel could not show does not tell the model that the user has a
+// code to give it: neither in the refusal that stopped the agent nor in
+// the next ones (which read it from the store for a block, from memory
+// for a pause).
 func TestCodeNotShownSaysSo(t *testing.T) {
 	ctx := context.Background()
-	for _, fails := range []bool{false, true} {
-		h := &fakeHuman{}
-		if fails {
-			h.err = verify.ErrNoDisplay
-		}
-		g := newGuard(t, testPolicy, h)
-		v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-		if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
-			t.Fatalf("fails %v: %+v", fails, v)
-		}
-		// This refusal, and the next ones of the same block, which read it
-		// from the store.
-		later := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"}))
-		for _, e := range []*aql.Error{v.Err, later.Err} {
-			claims := strings.Contains(e.Message, "showed the user a verification code")
-			says := strings.Contains(e.Message, "could not show the user a verification code")
-			if e.Code != aql.CodeAgentBlocked || claims == fails || says != fails || fmt.Sprint(e.Details["next"]) == "" {
-				t.Errorf("fails %v: %s %q (next %q)", fails, e.Code, e.Message, e.Details["next"])
+	for _, tc := range []struct {
+		name string
+		code aql.Code
+		stop Action
+		eval func(*policy.Policy, evaluator.Step) evaluator.Directive // nil: the policy's
+	}{
+		{"block", aql.CodeAgentBlocked, call("db_drop_database", map[string]any{"name": "prod"}), nil},
+		{"verify pause", aql.CodeVerification, call("db_get_row", map[string]any{"id": "1"}),
+			func(*policy.Policy, evaluator.Step) evaluator.Directive {
+				return evaluator.Directive{Decision: evaluator.NeedsVerify, Tier: evaluator.Verify, Enforced: true, Reason: "r"}
+			}},
+	} {
+		for _, fails := range []bool{false, true} {
+			h := &fakeHuman{}
+			if fails {
+				h.err = verify.ErrNoDisplay
 			}
-		}
-	}
-}
-
-// TestPauseCodeNotShownSaysSo: the same for a verify pause, whose next
-// refusals come from memory.
-func TestPauseCodeNotShownSaysSo(t *testing.T) {
-	ctx := context.Background()
-	for _, fails := range []bool{false, true} {
-		h := &fakeHuman{}
-		if fails {
-			h.err = verify.ErrNoDisplay
-		}
-		g := newGuard(t, testPolicy, h)
-		g.Evaluate = func(*policy.Policy, evaluator.Step) evaluator.Directive {
-			return evaluator.Directive{Decision: evaluator.NeedsVerify, Tier: evaluator.Verify, Enforced: true, Reason: "r"}
-		}
-		first := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"}))
-		later := g.Check(ctx, call("db_get_row", map[string]any{"id": "2"}))
-		for _, e := range []*aql.Error{first.Err, later.Err} {
-			says := e != nil && strings.Contains(e.Message, "could not show the user a verification code")
-			if e == nil || e.Code != aql.CodeVerification || says != fails {
-				t.Errorf("fails %v: %+v", fails, e)
+			g := newGuard(t, testPolicy, h)
+			g.Evaluate = tc.eval
+			first := g.Check(ctx, tc.stop)
+			later := g.Check(ctx, call("db_get_row", map[string]any{"id": "2"}))
+			for _, e := range []*aql.Error{first.Err, later.Err} {
+				if e == nil || e.Code != tc.code {
+					t.Fatalf("%s, fails %v: %+v", tc.name, fails, e)
+				}
+				claims := strings.Contains(e.Message, "showed the user a verification code")
+				says := strings.Contains(e.Message, "could not show the user a verification code")
+				if claims == fails || says != fails || fmt.Sprint(e.Details["next"]) == "" {
+					t.Errorf("%s, fails %v: %q (next %q)", tc.name, fails, e.Message, e.Details["next"])
+				}
 			}
 		}
 	}

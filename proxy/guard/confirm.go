@@ -171,11 +171,7 @@ func (g *Guard) lookupToken(ctx context.Context, token string) (*Confirmation, *
 // truth when another process may have answered or used it. g.mu is held
 // on entry and return, and let go across the read.
 func (g *Guard) storedConfirmation(ctx context.Context, token string) (*store.Confirmation, *aql.Error) {
-	var rec *store.Confirmation
-	var err error
-	g.unlocked(func() {
-		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = st.Confirmation(token); return })
-	})
+	rec, err := loadUnlocked(g, ctx, func(st store.View) (*store.Confirmation, error) { return st.Confirmation(token) })
 	if err != nil {
 		g.log().Error("reading a confirmation token", "token", token, "err", err)
 		return nil, stateUnavailable(err, "the token could not be checked")

@@ -281,11 +281,7 @@ func (g *Guard) find(ctx context.Context, session, id, element string) (*Executi
 // readExecution reads an execution from the store. g.mu is held on entry
 // and return, and let go across the read.
 func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution, *aql.Error) {
-	var rec *store.Execution
-	var err error
-	g.unlocked(func() {
-		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = st.Execution(id); return })
-	})
+	rec, err := loadUnlocked(g, ctx, func(st store.View) (*store.Execution, error) { return st.Execution(id) })
 	if err != nil {
 		return nil, stateUnavailable(err, "the execution could not be read")
 	}

@@ -187,6 +187,17 @@ func (g *Guard) unlocked(f func()) {
 	f()
 }
 
+// loadUnlocked reads one record from the store with g.mu let go. g.mu is
+// held on entry and return.
+func loadUnlocked[T any](g *Guard, ctx context.Context, get func(store.View) (*T, error)) (*T, error) {
+	var rec *T
+	var err error
+	g.unlocked(func() {
+		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = get(st); return })
+	})
+	return rec, err
+}
+
 // observe broadcasts a block not seen before. operation names the call
 // that set it, when this process did.
 func (g *Guard) observe(b *store.Block, operation string) {
