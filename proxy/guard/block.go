@@ -143,20 +143,17 @@ func codeNotShown(e *aql.Error, why string) *aql.Error {
 	if e == nil {
 		return nil
 	}
-	out := *e
-	out.Details = make(map[string]any, len(e.Details)+1)
-	for k, v := range e.Details {
-		out.Details[k] = v
-	}
 	next := "aqlguard could not show the user a verification code (" + strings.TrimPrefix(why, "verification: ") +
 		"). Tell the user that this agent is stopped and that aqlguard's log says why; do not guess a code."
-	out.Details["next"] = next
-	if before, _, found := strings.Cut(e.Message, "aqlguard showed the user a verification code"); found {
-		out.Message = before + next
+	out := withDetail(e, "next", next)
+	// The refusal's builders put the step in the message as in
+	// details.next: the same text is replaced in both.
+	if old, _ := e.Details["next"].(string); old != "" && strings.Contains(e.Message, old) {
+		out.Message = strings.Replace(e.Message, old, next, 1)
 	} else {
 		out.Message = e.Message + " " + next
 	}
-	return &out
+	return out
 }
 
 func (g *Guard) blockedError(op string, b *store.Block) *aql.Error {

@@ -156,12 +156,18 @@ func withFactors(e *aql.Error, factors []string) *aql.Error {
 	if _, ok := e.Details["factors"]; ok {
 		return e
 	}
+	return withDetail(e, "factors", factors)
+}
+
+// withDetail is a copy of e with details[key] = v; e is left as it is
+// (refusals may share their details).
+func withDetail(e *aql.Error, key string, v any) *aql.Error {
 	out := *e
 	out.Details = make(map[string]any, len(e.Details)+1)
-	for k, v := range e.Details {
-		out.Details[k] = v
+	for k, val := range e.Details {
+		out.Details[k] = val
 	}
-	out.Details["factors"] = factors
+	out.Details[key] = v
 	return &out
 }
 
