@@ -354,36 +354,27 @@ type ValueIndex struct {
 
 func newValueIndex(ixs [lists]*PatternIndex, pats [lists][]Pattern) *ValueIndex {
 	vi := &ValueIndex{}
-	type pos struct{ list, i int }
-	var all []pos
 	for l, ix := range ixs {
-		if ix == nil {
-			continue
-		}
-		vi.at[l], vi.words[l] = vi.total, (ix.Len()+63)/64
-		vi.total += vi.words[l]
-		for i := range ix.Len() {
-			all = append(all, pos{l, i})
+		if ix != nil {
+			vi.at[l], vi.words[l] = vi.total, (ix.Len()+63)/64
+			vi.total += vi.words[l]
 		}
 	}
 	if vi.total == 0 {
 		return nil
 	}
-	// Positions are bit offsets into the combined set; those past the
-	// listed ones (padding to the word boundary) never get a literal.
-	byBit := make(map[int]pos, len(all))
-	for _, p := range all {
-		byBit[vi.at[p.list]*64+p.i] = p
-	}
+	// Positions are bit offsets into the combined set; those past a
+	// list's patterns (padding to the word boundary) get no literal.
 	vi.text.build(vi.total*64, func(bit int) (string, bool) {
-		p, ok := byBit[bit]
-		if !ok {
-			return "", false
+		for l, ix := range ixs {
+			if i := bit - vi.at[l]*64; ix != nil && i >= 0 && i < ix.Len() {
+				if lit := requiredLiteral(pats[l][i].norm); lit != "" {
+					return lit, true
+				}
+				return "", false // always a candidate: the list's own index adds those
+			}
 		}
-		if lit := requiredLiteral(pats[p.list][p.i].norm); lit != "" {
-			return lit, true
-		}
-		return "", false // always a candidate: the list's own index adds those
+		return "", false
 	})
 	return vi
 }
