@@ -29,10 +29,8 @@ type call struct {
 	// allocation for deny's set and one for all the others.
 	sets []uint64
 	// values are the candidates of every list among the argument values,
-	// found in one pass over each (policy.ValueIndex); marked says they
-	// have been.
+	// found in one pass over each (policy.ValueIndex) when first needed.
 	values []uint64
-	marked bool
 }
 
 // valueCandidates are list's candidates among c's argument values: nil
@@ -41,8 +39,7 @@ func (c *call) valueCandidates(ixs *policy.Indexes, list int) policy.Candidates 
 	if ixs.Values == nil || len(c.sub.Values) == 0 {
 		return nil
 	}
-	if !c.marked {
-		c.marked = true
+	if c.values == nil {
 		set := c.newSet(ixs.Values.Words() * 64)
 		for i := range c.sub.Values {
 			ixs.Values.Mark(c.sub.Values[i].Text, set)
