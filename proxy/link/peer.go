@@ -122,10 +122,7 @@ func (p *Peer) shutdown(err error) {
 		p.mu.Lock()
 		p.closed = true
 		p.closeErr = err
-		for id, ch := range p.pending {
-			close(ch)
-			delete(p.pending, id)
-		}
+		p.failPending()
 		for _, c := range p.incoming {
 			c.cancel()
 		}
@@ -169,12 +166,18 @@ func (p *Peer) read() {
 func (p *Peer) finish() {
 	p.mu.Lock()
 	p.finishing = true
-	for id, ch := range p.pending {
-		close(ch) // no answer can come
-		delete(p.pending, id)
-	}
+	p.failPending() // no answer can come
 	p.mu.Unlock()
 	p.serving.Wait()
+}
+
+// failPending ends the calls of ours that wait for an answer: they fail
+// with the Peer's close error. p.mu is held.
+func (p *Peer) failPending() {
+	for id, ch := range p.pending {
+		close(ch)
+		delete(p.pending, id)
+	}
 }
 
 func (p *Peer) deliver(r *jsonrpc.Response) {
@@ -230,11 +233,11 @@ func (p *Peer) serve(req *jsonrpc.Request) {
 // kept for the next (up to maxIdleWorkers wait), so the stack it grew
 // serving one request is there for the next: a fresh goroutine starts
 // small and copies its stack as it grows, on every request. The zero
-// value is ready; run and stop are called with Peer.mu held.
+// value is ready; run and stop are called with Peer.mu held, stop once
+// (by shutdown) and run never after it.
 type workers struct {
 	jobs chan func()
 	idle atomic.Int32
-	done bool
 }
 
 const maxIdleWorkers = 4
@@ -268,10 +271,9 @@ func (w *workers) work(jobs chan func(), f func()) {
 
 // stop lets the idle workers go.
 func (w *workers) stop() {
-	if !w.done && w.jobs != nil {
+	if w.jobs != nil {
 		close(w.jobs)
 	}
-	w.done = true
 }
 
 func (p *Peer) respond(id jsonrpc.ID, result json.RawMessage, err error) {
