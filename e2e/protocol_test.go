@@ -136,6 +136,20 @@ func rawAqlguard(t *testing.T, config string) (*exec.Cmd, io.WriteCloser, io.Rea
 	return cmd, stdin, stdout, stderr
 }
 
+// exited waits at most limit for cmd to exit and returns how it did; ok
+// is false, and cmd killed, if it had not by then.
+func exited(cmd *exec.Cmd, limit time.Duration) (ok bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return true, err
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		return false, nil
+	}
+}
+
 func op(name string, params map[string]any) map[string]any {
 	m := map[string]any{"operation": name}
 	if params != nil {
@@ -153,16 +167,10 @@ func TestInvalidEncoding(t *testing.T) {
 	cmd, stdin, stdout, stderr := rawAqlguard(t, strictTS)
 	defer func() {
 		stdin.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("aqlguard exit: %v\n%s", err, stderr.String())
-			}
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
+		if ok, err := exited(cmd, 10*time.Second); !ok {
 			t.Error("aqlguard did not exit on stdin EOF")
+		} else if err != nil {
+			t.Errorf("aqlguard exit: %v\n%s", err, stderr.String())
 		}
 	}()
 	lines := bufio.NewReader(stdout)
@@ -243,16 +251,10 @@ func TestAnswersAfterStdinCloses(t *testing.T) {
 			got[string(m.ID)] = lines.Text()
 		}
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("aqlguard exited with %v\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
+	if ok, err := exited(cmd, 30*time.Second); !ok {
 		t.Fatalf("aqlguard did not exit after stdin closed\n%s", stderr.String())
+	} else if err != nil {
+		t.Errorf("aqlguard exited with %v\n%s", err, stderr.String())
 	}
 	if !strings.Contains(got["2"], `"tools"`) {
 		t.Errorf("tools/list: %q", got["2"])
