@@ -342,7 +342,7 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 		if !shown {
 			result = "code_not_shown"
 			v.Err = codeNotShown(v.Err, factor)
-			g.codeNotShown(ctx, w)
+			g.noteCodeNotShown(ctx, w)
 			g.mu.Lock()
 			g.broadcast(g.notification("error", "A verification code could not be shown: "+factor,
 				map[string]any{"verificationId": w.show.Challenge}, ""))
@@ -426,11 +426,11 @@ func (g *Guard) settleAgainst(st store.View, a Action, v Verdict, w *writes, spe
 	return out, nil
 }
 
-// codeNotShown notes, where the next refusals read it, that the code of
+// noteCodeNotShown notes, where the next refusals read it, that the code of
 // w's block or verify pause could not be shown: on the block in the store
 // (if it is still that block), on the pause in memory. A failure to write
 // it is logged; the refusal stands either way.
-func (g *Guard) codeNotShown(ctx context.Context, w *writes) {
+func (g *Guard) noteCodeNotShown(ctx context.Context, w *writes) {
 	if p := w.pause; p != nil {
 		g.mu.Lock()
 		p.notShown = true
