@@ -196,7 +196,7 @@ func (p *Peer) deliver(r *jsonrpc.Response) {
 // serve runs the handler for one request from the other side.
 func (p *Peer) serve(req *jsonrpc.Request) {
 	key := idKey(req.ID)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(WithRelated(context.Background(), req.ID))
 	call := &incomingCall{cancel: cancel}
 	p.mu.Lock()
 	if p.closed {
@@ -396,3 +396,20 @@ func idKey(id jsonrpc.ID) string {
 
 // IDKey exposes idKey for relays that map ids between connections.
 func IDKey(id jsonrpc.ID) string { return idKey(id) }
+
+type relatedKey struct{}
+
+// WithRelated says that what is written with ctx belongs to the other
+// side's request id: a transport that answers each request on a stream of
+// its own (Streamable HTTP) sends it there. An invalid id says it belongs
+// to no request. A handler's ctx already names the request it serves.
+func WithRelated(ctx context.Context, id jsonrpc.ID) context.Context {
+	return context.WithValue(ctx, relatedKey{}, id)
+}
+
+// Related reports the other side's request that a message written with
+// ctx belongs to, if any (see WithRelated).
+func Related(ctx context.Context) (jsonrpc.ID, bool) {
+	id, _ := ctx.Value(relatedKey{}).(jsonrpc.ID)
+	return id, id.IsValid()
+}

@@ -125,7 +125,7 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 	if s.modern.Load() {
 		return s.askInCall(ctx, srv, req)
 	}
-	res, err := s.client.Call(ctx, req.Method, req.Params)
+	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, req.Params)
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
@@ -145,18 +145,27 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 	case link.MethodCancelled:
 		return // the server cancelled its request to the client: the link cancelled our call
 	case "notifications/progress":
-		params, ok := s.progressForClient(req.Params)
+		params, request, ok := s.progressForClient(req.Params)
 		if !ok {
 			s.log.Debug("progress for no request of this session", "server", srv.Name)
 			return
 		}
-		s.NotifyClient(req.Method, params)
+		if s.modern.Load() {
+			s.notifyModern(req.Method, params)
+			return
+		}
+		s.sendClient(link.WithRelated(ctx, request), req.Method, params)
 		return
 	case "notifications/tools/list_changed":
 		go s.toolsChanged(srv)
 		return
 	case "notifications/prompts/list_changed":
 		s.routes.forgetPrompts()
+	case "notifications/message":
+		if !s.modern.Load() {
+			s.sendClient(link.WithRelated(ctx, s.related(srv)), req.Method, req.Params)
+			return
+		}
 	}
 	s.NotifyClient(req.Method, req.Params)
 }
@@ -190,28 +199,28 @@ func (s *Session) toolsChanged(srv *downstream.Server) {
 
 // progressForClient maps a server's progress notification back to the
 // client's own token.
-func (s *Session) progressForClient(params json.RawMessage) (json.RawMessage, bool) {
+func (s *Session) progressForClient(params json.RawMessage) (json.RawMessage, jsonrpc.ID, bool) {
 	var p struct {
 		Token any `json:"progressToken"`
 	}
 	if json.Unmarshal(params, &p) != nil {
-		return nil, false
+		return nil, jsonrpc.ID{}, false
 	}
 	ours, ok := p.Token.(string)
 	if !ok {
-		return nil, false
+		return nil, jsonrpc.ID{}, false
 	}
 	s.mu.Lock()
 	route, ok := s.progress[ours]
 	s.mu.Unlock()
 	if !ok {
-		return nil, false
+		return nil, jsonrpc.ID{}, false
 	}
 	out, err := setMember(params, "progressToken", route.token)
 	if err != nil {
-		return nil, false
+		return nil, jsonrpc.ID{}, false
 	}
-	return out, true
+	return out, route.request, true
 }
 
 // setLevel passes logging/setLevel on to every server that logs.

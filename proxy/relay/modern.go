@@ -444,11 +444,11 @@ func (s *Session) notifyModern(method string, params json.RawMessage) {
 		on := s.logLevel != ""
 		s.mu.Unlock()
 		if on {
-			s.sendClient(method, params)
+			s.sendClient(context.Background(), method, params)
 		}
 		return
 	default:
-		s.sendClient(method, params)
+		s.sendClient(context.Background(), method, params)
 		return
 	}
 	s.mu.Lock()
@@ -475,6 +475,6 @@ func (s *Session) notifyModern(method string, params json.RawMessage) {
 		if err != nil {
 			continue
 		}
-		s.sendClient(method, tagged)
+		s.sendClient(context.Background(), method, tagged)
 	}
 }

@@ -146,6 +146,7 @@ type Session struct {
 	progressN atomic.Int64
 	mu        sync.Mutex
 	progress  map[string]progressRoute // our token → the client's
+	calling   []serverCall             // the client's requests being forwarded, oldest first
 	routes    routes
 
 	// life ends with the session: the work of its calls runs under it.
@@ -164,7 +165,15 @@ type Session struct {
 }
 
 type progressRoute struct {
-	token json.RawMessage // the client's token, as sent
+	token   json.RawMessage // the client's token, as sent
+	request jsonrpc.ID      // the client's request that sent it (invalid if unknown)
+}
+
+// serverCall is a client's request being forwarded to a server: what
+// that server sends meanwhile belongs to it (see related).
+type serverCall struct {
+	srv     *downstream.Server
+	request jsonrpc.ID
 }
 
 type initParams struct {
@@ -269,11 +278,13 @@ func (s *Session) NotifyClient(method string, params json.RawMessage) {
 		s.notifyModern(method, params)
 		return
 	}
-	s.sendClient(method, params)
+	s.sendClient(context.Background(), method, params)
 }
 
-func (s *Session) sendClient(method string, params json.RawMessage) {
-	if err := s.client.Notify(context.Background(), method, params); err != nil {
+// sendClient sends the client a notification; ctx says which of its
+// requests it belongs to, if any (link.WithRelated).
+func (s *Session) sendClient(ctx context.Context, method string, params json.RawMessage) {
+	if err := s.client.Notify(ctx, method, params); err != nil {
 		s.log.Debug("a notification could not be sent to the client", "method", method, "err", err)
 	}
 }
@@ -428,7 +439,8 @@ func (s *Session) serversWith(c string) []*downstream.Server {
 // the server's progress reaches this request and no other.
 func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
 	used(ctx, srv)
-	params, ours := s.mapProgress(params)
+	request, _ := link.Related(ctx)
+	params, ours := s.mapProgress(params, request)
 	if ours != "" {
 		defer func() {
 			s.mu.Lock()
@@ -436,11 +448,41 @@ func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method st
 			s.mu.Unlock()
 		}()
 	}
+	if request.IsValid() {
+		call := serverCall{srv: srv, request: request}
+		s.mu.Lock()
+		s.calling = append(s.calling, call)
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			if i := slices.Index(s.calling, call); i >= 0 {
+				s.calling = slices.Delete(s.calling, i, i+1)
+			}
+			s.mu.Unlock()
+		}()
+	}
 	return srv.Request(ctx, method, params)
 }
 
+// related names the client's request that what srv sends now belongs to:
+// a server's request or log message says nothing of the call it is part
+// of (2025-11-25 over stdio has no field for it), so it goes with the
+// oldest of the client's requests being forwarded to srv, as a direct
+// server's would go with the request it is serving. An invalid id (no
+// such request) sends it on the client's unrelated stream.
+func (s *Session) related(srv *downstream.Server) jsonrpc.ID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.calling {
+		if c.srv == srv {
+			return c.request
+		}
+	}
+	return jsonrpc.ID{}
+}
+
 // mapProgress replaces _meta.progressToken, if any, with a token of ours.
-func (s *Session) mapProgress(params json.RawMessage) (json.RawMessage, string) {
+func (s *Session) mapProgress(params json.RawMessage, request jsonrpc.ID) (json.RawMessage, string) {
 	meta, ok := members(params)["_meta"]
 	if !ok {
 		return params, ""
@@ -459,7 +501,7 @@ func (s *Session) mapProgress(params json.RawMessage) (json.RawMessage, string) 
 		return params, ""
 	}
 	s.mu.Lock()
-	s.progress[ours] = progressRoute{token: append(json.RawMessage(nil), token...)}
+	s.progress[ours] = progressRoute{token: append(json.RawMessage(nil), token...), request: request}
 	s.mu.Unlock()
 	return out, ours
 }
