@@ -289,7 +289,7 @@ func compareConformance(t *testing.T, want, got map[string]string) {
 	t.Helper()
 	var diffs []string
 	for k, w := range want {
-		if g := got[k]; g != w {
+		if g := got[k]; g != w && !(answeredAsJSON[k] && g == "INFO") {
 			diffs = append(diffs, fmt.Sprintf("%s: %s through aqlguard, %s directly", k, orNone(g), w))
 		}
 	}
@@ -303,6 +303,13 @@ func compareConformance(t *testing.T, want, got map[string]string) {
 		t.Errorf("%d checks differ:\n%s", len(diffs), strings.Join(diffs, "\n"))
 	}
 }
+
+// answeredAsJSON are the checks that see aqlguard answer a POST whose
+// request has nothing to send before its answer with a JSON body, where
+// the go-sdk opens an event stream for every request. Both are the
+// transport's to choose; the suite marks JSON "INFO: SSE streaming is
+// optional". A stream that failed would still be a WARNING or FAILURE.
+var answeredAsJSON = map[string]bool{"server-sse-multiple-streams/server-sse-streams-functional": true}
 
 func orNone(s string) string {
 	if s == "" {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,4 +197,65 @@ auth = "none"
 		cmd.Env = isolatedEnv(t, s.dir)
 	}
 	t.Error("the execution of the closed session was not cancelled")
+}
+
+// TestServeSendsACallsMessagesOnItsPOST: a 2025-11-25 client over HTTP
+// that opens no GET stream (it is optional) still gets what belongs to
+// its call, on the call's own POST, as a direct server sends it: the
+// progress it asked for, the log messages the server sends meanwhile,
+// and the server's elicitation and sampling requests, whose answers go
+// back to the server.
+func TestServeSendsACallsMessagesOnItsPOST(t *testing.T) {
+	url := startServe(t, allowingServe(t)+everythingServer())
+	c := &modernClient{}
+	opts := c.options(false)
+	var mu sync.Mutex
+	var progress, logs int
+	opts.ProgressNotificationHandler = func(context.Context, *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		progress++
+		mu.Unlock()
+	}
+	//lint:ignore SA1019 logging is deprecated as of 2026-07-28, but this client speaks 2025-11-25, where servers log today
+	opts.LoggingMessageHandler = func(context.Context, *mcp.LoggingMessageRequest) {
+		mu.Lock()
+		logs++
+		mu.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "aqlguard-e2e", Version: "0.0.0"}, opts).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, MaxRetries: -1},
+			&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any, meta mcp.Meta) string {
+		t.Helper()
+		p := &mcp.CallToolParams{Name: name, Arguments: args}
+		p.Meta = meta
+		res, err := cs.CallTool(ctx, p)
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %s", name, err, jsonString(res))
+		}
+		return resultText(t, res)
+	}
+	//lint:ignore SA1019 as above
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatalf("logging/setLevel: %v", err)
+	}
+	call("test_tool_with_progress", map[string]any{}, mcp.Meta{"progressToken": "p-1"})
+	call("test_tool_with_logging", map[string]any{}, nil)
+	mu.Lock()
+	if progress == 0 || logs == 0 {
+		t.Errorf("without a GET stream, %d progress and %d log messages reached the client during their calls", progress, logs)
+	}
+	mu.Unlock()
+	if got := call("test_elicitation", map[string]any{"message": "who?"}, nil); !strings.Contains(got, "ada") {
+		t.Errorf("test_elicitation without a GET stream: %s", got)
+	}
+	if got := call("test_sampling", map[string]any{"prompt": "capital of France?"}, nil); !strings.Contains(got, "Paris") {
+		t.Errorf("test_sampling without a GET stream: %s", got)
+	}
 }

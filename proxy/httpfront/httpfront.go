@@ -3,7 +3,8 @@
 // servers, per Mcp-Session-Id), checks every request before the transport
 // sees it (Host and Origin against DNS rebinding, body size, protocol
 // version header) and ends sessions that are deleted, idle too long, or
-// too many. The framing itself is the go-sdk's StreamableServerTransport.
+// too many. The framing is ours: sessionConn for sessions (2025-11-25
+// and older), statelessConn for 2026-07-28 clients.
 package httpfront
 
 import (
@@ -14,7 +15,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/relay"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Options bound what clients may do.
@@ -65,9 +64,9 @@ type Front struct {
 }
 
 type session struct {
-	transport *mcp.StreamableServerTransport
-	cancel    context.CancelFunc
-	done      chan struct{}
+	conn   *sessionConn
+	cancel context.CancelFunc
+	done   chan struct{}
 	use
 }
 
@@ -175,19 +174,28 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	s.serve(w, r)
-}
-
-func (s *session) serve(w http.ResponseWriter, r *http.Request) {
 	s.begin()
 	defer s.end()
-	s.transport.ServeHTTP(w, r)
+	if r.Method == http.MethodGet {
+		s.conn.serveGET(w, r)
+		return
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	s.conn.servePOST(w, r, body, false)
 }
 
 // readBody reads a POST's body, answering the client itself when it
 // cannot.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(r.Body)
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= 1<<20 {
+		buf.Grow(int(n) + 1) // +1: ReadFrom wants room to see the end
+	}
+	_, err := buf.ReadFrom(r.Body)
+	body := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -206,7 +214,6 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte) 
 		http.Error(w, "Bad Request: no "+headerSession+"; a new session starts with initialize", http.StatusBadRequest)
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -220,15 +227,9 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte) 
 		return
 	}
 	id := rand.Text()
-	t := &mcp.StreamableServerTransport{SessionID: id}
-	conn, err := t.Connect(f.ctx)
-	if err != nil {
-		f.mu.Unlock()
-		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
-		return
-	}
+	conn := newSessionConn(id, f.log)
 	ctx, cancel := context.WithCancel(f.ctx)
-	s := &session{transport: t, cancel: cancel, done: make(chan struct{})}
+	s := &session{conn: conn, cancel: cancel, done: make(chan struct{})}
 	s.touch()
 	f.sessions[id] = s
 	f.mu.Unlock()
@@ -242,7 +243,9 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte) 
 		delete(f.sessions, id)
 		f.mu.Unlock()
 	}()
-	s.serve(w, r)
+	s.begin()
+	defer s.end()
+	conn.servePOST(w, r, body, true)
 }
 
 func (f *Front) end(id string, s *session) {

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -342,29 +341,16 @@ func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonr
 		c.forget(p)
 		return
 	}
-	streaming := false
-	event := func(m jsonrpc.Message) {
-		if !streaming {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-cache")
-			w.WriteHeader(http.StatusOK)
-			streaming = true
-		}
-		data, _ := jsonrpc.EncodeMessage(m)
-		_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", data)
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
-	}
+	events := eventWriter{w: w}
 	for {
 		select {
 		case m := <-p.notes:
-			event(m)
+			events.send(m)
 		case resp := <-p.answer:
 			for drained := false; !drained; {
 				select {
 				case m := <-p.notes:
-					event(m)
+					events.send(m)
 				default:
 					drained = true
 				}
@@ -374,8 +360,8 @@ func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonr
 			if errors.As(resp.Error, &werr) {
 				status = statusFor(werr)
 			}
-			if streaming || status == http.StatusOK && acceptsEvents(r) {
-				event(resp)
+			if events.started || status == http.StatusOK && accepts(r, "text/event-stream") {
+				events.send(resp)
 				return
 			}
 			data, _ := jsonrpc.EncodeMessage(resp)
@@ -384,7 +370,7 @@ func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonr
 			_, _ = w.Write(data)
 			return
 		case <-c.done:
-			if !streaming {
+			if !events.started {
 				writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the session ended"})
 			}
 			return
@@ -399,16 +385,6 @@ func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonr
 			return
 		}
 	}
-}
-
-// acceptsEvents reports whether the client takes an event stream.
-func acceptsEvents(r *http.Request) bool {
-	for _, v := range r.Header.Values("Accept") {
-		if strings.Contains(v, "text/event-stream") {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *statelessConn) forget(p *post) {

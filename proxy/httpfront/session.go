@@ -1,0 +1,414 @@
+package httpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// sessionConn is the mcp.Connection of one Mcp-Session-Id session (MCP
+// 2025-11-25 and older): its other side is the session's POSTs and its
+// GET stream. The messages of a POST are read in order; the answer to a
+// request, and what the relay says belongs to that request
+// (link.Related: its progress, a server's question or log message while
+// it runs), go back on that request's POST; the rest goes to the GET
+// stream, if the client opened one.
+//
+// It takes the place of the go-sdk's StreamableServerTransport, which
+// decodes every POST three times (once into the SDK's own parameter
+// types, to check them) and, below a go-sdk server, is the only one that
+// can tell which request a message belongs to; behind the relay it sent
+// everything that is not an answer to the GET stream, and refused it
+// when there was none.
+type sessionConn struct {
+	id     string
+	log    *slog.Logger
+	in     chan jsonrpc.Message
+	closed chan struct{}
+	once   sync.Once
+
+	mu      sync.Mutex
+	replies map[string]*reply // by link.IDKey of the client's request id
+	stream  chan jsonrpc.Message
+}
+
+// reply is one POST waiting for the answers to its requests.
+type reply struct {
+	answers chan *jsonrpc.Response // room for every answer: a write never blocks
+	related chan jsonrpc.Message   // nil when the client takes no event stream
+}
+
+// maxQueued bounds the messages waiting to be written to one stream; a
+// client that does not read its stream loses notifications, not the
+// session.
+const maxQueued = 64
+
+func newSessionConn(id string, log *slog.Logger) *sessionConn {
+	return &sessionConn{id: id, log: log, in: make(chan jsonrpc.Message), closed: make(chan struct{}),
+		replies: map[string]*reply{}}
+}
+
+func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write sends msg to the POST it belongs to, else to the GET stream. A
+// request (the server asks the client something) that has neither is an
+// error, so the server hears that its question went nowhere; a
+// notification without either is dropped, as a direct server drops it.
+func (c *sessionConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.closed:
+		return errors.New("the session ended")
+	default:
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		key := link.IDKey(resp.ID)
+		r, ok := c.replies[key]
+		if !ok {
+			c.log.Debug("an answer for a POST that went away", "id", key)
+			return nil
+		}
+		delete(c.replies, key)
+		r.answers <- resp
+		return nil
+	}
+	req, _ := msg.(*jsonrpc.Request)
+	if id, ok := link.Related(ctx); ok {
+		if r := c.replies[link.IDKey(id)]; r != nil && r.related != nil && queue(r.related, msg) {
+			return nil
+		}
+	}
+	if c.stream != nil && queue(c.stream, msg) {
+		return nil
+	}
+	if req != nil && req.IsCall() {
+		return fmt.Errorf("%s could not reach the client: it belongs to no open POST and the client has no GET stream open", req.Method)
+	}
+	c.log.Debug("a notification with no stream to go to", "method", req.Method)
+	return nil
+}
+
+// queue adds msg to a stream unless the stream is full.
+func queue(to chan jsonrpc.Message, msg jsonrpc.Message) bool {
+	select {
+	case to <- msg:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *sessionConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *sessionConn) SessionID() string { return c.id }
+
+// servePOST answers one POST of the session: 202 when it holds no
+// request, else the answers, as JSON when nothing else comes first and
+// as a stream of events once something does. A client that hangs up
+// does not cancel its requests (2025-11-25 says a disconnection is not a
+// cancellation); their answers are dropped.
+func (c *sessionConn) servePOST(w http.ResponseWriter, r *http.Request, body []byte, initialize bool) {
+	if r.Header.Get("Last-Event-ID") != "" {
+		http.Error(w, "Bad Request: a POST cannot resume a stream (Last-Event-ID)", http.StatusBadRequest)
+		return
+	}
+	msgs, batch, err := decodeBody(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: err.Error()})
+		return
+	}
+	if v := r.Header.Get(headerProtocol); batch && v >= "2025-06-18" {
+		http.Error(w, "Bad Request: JSON-RPC batches are not part of MCP "+v, http.StatusBadRequest)
+		return
+	}
+	var calls []jsonrpc.ID
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			calls = append(calls, req.ID)
+		}
+	}
+	if len(calls) == 0 {
+		if !c.deliver(msgs) {
+			http.Error(w, "Not Found: the session ended", http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	rep := &reply{answers: make(chan *jsonrpc.Response, len(calls))}
+	if accepts(r, "text/event-stream") {
+		rep.related = make(chan jsonrpc.Message, maxQueued)
+	}
+	if id, ok := c.register(calls, rep); !ok {
+		writeError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("request id %v is already in use in this session", id.Raw())})
+		return
+	}
+	defer c.unregister(calls, rep)
+	if initialize {
+		w.Header().Set(headerSession, c.id)
+	}
+	if !c.deliver(msgs) {
+		writeError(w, http.StatusNotFound, calls[0], &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the session ended"})
+		return
+	}
+	c.answer(w, r, rep, len(calls), batch)
+}
+
+// answer writes what comes back for a POST's requests until every one
+// of them is answered: the answers as JSON (an object, or the batch's
+// array) when nothing else comes first, else everything as events from
+// the first related message on, answers held until then included.
+func (c *sessionConn) answer(w http.ResponseWriter, r *http.Request, rep *reply, want int, batch bool) {
+	events := eventWriter{w: w}
+	var held []*jsonrpc.Response // answers waiting for the JSON body
+	related := func(m jsonrpc.Message) {
+		for _, a := range held {
+			events.send(a)
+		}
+		held = nil
+		events.send(m)
+	}
+	asJSON := accepts(r, "application/json") || !accepts(r, "text/event-stream")
+	for answered := 0; answered < want; {
+		select {
+		case m := <-rep.related:
+			related(m)
+		case resp := <-rep.answers:
+			for drained := false; !drained; {
+				select {
+				case m := <-rep.related:
+					related(m)
+				default:
+					drained = true
+				}
+			}
+			answered++
+			if events.started || !asJSON {
+				events.send(resp)
+			} else {
+				held = append(held, resp)
+			}
+		case <-c.closed:
+			if !events.started {
+				http.Error(w, "Not Found: the session ended", http.StatusNotFound)
+			}
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if events.started {
+		return
+	}
+	data, err := encodeAnswers(held, batch)
+	if err != nil {
+		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(data)
+}
+
+// encodeAnswers is the JSON body of a POST's answers: the one answer, or
+// a batch's array.
+func encodeAnswers(answers []*jsonrpc.Response, batch bool) ([]byte, error) {
+	if !batch {
+		return jsonrpc.EncodeMessage(answers[0])
+	}
+	raws := make([]json.RawMessage, len(answers))
+	for i, a := range answers {
+		var err error
+		if raws[i], err = jsonrpc.EncodeMessage(a); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(raws)
+}
+
+// serveGET holds the session's one stream of messages that belong to no
+// request. Nothing is stored for a client to resume with, so a
+// Last-Event-ID is refused rather than ignored.
+func (c *sessionConn) serveGET(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Accept") != "" && !accepts(r, "text/event-stream") {
+		http.Error(w, "Not Acceptable: a GET opens an event stream; send Accept: text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	if r.Header.Get("Last-Event-ID") != "" {
+		http.Error(w, "Bad Request: aqlguard keeps no events to resume a stream with", http.StatusBadRequest)
+		return
+	}
+	stream := make(chan jsonrpc.Message, maxQueued)
+	c.mu.Lock()
+	if c.stream != nil {
+		c.mu.Unlock()
+		http.Error(w, "Conflict: this session's GET stream is already open", http.StatusConflict)
+		return
+	}
+	c.stream = stream
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.stream == stream {
+			c.stream = nil
+		}
+		c.mu.Unlock()
+	}()
+	events := eventWriter{w: w}
+	events.start()
+	for {
+		select {
+		case m := <-stream:
+			events.send(m)
+		case <-c.closed:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// register makes rep the POST of every request in calls, unless one of
+// their ids is in use already (returned).
+func (c *sessionConn) register(calls []jsonrpc.ID, rep *reply) (jsonrpc.ID, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, id := range calls {
+		key := link.IDKey(id)
+		if _, dup := c.replies[key]; dup || slices.ContainsFunc(calls[:i], func(o jsonrpc.ID) bool { return link.IDKey(o) == key }) {
+			return id, false
+		}
+	}
+	for _, id := range calls {
+		c.replies[link.IDKey(id)] = rep
+	}
+	return jsonrpc.ID{}, true
+}
+
+// unregister forgets the requests of a POST that is done, answered or not.
+func (c *sessionConn) unregister(calls []jsonrpc.ID, rep *reply) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range calls {
+		if key := link.IDKey(id); c.replies[key] == rep {
+			delete(c.replies, key)
+		}
+	}
+}
+
+// deliver hands a POST's messages to the relay, in order; false when the
+// session ended first.
+func (c *sessionConn) deliver(msgs []jsonrpc.Message) bool {
+	for _, m := range msgs {
+		select {
+		case c.in <- m:
+		case <-c.closed:
+			return false
+		}
+	}
+	return true
+}
+
+// decodeBody reads a POST's message, or the messages of a batch.
+func decodeBody(body []byte) (msgs []jsonrpc.Message, batch bool, err error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, false, errors.New("the body is empty")
+	}
+	if trimmed[0] != '[' {
+		m, err := link.DecodeMessage(trimmed)
+		if err != nil {
+			return nil, false, fmt.Errorf("the body is not a JSON-RPC message: %w", err)
+		}
+		return []jsonrpc.Message{m}, false, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(trimmed, &raws); err != nil {
+		return nil, true, fmt.Errorf("the body is not a JSON-RPC batch: %w", err)
+	}
+	if len(raws) == 0 {
+		return nil, true, errors.New("the batch is empty")
+	}
+	for i, raw := range raws {
+		m, err := link.DecodeMessage(raw)
+		if err != nil {
+			return nil, true, fmt.Errorf("message %d of the batch is not a JSON-RPC message: %w", i, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, true, nil
+}
+
+// eventWriter writes server-sent events, starting the stream (headers,
+// status) with the first.
+type eventWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (e *eventWriter) start() {
+	if e.started {
+		return
+	}
+	e.started = true
+	h := e.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	e.w.WriteHeader(http.StatusOK)
+	if fl, ok := e.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+func (e *eventWriter) send(m jsonrpc.Message) {
+	data, err := jsonrpc.EncodeMessage(m)
+	if err != nil {
+		return
+	}
+	e.start()
+	buf := make([]byte, 0, len(data)+len("event: message\ndata: \n\n"))
+	buf = append(buf, "event: message\ndata: "...)
+	buf = append(buf, data...)
+	buf = append(buf, "\n\n"...)
+	_, _ = e.w.Write(buf)
+	if fl, ok := e.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// accepts reports whether the request's Accept header takes mediaType.
+func accepts(r *http.Request, mediaType string) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			t, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if t == mediaType || t == "*/*" || t == mediaType[:strings.IndexByte(mediaType, '/')]+"/*" {
+				return true
+			}
+		}
+	}
+	return false
+}
