@@ -1,6 +1,12 @@
 package e2e
 
 import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,6 +117,78 @@ args = ["-spawn-detached"]
 		t.Fatalf("the detached sleeper did not start: %v", marked(g.mark))
 	}
 	g.kill(t) // checks that nothing carrying the run's mark is left
+}
+
+// TestNoServerProcessOutlivesTheServingAqlguard: the process the client
+// starts supervises a second aqlguard, which serves and starts the
+// servers. When that one is SIGKILLed (the OOM killer's way), the
+// servers and what they left behind go too, and the process the client
+// started exits with the signal's status, as a shell reports it.
+func TestNoServerProcessOutlivesTheServingAqlguard(t *testing.T) {
+	g := startGuard(t, `
+mode = "all"
+agent = "reaper"
+[safety]
+auto_approve = ["*"]
+[[servers]]
+name = "ts"
+command = {{toml .testserver}}
+args = ["-spawn-detached"]
+`)
+	server := serverPID(t, g, "-spawn-detached")
+	serving := parentOf(t, server)
+	if serving == g.cmd.Process.Pid {
+		t.Fatal("the server is a child of the process the client started: nothing supervises it")
+	}
+	if got := parentOf(t, serving); got != g.cmd.Process.Pid {
+		t.Fatalf("the serving aqlguard %d is a child of %d, not of the process the client started (%d)", serving, got, g.cmd.Process.Pid)
+	}
+	if err := syscall.Kill(serving, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); processState(g.cmd.Process.Pid) != "Z" && processState(g.cmd.Process.Pid) != ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the process the client started did not exit within 10s of the serving aqlguard's death")
+		}
+	}
+	// The client's close collects the exit status; no process may be left.
+	var err error
+	g.stopOnce.Do(func() {
+		err = g.session.Close()
+		checkMarked(t, g.mark)
+	})
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGKILL) {
+		t.Errorf("the process the client started exited with %v, want code %d", err, 128+int(syscall.SIGKILL))
+	}
+}
+
+// processState is the state letter of a process ("Z": exited, not yet
+// waited for), "" when there is none (it exited and was waited for).
+func processState(pid int) string {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return ""
+	}
+	if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+// parentOf is a process's parent pid.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ppid
 }
 
 // TestCallTimeout: a call the server does not answer within its

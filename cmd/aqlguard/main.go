@@ -40,15 +40,30 @@ import (
 )
 
 func main() {
-	// Stdio servers run under this binary as their supervisor, so they
-	// go when aqlguard goes. /proc/self/exe still works if the binary is
-	// replaced (go install) while aqlguard runs.
-	if _, err := os.Stat("/proc/self/exe"); err == nil {
-		downstream.Supervisor = "/proc/self/exe"
-	} else if exe, err := os.Executable(); err == nil {
-		downstream.Supervisor = exe
+	if !supervisesServers(os.Args[1:]) {
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	if code, ok := downstream.Supervise(); ok {
+		os.Exit(code)
+	}
+	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	downstream.EndAdopted() // what the servers left behind
+	os.Exit(code)
+}
+
+// supervisesServers reports whether a verb may start stdio servers, and
+// so runs under a supervisor (downstream.Supervise) that ends them and
+// everything they started however aqlguard ends.
+func supervisesServers(args []string) bool {
+	verb := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb = args[0]
+	}
+	switch verb {
+	case "run", "serve", "wrap", "doctor", "policy":
+		return true
+	}
+	return false
 }
 
 const usage = `usage: aqlguard <verb> [flags]
@@ -95,8 +110,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		verb, args = args[0], args[1:]
 	}
 	switch verb {
-	case downstream.SupervisorVerb:
-		return downstream.Supervise(args)
 	case "run":
 		return cmdRun(args, stdin, stdout, stderr)
 	case "serve":

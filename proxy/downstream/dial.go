@@ -53,7 +53,7 @@ func dial(ctx context.Context, cfg policy.Server, log *slog.Logger) (*conn, erro
 const terminateAfter = 2 * time.Second
 
 func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
-	cmd := supervised(cfg.Command, cfg.Args)
+	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = cfg.Cwd
 	cmd.Env = os.Environ()
 	for k, v := range cfg.Env {

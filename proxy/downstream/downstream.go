@@ -544,7 +544,7 @@ func startExit(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
 		switch ee.ExitCode() {
-		case 127: // the supervisor's (and the shells') "not found"
+		case 127: // the shells' "not found"
 			return "command not found"
 		case 126:
 			return "command could not be run"

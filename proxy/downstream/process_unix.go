@@ -15,7 +15,7 @@ func ownProcessGroup(cmd *exec.Cmd) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	setParentDeathSignal(cmd.SysProcAttr)
+	setParentDeathSignal(cmd.SysProcAttr, syscall.SIGKILL)
 }
 
 func terminateGroup(cmd *exec.Cmd) { signalGroup(cmd, syscall.SIGTERM) }

@@ -2,14 +2,37 @@
 
 package downstream
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+	"time"
+)
 
 // setParentDeathSignal: only Linux has a parent death signal.
-func setParentDeathSignal(*syscall.SysProcAttr) {}
+func setParentDeathSignal(*syscall.SysProcAttr, syscall.Signal) {}
 
 // becomeSubreaper: only Linux has subreapers; orphans go to init.
 func becomeSubreaper() {}
 
-// dieWithParent: only Linux has a parent death signal; the supervisor
-// polls its parent instead.
-func dieWithParent(syscall.Signal) {}
+// watchParent stops this process as SIGTERM does once its supervisor
+// (parent) is gone: without a parent death signal, it polls.
+func watchParent(parent int) {
+	go func() {
+		for range time.Tick(500 * time.Millisecond) {
+			if syscall.Getppid() != parent {
+				_ = syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
+				return
+			}
+		}
+	}()
+}
+
+// isTerminal: a character device, which a terminal is (so is /dev/null,
+// which only costs the real aqlguard a process group of its own).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// releaseCleanPages: only done on Linux.
+func releaseCleanPages() {}

@@ -12,13 +12,8 @@ func killGroup(cmd *exec.Cmd) {
 	}
 }
 
-// SupervisorVerb is unused on Windows: servers are started directly.
-const SupervisorVerb = "__supervise"
+// Supervise is not available on Windows: servers are started directly.
+func Supervise() (code int, ok bool) { return 0, false }
 
-// Supervisor is ignored on Windows.
-var Supervisor string
-
-func supervised(command string, args []string) *exec.Cmd { return exec.Command(command, args...) }
-
-// Supervise is not available on Windows.
-func Supervise([]string) int { return 2 }
+// EndAdopted: Windows has no adoption of orphans.
+func EndAdopted() {}

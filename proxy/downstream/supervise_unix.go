@@ -15,123 +15,159 @@ import (
 	"time"
 )
 
-// SupervisorVerb is the hidden verb under which the aqlguard binary runs
-// as the supervisor of one stdio server (Supervise).
-const SupervisorVerb = "__supervise"
+// An aqlguard that starts stdio servers runs as two processes: the one
+// its client started, which only supervises, and its child, the real
+// aqlguard, which serves and starts the servers as its own children.
+// Both are subreapers (on Linux), so a process a server leaves behind,
+// even in a session of its own, is adopted by one of them rather than by
+// init:
+//   - the real aqlguard ends what it adopted when it exits;
+//   - when it dies without that chance (SIGKILL, a crash), its servers
+//     get SIGKILL (parent death signal) and the supervisor, which adopts
+//     everything left, ends it all and exits with the real one's status;
+//   - when the supervisor dies, the real aqlguard gets SIGTERM (parent
+//     death signal; elsewhere it polls its parent) and stops as on
+//     SIGTERM, servers and adopted processes included.
+//
+// One supervisor per aqlguard, however many servers: each stdio server
+// used to have a supervisor process of its own (~11 MB RSS each, most of
+// it the pages of this binary).
 
-// Supervisor is the path of a binary that understands SupervisorVerb
-// (aqlguard itself), or "" to start stdio servers directly. With it, a
-// server and everything it starts are gone when aqlguard exits, however
-// it exits; without it, a grandchild (npx → node) that ignores its
-// closed stdin can outlive a SIGKILLed aqlguard.
-var Supervisor string
+// supervisedEnv tells the real aqlguard its supervisor's pid.
+const supervisedEnv = "AQLGUARD_SUPERVISOR_PID"
 
-// supervised returns the command that runs cmd under the supervisor.
-func supervised(command string, args []string) *exec.Cmd {
-	if Supervisor == "" {
-		return exec.Command(command, args...)
-	}
-	return exec.Command(Supervisor, append([]string{SupervisorVerb, "--", command}, args...)...)
-}
-
-// Supervise runs `aqlguard __supervise -- CMD ARGS`: it starts CMD in a
-// process group of its own with the supervisor's stdin, stdout and
-// stderr (the server's MCP stream passes straight through), adopts every
-// orphan among CMD's descendants (a subreaper, on Linux), and when CMD
-// exits, or aqlguard dies (parent death signal on Linux, polling
-// elsewhere), or it is told to stop (SIGTERM, SIGINT), it ends CMD's
-// group and every descendant left: SIGTERM, then SIGKILL. It returns the
-// exit status to exit with.
-func Supervise(args []string) int {
-	if len(args) < 2 || args[0] != "--" {
-		fmt.Fprintln(os.Stderr, "usage: aqlguard "+SupervisorVerb+" -- COMMAND [ARGS...]")
-		return 2
-	}
-	parent := os.Getppid()
-	becomeSubreaper()
-	dieWithParent(syscall.SIGTERM)
-	if os.Getppid() != parent { // aqlguard died before the signal was armed
-		return 1
-	}
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	cmd := exec.Command(args[1], args[2:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "aqlguard: "+err.Error())
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return 127
+// Supervise makes this process the supervisor of a real aqlguard run
+// with the same arguments, and returns the exit code to exit with once
+// that one has ended (ok true). It returns ok false in the real aqlguard
+// (which then goes on serving) and where no binary to run can be found.
+func Supervise() (code int, ok bool) {
+	if pid := os.Getenv(supervisedEnv); pid != "" {
+		// Servers must not inherit it: an aqlguard behind this one needs
+		// a supervisor of its own.
+		_ = os.Unsetenv(supervisedEnv)
+		if pid == strconv.Itoa(os.Getppid()) {
+			becomeSubreaper()
+			watchParent(os.Getppid())
+			return 0, false
 		}
-		return 126
+	}
+	exe, err := selfExecutable()
+	if err != nil {
+		return 0, false
+	}
+	becomeSubreaper()
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	cmd := exec.Command(exe, os.Args[1:]...)
+	cmd.Args[0] = os.Args[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), supervisedEnv+"="+strconv.Itoa(os.Getpid()))
+	// A group of its own, so a signal to the client's group (its kill of
+	// what it started) reaches the supervisor, not both at once; but not
+	// on a terminal, where a background group may not read it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !onTerminal()}
+	setParentDeathSignal(cmd.SysProcAttr, syscall.SIGTERM)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "aqlguard: starting the guarded process: "+err.Error())
+		return 1, true
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	orphaned := time.NewTicker(500 * time.Millisecond)
-	defer orphaned.Stop()
+	releaseCleanPages()
 	for {
 		select {
+		case sig := <-signals:
+			_ = cmd.Process.Signal(sig) // SIGHUP reloads, the others stop it
 		case err := <-exited:
-			cleanUp(cmd.Process.Pid)
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					return 128 + int(ws.Signal())
-				}
-				return ee.ExitCode()
-			}
-			return 0
-		case <-signals:
-		case <-orphaned.C:
-			if os.Getppid() == parent {
-				continue
-			}
+			EndAdopted()
+			return exitCode(err), true
 		}
-		// aqlguard is gone or wants us gone: so is the server.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(terminateAfter):
-		}
-		cleanUp(cmd.Process.Pid)
-		return 1
 	}
 }
 
-// cleanUp ends the server's process group and every descendant that was
-// left to the supervisor, asking first and then killing.
-func cleanUp(pgid int) {
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		_ = syscall.Kill(-pgid, sig)
-		for _, pid := range adopted() {
-			_ = syscall.Kill(pid, sig)
+// selfExecutable is this binary: /proc/self/exe still works if it was
+// replaced (go install) since it started.
+func selfExecutable() (string, error) {
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		return "/proc/self/exe", nil
+	}
+	return os.Executable()
+}
+
+func onTerminal() bool {
+	for _, f := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		if isTerminal(f) {
+			return true
 		}
-		deadline := time.Now().Add(terminateAfter)
-		for time.Now().Before(deadline) {
-			reap()
-			if len(adopted()) == 0 && syscall.Kill(-pgid, 0) != nil {
+	}
+	return false
+}
+
+// exitCode is the code to exit with for a child that ended with err: its
+// own, or 128 plus the signal that killed it, as a shell reports it.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		if err != nil {
+			return 1
+		}
+		return 0
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
+
+// EndAdopted ends every process this one adopted as a subreaper (what
+// servers left behind), asking first and then killing, and collects
+// their exit statuses. It looks again until none is left, since ending
+// one orphans its children in turn, who come to this process too. The
+// real aqlguard calls it as it exits, after its servers stopped: only
+// adopted processes are its children then.
+func EndAdopted() {
+	sent := map[int]syscall.Signal{}
+	sig, deadline := syscall.SIGTERM, time.Now().Add(terminateAfter)
+	for {
+		left := adopted()
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			if sig == syscall.SIGKILL {
 				return
 			}
+			sig, deadline = syscall.SIGKILL, time.Now().Add(terminateAfter)
+		}
+		for _, pid := range left {
+			if sent[pid] != sig {
+				_ = syscall.Kill(pid, sig)
+				sent[pid] = sig
+			}
+		}
+		if reap(left) > 0 {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	reap()
 }
 
-// reap collects the exit status of every child that has ended, so that
-// adopted orphans do not linger as zombies.
-func reap() {
-	for {
+// reap collects the exit statuses of those of pids that have ended (so
+// they do not linger as zombies) and reports how many are left. It waits
+// for these pids only: a wait for any child would take the status of a
+// server that os/exec is waiting for.
+func reap(pids []int) int {
+	left := 0
+	for _, pid := range pids {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-		if pid <= 0 || err != nil {
-			return
+		if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); got == 0 && err == nil {
+			left++
 		}
 	}
+	return left
 }
 
-// adopted lists the live processes whose parent is this one (on Linux,
-// orphaned descendants: we are their subreaper).
+// adopted lists the live processes whose parent is this one. Called
+// once this process's own children are gone, they are what it adopted.
 func adopted() []int {
 	self := strconv.Itoa(os.Getpid())
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
@@ -147,7 +183,7 @@ func adopted() []int {
 			continue
 		}
 		f := strings.Fields(s[i+1:])
-		if len(f) < 2 || f[1] != self || f[0] == "Z" || f[0] == "X" {
+		if len(f) < 2 || f[1] != self || f[0] == "X" {
 			continue
 		}
 		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {

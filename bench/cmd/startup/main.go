@@ -3,8 +3,9 @@
 // spawning to the answer to initialize, directly for each server (the
 // slowest is the baseline: aqlguard starts them side by side) and through
 // aqlguard with all of them, in interleaved rounds; then the resident
-// memory of the idle aqlguard process, and of the supervisor processes it
-// runs its stdio servers under.
+// memory of the idle aqlguard process, and of the other aqlguard
+// processes below it (the supervised aqlguard; in older versions, one
+// supervisor per stdio server).
 //
 //	startup -aqlguard BIN -server BIN [-servers 3] [-rounds 10]
 package main
@@ -92,11 +93,9 @@ func run(argv []string) error {
 			time.Sleep(*idle)
 			rss = append(rss, rssKB(s.Pid))
 			pss = append(pss, pssKB(s.Pid))
-			for _, pid := range children(s.Pid) {
-				if cmdline(pid) != "" && strings.Contains(cmdline(pid), "__supervise") {
-					supervisors = append(supervisors, rssKB(pid))
-					supervisorsPSS = append(supervisorsPSS, pssKB(pid))
-				}
+			for _, pid := range aqlguardsBelow(s.Pid, *aqlguard) {
+				supervisors = append(supervisors, rssKB(pid))
+				supervisorsPSS = append(supervisorsPSS, pssKB(pid))
 			}
 		}
 		s.Close()
@@ -122,8 +121,8 @@ func run(argv []string) error {
 		return float64(sum) / 1024
 	}
 	fmt.Printf("idle memory after %s (RSS; PSS, which splits the pages the processes share, such as the binary's):\n", *idle)
-	fmt.Printf("  aqlguard: %.1f MB; %.1f MB\n", float64(rss[0])/1024, float64(pss[0])/1024)
-	fmt.Printf("  its %d supervisor processes together: %.1f MB; %.1f MB\n", len(supervisors), total(supervisors), total(supervisorsPSS))
+	fmt.Printf("  aqlguard (the process its client started): %.1f MB; %.1f MB\n", float64(rss[0])/1024, float64(pss[0])/1024)
+	fmt.Printf("  its %d other aqlguard processes together (supervisors, or the supervised aqlguard): %.1f MB; %.1f MB\n", len(supervisors), total(supervisors), total(supervisorsPSS))
 	fmt.Printf("  all of them: %.1f MB; %.1f MB\n", float64(rss[0])/1024+total(supervisors), float64(pss[0])/1024+total(supervisorsPSS))
 	return nil
 }
@@ -173,7 +172,19 @@ func children(pid int) []int {
 	return out
 }
 
-func cmdline(pid int) string {
-	b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	return strings.ReplaceAll(string(b), "\x00", " ")
+// aqlguardsBelow lists the processes below pid that run the binary bin.
+func aqlguardsBelow(pid int, bin string) []int {
+	want, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return nil
+	}
+	want, _ = filepath.Abs(want)
+	var out []int
+	for _, c := range children(pid) {
+		if exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(c), "exe")); err == nil && exe == want {
+			out = append(out, c)
+		}
+		out = append(out, aqlguardsBelow(c, bin)...)
+	}
+	return out
 }
