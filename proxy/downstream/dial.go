@@ -77,6 +77,7 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	reportGroup(cmd.Process.Pid, true) // its group's id is its pid (ownProcessGroup)
 	c := &conn{exited: make(chan struct{})}
 	go func() {
 		c.exitErr = cmd.Wait()
@@ -99,6 +100,7 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 			}
 			// Whatever the server left behind in its group goes too.
 			killGroup(cmd)
+			reportGroup(cmd.Process.Pid, false)
 		})
 	}
 	return c, nil

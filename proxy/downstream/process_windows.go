@@ -17,3 +17,6 @@ func Supervise() (code int, ok bool) { return 0, false }
 
 // EndAdopted: Windows has no adoption of orphans.
 func EndAdopted() {}
+
+// reportGroup: Windows has no supervisor to tell.
+func reportGroup(int, bool) {}

@@ -3,6 +3,7 @@
 package downstream
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -48,6 +50,8 @@ func Supervise() (code int, ok bool) {
 		if pid == strconv.Itoa(os.Getppid()) {
 			becomeSubreaper()
 			watchParent(os.Getppid())
+			syscall.CloseOnExec(groupsFD) // the servers' business it is not
+			reported.to = os.NewFile(groupsFD, "supervisor")
 			return 0, false
 		}
 	}
@@ -67,10 +71,18 @@ func Supervise() (code int, ok bool) {
 	// on a terminal, where a background group may not read it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !onTerminal()}
 	setParentDeathSignal(cmd.SysProcAttr, syscall.SIGTERM)
+	r, w, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "aqlguard: starting the guarded process: "+err.Error())
+		return 1, true
+	}
+	cmd.ExtraFiles = []*os.File{w} // groupsFD
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "aqlguard: starting the guarded process: "+err.Error())
 		return 1, true
 	}
+	_ = w.Close()
+	groups := newServerGroups(r)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	releaseCleanPages()
@@ -79,10 +91,108 @@ func Supervise() (code int, ok bool) {
 		case sig := <-signals:
 			_ = cmd.Process.Signal(sig) // SIGHUP reloads, the others stop it
 		case err := <-exited:
+			groups.end()
 			EndAdopted()
 			return exitCode(err), true
 		}
 	}
+}
+
+// groupsFD is the descriptor on which the serving aqlguard tells its
+// supervisor which process groups its stdio servers run in ("+PGID"
+// when one starts, "-PGID" once it was ended), so that the supervisor
+// ends those left when the serving aqlguard dies without ending them.
+// On Linux the servers die with it anyway (parent death signal) and
+// what they started is adopted; elsewhere this is all there is.
+const groupsFD = 3
+
+// reported is the serving aqlguard's end of groupsFD (nil elsewhere).
+var reported struct {
+	mu sync.Mutex
+	to *os.File
+}
+
+// reportGroup tells the supervisor that a server's process group began
+// (true) or was ended (false).
+func reportGroup(pgid int, began bool) {
+	reported.mu.Lock()
+	defer reported.mu.Unlock()
+	if reported.to == nil {
+		return
+	}
+	sign := "-"
+	if began {
+		sign = "+"
+	}
+	if _, err := fmt.Fprintf(reported.to, "%s%d\n", sign, pgid); err != nil {
+		reported.to = nil // the supervisor is gone; the parent death signal stops us
+	}
+}
+
+// serverGroups are the process groups the serving aqlguard reported.
+type serverGroups struct {
+	mu   sync.Mutex
+	live map[int]bool
+	done chan struct{} // the report ended: every line is in live
+}
+
+func newServerGroups(r *os.File) *serverGroups {
+	g := &serverGroups{live: map[int]bool{}, done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			line := sc.Text()
+			pgid, err := strconv.Atoi(strings.TrimLeft(line, "+-"))
+			if err != nil || pgid <= 1 || line == "" {
+				continue
+			}
+			g.mu.Lock()
+			if line[0] == '+' {
+				g.live[pgid] = true
+			} else {
+				delete(g.live, pgid)
+			}
+			g.mu.Unlock()
+		}
+	}()
+	return g
+}
+
+// end ends the groups still live once the serving aqlguard is gone:
+// SIGTERM, then SIGKILL to whatever is left after terminateAfter.
+func (g *serverGroups) end() {
+	select {
+	case <-g.done: // its end of the pipe closed when it exited
+	case <-time.After(time.Second):
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		alive := false
+		for pgid := range g.live {
+			alive = syscall.Kill(-pgid, sig) == nil || alive
+		}
+		if !alive {
+			return
+		}
+		for deadline := time.Now().Add(terminateAfter); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			reap(adopted())
+			if !g.anyAlive() {
+				return
+			}
+		}
+	}
+}
+
+func (g *serverGroups) anyAlive() bool {
+	for pgid := range g.live {
+		if syscall.Kill(-pgid, 0) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // selfExecutable is this binary: /proc/self/exe still works if it was
