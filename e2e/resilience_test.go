@@ -92,11 +92,9 @@ command = {{toml .testserver}}
 	}
 }
 
-// TestNoServerProcessOutlivesAqlguard: whatever aqlguard's end (SIGKILL
-// here, so it cleans up nothing itself), its servers go with it, even a
-// process a server left behind in a session of its own.
-func TestNoServerProcessOutlivesAqlguard(t *testing.T) {
-	g := startGuard(t, `
+// reaperConfig fronts a test server that leaves a process behind in a
+// session of its own.
+const reaperConfig = `
 mode = "all"
 agent = "reaper"
 [safety]
@@ -105,7 +103,13 @@ auto_approve = ["*"]
 name = "ts"
 command = {{toml .testserver}}
 args = ["-spawn-detached"]
-`)
+`
+
+// TestNoServerProcessOutlivesAqlguard: whatever aqlguard's end (SIGKILL
+// here, so it cleans up nothing itself), its servers go with it, even a
+// process a server left behind in a session of its own.
+func TestNoServerProcessOutlivesAqlguard(t *testing.T) {
+	g := startGuard(t, reaperConfig)
 	serverPID(t, g, "-spawn-detached")
 	sleeper := false
 	for deadline := time.Now().Add(10 * time.Second); !sleeper && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -125,16 +129,7 @@ args = ["-spawn-detached"]
 // servers and what they left behind go too, and the process the client
 // started exits with the signal's status, as a shell reports it.
 func TestNoServerProcessOutlivesTheServingAqlguard(t *testing.T) {
-	g := startGuard(t, `
-mode = "all"
-agent = "reaper"
-[safety]
-auto_approve = ["*"]
-[[servers]]
-name = "ts"
-command = {{toml .testserver}}
-args = ["-spawn-detached"]
-`)
+	g := startGuard(t, reaperConfig)
 	server := serverPID(t, g, "-spawn-detached")
 	serving := parentOf(t, server)
 	if serving == g.cmd.Process.Pid {

@@ -32,11 +32,9 @@ import (
 // everything that is not an answer to the GET stream, and refused it
 // when there was none.
 type sessionConn struct {
-	id     string
-	log    *slog.Logger
-	in     chan jsonrpc.Message
-	closed chan struct{}
-	once   sync.Once
+	id  string
+	log *slog.Logger
+	inbox
 
 	mu      sync.Mutex
 	replies map[string]*reply // by link.IDKey of the client's request id
@@ -55,19 +53,35 @@ type reply struct {
 const maxQueued = 64
 
 func newSessionConn(id string, log *slog.Logger) *sessionConn {
-	return &sessionConn{id: id, log: log, in: make(chan jsonrpc.Message), closed: make(chan struct{}),
-		replies: map[string]*reply{}}
+	return &sessionConn{id: id, log: log, inbox: newInbox(), replies: map[string]*reply{}}
 }
 
-func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+// inbox is the reading side of both kinds of connection: what POSTs
+// bring in, read by the relay in order, until Close.
+type inbox struct {
+	in     chan jsonrpc.Message
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newInbox() inbox {
+	return inbox{in: make(chan jsonrpc.Message), closed: make(chan struct{})}
+}
+
+func (b *inbox) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
-	case m := <-c.in:
+	case m := <-b.in:
 		return m, nil
-	case <-c.closed:
+	case <-b.closed:
 		return nil, io.EOF
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+func (b *inbox) Close() error {
+	b.once.Do(func() { close(b.closed) })
+	return nil
 }
 
 // Write sends msg to the POST it belongs to, else to the GET stream. A
@@ -117,11 +131,6 @@ func queue(to chan jsonrpc.Message, msg jsonrpc.Message) bool {
 	default:
 		return false
 	}
-}
-
-func (c *sessionConn) Close() error {
-	c.once.Do(func() { close(c.closed) })
-	return nil
 }
 
 func (c *sessionConn) SessionID() string { return c.id }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -190,8 +189,7 @@ func (f *Front) statelessConn(key string) (*statelessConn, error) {
 		return nil, errors.New("too many sessions")
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
-	c := &statelessConn{in: make(chan jsonrpc.Message), closed: make(chan struct{}), done: make(chan struct{}),
-		cancel: cancel, posts: map[string]*post{}}
+	c := &statelessConn{inbox: newInbox(), done: make(chan struct{}), cancel: cancel, posts: map[string]*post{}}
 	c.touch()
 	f.stateless[key] = c
 	go func() {
@@ -211,11 +209,9 @@ func (f *Front) statelessConn(key string) (*statelessConn, error) {
 
 // statelessConn is an mcp.Connection whose other side is many POSTs.
 type statelessConn struct {
-	in     chan jsonrpc.Message
-	closed chan struct{}
+	inbox
 	done   chan struct{} // the session ended
 	cancel context.CancelFunc
-	once   sync.Once
 	n      atomic.Int64
 	use
 
@@ -231,17 +227,6 @@ type post struct {
 	logs     bool   // the request asked for a log level
 	notes    chan jsonrpc.Message
 	answer   chan *jsonrpc.Response // one, never blocks
-}
-
-func (c *statelessConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case m := <-c.in:
-		return m, nil
-	case <-c.closed:
-		return nil, io.EOF
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // Write takes the relay's messages to the POSTs they belong to: an answer
@@ -274,11 +259,6 @@ func (c *statelessConn) Write(_ context.Context, msg jsonrpc.Message) error {
 			}
 		}
 	}
-	return nil
-}
-
-func (c *statelessConn) Close() error {
-	c.once.Do(func() { close(c.closed) })
 	return nil
 }
 
