@@ -79,6 +79,24 @@ func hashOf(r Record) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
+// encodeRecord sets r.Hash and returns r's line (without its newline),
+// as json.Marshal writes it: one encoding serves the hash and the line,
+// since Hash is the last member and is left out while empty.
+func encodeRecord(r *Record) ([]byte, error) {
+	r.Hash = ""
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(raw)
+	r.Hash = hex.EncodeToString(sum[:])
+	line := make([]byte, 0, len(raw)+len(`,"hash":""`)+len(r.Hash)+1)
+	line = append(line, raw[:len(raw)-1]...) // without its closing brace
+	line = append(line, `,"hash":"`...)
+	line = append(line, r.Hash...)
+	return append(line, `"}`...), nil
+}
+
 func seqKey(seq uint64) []byte {
 	var k [8]byte
 	binary.BigEndian.PutUint64(k[:], seq)

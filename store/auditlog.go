@@ -238,11 +238,7 @@ func (l *auditLog) append(recs []Record) (int64, error) {
 	for _, r := range recs {
 		r.Seq, r.Prev = l.head.Seq+1, l.head.Hash
 		r.Time = r.Time.UTC()
-		var err error
-		if r.Hash, err = hashOf(r); err != nil {
-			return 0, fmt.Errorf("audit log: encoding record %d: %w", r.Seq, err)
-		}
-		line, err := json.Marshal(r)
+		line, err := encodeRecord(&r)
 		if err != nil {
 			return 0, fmt.Errorf("audit log: encoding record %d: %w", r.Seq, err)
 		}

@@ -390,3 +390,30 @@ func TestUnblock(t *testing.T) {
 		t.Fatalf("audit: %+v", records)
 	}
 }
+
+// TestEncodeRecord: the line the log writes is the record's JSON with
+// its hash, byte for byte as json.Marshal writes it, and the hash is the
+// one verify computes.
+func TestEncodeRecord(t *testing.T) {
+	at := time.Date(2026, 11, 24, 9, 0, 0, 123456789, time.UTC)
+	for name, r := range map[string]Record{
+		"least": {Seq: 1, Time: at, Prev: GenesisHash},
+		"decision": {Seq: 7, Time: at, Kind: "decision", Principal: "p", Session: "s-1", Server: "fs", Operation: "fs.write_file",
+			Args: json.RawMessage(`{"path":"/tmp/a","content":"x"}`), Decision: "allow", Stage: "risk_tolerance", Risk: 30,
+			Factors: []string{"step limit: step 1 of 100", "risk <= 30"}, Prev: strings.Repeat("ab", 32), DurationMS: 0.25},
+		"escapes": {Seq: 2, Time: at, Kind: "outcome", Principal: "ünïcode \u2028 <b>&amp;</b> \"quoted\" \\", ArgsText: "\x00\x1f\ufffd",
+			Result: "line\nbreak", Prev: GenesisHash},
+	} {
+		line, err := encodeRecord(&r)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want, _ := json.Marshal(r)
+		if string(line) != string(want) {
+			t.Errorf("%s: the line differs from json.Marshal:\n got %s\nwant %s", name, line, want)
+		}
+		if h, _ := hashOf(r); h != r.Hash {
+			t.Errorf("%s: hash %s, verify computes %s", name, r.Hash, h)
+		}
+	}
+}
