@@ -1,8 +1,10 @@
 package httpfront
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -193,4 +195,42 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out")
 		}
 	}
+}
+
+// FuzzDecodeBody: a POST's body is the client's to write. Reading it
+// never panics; a body that is one message reads as link.DecodeMessage
+// reads it, and a batch as each of its elements does.
+func FuzzDecodeBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"aqlguard-1","result":{}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"m"},{"jsonrpc":"2.0","method":"n"}]`,
+		`[]`, ` [ ] `, `{"jsonrpc":`, "\t\n{}", `[1]`, `null`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		msgs, batch, err := decodeBody(body)
+		if err != nil {
+			if msgs != nil {
+				t.Fatalf("an error came with messages: %v", err)
+			}
+			return
+		}
+		if len(msgs) == 0 {
+			t.Fatal("no error and no message")
+		}
+		if !batch {
+			want, werr := link.DecodeMessage(bytes.TrimLeft(body, " \t\r\n"))
+			if werr != nil || len(msgs) != 1 || fmt.Sprint(want) != fmt.Sprint(msgs[0]) {
+				t.Fatalf("one message read as %v, link.DecodeMessage says %v, %v", msgs, want, werr)
+			}
+			return
+		}
+		var raws []json.RawMessage
+		if json.Unmarshal(body, &raws) != nil || len(raws) != len(msgs) {
+			t.Fatalf("a batch of %d messages from %q", len(msgs), body)
+		}
+	})
 }
