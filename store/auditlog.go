@@ -62,9 +62,10 @@ type auditLog struct {
 	maxAge    time.Duration
 	mu        sync.Mutex // the fields below
 	f         *os.File
-	n         int   // the current segment's number
-	size      int64 // its size as this process last saw or made it
-	torn      bool  // it ends inside a record: the next append starts a new one
+	n         int    // the current segment's number
+	next      string // the path segment n+1 would have: its existence says another process rotated
+	size      int64  // its size as this process last saw or made it
+	torn      bool   // it ends inside a record: the next append starts a new one
 	first     time.Time
 	head      auditHead
 	written   int64 // bytes written through this process, ever
@@ -142,7 +143,7 @@ func (l *auditLog) segments() ([]int, error) {
 // store's file lock held and l.mu held.
 func (l *auditLog) catchUp() error {
 	if l.f != nil {
-		if _, err := os.Stat(filepath.Join(l.dir, segmentName(l.n+1))); err != nil {
+		if _, err := os.Stat(l.next); err != nil {
 			st, err := l.f.Stat()
 			if err != nil {
 				return fmt.Errorf("audit log: %w", err)
@@ -187,7 +188,7 @@ func (l *auditLog) adopt(n int) error {
 			return fmt.Errorf("audit log: %w", err)
 		}
 		l.closeFile()
-		l.f, l.n = f, n
+		l.f, l.n, l.next = f, n, filepath.Join(l.dir, segmentName(n+1))
 		l.first = time.Time{}
 		if first, err := firstLine(filepath.Join(l.dir, segmentName(n))); err == nil && first != nil {
 			var r Record
