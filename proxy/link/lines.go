@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -187,14 +190,20 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // makes a request, a response needs an id. FuzzDecodeMessage holds the
 // two to the same results. Use it instead of the go-sdk's, which makes a
 // decoder with a fresh 32 KiB buffer for every message.
+//
+// The message's raw members (params, result, error data) are its own
+// copy: callers may reuse data.
 func DecodeMessage(data []byte) (jsonrpc.Message, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
+	// One validating pass and a split (rawjson) over a copy, where
+	// json.Unmarshal into a map validated, decoded, and copied each
+	// member on its own.
+	members, err := rawjson.Split(bytes.Clone(data))
+	if err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
 	var version string
-	if raw, ok := m["jsonrpc"]; ok {
-		if err := json.Unmarshal(raw, &version); err != nil {
+	if raw, ok := member(members, "jsonrpc"); ok {
+		if err := unmarshalString(raw, &version); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 	}
@@ -202,8 +211,10 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
 	}
 	var idv any
-	if raw, ok := m["id"]; ok {
-		if err := json.Unmarshal(raw, &idv); err != nil {
+	if raw, ok := member(members, "id"); ok {
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n > -1<<53 && n < 1<<53 {
+			idv = float64(n) // what json.Unmarshal makes of a number, exactly
+		} else if err := json.Unmarshal(raw, &idv); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 	}
@@ -211,25 +222,28 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if raw, ok := m["method"]; ok {
+	if raw, ok := member(members, "method"); ok {
 		var method string
-		if err := json.Unmarshal(raw, &method); err != nil {
+		if err := unmarshalString(raw, &method); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
-		return &jsonrpc.Request{ID: id, Method: method, Params: m["params"]}, nil
+		params, _ := member(members, "params")
+		return &jsonrpc.Request{ID: id, Method: method, Params: params}, nil
 	}
 	if !id.IsValid() {
 		return nil, errors.New("JSON RPC invalid request: a response without an id")
 	}
-	resp := &jsonrpc.Response{ID: id, Result: m["result"]}
-	if raw, ok := m["error"]; ok && string(bytes.TrimSpace(raw)) != "null" {
-		var em map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &em); err != nil {
+	result, _ := member(members, "result")
+	resp := &jsonrpc.Response{ID: id, Result: result}
+	if raw, ok := member(members, "error"); ok && string(bytes.TrimSpace(raw)) != "null" {
+		errMembers, err := rawjson.Split(raw)
+		if err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
-		werr := &jsonrpc.Error{Data: em["data"]}
+		data, _ := member(errMembers, "data")
+		werr := &jsonrpc.Error{Data: data}
 		for key, dst := range map[string]any{"code": &werr.Code, "message": &werr.Message} {
-			if v, ok := em[key]; ok {
+			if v, ok := member(errMembers, key); ok {
 				if err := json.Unmarshal(v, dst); err != nil {
 					return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 				}
@@ -238,6 +252,36 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 		resp.Error = werr
 	}
 	return resp, nil
+}
+
+// unmarshalString is json.Unmarshal into a string, without its cost for
+// the common case: a plain ASCII string with no escape.
+func unmarshalString(raw json.RawMessage, dst *string) error {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		plain := true
+		for _, c := range raw[1 : len(raw)-1] {
+			if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			*dst = string(raw[1 : len(raw)-1])
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+// member is the value of the member named key, the last one of a
+// repeated name, as json.Unmarshal into a map keeps it.
+func member(ms []rawjson.Member, key string) (json.RawMessage, bool) {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Key == key {
+			return ms[i].Value, true
+		}
+	}
+	return nil, false
 }
 
 // Write sends one message (the responses to a batch together, as one

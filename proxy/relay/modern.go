@@ -141,7 +141,7 @@ func stripMeta(params json.RawMessage) json.RawMessage {
 	}
 	kept := ms[:0:0]
 	for _, m := range ms {
-		if !requestMetaKeys[m.key] {
+		if !requestMetaKeys[m.Key] {
 			kept = append(kept, m)
 		}
 	}

@@ -1,0 +1,153 @@
+// Package rawjson splits JSON objects into their members without
+// decoding them: each value stays byte for byte as it was sent. The
+// relay edits one member of a client's params and leaves the rest alone;
+// the link reads a JSON-RPC message's members. Both run on every message.
+package rawjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// Member is one member of a JSON object, its value as sent.
+type Member struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// Split splits a JSON object into its members, in order, each
+// value byte for byte as it was (and sharing raw's bytes). A relay that
+// changes one member of an object leaves every other member, and their
+// order, alone. It runs on every request's params: one validating pass
+// (json.Valid), then a split that needs no checks, where a json.Decoder
+// walking the tokens allocated a decoder, a buffer and a copy of every
+// value (FuzzSplit holds the two to the same results).
+func Split(raw json.RawMessage) ([]Member, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if !json.Valid(raw) {
+		return nil, errors.New("not valid JSON")
+	}
+	if raw[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	i := skipSpace(raw, 1)
+	if raw[i] == '}' {
+		return nil, nil
+	}
+	out := make([]Member, 0, 8) // a JSON-RPC message, most params: one allocation
+	for {
+		keyEnd := stringEnd(raw, i)
+		key := unquoteKey(raw[i:keyEnd])
+		i = skipSpace(raw, skipSpace(raw, keyEnd)+1) // past the colon
+		end := valueEnd(raw, i)
+		out = append(out, Member{key, raw[i:end:end]})
+		i = skipSpace(raw, end)
+		if raw[i] == '}' {
+			return out, nil
+		}
+		i = skipSpace(raw, i+1) // past the comma
+	}
+}
+
+// The helpers below walk JSON that json.Valid accepted.
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index just past the string that starts at b[i].
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; ; j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+}
+
+// valueEnd is the index just past the value that starts at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; ; j++ {
+			switch b[j] {
+			case '"':
+				j = stringEnd(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
+}
+
+// unquoteKey is a member name as encoding/json reads it: escapes undone,
+// invalid UTF-8 replaced.
+func unquoteKey(quoted []byte) string {
+	plain := true
+	for _, c := range quoted[1 : len(quoted)-1] {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return commonKey(quoted[1 : len(quoted)-1])
+	}
+	var s string
+	_ = json.Unmarshal(quoted, &s) // valid: json.Valid accepted the object
+	return s
+}
+
+// commonKey is string(b), without allocating for the names every
+// message and most params have (the switch compares in place).
+func commonKey(b []byte) string {
+	switch string(b) {
+	case "jsonrpc":
+		return "jsonrpc"
+	case "id":
+		return "id"
+	case "method":
+		return "method"
+	case "params":
+		return "params"
+	case "result":
+		return "result"
+	case "error":
+		return "error"
+	case "name":
+		return "name"
+	case "arguments":
+		return "arguments"
+	case "_meta":
+		return "_meta"
+	case "progressToken":
+		return "progressToken"
+	case "uri":
+		return "uri"
+	case "content":
+		return "content"
+	}
+	return string(b)
+}
