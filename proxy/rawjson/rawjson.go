@@ -17,13 +17,11 @@ type Member struct {
 	Value json.RawMessage
 }
 
-// Split splits a JSON object into its members, in order, each
-// value byte for byte as it was (and sharing raw's bytes). A relay that
-// changes one member of an object leaves every other member, and their
-// order, alone. It runs on every request's params: one validating pass
-// (json.Valid), then a split that needs no checks, where a json.Decoder
-// walking the tokens allocated a decoder, a buffer and a copy of every
-// value (FuzzSplit holds the two to the same results).
+// Split splits a JSON object into its members, in order, each value
+// byte for byte as it was (sharing raw's bytes); null or nothing is no
+// members. It runs on every message and every request's params, so it
+// validates once (json.Valid) and then splits without checks; FuzzSplit
+// holds it to what a json.Decoder walking the tokens reads.
 func Split(raw json.RawMessage) ([]Member, error) {
 	raw = bytes.Trim(raw, " \t\r\n") // JSON's white space: bytes.TrimSpace would take \v and others too
 	if len(raw) == 0 || string(raw) == "null" {
