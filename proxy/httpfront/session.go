@@ -409,12 +409,20 @@ func (e *eventWriter) send(m jsonrpc.Message) {
 	}
 }
 
-// accepts reports whether the request's Accept header takes mediaType.
-func accepts(r *http.Request, mediaType string) bool {
+// accepts reports whether the request's Accept header takes mediaType,
+// by name or by a wildcard.
+func accepts(r *http.Request, mediaType string) bool { return acceptsType(r, mediaType, true) }
+
+// names reports whether the request's Accept header names mediaType
+// itself (a client that takes anything, */*, does not).
+func names(r *http.Request, mediaType string) bool { return acceptsType(r, mediaType, false) }
+
+func acceptsType(r *http.Request, mediaType string, wildcards bool) bool {
+	major, _, _ := strings.Cut(mediaType, "/")
 	for _, v := range r.Header.Values("Accept") {
 		for _, part := range strings.Split(v, ",") {
 			t, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			if t == mediaType || t == "*/*" || t == mediaType[:strings.IndexByte(mediaType, '/')]+"/*" {
+			if t == mediaType || wildcards && (t == "*/*" || t == major+"/*") {
 				return true
 			}
 		}

@@ -234,3 +234,32 @@ func FuzzDecodeBody(f *testing.F) {
 		}
 	})
 }
+
+func TestAccepts(t *testing.T) {
+	for _, tt := range []struct {
+		accept         string
+		sse, sseByName bool
+		json           bool
+	}{
+		{"application/json, text/event-stream", true, true, true},
+		{"text/event-stream;q=0.9", true, true, false},
+		{"*/*", true, false, true},
+		{"text/*", true, false, false},
+		{"application/json", false, false, true},
+		{"", false, false, false},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		if tt.accept != "" {
+			r.Header.Set("Accept", tt.accept)
+		}
+		if got := accepts(r, "text/event-stream"); got != tt.sse {
+			t.Errorf("%q takes events: %v, want %v", tt.accept, got, tt.sse)
+		}
+		if got := names(r, "text/event-stream"); got != tt.sseByName {
+			t.Errorf("%q names events: %v, want %v", tt.accept, got, tt.sseByName)
+		}
+		if got := accepts(r, "application/json"); got != tt.json {
+			t.Errorf("%q takes JSON: %v, want %v", tt.accept, got, tt.json)
+		}
+	}
+}

@@ -340,7 +340,9 @@ func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonr
 			if errors.As(resp.Error, &werr) {
 				status = statusFor(werr)
 			}
-			if events.started || status == http.StatusOK && accepts(r, "text/event-stream") {
+			// Events when the client names them; JSON for one that takes
+			// anything (*/*, as curl sends).
+			if events.started || status == http.StatusOK && names(r, "text/event-stream") {
 				events.send(resp)
 				return
 			}
