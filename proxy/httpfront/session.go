@@ -3,7 +3,6 @@ package httpfront
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -249,14 +248,7 @@ func encodeAnswers(answers []*jsonrpc.Response, batch bool) ([]byte, error) {
 	if !batch {
 		return jsonrpc.EncodeMessage(answers[0])
 	}
-	raws := make([]json.RawMessage, len(answers))
-	for i, a := range answers {
-		var err error
-		if raws[i], err = jsonrpc.EncodeMessage(a); err != nil {
-			return nil, err
-		}
-	}
-	return json.Marshal(raws)
+	return link.EncodeBatch(answers)
 }
 
 // serveGET holds the session's one stream of messages that belong to no
@@ -355,19 +347,8 @@ func decodeBody(body []byte) (msgs []jsonrpc.Message, batch bool, err error) {
 		}
 		return []jsonrpc.Message{m}, false, nil
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(trimmed, &raws); err != nil {
+	if msgs, err = link.DecodeBatch(trimmed); err != nil {
 		return nil, true, fmt.Errorf("the body is not a JSON-RPC batch: %w", err)
-	}
-	if len(raws) == 0 {
-		return nil, true, errors.New("the batch is empty")
-	}
-	for i, raw := range raws {
-		m, err := link.DecodeMessage(raw)
-		if err != nil {
-			return nil, true, fmt.Errorf("message %d of the batch is not a JSON-RPC message: %w", i, err)
-		}
-		msgs = append(msgs, m)
 	}
 	return msgs, true, nil
 }

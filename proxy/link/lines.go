@@ -142,20 +142,12 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if len(line) == 0 || line[0] != '[' {
 		return DecodeMessage(line)
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(line, &raws); err != nil {
-		return nil, fmt.Errorf("unmarshaling a jsonrpc batch: %w", err)
+	msgs, err := DecodeBatch(line)
+	if err != nil {
+		return nil, err
 	}
-	if len(raws) == 0 {
-		return nil, errors.New("empty batch")
-	}
-	msgs := make([]jsonrpc.Message, 0, len(raws))
 	batch := &lineBatch{unresolved: map[jsonrpc.ID]int{}}
-	for _, raw := range raws {
-		m, err := DecodeMessage(raw)
-		if err != nil {
-			return nil, err
-		}
+	for _, m := range msgs {
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
 			if _, dup := batch.unresolved[req.ID]; dup {
 				return nil, fmt.Errorf("duplicate message ID %v in a batch", req.ID.Raw())
@@ -163,7 +155,6 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			batch.unresolved[req.ID] = len(batch.responses)
 			batch.responses = append(batch.responses, nil)
 		}
-		msgs = append(msgs, m)
 	}
 	if len(batch.unresolved) > 0 {
 		c.batchMu.Lock()
@@ -183,6 +174,40 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	c.queue = msgs[1:]
 	return msgs[0], nil
+}
+
+// DecodeBatch reads a JSON-RPC batch, as the MCP revisions before
+// 2025-06-18 allow one: its messages in order. An empty batch, or one
+// with a message DecodeMessage refuses, is an error.
+func DecodeBatch(data []byte) ([]jsonrpc.Message, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, fmt.Errorf("unmarshaling a jsonrpc batch: %w", err)
+	}
+	if len(raws) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	for i, raw := range raws {
+		m, err := DecodeMessage(raw)
+		if err != nil {
+			return nil, fmt.Errorf("message %d of the batch: %w", i, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+// EncodeBatch writes the responses to a batch as one array.
+func EncodeBatch(responses []*jsonrpc.Response) ([]byte, error) {
+	raws := make([]json.RawMessage, len(responses))
+	for i, r := range responses {
+		var err error
+		if raws[i], err = jsonrpc.EncodeMessage(r); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(raws)
 }
 
 // DecodeMessage reads one message as the go-sdk does
@@ -297,13 +322,7 @@ func (c *LineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			if all == nil {
 				return nil
 			}
-			raws := make([]json.RawMessage, len(all))
-			for i, r := range all {
-				if raws[i], err = jsonrpc.EncodeMessage(r); err != nil {
-					return err
-				}
-			}
-			data, err = json.Marshal(raws)
+			data, err = EncodeBatch(all)
 		} else {
 			data, err = jsonrpc.EncodeMessage(msg)
 		}
