@@ -147,7 +147,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Bad Request: "+headerSession+" is required", http.StatusBadRequest)
 			return
 		}
-		body, ok := readBody(w, r)
+		body, ok := readBody(w, r, f.opts.MaxBodyBytes)
 		if !ok {
 			return
 		}
@@ -180,18 +180,18 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.conn.serveGET(w, r)
 		return
 	}
-	body, ok := readBody(w, r)
+	body, ok := readBody(w, r, f.opts.MaxBodyBytes)
 	if !ok {
 		return
 	}
 	s.conn.servePOST(w, r, body, false)
 }
 
-// readBody reads a POST's body, answering the client itself when it
-// cannot.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// readBody reads a POST's body (r.Body is limited to limit bytes),
+// answering the client itself when it cannot.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= 1<<20 {
+	if n := r.ContentLength; n > 0 && n <= limit {
 		buf.Grow(int(n) + 1) // +1: ReadFrom wants room to see the end
 	}
 	_, err := buf.ReadFrom(r.Body)

@@ -207,14 +207,7 @@ func (c *sessionConn) answer(w http.ResponseWriter, r *http.Request, rep *reply,
 		case m := <-rep.related:
 			related(m)
 		case resp := <-rep.answers:
-			for drained := false; !drained; {
-				select {
-				case m := <-rep.related:
-					related(m)
-				default:
-					drained = true
-				}
-			}
+			drain(rep.related, related)
 			answered++
 			if events.started || !asJSON {
 				events.send(resp)
@@ -240,6 +233,19 @@ func (c *sessionConn) answer(w http.ResponseWriter, r *http.Request, rep *reply,
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(data)
+}
+
+// drain sends what waits in ch, without waiting for more: what a
+// request's work sent before its answer goes out before the answer.
+func drain(ch <-chan jsonrpc.Message, send func(jsonrpc.Message)) {
+	for {
+		select {
+		case m := <-ch:
+			send(m)
+		default:
+			return
+		}
+	}
 }
 
 // encodeAnswers is the JSON body of a POST's answers: the one answer, or

@@ -327,14 +327,7 @@ func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonr
 		case m := <-p.notes:
 			events.send(m)
 		case resp := <-p.answer:
-			for drained := false; !drained; {
-				select {
-				case m := <-p.notes:
-					events.send(m)
-				default:
-					drained = true
-				}
-			}
+			drain(p.notes, events.send)
 			status := http.StatusOK
 			var werr *jsonrpc.Error
 			if errors.As(resp.Error, &werr) {
