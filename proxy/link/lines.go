@@ -227,7 +227,7 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
 	var version string
-	if raw, ok := member(members, "jsonrpc"); ok {
+	if raw, ok := rawjson.Get(members, "jsonrpc"); ok {
 		if err := unmarshalString(raw, &version); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
@@ -236,7 +236,7 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
 	}
 	var idv any
-	if raw, ok := member(members, "id"); ok {
+	if raw, ok := rawjson.Get(members, "id"); ok {
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n > -1<<53 && n < 1<<53 {
 			idv = float64(n) // what json.Unmarshal makes of a number, exactly
 		} else if err := json.Unmarshal(raw, &idv); err != nil {
@@ -247,28 +247,28 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if raw, ok := member(members, "method"); ok {
+	if raw, ok := rawjson.Get(members, "method"); ok {
 		var method string
 		if err := unmarshalString(raw, &method); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
-		params, _ := member(members, "params")
+		params, _ := rawjson.Get(members, "params")
 		return &jsonrpc.Request{ID: id, Method: method, Params: params}, nil
 	}
 	if !id.IsValid() {
 		return nil, errors.New("JSON RPC invalid request: a response without an id")
 	}
-	result, _ := member(members, "result")
+	result, _ := rawjson.Get(members, "result")
 	resp := &jsonrpc.Response{ID: id, Result: result}
-	if raw, ok := member(members, "error"); ok && string(bytes.TrimSpace(raw)) != "null" {
+	if raw, ok := rawjson.Get(members, "error"); ok && string(bytes.TrimSpace(raw)) != "null" {
 		errMembers, err := rawjson.Split(raw)
 		if err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
-		data, _ := member(errMembers, "data")
+		data, _ := rawjson.Get(errMembers, "data")
 		werr := &jsonrpc.Error{Data: data}
 		for key, dst := range map[string]any{"code": &werr.Code, "message": &werr.Message} {
-			if v, ok := member(errMembers, key); ok {
+			if v, ok := rawjson.Get(errMembers, key); ok {
 				if err := json.Unmarshal(v, dst); err != nil {
 					return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 				}
@@ -296,17 +296,6 @@ func unmarshalString(raw json.RawMessage, dst *string) error {
 		}
 	}
 	return json.Unmarshal(raw, dst)
-}
-
-// member is the value of the member named key, the last one of a
-// repeated name, as json.Unmarshal into a map keeps it.
-func member(ms []rawjson.Member, key string) (json.RawMessage, bool) {
-	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].Key == key {
-			return ms[i].Value, true
-		}
-	}
-	return nil, false
 }
 
 // Write sends one message (the responses to a batch together, as one

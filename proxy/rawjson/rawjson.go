@@ -52,6 +52,17 @@ func Split(raw json.RawMessage) ([]Member, error) {
 	}
 }
 
+// Get is the value of the member named key: the last of a repeated
+// name, as json.Unmarshal into a map keeps it.
+func Get(ms []Member, key string) (json.RawMessage, bool) {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Key == key {
+			return ms[i].Value, true
+		}
+	}
+	return nil, false
+}
+
 // The helpers below walk JSON that json.Valid accepted.
 
 func skipSpace(b []byte, i int) int {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -135,7 +136,7 @@ func stripMeta(params json.RawMessage) json.RawMessage {
 	if !ok {
 		return params
 	}
-	ms, err := objectMembers(meta)
+	ms, err := rawjson.Split(meta)
 	if err != nil {
 		return params
 	}

@@ -7,18 +7,11 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 )
 
-// member is one member of a JSON object, its value as sent.
-type member = rawjson.Member
-
-// objectMembers splits a JSON object into its members, in order, each
-// value byte for byte as it was. A relay that changes one member of an
-// object leaves every other member, and their order, alone.
-func objectMembers(raw json.RawMessage) ([]member, error) { return rawjson.Split(raw) }
-
-// members is objectMembers as a map, for reading; nil when raw is not an
-// object. With duplicate keys the last one counts, as in encoding/json.
+// members is rawjson.Split as a map, for reading; nil when raw is not an
+// object. With duplicate keys the last one counts, as in encoding/json
+// (and rawjson.Get).
 func members(raw json.RawMessage) map[string]json.RawMessage {
-	ms, err := objectMembers(raw)
+	ms, err := rawjson.Split(raw)
 	if err != nil {
 		return nil
 	}
@@ -34,7 +27,7 @@ func members(raw json.RawMessage) map[string]json.RawMessage {
 // appended; every other member stays as it was. raw may be empty (a new
 // object).
 func setMember(raw json.RawMessage, key string, value any) (json.RawMessage, error) {
-	ms, err := objectMembers(raw)
+	ms, err := rawjson.Split(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -53,14 +46,14 @@ func setMember(raw json.RawMessage, key string, value any) (json.RawMessage, err
 		}
 	}
 	if !found {
-		ms = append(ms, member{Key: key, Value: v})
+		ms = append(ms, rawjson.Member{Key: key, Value: v})
 	}
 	return encodeMembers(ms), nil
 }
 
 // deleteMember returns the object raw without key.
 func deleteMember(raw json.RawMessage, key string) (json.RawMessage, error) {
-	ms, err := objectMembers(raw)
+	ms, err := rawjson.Split(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +66,7 @@ func deleteMember(raw json.RawMessage, key string) (json.RawMessage, error) {
 	return encodeMembers(out), nil
 }
 
-func encodeMembers(ms []member) json.RawMessage {
+func encodeMembers(ms []rawjson.Member) json.RawMessage {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, m := range ms {

@@ -3,6 +3,8 @@ package relay
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 )
 
 func TestSetMemberKeepsEverythingElse(t *testing.T) {
@@ -52,7 +54,7 @@ func FuzzObjectMembers(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		ms, err := objectMembers(json.RawMessage(raw))
+		ms, err := rawjson.Split(json.RawMessage(raw))
 		if err != nil || ms == nil {
 			return
 		}
