@@ -145,7 +145,7 @@ func newServerGroups(r *os.File) *serverGroups {
 		for sc.Scan() {
 			line := sc.Text()
 			pgid, err := strconv.Atoi(strings.TrimLeft(line, "+-"))
-			if err != nil || pgid <= 1 || line == "" {
+			if err != nil || pgid <= 1 { // never -1 (every process) nor 0 (our own group)
 				continue
 			}
 			g.mu.Lock()
