@@ -151,9 +151,6 @@ func (c *call) riskRuleMatches(r *policy.CompiledRiskRule) hit {
 
 type name struct{ what, value string }
 
-// names are the identifiers the danger-level patterns apply to: the tool
-// name as the server spells it, snake-cased (deleteAllUsers ->
-// delete_all_users), and the operation name.
 // nameHit is a name that matched one of the naming conventions.
 type nameHit struct {
 	what, pat string
@@ -181,6 +178,9 @@ func (c *call) nameRisk() nameRisk {
 	return nameRiskOf(c.s)
 }
 
+// namesForRisk are the identifiers the danger-level patterns apply to:
+// the tool name as the server spells it, snake-cased (deleteAllUsers ->
+// delete_all_users), and the operation name.
 func namesForRisk(s *Step) []name {
 	if policy.IsReadSubject(s.Tool) {
 		return nil // a URI or a prompt's name is not a tool name: no naming conventions apply
