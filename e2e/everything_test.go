@@ -172,13 +172,7 @@ args = [` + tomlString(server) + `]
 	}
 	call := func(name string, args map[string]any, meta mcp.Meta) *mcp.CallToolResult {
 		t.Helper()
-		p := &mcp.CallToolParams{Name: name, Arguments: args}
-		p.Meta = meta
-		res, err := gs.CallTool(ctx, p)
-		if err != nil || res.IsError {
-			t.Fatalf("%s through aqlguard: %v %s", name, err, jsonString(res))
-		}
-		return res
+		return mustCall(t, ctx, gs, name, args, meta)
 	}
 	call("toggle-simulated-logging", map[string]any{}, nil)
 	via.wait(t, "log message", func() bool { return len(via.logs) > 0 })

@@ -276,6 +276,19 @@ func listTools(t *testing.T, cs *mcp.ClientSession) []*mcp.Tool {
 	return tools
 }
 
+// mustCall calls a tool with _meta and fails the test unless it
+// succeeded (no protocol error, no tool error).
+func mustCall(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any, meta mcp.Meta) *mcp.CallToolResult {
+	t.Helper()
+	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	p.Meta = meta
+	res, err := cs.CallTool(ctx, p)
+	if err != nil || res.IsError {
+		t.Fatalf("%s: %v %s", name, err, jsonString(res))
+	}
+	return res
+}
+
 // resultText returns the text of res's single TextContent, failing the test
 // if res has any other shape.
 func resultText(t *testing.T, res *mcp.CallToolResult) string {

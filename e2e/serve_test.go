@@ -233,13 +233,7 @@ func TestServeSendsACallsMessagesOnItsPOST(t *testing.T) {
 	defer cs.Close()
 	call := func(name string, args map[string]any, meta mcp.Meta) string {
 		t.Helper()
-		p := &mcp.CallToolParams{Name: name, Arguments: args}
-		p.Meta = meta
-		res, err := cs.CallTool(ctx, p)
-		if err != nil || res.IsError {
-			t.Fatalf("%s: %v %s", name, err, jsonString(res))
-		}
-		return resultText(t, res)
+		return resultText(t, mustCall(t, ctx, cs, name, args, meta))
 	}
 	//lint:ignore SA1019 as above
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
