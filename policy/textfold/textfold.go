@@ -30,12 +30,12 @@ import (
 //
 // Text that is already in that form is returned as is, without allocating.
 func Fold(s string) string {
-	if isFolded(s) {
+	if foldedPrefix(s) == len(s) {
 		return s
 	}
-	if isASCII(s) {
-		// ASCII is its own NFKC form, and lower-casing keeps it so.
-		return mapASCII(s)
+	// ASCII is its own NFKC form, and lower-casing keeps it so.
+	if out, ok := mapASCII(s); ok {
+		return out
 	}
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
@@ -56,8 +56,8 @@ func Fold(s string) string {
 // mapRunes lower-cases, folds white space and controls into single
 // spaces, trims, and drops format characters.
 func mapRunes(s string) string {
-	if isASCII(s) {
-		return mapASCII(s)
+	if out, ok := mapASCII(s); ok {
+		return out
 	}
 	var b strings.Builder
 	b.Grow(len(s))
@@ -86,62 +86,68 @@ func isSpace(r rune) bool {
 	return unicode.IsSpace(r) || unicode.IsControl(r)
 }
 
-// isFolded is the fast path: plain ASCII text that Fold would not change.
-// Anything beyond ASCII takes the full path (NFKC needs it).
-func isFolded(s string) bool {
+// foldedPrefix is the length of the longest prefix of s that is plain
+// ASCII Fold would not change, given what follows it: len(s) when Fold
+// returns s as it is (the fast path). Anything beyond ASCII ends the
+// prefix (NFKC needs it), and so does a space that turns out to trail.
+func foldedPrefix(s string) int {
 	prevSpace := true // a leading space is not folded
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c >= utf8.RuneSelf:
-			return false
-		case c == ' ':
-			if prevSpace {
-				return false
-			}
-			prevSpace = true
-		case c < ' ' || c == 0x7f, c >= 'A' && c <= 'Z':
-			return false
-		default:
-			prevSpace = false
+		if asciiFold[c] != c || c == ' ' && prevSpace {
+			return i
 		}
+		prevSpace = c == ' '
 	}
-	return !prevSpace || s == ""
+	if prevSpace && s != "" {
+		return len(s) - 1
+	}
+	return len(s)
 }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
+// mapASCII is mapRunes for ASCII text, a byte at a time into a buffer
+// on the stack for the usual short text (a strings.Builder's per-byte
+// checks cost more than the copy String then makes). ok is false, and
+// nothing is returned, when s is not ASCII.
+func mapASCII(s string) (out string, ok bool) {
+	// Trimmed first, every run of white space left is followed by a word,
+	// so its first byte can be written as a space at once.
+	for len(s) > 0 && asciiFold[s[len(s)-1]] == ' ' {
+		s = s[:len(s)-1]
 	}
-	return true
-}
-
-// mapASCII is mapRunes for ASCII text, a byte at a time.
-func mapASCII(s string) string {
-	var b strings.Builder // one allocation: String does not copy
-	b.Grow(len(s))
-	pendingSpace := false
+	for len(s) > 0 && asciiFold[s[0]] == ' ' {
+		s = s[1:]
+	}
+	var small [256]byte
+	buf := small[:]
+	if len(s) > len(small) {
+		buf = make([]byte, len(s))
+	}
+	n, space := 0, false
 	for i := 0; i < len(s); i++ {
 		c := asciiFold[s[i]]
-		if c == ' ' {
-			pendingSpace = true
+		switch {
+		case c == notASCII:
+			return "", false
+		case c == ' ' && space:
 			continue
 		}
-		if pendingSpace && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		pendingSpace = false
-		b.WriteByte(c)
+		space = c == ' '
+		buf[n] = c
+		n++
 	}
-	return b.String()
+	return string(buf[:n]), true
 }
 
+// notASCII is what asciiFold maps a byte beyond ASCII to: no ASCII
+// byte folds to NUL (it is a control, so a space).
+const notASCII = 0
+
 // asciiFold maps an ASCII byte to what mapRunes makes of it: upper case
-// to lower, white space and controls to ' ' (folded by the caller).
-var asciiFold = func() (t [utf8.RuneSelf]byte) {
-	for c := range t {
+// to lower, white space and controls to ' ' (folded by the caller), and
+// every other byte to notASCII.
+var asciiFold = func() (t [256]byte) {
+	for c := range utf8.RuneSelf {
 		switch {
 		case c <= ' ' || c == 0x7f:
 			t[c] = ' '

@@ -29,6 +29,9 @@ func TestFold(t *testing.T) {
 		{"E\u0301COLE", "école"},           // decomposed is composed
 		{"bad\xffbyte", "bad\ufffdbyte"},   // invalid UTF-8
 		{"already folded", "already folded"},
+		{"trailing ", "trailing"},
+		{"A\tB ÉCOLE", "a b école"}, // ASCII to fold, then beyond ASCII
+		{strings.Repeat("X\n", 200), strings.TrimSpace(strings.Repeat("x ", 200))}, // past the stack buffer
 	}
 	for _, tt := range tests {
 		if got := Fold(tt.in); got != tt.want {
@@ -76,4 +79,30 @@ func FuzzFold(f *testing.F) {
 			}
 		}
 	})
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func BenchmarkFold(b *testing.B) {
+	for _, c := range []struct{ name, s string }{
+		{"folded", "fs.write_file /home/alice/notes/todo.md"},
+		{"lines", strings.Repeat("- buy milk\n", 20)},
+		{"capitals", "Deploy The Production Cluster Now"},
+		{"unicode", "ＤＲＯＰ　ＴＡＢＬＥ users"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(c.s)))
+			for b.Loop() {
+				_ = Fold(c.s)
+			}
+		})
+	}
 }
