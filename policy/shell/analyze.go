@@ -543,8 +543,7 @@ func skipOptions(args []field, takesValue map[string]bool) int {
 		if t == "--" {
 			return i + 1
 		}
-		if name, _, hasValue := strings.Cut(t, "="); strings.HasPrefix(t, "--") && hasValue {
-			_ = name
+		if strings.HasPrefix(t, "--") && strings.Contains(t, "=") {
 			i++
 			continue
 		}
@@ -553,7 +552,9 @@ func skipOptions(args []field, takesValue map[string]bool) int {
 			i++
 		}
 	}
-	return i
+	// An option that takes a value may be the last word, its value
+	// missing.
+	return min(i, len(args))
 }
 
 // synonyms map long flags to the short flag they mean, per command.

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -164,8 +165,19 @@ func TestCommandString(t *testing.T) {
 	}
 }
 
+// An option whose value is missing at the end of a line is read as
+// such, not as a failure of the analyser (which a recovered panic was).
+func TestOptionWithoutItsValue(t *testing.T) {
+	for _, src := range []string{"xargs -I", "xargs -n", "watch -n", "sudo -u", "timeout -s", "nice -n", "env -u"} {
+		if s := Analyze(src); slices.Contains(s.Unresolved, "the shell parser failed on this script") {
+			t.Errorf("Analyze(%q): %q", src, s.Unresolved)
+		}
+	}
+}
+
 func BenchmarkAnalyze(b *testing.B) {
 	for name, src := range map[string]string{
+		"plain":    "go test ./...",
 		"one-line": "go test ./... && make lint",
 		"4KiB":     strings.Repeat("cd /srv/app && make test || echo failed; ", 100),
 	} {
