@@ -153,6 +153,15 @@ func (s *Script) script(src string, via []string, depth int) {
 		s.unresolved("a script over 1 MiB")
 		return
 	}
+	if words, ok := plainWords(src); ok {
+		s.call(words, nil, via, depth)
+		return
+	}
+	s.parse(src, via, depth)
+}
+
+// parse analyses src with the shell parser.
+func (s *Script) parse(src string, via []string, depth int) {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		s.unresolved("parse error: " + err.Error())
@@ -170,6 +179,54 @@ func (s *Script) script(src string, via []string, depth int) {
 		}
 		return true
 	})
+}
+
+// plainByte are the bytes of a plain word: nothing a shell quotes,
+// expands, globs, redirects, comments or separates on. A command line
+// of plain words and single spaces is those words to any shell.
+var plainByte = func() (t [256]bool) {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,+%@=") {
+		t[c] = true
+	}
+	return t
+}()
+
+// parsedFirst are the words that mean more than a command name at the
+// start of a line (reserved words and the declaration builtins the
+// parser reads as clauses), so a line starting with one is parsed.
+var parsedFirst = map[string]bool{"if": true, "then": true, "elif": true, "else": true, "fi": true,
+	"while": true, "until": true, "for": true, "do": true, "done": true, "case": true, "esac": true,
+	"in": true, "function": true, "select": true, "time": true, "coproc": true,
+	"declare": true, "local": true, "export": true, "readonly": true, "typeset": true, "nameref": true, "let": true}
+
+// plainWords splits a command line of plain words (plainByte) separated
+// by spaces, whose first word is neither an assignment nor in
+// parsedFirst: one simple command, which the parser would turn into
+// exactly these words at many times the cost. Most command lines a model
+// sends are of this kind (go test ./..., ls -la /srv, git status).
+// FuzzPlainWords holds it to the parser.
+func plainWords(src string) ([]field, bool) {
+	n := 0
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; {
+		case c == ' ':
+		case !plainByte[c]:
+			return nil, false
+		case i == 0 || src[i-1] == ' ':
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, false
+	}
+	out := make([]field, 0, n)
+	for w := range strings.FieldsSeq(src) {
+		out = append(out, field{text: w, src: w})
+	}
+	if first := out[0].text; strings.Contains(first, "=") || parsedFirst[first] {
+		return nil, false
+	}
+	return out, true
 }
 
 // field is one word after brace expansion and quote removal.

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -97,4 +98,55 @@ func FuzzAnalyze(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzPlainWords: a command line the plain-words path takes is analysed
+// exactly as the parser analyses it.
+func FuzzPlainWords(f *testing.F) {
+	for _, s := range []string{"go test ./...", "ls -la /srv", "rm -rf /", "sudo rm -rf /", "sh -c ls", "bash -c rm",
+		"env A=1 rm -rf /", "a=b ls", "export a=b", "time ls", "xargs rm", "find . -exec rm", "%1", "ls @x :y ,z +w",
+		"busybox rm -rf /", "eval ls", "then", "  ls   -l  ", "timeout 5 nice -n 5 rm -f /x", "watch -n 1 rm"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		// The input as it is, and as a line of words that mean something
+		// to the analyser (wrappers, shells, reserved words), which
+		// random bytes seldom spell.
+		for _, line := range []string{src, plainVocabularyLine(src)} {
+			if _, ok := plainWords(line); !ok {
+				continue
+			}
+			got := Analyze(line)
+			want := &Script{}
+			want.parse(line, nil, 0)
+			if !slices.EqualFunc(got.Commands, want.Commands, equalCommand) || !slices.Equal(got.Unresolved, want.Unresolved) {
+				t.Fatalf("%q:\nplain  %+v %q\nparsed %+v %q", line, got.Commands, got.Unresolved, want.Commands, want.Unresolved)
+			}
+		}
+	})
+}
+
+var plainVocabulary = strings.Fields("sudo doas env A=1 bash sh zsh -c -x -o eval xargs -I find -exec -execdir ; busybox timeout 5 nice -n nohup " +
+	"stdbuf -o0 command exec builtin rm -rf -r -f --force --recursive / // /bin/.. -- time export declare let if then in " +
+	"watch trap alias x=ls git push origin main . .. ./... %1 @x :y ,z +w")
+
+// plainVocabularyLine makes a line of plainVocabulary words from b, one
+// byte a word; a byte past the vocabulary doubles the space before its
+// word.
+func plainVocabularyLine(b string) string {
+	var line strings.Builder
+	for i := 0; i < len(b); i++ {
+		if i > 0 {
+			line.WriteByte(' ')
+		}
+		if int(b[i]) >= 2*len(plainVocabulary) {
+			line.WriteByte(' ')
+		}
+		line.WriteString(plainVocabulary[int(b[i])%len(plainVocabulary)])
+	}
+	return line.String()
+}
+
+func equalCommand(a, b Command) bool {
+	return a.Name == b.Name && slices.Equal(a.Args, b.Args) && slices.Equal(a.Via, b.Via)
 }
