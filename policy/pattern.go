@@ -177,6 +177,35 @@ const maxNumberLength = 512
 // as "0". ok is false when s is not a JSON number. Numbers with huge
 // exponents keep their float64 rendering (still one form per value).
 func CanonicalNumber(s string) (string, bool) {
+	// A JSON integer short enough to be rendered exactly is its own
+	// canonical form (but for -0): most numbers in arguments are, and
+	// big.Rat costs half a microsecond.
+	if len(s) <= maxNumberExponent && isPlainInteger(s) {
+		if s == "-0" {
+			return "0", true
+		}
+		return s, true
+	}
+	return exactNumber(s)
+}
+
+// isPlainInteger reports whether s is a JSON number without fraction or
+// exponent.
+func isPlainInteger(s string) bool {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || digits[0] == '0' && len(digits) > 1 {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// exactNumber is CanonicalNumber by way of an exact rational.
+func exactNumber(s string) (string, bool) {
 	if !isJSONNumber(s) {
 		return "", false
 	}

@@ -160,3 +160,38 @@ func FuzzCompilePattern(f *testing.F) {
 		}
 	})
 }
+
+func TestCanonicalNumber(t *testing.T) {
+	for _, tt := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"120", "120", true}, {"-5", "-5", true}, {"0", "0", true}, {"-0", "0", true},
+		{"1e2", "100", true}, {"1E+2", "100", true}, {"100.0", "100", true}, {"0.50", "0.5", true},
+		{"-0.0", "0", true}, {"1.25e-1", "0.125", true},
+		{"01", "", false}, {"+1", "", false}, {".5", "", false}, {"1.", "", false}, {"-", "", false}, {"", "", false}, {"0x1f", "", false},
+		{strings.Repeat("9", 400), strings.Repeat("9", 400), true},
+		{strings.Repeat("9", 401), "+Inf", true}, // too long to render exactly: float64, which overflows
+		{strings.Repeat("9", 411), "+Inf", true},
+	} {
+		got, ok := CanonicalNumber(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("CanonicalNumber(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// FuzzCanonicalNumber: the integer fast path agrees with the exact
+// rational on every input.
+func FuzzCanonicalNumber(f *testing.F) {
+	for _, s := range []string{"120", "-0", "0", "01", "-", "1e2", strings.Repeat("9", 513), "-12345678901234567890"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := CanonicalNumber(s)
+		want, wantOK := exactNumber(s)
+		if got != want || ok != wantOK {
+			t.Fatalf("CanonicalNumber(%q) = %q, %v; exactNumber %q, %v", s, got, ok, want, wantOK)
+		}
+	})
+}
