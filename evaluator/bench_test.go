@@ -108,3 +108,23 @@ func BenchmarkSubjects(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValueIndex is the scan of one argument value for the
+// literals of every indexed list at 1,000 patterns.
+func BenchmarkValueIndex(b *testing.B) {
+	vi := benchPolicy(b, 1000).Indexes().Values
+	set := make(policy.Candidates, vi.Words())
+	for name, s := range map[string]string{
+		"path":  "/home/alice/notes/todo.md",
+		"shell": "cd /srv/app && make test || echo failed; git push origin main --force",
+		"220B":  strings.TrimSpace(strings.Repeat("- buy milk ", 20)),
+		"prose": strings.Repeat("lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. ", 3),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				vi.Mark(s, set)
+			}
+		})
+	}
+}

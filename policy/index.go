@@ -38,6 +38,9 @@ type literalIndex struct {
 	next     []int32
 	firstOut int32     // the row of the first state where a literal ends
 	out      [][]int32 // state → the positions whose literal ends here
+	// leavesRoot says which bytes lead away from the root (the first
+	// bytes of the literals).
+	leavesRoot [256]bool
 }
 
 // NewPatternIndex indexes pats (folded globs, as CompilePattern made
@@ -82,9 +85,20 @@ func (li *literalIndex) mark(subject string, set Candidates) {
 	if len(li.out) == 0 {
 		return
 	}
-	next, class, firstOut := li.next, &li.class, li.firstOut
+	next, class, firstOut, leaves := li.next, &li.class, li.firstOut, &li.leavesRoot
 	row := int32(0)
 	for i := 0; i < len(subject); i++ {
+		if row == 0 {
+			// At the root, skip the bytes that keep it there: no step of
+			// this loop waits for the one before, where each step of the
+			// automaton waits for the last lookup.
+			for i < len(subject) && !leaves[subject[i]] {
+				i++
+			}
+			if i == len(subject) {
+				return
+			}
+		}
 		row = next[row+int32(class[subject[i]])]
 		if row >= firstOut {
 			for _, p := range li.out[int(row)/li.classes] {
@@ -266,6 +280,9 @@ func (li *literalIndex) renumber() {
 		}
 	}
 	li.next, li.out, li.firstOut = next, out, int32(first*li.classes)
+	for b := range li.leavesRoot {
+		li.leavesRoot[b] = li.next[li.class[b]] != 0
+	}
 }
 
 // requiredLiteral is the longest run of plain characters in a folded
