@@ -70,7 +70,8 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 	}
 
 	// Stage 3: patterns.
-	c := newCall(p, s)
+	var c call
+	c.prepare(p, s)
 	if m, ok := c.matchPatterns(p); ok {
 		d.Stage, d.Matched, d.ArgumentBound = StagePattern, m.source, m.argumentBound
 		d.Factors = append(d.Factors, m.factor())
@@ -96,9 +97,9 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 	d.Factors = append(d.Factors, "patterns: no deny, requires_approval or auto_approve pattern matched")
 
 	// Stage 4: safety tier.
-	score, factors := c.risk(p)
+	var score int
+	score, d.Factors = c.risk(p, d.Factors)
 	d.Risk, d.Tier, d.RiskRules = score, TierFor(score), c.riskRules
-	d.Factors = append(d.Factors, factors...)
 	d.Factors = append(d.Factors, "safety tier: risk "+strconv.Itoa(score)+" is "+string(d.Tier))
 	switch d.Tier {
 	case Verify:

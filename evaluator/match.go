@@ -10,7 +10,7 @@ import (
 // call is a step prepared for matching: subjects extracted and folded
 // once, shell arguments parsed at most once.
 type call struct {
-	s       *Step
+	s       Step // a copy: a pointer to the caller's would send it to the heap
 	sub     Subjects
 	proxied bool
 	shell   shellArgs
@@ -18,10 +18,7 @@ type call struct {
 	// memo; nil without one.
 	tool *toolFacts
 
-	// risk, once computed (requires_approval reports it too).
-	scored            bool
-	scoreVal          int
-	scoreFactors      []string
+	// What the risk stage found besides the score.
 	riskFromArguments bool
 	riskRules         []string
 
@@ -61,13 +58,25 @@ func (c *call) newSet(n int) policy.Candidates {
 	return policy.Candidates(set)
 }
 
-// reserve makes room in c.sets for w more words. matchPatterns reserves
-// for every list past deny at once when the scan gets past deny: a call a
-// deny of its name stops pays for the deny set alone.
+// reserve makes room in c.sets for w more words. newCall reserves for
+// every set a decision can make at once (setWords), in one allocation.
 func (c *call) reserve(w int) {
 	if cap(c.sets)-len(c.sets) < w {
 		c.sets = make([]uint64, 0, w)
 	}
+}
+
+// setWords is the size of all the candidate sets one decision can make
+// together: one per list, the value index's, and two for the rules.
+func setWords(ixs *policy.Indexes) int {
+	n := words(ixs.Deny) + words(ixs.RequiresApproval) + words(ixs.AutoApprove)
+	if ixs.Values != nil {
+		n += ixs.Values.Words()
+	}
+	if ixs.RuleOperations != nil {
+		n += 2 * words(ixs.RuleValues)
+	}
+	return n
 }
 
 // words is the size of a candidate set for ix's list; 0 without one.
@@ -85,8 +94,13 @@ func (c *call) cloneSet(from policy.Candidates) policy.Candidates {
 	return set
 }
 
-func newCall(p *policy.Policy, s *Step) *call {
-	c := &call{s: s, tool: factsFor(p, s)}
+// prepare makes c ready to match s under p. A call is a value its
+// caller keeps (on the stack: it does not outlive the decision).
+func (c *call) prepare(p *policy.Policy, s *Step) {
+	*c = call{s: *s, tool: factsFor(p, s)}
+	if p != nil && p.Indexes() != nil {
+		c.reserve(setWords(p.Indexes()))
+	}
 	if c.tool != nil {
 		c.sub = subjectsWith(*s, c.tool.names)
 	} else {
@@ -96,7 +110,6 @@ func newCall(p *policy.Policy, s *Step) *call {
 	// alone); everything with a name is a call of a tool.
 	c.proxied = len(c.sub.Names) > 0
 	c.shell = analyzeShellArgs(p, c.sub)
-	return c
 }
 
 // certainty is how sure a match is.
@@ -368,11 +381,6 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	}
 	var approve, auto *match
 	if ixs != nil {
-		if ixs.RuleOperations != nil {
-			c.reserve(2*words(ixs.RuleValues) + words(ixs.RequiresApproval) + words(ixs.AutoApprove))
-		} else {
-			c.reserve(words(ixs.RequiresApproval) + words(ixs.AutoApprove))
-		}
 		ruleC = c.ruleCandidates(ixs)
 	}
 	for i := nextCandidate(ruleC, 0, len(p.Rules)); i < len(p.Rules); i = nextCandidate(ruleC, i+1, len(p.Rules)) {

@@ -20,6 +20,15 @@ var baseRisk = map[policy.Category]int{
 	policy.Delete:  55,
 }
 
+// baseRiskFactor is the factor each category's base risk gives.
+var baseRiskFactor = func() map[policy.Category]string {
+	m := make(map[policy.Category]string, len(baseRisk))
+	for cat, score := range baseRisk {
+		m[cat] = "risk: category " + string(cat) + " base " + strconv.Itoa(score)
+	}
+	return m
+}()
+
 // unknownCategoryRisk applies when a step has no (or an unknown) category:
 // danger-levels.md 7.1 forbids treating unlabelled operations as safe, and
 // "could do anything" is what EXECUTE means.
@@ -52,30 +61,26 @@ func nameMatches(pat, name string) bool {
 // Risk scores a step from 0 to 100 and explains each adjustment; see the
 // package documentation for the table. p may be nil (no risk rules).
 func Risk(p *policy.Policy, s Step) (score int, factors []string) {
-	return newCall(p, &s).risk(p)
+	var c call
+	c.prepare(p, &s)
+	return c.risk(p, nil)
 }
 
-// score is the step's risk, computed once.
+// score is the step's risk, without the factors.
 func (c *call) score(p *policy.Policy) int {
-	s, _ := c.risk(p)
+	s, _ := c.risk(p, nil)
 	return s
 }
 
-func (c *call) risk(p *policy.Policy) (int, []string) {
-	if !c.scored {
-		c.scoreVal, c.scoreFactors = c.computeRisk(p)
-		c.scored = true
-	}
-	return c.scoreVal, c.scoreFactors
-}
-
-func (c *call) computeRisk(p *policy.Policy) (int, []string) {
-	s := c.s
-	factors := make([]string, 0, 4)
+// risk scores the step and appends what moved the score to factors. A
+// decision scores a step at most once: requires_approval for the tier it
+// reports, or the risk stage.
+func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
+	s := &c.s
 	cat := policy.Category(strings.ToUpper(strings.TrimSpace(string(s.Category))))
 	score, known := baseRisk[cat]
 	if known {
-		factors = append(factors, "risk: category "+string(cat)+" base "+strconv.Itoa(score))
+		factors = append(factors, baseRiskFactor[cat])
 	} else {
 		score = unknownCategoryRisk
 		factors = append(factors, "risk: category unknown, base "+strconv.Itoa(score)+" (as EXECUTE)")
@@ -175,7 +180,7 @@ func (c *call) nameRisk() nameRisk {
 	if c.tool != nil {
 		return c.tool.nameRisk
 	}
-	return nameRiskOf(c.s)
+	return nameRiskOf(&c.s)
 }
 
 // namesForRisk are the identifiers the danger-level patterns apply to:

@@ -36,9 +36,9 @@ func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 		if v.Key || !v.String || done[v.Path] {
 			continue
 		}
-		path := strings.Split(v.Path, ".")
 		declared := false
-		if p != nil {
+		if p != nil && len(p.ShellArguments) > 0 {
+			path := strings.Split(v.Path, ".")
 			for _, spec := range p.ShellArguments {
 				if spec.AppliesTo(sub.Names, path) {
 					declared = true
@@ -46,7 +46,7 @@ func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 				}
 			}
 		}
-		last := path[len(path)-1]
+		last := v.Path[strings.LastIndexByte(v.Path, '.')+1:]
 		if !declared && !guessedShell[last] {
 			continue
 		}
@@ -56,7 +56,7 @@ func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 			// element, as a shell would receive them quoted.
 			line = argvLine(sub.Values, v.Path)
 			done[v.Path] = true
-		} else if argv := siblingArgv(sub.Values, path); argv != "" {
+		} else if argv := siblingArgv(sub.Values, v.Path); argv != "" {
 			line += " " + argv
 		}
 		if line == "" {
@@ -85,8 +85,11 @@ func argvLine(values []Value, path string) string {
 
 // siblingArgv finds an argv list beside a command name and returns it
 // quoted, or "".
-func siblingArgv(values []Value, path []string) string {
-	parent := strings.Join(path[:len(path)-1], ".")
+func siblingArgv(values []Value, path string) string {
+	parent := ""
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		parent = path[:i]
+	}
 	for _, name := range argvSiblings {
 		p := name
 		if parent != "" {
