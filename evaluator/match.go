@@ -145,9 +145,9 @@ func (c *call) restrictive(pat policy.Pattern) hit {
 		return hit{}
 	}
 	if pat.Kind&policy.Names != 0 {
-		for _, n := range c.sub.Names {
+		for i, n := range c.sub.Names {
 			if pat.MatchNormalized(n) {
-				return hit{"the name " + strconv.Quote(n), false, definite}
+				return hit{c.nameSaid(i), false, definite}
 			}
 		}
 	}
@@ -176,9 +176,9 @@ func (c *call) approves(pat policy.Pattern) hit {
 	if pat.Kind&policy.Names == 0 {
 		return hit{}
 	}
-	for _, n := range c.sub.Names {
+	for i, n := range c.sub.Names {
 		if pat.MatchNormalized(n) {
-			return hit{"the name " + strconv.Quote(n), false, definite}
+			return hit{c.nameSaid(i), false, definite}
 		}
 	}
 	return hit{}
@@ -336,7 +336,7 @@ func (m match) factor() string {
 }
 
 func patternMatch(a policy.Action, pat policy.Pattern, h hit) match {
-	return match{action: a, source: pat.Source, display: strconv.Quote(pat.Source), subject: h.what, argumentBound: h.argumentBound}
+	return match{action: a, source: pat.Source, display: pat.Quoted(), subject: h.what, argumentBound: h.argumentBound}
 }
 
 func ruleMatch(r *policy.Rule, h hit) match {

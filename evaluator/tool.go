@@ -1,6 +1,10 @@
 package evaluator
 
-import "github.com/aqlguard/aqlguard/policy"
+import (
+	"strconv"
+
+	"github.com/aqlguard/aqlguard/policy"
+)
 
 // toolFacts are what a call's names alone decide, worked out once per
 // tool and policy (policy.ToolMemo) instead of at every call: the names'
@@ -10,6 +14,8 @@ import "github.com/aqlguard/aqlguard/policy"
 // arguments. The result is the same either way (FuzzIndexedEvaluate).
 type toolFacts struct {
 	names []string
+	// namesSaid are the names as a factor names them (nameSaid).
+	namesSaid []string
 	// deny, approve, auto and ruleOps are nil where the list has no
 	// index (it is scanned in full).
 	deny, approve, auto, ruleOps policy.Candidates
@@ -30,6 +36,9 @@ func factsFor(p *policy.Policy, s *Step) *toolFacts {
 		return v.(*toolFacts)
 	}
 	f := &toolFacts{names: namesOf(*s), nameRisk: nameRiskOf(s)}
+	for _, n := range f.names {
+		f.namesSaid = append(f.namesSaid, sayName(n))
+	}
 	mark := func(ix *policy.PatternIndex) policy.Candidates {
 		if ix == nil {
 			return nil
@@ -63,3 +72,13 @@ func (c *call) ruleApplies(i int, r *policy.Rule) bool {
 	}
 	return r.AppliesTo(c.sub.Names)
 }
+
+// nameSaid is the call's i-th name as a factor names it.
+func (c *call) nameSaid(i int) string {
+	if c.tool != nil {
+		return c.tool.namesSaid[i]
+	}
+	return sayName(c.sub.Names[i])
+}
+
+func sayName(n string) string { return "the name " + strconv.Quote(n) }

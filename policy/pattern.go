@@ -50,12 +50,21 @@ type Pattern struct {
 	// Source is the pattern as written in the configuration.
 	Source string
 	// Kind is what the pattern is matched against in a pattern list.
-	Kind Kind
-	norm string
-	g    *glob.Pattern
+	Kind   Kind
+	norm   string
+	quoted string // Source quoted, for messages
+	g      *glob.Pattern
 	// cmd is the pattern read as a command line, for arguments that carry
 	// shell commands (nil when it is not shaped like one).
 	cmd *shell.Pattern
+}
+
+// Quoted is Source as a quoted string, for messages.
+func (p Pattern) Quoted() string {
+	if p.quoted == "" {
+		return strconv.Quote(p.Source) // a Pattern CompilePattern did not make
+	}
+	return p.quoted
 }
 
 // Command is the pattern read as a shell command line, or nil.
@@ -92,7 +101,7 @@ func CompilePattern(src string) (Pattern, error) {
 		}
 		return Pattern{}, fmt.Errorf("invalid glob: %v", err)
 	}
-	pat := Pattern{Source: src, Kind: kindOf(norm), norm: norm, g: g}
+	pat := Pattern{Source: src, Kind: kindOf(norm), norm: norm, quoted: strconv.Quote(src), g: g}
 	if pat.Kind&Text != 0 {
 		if cmd, ok, err := shell.CompilePattern(src); err == nil && ok {
 			pat.cmd = cmd
