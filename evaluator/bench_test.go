@@ -128,3 +128,23 @@ func BenchmarkValueIndex(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEvaluateNewCommands is nomatch with a command line the
+// script memo has not seen at every decision: the cost of a command an
+// agent runs for the first time.
+func BenchmarkEvaluateNewCommands(b *testing.B) {
+	p := benchPolicy(b, 1000)
+	lines := make([]string, 2*maxMemoScripts) // cycling through more than the memo holds: every line is new to it
+	for i := range lines {
+		lines[i] = fmt.Sprintf("go test ./pkg%d/...", i)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		_ = Evaluate(p, Step{
+			Operation: "shell_exec", Server: "shell", Tool: "exec", Category: policy.Execute,
+			StepNumber: 5, Arguments: map[string]any{"command": lines[i%len(lines)], "timeout": json.Number("120")},
+		})
+		i++
+	}
+}

@@ -3,6 +3,8 @@ package evaluator
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/policy/shell"
@@ -62,13 +64,52 @@ func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 		if line == "" {
 			continue
 		}
-		sc := shell.Analyze(line)
+		sc := scripts.analyze(line)
 		if !declared && !sc.LooksLikeShell() {
 			continue
 		}
 		out = append(out, shellValue{path: v.Path, script: sc})
 	}
 	return out
+}
+
+// Limits of the script memo.
+const (
+	maxMemoScripts = 4096
+	maxMemoLine    = 1024 // bytes; longer lines are analysed every time
+)
+
+// scriptMemo remembers the analysis of recent command lines: an agent
+// runs the same few commands again and again (git status, go test ./...)
+// and shell.Analyze is a pure function of the line, so its result is
+// shared. The memo holds at most maxMemoScripts lines of at most
+// maxMemoLine bytes and is emptied when full: simpler to get right than
+// an LRU, and a memo that fills up is one whose lines do not repeat.
+type scriptMemo struct {
+	lines atomic.Pointer[sync.Map] // line → *shell.Script
+	n     atomic.Int64             // lines stored in the current map
+}
+
+var scripts scriptMemo
+
+func (m *scriptMemo) analyze(line string) *shell.Script {
+	if len(line) > maxMemoLine {
+		return shell.Analyze(line)
+	}
+	lines := m.lines.Load()
+	if lines != nil {
+		if sc, ok := lines.Load(line); ok {
+			return sc.(*shell.Script)
+		}
+	}
+	sc := shell.Analyze(line)
+	if lines == nil || m.n.Add(1) > maxMemoScripts {
+		lines = new(sync.Map)
+		m.lines.Store(lines)
+		m.n.Store(1)
+	}
+	lines.Store(strings.Clone(line), sc)
+	return sc
 }
 
 // argvLine joins the string elements at path into one command line,

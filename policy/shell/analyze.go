@@ -120,10 +120,12 @@ func (c Command) String() string {
 	return b.String()
 }
 
-// Analyze parses src and returns every command it would run.
+// Analyze parses src and returns every command it would run. The
+// Script is not changed after Analyze returns: callers may share it.
 func Analyze(src string) (s *Script) {
 	s = &Script{}
 	defer func() {
+		s.printer = nil // a helper of the analysis, not part of its result
 		// The parser and expander are well tested, but a panic in them
 		// must not take the guard down: a script we could not read is
 		// one we cannot allow.
