@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aqlguard/aqlguard/policy"
 )
@@ -139,21 +140,37 @@ type toleranceKey struct {
 
 // said holds, per risk tolerance, what the last two stages say of every
 // score from 0 to 100: built once, where formatting them at each
-// decision was a tenth of its time.
-var said sync.Map // toleranceKey → *[101]scoreSaid
+// decision was a tenth of its time. lastSaid is the tolerance used last,
+// which is nearly always the one asked for next.
+var (
+	said     sync.Map // toleranceKey → *scoreTexts
+	lastSaid atomic.Pointer[scoreTexts]
+)
+
+// scoreTexts are one tolerance's sentences, by score.
+type scoreTexts struct {
+	key     toleranceKey
+	byScore [101]scoreSaid
+}
 
 func sayScore(threshold int, tolerance string, score int) scoreSaid {
 	key := toleranceKey{threshold, tolerance}
-	texts, ok := said.Load(key)
-	if !ok {
-		texts, _ = said.LoadOrStore(key, scoreTexts(threshold, tolerance))
+	texts := lastSaid.Load()
+	if texts == nil || texts.key != key {
+		t, ok := said.Load(key)
+		if !ok {
+			t, _ = said.LoadOrStore(key, newScoreTexts(key))
+		}
+		texts = t.(*scoreTexts)
+		lastSaid.Store(texts)
 	}
-	return texts.(*[101]scoreSaid)[min(max(score, 0), 100)]
+	return texts.byScore[min(max(score, 0), 100)]
 }
 
-func scoreTexts(threshold int, tolerance string) *[101]scoreSaid {
-	var out [101]scoreSaid
-	for score := range out {
+func newScoreTexts(key toleranceKey) *scoreTexts {
+	threshold, tolerance := key.threshold, key.name
+	out := &scoreTexts{key: key}
+	for score := range out.byScore {
 		tier, n, t := TierFor(score), strconv.Itoa(score), strconv.Itoa(threshold)
 		s := scoreSaid{tier: "safety tier: risk " + n + " is " + string(tier)}
 		switch {
@@ -169,9 +186,9 @@ func scoreTexts(threshold int, tolerance string) *[101]scoreSaid {
 			s.reason = "Risk " + n + " is within the " + tolerance + " risk tolerance (" + t + ")"
 			s.tolerance = "risk tolerance: " + n + " <= " + t + " (" + tolerance + ")"
 		}
-		out[score] = s
+		out.byScore[score] = s
 	}
-	return &out
+	return out
 }
 
 // TierFor maps a risk score to its safety tier (MCP-AQL 8.7.2 stage 4).

@@ -138,6 +138,14 @@ func FuzzIndexedEvaluate(f *testing.F) {
 				tomlQuote([]string{"deny", "requires_approval", "auto_approve"}[i%3]), tomlQuote(fmt.Sprintf(pad(i), 900+i)))
 		}
 		for i, l := range lines {
+			// Every line is a risk rule too (the per-tool memo knows
+			// which names each matches), half of them on an argument;
+			// those of the argument rules below are not, so that one
+			// matching a name is not always stopped by a list first.
+			fmt.Fprintf(&rules, "[[safety.risk_rules]]\npattern = %s\nscore = %d\n", tomlQuote(l), 20+3*i)
+			if i%2 == 0 {
+				fmt.Fprintf(&rules, "argument = %s\n", tomlQuote([]string{"command", "value"}[i/2%2]))
+			}
 			if i%4 == 3 {
 				fmt.Fprintf(&rules, "[[safety.rules]]\naction = %s\nargument = %s\npattern = %s\n",
 					tomlQuote([]string{"deny", "requires_approval", "auto_approve"}[i%3]), tomlQuote([]string{"command", "value"}[i%2]), tomlQuote(l))

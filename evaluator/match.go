@@ -144,13 +144,28 @@ func (c *call) restrictive(pat policy.Pattern) hit {
 		}
 		return hit{}
 	}
+	if i := firstName(pat, c.sub.Names); i >= 0 {
+		return hit{c.nameSaid(i), false, definite}
+	}
+	return c.restrictsArguments(pat)
+}
+
+// firstName is the position of the first of names a restrictive
+// pattern matches, or -1.
+func firstName(pat policy.Pattern, names []string) int {
 	if pat.Kind&policy.Names != 0 {
-		for i, n := range c.sub.Names {
+		for i, n := range names {
 			if pat.MatchNormalized(n) {
-				return hit{c.nameSaid(i), false, definite}
+				return i
 			}
 		}
 	}
+	return -1
+}
+
+// restrictsArguments is restrictive for a proxied call's arguments
+// alone: every value and key, and every command of a shell argument.
+func (c *call) restrictsArguments(pat policy.Pattern) hit {
 	if pat.Kind&policy.Text == 0 {
 		return hit{}
 	}

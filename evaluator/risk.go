@@ -20,14 +20,20 @@ var baseRisk = map[policy.Category]int{
 	policy.Delete:  55,
 }
 
-// baseRiskFactor is the factor each category's base risk gives.
-var baseRiskFactor = func() map[policy.Category]string {
-	m := make(map[policy.Category]string, len(baseRisk))
+// baseRiskOf is a category's base risk and the factor that says so,
+// made once: this runs for every decision that reaches the risk stage.
+var baseRiskOf = func() map[policy.Category]baseRiskSaid {
+	m := make(map[policy.Category]baseRiskSaid, len(baseRisk))
 	for cat, score := range baseRisk {
-		m[cat] = "risk: category " + string(cat) + " base " + strconv.Itoa(score)
+		m[cat] = baseRiskSaid{score, "risk: category " + string(cat) + " base " + strconv.Itoa(score)}
 	}
 	return m
 }()
+
+type baseRiskSaid struct {
+	score  int
+	factor string
+}
 
 // unknownCategoryRisk applies when a step has no (or an unknown) category:
 // danger-levels.md 7.1 forbids treating unlabelled operations as safe, and
@@ -78,9 +84,10 @@ func (c *call) score(p *policy.Policy) int {
 func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 	s := &c.s
 	cat := policy.Category(strings.ToUpper(strings.TrimSpace(string(s.Category))))
-	score, known := baseRisk[cat]
+	base, known := baseRiskOf[cat]
+	score := base.score
 	if known {
-		factors = append(factors, baseRiskFactor[cat])
+		factors = append(factors, base.factor)
 	} else {
 		score = unknownCategoryRisk
 		factors = append(factors, "risk: category unknown, base "+strconv.Itoa(score)+" (as EXECUTE)")
@@ -125,7 +132,7 @@ func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 	if p != nil {
 		for i := range p.RiskRules {
 			r := &p.RiskRules[i]
-			h := c.riskRuleMatches(r)
+			h := c.riskRuleMatches(i, r)
 			if h.certainty == noMatch {
 				continue
 			}
@@ -146,9 +153,16 @@ func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 // with an argument, that argument's values (and shell commands); without,
 // the subjects its pattern's kind names. A possible match counts: a risk
 // rule only ever raises the score.
-func (c *call) riskRuleMatches(r *policy.CompiledRiskRule) hit {
+func (c *call) riskRuleMatches(i int, r *policy.CompiledRiskRule) hit {
 	if r.Argument == "" {
-		return c.restrictive(r.Pattern)
+		if c.tool == nil || !c.proxied {
+			return c.restrictive(r.Pattern)
+		}
+		// The memo knows which name, if any, the rule matches.
+		if n := c.tool.riskNames[i]; n >= 0 {
+			return hit{c.nameSaid(n), false, definite}
+		}
+		return c.restrictsArguments(r.Pattern)
 	}
 	rule := policy.Rule{Path: r.Path, Pattern: r.Pattern, Argument: r.Argument}
 	return c.ruleRestricts(&rule)

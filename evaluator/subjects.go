@@ -3,7 +3,7 @@ package evaluator
 import (
 	"encoding/json"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -90,7 +90,7 @@ func walkObject(out *[]Value, path string, m map[string]any) {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	for _, k := range keys {
 		p := policy.SnakeName(k)
 		if path != "" {

@@ -20,6 +20,9 @@ type toolFacts struct {
 	// index (it is scanned in full).
 	deny, approve, auto, ruleOps policy.Candidates
 	ruleApplies                  []bool
+	// riskNames is, for each risk rule, the first name its pattern
+	// matches (firstName), or -1.
+	riskNames []int
 	// nameRisk is what the risk stage's naming conventions say of the
 	// names (safe, dangerous, forbidden).
 	nameRisk nameRisk
@@ -46,6 +49,10 @@ func factsFor(p *policy.Policy, s *Step) *toolFacts {
 		return markNames(ix, f.names)
 	}
 	f.deny, f.approve, f.auto, f.ruleOps = mark(ixs.Deny), mark(ixs.RequiresApproval), mark(ixs.AutoApprove), mark(ixs.RuleOperations)
+	f.riskNames = make([]int, len(p.RiskRules))
+	for i := range p.RiskRules {
+		f.riskNames[i] = firstName(p.RiskRules[i].Pattern, f.names)
+	}
 	f.ruleApplies = make([]bool, len(p.Rules))
 	for i := range p.Rules {
 		f.ruleApplies[i] = p.Rules[i].AppliesTo(f.names)
