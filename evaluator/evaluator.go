@@ -73,7 +73,9 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 
 	// Stage 3: patterns.
 	var c call
-	c.prepare(p, s)
+	sc := scratches.Get().(*scratch)
+	c.prepare(p, s, sc)
+	defer c.release(sc)
 	if m, ok := c.matchPatterns(p); ok {
 		d.Stage, d.Matched, d.ArgumentBound = StagePattern, m.source, m.argumentBound
 		d.Factors = append(d.Factors, m.factor())

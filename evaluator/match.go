@@ -3,6 +3,7 @@ package evaluator
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/aqlguard/aqlguard/policy"
 )
@@ -94,22 +95,45 @@ func (c *call) cloneSet(from policy.Candidates) policy.Candidates {
 	return set
 }
 
-// prepare makes c ready to match s under p. A call is a value its
-// caller keeps (on the stack: it does not outlive the decision).
-func (c *call) prepare(p *policy.Policy, s *Step) {
-	*c = call{s: *s, tool: factsFor(p, s)}
+// scratch is the memory a decision needs only while it runs, its
+// subjects' values and its candidate sets, kept for the next one: they
+// were a third of what a decision allocated.
+type scratch struct {
+	values []Value
+	sets   []uint64
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxScratchValues bounds the values a pooled scratch keeps room for,
+// so that one call with a huge argument does not pin its memory.
+const maxScratchValues = 256
+
+// prepare makes c ready to match s under p, with memory from sc. A call
+// is a value its caller keeps (on the stack: it does not outlive the
+// decision); release gives sc back once the decision is made.
+func (c *call) prepare(p *policy.Policy, s *Step, sc *scratch) {
+	*c = call{s: *s, tool: factsFor(p, s), sets: sc.sets[:0]}
 	if p != nil && p.Indexes() != nil {
 		c.reserve(setWords(p.Indexes()))
 	}
-	if c.tool != nil {
-		c.sub = subjectsWith(*s, c.tool.names)
-	} else {
-		c.sub = SubjectsOf(*s)
-	}
+	names := c.tool.namesOr(s)
+	c.sub = subjectsWith(*s, names, sc.values[:0])
 	// A reported step has no names (the loop evaluates it by its hint
 	// alone); everything with a name is a call of a tool.
 	c.proxied = len(c.sub.Names) > 0
 	c.shell = analyzeShellArgs(p, c.sub)
+}
+
+// release gives sc back to the pool with what c grew, holding nothing
+// of this decision (the strings of its values would stay reachable).
+func (c *call) release(sc *scratch) {
+	if cap(c.sub.Values) <= maxScratchValues {
+		clear(c.sub.Values)
+		sc.values = c.sub.Values[:0]
+	}
+	sc.sets = c.sets[:0]
+	scratches.Put(sc)
 }
 
 // certainty is how sure a match is.

@@ -68,7 +68,7 @@ func nameMatches(pat, name string) bool {
 // package documentation for the table. p may be nil (no risk rules).
 func Risk(p *policy.Policy, s Step) (score int, factors []string) {
 	var c call
-	c.prepare(p, &s)
+	c.prepare(p, &s, new(scratch))
 	return c.risk(p, nil)
 }
 

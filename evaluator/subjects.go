@@ -60,7 +60,7 @@ func (v Value) names(path string) bool { return v.Key && v.Path == path }
 // SubjectsOf extracts the subjects of a step. It never drops a string:
 // every string leaf and every key of the arguments is among Values.
 func SubjectsOf(s Step) Subjects {
-	return subjectsWith(s, namesOf(s))
+	return subjectsWith(s, namesOf(s), nil)
 }
 
 // namesOf are a step's names (NameForms); nil for a reported step.
@@ -71,12 +71,16 @@ func namesOf(s Step) []string {
 	return nil
 }
 
-// subjectsWith extracts the subjects of a step whose names are known.
-func subjectsWith(s Step, names []string) Subjects {
+// subjectsWith extracts the subjects of a step whose names are known,
+// appending its values to values (an empty buffer to reuse, or nil).
+func subjectsWith(s Step, names []string, values []Value) Subjects {
 	sub := Subjects{Names: names}
 	sub.Hint = policy.Normalize(s.ActionHint)
 	if len(s.Arguments) > 0 {
-		sub.Values = make([]Value, 0, 2*len(s.Arguments))
+		sub.Values = values
+		if sub.Values == nil {
+			sub.Values = make([]Value, 0, 2*len(s.Arguments))
+		}
 		walkObject(&sub.Values, "", s.Arguments)
 	}
 	return sub

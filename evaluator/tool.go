@@ -89,3 +89,11 @@ func (c *call) nameSaid(i int) string {
 }
 
 func sayName(n string) string { return "the name " + strconv.Quote(n) }
+
+// namesOr are the memoised names, or s's own without a memo.
+func (f *toolFacts) namesOr(s *Step) []string {
+	if f != nil {
+		return f.names
+	}
+	return namesOf(*s)
+}
