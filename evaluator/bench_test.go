@@ -148,3 +148,27 @@ func BenchmarkEvaluateNewCommands(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkEvaluateDefaultPolicy is a decision under the embedded
+// default policy, what a new user runs.
+func BenchmarkEvaluateDefaultPolicy(b *testing.B) {
+	p, err := policy.Compile(policy.Default(), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, s := range map[string]Step{
+		"read": {Operation: "fs_read_file", Server: "fs", Tool: "read_file", Category: policy.Read,
+			StepNumber: 5, Arguments: map[string]any{"path": "/home/alice/notes/todo.md"}},
+		"write": {Operation: "fs_write_file", Server: "fs", Tool: "write_file", Category: policy.Update,
+			StepNumber: 5, Arguments: map[string]any{"path": "/home/alice/notes/todo.md", "content": strings.Repeat("- buy milk\n", 20)}},
+		"shell": {Operation: "shell_exec", Server: "shell", Tool: "exec", Category: policy.Execute,
+			StepNumber: 5, Arguments: map[string]any{"command": "go test ./...", "timeout": json.Number("120")}},
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Evaluate(p, s)
+			}
+		})
+	}
+}
