@@ -158,6 +158,37 @@ func TestNoServerProcessOutlivesTheServingAqlguard(t *testing.T) {
 	}
 }
 
+// TestAdoptedProcessesAreCollected: a process a server leaves behind is
+// adopted by the serving aqlguard (a subreaper), and when it ends its
+// exit status is collected at once: a long session must not fill up with
+// zombies until aqlguard exits.
+func TestAdoptedProcessesAreCollected(t *testing.T) {
+	g := startGuard(t, strings.Replace(reaperConfig, "-spawn-detached", "-spawn-orphan", 1))
+	serving := parentOf(t, serverPID(t, g, "-spawn-orphan"))
+	orphan := 0
+	for deadline := time.Now().Add(10 * time.Second); orphan == 0; time.Sleep(10 * time.Millisecond) {
+		for pid, cmdline := range marked(g.mark) {
+			if cmdline == "sleep 1" {
+				orphan = pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphan did not start: %v", marked(g.mark))
+		}
+	}
+	if parent := parentOf(t, orphan); parent != serving {
+		t.Errorf("the orphan was adopted by %d, not by the serving aqlguard %d", parent, serving)
+	}
+	// It sleeps one second; then its status must be collected, not left
+	// as a zombie until aqlguard exits.
+	for deadline := time.Now().Add(10 * time.Second); processState(orphan) != ""; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphan %d ended 9 s ago and is still in state %q", orphan, processState(orphan))
+		}
+	}
+	g.stop(t)
+}
+
 // processState is the state letter of a process ("Z": exited, not yet
 // waited for), "" when there is none (it exited and was waited for).
 func processState(pid int) string {

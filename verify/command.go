@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/owned"
 )
 
 // waitDelay bounds how long a finished or killed command may keep its
@@ -205,10 +207,12 @@ func (c *CommandChannel) run(ctx context.Context, body []byte, stderr io.Writer)
 	cmd.Stderr = stderr
 	killGroup(cmd)
 	cmd.WaitDelay = waitDelay
-	if err := cmd.Start(); err != nil {
+	// In a process group of its own, so the serving aqlguard's collector
+	// of adopted processes must know it is ours (internal/owned).
+	if err := owned.Start(cmd); err != nil {
 		return result{}, fmt.Errorf("command channel: cannot start %s: %w", c.Argv[0], err)
 	}
-	err := cmd.Wait()
+	err := owned.Wait(cmd)
 	if ctx.Err() != nil {
 		return result{timedOut: true}, nil
 	}

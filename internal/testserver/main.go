@@ -56,6 +56,7 @@ func main() {
 		rugPull     = flag.Bool("rug-pull", false, "offer change_echo, which changes echo's definition (tool pinning tests)")
 		echoDesc    = flag.String("echo-desc", "", "start with this description of echo instead of its own")
 		detached    = flag.Bool("spawn-detached", false, "start a `sleep 600` in a session of its own, as a server that leaves a daemon behind would")
+		orphan      = flag.Bool("spawn-orphan", false, "leave an orphan behind at start (`sh -c 'sleep 1 &'` in a session of its own) that ends soon after")
 	)
 	flag.Parse()
 
@@ -73,6 +74,9 @@ func main() {
 	}
 	if *detached {
 		spawnDetached()
+	}
+	if *orphan {
+		spawnOrphan()
 	}
 
 	calls, err := openCallLog(*logPath)
@@ -205,4 +209,17 @@ func spawnDetached() {
 		os.Exit(2)
 	}
 	fmt.Fprintf(os.Stderr, "testserver: detached sleeper pid %d\n", cmd.Process.Pid)
+}
+
+// spawnOrphan leaves behind a short-lived process whose parent is gone
+// at once (the shell that started it in the background exits), as a
+// server that daemonises a helper would: a subreaper adopts it, and must
+// collect its exit status when it ends.
+func spawnOrphan() {
+	cmd := exec.Command("sh", "-c", "sleep 1 &")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver: spawning the orphan:", err)
+		os.Exit(2)
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aqlguard/aqlguard/internal/owned"
+
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,13 +76,13 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := owned.Start(cmd); err != nil {
 		return nil, err
 	}
 	reportGroup(cmd.Process.Pid, true) // its group's id is its pid (ownProcessGroup)
 	c := &conn{exited: make(chan struct{})}
 	go func() {
-		c.exitErr = cmd.Wait()
+		c.exitErr = owned.Wait(cmd)
 		close(c.exited)
 	}()
 	mc := link.NewLineConn(stdout, stdin, func() error { return errors.Join(stdin.Close(), stdout.Close()) })

@@ -16,8 +16,8 @@ import (
 func setParentDeathSignal(a *syscall.SysProcAttr, sig syscall.Signal) { a.Pdeathsig = sig }
 
 // becomeSubreaper makes this process the parent of its orphaned
-// descendants, so that it can end them.
-func becomeSubreaper() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
+// descendants, so that it can end them; it reports whether it is one.
+func becomeSubreaper() bool { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == nil }
 
 // watchParent: the supervisor started this process with a parent death
 // signal.

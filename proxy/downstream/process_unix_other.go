@@ -12,7 +12,7 @@ import (
 func setParentDeathSignal(*syscall.SysProcAttr, syscall.Signal) {}
 
 // becomeSubreaper: only Linux has subreapers; orphans go to init.
-func becomeSubreaper() {}
+func becomeSubreaper() bool { return false }
 
 // watchParent stops this process as SIGTERM does once its supervisor
 // (parent) is gone: without a parent death signal, it polls.

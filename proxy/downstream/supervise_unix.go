@@ -9,12 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/owned"
 )
 
 // An aqlguard that starts stdio servers runs as two processes: the one
@@ -23,7 +24,8 @@ import (
 // Both are subreapers (on Linux), so a process a server leaves behind,
 // even in a session of its own, is adopted by one of them rather than by
 // init:
-//   - the real aqlguard ends what it adopted when it exits;
+//   - the real aqlguard collects the exit status of what it adopted as
+//     each ends (internal/owned), and ends the rest when it exits;
 //   - when it dies without that chance (SIGKILL, a crash), its servers
 //     get SIGKILL (parent death signal) and the supervisor, which adopts
 //     everything left, ends it all and exits with the real one's status;
@@ -48,7 +50,9 @@ func Supervise() (code int, ok bool) {
 		// a supervisor of its own.
 		_ = os.Unsetenv(supervisedEnv)
 		if pid == strconv.Itoa(os.Getppid()) {
-			becomeSubreaper()
+			if becomeSubreaper() {
+				owned.CollectAsTheyEnd()
+			}
 			watchParent(os.Getppid())
 			syscall.CloseOnExec(groupsFD) // the servers' business it is not
 			reported.to = os.NewFile(groupsFD, "supervisor")
@@ -279,25 +283,10 @@ func reap(pids []int) int {
 // adopted lists the live processes whose parent is this one. Called
 // once this process's own children are gone, they are what it adopted.
 func adopted() []int {
-	self := strconv.Itoa(os.Getpid())
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var out []int
-	for _, d := range dirs {
-		stat, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 || f[1] != self || f[0] == "X" {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
-			out = append(out, pid)
+	for _, c := range owned.Children() {
+		if !c.Ended {
+			out = append(out, c.Pid)
 		}
 	}
 	return out

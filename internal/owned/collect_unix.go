@@ -1,0 +1,76 @@
+//go:build unix
+
+package owned
+
+import (
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// CollectAsTheyEnd collects the exit status of each adopted process as
+// it ends (on SIGCHLD), for as long as this process runs.
+func CollectAsTheyEnd() {
+	ended := make(chan os.Signal, 1)
+	signal.Notify(ended, syscall.SIGCHLD)
+	go func() {
+		for range ended {
+			Collect()
+		}
+	}()
+}
+
+// Collect collects the exit status of every ended child that this
+// process did not start: not in its own process group, not started
+// through Start. What a server leaves behind is in the server's group,
+// or in one of its own.
+func Collect() {
+	own := syscall.Getpgrp()
+	started.Lock()
+	defer started.Unlock()
+	for _, c := range Children() {
+		if c.Ended && c.Pgrp != own && !started.pids[c.Pid] {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(c.Pid, &ws, syscall.WNOHANG, nil)
+		}
+	}
+}
+
+// Child is a child process whose exit status has not been collected.
+type Child struct {
+	Pid, Pgrp int
+	Ended     bool // a zombie: it exited, its status is waiting
+}
+
+// Children lists this process's children (Linux; none elsewhere, where
+// there is no /proc to read them from).
+func Children() []Child {
+	self := strconv.Itoa(os.Getpid())
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []Child
+	for _, d := range dirs {
+		stat, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		// After the command: state, ppid, pgrp.
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[1] != self || f[0] == "X" {
+			continue
+		}
+		pid, err1 := strconv.Atoi(filepath.Base(d))
+		pgrp, err2 := strconv.Atoi(f[2])
+		if err1 == nil && err2 == nil {
+			out = append(out, Child{Pid: pid, Pgrp: pgrp, Ended: f[0] == "Z"})
+		}
+	}
+	return out
+}
