@@ -57,7 +57,7 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 		return
 	}
 	// (Concatenation, not fmt: this runs for every call.)
-	d.Factors = append(d.Factors, "step limit: step "+strconv.Itoa(s.StepNumber)+" of "+strconv.Itoa(p.MaxSteps))
+	d.Factors = append(d.Factors, stepFactor(s.StepNumber, p.MaxSteps))
 
 	// Stage 2: previous outcome.
 	switch {
@@ -125,6 +125,17 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 		return
 	}
 	d.Continue, d.Decision = true, Allow
+}
+
+// stepFactor is "step limit: step N of MAX", made in one allocation
+// (strconv.Itoa allocates from 100 on, and a concatenation again).
+func stepFactor(step, maxSteps int) string {
+	var buf [64]byte
+	b := append(buf[:0], "step limit: step "...)
+	b = strconv.AppendInt(b, int64(step), 10)
+	b = append(b, " of "...)
+	b = strconv.AppendInt(b, int64(maxSteps), 10)
+	return string(b)
 }
 
 // scoreSaid is what the last two stages say of one score.

@@ -12,27 +12,35 @@ import (
 // Delete destructive), spread so that, with no other signal, READ and
 // CREATE land in the advisory tier and UPDATE, EXECUTE and DELETE in the
 // confirm tier.
-var baseRisk = map[policy.Category]int{
-	policy.Read:    10,
-	policy.Create:  25,
-	policy.Update:  40,
-	policy.Execute: 45,
-	policy.Delete:  55,
-}
+var baseRisk = []struct {
+	category policy.Category
+	score    int
+}{{policy.Read, 10}, {policy.Create, 25}, {policy.Update, 40}, {policy.Execute, 45}, {policy.Delete, 55}}
 
-// baseRiskOf is a category's base risk and the factor that says so,
+// baseRiskSaid is a category's base risk and the factor that says so,
 // made once: this runs for every decision that reaches the risk stage.
-var baseRiskOf = func() map[policy.Category]baseRiskSaid {
-	m := make(map[policy.Category]baseRiskSaid, len(baseRisk))
-	for cat, score := range baseRisk {
-		m[cat] = baseRiskSaid{score, "risk: category " + string(cat) + " base " + strconv.Itoa(score)}
-	}
-	return m
-}()
-
 type baseRiskSaid struct {
 	score  int
 	factor string
+}
+
+var baseRiskSaidOf = func() []baseRiskSaid {
+	out := make([]baseRiskSaid, len(baseRisk))
+	for i, b := range baseRisk {
+		out[i] = baseRiskSaid{b.score, "risk: category " + string(b.category) + " base " + strconv.Itoa(b.score)}
+	}
+	return out
+}()
+
+// baseRiskOf is cat's base risk; ok is false for an unknown category.
+// (Five string comparisons cost less than a map lookup.)
+func baseRiskOf(cat policy.Category) (baseRiskSaid, bool) {
+	for i := range baseRisk {
+		if baseRisk[i].category == cat {
+			return baseRiskSaidOf[i], true
+		}
+	}
+	return baseRiskSaid{}, false
 }
 
 // unknownCategoryRisk applies when a step has no (or an unknown) category:
@@ -84,7 +92,7 @@ func (c *call) score(p *policy.Policy) int {
 func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 	s := &c.s
 	cat := policy.Category(strings.ToUpper(strings.TrimSpace(string(s.Category))))
-	base, known := baseRiskOf[cat]
+	base, known := baseRiskOf(cat)
 	score := base.score
 	if known {
 		factors = append(factors, base.factor)

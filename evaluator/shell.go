@@ -10,11 +10,16 @@ import (
 	"github.com/aqlguard/aqlguard/policy/shell"
 )
 
-// guessedShell are parameter names whose values are treated as shell
-// command lines when they parse as one, without being declared in
-// shell_arguments.
-var guessedShell = map[string]bool{"command": true, "cmd": true, "script": true, "shell": true, "cmdline": true,
-	"command_line": true, "shell_command": true, "bash_command": true}
+// guessedShell reports whether a parameter's name says its value is a
+// shell command line, treated as one when it parses as one without
+// being declared in shell_arguments.
+func guessedShell(name string) bool {
+	switch name {
+	case "command", "cmd", "script", "shell", "cmdline", "command_line", "shell_command", "bash_command":
+		return true
+	}
+	return false
+}
 
 // shellValue is one argument value that carries a shell command line.
 type shellValue struct {
@@ -49,7 +54,7 @@ func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 			}
 		}
 		last := v.Path[strings.LastIndexByte(v.Path, '.')+1:]
-		if !declared && !guessedShell[last] {
+		if !declared && !guessedShell(last) {
 			continue
 		}
 		line := v.Raw

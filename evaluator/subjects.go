@@ -90,18 +90,23 @@ func subjectsWith(s Step, names []string, values []Value) Subjects {
 // subjects (and the factor naming the first match) do not depend on Go's
 // map order.
 func walkObject(out *[]Value, path string, m map[string]any) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	type member struct {
+		key   string
+		value any
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		p := policy.SnakeName(k)
+	var small [8]member // most objects are small: no allocation
+	members := small[:0]
+	for k, v := range m {
+		members = append(members, member{k, v})
+	}
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	for _, mb := range members {
+		p := policy.SnakeName(mb.key)
 		if path != "" {
 			p = path + "." + p
 		}
-		*out = append(*out, Value{Path: p, Text: policy.Normalize(k), Raw: k, Key: true, String: true})
-		walk(out, p, m[k])
+		*out = append(*out, Value{Path: p, Text: policy.Normalize(mb.key), Raw: mb.key, Key: true, String: true})
+		walk(out, p, mb.value)
 	}
 }
 
