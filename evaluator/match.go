@@ -70,7 +70,7 @@ func (c *call) reserve(w int) {
 // setWords is the size of all the candidate sets one decision can make
 // together: one per list, the value index's, and two for the rules.
 func setWords(ixs *policy.Indexes) int {
-	n := words(ixs.Deny) + words(ixs.RequiresApproval) + words(ixs.AutoApprove)
+	n := words(ixs.Deny) + words(ixs.RequiresApproval) + words(ixs.AutoApprove) + words(ixs.RiskRules)
 	if ixs.Values != nil {
 		n += ixs.Values.Words()
 	}

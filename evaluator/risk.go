@@ -138,7 +138,15 @@ func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 	}
 
 	if p != nil {
-		for i := range p.RiskRules {
+		var cand policy.Candidates // nil: every rule
+		if ixs := p.Indexes(); ixs != nil {
+			var byNames policy.Candidates
+			if c.tool != nil {
+				byNames = c.tool.risk
+			}
+			cand = c.candidates(ixs, ixs.RiskRules, policy.ListRiskRules, byNames, true)
+		}
+		for i := nextCandidate(cand, 0, len(p.RiskRules)); i < len(p.RiskRules); i = nextCandidate(cand, i+1, len(p.RiskRules)) {
 			r := &p.RiskRules[i]
 			h := c.riskRuleMatches(i, r)
 			if h.certainty == noMatch {

@@ -346,6 +346,8 @@ type Indexes struct {
 	// RuleOperations indexes the rules' operation patterns, RuleValues
 	// their value patterns, both by rule position.
 	RuleOperations, RuleValues *PatternIndex
+	// RiskRules indexes the risk rules' patterns, by position.
+	RiskRules *PatternIndex
 	// Values finds the candidates of every indexed list among a call's
 	// argument values in one pass over each (nil: no list is indexed).
 	Values *ValueIndex
@@ -358,6 +360,7 @@ const (
 	ListDeny = iota
 	ListRuleValues
 	ListRequiresApproval
+	ListRiskRules
 	lists
 )
 
@@ -420,6 +423,10 @@ func newIndexes(p *Policy) *Indexes {
 	for i, r := range p.Rules {
 		ops[i], vals[i] = r.Operation, r.Pattern
 	}
+	risk := make([]Pattern, len(p.RiskRules))
+	for i, r := range p.RiskRules {
+		risk[i] = r.Pattern
+	}
 	index := func(pats []Pattern) *PatternIndex {
 		if len(pats) < minIndexed {
 			return nil
@@ -427,12 +434,13 @@ func newIndexes(p *Policy) *Indexes {
 		return NewPatternIndex(pats)
 	}
 	ixs := &Indexes{Deny: index(p.Deny), RequiresApproval: index(p.RequiresApproval),
-		AutoApprove: index(p.AutoApprove), RuleOperations: index(ops), RuleValues: index(vals), Tools: &ToolMemo{}}
+		AutoApprove: index(p.AutoApprove), RuleOperations: index(ops), RuleValues: index(vals), RiskRules: index(risk),
+		Tools: &ToolMemo{}}
 	// auto_approve patterns are matched against names only (a value must
 	// not approve its own call), so their literals are not looked for in
 	// values.
-	ixs.Values = newValueIndex([lists]*PatternIndex{ixs.Deny, ixs.RuleValues, ixs.RequiresApproval},
-		[lists][]Pattern{p.Deny, vals, p.RequiresApproval})
+	ixs.Values = newValueIndex([lists]*PatternIndex{ixs.Deny, ixs.RuleValues, ixs.RequiresApproval, ixs.RiskRules},
+		[lists][]Pattern{p.Deny, vals, p.RequiresApproval, risk})
 	return ixs
 }
 
