@@ -16,7 +16,7 @@ type toolFacts struct {
 	names []string
 	// namesSaid are the names as a factor names them (nameSaid).
 	namesSaid []string
-	// deny, approve, auto and ruleOps are nil where the list has no
+	// deny, approve, auto, ruleOps and risk are nil where the list has no
 	// index (it is scanned in full).
 	deny, approve, auto, ruleOps, risk policy.Candidates
 	ruleApplies                        []bool
