@@ -29,12 +29,24 @@ func CollectAsTheyEnd() {
 // or in one of its own.
 func Collect() {
 	own := syscall.Getpgrp()
+	var ended []int
+	for _, c := range Children() {
+		if c.Ended && c.Pgrp != own {
+			ended = append(ended, c.Pid)
+		}
+	}
+	if len(ended) == 0 {
+		return
+	}
+	// Whether one is ours is asked under the lock Start records under: a
+	// process started meanwhile is recorded by now. (Reading /proc does
+	// not hold up a server's start.)
 	started.Lock()
 	defer started.Unlock()
-	for _, c := range Children() {
-		if c.Ended && c.Pgrp != own && !started.pids[c.Pid] {
+	for _, pid := range ended {
+		if !started.pids[pid] {
 			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(c.Pid, &ws, syscall.WNOHANG, nil)
+			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 		}
 	}
 }
