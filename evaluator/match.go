@@ -292,6 +292,15 @@ func (c *call) candidates(ixs *policy.Indexes, ix *policy.PatternIndex, list int
 	if ix == nil {
 		return nil
 	}
+	var values policy.Candidates
+	if subjects {
+		values = c.valueCandidates(ixs, list)
+	}
+	// Most calls add nothing to what their names make candidates: then
+	// the memo's set serves as it is (it is only read).
+	if byNames != nil && c.proxied && len(c.shell) == 0 && values.Empty() {
+		return byNames
+	}
 	var set policy.Candidates
 	if byNames != nil {
 		set = c.cloneSet(byNames)
@@ -302,9 +311,7 @@ func (c *call) candidates(ixs *policy.Indexes, ix *policy.PatternIndex, list int
 	if !c.proxied {
 		ix.Mark(c.sub.Hint, set)
 	}
-	if subjects {
-		or(set, c.valueCandidates(ixs, list))
-	}
+	or(set, values)
 	return set
 }
 

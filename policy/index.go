@@ -117,6 +117,16 @@ func NewCandidates(n int) Candidates { return make(Candidates, (n+63)/64) }
 // Add puts pattern i in the set.
 func (c Candidates) Add(i int) { c[i/64] |= 1 << (uint(i) % 64) }
 
+// Empty reports whether the set holds no pattern (a nil set holds none).
+func (c Candidates) Empty() bool {
+	for _, w := range c {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Has reports whether pattern i is in the set.
 func (c Candidates) Has(i int) bool { return c[i/64]&(1<<(uint(i)%64)) != 0 }
 
