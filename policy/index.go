@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // PatternIndex narrows a pattern list to the patterns that can match a
@@ -463,8 +464,8 @@ func newIndexes(p *Policy) *Indexes {
 // remembering and the evaluator derives the facts per call, as without a
 // memo. Safe for concurrent use.
 type ToolMemo struct {
-	mu sync.RWMutex
-	m  map[string]any
+	mu sync.Mutex                     // serialises stores
+	m  atomic.Pointer[map[string]any] // never changed once published: reads take no lock
 }
 
 // maxMemoTools bounds a ToolMemo.
@@ -480,31 +481,42 @@ func memoKey(buf []byte, operation, server, tool string) []byte {
 	return append(buf, tool...)
 }
 
-// Load returns what was stored for the tool.
+// Load returns what was stored for the tool. It takes no lock: every
+// decision loads, from every session at once, where a tool is stored
+// once.
 func (t *ToolMemo) Load(operation, server, tool string) (any, bool) {
+	m := t.m.Load()
+	if m == nil {
+		return nil, false
+	}
 	var buf [128]byte
-	k := memoKey(buf[:0], operation, server, tool)
-	t.mu.RLock()
-	v, ok := t.m[string(k)]
-	t.mu.RUnlock()
+	v, ok := (*m)[string(memoKey(buf[:0], operation, server, tool))]
 	return v, ok
 }
 
 // Store remembers v for the tool unless the memo is full; it returns the
-// value to use (the one stored first, if two calls raced).
+// value to use (the one stored first, if two calls raced). It publishes
+// a copy with v added (at most maxMemoTools stores, each copying at most
+// that many entries).
 func (t *ToolMemo) Store(operation, server, tool string, v any) any {
 	k := string(memoKey(nil, operation, server, tool))
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old, ok := t.m[k]; ok {
-		return old
+	var old map[string]any
+	if m := t.m.Load(); m != nil {
+		old = *m
 	}
-	if len(t.m) >= maxMemoTools {
+	if have, ok := old[k]; ok {
+		return have
+	}
+	if len(old) >= maxMemoTools {
 		return v
 	}
-	if t.m == nil {
-		t.m = map[string]any{}
+	m := make(map[string]any, len(old)+1)
+	for k, v := range old {
+		m[k] = v
 	}
-	t.m[k] = v
+	m[k] = v
+	t.m.Store(&m)
 	return v
 }

@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/aqlguard/aqlguard/policy/shell"
@@ -156,5 +158,38 @@ func TestCandidatesNext(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestToolMemo(t *testing.T) {
+	var m ToolMemo
+	if _, ok := m.Load("op", "srv", "tool"); ok {
+		t.Fatal("an empty memo has a tool")
+	}
+	if got := m.Store("op", "srv", "tool", 1); got != 1 {
+		t.Fatalf("Store = %v", got)
+	}
+	if got := m.Store("op", "srv", "tool", 2); got != 1 {
+		t.Errorf("a second Store of the same tool = %v, want the first value", got)
+	}
+	// The parts are kept apart: ("op", "srvtool", "") is another tool.
+	if _, ok := m.Load("op", "srvtool", ""); ok {
+		t.Error("the key's parts run together")
+	}
+	// Bounded: past maxMemoTools a value is used but not kept.
+	var wg sync.WaitGroup
+	for i := range maxMemoTools + 10 {
+		wg.Go(func() {
+			name := fmt.Sprint(i)
+			m.Store(name, "s", "t", i)
+			m.Load(name, "s", "t")
+		})
+	}
+	wg.Wait()
+	if n := len(*m.m.Load()); n != maxMemoTools {
+		t.Errorf("memo holds %d tools, want the bound %d", n, maxMemoTools)
+	}
+	if v, ok := m.Load("op", "srv", "tool"); !ok || v != 1 {
+		t.Errorf("Load = %v, %v after the memo filled", v, ok)
 	}
 }
