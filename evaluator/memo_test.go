@@ -24,6 +24,10 @@ func TestScriptMemo(t *testing.T) {
 	if first := m.analyze(long); first == m.analyze(long) {
 		t.Error("a line over maxMemoLine is kept")
 	}
+	wordy := strings.Repeat("a;", maxMemoWords+1)
+	if first := m.analyze(wordy); first == m.analyze(wordy) {
+		t.Error("a script over maxMemoWords is kept")
+	}
 	// A full memo starts again rather than growing.
 	for i := range maxMemoScripts + 10 {
 		m.analyze(fmt.Sprintf("ls %d", i))

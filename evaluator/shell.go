@@ -80,16 +80,19 @@ func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 
 // Limits of the script memo.
 const (
-	maxMemoScripts = 4096
-	maxMemoLine    = 1024 // bytes; longer lines are analysed every time
+	maxMemoScripts = 1024
+	maxMemoLine    = 512 // bytes; longer lines are analysed every time
+	maxMemoWords   = 64  // commands and arguments of a Script kept
 )
 
 // scriptMemo remembers the analysis of recent command lines: an agent
 // runs the same few commands again and again (git status, go test ./...)
 // and shell.Analyze is a pure function of the line, so its result is
 // shared. The memo holds at most maxMemoScripts lines of at most
-// maxMemoLine bytes and is emptied when full: simpler to get right than
-// an LRU, and a memo that fills up is one whose lines do not repeat.
+// maxMemoLine bytes whose Scripts have at most maxMemoWords words (a
+// model choosing its lines to fill the memo gets a few MB at most), and
+// is emptied when full: simpler to get right than an LRU, and a memo
+// that fills up is one whose lines do not repeat.
 type scriptMemo struct {
 	lines atomic.Pointer[sync.Map] // line → *shell.Script
 	n     atomic.Int64             // lines stored in the current map
@@ -108,6 +111,9 @@ func (m *scriptMemo) analyze(line string) *shell.Script {
 		}
 	}
 	sc := shell.Analyze(line)
+	if scriptWords(sc) > maxMemoWords {
+		return sc
+	}
 	if lines == nil || m.n.Add(1) > maxMemoScripts {
 		lines = new(sync.Map)
 		m.lines.Store(lines)
@@ -115,6 +121,16 @@ func (m *scriptMemo) analyze(line string) *shell.Script {
 	}
 	lines.Store(strings.Clone(line), sc)
 	return sc
+}
+
+// scriptWords counts a Script's commands, their arguments and wrappers, and
+// what it leaves unresolved: a measure of the memory it holds.
+func scriptWords(sc *shell.Script) int {
+	n := len(sc.Unresolved)
+	for _, c := range sc.Commands {
+		n += 1 + len(c.Args) + len(c.Via)
+	}
+	return n
 }
 
 // argvLine joins the string elements at path into one command line,
