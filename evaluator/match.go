@@ -59,7 +59,7 @@ func (c *call) newSet(n int) policy.Candidates {
 	return policy.Candidates(set)
 }
 
-// reserve makes room in c.sets for w more words. newCall reserves for
+// reserve makes room in c.sets for w more words. prepare reserves for
 // every set a decision can make at once (setWords), in one allocation.
 func (c *call) reserve(w int) {
 	if cap(c.sets)-len(c.sets) < w {
