@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // PatternIndex narrows a pattern list to the patterns that can match a
@@ -318,21 +319,12 @@ func requiredLiteral(norm string) string {
 				continue
 			}
 			flush()
-		case '[', '{':
+		case '[':
 			flush()
-			// Skip the class or the alternatives (nested braces too).
-			depth := 1
-			for i++; i < len(norm) && depth > 0; i++ {
-				switch norm[i] {
-				case '\\':
-					i++
-				case '[', '{':
-					depth++
-				case ']', '}':
-					depth--
-				}
-			}
-			i--
+			i = skipClass(norm, i) - 1
+		case '{':
+			flush()
+			i = skipAlternatives(norm, i) - 1
 		case '*', '?', ']', '}', ',', '!', '^':
 			flush()
 		default:
@@ -341,6 +333,53 @@ func requiredLiteral(norm string) string {
 	}
 	flush()
 	return best
+}
+
+// skipClass returns the position just past the character class that
+// opens at norm[i] ('['), read as gobwas/glob's lexer reads it: an
+// optional '!', then either LO-HI (any two runes) or text up to the
+// first unescaped ']'. Inside a class, '{', '}' and ',' are plain
+// characters: counting them as brackets ended "[!}0]" at its '}' and
+// made "0" its required literal, so it was no candidate for "1", which
+// it matches (FuzzPatternIndex).
+func skipClass(norm string, i int) int {
+	i++ // '['
+	if i < len(norm) && norm[i] == '!' {
+		i++
+	}
+	if _, lo := utf8.DecodeRuneInString(norm[i:]); i+lo < len(norm) && norm[i+lo] == '-' {
+		_, hi := utf8.DecodeRuneInString(norm[i+lo+1:])
+		return min(i+lo+1+hi+1, len(norm)) // LO - HI ]
+	}
+	for ; i < len(norm); i++ {
+		switch norm[i] {
+		case '\\':
+			i++
+		case ']':
+			return i + 1
+		}
+	}
+	return len(norm)
+}
+
+// skipAlternatives returns the position just past the alternatives that
+// open at norm[i] ('{'), which may hold classes and alternatives.
+func skipAlternatives(norm string, i int) int {
+	for i++; i < len(norm); {
+		switch norm[i] {
+		case '\\':
+			i += 2
+		case '[':
+			i = skipClass(norm, i)
+		case '{':
+			i = skipAlternatives(norm, i)
+		case '}':
+			return i + 1
+		default:
+			i++
+		}
+	}
+	return len(norm)
 }
 
 // minIndexed is the shortest list worth an index. It was 16 while

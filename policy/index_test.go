@@ -22,6 +22,13 @@ func TestRequiredLiteral(t *testing.T) {
 		{`\*literal\?`, "*literal?"},
 		{"x{a,{b,c}}yy", "yy"},
 		{"ab!cd", "ab"}, // '!' ends a run: shorter is never wrong
+		// Inside a class, braces and commas are plain characters.
+		{"[!}0]", ""},
+		{"*[}]abc*", "abc"},
+		{"x[{,]yz*", "yz"},
+		{"{a,[}]b}cd", "cd"},
+		{"[a-]]qq", "qq"}, // LO-HI takes any rune as HI
+		{"[é-ü]zz", "zz"},
 	}
 	for _, tt := range tests {
 		if got := requiredLiteral(tt.glob); got != tt.want {
@@ -65,6 +72,7 @@ func FuzzPatternIndex(f *testing.F) {
 	f.Add(`\*x*`+"\n[a-c]yz*", "*xq")
 	f.Add("*.{list,search}_*", "fs.search_files")
 	f.Add("sudo* rm*\n*mkfs.ext4*", "mkfs.ext4")
+	f.Add("*rm -rf /*\n* x*\n*ab cd*", "  RM\t\t-RF  /\n AB\r\nCD x")
 	f.Fuzz(func(t *testing.T, patterns, subject string) {
 		var pats []Pattern
 		for _, src := range splitLines(patterns, 16) {
@@ -77,6 +85,7 @@ func FuzzPatternIndex(f *testing.F) {
 		set := NewCandidates(ix.Len())
 		ix.Always(set)
 		ix.Mark(subject, set)
+
 		cmds := NewCandidates(ix.Len())
 		ix.MarkCommand(subject, cmds)
 		for i, p := range pats {
