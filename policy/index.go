@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/aqlguard/aqlguard/policy/textfold"
 )
 
 // PatternIndex narrows a pattern list to the patterns that can match a
@@ -43,7 +45,22 @@ type literalIndex struct {
 	// leavesRoot says which bytes lead away from the root (the first
 	// bytes of the literals).
 	leavesRoot [256]bool
+
+	// For markFolding, by raw byte: the class of its fold, whether it
+	// folds to white space or is beyond ASCII, and whether it stops the
+	// skip at the root (it leads away from it, or is beyond ASCII).
+	rawClass [256]uint8
+	rawKind  [256]rawKind
+	rawStop  [256]bool
 }
+
+type rawKind uint8
+
+const (
+	rawPlain rawKind = iota
+	rawSpace
+	rawBeyondASCII
+)
 
 // NewPatternIndex indexes pats (folded globs, as CompilePattern made
 // them).
@@ -108,6 +125,48 @@ func (li *literalIndex) mark(subject string, set Candidates) {
 			}
 		}
 	}
+}
+
+// markFolding is mark of textfold.Fold(raw) for ASCII text, without
+// making the folded copy: each byte is folded as the automaton reads it,
+// and a run of white space is read as one space. The folded text is the
+// stream read here but for a leading or trailing space, so nothing it
+// would mark is missed (a space at either end can only add candidates).
+// At the first byte beyond ASCII it stops and returns false: what it
+// marked stays (more candidates, never fewer) and the caller marks the
+// folded text.
+func (li *literalIndex) markFolding(raw string, set Candidates) bool {
+	if len(li.out) == 0 {
+		return true
+	}
+	next, firstOut := li.next, li.firstOut
+	row := int32(0)
+	for i := 0; i < len(raw); i++ {
+		if row == 0 {
+			for i < len(raw) && !li.rawStop[raw[i]] {
+				i++
+			}
+			if i == len(raw) {
+				return true
+			}
+		}
+		b := raw[i]
+		switch li.rawKind[b] {
+		case rawBeyondASCII:
+			return false
+		case rawSpace:
+			if i > 0 && li.rawKind[raw[i-1]] == rawSpace {
+				continue // one space for the run
+			}
+		}
+		row = next[row+int32(li.rawClass[b])]
+		if row >= firstOut {
+			for _, p := range li.out[int(row)/li.classes] {
+				set.Add(int(p))
+			}
+		}
+	}
+	return true
 }
 
 // Candidates is a set of pattern positions.
@@ -295,6 +354,18 @@ func (li *literalIndex) renumber() {
 	for b := range li.leavesRoot {
 		li.leavesRoot[b] = li.next[li.class[b]] != 0
 	}
+	for b := range 256 {
+		f, ok := textfold.FoldByte(byte(b))
+		switch {
+		case !ok:
+			li.rawKind[b], li.rawStop[b] = rawBeyondASCII, true
+		case f == ' ':
+			li.rawKind[b] = rawSpace
+		}
+		if ok {
+			li.rawClass[b], li.rawStop[b] = li.class[f], li.leavesRoot[f]
+		}
+	}
 }
 
 // requiredLiteral is the longest run of plain characters in a folded
@@ -458,6 +529,13 @@ func (vi *ValueIndex) Words() int { return vi.total }
 // Mark adds to set (of Words words) the candidates, in every list, whose
 // literal occurs in value (folded, as the patterns are).
 func (vi *ValueIndex) Mark(value string, set Candidates) { vi.text.mark(value, set) }
+
+// MarkFolding is Mark of textfold.Fold(raw) for ASCII text, without
+// folding it; it returns false, having marked only some of the
+// candidates, when raw is not ASCII (then Mark its folded text).
+func (vi *ValueIndex) MarkFolding(raw string, set Candidates) bool {
+	return vi.text.markFolding(raw, set)
+}
 
 // Of is list's part of a combined set, nil when the list has no index.
 func (vi *ValueIndex) Of(set Candidates, list int) Candidates {

@@ -81,11 +81,22 @@ func FuzzPatternIndex(f *testing.F) {
 			}
 		}
 		ix := NewPatternIndex(pats)
+		raw := subject
 		subject = Normalize(subject)
 		set := NewCandidates(ix.Len())
 		ix.Always(set)
 		ix.Mark(subject, set)
-
+		// Marking the raw text while folding it finds at least what
+		// marking the folded text finds (when the text is ASCII).
+		folding := NewCandidates(ix.Len())
+		ix.Always(folding)
+		if ix.text.markFolding(raw, folding) {
+			for i := range pats {
+				if set.Has(i) && !folding.Has(i) {
+					t.Fatalf("%q: %q is a candidate of the folded %q but not of the raw text", raw, pats[i].norm, subject)
+				}
+			}
+		}
 		cmds := NewCandidates(ix.Len())
 		ix.MarkCommand(subject, cmds)
 		for i, p := range pats {

@@ -139,6 +139,15 @@ func mapASCII(s string) (out string, ok bool) {
 	return string(buf[:n]), true
 }
 
+// FoldByte is what Fold makes of an ASCII byte before it collapses white
+// space: upper case to lower, white space and controls to ' ', anything
+// else itself. ok is false for a byte beyond ASCII, which only Fold of
+// the whole text can fold (NFKC).
+func FoldByte(b byte) (folded byte, ok bool) {
+	f := asciiFold[b]
+	return f, f != notASCII
+}
+
 // notASCII is what asciiFold maps a byte beyond ASCII to: no ASCII
 // byte folds to NUL (it is a control, so a space).
 const notASCII = 0
