@@ -40,11 +40,23 @@ func (c *call) valueCandidates(ixs *policy.Indexes, list int) policy.Candidates 
 	if c.values == nil {
 		set := c.newSet(ixs.Values.Words() * 64)
 		for i := range c.sub.Values {
-			ixs.Values.Mark(c.sub.Values[i].Text, set)
+			if v := &c.sub.Values[i]; !v.unfolded || !ixs.Values.MarkFolding(v.Raw, set) {
+				ixs.Values.Mark(c.text(i), set)
+			}
 		}
 		c.values = set
 	}
 	return ixs.Values.Of(c.values, list)
+}
+
+// text is the folded text of the call's i-th value, folded now if it
+// was not yet.
+func (c *call) text(i int) string {
+	v := &c.sub.Values[i]
+	if v.unfolded {
+		v.Text, v.unfolded = policy.Normalize(v.Raw), false
+	}
+	return v.Text
 }
 
 // newSet returns an empty candidate set for n patterns, carved from
@@ -118,7 +130,7 @@ func (c *call) prepare(p *policy.Policy, s *Step, sc *scratch) {
 		c.reserve(setWords(p.Indexes()))
 	}
 	names := c.tool.namesOr(s)
-	c.sub = subjectsWith(*s, names, sc.values[:0])
+	c.sub = subjectsWith(*s, names, sc.values[:0], true)
 	// A reported step has no names (the loop evaluates it by its hint
 	// alone); everything with a name is a call of a tool.
 	c.proxied = len(c.sub.Names) > 0
@@ -194,7 +206,8 @@ func (c *call) restrictsArguments(pat policy.Pattern) hit {
 		return hit{}
 	}
 	for i := range c.sub.Values {
-		if v := &c.sub.Values[i]; pat.MatchNormalized(v.Text) {
+		if pat.MatchNormalized(c.text(i)) {
+			v := &c.sub.Values[i]
 			return hit{describeValue(v), true, definite}
 		}
 	}
@@ -230,7 +243,7 @@ func (c *call) ruleRestricts(r *policy.Rule) hit {
 	path := strings.Join(r.Path, ".")
 	for i := range c.sub.Values {
 		v := &c.sub.Values[i]
-		if v.Under(path) && !v.names(path) && r.Pattern.MatchNormalized(v.Text) {
+		if v.Under(path) && !v.names(path) && r.Pattern.MatchNormalized(c.text(i)) {
 			return hit{describeValue(v), true, definite}
 		}
 	}
@@ -250,7 +263,7 @@ func (c *call) ruleApproves(r *policy.Rule) hit {
 			continue
 		}
 		seen = true
-		if !r.Pattern.MatchNormalized(v.Text) {
+		if !r.Pattern.MatchNormalized(c.text(i)) {
 			return hit{}
 		}
 	}

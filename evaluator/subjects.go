@@ -46,6 +46,11 @@ type Value struct {
 	// Element says the leaf is an element of an array (argv-style
 	// command lines are lists of strings).
 	Element bool
+
+	// unfolded says Text is not made yet: a decision folds a string
+	// only when a pattern is matched against it (call.text), and finds
+	// its candidates in Raw (policy.ValueIndex.MarkFolding).
+	unfolded bool
 }
 
 // Under reports whether v lies at or below path (a joined SnakeName path).
@@ -60,7 +65,7 @@ func (v Value) names(path string) bool { return v.Key && v.Path == path }
 // SubjectsOf extracts the subjects of a step. It never drops a string:
 // every string leaf and every key of the arguments is among Values.
 func SubjectsOf(s Step) Subjects {
-	return subjectsWith(s, namesOf(s), nil)
+	return subjectsWith(s, namesOf(s), nil, false)
 }
 
 // namesOf are a step's names (NameForms); nil for a reported step.
@@ -72,8 +77,9 @@ func namesOf(s Step) []string {
 }
 
 // subjectsWith extracts the subjects of a step whose names are known,
-// appending its values to values (an empty buffer to reuse, or nil).
-func subjectsWith(s Step, names []string, values []Value) Subjects {
+// appending its values to values (an empty buffer to reuse, or nil);
+// lazy leaves string values unfolded (Value.unfolded).
+func subjectsWith(s Step, names []string, values []Value, lazy bool) Subjects {
 	sub := Subjects{Names: names}
 	sub.Hint = policy.Normalize(s.ActionHint)
 	if len(s.Arguments) > 0 {
@@ -81,7 +87,7 @@ func subjectsWith(s Step, names []string, values []Value) Subjects {
 		if sub.Values == nil {
 			sub.Values = make([]Value, 0, 2*len(s.Arguments))
 		}
-		walkObject(&sub.Values, "", s.Arguments)
+		walkObject(&sub.Values, "", s.Arguments, lazy)
 	}
 	return sub
 }
@@ -89,7 +95,7 @@ func subjectsWith(s Step, names []string, values []Value) Subjects {
 // walkObject appends the keys and leaves of m, keys in sorted order so the
 // subjects (and the factor naming the first match) do not depend on Go's
 // map order.
-func walkObject(out *[]Value, path string, m map[string]any) {
+func walkObject(out *[]Value, path string, m map[string]any, lazy bool) {
 	type member struct {
 		key   string
 		value any
@@ -106,21 +112,23 @@ func walkObject(out *[]Value, path string, m map[string]any) {
 			p = path + "." + p
 		}
 		*out = append(*out, Value{Path: p, Text: policy.Normalize(mb.key), Raw: mb.key, Key: true, String: true})
-		walk(out, p, mb.value)
+		walkValue(out, p, mb.value, false, lazy)
 	}
 }
 
-func walk(out *[]Value, path string, v any) { walkValue(out, path, v, false) }
-
-func walkValue(out *[]Value, path string, v any, element bool) {
+func walkValue(out *[]Value, path string, v any, element, lazy bool) {
 	switch v := v.(type) {
 	case map[string]any:
-		walkObject(out, path, v)
+		walkObject(out, path, v, lazy)
 	case []any:
 		for _, e := range v {
-			walkValue(out, path, e, true)
+			walkValue(out, path, e, true, lazy)
 		}
 	case string:
+		if lazy {
+			*out = append(*out, Value{Path: path, Raw: v, String: true, Element: element, unfolded: true})
+			break
+		}
 		*out = append(*out, Value{Path: path, Text: policy.Normalize(v), Raw: v, String: true, Element: element})
 	default:
 		if text, ok := scalarText(v); ok {
