@@ -280,14 +280,13 @@ func reap(pids []int) int {
 	return left
 }
 
-// adopted lists the live processes whose parent is this one. Called
-// once this process's own children are gone, they are what it adopted.
+// adopted lists the processes whose parent is this one, ended ones
+// included (their status is still to collect). Called once this
+// process's own children are gone, they are what it adopted.
 func adopted() []int {
 	var out []int
 	for _, c := range owned.Children() {
-		if !c.Ended {
-			out = append(out, c.Pid)
-		}
+		out = append(out, c.Pid)
 	}
 	return out
 }

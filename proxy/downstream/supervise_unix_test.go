@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/aqlguard/aqlguard/internal/owned"
 )
 
 // TestServerGroupsEndsWhatWasLeft: the supervisor ends the process
@@ -38,4 +42,37 @@ func TestServerGroupsEndsWhatWasLeft(t *testing.T) {
 	if err := syscall.Kill(ended.Process.Pid, 0); err != nil {
 		t.Errorf("a group reported as ended was signalled: %v", err)
 	}
+}
+
+// TestEndAdoptedCollectsTheEnded: what ended before EndAdopted looked is
+// collected too, not left a zombie.
+func TestEndAdoptedCollectsTheEnded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("children are read from /proc")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); !ended(pid); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d did not end", pid)
+		}
+	}
+	EndAdopted()
+	for _, c := range owned.Children() {
+		if c.Pid == pid {
+			t.Fatalf("%d is still there to collect (ended %v)", pid, c.Ended)
+		}
+	}
+}
+
+func ended(pid int) bool {
+	for _, c := range owned.Children() {
+		if c.Pid == pid {
+			return c.Ended
+		}
+	}
+	return false
 }
