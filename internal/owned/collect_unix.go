@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,12 +44,21 @@ func Collect() {
 	// not hold up a server's start.)
 	started.Lock()
 	defer started.Unlock()
-	for _, pid := range ended {
-		if !started.pids[pid] {
-			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	ended = slices.DeleteFunc(ended, func(pid int) bool { return started.pids[pid] })
+	Reap(ended)
+}
+
+// Reap collects the exit statuses of those of pids that have ended and
+// reports how many are left. It waits for these pids only: a wait for
+// any child would take the status of one os/exec is waiting for.
+func Reap(pids []int) (left int) {
+	for _, pid := range pids {
+		var ws syscall.WaitStatus
+		if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); got == 0 && err == nil {
+			left++
 		}
 	}
+	return left
 }
 
 // Child is a child process whose exit status has not been collected.

@@ -182,7 +182,7 @@ func (g *serverGroups) end() {
 			return
 		}
 		for deadline := time.Now().Add(terminateAfter); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			reap(adopted())
+			owned.Reap(adopted())
 			if !g.anyAlive() {
 				return
 			}
@@ -259,25 +259,10 @@ func EndAdopted() {
 				sent[pid] = sig
 			}
 		}
-		if reap(left) > 0 {
+		if owned.Reap(left) > 0 {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-}
-
-// reap collects the exit statuses of those of pids that have ended (so
-// they do not linger as zombies) and reports how many are left. It waits
-// for these pids only: a wait for any child would take the status of a
-// server that os/exec is waiting for.
-func reap(pids []int) int {
-	left := 0
-	for _, pid := range pids {
-		var ws syscall.WaitStatus
-		if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); got == 0 && err == nil {
-			left++
-		}
-	}
-	return left
 }
 
 // adopted lists the processes whose parent is this one, ended ones
