@@ -12,32 +12,35 @@ import (
 // Delete destructive), spread so that, with no other signal, READ and
 // CREATE land in the advisory tier and UPDATE, EXECUTE and DELETE in the
 // confirm tier.
-var baseRisk = []struct {
-	category policy.Category
-	score    int
-}{{policy.Read, 10}, {policy.Create, 25}, {policy.Update, 40}, {policy.Execute, 45}, {policy.Delete, 55}}
+var baseRisk = withFactors([]baseRiskSaid{
+	{category: policy.Read, score: 10},
+	{category: policy.Create, score: 25},
+	{category: policy.Update, score: 40},
+	{category: policy.Execute, score: 45},
+	{category: policy.Delete, score: 55},
+})
 
 // baseRiskSaid is a category's base risk and the factor that says so,
 // made once: this runs for every decision that reaches the risk stage.
 type baseRiskSaid struct {
-	score  int
-	factor string
+	category policy.Category
+	score    int
+	factor   string
 }
 
-var baseRiskSaidOf = func() []baseRiskSaid {
-	out := make([]baseRiskSaid, len(baseRisk))
-	for i, b := range baseRisk {
-		out[i] = baseRiskSaid{b.score, "risk: category " + string(b.category) + " base " + strconv.Itoa(b.score)}
+func withFactors(bs []baseRiskSaid) []baseRiskSaid {
+	for i, b := range bs {
+		bs[i].factor = "risk: category " + string(b.category) + " base " + strconv.Itoa(b.score)
 	}
-	return out
-}()
+	return bs
+}
 
 // baseRiskOf is cat's base risk; ok is false for an unknown category.
 // (Five string comparisons cost less than a map lookup.)
 func baseRiskOf(cat policy.Category) (baseRiskSaid, bool) {
-	for i := range baseRisk {
-		if baseRisk[i].category == cat {
-			return baseRiskSaidOf[i], true
+	for _, b := range baseRisk {
+		if b.category == cat {
+			return b, true
 		}
 	}
 	return baseRiskSaid{}, false
