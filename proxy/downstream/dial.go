@@ -108,8 +108,29 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 	return c, nil
 }
 
+// httpTransport carries the requests to every HTTP server, of every
+// session, so their connections are kept and reused across sessions.
+// http.DefaultTransport keeps two idle connections per host: with more
+// requests in flight to one server than that, each POST beyond the two
+// closed its connection when answered and the next one dialled anew —
+// under 32 clients, ~9,000 sockets in TIME_WAIT within seconds, a TCP
+// (for https, also a TLS) handshake per call, and a machine's ephemeral
+// ports run out at a few hundred calls a second held for a minute.
+var httpTransport = newHTTPTransport()
+
+// maxIdlePerServer bounds the idle connections kept to one server: as
+// many as the calls that were in flight to it at once, up to this many.
+const maxIdlePerServer = 256
+
+func newHTTPTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone() // proxies from the environment, timeouts, HTTP/2
+	t.MaxIdleConns = 0                                   // no bound across servers: each has its own
+	t.MaxIdleConnsPerHost = maxIdlePerServer
+	return t
+}
+
 func dialHTTP(ctx context.Context, cfg policy.Server) (*conn, error) {
-	hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: cfg.Headers}}
+	hc := &http.Client{Transport: headerTransport{base: httpTransport, headers: cfg.Headers}}
 	if cfg.Transport == "streamable" {
 		sc := newStreamableConn(cfg.URL, hc)
 		return &conn{Connection: sc, stop: func() { _ = sc.Close() }}, nil

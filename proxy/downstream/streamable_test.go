@@ -1,10 +1,19 @@
 package downstream
 
 import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func drain(c *streamableConn) []jsonrpc.Message {
@@ -67,4 +76,54 @@ func FuzzReadEvents(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHTTPConnectionsAreReused: concurrent calls to one HTTP server keep
+// their connections. With http.DefaultTransport (two idle connections
+// per host) 16 callers making 25 calls each opened ~130 connections: a
+// call that found no idle one dialled, and its connection was closed
+// when answered if two were idle already.
+func TestHTTPConnectionsAreReused(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "http-test", Version: "1"}, nil)
+	type in struct {
+		Message string `json:"message"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Message}}}, nil, nil
+	})
+	var opened atomic.Int64
+	ts := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+
+	ctx := context.Background()
+	p := Start(ctx, []policy.Server{{Name: "h", URL: ts.URL, Transport: "streamable",
+		StartTimeout: policy.Duration{Duration: 20 * time.Second}}}, Options{Version: "test"})
+	defer p.Close()
+	if st, _ := p.Server("h"); st.State().Status != Ready {
+		t.Fatalf("not ready: %+v", st.State())
+	}
+	const callers, calls = 16, 25
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for range calls {
+				if _, err := p.Call(ctx, "h", "echo", map[string]any{"message": "hi"}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The callers' own connections, the session's GET stream and the
+	// handshake's: more would be connections dialled per call.
+	if n := opened.Load(); n > callers+4 {
+		t.Fatalf("%d connections opened for %d calls by %d callers", n, callers*calls, callers)
+	}
 }
