@@ -3,15 +3,27 @@
 # with bench/out/bin/httpload, all on the testserver (bench/RESULTS.md (l),
 # (m)). Build first (bench/README.md); TBXark/mcp-proxy is built from
 # source into bench/out/bin/mcp-proxy, aqlguard-prev from the commit to
-# compare with. DUR and ROUNDS tune the run.
+# compare with. DUR and ROUNDS tune the run. CPU=1 adds where the
+# machine's CPU went per call, by process (httpload -cpu).
+# DOWNSTREAM=http gives both proxies the testserver over Streamable HTTP
+# (the one that "direct" drives) instead of a stdio one each: then
+# aqlguard, which starts a server process per client session over stdio,
+# and TBXark, which shares one, drive the same single server process.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
 W=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
+if [ "${DOWNSTREAM:-stdio}" = http ]; then
+	TBX_SERVER='{"url":"http://127.0.0.1:9200/mcp","transportType":"streamable-http"}'
+	AQ_SERVER='url = "http://127.0.0.1:9200/mcp"'
+else
+	TBX_SERVER="{\"command\":\"$B/testserver\",\"args\":[]}"
+	AQ_SERVER="command = \"$B/testserver\""
+fi
 cat >"$W/tbx.json" <<JSON
 {"mcpProxy":{"baseURL":"http://127.0.0.1:9203","addr":"127.0.0.1:9203","name":"p","version":"1","type":"streamable-http",
  "options":{"panicIfInvalid":true,"logEnabled":false}},
- "mcpServers":{"ts":{"command":"$B/testserver","args":[]}}}
+ "mcpServers":{"ts":$TBX_SERVER}}
 JSON
 # Every call through the evaluator and the audit log, allowed; the step
 # limit raised so it does not end the run.
@@ -25,7 +37,7 @@ max_autonomous_steps = 100000000
 auto_approve = ["*"]
 [[servers]]
 name = "ts"
-command = "$B/testserver"
+$AQ_SERVER
 TOML
 "$B/testserver" -http 127.0.0.1:9200 2>/dev/null &
 "$B/aqlguard" serve --listen 127.0.0.1:9201 --config "$W/aqlguard.toml" --state-dir "$W/st1" 2>"$W/aqlguard.log" &
@@ -34,4 +46,4 @@ TOML
 sleep 2
 "$B/httpload" -target direct=http://127.0.0.1:9200/mcp -target aqlguard=http://127.0.0.1:9201/mcp \
 	-target aqlguard-prev=http://127.0.0.1:9202/mcp -target tbxark=http://127.0.0.1:9203/ts/mcp \
-	-clients 32 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}"
+	-clients 32 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${CPU:+-cpu}

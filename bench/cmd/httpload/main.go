@@ -6,16 +6,27 @@
 //
 //	httpload -target direct=http://127.0.0.1:9001/mcp -target aqlguard=http://127.0.0.1:9002/mcp \
 //	  -target other=http://127.0.0.1:9003/ts/mcp -clients 32 -duration 5s -rounds 3 -tool echo
+//
+// With -cpu (Linux) it also says where the machine's CPU went while each
+// endpoint was driven: every process's user+system time over the timed
+// part of its rounds, summed by process name, per call. On a machine
+// that the load saturates, calls/s is bound by the sum, so the table
+// says which process a proxy's calls/s is lost in: its own, its
+// servers', or the load generator's.
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +66,7 @@ func run(argv []string) error {
 	rounds := fs.Int("rounds", 3, "rounds (the endpoints' order rotates)")
 	tool := fs.String("tool", "echo", "tool to call")
 	argsJSON := fs.String("args", `{"message":"hello"}`, "the tool's arguments")
+	cpu := fs.Bool("cpu", false, "report the CPU time of every process, by name, per call (Linux /proc)")
 	if err := fs.Parse(argv); err != nil {
 		return err
 	}
@@ -67,6 +79,9 @@ func run(argv []string) error {
 		rates            []float64
 		lat              []time.Duration
 		errors           int
+		calls            int
+		seconds          float64
+		cpu              map[string]*cpuUse // by process name, over the timed part of its rounds
 	}
 	var eps []*endpoint
 	for _, t := range ts {
@@ -75,7 +90,7 @@ func run(argv []string) error {
 			return fmt.Errorf("-target %q: want NAME=URL", t)
 		}
 		url, token, _ := strings.Cut(rest, "#")
-		eps = append(eps, &endpoint{name: name, url: url, token: token})
+		eps = append(eps, &endpoint{name: name, url: url, token: token, cpu: map[string]*cpuUse{}})
 	}
 	if len(eps) == 0 {
 		return fmt.Errorf("no -target")
@@ -101,6 +116,10 @@ func run(argv []string) error {
 			var mu sync.Mutex
 			var wg sync.WaitGroup
 			calls := 0
+			var before map[int]procTime
+			if *cpu {
+				before = procTimes()
+			}
 			deadline := time.Now().Add(*duration)
 			began := time.Now()
 			for _, s := range sessions {
@@ -126,7 +145,13 @@ func run(argv []string) error {
 				}()
 			}
 			wg.Wait()
-			ep.rates = append(ep.rates, float64(calls)/time.Since(began).Seconds())
+			elapsed := time.Since(began).Seconds()
+			if *cpu {
+				addCPU(ep.cpu, before, procTimes())
+			}
+			ep.rates = append(ep.rates, float64(calls)/elapsed)
+			ep.calls += calls
+			ep.seconds += elapsed
 			for _, s := range sessions {
 				_ = s.Close()
 			}
@@ -151,5 +176,97 @@ func run(argv []string) error {
 		}
 		fmt.Printf("| %s | %.0f | %s | %.2f | %.2f | %d |\n", ep.name, rates[len(rates)/2], strings.Join(rs, ", "), pct(0.5), pct(0.99), ep.errors)
 	}
+	if *cpu {
+		fmt.Println("\nCPU per call while each endpoint was driven (user+system, all rounds; processes under 1% of the total left out):")
+		fmt.Println("\n| endpoint | process (count) | cores | µs per call |")
+		fmt.Println("|---|---|---:|---:|")
+		for _, ep := range eps {
+			var total float64
+			for _, u := range ep.cpu {
+				total += u.seconds
+			}
+			names := slices.SortedFunc(maps.Keys(ep.cpu), func(a, b string) int { return cmp.Compare(ep.cpu[b].seconds, ep.cpu[a].seconds) })
+			for _, n := range names {
+				u := ep.cpu[n]
+				if u.seconds < total/100 {
+					continue
+				}
+				fmt.Printf("| %s | %s (%d) | %.2f | %.0f |\n", ep.name, n, len(u.pids), u.seconds/ep.seconds, u.seconds/float64(max(ep.calls, 1))*1e6)
+			}
+			fmt.Printf("| %s | **all** | %.2f | %.0f |\n", ep.name, total/ep.seconds, total/float64(max(ep.calls, 1))*1e6)
+		}
+	}
 	return nil
+}
+
+// procTime is one process's name and CPU time so far.
+type procTime struct {
+	name    string
+	seconds float64
+}
+
+type cpuUse struct {
+	seconds float64
+	pids    map[int]bool
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every
+// Linux this runs on (the kernel ABI fixes it for /proc).
+const clockTicks = 100
+
+// procTimes reads every process's user+system time from /proc.
+func procTimes() map[int]procTime {
+	out := map[int]procTime{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime stime: comm may hold spaces and
+		// parentheses, so the fields are counted from its last ')'.
+		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(string(raw[end+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseFloat(f[11], 64)
+		stime, _ := strconv.ParseFloat(f[12], 64)
+		out[pid] = procTime{name: string(raw[open+1 : end]), seconds: (utime + stime) / clockTicks}
+	}
+	return out
+}
+
+// addCPU adds what each process used between two readings to use, by
+// name; a process that started in between counts from zero. Kernel
+// workers rename themselves as they take work (kworker/0:1-events,
+// kworker/0:1-mm_percpu_wq), so they are summed as one name.
+func addCPU(use map[string]*cpuUse, before, after map[int]procTime) {
+	for pid, a := range after {
+		d := a.seconds
+		if b, ok := before[pid]; ok && b.seconds <= a.seconds {
+			d -= b.seconds
+		}
+		if d <= 0 {
+			continue
+		}
+		name := a.name
+		if strings.HasPrefix(name, "kworker/") {
+			name = "kworker (kernel)"
+		}
+		u := use[name]
+		if u == nil {
+			u = &cpuUse{pids: map[int]bool{}}
+		}
+		u.seconds += d
+		u.pids[pid] = true
+		use[name] = u
+	}
 }
