@@ -194,24 +194,25 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 }
 
 // take decodes one message (or a batch) and delivers it, noting the
-// protocol version the answer to initialize settles on.
-func (c *streamableConn) take(data []byte, call *jsonrpc.Request) {
+// protocol version the answer to initialize settles on. It reports
+// whether what it delivered holds the answer to call.
+func (c *streamableConn) take(data []byte, call *jsonrpc.Request) (answered bool) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
-		return
+		return false
 	}
 	if data[0] == '[' {
 		var batch []json.RawMessage
 		if json.Unmarshal(data, &batch) == nil {
 			for _, m := range batch {
-				c.take(m, call)
+				answered = c.take(m, call) || answered
 			}
 		}
-		return
+		return answered
 	}
 	m, err := link.DecodeMessage(data)
 	if err != nil {
-		return
+		return false
 	}
 	if r, ok := m.(*jsonrpc.Response); ok && call != nil && call.Method == "initialize" && r.ID == call.ID && r.Error == nil {
 		var res struct {
@@ -223,52 +224,43 @@ func (c *streamableConn) take(data []byte, call *jsonrpc.Request) {
 			c.mu.Unlock()
 		}
 	}
+	r, isResponse := m.(*jsonrpc.Response)
 	c.deliver(m)
+	return isResponse && call != nil && r.ID == call.ID
 }
 
 // readEvents delivers the messages of an event stream until it ends.
 func (c *streamableConn) readEvents(body io.Reader, call *jsonrpc.Request) {
 	answered := false
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, 64<<10), maxEvent)
+	// Small to start with (most events are a few hundred bytes; a buffer
+	// of 64 KiB per stream was most of what a proxied call allocated),
+	// grown by the scanner up to maxEvent.
+	sc.Buffer(make([]byte, 0, 4<<10), maxEvent)
 	var data bytes.Buffer
 	for sc.Scan() {
-		line := sc.Text()
+		line := sc.Bytes()
 		switch {
-		case line == "":
+		case len(line) == 0:
 			if data.Len() > 0 {
-				if call != nil && bytes.Contains(data.Bytes(), []byte(`"id"`)) {
-					answered = answered || isAnswerTo(data.Bytes(), call.ID)
-				}
-				c.take(data.Bytes(), call)
+				answered = c.take(data.Bytes(), call) || answered
 				data.Reset()
 			}
-		case strings.HasPrefix(line, "data:"):
+		case bytes.HasPrefix(line, []byte("data:")):
 			if data.Len() > 0 {
 				data.WriteByte('\n')
 			}
-			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+			line = bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+			data.Write(line)
 		}
 	}
 	if data.Len() > 0 {
-		if call != nil {
-			answered = answered || isAnswerTo(data.Bytes(), call.ID)
-		}
-		c.take(data.Bytes(), call)
+		answered = c.take(data.Bytes(), call) || answered
 	}
 	if call != nil && !answered && c.ctx.Err() == nil {
 		c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: "the server's event stream ended before the answer"}})
 	}
-}
-
-func isAnswerTo(data []byte, id jsonrpc.ID) bool {
-	m, err := link.DecodeMessage(data)
-	if err != nil {
-		return false
-	}
-	r, ok := m.(*jsonrpc.Response)
-	return ok && r.ID == id
 }
 
 // listen opens the standalone event stream for what the server sends

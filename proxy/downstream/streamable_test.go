@@ -127,3 +127,18 @@ func TestHTTPConnectionsAreReused(t *testing.T) {
 		t.Fatalf("%d connections opened for %d calls by %d callers", n, callers*calls, callers)
 	}
 }
+
+// BenchmarkReadEvents: the answer to a tools/call as an event stream, as
+// go-sdk servers send it.
+func BenchmarkReadEvents(b *testing.B) {
+	c := newStreamableConn("http://unused", nil)
+	defer c.cancel()
+	id, _ := jsonrpc.MakeID("aqlguard-1")
+	call := &jsonrpc.Request{ID: id, Method: "tools/call"}
+	stream := "event: message\nid: 1_0\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"aqlguard-1\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"hello\"}]}}\n\n"
+	b.ReportAllocs()
+	for b.Loop() {
+		c.readEvents(strings.NewReader(stream), call)
+		<-c.incoming
+	}
+}
