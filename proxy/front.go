@@ -118,9 +118,12 @@ type Front struct {
 
 	mu      sync.RWMutex
 	catalog *catalog.Catalog
-	pins    *pins.Pinner
-	pending map[string]map[string]bool // server → tools whose change waits for a human
-	unwatch func()
+	// transparent finds an operation by the name transparent mode shows;
+	// derived from catalog, with it.
+	transparent map[string]*catalog.Operation
+	pins        *pins.Pinner
+	pending     map[string]map[string]bool // server → tools whose change waits for a human
+	unwatch     func()
 
 	verifyMu     sync.Mutex
 	verifyListed bool
@@ -230,8 +233,9 @@ func (f *Front) rebuild() error {
 	for _, n := range cat.Notes {
 		f.Log.Warn("catalog", "note", n)
 	}
+	index := transparentIndex(cat)
 	f.mu.Lock()
-	f.catalog = cat
+	f.catalog, f.transparent = cat, index
 	f.mu.Unlock()
 	return nil
 }

@@ -40,21 +40,47 @@ const TokenMeta = "aqlguard/confirmation_token"
 const VerifyTool = guard.TransparentVerifyTool
 
 // transparentNames gives each downstream operation the name the client
-// sees: the tool's own, or <server>__<tool> where two servers collide.
+// sees in transparent mode: the tool's own, or <server>__<tool> where two
+// operations would share one, or where it is VerifyTool. A prefixed name
+// is unique (a server's name holds no '_'), but it can be another tool's
+// own name (a server offering "fs__read" beside two servers' "read"), so
+// the renaming goes on until no two operations share a name.
 func transparentNames(ops []*catalog.Operation) map[*catalog.Operation]string {
-	count := map[string]int{}
-	for _, op := range ops {
-		count[op.Tool.Name]++
-	}
 	out := make(map[*catalog.Operation]string, len(ops))
 	for _, op := range ops {
-		name := op.Tool.Name
-		if count[name] > 1 || name == VerifyTool {
-			name = op.Server + "__" + name
-		}
-		out[op] = name
+		out[op] = op.Tool.Name
 	}
-	return out
+	for {
+		users := make(map[string]int, len(out))
+		for _, name := range out {
+			users[name]++
+		}
+		renamed := false
+		for _, op := range ops {
+			prefixed := op.Server + "__" + op.Tool.Name
+			if name := out[op]; name != prefixed && (users[name] > 1 || name == VerifyTool) {
+				out[op] = prefixed
+				renamed = true
+			}
+		}
+		if !renamed {
+			return out
+		}
+	}
+}
+
+// transparentIndex maps the names transparent mode shows to operations.
+// Built with the catalog, so a call does not derive every name again.
+func transparentIndex(cat *catalog.Catalog) map[string]*catalog.Operation {
+	ops := cat.Downstream()
+	names := transparentNames(ops)
+	index := make(map[string]*catalog.Operation, len(ops))
+	for _, op := range ops {
+		if _, taken := index[names[op]]; !taken { // a server listing one tool twice: its first
+			index[names[op]] = op
+		}
+	}
+	return index
 }
 
 // transparentTools lists each server's tools as the server sent them,
@@ -101,12 +127,9 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 	if p.Name == VerifyTool {
 		return f.callVerify(ctx, session, p.Arguments)
 	}
-	var op *catalog.Operation
-	for o, name := range transparentNames(f.Catalog().Downstream()) {
-		if name == p.Name {
-			op = o
-		}
-	}
+	f.mu.RLock()
+	op := f.transparent[p.Name]
+	f.mu.RUnlock()
 	if op == nil {
 		return nil, unknownTool(p.Name)
 	}
