@@ -7,6 +7,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -154,12 +155,14 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 // and the token.
 func withoutToken(params json.RawMessage) (json.RawMessage, string) {
 	base, _ := relay.DeleteMember(params, "arguments")
-	meta, ok := relay.Members(base)["_meta"]
+	meta, ok := rawjson.Lookup(base, "_meta")
 	if !ok {
 		return base, ""
 	}
 	var token string
-	_ = json.Unmarshal(relay.Members(meta)[TokenMeta], &token)
+	if raw, ok := rawjson.Lookup(meta, TokenMeta); ok {
+		_ = json.Unmarshal(raw, &token)
+	}
 	if token == "" {
 		return base, ""
 	}

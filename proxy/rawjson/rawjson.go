@@ -63,6 +63,51 @@ func Get(ms []Member, key string) (json.RawMessage, bool) {
 	return nil, false
 }
 
+// Lookup is Get(Split(raw), key) without building the members: the value
+// of the member of the object raw named key (the last of a repeated
+// name), and false when there is none or raw is not a JSON object. The
+// relay asks every request's params for one member or two (_meta, its
+// progressToken), which is most often absent. FuzzLookup holds it to
+// Get(Split(raw)).
+func Lookup(raw json.RawMessage, key string) (json.RawMessage, bool) {
+	raw = bytes.Trim(raw, " \t\r\n")
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+		return nil, false
+	}
+	i := skipSpace(raw, 1)
+	if raw[i] == '}' {
+		return nil, false
+	}
+	var value json.RawMessage
+	found := false
+	for {
+		keyEnd := stringEnd(raw, i)
+		match := keyIs(raw[i:keyEnd], key)
+		i = skipSpace(raw, skipSpace(raw, keyEnd)+1) // past the colon
+		end := valueEnd(raw, i)
+		if match {
+			value, found = raw[i:end:end], true
+		}
+		i = skipSpace(raw, end)
+		if raw[i] == '}' {
+			return value, found
+		}
+		i = skipSpace(raw, i+1) // past the comma
+	}
+}
+
+// keyIs reports whether the quoted member name reads as key, comparing
+// in place unless it has escapes or is not ASCII.
+func keyIs(quoted []byte, key string) bool {
+	name := quoted[1 : len(quoted)-1]
+	for _, c := range name {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return unquoteKey(quoted) == key
+		}
+	}
+	return string(name) == key
+}
+
 // The helpers below walk JSON that json.Valid accepted.
 
 func skipSpace(b []byte, i int) int {

@@ -35,6 +35,29 @@ func FuzzSplit(f *testing.F) {
 	})
 }
 
+// FuzzLookup: Lookup finds what Get finds in Split's members, for any
+// input and any key (the member names of the seeds, escaped and not).
+func FuzzLookup(f *testing.F) {
+	for _, s := range []string{`{"_meta":{"progressToken":1}}`, `{"a":1,"a":2}`, `{"\u0061":3,"a":4}`, `{"a":1,"\u0061":2}`, "{\"k\xff\":true}", `[{"a":1}]`,
+		`{"a":`, ` {"b" : "}" , "a" : [ {"a":0} ] } `, `null`, `{}`} {
+		for _, key := range []string{"a", "_meta", "k\ufffd", "b", ""} {
+			f.Add(s, key)
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw, key string) {
+		got, ok := Lookup(json.RawMessage(raw), key)
+		ms, err := Split(json.RawMessage(raw))
+		var want json.RawMessage
+		var wok bool
+		if err == nil {
+			want, wok = Get(ms, key)
+		}
+		if ok != wok || string(got) != string(want) {
+			t.Fatalf("Lookup(%q, %q) = %s, %v; Get(Split) = %s, %v", raw, key, got, ok, want, wok)
+		}
+	})
+}
+
 // splitByDecoder is the reference FuzzSplit holds Split to.
 func splitByDecoder(raw json.RawMessage) ([]Member, error) {
 	raw = bytes.TrimSpace(raw)

@@ -79,11 +79,14 @@ func ParseRequestMeta(params json.RawMessage, legacy []string) (modern bool, err
 }
 
 func parseMeta(params json.RawMessage, legacy []string) (requestMeta, bool, error) {
-	meta := members(members(params)["_meta"])
-	raw, ok := meta[metaProtocolVersion]
+	// Every request passes here, most without _meta, so the first two
+	// lookups build nothing.
+	rawMeta, _ := rawjson.Lookup(params, "_meta")
+	raw, ok := rawjson.Lookup(rawMeta, metaProtocolVersion)
 	if !ok {
 		return requestMeta{}, false, nil
 	}
+	meta := members(rawMeta)
 	var m requestMeta
 	if json.Unmarshal(raw, &m.version) != nil {
 		return m, false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid _meta field " + metaProtocolVersion}
@@ -132,7 +135,7 @@ var requestMetaKeys = map[string]bool{metaProtocolVersion: true, metaClientInfo:
 // speak 2025-11-25, where they mean nothing, and a server that also
 // speaks 2026-07-28 would take them as a switch of revision mid-session.
 func stripMeta(params json.RawMessage) json.RawMessage {
-	meta, ok := members(params)["_meta"]
+	meta, ok := rawjson.Lookup(params, "_meta")
 	if !ok {
 		return params
 	}

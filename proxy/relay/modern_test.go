@@ -139,3 +139,21 @@ func FuzzModernParams(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseMeta: a 2025-11-25 tools/call's params, with and without
+// a progress token: every request is asked whether it is 2026-07-28.
+func BenchmarkParseMeta(b *testing.B) {
+	for name, params := range map[string]string{
+		"plain":    `{"name":"write_file","arguments":{"path":"/tmp/notes.txt","content":"hello"}}`,
+		"progress": `{"name":"write_file","arguments":{"path":"/tmp/notes.txt","content":"hello"},"_meta":{"progressToken":7}}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, modern, err := parseMeta(json.RawMessage(params), nil); modern || err != nil {
+					b.Fatal(modern, err)
+				}
+			}
+		})
+	}
+}

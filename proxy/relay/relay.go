@@ -23,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
+
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
@@ -483,11 +485,11 @@ func (s *Session) related(srv *downstream.Server) jsonrpc.ID {
 
 // mapProgress replaces _meta.progressToken, if any, with a token of ours.
 func (s *Session) mapProgress(params json.RawMessage, request jsonrpc.ID) (json.RawMessage, string) {
-	meta, ok := members(params)["_meta"]
+	meta, ok := rawjson.Lookup(params, "_meta")
 	if !ok {
 		return params, ""
 	}
-	token, ok := members(meta)["progressToken"]
+	token, ok := rawjson.Lookup(meta, "progressToken")
 	if !ok {
 		return params, ""
 	}
