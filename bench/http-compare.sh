@@ -40,6 +40,11 @@ name = "ts"
 $AQ_SERVER
 TOML
 "$B/testserver" -http 127.0.0.1:9200 2>/dev/null &
+# The proxies may connect to it at once (DOWNSTREAM=http): wait for it.
+for _ in $(seq 100); do
+	(exec 3<>/dev/tcp/127.0.0.1/9200) 2>/dev/null && break
+	sleep 0.05
+done
 "$B/aqlguard" serve --listen 127.0.0.1:9201 --config "$W/aqlguard.toml" --state-dir "$W/st1" 2>"$W/aqlguard.log" &
 "$B/aqlguard-prev" serve --listen 127.0.0.1:9202 --config "$W/aqlguard.toml" --state-dir "$W/st2" 2>"$W/aqlguard-prev.log" &
 "$B/mcp-proxy" --config "$W/tbx.json" >"$W/tbx.log" 2>&1 &
