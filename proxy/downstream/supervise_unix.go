@@ -199,13 +199,33 @@ func (g *serverGroups) anyAlive() bool {
 	return false
 }
 
-// selfExecutable is this binary: /proc/self/exe still works if it was
-// replaced (go install) since it started.
+// selfExecutable is this binary, by its own path while that is still
+// this binary, so that the serving process is named after it (ps, top,
+// pkill and /proc/PID/comm show "aqlguard", where a process started
+// through /proc/self/exe is named "exe"); /proc/self/exe if the file was
+// replaced (go install) since this one started, which still is.
 func selfExecutable() (string, error) {
-	if _, err := os.Stat("/proc/self/exe"); err == nil {
+	named, err := os.Executable()
+	if _, serr := os.Stat("/proc/self/exe"); serr != nil {
+		return named, err
+	}
+	if err != nil {
 		return "/proc/self/exe", nil
 	}
-	return os.Executable()
+	return executableFor(named, "/proc/self/exe"), nil
+}
+
+// executableFor is named if it is the file running is, else running.
+func executableFor(named, running string) string {
+	a, err := os.Stat(named)
+	if err != nil {
+		return running
+	}
+	b, err := os.Stat(running)
+	if err != nil || !os.SameFile(a, b) {
+		return running
+	}
+	return named
 }
 
 func onTerminal() bool {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"testing"
@@ -75,4 +76,37 @@ func ended(pid int) bool {
 		}
 	}
 	return false
+}
+
+// TestSelfExecutable: the serving aqlguard is started by the binary's own
+// path (so it is named after it), unless that path now holds another
+// file (a go install since), when /proc/self/exe still runs this one.
+func TestSelfExecutable(t *testing.T) {
+	named, err := os.Executable()
+	if err != nil {
+		t.Skip("no executable path here:", err)
+	}
+	if got, err := selfExecutable(); err != nil || got != named {
+		t.Fatalf("selfExecutable() = %q, %v; want %q", got, err, named)
+	}
+	dir := t.TempDir()
+	running, replaced := filepath.Join(dir, "running"), filepath.Join(dir, "aqlguard")
+	if err := os.WriteFile(running, []byte("old"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(running, replaced); err != nil {
+		t.Fatal(err)
+	}
+	if got := executableFor(replaced, running); got != replaced {
+		t.Fatalf("the same file: %q, want %q", got, replaced)
+	}
+	if err := os.Remove(replaced); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(replaced, []byte("new"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := executableFor(replaced, running); got != running {
+		t.Fatalf("a replaced file: %q, want %q", got, running)
+	}
 }
