@@ -44,30 +44,43 @@ const VerifyTool = guard.TransparentVerifyTool
 // sees in transparent mode: the tool's own, or <server>__<tool> where two
 // operations would share one, or where it is VerifyTool. A prefixed name
 // is unique (a server's name holds no '_'), but it can be another tool's
-// own name (a server offering "fs__read" beside two servers' "read"), so
-// the renaming goes on until no two operations share a name.
+// own name (a server offering "fs__read" beside two servers' "read"),
+// which is then prefixed too, until no two operations share a name. Each
+// operation is prefixed at most once, so a server's list of tools named
+// to chain such collisions costs time linear in its length.
 func transparentNames(ops []*catalog.Operation) map[*catalog.Operation]string {
 	out := make(map[*catalog.Operation]string, len(ops))
-	for _, op := range ops {
-		out[op] = op.Tool.Name
-	}
-	for {
-		users := make(map[string]int, len(out))
-		for _, name := range out {
-			users[name]++
-		}
-		renamed := false
-		for _, op := range ops {
-			prefixed := op.Server + "__" + op.Tool.Name
-			if name := out[op]; name != prefixed && (users[name] > 1 || name == VerifyTool) {
-				out[op] = prefixed
-				renamed = true
+	holders := make(map[string][]*catalog.Operation, len(ops)) // name → the operations shown under it
+	prefixed := func(op *catalog.Operation) string { return op.Server + "__" + op.Tool.Name }
+	var todo []*catalog.Operation
+	clash := func(name string) { // every holder of name not prefixed yet is to be
+		if hs := holders[name]; len(hs) > 1 || name == VerifyTool {
+			for _, h := range hs {
+				if out[h] != prefixed(h) {
+					todo = append(todo, h)
+				}
 			}
 		}
-		if !renamed {
-			return out
-		}
 	}
+	for _, op := range ops {
+		out[op] = op.Tool.Name
+		holders[op.Tool.Name] = append(holders[op.Tool.Name], op)
+	}
+	for name := range holders {
+		clash(name)
+	}
+	for len(todo) > 0 {
+		op := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		name := prefixed(op)
+		if out[op] == name {
+			continue // queued twice
+		}
+		out[op] = name
+		holders[name] = append(holders[name], op)
+		clash(name)
+	}
+	return out
 }
 
 // transparentIndex maps the names transparent mode shows to operations.

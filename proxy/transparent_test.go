@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/aqlguard/aqlguard/proxy/catalog"
@@ -38,5 +39,81 @@ func TestTransparentNamesNeverShared(t *testing.T) {
 				t.Errorf("%s.%s: %q, want %q", op.Server, op.Tool.Name, got[op], name)
 			}
 		}
+	}
+}
+
+// TestTransparentNamesAgainstTheRule: on random sets of tools whose names
+// chain into each other's prefixed names, transparentNames gives what
+// applying the rule until nothing changes gives, and no two tools share
+// a name unless one server lists a tool twice.
+func TestTransparentNamesAgainstTheRule(t *testing.T) {
+	servers := []string{"a", "b", "c"}
+	tools := []string{"x", "a__x", "b__x", "c__a__x", "b__a__x", "a__b__x", VerifyTool, "a__" + VerifyTool}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		var ops []*catalog.Operation
+		for range 1 + rng.IntN(8) {
+			s, tool := servers[rng.IntN(len(servers))], tools[rng.IntN(len(tools))]
+			ops = append(ops, &catalog.Operation{Name: s + "_" + tool, Server: s, Tool: &mcp.Tool{Name: tool}})
+		}
+		got, want := transparentNames(ops), namesByTheRule(ops)
+		seen := map[string]*catalog.Operation{}
+		for _, op := range ops {
+			if got[op] != want[op] {
+				t.Fatalf("%s.%s: %q; the rule gives %q (tools %v)", op.Server, op.Tool.Name, got[op], want[op], describe(ops))
+			}
+			if o, dup := seen[got[op]]; dup && (o.Server != op.Server || o.Tool.Name != op.Tool.Name) {
+				t.Fatalf("%q shown for %s.%s and %s.%s", got[op], o.Server, o.Tool.Name, op.Server, op.Tool.Name)
+			}
+			seen[got[op]] = op
+		}
+	}
+}
+
+// namesByTheRule applies the naming rule pass by pass until it changes
+// nothing: the reference transparentNames is held to.
+func namesByTheRule(ops []*catalog.Operation) map[*catalog.Operation]string {
+	out := map[*catalog.Operation]string{}
+	for _, op := range ops {
+		out[op] = op.Tool.Name
+	}
+	for {
+		users := map[string]int{}
+		for _, name := range out {
+			users[name]++
+		}
+		changed := false
+		for _, op := range ops {
+			if p := op.Server + "__" + op.Tool.Name; out[op] != p && (users[out[op]] > 1 || out[op] == VerifyTool) {
+				out[op], changed = p, true
+			}
+		}
+		if !changed {
+			return out
+		}
+	}
+}
+
+func describe(ops []*catalog.Operation) []string {
+	var out []string
+	for _, op := range ops {
+		out = append(out, op.Server+"."+op.Tool.Name)
+	}
+	return out
+}
+
+// BenchmarkTransparentNamesChain: a server whose tools are named so that
+// each one's prefixed name is the next one's own (x, s__x, s__s__x, ...):
+// every tool is renamed, one collision after another.
+func BenchmarkTransparentNamesChain(b *testing.B) {
+	var ops []*catalog.Operation
+	name := "x"
+	for range 2000 {
+		ops = append(ops, &catalog.Operation{Server: "s", Tool: &mcp.Tool{Name: name}})
+		name = "s__" + name
+	}
+	ops = append(ops, &catalog.Operation{Server: "t", Tool: &mcp.Tool{Name: "x"}})
+	for b.Loop() {
+		transparentNames(ops)
 	}
 }
