@@ -12,6 +12,17 @@ import (
 	"time"
 )
 
+// openIn opens a store on dir for the test, closed when it ends.
+func openIn(t *testing.T, dir string, o Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 // loggedOperations is every record's Operation, in chain order.
 func loggedOperations(t *testing.T, s *Store) []string {
 	t.Helper()
@@ -30,11 +41,7 @@ func loggedOperations(t *testing.T, s *Store) []string {
 // caller's in its order, on one chain that verifies.
 func TestConcurrentAppends(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, t.TempDir(), Options{SegmentBytes: 4000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openIn(t, t.TempDir(), Options{SegmentBytes: 4000})
 	const callers, each = 12, 40
 	var mu sync.Mutex
 	written := map[string]bool{}
@@ -121,16 +128,8 @@ func TestConcurrentAppends(t *testing.T) {
 func TestAppendWhileAnotherProcessHoldsTheLock(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open(ctx, dir, Options{Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	other, err := Open(ctx, dir, Options{Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	s := openIn(t, dir, Options{Timeout: time.Minute})
+	other := openIn(t, dir, Options{Timeout: time.Minute}) // another process on the directory
 	held, free := make(chan struct{}), make(chan struct{})
 	go func() {
 		_ = other.Update(ctx, func(*Tx) error { close(held); <-free; return nil })
@@ -188,12 +187,7 @@ func TestAppendWhileAnotherProcessHoldsTheLock(t *testing.T) {
 // from that head.
 func TestAppendWriteFails(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s, err := Open(ctx, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openIn(t, t.TempDir(), Options{})
 	if err := s.Append(ctx, Record{Time: t0, Kind: "decision", Principal: "p", Operation: "before"}); err != nil {
 		t.Fatal(err)
 	}
