@@ -189,7 +189,12 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 			c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "reading the answer: " + err.Error()}})
 			return
 		}
-		c.take(body, call)
+		// The body of a request's POST is its answer; a server that sends
+		// something else fails the request now, not at its call timeout.
+		if !c.take(body, call) && c.ctx.Err() == nil {
+			c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "the server's HTTP answer held no response to the request"}})
+		}
 	}
 }
 

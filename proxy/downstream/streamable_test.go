@@ -2,6 +2,8 @@ package downstream
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -140,5 +142,44 @@ func BenchmarkReadEvents(b *testing.B) {
 	for b.Loop() {
 		c.readEvents(strings.NewReader(stream), call)
 		<-c.incoming
+	}
+}
+
+// TestJSONAnswerWithoutTheResponse: a server that answers a request's
+// POST with a JSON body holding no response to it fails the request at
+// once, rather than leaving it to its call timeout.
+func TestJSONAnswerWithoutTheResponse(t *testing.T) {
+	for name, body := range map[string]string{
+		"another id":     `{"jsonrpc":"2.0","id":"someone-else","result":{}}`,
+		"not JSON":       `<html>ok</html>`,
+		"a notification": `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, body)
+			}))
+			defer ts.Close()
+			c := newStreamableConn(ts.URL, ts.Client())
+			defer c.cancel()
+			id, _ := jsonrpc.MakeID("aqlguard-1")
+			if err := c.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for {
+				m, err := c.Read(ctx)
+				if err != nil {
+					t.Fatalf("no failure for the request: %v", err)
+				}
+				if r, ok := m.(*jsonrpc.Response); ok && r.ID == id {
+					if r.Error == nil || !strings.Contains(r.Error.Error(), "held no response") {
+						t.Fatalf("answer %+v", r)
+					}
+					return
+				}
+			}
+		})
 	}
 }
