@@ -23,11 +23,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/aqlguard/aqlguard/proxy/rawjson"
-
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
