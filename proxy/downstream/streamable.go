@@ -189,11 +189,15 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 			c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "reading the answer: " + err.Error()}})
 			return
 		}
-		// The body of a request's POST is its answer; a server that sends
-		// something else fails the request now, not at its call timeout.
-		if !c.take(body, call) && c.ctx.Err() == nil {
+		// A body that is not JSON-RPC at all (an HTML page from a proxy
+		// in between, say) fails the request now, not at its call
+		// timeout. Anything else is left as a direct client leaves it: a
+		// server may answer a request with 202 or another message and
+		// send the response on its GET stream, as go-sdk clients allow.
+		if !c.take(body, call) && !jsonRPC(body) && c.ctx.Err() == nil {
 			c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: "the server's HTTP answer held no response to the request"}})
+				Message: fmt.Sprintf("the server answered the request with HTTP %d and a body that is not JSON-RPC (%s)",
+					resp.StatusCode, resp.Header.Get("Content-Type"))}})
 		}
 	}
 }
@@ -232,6 +236,21 @@ func (c *streamableConn) take(data []byte, call *jsonrpc.Request) (answered bool
 	r, isResponse := m.(*jsonrpc.Response)
 	c.deliver(m)
 	return isResponse && call != nil && r.ID == call.ID
+}
+
+// jsonRPC reports whether body is empty or holds a JSON-RPC message or
+// batch.
+func jsonRPC(body []byte) bool {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return true
+	}
+	if body[0] == '[' {
+		var batch []json.RawMessage
+		return json.Unmarshal(body, &batch) == nil
+	}
+	_, err := link.DecodeMessage(body)
+	return err == nil
 }
 
 // readEvents delivers the messages of an event stream until it ends.

@@ -145,19 +145,28 @@ func BenchmarkReadEvents(b *testing.B) {
 	}
 }
 
-// TestJSONAnswerWithoutTheResponse: a server that answers a request's
-// POST with a JSON body holding no response to it fails the request at
-// once, rather than leaving it to its call timeout.
-func TestJSONAnswerWithoutTheResponse(t *testing.T) {
-	for name, body := range map[string]string{
-		"another id":     `{"jsonrpc":"2.0","id":"someone-else","result":{}}`,
-		"not JSON":       `<html>ok</html>`,
-		"a notification": `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`,
+// TestAnswerThatIsNotJSONRPC: a server whose answer to a request's POST
+// is not JSON-RPC at all (a proxy's HTML page) fails the request at once
+// rather than at its call timeout; one that answers with another message
+// or none is left to send the response on its GET stream, as a go-sdk
+// client allows.
+func TestAnswerThatIsNotJSONRPC(t *testing.T) {
+	for _, tc := range []struct {
+		name, contentType, body string
+		fails                   bool
+	}{
+		{"an HTML page", "text/html", `<html>log in</html>`, true},
+		{"JSON, not JSON-RPC", "application/json", `{"hello":1}`, true},
+		{"another id", "application/json", `{"jsonrpc":"2.0","id":"someone-else","result":{}}`, false},
+		{"a notification", "application/json", `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`, false},
+		{"nothing", "", ``, false},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = io.WriteString(w, body)
+				if tc.contentType != "" {
+					w.Header().Set("Content-Type", tc.contentType)
+				}
+				_, _ = io.WriteString(w, tc.body)
 			}))
 			defer ts.Close()
 			c := newStreamableConn(ts.URL, ts.Client())
@@ -166,15 +175,22 @@ func TestJSONAnswerWithoutTheResponse(t *testing.T) {
 			if err := c.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(`{}`)}); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			wait := 5 * time.Second
+			if !tc.fails {
+				wait = 300 * time.Millisecond // long enough for a failure to show
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
 			for {
 				m, err := c.Read(ctx)
 				if err != nil {
-					t.Fatalf("no failure for the request: %v", err)
+					if tc.fails {
+						t.Fatalf("no failure for the request: %v", err)
+					}
+					return
 				}
 				if r, ok := m.(*jsonrpc.Response); ok && r.ID == id {
-					if r.Error == nil || !strings.Contains(r.Error.Error(), "held no response") {
+					if !tc.fails || r.Error == nil || !strings.Contains(r.Error.Error(), "not JSON-RPC") {
 						t.Fatalf("answer %+v", r)
 					}
 					return
