@@ -79,23 +79,42 @@ func hashOf(r Record) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// encodeRecord sets r.Hash and returns r's line (without its newline),
-// as json.Marshal writes it: one encoding serves the hash and the line,
-// since Hash is the last member and is left out while empty.
-func encodeRecord(r *Record) ([]byte, error) {
+// recordEncoder writes records as the log's lines. encode sets r.Hash
+// and returns r's line, newline included, as json.Marshal writes the
+// record: one encoding serves the hash and the line, since Hash is the
+// last member and is left out while empty. Its buffers are kept for the
+// next record (the writer encodes every record under the log's lock), so
+// a line is valid until the next encode.
+type recordEncoder struct {
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	line []byte
+}
+
+func (e *recordEncoder) encode(r *Record) ([]byte, error) {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf) // as json.Marshal: HTML escaped, then a newline
+	}
+	e.buf.Reset()
 	r.Hash = ""
-	raw, err := json.Marshal(r)
-	if err != nil {
+	if err := e.enc.Encode(r); err != nil {
 		return nil, err
 	}
+	raw := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
 	sum := sha256.Sum256(raw)
 	r.Hash = hex.EncodeToString(sum[:])
-	line := make([]byte, 0, len(raw)+len(`,"hash":""`)+len(r.Hash)+1)
-	line = append(line, raw[:len(raw)-1]...) // without its closing brace
+	line := append(e.line[:0], raw[:len(raw)-1]...) // without its closing brace
 	line = append(line, `,"hash":"`...)
 	line = append(line, r.Hash...)
-	return append(line, `"}`...), nil
+	line = append(line, "\"}\n"...)
+	if cap(line) <= maxKeptLine {
+		e.line = line
+	}
+	return line, nil
 }
+
+// maxKeptLine bounds the line buffer kept between records.
+const maxKeptLine = 64 << 10
 
 func seqKey(seq uint64) []byte {
 	var k [8]byte

@@ -68,8 +68,10 @@ type auditLog struct {
 	torn      bool   // it ends inside a record: the next append starts a new one
 	first     time.Time
 	head      auditHead
-	written   int64 // bytes written through this process, ever
-	durable   int64 // of which fsync'd
+	enc       recordEncoder // the lines' encoder, under mu
+	scratch   Record        // the record being encoded, under mu
+	written   int64         // bytes written through this process, ever
+	durable   int64         // of which fsync'd
 	syncMu    sync.Mutex
 	stop      chan struct{}
 	stopped   chan struct{}
@@ -236,14 +238,18 @@ func (l *auditLog) append(recs []Record) (int64, error) {
 	if err := l.catchUp(); err != nil {
 		return 0, err
 	}
-	for _, r := range recs {
+	// The record being written is l.scratch, not a copy on the stack: the
+	// encoder's interface would move every copy to the heap.
+	r := &l.scratch
+	defer func() { *r = Record{} }() // keeps nothing of the caller's
+	for i := range recs {
+		*r = recs[i]
 		r.Seq, r.Prev = l.head.Seq+1, l.head.Hash
 		r.Time = r.Time.UTC()
-		line, err := encodeRecord(&r)
+		line, err := l.enc.encode(r)
 		if err != nil {
 			return 0, fmt.Errorf("audit log: encoding record %d: %w", r.Seq, err)
 		}
-		line = append(line, '\n')
 		if l.f == nil || l.torn || l.size > 0 && (l.size+int64(len(line)) > l.maxBytes || !l.first.IsZero() && r.Time.Sub(l.first) > l.maxAge) {
 			l.sendAnchor() // the closing segment's last record
 			next := l.n + 1

@@ -404,11 +404,13 @@ func TestEncodeRecord(t *testing.T) {
 		"escapes": {Seq: 2, Time: at, Kind: "outcome", Principal: "ünïcode \u2028 <b>&amp;</b> \"quoted\" \\", ArgsText: "\x00\x1f\ufffd",
 			Result: "line\nbreak", Prev: GenesisHash},
 	} {
-		line, err := encodeRecord(&r)
+		var e recordEncoder
+		line, err := e.encode(&r)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		want, _ := json.Marshal(r)
+		want = append(want, '\n')
 		if string(line) != string(want) {
 			t.Errorf("%s: the line differs from json.Marshal:\n got %s\nwant %s", name, line, want)
 		}
