@@ -16,7 +16,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -26,11 +25,11 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/aqlguard/aqlguard/bench/internal/procstat"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -116,7 +115,7 @@ func run(argv []string) error {
 			var mu sync.Mutex
 			var wg sync.WaitGroup
 			calls := 0
-			var before map[int]procTime
+			var before map[int]procstat.Proc
 			if *cpu {
 				before = procTimes()
 			}
@@ -199,47 +198,16 @@ func run(argv []string) error {
 	return nil
 }
 
-// procTime is one process's name and CPU time so far.
-type procTime struct {
-	name    string
-	seconds float64
-}
-
 type cpuUse struct {
 	seconds float64
 	pids    map[int]bool
 }
 
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every
-// Linux this runs on (the kernel ABI fixes it for /proc).
-const clockTicks = 100
-
-// procTimes reads every process's user+system time from /proc.
-func procTimes() map[int]procTime {
-	out := map[int]procTime{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ... utime stime: comm may hold spaces and
-		// parentheses, so the fields are counted from its last ')'.
-		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		f := strings.Fields(string(raw[end+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		utime, _ := strconv.ParseFloat(f[11], 64)
-		stime, _ := strconv.ParseFloat(f[12], 64)
-		out[pid] = procTime{name: string(raw[open+1 : end]), seconds: (utime + stime) / clockTicks}
+// procTimes is every process by pid, with the CPU it used so far.
+func procTimes() map[int]procstat.Proc {
+	out := map[int]procstat.Proc{}
+	for _, p := range procstat.All() {
+		out[p.Pid] = p
 	}
 	return out
 }
@@ -248,16 +216,16 @@ func procTimes() map[int]procTime {
 // name; a process that started in between counts from zero. Kernel
 // workers rename themselves as they take work (kworker/0:1-events,
 // kworker/0:1-mm_percpu_wq), so they are summed as one name.
-func addCPU(use map[string]*cpuUse, before, after map[int]procTime) {
+func addCPU(use map[string]*cpuUse, before, after map[int]procstat.Proc) {
 	for pid, a := range after {
-		d := a.seconds
-		if b, ok := before[pid]; ok && b.seconds <= a.seconds {
-			d -= b.seconds
+		d := a.CPU
+		if b, ok := before[pid]; ok && b.CPU <= a.CPU {
+			d -= b.CPU
 		}
 		if d <= 0 {
 			continue
 		}
-		name := a.name
+		name := a.Name
 		if strings.HasPrefix(name, "kworker/") {
 			name = "kworker (kernel)"
 		}

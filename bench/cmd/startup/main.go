@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/bench/internal/harness"
+	"github.com/aqlguard/aqlguard/bench/internal/procstat"
 )
 
 func main() {
@@ -151,22 +152,9 @@ func procKB(pid int, file, key string) int {
 // children are the direct children of pid.
 func children(pid int) []int {
 	var out []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(s[i+1:])
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
-			if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
-				out = append(out, n)
-			}
+	for _, p := range procstat.All() {
+		if p.Ppid == pid {
+			out = append(out, p.Pid)
 		}
 	}
 	return out
