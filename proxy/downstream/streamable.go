@@ -194,7 +194,7 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 		// timeout. Anything else is left as a direct client leaves it: a
 		// server may answer a request with 202 or another message and
 		// send the response on its GET stream, as go-sdk clients allow.
-		if !c.take(body, call) && !jsonRPC(body) && c.ctx.Err() == nil {
+		if _, wellFormed := c.take(body, call); !wellFormed && c.ctx.Err() == nil {
 			c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 				Message: fmt.Sprintf("the server answered the request with HTTP %d and a body that is not JSON-RPC (%s)",
 					resp.StatusCode, resp.Header.Get("Content-Type"))}})
@@ -204,24 +204,28 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 
 // take decodes one message (or a batch) and delivers it, noting the
 // protocol version the answer to initialize settles on. It reports
-// whether what it delivered holds the answer to call.
-func (c *streamableConn) take(data []byte, call *jsonrpc.Request) (answered bool) {
+// whether what it delivered holds the answer to call, and whether data
+// was JSON-RPC at all: nothing, a message, or a batch.
+func (c *streamableConn) take(data []byte, call *jsonrpc.Request) (answered, wellFormed bool) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
-		return false
+		return false, true
 	}
 	if data[0] == '[' {
 		var batch []json.RawMessage
-		if json.Unmarshal(data, &batch) == nil {
-			for _, m := range batch {
-				answered = c.take(m, call) || answered
+		if json.Unmarshal(data, &batch) != nil {
+			return false, false
+		}
+		for _, m := range batch {
+			if a, _ := c.take(m, call); a {
+				answered = true
 			}
 		}
-		return answered
+		return answered, true
 	}
 	m, err := link.DecodeMessage(data)
 	if err != nil {
-		return false
+		return false, false
 	}
 	if r, ok := m.(*jsonrpc.Response); ok && call != nil && call.Method == "initialize" && r.ID == call.ID && r.Error == nil {
 		var res struct {
@@ -235,22 +239,7 @@ func (c *streamableConn) take(data []byte, call *jsonrpc.Request) (answered bool
 	}
 	r, isResponse := m.(*jsonrpc.Response)
 	c.deliver(m)
-	return isResponse && call != nil && r.ID == call.ID
-}
-
-// jsonRPC reports whether body is empty or holds a JSON-RPC message or
-// batch.
-func jsonRPC(body []byte) bool {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return true
-	}
-	if body[0] == '[' {
-		var batch []json.RawMessage
-		return json.Unmarshal(body, &batch) == nil
-	}
-	_, err := link.DecodeMessage(body)
-	return err == nil
+	return isResponse && call != nil && r.ID == call.ID, true
 }
 
 // readEvents delivers the messages of an event stream until it ends.
@@ -267,7 +256,9 @@ func (c *streamableConn) readEvents(body io.Reader, call *jsonrpc.Request) {
 		switch {
 		case len(line) == 0:
 			if data.Len() > 0 {
-				answered = c.take(data.Bytes(), call) || answered
+				if a, _ := c.take(data.Bytes(), call); a {
+					answered = true
+				}
 				data.Reset()
 			}
 		case bytes.HasPrefix(line, []byte("data:")):
@@ -279,7 +270,9 @@ func (c *streamableConn) readEvents(body io.Reader, call *jsonrpc.Request) {
 		}
 	}
 	if data.Len() > 0 {
-		answered = c.take(data.Bytes(), call) || answered
+		if a, _ := c.take(data.Bytes(), call); a {
+			answered = true
+		}
 	}
 	if call != nil && !answered && c.ctx.Err() == nil {
 		c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
