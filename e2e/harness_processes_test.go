@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/procfs"
 )
 
 // ---------------------------------------------------------------------------
@@ -138,13 +140,10 @@ func marked(mark string) map[int]string {
 		if err != nil || !bytes.Contains(env, []byte(mark+"\x00")) && !bytes.HasSuffix(env, []byte(mark)) {
 			continue
 		}
-		stat, _ := os.ReadFile(filepath.Join(d, "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 {
-			if f := strings.Fields(string(stat[i+1:])); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
-				continue
-			}
-		}
 		pid, _ := strconv.Atoi(filepath.Base(d))
+		if st, err := procfs.Read(pid); err == nil && st.Ended() {
+			continue
+		}
 		cmdline, _ := os.ReadFile(filepath.Join(d, "cmdline"))
 		out[pid] = strings.TrimSpace(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
 	}
@@ -153,24 +152,13 @@ func marked(mark string) map[int]string {
 
 // groupMembers lists "PID CMDLINE" of live processes whose process group is pgid.
 func groupMembers(pgid int) []string {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var out []string
-	for _, d := range dirs {
-		stat, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
+	for _, p := range procfs.All() {
+		if p.Pgrp != pgid || p.Ended() {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" || f[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join(d, "cmdline"))
-		out = append(out, filepath.Base(d)+" "+strings.TrimSpace(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.Pid), "cmdline"))
+		out = append(out, strconv.Itoa(p.Pid)+" "+strings.TrimSpace(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))))
 	}
 	return out
 }

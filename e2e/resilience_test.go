@@ -1,17 +1,14 @@
 package e2e
 
 import (
-	"bytes"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/internal/procfs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -192,29 +189,21 @@ func TestAdoptedProcessesAreCollected(t *testing.T) {
 // processState is the state letter of a process ("Z": exited, not yet
 // waited for), "" when there is none (it exited and was waited for).
 func processState(pid int) string {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	st, err := procfs.Read(pid)
 	if err != nil {
 		return ""
 	}
-	if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 {
-		return f[0]
-	}
-	return ""
+	return string(st.State)
 }
 
 // parentOf is a process's parent pid.
 func parentOf(t *testing.T, pid int) int {
 	t.Helper()
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	st, err := procfs.Read(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ppid
+	return st.Ppid
 }
 
 // TestCallTimeout: a call the server does not answer within its

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/procfs"
 )
 
 // script writes a /bin/sh script standing in for a human: it saves its
@@ -138,12 +140,12 @@ func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		st, err := procfs.Read(pid)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) || syscall.Kill(pid, 0) == syscall.ESRCH {
 				return
 			}
-		} else if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+		} else if st.State == 'Z' {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -5,11 +5,10 @@ package owned
 import (
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/aqlguard/aqlguard/internal/procfs"
 )
 
 // CollectAsTheyEnd collects the exit status of each adopted process as
@@ -70,28 +69,11 @@ type Child struct {
 // Children lists this process's children (Linux; none elsewhere, where
 // there is no /proc to read them from).
 func Children() []Child {
-	self := strconv.Itoa(os.Getpid())
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	self := os.Getpid()
 	var out []Child
-	for _, d := range dirs {
-		stat, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		// After the command: state, ppid, pgrp.
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[1] != self || f[0] == "X" {
-			continue
-		}
-		pid, err1 := strconv.Atoi(filepath.Base(d))
-		pgrp, err2 := strconv.Atoi(f[2])
-		if err1 == nil && err2 == nil {
-			out = append(out, Child{Pid: pid, Pgrp: pgrp, Ended: f[0] == "Z"})
+	for _, p := range procfs.All() {
+		if p.Ppid == self && p.State != 'X' {
+			out = append(out, Child{Pid: p.Pid, Pgrp: p.Pgrp, Ended: p.State == 'Z'})
 		}
 	}
 	return out
