@@ -20,6 +20,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/pins"
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -311,15 +312,31 @@ func (f *Front) ListTools(ctx context.Context) ([]json.RawMessage, error) {
 
 // callParams are the members of tools/call params aqlguard reads.
 type callParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
+	Name      string
+	Arguments json.RawMessage
+}
+
+// readCallParams reads a tools/call's name and arguments by their exact
+// names: the relay refused (relay.CheckParams) params that spell either
+// another way too, which a server's decoder could read instead.
+func readCallParams(params json.RawMessage) (callParams, error) {
+	v, err := rawjson.Exact(params, "name", "arguments")
+	if err != nil {
+		return callParams{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params must be an object whose name and arguments appear once each"}
+	}
+	var p callParams
+	if v[0] == nil || json.Unmarshal(v[0], &p.Name) != nil {
+		return callParams{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: name must be a string"}
+	}
+	p.Arguments = v[1]
+	return p, nil
 }
 
 // CallTool implements relay.Tools.
 func (f *Front) CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	var p callParams
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: " + err.Error()}
+	p, err := readCallParams(params)
+	if err != nil {
+		return nil, err
 	}
 	ctx = guard.WithClient(ctx, f.Session.ClientName())
 	session := f.Session.ID

@@ -65,6 +65,10 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 		w.WriteHeader(http.StatusAccepted) // a notification: nothing in 2026-07-28 needs one from the client
 		return
 	}
+	if werr := relay.CheckParams(req.Method, req.Params); werr != nil {
+		writeError(w, http.StatusBadRequest, req.ID, werr)
+		return
+	}
 	params := relay.Members(req.Params)
 	meta := relay.Members(params["_meta"])
 	if werr := checkModernHeaders(r, req, params, meta, f.relay.ProtocolVersions); werr != nil {

@@ -16,6 +16,9 @@ type clientHandler Session
 
 func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 	s := (*Session)(h)
+	if werr := CheckParams(req.Method, req.Params); werr != nil {
+		return nil, werr
+	}
 	m, modern, err := parseMeta(req.Params, s.cfg.ProtocolVersions)
 	if err != nil {
 		return nil, err
@@ -68,7 +71,11 @@ func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMess
 	case "resources/read":
 		return s.readResource(ctx, req)
 	case "resources/subscribe", "resources/unsubscribe":
-		srv, err := s.resourceServer(ctx, uriOf(req.Params))
+		uri, err := uriOf(req)
+		if err != nil {
+			return nil, err
+		}
+		srv, err := s.resourceServer(ctx, uri)
 		if err != nil {
 			return nil, err
 		}
@@ -200,14 +207,8 @@ func (s *Session) toolsChanged(srv *downstream.Server) {
 // progressForClient maps a server's progress notification back to the
 // client's own token.
 func (s *Session) progressForClient(params json.RawMessage) (json.RawMessage, jsonrpc.ID, bool) {
-	var p struct {
-		Token any `json:"progressToken"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return nil, jsonrpc.ID{}, false
-	}
-	ours, ok := p.Token.(string)
-	if !ok {
+	ours, err := exactString(params, "progressToken")
+	if err != nil || ours == "" {
 		return nil, jsonrpc.ID{}, false
 	}
 	s.mu.Lock()

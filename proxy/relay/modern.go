@@ -304,6 +304,38 @@ type listener struct {
 	uris                      map[string]bool
 }
 
+// listenRequest is what a subscriptions/listen asks for.
+type listenRequest struct {
+	Notifications struct {
+		Tools, Prompts, Resources bool
+		URIs                      []string
+	}
+}
+
+// listenParams reads a subscriptions/listen's notifications exactly
+// (CheckParams refused other spellings of them).
+func listenParams(params json.RawMessage) (listenRequest, error) {
+	var p listenRequest
+	bad := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "subscriptions/listen: missing required 'notifications' field"}
+	v, err := rawjson.Exact(params, "notifications")
+	if err != nil || v[0] == nil || !isObject(v[0]) {
+		return p, bad
+	}
+	n, err := rawjson.Exact(v[0], "toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions")
+	if err != nil {
+		return p, bad
+	}
+	for i, dst := range []*bool{&p.Notifications.Tools, &p.Notifications.Prompts, &p.Notifications.Resources} {
+		if n[i] != nil && json.Unmarshal(n[i], dst) != nil {
+			return p, bad
+		}
+	}
+	if n[3] != nil && json.Unmarshal(n[3], &p.Notifications.URIs) != nil {
+		return p, bad
+	}
+	return p, nil
+}
+
 // listen serves subscriptions/listen: it acknowledges what it will send
 // (what the client asked for and the servers can do), subscribes the
 // servers to the resources named, and keeps the stream open until the
@@ -312,16 +344,9 @@ func (s *Session) listen(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 	if !req.ID.IsValid() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "subscriptions/listen needs a request id"}
 	}
-	var p struct {
-		Notifications *struct {
-			Tools     bool     `json:"toolsListChanged"`
-			Prompts   bool     `json:"promptsListChanged"`
-			Resources bool     `json:"resourcesListChanged"`
-			URIs      []string `json:"resourceSubscriptions"`
-		} `json:"notifications"`
-	}
-	if err := json.Unmarshal(req.Params, &p); err != nil || p.Notifications == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "subscriptions/listen: missing required 'notifications' field"}
+	p, err := listenParams(req.Params)
+	if err != nil {
+		return nil, err
 	}
 	id, _ := json.Marshal(req.ID.Raw())
 	caps := members(members(s.result)["capabilities"])
@@ -441,7 +466,7 @@ func (s *Session) notifyModern(method string, params json.RawMessage) {
 	case "notifications/resources/list_changed":
 		wants = func(l *listener) bool { return l.resources }
 	case "notifications/resources/updated":
-		uri := uriOf(params)
+		uri, _ := exactString(params, "uri")
 		wants = func(l *listener) bool { return l.uris[uri] }
 	case "notifications/message":
 		s.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -68,13 +69,13 @@ func (s *Session) list(ctx context.Context, field string, req *jsonrpc.Request) 
 		}
 		return res, err
 	}
-	var in struct {
-		Cursor string `json:"cursor"`
+	cursor, err := exactString(req.Params, "cursor")
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
 	}
-	_ = json.Unmarshal(req.Params, &in)
 	at := spanCursor{}
-	if in.Cursor != "" {
-		c, ok := decodeCursor(in.Cursor)
+	if cursor != "" {
+		c, ok := decodeCursor(cursor)
 		if !ok || c.Server < 0 || c.Server >= len(servers) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
 		}
@@ -84,7 +85,6 @@ func (s *Session) list(ctx context.Context, field string, req *jsonrpc.Request) 
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
-	var err error
 	if at.Cursor != "" {
 		params, err = setMember(params, "cursor", at.Cursor)
 	} else {
@@ -197,12 +197,14 @@ func (s *Session) promptNameTaken(srv *downstream.Server, name string) bool {
 	return ok && r.server != srv.Name
 }
 
-func uriOf(params json.RawMessage) string {
-	var p struct {
-		URI string `json:"uri"`
+// uriOf is the uri of a resources/read, subscribe or unsubscribe, read
+// exactly (CheckParams).
+func uriOf(req *jsonrpc.Request) (string, error) {
+	uri, err := exactString(req.Params, "uri")
+	if err != nil {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: req.Method + ": " + err.Error()}
 	}
-	_ = json.Unmarshal(params, &p)
-	return p.URI
+	return uri, nil
 }
 
 // resourceServer finds the server for a resource URI: the one that listed
@@ -236,7 +238,10 @@ func (s *Session) resourceServer(ctx context.Context, uri string) (*downstream.S
 
 // readResource serves resources/read: route, gate, forward.
 func (s *Session) readResource(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-	uri := uriOf(req.Params)
+	uri, err := uriOf(req)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := s.resourceServer(ctx, uri)
 	if err != nil {
 		return nil, err
@@ -246,12 +251,9 @@ func (s *Session) readResource(ctx context.Context, req *jsonrpc.Request) (json.
 
 // getPrompt serves prompts/get: route (undoing a rename), gate, forward.
 func (s *Session) getPrompt(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-	var p struct {
-		Name      string         `json:"name"`
-		Arguments map[string]any `json:"arguments"`
-	}
-	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	p, err := promptParams(req.Params)
+	if err != nil {
+		return nil, err
 	}
 	srv, name, err := s.promptServer(ctx, p.Name)
 	if err != nil {
@@ -317,15 +319,9 @@ func (s *Session) complete(ctx context.Context, req *jsonrpc.Request) (json.RawM
 	if len(servers) == 1 {
 		return s.Forward(ctx, servers[0], req.Method, req.Params)
 	}
-	var p struct {
-		Ref struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-			URI  string `json:"uri"`
-		} `json:"ref"`
-	}
-	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	p, err := completionRef(req.Params)
+	if err != nil {
+		return nil, err
 	}
 	switch p.Ref.Type {
 	case "ref/prompt":
@@ -349,4 +345,54 @@ func (s *Session) complete(ctx context.Context, req *jsonrpc.Request) (json.RawM
 		return s.Forward(ctx, srv, req.Method, req.Params)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown completion reference type: " + p.Ref.Type}
+}
+
+// prompt is what aqlguard reads of a prompts/get.
+type prompt struct {
+	Name      string
+	Arguments map[string]any
+}
+
+// promptParams reads a prompts/get's name and arguments exactly
+// (CheckParams refused every other spelling of them).
+func promptParams(params json.RawMessage) (prompt, error) {
+	v, err := rawjson.Exact(params, "name", "arguments")
+	if err != nil {
+		return prompt{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: params must be an object"}
+	}
+	var p prompt
+	if v[0] == nil || json.Unmarshal(v[0], &p.Name) != nil {
+		return prompt{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: name must be a string"}
+	}
+	if v[1] != nil && string(v[1]) != "null" {
+		if err := json.Unmarshal(v[1], &p.Arguments); err != nil {
+			return prompt{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: arguments must be an object"}
+		}
+	}
+	return p, nil
+}
+
+// completion is what aqlguard reads of a completion/complete: its ref.
+type completion struct {
+	Ref struct{ Type, Name, URI string }
+}
+
+// completionRef reads a completion/complete's ref exactly.
+func completionRef(params json.RawMessage) (completion, error) {
+	var c completion
+	bad := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: ref must be an object with a string type, and name or uri"}
+	v, err := rawjson.Exact(params, "ref")
+	if err != nil || v[0] == nil {
+		return c, bad
+	}
+	ref, err := rawjson.Exact(v[0], "type", "name", "uri")
+	if err != nil {
+		return c, bad
+	}
+	for i, dst := range []*string{&c.Ref.Type, &c.Ref.Name, &c.Ref.URI} {
+		if ref[i] != nil && json.Unmarshal(ref[i], dst) != nil {
+			return c, bad
+		}
+	}
+	return c, nil
 }

@@ -1,0 +1,103 @@
+package relay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// What aqlguard judges or routes a request by must be what the server
+// runs: the relay forwards the client's params as sent, and a server may
+// read a member that aqlguard did not ("URI" beside "uri" is one member
+// to encoding/json, two to JSON.parse). So a client request whose params
+// hold a member spelled twice (repeated, or in two cases) anywhere, or a
+// judged member only in another case, is refused before anything reads
+// it, and every reader after that reads members by their exact names.
+
+// judged are, per method, the members of the params that a decision or
+// a route depends on. Every request's _meta and a 2026-07-28 retry's
+// members are judged too.
+var judged = map[string][]string{
+	"initialize":               {"protocolVersion", "capabilities", "clientInfo"},
+	"tools/call":               {"name", "arguments"},
+	"resources/read":           {"uri"},
+	"resources/subscribe":      {"uri"},
+	"resources/unsubscribe":    {"uri"},
+	"prompts/get":              {"name", "arguments"},
+	"completion/complete":      {"ref", "argument", "context"},
+	"logging/setLevel":         {"level"},
+	"tools/list":               {"cursor"},
+	"resources/list":           {"cursor"},
+	"resources/templates/list": {"cursor"},
+	"prompts/list":             {"cursor"},
+	"subscriptions/listen":     {"notifications"},
+}
+
+// everyRequest are the members judged in every request's params.
+var everyRequest = []string{"_meta", "requestState", "inputResponses"}
+
+// metaJudged are the members of _meta that aqlguard reads.
+var metaJudged = []string{"progressToken", metaProtocolVersion, metaClientInfo, metaClientCapabilities, metaLogLevel}
+
+// CheckParams refuses, with -32602, a request whose params aqlguard would
+// read one way and a server another (see above). The HTTP front calls it
+// before it compares headers with the body.
+func CheckParams(method string, params json.RawMessage) *jsonrpc.Error {
+	if len(params) == 0 {
+		return nil
+	}
+	if err := rawjson.Unambiguous(params); err != nil {
+		return ambiguous(method, err)
+	}
+	names := append(judged[method][:len(judged[method]):len(judged[method])], everyRequest...)
+	values, err := rawjson.Exact(params, names...)
+	if err != nil {
+		return ambiguous(method, err)
+	}
+	meta := values[len(values)-len(everyRequest)]
+	if _, err := rawjson.Exact(meta, metaJudged...); err != nil {
+		return ambiguous(method, err)
+	}
+	var inner []string // the judged members of the first judged member
+	switch method {
+	case "completion/complete":
+		inner = []string{"type", "name", "uri"}
+	case "subscriptions/listen":
+		inner = []string{"toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions"}
+	}
+	if inner != nil && values[0] != nil {
+		if _, err := rawjson.Exact(values[0], inner...); err != nil {
+			return ambiguous(method, err)
+		}
+	}
+	return nil
+}
+
+func ambiguous(method string, err error) *jsonrpc.Error {
+	var amb *rawjson.AmbiguousError
+	if !errors.As(err, &amb) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": params must be a JSON object"}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %s; send each member once, spelled as the protocol spells it", method, amb)}
+}
+
+// exactString reads the string member name of params exactly (CheckParams
+// has refused other spellings): "" when it is absent, an error when it is
+// not a string.
+func exactString(params json.RawMessage, name string) (string, error) {
+	v, err := rawjson.Exact(params, name)
+	if err != nil {
+		return "", err
+	}
+	if v[0] == nil {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(v[0], &s); err != nil {
+		return "", fmt.Errorf("%s must be a string", name)
+	}
+	return s, nil
+}
