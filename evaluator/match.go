@@ -496,6 +496,10 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	if m, ok := c.shell.unresolved(); ok {
 		return m, true
 	}
+	if c.s.Unresolved != "" {
+		return match{action: policy.ActionRequiresApproval, source: "unresolved", display: "unresolved",
+			subject: "the call", why: c.s.Unresolved + "; a human must look at it", argumentBound: true}, true
+	}
 	if ixs != nil {
 		autoC = c.candidates(ixs, ixs.AutoApprove, -1, byNames.auto, false)
 	}

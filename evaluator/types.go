@@ -23,6 +23,10 @@ type Step struct {
 	ActionHint  string         // a reported step's next_action_hint; patterns match it (not used for proxied calls)
 	Outcome     string         // previous step outcome: "", success, failure, skipped
 	StepNumber  int            // 1-based count of this principal's steps, including this one
+	// Unresolved says, in words, what the caller could not read exactly
+	// (a resource URI that names no single path): the step then asks a
+	// human unless a deny matches it as it stands. Never allowed unasked.
+	Unresolved string
 }
 
 // Tier is the spec's safety tier (8.7.2 stage 4).

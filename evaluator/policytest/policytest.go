@@ -208,6 +208,14 @@ func (c Case) step(agent string) (evaluator.Step, error) {
 		server, tool, _ := strings.Cut(c.Tool, ".")
 		s.Server, s.Tool = server, tool
 		s.Operation = server + "_" + policy.SnakeName(tool)
+		if uri, ok := strings.CutPrefix(tool, policy.ResourcePrefix); ok {
+			read := evaluator.Read(server, uri) // as aqlguard judges a resources/read
+			s.Tool, s.Operation, s.Category, s.Unresolved = read.Tool, read.Operation, read.Category, read.Unresolved
+			c.Arguments = nil
+			s.Arguments = read.Arguments
+		} else if policy.IsReadSubject(tool) {
+			s.Operation, s.Category = server+"."+tool, policy.Read
+		}
 	}
 	b := func(k string) *bool {
 		if v, ok := c.Annotations[k]; ok {

@@ -168,6 +168,9 @@ type Action struct {
 	// Secrets are the arguments the tool's schema declares secret
 	// (writeOnly, format password), in the server's spelling.
 	Secrets []string
+	// Unresolved says what of the call could not be read exactly; the
+	// evaluator then asks a human (evaluator.Step.Unresolved).
+	Unresolved string
 
 	// redacted and preview are what may be stored and shown of the
 	// arguments (see redact.go), computed once per check by prepare.

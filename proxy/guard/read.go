@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 )
 
@@ -14,18 +14,12 @@ import (
 // refusal, or done, to be called with how the read ended: the outcome is
 // audited like a tool call's.
 func (g *Guard) Read(ctx context.Context, session, server, kind, name string, args map[string]any) (done func(error), refusal *aql.Result) {
-	tool := policy.ResourcePrefix + name
-	if kind == "prompt" {
-		tool = policy.PromptPrefix + name
-	}
-	if args == nil {
-		args = map[string]any{}
-	}
+	st := evaluator.Prompt(server, name, args)
 	if kind == "resource" {
-		args = map[string]any{"uri": name}
+		st = evaluator.Read(server, name)
 	}
-	a := Action{Session: session, Operation: server + "." + tool, Server: server, Tool: tool,
-		Category: policy.Read, Arguments: args, Client: ClientOf(ctx)}
+	a := Action{Session: session, Operation: st.Operation, Server: server, Tool: st.Tool,
+		Category: st.Category, Arguments: st.Arguments, Client: ClientOf(ctx), Unresolved: st.Unresolved}
 	v := g.Check(ctx, a)
 	d := v.Directive
 	g.log().Info("safety decision", "principal", g.CurrentPolicy().Principal, "session", session, "operation", a.Operation,
