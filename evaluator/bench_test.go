@@ -103,7 +103,7 @@ func BenchmarkSubjects(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = SubjectsOf(s)
+				_ = SubjectsOf(nil, s)
 			}
 		})
 	}

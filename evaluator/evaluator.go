@@ -83,6 +83,11 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 		case policy.ActionDeny:
 			d.Stopped, d.Decision, d.Tier, d.Risk = true, Block, DangerZone, 100
 			d.Reason = "Action matches deny pattern " + m.display
+		case policy.ActionRefuse:
+			// The call is rejected; the principal is not stopped.
+			d.Decision, d.Risk = Refuse, c.score(p)
+			d.Tier = TierFor(d.Risk)
+			d.Reason = "Action matches refuse pattern " + m.display
 		case policy.ActionRequiresApproval:
 			d.Decision, d.Tier = NeedsConfirm, Confirm
 			d.Reason = "Action requires approval (" + m.display + ")"

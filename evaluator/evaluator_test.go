@@ -182,11 +182,11 @@ func TestEvaluateStages(t *testing.T) {
 			s.Server, s.Tool, s.Operation, s.Category = "shell", "exec", "shell_exec", policy.Execute
 		}), NeedsConfirm, StageTolerance, Confirm, 45, "", ""},
 		{"pattern deny beats arg rule auto approve", step(func(s *Step) {
-			s.Server, s.Tool, s.Operation = "shell", "exec", "shell_exec"
+			s.Server, s.Tool, s.Operation, s.Category = "shell", "exec", "shell_exec", policy.Execute
 			s.Arguments = map[string]any{"command": "ls", "note": "drop table x"}
 		}), Block, StagePattern, DangerZone, 100, "*drop table*", ""},
 		{"arg rule deny beats pattern requires approval", step(func(s *Step) {
-			s.Server, s.Tool, s.Operation = "shell", "exec", "shell_exec"
+			s.Server, s.Tool, s.Operation, s.Category = "shell", "exec", "shell_exec", policy.Execute
 			s.Arguments = map[string]any{"command": "rm -rf build", "note": "git push then clean"}
 		}), Block, StagePattern, DangerZone, 100, `operation~"shell.*" command~"*rm -rf*"`, ""},
 

@@ -74,7 +74,7 @@ func FuzzSubjects(f *testing.F) {
 		if dec.Decode(&args) != nil {
 			return
 		}
-		sub := SubjectsOf(Step{Operation: "t_x", Server: "t", Tool: "x", Arguments: args})
+		sub := SubjectsOf(nil, Step{Operation: "t_x", Server: "t", Tool: "x", Arguments: args})
 		have := map[string]bool{}
 		for _, v := range sub.Values {
 			have[v.Path+"\x00"+v.Text] = true
@@ -126,16 +126,16 @@ func FuzzIndexedEvaluate(f *testing.F) {
 		// Lists long enough to be indexed: the fuzzed patterns sit among
 		// others of the usual shapes, before and after them.
 		pad := func(i int) string { return []string{"pad%d_*", "*.pad%d_*", "*pad%d --force *", "{a,b}pad%d*"}[i%4] }
-		var lists [3][]string
+		var lists [4][]string // deny, requires_approval, auto_approve, refuse
 		var rules strings.Builder
-		for k := range 3 {
+		for k := range 4 {
 			for i := range 10 {
 				lists[k] = append(lists[k], tomlQuote(fmt.Sprintf(pad(i), k*100+i)))
 			}
 		}
 		for i := range 18 {
 			fmt.Fprintf(&rules, "[[safety.rules]]\naction = %s\nargument = \"command\"\npattern = %s\n",
-				tomlQuote([]string{"deny", "requires_approval", "auto_approve"}[i%3]), tomlQuote(fmt.Sprintf(pad(i), 900+i)))
+				tomlQuote([]string{"deny", "requires_approval", "auto_approve", "refuse"}[i%4]), tomlQuote(fmt.Sprintf(pad(i), 900+i)))
 		}
 		for i, l := range lines {
 			// Every line is a risk rule too (the per-tool memo knows
@@ -146,20 +146,28 @@ func FuzzIndexedEvaluate(f *testing.F) {
 			if i%2 == 0 {
 				fmt.Fprintf(&rules, "argument = %s\n", tomlQuote([]string{"command", "value"}[i/2%2]))
 			}
-			if i%4 == 3 {
+			switch i % 6 {
+			case 3:
 				fmt.Fprintf(&rules, "[[safety.rules]]\naction = %s\nargument = %s\npattern = %s\n",
-					tomlQuote([]string{"deny", "requires_approval", "auto_approve"}[i%3]), tomlQuote([]string{"command", "value"}[i%2]), tomlQuote(l))
+					tomlQuote([]string{"deny", "requires_approval", "auto_approve", "refuse"}[i%4]), tomlQuote([]string{"command", "value", "content"}[i%3]), tomlQuote(l))
+				continue
+			case 5:
+				// A rule on roles: content is seen only by such rules.
+				fmt.Fprintf(&rules, "[[safety.rules]]\naction = %s\nroles = [%s]\npattern = %s\n",
+					tomlQuote([]string{"deny", "requires_approval", "auto_approve", "refuse"}[i/6%4]),
+					tomlQuote([]string{"content", "command", "path"}[i/6%3]), tomlQuote(l))
 				continue
 			}
 			lists[i%4] = append(lists[i%4], tomlQuote(l))
 		}
-		for k := range 3 {
+		for k := range 4 {
 			for i := 10; i < 20; i++ {
 				lists[k] = append(lists[k], tomlQuote(fmt.Sprintf(pad(i), k*100+i)))
 			}
 		}
 		doc := "[safety]\nmax_autonomous_steps = 100\ndeny = [" + strings.Join(lists[0], ", ") + "]\nrequires_approval = [" +
-			strings.Join(lists[1], ", ") + "]\nauto_approve = [" + strings.Join(lists[2], ", ") + "]\n" + rules.String()
+			strings.Join(lists[1], ", ") + "]\nauto_approve = [" + strings.Join(lists[2], ", ") + "]\nrefuse = [" +
+			strings.Join(lists[3], ", ") + "]\n" + rules.String()
 		cfg, err := policy.Parse([]byte(doc), "fuzz.toml")
 		if err != nil {
 			return
@@ -168,7 +176,7 @@ func FuzzIndexedEvaluate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if ixs := p.Indexes(); ixs.Deny == nil || ixs.RequiresApproval == nil || ixs.AutoApprove == nil || ixs.RuleValues == nil {
+		if ixs := p.Indexes(); ixs.Deny == nil || ixs.Refuse == nil || ixs.RequiresApproval == nil || ixs.AutoApprove == nil || ixs.RuleValues == nil {
 			t.Fatal("the padded lists must be long enough to be indexed")
 		}
 		plain := p.WithoutIndexes()
@@ -178,6 +186,8 @@ func FuzzIndexedEvaluate(f *testing.F) {
 				Arguments: map[string]any{"command": command, "value": value, "list": []any{value, json.Number("12")}}},
 			{Operation: tool, Server: server, Tool: name, Category: policy.Read, StepNumber: 1,
 				Arguments: map[string]any{"value": value}},
+			{Operation: tool, Server: server, Tool: name, Category: policy.Create, StepNumber: 1,
+				Arguments: map[string]any{"path": value, "content": command, "url": value}},
 			{ActionHint: value, Category: policy.Update, StepNumber: 2},
 		} {
 			got, want := Evaluate(p, s), Evaluate(plain, s)

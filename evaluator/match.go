@@ -26,27 +26,48 @@ type call struct {
 	// sets is where this call's candidate sets are carved from: one
 	// allocation for deny's set and one for all the others.
 	sets []uint64
-	// values are the candidates of every list among the argument values,
-	// found in one pass over each (policy.ValueIndex) when first needed.
-	values []uint64
+	// values are the candidates of every list among the argument values
+	// that text patterns see (all but content), found in one pass over
+	// each (policy.ValueIndex) when first needed; content those among
+	// the content values, which only rules see.
+	values, content []uint64
 }
 
 // valueCandidates are list's candidates among c's argument values: nil
-// when the policy has no value index or the list is not in it.
+// when the policy has no value index or the list is not in it. Content
+// is looked at only for the rules (an argument rule or a risk rule may
+// name it).
 func (c *call) valueCandidates(ixs *policy.Indexes, list int) policy.Candidates {
 	if ixs.Values == nil || len(c.sub.Values) == 0 {
 		return nil
 	}
 	if c.values == nil {
-		set := c.newSet(ixs.Values.Words() * 64)
-		for i := range c.sub.Values {
-			if v := &c.sub.Values[i]; !v.unfolded || !ixs.Values.MarkFolding(v.Raw, set) {
-				ixs.Values.Mark(c.text(i), set)
-			}
-		}
-		c.values = set
+		c.values = c.markValues(ixs.Values, false)
 	}
-	return ixs.Values.Of(c.values, list)
+	if list != policy.ListRuleValues && list != policy.ListRiskRules { // rules may name a content argument
+		return ixs.Values.Of(c.values, list)
+	}
+	if c.content == nil {
+		c.content = c.markValues(ixs.Values, true)
+		or(c.content, c.values)
+	}
+	return ixs.Values.Of(c.content, list)
+}
+
+// markValues marks the candidates among the content values (content)
+// or among the others.
+func (c *call) markValues(vi *policy.ValueIndex, content bool) policy.Candidates {
+	set := c.newSet(vi.Words() * 64)
+	for i := range c.sub.Values {
+		v := &c.sub.Values[i]
+		if (v.Role == policy.RoleContent) != content {
+			continue
+		}
+		if !v.unfolded || !vi.MarkFolding(v.Raw, set) {
+			vi.Mark(c.text(i), set)
+		}
+	}
+	return set
 }
 
 // text is the folded text of the call's i-th value, folded now if it
@@ -82,9 +103,9 @@ func (c *call) reserve(w int) {
 // setWords is the size of all the candidate sets one decision can make
 // together: one per list, the value index's, and two for the rules.
 func setWords(ixs *policy.Indexes) int {
-	n := words(ixs.Deny) + words(ixs.RequiresApproval) + words(ixs.AutoApprove) + words(ixs.RiskRules)
+	n := words(ixs.Deny) + words(ixs.Refuse) + words(ixs.RequiresApproval) + words(ixs.AutoApprove) + words(ixs.RiskRules)
 	if ixs.Values != nil {
-		n += ixs.Values.Words()
+		n += 2 * ixs.Values.Words()
 	}
 	if ixs.RuleOperations != nil {
 		n += 2 * words(ixs.RuleValues)
@@ -130,7 +151,7 @@ func (c *call) prepare(p *policy.Policy, s *Step, sc *scratch) {
 		c.reserve(setWords(p.Indexes()))
 	}
 	names := c.tool.namesOr(s)
-	c.sub = subjectsWith(*s, names, sc.values[:0], true)
+	c.sub = subjectsWith(*s, names, sc.values[:0], true, newRoles(p, &c.s, names))
 	// A reported step has no names (the loop evaluates it by its hint
 	// alone); everything with a name is a call of a tool.
 	c.proxied = len(c.sub.Names) > 0
@@ -200,14 +221,14 @@ func firstName(pat policy.Pattern, names []string) int {
 }
 
 // restrictsArguments is restrictive for a proxied call's arguments
-// alone: every value and key, and every command of a shell argument.
+// alone: every value and key but content, and every command of a shell
+// argument.
 func (c *call) restrictsArguments(pat policy.Pattern) hit {
 	if pat.Kind&policy.Text == 0 {
 		return hit{}
 	}
 	for i := range c.sub.Values {
-		if pat.MatchNormalized(c.text(i)) {
-			v := &c.sub.Values[i]
+		if v := &c.sub.Values[i]; v.Role != policy.RoleContent && pat.MatchNormalized(c.text(i)) {
 			return hit{describeValue(v), true, definite}
 		}
 	}
@@ -236,30 +257,52 @@ func (c *call) approves(pat policy.Pattern) hit {
 	return hit{}
 }
 
-// ruleRestricts matches a deny or requires_approval argument rule: any
-// value or key at or below the rule's argument, or any command of a shell
-// value there.
+// ruleCovers reports whether argument rule r is about value v: a value
+// or key at or below its argument (not the key naming the argument
+// itself), or, for a rule on roles, a value of one of them.
+func ruleCovers(r *policy.Rule, path string, v *Value) bool {
+	if r.Roles != 0 {
+		return !v.Key && r.Roles.Has(v.Role)
+	}
+	return v.Under(path) && !v.names(path)
+}
+
+// ruleShell reports whether a rule sees shell commands, and under
+// which path: its argument's, or every command line for a rule on
+// roles that include command.
+func ruleShell(r *policy.Rule, path string) (string, bool) {
+	if r.Roles != 0 {
+		return "", r.Roles.Has(policy.RoleCommand)
+	}
+	return path, true
+}
+
+// ruleRestricts matches a deny, refuse or requires_approval argument
+// rule: any value it covers, or any command of a shell value there.
 func (c *call) ruleRestricts(r *policy.Rule) hit {
 	path := strings.Join(r.Path, ".")
 	for i := range c.sub.Values {
 		v := &c.sub.Values[i]
-		if v.Under(path) && !v.names(path) && r.Pattern.MatchNormalized(c.text(i)) {
+		if ruleCovers(r, path, v) && r.Pattern.MatchNormalized(c.text(i)) {
 			return hit{describeValue(v), true, definite}
 		}
 	}
-	return c.shell.match(r.Pattern, path)
+	if at, ok := ruleShell(r, path); ok {
+		return c.shell.match(r.Pattern, at)
+	}
+	return hit{}
 }
 
 // ruleApproves matches an auto_approve argument rule. It approves only
 // what it fully covers: the argument is present, every value and key at or
-// below it matches, and a shell value there is resolved statically and
-// approved command by command.
+// below it (canonical forms included) matches, and a shell value there is
+// resolved statically and approved command by command.
 func (c *call) ruleApproves(r *policy.Rule) hit {
 	path := strings.Join(r.Path, ".")
 	seen := false
 	for i := range c.sub.Values {
 		v := &c.sub.Values[i]
-		if !v.Under(path) || v.names(path) {
+		if !ruleCovers(r, path, v) {
 			continue
 		}
 		seen = true
@@ -267,10 +310,17 @@ func (c *call) ruleApproves(r *policy.Rule) hit {
 			return hit{}
 		}
 	}
-	if !seen || !c.shell.approves(r.Pattern, path) {
+	if !seen {
 		return hit{}
 	}
-	return hit{"argument " + strconv.Quote(r.Argument), true, definite}
+	if at, ok := ruleShell(r, path); ok && !c.shell.approves(r.Pattern, at) {
+		return hit{}
+	}
+	what := "argument " + strconv.Quote(r.Argument)
+	if r.Roles != 0 {
+		what = "the arguments of its roles"
+	}
+	return hit{what, true, definite}
 }
 
 // textMatchesAny reports whether any of the candidates among pats from
@@ -369,8 +419,11 @@ func (c *call) ruleCandidates(ixs *policy.Indexes) policy.Candidates {
 }
 
 func describeValue(v *Value) string {
-	if v.Key {
+	switch {
+	case v.Key:
 		return "a key in argument " + strconv.Quote(v.Path)
+	case v.Derived:
+		return "argument " + strconv.Quote(v.Path) + " (in canonical form)"
 	}
 	return "argument " + strconv.Quote(v.Path)
 }
@@ -408,10 +461,10 @@ func ruleMatch(r *policy.Rule, h hit) match {
 // statically, ask a human (requires_approval): never allowed, never a
 // block on a guess.
 func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
-	var maybe *match // the first deny that possibly matches
+	var maybe *match // the first deny or refuse that possibly matches
 	noteMaybe := func(m match) {
 		if maybe == nil {
-			m.why = "deny " + m.display + " could match " + m.subject + " once its variable parts are known"
+			m.why = string(m.action) + " " + m.display + " could match " + m.subject + " once its variable parts are known"
 			m.action = policy.ActionRequiresApproval
 			maybe = &m
 		}
@@ -421,7 +474,7 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	// Each list's candidates are found when the scan reaches it: a call
 	// that a deny pattern stops pays for the deny list alone.
 	ixs := p.Indexes()
-	var denyC, approveC, autoC, ruleC policy.Candidates
+	var denyC, refuseC, approveC, autoC, ruleC policy.Candidates
 	var byNames toolFacts // zero without a memo: candidates marks the names itself
 	if c.tool != nil {
 		byNames = *c.tool
@@ -438,7 +491,7 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 			noteMaybe(patternMatch(policy.ActionDeny, pat, h))
 		}
 	}
-	var approve, auto *match
+	var refuse, approve, auto *match
 	if ixs != nil {
 		ruleC = c.ruleCandidates(ixs)
 	}
@@ -455,6 +508,16 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 			case possible:
 				noteMaybe(ruleMatch(r, h))
 			}
+		case policy.ActionRefuse:
+			if refuse == nil {
+				switch h := c.ruleRestricts(r); h.certainty {
+				case definite:
+					m := ruleMatch(r, h)
+					refuse = &m
+				case possible:
+					noteMaybe(ruleMatch(r, h))
+				}
+			}
 		case policy.ActionRequiresApproval:
 			if approve == nil {
 				if h := c.ruleRestricts(r); h.certainty != noMatch {
@@ -470,6 +533,21 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 				}
 			}
 		}
+	}
+	if ixs != nil {
+		refuseC = c.candidates(ixs, ixs.Refuse, policy.ListRefuse, byNames.refuse, true)
+	}
+	for i := nextCandidate(refuseC, 0, len(p.Refuse)); i < len(p.Refuse); i = nextCandidate(refuseC, i+1, len(p.Refuse)) {
+		pat := p.Refuse[i]
+		switch h := c.restrictive(pat); h.certainty {
+		case definite:
+			return patternMatch(policy.ActionRefuse, pat, h), true
+		case possible:
+			noteMaybe(patternMatch(policy.ActionRefuse, pat, h))
+		}
+	}
+	if refuse != nil {
+		return *refuse, true
 	}
 	if ixs != nil {
 		approveC = c.candidates(ixs, ixs.RequiresApproval, policy.ListRequiresApproval, byNames.approve, true)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/policy/canonical"
 )
 
 // Subjects are what the policy is matched against for one step, each in
@@ -46,6 +47,14 @@ type Value struct {
 	// Element says the leaf is an element of an array (argv-style
 	// command lines are lists of strings).
 	Element bool
+	// Role is what the argument holding the value is to the tool
+	// (policy.Role): text patterns see every role but content. A key has
+	// the role of the object it is a member of.
+	Role policy.Role
+	// Derived says the value is a canonical form of the one before it
+	// (a path cleaned, a URI canonical), not a value the server gets:
+	// restrictive patterns see both, an approving rule needs both.
+	Derived bool
 
 	// unfolded says Text is not made yet: a decision folds a string
 	// only when a pattern is matched against it (call.text), and finds
@@ -62,10 +71,13 @@ func (v Value) Under(path string) bool {
 // itself, which a rule on that argument is not about.
 func (v Value) names(path string) bool { return v.Key && v.Path == path }
 
-// SubjectsOf extracts the subjects of a step. It never drops a string:
-// every string leaf and every key of the arguments is among Values.
-func SubjectsOf(s Step) Subjects {
-	return subjectsWith(s, namesOf(s), nil, false)
+// SubjectsOf extracts the subjects of a step under p (whose
+// [servers.arguments] may declare roles; nil for none). It never drops
+// a string: every string leaf and every key of the arguments is among
+// Values.
+func SubjectsOf(p *policy.Policy, s Step) Subjects {
+	names := namesOf(s)
+	return subjectsWith(s, names, nil, false, newRoles(p, &s, names))
 }
 
 // namesOf are a step's names (NameForms); nil for a reported step.
@@ -79,7 +91,7 @@ func namesOf(s Step) []string {
 // subjectsWith extracts the subjects of a step whose names are known,
 // appending its values to values (an empty buffer to reuse, or nil);
 // lazy leaves string values unfolded (Value.unfolded).
-func subjectsWith(s Step, names []string, values []Value, lazy bool) Subjects {
+func subjectsWith(s Step, names []string, values []Value, lazy bool, roles roles) Subjects {
 	sub := Subjects{Names: names}
 	sub.Hint = policy.Normalize(s.ActionHint)
 	if len(s.Arguments) > 0 {
@@ -87,54 +99,123 @@ func subjectsWith(s Step, names []string, values []Value, lazy bool) Subjects {
 		if sub.Values == nil {
 			sub.Values = make([]Value, 0, 2*len(s.Arguments))
 		}
-		walkObject(&sub.Values, "", s.Arguments, lazy)
+		w := walker{out: &sub.Values, lazy: lazy, roles: roles}
+		w.arguments(s.Arguments)
 	}
 	return sub
 }
 
-// walkObject appends the keys and leaves of m, keys in sorted order so the
-// subjects (and the factor naming the first match) do not depend on Go's
-// map order.
-func walkObject(out *[]Value, path string, m map[string]any, lazy bool) {
-	type member struct {
-		key   string
-		value any
-	}
-	var small [8]member // most objects are small: no allocation
+// walker appends a call's subjects.
+type walker struct {
+	out   *[]Value
+	lazy  bool
+	roles roles
+	// content says content-named arguments are content for this tool
+	// (policy.ContentFor), decided from its top-level arguments.
+	content bool
+}
+
+// member is one member of an object, for walking in sorted order.
+type member struct {
+	key   string
+	value any
+}
+
+// sorted are m's members in key order, so the subjects (and the factor
+// naming the first match) do not depend on Go's map order. small is
+// room for the usual object (no allocation).
+func sorted(m map[string]any, small []member) []member {
 	members := small[:0]
 	for k, v := range m {
 		members = append(members, member{k, v})
 	}
 	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	return members
+}
+
+// arguments walks the top level: each argument's role comes first (a
+// tool that is told where it writes may receive content), then its
+// values.
+func (w *walker) arguments(args map[string]any) {
+	var small [8]member
+	members := sorted(args, small[:])
+	var roleSmall [8]policy.Role
+	roles := roleSmall[:0]
+	where := false
 	for _, mb := range members {
+		r := w.roles.of(policy.SnakeName(mb.key), "")
+		roles = append(roles, r)
+		where = where || r == policy.RolePath || r == policy.RoleURL
+	}
+	w.content = policy.ContentFor(w.roles.s.Category, where)
+	for i, mb := range members {
 		p := policy.SnakeName(mb.key)
-		if path != "" {
-			p = path + "." + p
-		}
-		*out = append(*out, Value{Path: p, Text: policy.Normalize(mb.key), Raw: mb.key, Key: true, String: true})
-		walkValue(out, p, mb.value, false, lazy)
+		*w.out = append(*w.out, Value{Path: p, Text: policy.Normalize(mb.key), Raw: mb.key, Key: true, String: true})
+		w.value(p, mb.value, false, w.gate(p, roles[i]))
 	}
 }
 
-func walkValue(out *[]Value, path string, v any, element, lazy bool) {
+// gate turns content into RoleOther where the tool is not one that
+// writes content, unless the policy declared it so.
+func (w *walker) gate(path string, r policy.Role) policy.Role {
+	if r == policy.RoleContent && !w.content && !w.roles.declaredAt(path) {
+		return policy.RoleOther
+	}
+	return r
+}
+
+// object walks a nested object whose own role is role.
+func (w *walker) object(path string, m map[string]any, role policy.Role) {
+	var small [8]member
+	for _, mb := range sorted(m, small[:]) {
+		p := path + "." + policy.SnakeName(mb.key)
+		*w.out = append(*w.out, Value{Path: p, Text: policy.Normalize(mb.key), Raw: mb.key, Key: true, String: true, Role: role})
+		r := role
+		if r == policy.RoleOther || w.roles.declaredAt(p) {
+			r = w.gate(p, w.roles.of(policy.SnakeName(mb.key), p))
+		}
+		w.value(p, mb.value, false, r)
+	}
+}
+
+func (w *walker) value(path string, v any, element bool, role policy.Role) {
 	switch v := v.(type) {
 	case map[string]any:
-		walkObject(out, path, v, lazy)
+		w.object(path, v, role)
 	case []any:
 		for _, e := range v {
-			walkValue(out, path, e, true, lazy)
+			w.value(path, e, true, role)
 		}
 	case string:
-		if lazy {
-			*out = append(*out, Value{Path: path, Raw: v, String: true, Element: element, unfolded: true})
-			break
+		w.leaf(Value{Path: path, Raw: v, String: true, Element: element, Role: role})
+		switch role {
+		case policy.RolePath:
+			for _, form := range canonical.Path(v) {
+				if form != v {
+					w.leaf(Value{Path: path, Raw: form, String: true, Element: element, Role: role, Derived: true})
+				}
+			}
+		case policy.RoleURL:
+			if form, ok := canonical.URI(v); ok && form != v {
+				w.leaf(Value{Path: path, Raw: form, String: true, Element: element, Role: role, Derived: true})
+			}
 		}
-		*out = append(*out, Value{Path: path, Text: policy.Normalize(v), Raw: v, String: true, Element: element})
 	default:
 		if text, ok := scalarText(v); ok {
-			*out = append(*out, Value{Path: path, Text: text, Element: element})
+			*w.out = append(*w.out, Value{Path: path, Text: text, Element: element, Role: role})
 		}
 	}
+}
+
+// leaf appends a string value, folded now or, when lazy, when a pattern
+// is matched against it.
+func (w *walker) leaf(v Value) {
+	if w.lazy {
+		v.unfolded = true
+	} else {
+		v.Text = policy.Normalize(v.Raw)
+	}
+	*w.out = append(*w.out, v)
 }
 
 // scalarText renders a non-string JSON scalar in its one canonical form.

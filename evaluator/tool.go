@@ -18,8 +18,8 @@ type toolFacts struct {
 	namesSaid []string
 	// deny, approve, auto, ruleOps and risk are nil where the list has no
 	// index (it is scanned in full).
-	deny, approve, auto, ruleOps, risk policy.Candidates
-	ruleApplies                        []bool
+	deny, refuse, approve, auto, ruleOps, risk policy.Candidates
+	ruleApplies                                []bool
 	// riskNames is, for each risk rule, the first name its pattern
 	// matches (firstName), or -1.
 	riskNames []int
@@ -48,7 +48,7 @@ func factsFor(p *policy.Policy, s *Step) *toolFacts {
 		}
 		return markNames(ix, f.names)
 	}
-	f.deny, f.approve, f.auto, f.ruleOps = mark(ixs.Deny), mark(ixs.RequiresApproval), mark(ixs.AutoApprove), mark(ixs.RuleOperations)
+	f.deny, f.refuse, f.approve, f.auto, f.ruleOps = mark(ixs.Deny), mark(ixs.Refuse), mark(ixs.RequiresApproval), mark(ixs.AutoApprove), mark(ixs.RuleOperations)
 	f.risk = mark(ixs.RiskRules)
 	f.riskNames = make([]int, len(p.RiskRules))
 	for i := range p.RiskRules {

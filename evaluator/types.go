@@ -20,9 +20,13 @@ type Step struct {
 	Category    policy.Category // semantic category
 	Annotations Annotations
 	Arguments   map[string]any // decoded arguments, as the server will receive them
-	ActionHint  string         // a reported step's next_action_hint; patterns match it (not used for proxied calls)
-	Outcome     string         // previous step outcome: "", success, failure, skipped
-	StepNumber  int            // 1-based count of this principal's steps, including this one
+	// Roles are the roles the tool's schema gives its arguments (format
+	// uri: url), by SnakeName; [servers.arguments] and the names' own
+	// conventions fill in the rest (see Value.Role).
+	Roles      map[string]policy.Role
+	ActionHint string // a reported step's next_action_hint; patterns match it (not used for proxied calls)
+	Outcome    string // previous step outcome: "", success, failure, skipped
+	StepNumber int    // 1-based count of this principal's steps, including this one
 	// Unresolved says, in words, what the caller could not read exactly
 	// (a resource URI that names no single path): the step then asks a
 	// human unless a deny matches it as it stands. Never allowed unasked.
@@ -47,6 +51,7 @@ const (
 	NeedsConfirm Decision = "confirm" // pause for a human confirmation
 	NeedsVerify  Decision = "verify"  // pause for out-of-band verification
 	Block        Decision = "block"   // hard block of the principal
+	Refuse       Decision = "refuse"  // reject this one action; the principal goes on
 )
 
 // Stage names the pipeline stage that decided (8.7.2).
@@ -90,8 +95,8 @@ type Directive struct {
 
 // Outcome says in a word what happens to the action: "allowed",
 // "asks" (a human confirms), "verify" (out-of-band code, the agent
-// paused) or "blocks" (hard block). In monitoring mode it is what
-// enforcing would do.
+// paused), "refuses" (this action is rejected) or "blocks" (hard
+// block). In monitoring mode it is what enforcing would do.
 func (d Directive) Outcome() string {
 	switch d.Decision {
 	case Allow:
@@ -102,6 +107,8 @@ func (d Directive) Outcome() string {
 		return "verify"
 	case Block:
 		return "blocks"
+	case Refuse:
+		return "refuses"
 	}
 	return "allowed"
 }

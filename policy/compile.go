@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -27,7 +29,12 @@ const (
 type Action string
 
 const (
-	ActionDeny             Action = "deny"
+	// ActionDeny blocks the principal until a human's code lifts it
+	// (MCP-AQL 8.8's deny pattern).
+	ActionDeny Action = "deny"
+	// ActionRefuse rejects the one call and records it; the principal
+	// goes on (the Gatekeeper's deny).
+	ActionRefuse           Action = "refuse"
 	ActionRequiresApproval Action = "requires_approval"
 	ActionAutoApprove      Action = "auto_approve"
 )
@@ -66,6 +73,7 @@ type Policy struct {
 	Threshold int
 
 	Deny             []Pattern
+	Refuse           []Pattern
 	RequiresApproval []Pattern
 	AutoApprove      []Pattern
 	Rules            []Rule
@@ -74,6 +82,8 @@ type Policy struct {
 	// lines and secrets (shell_arguments, secret_arguments).
 	ShellArguments  []ArgumentSpec
 	SecretArguments []ArgumentSpec
+	// ArgumentRoles are the roles [servers.arguments] declares.
+	ArgumentRoles []RoleSpec
 
 	// Version is the hex SHA-256 of the canonical form of everything above.
 	// Approvals are bound to it, so editing the policy voids outstanding
@@ -117,8 +127,11 @@ type Rule struct {
 	// when the configuration left it empty.
 	Operation Pattern
 	// Argument is the argument as configured; Path is its SnakeName form.
+	// A rule with Roles instead matches every argument of those roles
+	// (Path is nil).
 	Argument string
 	Path     []string
+	Roles    RoleSet
 	Pattern  Pattern
 	// Source renders the rule for audit records and messages:
 	// command~"rm -rf*", prefixed with operation~"shell_*" when the rule
@@ -174,7 +187,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 	s := cfg.Safety
 	v.safety(&s) // defaults and value checks for hand-built configs
 	loop, steps, tol := s.Loop, s.MaxAutonomousSteps, s.RiskTolerance
-	deny := s.Deny
+	deny, refuse := s.Deny, s.Refuse
 	approve := s.RequiresApproval
 	auto := s.AutoApprove
 	rules := s.Rules
@@ -194,6 +207,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		}
 		// Full slice expressions: never append into the Config's arrays.
 		deny = append(deny[:len(deny):len(deny)], o.Deny...)
+		refuse = append(refuse[:len(refuse):len(refuse)], o.Refuse...)
 		approve = append(approve[:len(approve):len(approve)], o.RequiresApproval...)
 		auto = append(auto[:len(auto):len(auto)], o.AutoApprove...)
 		rules = append(rules[:len(rules):len(rules)], o.Rules...)
@@ -230,6 +244,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		return out
 	}
 	p.Deny = compileList(deny)
+	p.Refuse = compileList(refuse)
 	p.RequiresApproval = compileList(approve)
 	p.AutoApprove = compileList(auto)
 	for _, r := range rules {
@@ -239,16 +254,28 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		}
 		opPat, err1 := CompilePattern(op)
 		valPat, err2 := CompilePattern(r.Pattern)
-		path, err3 := ArgumentPath(r.Argument)
-		if err1 != nil || err2 != nil || err3 != nil {
+		if err1 != nil || err2 != nil {
 			continue
 		}
-		src := r.Argument + "~" + strconv.Quote(r.Pattern)
-		if opPat.norm != "*" {
-			src = "operation~" + strconv.Quote(op) + " " + src
+		rule := Rule{Action: Action(r.Action), Operation: opPat, Argument: r.Argument, Pattern: valPat}
+		subject := r.Argument
+		if len(r.Roles) > 0 {
+			for _, name := range r.Roles {
+				role, err := ParseRole(name)
+				if err != nil {
+					continue // reported by validation
+				}
+				rule.Roles = rule.Roles.With(role)
+			}
+			subject = "roles(" + strings.Join(r.Roles, ",") + ")"
+		} else if rule.Path, err1 = ArgumentPath(r.Argument); err1 != nil {
+			continue
 		}
-		p.Rules = append(p.Rules, Rule{Action: Action(r.Action), Operation: opPat, Argument: r.Argument, Path: path,
-			Pattern: valPat, Source: src})
+		rule.Source = subject + "~" + strconv.Quote(r.Pattern)
+		if opPat.norm != "*" {
+			rule.Source = "operation~" + strconv.Quote(op) + " " + rule.Source
+		}
+		p.Rules = append(p.Rules, rule)
 	}
 	for _, r := range risk {
 		pat, err := CompilePattern(r.Pattern)
@@ -277,6 +304,15 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 	}
 	p.ShellArguments = specs(shellArgs)
 	p.SecretArguments = specs(secretArgs)
+	for _, srv := range cfg.Servers {
+		for _, key := range slices.Sorted(maps.Keys(srv.Arguments)) {
+			spec, err1 := ParseArgumentSpec(key)
+			role, err2 := ParseRole(srv.Arguments[key])
+			if err1 == nil && err2 == nil {
+				p.ArgumentRoles = append(p.ArgumentRoles, RoleSpec{Server: srv.Name, Spec: spec, Role: role})
+			}
+		}
+	}
 	p.Version = p.digest()
 	p.index = newIndexes(p)
 	return p, nil
@@ -288,6 +324,11 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 func (p *Policy) digest() string {
 	type rule struct {
 		Action, Operation, Argument, Pattern string
+		Roles                                RoleSet `json:",omitempty"`
+	}
+	type roleSpec struct {
+		Server, Tool, Path string
+		Role               Role
 	}
 	type riskRule struct {
 		Pattern, Argument string
@@ -316,18 +357,23 @@ func (p *Policy) digest() string {
 		Tolerance                           string
 		Threshold                           int
 		Deny, RequiresApproval, AutoApprove []string
+		Refuse                              []string `json:",omitempty"`
 		Rules                               []rule
 		RiskRules                           []riskRule
 		ShellArguments, SecretArguments     []argSpec
+		ArgumentRoles                       []roleSpec `json:",omitempty"`
 	}{
 		Format: "aqlguard-policy/2", Principal: p.Principal, Loop: p.Loop, MaxSteps: p.MaxSteps,
 		Tolerance: p.Tolerance, Threshold: p.Threshold,
-		Deny: norm(p.Deny), RequiresApproval: norm(p.RequiresApproval), AutoApprove: norm(p.AutoApprove),
+		Deny: norm(p.Deny), Refuse: norm(p.Refuse), RequiresApproval: norm(p.RequiresApproval), AutoApprove: norm(p.AutoApprove),
 		Rules: []rule{}, RiskRules: []riskRule{},
 		ShellArguments: specs(p.ShellArguments), SecretArguments: specs(p.SecretArguments),
 	}
 	for _, r := range p.Rules {
-		c.Rules = append(c.Rules, rule{string(r.Action), r.Operation.norm, strings.Join(r.Path, "."), r.Pattern.norm})
+		c.Rules = append(c.Rules, rule{string(r.Action), r.Operation.norm, strings.Join(r.Path, "."), r.Pattern.norm, r.Roles})
+	}
+	for _, r := range p.ArgumentRoles {
+		c.ArgumentRoles = append(c.ArgumentRoles, roleSpec{r.Server, r.Spec.Tool.norm, strings.Join(r.Spec.Path, "."), r.Role})
 	}
 	for _, r := range p.RiskRules {
 		c.RiskRules = append(c.RiskRules, riskRule{r.Pattern.norm, strings.Join(r.Path, "."), r.Score})

@@ -466,7 +466,7 @@ const minIndexed = 1
 // Indexes are a compiled policy's pattern indexes (see PatternIndex); a
 // list shorter than minIndexed has none (nil) and is scanned.
 type Indexes struct {
-	Deny, RequiresApproval, AutoApprove *PatternIndex
+	Deny, Refuse, RequiresApproval, AutoApprove *PatternIndex
 	// RuleOperations indexes the rules' operation patterns, RuleValues
 	// their value patterns, both by rule position.
 	RuleOperations, RuleValues *PatternIndex
@@ -482,6 +482,7 @@ type Indexes struct {
 // The lists a ValueIndex covers.
 const (
 	ListDeny = iota
+	ListRefuse
 	ListRuleValues
 	ListRequiresApproval
 	ListRiskRules
@@ -564,14 +565,14 @@ func newIndexes(p *Policy) *Indexes {
 		}
 		return NewPatternIndex(pats)
 	}
-	ixs := &Indexes{Deny: index(p.Deny), RequiresApproval: index(p.RequiresApproval),
+	ixs := &Indexes{Deny: index(p.Deny), Refuse: index(p.Refuse), RequiresApproval: index(p.RequiresApproval),
 		AutoApprove: index(p.AutoApprove), RuleOperations: index(ops), RuleValues: index(vals), RiskRules: index(risk),
 		Tools: &ToolMemo{}}
 	// auto_approve patterns are matched against names only (a value must
 	// not approve its own call), so their literals are not looked for in
 	// values.
-	ixs.Values = newValueIndex([lists]*PatternIndex{ixs.Deny, ixs.RuleValues, ixs.RequiresApproval, ixs.RiskRules},
-		[lists][]Pattern{p.Deny, vals, p.RequiresApproval, risk})
+	ixs.Values = newValueIndex([lists]*PatternIndex{ixs.Deny, ixs.Refuse, ixs.RuleValues, ixs.RequiresApproval, ixs.RiskRules},
+		[lists][]Pattern{p.Deny, p.Refuse, vals, p.RequiresApproval, risk})
 	return ixs
 }
 

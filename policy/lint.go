@@ -24,7 +24,7 @@ type Tool struct {
 func Lint(cfg *Config, principal string, tools []Tool) []Error {
 	l := linter{cfg: cfg, tools: tools}
 	s := cfg.Safety
-	l.lists("safety", s.Deny, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
+	l.lists("safety", s.Deny, s.Refuse, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
 	autos := []keyed{}
 	for i, a := range s.AutoApprove {
 		autos = append(autos, keyed{index("safety.auto_approve", i), a})
@@ -35,7 +35,7 @@ func Lint(cfg *Config, principal string, tools []Tool) []Error {
 	}
 	if o, ok := cfg.Agents[principal]; ok {
 		k := joinKey("agents", principal)
-		l.lists(k, o.Deny, o.RequiresApproval, o.AutoApprove, o.Rules, o.RiskRules)
+		l.lists(k, o.Deny, o.Refuse, o.RequiresApproval, o.AutoApprove, o.Rules, o.RiskRules)
 		for i, a := range o.AutoApprove {
 			autos = append(autos, keyed{index(k+".auto_approve", i), a})
 		}
@@ -74,8 +74,8 @@ func (l *linter) warn(key, format string, args ...any) {
 	l.out = append(l.out, e)
 }
 
-func (l *linter) lists(key string, deny, approve, auto []string, rules []ArgRule, risk []RiskRule) {
-	for name, list := range map[string][]string{"deny": deny, "requires_approval": approve} {
+func (l *linter) lists(key string, deny, refuse, approve, auto []string, rules []ArgRule, risk []RiskRule) {
+	for name, list := range map[string][]string{"deny": deny, "refuse": refuse, "requires_approval": approve} {
 		for i, src := range list {
 			l.namePattern(index(key+"."+name, i), src)
 		}
@@ -103,7 +103,10 @@ func (l *linter) lists(key string, deny, approve, auto []string, rules []ArgRule
 			continue
 		}
 		l.namePattern(k+".operation", op)
-		l.argument(k+".argument", op, r.Argument)
+		l.seesContent(k, r)
+		if len(r.Roles) == 0 {
+			l.argument(k+".argument", op, r.Argument)
+		}
 	}
 	for i, r := range risk {
 		k := index(key+".risk_rules", i)
@@ -120,6 +123,22 @@ func (l *linter) lists(key string, deny, approve, auto []string, rules []ArgRule
 			continue
 		}
 		l.namePattern(k+".pattern", r.Pattern)
+	}
+}
+
+// seesContent warns about a restrictive rule whose pattern sees what a
+// tool writes (content): a file or a message that only mentions the
+// words is stopped as if it ran them.
+func (l *linter) seesContent(key string, r ArgRule) {
+	if Action(r.Action) == ActionAutoApprove {
+		return
+	}
+	if slices.Contains(r.Roles, RoleContent.String()) {
+		l.warn(key+".roles", "%s %q sees content (what tools write: file contents, message bodies): writing a file that mentions it is stopped as if it ran; leave content out unless that is meant", r.Action, r.Pattern)
+		return
+	}
+	if path, err := ArgumentPath(r.Argument); err == nil && len(r.Roles) == 0 && RoleByConvention(path[len(path)-1]) == RoleContent {
+		l.warn(key+".argument", "%s %q on argument %q sees content (what tools write, by its name): writing a file that mentions it is stopped as if it ran", r.Action, r.Pattern, r.Argument)
 	}
 }
 

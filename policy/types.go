@@ -66,14 +66,18 @@ type Audit struct {
 
 // Safety is the [safety] table: the evaluator's configuration.
 type Safety struct {
-	Loop               string     `toml:"loop"`
-	MaxAutonomousSteps int        `toml:"max_autonomous_steps"`
-	RiskTolerance      string     `toml:"risk_tolerance"`
-	Deny               []string   `toml:"deny"`
-	RequiresApproval   []string   `toml:"requires_approval"`
-	AutoApprove        []string   `toml:"auto_approve"`
-	Rules              []ArgRule  `toml:"rules"`
-	RiskRules          []RiskRule `toml:"risk_rules"`
+	Loop               string `toml:"loop"`
+	MaxAutonomousSteps int    `toml:"max_autonomous_steps"`
+	RiskTolerance      string `toml:"risk_tolerance"`
+	// Deny blocks the agent (the spec's deny pattern, 8.8): a human's
+	// code lifts the block. Refuse rejects the one call and records it;
+	// the agent goes on (the Gatekeeper's deny).
+	Deny             []string   `toml:"deny"`
+	Refuse           []string   `toml:"refuse"`
+	RequiresApproval []string   `toml:"requires_approval"`
+	AutoApprove      []string   `toml:"auto_approve"`
+	Rules            []ArgRule  `toml:"rules"`
+	RiskRules        []RiskRule `toml:"risk_rules"`
 	// ShellArguments name the arguments that carry shell command lines
 	// ("[TOOL:]ARGUMENT"); they are parsed and matched command by command.
 	ShellArguments []string `toml:"shell_arguments"`
@@ -83,9 +87,10 @@ type Safety struct {
 }
 
 // ArgRule is an argument-aware pattern: it matches the value of one named
-// argument of the calls whose operation matches Operation.
+// argument, or of every argument of some roles, of the calls whose
+// operation matches Operation.
 type ArgRule struct {
-	// Action is deny, requires_approval or auto_approve.
+	// Action is deny, refuse, requires_approval or auto_approve.
 	Action string `toml:"action"`
 	// Operation is a glob over operation / server-qualified names ("*" if empty).
 	Operation string `toml:"operation"`
@@ -93,6 +98,9 @@ type ArgRule struct {
 	// snake_case name, the server's own spelling or an alias; a dotted
 	// path (options.force) reaches into an object.
 	Argument string `toml:"argument"`
+	// Roles, instead of Argument, matches every argument of these roles
+	// (Role): roles = ["content"] is how a rule sees what is written.
+	Roles []string `toml:"roles"`
 	// Pattern is the glob matched against the argument's value.
 	Pattern string `toml:"pattern"`
 }
@@ -112,6 +120,7 @@ type AgentOverride struct {
 	MaxAutonomousSteps *int       `toml:"max_autonomous_steps"`
 	RiskTolerance      *string    `toml:"risk_tolerance"`
 	Deny               []string   `toml:"deny"`
+	Refuse             []string   `toml:"refuse"`
 	RequiresApproval   []string   `toml:"requires_approval"`
 	AutoApprove        []string   `toml:"auto_approve"`
 	Rules              []ArgRule  `toml:"rules"`
@@ -155,6 +164,10 @@ type Server struct {
 	CallTimeout Duration `toml:"call_timeout"`
 	// Categories overrides the semantic category of named tools.
 	Categories map[string]string `toml:"categories"`
+	// Arguments declares the role of this server's arguments
+	// ("[TOOL:]ARGUMENT" = "command" | "code" | "query" | "path" | "url" |
+	// "content" | "other"), over what the schema and the names say.
+	Arguments map[string]string `toml:"arguments"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").

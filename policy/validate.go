@@ -20,7 +20,7 @@ var (
 	riskTolerances = []string{"conservative", "moderate", "aggressive"}
 	channels       = []string{"dialog", "command"}
 	transports     = []string{"stdio", "streamable", "sse"}
-	actions        = []Action{ActionDeny, ActionRequiresApproval, ActionAutoApprove}
+	actions        = []Action{ActionDeny, ActionRefuse, ActionRequiresApproval, ActionAutoApprove}
 )
 
 // Defaults for keys a file leaves out; introspection reports them. Payload
@@ -243,7 +243,7 @@ func (v *validator) safety(s *Safety) {
 		v.errf("safety.max_autonomous_steps", "%d is out of range: must be at least 1", s.MaxAutonomousSteps)
 	}
 	v.enum("safety.risk_tolerance", &s.RiskTolerance, riskTolerances, DefaultRiskTolerance)
-	v.lists("safety", s.Deny, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
+	v.lists("safety", s.Deny, s.Refuse, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
 	v.argumentSpecs("safety.shell_arguments", s.ShellArguments)
 	v.argumentSpecs("safety.secret_arguments", s.SecretArguments)
 }
@@ -283,7 +283,7 @@ func (v *validator) override(key string, o AgentOverride) {
 	if o.RiskTolerance != nil && !slices.Contains(riskTolerances, *o.RiskTolerance) {
 		v.errf(key+".risk_tolerance", "%q is not valid; use %s", *o.RiskTolerance, oneOf(riskTolerances))
 	}
-	v.lists(key, o.Deny, o.RequiresApproval, o.AutoApprove, o.Rules, o.RiskRules)
+	v.lists(key, o.Deny, o.Refuse, o.RequiresApproval, o.AutoApprove, o.Rules, o.RiskRules)
 	v.argumentSpecs(key+".shell_arguments", o.ShellArguments)
 	v.argumentSpecs(key+".secret_arguments", o.SecretArguments)
 }
@@ -296,8 +296,9 @@ func loopStrings() []string {
 	return s
 }
 
-func (v *validator) lists(key string, deny, approve, auto []string, rules []ArgRule, risk []RiskRule) {
+func (v *validator) lists(key string, deny, refuse, approve, auto []string, rules []ArgRule, risk []RiskRule) {
 	v.patterns(key+".deny", deny)
+	v.patterns(key+".refuse", refuse)
 	v.patterns(key+".requires_approval", approve)
 	v.patterns(key+".auto_approve", auto)
 	for i, r := range rules {
@@ -308,10 +309,23 @@ func (v *validator) lists(key string, deny, approve, auto []string, rules []ArgR
 		case !slices.Contains(actions, Action(r.Action)):
 			v.errf(k+".action", "%q is not valid; use %s", r.Action, oneOf(actions))
 		}
-		if strings.TrimSpace(r.Argument) == "" {
-			v.errf(k+".argument", "is required: the name of the argument whose value the pattern matches")
-		} else if _, err := ArgumentPath(r.Argument); err != nil {
-			v.errf(k+".argument", "%q: %v", r.Argument, err)
+		switch {
+		case len(r.Roles) > 0 && r.Argument != "":
+			v.errf(k+".roles", "set either argument (one argument) or roles (every argument of those roles), not both")
+		case len(r.Roles) > 0:
+			for j, name := range r.Roles {
+				if _, err := ParseRole(name); err != nil {
+					v.errf(k+".roles["+strconv.Itoa(j)+"]", "%v", err)
+				}
+			}
+		case v.present(k + ".roles"):
+			v.errf(k+".roles", "must name at least one role: %s", oneOf(roleNames[:]))
+		case strings.TrimSpace(r.Argument) == "":
+			v.errf(k+".argument", "is required: the name of the argument whose value the pattern matches (or roles, e.g. [\"content\"])")
+		default:
+			if _, err := ArgumentPath(r.Argument); err != nil {
+				v.errf(k+".argument", "%q: %v", r.Argument, err)
+			}
 		}
 		v.pattern(k+".pattern", r.Pattern)
 		if r.Operation != "" {
@@ -479,6 +493,15 @@ func (v *validator) servers(list []Server) {
 				continue
 			}
 			s.Categories[tool] = string(c)
+		}
+		for _, arg := range slices.Sorted(maps.Keys(s.Arguments)) {
+			ak := joinKey(k+".arguments", arg)
+			if _, err := ParseArgumentSpec(arg); err != nil {
+				v.errf(ak, "%q: %v (write ARGUMENT or TOOL:ARGUMENT, e.g. \"write_file:content\")", arg, err)
+			}
+			if _, err := ParseRole(s.Arguments[arg]); err != nil {
+				v.errf(ak, "%v", err)
+			}
 		}
 	}
 }

@@ -13,7 +13,7 @@
 //	annotations = { destructive = true }    # read_only, destructive, idempotent, open_world
 //	arguments = { command = "sudo rm -r -f /" }
 //	agent = "ci-bot"                        # optional: the principal ([agents.NAME])
-//	expect = "blocks"                       # allowed | asks | verify | blocks
+//	expect = "blocks"                       # allowed | asks | verify | refuses | blocks
 //	rule = "*rm -rf /"                      # optional: the rule that must decide
 //
 // Every case is one first step: no step limit, no earlier failure.
@@ -52,7 +52,7 @@ type File struct {
 }
 
 // Outcomes are the values expect may take.
-var Outcomes = []string{"allowed", "asks", "verify", "blocks"}
+var Outcomes = []string{"allowed", "asks", "verify", "refuses", "blocks"}
 
 // Load reads and checks a case file.
 func Load(path string) (*File, error) {

@@ -2,6 +2,7 @@ package canonical
 
 import (
 	"net/url"
+	"os"
 	"path"
 	"strings"
 	"testing"
@@ -117,4 +118,40 @@ func FuzzCanonicalURI(f *testing.F) {
 			t.Fatalf("URI(%q) = %q names %q; net/url reads %q from the original", raw, canon, cu.Path, want)
 		}
 	})
+}
+
+// The examples docs/policy.md gives are what URI does.
+func TestDocumentedExamples(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/policy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "<!-- canonical-uri-examples -->")
+	table, _, ok2 := strings.Cut(table, "<!-- /canonical-uri-examples -->")
+	if !ok || !ok2 {
+		t.Fatal("docs/policy.md has no canonical-uri-examples table")
+	}
+	rows := 0
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		rows++
+		sent := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		judged := strings.TrimSpace(cells[2])
+		got, ok := URI(sent)
+		if strings.HasPrefix(judged, "(asks") {
+			if ok {
+				t.Errorf("docs: %s asks, but URI gives %s", sent, got)
+			}
+			continue
+		}
+		if want := strings.Trim(judged, "`"); !ok || got != want {
+			t.Errorf("docs: %s is judged as %s, but URI gives %q, %v", sent, want, got, ok)
+		}
+	}
+	if rows < 5 {
+		t.Errorf("only %d examples found in docs/policy.md", rows)
+	}
 }

@@ -60,6 +60,8 @@ const (
 	paused
 	// hardBlock: the action blocks the principal; a challenge is made.
 	hardBlock
+	// refused: the policy refuses this action; the principal goes on.
+	refused
 	// verifyPause: the action pauses the principal until a code is entered.
 	verifyPause
 	// needHuman: the evaluator asks for a human; decide needs
@@ -114,6 +116,9 @@ func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
 		return r
 	case d.Decision == evaluator.Block:
 		r.kind = hardBlock
+		return r
+	case d.Decision == evaluator.Refuse:
+		r.kind = refused
 		return r
 	case d.Decision == evaluator.NeedsVerify:
 		r.kind = verifyPause

@@ -79,6 +79,7 @@ func TestDecide(t *testing.T) {
 		{name: "the evaluator lets it run", directive: evaluator.Directive{Continue: true, Decision: evaluator.Allow},
 			want: allow, evaluated: true},
 		{name: "a deny pattern blocks", directive: evaluator.Directive{Decision: evaluator.Block}, want: hardBlock, evaluated: true},
+		{name: "a refuse pattern refuses the action alone", directive: evaluator.Directive{Decision: evaluator.Refuse}, want: refused, evaluated: true},
 		{name: "the verify tier pauses", directive: evaluator.Directive{Decision: evaluator.NeedsVerify}, want: verifyPause, evaluated: true},
 		{name: "a question needs what humans said", facts: func(f *facts) { f.human = nil },
 			directive: confirm, want: needHuman, evaluated: true,

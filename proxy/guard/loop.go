@@ -376,6 +376,9 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			v := g.hardBlock(a, d, w)
 			g.mu.Unlock()
 			return v
+		case refused:
+			g.mu.Unlock()
+			return Verdict{Directive: d, Err: refusedByPolicy(a.Operation, d)}
 		case verifyPause:
 			v := g.verifyPauseFor(a, d, w)
 			if w.pause != nil {
@@ -595,6 +598,13 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 
 // deniedByHuman is the refusal of an action a human denied; dc is the
 // earlier denial a retry ran into (nil: denied just now).
+// refusedByPolicy is the refusal of an action a refuse pattern or rule
+// matched: this action only; the agent may go on with others.
+func refusedByPolicy(operation string, d evaluator.Directive) *aql.Error {
+	return aql.PermissionDenied("the policy refuses this action (rule "+d.Matched+"); other actions are not affected",
+		map[string]any{"operation": operation, "rule": d.Matched})
+}
+
 func deniedByHuman(operation string, dc *Confirmation) *aql.Error {
 	details := map[string]any{"operation": operation}
 	if dc != nil {
