@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
@@ -58,7 +59,7 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	a := Action{
 		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
 		Category: op.Category, Annotations: Annotations(op.Tool.Annotations), Arguments: args,
-		Token: token, Secrets: secretParams(op), Client: ClientOf(ctx),
+		Token: token, Secrets: secretParams(op), Roles: schemaRoles(op), Client: ClientOf(ctx),
 	}
 	v := g.Check(ctx, a)
 	d := v.Directive
@@ -182,6 +183,27 @@ func secretParams(op *catalog.Operation) []string {
 				name = p.MapTo
 			}
 			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// schemaRoles are the roles the tool's schema gives its arguments (by
+// SnakeName of the server's spelling): a string of format uri is a URL.
+// The names and [servers.arguments] say the rest (evaluator roles).
+func schemaRoles(op *catalog.Operation) map[string]policy.Role {
+	var out map[string]policy.Role
+	for _, p := range op.Params {
+		switch p.Format {
+		case "uri", "uri-reference", "iri", "iri-reference", "url":
+			name := p.Name
+			if p.MapTo != "" {
+				name = p.MapTo
+			}
+			if out == nil {
+				out = map[string]policy.Role{}
+			}
+			out[policy.SnakeName(name)] = policy.RoleURL
 		}
 	}
 	return out

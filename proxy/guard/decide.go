@@ -202,7 +202,7 @@ func stepFor(a Action, principal string, steps int, failurePause bool) evaluator
 		Principal: principal, Session: a.Session, Operation: op,
 		Server: a.Server, Tool: a.Tool, Category: a.Category, Annotations: a.Annotations,
 		Arguments: a.Arguments, ActionHint: a.Hint, Outcome: outcome, StepNumber: steps,
-		Unresolved: a.Unresolved,
+		Roles: a.Roles, Unresolved: a.Unresolved,
 	}
 }
 

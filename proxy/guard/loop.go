@@ -168,6 +168,9 @@ type Action struct {
 	// Secrets are the arguments the tool's schema declares secret
 	// (writeOnly, format password), in the server's spelling.
 	Secrets []string
+	// Roles are what the tool's schema says of its arguments
+	// (evaluator.Step.Roles).
+	Roles map[string]policy.Role
 	// Unresolved says what of the call could not be read exactly; the
 	// evaluator then asks a human (evaluator.Step.Unresolved).
 	Unresolved string
