@@ -339,6 +339,9 @@ func (f *Front) CallTool(ctx context.Context, params json.RawMessage) (json.RawM
 		return nil, err
 	}
 	ctx = guard.WithClient(ctx, f.Session.ClientName())
+	if f.Session.Shared {
+		ctx = guard.WithSharedSession(ctx)
+	}
 	session := f.Session.ID
 	if f.Mode == ModeTransparent {
 		return f.callTransparent(ctx, session, p, params)

@@ -19,7 +19,11 @@ const CodeRefused = -32001
 type gate struct{ guard *guard.Guard }
 
 func (g gate) Check(ctx context.Context, sess *relay.Session, server, kind, name string, args map[string]any) (func(error), error) {
-	done, refusal := g.guard.Read(guard.WithClient(ctx, sess.ClientName()), sess.ID, server, kind, name, args)
+	ctx = guard.WithClient(ctx, sess.ClientName())
+	if sess.Shared {
+		ctx = guard.WithSharedSession(ctx)
+	}
+	done, refusal := g.guard.Read(ctx, sess.ID, server, kind, name, args)
 	if refusal != nil {
 		data, _ := json.Marshal(refusal)
 		return nil, &jsonrpc.Error{Code: CodeRefused, Message: "aqlguard: " + refusal.Err.Message, Data: data}

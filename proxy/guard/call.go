@@ -60,6 +60,7 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
 		Category: op.Category, Annotations: Annotations(op.Tool.Annotations), Arguments: args,
 		Token: token, Secrets: secretParams(op), Roles: schemaRoles(op), Client: ClientOf(ctx),
+		SharedSession: sharedSession(ctx),
 	}
 	v := g.Check(ctx, a)
 	d := v.Directive
@@ -246,6 +247,20 @@ func downstreamFailure(op *catalog.Operation, err error) *aql.Error {
 }
 
 type clientKey struct{}
+
+type sharedKey struct{}
+
+// WithSharedSession says the call's session is shared by clients that
+// hold no secret of their own (relay.Session.Shared): a human is not
+// offered "allow for this session", and no standing approval applies.
+func WithSharedSession(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sharedKey{}, true)
+}
+
+func sharedSession(ctx context.Context) bool {
+	shared, _ := ctx.Value(sharedKey{}).(bool)
+	return shared
+}
 
 // WithClient notes the MCP client's own name for the human's questions.
 func WithClient(ctx context.Context, name string) context.Context {

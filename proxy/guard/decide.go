@@ -131,7 +131,7 @@ func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
 		return r
 	}
 	h := f.human
-	if r.binding.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && f.sessionApprovals {
+	if r.binding.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && f.sessionApprovals {
 		for i := range h.approvals {
 			ap := &h.approvals[i]
 			if ap.Active(f.now) && ap.Principal == f.principal && ap.Session == a.Session &&

@@ -107,6 +107,12 @@ func TestDecide(t *testing.T) {
 			facts:     func(f *facts) { f.human.approvals = []store.Approval{appr(nil)} },
 			directive: evaluator.Directive{Decision: evaluator.NeedsConfirm, Stage: evaluator.StagePattern, ArgumentBound: true},
 			want:      ask, evaluated: true},
+		{name: "not in a session shared by clients that hold no secret (2026-07-28 without sessions)",
+			facts: func(f *facts) {
+				f.human.approvals = []store.Approval{appr(nil)}
+				f.action.SharedSession = true
+			},
+			directive: confirm, want: ask, evaluated: true},
 		{name: "not when session approvals are off",
 			facts:     func(f *facts) { f.human.approvals = []store.Approval{appr(nil)}; f.sessionApprovals = false },
 			directive: confirm, want: ask, evaluated: true},

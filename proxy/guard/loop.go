@@ -168,6 +168,9 @@ type Action struct {
 	// Secrets are the arguments the tool's schema declares secret
 	// (writeOnly, format password), in the server's spelling.
 	Secrets []string
+	// SharedSession says the session has no client of its own to bind a
+	// session-wide approval to (WithSharedSession).
+	SharedSession bool
 	// Roles are what the tool's schema says of its arguments
 	// (evaluator.Step.Roles).
 	Roles map[string]policy.Role
@@ -522,7 +525,7 @@ func (g *Guard) pauseNow() *pause {
 // spends it, that nobody spent it first.
 // g.mu is held on entry and return, and let go across the read.
 func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFacts, error) {
-	wantApprovals := b.kind == kindAction && !a.reported() && a.Session != "" && g.SessionApprovalTTL > 0
+	wantApprovals := b.kind == kindAction && !a.reported() && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0
 	principal := g.pol().Principal
 	var approvals []store.Approval
 	var stored []store.Confirmation
@@ -637,7 +640,7 @@ func (g *Guard) newConfirmation(a Action, b binding, d evaluator.Directive) (*Co
 	now := g.now()
 	c := &Confirmation{
 		Token: token, Kind: b.kind, Principal: g.pol().Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
-		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && g.SessionApprovalTTL > 0,
+		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
 		Digest:       b.digest, PolicyVersion: g.pol().Version, Session: a.Session,
 		Action: a.preview, Arguments: a.redacted, Reason: d.Reason, Tier: string(d.Tier),
 		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(g.ConfirmTTL),

@@ -19,7 +19,8 @@ func (g *Guard) Read(ctx context.Context, session, server, kind, name string, ar
 		st = evaluator.Read(server, name)
 	}
 	a := Action{Session: session, Operation: st.Operation, Server: server, Tool: st.Tool,
-		Category: st.Category, Arguments: st.Arguments, Client: ClientOf(ctx), Unresolved: st.Unresolved}
+		Category: st.Category, Arguments: st.Arguments, Client: ClientOf(ctx), Unresolved: st.Unresolved,
+		SharedSession: sharedSession(ctx)}
 	v := g.Check(ctx, a)
 	d := v.Directive
 	g.log().Info("safety decision", "principal", g.CurrentPolicy().Principal, "session", session, "operation", a.Operation,

@@ -211,6 +211,10 @@ func (f *Front) statelessConn(key string) (*statelessConn, error) {
 	return c, nil
 }
 
+// SharedByClients: every client that sends the same clientInfo and
+// capabilities reaches this session; none holds a secret of its own.
+func (c *statelessConn) SharedByClients() bool { return true }
+
 // statelessConn is an mcp.Connection whose other side is many POSTs.
 type statelessConn struct {
 	inbox

@@ -129,6 +129,11 @@ type Session struct {
 	// ID labels the session in logs and audit records; it is ours, never
 	// the client's.
 	ID string
+	// Shared says the session serves whoever sends the same clientInfo
+	// and capabilities (2026-07-28 over HTTP without sessions): its
+	// clients share no secret, so nothing may be approved for the
+	// session as a whole.
+	Shared bool
 
 	cfg    *Config
 	client *link.Peer
@@ -190,6 +195,9 @@ type initParams struct {
 func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{}), progress: map[string]progressRoute{},
 		subscribed: map[string]int{}, parked: map[string]*exchange{}}
+	if c, ok := conn.(interface{ SharedByClients() bool }); ok {
+		s.Shared = c.SharedByClients()
+	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.log = cfg.Log.With("session", s.ID)
 	s.routes.prompts = map[string]promptRoute{}
