@@ -48,7 +48,7 @@ func cmdServe(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
-	ln, local, err := listenOn(*listen)
+	ln, local, err := listenOn(*listen, cfg.Serve.Auth == "none")
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: --listen %s: %v\n", *listen, err)
 		return 1
@@ -98,29 +98,17 @@ func cmdServe(args []string, stderr io.Writer) int {
 }
 
 // listenOn listens on HOST:PORT or unix:PATH and reports whether only
-// this machine can connect (a loopback address or a unix socket).
-func listenOn(addr string) (net.Listener, bool, error) {
+// this machine can connect (a loopback address or a unix socket). With
+// checkPeers, a unix socket admits only processes of this user
+// (SO_PEERCRED), for serving without a token.
+func listenOn(addr string, checkPeers bool) (net.Listener, bool, error) {
 	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
-		if !filepath.IsAbs(path) {
-			return nil, false, errors.New("the socket path must be absolute")
-		}
-		if fi, err := os.Lstat(path); err == nil {
-			if fi.Mode()&fs.ModeSocket == 0 {
-				return nil, false, fmt.Errorf("%s exists and is not a socket", path)
-			}
-			if c, err := net.Dial("unix", path); err == nil {
-				c.Close()
-				return nil, false, fmt.Errorf("another server listens on %s", path)
-			}
-			_ = os.Remove(path) // left behind by an aqlguard that died
-		}
-		ln, err := net.Listen("unix", path)
+		ln, err := listenUnix(path)
 		if err != nil {
 			return nil, false, err
 		}
-		if err := os.Chmod(path, 0o600); err != nil {
-			ln.Close()
-			return nil, false, err
+		if checkPeers {
+			return sameUserOnly{ln}, true, nil
 		}
 		return ln, true, nil
 	}
@@ -139,6 +127,9 @@ func listenOn(addr string) (net.Listener, bool, error) {
 // token itself).
 func serveToken(cfg *policy.Config) (token, from string, err error) {
 	if t := os.Getenv("AQLGUARD_SERVE_TOKEN"); t != "" {
+		// Read once, then gone from the environment: nothing this
+		// process starts inherits it (downstream strips AQLGUARD_* too).
+		_ = os.Unsetenv("AQLGUARD_SERVE_TOKEN")
 		if len(t) < 32 {
 			return "", "", errors.New("AQLGUARD_SERVE_TOKEN is shorter than 32 characters: too easy to guess")
 		}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,13 +57,27 @@ func dial(ctx context.Context, cfg policy.Server, log *slog.Logger) (*conn, erro
 // closes, and again after SIGTERM, before its process group is killed.
 const terminateAfter = 2 * time.Second
 
+// childEnv is a server's environment: aqlguard's own without its
+// AQLGUARD_* variables (AQLGUARD_SERVE_TOKEN is the bearer token of
+// serve: a tool that prints its environment would hand it to the model),
+// and then what the server's config sets, which may name any variable.
+func childEnv(inherited []string, configured map[string]string) []string {
+	env := make([]string, 0, len(inherited)+len(configured))
+	for _, kv := range inherited {
+		if !strings.HasPrefix(kv, "AQLGUARD_") {
+			env = append(env, kv)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(configured)) {
+		env = append(env, k+"="+configured[k])
+	}
+	return env
+}
+
 func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = cfg.Cwd
-	cmd.Env = os.Environ()
-	for k, v := range cfg.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = childEnv(os.Environ(), cfg.Env)
 	// stdout is the MCP stream; stderr is the server's log and goes to
 	// ours, line by line, never to the client.
 	cmd.Stderr = newLineLogger(log)

@@ -237,3 +237,14 @@ func TestHeaderTransport(t *testing.T) {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A server inherits aqlguard's environment without AQLGUARD_* (the serve
+// token among them), and gets what its config sets, whatever the name.
+func TestChildEnv(t *testing.T) {
+	env := childEnv([]string{"PATH=/bin", "AQLGUARD_SERVE_TOKEN=secret", "AQLGUARD_SUPERVISOR_PID=1", "HOME=/h"},
+		map[string]string{"AQLGUARD_TEST_VALUE": "configured", "B": "2"})
+	got := strings.Join(env, " ")
+	if want := "PATH=/bin HOME=/h AQLGUARD_TEST_VALUE=configured B=2"; got != want {
+		t.Errorf("childEnv = %q, want %q", got, want)
+	}
+}

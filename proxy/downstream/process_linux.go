@@ -19,6 +19,12 @@ func setParentDeathSignal(a *syscall.SysProcAttr, sig syscall.Signal) { a.Pdeath
 // descendants, so that it can end them; it reports whether it is one.
 func becomeSubreaper() bool { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == nil }
 
+// nonDumpable keeps other processes of the same user (a server among
+// them) out of the supervisor's /proc/PID/environ and memory, where the
+// environment it hands to the serving aqlguard (AQLGUARD_SERVE_TOKEN)
+// stays for as long as it runs.
+func nonDumpable() { _ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }
+
 // watchParent: the supervisor started this process with a parent death
 // signal.
 func watchParent(int) {}

@@ -14,6 +14,10 @@ func setParentDeathSignal(*syscall.SysProcAttr, syscall.Signal) {}
 // becomeSubreaper: only Linux has subreapers; orphans go to init.
 func becomeSubreaper() bool { return false }
 
+// nonDumpable: no PR_SET_DUMPABLE here; other users' processes are kept
+// out by the system.
+func nonDumpable() {}
+
 // watchParent stops this process as SIGTERM does once its supervisor
 // (parent) is gone: without a parent death signal, it polls.
 func watchParent(parent int) {

@@ -64,6 +64,7 @@ func Supervise() (code int, ok bool) {
 		return 0, false
 	}
 	becomeSubreaper()
+	nonDumpable()
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	cmd := exec.Command(exe, os.Args[1:]...)
