@@ -13,9 +13,12 @@ import (
 // Block is a hard block of a principal. There is at most one per
 // principal.
 type Block struct {
-	Principal      string    `json:"principal"`
-	Reason         string    `json:"reason"`
-	Operation      string    `json:"operation,omitempty"`
+	Principal string `json:"principal"`
+	Reason    string `json:"reason"`
+	Operation string `json:"operation,omitempty"`
+	// Call is the call that set the block, as the human may see it (its
+	// arguments redacted and cut as in a question).
+	Call           string    `json:"call,omitempty"`
 	VerificationID string    `json:"verification_id"`
 	BlockedAt      time.Time `json:"blocked_at"`
 	// Session is the MCP session whose call set the block.

@@ -72,6 +72,16 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// blockCall is the call that set a block, on one line (its preview is
+// already cut to a few hundred bytes), or its operation for a block set
+// before blocks kept their call.
+func blockCall(b store.Block) string {
+	if b.Call == "" {
+		return b.Operation
+	}
+	return oneLine(b.Call)
+}
+
 // cmdBlocks is `aqlguard blocks list`.
 func cmdBlocks(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "list" {
@@ -97,14 +107,14 @@ func cmdBlocks(args []string, stdout, stderr io.Writer) int {
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tBLOCKED AT\tVERIFICATION\tCODE\tOPERATION\tREASON")
+	fmt.Fprintln(tw, "AGENT\tBLOCKED AT\tVERIFICATION\tCODE\tREASON\tCALL")
 	for _, b := range blocks {
 		codeState := "valid until " + b.ChallengeExpiresAt.Local().Format(time.TimeOnly)
 		if !now.Before(b.ChallengeExpiresAt) {
 			codeState = "expired (a new code is shown at the next call)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Principal, b.BlockedAt.Local().Format(time.RFC3339),
-			b.VerificationID, codeState, b.Operation, oneLine(b.Reason))
+			b.VerificationID, codeState, oneLine(b.Reason), blockCall(b))
 	}
 	if err := tw.Flush(); err != nil {
 		return 1

@@ -36,6 +36,7 @@ func TestRun(t *testing.T) {
 			return err
 		}
 		return tx.PutBlock(store.Block{Principal: "worker", VerificationID: "ver_1", Reason: "rm -rf /", BlockedAt: now,
+			Call: `shell.run_command {"command":"rm -rf /"}`,
 			ChallengeExpiresAt: now.Add(time.Hour)})
 	}); err != nil {
 		t.Fatal(err)
@@ -53,6 +54,7 @@ func TestRun(t *testing.T) {
 		{name: "help", args: []string{"help"}, stdout: "usage: aqlguard <verb>"},
 		{name: "an unknown verb", args: []string{"frobnicate"}, code: 2, stderr: `unknown verb "frobnicate"`},
 		{name: "a blocked agent is listed", args: []string{"blocks", "list", "--state-dir", dir}, stdout: "worker"},
+		{name: "with the call that blocked it", args: []string{"blocks", "list", "--state-dir", dir}, stdout: `shell.run_command {"command":"rm -rf /"}`},
 		{name: "unblock without an agent", args: []string{"unblock", "--state-dir", dir}, code: 2, stderr: "usage: aqlguard unblock"},
 		{name: "unblock an agent that is not blocked", args: []string{"unblock", "--state-dir", dir, "nobody"}, code: 1,
 			stderr: `"nobody" is not blocked`},

@@ -86,7 +86,7 @@ func (g *Guard) hardBlock(a Action, d evaluator.Directive, w *writes) Verdict {
 		g.log().Error("creating a challenge", "err", err)
 		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}
 	}
-	b := store.Block{Principal: g.pol().Principal, Reason: d.Reason, Operation: a.Operation,
+	b := store.Block{Principal: g.pol().Principal, Reason: d.Reason, Operation: a.Operation, Call: a.preview,
 		VerificationID: ch.ID, BlockedAt: g.now(), Session: a.Session, ChallengeExpiresAt: ch.ExpiresAt}
 	w.block, w.challenge, w.show = &b, &ch, req
 	return Verdict{Directive: d, VerificationID: ch.ID, Err: g.blockedError(a.Operation, &b)}
@@ -109,7 +109,12 @@ func (g *Guard) verifyPauseFor(a Action, d evaluator.Directive, w *writes) Verdi
 // applies it only if the block is still the one it replaces.
 func (g *Guard) reissue(b *store.Block, w *writes) {
 	d := evaluator.Directive{Tier: evaluator.DangerZone, Reason: b.Reason}
-	ch, req, err := g.newChallenge(Action{Operation: b.Operation, Hint: "lift the block: " + b.Reason}, d)
+	// The fresh code's window names the call that set the block.
+	preview := b.Call
+	if preview == "" {
+		preview = "lift the block: " + b.Reason
+	}
+	ch, req, err := g.newChallenge(Action{Operation: b.Operation, Hint: "lift the block: " + b.Reason, preview: preview}, d)
 	if err != nil {
 		g.log().Error("creating a challenge", "err", err)
 		return
