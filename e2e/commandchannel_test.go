@@ -65,7 +65,7 @@ command = {{toml .testserver}}
 	}
 
 	// A block: the code is in the spool, and it clears the block.
-	id := block(t, g)
+	id := blockWith(t, g, "ts_run_command", map[string]any{"command": "rm -rf /"})
 	codeFile := filepath.Join(spool, id+".code")
 	waitForFile(t, spool, id+".code")
 	body, _ := os.ReadFile(codeFile)

@@ -152,6 +152,12 @@ func startServe(t *testing.T, config string) string {
 // loopback port).
 func startServeOn(t *testing.T, config, listen string) *served {
 	t.Helper()
+	return startServeEnv(t, config, listen)
+}
+
+// startServeEnv is startServeOn with env (KEY=VALUE) added to aqlguard's.
+func startServeEnv(t *testing.T, config, listen string, env ...string) *served {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.toml")
 	writeFile(t, path, config)
@@ -161,7 +167,7 @@ func startServeOn(t *testing.T, config, listen string) *served {
 	}
 	cmd := exec.Command(bins.aqlguard, "serve", "--listen", listen, "--config", path)
 	mark := processMark()
-	cmd.Env = append(isolatedEnv(t, dir), mark)
+	cmd.Env = append(append(isolatedEnv(t, dir), env...), mark)
 	log := &syncBuffer{}
 	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {

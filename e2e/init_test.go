@@ -104,7 +104,7 @@ func TestInitWrapsRealClientConfigs(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("a harmless call through the wrap: %v %s", err, jsonString(res))
 			}
-			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "drop_database", Arguments: map[string]any{"name": "x"}})
+			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "rm -rf /"}})
 			if err != nil || !res.IsError || !strings.Contains(resultText(t, res), "PERMISSION_AGENT_BLOCKED") {
 				t.Errorf("the default policy must guard the wrapped server: %v %s", err, jsonString(res))
 			}

@@ -72,10 +72,11 @@ pattern = "100"
 		params   map[string]any
 		want     string // the refusal
 	}{
-		{"tab inside DROP TABLE", "ts_run_command", map[string]any{"command": "psql -c 'DROP\tTABLE users'"}, "PERMISSION_AGENT_BLOCKED"},
-		{"angle brackets (JSON escaping)", "ts_echo", map[string]any{"message": "<drop table users>"}, "PERMISSION_AGENT_BLOCKED"},
-		{"full-width letters", "ts_echo", map[string]any{"message": "ＤＲＯＰ ＴＡＢＬＥ users"}, "PERMISSION_AGENT_BLOCKED"},
-		{"zero-width space", "ts_echo", map[string]any{"message": "drop\u200b table users"}, "PERMISSION_AGENT_BLOCKED"},
+		// DROP TABLE asks under the defaults; this human says no.
+		{"tab inside DROP TABLE", "ts_run_command", map[string]any{"command": "psql -c 'DROP\tTABLE users'"}, "PERMISSION_DENIED"},
+		{"angle brackets (JSON escaping)", "ts_echo", map[string]any{"message": "<drop table users>"}, "PERMISSION_DENIED"},
+		{"full-width letters", "ts_echo", map[string]any{"message": "ＤＲＯＰ ＴＡＢＬＥ users"}, "PERMISSION_DENIED"},
+		{"zero-width space", "ts_echo", map[string]any{"message": "drop\u200b table users"}, "PERMISSION_DENIED"},
 		{"end-anchored pattern", "ts_run_command", map[string]any{"command": "rm -rf ~"}, "PERMISSION_AGENT_BLOCKED"},
 		{"flags split", "ts_run_command", map[string]any{"command": "rm -r -f /"}, "PERMISSION_AGENT_BLOCKED"},
 		{"flags swapped", "ts_run_command", map[string]any{"command": "rm -fr /"}, "PERMISSION_AGENT_BLOCKED"},
@@ -347,7 +348,7 @@ pattern = "x"
 	if code != 0 {
 		t.Fatalf("explain: %s", errOut)
 	}
-	for _, want := range []string{"ts.delete_note", "delete_*", "asks", "ts.get_item", "get_*", "allowed", "ts.drop_database", "blocks"} {
+	for _, want := range []string{"ts.delete_note", "delete_*", "asks", "ts.get_item", "get_*", "allowed", "ts.drop_database", "refuses"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain lacks %q:\n%s", want, out)
 		}

@@ -124,6 +124,12 @@ func rawAqlguard(t *testing.T, config string) (*exec.Cmd, io.WriteCloser, io.Rea
 	dir := t.TempDir()
 	cfg := dir + "/config.toml"
 	writeFile(t, cfg, renderConfig(t, config, dir))
+	return rawAqlguardAt(t, dir, cfg)
+}
+
+// rawAqlguardAt is rawAqlguard on a config already written in dir.
+func rawAqlguardAt(t *testing.T, dir, cfg string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *syncBuffer) {
+	t.Helper()
 	cmd := exec.Command(bins.aqlguard, "run", "--config", cfg)
 	cmd.Env = isolatedEnv(t, dir)
 	stdin, _ := cmd.StdinPipe()

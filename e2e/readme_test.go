@@ -107,8 +107,12 @@ func TestReadmeQuickStart(t *testing.T) {
 				t.Fatalf("a harmless call: %v %s", err, jsonString(res))
 			}
 			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "drop_database", Arguments: map[string]any{"name": "x"}})
+			if err != nil || !res.IsError || !strings.Contains(resultText(t, res), "PERMISSION_DENIED") {
+				t.Errorf("drop_database must be refused: %v %s", err, jsonString(res))
+			}
+			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "sudo rm -rf /"}})
 			if err != nil || !res.IsError || !strings.Contains(resultText(t, res), "verify_challenge") {
-				t.Errorf("drop_database must block and ask for the code: %v %s", err, jsonString(res))
+				t.Errorf("rm -rf / must block and ask for the code: %v %s", err, jsonString(res))
 			}
 		})
 	}

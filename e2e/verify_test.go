@@ -32,7 +32,14 @@ func dbPath(dir string) string {
 // verification id.
 func block(t *testing.T, g *guard) string {
 	t.Helper()
-	res, _ := g.callAQL(t, "mcp_aql", "ts_drop_database", map[string]any{"name": "prod"})
+	return blockWith(t, g, "ts_drop_database", map[string]any{"name": "prod"})
+}
+
+// blockWith blocks the agent with a call of op that a deny matches, and
+// returns the block's verification id.
+func blockWith(t *testing.T, g *guard, op string, params map[string]any) string {
+	t.Helper()
+	res, _ := g.callAQL(t, "mcp_aql", op, params)
 	code, details := errCode(t, res)
 	id, _ := details["verification_id"].(string)
 	if code != "PERMISSION_AGENT_BLOCKED" || !verify.ValidChallengeID(id) {

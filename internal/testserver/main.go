@@ -57,6 +57,8 @@ func main() {
 		echoDesc    = flag.String("echo-desc", "", "start with this description of echo instead of its own")
 		detached    = flag.Bool("spawn-detached", false, "start a `sleep 600` in a session of its own, as a server that leaves a daemon behind would")
 		orphan      = flag.Bool("spawn-orphan", false, "leave an orphan behind at start (`sh -c 'sleep 1 &'` in a session of its own) that ends soon after")
+		resources   = flag.Bool("resources", false, "offer the resource template file:///{+path} (its text names the URI read) and the prompt greet(name)")
+		wireLog     = flag.String("wire-log", "", "with stdio: append every message received, as the SDK reads it (params as sent), to `FILE`")
 	)
 	flag.Parse()
 
@@ -91,6 +93,9 @@ func main() {
 		if *rugPull {
 			addRugPull(s, calls)
 		}
+		if *resources {
+			addResources(s)
+		}
 		return s
 	}
 
@@ -98,8 +103,18 @@ func main() {
 	defer stop()
 
 	if *httpAddr == "" {
+		var transport mcp.Transport = &mcp.StdioTransport{}
+		if *wireLog != "" {
+			f, err := os.OpenFile(*wireLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "testserver:", err)
+				os.Exit(2)
+			}
+			defer f.Close()
+			transport = &mcp.LoggingTransport{Transport: transport, Writer: f}
+		}
 		// Run returns nil when stdin reaches EOF.
-		if err := newServer().Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+		if err := newServer().Run(ctx, transport); err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(os.Stderr, "testserver:", err)
 			os.Exit(1)
 		}

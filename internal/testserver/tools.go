@@ -263,3 +263,19 @@ func jsonResult(v any, structured bool) *mcp.CallToolResult {
 	}
 	return r
 }
+
+// addResources offers a resource template whose every read answers with
+// the URI it was asked for, as the SDK decoded it, and a prompt that
+// names its argument: what aqlguard forwarded is what the server read.
+func addResources(s *mcp.Server) {
+	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "files", URITemplate: "file:///{+path}", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
+				{URI: req.Params.URI, MIMEType: "text/plain", Text: "read " + req.Params.URI}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name"}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["name"]}}}}, nil
+		})
+}

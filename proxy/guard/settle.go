@@ -683,6 +683,9 @@ func decisionWord(v Verdict) string {
 	if v.Proceed {
 		return "allow"
 	}
+	if v.Directive.Decision == evaluator.Refuse && v.Directive.Enforced {
+		return "refuse" // a refuse pattern or rule: this call alone
+	}
 	if v.Err == nil {
 		return "refuse"
 	}
