@@ -104,7 +104,7 @@ func checkProcessGroup(t *testing.T, pgid int) {
 func processMark() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return "AQLGUARD_E2E_MARK=" + hex.EncodeToString(b)
+	return "E2E_AQLGUARD_MARK=" + hex.EncodeToString(b) // not AQLGUARD_*: servers do not inherit those
 }
 
 // checkMarked fails the test if any live process still carries mark in

@@ -103,6 +103,18 @@ func wire(t *testing.T, dir string) string {
 	return string(b)
 }
 
+// received are the lines of a wire log the server read (not those it
+// wrote: its tools/list names drop_database).
+func received(wire string) string {
+	var b strings.Builder
+	for line := range strings.Lines(wire) {
+		if strings.HasPrefix(line, "read: ") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
 // TestJudgedIsForwarded: a request whose judged member is spelled twice
 // (repeated, or in another case, which encoding/json reads as the same
 // field) is refused with -32602 before any server sees it, for every
@@ -131,7 +143,7 @@ func TestJudgedIsForwarded(t *testing.T) {
 			t.Errorf("%s %s: want -32602, got %s %v", tc.method, tc.params, res, werr)
 		}
 	}
-	if w := wire(t, dir); strings.Contains(w, "shadow") || strings.Contains(w, "drop_database") {
+	if w := received(wire(t, dir)); strings.Contains(w, "shadow") || strings.Contains(w, `"drop_database"`) {
 		t.Errorf("an ambiguous request reached the server:\n%s", w)
 	}
 	// Spelled once, each is served, and the server reads what was judged.
@@ -169,7 +181,7 @@ func TestReadsByCanonicalURI(t *testing.T) {
 			t.Errorf("read %s: want a refusal (-32001), got %v", uri, err)
 		}
 	}
-	if w := wire(t, g.dir); strings.Contains(w, "/etc/") || strings.Contains(w, "%65tc") {
+	if w := received(wire(t, g.dir)); strings.Contains(w, "/etc/") || strings.Contains(w, "%65tc") {
 		t.Errorf("a read of /etc reached the server:\n%s", w)
 	}
 	res, err := g.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///tmp//notes.txt"})
