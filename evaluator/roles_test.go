@@ -67,6 +67,8 @@ command = "runner"
 			map[string]any{"sql": "DROP TABLE users"}, "refuses"},
 		{"a tool that says nothing of where it writes: text is other", "chat.send", policy.Execute, Annotations{},
 			map[string]any{"text": "rm -rf /home"}, "blocks"},
+		{"a tool told only where it runs: its text is what runs", "term.terminal", policy.Execute, Annotations{},
+			map[string]any{"text": "rm -rf /srv", "cwd": "/home/me"}, "blocks"},
 		{"a delete never takes content", "fs.delete_note", policy.Delete, Annotations{},
 			map[string]any{"path": "/tmp/n", "body": "rm -rf x"}, "blocks"},
 		{"the path is still judged", "fs.write_file", policy.Execute, destructive,

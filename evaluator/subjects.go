@@ -143,9 +143,10 @@ func (w *walker) arguments(args map[string]any) {
 	roles := roleSmall[:0]
 	where := false
 	for _, mb := range members {
-		r := w.roles.of(policy.SnakeName(mb.key), "")
+		name := policy.SnakeName(mb.key)
+		r := w.roles.of(name, "")
 		roles = append(roles, r)
-		where = where || r == policy.RolePath || r == policy.RoleURL
+		where = where || policy.NamesWhereItWrites(name, r)
 	}
 	w.content = policy.ContentFor(w.roles.s.Category, where)
 	for i, mb := range members {

@@ -107,10 +107,23 @@ func RoleByConvention(name string) Role {
 	return RoleOther
 }
 
+// runsIn are path names that say where a tool runs, not where it writes:
+// a tool told only these is not a tool that writes (terminal(text, cwd)
+// runs its text).
+var runsIn = map[string]bool{"cwd": true, "working_directory": true, "working_dir": true, "workdir": true, "root": true}
+
+// NamesWhereItWrites reports whether an argument of this name and role
+// tells a tool where it writes (a path or a URL, but not the directory
+// it runs in).
+func NamesWhereItWrites(name string, r Role) bool {
+	return r == RoleURL || r == RolePath && !runsIn[name]
+}
+
 // ContentFor says whether a tool may receive content at all: content is
 // text written somewhere, so a content-named argument is content only
 // for a tool that creates or updates, or one that is told where it
-// writes (it has a path or URL argument). For any other tool (one that
+// writes (it has a path or URL argument, NamesWhereItWrites). For any
+// other tool (one that
 // runs something, deletes, or says nothing of where) such an argument is
 // RoleOther, and text patterns see it.
 func ContentFor(category Category, hasWhere bool) bool {
