@@ -432,6 +432,10 @@ func verifyExport(path string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard audit verify: %s: %v\n", path, err)
 		return 1
 	}
+	if err := v.Finish(); err != nil {
+		fmt.Fprintf(stderr, "aqlguard audit verify: %s: %v\n", path, err)
+		return 1
+	}
 	fmt.Fprintf(stdout, "audit export verified: %d records (an export cannot show records cut from its end)\n", v.Count())
 	return 0
 }
