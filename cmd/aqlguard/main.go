@@ -16,7 +16,8 @@
 //	aqlguard blocks list                            show hard-blocked agents
 //	aqlguard unblock AGENT                          lift a hard block (admin override, audited)
 //	aqlguard approvals list|revoke                  standing approvals (allow for this session)
-//	aqlguard audit list|show|export|verify          read and check the audit log
+//	aqlguard audit list|show|export|verify|seal     read and check the audit log
+//	aqlguard state reset --i-understand             accept a state whose database and log disagree (audited)
 //	aqlguard version
 package main
 
@@ -90,9 +91,14 @@ verbs:
   pins list|approve SERVER TOOL|reset SERVER [TOOL]
                  the approved definitions of the servers' tools; changes
                  waiting for a human (shown as a diff), approving them
-  audit list|show SEQ|export|tail|verify [FILE]
+  audit list|show SEQ|export|tail|verify [FILE]|seal
                  read and check the hash-chained audit log (export --format
-                 jsonl|ocsf, tail -f; --since, --until, --agent, --kind)
+                 jsonl|ocsf, tail -f; --since, --until, --agent, --kind);
+                 seal records a torn tail (a write cut short) as evidence
+  state reset --i-understand
+                 accept a state directory whose database and audit log do
+                 not tell the same history (aqlguard refuses to start on it
+                 and says why); audited
   version        print the version
 
 global flags:
@@ -132,6 +138,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdPins(args, stdout, stderr)
 	case "audit":
 		return cmdAudit(args, stdout, stderr)
+	case "state":
+		return cmdState(args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "aqlguard", version())
 		return 0
