@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -107,6 +108,21 @@ func (p *Peer) Err() error {
 		return p.closeErr
 	default:
 		return nil
+	}
+}
+
+// WaitServed waits, at most d, until the handlers of the other side's
+// requests have returned (Close and the connection's end cancel their
+// contexts; a guarded call still records its decision). It reports
+// whether they all did.
+func (p *Peer) WaitServed(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { p.serving.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
