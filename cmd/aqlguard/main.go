@@ -38,6 +38,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/link"
 )
 
 func main() {
@@ -47,9 +48,34 @@ func main() {
 	if code, ok := downstream.Supervise(); ok {
 		os.Exit(code)
 	}
-	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stdin, stdout, stderr, restore := pollableStdio()
+	code := run(os.Args[1:], stdin, stdout, stderr)
+	restore()
 	downstream.EndAdopted() // what the servers left behind
 	os.Exit(code)
+}
+
+// pollableStdio is the serving aqlguard's stdin, stdout and stderr read
+// and written through the runtime's poller (link.Pollable): no thread of
+// it ever blocks in read(2) or write(2) on the pipes its client gave it.
+// restore puts the descriptors back as they were given.
+func pollableStdio() (stdin, stdout, stderr *os.File, restore func()) {
+	var restores []func()
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	for i, f := range files {
+		p, r, err := link.Pollable(f)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "aqlguard: %s stays a blocking descriptor: %v\n", f.Name(), err)
+			continue
+		}
+		files[i] = p
+		restores = append(restores, r)
+	}
+	return files[0], files[1], files[2], func() {
+		for _, r := range restores {
+			r()
+		}
+	}
 }
 
 // supervisesServers reports whether a verb may start stdio servers, and

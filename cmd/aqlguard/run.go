@@ -87,6 +87,12 @@ func serveStdio(g *globals, cfg *policy.Config, build func() (*policy.Config, er
 	// piping requests in) gets the answers, as from the server itself.
 	in.relay.FinishOnEOF = true
 	conn := link.NewLineConn(stdin, stdout, nil)
+	// A client's bad line gets the JSON-RPC error for it; the session
+	// goes on.
+	conn.AnswerBadLines = true
+	conn.OnBadLine = func(start []byte, why string) {
+		in.log.Warn("a line from the client is not a JSON-RPC message; answered with an error", "why", why, "start", string(start))
+	}
 	if err := relay.Serve(ctx, conn, in.relay); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		in.log.Error("MCP session ended with an error", "err", err)
 		return 1
