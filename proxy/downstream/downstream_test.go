@@ -30,6 +30,11 @@ func TestMain(m *testing.M) {
 	case "crash":
 		fmt.Fprintln(os.Stderr, "config missing")
 		os.Exit(3)
+	case "die":
+		// Starts, answers, and dies soon after: a crash loop.
+		time.AfterFunc(300*time.Millisecond, func() { os.Exit(1) })
+		serveTestServer()
+		return
 	}
 	os.Exit(m.Run())
 }
