@@ -106,12 +106,15 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	path := filepath.Join(dir, FileName)
 	st, statErr := os.Stat(path)
 	dbExists := statErr == nil && st.Size() > 0 // an empty file is no database yet
+	noDatabase := fmt.Errorf("no state database at %s: aqlguard has not run with this state directory "+
+		"(check --state-dir, or state_dir in the config)", path)
 	switch {
 	case statErr != nil && !os.IsNotExist(statErr):
 		return nil, fmt.Errorf("opening the state database: %w", statErr)
 	case o.ReadOnly && !dbExists:
-		return nil, fmt.Errorf("no state database at %s: aqlguard has not run with this state directory "+
-			"(check --state-dir, or state_dir in the config)", path)
+		if _, err := os.Stat(dir); err != nil {
+			return nil, noDatabase
+		}
 	case !o.ReadOnly && !o.Inspect:
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("creating the state directory: %w", err)
@@ -158,6 +161,8 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 				return fail(herr)
 			}
 			s.history = herr
+		} else if o.ReadOnly {
+			return fail(noDatabase)
 		}
 		if !writesAtOpen {
 			return s, nil

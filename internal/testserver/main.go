@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	testserver [-http ADDR] [-log FILE] [-name NAME] [-fail-start] [-hang-start] [-stderr-noise]
+//	testserver [-http ADDR] [-log FILE] [-name NAME] [-fail-start] [-hang-start] [-stderr-noise] [-exit-after D]
 //
 // Without -http it serves MCP over stdio. With -http it serves Streamable HTTP
 // at /mcp and prints "listening on http://HOST:PORT/mcp" to stderr, so
@@ -57,6 +57,7 @@ func main() {
 		echoDesc    = flag.String("echo-desc", "", "start with this description of echo instead of its own")
 		detached    = flag.Bool("spawn-detached", false, "start a `sleep 600` in a session of its own, as a server that leaves a daemon behind would")
 		orphan      = flag.Bool("spawn-orphan", false, "leave an orphan behind at start (`sh -c 'sleep 1 &'` in a session of its own) that ends soon after")
+		exitAfter   = flag.Duration("exit-after", 0, "serve, then exit with code 1 this long after starting (a crash loop)")
 	)
 	flag.Parse()
 
@@ -71,6 +72,12 @@ func main() {
 	}
 	if *hangStart {
 		hang()
+	}
+	if *exitAfter > 0 {
+		time.AfterFunc(*exitAfter, func() {
+			fmt.Fprintln(os.Stderr, "testserver: exiting on purpose (-exit-after)")
+			os.Exit(1)
+		})
 	}
 	if *detached {
 		spawnDetached()
