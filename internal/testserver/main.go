@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -105,8 +106,22 @@ func main() {
 	defer stop()
 
 	if *httpAddr == "" {
-		// Run returns nil when stdin reaches EOF.
-		if err := newServer().Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+		// Run returns nil when stdin reaches EOF. stdin and stdout are
+		// read and written through the runtime's poller, as aqlguard does
+		// its own (docs/design.md, "No thread blocked on a pipe"): a
+		// go-sdk server reading a blocking stdin can freeze for as long
+		// as no byte arrives when a GC stops the world.
+		in, restoreIn, err := link.Pollable(os.Stdin)
+		if err != nil {
+			in, restoreIn = os.Stdin, func() {}
+		}
+		defer restoreIn()
+		out, restoreOut, err := link.Pollable(os.Stdout)
+		if err != nil {
+			out, restoreOut = os.Stdout, func() {}
+		}
+		defer restoreOut()
+		if err := newServer().Run(ctx, &mcp.IOTransport{Reader: in, Writer: out}); err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(os.Stderr, "testserver:", err)
 			os.Exit(1)
 		}
