@@ -183,22 +183,9 @@ func (l *auditLog) catchUp() error {
 	if err != nil {
 		return err
 	}
-	// The head is the last record of the newest segment that has one.
-	head := auditHead{Hash: GenesisHash}
-	for i := len(ns) - 1; i >= 0; i-- {
-		last, err := lastLine(filepath.Join(l.dir, segmentName(ns[i])))
-		if err != nil {
-			return err
-		}
-		if last == nil {
-			continue
-		}
-		var r Record
-		if err := json.Unmarshal(last, &r); err != nil {
-			return fmt.Errorf("audit log: the last record of %s is damaged: %w", segmentName(ns[i]), err)
-		}
-		head = auditHead{Seq: r.Seq, Hash: r.Hash}
-		break
+	head, err := l.lastRecord()
+	if err != nil {
+		return err
 	}
 	if head.Seq < l.head.Seq {
 		l.lost = fmt.Errorf("audit log: the log ends at record %d, but record %d was written: records were removed while "+

@@ -430,20 +430,7 @@ func (s *Store) Reset(ctx context.Context, by, process string, now time.Time) ([
 		if len(problems) == 0 && len(breaks) == 0 {
 			return nil
 		}
-		for _, b := range buckets {
-			if _, err := tx.tx.CreateBucketIfNotExists(b); err != nil {
-				return fmt.Errorf("creating bucket %s: %w", b, err)
-			}
-		}
-		if s.auditKey, err = tx.auditKey(); err != nil {
-			return err
-		}
-		id, err := tx.stateID()
-		if err != nil {
-			return err
-		}
-		s.setStateID(id)
-		if err := s.gen.setState(id); err != nil {
+		if err := s.initState(tx); err != nil {
 			return err
 		}
 		acc, err := tx.accepted()

@@ -195,22 +195,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 			}
 			return nil
 		}
-		for _, b := range buckets {
-			if _, err := tx.tx.CreateBucketIfNotExists(b); err != nil {
-				return fmt.Errorf("creating bucket %s: %w", b, err)
-			}
-		}
-		key, err := tx.auditKey()
-		s.auditKey = key
-		if err != nil {
-			return err
-		}
-		id, err := tx.stateID()
-		if err != nil {
-			return err
-		}
-		s.setStateID(id)
-		if err := s.gen.setState(id); err != nil {
+		if err := s.initState(tx); err != nil {
 			return err
 		}
 		return tx.migrateAudit()
@@ -224,6 +209,28 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		return fail(err)
 	}
 	return s, nil
+}
+
+// initState makes what every state has, where it is missing: the
+// buckets, the audit key and the state id (also written into the
+// marker).
+func (s *Store) initState(tx *Tx) error {
+	for _, b := range buckets {
+		if _, err := tx.tx.CreateBucketIfNotExists(b); err != nil {
+			return fmt.Errorf("creating bucket %s: %w", b, err)
+		}
+	}
+	key, err := tx.auditKey()
+	if err != nil {
+		return err
+	}
+	s.auditKey = key
+	id, err := tx.stateID()
+	if err != nil {
+		return err
+	}
+	s.setStateID(id)
+	return s.gen.setState(id)
 }
 
 func (s *Store) setStateID(id string) {
