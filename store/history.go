@@ -474,7 +474,19 @@ func (s *Store) Reset(ctx context.Context, by, process string, now time.Time) ([
 		return nil, err
 	}
 	s.history = nil
+	s.numberWritten(recs)
 	return recs, nil
+}
+
+// numberWritten gives the records an admin command just wrote (the last
+// it appended) their sequence numbers, for it to say where they are.
+func (s *Store) numberWritten(recs []Record) {
+	s.log.mu.Lock()
+	last := s.log.head.Seq
+	s.log.mu.Unlock()
+	for i := range recs {
+		recs[i].Seq = last - uint64(len(recs)-1-i)
+	}
 }
 
 // Seal records every torn tail of the log that no seal recorded yet: its
@@ -521,5 +533,9 @@ func (s *Store) Seal(ctx context.Context, by, process string, now time.Time) ([]
 		}
 		return nil
 	})
-	return recs, err
+	if err != nil {
+		return nil, err
+	}
+	s.numberWritten(recs)
+	return recs, nil
 }

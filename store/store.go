@@ -103,6 +103,9 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("opening the state database: no state directory")
 	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // the messages name it, and a command to run on it
+	}
 	path := filepath.Join(dir, FileName)
 	st, statErr := os.Stat(path)
 	dbExists := statErr == nil && st.Size() > 0 // an empty file is no database yet
