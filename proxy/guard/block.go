@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
@@ -319,6 +320,8 @@ func stateProblem(err error) string {
 		return "the request ended before its decision could be read or recorded"
 	case errors.As(err, &damaged):
 		return "the state database is damaged; the operator must restore it"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "the disk under the state directory is full; the operator must free space"
 	}
 	return "the state database is unavailable"
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,6 +104,11 @@ func TestStoreProblemsReachTheModelAsFixedPhrases(t *testing.T) {
 	}
 	if !strings.Contains(v.Err.Message, "busy") {
 		t.Fatalf("%q does not say the database is busy", v.Err.Message)
+	}
+	full := fmt.Errorf("audit log: writing record 20: write /home/u/audit-00000001.jsonl: %w", syscall.ENOSPC)
+	if v := (&Guard{}).unavailable(full, "the action is refused"); !strings.Contains(v.Err.Message, "disk under the state directory is full") ||
+		strings.Contains(v.Err.Message, "/home/u") {
+		t.Fatalf("a full disk is told %q", v.Err.Message)
 	}
 }
 
