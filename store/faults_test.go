@@ -308,6 +308,22 @@ func TestDamagedPageIsAnError(t *testing.T) {
 	}
 }
 
+// TestDamagedSegmentIsAnError (fault 4): a segment whose last record
+// does not decode is an error naming it and what to do, never a panic.
+func TestDamagedSegmentIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	withHistory(t, dir)
+	seg := filepath.Join(dir, AuditDir, segmentName(1))
+	raw, _ := os.ReadFile(seg)
+	if err := os.WriteFile(seg, append(raw, []byte("{\"seq\":5,garbage}\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), dir, Options{})
+	if err == nil || !strings.Contains(err.Error(), segmentName(1)) || !strings.Contains(err.Error(), "restore the damaged segment") {
+		t.Fatalf("Open with a damaged segment = %v", err)
+	}
+}
+
 // TestCancelledIsNotBusy (fault 5): a request that ended is its own
 // error; ErrBusy is another process holding the lock past the timeout,
 // and names its pid.

@@ -174,7 +174,8 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	open := func(tx *Tx) error {
 		problems, warnings, err := s.checkHistory(tx)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w; the audit log in %s cannot be read: restore the damaged segment from a backup "+
+				"(`aqlguard audit verify` says where the damage is)", err, filepath.Join(dir, AuditDir))
 		}
 		s.warnings = append(s.warnings, warnings...)
 		if len(problems) > 0 {
