@@ -155,6 +155,13 @@ func TestLostDatabaseIsRefused(t *testing.T) {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Fatalf("a read-only Open created %s (%v)", dir, err)
 		}
+		empty := t.TempDir()
+		if _, err := Open(ctx, empty, Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "no state database") {
+			t.Fatalf("read-only Open of an empty directory = %v", err)
+		}
+		if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+			t.Fatalf("a read-only Open created %v", ents)
+		}
 	})
 }
 

@@ -133,12 +133,8 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
-	lock, err := openLock(s.path + ".lock")
-	if err != nil {
-		return nil, fmt.Errorf("opening the state database: %w", err)
-	}
-	s.lock = lock
 	writesAtOpen := !o.ReadOnly && !o.Inspect
+	var err error
 	if s.gen, err = openGeneration(filepath.Join(dir, GenerationFile), o.ReadOnly); err != nil {
 		return nil, err
 	}
@@ -167,9 +163,14 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		} else if o.ReadOnly {
 			return fail(noDatabase)
 		}
-		if !writesAtOpen {
-			return s, nil
-		}
+	}
+	// The lock file is made only once there is a database to lock, or
+	// one to make (a read of nothing creates nothing).
+	if s.lock, err = openLock(s.path + ".lock"); err != nil {
+		return fail(fmt.Errorf("opening the state database: %w", err))
+	}
+	if !dbExists && !writesAtOpen {
+		return s, nil
 	}
 	open := func(tx *Tx) error {
 		problems, warnings, err := s.checkHistory(tx)
@@ -266,7 +267,9 @@ func (s *Store) Close() error {
 		s.log.close()
 		s.gen.close()
 		s.mu.Lock() // no transaction of this process is using the lock
-		_ = s.lock.close()
+		if s.lock != nil {
+			_ = s.lock.close()
+		}
 		s.mu.Unlock()
 	}
 	return nil
