@@ -78,14 +78,18 @@ func TestFailedFirstStartIsRetried(t *testing.T) {
 // stableAfter is restarted at once again when it dies.
 func TestStableServerStartsItsBackoffOver(t *testing.T) {
 	old := stableAfter
-	stableAfter = 200 * time.Millisecond
+	stableAfter = 100 * time.Millisecond
 	defer func() { stableAfter = old }()
-	p := Start(context.Background(), []policy.Server{helper("loop", "die", 0)}, Options{Version: "test", Restart: true})
+	srv := helper("loop", "die", 0)
+	srv.Env["AQLGUARD_DOWNSTREAM_DIE_AFTER"] = "1s" // up far longer than stableAfter, even under -race
+	p := Start(context.Background(), []policy.Server{srv}, Options{Version: "test", Restart: true})
 	defer p.Close()
-	srv, _ := p.Server("loop")
-	time.Sleep(3 * time.Second)
-	// Up 0.3 s (> stableAfter) every time: every restart is attempt 1.
-	if st := srv.State(); st.Attempt > 1 || st.Restarts < 3 {
-		t.Fatalf("%+v: a server that stays up past stableAfter should restart at the first delay each time", st)
+	s, _ := p.Server("loop")
+	time.Sleep(5 * time.Second)
+	// Every restart is attempt 1: the server stayed up past stableAfter
+	// each time.
+	if st := s.State(); st.Attempt > 1 || st.Restarts < 2 {
+		t.Fatalf("%d restarts, attempt %d: a server that stays up past stableAfter should restart at the first delay each time",
+			st.Restarts, st.Attempt)
 	}
 }

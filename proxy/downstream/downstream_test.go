@@ -32,7 +32,11 @@ func TestMain(m *testing.M) {
 		os.Exit(3)
 	case "die":
 		// Starts, answers, and dies soon after: a crash loop.
-		time.AfterFunc(300*time.Millisecond, func() { os.Exit(1) })
+		after, err := time.ParseDuration(os.Getenv("AQLGUARD_DOWNSTREAM_DIE_AFTER"))
+		if err != nil {
+			after = 300 * time.Millisecond
+		}
+		time.AfterFunc(after, func() { os.Exit(1) })
 		serveTestServer()
 		return
 	}
