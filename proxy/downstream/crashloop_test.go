@@ -60,8 +60,8 @@ func TestFailedFirstStartIsRetried(t *testing.T) {
 		Options{Version: "test", Restart: true, Log: slog.New(slog.NewTextHandler(logs, nil))})
 	defer p.Close()
 	srv, _ := p.Server("bad")
-	if st := srv.State(); st.Status != Restarting || st.Attempt != 1 {
-		t.Fatalf("after a failed first start: %+v, want restarting, attempt 1", st)
+	if st := srv.State(); st.Status != Restarting {
+		t.Fatalf("after a failed first start: %+v, want restarting", st)
 	}
 	time.Sleep(2 * time.Second) // 0.5 s, then 1 s
 	if st := srv.State(); st.Attempt < 2 || st.Status != Restarting {
