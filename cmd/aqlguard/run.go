@@ -87,6 +87,12 @@ func serveStdio(g *globals, cfg *policy.Config, build func() (*policy.Config, er
 	// piping requests in) gets the answers, as from the server itself.
 	in.relay.FinishOnEOF = true
 	conn := link.NewLineConn(stdin, stdout, nil)
+	// A client's bad line gets the JSON-RPC error for it; the session
+	// goes on.
+	conn.AnswerBadLines = true
+	conn.OnBadLine = func(start []byte, why string) {
+		in.log.Warn("a line from the client is not a JSON-RPC message; answered with an error", "why", why, "start", string(start))
+	}
 	if err := relay.Serve(ctx, conn, in.relay); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		in.log.Error("MCP session ended with an error", "err", err)
 		return 1
@@ -139,6 +145,9 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
+	}
+	for _, w := range st.Warnings() {
+		log.Warn(w)
 	}
 	if anchorsOff != "" {
 		log.Warn("audit anchors are off: the audit log's heads cannot be sent to the system log, so `aqlguard audit verify --anchors` "+
@@ -203,6 +212,11 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog
 // (default $XDG_STATE_HOME/aqlguard). Without it nothing can be decided
 // durably, so aqlguard does not start.
 func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
+	return openStoreWith(ctx, cfg, store.Options{})
+}
+
+// openStoreWith is openStore with the store's access options.
+func openStoreWith(ctx context.Context, cfg *policy.Config, o store.Options) (*store.Store, error) {
 	dir := cfg.StateDir
 	if dir == "" {
 		d, err := store.DefaultDir()
@@ -211,8 +225,11 @@ func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
 		}
 		dir = d
 	}
-	st, err := store.Open(ctx, dir, store.Options{Timeout: cfg.StateLockTimeout.Duration, AuditSync: store.SyncMode(cfg.Audit.Sync),
-		Anchor: systemLogAnchor()})
+	o.Timeout, o.AuditSync = cfg.StateLockTimeout.Duration, store.SyncMode(cfg.Audit.Sync)
+	if !o.ReadOnly {
+		o.Anchor = systemLogAnchor()
+	}
+	st, err := store.Open(ctx, dir, o)
 	if err != nil {
 		return nil, fmt.Errorf("the state database: %w", err)
 	}

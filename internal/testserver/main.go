@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	testserver [-http ADDR] [-log FILE] [-name NAME] [-fail-start] [-hang-start] [-stderr-noise]
+//	testserver [-http ADDR] [-log FILE] [-name NAME] [-fail-start] [-hang-start] [-stderr-noise] [-exit-after D]
 //
 // Without -http it serves MCP over stdio. With -http it serves Streamable HTTP
 // at /mcp and prints "listening on http://HOST:PORT/mcp" to stderr, so
@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -59,6 +60,7 @@ func main() {
 		orphan      = flag.Bool("spawn-orphan", false, "leave an orphan behind at start (`sh -c 'sleep 1 &'` in a session of its own) that ends soon after")
 		resources   = flag.Bool("resources", false, "offer the resource template file:///{+path} (its text names the URI read) and the prompt greet(name)")
 		wireLog     = flag.String("wire-log", "", "with stdio: append every message received, as the SDK reads it (params as sent), to `FILE`")
+		exitAfter   = flag.Duration("exit-after", 0, "serve, then exit with code 1 this long after starting (a crash loop)")
 	)
 	flag.Parse()
 
@@ -73,6 +75,12 @@ func main() {
 	}
 	if *hangStart {
 		hang()
+	}
+	if *exitAfter > 0 {
+		time.AfterFunc(*exitAfter, func() {
+			fmt.Fprintln(os.Stderr, "testserver: exiting on purpose (-exit-after)")
+			os.Exit(1)
+		})
 	}
 	if *detached {
 		spawnDetached()
@@ -103,7 +111,22 @@ func main() {
 	defer stop()
 
 	if *httpAddr == "" {
-		var transport mcp.Transport = &mcp.StdioTransport{}
+		// Run returns nil when stdin reaches EOF. stdin and stdout are
+		// read and written through the runtime's poller, as aqlguard does
+		// its own (docs/design.md, "No thread blocked on a pipe"): a
+		// go-sdk server reading a blocking stdin can freeze for as long
+		// as no byte arrives when a GC stops the world.
+		in, restoreIn, err := link.Pollable(os.Stdin)
+		if err != nil {
+			in, restoreIn = os.Stdin, func() {}
+		}
+		defer restoreIn()
+		out, restoreOut, err := link.Pollable(os.Stdout)
+		if err != nil {
+			out, restoreOut = os.Stdout, func() {}
+		}
+		defer restoreOut()
+		var transport mcp.Transport = &mcp.IOTransport{Reader: in, Writer: out}
 		if *wireLog != "" {
 			f, err := os.OpenFile(*wireLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 			if err != nil {
@@ -113,7 +136,6 @@ func main() {
 			defer f.Close()
 			transport = &mcp.LoggingTransport{Transport: transport, Writer: f}
 		}
-		// Run returns nil when stdin reaches EOF.
 		if err := newServer().Run(ctx, transport); err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(os.Stderr, "testserver:", err)
 			os.Exit(1)

@@ -103,6 +103,10 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 		close(c.exited)
 	}()
 	mc := link.NewLineConn(stdout, stdin, func() error { return errors.Join(stdin.Close(), stdout.Close()) })
+	mc.OnBadLine = func(start []byte, why string) {
+		log.Warn("the server wrote a line to stdout that is not a JSON-RPC message; it is skipped (servers log to stderr)",
+			"why", why, "start", string(start))
+	}
 	var once sync.Once
 	c.Connection = mc
 	c.stop = func() {

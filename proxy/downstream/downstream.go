@@ -94,6 +94,10 @@ type State struct {
 	ToolsRaw []json.RawMessage
 	// Restarts counts how often the server was restarted after dying.
 	Restarts int
+	// Attempt is the restart attempt a restarting server waits for, and
+	// NextAttempt when it comes (zero when it is not restarting).
+	Attempt     int
+	NextAttempt time.Time
 }
 
 // Server is one downstream server.
@@ -110,6 +114,10 @@ type Server struct {
 	peer    *link.Peer
 	conn    *conn
 	stopped bool // for good: no restart, no late start
+	// crashes counts the restart attempts of a crash loop (restart.go);
+	// upSince is when the running connection started.
+	crashes int
+	upSince time.Time
 }
 
 // Pool is the set of downstream servers of one client session.
@@ -242,11 +250,21 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 		}
 		s.log.Error("downstream server failed to start", "problem", problem, "err", err)
 		s.mu.Lock()
-		if !restart {
+		retry := !restart && s.pool.opts.Restart && !s.stopped && !s.pool.closing.Load()
+		switch {
+		case retry:
+			// A first start that failed is tried again, with the backoff
+			// of a crash loop: the command may be installed, the network
+			// back, a moment later.
+			s.state.Status = Restarting
+		case !restart:
 			s.state.Status = Failed
 		}
 		s.state.Problem = problem
 		s.mu.Unlock()
+		if retry {
+			go s.restart()
+		}
 		return false
 	}
 	s.mu.Lock()
@@ -258,6 +276,7 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 	}
 	st.Restarts = s.state.Restarts
 	s.state, s.peer, s.conn = st, peer, c
+	s.upSince = time.Now()
 	s.mu.Unlock()
 	s.log.Info("downstream server ready", "tools", len(st.Tools), "protocol", st.Protocol,
 		"transport", s.cfg.Transport, "elapsed", time.Since(began).Round(time.Millisecond))
@@ -397,6 +416,7 @@ func (s *Server) watch(peer *link.Peer, c *conn) {
 	if s.peer == peer {
 		s.peer, s.conn = nil, nil
 	}
+	s.died(time.Now())
 	restart := s.pool.opts.Restart
 	if restart {
 		s.state.Status = Restarting
@@ -431,10 +451,13 @@ func (s *Server) Request(ctx context.Context, method string, params json.RawMess
 	res, err := peer.Call(ctx, method, params)
 	switch {
 	case errors.Is(err, link.ErrClosed):
-		return nil, fmt.Errorf("%w: server %s went away during %s", ErrUnavailable, s.Name, method)
+		status := Failed
+		if s.pool.opts.Restart {
+			status = Restarting
+		}
+		return nil, &UnavailableError{Server: s.Name, Status: status, During: method}
 	case errors.Is(context.Cause(ctx), ErrCallTimeout):
-		return nil, fmt.Errorf("server %s did not answer %s within %s (call_timeout); the request was cancelled: %w",
-			s.Name, method, limit, ErrCallTimeout)
+		return nil, &CallTimeoutError{Server: s.Name, Method: method, Limit: limit}
 	}
 	return res, err
 }
@@ -452,19 +475,79 @@ func (s *Server) Notify(ctx context.Context, method string, params json.RawMessa
 
 func (s *Server) unavailable() error {
 	st := s.State()
-	why := string(st.Status)
-	if st.Problem != "" {
-		why += ": " + st.Problem
-	}
-	return fmt.Errorf("%w: server %s is %s", ErrUnavailable, s.Name, why)
+	return &UnavailableError{Server: s.Name, Status: st.Status, Problem: st.Problem, Attempt: st.Attempt, Next: st.NextAttempt}
 }
 
 // ErrUnavailable is returned for calls to a server that is not ready.
 var ErrUnavailable = errors.New("downstream server unavailable")
 
+// UnavailableError says why a call found its server not ready. It is
+// ErrUnavailable; Message says it to a model, in a fixed phrase.
+type UnavailableError struct {
+	Server  string
+	Status  Status
+	Problem string // a fixed phrase (State.Problem)
+	// Attempt and Next: the restart a restarting server waits for.
+	Attempt int
+	Next    time.Time
+	// During is the method that was in flight when the server went away
+	// ("" when the server was not ready before the call).
+	During string
+}
+
+func (e *UnavailableError) Error() string { return e.Message(time.Now()) }
+
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// PublicMessage is what the other side of a relayed request is told.
+func (e *UnavailableError) PublicMessage() string { return e.Message(time.Now()) }
+
+// Message is the fixed sentence for the model and the human: which
+// server, what state it is in, and what to do.
+func (e *UnavailableError) Message(now time.Time) string {
+	switch {
+	case e.During != "" && e.Status == Restarting:
+		return fmt.Sprintf("server %s went away during %s; aqlguard restarts it: try again in a moment", e.Server, e.During)
+	case e.During != "":
+		return fmt.Sprintf("server %s went away during %s; it is not restarted until aqlguard restarts", e.Server, e.During)
+	case e.Status == Restarting && e.Attempt > 0:
+		next := max(e.Next.Sub(now), 0).Round(100 * time.Millisecond)
+		last := ""
+		if e.Problem != "" {
+			last = "; last: " + e.Problem
+		}
+		return fmt.Sprintf("server %s is restarting (attempt %d, next in %s%s): try again then", e.Server, e.Attempt, next, last)
+	case e.Status == Restarting:
+		return fmt.Sprintf("server %s is restarting: try again in a moment", e.Server)
+	case e.Status == Starting:
+		return fmt.Sprintf("server %s is still starting: try again in a moment", e.Server)
+	case e.Status == Failed && e.Problem != "":
+		return fmt.Sprintf("server %s is not available (%s); check its configuration and aqlguard's log", e.Server, e.Problem)
+	case e.Status == Stopped:
+		return fmt.Sprintf("server %s was stopped (the session ended or the configuration changed)", e.Server)
+	}
+	return fmt.Sprintf("server %s is not available; check aqlguard's log", e.Server)
+}
+
 // ErrCallTimeout is returned for a request the server did not answer
 // within its call_timeout.
 var ErrCallTimeout = errors.New("call timeout")
+
+// CallTimeoutError is ErrCallTimeout for one request; its text is a
+// fixed sentence for the model and the human.
+type CallTimeoutError struct {
+	Server, Method string
+	Limit          time.Duration
+}
+
+func (e *CallTimeoutError) Error() string {
+	return fmt.Sprintf("server %s did not answer %s within its call_timeout (%s); the request was cancelled", e.Server, e.Method, e.Limit)
+}
+
+func (e *CallTimeoutError) Is(target error) bool { return target == ErrCallTimeout }
+
+// PublicMessage is what the other side of a relayed request is told.
+func (e *CallTimeoutError) PublicMessage() string { return e.Error() }
 
 // Call forwards one tools/call and decodes the result (the MCP-AQL
 // endpoints wrap it in their own envelope; transparent mode relays

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
@@ -213,12 +214,21 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	case <-ctx.Done():
 		_ = s.client.Close()
 	}
+	// The requests in flight were cancelled; each still records what the
+	// guard decided before the session's servers and the store go.
+	if !s.client.WaitServed(servedWithin) {
+		s.log.Error("requests in flight did not finish at the end of the session", "waited", servedWithin)
+	}
 	s.close()
 	if err := s.client.Err(); err != nil && !errors.Is(err, link.ErrClosed) {
 		return err
 	}
 	return nil
 }
+
+// servedWithin bounds how long a session that ends waits for the
+// requests it was serving.
+const servedWithin = 10 * time.Second
 
 func (s *Session) close() {
 	s.endLife()
