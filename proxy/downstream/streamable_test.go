@@ -124,8 +124,10 @@ func TestHTTPConnectionsAreReused(t *testing.T) {
 	}
 	wg.Wait()
 	// The callers' own connections, the session's GET stream and the
-	// handshake's: more would be connections dialled per call.
-	if n := opened.Load(); n > callers+4 {
+	// handshake's, and on a loaded machine a few more dialled while a
+	// connection was between answer and reuse; a connection per call
+	// (the defect) is over a hundred.
+	if n := opened.Load(); n > 2*callers+4 {
 		t.Fatalf("%d connections opened for %d calls by %d callers", n, callers*calls, callers)
 	}
 }
