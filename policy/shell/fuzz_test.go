@@ -9,12 +9,12 @@ import (
 
 // Spellings of the parts of `rm -rf /` that a shell runs the same.
 var (
-	rmNames   = []string{"rm", "'rm'", `"rm"`, `r\m`, "/bin/rm", "/usr/bin/rm", `\rm`, "$'rm'", `$'\x72m'`, "r''m", `"r"m`, "RM", "./../../bin/rm"}
-	rmFlags   = []string{"-rf", "-fr", "-r -f", "-f -r", "-Rf", "-r --force", "--recursive -f", "-rfv", "-v -r -f", "--force --recursive", "-f -R", "-r -i -f"}
-	rmTargets = []string{"/", "//", "/./", "'/'", `"/"`, "/bin/..", `\/`, "/.", "///", "-- /"}
-	wrappers  = []string{"sudo ", "sudo -u root ", "env ", "env A=1 ", "nice -n 5 ", "timeout 5 ", "command ", "nohup ", "time ", "doas ", "busybox ", "stdbuf -o0 ", "setsid "}
-	prefixes  = []string{"", "true; ", "x=1 && ", "echo hi | ", "cd /tmp && ", "false || ", "{ ", "( "}
-	trailers  = []string{"", " --no-preserve-root", " /tmp", " &", " 2>/dev/null"}
+	rmNames          = []string{"rm", "'rm'", `"rm"`, `r\m`, "/bin/rm", "/usr/bin/rm", `\rm`, "$'rm'", `$'\x72m'`, "r''m", `"r"m`, "RM", "./../../bin/rm"}
+	rmFlags          = []string{"-rf", "-fr", "-r -f", "-f -r", "-Rf", "-r --force", "--recursive -f", "-rfv", "-v -r -f", "--force --recursive", "-f -R", "-r -i -f"}
+	rmTargets        = []string{"/", "//", "/./", "'/'", `"/"`, "/bin/..", `\/`, "/.", "///", "-- /"}
+	wrapperSpellings = []string{"sudo ", "sudo -u root ", "env ", "env A=1 ", "nice -n 5 ", "timeout 5 ", "command ", "nohup ", "time ", "doas ", "busybox ", "stdbuf -o0 ", "setsid "}
+	prefixes         = []string{"", "true; ", "x=1 && ", "echo hi | ", "cd /tmp && ", "false || ", "{ ", "( "}
+	trailers         = []string{"", " --no-preserve-root", " /tmp", " &", " 2>/dev/null"}
 )
 
 // variant builds a meaning-preserving spelling of `rm -rf /` from the
@@ -30,7 +30,7 @@ func variant(choices []byte) string {
 	}
 	cmd := rmNames[next(len(rmNames))] + " " + rmFlags[next(len(rmFlags))] + " " + rmTargets[next(len(rmTargets))] + trailers[next(len(trailers))]
 	for range next(4) {
-		cmd = wrappers[next(len(wrappers))] + cmd
+		cmd = wrapperSpellings[next(len(wrapperSpellings))] + cmd
 	}
 	switch next(5) {
 	case 1:
