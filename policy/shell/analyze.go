@@ -238,6 +238,15 @@ func (s *Script) walk(f *syntax.File, via []string, depth int) {
 			if call, ok := n.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
 				s.call(s.words(call.Args), n.Redirs, via, depth)
 			}
+			if t, ok := n.Cmd.(*syntax.TimeClause); ok && t.Stmt != nil {
+				// bash's time keyword takes -p alone, but sh has no such
+				// keyword: there `time -f %e CMD` is /usr/bin/time.
+				if call, ok := t.Stmt.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+					if fs := s.words(call.Args); !fs[0].dynamic && strings.HasPrefix(fs[0].text, "-") {
+						s.call(append([]field{{text: "time", src: "time"}}, fs...), t.Stmt.Redirs, via, depth)
+					}
+				}
+			}
 		case *syntax.Assign:
 			// x=1 cmd, export x=1, declare x=1: the value may be a
 			// program's configuration that runs code (GIT_SSH_COMMAND).
@@ -390,7 +399,9 @@ func (s *Script) unquote(w *syntax.Word) field {
 					b.WriteByte(v[i])
 					continue
 				}
-				if c == '*' || c == '?' || c == '[' {
+				if c == '*' || c == '?' || c == '[' && strings.IndexByte(v[i+1:], ']') >= 0 {
+					// A [ with no ] after it is no bracket expression: the
+					// [ of [ -f x ] is the command [.
 					f.becomes(whyGlob, b.String())
 				}
 				b.WriteByte(c)
@@ -468,7 +479,9 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 		return
 	}
 	name := textfold.Fold(path.Base(head.text))
-	if name == "" || name == "." || name == "/" {
+	if head.text == "." {
+		name = "." // the builtin that reads a file, as source does
+	} else if name == "" || name == "." || name == "/" {
 		s.unresolved("a command whose name is empty or invisible: " + s.source(head))
 		return
 	}

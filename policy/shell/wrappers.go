@@ -825,6 +825,10 @@ global:
 		if p.filters {
 			unconditional = false
 		}
+		if i+p.values >= len(args) {
+			s.cannot(c, t+" without its value")
+			return
+		}
 		i += 1 + p.values
 	}
 }
