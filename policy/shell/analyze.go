@@ -4,10 +4,10 @@
 // # What Analyze resolves
 //
 // The script is parsed with mvdan.cc/sh (bash dialect, a superset of
-// POSIX sh); nothing here lexes shell. Every simple command that would run
-// is reported, wherever it sits: lists, pipelines, &&/||, subshells,
-// groups, if/while/for/case bodies, function bodies, command and process
-// substitutions in any position. Each is normalised:
+// POSIX sh; zsh's for zsh -c); nothing here lexes shell. Every simple
+// command that would run is reported, wherever it sits: lists, pipelines,
+// &&/||, subshells, groups, if/while/for/case bodies, function bodies,
+// command and process substitutions in any position. Each is normalised:
 //
 //   - the executable: quotes and escapes removed ('rm', r\m, $'\x72m'),
 //     basename taken (/bin/rm), folded (policy/textfold);
@@ -16,24 +16,39 @@
 //     split (-rf is -r -f); after "--" every word is an operand; paths
 //     cleaned lexically (//, /./, /bin/.. are /; ~/ is ~); a few long
 //     flags mapped to their short form where the meaning is well known
-//     (rm --recursive --force is rm -r -f, git push --force is -f);
-//   - wrappers recursed, the inner command reported besides the wrapper:
-//     sh/bash/zsh/dash/ksh/ash -c SCRIPT (and a shell fed a here-document),
-//     eval, xargs, env, sudo, doas, nice, nohup, timeout, command, exec,
-//     builtin, stdbuf, ionice, chrt, setsid, time, watch, busybox,
-//     find -exec/-execdir/-ok/-okdir, trap 'SCRIPT', alias NAME='SCRIPT'.
+//     (rm --recursive --force is rm -r -f, git push --force is -f).
+//
+// What a command runs is followed and reported besides it, with the
+// wrappers it was found under (Command.Via): the commands of wrappers
+// (sudo, env -S, timeout, xargs, nsenter, ...), the scripts of shells and
+// of options that take one (bash -c, su -c, find -exec, ssh HOST CMD, git
+// -c core.sshCommand, git aliases, tar --to-command), variables whose
+// value programs run (GIT_SSH_COMMAND, EDITOR). Each such program has a
+// table of its options in getopt's notation (options.go), read as the
+// program reads it, so the inner command is found where it is found.
 //
 // # What counts as unresolved
 //
-// What cannot be known without running the script is listed in
-// Script.Unresolved, and a decider must never treat such a script as
-// allowed: a variable, a command substitution or arithmetic in command
-// position (rm${IFS}-rf is one such word), eval or sh -c of anything
-// not static, a shell reading its commands from a pipe or from stdin, a
-// parse error, nesting deeper than 8 wrappers, a script over 1 MiB. An
-// argument that is not static (a variable, a substitution, an unquoted
-// glob) is kept, marked Dynamic: a pattern it could match matches only
-// Possibly.
+// The analyser fails closed: what it does not know, or what cannot be
+// known without running the script, is listed in Script.Unresolved, and a
+// decider must never treat such a script as allowed: an option a table
+// does not hold, a word not known statically where an option, a command
+// or a script could be (a variable, a substitution, arithmetic, a glob
+// that could start with -; rm${IFS}-rf is one), eval or sh -c of anything
+// not static, a git subcommand or configuration key it does not know, a
+// variable that changes what names run (PATH ahead of the system's,
+// LD_PRELOAD), a program that builds the commands it runs (parallel), a
+// shell reading its commands from a pipe or from stdin, a parse error,
+// nesting deeper than 8 wrappers, more than 4096 commands, a script over
+// 1 MiB. An argument that is not static is kept, marked Dynamic: a pattern
+// it could match matches only Possibly.
+//
+// # Interpreter code
+//
+// Code handed to an interpreter (python -c, perl -e, node -e, php -r, an
+// awk program that can run commands, sed's e, fish -c, a here-document fed
+// to python3) is reported in Script.Code: the analyser does not read
+// other languages, and a policy decides what becomes of it.
 package shell
 
 import (
