@@ -66,14 +66,17 @@ type Audit struct {
 
 // Safety is the [safety] table: the evaluator's configuration.
 type Safety struct {
-	Loop               string     `toml:"loop"`
-	MaxAutonomousSteps int        `toml:"max_autonomous_steps"`
-	RiskTolerance      string     `toml:"risk_tolerance"`
-	Deny               []string   `toml:"deny"`
-	RequiresApproval   []string   `toml:"requires_approval"`
-	AutoApprove        []string   `toml:"auto_approve"`
-	Rules              []ArgRule  `toml:"rules"`
-	RiskRules          []RiskRule `toml:"risk_rules"`
+	Loop               string `toml:"loop"`
+	MaxAutonomousSteps int    `toml:"max_autonomous_steps"`
+	RiskTolerance      string `toml:"risk_tolerance"`
+	// InterpreterCode says what becomes of code handed to an interpreter
+	// in a shell argument: "ask" (the default), "deny" or "allow".
+	InterpreterCode  string     `toml:"interpreter_code"`
+	Deny             []string   `toml:"deny"`
+	RequiresApproval []string   `toml:"requires_approval"`
+	AutoApprove      []string   `toml:"auto_approve"`
+	Rules            []ArgRule  `toml:"rules"`
+	RiskRules        []RiskRule `toml:"risk_rules"`
 	// ShellArguments name the arguments that carry shell command lines
 	// ("[TOOL:]ARGUMENT"); they are parsed and matched command by command.
 	ShellArguments []string `toml:"shell_arguments"`
@@ -111,6 +114,7 @@ type AgentOverride struct {
 	Loop               *string    `toml:"loop"`
 	MaxAutonomousSteps *int       `toml:"max_autonomous_steps"`
 	RiskTolerance      *string    `toml:"risk_tolerance"`
+	InterpreterCode    *string    `toml:"interpreter_code"`
 	Deny               []string   `toml:"deny"`
 	RequiresApproval   []string   `toml:"requires_approval"`
 	AutoApprove        []string   `toml:"auto_approve"`
