@@ -438,6 +438,10 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 			noteMaybe(patternMatch(policy.ActionDeny, pat, h))
 		}
 	}
+	// Interpreter code (python -c in a shell argument): a deny of it
+	// blocks after the deny patterns and rules, an ask asks where an
+	// unresolved command does.
+	code, hasCode := c.shell.code(p)
 	var approve, auto *match
 	if ixs != nil {
 		ruleC = c.ruleCandidates(ixs)
@@ -471,6 +475,9 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 			}
 		}
 	}
+	if hasCode && code.action != policy.ActionRequiresApproval {
+		return code, true
+	}
 	if ixs != nil {
 		approveC = c.candidates(ixs, ixs.RequiresApproval, policy.ListRequiresApproval, byNames.approve, true)
 	}
@@ -481,7 +488,7 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 			// An approval of the tool as such may stand for this match
 			// only if nothing about the arguments asks as well.
 			if !m.argumentBound {
-				m.argumentBound = approve != nil || maybe != nil || c.shell.anyUnresolved() ||
+				m.argumentBound = approve != nil || maybe != nil || c.shell.anyUnresolved() || hasCode ||
 					c.textMatchesAny(p.RequiresApproval, i+1, approveC)
 			}
 			return m, true
@@ -495,6 +502,9 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	}
 	if m, ok := c.shell.unresolved(); ok {
 		return m, true
+	}
+	if hasCode {
+		return code, true
 	}
 	if ixs != nil {
 		autoC = c.candidates(ixs, ixs.AutoApprove, -1, byNames.auto, false)
