@@ -210,6 +210,9 @@ func Analyze(src string) (s *Script) {
 }
 
 func (s *Script) unresolved(why string) {
+	if len(s.Unresolved) >= maxReasons {
+		return // the first ones say enough; a line made to list many costs no more
+	}
 	for _, have := range s.Unresolved {
 		if have == why {
 			return
@@ -217,6 +220,9 @@ func (s *Script) unresolved(why string) {
 	}
 	s.Unresolved = append(s.Unresolved, why)
 }
+
+// maxReasons bounds the reasons and the pieces of code a Script lists.
+const maxReasons = 32
 
 func (s *Script) script(src string, via []string, depth int) {
 	if depth > MaxDepth {
@@ -244,10 +250,27 @@ func (s *Script) parse(src string, via []string, depth int) {
 	s.walk(f, via, depth)
 }
 
-// walk follows every simple command of a parsed script, and the
-// environment its assignments give the commands.
+// walk follows every simple command of a parsed script, the environment
+// its assignments give the commands, and the data it evaluates
+// (arith.go).
 func (s *Script) walk(f *syntax.File, via []string, depth int) {
+	var ev *evaluated
+	defer func() {
+		if ev != nil {
+			if why := ev.verdict(); why != "" {
+				s.unresolved(why)
+			}
+		}
+	}()
 	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop, *syntax.BinaryTest,
+			*syntax.ParamExp, *syntax.Assign, *syntax.ForClause:
+			if ev == nil {
+				ev = &evaluated{numeric: map[string]bool{}, other: map[string]bool{}}
+			}
+			ev.note(n)
+		}
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			if call, ok := n.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {

@@ -242,6 +242,10 @@ func TestUnknownFormsAreUnresolved(t *testing.T) {
 		`BASH_ENV='$(rm -rf /)' bash -c :`, `env 'BASH_FUNC_ls%%=() { rm -rf /; }' bash -c ls`, "TAR_OPTIONS=--to-command=x tar xf a",
 		"GIT_CONFIG_COUNT=1 git status", "NODE_OPTIONS='--require x' node a.js", "export PATH=/tmp/x:$PATH",
 		"systemd-run rm '$HOME'",
+		// Data a script evaluates: bash runs the $(…) of an array
+		// subscript in the value of a variable named in arithmetic.
+		`x='a[$(rm -rf /)]'; echo $((x))`, `bash -c 'echo $(($1))' _ 'a[$(id)]'`, `[[ $x -eq 1 ]]`, `echo ${a[$i]}`,
+		`(( total += 5 ))`, `echo $(( $(cat f) ))`, `echo ${x@P}`, `echo ${!x}`, `for f in *; do echo $((f)); done`,
 	} {
 		if s := Analyze(src); len(s.Unresolved) == 0 {
 			t.Errorf("%q: resolved: commands %v, code %v", src, s.Commands, s.Code)
@@ -291,6 +295,7 @@ func TestInterpreterCode(t *testing.T) {
 		{`sed -e '1e rm -rf /' f`, "sed", "--expression", "1e rm -rf /", false},
 		{`sed -n -e '/x/{e id' -e '}' f`, "sed", "--expression", "/x/{e id", false},
 		{`sed -i '$!N;s/\n/ /;e' f`, "sed", "program", `$!N;s/\n/ /;e`, false},
+		{`sed ':a;N;$!ba;e id' f`, "sed", "program", `:a;N;$!ba;e id`, false},
 		{`fish -c 'rm -rf /'`, "fish", "--command", "rm -rf /", false},
 		{`tcsh -c 'rm -rf /'`, "tcsh", "-c", "rm -rf /", false},
 		{`pwsh -c 'Remove-Item -Recurse /'`, "pwsh", "-Command", "Remove-Item -Recurse /", false},
@@ -369,7 +374,8 @@ var honest = []string{
 	"make -C sub -f Makefile all", "make -j 4", "cargo test", "pytest -q", "python3 script.py", "python3 -m pytest -q",
 	"python3 -m pip install -r requirements.txt", "python3 --version", "node build.js", "node --version", "perl -v",
 	"sed -i 's/foo/bar/g' file.txt", "sed -n '1,20p' f", "sed -e 's/a/b/' -e 's/c/d/' f", "sed -E 's/(a|b)+/x/g' f",
-	"sed '/^#/d' f", "sed 's/x/y/w out.txt' f", "awk '{print $1}' f", "awk -F: '{print $1}' /etc/passwd",
+	"sed '/^#/d' f", "sed 's/x/y/w out.txt' f", `sed ':a;N;$!ba;s/\n/ /g' f`, "sed -e '/start/,/end/{s/a/b/;p}' f",
+	`sed 'y/abc/xyz/;1i\header' f`, "git -c alias.status='!rm -rf /' status", "awk '{print $1}' f", "awk -F: '{print $1}' /etc/passwd",
 	"awk 'NR>1 && $3 > 10 {s+=$3} END {print s}' f", "tar -czf out.tgz dir", "tar xzf out.tgz -C /tmp",
 	"tar cvzf out.tgz src/*.go", "tar -tf a.tar", "xargs -0 rm", "find . -print0 | xargs -0 grep -l foo",
 	"timeout 60 go test ./...", "env CI=1 npm test", "CI=1 npm test", "nice -n 10 make", "sudo apt-get update",
@@ -381,7 +387,8 @@ var honest = []string{
 	"watch -n 5 ls", "flock /tmp/l make", "xargs -n1 echo", "ionice -c3 make", "stdbuf -oL make",
 	"env -i PATH=/usr/bin:/bin ls", "PATH=$PATH:/usr/local/go/bin go version", "strace -f -o /tmp/t ls",
 	"sqlite3 db 'select 1'", "psql -c 'select 1'", "mysql -e 'select 1'", "perl -c x.pl", ". venv/bin/activate && pytest",
-	"[ -f x ] && echo y",
+	"[ -f x ] && echo y", "for ((i=0; i<10; i++)); do echo $i; done", "n=3; echo $((n * 2))", "echo $((RANDOM % 6))",
+	"[[ $? -eq 0 ]] && echo ok", `echo "${arr[@]}" ${#arr[@]}`, "for i in 1 2 3; do echo $((i+1)); done", "echo ${!prefix*}",
 	"xargs -I{} cp {} /tmp", "git -c advice.detachedHead=false checkout v1", "git -c http.sslVerify=false fetch",
 	"sudo -E make install", "doas make install", "time make", "/usr/bin/time -v make",
 }
