@@ -9,6 +9,9 @@ func (s *Script) addCode(c *invocation, form, text string, dynamic bool) {
 	if dynamic {
 		text = ""
 	}
+	if len(s.Code) >= maxReasons {
+		return
+	}
 	s.Code = append(s.Code, Code{Interpreter: c.name, Form: form, Text: text, Dynamic: dynamic, Via: c.via})
 }
 
@@ -145,7 +148,7 @@ func (s *Script) bestEffort(text string, via []string, depth int) {
 	sub := &Script{printer: s.printer, calls: s.calls}
 	sub.script(text, via, depth+1)
 	s.Commands = append(s.Commands, sub.Commands...)
-	s.Code = append(s.Code, sub.Code...)
+	s.Code = append(s.Code, sub.Code[:min(len(sub.Code), max(0, maxReasons-len(s.Code)))]...)
 	s.calls = sub.calls
 }
 
@@ -534,14 +537,16 @@ func (p *sedScript) runs() bool {
 			for p.peek() >= '0' && p.peek() <= '9' || p.peek() == ' ' {
 				p.i++
 			}
-		case ':', 'b', 't', 'T', 'r', 'R', 'w', 'W', 'a', 'i', 'c', 'v':
-			// A label, a file name or text: to the end of the line (GNU
-			// ends labels at ; too, which only shortens what is skipped).
-			if c == 'a' || c == 'i' || c == 'c' {
-				p.text()
-				continue
+		case ':', 'b', 't', 'T', 'v':
+			// A label: GNU sed ends it at ; (sed ':a;N;$!ba'), and a
+			// label read short only makes more of the script read.
+			for p.i < len(p.s) && p.s[p.i] != '\n' && p.s[p.i] != ';' {
+				p.i++
 			}
-			p.toLineEnd()
+		case 'a', 'i', 'c':
+			p.text()
+		case 'r', 'R', 'w', 'W':
+			p.toLineEnd() // a file name, to the end of the line
 		case 'e':
 			return true
 		case 's':

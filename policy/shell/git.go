@@ -15,10 +15,10 @@ import (
 // git-NAME program it cannot see.
 func gitCommand(s *Script, c *invocation) {
 	args := c.args
-	aliases := map[string]field{}
+	var aliases map[string]field // made when -c gives one
 	via := c.via
 	for range MaxDepth {
-		i, ok := gitGlobals(s, c, args, aliases)
+		i, ok := gitGlobals(s, c, args, &aliases)
 		if !ok {
 			return
 		}
@@ -37,7 +37,8 @@ func gitCommand(s *Script, c *invocation) {
 			return
 		}
 		rest := args[i+1:]
-		if v, ok := aliases[strings.ToLower(sub.text)]; ok {
+		// git ignores an alias that would hide one of its commands.
+		if v, ok := aliases[strings.ToLower(sub.text)]; ok && !gitSubcommands[sub.text] {
 			label := "git alias " + sub.text
 			if strings.HasPrefix(v.text, "!") {
 				// sh -c 'VALUE "$@"' VALUE ARGS: the arguments follow the
@@ -97,7 +98,7 @@ func splitGitAlias(v string) ([]field, bool) {
 // gitGlobals reads git's own options before the subcommand (exact names,
 // as git reads them), following -c and --config-env. It returns the index
 // of the subcommand, and false when the line is unresolved.
-func gitGlobals(s *Script, c *invocation, args []field, aliases map[string]field) (int, bool) {
+func gitGlobals(s *Script, c *invocation, args []field, aliases *map[string]field) (int, bool) {
 	i := 0
 	for i < len(args) {
 		a := args[i]
@@ -168,7 +169,7 @@ var gitGlobalOpts = map[string]bool{"-C": true, "-c": true, "--config-env": true
 // read as a script (label says where it was given), an alias is noted,
 // a key that runs programs the analyser cannot see, or one it does not
 // know, leaves the line unresolved (false).
-func gitConfig(s *Script, c *invocation, key string, value field, aliases map[string]field, label string, persists bool) bool {
+func gitConfig(s *Script, c *invocation, key string, value field, aliases *map[string]field, label string, persists bool) bool {
 	section, rest, _ := strings.Cut(key, ".")
 	section = strings.ToLower(section)
 	sub, variable := "", rest
@@ -192,7 +193,10 @@ func gitConfig(s *Script, c *invocation, key string, value field, aliases map[st
 			s.cannot(c, "an alias that is not static: "+key)
 			return false
 		}
-		aliases[variable] = value
+		if *aliases == nil {
+			*aliases = map[string]field{}
+		}
+		(*aliases)[variable] = value
 		if persists && strings.HasPrefix(value.text, "!") {
 			// Written for later runs of git: read now. (Given with -c,
 			// it runs only where it is used, read there.)
@@ -481,7 +485,7 @@ func gitTransport(s *Script, c *invocation) {
 				return
 			}
 			key, v, _ := strings.Cut(o.value.text, "=")
-			if !gitConfig(s, c, key, field{text: v, src: v}, map[string]field{}, c.name+" -c", true) {
+			if !gitConfig(s, c, key, field{text: v, src: v}, new(map[string]field), c.name+" -c", true) {
 				return
 			}
 		case "template":
@@ -589,5 +593,5 @@ func gitConfigCommand(s *Script, c *invocation) {
 		s.cannot(c, "a configuration key that is not static: "+s.source(ops[0]))
 		return
 	}
-	gitConfig(s, c, ops[0].text, ops[1], map[string]field{}, "git config", true)
+	gitConfig(s, c, ops[0].text, ops[1], new(map[string]field), "git config", true)
 }
