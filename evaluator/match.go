@@ -441,7 +441,11 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	// Interpreter code (python -c in a shell argument): a deny of it
 	// blocks after the deny patterns and rules, an ask asks where an
 	// unresolved command does.
-	code, hasCode := c.shell.code(p)
+	var code match
+	hasCode := false
+	if len(c.shell) > 0 {
+		code, hasCode = c.shell.code(p)
+	}
 	var approve, auto *match
 	if ixs != nil {
 		ruleC = c.ruleCandidates(ixs)
