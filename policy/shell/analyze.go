@@ -584,6 +584,18 @@ func (s *Script) badOptions(c *invocation, r readOpts) {
 	s.unresolved(why)
 }
 
+// options reads c's words as g says; false when they cannot be read
+// (reported as unresolved), or when they ask for help or a version only
+// (nothing of them runs).
+func (s *Script) options(c *invocation, g *getopt) (readOpts, bool) {
+	r := g.read(c.args)
+	if r.problem != "" {
+		s.badOptions(c, r)
+		return r, false
+	}
+	return r, !r.has("help", "version")
+}
+
 // scriptField analyses a word that holds a script (sh -c, trap, alias).
 func (s *Script) scriptField(f field, via []string, depth int, unknown string) {
 	if f.dynamic {

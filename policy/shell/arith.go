@@ -110,9 +110,7 @@ func (e *evaluated) arithm(x syntax.ArithmExpr) {
 		for _, p := range x.Parts {
 			switch p := p.(type) {
 			case *syntax.Lit:
-				for _, name := range litNames(p.Value) {
-					e.names = append(e.names, name)
-				}
+				e.names = append(e.names, litNames(p.Value)...)
 			case *syntax.ParamExp:
 				if p.Param != nil {
 					e.names = append(e.names, p.Param.Value)

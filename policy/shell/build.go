@@ -79,12 +79,8 @@ var tarOpts = opts("A|catenate concatenate c|create delete d|diff compare r|appe
 // read), but --eval (-E) text, a makefile read from stdin (-f -) and a
 // SHELL given on the line are code.
 func makeCommand(s *Script, c *invocation) {
-	r := makeOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
-		return
-	}
-	if r.has("help", "version") {
+	r, ok := s.options(c, makeOpts)
+	if !ok {
 		return
 	}
 	for _, o := range r.values("eval") {

@@ -295,9 +295,8 @@ func psqlRuns(text string) bool {
 }
 
 func psqlCommand(s *Script, c *invocation) {
-	r := psqlOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
+	r, ok := s.options(c, psqlOpts)
+	if !ok {
 		return
 	}
 	if r.has("version", "help", "list") {
@@ -326,9 +325,8 @@ func mysqlRuns(text string) bool {
 }
 
 func mysqlCommand(s *Script, c *invocation) {
-	r := mysqlOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
+	r, ok := s.options(c, mysqlOpts)
+	if !ok {
 		return
 	}
 	if r.has("version", "help") {

@@ -102,47 +102,47 @@ var wrappers = map[string]*wrapper{
 	"stdbuf":    {opts: opts("+i|input: o|output: e|error: help version")},
 	"setsid":    {opts: opts("+c|ctty f|fork w|wait h|help V|version")},
 	"ionice": {opts: opts("+c|class: n|classdata: p|pid: P|pgid: t|ignore u|uid: h|help V|version"),
-		none: []string{"pid", "pgid", "uid", "help", "version"}},
-	"taskset": {opts: opts("+a|all-tasks p|pid c|cpu-list h|help V|version"), operands: 1, none: []string{"pid", "help", "version"}},
+		none: []string{"pid", "pgid", "uid"}},
+	"taskset": {opts: opts("+a|all-tasks p|pid c|cpu-list h|help V|version"), operands: 1, none: []string{"pid"}},
 	"time":    {opts: opts("+a|append f|format: o|output: p|portability q|quiet v|verbose V|version help")},
 	"doas":    {opts: opts("+a: C: L n s u:"), none: []string{"C", "L"}, bare: true},
-	"pkexec":  {opts: opts("=+u|user: keep-cwd disable-internal-agent version help"), none: []string{"version", "help"}, bare: true},
+	"pkexec":  {opts: opts("=+u|user: keep-cwd disable-internal-agent version help"), bare: true},
 	"chroot":  {opts: opts("+ groups: userspec: skip-chdir help version"), operands: 1, bare: true},
 	"nsenter": {opts: opts("+a|all t|target: m|mount:: u|uts:: i|ipc:: n|net:: N|net-socket: p|pid:: C|cgroup:: U|user:: T|time:: " +
 		"S|setuid: G|setgid: preserve-credentials keep-caps user-parent r|root:: w|wd:: W|wdns: e|env F|no-fork Z|follow-context " +
-		"c|join-cgroup h|help V|version"), none: []string{"help", "version"}, bare: true},
+		"c|join-cgroup h|help V|version"), bare: true},
 	"unshare": {opts: opts("+m mount:: u uts:: i ipc:: n net:: p pid:: U user:: C cgroup:: T time:: f|fork kill-child:: mount-proc:: " +
 		"mount-binfmt:: r|map-root-user c|map-current-user map-user: map-group: map-users: map-groups: map-auto " +
 		"propagation: setgroups: keep-caps R|root: w|wd: S|setuid: G|setgid: l|load-interp: monotonic: boottime: " +
-		"forward-signals h|help V|version"), none: []string{"help", "version"}, bare: true},
+		"forward-signals h|help V|version"), bare: true},
 	"setpriv": {opts: opts("+d|dump nnp|no-new-privs inh-caps: ambient-caps: bounding-set: ruid: euid: rgid: egid: reuid: regid: " +
 		"clear-groups keep-groups init-groups groups: securebits: pdeathsig: selinux-label: apparmor-profile: " +
-		"landlock-access: landlock-rule: seccomp-filter: reset-env ptracer: h|help V|version"), none: []string{"dump", "help", "version"}},
+		"landlock-access: landlock-rule: seccomp-filter: reset-env ptracer: h|help V|version"), none: []string{"dump"}},
 	"prlimit": {opts: opts("+c|core:: d|data:: e|nice:: f|fsize:: i|sigpending:: l|memlock:: m|rss:: n|nofile:: q|msgqueue:: " +
 		"r|rtprio:: s|stack:: t|cpu:: u|nproc:: v|as:: x|locks:: y|rttime:: p|pid: o|output: noheadings raw verbose h|help V|version"),
-		none: []string{"pid", "help", "version"}},
+		none: []string{"pid"}},
 	"systemd-run": {opts: opts("+h|help version no-ask-password user system H|host: M|machine: scope u|unit: p|property: " +
 		"description: slice: slice-inherit no-block r|remain-after-exit wait send-sighup service-type: uid: gid: nice: " +
 		"working-directory: d|same-dir E|setenv: t|pty P|pipe q|quiet G|collect S|shell path-property: socket-property: " +
 		"timer-property: on-active: on-boot: on-startup: on-unit-active: on-unit-inactive: on-calendar: on-timezone-change " +
 		"on-clock-change ignore-failure background: json: job-mode: expand-environment: C|capsule: v|verbose"),
-		none: []string{"help", "version"}, check: systemdRunChecks},
+		check: systemdRunChecks},
 	"ltrace": {opts: opts("+a|align: A: b c C|demangle D: e: f F|config: h|help i l|library: L n|indent: o|output: p: r s: S t T u: " +
-		"V|version w|where: x:"), none: []string{"help", "version"}},
+		"V|version w|where: x:")},
 	"nocache":    {opts: opts("+n:")},
 	"eatmydata":  {opts: opts("+ help version")},
-	"fakeroot":   {opts: opts("+l|lib: f|faked: i: s: u|unknown-is-real b: h|help v|version"), none: []string{"help", "version"}, bare: true},
-	"dumb-init":  {opts: opts("+c|single-child r|rewrite: v|verbose V|version h|help"), none: []string{"help", "version"}},
+	"fakeroot":   {opts: opts("+l|lib: f|faked: i: s: u|unknown-is-real b: h|help v|version"), bare: true},
+	"dumb-init":  {opts: opts("+c|single-child r|rewrite: v|verbose V|version h|help")},
 	"tini":       {opts: opts("+s v w g p: l e: h"), none: []string{"l", "h"}},
 	"catchsegv":  {opts: opts("+ help version")},
 	"caffeinate": {opts: opts("+d i m s u t: w:")},
 	"numactl": {opts: opts("+a|all i|interleave: w|weighted-interleave: p|preferred: P|preferred-many: b|balancing C|physcpubind: " +
 		"N|cpunodebind: m|membind: l|localalloc s|show H|hardware t|touch S|strict M|shmmode: d|shmid: f|file: L|length: " +
-		"o|offset: y|huge V|version h|help"), none: []string{"show", "hardware", "help", "version"}},
+		"o|offset: y|huge V|version h|help"), none: []string{"show", "hardware"}},
 	"cgexec":           {opts: opts("+g: sticky r:")},
 	"proxychains":      {opts: opts("+q f:")},
 	"proxychains4":     {opts: opts("+q f:")},
-	"torsocks":         {opts: opts("+u|user: p|pass: a|address: P|port: i|isolate d|debug q|quiet h|help V|version shell"), none: []string{"help", "version"}},
+	"torsocks":         {opts: opts("+u|user: p|pass: a|address: P|port: i|isolate d|debug q|quiet h|help V|version shell")},
 	"unbuffer":         {opts: opts("+p")},
 	"entr":             {opts: opts("+a c d n p r s z")},
 	"xvfb-run":         {opts: opts("+a|auto-servernum d|auto-display e|error-file: f|auth-file: h|help n|server-num: l|listen-tcp p|xauth-protocol: s|server-args: w|wait:"), none: []string{"help"}},
@@ -183,9 +183,8 @@ func unmodelled(why string) handler {
 
 // follow reads a wrapper's words and follows the command they run.
 func (w *wrapper) follow(s *Script, c *invocation) {
-	r := w.opts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
+	r, ok := s.options(c, w.opts)
+	if !ok {
 		return
 	}
 	if w.check != nil {
@@ -247,12 +246,11 @@ func isNiceNumber(f field) bool {
 // (limits): no command. Newer chrt takes no priority for the policies
 // without one: a first operand that is no number is the command.
 func chrtCommand(s *Script, c *invocation) {
-	r := chrtOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
+	r, ok := s.options(c, chrtOpts)
+	if !ok {
 		return
 	}
-	if r.has("pid", "max", "help", "version") {
+	if r.has("pid", "max") {
 		return
 	}
 	i := r.first(len(c.args))
@@ -450,12 +448,11 @@ var sudoOpts = opts("+A|askpass a|auth-type: B|bell b|background C|close-from: c
 // default) with words it reads: appended, or in place of the replace
 // string of -I.
 func xargsCommand(s *Script, c *invocation) {
-	r := xargsOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
+	r, ok := s.options(c, xargsOpts)
+	if !ok {
 		return
 	}
-	if r.has("help", "version", "show-limits") {
+	if r.has("show-limits") {
 		return
 	}
 	i := r.first(len(c.args))
@@ -506,12 +503,8 @@ var xargsOpts = opts("+0|null a|arg-file: E: e|eof:: i|replace:: I: J: l|max-lin
 // watchCommand: watch [options] COMMAND: the words joined with spaces
 // for sh -c, or with -x run as they are.
 func watchCommand(s *Script, c *invocation) {
-	r := watchOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
-		return
-	}
-	if r.has("help", "version") {
+	r, ok := s.options(c, watchOpts)
+	if !ok {
 		return
 	}
 	i := r.first(len(c.args))
@@ -531,12 +524,8 @@ var watchOpts = opts("+b|beep c|color C|no-color d|differences:: e|errexit g|chg
 // flockCommand: flock [options] FILE COMMAND [ARG]..., flock [options]
 // FILE -c COMMAND (through sh -c), or flock [options] FD: no command.
 func flockCommand(s *Script, c *invocation) {
-	r := flockOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
-		return
-	}
-	if r.has("help", "version") {
+	r, ok := s.options(c, flockOpts)
+	if !ok {
 		return
 	}
 	i := r.first(len(c.args)) + 1 // the file
@@ -618,9 +607,8 @@ func sourceCommand(s *Script, c *invocation) {
 
 // mapfileCommand: mapfile -C CALLBACK runs CALLBACK as a script.
 func mapfileCommand(s *Script, c *invocation) {
-	r := mapfileOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
+	r, ok := s.options(c, mapfileOpts)
+	if !ok {
 		return
 	}
 	for _, o := range r.values("C") {
@@ -655,18 +643,14 @@ func atCommand(s *Script, c *invocation) {
 // straceCommand: strace [options] COMMAND, or -p PID: no command. -o
 // '|CMD' (or '!CMD') pipes the trace to a command through the shell.
 func straceCommand(s *Script, c *invocation) {
-	r := straceOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
+	r, ok := s.options(c, straceOpts)
+	if !ok {
 		return
 	}
 	for _, o := range r.values("output") {
 		if v := o.value; v.dynamic || strings.HasPrefix(v.text, "|") || strings.HasPrefix(v.text, "!") {
 			s.runScript(c, field{text: strings.TrimLeft(v.text, "|!"), dynamic: v.dynamic, why: v.why, src: v.text}, "strace -o")
 		}
-	}
-	if r.has("help", "version") {
-		return
 	}
 	if i := r.first(len(c.args)); i < len(c.args) {
 		s.run(c, c.args[i:], "strace")
@@ -909,12 +893,8 @@ var findPrimaries = func() map[string]findPrimary {
 // SHELL, else sh) runs -c COMMAND, or gets ARGs (-c among them), or reads
 // its commands from stdin. runuser -u USER COMMAND runs COMMAND itself.
 func suCommand(s *Script, c *invocation) {
-	r := suOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
-		return
-	}
-	if r.has("help", "version") {
+	r, ok := s.options(c, suOpts)
+	if !ok {
 		return
 	}
 	ops := r.operands
@@ -976,12 +956,8 @@ func sgCommand(s *Script, c *invocation) {
 // scriptCommand: script [options] [FILE]: -c COMMAND through the user's
 // shell, else an interactive shell on stdin.
 func scriptCommand(s *Script, c *invocation) {
-	r := scriptOpts.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
-		return
-	}
-	if r.has("help", "version") {
+	r, ok := s.options(c, scriptOpts)
+	if !ok {
 		return
 	}
 	if cmds := r.values("command"); len(cmds) > 0 {
@@ -1107,9 +1083,8 @@ func scpCommand(s *Script, c *invocation) {
 	if c.name == "sftp" {
 		g = sftpOpts
 	}
-	r := g.read(c.args)
-	if r.problem != "" {
-		s.badOptions(c, r)
+	r, ok := s.options(c, g)
+	if !ok {
 		return
 	}
 	if !sshConfig(s, c, r.values("o")) {
