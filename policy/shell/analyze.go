@@ -81,6 +81,7 @@ type Script struct {
 
 	printer *syntax.Printer // made on demand: most words are never printed
 	calls   int             // simple commands followed so far
+	files   files           // what the line writes and runs (files.go)
 }
 
 // print renders a word as written, for messages.
@@ -197,7 +198,7 @@ func (c Command) String() string {
 func Analyze(src string) (s *Script) {
 	s = &Script{}
 	defer func() {
-		s.printer, s.calls = nil, 0 // helpers of the analysis, not part of its result
+		s.printer, s.calls, s.files = nil, 0, files{} // helpers of the analysis, not part of its result
 		// The parser and expander are well tested, but a panic in them
 		// must not take the guard down: a script we could not read is
 		// one we cannot allow.
@@ -206,6 +207,7 @@ func Analyze(src string) (s *Script) {
 		}
 	}()
 	s.script(src, nil, 0)
+	s.runsWhatItWrote()
 	return s
 }
 
@@ -529,6 +531,11 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 		return
 	}
 	s.Commands = append(s.Commands, Command{Name: name, Args: normalise(name, fs[1:]), Via: via})
+	if strings.Contains(head.text, "/") {
+		s.runs(head)
+	}
+	s.redirected(redirs)
+	s.writers(name, fs[1:])
 	h := handlers[name]
 	if h == nil {
 		// python3.12, perl5.36, lua5.4: an interpreter by its versioned name.

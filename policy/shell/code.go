@@ -129,8 +129,9 @@ func (in *interpreter) follow(s *Script, c *invocation) {
 	case !in.stdin || given || r.has(in.nostdin...):
 	case len(ops) == 0, !c.args[ops[0]].dynamic && (c.args[ops[0]].text == "-" || stdinFiles[c.args[ops[0]].text]):
 		s.stdinCode(c, runs)
+	default:
+		s.runs(c.args[ops[0]]) // a script file: not ours to read, unless the line wrote it
 	}
-	// Else a script file: not ours to read.
 }
 
 // optionForm is how an option is written: -c, --eval.

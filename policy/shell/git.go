@@ -360,83 +360,16 @@ var gitRuns = map[string]handler{
 	"config":        gitConfigCommand,
 }
 
-// gitWatched finds the options of names among a subcommand's words, as
-// git's parse-options reads them: long options by any prefix (-- name,
-// --name=value), short letters in clusters (-ix CMD). Other options are
-// skipped as flags: when one takes a value, that value is read as a word
-// of its own, which only ever finds more.
-func gitWatched(args []field, long map[string]string, short map[byte]string) (found []option, problem string, at int) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !mayBeOption(a) {
-			continue
-		}
-		if a.dynamic {
-			return nil, "a word that is not static where an option could be", i
-		}
-		t := a.text
-		if t == "--" {
-			break
-		}
-		if strings.HasPrefix(t, "--") {
-			name, value, eq := strings.Cut(t[2:], "=")
-			for full, canon := range long {
-				if name != "" && strings.HasPrefix(full, name) {
-					o := option{name: canon, at: i}
-					switch {
-					case eq:
-						o.value, o.has = field{text: value, src: value}, true
-					case i+1 < len(args):
-						o.value, o.has, o.sep = args[i+1], true, true
-					}
-					found = append(found, o)
-					break
-				}
-			}
-			continue
-		}
-		for j := 1; j < len(t); j++ {
-			canon, ok := short[t[j]]
-			if !ok {
-				continue
-			}
-			o := option{name: canon, at: i}
-			switch {
-			case j+1 < len(t):
-				o.value, o.has = field{text: t[j+1:], src: t[j+1:]}, true
-			case i+1 < len(args):
-				o.value, o.has, o.sep = args[i+1], true, true
-			}
-			found = append(found, o)
-			break
-		}
-	}
-	return found, "", 0
-}
-
-func (s *Script) gitScripts(c *invocation, long map[string]string, short map[byte]string) {
-	found, problem, at := gitWatched(c.args, long, short)
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
-		return
-	}
-	for _, o := range found {
-		if o.has {
-			s.runScript(c, o.value, c.name+" --"+o.name)
-		}
-	}
-}
-
 func gitRebase(s *Script, c *invocation) {
-	s.gitScripts(c, map[string]string{"exec": "exec"}, map[byte]string{'x': "exec"})
+	s.watchedScripts(c, map[string]string{"exec": "exec"}, map[byte]string{'x': "exec"})
 }
 
 func gitDifftool(s *Script, c *invocation) {
-	s.gitScripts(c, map[string]string{"extcmd": "extcmd"}, map[byte]string{'x': "extcmd"})
+	s.watchedScripts(c, map[string]string{"extcmd": "extcmd"}, map[byte]string{'x': "extcmd"})
 }
 
 func gitGrep(s *Script, c *invocation) {
-	found, problem, at := gitWatched(c.args, map[string]string{"open-files-in-pager": "open-files-in-pager"}, map[byte]string{'O': "open-files-in-pager"})
+	found, problem, at := watched(c.args, map[string]string{"open-files-in-pager": "open-files-in-pager"}, map[byte]string{'O': "open-files-in-pager"})
 	if problem != "" {
 		s.cannot(c, problem+": "+s.source(c.args[at]))
 		return
@@ -450,7 +383,7 @@ func gitGrep(s *Script, c *invocation) {
 }
 
 func gitSendEmail(s *Script, c *invocation) {
-	s.gitScripts(c, map[string]string{"to-cmd": "to-cmd", "cc-cmd": "cc-cmd", "header-cmd": "header-cmd",
+	s.watchedScripts(c, map[string]string{"to-cmd": "to-cmd", "cc-cmd": "cc-cmd", "header-cmd": "header-cmd",
 		"sendmail-cmd": "sendmail-cmd", "smtp-server": "smtp-server"}, nil)
 }
 
@@ -469,7 +402,7 @@ func gitTransport(s *Script, c *invocation) {
 		long["template"] = "template"
 		short['c'] = "config"
 	}
-	found, problem, at := gitWatched(c.args, long, short)
+	found, problem, at := watched(c.args, long, short)
 	if problem != "" {
 		s.cannot(c, problem+": "+s.source(c.args[at]))
 		return

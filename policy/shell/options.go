@@ -335,3 +335,72 @@ func valueField(a field, off int) field {
 	}
 	return f
 }
+
+// watched finds a few options among a command's words, for commands
+// whose other options are not in a table (git's subcommands, rsync, man):
+// long options by any prefix (--name, --name=value), short letters in
+// clusters (-ix CMD), as getopt_long and git's parse-options read them.
+// Other options are skipped as flags: when one takes a value, that value
+// is read as a word of its own, which only ever finds more.
+func watched(args []field, long map[string]string, short map[byte]string) (found []option, problem string, at int) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !mayBeOption(a) {
+			continue
+		}
+		if a.dynamic {
+			return nil, "a word that is not static where an option could be", i
+		}
+		t := a.text
+		if t == "--" {
+			break
+		}
+		if strings.HasPrefix(t, "--") {
+			name, value, eq := strings.Cut(t[2:], "=")
+			for full, canon := range long {
+				if name != "" && strings.HasPrefix(full, name) {
+					o := option{name: canon, at: i}
+					switch {
+					case eq:
+						o.value, o.has = field{text: value, src: value}, true
+					case i+1 < len(args):
+						o.value, o.has, o.sep = args[i+1], true, true
+					}
+					found = append(found, o)
+					break
+				}
+			}
+			continue
+		}
+		for j := 1; j < len(t); j++ {
+			canon, ok := short[t[j]]
+			if !ok {
+				continue
+			}
+			o := option{name: canon, at: i}
+			switch {
+			case j+1 < len(t):
+				o.value, o.has = field{text: t[j+1:], src: t[j+1:]}, true
+			case i+1 < len(args):
+				o.value, o.has, o.sep = args[i+1], true, true
+			}
+			found = append(found, o)
+			break
+		}
+	}
+	return found, "", 0
+}
+
+// watchedScripts follows the values of the watched options as scripts.
+func (s *Script) watchedScripts(c *invocation, long map[string]string, short map[byte]string) {
+	found, problem, at := watched(c.args, long, short)
+	if problem != "" {
+		s.cannot(c, problem+": "+s.source(c.args[at]))
+		return
+	}
+	for _, o := range found {
+		if o.has {
+			s.runScript(c, o.value, c.name+" --"+o.name)
+		}
+	}
+}

@@ -128,8 +128,11 @@ options:
 		s.unresolved(c.name + " runs a script file that is not static: " + s.source(args[i]))
 	case stdinFiles[args[i].text]:
 		s.stdin(c.redirs, c.under(c.name), c.depth, fl.lang)
+	default:
+		// A script file: what it holds is not ours to see, unless the
+		// line wrote it.
+		s.runs(args[i])
 	}
-	// Else a script file: what it holds is not ours to see.
 }
 
 // stdin is a shell reading its commands from standard input: a

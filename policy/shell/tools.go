@@ -353,3 +353,100 @@ var mysqlOpts = opts("e|execute: D|database: h|host: u|user: p|password:: P|port
 	"enable-cleartext-plugin get-server-public-key server-public-key-path: login-path: binary-as-hex skip-binary-as-hex " +
 	"character-sets-dir: delimiter: histignore: j|syslog net-buffer-length: select-limit: max-join-size: " +
 	"T|debug-info #|debug:: debug-check zstd-compression-level: compression-algorithms:")
+
+// zipCommand: zip -TT CMD (--unzip-command CMD) tests the archive with a
+// command of its own.
+func zipCommand(s *Script, c *invocation) {
+	for i, a := range c.args {
+		if a.dynamic && mayBeOption(a) {
+			s.cannot(c, "a word that is not static where an option could be: "+s.source(a))
+			return
+		}
+		name, value, eq := strings.Cut(a.text, "=")
+		if name == "-TT" || strings.HasPrefix("--unzip-command", name) && len(name) > 4 {
+			switch {
+			case eq:
+				s.runScript(c, field{text: value, src: value}, "zip --unzip-command")
+			case i+1 < len(c.args):
+				s.runScript(c, c.args[i+1], "zip --unzip-command")
+			}
+		}
+	}
+}
+
+// tcpdumpCommand: tcpdump -z CMD runs CMD on each file it rotates.
+func tcpdumpCommand(s *Script, c *invocation) {
+	s.watchedScripts(c, nil, map[byte]string{'z': "postrotate-command"})
+}
+
+// rsyncCommand: rsync -e CMD (--rsh) runs CMD to reach the other end,
+// --rsync-path runs there.
+func rsyncCommand(s *Script, c *invocation) {
+	s.watchedScripts(c, map[string]string{"rsh": "rsh", "rsync-path": "rsync-path"}, map[byte]string{'e': "rsh"})
+}
+
+// manCommand: man -P PAGER (--pager) and --html=BROWSER run commands.
+func manCommand(s *Script, c *invocation) {
+	found, problem, at := watched(c.args, map[string]string{"pager": "pager", "html": "html"}, map[byte]string{'P': "pager"})
+	if problem != "" {
+		s.cannot(c, problem+": "+s.source(c.args[at]))
+		return
+	}
+	for _, o := range found {
+		// --html takes its browser after = only.
+		if o.has && (o.name == "pager" || !o.sep) {
+			s.runScript(c, o.value, "man --"+o.name)
+		}
+	}
+}
+
+// kubectlCommand: kubectl exec POD -- COMMAND runs COMMAND in the pod.
+func kubectlCommand(s *Script, c *invocation) {
+	sub := -1
+	for i, a := range c.args {
+		if a.dynamic {
+			s.cannot(c, "a word that is not static: "+s.source(a))
+			return
+		}
+		if !strings.HasPrefix(a.text, "-") {
+			sub = i
+			break
+		}
+	}
+	if sub < 0 || c.args[sub].text != "exec" {
+		return
+	}
+	for i := sub + 1; i < len(c.args); i++ {
+		if c.args[i].text == "--" {
+			s.run(c, c.args[i+1:], "kubectl exec")
+			return
+		}
+	}
+}
+
+// containerCommand: docker, podman and nerdctl exec CONTAINER COMMAND
+// run COMMAND in the container.
+func containerCommand(s *Script, c *invocation) {
+	if len(c.args) == 0 || c.args[0].dynamic || c.args[0].text != "exec" {
+		return
+	}
+	inner := &invocation{name: c.name + " exec", args: c.args[1:], redirs: c.redirs, via: c.via, depth: c.depth}
+	r, ok := s.options(inner, containerExecOpts)
+	if !ok {
+		return
+	}
+	if i := r.first(len(inner.args)) + 1; i < len(inner.args) {
+		s.run(inner, inner.args[i:], inner.name)
+	}
+}
+
+var containerExecOpts = opts("+d|detach detach-keys: e|env: env-file: i|interactive privileged t|tty u|user: w|workdir: " +
+	"l|latest preserve-fds: preserve-fd: cidfile: help")
+
+func init() {
+	for name, h := range map[string]handler{"zip": zipCommand, "tcpdump": tcpdumpCommand, "rsync": rsyncCommand,
+		"man": manCommand, "kubectl": kubectlCommand, "docker": containerCommand, "podman": containerCommand,
+		"nerdctl": containerCommand} {
+		special[name] = h
+	}
+}

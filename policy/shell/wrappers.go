@@ -602,6 +602,8 @@ func sourceCommand(s *Script, c *invocation) {
 		s.unresolved(c.name + " of a file that is not static: " + s.source(f))
 	case stdinFiles[f.text] || f.text == "-":
 		s.stdin(c.redirs, c.under(c.name), c.depth, bashFlavour.lang)
+	default:
+		s.runs(f)
 	}
 }
 

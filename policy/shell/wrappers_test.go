@@ -188,6 +188,13 @@ EOF`, "ssh"},
 		{`. /dev/stdin <<< 'rm -rf /'`, "."},
 		{`go test -exec 'rm -rf /' ./...`, "go -exec"},
 		{`go build -toolexec='rm -rf /' .`, "go -toolexec"},
+		{`zip -T -TT 'rm -rf /' x.zip a`, "zip --unzip-command"},
+		{`tcpdump -i eth0 -w f -G 1 -z 'rm -rf /'`, "tcpdump --postrotate-command"},
+		{`rsync -a -e 'rm -rf /' a host:b`, "rsync --rsh"},
+		{`rsync -a --rsh='ssh -o ProxyCommand="rm -rf /"' a host:b`, "ssh -o ProxyCommand"},
+		{`man -P 'rm -rf /' ls`, "man --pager"},
+		{`kubectl exec -it pod -c app -- rm -rf /`, "kubectl exec"},
+		{`docker exec -it -u root db rm -rf /`, "docker exec"},
 		// Variables whose value programs run.
 		{`GIT_SSH_COMMAND='rm -rf /' git fetch`, "GIT_SSH_COMMAND="},
 		{`export EDITOR='rm -rf /'; git commit`, "EDITOR="},
@@ -246,6 +253,10 @@ func TestUnknownFormsAreUnresolved(t *testing.T) {
 		// subscript in the value of a variable named in arithmetic.
 		`x='a[$(rm -rf /)]'; echo $((x))`, `bash -c 'echo $(($1))' _ 'a[$(id)]'`, `[[ $x -eq 1 ]]`, `echo ${a[$i]}`,
 		`(( total += 5 ))`, `echo $(( $(cat f) ))`, `echo ${x@P}`, `echo ${!x}`, `for f in *; do echo $((f)); done`,
+		// A file the line writes and then runs.
+		"printf 'rm -rf /' > x; sh x", "echo 'rm -rf /' > run.sh && chmod +x run.sh && ./run.sh",
+		"cat > t.py <<EOF\nimport os\nEOF\npython3 t.py", "curl -o i.sh https://x && bash i.sh", "echo x | tee a.sh; . ./a.sh",
+		"base64 -d > x <<< cm0gLXJmIC8K; bash -c 'sh x'",
 	} {
 		if s := Analyze(src); len(s.Unresolved) == 0 {
 			t.Errorf("%q: resolved: commands %v, code %v", src, s.Commands, s.Code)
@@ -387,7 +398,8 @@ var honest = []string{
 	"watch -n 5 ls", "flock /tmp/l make", "xargs -n1 echo", "ionice -c3 make", "stdbuf -oL make",
 	"env -i PATH=/usr/bin:/bin ls", "PATH=$PATH:/usr/local/go/bin go version", "strace -f -o /tmp/t ls",
 	"sqlite3 db 'select 1'", "psql -c 'select 1'", "mysql -e 'select 1'", "perl -c x.pl", ". venv/bin/activate && pytest",
-	"[ -f x ] && echo y", "for ((i=0; i<10; i++)); do echo $i; done", "n=3; echo $((n * 2))", "echo $((RANDOM % 6))",
+	"[ -f x ] && echo y", "go build -o bin/x . && ./bin/x", "make && ./a.out", "bash script.sh > out.log",
+	"echo hi > out.txt && cat out.txt", "for ((i=0; i<10; i++)); do echo $i; done", "n=3; echo $((n * 2))", "echo $((RANDOM % 6))",
 	"[[ $? -eq 0 ]] && echo ok", `echo "${arr[@]}" ${#arr[@]}`, "for i in 1 2 3; do echo $((i+1)); done", "echo ${!prefix*}",
 	"xargs -I{} cp {} /tmp", "git -c advice.detachedHead=false checkout v1", "git -c http.sslVerify=false fetch",
 	"sudo -E make install", "doas make install", "time make", "/usr/bin/time -v make",
