@@ -450,3 +450,88 @@ func init() {
 		special[name] = h
 	}
 }
+
+// runner is a package manager's command that runs a command of its words
+// in a project's environment (uv run, poetry run, npx): its own options
+// before the subcommand, the subcommand's, then the command.
+type runner struct {
+	global *getopt  // options before the subcommand; nil: none allowed
+	subs   []string // the subcommands that run a command ("run", "exec"); none: the program itself does (npx)
+	opts   *getopt  // the subcommand's options, up to the command
+	script []string // options whose value is a script for a shell (npx -c, npm exec -c)
+}
+
+var runners = map[string]*runner{
+	"uv": {global: opts("+q|quiet v|verbose color: native-tls offline no-progress no-cache n cache-dir: python-preference: " +
+		"no-python-downloads allow-insecure-host: directory: project: config-file: no-config h|help V|version"),
+		subs: []string{"run"},
+		opts: opts("+extra: all-extras no-extra: no-dev group: no-group only-group all-groups m|module script with: with-editable: " +
+			"with-requirements: isolated active no-sync locked frozen s|no-project package: no-editable env-file: no-env-file " +
+			"p|python: python-preference: index: default-index: i|index-url: extra-index-url: find-links: index-strategy: " +
+			"prerelease: resolution: upgrade U upgrade-package: reinstall reinstall-package: exact gui-script no-build " +
+			"no-binary: only-binary: q|quiet v|verbose directory: project: offline no-cache compile-bytecode link-mode: " +
+			"refresh refresh-package: max-recursion-depth: all-packages h|help")},
+	"uvx": {opts: opts("+from: with: with-editable: with-requirements: python: p: index: default-index: extra-index-url: " +
+		"find-links: isolated q|quiet v|verbose offline no-cache prerelease: reinstall refresh upgrade U h|help V|version")},
+	"poetry": {global: opts("+q|quiet v|verbose n|no-interaction ansi no-ansi no-plugins no-cache C|directory: P|project: h|help V|version"),
+		subs: []string{"run"}, opts: opts("+")},
+	"pipenv": {global: opts("+python: v|verbose q|quiet clear site-packages h|help version"), subs: []string{"run"}, opts: opts("+")},
+	"bundle": {global: opts("+V|verbose no-color r|retry: h|help version"), subs: []string{"exec"},
+		opts: opts("+keep-file-descriptors gemfile:")},
+	"conda": {subs: []string{"run"}, opts: opts("+n|name: p|prefix: cwd: live-stream no-capture-output v|verbose q|quiet dev debug-wrapper-scripts h|help")},
+	"npx":   {opts: opts("+y|yes no p|package: c|call: q|quiet ignore-existing no-install shell: h|help"), script: []string{"call"}},
+	"npm":   {global: opts("+"), subs: []string{"exec", "x"}, opts: opts("+y|yes no package: c|call: w|workspace: ws|workspaces include-workspace-root q|quiet"), script: []string{"call"}},
+	"pnpm": {global: opts("+C|dir: w|workspace-root r|recursive filter: parallel s|silent reporter:"), subs: []string{"exec", "dlx"},
+		opts: opts("+c|shell-mode package: r|recursive parallel no-reporter-hide-prefix report-summary resume-from: filter:")},
+	"bunx": {opts: opts("+bun p|package:")},
+}
+
+// follow reads a runner's words and follows the command they run.
+func (rn *runner) follow(s *Script, c *invocation) {
+	args := c.args
+	if len(rn.subs) > 0 {
+		g := rn.global
+		if g == nil {
+			g = opts("+")
+		}
+		r, ok := s.options(c, g)
+		if !ok {
+			return
+		}
+		i := r.first(len(args))
+		if i >= len(args) || args[i].dynamic || !contains(rn.subs, args[i].text) {
+			return // another subcommand: the project's own files run, not ours to read
+		}
+		args = args[i+1:]
+	}
+	inner := &invocation{name: c.name, args: args, redirs: c.redirs, via: c.via, depth: c.depth}
+	r, ok := s.options(inner, rn.opts)
+	if !ok {
+		return
+	}
+	label := c.name
+	if len(rn.subs) > 0 {
+		label += " " + c.args[len(c.args)-len(args)-1].text
+	}
+	given := false
+	for _, o := range r.values(rn.script...) {
+		given = true
+		s.runScript(inner, o.value, label+" --"+o.name)
+	}
+	if r.has("shell-mode") {
+		// pnpm exec -c runs its words through a shell.
+		if i := r.first(len(args)); i < len(args) {
+			s.runJoined(inner, args[i:], label+" -c")
+		}
+		return
+	}
+	if i := r.first(len(args)); i < len(args) && !given {
+		s.run(inner, args[i:], label)
+	}
+}
+
+func init() {
+	for name, rn := range runners {
+		special[name] = rn.follow
+	}
+}

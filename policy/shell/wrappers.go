@@ -24,7 +24,7 @@ func init() {
 	for name, in := range interpreters {
 		handlers[name] = in.follow
 	}
-	for name, why := range runners {
+	for name, why := range unfollowed {
 		handlers[name] = unmodelled(why)
 	}
 	for name, h := range special {
@@ -157,9 +157,9 @@ var wrappers = map[string]*wrapper{
 	"rlwrap":           {opts: opts("+a:: A b: c C: D: e: E: f: F: g: h H: i I l: m:: M: n N o O: p:: P: q: r R s: S: t: U v W w: z:")},
 }
 
-// runners run commands the analyser does not follow: with them a command
+// unfollowed run commands the analyser does not follow: with them a command
 // line is unresolved.
-var runners = map[string]string{
+var unfollowed = map[string]string{
 	"parallel":  "GNU parallel builds the commands it runs from its words and its input",
 	"sem":       "GNU parallel builds the commands it runs from its words and its input",
 	"watchexec": "watchexec runs a command line of its own",
@@ -172,7 +172,8 @@ var runners = map[string]string{
 	"sudoedit":  "", // edits files: runs nothing of its words
 }
 
-// unmodelled is the handler of a runner: the command line is unresolved.
+// unmodelled is the handler of what the analyser does not follow: the
+// command line is unresolved.
 func unmodelled(why string) handler {
 	return func(s *Script, c *invocation) {
 		if why != "" {
