@@ -491,6 +491,15 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 			noteMaybe(patternMatch(policy.ActionDeny, pat, h))
 		}
 	}
+	// Interpreter code (python -c in a shell argument): a deny of it
+	// blocks after the deny patterns and rules, a refuse refuses after
+	// the refuse patterns and rules, an ask asks where an unresolved
+	// command does.
+	var code match
+	hasCode := false
+	if len(c.shell) > 0 {
+		code, hasCode = c.shell.code(p)
+	}
 	var refuse, approve, auto *match
 	if ixs != nil {
 		ruleC = c.ruleCandidates(ixs)
@@ -534,6 +543,9 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 			}
 		}
 	}
+	if hasCode && code.action == policy.ActionDeny {
+		return code, true
+	}
 	if ixs != nil {
 		refuseC = c.candidates(ixs, ixs.Refuse, policy.ListRefuse, byNames.refuse, true)
 	}
@@ -549,6 +561,9 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	if refuse != nil {
 		return *refuse, true
 	}
+	if hasCode && code.action == policy.ActionRefuse {
+		return code, true
+	}
 	if ixs != nil {
 		approveC = c.candidates(ixs, ixs.RequiresApproval, policy.ListRequiresApproval, byNames.approve, true)
 	}
@@ -559,7 +574,7 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 			// An approval of the tool as such may stand for this match
 			// only if nothing about the arguments asks as well.
 			if !m.argumentBound {
-				m.argumentBound = approve != nil || maybe != nil || c.shell.anyUnresolved() ||
+				m.argumentBound = approve != nil || maybe != nil || c.shell.anyUnresolved() || hasCode ||
 					c.textMatchesAny(p.RequiresApproval, i+1, approveC)
 			}
 			return m, true
@@ -573,6 +588,9 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	}
 	if m, ok := c.shell.unresolved(); ok {
 		return m, true
+	}
+	if hasCode {
+		return code, true
 	}
 	if c.s.Unresolved != "" {
 		return match{action: policy.ActionRequiresApproval, source: "unresolved", display: "unresolved",

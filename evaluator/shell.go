@@ -126,7 +126,7 @@ func (m *scriptMemo) analyze(line string) *shell.Script {
 // scriptWords counts a Script's commands, their arguments and wrappers, and
 // what it leaves unresolved: a measure of the memory it holds.
 func scriptWords(sc *shell.Script) int {
-	n := len(sc.Unresolved)
+	n := len(sc.Unresolved) + len(sc.Code)
 	for _, c := range sc.Commands {
 		n += 1 + len(c.Args) + len(c.Via)
 	}
@@ -248,4 +248,51 @@ func (sa shellArgs) anyUnresolved() bool {
 		}
 	}
 	return false
+}
+
+// code is what interpreter_code makes of the first interpreter code among
+// the shell values (python -c, perl -e, a here-document fed to node): a
+// match whose action says what happens, or none when the policy lets
+// code through as the commands around it. Each value of the key is one
+// case of the switch.
+func (sa shellArgs) code(p *policy.Policy) (match, bool) {
+	for _, sv := range sa {
+		if len(sv.script.Code) == 0 {
+			continue
+		}
+		setting := p.InterpreterCode
+		var action policy.Action
+		switch setting {
+		case policy.CodeAllow:
+			return match{}, false
+		case policy.CodeDeny:
+			action = policy.ActionDeny
+		case policy.CodeRefuse:
+			action = policy.ActionRefuse
+		default:
+			// ask, and a policy that does not say (built in Go): a
+			// human looks at what the guard cannot read.
+			setting, action = policy.CodeAsk, policy.ActionRequiresApproval
+		}
+		c := sv.script.Code[0]
+		where := "argument " + strconv.Quote(sv.path)
+		what := "`" + c.String() + "`"
+		if len(sv.script.Code) > 1 {
+			what += " (and " + strconv.Itoa(len(sv.script.Code)-1) + " more)"
+		}
+		source := "interpreter_code = " + strconv.Quote(string(setting))
+		why := "the shell command in " + where + " hands code to " + c.Interpreter + ": " + what +
+			"; the guard does not read interpreter code, and " + source + " says "
+		switch action {
+		case policy.ActionDeny:
+			why += "to block it"
+		case policy.ActionRefuse:
+			why += "to refuse it"
+		default:
+			why += "a human must look at it"
+		}
+		return match{action: action, source: source, display: source + " (" + c.Interpreter + " " + c.Form + " in " + where + ")",
+			subject: where, why: why, argumentBound: true}, true
+	}
+	return match{}, false
 }

@@ -39,6 +39,28 @@ const (
 	ActionAutoApprove      Action = "auto_approve"
 )
 
+// InterpreterCode is what becomes of a call whose shell command line hands
+// code to an interpreter (python -c, perl -e, an awk program that runs
+// commands, a here-document fed to node): code the guard does not read
+// ([safety] interpreter_code). A deny pattern that matches a command the
+// guard does read in the line still blocks, whatever this says.
+type InterpreterCode string
+
+const (
+	// CodeAsk asks a human for the call, as a command that cannot be
+	// resolved statically does (the default).
+	CodeAsk InterpreterCode = "ask"
+	// CodeDeny is the spec's deny pattern: the call is blocked and the
+	// agent with it, until the verification code is given.
+	CodeDeny InterpreterCode = "deny"
+	// CodeAllow treats the line as the commands it runs: patterns and
+	// the risk stages decide, as for any command.
+	CodeAllow InterpreterCode = "allow"
+	// CodeRefuse refuses the call alone (the Gatekeeper's deny); the
+	// agent goes on.
+	CodeRefuse InterpreterCode = "refuse"
+)
+
 // Threshold returns the risk score above which an action pauses for a
 // human under a risk tolerance, and false for an unknown tolerance.
 //
@@ -71,6 +93,9 @@ type Policy struct {
 	MaxSteps  int
 	Tolerance string
 	Threshold int
+	// InterpreterCode is interpreter_code: what becomes of code handed
+	// to an interpreter in a shell argument.
+	InterpreterCode InterpreterCode
 
 	Deny             []Pattern
 	Refuse           []Pattern
@@ -186,7 +211,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 
 	s := cfg.Safety
 	v.safety(&s) // defaults and value checks for hand-built configs
-	loop, steps, tol := s.Loop, s.MaxAutonomousSteps, s.RiskTolerance
+	loop, steps, tol, code := s.Loop, s.MaxAutonomousSteps, s.RiskTolerance, s.InterpreterCode
 	deny, refuse := s.Deny, s.Refuse
 	approve := s.RequiresApproval
 	auto := s.AutoApprove
@@ -204,6 +229,9 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		}
 		if o.RiskTolerance != nil {
 			tol = *o.RiskTolerance
+		}
+		if o.InterpreterCode != nil {
+			code = *o.InterpreterCode
 		}
 		// Full slice expressions: never append into the Config's arrays.
 		deny = append(deny[:len(deny):len(deny)], o.Deny...)
@@ -226,6 +254,8 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		MaxSteps:  steps,
 		Tolerance: tol,
 		Threshold: threshold,
+
+		InterpreterCode: InterpreterCode(code),
 	}
 	compileList := func(srcs []string) []Pattern {
 		out := make([]Pattern, 0, len(srcs))
@@ -362,12 +392,18 @@ func (p *Policy) digest() string {
 		RiskRules                           []riskRule
 		ShellArguments, SecretArguments     []argSpec
 		ArgumentRoles                       []roleSpec `json:",omitempty"`
+		// Only when it is not the default: policies that do not set it
+		// keep the version they had.
+		InterpreterCode InterpreterCode `json:",omitempty"`
 	}{
 		Format: "aqlguard-policy/2", Principal: p.Principal, Loop: p.Loop, MaxSteps: p.MaxSteps,
 		Tolerance: p.Tolerance, Threshold: p.Threshold,
 		Deny: norm(p.Deny), Refuse: norm(p.Refuse), RequiresApproval: norm(p.RequiresApproval), AutoApprove: norm(p.AutoApprove),
 		Rules: []rule{}, RiskRules: []riskRule{},
 		ShellArguments: specs(p.ShellArguments), SecretArguments: specs(p.SecretArguments),
+	}
+	if p.InterpreterCode != CodeAsk {
+		c.InterpreterCode = p.InterpreterCode
 	}
 	for _, r := range p.Rules {
 		c.Rules = append(c.Rules, rule{string(r.Action), r.Operation.norm, strings.Join(r.Path, "."), r.Pattern.norm, r.Roles})

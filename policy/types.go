@@ -69,6 +69,10 @@ type Safety struct {
 	Loop               string `toml:"loop"`
 	MaxAutonomousSteps int    `toml:"max_autonomous_steps"`
 	RiskTolerance      string `toml:"risk_tolerance"`
+	// InterpreterCode says what becomes of code handed to an interpreter
+	// in a shell argument: "ask" (the default), "deny", "refuse" or
+	// "allow".
+	InterpreterCode string `toml:"interpreter_code"`
 	// Deny blocks the agent (the spec's deny pattern, 8.8): a human's
 	// code lifts the block. Refuse rejects the one call and records it;
 	// the agent goes on (the Gatekeeper's deny).
@@ -119,6 +123,7 @@ type AgentOverride struct {
 	Loop               *string    `toml:"loop"`
 	MaxAutonomousSteps *int       `toml:"max_autonomous_steps"`
 	RiskTolerance      *string    `toml:"risk_tolerance"`
+	InterpreterCode    *string    `toml:"interpreter_code"`
 	Deny               []string   `toml:"deny"`
 	Refuse             []string   `toml:"refuse"`
 	RequiresApproval   []string   `toml:"requires_approval"`

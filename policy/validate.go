@@ -21,6 +21,7 @@ var (
 	channels       = []string{"dialog", "command"}
 	transports     = []string{"stdio", "streamable", "sse"}
 	actions        = []Action{ActionDeny, ActionRefuse, ActionRequiresApproval, ActionAutoApprove}
+	codeActions    = []InterpreterCode{CodeAsk, CodeDeny, CodeRefuse, CodeAllow}
 )
 
 // Defaults for keys a file leaves out; introspection reports them. Payload
@@ -243,6 +244,7 @@ func (v *validator) safety(s *Safety) {
 		v.errf("safety.max_autonomous_steps", "%d is out of range: must be at least 1", s.MaxAutonomousSteps)
 	}
 	v.enum("safety.risk_tolerance", &s.RiskTolerance, riskTolerances, DefaultRiskTolerance)
+	v.enum("safety.interpreter_code", &s.InterpreterCode, codeStrings(), string(CodeAsk))
 	v.lists("safety", s.Deny, s.Refuse, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
 	v.argumentSpecs("safety.shell_arguments", s.ShellArguments)
 	v.argumentSpecs("safety.secret_arguments", s.SecretArguments)
@@ -283,9 +285,20 @@ func (v *validator) override(key string, o AgentOverride) {
 	if o.RiskTolerance != nil && !slices.Contains(riskTolerances, *o.RiskTolerance) {
 		v.errf(key+".risk_tolerance", "%q is not valid; use %s", *o.RiskTolerance, oneOf(riskTolerances))
 	}
+	if o.InterpreterCode != nil && !slices.Contains(codeStrings(), *o.InterpreterCode) {
+		v.errf(key+".interpreter_code", "%q is not valid; use %s", *o.InterpreterCode, oneOf(codeActions))
+	}
 	v.lists(key, o.Deny, o.Refuse, o.RequiresApproval, o.AutoApprove, o.Rules, o.RiskRules)
 	v.argumentSpecs(key+".shell_arguments", o.ShellArguments)
 	v.argumentSpecs(key+".secret_arguments", o.SecretArguments)
+}
+
+func codeStrings() []string {
+	s := make([]string, len(codeActions))
+	for i, a := range codeActions {
+		s[i] = string(a)
+	}
+	return s
 }
 
 func loopStrings() []string {

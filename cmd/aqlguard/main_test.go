@@ -36,7 +36,7 @@ func TestRun(t *testing.T) {
 			return err
 		}
 		return tx.PutBlock(store.Block{Principal: "worker", VerificationID: "ver_1", Reason: "rm -rf /", BlockedAt: now,
-			Call: `shell.run_command {"command":"rm -rf /"}`,
+			Call:               `shell.run_command {"command":"rm -rf /"}`,
 			ChallengeExpiresAt: now.Add(time.Hour)})
 	}); err != nil {
 		t.Fatal(err)

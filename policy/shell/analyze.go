@@ -4,10 +4,10 @@
 // # What Analyze resolves
 //
 // The script is parsed with mvdan.cc/sh (bash dialect, a superset of
-// POSIX sh); nothing here lexes shell. Every simple command that would run
-// is reported, wherever it sits: lists, pipelines, &&/||, subshells,
-// groups, if/while/for/case bodies, function bodies, command and process
-// substitutions in any position. Each is normalised:
+// POSIX sh; zsh's for zsh -c); nothing here lexes shell. Every simple
+// command that would run is reported, wherever it sits: lists, pipelines,
+// &&/||, subshells, groups, if/while/for/case bodies, function bodies,
+// command and process substitutions in any position. Each is normalised:
 //
 //   - the executable: quotes and escapes removed ('rm', r\m, $'\x72m'),
 //     basename taken (/bin/rm), folded (policy/textfold);
@@ -16,28 +16,44 @@
 //     split (-rf is -r -f); after "--" every word is an operand; paths
 //     cleaned lexically (//, /./, /bin/.. are /; ~/ is ~); a few long
 //     flags mapped to their short form where the meaning is well known
-//     (rm --recursive --force is rm -r -f, git push --force is -f);
-//   - wrappers recursed, the inner command reported besides the wrapper:
-//     sh/bash/zsh/dash/ksh/ash -c SCRIPT (and a shell fed a here-document),
-//     eval, xargs, env, sudo, doas, nice, nohup, timeout, command, exec,
-//     builtin, stdbuf, ionice, chrt, setsid, time, watch, busybox,
-//     find -exec/-execdir/-ok/-okdir, trap 'SCRIPT', alias NAME='SCRIPT'.
+//     (rm --recursive --force is rm -r -f, git push --force is -f).
+//
+// What a command runs is followed and reported besides it, with the
+// wrappers it was found under (Command.Via): the commands of wrappers
+// (sudo, env -S, timeout, xargs, nsenter, ...), the scripts of shells and
+// of options that take one (bash -c, su -c, find -exec, ssh HOST CMD, git
+// -c core.sshCommand, git aliases, tar --to-command), variables whose
+// value programs run (GIT_SSH_COMMAND, EDITOR). Each such program has a
+// table of its options in getopt's notation (options.go), read as the
+// program reads it, so the inner command is found where it is found.
 //
 // # What counts as unresolved
 //
-// What cannot be known without running the script is listed in
-// Script.Unresolved, and a decider must never treat such a script as
-// allowed: a variable, a command substitution or arithmetic in command
-// position (rm${IFS}-rf is one such word), eval or sh -c of anything
-// not static, a shell reading its commands from a pipe or from stdin, a
-// parse error, nesting deeper than 8 wrappers, a script over 1 MiB. An
-// argument that is not static (a variable, a substitution, an unquoted
-// glob) is kept, marked Dynamic: a pattern it could match matches only
-// Possibly.
+// The analyser fails closed: what it does not know, or what cannot be
+// known without running the script, is listed in Script.Unresolved, and a
+// decider must never treat such a script as allowed: an option a table
+// does not hold, a word not known statically where an option, a command
+// or a script could be (a variable, a substitution, arithmetic, a glob
+// that could start with -; rm${IFS}-rf is one), eval or sh -c of anything
+// not static, a git subcommand or configuration key it does not know, a
+// variable that changes what names run (PATH ahead of the system's,
+// LD_PRELOAD), a program that builds the commands it runs (parallel), a
+// shell reading its commands from a pipe or from stdin, a parse error,
+// nesting deeper than 8 wrappers, more than 4096 commands, a script over
+// 1 MiB. An argument that is not static is kept, marked Dynamic: a pattern
+// it could match matches only Possibly.
+//
+// # Interpreter code
+//
+// Code handed to an interpreter (python -c, perl -e, node -e, php -r, an
+// awk program that can run commands, sed's e, fish -c, a here-document fed
+// to python3) is reported in Script.Code: the analyser does not read
+// other languages, and a policy decides what becomes of it.
 package shell
 
 import (
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/aqlguard/aqlguard/policy/textfold"
@@ -47,17 +63,25 @@ import (
 
 // Limits on what is analysed.
 const (
-	MaxScript = 1 << 20 // bytes
-	MaxDepth  = 8       // nested wrappers (bash -c "bash -c ...")
+	MaxScript   = 1 << 20 // bytes
+	MaxDepth    = 8       // nested wrappers (bash -c "bash -c ...")
+	MaxCommands = 4096    // simple commands followed (find -exec in find -exec multiplies them)
 )
 
 // Script is what a command line will run.
 type Script struct {
 	Commands []Command
+	// Code is the code the command line hands to interpreters (python -c,
+	// perl -e, an awk program that can run commands, a here-document fed
+	// to node), which the analyser does not read: a policy decides what
+	// becomes of it (the evaluator's interpreter_code).
+	Code []Code
 	// Unresolved lists, in words, what could not be resolved statically.
 	Unresolved []string
 
 	printer *syntax.Printer // made on demand: most words are never printed
+	calls   int             // simple commands followed so far
+	files   files           // what the line writes and runs (files.go)
 }
 
 // print renders a word as written, for messages.
@@ -102,6 +126,55 @@ type Command struct {
 	Via []string
 }
 
+// Code is program text handed to an interpreter, or an action whose
+// reach the command line does not tell (find -delete).
+type Code struct {
+	// Interpreter is the program that runs the code, its basename folded
+	// ("python3", "perl", "awk", "fish", "find").
+	Interpreter string
+	// Form is how the code was given: an option ("-c", "-e", "--eval"),
+	// "program" (awk's first operand), "stdin" (a here-document or a
+	// pipe), or what acts ("-delete").
+	Form string
+	// Text is the code as the interpreter gets it; empty when Dynamic.
+	Text string
+	// Dynamic: the code is not known statically (a variable, a pipe).
+	Dynamic bool
+	// Via are the wrappers it was found under, outermost first.
+	Via []string
+}
+
+// String renders the code on one line for explanations, its text cut
+// short: `python3 -c "import os; os.sy…"`.
+func (c Code) String() string {
+	var b strings.Builder
+	b.WriteString(c.Interpreter)
+	b.WriteByte(' ')
+	b.WriteString(c.Form)
+	switch {
+	case c.Dynamic:
+		b.WriteString(" <dynamic>")
+	case c.Text != "" && c.Text != c.Form:
+		b.WriteString(" " + strconv.Quote(shorten(c.Text, 60)))
+	}
+	if len(c.Via) > 0 {
+		b.WriteString(" (via " + strings.Join(c.Via, ", ") + ")")
+	}
+	return b.String()
+}
+
+// shorten cuts s to at most n runes, marking the cut.
+func shorten(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
+
 // String renders the command on one line, for explanations.
 func (c Command) String() string {
 	var b strings.Builder
@@ -125,7 +198,7 @@ func (c Command) String() string {
 func Analyze(src string) (s *Script) {
 	s = &Script{}
 	defer func() {
-		s.printer = nil // a helper of the analysis, not part of its result
+		s.printer, s.calls, s.files = nil, 0, files{} // helpers of the analysis, not part of its result
 		// The parser and expander are well tested, but a panic in them
 		// must not take the guard down: a script we could not read is
 		// one we cannot allow.
@@ -134,10 +207,14 @@ func Analyze(src string) (s *Script) {
 		}
 	}()
 	s.script(src, nil, 0)
+	s.runsWhatItWrote()
 	return s
 }
 
 func (s *Script) unresolved(why string) {
+	if len(s.Unresolved) >= maxReasons {
+		return // the first ones say enough; a line made to list many costs no more
+	}
 	for _, have := range s.Unresolved {
 		if have == why {
 			return
@@ -145,6 +222,9 @@ func (s *Script) unresolved(why string) {
 	}
 	s.Unresolved = append(s.Unresolved, why)
 }
+
+// maxReasons bounds the reasons and the pieces of code a Script lists.
+const maxReasons = 32
 
 func (s *Script) script(src string, via []string, depth int) {
 	if depth > MaxDepth {
@@ -169,15 +249,50 @@ func (s *Script) parse(src string, via []string, depth int) {
 		s.unresolved("parse error: " + err.Error())
 		return
 	}
+	s.walk(f, via, depth)
+}
+
+// walk follows every simple command of a parsed script, the environment
+// its assignments give the commands, and the data it evaluates
+// (arith.go).
+func (s *Script) walk(f *syntax.File, via []string, depth int) {
+	var ev *evaluated
+	defer func() {
+		if ev != nil {
+			if why := ev.verdict(); why != "" {
+				s.unresolved(why)
+			}
+		}
+	}()
 	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop, *syntax.BinaryTest,
+			*syntax.ParamExp, *syntax.Assign, *syntax.ForClause:
+			if ev == nil {
+				ev = &evaluated{numeric: map[string]bool{}, other: map[string]bool{}}
+			}
+			ev.note(n)
+		}
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			if call, ok := n.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
 				s.call(s.words(call.Args), n.Redirs, via, depth)
 			}
-		case *syntax.DeclClause:
-			// declare/export/local/readonly: assignments, not commands;
-			// substitutions inside are walked into.
+			if t, ok := n.Cmd.(*syntax.TimeClause); ok && t.Stmt != nil {
+				// bash's time keyword takes -p alone, but sh has no such
+				// keyword: there `time -f %e CMD` is /usr/bin/time.
+				if call, ok := t.Stmt.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+					if fs := s.words(call.Args); !fs[0].dynamic && strings.HasPrefix(fs[0].text, "-") {
+						s.call(append([]field{{text: "time", src: "time"}}, fs...), t.Stmt.Redirs, via, depth)
+					}
+				}
+			}
+		case *syntax.Assign:
+			// x=1 cmd, export x=1, declare x=1: the value may be a
+			// program's configuration that runs code (GIT_SSH_COMMAND).
+			if n.Name != nil && n.Value != nil && !n.Append {
+				s.assigned(n.Name.Value, s.unquote(n.Value), via, depth)
+			}
 		}
 		return true
 	})
@@ -235,10 +350,29 @@ func plainWords(src string) ([]field, bool) {
 type field struct {
 	text    string
 	dynamic bool
-	why     string       // for a dynamic word: what makes it so
-	word    *syntax.Word // the word as written, printed for messages only
-	src     string       // or its text, for words made here
-	quoted  bool         // some part was quoted (a glob character there is literal)
+	why     string // for a dynamic word: what makes it so
+	// lead is, for a dynamic word, its static start: the text before its
+	// first dynamic part, a prefix of text ("src/" of src/*.go). A word
+	// whose lead is not empty and does not start with '-' is no option.
+	lead   string
+	word   *syntax.Word // the word as written, printed for messages only
+	src    string       // or its text, for words made here
+	quoted bool         // some part was quoted (a glob character there is literal)
+}
+
+// whyGlob is the why of a word made dynamic by an unquoted glob alone.
+const whyGlob = "an unquoted glob"
+
+// becomes marks f dynamic for why, its text so far its lead when this is
+// its first dynamic part. A glob does not hide a stronger reason.
+func (f *field) becomes(why string, sofar string) {
+	if !f.dynamic {
+		f.dynamic, f.why, f.lead = true, why, sofar
+		return
+	}
+	if why != whyGlob {
+		f.why = why
+	}
 }
 
 // words expands and unquotes a command's words.
@@ -305,8 +439,10 @@ func (s *Script) unquote(w *syntax.Word) field {
 					b.WriteByte(v[i])
 					continue
 				}
-				if c == '*' || c == '?' || c == '[' {
-					f.dynamic, f.why = true, "an unquoted glob"
+				if c == '*' || c == '?' || c == '[' && strings.IndexByte(v[i+1:], ']') >= 0 {
+					// A [ with no ] after it is no bracket expression: the
+					// [ of [ -f x ] is the command [.
+					f.becomes(whyGlob, b.String())
 				}
 				b.WriteByte(c)
 			}
@@ -323,12 +459,14 @@ func (s *Script) unquote(w *syntax.Word) field {
 			b.WriteString(v)
 		case *syntax.DblQuoted:
 			f.quoted = true
+			static := true
 			for _, q := range p.Parts {
 				if _, ok := q.(*syntax.Lit); !ok {
-					f.dynamic, f.why = true, dynamicWhy(q)
+					static = false
+					f.becomes(dynamicWhy(q), b.String())
 				}
 			}
-			if f.dynamic && f.why != "an unquoted glob" {
+			if !static {
 				b.WriteString(s.print(&syntax.Word{Parts: []syntax.WordPart{p}}))
 				continue
 			}
@@ -338,7 +476,7 @@ func (s *Script) unquote(w *syntax.Word) field {
 			}
 			b.WriteString(v)
 		default:
-			f.dynamic, f.why = true, dynamicWhy(p)
+			f.becomes(dynamicWhy(p), b.String())
 			b.WriteString(s.print(&syntax.Word{Parts: []syntax.WordPart{p}}))
 		}
 	}
@@ -362,12 +500,7 @@ func dynamicWhy(p syntax.WordPart) string {
 	return "a dynamic word"
 }
 
-// shells read a script: with -c from an argument, else from a file
-// operand, else from stdin.
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true,
-	"mksh": true, "yash": true, "busybox sh": true, "rbash": true}
-
-// call records one simple command and recurses into what it runs.
+// call records one simple command and follows what it runs.
 func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth int) {
 	if len(fs) == 0 {
 		return
@@ -376,61 +509,98 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 		s.unresolved("nesting deeper than 8 shells or wrappers")
 		return
 	}
+	if s.calls++; s.calls > MaxCommands {
+		s.unresolved("more than 4096 commands to follow")
+		return
+	}
 	head := fs[0]
 	if head.dynamic {
 		s.unresolved(head.why + " in command position: " + s.source(head))
 		return
 	}
 	name := textfold.Fold(path.Base(head.text))
-	if name == "" || name == "." || name == "/" {
+	if head.text == "." {
+		name = "." // the builtin that reads a file, as source does
+	} else if name == "" || name == "." || name == "/" {
 		s.unresolved("a command whose name is empty or invisible: " + s.source(head))
 		return
 	}
-	if name == "busybox" && len(fs) > 1 && !fs[1].dynamic {
+	if name == "busybox" && len(fs) > 1 && !fs[1].dynamic && !strings.HasPrefix(fs[1].text, "-") {
 		// busybox CMD is CMD.
-		s.call(fs[1:], redirs, append(via, "busybox"), depth+1)
+		s.call(fs[1:], redirs, append(via[:len(via):len(via)], "busybox"), depth+1)
 		return
 	}
-	cmd := Command{Name: name, Args: normalise(name, fs[1:]), Via: via}
-	s.Commands = append(s.Commands, cmd)
-	rest := fs[1:]
-	inner := append(via[:len(via):len(via)], name)
-	switch {
-	case shells[name]:
-		s.shell(name, rest, redirs, via, depth)
-	case name == "eval":
-		s.eval(rest, append(via[:len(via):len(via)], "eval"), depth)
-	case name == "trap":
-		if len(rest) > 0 && !strings.HasPrefix(rest[0].text, "-") {
-			s.scriptField(rest[0], append(via[:len(via):len(via)], "trap"), depth, "trap of a script that is not static")
-		}
-	case name == "alias":
-		for _, f := range rest {
-			if _, v, ok := strings.Cut(f.text, "="); ok {
-				s.scriptField(field{text: v, dynamic: f.dynamic, why: f.why, word: f.word}, append(via[:len(via):len(via)], "alias"), depth, "an alias that is not static")
-			}
-		}
-	case name == "watch":
-		i := skipOptions(rest, map[string]bool{"-n": true, "--interval": true, "-d": false, "-q": true})
-		if i < len(rest) {
-			s.eval(rest[i:], append(via[:len(via):len(via)], "watch"), depth)
-		}
-	case name == "find":
-		s.find(rest, inner, depth)
-	case name == "xargs":
-		i := skipOptions(rest, xargsValue)
-		inner := rest[i:]
-		if len(inner) == 0 {
-			inner = []field{{text: "echo"}}
-		}
-		// xargs appends what it reads: one more word we cannot know.
-		inner = append(inner[:len(inner):len(inner)], field{text: "", dynamic: true, why: "xargs input", src: "<stdin>"})
-		s.call(inner, nil, append(via[:len(via):len(via)], "xargs"), depth+1)
-	default:
-		if i, ok := wrapped(name, rest); ok && i < len(rest) {
-			s.call(rest[i:], redirs, append(via[:len(via):len(via)], name), depth+1)
-		}
+	s.Commands = append(s.Commands, Command{Name: name, Args: normalise(name, fs[1:]), Via: via})
+	if strings.Contains(head.text, "/") {
+		s.runs(head)
 	}
+	s.redirected(redirs)
+	s.writers(name, fs[1:])
+	h := handlers[name]
+	if h == nil {
+		// python3.12, perl5.36, lua5.4: an interpreter by its versioned name.
+		h = handlers[strings.TrimRight(name, "0123456789.-")]
+	}
+	if h != nil {
+		h(s, &invocation{name: name, args: fs[1:], redirs: redirs, via: via, depth: depth})
+	}
+}
+
+// invocation is one command a handler follows: its words after the name,
+// its redirections and where it was found.
+type invocation struct {
+	name   string
+	args   []field
+	redirs []*syntax.Redirect
+	via    []string
+	depth  int
+}
+
+// under is the Via of what this command runs: its own Via and label.
+func (c *invocation) under(label string) []string {
+	return append(c.via[:len(c.via):len(c.via)], label)
+}
+
+// run follows the command words run, found under label.
+func (s *Script) run(c *invocation, words []field, label string) {
+	s.call(words, c.redirs, c.under(label), c.depth+1)
+}
+
+// runScript follows a script given as one word, found under label.
+func (s *Script) runScript(c *invocation, f field, label string) {
+	s.scriptField(f, c.under(label), c.depth, label+" of a script that is not static")
+}
+
+// runJoined follows a script made of words joined with spaces (ssh, watch,
+// eval), found under label.
+func (s *Script) runJoined(c *invocation, words []field, label string) {
+	s.eval(words, c.under(label), c.depth)
+}
+
+// cannot says what about this command could not be resolved.
+func (s *Script) cannot(c *invocation, what string) {
+	s.unresolved(c.name + ": " + what)
+}
+
+// badOptions reports that c's words could not be read as c reads them.
+func (s *Script) badOptions(c *invocation, r readOpts) {
+	why := c.name + ": " + r.problem
+	if src := s.source(c.args[r.problemAt]); !strings.HasSuffix(why, ": "+src) {
+		why += ": " + src
+	}
+	s.unresolved(why)
+}
+
+// options reads c's words as g says; false when they cannot be read
+// (reported as unresolved), or when they ask for help or a version only
+// (nothing of them runs).
+func (s *Script) options(c *invocation, g *getopt) (readOpts, bool) {
+	r := g.read(c.args)
+	if r.problem != "" {
+		s.badOptions(c, r)
+		return r, false
+	}
+	return r, !r.has("help", "version")
 }
 
 // scriptField analyses a word that holds a script (sh -c, trap, alias).
@@ -442,178 +612,18 @@ func (s *Script) scriptField(f field, via []string, depth int, unknown string) {
 	s.script(f.text, via, depth+1)
 }
 
+// eval follows words joined with spaces and read again as a script. A
+// glob is kept as written, for the script to read again.
 func (s *Script) eval(args []field, via []string, depth int) {
 	parts := make([]string, 0, len(args))
 	for _, f := range args {
-		if f.dynamic && f.why != "an unquoted glob" {
-			s.unresolved("eval of " + f.why + ": " + s.source(f))
+		if f.dynamic && f.why != whyGlob {
+			s.unresolved(via[len(via)-1] + " of " + f.why + ": " + s.source(f))
 			return
 		}
 		parts = append(parts, f.text)
 	}
 	s.script(strings.Join(parts, " "), via, depth+1)
-}
-
-// shell follows what a shell interpreter runs: -c SCRIPT, a file, or
-// stdin (a here-document or here-string we can read, else unresolved).
-func (s *Script) shell(name string, args []field, redirs []*syntax.Redirect, via []string, depth int) {
-	via = append(via[:len(via):len(via)], name)
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a.dynamic {
-			s.unresolved("a shell option that is not static: " + s.source(a))
-			return
-		}
-		t := a.text
-		switch {
-		case t == "--" || !strings.HasPrefix(t, "-") && !strings.HasPrefix(t, "+"):
-			if t == "--" {
-				i++
-			}
-			if i < len(args) && args[i].text != "-" && args[i].text != "/dev/stdin" {
-				return // a script file: what it holds is not ours to see
-			}
-			s.stdin(redirs, via, depth)
-			return
-		case strings.HasPrefix(t, "--"):
-			continue
-		case strings.ContainsRune(t[1:], 'c'):
-			for j := i + 1; j < len(args); j++ {
-				// Options after the cluster (bash -c -x 'cmd') come
-				// before the script.
-				if args[j].dynamic || !strings.HasPrefix(args[j].text, "-") {
-					s.scriptField(args[j], append(via[:len(via)-1:len(via)-1], name+" -c"), depth, name+" -c of a script that is not static")
-					return
-				}
-			}
-			s.unresolved(name + " -c without a script")
-			return
-		case strings.ContainsAny(t[1:], "o") && i+1 < len(args):
-			i++ // -o OPTION
-		}
-	}
-	s.stdin(redirs, via, depth)
-}
-
-// stdin is a shell reading its commands from standard input.
-func (s *Script) stdin(redirs []*syntax.Redirect, via []string, depth int) {
-	for _, r := range redirs {
-		switch r.Op {
-		case syntax.Hdoc, syntax.DashHdoc:
-			if r.Hdoc == nil {
-				continue
-			}
-			f := s.unquote(r.Hdoc)
-			if f.dynamic && f.why != "an unquoted glob" {
-				s.unresolved("a shell reads a here-document that is not static")
-				return
-			}
-			s.script(f.text, via, depth+1)
-			return
-		case syntax.WordHdoc:
-			f := s.unquote(r.Word)
-			s.scriptField(f, via, depth, "a shell reads a here-string that is not static")
-			return
-		case syntax.RdrIn:
-			return // a script file
-		}
-	}
-	s.unresolved("a shell reads its commands from stdin (a pipe or the caller)")
-}
-
-// find -exec CMD ARGS ; (or +) runs CMD.
-func (s *Script) find(args []field, via []string, depth int) {
-	for i := 0; i < len(args); i++ {
-		switch args[i].text {
-		case "-exec", "-execdir", "-ok", "-okdir":
-			j := i + 1
-			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
-				j++
-			}
-			s.call(args[i+1:j], nil, via, depth+1)
-			i = j
-		}
-	}
-}
-
-// Options of the wrappers that take a value, so the inner command is not
-// mistaken for one.
-var (
-	xargsValue = map[string]bool{"-a": true, "-d": true, "-E": true, "-e": false, "-I": true, "-i": false, "-L": true, "-l": false,
-		"-n": true, "-P": true, "-s": true, "--arg-file": true, "--delimiter": true, "--max-args": true, "--max-procs": true, "--max-chars": true}
-	wrapperValue = map[string]map[string]bool{
-		"sudo":    {"-u": true, "-g": true, "-C": true, "-D": true, "-h": true, "-p": true, "-r": true, "-t": true, "-U": true, "-T": true, "--user": true, "--group": true, "--chdir": true, "--prompt": true},
-		"doas":    {"-u": true, "-C": true},
-		"env":     {"-u": true, "-C": true, "-S": true, "--unset": true, "--chdir": true, "--split-string": true},
-		"nice":    {"-n": true, "--adjustment": true},
-		"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
-		"stdbuf":  {"-i": true, "-o": true, "-e": true},
-		"ionice":  {"-c": true, "-n": true, "-p": true, "-P": true, "-u": true},
-		"chrt":    {"-p": true},
-		"exec":    {"-a": true},
-		"command": {},
-		"builtin": {},
-		"nohup":   {},
-		"setsid":  {},
-		"time":    {"-f": true, "-o": true, "--format": true, "--output": true},
-	}
-)
-
-// wrapped returns where the inner command of a wrapper starts.
-func wrapped(name string, args []field) (int, bool) {
-	values, ok := wrapperValue[name]
-	if !ok {
-		return 0, false
-	}
-	i := skipOptions(args, values)
-	if name == "command" {
-		for _, a := range args[:i] {
-			if a.text == "-v" || a.text == "-V" {
-				return 0, false // command -v looks a command up; it runs nothing
-			}
-		}
-	}
-	switch name {
-	case "env":
-		for i < len(args) && !args[i].dynamic && strings.Contains(args[i].text, "=") && !strings.HasPrefix(args[i].text, "=") {
-			i++ // NAME=VALUE
-		}
-	case "timeout":
-		if i < len(args) {
-			i++ // DURATION
-		}
-	case "chrt":
-		if i < len(args) {
-			i++ // PRIORITY
-		}
-	}
-	return i, true
-}
-
-// skipOptions returns the index of the first operand, skipping options
-// and the values of those that take one.
-func skipOptions(args []field, takesValue map[string]bool) int {
-	i := 0
-	for i < len(args) {
-		t := args[i].text
-		if args[i].dynamic || !strings.HasPrefix(t, "-") || t == "-" {
-			return i
-		}
-		if t == "--" {
-			return i + 1
-		}
-		if strings.HasPrefix(t, "--") && strings.Contains(t, "=") {
-			i++
-			continue
-		}
-		i++
-		if takesValue[t] {
-			i++
-		}
-	}
-	// An option that takes a value may be the last word, its value
-	// missing.
-	return min(i, len(args))
 }
 
 // synonyms map long flags to the short flag they mean, per command.

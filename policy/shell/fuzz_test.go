@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,12 +10,12 @@ import (
 
 // Spellings of the parts of `rm -rf /` that a shell runs the same.
 var (
-	rmNames   = []string{"rm", "'rm'", `"rm"`, `r\m`, "/bin/rm", "/usr/bin/rm", `\rm`, "$'rm'", `$'\x72m'`, "r''m", `"r"m`, "RM", "./../../bin/rm"}
-	rmFlags   = []string{"-rf", "-fr", "-r -f", "-f -r", "-Rf", "-r --force", "--recursive -f", "-rfv", "-v -r -f", "--force --recursive", "-f -R", "-r -i -f"}
-	rmTargets = []string{"/", "//", "/./", "'/'", `"/"`, "/bin/..", `\/`, "/.", "///", "-- /"}
-	wrappers  = []string{"sudo ", "sudo -u root ", "env ", "env A=1 ", "nice -n 5 ", "timeout 5 ", "command ", "nohup ", "time ", "doas ", "busybox ", "stdbuf -o0 ", "setsid "}
-	prefixes  = []string{"", "true; ", "x=1 && ", "echo hi | ", "cd /tmp && ", "false || ", "{ ", "( "}
-	trailers  = []string{"", " --no-preserve-root", " /tmp", " &", " 2>/dev/null"}
+	rmNames          = []string{"rm", "'rm'", `"rm"`, `r\m`, "/bin/rm", "/usr/bin/rm", `\rm`, "$'rm'", `$'\x72m'`, "r''m", `"r"m`, "RM", "./../../bin/rm"}
+	rmFlags          = []string{"-rf", "-fr", "-r -f", "-f -r", "-Rf", "-r --force", "--recursive -f", "-rfv", "-v -r -f", "--force --recursive", "-f -R", "-r -i -f"}
+	rmTargets        = []string{"/", "//", "/./", "'/'", `"/"`, "/bin/..", `\/`, "/.", "///", "-- /"}
+	wrapperSpellings = []string{"sudo ", "sudo -u root ", "env ", "env A=1 ", "nice -n 5 ", "timeout 5 ", "command ", "nohup ", "time ", "doas ", "busybox ", "stdbuf -o0 ", "setsid "}
+	prefixes         = []string{"", "true; ", "x=1 && ", "echo hi | ", "cd /tmp && ", "false || ", "{ ", "( "}
+	trailers         = []string{"", " --no-preserve-root", " /tmp", " &", " 2>/dev/null"}
 )
 
 // variant builds a meaning-preserving spelling of `rm -rf /` from the
@@ -30,7 +31,7 @@ func variant(choices []byte) string {
 	}
 	cmd := rmNames[next(len(rmNames))] + " " + rmFlags[next(len(rmFlags))] + " " + rmTargets[next(len(rmTargets))] + trailers[next(len(trailers))]
 	for range next(4) {
-		cmd = wrappers[next(len(wrappers))] + cmd
+		cmd = wrapperSpellings[next(len(wrapperSpellings))] + cmd
 	}
 	switch next(5) {
 	case 1:
@@ -119,8 +120,10 @@ func FuzzPlainWords(f *testing.F) {
 			got := Analyze(line)
 			want := &Script{}
 			want.parse(line, nil, 0)
-			if !slices.EqualFunc(got.Commands, want.Commands, equalCommand) || !slices.Equal(got.Unresolved, want.Unresolved) {
-				t.Fatalf("%q:\nplain  %+v %q\nparsed %+v %q", line, got.Commands, got.Unresolved, want.Commands, want.Unresolved)
+			want.runsWhatItWrote()
+			if !slices.EqualFunc(got.Commands, want.Commands, equalCommand) || !slices.Equal(got.Unresolved, want.Unresolved) ||
+				!slices.EqualFunc(got.Code, want.Code, equalCode) {
+				t.Fatalf("%q:\nplain  %+v %v %q\nparsed %+v %v %q", line, got.Commands, got.Code, got.Unresolved, want.Commands, want.Code, want.Unresolved)
 			}
 		}
 	})
@@ -128,7 +131,11 @@ func FuzzPlainWords(f *testing.F) {
 
 var plainVocabulary = strings.Fields("sudo doas env A=1 bash sh zsh -c -x -o eval xargs -I find -exec -execdir ; busybox timeout 5 nice -n nohup " +
 	"stdbuf -o0 command exec builtin rm -rf -r -f --force --recursive / // /bin/.. -- time export declare let if then in " +
-	"watch trap alias x=ls git push origin main . .. ./... %1 @x :y ,z +w")
+	"watch trap alias x=ls git push origin main . .. ./... %1 @x :y ,z +w " +
+	"su sg script ssh host flock chrt taskset ionice -p -5 -S -u root -s -l -e -- - -O extglob --rcfile " +
+	"alias.x=ls core.pager=ls status log tar -xf --to-command=ls -I find -exec -delete -name python3 -m perl " +
+	"awk sed make --eval=x: SHELL=x unshare nsenter -t 1 -m strace -o gdb --args xargs -I -0 runuser doas " +
+	"pkexec chroot setsid stdbuf -oL timeout 5 -k time -p -f %e nohup fish node php ruby go -exec systemd-run")
 
 // plainVocabularyLine makes a line of plainVocabulary words from b, one
 // byte a word; a byte past the vocabulary doubles the space before its
@@ -147,6 +154,166 @@ func plainVocabularyLine(b string) string {
 	return line.String()
 }
 
+func equalCode(a, b Code) bool {
+	return a.Interpreter == b.Interpreter && a.Form == b.Form && a.Text == b.Text && a.Dynamic == b.Dynamic && slices.Equal(a.Via, b.Via)
+}
+
 func equalCommand(a, b Command) bool {
 	return a.Name == b.Name && slices.Equal(a.Args, b.Args) && slices.Equal(a.Via, b.Via)
+}
+
+// fuzzWrapper is a wrapper for FuzzShellFailsClosed: option units it
+// knows, and how it takes the command it runs.
+type fuzzWrapper struct {
+	name  string
+	units []string // option units, each whole ("-u root", "--user=root")
+	pre   string   // words before the command (the DURATION of timeout)
+	// table tells which options the wrapper knows, so that a token the
+	// fuzzer makes is put in only when it is unknown; nil for shells,
+	// whose unknown letters are taken from unknownLetters.
+	table          *getopt
+	unknownLetters string
+	// script: the command is one quoted script after the units and pre
+	// (bash -c 'CMD'); post follows it.
+	script bool
+	post   string
+	// joins: the wrapper joins its words for sh -c (watch): the command is
+	// given as one quoted word, so its own quoting survives.
+	joins bool
+}
+
+var fuzzWrappers = []fuzzWrapper{
+	{name: "sudo", table: sudoOpts, units: []string{"-u root", "-E", "-H", "--user=root", "-n", "-g wheel", "-D /tmp", "A=1", "-k", "-P", "--preserve-env=PATH"}},
+	{name: "env", table: envOpts, units: []string{"-i", "-u HOME", "--unset=HOME", "-C /tmp", "-0", "A=1", "B=2", "--chdir=/"}},
+	{name: "timeout", table: wrappers["timeout"].opts, pre: "5", units: []string{"-s KILL", "-k 1", "--foreground", "-v", "--signal=TERM", "-p"}},
+	{name: "nice", table: niceOpts, units: []string{"-n 5", "--adjustment=3", "-n5"}},
+	{name: "nohup", table: wrappers["nohup"].opts},
+	{name: "stdbuf", table: wrappers["stdbuf"].opts, units: []string{"-oL", "-e 0", "--input=0", "-o0"}},
+	{name: "setsid", table: wrappers["setsid"].opts, units: []string{"-w", "-f", "-c", "--wait"}},
+	{name: "ionice", table: wrappers["ionice"].opts, units: []string{"-c 3", "-c3", "-n 7", "-t", "--class=idle"}},
+	{name: "chrt", table: chrtOpts, pre: "0", units: []string{"-o", "-b", "-v", "--other"}},
+	{name: "taskset", table: wrappers["taskset"].opts, pre: "0x1", units: []string{"-a", "-c"}},
+	{name: "time", table: wrappers["time"].opts, units: []string{"-p", "-v", "-o /tmp/t", "-f %e", "--append"}},
+	{name: "doas", table: wrappers["doas"].opts, units: []string{"-u root", "-n"}},
+	{name: "pkexec", table: wrappers["pkexec"].opts, units: []string{"--user root", "--keep-cwd"}},
+	{name: "chroot", table: wrappers["chroot"].opts, pre: "/", units: []string{"--userspec=0:0", "--skip-chdir"}},
+	{name: "nsenter", table: wrappers["nsenter"].opts, units: []string{"-t 1", "-m", "-u", "--net", "-a", "-F", "-S 0"}},
+	{name: "unshare", table: wrappers["unshare"].opts, units: []string{"-r", "-m", "--mount", "-f", "--propagation private", "-n"}},
+	{name: "xargs", table: xargsOpts, units: []string{"-0", "-n 1", "-P 4", "-r", "--max-args=2", "-t", "-a f"}},
+	{name: "flock", table: flockOpts, pre: "/tmp/l", units: []string{"-x", "-n", "-w 5", "-E 1", "--verbose"}},
+	{name: "watch", table: watchOpts, units: []string{"-n 1", "-d", "-t", "--interval=2"}, joins: true},
+	{name: "strace", table: straceOpts, units: []string{"-f", "-o /dev/null", "-e trace=all", "-s 100", "-q"}},
+	{name: "command", table: wrappers["command"].opts, units: []string{"-p"}},
+	{name: "exec", table: wrappers["exec"].opts, units: []string{"-a x", "-c", "-l"}},
+	{name: "systemd-run", table: wrappers["systemd-run"].opts, units: []string{"--user", "--scope", "-p Nice=5", "-q", "--wait"}},
+	{name: "setpriv", table: wrappers["setpriv"].opts, units: []string{"--reuid=0", "--clear-groups", "--nnp"}},
+	{name: "prlimit", table: wrappers["prlimit"].opts, units: []string{"--nofile=10", "--cpu=1"}},
+	{name: "fakeroot", table: wrappers["fakeroot"].opts, units: []string{"-u"}},
+	{name: "bash", unknownLetters: "gjqwyzAFGIJKLMNQRSUVWXYZ", script: true, units: []string{"-e", "-x", "-o pipefail", "-O extglob", "+O extglob", "--norc", "--rcfile /x", "-l", "-u", "+x"}},
+	{name: "sh", unknownLetters: "dgjkrtwyzABDFGHJKLMNOPQRSTUWXYZ", script: true, units: []string{"-e", "-x", "-o errexit", "-u", "-f"}},
+	{name: "zsh", unknownLetters: "", script: true, units: []string{"-f", "-e", "-o errexit", "--emacs"}},
+	{name: "su", table: suOpts, script: true, units: []string{"-l", "-m", "-s /bin/sh", "-g wheel", "-P", "root"}},
+	{name: "script", table: scriptOpts, script: true, post: " /dev/null", units: []string{"-q", "-e", "-f", "-a"}},
+}
+
+// unknownToken makes an option token from b that w does not know, or "".
+func (w fuzzWrapper) unknownToken(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if w.table == nil {
+		if w.unknownLetters == "" {
+			return ""
+		}
+		return "-" + string(w.unknownLetters[int(b[0])%len(w.unknownLetters)])
+	}
+	var tok string
+	if b[0]%2 == 0 {
+		tok = "-" + string(rune('A'+int(b[0]/2)%58))
+	} else {
+		var name strings.Builder
+		for _, c := range b[1:min(len(b), 9)] {
+			name.WriteByte("abcdefghijklmnopqrstuvwxyz-"[int(c)%27])
+		}
+		tok = "--" + name.String()
+	}
+	if tok == "--" || tok == "-" || strings.ContainsAny(tok[1:], "[\\]^`") {
+		return ""
+	}
+	if r := w.table.read([]field{{text: tok, src: tok}, {text: "x", src: "x"}}); r.problem == "" {
+		return "" // a known option: not what this fuzz target is about
+	}
+	return tok
+}
+
+// FuzzShellFailsClosed: a command line built of wrappers, shells and
+// their options around `rm -rf /`, with options a wrapper does not know
+// put in anywhere, never resolves to a line that would be allowed: the
+// deny of rm -rf / matches, or the line is unresolved or holds code
+// (both ask).
+func FuzzShellFailsClosed(f *testing.F) {
+	for _, seed := range [][]byte{{}, {1}, {0, 1, 2, 3}, {5, 200, 7, 2, 1, 3, 9, 9}, {27, 3, 14, 1, 1, 4, 0, 2, 7},
+		{30, 255, 0, 3, 3, 3, 3, 3, 3, 3, 3}, {29, 1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}} {
+		f.Add(seed)
+	}
+	p, _, _ := CompilePattern("*rm -rf /")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		next := func(n int) int {
+			if len(b) == 0 || n == 0 {
+				return 0
+			}
+			c := int(b[0])
+			b = b[1:]
+			return c % n
+		}
+		line := []string{"rm -rf /", "/bin/rm -fr //", "rm -r -f /"}[next(3)]
+		for range 1 + next(3) {
+			w := fuzzWrappers[next(len(fuzzWrappers))]
+			var words []string
+			for range next(4) {
+				if len(w.units) > 0 {
+					words = append(words, w.units[next(len(w.units))])
+				}
+			}
+			if next(2) == 1 {
+				n := 1 + next(9)
+				k := min(len(b), n)
+				tok := w.unknownToken(b[:k])
+				b = b[k:]
+				if tok != "" {
+					at := next(len(words) + 1)
+					words = append(words[:at], append([]string{tok}, words[at:]...)...)
+				}
+			}
+			if w.name == "env" {
+				// env reads NAME=VALUE after its options only: an option
+				// after one is the command (env A=1 -i runs "-i").
+				slices.SortStableFunc(words, func(a, b string) int {
+					return strings.Compare(fmt.Sprint(!strings.HasPrefix(a, "-")), fmt.Sprint(!strings.HasPrefix(b, "-")))
+				})
+			}
+			head := w.name
+			if len(words) > 0 {
+				head += " " + strings.Join(words, " ")
+			}
+			if w.pre != "" {
+				head += " " + w.pre
+			}
+			quoted := "'" + strings.ReplaceAll(line, "'", `'\''`) + "'"
+			switch {
+			case w.script:
+				line = head + " -c " + quoted + w.post
+				continue
+			case w.joins:
+				line = head + " " + quoted
+				continue
+			}
+			line = head + " " + line
+		}
+		s := Analyze(line)
+		if best(p, s) != NoMatch || len(s.Unresolved) > 0 || len(s.Code) > 0 {
+			return
+		}
+		t.Fatalf("%q resolves to commands that run unasked: %v", line, s.Commands)
+	})
 }

@@ -1,0 +1,94 @@
+package shell
+
+import (
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// files are the files a command line writes and those it runs: a script
+// it writes and then runs (printf 'rm -rf /' > x; sh x) holds commands the
+// analyser did not see, so such a line is unresolved. A file written by
+// another call is not the line's to see: the analyser judges the line.
+type files struct {
+	written map[string]bool
+	ran     []string
+}
+
+// wrote notes a file the line writes.
+func (s *Script) wrote(f field) {
+	if f.dynamic || f.text == "" || f.text == "-" || strings.HasPrefix(f.text, "/dev/") {
+		return
+	}
+	if s.files.written == nil {
+		s.files.written = map[string]bool{}
+	}
+	s.files.written[path.Clean(f.text)] = true
+}
+
+// runs notes a file the line runs (a program by its path, a script a
+// shell or an interpreter reads, a file source reads).
+func (s *Script) runs(f field) {
+	if !f.dynamic && f.text != "" {
+		s.files.ran = append(s.files.ran, path.Clean(f.text))
+	}
+}
+
+// redirected notes the files a command's redirections write.
+func (s *Script) redirected(redirs []*syntax.Redirect) {
+	for _, r := range redirs {
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.AppClob, syntax.RdrAllClob, syntax.RdrInOut:
+			if r.Word != nil {
+				s.wrote(s.unquote(r.Word))
+			}
+		}
+	}
+}
+
+// writers notes the files the commands that write them name: tee's
+// operands, the last of cp, mv, install and ln, curl -o, wget -O, dd of=.
+func (s *Script) writers(name string, args []field) {
+	switch name {
+	case "tee":
+		for _, a := range args {
+			if !strings.HasPrefix(a.text, "-") {
+				s.wrote(a)
+			}
+		}
+	case "cp", "mv", "install", "ln", "rsync", "scp":
+		if len(args) > 0 {
+			s.wrote(args[len(args)-1])
+		}
+	case "curl", "wget":
+		for i, a := range args {
+			if (a.text == "-o" || a.text == "--output" || a.text == "-O" || a.text == "--output-document") && i+1 < len(args) {
+				s.wrote(args[i+1])
+			}
+			if v, ok := strings.CutPrefix(a.text, "--output="); ok {
+				s.wrote(field{text: v})
+			}
+			if v, ok := strings.CutPrefix(a.text, "--output-document="); ok {
+				s.wrote(field{text: v})
+			}
+		}
+	case "dd":
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a.text, "of="); ok {
+				s.wrote(field{text: v})
+			}
+		}
+	}
+}
+
+// runsWhatItWrote is the verdict: unresolved when the line runs a file it
+// writes.
+func (s *Script) runsWhatItWrote() {
+	for _, f := range s.files.ran {
+		if s.files.written[f] {
+			s.unresolved("runs a file the command line itself writes: " + f)
+			return
+		}
+	}
+}
