@@ -72,8 +72,12 @@ func TestInterpreterCodePolicy(t *testing.T) {
 	}
 	ask := teamPolicy(t, "")
 	deny := teamPolicy(t, "deny")
+	refuse := teamPolicy(t, "refuse")
 	allow := teamPolicy(t, "allow")
 	for _, line := range code {
+		if d := runCommand(refuse, line); d.Decision != Refuse || d.Stopped || d.Matched != `interpreter_code = "refuse"` {
+			t.Errorf("refuse: %q: %s %q (%s)", line, d.Decision, d.Matched, d.Reason)
+		}
 		d := runCommand(ask, line)
 		if d.Decision != NeedsConfirm || d.Matched != `interpreter_code = "ask"` || !d.ArgumentBound {
 			t.Errorf("ask: %q: %s %q (%s)", line, d.Decision, d.Matched, d.Reason)
@@ -96,7 +100,7 @@ func TestInterpreterCodePolicy(t *testing.T) {
 		t.Errorf("allow: a single command with code: %s %q (%s)", d.Decision, d.Matched, d.Reason)
 	}
 	// The deny pattern still blocks a command read in code's shell forms.
-	for _, p := range []*policy.Policy{ask, deny, allow} {
+	for _, p := range []*policy.Policy{ask, deny, refuse, allow} {
 		for _, line := range []string{`fish -c 'rm -rf /'`, `python3 -c x; rm -rf ~`, `tcsh -c 'rm -rf /'`} {
 			if d := runCommand(p, line); d.Decision != Block || !strings.HasPrefix(d.Matched, "*rm -rf") {
 				t.Errorf("%s: %q: %s %q (%s)", p.InterpreterCode, line, d.Decision, d.Matched, d.Reason)
