@@ -160,16 +160,16 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 		c.fail(errors.New("the server ended the session (HTTP 404)"))
 		return
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		err := fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		werr := httpError(resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		if call == nil {
-			accepted <- err
+			accepted <- werr
 			return
 		}
 		// The request is sent, and failed: its caller gets the failure
 		// as the request's answer.
 		accepted <- nil
-		c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}})
+		c.deliver(&jsonrpc.Response{ID: call.ID, Error: werr})
 		return
 	}
 	accepted <- nil
@@ -200,6 +200,48 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 					resp.StatusCode, resp.Header.Get("Content-Type"))}})
 		}
 	}
+}
+
+// maxErrorBody bounds what is read of an HTTP error's body.
+const maxErrorBody = 64 << 10
+
+// httpError is the JSON-RPC error a request answered with an HTTP error
+// status stands for. A body that is a JSON-RPC error response (a
+// 2026-07-28 server answers header mismatches, unsupported versions and
+// unknown methods so, with 400 or 404) is that error, as sent. Anything
+// else — a plain-text 400 from an older server, a proxy's HTML page —
+// becomes the error the status means: 404 and 405 method not found
+// (what 2026-07-28 answers an unknown method with), another 4xx an
+// invalid request, 5xx an internal error, each naming the status and the
+// start of the body.
+func httpError(status int, contentType string, body []byte) *jsonrpc.Error {
+	if m, err := link.DecodeMessage(bytes.TrimSpace(body)); err == nil {
+		if r, ok := m.(*jsonrpc.Response); ok && r.Error != nil {
+			var werr *jsonrpc.Error
+			if errors.As(r.Error, &werr) {
+				return werr
+			}
+		}
+	}
+	code := int64(jsonrpc.CodeInternalError)
+	switch {
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+		code = jsonrpc.CodeMethodNotFound
+	case status >= 400 && status < 500:
+		code = jsonrpc.CodeInvalidRequest
+	}
+	text := strings.TrimSpace(string(body))
+	if ct, _, _ := mime.ParseMediaType(contentType); ct != "text/plain" && ct != "application/json" {
+		text = "" // an HTML page or worse says nothing a client could use
+	}
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	msg := fmt.Sprintf("the server answered HTTP %d %s", status, http.StatusText(status))
+	if text != "" {
+		msg += ": " + text
+	}
+	return &jsonrpc.Error{Code: code, Message: msg}
 }
 
 // take decodes one message (or a batch) and delivers it, noting the

@@ -230,7 +230,7 @@ func (s *Session) discover() (json.RawMessage, error) {
 }
 
 // cacheable are the results that carry caching hints in 2026-07-28.
-var cacheable = map[string]bool{"tools/list": true, "prompts/list": true, "resources/list": true,
+var cacheable = map[string]bool{"server/discover": true, "tools/list": true, "prompts/list": true, "resources/list": true,
 	"resources/templates/list": true, "resources/read": true}
 
 // modernResult completes a result for a 2026-07-28 client: its
@@ -248,10 +248,14 @@ func (s *Session) modernResult(method string, res json.RawMessage) json.RawMessa
 			out = next
 		}
 	}
-	if _, ok := ms["resultType"]; !ok {
+	complete := true
+	if raw, ok := ms["resultType"]; !ok {
 		set("resultType", "complete")
+	} else {
+		complete = string(raw) == `"complete"`
 	}
-	if cacheable[method] {
+	// Interim results (input_required) carry no caching hints.
+	if cacheable[method] && complete {
 		if _, ok := ms["ttlMs"]; !ok {
 			set("ttlMs", 0)
 		}
