@@ -148,6 +148,10 @@ type Server struct {
 	URL       string            `toml:"url"`
 	Headers   map[string]string `toml:"headers"`
 	Transport string            `toml:"transport"` // stdio | streamable | sse (inferred when empty)
+	// Protocol is the MCP revision spoken to the server: "auto" (the
+	// default: server/discover says whether it speaks 2026-07-28, else
+	// initialize), "2026-07-28" or "2025-11-25".
+	Protocol string `toml:"protocol"`
 	// StartTimeout bounds connect + initialize + tools/list.
 	StartTimeout Duration `toml:"start_timeout"`
 	// CallTimeout bounds one request to the server (a tool call, a read);

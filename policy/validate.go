@@ -429,6 +429,14 @@ func (v *validator) servers(list []Server) {
 			v.errf(k+".transport", "%q needs url: the server's HTTP endpoint", s.Transport)
 		}
 
+		switch s.Protocol {
+		case "":
+			s.Protocol = "auto"
+		case "auto", "2026-07-28", "2025-11-25":
+		default:
+			v.errf(k+".protocol", `%q is not valid; use "auto", "2026-07-28" or "2025-11-25"`, s.Protocol)
+		}
+
 		if hasURL {
 			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				v.errf(k+".url", "%q is not an http:// or https:// URL", s.URL)

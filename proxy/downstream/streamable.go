@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/mcpheader"
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,12 +41,20 @@ type streamableConn struct {
 	ctx      context.Context // lives until Close
 	cancel   context.CancelFunc
 
+	// bindings are a tool's x-mcp-header bindings (set by the Server
+	// before the first message): a 2026-07-28 call mirrors its arguments
+	// into Mcp-Param-* headers.
+	bindings func(tool string) []mcpheader.Binding
+
 	mu        sync.Mutex
 	sessionID string
 	protocol  string
 	listening bool
 	failed    error
 	closeOnce sync.Once
+	// inflight cancels the POST of a 2026-07-28 request, by request id:
+	// closing its stream is how that revision cancels a request.
+	inflight map[string]context.CancelFunc
 }
 
 // maxEvent bounds one server-sent event (a tool result can be large).
@@ -52,7 +62,8 @@ const maxEvent = 64 << 20
 
 func newStreamableConn(url string, client *http.Client) *streamableConn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &streamableConn{url: url, client: client, incoming: make(chan jsonrpc.Message, 64), ctx: ctx, cancel: cancel}
+	return &streamableConn{url: url, client: client, incoming: make(chan jsonrpc.Message, 64), ctx: ctx, cancel: cancel,
+		inflight: map[string]context.CancelFunc{}}
 }
 
 func (c *streamableConn) SessionID() string {
@@ -107,18 +118,35 @@ func (c *streamableConn) headers(h http.Header) {
 }
 
 func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	call, _ := msg.(*jsonrpc.Request)
+	version := modernVersion(call)
+	if call != nil && call.Method == link.MethodCancelled && c.abort(call.Params) {
+		return nil // a 2026-07-28 request: its stream is closed instead
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, bytes.NewReader(data))
+	reqCtx := c.ctx
+	if version != "" && call.IsCall() {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithCancel(c.ctx)
+		key := link.IDKey(call.ID)
+		c.mu.Lock()
+		c.inflight[key] = cancel // post lets it go (done) once answered
+		c.mu.Unlock()
+	}
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.url, bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	c.headers(req.Header)
-	call, _ := msg.(*jsonrpc.Request)
+	if version != "" {
+		c.modernHeaders(req.Header, version, call)
+	} else {
+		c.headers(req.Header)
+	}
 	initialized := call != nil && call.Method == "notifications/initialized"
 	if call != nil && !call.IsCall() {
 		call = nil // a notification: nothing comes back
@@ -139,6 +167,9 @@ func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // outcome of the sending itself. After the initialized notification, the
 // standalone stream opens.
 func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initialized bool, accepted chan<- error) {
+	if call != nil {
+		defer c.done(call.ID)
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		accepted <- err
@@ -199,6 +230,82 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 				Message: fmt.Sprintf("the server answered the request with HTTP %d and a body that is not JSON-RPC (%s)",
 					resp.StatusCode, resp.Header.Get("Content-Type"))}})
 		}
+	}
+}
+
+// modernVersion is the 2026-07-28 revision a request's _meta names, or
+// "" for a message of an older one.
+func modernVersion(call *jsonrpc.Request) string {
+	if call == nil {
+		return ""
+	}
+	meta, _ := rawjson.Lookup(call.Params, "_meta")
+	raw, ok := rawjson.Lookup(meta, MetaProtocolVersion)
+	var v string
+	if !ok || json.Unmarshal(raw, &v) != nil || v < ModernVersion {
+		return ""
+	}
+	return v
+}
+
+// modernHeaders are what SEP-2243 mirrors of a 2026-07-28 request into
+// its POST's headers: the revision, the method, the name it is about
+// (tools/call, prompts/get, resources/read; a task's id for tasks/*) and
+// the tool's x-mcp-header arguments. It has no session.
+func (c *streamableConn) modernHeaders(h http.Header, version string, call *jsonrpc.Request) {
+	h.Set("Mcp-Protocol-Version", version)
+	h.Set("Mcp-Method", call.Method)
+	ms := rawjson.Members(call.Params)
+	var member string
+	switch call.Method {
+	case "tools/call", "prompts/get":
+		member = "name"
+	case "resources/read":
+		member = "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result":
+		member = "taskId"
+	}
+	var name string
+	if member != "" && json.Unmarshal(ms[member], &name) == nil {
+		h.Set("Mcp-Name", mcpheader.Encode(name))
+	}
+	if call.Method == "tools/call" && c.bindings != nil {
+		for k, v := range mcpheader.Headers(c.bindings(name), ms["arguments"]) {
+			h.Set(k, v)
+		}
+	}
+}
+
+// abort closes the stream of the 2026-07-28 request a
+// notifications/cancelled names, and reports whether there was one.
+func (c *streamableConn) abort(params json.RawMessage) bool {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	cancel, ok := c.inflight[link.IDKey(id)]
+	c.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
+
+// done lets a request's POST go once it has been answered.
+func (c *streamableConn) done(id jsonrpc.ID) {
+	c.mu.Lock()
+	cancel, ok := c.inflight[link.IDKey(id)]
+	delete(c.inflight, link.IDKey(id))
+	c.mu.Unlock()
+	if ok {
+		cancel()
 	}
 }
 

@@ -68,11 +68,20 @@ func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMess
 	case "resources/read":
 		return s.readResource(ctx, req)
 	case "resources/subscribe", "resources/unsubscribe":
-		srv, err := s.resourceServer(ctx, uriOf(req.Params))
+		uri := uriOf(req.Params)
+		srv, err := s.resourceServer(ctx, uri)
 		if err != nil {
 			return nil, err
 		}
-		return s.Forward(ctx, srv, req.Method, req.Params)
+		if !srv.State().Modern {
+			return s.Forward(ctx, srv, req.Method, req.Params)
+		}
+		if req.Method == "resources/subscribe" {
+			err = srv.Subscribe(ctx, uri, req.Params)
+		} else {
+			err = srv.Unsubscribe(ctx, uri, req.Params)
+		}
+		return json.RawMessage(`{}`), err
 	case "prompts/get":
 		return s.getPrompt(ctx, req)
 	case "completion/complete":
@@ -231,6 +240,14 @@ func (s *Session) setLevel(ctx context.Context, req *jsonrpc.Request) (json.RawM
 	}
 	var firstErr error
 	for _, srv := range servers {
+		if srv.State().Modern { // 2026-07-28 has no setLevel: the level goes with each request
+			var p struct {
+				Level string `json:"level"`
+			}
+			_ = json.Unmarshal(req.Params, &p)
+			srv.SetLogLevel(p.Level)
+			continue
+		}
 		if _, err := s.Forward(ctx, srv, req.Method, req.Params); err != nil && firstErr == nil {
 			firstErr = err
 		}

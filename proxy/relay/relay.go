@@ -462,7 +462,11 @@ func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method st
 			s.mu.Unlock()
 		}()
 	}
-	return srv.Request(ctx, method, params)
+	res, err := srv.Request(ctx, method, params)
+	if err != nil || !mayNeedInput[method] || !srv.State().Modern {
+		return res, err
+	}
+	return s.rounds(ctx, srv, request, method, params, res)
 }
 
 // related names the client's request that what srv sends now belongs to:
