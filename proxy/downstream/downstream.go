@@ -68,6 +68,13 @@ type Options struct {
 	// Upstream receives what servers send on their own; nil answers their
 	// requests with "method not found" and drops their notifications.
 	Upstream Upstream
+	// Modern says the client speaks 2026-07-28 (ModernVersion). A server
+	// set to protocol "auto" is spoken to in its client's revision when
+	// it speaks both — a server of both revisions serves each as that
+	// revision says (a tool that asks the client mid-call does so only
+	// in 2025-11-25), so the client gets what it would get directly —
+	// and in the one it speaks otherwise, which the relay translates.
+	Modern bool
 	// Restart restarts a server that dies, with backoff.
 	Restart bool
 	Log     *slog.Logger
@@ -297,7 +304,19 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 	peer := link.New(c, serverHandler{s}, s.log)
 	peer.IDPrefix = "aqlguard-"
 	peer.Start()
-	if s.cfg.Protocol != ProtocolVersion {
+	tryModern := s.cfg.Protocol == ModernVersion || s.cfg.Protocol != ProtocolVersion && s.pool.opts.Modern
+	if !tryModern && s.cfg.Protocol != ProtocolVersion {
+		// A client of an older revision: initialize first, and only a
+		// server that refuses it is asked whether it speaks 2026-07-28.
+		st, err := s.initialize(ctx, peer)
+		var werr *jsonrpc.Error
+		if err == nil || !errors.As(err, &werr) {
+			return st, c, peer, err
+		}
+		s.log.Debug("initialize was refused; asking whether the server speaks "+ModernVersion, "err", err)
+		tryModern = true
+	}
+	if tryModern {
 		st, modern, err := s.discover(ctx, peer)
 		switch {
 		case err != nil:
@@ -319,6 +338,13 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 			return State{}, c, nil, errors.New("the server does not speak MCP " + ModernVersion + " (server/discover), which its protocol setting asks for")
 		}
 	}
+	st, err := s.initialize(ctx, peer)
+	return st, c, peer, err
+}
+
+// initialize runs the handshake of the older revisions: initialize (the
+// client's parameters), initialized, tools/list (every page).
+func (s *Server) initialize(ctx context.Context, peer *link.Peer) (State, error) {
 	st := State{Status: Ready}
 	params := s.pool.opts.Initialize
 	if params == nil {
@@ -327,11 +353,11 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 	}
 	raw, err := peer.Call(ctx, "initialize", params)
 	if err != nil {
-		return State{}, c, nil, fmt.Errorf("initialize: %w", err)
+		return State{}, fmt.Errorf("initialize: %w", err)
 	}
 	var init mcp.InitializeResult
 	if err := json.Unmarshal(raw, &init); err != nil {
-		return State{}, c, nil, fmt.Errorf("initialize: the server's answer does not decode: %w", err)
+		return State{}, fmt.Errorf("initialize: the server's answer does not decode: %w", err)
 	}
 	st.Init, st.InitRaw, st.Protocol = &init, raw, init.ProtocolVersion
 	var caps struct {
@@ -340,14 +366,14 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 	_ = json.Unmarshal(raw, &caps)
 	st.Capabilities = caps.Capabilities
 	if err := peer.Notify(ctx, "notifications/initialized", json.RawMessage(`{}`)); err != nil {
-		return State{}, c, nil, err
+		return State{}, err
 	}
 	if _, ok := st.Capabilities["tools"]; ok {
 		if st.Tools, st.ToolsRaw, err = listTools(ctx, peer.Call); err != nil {
-			return State{}, c, nil, err
+			return State{}, err
 		}
 	}
-	return st, c, peer, nil
+	return st, nil
 }
 
 // ListTools asks the server for its tools again (after list_changed) and

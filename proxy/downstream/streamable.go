@@ -330,14 +330,14 @@ func httpError(status int, contentType string, body []byte) *jsonrpc.Error {
 			}
 		}
 	}
+	text := strings.TrimSpace(string(body))
 	code := int64(jsonrpc.CodeInternalError)
 	switch {
-	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed, status == http.StatusBadRequest && unsupportedMethod(text):
 		code = jsonrpc.CodeMethodNotFound
 	case status >= 400 && status < 500:
 		code = jsonrpc.CodeInvalidRequest
 	}
-	text := strings.TrimSpace(string(body))
 	if ct, _, _ := mime.ParseMediaType(contentType); ct != "text/plain" && ct != "application/json" {
 		text = "" // an HTML page or worse says nothing a client could use
 	}
@@ -349,6 +349,15 @@ func httpError(status int, contentType string, body []byte) *jsonrpc.Error {
 		msg += ": " + text
 	}
 	return &jsonrpc.Error{Code: code, Message: msg}
+}
+
+// unsupportedMethod reports whether a plain-text 400 says the request's
+// method is not one the server has: a go-sdk server of 2025-11-25 over
+// stateful HTTP answers an unknown method so ("JSON RPC not handled:
+// "x" unsupported"), where 2026-07-28 says -32601 and 404.
+func unsupportedMethod(text string) bool {
+	t := strings.ToLower(text)
+	return strings.Contains(t, "not handled") || strings.Contains(t, "method not found") || strings.Contains(t, "unsupported method")
 }
 
 // take decodes one message (or a batch) and delivers it, noting the

@@ -226,3 +226,10 @@ func TestHTTPError(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPErrorUnknownMethod(t *testing.T) {
+	got := httpError(400, "text/plain; charset=utf-8", []byte("JSON RPC not handled: \"foo/bar\" unsupported\n"))
+	if got.Code != -32601 {
+		t.Errorf("a go-sdk server's plain-text answer to an unknown method: %d %q, want -32601", got.Code, got.Message)
+	}
+}

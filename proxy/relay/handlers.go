@@ -89,6 +89,15 @@ func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMess
 	case "logging/setLevel":
 		return s.setLevel(ctx, req)
 	}
+	if req.Method == "tasks/list" || taskMethods[req.Method] {
+		if s.tasksServed() {
+			if req.Method == "tasks/list" {
+				return s.listTasks(ctx, req)
+			}
+			return s.taskRequest(ctx, req)
+		}
+		// No server does tasks: the method is as unknown as it is to them.
+	}
 	// A method aqlguard does not know: with one server it is the server's
 	// business (a newer revision, an extension); with several, nobody's.
 	if servers := s.pool.Servers(); len(servers) == 1 {
@@ -134,7 +143,7 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 	if s.modern.Load() {
 		return s.askInCall(ctx, srv, req)
 	}
-	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, req.Params)
+	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, taskIDsFor(srv.Name, req.Params))
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
@@ -170,6 +179,9 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 		return
 	case "notifications/prompts/list_changed":
 		s.routes.forgetPrompts()
+	case "notifications/tasks/status", "notifications/tasks":
+		s.NotifyClient(req.Method, taskIDsFor(srv.Name, req.Params))
+		return
 	case "notifications/message":
 		if !s.modern.Load() {
 			s.sendClient(link.WithRelated(ctx, s.related(srv)), req.Method, req.Params)
