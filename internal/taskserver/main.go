@@ -31,13 +31,13 @@ import (
 const relatedTask = "io.modelcontextprotocol/related-task"
 
 type task struct {
-	ID            string  `json:"taskId"`
-	Status        string  `json:"status"`
-	StatusMessage string  `json:"statusMessage,omitempty"`
-	CreatedAt     string  `json:"createdAt"`
-	LastUpdatedAt string  `json:"lastUpdatedAt"`
-	TTL           *int64  `json:"ttl"`
-	PollInterval  int64   `json:"pollInterval"`
+	ID            string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	TTL           *int64 `json:"ttl"`
+	PollInterval  int64  `json:"pollInterval"`
 	result        json.RawMessage
 	done          chan struct{}
 	cancel        context.CancelFunc
