@@ -21,6 +21,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,6 +62,8 @@ type Shared struct {
 	Pins *pins.Pinner
 	// Version is aqlguard's.
 	Version string
+	// Auth authorizes to remote servers with auth = "oauth".
+	Auth *remoteauth.Manager
 
 	mu       sync.RWMutex
 	reloaded *policy.Config
@@ -95,6 +98,7 @@ func (sh *Shared) RelayConfig() *relay.Config {
 		NewTools:         func(s *relay.Session) (relay.Tools, error) { return sh.NewFront(s) },
 		Gate:             gate{guard: sh.Guard},
 		Restart:          true,
+		Auth:             sh.Auth,
 		Log:              sh.Log,
 	}
 	if sh.Mode != ModeTransparent {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/aqlguard/aqlguard/policy"
@@ -15,6 +16,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -157,6 +159,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		Limits:  cfg.Limits,
 		Log:     log,
 		Version: version(),
+		Auth:    &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(stateDir(cfg), "oauth")}, Log: log},
 	}
 	gd.Downstream = sh // each allowed call goes to its own session's server
 	return &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st}, 0
@@ -197,6 +200,15 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog
 		Transparent:        proxy.Mode(cfg.Mode) == proxy.ModeTransparent,
 		Log:                log,
 	}
+}
+
+// stateDir is the configured state directory, or the default one.
+func stateDir(cfg *policy.Config) string {
+	if cfg.StateDir != "" {
+		return cfg.StateDir
+	}
+	d, _ := store.DefaultDir()
+	return d
 }
 
 // openStore opens the state database in the configured state directory

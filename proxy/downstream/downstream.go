@@ -24,6 +24,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -77,6 +78,9 @@ type Options struct {
 	Modern bool
 	// Restart restarts a server that dies, with backoff.
 	Restart bool
+	// Auth authorizes to remote servers with auth = "oauth"; nil fails
+	// them.
+	Auth *remoteauth.Manager
 	Log     *slog.Logger
 }
 
@@ -294,7 +298,7 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 // connect runs one connection's handshake: dial, initialize (the
 // client's parameters), initialized, tools/list (every page).
 func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) {
-	c, err := dial(ctx, s.cfg, s.log)
+	c, err := dial(ctx, s.cfg, s.pool.opts.Auth, s.log)
 	if err != nil {
 		return State{}, nil, nil, fmt.Errorf("connect: %w", err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -70,6 +71,8 @@ type Config struct {
 	Gate     Gate
 	// Restart restarts servers that die.
 	Restart bool
+	// Auth authorizes to remote servers with auth = "oauth".
+	Auth *remoteauth.Manager
 	// FinishOnEOF answers the requests a client sent before its input
 	// ended (MCP's stdio shutdown: the client closes stdin, then waits
 	// for the exit) instead of cancelling them; see link.Peer.
@@ -328,7 +331,7 @@ func (s *Session) start(ctx context.Context, params json.RawMessage) (json.RawMe
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
 	}
-	s.pool = downstream.Start(ctx, s.cfg.servers(), downstream.Options{Version: s.cfg.Version, Initialize: down, Modern: s.modern.Load(),
+	s.pool = downstream.Start(ctx, s.cfg.servers(), downstream.Options{Version: s.cfg.Version, Initialize: down, Modern: s.modern.Load(), Auth: s.cfg.Auth,
 		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Log: s.log})
 	if s.cfg.Transparent && len(s.pool.Servers()) == 1 {
 		srv := s.pool.Servers()[0]
