@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/zalando/go-keyring"
 	"golang.org/x/oauth2"
@@ -139,10 +138,4 @@ func errKind(err error) string {
 		return "the grant is too big for it"
 	}
 	return "it refused (see the OS keyring's own log)"
-}
-
-// expired reports whether a grant's access token has run out (it may
-// still be refreshed).
-func (g *Grant) expired() bool {
-	return g.Token == nil || !g.Token.Expiry.IsZero() && time.Now().After(g.Token.Expiry)
 }
