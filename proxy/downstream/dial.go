@@ -16,8 +16,8 @@ import (
 	"github.com/aqlguard/aqlguard/internal/owned"
 
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

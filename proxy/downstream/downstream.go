@@ -81,7 +81,7 @@ type Options struct {
 	// Auth authorizes to remote servers with auth = "oauth"; nil fails
 	// them.
 	Auth *remoteauth.Manager
-	Log     *slog.Logger
+	Log  *slog.Logger
 }
 
 // State is a server's state at one moment.
