@@ -24,6 +24,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -68,14 +69,27 @@ type Options struct {
 	// Upstream receives what servers send on their own; nil answers their
 	// requests with "method not found" and drops their notifications.
 	Upstream Upstream
+	// Modern says the client speaks 2026-07-28 (ModernVersion). A server
+	// set to protocol "auto" is spoken to in its client's revision when
+	// it speaks both — a server of both revisions serves each as that
+	// revision says (a tool that asks the client mid-call does so only
+	// in 2025-11-25), so the client gets what it would get directly —
+	// and in the one it speaks otherwise, which the relay translates.
+	Modern bool
 	// Restart restarts a server that dies, with backoff.
 	Restart bool
-	Log     *slog.Logger
+	// Auth authorizes to remote servers with auth = "oauth"; nil fails
+	// them.
+	Auth *remoteauth.Manager
+	Log  *slog.Logger
 }
 
 // State is a server's state at one moment.
 type State struct {
 	Status Status
+	// Modern is true for a server spoken to in 2026-07-28 (ModernVersion),
+	// false for one initialized in an older revision (Protocol).
+	Modern bool
 	// Problem is a user-facing description of why the server is not
 	// ready: fixed phrases only, so it can be shown in introspection. The
 	// full error is in the log.
@@ -85,6 +99,9 @@ type State struct {
 	// sent, which transparent mode passes on.
 	Init    *mcp.InitializeResult
 	InitRaw json.RawMessage
+	// DiscoverRaw is a 2026-07-28 server's answer to server/discover, as
+	// sent (InitRaw is then made from it).
+	DiscoverRaw json.RawMessage
 	// Capabilities are the server's capabilities as sent, by name
 	// ("tools", "resources", "prompts", "completions", "logging", ...).
 	Capabilities map[string]json.RawMessage
@@ -118,6 +135,18 @@ type Server struct {
 	// upSince is when the running connection started.
 	crashes int
 	upSince time.Time
+
+	// A 2026-07-28 server's (see modern.go):
+	logLevel   string                   // sent with requests that name none
+	listens    map[string]*listenStream // open subscriptions/listen streams, by request id
+	subscribed map[string]*listenStream // resource uri → its stream
+}
+
+func newServer(c policy.Server, p *Pool, log *slog.Logger) *Server {
+	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: log.With("server", c.Name),
+		listens: map[string]*listenStream{}, subscribed: map[string]*listenStream{}}
+	s.state.Status = Starting
+	return s
 }
 
 // Pool is the set of downstream servers of one client session.
@@ -142,8 +171,7 @@ func Start(ctx context.Context, cfgs []policy.Server, opts Options) *Pool {
 	p := &Pool{byName: map[string]*Server{}, opts: opts, ctx: life, cancel: cancel}
 	var wg sync.WaitGroup
 	for _, c := range cfgs {
-		s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: opts.Log.With("server", c.Name)}
-		s.state.Status = Starting
+		s := newServer(c, p, opts.Log)
 		p.servers = append(p.servers, s)
 		p.byName[c.Name] = s
 		wg.Go(func() { s.start(ctx, false) })
@@ -182,8 +210,7 @@ func (p *Pool) Update(ctx context.Context, cfgs []policy.Server) []string {
 			next = append(next, s)
 			continue
 		}
-		s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: p.opts.Log.With("server", c.Name)}
-		s.state.Status = Starting
+		s := newServer(c, p, p.opts.Log)
 		next = append(next, s)
 		start = append(start, s)
 		changed = append(changed, c.Name)
@@ -280,6 +307,9 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 	s.mu.Unlock()
 	s.log.Info("downstream server ready", "tools", len(st.Tools), "protocol", st.Protocol,
 		"transport", s.cfg.Transport, "elapsed", time.Since(began).Round(time.Millisecond))
+	if st.Modern {
+		s.openListens(peer, st.Capabilities)
+	}
 	go s.watch(peer, c)
 	return true
 }
@@ -287,13 +317,57 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 // connect runs one connection's handshake: dial, initialize (the
 // client's parameters), initialized, tools/list (every page).
 func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) {
-	c, err := dial(ctx, s.cfg, s.log)
+	c, err := dial(ctx, s.cfg, s.pool.opts.Auth, s.log)
 	if err != nil {
 		return State{}, nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	if sc, ok := c.Connection.(*streamableConn); ok {
+		sc.bindings = s.paramBindings
 	}
 	peer := link.New(c, serverHandler{s}, s.log)
 	peer.IDPrefix = "aqlguard-"
 	peer.Start()
+	tryModern := s.cfg.Protocol == ModernVersion || s.cfg.Protocol != ProtocolVersion && s.pool.opts.Modern
+	if !tryModern && s.cfg.Protocol != ProtocolVersion {
+		// A client of an older revision: initialize first, and only a
+		// server that refuses it is asked whether it speaks 2026-07-28.
+		st, err := s.initialize(ctx, peer)
+		var werr *jsonrpc.Error
+		if err == nil || !errors.As(err, &werr) {
+			return st, c, peer, err
+		}
+		s.log.Debug("initialize was refused; asking whether the server speaks "+ModernVersion, "err", err)
+		tryModern = true
+	}
+	if tryModern {
+		st, modern, err := s.discover(ctx, peer)
+		switch {
+		case err != nil:
+			return State{}, c, nil, fmt.Errorf("server/discover: %w", err)
+		case modern:
+			if _, ok := st.Capabilities["tools"]; ok {
+				call := func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+					return peer.Call(ctx, method, s.modernParams(params))
+				}
+				if st.Tools, st.ToolsRaw, err = listTools(ctx, call); err != nil {
+					return State{}, c, nil, err
+				}
+				if s.cfg.Transport == "streamable" {
+					st.Tools, st.ToolsRaw = s.validForHTTP(st.Tools, st.ToolsRaw)
+				}
+			}
+			return st, c, peer, nil
+		case s.cfg.Protocol == ModernVersion:
+			return State{}, c, nil, errors.New("the server does not speak MCP " + ModernVersion + " (server/discover), which its protocol setting asks for")
+		}
+	}
+	st, err := s.initialize(ctx, peer)
+	return st, c, peer, err
+}
+
+// initialize runs the handshake of the older revisions: initialize (the
+// client's parameters), initialized, tools/list (every page).
+func (s *Server) initialize(ctx context.Context, peer *link.Peer) (State, error) {
 	st := State{Status: Ready}
 	params := s.pool.opts.Initialize
 	if params == nil {
@@ -302,11 +376,11 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 	}
 	raw, err := peer.Call(ctx, "initialize", params)
 	if err != nil {
-		return State{}, c, nil, fmt.Errorf("initialize: %w", err)
+		return State{}, fmt.Errorf("initialize: %w", err)
 	}
 	var init mcp.InitializeResult
 	if err := json.Unmarshal(raw, &init); err != nil {
-		return State{}, c, nil, fmt.Errorf("initialize: the server's answer does not decode: %w", err)
+		return State{}, fmt.Errorf("initialize: the server's answer does not decode: %w", err)
 	}
 	st.Init, st.InitRaw, st.Protocol = &init, raw, init.ProtocolVersion
 	var caps struct {
@@ -315,28 +389,37 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 	_ = json.Unmarshal(raw, &caps)
 	st.Capabilities = caps.Capabilities
 	if err := peer.Notify(ctx, "notifications/initialized", json.RawMessage(`{}`)); err != nil {
-		return State{}, c, nil, err
+		return State{}, err
 	}
 	if _, ok := st.Capabilities["tools"]; ok {
-		if st.Tools, st.ToolsRaw, err = listTools(ctx, peer); err != nil {
-			return State{}, c, nil, err
+		if st.Tools, st.ToolsRaw, err = listTools(ctx, peer.Call); err != nil {
+			return State{}, err
 		}
 	}
-	return st, c, peer, nil
+	return st, nil
 }
 
 // ListTools asks the server for its tools again (after list_changed) and
 // makes them the server's state. It returns the new state.
 func (s *Server) ListTools(ctx context.Context) (State, error) {
 	s.mu.RLock()
-	peer := s.peer
+	peer, modern := s.peer, s.state.Modern
 	s.mu.RUnlock()
 	if peer == nil {
 		return s.State(), s.unavailable()
 	}
-	tools, raws, err := listTools(ctx, peer)
+	call := peer.Call
+	if modern {
+		call = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			return peer.Call(ctx, method, s.modernParams(params))
+		}
+	}
+	tools, raws, err := listTools(ctx, call)
 	if err != nil {
 		return s.State(), err
+	}
+	if modern && s.cfg.Transport == "streamable" {
+		tools, raws = s.validForHTTP(tools, raws)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -356,7 +439,7 @@ func (s *Server) SetTools(tools []*mcp.Tool, raws []json.RawMessage) {
 // stops handing out cursors.
 const maxToolPages = 1000
 
-func listTools(ctx context.Context, peer *link.Peer) ([]*mcp.Tool, []json.RawMessage, error) {
+func listTools(ctx context.Context, call func(context.Context, string, json.RawMessage) (json.RawMessage, error)) ([]*mcp.Tool, []json.RawMessage, error) {
 	var tools []*mcp.Tool
 	var raws []json.RawMessage
 	cursor := ""
@@ -365,7 +448,7 @@ func listTools(ctx context.Context, peer *link.Peer) ([]*mcp.Tool, []json.RawMes
 		if cursor != "" {
 			params, _ = json.Marshal(map[string]string{"cursor": cursor})
 		}
-		raw, err := peer.Call(ctx, "tools/list", params)
+		raw, err := call(ctx, "tools/list", params)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -437,10 +520,15 @@ func (s *Server) watch(peer *link.Peer, c *conn) {
 // raw result. A JSON-RPC error from the server is a *jsonrpc.Error.
 func (s *Server) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	s.mu.RLock()
-	peer := s.peer
+	peer, modern := s.peer, s.state.Modern
 	s.mu.RUnlock()
 	if peer == nil {
 		return nil, s.unavailable()
+	}
+	if modern {
+		params = s.modernParams(params)
+	} else {
+		params = legacyParams(params)
 	}
 	limit := s.cfg.CallTimeout.Duration
 	if limit > 0 {
@@ -617,6 +705,12 @@ func (h serverHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.
 }
 
 func (h serverHandler) Notification(ctx context.Context, req *jsonrpc.Request) {
+	if h.s.State().Modern {
+		var ok bool
+		if req, ok = h.s.modernNotification(req); !ok {
+			return
+		}
+	}
 	if up := h.s.pool.opts.Upstream; up != nil {
 		up.ServerNotification(ctx, h.s, req)
 	}

@@ -345,7 +345,18 @@ func (p *Peer) cancelIncoming(params json.RawMessage) {
 // sent). When ctx ends first, the other side is sent
 // notifications/cancelled and Call returns ctx's error.
 func (p *Peer) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return p.CallAs(ctx, p.NewID(), method, params)
+}
+
+// NewID is a request id of this peer's that no call has used.
+func (p *Peer) NewID() jsonrpc.ID {
 	id, _ := jsonrpc.MakeID(p.IDPrefix + strconv.FormatInt(p.nextID.Add(1), 10)) // a string id never fails
+	return id
+}
+
+// CallAs is Call under an id from NewID, for a caller that must know the
+// id before the answer comes (a subscription's notifications name it).
+func (p *Peer) CallAs(ctx context.Context, id jsonrpc.ID, method string, params json.RawMessage) (json.RawMessage, error) {
 	key := idKey(id)
 	ch := make(chan *jsonrpc.Response, 1)
 	p.mu.Lock()

@@ -34,6 +34,11 @@ var judged = map[string][]string{
 	"resources/templates/list": {"cursor"},
 	"prompts/list":             {"cursor"},
 	"subscriptions/listen":     {"notifications"},
+	"tasks/get":                {"taskId"},
+	"tasks/result":             {"taskId"},
+	"tasks/cancel":             {"taskId"},
+	"tasks/update":             {"taskId"},
+	"tasks/list":               {"cursor"},
 }
 
 // everyRequest are the members judged in every request's params.
