@@ -60,14 +60,6 @@ const (
 	forbiddenMin   = 90
 )
 
-// Name patterns of danger-levels.md 6.1-6.3. They are all a literal prefix
-// or suffix, so they are matched as such rather than through globs.
-var (
-	safeNames      = []string{"get_*", "list_*", "search_*", "count_*", "check_*", "introspect*"}
-	dangerousNames = []string{"force_*", "*_permanently", "bulk_delete*", "override_*", "bypass_*", "*_without_backup", "purge_*"}
-	forbiddenNames = []string{"drop_*", "delete_all*", "truncate_*", "reset_*", "destroy_*", "wipe_*", "*_production"}
-)
-
 func nameMatches(pat, name string) bool {
 	if rest, ok := strings.CutPrefix(pat, "*"); ok {
 		return strings.HasSuffix(name, rest)
@@ -206,7 +198,7 @@ func nameRiskOf(s *Step) nameRisk {
 		what, pat, ok := matchName(names, pats)
 		return nameHit{what, pat, ok}
 	}
-	return nameRisk{hit(safeNames), hit(dangerousNames), hit(forbiddenNames)}
+	return nameRisk{hit(policy.SafeNames), hit(policy.DangerousNames), hit(policy.ForbiddenNames)}
 }
 
 func (c *call) nameRisk() nameRisk {

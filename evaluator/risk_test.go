@@ -119,7 +119,7 @@ func TestDangerNamesMatchSpecTables(t *testing.T) {
 		"dangerous": {"force_*", "*_permanently", "bulk_delete*", "override_*", "bypass_*", "*_without_backup", "purge_*"},
 		"forbidden": {"drop_*", "delete_all*", "truncate_*", "reset_*", "destroy_*", "wipe_*", "*_production"},
 	}
-	got := map[string][]string{"safe": safeNames, "dangerous": dangerousNames, "forbidden": forbiddenNames}
+	got := map[string][]string{"safe": policy.SafeNames, "dangerous": policy.DangerousNames, "forbidden": policy.ForbiddenNames}
 	for k := range spec {
 		if !slices.Equal(spec[k], got[k]) {
 			t.Errorf("%s = %v, want %v", k, got[k], spec[k])
@@ -135,7 +135,7 @@ func TestDangerNamesMatchSpecTables(t *testing.T) {
 			}
 		}
 	}
-	if !strings.HasSuffix(forbiddenNames[len(forbiddenNames)-1], "_production") {
+	if !strings.HasSuffix(policy.ForbiddenNames[len(policy.ForbiddenNames)-1], "_production") {
 		t.Fatal("unreachable")
 	}
 }
