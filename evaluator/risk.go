@@ -209,20 +209,22 @@ func (c *call) nameRisk() nameRisk {
 }
 
 // namesForRisk are the identifiers the danger-level patterns apply to:
-// the tool name as the server spells it, snake-cased (deleteAllUsers ->
-// delete_all_users), and the operation name.
+// the tool's own name as the server spells it, snake-cased
+// (deleteAllUsers -> delete_all_users). Never the operation name, which
+// starts with the server's: a server named "search" does not make its
+// run_command a read, nor one named "drop" every tool forbidden. A step
+// with an operation but no tool is known by its operation name.
 func namesForRisk(s *Step) []name {
 	if policy.IsReadSubject(s.Tool) {
 		return nil // a URI or a prompt's name is not a tool name: no naming conventions apply
 	}
-	out := make([]name, 0, 2)
 	if t := policy.SnakeName(s.Tool); t != "" {
-		out = append(out, name{"tool name " + strconv.Quote(t), t})
+		return []name{{"tool name " + strconv.Quote(t), t}}
 	}
-	if op := policy.SnakeName(s.Operation); op != "" && (len(out) == 0 || out[0].value != op) {
-		out = append(out, name{"operation name " + strconv.Quote(op), op})
+	if op := policy.SnakeName(s.Operation); op != "" {
+		return []name{{"operation name " + strconv.Quote(op), op}}
 	}
-	return out
+	return nil
 }
 
 func matchName(names []name, pats []string) (what, pat string, ok bool) {

@@ -74,3 +74,12 @@ var conventionWords = func() map[string]bool {
 // vocabulary gives a meaning when it leads a tool's own name: "get",
 // "search", "delete", "drop", "deploy", ...
 func ConventionWord(w string) bool { return conventionWords[w] }
+
+// serverNames are the names of the configured servers.
+func (c *Config) serverNames() map[string]bool {
+	out := make(map[string]bool, len(c.Servers))
+	for _, s := range c.Servers {
+		out[s.Name] = true
+	}
+	return out
+}
