@@ -46,6 +46,15 @@ func baseRiskOf(cat policy.Category) (baseRiskSaid, bool) {
 	return baseRiskSaid{}, false
 }
 
+// BaseRisk is a category's base risk, the order of how much a category
+// can do (an unknown category is scored as EXECUTE).
+func BaseRisk(cat policy.Category) int {
+	if b, ok := baseRiskOf(policy.Category(strings.ToUpper(strings.TrimSpace(string(cat))))); ok {
+		return b.score
+	}
+	return unknownCategoryRisk
+}
+
 // unknownCategoryRisk applies when a step has no (or an unknown) category:
 // danger-levels.md 7.1 forbids treating unlabelled operations as safe, and
 // "could do anything" is what EXECUTE means.

@@ -159,6 +159,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		Version: version(),
 	}
 	gd.Downstream = sh // each allowed call goes to its own session's server
+	sh.Pins.Judge = sh.JudgeTool
 	return &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st}, 0
 }
 
