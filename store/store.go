@@ -59,9 +59,11 @@ type Options struct {
 type Store struct {
 	path    string
 	timeout time.Duration
-	// mu serialises this process's transactions: bbolt's lock is per open
-	// file, so two opens in one process would wait for each other anyway.
-	mu   sync.Mutex
+	// turn serialises this process's transactions (a slot, taken by
+	// sending): bbolt's lock is per open file, so two opens in one process
+	// would wait for each other anyway. A channel rather than a mutex, so
+	// that waiting for it is bounded like waiting for the file lock.
+	turn chan struct{}
 	lock *fileLock
 	// auditKey is read once at Open (see AuditKey).
 	auditKey []byte
@@ -90,7 +92,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	s := &Store{path: filepath.Join(dir, FileName), timeout: o.Timeout}
+	s := &Store{path: filepath.Join(dir, FileName), timeout: o.Timeout, turn: make(chan struct{}, 1)}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -290,21 +292,35 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 
 // acquire takes this process's turn and the state directory's lock
 // (shared or exclusive), waiting at most the store's timeout or until
-// ctx's deadline, whichever comes first. release lets both go; it may be
-// called more than once. what names the lock's user in a busy error.
+// ctx's deadline, whichever comes first, for both together: a flood of
+// transactions in this process makes the others fail with ErrBusy, never
+// wait without end. release lets both go; it may be called more than
+// once. what names the lock's user in a busy error.
 func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline time.Time, release func(), err error) {
-	s.mu.Lock()
 	wait := s.timeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
 		wait = time.Until(d)
 	}
 	if err := ctx.Err(); err != nil || wait <= 0 {
-		s.mu.Unlock()
 		return time.Time{}, nil, fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
 	}
 	deadline = time.Now().Add(wait)
+	select {
+	case s.turn <- struct{}{}:
+	default:
+		timer := time.NewTimer(wait)
+		select {
+		case s.turn <- struct{}{}:
+			timer.Stop()
+		case <-timer.C:
+			return time.Time{}, nil, fmt.Errorf("%s: %w (this process's other transactions held it for %s)", what, ErrBusy, wait.Round(time.Millisecond))
+		case <-ctx.Done():
+			timer.Stop()
+			return time.Time{}, nil, fmt.Errorf("state database: %w", errors.Join(ErrBusy, ctx.Err()))
+		}
+	}
 	if err := s.lock.lock(ctx, shared, deadline); err != nil {
-		s.mu.Unlock()
+		<-s.turn
 		if errors.Is(err, ErrBusy) {
 			return time.Time{}, nil, fmt.Errorf("%s: %w (waited %s)", what, ErrBusy, wait.Round(time.Millisecond))
 		}
@@ -314,7 +330,7 @@ func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline
 	return deadline, func() {
 		once.Do(func() {
 			_ = s.lock.unlock()
-			s.mu.Unlock()
+			<-s.turn
 		})
 	}, nil
 }

@@ -140,6 +140,43 @@ func TestBusyFailsWithinTheTimeout(t *testing.T) {
 	}
 }
 
+// TestBusyInThisProcessFailsWithinTheTimeout: a transaction of this
+// process that holds the state does not make the others wait without end
+// (issue 19: a flood of tool-list refreshes stalled every call); they
+// fail with ErrBusy, as they would behind another process.
+func TestBusyInThisProcessFailsWithinTheTimeout(t *testing.T) {
+	s := openTest(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(context.Background(), func(*Tx) error { close(held); <-release; return nil })
+	}()
+	<-held
+	waited := make(chan error, 3)
+	go func() { waited <- s.View(context.Background(), func(*Tx) error { return nil }) }()
+	go func() { waited <- s.Append(context.Background(), Record{Kind: "test"}) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { waited <- s.View(ctx, func(*Tx) error { return nil }) }()
+	cancel()
+	for range 3 {
+		select {
+		case err := <-waited:
+			if !errors.Is(err, ErrBusy) {
+				t.Errorf("a transaction behind one that holds the state = %v, want ErrBusy", err)
+			}
+		case <-time.After(time.Minute): // a hang guard, not a measurement
+			t.Fatal("a transaction waits without end behind another of the same process")
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(context.Background(), func(*Tx) error { return nil }); err != nil {
+		t.Errorf("the state after the holder let go: %v", err)
+	}
+}
+
 func TestAuditChain(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
