@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"reflect"
@@ -26,6 +27,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 )
 
 // ProtocolVersion is the MCP version aqlguard asks downstream servers for
@@ -55,7 +57,26 @@ type Upstream interface {
 	// ServerRestarted is called after a server that died is back (its
 	// tools may have changed).
 	ServerRestarted(s *Server)
+	// ToolsRefreshed is called after a refresh the server asked for
+	// (Refresh) changed the tools its state holds.
+	ToolsRefreshed(s *Server)
 }
+
+// Listing is a server's tools: decoded, as sent (in the same order), and
+// the names of those whose definition as listed was not accepted.
+type Listing struct {
+	Tools []*mcp.Tool
+	Raws  []json.RawMessage
+	// Withheld names the tools listed with a definition that was not
+	// accepted: the listing holds their last accepted one, and calls to
+	// them are refused.
+	Withheld map[string]bool
+}
+
+// Vet checks a listing of a server's tools before it becomes the
+// server's state (tool pinning): it returns what may be shown. An error
+// withholds every tool of the listing.
+type Vet func(ctx context.Context, server string, l Listing) (Listing, error)
 
 // Options configure a Pool.
 type Options struct {
@@ -70,7 +91,11 @@ type Options struct {
 	Upstream Upstream
 	// Restart restarts a server that dies, with backoff.
 	Restart bool
-	Log     *slog.Logger
+	// Vet, when set, checks every listing of a server's tools (at start,
+	// after a restart, on a refresh) before it becomes the server's
+	// state: nothing unvetted is ever shown.
+	Vet Vet
+	Log *slog.Logger
 }
 
 // State is a server's state at one moment.
@@ -89,9 +114,13 @@ type State struct {
 	// ("tools", "resources", "prompts", "completions", "logging", ...).
 	Capabilities map[string]json.RawMessage
 	// Tools are the server's tools, decoded (for the catalog); ToolsRaw
-	// are the same tools as sent, in the same order.
+	// are the same tools as sent, in the same order. Both hold only what
+	// Options.Vet let through.
 	Tools    []*mcp.Tool
 	ToolsRaw []json.RawMessage
+	// Withheld names the tools whose listed definition was not accepted
+	// (Listing.Withheld).
+	Withheld map[string]bool
 	// Restarts counts how often the server was restarted after dying.
 	Restarts int
 }
@@ -110,6 +139,32 @@ type Server struct {
 	peer    *link.Peer
 	conn    *conn
 	stopped bool // for good: no restart, no late start
+
+	// listing is a one-slot turn: one listing of the tools at a time.
+	listing chan struct{}
+	// The refresh the server asked for (Refresh): at most one runs; a
+	// request meanwhile makes it run once more; they start at the pace
+	// refreshPace allows.
+	refreshMu    sync.Mutex
+	refreshing   bool
+	refreshAgain bool
+	refreshPace  *rate.Limiter
+}
+
+// Refreshes a server asks for (notifications/tools/list_changed) start
+// at most refreshBurst at once and then one per refreshEvery: a server
+// that sends them in a loop gets that many listings, however many it
+// sends.
+const (
+	refreshEvery = 250 * time.Millisecond
+	refreshBurst = 2
+)
+
+func newServer(p *Pool, c policy.Server) *Server {
+	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: p.opts.Log.With("server", c.Name),
+		listing: make(chan struct{}, 1), refreshPace: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
+	s.state.Status = Starting
+	return s
 }
 
 // Pool is the set of downstream servers of one client session.
@@ -134,8 +189,7 @@ func Start(ctx context.Context, cfgs []policy.Server, opts Options) *Pool {
 	p := &Pool{byName: map[string]*Server{}, opts: opts, ctx: life, cancel: cancel}
 	var wg sync.WaitGroup
 	for _, c := range cfgs {
-		s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: opts.Log.With("server", c.Name)}
-		s.state.Status = Starting
+		s := newServer(p, c)
 		p.servers = append(p.servers, s)
 		p.byName[c.Name] = s
 		wg.Go(func() { s.start(ctx, false) })
@@ -174,8 +228,7 @@ func (p *Pool) Update(ctx context.Context, cfgs []policy.Server) []string {
 			next = append(next, s)
 			continue
 		}
-		s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: p.opts.Log.With("server", c.Name)}
-		s.state.Status = Starting
+		s := newServer(p, c)
 		next = append(next, s)
 		start = append(start, s)
 		changed = append(changed, c.Name)
@@ -299,38 +352,113 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 		return State{}, c, nil, err
 	}
 	if _, ok := st.Capabilities["tools"]; ok {
-		if st.Tools, st.ToolsRaw, err = listTools(ctx, peer); err != nil {
+		tools, raws, err := listTools(ctx, peer)
+		if err != nil {
 			return State{}, c, nil, err
 		}
+		l := s.vet(ctx, Listing{Tools: tools, Raws: raws})
+		st.Tools, st.ToolsRaw, st.Withheld = l.Tools, l.Raws, l.Withheld
 	}
 	return st, c, peer, nil
 }
 
-// ListTools asks the server for its tools again (after list_changed) and
-// makes them the server's state. It returns the new state.
-func (s *Server) ListTools(ctx context.Context) (State, error) {
+// vet passes a listing through Options.Vet; a vetting that fails
+// withholds every tool (and is logged).
+func (s *Server) vet(ctx context.Context, l Listing) Listing {
+	v := s.pool.opts.Vet
+	if v == nil {
+		return l
+	}
+	out, err := v(ctx, s.Name, l)
+	if err != nil {
+		s.log.Error("the server's tools could not be checked against their pins; they are withheld", "tools", len(l.Tools), "err", err)
+		return Listing{}
+	}
+	return out
+}
+
+// RefreshTools lists the server's tools again, vets them (Options.Vet)
+// and makes them the server's state; it reports whether the state's
+// tools changed. One listing runs at a time; the wait for it ends with
+// ctx.
+func (s *Server) RefreshTools(ctx context.Context) (changed bool, err error) {
+	select {
+	case s.listing <- struct{}{}:
+		defer func() { <-s.listing }()
+	case <-ctx.Done():
+		return false, fmt.Errorf("listing the tools of %s: %w", s.Name, ctx.Err())
+	}
 	s.mu.RLock()
 	peer := s.peer
 	s.mu.RUnlock()
 	if peer == nil {
-		return s.State(), s.unavailable()
+		return false, s.unavailable()
 	}
 	tools, raws, err := listTools(ctx, peer)
 	if err != nil {
-		return s.State(), err
+		return false, err
 	}
+	l := s.vet(ctx, Listing{Tools: tools, Raws: raws})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.state.Tools, s.state.ToolsRaw = tools, raws
-	return s.state, nil
+	if s.peer != peer {
+		return false, nil // restarted meanwhile: the restart listed them
+	}
+	changed = !sameListing(s.state, l)
+	s.state.Tools, s.state.ToolsRaw, s.state.Withheld = l.Tools, l.Raws, l.Withheld
+	return changed, nil
 }
 
-// SetTools replaces the tools the server's state holds (tool pinning
-// keeps the approved definitions while a change waits for a human).
-func (s *Server) SetTools(tools []*mcp.Tool, raws []json.RawMessage) {
-	s.mu.Lock()
-	s.state.Tools, s.state.ToolsRaw = tools, raws
-	s.mu.Unlock()
+// sameListing reports whether st already holds l.
+func sameListing(st State, l Listing) bool {
+	return slices.EqualFunc(st.ToolsRaw, l.Raws, func(a, b json.RawMessage) bool { return string(a) == string(b) }) &&
+		maps.Equal(st.Withheld, l.Withheld)
+}
+
+// Refresh lists the server's tools again because the server said they
+// changed (notifications/tools/list_changed), without waiting: at most
+// one such refresh runs per server, a request that comes meanwhile makes
+// it run once more (not once per request), and they start at a bounded
+// pace (refreshEvery). A refresh that changed the tools is reported to
+// the pool's Upstream (ToolsRefreshed). A server that sends list_changed
+// in a loop costs a bounded number of listings and no memory per
+// notification.
+func (s *Server) Refresh() {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	if s.refreshing {
+		s.refreshAgain = true
+		return
+	}
+	s.refreshing = true
+	go s.refreshLoop()
+}
+
+func (s *Server) refreshLoop() {
+	ctx := s.pool.ctx
+	for {
+		if err := s.refreshPace.Wait(ctx); err != nil {
+			s.refreshMu.Lock()
+			s.refreshing, s.refreshAgain = false, false
+			s.refreshMu.Unlock()
+			return // the pool is closing
+		}
+		changed, err := s.RefreshTools(ctx)
+		if err != nil {
+			s.log.Warn("the server said its tools changed, but listing them failed", "err", err)
+		}
+		if up := s.pool.opts.Upstream; changed && up != nil {
+			up.ToolsRefreshed(s)
+		}
+		s.refreshMu.Lock()
+		if !s.refreshAgain {
+			s.refreshing = false
+			s.refreshMu.Unlock()
+			return
+		}
+		s.refreshAgain = false
+		s.refreshMu.Unlock()
+	}
 }
 
 // maxToolPages bounds tools/list pagination against a server that never
