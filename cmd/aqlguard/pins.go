@@ -93,7 +93,7 @@ func pinsList(ctx context.Context, st *store.Store, server string, stdout, stder
 	for _, p := range list {
 		status, approved, hash := "pinned", p.ApprovedAt.Local().Format(time.RFC3339), p.Hash
 		switch {
-		case p.Definition == nil:
+		case p.Hash == "": // never approved: a tool the server added
 			status, approved, hash = "ADDED, waiting for approval", "-", "-"
 		case p.Pending != nil:
 			status = "CHANGED, waiting for approval"
@@ -104,7 +104,7 @@ func pinsList(ctx context.Context, st *store.Store, server string, stdout, stder
 	for _, p := range list {
 		if p.Pending != nil {
 			what := "changed"
-			if p.Definition == nil {
+			if p.Hash == "" {
 				what = "was added"
 			}
 			fmt.Fprintf(stdout, "\n%s.%s %s on %s:\n%s", p.Server, p.Tool, what, p.Pending.SeenAt.Local().Format(time.RFC3339),

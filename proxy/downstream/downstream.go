@@ -121,6 +121,9 @@ type State struct {
 	// Withheld names the tools whose listed definition was not accepted
 	// (Listing.Withheld).
 	Withheld map[string]bool
+	// vetErr says the last listing could not be vetted (every tool is
+	// withheld): it is listed again.
+	vetErr error
 	// Restarts counts how often the server was restarted after dying.
 	Restarts int
 }
@@ -312,6 +315,9 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 	st.Restarts = s.state.Restarts
 	s.state, s.peer, s.conn = st, peer, c
 	s.mu.Unlock()
+	if st.vetErr != nil {
+		s.Refresh() // its tools are withheld until they can be vetted
+	}
 	s.log.Info("downstream server ready", "tools", len(st.Tools), "protocol", st.Protocol,
 		"transport", s.cfg.Transport, "elapsed", time.Since(began).Round(time.Millisecond))
 	go s.watch(peer, c)
@@ -356,25 +362,25 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 		if err != nil {
 			return State{}, c, nil, err
 		}
-		l := s.vet(ctx, Listing{Tools: tools, Raws: raws})
-		st.Tools, st.ToolsRaw, st.Withheld = l.Tools, l.Raws, l.Withheld
+		l, err := s.vet(ctx, Listing{Tools: tools, Raws: raws})
+		st.Tools, st.ToolsRaw, st.Withheld, st.vetErr = l.Tools, l.Raws, l.Withheld, err
 	}
 	return st, c, peer, nil
 }
 
 // vet passes a listing through Options.Vet; a vetting that fails
-// withholds every tool (and is logged).
-func (s *Server) vet(ctx context.Context, l Listing) Listing {
+// withholds every tool (and is logged, and returned).
+func (s *Server) vet(ctx context.Context, l Listing) (Listing, error) {
 	v := s.pool.opts.Vet
 	if v == nil {
-		return l
+		return l, nil
 	}
 	out, err := v(ctx, s.Name, l)
 	if err != nil {
-		s.log.Error("the server's tools could not be checked against their pins; they are withheld", "tools", len(l.Tools), "err", err)
-		return Listing{}
+		s.log.Error("the server's tools could not be checked against their pins; they are withheld until they can be", "tools", len(l.Tools), "err", err)
+		return Listing{}, err
 	}
-	return out
+	return out, nil
 }
 
 // RefreshTools lists the server's tools again, vets them (Options.Vet)
@@ -398,15 +404,15 @@ func (s *Server) RefreshTools(ctx context.Context) (changed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	l := s.vet(ctx, Listing{Tools: tools, Raws: raws})
+	l, vetErr := s.vet(ctx, Listing{Tools: tools, Raws: raws})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.peer != peer {
 		return false, nil // restarted meanwhile: the restart listed them
 	}
 	changed = !sameListing(s.state, l)
-	s.state.Tools, s.state.ToolsRaw, s.state.Withheld = l.Tools, l.Raws, l.Withheld
-	return changed, nil
+	s.state.Tools, s.state.ToolsRaw, s.state.Withheld, s.state.vetErr = l.Tools, l.Raws, l.Withheld, vetErr
+	return changed, vetErr
 }
 
 // sameListing reports whether st already holds l.
@@ -420,9 +426,10 @@ func sameListing(st State, l Listing) bool {
 // one such refresh runs per server, a request that comes meanwhile makes
 // it run once more (not once per request), and they start at a bounded
 // pace (refreshEvery). A refresh that changed the tools is reported to
-// the pool's Upstream (ToolsRefreshed). A server that sends list_changed
-// in a loop costs a bounded number of listings and no memory per
-// notification.
+// the pool's Upstream (ToolsRefreshed); one that failed (the pins could
+// not be checked, the server did not answer) is tried again, up to
+// maxRefreshRetries times. A server that sends list_changed in a loop
+// costs a bounded number of listings and no memory per notification.
 func (s *Server) Refresh() {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
@@ -434,8 +441,14 @@ func (s *Server) Refresh() {
 	go s.refreshLoop()
 }
 
+// maxRefreshRetries bounds the listings tried again, one after another,
+// after a refresh that failed (a busy state, a server that did not
+// answer); the next request starts afresh.
+const maxRefreshRetries = 5
+
 func (s *Server) refreshLoop() {
 	ctx := s.pool.ctx
+	failed := 0
 	for {
 		if err := s.refreshPace.Wait(ctx); err != nil {
 			s.refreshMu.Lock()
@@ -445,13 +458,16 @@ func (s *Server) refreshLoop() {
 		}
 		changed, err := s.RefreshTools(ctx)
 		if err != nil {
-			s.log.Warn("the server said its tools changed, but listing them failed", "err", err)
+			failed++
+			s.log.Warn("listing the server's tools failed", "attempt", failed, "err", err)
+		} else {
+			failed = 0
 		}
 		if up := s.pool.opts.Upstream; changed && up != nil {
 			up.ToolsRefreshed(s)
 		}
 		s.refreshMu.Lock()
-		if !s.refreshAgain {
+		if !s.refreshAgain && (failed == 0 || failed > maxRefreshRetries) {
 			s.refreshing = false
 			s.refreshMu.Unlock()
 			return

@@ -73,7 +73,7 @@ func Diff(tool string, old, new json.RawMessage) string {
 }
 
 func pretty(raw json.RawMessage) string {
-	if len(raw) == 0 {
+	if len(raw) == 0 || string(raw) == "null" {
 		return "" // no approved definition: a tool the server added
 	}
 	canon, _, err := Canonical(raw)
@@ -412,7 +412,7 @@ func (p *Pinner) plan(tx *store.Tx, server string, tools []*mcp.Tool, raws []jso
 			write(store.Pin{Server: server, Tool: t.Name, Hash: hash, Definition: raw, FirstSeen: now, ApprovedAt: now,
 				ApprovedBy: "first sight"}, "pinned at first sight", hash)
 			keep(t, raw)
-		case pin == nil || pin.Definition == nil:
+		case pin == nil || pin.Hash == "":
 			// Added after the server's tools were approved: not listed
 			// (there is no approved definition to show) until a human
 			// approves it.

@@ -253,6 +253,12 @@ func TestCheck(t *testing.T) {
 	if pending, err := p.Pending(ctx, "ts", "echo2"); err != nil || !pending {
 		t.Errorf("the added tool is not pending: %v %v", pending, err)
 	}
+	if res := list(renamed, other); len(res.Tools) != 1 {
+		t.Errorf("listed again, the added tool is listed before anyone approved it: %v", res.Tools)
+	}
+	if d := Diff("echo2", json.RawMessage("null"), json.RawMessage(renamed)); strings.Contains(d, "-{}") || !strings.Contains(d, "+") {
+		t.Errorf("the diff of an added tool:\n%s", d)
+	}
 	if err := p.Approve(ctx, "ts", "echo2", "", "admin test"); err != nil {
 		t.Fatal(err)
 	}
