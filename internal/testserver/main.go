@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	testserver [-http ADDR] [-log FILE] [-name NAME] [-fail-start] [-hang-start] [-stderr-noise]
+//	testserver [-http ADDR] [-log FILE] [-list-log FILE] [-name NAME] [-rug-pull] [-storm] [-fail-start] [-hang-start] [-stderr-noise]
 //
 // Without -http it serves MCP over stdio. With -http it serves Streamable HTTP
 // at /mcp and prints "listening on http://HOST:PORT/mcp" to stderr, so
@@ -57,6 +57,9 @@ func main() {
 		echoDesc    = flag.String("echo-desc", "", "start with this description of echo instead of its own")
 		detached    = flag.Bool("spawn-detached", false, "start a `sleep 600` in a session of its own, as a server that leaves a daemon behind would")
 		orphan      = flag.Bool("spawn-orphan", false, "leave an orphan behind at start (`sh -c 'sleep 1 &'` in a session of its own) that ends soon after")
+		toolPrefix  = flag.String("tool-prefix", "", "put `PREFIX` before every tool's name (\"fs.\": fs.echo, ...)")
+		listLog     = flag.String("list-log", "", "append one line per tools/list received to `FILE` (fsync'd before the answer)")
+		stormMode   = flag.Bool("storm", false, "serve storm, storm_stop, stats and echo over stdio, sending tools/list_changed in a loop on request")
 	)
 	flag.Parse()
 
@@ -79,7 +82,19 @@ func main() {
 		spawnOrphan()
 	}
 
+	if *stormMode {
+		if err := serveStorm(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "testserver:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	calls, err := openCallLog(*logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(2)
+	}
+	lists, err := openCallLog(*listLog)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testserver:", err)
 		os.Exit(2)
@@ -87,9 +102,21 @@ func main() {
 
 	newServer := func() *mcp.Server {
 		s := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, nil)
-		addTools(s, calls, *echoDesc)
+		addTools(s, calls, *echoDesc, *toolPrefix)
 		if *rugPull {
 			addRugPull(s, calls)
+		}
+		if lists != nil {
+			s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if method == "tools/list" {
+						if err := lists.record("tools/list", nil); err != nil {
+							return nil, err
+						}
+					}
+					return next(ctx, method, req)
+				}
+			})
 		}
 		return s
 	}
