@@ -57,8 +57,10 @@ type Upstream interface {
 	// ServerRestarted is called after a server that died is back (its
 	// tools may have changed).
 	ServerRestarted(s *Server)
-	// ToolsRefreshed is called after a refresh the server asked for
-	// (Refresh) changed the tools its state holds.
+	// ToolsRefreshed is called after each refresh the server asked for
+	// (Refresh), whether or not what its state holds changed: the server
+	// said its tools changed, and a client told so lists them again
+	// (what it sees is only ever what was vetted).
 	ToolsRefreshed(s *Server)
 }
 
@@ -425,11 +427,12 @@ func sameListing(st State, l Listing) bool {
 // changed (notifications/tools/list_changed), without waiting: at most
 // one such refresh runs per server, a request that comes meanwhile makes
 // it run once more (not once per request), and they start at a bounded
-// pace (refreshEvery). A refresh that changed the tools is reported to
-// the pool's Upstream (ToolsRefreshed); one that failed (the pins could
-// not be checked, the server did not answer) is tried again, up to
-// maxRefreshRetries times. A server that sends list_changed in a loop
-// costs a bounded number of listings and no memory per notification.
+// pace (refreshEvery). Each refresh is reported to the pool's Upstream
+// (ToolsRefreshed), so the client hears of them at that pace too; one
+// that failed (the pins could not be checked, the server did not answer)
+// is tried again, up to maxRefreshRetries times. A server that sends
+// list_changed in a loop costs a bounded number of listings and no
+// memory per notification.
 func (s *Server) Refresh() {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
@@ -463,7 +466,7 @@ func (s *Server) refreshLoop() {
 		} else {
 			failed = 0
 		}
-		if up := s.pool.opts.Upstream; changed && up != nil {
+		if up := s.pool.opts.Upstream; (err == nil || changed) && up != nil {
 			up.ToolsRefreshed(s)
 		}
 		s.refreshMu.Lock()
