@@ -254,8 +254,12 @@ type Pinner struct {
 	Judge Judge
 	now   func() time.Time
 
-	mu       sync.Mutex
-	asking   map[string]bool // server\x00tool\x00hash being asked about
+	mu     sync.Mutex
+	asking map[string]bool // server\x00tool: a question about it is up
+	// refused are the changes (server\x00tool\x00hash) a human refused in
+	// this process: not asked about again, however often the server sends
+	// them (one that alternates between two definitions, each listing).
+	refused  map[string]bool
 	watchers map[int]func(server, tool string)
 	nextW    int
 }
@@ -463,18 +467,24 @@ func (p *Pinner) judgeFor(server string) func(json.RawMessage) (Judgement, error
 	return func(def json.RawMessage) (Judgement, error) { return p.Judge(server, def) }
 }
 
-// ask puts a pending change to the human, once per change in this
-// process; an approval is recorded as the human's.
+// maxRefused bounds the refusals a Pinner remembers.
+const maxRefused = 1024
+
+// ask puts a pending change to the human, one question per tool at a
+// time, never again one the human refused in this process; an approval
+// is recorded as the human's.
 func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string) {
 	if p.Human == nil {
 		return
 	}
-	key := server + "\x00" + tool + "\x00" + hash
+	// One question per tool at a time: a server that changes a tool at
+	// every listing gets one question up, not one per listing.
+	key, change := server+"\x00"+tool, server+"\x00"+tool+"\x00"+hash
 	p.mu.Lock()
 	if p.asking == nil {
 		p.asking = map[string]bool{}
 	}
-	if p.asking[key] {
+	if p.asking[key] || p.refused[change] {
 		p.mu.Unlock()
 		return
 	}
@@ -518,6 +528,12 @@ func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string)
 		p.notify(server, tool)
 	case verify.Deny:
 		p.Log.Warn("the human refused a changed tool; it stays unusable", "server", server, "tool", tool)
+		p.mu.Lock()
+		if p.refused == nil || len(p.refused) >= maxRefused {
+			p.refused = map[string]bool{} // bounded: the oldest refusals are asked about again
+		}
+		p.refused[change] = true
+		p.mu.Unlock()
 		_ = p.Store.Append(context.Background(), store.Record{Time: p.clock(), Kind: "pin", Principal: p.principal(), Process: p.Process,
 			Server: server, Operation: "pin " + server + "." + tool, Result: "change refused by a human", Decision: hash})
 	}

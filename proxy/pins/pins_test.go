@@ -6,10 +6,15 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -265,4 +270,65 @@ func TestCheck(t *testing.T) {
 	if res := list(renamed, other); len(res.Tools) != 2 {
 		t.Errorf("the approved added tool is not listed: %d tools", len(res.Tools))
 	}
+}
+
+// countingHuman answers every question with answer, after release, and
+// counts them.
+type countingHuman struct {
+	asked   atomic.Int64
+	release chan struct{}
+	answer  verify.Answer
+}
+
+func (h *countingHuman) Principal() string { return "p" }
+func (h *countingHuman) AskAbout(ctx context.Context, _ verify.Request, _ func() bool) (verify.Answer, error) {
+	h.asked.Add(1)
+	select {
+	case <-h.release:
+		return h.answer, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// TestOneQuestionPerTool: a server that changes a tool at every listing
+// gets one question up about it at a time, and a change the human
+// refused is not asked about again.
+func TestOneQuestionPerTool(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := &countingHuman{release: make(chan struct{}), answer: verify.Deny}
+	p := &Pinner{Store: st, Human: h, Process: "test", Log: slog.New(slog.DiscardHandler)}
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() { p.ask("ts", "echo", json.RawMessage(base), json.RawMessage(base), "h"+strconv.Itoa(i%2)) })
+	}
+	for !p.isAsking("ts", "echo") {
+		time.Sleep(time.Millisecond)
+	}
+	close(h.release)
+	wg.Wait()
+	if n := h.asked.Load(); n != 1 {
+		t.Errorf("%d questions about one tool at once, want 1", n)
+	}
+	// Refused: not asked again, whichever of the two hashes it was.
+	asked := h.asked.Load()
+	for range 5 {
+		p.ask("ts", "echo", json.RawMessage(base), json.RawMessage(base), "h0")
+		p.ask("ts", "echo", json.RawMessage(base), json.RawMessage(base), "h1")
+	}
+	if n := h.asked.Load() - asked; n > 1 {
+		t.Errorf("refused changes asked about %d more times", n)
+	}
+}
+
+// isAsking reports whether a question about server's tool is up.
+func (p *Pinner) isAsking(server, tool string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.asking[server+"\x00"+tool]
 }
