@@ -436,8 +436,8 @@ func sameListing(st State, l Listing) bool {
 func (s *Server) Refresh() {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
+	s.refreshAgain = true
 	if s.refreshing {
-		s.refreshAgain = true
 		return
 	}
 	s.refreshing = true
@@ -452,11 +452,9 @@ const maxRefreshRetries = 5
 func (s *Server) refreshLoop() {
 	ctx := s.pool.ctx
 	failed := 0
-	for {
+	for s.refreshWanted(failed) {
 		if err := s.refreshPace.Wait(ctx); err != nil {
-			s.refreshMu.Lock()
-			s.refreshing, s.refreshAgain = false, false
-			s.refreshMu.Unlock()
+			s.endRefresh()
 			return // the pool is closing
 		}
 		changed, err := s.RefreshTools(ctx)
@@ -469,15 +467,31 @@ func (s *Server) refreshLoop() {
 		if up := s.pool.opts.Upstream; (err == nil || changed) && up != nil {
 			up.ToolsRefreshed(s)
 		}
-		s.refreshMu.Lock()
-		if !s.refreshAgain && (failed == 0 || failed > maxRefreshRetries) {
-			s.refreshing = false
-			s.refreshMu.Unlock()
-			return
-		}
-		s.refreshAgain = false
-		s.refreshMu.Unlock()
 	}
+}
+
+// refreshWanted reports whether the refresh loop lists the tools (once
+// more): at its start, when a request came meanwhile, or to retry a
+// failed one; else it ends the loop. A stopped server (a reload replaced
+// or removed it) is not listed again.
+func (s *Server) refreshWanted(failed int) bool {
+	s.mu.RLock()
+	stopped := s.stopped
+	s.mu.RUnlock()
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	if stopped || !s.refreshAgain && (failed == 0 || failed > maxRefreshRetries) {
+		s.refreshing, s.refreshAgain = false, false
+		return false
+	}
+	s.refreshAgain = false
+	return true
+}
+
+func (s *Server) endRefresh() {
+	s.refreshMu.Lock()
+	s.refreshing, s.refreshAgain = false, false
+	s.refreshMu.Unlock()
 }
 
 // maxToolPages bounds tools/list pagination against a server that never
