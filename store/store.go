@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -305,9 +306,7 @@ func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline
 		return time.Time{}, nil, fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
 	}
 	deadline = time.Now().Add(wait)
-	select {
-	case s.turn <- struct{}{}:
-	default:
+	if !s.tryTurn() {
 		timer := time.NewTimer(wait)
 		select {
 		case s.turn <- struct{}{}:
@@ -333,6 +332,27 @@ func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline
 			<-s.turn
 		})
 	}, nil
+}
+
+// turnSpins is how often tryTurn yields and tries again before a
+// transaction waits for its turn on a timer: most turns are held for
+// microseconds, and a mutex would spin about as long.
+const turnSpins = 4
+
+// tryTurn takes this process's turn if it is free now or within a few
+// yields.
+func (s *Store) tryTurn() bool {
+	for i := 0; ; i++ {
+		select {
+		case s.turn <- struct{}{}:
+			return true
+		default:
+		}
+		if i == turnSpins {
+			return false
+		}
+		runtime.Gosched()
+	}
 }
 
 // Tx is one transaction. It is valid only inside the function it was
