@@ -183,19 +183,7 @@ func TestNameReadings(t *testing.T) {
 // whether it matches the call's names.
 func checkReading(t *testing.T, pattern string, servers []string, op, server, tool string, want bool) {
 	t.Helper()
-	doc := "[safety]\nauto_approve = [" + strconv.Quote(pattern) + "]\n"
-	for _, s := range servers {
-		doc += "[[servers]]\nname = \"" + s + "\"\ncommand = \"true\"\n"
-	}
-	cfg, err := Parse([]byte(doc), "t.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := Compile(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pat := pol.AutoApprove[0]
+	pat := compileDoc(t, "[safety]\nauto_approve = ["+strconv.Quote(pattern)+"]\n"+serverTables(servers...)).AutoApprove[0]
 	names := NameForms(op, server, tool)
 	if got := pat.MatchesName(names); got != want {
 		t.Errorf("%q (servers %v, read against %s) on %v = %v, want %v", pattern, servers, pat.Reading(), names.Forms, got, want)
@@ -256,25 +244,28 @@ func TestDocumentedNameReadings(t *testing.T) {
 // pattern ("fs_*" with or without a server fs) is part of the policy's
 // version; a server that changes no pattern's reading is not.
 func TestDigestOfServerReadings(t *testing.T) {
-	version := func(doc string) string {
-		cfg, err := Parse([]byte(doc), "t.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		pol, err := Compile(cfg, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pol.Version
-	}
+	version := func(doc string) string { return compileDoc(t, doc).Version }
 	reads := "[safety]\nauto_approve = [\"fs_*\"]\n"
 	plain := "[safety]\nauto_approve = [\"get_*\"]\n"
-	fs := "[[servers]]\nname = \"fs\"\ncommand = \"true\"\n"
-	db := "[[servers]]\nname = \"db\"\ncommand = \"true\"\n"
+	fs, db := serverTables("fs"), serverTables("db")
 	if version(reads) == version(reads+fs) {
 		t.Error(`adding the server fs changed what "fs_*" reads but not the policy's version`)
 	}
 	if version(reads+fs) != version(reads+fs+db) || version(plain) != version(plain+fs) {
 		t.Error("a server that changes no pattern's reading changed the policy's version")
 	}
+}
+
+// compileDoc parses and compiles a configuration.
+func compileDoc(t *testing.T, doc string) *Policy {
+	t.Helper()
+	cfg, err := Parse([]byte(doc), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := Compile(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
 }

@@ -192,11 +192,7 @@ func TestReset(t *testing.T) {
 // listing that changes nothing writes nothing.
 func TestCheck(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	p := &Pinner{Store: st, Process: "test", Judge: func(_ string, def json.RawMessage) (Judgement, error) { return testJudge(def) },
 		Log: slog.New(slog.DiscardHandler)}
 	list := func(defs ...string) Result {
@@ -295,12 +291,7 @@ func (h *countingHuman) AskAbout(ctx context.Context, _ verify.Request, _ func()
 // gets one question up about it at a time, and a change the human
 // refused is not asked about again.
 func TestOneQuestionPerTool(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	h := &countingHuman{release: make(chan struct{}), answer: verify.Deny}
 	p := &Pinner{Store: st, Human: h, Process: "test", Log: slog.New(slog.DiscardHandler)}
 	var wg sync.WaitGroup
@@ -324,6 +315,16 @@ func TestOneQuestionPerTool(t *testing.T) {
 	if n := h.asked.Load() - asked; n > 1 {
 		t.Errorf("refused changes asked about %d more times", n)
 	}
+}
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }
 
 // isAsking reports whether a question about server's tool is up.
