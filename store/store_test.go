@@ -178,7 +178,12 @@ func TestBusyInThisProcessFailsWithinTheTimeout(t *testing.T) {
 }
 
 func TestAuditChain(t *testing.T) {
-	s := openTest(t)
+	// 20 transactions at once wait for each other's fsync: more than
+	// openTest's 200 ms on a slow machine.
+	s, err := Open(context.Background(), t.TempDir(), Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for i := range 20 {

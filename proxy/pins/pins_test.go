@@ -295,11 +295,19 @@ func TestOneQuestionPerTool(t *testing.T) {
 	h := &countingHuman{release: make(chan struct{}), answer: verify.Deny}
 	p := &Pinner{Store: st, Human: h, Process: "test", Log: slog.New(slog.DiscardHandler)}
 	var wg sync.WaitGroup
+	var returned atomic.Int64
 	for i := range 50 {
-		wg.Go(func() { p.ask("ts", "echo", json.RawMessage(base), json.RawMessage(base), "h"+strconv.Itoa(i%2)) })
+		wg.Go(func() {
+			p.ask("ts", "echo", json.RawMessage(base), json.RawMessage(base), "h"+strconv.Itoa(i%2))
+			returned.Add(1)
+		})
 	}
-	for !p.isAsking("ts", "echo") {
+	// All but the one asking return at once: a question is up.
+	for returned.Load() < 49 {
 		time.Sleep(time.Millisecond)
+	}
+	if !p.isAsking("ts", "echo") {
+		t.Fatal("no question is up")
 	}
 	close(h.release)
 	wg.Wait()
