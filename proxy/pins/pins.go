@@ -401,7 +401,14 @@ func (p *Pinner) plan(tx *store.Tx, server string, tools []*mcp.Tool, raws []jso
 	write := func(pin store.Pin, result, hash string) {
 		plan.writes = append(plan.writes, pinWrite{pin, result, hash})
 	}
+	seen := make(map[string]bool, len(tools))
 	for i, t := range tools {
+		if seen[t.Name] {
+			// A second definition of one name in one listing: the
+			// catalog serves the first, and the first is what is pinned.
+			continue
+		}
+		seen[t.Name] = true
 		raw := raws[i]
 		_, hash, err := Canonical(raw)
 		if err != nil {

@@ -233,6 +233,12 @@ func TestCheck(t *testing.T) {
 	if list(base, other); records() != 2 {
 		t.Error("an unchanged listing wrote pins")
 	}
+	// One name listed twice: the first is what counts (the catalog
+	// serves it), the second neither listed nor pinned.
+	twice := strings.Replace(base, "Echo.", "Echo, again.", 1)
+	if res := list(base, twice, other); len(res.Tools) != 2 || string(res.Raws[0]) != base || records() != 2 {
+		t.Errorf("a name listed twice: %d tools, %d records", len(res.Tools), records())
+	}
 	readOnly := strings.Replace(base, `"readOnlyHint":false`, `"readOnlyHint":true`, 1)
 	res := list(readOnly, other)
 	if !res.Pending["echo"] || string(res.Raws[0]) != base {
