@@ -20,8 +20,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -60,11 +60,10 @@ type Options struct {
 type Store struct {
 	path    string
 	timeout time.Duration
-	// turn serialises this process's transactions (a slot, taken by
-	// sending): bbolt's lock is per open file, so two opens in one process
-	// would wait for each other anyway. A channel rather than a mutex, so
-	// that waiting for it is bounded like waiting for the file lock.
-	turn chan struct{}
+	// mu serialises this process's transactions: bbolt's lock is per open
+	// file, so two opens in one process would wait for each other anyway.
+	// It is taken through takeTurn, whose wait is bounded.
+	mu   sync.Mutex
 	lock *fileLock
 	// auditKey is read once at Open (see AuditKey).
 	auditKey []byte
@@ -93,7 +92,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	s := &Store{path: filepath.Join(dir, FileName), timeout: o.Timeout, turn: make(chan struct{}, 1)}
+	s := &Store{path: filepath.Join(dir, FileName), timeout: o.Timeout}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -306,20 +305,11 @@ func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline
 		return time.Time{}, nil, fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
 	}
 	deadline = time.Now().Add(wait)
-	if !s.tryTurn() {
-		timer := time.NewTimer(wait)
-		select {
-		case s.turn <- struct{}{}:
-			timer.Stop()
-		case <-timer.C:
-			return time.Time{}, nil, fmt.Errorf("%s: %w (this process's other transactions held it for %s)", what, ErrBusy, wait.Round(time.Millisecond))
-		case <-ctx.Done():
-			timer.Stop()
-			return time.Time{}, nil, fmt.Errorf("state database: %w", errors.Join(ErrBusy, ctx.Err()))
-		}
+	if err := s.takeTurn(ctx, wait); err != nil {
+		return time.Time{}, nil, fmt.Errorf("%s: %w (this process's other transactions held it for %s)", what, err, wait.Round(time.Millisecond))
 	}
 	if err := s.lock.lock(ctx, shared, deadline); err != nil {
-		<-s.turn
+		s.mu.Unlock()
 		if errors.Is(err, ErrBusy) {
 			return time.Time{}, nil, fmt.Errorf("%s: %w (waited %s)", what, ErrBusy, wait.Round(time.Millisecond))
 		}
@@ -329,30 +319,48 @@ func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline
 	return deadline, func() {
 		once.Do(func() {
 			_ = s.lock.unlock()
-			<-s.turn
+			s.mu.Unlock()
 		})
 	}, nil
 }
 
-// turnSpins is how often tryTurn yields and tries again before a
-// transaction waits for its turn on a timer: most turns are held for
-// microseconds, and a mutex would spin about as long.
-const turnSpins = 4
-
-// tryTurn takes this process's turn if it is free now or within a few
-// yields.
-func (s *Store) tryTurn() bool {
-	for i := 0; ; i++ {
-		select {
-		case s.turn <- struct{}{}:
-			return true
-		default:
-		}
-		if i == turnSpins {
-			return false
-		}
-		runtime.Gosched()
+// takeTurn takes this process's turn (s.mu) within wait, or fails with
+// ErrBusy (joined with ctx's error if ctx ended first). A wait for a
+// sync.Mutex cannot be abandoned, so a contended one is left to a
+// helper goroutine that queues for the mutex, keeping its order and
+// fairness, and hands the turn over, or lets it go at once if the
+// waiter gave up meanwhile.
+func (s *Store) takeTurn(ctx context.Context, wait time.Duration) error {
+	if s.mu.TryLock() {
+		return nil
 	}
+	const waiting, handed, gaveUp = 0, 1, 2
+	var state atomic.Int32
+	got := make(chan struct{})
+	go func() {
+		s.mu.Lock()
+		if state.CompareAndSwap(waiting, handed) {
+			close(got)
+			return
+		}
+		s.mu.Unlock()
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var why error
+	select {
+	case <-got:
+		return nil
+	case <-timer.C:
+		why = ErrBusy
+	case <-ctx.Done():
+		why = errors.Join(ErrBusy, ctx.Err())
+	}
+	if state.CompareAndSwap(waiting, gaveUp) {
+		return why
+	}
+	<-got // handed over as the wait ended
+	return nil
 }
 
 // Tx is one transaction. It is valid only inside the function it was
