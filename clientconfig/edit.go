@@ -12,10 +12,11 @@ type Result struct {
 	Why    string
 }
 
-// Wrap returns data with every stdio server entry of f wrapped by self
-// (the absolute path of the aqlguard binary), and records the originals
-// in recs. Entries already wrapped, remote entries and entries of a shape
-// it cannot edit are left alone and said so. Edits run from the end of
+// Wrap returns data with every server entry of f wrapped by self (the
+// absolute path of the aqlguard binary): a local one runs behind aqlguard
+// wrap, a remote one becomes an aqlguard wrap --url that connects to it.
+// The originals go to recs. Entries already wrapped and entries of a
+// shape it cannot edit are left alone and said so. Edits run from the end of
 // the file backwards, so each entry's offsets stay valid.
 func Wrap(f File, data []byte, self string, recs *Records, now time.Time) ([]byte, []Result, error) {
 	entries, err := Entries(f, data)
@@ -30,12 +31,16 @@ func Wrap(f File, data []byte, self string, recs *Records, now time.Time) ([]byt
 		switch {
 		case e.Wrapped(self):
 			r.Action = "already wrapped"
-		case e.Remote:
-			r.Action, r.Why = "skipped", "a remote server (url): aqlguard wrap guards servers it starts itself (stdio)"
 		case e.Unsupported != "":
 			r.Action, r.Why = "skipped", e.Unsupported
 		default:
-			wrapped, err := WrapEntry(f, out, e, self, f.Client)
+			var wrapped []byte
+			var err error
+			if e.Remote {
+				wrapped, err = WrapRemoteEntry(f, out, e, self, f.Client)
+			} else {
+				wrapped, err = WrapEntry(f, out, e, self, f.Client)
+			}
 			if err != nil {
 				r.Action, r.Why = "skipped", err.Error()
 				break

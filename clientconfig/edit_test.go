@@ -19,14 +19,14 @@ var fixtures = []struct {
 	skipped      []string // entry labels it must leave, saying why
 }{
 	{"claude_desktop_config.json", "claude-desktop", JSON, MCPServers, []string{"filesystem", "github", "memory"}, nil},
-	{".claude.json", "claude-code", JSON, MCPServers, []string{"airtable", "pg (project /home/alice/src/app)"}, []string{"sentry"}},
+	{".claude.json", "claude-code", JSON, MCPServers, []string{"sentry", "airtable", "pg (project /home/alice/src/app)"}, nil},
 	{".mcp.json", "claude-code", JSON, MCPServers, []string{"shared-server"}, nil},
-	{"cursor-mcp.json", "cursor", JSON, MCPServers, []string{"puppeteer", "local-tool"}, []string{"remote"}},
-	{"vscode-mcp.json", "vscode", JSON, VSCodeServers, []string{"Perplexity", "fetch"}, []string{"github"}},
+	{"cursor-mcp.json", "cursor", JSON, MCPServers, []string{"puppeteer", "remote", "local-tool"}, nil},
+	{"vscode-mcp.json", "vscode", JSON, VSCodeServers, []string{"Perplexity", "github", "fetch"}, nil},
 	{"mcp_config.json", "windsurf", JSON, MCPServers, []string{"brave-search"}, nil},
 	{"zed-settings.json", "zed", JSON, ZedServers, []string{"postgres-context-server", "mcp-server-time"}, []string{"some-extension"}},
 	{"config.toml", "codex", TOML, CodexServers, []string{"context7", "figma", "noargs"}, []string{"remote"}},
-	{"gemini-settings.json", "gemini", JSON, MCPServers, []string{"pythonTools"}, []string{"httpServer"}},
+	{"gemini-settings.json", "gemini", JSON, MCPServers, []string{"pythonTools", "httpServer"}, nil},
 	{"config.yaml", "continue", YAML, ContinueServers, []string{"SQLite", "Playwright", "bare"}, []string{"remote"}},
 }
 
@@ -95,6 +95,9 @@ func TestWrapAndUnwrapEveryClient(t *testing.T) {
 					continue
 				}
 				want := WrapArgs(b.Name, fx.client, b.Command, b.Args)
+				if b.Remote { // a local aqlguard connecting to the URL
+					want = []string{"wrap", "--name", b.Name, "--agent", fx.client, "--url", b.URL, "--auth", e.Args[len(e.Args)-1]}
+				}
 				if !e.Wrapped(self) || e.Command != self || !slices.Equal(e.Args, want) {
 					t.Errorf("%s wrapped as %q %q, want %q %q", b.Label(), e.Command, e.Args, self, want)
 				}

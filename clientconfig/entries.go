@@ -28,8 +28,12 @@ type Entry struct {
 	Args       []string
 	// Env is the environment the client starts the server with.
 	Env map[string]string
-	// Remote: the entry names a URL, not a process; wrap cannot guard it.
-	Remote bool
+	// Remote: the entry names a URL, not a process. URL and Headers are
+	// what it names (JSON configs), for a wrap that connects to it.
+	Remote  bool
+	URL     string
+	Headers map[string]string
+	typed   bool // the entry has a "type" member (VS Code's, Claude Code's)
 	// Unsupported says why an entry cannot be wrapped (an extension, an
 	// odd shape), "" when it can.
 	Unsupported string
@@ -93,6 +97,41 @@ func (e Entry) Wrappee() []string {
 func WrapArgs(name, agent, command string, args []string) []string {
 	out := []string{"wrap", "--name", name, "--agent", agent, "--", command}
 	return append(out, args...)
+}
+
+// WrapRemoteEntry returns the bytes that replace a remote entry's: a
+// local aqlguard (self wrap --url) that connects to the URL, authorized
+// by OAuth when the server asks unless the entry sends its own
+// Authorization header. The headers go in the entry's environment (not
+// its arguments, which every user of the machine can read).
+func WrapRemoteEntry(f File, data []byte, e Entry, self, agent string) ([]byte, error) {
+	if f.Format != JSON {
+		return nil, errors.New("a remote entry in this format is not wrapped yet; add it to aqlguard's config by hand")
+	}
+	auth := "oauth"
+	for k := range e.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			auth = "none"
+		}
+	}
+	entry := map[string]any{}
+	if e.typed {
+		entry["type"] = "stdio"
+	}
+	entry["command"] = self
+	entry["args"] = []string{"wrap", "--name", e.Name, "--agent", agent, "--url", e.URL, "--auth", auth}
+	if len(e.Headers) > 0 {
+		h, err := json.Marshal(e.Headers)
+		if err != nil {
+			return nil, err
+		}
+		entry["env"] = map[string]string{"AQLGUARD_WRAP_HEADERS": string(h)}
+	}
+	// Indented as the line the entry starts on is.
+	lineStart := bytes.LastIndexByte(data[:e.Start], '\n') + 1
+	indent := data[lineStart:e.Start]
+	indent = indent[:len(indent)-len(bytes.TrimLeft(indent, " \t"))]
+	return json.MarshalIndent(entry, string(indent), "  ")
 }
 
 // Entries lists a file's server entries.
@@ -217,6 +256,20 @@ func describeJSON(e *Entry, text []byte, layout Layout) {
 	typ, _ := m["type"].(string)
 	if m["url"] != nil || m["httpUrl"] != nil || m["serverUrl"] != nil || typ == "http" || typ == "sse" || typ == "streamable-http" {
 		e.Remote = true
+		_, e.typed = m["type"]
+		for _, k := range []string{"url", "httpUrl", "serverUrl"} {
+			if u, ok := m[k].(string); ok && u != "" {
+				e.URL = u
+				break
+			}
+		}
+		e.Headers = stringMap(m["headers"])
+		switch {
+		case typ == "sse":
+			e.Unsupported = "a remote server on the legacy HTTP+SSE transport; add it to aqlguard's config with transport = \"sse\""
+		case e.URL == "":
+			e.Unsupported = "a remote server without a url string"
+		}
 		return
 	}
 	e.Env = stringMap(m["env"])

@@ -198,15 +198,22 @@ func stateDir(in Input) []Check {
 		return []Check{{Fail, "state", dir + " is not a directory"}}
 	}
 	var problems []string
+	writable := false // by others: aqlguard refuses to start on it
 	if fi.Mode().Perm()&0o077 != 0 {
 		problems = append(problems, fmt.Sprintf("%s is mode %04o, want 0700 (chmod 700 %s)", dir, fi.Mode().Perm(), dir))
+		writable = fi.Mode().Perm()&0o022 != 0
 	}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return nil
 		}
-		if i, err := d.Info(); err == nil && i.Mode().Perm()&0o077 != 0 {
-			problems = append(problems, fmt.Sprintf("%s is mode %04o, want 0600", p, i.Mode().Perm()))
+		if i, err := d.Info(); err == nil && p != dir && i.Mode().Perm()&0o077 != 0 {
+			want := "0600"
+			if d.IsDir() {
+				want = "0700"
+			}
+			problems = append(problems, fmt.Sprintf("%s is mode %04o, want %s", p, i.Mode().Perm(), want))
+			writable = writable || i.Mode().Perm()&0o022 != 0
 		}
 		return nil
 	})
@@ -216,6 +223,10 @@ func stateDir(in Input) []Check {
 	}
 	probe.Close()
 	os.Remove(probe.Name())
+	if writable {
+		return []Check{{Fail, "state", "others can write the state directory, so aqlguard refuses to start on it: " +
+			strings.Join(problems, "; ")}}
+	}
 	if len(problems) > 0 {
 		return []Check{{Warn, "state", strings.Join(problems, "; ")}}
 	}

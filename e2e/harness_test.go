@@ -43,6 +43,7 @@ var bins struct {
 	aqlguard   string // aqlguard CLI
 	testserver string // internal/testserver
 	everything string // go-sdk conformance everything-server (stdio by default, -http ADDR serves at /)
+	taskserver string // internal/taskserver: a 2025-11-25 server that runs its tool as a task
 
 	aqlguardErr error // why aqlguard did not build; startGuard fails with it
 }
@@ -66,6 +67,7 @@ func runMain(m *testing.M) int {
 	bins.aqlguard = filepath.Join(dir, "aqlguard")
 	bins.testserver = filepath.Join(dir, "testserver")
 	bins.everything = filepath.Join(dir, "everything-server")
+	bins.taskserver = filepath.Join(dir, "taskserver")
 	builds := []struct {
 		out, pkg string
 		err      error
@@ -73,6 +75,7 @@ func runMain(m *testing.M) int {
 		{bins.aqlguard, "./cmd/aqlguard", nil},
 		{bins.testserver, "./internal/testserver", nil},
 		{bins.everything, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server", nil},
+		{bins.taskserver, "./internal/taskserver", nil},
 	}
 	start := time.Now()
 	var wg sync.WaitGroup

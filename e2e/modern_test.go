@@ -64,7 +64,7 @@ func TestModernClient(t *testing.T) {
 	h.answer(t, "allow")
 	c := &modernClient{}
 	client := c.options(true)
-	g, err := launchGuard(t, guardOptions{ProtocolVersion: modernVersion, Client: client, Config: h.config() + everythingServer()})
+	g, err := launchGuard(t, guardOptions{ProtocolVersion: modernVersion, Client: client, Config: h.config() + legacyEverythingServer()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +139,25 @@ func TestModernClient(t *testing.T) {
 // it was given for, once. A made-up requestState, a replayed one and one
 // presented for a different call are refused with an error, and the call
 // that is really parked still completes.
+//
+// Both ways a call can need the client: a 2025-11-25 server asking in a
+// request of its own (aqlguard keeps the call running and names the
+// question), and a 2026-07-28 server answering input_required (aqlguard
+// keeps the server's requestState and relays the server's own names).
 func TestModernRetryCannotBeForged(t *testing.T) {
+	t.Run("2025-11-25 server", func(t *testing.T) {
+		retryCannotBeForged(t, legacyEverythingServer(), "test_elicitation", map[string]any{"message": "who?"}, "username")
+	})
+	t.Run("2026-07-28 server", func(t *testing.T) {
+		retryCannotBeForged(t, everythingServer(), "test_input_required_result_elicitation", map[string]any{}, "name")
+	})
+}
+
+func retryCannotBeForged(t *testing.T, server, tool string, args map[string]any, field string) {
 	h := newHuman(t)
 	h.answer(t, "allow")
 	c := &modernClient{}
-	g, err := launchGuard(t, guardOptions{ProtocolVersion: modernVersion, Client: c.options(false), Config: h.config() + everythingServer()})
+	g, err := launchGuard(t, guardOptions{ProtocolVersion: modernVersion, Client: c.options(false), Config: h.config() + server})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +165,7 @@ func TestModernRetryCannotBeForged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
 	defer cancel()
 
-	first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"}})
+	first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +175,10 @@ func TestModernRetryCannotBeForged(t *testing.T) {
 	var id string
 	for id = range first.InputRequests {
 	}
-	answer := mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "grace"}}}
+	if tool != "test_elicitation" && id != "user_name" {
+		t.Fatalf("the input request is named %q, not the server's own user_name", id)
+	}
+	answer := mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{field: "grace"}}}
 	refused := func(what string, p *mcp.CallToolParams) {
 		t.Helper()
 		res, err := cs.CallTool(ctx, p)
@@ -170,11 +187,11 @@ func TestModernRetryCannotBeForged(t *testing.T) {
 			t.Fatalf("%s: want an invalid-params error, got %v %s", what, err, jsonString(res))
 		}
 	}
-	refused("a made-up requestState", &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"},
+	refused("a made-up requestState", &mcp.CallToolParams{Name: tool, Arguments: args,
 		InputResponses: answer, RequestState: "aqlguard-" + strings.Repeat("A", 32)})
 	refused("the state of another call", &mcp.CallToolParams{Name: "test_simple_text", Arguments: map[string]any{},
 		InputResponses: answer, RequestState: first.RequestState})
-	refused("the same call with other arguments", &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "rm -rf /"},
+	refused("the same call with other arguments", &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"message": "rm -rf /"},
 		InputResponses: answer, RequestState: first.RequestState})
 
 	// Two retries at once with the one state: one resumes the call, the
@@ -186,7 +203,7 @@ func TestModernRetryCannotBeForged(t *testing.T) {
 	outcomes := make(chan outcome, 2)
 	for range 2 {
 		go func() {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"},
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args,
 				InputResponses: answer, RequestState: first.RequestState})
 			outcomes <- outcome{res, err}
 		}()
@@ -207,13 +224,20 @@ func TestModernRetryCannotBeForged(t *testing.T) {
 	if resumed != 1 || refusedN != 1 {
 		t.Fatalf("two concurrent retries with one state: %d resumed, %d refused; want 1 and 1", resumed, refusedN)
 	}
-	refused("a replay of a used requestState", &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"},
+	refused("a replay of a used requestState", &mcp.CallToolParams{Name: tool, Arguments: args,
 		InputResponses: answer, RequestState: first.RequestState})
 }
 
 // everythingServer configures the go-sdk everything-server behind aqlguard.
 func everythingServer() string {
 	return "\n[[servers]]\nname = \"everything\"\ncommand = " + tomlString(bins.everything) + "\n"
+}
+
+// legacyEverythingServer is everythingServer spoken to in 2025-11-25
+// only, for what a 2026-07-28 client needs translated: its tools that ask
+// the client in requests of their own work in that revision alone.
+func legacyEverythingServer() string {
+	return everythingServer() + "protocol = \"2025-11-25\"\n"
 }
 
 // waitFor polls ok for up to 20s.
@@ -232,7 +256,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // own POST, a server's question carried in its call's answer, list
 // changes on the client's listen stream.
 func TestModernClientOverHTTP(t *testing.T) {
-	url := startServe(t, allowingServe(t)+everythingServer())
+	url := startServe(t, allowingServe(t)+legacyEverythingServer())
 	c := &modernClient{}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
 	defer cancel()

@@ -89,8 +89,8 @@ func TestReadmeQuickStart(t *testing.T) {
 			if e.Command != self || len(e.Args) == 0 || e.Args[0] != "wrap" {
 				t.Fatalf("%s: entry not wrapped by %s: %+v", f.path, self, e)
 			}
-			if client == "claude-desktop" && !bytes.Contains(data, []byte(`{"url": "https://mcp.example.com/mcp"}`)) {
-				t.Error("the remote entry changed")
+			if client == "claude-desktop" && !bytes.Contains(data, []byte(`"--url",`)) && !bytes.Contains(data, []byte(`"https://mcp.example.com/mcp"`)) {
+				t.Errorf("the remote entry is not a local aqlguard connecting to its URL:\n%s", data)
 			}
 			if client == "vscode" && !bytes.Contains(data, []byte("// the notes server")) {
 				t.Error("the comment is gone")

@@ -224,7 +224,7 @@ call_timeout = "1s"
 	if took := time.Since(began); took > 5*time.Second {
 		t.Errorf("the call took %v with a 1s call_timeout", took)
 	}
-	if code, _ := errCode(t, res); code != "INTERNAL_ERROR" || !strings.Contains(jsonString(res), "within 1s (call_timeout)") {
+	if code, _ := errCode(t, res); code != "INTERNAL_ERROR" || !strings.Contains(jsonString(res), "within its call_timeout (1s)") {
 		t.Errorf("a timed-out call: %s", jsonString(res))
 	}
 	if res, _ := g.callAQL(t, "mcp_aql", "ts_echo", map[string]any{"message": "still here"}); res["data"] != "still here" {

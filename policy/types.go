@@ -148,6 +148,18 @@ type Server struct {
 	URL       string            `toml:"url"`
 	Headers   map[string]string `toml:"headers"`
 	Transport string            `toml:"transport"` // stdio | streamable | sse (inferred when empty)
+	// Protocol is the MCP revision spoken to the server: "auto" (the
+	// default: server/discover says whether it speaks 2026-07-28, else
+	// initialize), "2026-07-28" or "2025-11-25".
+	Protocol string `toml:"protocol"`
+	// Auth is how aqlguard authenticates to a remote server: "none" (the
+	// default; headers may carry an API key) or "oauth" (MCP's OAuth 2.1
+	// authorization: consent in the browser once, tokens kept).
+	Auth string `toml:"auth"`
+	// OAuthClientID is a client id registered with the server's
+	// authorization server beforehand; without it aqlguard registers
+	// itself (dynamic client registration).
+	OAuthClientID string `toml:"oauth_client_id"`
 	// StartTimeout bounds connect + initialize + tools/list.
 	StartTimeout Duration `toml:"start_timeout"`
 	// CallTimeout bounds one request to the server (a tool call, a read);

@@ -40,6 +40,7 @@ const (
 	MaxSessionApprovalTTL     = 24 * time.Hour
 	DefaultMaxArgumentBytes   = 64 * kiB
 	DefaultStartTimeout       = 30 * time.Second
+	DefaultOAuthStartTimeout  = 5 * time.Minute
 	DefaultCallTimeout        = 10 * time.Minute
 	DefaultMaxSessions        = 32
 	DefaultSessionIdleTimeout = 30 * time.Minute
@@ -429,6 +430,14 @@ func (v *validator) servers(list []Server) {
 			v.errf(k+".transport", "%q needs url: the server's HTTP endpoint", s.Transport)
 		}
 
+		switch s.Protocol {
+		case "":
+			s.Protocol = "auto"
+		case "auto", "2026-07-28", "2025-11-25":
+		default:
+			v.errf(k+".protocol", `%q is not valid; use "auto", "2026-07-28" or "2025-11-25"`, s.Protocol)
+		}
+
 		if hasURL {
 			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				v.errf(k+".url", "%q is not an http:// or https:// URL", s.URL)
@@ -461,7 +470,24 @@ func (v *validator) servers(list []Server) {
 			}
 		}
 
-		v.duration(k+".start_timeout", &s.StartTimeout, DefaultStartTimeout)
+		switch s.Auth {
+		case "":
+			s.Auth = "none"
+		case "none", "oauth":
+		default:
+			v.errf(k+".auth", `%q is not valid; use "none" or "oauth"`, s.Auth)
+		}
+		if !hasURL && s.Auth == "oauth" {
+			v.errf(k+".auth", "only applies to servers with url")
+		}
+		if s.OAuthClientID != "" && s.Auth != "oauth" {
+			v.errf(k+".oauth_client_id", `only applies with auth = "oauth"`)
+		}
+		startDefault := DefaultStartTimeout
+		if s.Auth == "oauth" {
+			startDefault = DefaultOAuthStartTimeout // the first start waits for a human's consent
+		}
+		v.duration(k+".start_timeout", &s.StartTimeout, startDefault)
 		v.duration(k+".call_timeout", &s.CallTimeout, DefaultCallTimeout)
 		if s.CallTimeout.Duration > MaxCallTimeout {
 			v.errf(k+".call_timeout", "%s is more than the maximum %s", s.CallTimeout.Duration, MaxCallTimeout)

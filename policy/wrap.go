@@ -52,3 +52,21 @@ func Wrap(base *Config, name string, argv []string) (*Config, error) {
 	}
 	return &cfg, nil
 }
+
+// WrapRemote is the configuration of `aqlguard wrap --url URL`: base's
+// policy in transparent mode with one remote server, authorized as auth
+// says ("oauth" or "none") and sent headers with every request.
+func WrapRemote(base *Config, name, url, auth string, headers map[string]string) (*Config, error) {
+	if name == "" {
+		return nil, errors.New("wrap --url needs --name: the server's name")
+	}
+	cfg := *base
+	cfg.Mode = "transparent"
+	cfg.Servers = []Server{{Name: ServerNameFrom(name), URL: url, Auth: auth, Headers: headers}}
+	v := &validator{file: cfg.Path}
+	v.servers(cfg.Servers)
+	if len(v.errs) > 0 {
+		return nil, v.errs
+	}
+	return &cfg, nil
+}

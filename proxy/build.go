@@ -44,7 +44,10 @@ func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.
 	}
 	for _, s := range servers {
 		st := s.State()
-		if st.Status != downstream.Ready {
+		// A restarting server keeps its operations (its tools as they were
+		// when it died): a call to one is told the server is restarting
+		// and when to try again, not that no such operation exists.
+		if st.Status != downstream.Ready && (st.Status != downstream.Restarting || len(st.Tools) == 0) {
 			continue
 		}
 		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: st.Tools, Categories: overrides[s.Name], Policy: pol})

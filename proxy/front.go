@@ -21,6 +21,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,6 +62,8 @@ type Shared struct {
 	Pins *pins.Pinner
 	// Version is aqlguard's.
 	Version string
+	// Auth authorizes to remote servers with auth = "oauth".
+	Auth *remoteauth.Manager
 
 	mu       sync.RWMutex
 	reloaded *policy.Config
@@ -96,6 +99,7 @@ func (sh *Shared) RelayConfig() *relay.Config {
 		VetTools:         sh.vetTools(),
 		Gate:             gate{guard: sh.Guard},
 		Restart:          true,
+		Auth:             sh.Auth,
 		Log:              sh.Log,
 	}
 	if sh.Mode != ModeTransparent {
@@ -301,6 +305,40 @@ func (f *Front) ListTools(ctx context.Context) ([]json.RawMessage, error) {
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// ToolSchema implements relay.ToolSchemas: the inputSchema of a tool as
+// the client sees it (for the HTTP front's Mcp-Param-* check).
+func (f *Front) ToolSchema(ctx context.Context, name string) (json.RawMessage, bool) {
+	if f.Mode == ModeTransparent {
+		f.mu.RLock()
+		op := f.transparent[name]
+		f.mu.RUnlock()
+		if op == nil {
+			return nil, false
+		}
+		if srv, ok := f.Pool.Server(op.Server); ok {
+			st := srv.State()
+			for i, t := range st.Tools {
+				if t.Name == op.Tool.Name {
+					return relay.Members(st.ToolsRaw[i])["inputSchema"], true
+				}
+			}
+		}
+		return nil, false
+	}
+	tools, err := f.ListTools(ctx)
+	if err != nil {
+		return nil, false
+	}
+	for _, raw := range tools {
+		ms := relay.Members(raw)
+		var n string
+		if json.Unmarshal(ms["name"], &n) == nil && n == name {
+			return ms["inputSchema"], true
+		}
+	}
+	return nil, false
 }
 
 // callParams are the members of tools/call params aqlguard reads.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -54,8 +55,29 @@ type Record struct {
 	Execution   string   `json:"execution,omitempty"`
 	Result      string   `json:"result,omitempty"`
 	DurationMS  float64  `json:"duration_ms,omitempty"`
-	Prev        string   `json:"prev"`
-	Hash        string   `json:"hash,omitempty"`
+	// Gap is what an `audit seal` or a `state reset` record acknowledges:
+	// a torn tail, or records missing from the chain.
+	Gap  *Gap   `json:"gap,omitempty"`
+	Prev string `json:"prev"`
+	Hash string `json:"hash,omitempty"`
+}
+
+// Gap is damage to the log that a human acknowledged, named exactly, so
+// that verify accepts that damage and no other.
+type Gap struct {
+	// A torn tail: Segment ends, from byte Offset on, in Bytes bytes that
+	// are no whole record (a write cut short), whose SHA-256 is Torn.
+	Segment string `json:"segment,omitempty"`
+	Offset  int64  `json:"offset,omitempty"`
+	Bytes   int64  `json:"bytes,omitempty"`
+	Torn    string `json:"torn_sha256,omitempty"`
+	// Missing records: the chain breaks after record AfterSeq (hash
+	// AfterHash; 0 and the genesis hash at its start) and goes on at
+	// record ResumeSeq, which links to ResumePrev.
+	AfterSeq   uint64 `json:"after_seq,omitempty"`
+	AfterHash  string `json:"after_hash,omitempty"`
+	ResumeSeq  uint64 `json:"resume_seq,omitempty"`
+	ResumePrev string `json:"resume_prev,omitempty"`
 }
 
 // GenesisHash is the Prev of the first record.
@@ -245,22 +267,36 @@ func (t *Tx) migrateAudit() error {
 	return t.tx.DeleteBucket(bucketAudit)
 }
 
-// ErrChainBroken says the audit log does not verify.
+// ErrChainBroken says the audit log does not verify: a record was
+// changed, removed or added, or records are missing.
 var ErrChainBroken = errors.New("audit chain broken")
 
+// ErrTornTail says a segment ends in a torn record: a write cut short by
+// a crash, a power loss or a full disk. No record was changed; the bytes
+// of the one being written are not a whole record. `aqlguard audit seal`
+// records them as evidence, and verify passes again.
+var ErrTornTail = errors.New("audit log ends in a torn record")
+
 // ChainVerifier checks records one after the other, as stored or as
-// exported (one JSON record per line).
+// exported (one JSON record per line). A record that does not verify
+// (changed, or holding data its hash does not cover) fails at once. A
+// break in the chain (records missing) or a torn tail fails at Finish,
+// unless a later seal or reset record acknowledges exactly that gap.
 type ChainVerifier struct {
-	prev string
-	seq  uint64
+	prev   string
+	seq    uint64
+	count  uint64
+	breaks []Gap // found, in order
+	torn   []Gap
+	acks   []Gap // acknowledged by records
 }
 
 // NewChainVerifier starts at the beginning of the chain.
 func NewChainVerifier() *ChainVerifier { return &ChainVerifier{prev: GenesisHash} }
 
-// Next checks the next record's JSON: sequence, link to the one before
-// and its own hash. The JSON must re-encode to exactly the bytes given,
-// so nothing can hide in fields the hash does not cover.
+// Next checks the next record's JSON: its own hash, that the JSON
+// re-encodes to exactly the bytes given (so nothing can hide in fields
+// the hash does not cover), and its link to the record before.
 func (v *ChainVerifier) Next(raw []byte) (Record, error) {
 	var r Record
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -268,49 +304,103 @@ func (v *ChainVerifier) Next(raw []byte) (Record, error) {
 	if err := dec.Decode(&r); err != nil {
 		return r, fmt.Errorf("%w: record after %d does not decode: %v", ErrChainBroken, v.seq, err)
 	}
-	if r.Seq != v.seq+1 {
-		return r, fmt.Errorf("%w: record %d follows record %d", ErrChainBroken, r.Seq, v.seq)
-	}
-	if r.Prev != v.prev {
-		return r, fmt.Errorf("%w at record %d: it does not link to record %d", ErrChainBroken, r.Seq, v.seq)
-	}
 	want, err := hashOf(r)
 	if err != nil {
 		return r, fmt.Errorf("%w at record %d: %v", ErrChainBroken, r.Seq, err)
 	}
 	if want != r.Hash {
-		return r, fmt.Errorf("%w at record %d: its content does not match its hash", ErrChainBroken, r.Seq)
+		return r, fmt.Errorf("%w at record %d: its content does not match its hash (the record was changed)", ErrChainBroken, r.Seq)
 	}
 	again, err := json.Marshal(r)
 	if err != nil || !bytes.Equal(again, bytes.TrimSpace(raw)) {
 		return r, fmt.Errorf("%w at record %d: it holds data its hash does not cover", ErrChainBroken, r.Seq)
 	}
+	if r.Seq <= v.seq && v.count > 0 {
+		return r, fmt.Errorf("%w: record %d follows record %d", ErrChainBroken, r.Seq, v.seq)
+	}
+	if r.Seq != v.seq+1 || r.Prev != v.prev {
+		if r.Seq == v.seq+1 {
+			// Not a gap: a record in its place that links elsewhere.
+			return r, fmt.Errorf("%w at record %d: it does not link to record %d", ErrChainBroken, r.Seq, v.seq)
+		}
+		v.breaks = append(v.breaks, Gap{AfterSeq: v.seq, AfterHash: v.prev, ResumeSeq: r.Seq, ResumePrev: r.Prev})
+	}
+	if r.Gap != nil && r.Kind == "admin" && (r.Decision == DecisionSeal || r.Decision == DecisionReset) {
+		v.acks = append(v.acks, *r.Gap)
+	}
 	v.prev, v.seq = r.Hash, r.Seq
+	v.count++
 	return r, nil
 }
 
+// Torn notes a torn tail found in a segment, for Finish to check against
+// the seal records.
+func (v *ChainVerifier) Torn(g Gap) { v.torn = append(v.torn, g) }
+
+// Finish reports the gaps no record acknowledges: missing records
+// (ErrChainBroken) first, then torn tails (ErrTornTail).
+func (v *ChainVerifier) Finish() error {
+	for _, b := range v.breaks {
+		if !slices.Contains(v.acks, b) {
+			return fmt.Errorf("%w: records %d to %d are missing (the chain breaks after record %d); "+
+				"if they are lost for good, `aqlguard state reset --i-understand` records the gap", ErrChainBroken, b.AfterSeq+1, b.ResumeSeq-1, b.AfterSeq)
+		}
+	}
+	for _, t := range v.torn {
+		if !slices.Contains(v.acks, t) {
+			return fmt.Errorf("%w: %s ends in %d bytes that are no whole record (from byte %d): a write cut short by a crash, "+
+				"a power loss or a full disk, not a changed record; `aqlguard audit seal` records them as evidence and verify passes again",
+				ErrTornTail, t.Segment, t.Bytes, t.Offset)
+		}
+	}
+	return nil
+}
+
+// Acknowledged lists the gaps that seal and reset records acknowledged
+// and that were found.
+func (v *ChainVerifier) Acknowledged() []Gap {
+	var out []Gap
+	for _, g := range append(slices.Clone(v.breaks), v.torn...) {
+		if slices.Contains(v.acks, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // Count is how many records verified so far.
-func (v *ChainVerifier) Count() uint64 { return v.seq }
+func (v *ChainVerifier) Count() uint64 { return v.count }
+
+// Last is the last record's sequence number.
+func (v *ChainVerifier) Last() uint64 { return v.seq }
+
+// The decisions of the admin records that acknowledge gaps.
+const (
+	DecisionSeal  = "seal"
+	DecisionReset = "state_reset"
+)
 
 // VerifyChain checks the whole chain, across every segment, and that the
 // head the database last recorded is in it (so a log cut below that point
 // is caught). Records after the head — appended without a database
 // transaction, such as call outcomes — are covered by the chain alone.
-// It returns the number of records.
+// Gaps that seal and reset records acknowledge pass (see
+// ChainVerifier); v says which. It returns the number of records.
 func (t *Tx) VerifyChain() (uint64, error) {
-	meta, err := t.bucket(bucketMeta)
-	if err != nil {
-		return 0, err
-	}
-	head := auditHead{Hash: GenesisHash}
-	if raw := meta.Get(keyAuditHead); raw != nil {
-		if err := json.Unmarshal(raw, &head); err != nil {
-			return 0, fmt.Errorf("%w: the chain head is damaged: %v", ErrChainBroken, err)
-		}
-	}
+	v, err := t.VerifyChainDetail()
+	return v.Count(), err
+}
+
+// VerifyChainDetail is VerifyChain, returning the verifier, which knows
+// the acknowledged gaps.
+func (t *Tx) VerifyChainDetail() (*ChainVerifier, error) {
 	v := NewChainVerifier()
+	head, err := t.dbHead()
+	if err != nil {
+		return v, err
+	}
 	headSeen := head.Seq == 0
-	if err := t.Records(0, func(r Record, raw []byte) error {
+	if err := t.s.log.walk(0, func(r Record, raw []byte) error {
 		if _, err := v.Next(raw); err != nil {
 			return err
 		}
@@ -321,11 +411,26 @@ func (t *Tx) VerifyChain() (uint64, error) {
 			headSeen = true
 		}
 		return nil
-	}); err != nil {
-		return v.Count(), err
+	}, v.Torn); err != nil {
+		return v, err
 	}
 	if !headSeen {
-		return v.Count(), fmt.Errorf("%w: the head names record %d, the log ends at record %d", ErrChainBroken, head.Seq, v.Count())
+		return v, fmt.Errorf("%w: the database names record %d as the log's head; the log ends at record %d", ErrChainBroken, head.Seq, v.Last())
 	}
-	return v.Count(), nil
+	return v, v.Finish()
+}
+
+// dbHead is the chain's head as the database last recorded it.
+func (t *Tx) dbHead() (auditHead, error) {
+	meta, err := t.bucket(bucketMeta)
+	if err != nil {
+		return auditHead{}, err
+	}
+	head := auditHead{Hash: GenesisHash}
+	if raw := meta.Get(keyAuditHead); raw != nil {
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return head, fmt.Errorf("%w: the chain head the database records is damaged: %v", ErrChainBroken, err)
+		}
+	}
+	return head, nil
 }

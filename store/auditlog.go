@@ -3,6 +3,8 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +82,13 @@ type auditLog struct {
 
 	// anchors (anchor.go): anchor is set at open, stateID (under mu) once
 	// the database is read.
-	anchor       func(line string) error
+	anchor func(line string) error
+	// marker (history.go) keeps the log's head beside the database.
+	marker *generation
+	// lost is set once records this process wrote or saw are gone from
+	// the files (a segment deleted while aqlguard ran): nothing more is
+	// appended, rather than a new chain begun over the loss.
+	lost         error
 	stateID      string
 	anchored     uint64 // the last seq anchored
 	lastAnchorAt time.Time
@@ -99,9 +107,14 @@ func (l *auditLog) sendAnchor() {
 	l.lastAnchorAt = time.Now()
 }
 
-func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duration, anchor func(string) error) (*auditLog, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("audit log: creating %s: %w", dir, err)
+// openAuditLog prepares the log in dir. deferred: create nothing now
+// (a read-only store, or one opened for inspection, whose writes, if any,
+// come later and create what they need).
+func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duration, anchor func(string) error, deferred bool) (*auditLog, error) {
+	if !deferred {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("audit log: creating %s: %w", dir, err)
+		}
 	}
 	if mode == "" {
 		mode = SyncGrouped
@@ -121,6 +134,9 @@ func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duratio
 // segments lists the segment numbers in order.
 func (l *auditLog) segments() ([]int, error) {
 	entries, err := os.ReadDir(l.dir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
@@ -144,11 +160,19 @@ func (l *auditLog) segments() ([]int, error) {
 // appended to the segment or started a new one since. Called with the
 // store's file lock held and l.mu held.
 func (l *auditLog) catchUp() error {
+	if l.lost != nil {
+		return l.lost
+	}
 	if l.f != nil {
 		if _, err := os.Stat(l.next); err != nil {
 			st, err := l.f.Stat()
 			if err != nil {
 				return fmt.Errorf("audit log: %w", err)
+			}
+			if unlinked(st) {
+				l.lost = fmt.Errorf("audit log: %s was deleted while aqlguard was writing it; records up to %d are gone, "+
+					"and nothing more is written (restart aqlguard to see what is missing)", segmentName(l.n), l.head.Seq)
+				return l.lost
 			}
 			if st.Size() == l.size {
 				return nil // nobody else wrote: the head is ours
@@ -159,24 +183,18 @@ func (l *auditLog) catchUp() error {
 	if err != nil {
 		return err
 	}
+	head, err := l.lastRecord()
+	if err != nil {
+		return err
+	}
+	if head.Seq < l.head.Seq {
+		l.lost = fmt.Errorf("audit log: the log ends at record %d, but record %d was written: records were removed while "+
+			"aqlguard ran, and nothing more is written (restart aqlguard to see what is missing)", head.Seq, l.head.Seq)
+		return l.lost
+	}
+	l.head = head
 	if len(ns) == 0 {
 		return nil
-	}
-	// The head is the last record of the newest segment that has one.
-	for i := len(ns) - 1; i >= 0; i-- {
-		last, err := lastLine(filepath.Join(l.dir, segmentName(ns[i])))
-		if err != nil {
-			return err
-		}
-		if last == nil {
-			continue
-		}
-		var r Record
-		if err := json.Unmarshal(last, &r); err != nil {
-			return fmt.Errorf("audit log: the last record of %s is damaged: %w", segmentName(ns[i]), err)
-		}
-		l.head = auditHead{Seq: r.Seq, Hash: r.Hash}
-		break
 	}
 	return l.adopt(ns[len(ns)-1])
 }
@@ -184,6 +202,9 @@ func (l *auditLog) catchUp() error {
 // adopt makes segment n the one appended to.
 func (l *auditLog) adopt(n int) error {
 	if l.f == nil || l.n != n {
+		if err := os.MkdirAll(l.dir, 0o700); err != nil {
+			return fmt.Errorf("audit log: creating %s: %w", l.dir, err)
+		}
 		// Read-write, so that its last byte can be read (below).
 		f, err := os.OpenFile(filepath.Join(l.dir, segmentName(n)), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -238,6 +259,23 @@ func (l *auditLog) append(recs []Record) (int64, error) {
 	if err := l.catchUp(); err != nil {
 		return 0, err
 	}
+	before := l.written
+	pos, err := l.appendLocked(recs)
+	if l.written > before && l.marker != nil {
+		// The state marker follows the head, so that a start can tell a
+		// log whose last records were removed (see history.go).
+		if merr := l.marker.setLogHead(l.head); merr != nil && err == nil {
+			err = merr
+		}
+	}
+	if err != nil && l.written == before {
+		return 0, err
+	}
+	return pos, err
+}
+
+// appendLocked writes recs; l.mu is held and the writer caught up.
+func (l *auditLog) appendLocked(recs []Record) (int64, error) {
 	// The record being written is l.scratch, not a copy on the stack: the
 	// encoder's interface would move every copy to the heap.
 	r := &l.scratch
@@ -260,8 +298,17 @@ func (l *auditLog) append(recs []Record) (int64, error) {
 				return 0, err
 			}
 		}
-		if _, err := l.f.Write(line); err != nil {
-			return 0, fmt.Errorf("audit log: writing record %d: %w", r.Seq, err)
+		if n, err := l.f.Write(line); err != nil {
+			// A short write (a full disk) is cut back to the last whole
+			// record, so that the next append does not follow a torn one;
+			// if even that fails, the next append starts a new segment.
+			if n > 0 {
+				if terr := l.f.Truncate(l.size); terr != nil {
+					l.torn = true
+					err = errors.Join(err, fmt.Errorf("cutting the partial record back: %w", terr))
+				}
+			}
+			return l.written, fmt.Errorf("audit log: writing record %d: %w", r.Seq, err)
 		}
 		if l.size == 0 {
 			l.first = r.Time
@@ -343,33 +390,45 @@ func (l *auditLog) close() {
 }
 
 // records calls fn with every record from seq from on, across segments,
-// in order; raw is the line without its newline. A segment whose last
-// line has no newline ends in a torn write: that is reported as damage.
+// in order; raw is the line without its newline. A torn tail (bytes at
+// the end of a segment that are no whole record) is not a record and is
+// skipped: VerifyChain reports it.
 func (l *auditLog) records(from uint64, fn func(r Record, raw []byte) error) error {
+	return l.walk(from, fn, nil)
+}
+
+// walk is records, also telling torn (when set) of every torn tail.
+func (l *auditLog) walk(from uint64, fn func(r Record, raw []byte) error, torn func(Gap)) error {
 	ns, err := l.segments()
 	if err != nil {
 		return err
 	}
 	for _, n := range ns {
-		if err := l.readSegment(n, from, fn); err != nil {
+		if err := l.readSegment(n, from, fn, torn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (l *auditLog) readSegment(n int, from uint64, fn func(r Record, raw []byte) error) error {
+func (l *auditLog) readSegment(n int, from uint64, fn func(r Record, raw []byte) error, torn func(Gap)) error {
 	f, err := os.Open(filepath.Join(l.dir, segmentName(n)))
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
 	defer f.Close()
 	rd := bufio.NewReaderSize(f, 64<<10)
+	var offset int64
 	for {
 		line, err := rd.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] != '\n' {
-			return fmt.Errorf("%w: %s ends in a partial record", ErrChainBroken, segmentName(n))
+			if torn != nil {
+				sum := sha256.Sum256(line)
+				torn(Gap{Segment: segmentName(n), Offset: offset, Bytes: int64(len(line)), Torn: hex.EncodeToString(sum[:])})
+			}
+			return nil
 		}
+		offset += int64(len(line))
 		if len(line) > 0 {
 			raw := line[:len(line)-1]
 			var r Record

@@ -86,8 +86,8 @@ func TestAuditLogTornWrite(t *testing.T) {
 	_, _ = f.WriteString(`{"seq":2,"time":"2026-`)
 	f.Close()
 	err = s.View(context.Background(), func(tx *Tx) error { _, err := tx.VerifyChain(); return err })
-	if !errors.Is(err, ErrChainBroken) {
-		t.Fatalf("VerifyChain with a torn record = %v, want ErrChainBroken", err)
+	if !errors.Is(err, ErrTornTail) || errors.Is(err, ErrChainBroken) {
+		t.Fatalf("VerifyChain with a torn record = %v, want ErrTornTail (not tampering)", err)
 	}
 	// Another process (a restart) appends: into a new segment; the torn
 	// one stays as it was, and still says so.
@@ -107,8 +107,33 @@ func TestAuditLogTornWrite(t *testing.T) {
 		t.Fatalf("segments %v: the next record must start a new one", ns)
 	}
 	err = s2.View(context.Background(), func(tx *Tx) error { _, err := tx.VerifyChain(); return err })
-	if !errors.Is(err, ErrChainBroken) {
-		t.Fatalf("VerifyChain with a torn segment kept = %v, want ErrChainBroken", err)
+	if !errors.Is(err, ErrTornTail) {
+		t.Fatalf("VerifyChain with a torn segment kept = %v, want ErrTornTail", err)
+	}
+	// Sealing records the torn bytes as evidence: verify passes, with
+	// the gap acknowledged, and the torn segment is as it was.
+	recs, err := s2.Seal(context.Background(), "tester", "host/1", t0)
+	if err != nil || len(recs) != 1 || recs[0].Gap == nil || recs[0].Gap.Bytes != int64(len(`{"seq":2,"time":"2026-`)) {
+		t.Fatalf("Seal = %+v, %v", recs, err)
+	}
+	var v *ChainVerifier
+	err = s2.View(context.Background(), func(tx *Tx) (err error) { v, err = tx.VerifyChainDetail(); return })
+	if err != nil || len(v.Acknowledged()) != 1 {
+		t.Fatalf("VerifyChain after seal = %v (acknowledged %v)", err, v.Acknowledged())
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, AuditDir, segmentName(1))); string(again) != string(torn) {
+		t.Fatal("sealing changed the torn segment")
+	}
+	if recs, err := s2.Seal(context.Background(), "tester", "host/1", t0); err != nil || len(recs) != 0 {
+		t.Fatalf("a second Seal = %+v, %v; want nothing to seal", recs, err)
+	}
+	// Other bytes in its place are not what was sealed.
+	if err := os.WriteFile(filepath.Join(dir, AuditDir, segmentName(1)), append(torn[:len(torn)-1:len(torn)-1], 'X'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = s2.View(context.Background(), func(tx *Tx) error { _, err := tx.VerifyChain(); return err })
+	if !errors.Is(err, ErrTornTail) {
+		t.Fatalf("VerifyChain with other torn bytes than sealed = %v, want ErrTornTail", err)
 	}
 }
 

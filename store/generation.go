@@ -2,7 +2,10 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync/atomic"
 )
@@ -18,20 +21,119 @@ import (
 // GenerationFile is the counter's name inside the state directory.
 const GenerationFile = "aqlguard.gen"
 
+// The same file is the state marker: after the counter it keeps the state
+// directory's id and the audit log's head (seq and hash), written as the
+// log is appended to. It is evidence beside the database, not a trust
+// anchor (anchors are): a database emptied, replaced or rolled back, or
+// a log whose last records or segments were removed, disagrees with it
+// at the next start (history.go).
 type generation struct {
-	f    *os.File
+	f    *os.File      // nil: read-only on a directory that has none
 	last atomic.Uint64 // the value this process last wrote or read
 }
 
-func openGeneration(path string) (*generation, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// The marker's layout: little-endian counter, 8 raw bytes of state id,
+// little-endian log head seq, 32 raw bytes of its hash.
+const (
+	markerStateAt = 8
+	markerLogAt   = 16
+	markerSize    = 56
+)
+
+func openGeneration(path string, readOnly bool) (*generation, error) {
+	flag := os.O_RDWR | os.O_CREATE
+	if readOnly {
+		flag = os.O_RDONLY
+	}
+	f, err := os.OpenFile(path, flag, 0o600)
 	if err != nil {
+		if readOnly && os.IsNotExist(err) {
+			return &generation{}, nil
+		}
 		return nil, fmt.Errorf("opening the state generation: %w", err)
 	}
 	return &generation{f: f}, nil
 }
 
+func (g *generation) close() {
+	if g.f != nil {
+		_ = g.f.Close()
+	}
+}
+
+// marker is what the marker file says; a part never written is zero.
+type marker struct {
+	gen   uint64
+	state string
+	log   auditHead
+}
+
+func (g *generation) readMarker() (marker, error) {
+	var m marker
+	if g.f == nil {
+		return m, nil
+	}
+	var b [markerSize]byte
+	n, err := g.f.ReadAt(b[:], 0)
+	if n < markerSize && err != nil && !errors.Is(err, io.EOF) {
+		return m, fmt.Errorf("reading the state marker: %w", err)
+	}
+	if n >= 8 {
+		m.gen = binary.LittleEndian.Uint64(b[:8])
+	}
+	if n >= markerLogAt && !allZero(b[markerStateAt:markerLogAt]) {
+		m.state = hex.EncodeToString(b[markerStateAt:markerLogAt])
+	}
+	if n >= markerSize {
+		if seq := binary.LittleEndian.Uint64(b[markerLogAt : markerLogAt+8]); seq > 0 {
+			m.log = auditHead{Seq: seq, Hash: hex.EncodeToString(b[markerLogAt+8 : markerSize])}
+		}
+	}
+	return m, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// setState writes the state id (16 hex digits) into the marker.
+func (g *generation) setState(id string) error {
+	raw, err := hex.DecodeString(id)
+	if err != nil || len(raw) != markerLogAt-markerStateAt || g.f == nil {
+		return nil // not an id this layout holds: nothing to compare later
+	}
+	if _, err := g.f.WriteAt(raw, markerStateAt); err != nil {
+		return fmt.Errorf("writing the state marker: %w", err)
+	}
+	return nil
+}
+
+// setLogHead writes the log's head into the marker; the caller holds
+// the exclusive lock.
+func (g *generation) setLogHead(h auditHead) error {
+	if g.f == nil {
+		return nil
+	}
+	var b [markerSize - markerLogAt]byte
+	binary.LittleEndian.PutUint64(b[:8], h.Seq)
+	if _, err := hex.Decode(b[8:], []byte(h.Hash)); err != nil {
+		return nil
+	}
+	if _, err := g.f.WriteAt(b[:], markerLogAt); err != nil {
+		return fmt.Errorf("writing the state marker: %w", err)
+	}
+	return nil
+}
+
 func (g *generation) read() (uint64, error) {
+	if g.f == nil {
+		return 0, nil
+	}
 	var b [8]byte
 	n, err := g.f.ReadAt(b[:], 0)
 	if n < len(b) {

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -50,15 +53,61 @@ func (l *fileLock) lock(ctx context.Context, shared bool, deadline time.Time) er
 			return fmt.Errorf("locking %s: %w", l.f.Name(), err)
 		}
 		if time.Now().Add(wait).After(deadline) {
-			return ErrBusy
+			return l.busy()
 		}
 		select {
 		case <-ctx.Done():
-			return ErrBusy
+			return ctx.Err() // the caller gave up: not a busy database
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, lockPollMax)
 	}
+}
+
+// busy is ErrBusy naming the process that holds the lock, where the
+// system says (Linux: /proc/locks).
+func (l *fileLock) busy() error {
+	if pid := lockHolder(l.f); pid > 0 {
+		return fmt.Errorf("%w, pid %d", ErrBusy, pid)
+	}
+	return ErrBusy
+}
+
+// lockHolder is the pid of the process holding f's flock(2), 0 when it
+// cannot be told. Only a busy lock asks: it costs a read of /proc/locks.
+func lockHolder(f *os.File) int {
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	raw, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	ino := ":" + strconv.FormatUint(sys.Ino, 10)
+	for _, line := range strings.Split(string(raw), "\n") {
+		// "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; waiters
+		// have "->" after the number.
+		fields := strings.Fields(line)
+		if len(fields) < 8 || fields[1] != "FLOCK" || !strings.HasSuffix(fields[5], ino) {
+			continue
+		}
+		if pid, err := strconv.Atoi(fields[4]); err == nil && pid > 0 && pid != os.Getpid() {
+			return pid
+		}
+	}
+	return 0
+}
+
+// unlinked reports whether an open file was deleted (no name links to
+// it any more).
+func unlinked(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 0
 }
 
 func (l *fileLock) unlock() error {
@@ -91,3 +140,38 @@ func (l *fileLock) lockUntilDone(ctx context.Context) error {
 }
 
 func (l *fileLock) close() error { return l.f.Close() }
+
+// checkPrivate refuses a state directory that others can write or that
+// another user owns, as ssh refuses a key others can write: whoever can
+// write there can replace the database (and its blocks) or the audit
+// log. It looks at the directory and what the store keeps in it.
+func checkPrivate(dir string) error {
+	paths := []string{dir, filepath.Join(dir, FileName), filepath.Join(dir, FileName+".lock"),
+		filepath.Join(dir, GenerationFile), filepath.Join(dir, AuditDir)}
+	if segs, err := filepath.Glob(filepath.Join(dir, AuditDir, segmentPrefix+"*"+segmentSuffix)); err == nil {
+		paths = append(paths, segs...)
+	}
+	uid := os.Geteuid()
+	var problems []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			continue // not there yet: it is created private
+		}
+		if m := st.Mode().Perm(); m&0o022 != 0 {
+			problems = append(problems, fmt.Sprintf("%s is writable by others (mode %04o)", p, m))
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != uid && sys.Uid != 0 {
+			problems = append(problems, fmt.Sprintf("%s belongs to uid %d, not to this user (uid %d)", p, sys.Uid, uid))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the state directory is not private: %s. Anyone who can write there can replace the database "+
+		"(and the blocks it holds) or the audit log; aqlguard does not use it until it is fixed: chmod -R go-w %s "+
+		"(and chown it to this user)", strings.Join(problems, "; "), dir)
+}
+
+// unlockFile lets go of a flock(2) on f's open file description.
+func unlockFile(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }

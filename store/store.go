@@ -53,6 +53,13 @@ type Options struct {
 	// its errors are not the caller's: an anchor that could not be sent
 	// is retried with the next.
 	Anchor func(line string) error
+	// ReadOnly opens an existing state only (a missing database is an
+	// error) and writes nothing: what the admin commands that read use.
+	ReadOnly bool
+	// Inspect opens a state even when its history does not add up
+	// (history.go), writing nothing at open: HistoryProblem then says
+	// what is wrong. For audit reads, `audit seal` and `state reset`.
+	Inspect bool
 }
 
 // Store is the state database. It is safe for concurrent use; the
@@ -69,6 +76,11 @@ type Store struct {
 	auditKey []byte
 	log      *auditLog
 	gen      *generation
+	// history is what Open found wrong with the state's history (with
+	// Options.Inspect; otherwise Open fails with it); warnings are what
+	// it found worth saying.
+	history  error
+	warnings []string
 }
 
 // DefaultDir is $XDG_STATE_HOME/aqlguard, or ~/.local/state/aqlguard.
@@ -84,55 +96,164 @@ func DefaultDir() (string, error) {
 }
 
 // Open creates the state directory (mode 0700) and the database (0600) if
-// needed, and checks that it can be opened and carries every bucket.
+// needed, and checks that it can be opened, carries every bucket, is
+// private to this user and has the history its audit log and state
+// marker say it had (history.go): a database deleted, emptied, replaced
+// or rolled back, or a log with records missing, is refused with a
+// *HistoryError.
 func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("opening the state database: no state directory")
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the state directory: %w", err)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // the messages name it, and a command to run on it
 	}
-	s := &Store{path: filepath.Join(dir, FileName), timeout: o.Timeout}
+	path := filepath.Join(dir, FileName)
+	st, statErr := os.Stat(path)
+	dbExists := statErr == nil && st.Size() > 0 // an empty file is no database yet
+	noDatabase := fmt.Errorf("no state database at %s: aqlguard has not run with this state directory "+
+		"(check --state-dir, or state_dir in the config)", path)
+	switch {
+	case statErr != nil && !os.IsNotExist(statErr):
+		return nil, fmt.Errorf("opening the state database: %w", statErr)
+	case o.ReadOnly && !dbExists:
+		if _, err := os.Stat(dir); err != nil {
+			return nil, noDatabase
+		}
+	case !o.ReadOnly && !o.Inspect:
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("creating the state directory: %w", err)
+		}
+	}
+	s := &Store{path: path, timeout: o.Timeout}
+	if err := checkPrivate(dir); err != nil {
+		if !o.Inspect {
+			return nil, err
+		}
+		s.warnings = append(s.warnings, err.Error())
+	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
-	lock, err := openLock(s.path + ".lock")
-	if err != nil {
-		return nil, fmt.Errorf("opening the state database: %w", err)
-	}
-	s.lock = lock
-	if s.gen, err = openGeneration(filepath.Join(dir, GenerationFile)); err != nil {
+	writesAtOpen := !o.ReadOnly && !o.Inspect
+	var err error
+	if s.gen, err = openGeneration(filepath.Join(dir, GenerationFile), o.ReadOnly); err != nil {
 		return nil, err
 	}
-	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge, o.Anchor); err != nil {
+	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge, o.Anchor, !writesAtOpen); err != nil {
 		return nil, err
 	}
-	err = s.Update(ctx, func(tx *Tx) error {
-		for _, b := range buckets {
-			if _, err := tx.tx.CreateBucketIfNotExists(b); err != nil {
-				return fmt.Errorf("creating bucket %s: %w", b, err)
+	s.log.marker = s.gen
+	fail := func(err error) (*Store, error) {
+		s.Close()
+		return nil, err
+	}
+	if !dbExists {
+		// Nothing to open yet: the history says whether there should be.
+		how := "does not exist"
+		if statErr == nil {
+			how = "is empty"
+		}
+		if problems, err := s.historyWithoutDatabase(how); err != nil {
+			return fail(err)
+		} else if len(problems) > 0 {
+			herr := &HistoryError{Dir: dir, Problems: problems}
+			if !o.Inspect {
+				return fail(herr)
 			}
+			s.history = herr
+		} else if o.ReadOnly {
+			return fail(noDatabase)
 		}
-		key, err := tx.auditKey()
-		s.auditKey = key
+	}
+	// The lock file is made only once there is a database to lock, or
+	// one to make (a read of nothing creates nothing).
+	if s.lock, err = openLock(s.path + ".lock"); err != nil {
+		return fail(fmt.Errorf("opening the state database: %w", err))
+	}
+	if !dbExists && !writesAtOpen {
+		return s, nil
+	}
+	open := func(tx *Tx) error {
+		problems, warnings, err := s.checkHistory(tx)
 		if err != nil {
+			return fmt.Errorf("%w; the audit log in %s cannot be read: restore the damaged segment from a backup "+
+				"(`aqlguard audit verify` says where the damage is)", err, filepath.Join(dir, AuditDir))
+		}
+		s.warnings = append(s.warnings, warnings...)
+		if len(problems) > 0 {
+			herr := &HistoryError{Dir: dir, Problems: problems}
+			if !o.Inspect {
+				return herr
+			}
+			s.history = herr
+		}
+		if !writesAtOpen {
+			for _, b := range buckets {
+				if b := string(b); b != string(bucketAudit) && tx.tx.Bucket([]byte(b)) == nil && s.history == nil {
+					return fmt.Errorf("state database %s: bucket %s is missing: it is not an aqlguard database, or it is damaged", s.path, b)
+				}
+			}
+			if tx.tx.Bucket(bucketMeta) != nil {
+				s.auditKey, _ = tx.auditKey() // none yet is fine for reading
+				if id, err := tx.stateID(); err == nil {
+					s.setStateID(id)
+				}
+			}
+			return nil
+		}
+		if err := s.initState(tx); err != nil {
 			return err
 		}
-		id, err := tx.stateID()
-		if err != nil {
-			return err
-		}
-		s.log.mu.Lock()
-		s.log.stateID = id
-		s.log.mu.Unlock()
 		return tx.migrateAudit()
-	})
+	}
+	if writesAtOpen {
+		err = s.Update(ctx, open)
+	} else {
+		err = s.View(ctx, open)
+	}
 	if err != nil {
-		s.log.close()
-		return nil, err
+		return fail(err)
 	}
 	return s, nil
 }
+
+// initState makes what every state has, where it is missing: the
+// buckets, the audit key and the state id (also written into the
+// marker).
+func (s *Store) initState(tx *Tx) error {
+	for _, b := range buckets {
+		if _, err := tx.tx.CreateBucketIfNotExists(b); err != nil {
+			return fmt.Errorf("creating bucket %s: %w", b, err)
+		}
+	}
+	key, err := tx.auditKey()
+	if err != nil {
+		return err
+	}
+	s.auditKey = key
+	id, err := tx.stateID()
+	if err != nil {
+		return err
+	}
+	s.setStateID(id)
+	return s.gen.setState(id)
+}
+
+func (s *Store) setStateID(id string) {
+	s.log.mu.Lock()
+	s.log.stateID = id
+	s.log.mu.Unlock()
+}
+
+// HistoryProblem is what Open (with Options.Inspect) found wrong with
+// the state's history, as a *HistoryError; nil when nothing.
+func (s *Store) HistoryProblem() error { return s.history }
+
+// Warnings are what Open found worth telling the human: torn segments
+// not sealed yet, and (with Options.Inspect) a state directory others
+// can write.
+func (s *Store) Warnings() []string { return s.warnings }
 
 // StateID is the state directory's id, as anchors name it.
 func (s *Store) StateID() string {
@@ -146,7 +267,12 @@ func (s *Store) StateID() string {
 func (s *Store) Close() error {
 	if s != nil && s.log != nil {
 		s.log.close()
-		_ = s.gen.f.Close()
+		s.gen.close()
+		s.mu.Lock() // no transaction of this process is using the lock
+		if s.lock != nil {
+			_ = s.lock.close()
+		}
+		s.mu.Unlock()
 	}
 	return nil
 }
@@ -201,12 +327,12 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 		return err
 	}
 	defer release()
-	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: max(time.Until(deadline), time.Millisecond), ReadOnly: readOnly})
+	db, err := s.openDB(deadline, readOnly)
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, deadline.Sub(start).Round(time.Millisecond))
 		}
-		return fmt.Errorf("opening the state database %s: %w", s.path, err)
+		return err
 	}
 	var written int64 // the audit log position this transaction's records reach
 	txErr := func() error {
@@ -216,10 +342,12 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			// until it is let go, so the snapshot decide read stays the
 			// state its changes are written over.
 			var c Changes
-			if err := db.View(func(btx *bolt.Tx) error {
-				var err error
-				c, err = decide(&Tx{tx: btx, s: s})
-				return err
+			if err := s.guard(func() error {
+				return db.View(func(btx *bolt.Tx) error {
+					var err error
+					c, err = decide(&Tx{tx: btx, s: s})
+					return err
+				})
 			}); err != nil {
 				return err
 			}
@@ -237,25 +365,34 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			}
 			fn = c.write
 		case txRead:
-			return db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
+			return s.guard(func() error {
+				return db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
+			})
 		}
 		var pending int
-		err := db.Update(func(btx *bolt.Tx) error {
-			tx := &Tx{tx: btx, s: s}
-			if err := fn(tx); err != nil {
-				return err
-			}
-			if pending = len(tx.pending); pending == 0 {
-				return nil
-			}
-			// The records go to the log before the state they describe
-			// commits: a crash in between leaves a record of a change
-			// that did not happen, never a change without its record.
-			var err error
-			if written, err = s.log.append(tx.pending); err != nil {
-				return err
-			}
-			return tx.putHead()
+		err := s.guard(func() error {
+			return db.Update(func(btx *bolt.Tx) error {
+				tx := &Tx{tx: btx, s: s}
+				if err := fn(tx); err != nil {
+					return err
+				}
+				// The database says which generation it is, so that a start
+				// can tell it from one rolled back (history.go).
+				if err := tx.putGeneration(); err != nil {
+					return err
+				}
+				if pending = len(tx.pending); pending == 0 {
+					return nil
+				}
+				// The records go to the log before the state they describe
+				// commits: a crash in between leaves a record of a change
+				// that did not happen, never a change without its record.
+				var err error
+				if written, err = s.log.append(tx.pending); err != nil {
+					return err
+				}
+				return tx.putHead()
+			})
 		})
 		if err == nil {
 			// Readers of the generation see the change from now on. A
@@ -278,7 +415,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 		}
 		return err
 	}()
-	if err := db.Close(); err != nil && txErr == nil {
+	if err := s.guard(db.Close); err != nil && txErr == nil {
 		txErr = fmt.Errorf("closing the state database: %w", err)
 	}
 	release() // no lock is held across the fsync: the writers waiting share it
@@ -297,21 +434,45 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 // wait without end. release lets both go; it may be called more than
 // once. what names the lock's user in a busy error.
 func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline time.Time, release func(), err error) {
-	wait := s.timeout
+	wait, ctxBound := s.timeout, false
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
-		wait = time.Until(d)
+		wait, ctxBound = time.Until(d), true
 	}
 	if err := ctx.Err(); err != nil || wait <= 0 {
-		return time.Time{}, nil, fmt.Errorf("state database: %w", errors.Join(ErrBusy, context.DeadlineExceeded))
+		// The caller's request ended (or its time ran out) before the
+		// lock was even tried: that is its own error, not a busy
+		// database.
+		if err == nil {
+			err = context.DeadlineExceeded
+		}
+		return time.Time{}, nil, fmt.Errorf("%s: the request ended before it could be read or written: %w", what, err)
 	}
 	deadline = time.Now().Add(wait)
-	if err := s.takeTurn(ctx, wait); err != nil {
-		return time.Time{}, nil, fmt.Errorf("%s: %w (this process's other transactions held it for %s)", what, err, wait.Round(time.Millisecond))
+	if !s.takeTurn(ctx, wait) {
+		// As for the lock below: the request's own end is its error; the
+		// store's timeout is a busy database (here, busy in this process).
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return time.Time{}, nil, fmt.Errorf("%s: the request ended while it waited for its turn: %w", what, ctxErr)
+		}
+		if ctxBound {
+			return time.Time{}, nil, fmt.Errorf("%s: the request's deadline passed while this process's other transactions held the database: %w",
+				what, context.DeadlineExceeded)
+		}
+		return time.Time{}, nil, fmt.Errorf("%s: %w (this process's other transactions held it for %s)", what, ErrBusy, wait.Round(time.Millisecond))
 	}
 	if err := s.lock.lock(ctx, shared, deadline); err != nil {
 		s.mu.Unlock()
+		if errors.Is(err, ErrBusy) && ctxBound {
+			// The request's own deadline, not the store's timeout, ended
+			// the wait: its error, whoever held the lock.
+			return time.Time{}, nil, fmt.Errorf("%s: the request's deadline passed while it waited for the lock (%v): %w",
+				what, err, context.DeadlineExceeded)
+		}
 		if errors.Is(err, ErrBusy) {
-			return time.Time{}, nil, fmt.Errorf("%s: %w (waited %s)", what, ErrBusy, wait.Round(time.Millisecond))
+			return time.Time{}, nil, fmt.Errorf("%s: %w (waited %s)", what, err, wait.Round(time.Millisecond))
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return time.Time{}, nil, fmt.Errorf("%s: the request ended while it waited for the lock: %w", what, ctxErr)
 		}
 		return time.Time{}, nil, err
 	}
@@ -324,15 +485,14 @@ func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline
 	}, nil
 }
 
-// takeTurn takes this process's turn (s.mu) within wait, or fails with
-// ErrBusy (joined with ctx's error if ctx ended first). A wait for a
-// sync.Mutex cannot be abandoned, so a contended one is left to a
-// helper goroutine that queues for the mutex, keeping its order and
-// fairness, and hands the turn over, or lets it go at once if the
-// waiter gave up meanwhile.
-func (s *Store) takeTurn(ctx context.Context, wait time.Duration) error {
+// takeTurn takes this process's turn (s.mu) within wait, before ctx
+// ends, and reports whether it did. A wait for a sync.Mutex cannot be
+// abandoned, so a contended one is left to a helper goroutine that queues
+// for the mutex, keeping its order and fairness, and hands the turn over,
+// or lets it go at once if the waiter gave up meanwhile.
+func (s *Store) takeTurn(ctx context.Context, wait time.Duration) bool {
 	if s.mu.TryLock() {
-		return nil
+		return true
 	}
 	const waiting, handed, gaveUp = 0, 1, 2
 	var state atomic.Int32
@@ -347,20 +507,17 @@ func (s *Store) takeTurn(ctx context.Context, wait time.Duration) error {
 	}()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	var why error
 	select {
 	case <-got:
-		return nil
+		return true
 	case <-timer.C:
-		why = ErrBusy
 	case <-ctx.Done():
-		why = errors.Join(ErrBusy, ctx.Err())
 	}
 	if state.CompareAndSwap(waiting, gaveUp) {
-		return why
+		return false
 	}
 	<-got // handed over as the wait ended
-	return nil
+	return true
 }
 
 // Tx is one transaction. It is valid only inside the function it was

@@ -27,19 +27,35 @@ import (
 
 // openAdminStore parses the verb's flags and opens the state database
 // named by --state-dir, the config's state_dir or the default.
-func openAdminStore(name string, args []string, stderr io.Writer) (*store.Store, []string, int) {
+func openAdminStore(name string, args []string, how storeAccess, stderr io.Writer) (*store.Store, []string, int) {
 	fs, g := newFlags(name, stderr)
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, nil, 2
 	}
-	st, code := storeFor(g, stderr)
+	st, code := storeFor(g, how, stderr)
 	return st, rest, code
 }
 
+// storeAccess is how an admin command uses the state.
+type storeAccess int
+
+const (
+	// readState reads an existing state and creates nothing.
+	readState storeAccess = iota
+	// readHistory reads an existing state whose history may not add up
+	// (the audit log is what is read, to find out what happened).
+	readHistory
+	// writeState changes the state.
+	writeState
+	// repairState opens a state whose history may not add up, to
+	// record what is wrong with it (state reset, audit seal).
+	repairState
+)
+
 // storeFor opens the state database of the config g names; on failure it
 // says why on stderr and returns the exit code.
-func storeFor(g *globals, stderr io.Writer) (*store.Store, int) {
+func storeFor(g *globals, how storeAccess, stderr io.Writer) (*store.Store, int) {
 	cfg, err := loadConfig(g)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
@@ -48,10 +64,17 @@ func storeFor(g *globals, stderr io.Writer) (*store.Store, int) {
 	// An admin command writes a record or two and exits: each is fsync'd
 	// before the command goes on, not left to a flusher that exits with it.
 	cfg.Audit.Sync = string(store.SyncAlways)
-	st, err := openStore(context.Background(), cfg)
+	opts := store.Options{ReadOnly: how == readState || how == readHistory, Inspect: how == readHistory || how == repairState}
+	st, err := openStoreWith(context.Background(), cfg, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
+	}
+	for _, w := range st.Warnings() {
+		fmt.Fprintf(stderr, "aqlguard: warning: %s\n", w)
+	}
+	if p := st.HistoryProblem(); p != nil && how == readHistory {
+		fmt.Fprintf(stderr, "aqlguard: warning: %v\n", p)
 	}
 	return st, 0
 }
@@ -78,7 +101,7 @@ func cmdBlocks(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "usage: aqlguard blocks list [--state-dir DIR]\n")
 		return 2
 	}
-	st, rest, code := openAdminStore("blocks list", args[1:], stderr)
+	st, rest, code := openAdminStore("blocks list", args[1:], readState, stderr)
 	if st == nil {
 		return code
 	}
@@ -118,7 +141,7 @@ func cmdBlocks(args []string, stdout, stderr io.Writer) int {
 // 8.8.3. The block's challenge is revoked with it, and the override is
 // audited with who ran it.
 func cmdUnblock(args []string, stdout, stderr io.Writer) int {
-	st, rest, code := openAdminStore("unblock", args, stderr)
+	st, rest, code := openAdminStore("unblock", args, writeState, stderr)
 	if st == nil {
 		return code
 	}
@@ -149,7 +172,7 @@ func osUser() string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify> [flags] [--state-dir DIR]
+const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal> [flags] [--state-dir DIR]
   list [N]        the last N records (default 50), one line each
   show SEQ        one record in full
   export          every record, as JSON lines exactly as stored (hashes
@@ -158,7 +181,10 @@ const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify> [flags]
   verify [FILE]   check the hash chain of the audit log, or of an exported FILE;
                   --anchors also checks it against the heads aqlguard sent to the
                   system log (journald, else /var/log), --anchors-from FILE
-                  against the anchor lines in FILE
+                  against the anchor lines in FILE; a torn tail (a write cut
+                  short) is told apart from a changed record
+  seal            record the torn tails of the log as evidence (their bytes stay
+                  where they are), so that verify passes again (audited)
 filters (list, export, tail): --since T, --until T (RFC 3339, or a duration
 back from now: 2h), --agent NAME, --kind KIND. A filtered export leaves out
 records, so verify reports a gap in it.
@@ -223,12 +249,31 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	if sub == "verify" && len(rest) == 1 {
 		return verifyExport(rest[0], stdout, stderr)
 	}
-	st, code := storeFor(g, stderr)
+	how := readHistory
+	if sub == "seal" {
+		how = repairState
+	}
+	st, code := storeFor(g, how, stderr)
 	if st == nil {
 		return code
 	}
+	defer st.Close()
 	ctx := context.Background()
 	switch sub {
+	case "seal":
+		if len(rest) > 0 {
+			fmt.Fprint(stderr, auditUsage)
+			return 2
+		}
+		var recs []store.Record
+		recs, err = st.Seal(ctx, osUser(), processName(), time.Now())
+		if err == nil && len(recs) == 0 {
+			fmt.Fprintln(stdout, "no torn segment to seal")
+		}
+		for _, r := range recs {
+			fmt.Fprintf(stdout, "sealed %s: %d bytes from byte %d (sha256 %s) recorded as evidence in record %d\n",
+				r.Gap.Segment, r.Gap.Bytes, r.Gap.Offset, r.Gap.Torn, r.Seq)
+		}
 	case "list":
 		n := 50
 		if len(rest) > 0 {
@@ -260,10 +305,16 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 		err = auditTail(sctx, st, af, filter, stdout)
 	case "verify":
-		var n uint64
-		err = st.View(ctx, func(tx *store.Tx) (err error) { n, err = tx.VerifyChain(); return })
+		var v *store.ChainVerifier
+		err = st.View(ctx, func(tx *store.Tx) (err error) { v, err = tx.VerifyChainDetail(); return })
 		if err == nil {
-			fmt.Fprintf(stdout, "audit chain verified: %d records (state %s)\n", n, st.StateID())
+			fmt.Fprintf(stdout, "audit chain verified: %d records (state %s)\n", v.Count(), st.StateID())
+			for _, g := range v.Acknowledged() {
+				fmt.Fprintf(stdout, "  acknowledged: %s\n", describeGap(g))
+			}
+			// The chain holds; the database and the log may still
+			// disagree (a database deleted or rolled back).
+			err = st.HistoryProblem()
 		}
 		if err == nil && (af.anchors || af.anchorsFrom != "") {
 			var anchors []store.Anchor
@@ -432,6 +483,10 @@ func verifyExport(path string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard audit verify: %s: %v\n", path, err)
 		return 1
 	}
+	if err := v.Finish(); err != nil {
+		fmt.Fprintf(stderr, "aqlguard audit verify: %s: %v\n", path, err)
+		return 1
+	}
 	fmt.Fprintf(stdout, "audit export verified: %d records (an export cannot show records cut from its end)\n", v.Count())
 	return 0
 }
@@ -468,4 +523,65 @@ func readAnchors(ctx context.Context, file string) ([]store.Anchor, string, erro
 		}
 	}
 	return nil, "", errors.New("no audit anchors in the system log (journald or /var/log): is a system log running, and readable by this user?")
+}
+
+// describeGap says what a seal or reset acknowledged.
+func describeGap(g store.Gap) string {
+	if g.Segment != "" {
+		return fmt.Sprintf("torn tail of %s, %d bytes from byte %d, sealed", g.Segment, g.Bytes, g.Offset)
+	}
+	return fmt.Sprintf("records %d to %d missing, accepted by a state reset", g.AfterSeq+1, g.ResumeSeq-1)
+}
+
+const stateUsage = `usage: aqlguard state reset --i-understand [--state-dir DIR]
+
+Accepts the state directory as it is now, when aqlguard refuses to start
+because its database and its audit log do not tell the same history (a
+database deleted, emptied, replaced or rolled back; log segments or
+records removed). What was found, and every gap in the log, is written
+into the audit log with your name; blocks and approvals the database has
+lost stay lost. Restore the missing files from a backup instead if you can.
+`
+
+// cmdState is `aqlguard state reset --i-understand`.
+func cmdState(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "reset" {
+		fmt.Fprint(stderr, stateUsage)
+		return 2
+	}
+	fs, g := newFlags("state reset", stderr)
+	understood := fs.Bool("i-understand", false, "accept that what the state database lost stays lost")
+	rest, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return 2
+	}
+	if len(rest) > 0 || !*understood {
+		fmt.Fprint(stderr, stateUsage)
+		return 2
+	}
+	st, code := storeFor(g, repairState, stderr)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	problem := st.HistoryProblem()
+	recs, err := st.Reset(context.Background(), osUser(), processName(), time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard state reset: %v\n", err)
+		return 1
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(stdout, "the state directory's database and audit log agree: nothing to reset")
+		return 0
+	}
+	if problem != nil {
+		fmt.Fprintf(stdout, "accepted: %v\n", problem)
+	}
+	for _, r := range recs {
+		if r.Gap != nil {
+			fmt.Fprintf(stdout, "  gap recorded: %s\n", describeGap(*r.Gap))
+		}
+	}
+	fmt.Fprintf(stdout, "recorded in the audit log as record %d; aqlguard starts on this state again\n", recs[0].Seq)
+	return 0
 }

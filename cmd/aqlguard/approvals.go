@@ -29,7 +29,11 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return 2
 	}
-	st, code := storeFor(g, stderr)
+	how := writeState
+	if verb == "list" {
+		how = readState
+	}
+	st, code := storeFor(g, how, stderr)
 	if st == nil {
 		return code
 	}

@@ -16,7 +16,8 @@
 //	aqlguard blocks list                            show hard-blocked agents
 //	aqlguard unblock AGENT                          lift a hard block (admin override, audited)
 //	aqlguard approvals list|revoke                  standing approvals (allow for this session)
-//	aqlguard audit list|show|export|verify          read and check the audit log
+//	aqlguard audit list|show|export|verify|seal     read and check the audit log
+//	aqlguard state reset --i-understand             accept a state whose database and log disagree (audited)
 //	aqlguard version
 package main
 
@@ -37,6 +38,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/link"
 )
 
 func main() {
@@ -46,9 +48,34 @@ func main() {
 	if code, ok := downstream.Supervise(); ok {
 		os.Exit(code)
 	}
-	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stdin, stdout, stderr, restore := pollableStdio()
+	code := run(os.Args[1:], stdin, stdout, stderr)
+	restore()
 	downstream.EndAdopted() // what the servers left behind
 	os.Exit(code)
+}
+
+// pollableStdio is the serving aqlguard's stdin, stdout and stderr read
+// and written through the runtime's poller (link.Pollable): no thread of
+// it ever blocks in read(2) or write(2) on the pipes its client gave it.
+// restore puts the descriptors back as they were given.
+func pollableStdio() (stdin, stdout, stderr *os.File, restore func()) {
+	var restores []func()
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	for i, f := range files {
+		p, r, err := link.Pollable(f)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "aqlguard: %s stays a blocking descriptor: %v\n", f.Name(), err)
+			continue
+		}
+		files[i] = p
+		restores = append(restores, r)
+	}
+	return files[0], files[1], files[2], func() {
+		for _, r := range restores {
+			r()
+		}
+	}
 }
 
 // supervisesServers reports whether a verb may start stdio servers, and
@@ -90,9 +117,14 @@ verbs:
   pins list|approve SERVER TOOL|reset SERVER [TOOL]
                  the approved definitions of the servers' tools; changes
                  waiting for a human (shown as a diff), approving them
-  audit list|show SEQ|export|tail|verify [FILE]
+  audit list|show SEQ|export|tail|verify [FILE]|seal
                  read and check the hash-chained audit log (export --format
-                 jsonl|ocsf, tail -f; --since, --until, --agent, --kind)
+                 jsonl|ocsf, tail -f; --since, --until, --agent, --kind);
+                 seal records a torn tail (a write cut short) as evidence
+  state reset --i-understand
+                 accept a state directory whose database and audit log do
+                 not tell the same history (aqlguard refuses to start on it
+                 and says why); audited
   version        print the version
 
 global flags:
@@ -132,6 +164,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdPins(args, stdout, stderr)
 	case "audit":
 		return cmdAudit(args, stdout, stderr)
+	case "state":
+		return cmdState(args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "aqlguard", version())
 		return 0

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/aqlguard/aqlguard/policy"
@@ -15,6 +17,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -41,20 +44,39 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("wrap", stderr)
 	name := fs.String("name", "", "the server's name (as the client config calls it)")
+	url := fs.String("url", "", "a remote server's URL (Streamable HTTP), instead of a command")
+	auth := fs.String("auth", "oauth", `with --url: "oauth" (authorize in the browser when the server asks) or "none"`)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: aqlguard wrap [--name NAME] [--agent AGENT] [--config FILE] [--state-dir DIR] -- COMMAND [ARGS...]\n")
+		fmt.Fprint(stderr, "usage: aqlguard wrap [--name NAME] [--agent AGENT] [--config FILE] [--state-dir DIR] -- COMMAND [ARGS...]\n"+
+			"       aqlguard wrap --name NAME --url URL [--auth oauth|none]   (headers: "+wrapHeadersEnv+", a JSON object)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	argv := fs.Args()
+	var headers map[string]string
+	if h := os.Getenv(wrapHeadersEnv); h != "" {
+		if err := json.Unmarshal([]byte(h), &headers); err != nil {
+			fmt.Fprintf(stderr, "aqlguard wrap: %s is not a JSON object of strings\n", wrapHeadersEnv)
+			return 2
+		}
+	}
+	wrap := func(base *policy.Config) (*policy.Config, error) {
+		if *url != "" {
+			if len(argv) > 0 {
+				return nil, errors.New("give --url or a command after --, not both")
+			}
+			return policy.WrapRemote(base, *name, *url, *auth, headers)
+		}
+		return policy.Wrap(base, *name, argv)
 	}
 	base, err := loadConfig(g)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
-	argv := fs.Args()
-	cfg, err := policy.Wrap(base, *name, argv)
+	cfg, err := wrap(base)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard wrap: %v\n", err)
 		return 2
@@ -64,10 +86,15 @@ func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if err != nil {
 			return nil, err
 		}
-		return policy.Wrap(base, *name, argv)
+		return wrap(base)
 	}
 	return serveStdio(g, cfg, build, stdin, stdout, stderr)
 }
+
+// wrapHeadersEnv carries a wrapped remote entry's headers: in the
+// environment the client starts aqlguard with, where (unlike argv) other
+// users cannot read them.
+const wrapHeadersEnv = "AQLGUARD_WRAP_HEADERS"
 
 // serveStdio runs one aqlguard on cfg over stdio until stdin closes or a
 // signal arrives; build reads the configuration again on a reload.
@@ -87,6 +114,12 @@ func serveStdio(g *globals, cfg *policy.Config, build func() (*policy.Config, er
 	// piping requests in) gets the answers, as from the server itself.
 	in.relay.FinishOnEOF = true
 	conn := link.NewLineConn(stdin, stdout, nil)
+	// A client's bad line gets the JSON-RPC error for it; the session
+	// goes on.
+	conn.AnswerBadLines = true
+	conn.OnBadLine = func(start []byte, why string) {
+		in.log.Warn("a line from the client is not a JSON-RPC message; answered with an error", "why", why, "start", string(start))
+	}
 	if err := relay.Serve(ctx, conn, in.relay); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		in.log.Error("MCP session ended with an error", "err", err)
 		return 1
@@ -140,6 +173,9 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
 	}
+	for _, w := range st.Warnings() {
+		log.Warn(w)
+	}
 	if anchorsOff != "" {
 		log.Warn("audit anchors are off: the audit log's heads cannot be sent to the system log, so `aqlguard audit verify --anchors` "+
 			"has nothing to check a rewound log against", "why", anchorsOff)
@@ -157,6 +193,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		Limits:  cfg.Limits,
 		Log:     log,
 		Version: version(),
+		Auth:    &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(stateDir(cfg), "oauth")}, Log: log},
 	}
 	gd.Downstream = sh // each allowed call goes to its own session's server
 	sh.Pins.Judge = sh.JudgeTool
@@ -200,10 +237,24 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog
 	}
 }
 
+// stateDir is the configured state directory, or the default one.
+func stateDir(cfg *policy.Config) string {
+	if cfg.StateDir != "" {
+		return cfg.StateDir
+	}
+	d, _ := store.DefaultDir()
+	return d
+}
+
 // openStore opens the state database in the configured state directory
 // (default $XDG_STATE_HOME/aqlguard). Without it nothing can be decided
 // durably, so aqlguard does not start.
 func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
+	return openStoreWith(ctx, cfg, store.Options{})
+}
+
+// openStoreWith is openStore with the store's access options.
+func openStoreWith(ctx context.Context, cfg *policy.Config, o store.Options) (*store.Store, error) {
 	dir := cfg.StateDir
 	if dir == "" {
 		d, err := store.DefaultDir()
@@ -212,8 +263,11 @@ func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
 		}
 		dir = d
 	}
-	st, err := store.Open(ctx, dir, store.Options{Timeout: cfg.StateLockTimeout.Duration, AuditSync: store.SyncMode(cfg.Audit.Sync),
-		Anchor: systemLogAnchor()})
+	o.Timeout, o.AuditSync = cfg.StateLockTimeout.Duration, store.SyncMode(cfg.Audit.Sync)
+	if !o.ReadOnly {
+		o.Anchor = systemLogAnchor()
+	}
+	st, err := store.Open(ctx, dir, o)
 	if err != nil {
 		return nil, fmt.Errorf("the state database: %w", err)
 	}

@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	testserver [-http ADDR] [-log FILE] [-list-log FILE] [-name NAME] [-rug-pull] [-storm] [-fail-start] [-hang-start] [-stderr-noise]
+//	testserver [-http ADDR] [-log FILE] [-list-log FILE] [-name NAME] [-rug-pull] [-storm] [-fail-start] [-hang-start] [-stderr-noise] [-exit-after D]
 //
 // Without -http it serves MCP over stdio. With -http it serves Streamable HTTP
 // at /mcp and prints "listening on http://HOST:PORT/mcp" to stderr, so
@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -60,6 +61,7 @@ func main() {
 		toolPrefix  = flag.String("tool-prefix", "", "put `PREFIX` before every tool's name (\"fs.\": fs.echo, ...)")
 		listLog     = flag.String("list-log", "", "append one line per tools/list received to `FILE` (fsync'd before the answer)")
 		stormMode   = flag.Bool("storm", false, "serve storm, storm_stop, stats and echo over stdio, sending tools/list_changed in a loop on request")
+		exitAfter   = flag.Duration("exit-after", 0, "serve, then exit with code 1 this long after starting (a crash loop)")
 	)
 	flag.Parse()
 
@@ -74,6 +76,12 @@ func main() {
 	}
 	if *hangStart {
 		hang()
+	}
+	if *exitAfter > 0 {
+		time.AfterFunc(*exitAfter, func() {
+			fmt.Fprintln(os.Stderr, "testserver: exiting on purpose (-exit-after)")
+			os.Exit(1)
+		})
 	}
 	if *detached {
 		spawnDetached()
@@ -125,8 +133,22 @@ func main() {
 	defer stop()
 
 	if *httpAddr == "" {
-		// Run returns nil when stdin reaches EOF.
-		if err := newServer().Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+		// Run returns nil when stdin reaches EOF. stdin and stdout are
+		// read and written through the runtime's poller, as aqlguard does
+		// its own (docs/design.md, "No thread blocked on a pipe"): a
+		// go-sdk server reading a blocking stdin can freeze for as long
+		// as no byte arrives when a GC stops the world.
+		in, restoreIn, err := link.Pollable(os.Stdin)
+		if err != nil {
+			in, restoreIn = os.Stdin, func() {}
+		}
+		defer restoreIn()
+		out, restoreOut, err := link.Pollable(os.Stdout)
+		if err != nil {
+			out, restoreOut = os.Stdout, func() {}
+		}
+		defer restoreOut()
+		if err := newServer().Run(ctx, &mcp.IOTransport{Reader: in, Writer: out}); err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(os.Stderr, "testserver:", err)
 			os.Exit(1)
 		}

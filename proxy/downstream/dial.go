@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,10 +42,10 @@ func (c *conn) closeAll() {
 
 // dial connects to one configured server. ctx bounds only the dialing;
 // the connection lives until closed.
-func dial(ctx context.Context, cfg policy.Server, log *slog.Logger) (*conn, error) {
+func dial(ctx context.Context, cfg policy.Server, auth *remoteauth.Manager, log *slog.Logger) (*conn, error) {
 	switch cfg.Transport {
 	case "streamable", "sse":
-		return dialHTTP(ctx, cfg)
+		return dialHTTP(ctx, cfg, auth)
 	case "stdio", "":
 		return dialStdio(cfg, log)
 	}
@@ -86,6 +88,10 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 		close(c.exited)
 	}()
 	mc := link.NewLineConn(stdout, stdin, func() error { return errors.Join(stdin.Close(), stdout.Close()) })
+	mc.OnBadLine = func(start []byte, why string) {
+		log.Warn("the server wrote a line to stdout that is not a JSON-RPC message; it is skipped (servers log to stderr)",
+			"why", why, "start", string(start))
+	}
 	var once sync.Once
 	c.Connection = mc
 	c.stop = func() {
@@ -129,8 +135,21 @@ func newHTTPTransport() *http.Transport {
 	return t
 }
 
-func dialHTTP(ctx context.Context, cfg policy.Server) (*conn, error) {
-	hc := &http.Client{Transport: headerTransport{base: httpTransport, headers: cfg.Headers}}
+func dialHTTP(ctx context.Context, cfg policy.Server, auth *remoteauth.Manager) (*conn, error) {
+	headers, err := expandHeaders(cfg.Headers)
+	if err != nil {
+		return nil, err
+	}
+	var rt http.RoundTripper = headerTransport{base: httpTransport, headers: headers}
+	if cfg.Auth == "oauth" {
+		if auth == nil {
+			return nil, errors.New("the server needs OAuth authorization, which this command does not do")
+		}
+		if rt, err = auth.Transport(cfg.Name, cfg.URL, cfg.OAuthClientID, rt); err != nil {
+			return nil, err
+		}
+	}
+	hc := &http.Client{Transport: rt}
 	if cfg.Transport == "streamable" {
 		sc := newStreamableConn(cfg.URL, hc)
 		return &conn{Connection: sc, stop: func() { _ = sc.Close() }}, nil
@@ -160,6 +179,29 @@ func dialHTTP(ctx context.Context, cfg policy.Server) (*conn, error) {
 		cancel()
 		return nil, ctx.Err()
 	}
+}
+
+// expandHeaders puts the environment's values in for ${NAME} in header
+// values (headers = {Authorization = "Bearer ${API_KEY}"}), so a key need
+// not be written in the config. A variable that is not set is an error:
+// a request without its key would only be refused later, less clearly.
+// The values live in this connection only, never in a log.
+func expandHeaders(headers map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(headers))
+	for k, v := range headers {
+		var missing []string
+		out[k] = os.Expand(v, func(name string) string {
+			val, ok := os.LookupEnv(name)
+			if !ok {
+				missing = append(missing, name)
+			}
+			return val
+		})
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("the header %s needs the environment variable %s, which is not set", k, strings.Join(missing, ", "))
+		}
+	}
+	return out, nil
 }
 
 // headerTransport adds the configured headers to every request.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
@@ -91,18 +92,31 @@ type Options struct {
 	// Upstream receives what servers send on their own; nil answers their
 	// requests with "method not found" and drops their notifications.
 	Upstream Upstream
+	// Modern says the client speaks 2026-07-28 (ModernVersion). A server
+	// set to protocol "auto" is spoken to in its client's revision when
+	// it speaks both — a server of both revisions serves each as that
+	// revision says (a tool that asks the client mid-call does so only
+	// in 2025-11-25), so the client gets what it would get directly —
+	// and in the one it speaks otherwise, which the relay translates.
+	Modern bool
 	// Restart restarts a server that dies, with backoff.
 	Restart bool
 	// Vet, when set, checks every listing of a server's tools (at start,
 	// after a restart, on a refresh) before it becomes the server's
 	// state: nothing unvetted is ever shown.
 	Vet Vet
-	Log *slog.Logger
+	// Auth authorizes to remote servers with auth = "oauth"; nil fails
+	// them.
+	Auth *remoteauth.Manager
+	Log  *slog.Logger
 }
 
 // State is a server's state at one moment.
 type State struct {
 	Status Status
+	// Modern is true for a server spoken to in 2026-07-28 (ModernVersion),
+	// false for one initialized in an older revision (Protocol).
+	Modern bool
 	// Problem is a user-facing description of why the server is not
 	// ready: fixed phrases only, so it can be shown in introspection. The
 	// full error is in the log.
@@ -112,6 +126,9 @@ type State struct {
 	// sent, which transparent mode passes on.
 	Init    *mcp.InitializeResult
 	InitRaw json.RawMessage
+	// DiscoverRaw is a 2026-07-28 server's answer to server/discover, as
+	// sent (InitRaw is then made from it).
+	DiscoverRaw json.RawMessage
 	// Capabilities are the server's capabilities as sent, by name
 	// ("tools", "resources", "prompts", "completions", "logging", ...).
 	Capabilities map[string]json.RawMessage
@@ -128,6 +145,10 @@ type State struct {
 	vetErr error
 	// Restarts counts how often the server was restarted after dying.
 	Restarts int
+	// Attempt is the restart attempt a restarting server waits for, and
+	// NextAttempt when it comes (zero when it is not restarting).
+	Attempt     int
+	NextAttempt time.Time
 }
 
 // Server is one downstream server.
@@ -144,6 +165,15 @@ type Server struct {
 	peer    *link.Peer
 	conn    *conn
 	stopped bool // for good: no restart, no late start
+	// crashes counts the restart attempts of a crash loop (restart.go);
+	// upSince is when the running connection started.
+	crashes int
+	upSince time.Time
+
+	// A 2026-07-28 server's (see modern.go):
+	logLevel   string                   // sent with requests that name none
+	listens    map[string]*listenStream // open subscriptions/listen streams, by request id
+	subscribed map[string]*listenStream // resource uri → its stream
 
 	// listing is a one-slot turn: one listing of the tools at a time.
 	listing chan struct{}
@@ -165,8 +195,9 @@ const (
 	refreshBurst = 2
 )
 
-func newServer(p *Pool, c policy.Server) *Server {
-	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: p.opts.Log.With("server", c.Name),
+func newServer(c policy.Server, p *Pool, log *slog.Logger) *Server {
+	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: log.With("server", c.Name),
+		listens: map[string]*listenStream{}, subscribed: map[string]*listenStream{},
 		listing: make(chan struct{}, 1), refreshPace: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
 	s.state.Status = Starting
 	return s
@@ -194,7 +225,7 @@ func Start(ctx context.Context, cfgs []policy.Server, opts Options) *Pool {
 	p := &Pool{byName: map[string]*Server{}, opts: opts, ctx: life, cancel: cancel}
 	var wg sync.WaitGroup
 	for _, c := range cfgs {
-		s := newServer(p, c)
+		s := newServer(c, p, opts.Log)
 		p.servers = append(p.servers, s)
 		p.byName[c.Name] = s
 		wg.Go(func() { s.start(ctx, false) })
@@ -233,7 +264,7 @@ func (p *Pool) Update(ctx context.Context, cfgs []policy.Server) []string {
 			next = append(next, s)
 			continue
 		}
-		s := newServer(p, c)
+		s := newServer(c, p, p.opts.Log)
 		next = append(next, s)
 		start = append(start, s)
 		changed = append(changed, c.Name)
@@ -300,12 +331,28 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 		}
 		s.log.Error("downstream server failed to start", "problem", problem, "err", err)
 		s.mu.Lock()
-		if !restart {
+		retry := !restart && s.pool.opts.Restart && !s.stopped && !s.pool.closing.Load()
+		switch {
+		case retry:
+			// A first start that failed is tried again, with the backoff
+			// of a crash loop: the command may be installed, the network
+			// back, a moment later.
+			s.state.Status = Restarting
+		case !restart:
 			s.state.Status = Failed
 		}
 		s.state.Problem = problem
 		s.mu.Unlock()
+		if retry {
+			go s.restart()
+		}
 		return false
+	}
+	// Whatever revision listed them, the tools are vetted before the
+	// state holds them.
+	if _, ok := st.Capabilities["tools"]; ok {
+		l, err := s.vet(sctx, Listing{Tools: st.Tools, Raws: st.ToolsRaw})
+		st.Tools, st.ToolsRaw, st.Withheld, st.vetErr = l.Tools, l.Raws, l.Withheld, err
 	}
 	s.mu.Lock()
 	if s.stopped || s.pool.closing.Load() { // stopped while it started
@@ -316,12 +363,16 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 	}
 	st.Restarts = s.state.Restarts
 	s.state, s.peer, s.conn = st, peer, c
+	s.upSince = time.Now()
 	s.mu.Unlock()
 	if st.vetErr != nil {
 		s.Refresh() // its tools are withheld until they can be vetted
 	}
 	s.log.Info("downstream server ready", "tools", len(st.Tools), "protocol", st.Protocol,
 		"transport", s.cfg.Transport, "elapsed", time.Since(began).Round(time.Millisecond))
+	if st.Modern {
+		s.openListens(peer, st.Capabilities)
+	}
 	go s.watch(peer, c)
 	return true
 }
@@ -329,13 +380,57 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 // connect runs one connection's handshake: dial, initialize (the
 // client's parameters), initialized, tools/list (every page).
 func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) {
-	c, err := dial(ctx, s.cfg, s.log)
+	c, err := dial(ctx, s.cfg, s.pool.opts.Auth, s.log)
 	if err != nil {
 		return State{}, nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	if sc, ok := c.Connection.(*streamableConn); ok {
+		sc.bindings = s.paramBindings
 	}
 	peer := link.New(c, serverHandler{s}, s.log)
 	peer.IDPrefix = "aqlguard-"
 	peer.Start()
+	tryModern := s.cfg.Protocol == ModernVersion || s.cfg.Protocol != ProtocolVersion && s.pool.opts.Modern
+	if !tryModern && s.cfg.Protocol != ProtocolVersion {
+		// A client of an older revision: initialize first, and only a
+		// server that refuses it is asked whether it speaks 2026-07-28.
+		st, err := s.initialize(ctx, peer)
+		var werr *jsonrpc.Error
+		if err == nil || !errors.As(err, &werr) {
+			return st, c, peer, err
+		}
+		s.log.Debug("initialize was refused; asking whether the server speaks "+ModernVersion, "err", err)
+		tryModern = true
+	}
+	if tryModern {
+		st, modern, err := s.discover(ctx, peer)
+		switch {
+		case err != nil:
+			return State{}, c, nil, fmt.Errorf("server/discover: %w", err)
+		case modern:
+			if _, ok := st.Capabilities["tools"]; ok {
+				call := func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+					return peer.Call(ctx, method, s.modernParams(params))
+				}
+				if st.Tools, st.ToolsRaw, err = listTools(ctx, call); err != nil {
+					return State{}, c, nil, err
+				}
+				if s.cfg.Transport == "streamable" {
+					st.Tools, st.ToolsRaw = s.validForHTTP(st.Tools, st.ToolsRaw)
+				}
+			}
+			return st, c, peer, nil
+		case s.cfg.Protocol == ModernVersion:
+			return State{}, c, nil, errors.New("the server does not speak MCP " + ModernVersion + " (server/discover), which its protocol setting asks for")
+		}
+	}
+	st, err := s.initialize(ctx, peer)
+	return st, c, peer, err
+}
+
+// initialize runs the handshake of the older revisions: initialize (the
+// client's parameters), initialized, tools/list (every page).
+func (s *Server) initialize(ctx context.Context, peer *link.Peer) (State, error) {
 	st := State{Status: Ready}
 	params := s.pool.opts.Initialize
 	if params == nil {
@@ -344,11 +439,11 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 	}
 	raw, err := peer.Call(ctx, "initialize", params)
 	if err != nil {
-		return State{}, c, nil, fmt.Errorf("initialize: %w", err)
+		return State{}, fmt.Errorf("initialize: %w", err)
 	}
 	var init mcp.InitializeResult
 	if err := json.Unmarshal(raw, &init); err != nil {
-		return State{}, c, nil, fmt.Errorf("initialize: the server's answer does not decode: %w", err)
+		return State{}, fmt.Errorf("initialize: the server's answer does not decode: %w", err)
 	}
 	st.Init, st.InitRaw, st.Protocol = &init, raw, init.ProtocolVersion
 	var caps struct {
@@ -357,17 +452,14 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 	_ = json.Unmarshal(raw, &caps)
 	st.Capabilities = caps.Capabilities
 	if err := peer.Notify(ctx, "notifications/initialized", json.RawMessage(`{}`)); err != nil {
-		return State{}, c, nil, err
+		return State{}, err
 	}
 	if _, ok := st.Capabilities["tools"]; ok {
-		tools, raws, err := listTools(ctx, peer)
-		if err != nil {
-			return State{}, c, nil, err
+		if st.Tools, st.ToolsRaw, err = listTools(ctx, peer.Call); err != nil {
+			return State{}, err
 		}
-		l, err := s.vet(ctx, Listing{Tools: tools, Raws: raws})
-		st.Tools, st.ToolsRaw, st.Withheld, st.vetErr = l.Tools, l.Raws, l.Withheld, err
 	}
-	return st, c, peer, nil
+	return st, nil
 }
 
 // vet passes a listing through Options.Vet; a vetting that fails
@@ -397,14 +489,23 @@ func (s *Server) RefreshTools(ctx context.Context) (changed bool, err error) {
 		return false, fmt.Errorf("listing the tools of %s: %w", s.Name, ctx.Err())
 	}
 	s.mu.RLock()
-	peer := s.peer
+	peer, modern := s.peer, s.state.Modern
 	s.mu.RUnlock()
 	if peer == nil {
 		return false, s.unavailable()
 	}
-	tools, raws, err := listTools(ctx, peer)
+	call := peer.Call
+	if modern {
+		call = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			return peer.Call(ctx, method, s.modernParams(params))
+		}
+	}
+	tools, raws, err := listTools(ctx, call)
 	if err != nil {
 		return false, err
+	}
+	if modern && s.cfg.Transport == "streamable" {
+		tools, raws = s.validForHTTP(tools, raws)
 	}
 	l, vetErr := s.vet(ctx, Listing{Tools: tools, Raws: raws})
 	s.mu.Lock()
@@ -498,7 +599,7 @@ func (s *Server) endRefresh() {
 // stops handing out cursors.
 const maxToolPages = 1000
 
-func listTools(ctx context.Context, peer *link.Peer) ([]*mcp.Tool, []json.RawMessage, error) {
+func listTools(ctx context.Context, call func(context.Context, string, json.RawMessage) (json.RawMessage, error)) ([]*mcp.Tool, []json.RawMessage, error) {
 	var tools []*mcp.Tool
 	var raws []json.RawMessage
 	cursor := ""
@@ -507,7 +608,7 @@ func listTools(ctx context.Context, peer *link.Peer) ([]*mcp.Tool, []json.RawMes
 		if cursor != "" {
 			params, _ = json.Marshal(map[string]string{"cursor": cursor})
 		}
-		raw, err := peer.Call(ctx, "tools/list", params)
+		raw, err := call(ctx, "tools/list", params)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -558,6 +659,7 @@ func (s *Server) watch(peer *link.Peer, c *conn) {
 	if s.peer == peer {
 		s.peer, s.conn = nil, nil
 	}
+	s.died(time.Now())
 	restart := s.pool.opts.Restart
 	if restart {
 		s.state.Status = Restarting
@@ -578,10 +680,15 @@ func (s *Server) watch(peer *link.Peer, c *conn) {
 // raw result. A JSON-RPC error from the server is a *jsonrpc.Error.
 func (s *Server) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	s.mu.RLock()
-	peer := s.peer
+	peer, modern := s.peer, s.state.Modern
 	s.mu.RUnlock()
 	if peer == nil {
 		return nil, s.unavailable()
+	}
+	if modern {
+		params = s.modernParams(params)
+	} else {
+		params = legacyParams(params)
 	}
 	limit := s.cfg.CallTimeout.Duration
 	if limit > 0 {
@@ -592,10 +699,13 @@ func (s *Server) Request(ctx context.Context, method string, params json.RawMess
 	res, err := peer.Call(ctx, method, params)
 	switch {
 	case errors.Is(err, link.ErrClosed):
-		return nil, fmt.Errorf("%w: server %s went away during %s", ErrUnavailable, s.Name, method)
+		status := Failed
+		if s.pool.opts.Restart {
+			status = Restarting
+		}
+		return nil, &UnavailableError{Server: s.Name, Status: status, During: method}
 	case errors.Is(context.Cause(ctx), ErrCallTimeout):
-		return nil, fmt.Errorf("server %s did not answer %s within %s (call_timeout); the request was cancelled: %w",
-			s.Name, method, limit, ErrCallTimeout)
+		return nil, &CallTimeoutError{Server: s.Name, Method: method, Limit: limit}
 	}
 	return res, err
 }
@@ -613,19 +723,79 @@ func (s *Server) Notify(ctx context.Context, method string, params json.RawMessa
 
 func (s *Server) unavailable() error {
 	st := s.State()
-	why := string(st.Status)
-	if st.Problem != "" {
-		why += ": " + st.Problem
-	}
-	return fmt.Errorf("%w: server %s is %s", ErrUnavailable, s.Name, why)
+	return &UnavailableError{Server: s.Name, Status: st.Status, Problem: st.Problem, Attempt: st.Attempt, Next: st.NextAttempt}
 }
 
 // ErrUnavailable is returned for calls to a server that is not ready.
 var ErrUnavailable = errors.New("downstream server unavailable")
 
+// UnavailableError says why a call found its server not ready. It is
+// ErrUnavailable; Message says it to a model, in a fixed phrase.
+type UnavailableError struct {
+	Server  string
+	Status  Status
+	Problem string // a fixed phrase (State.Problem)
+	// Attempt and Next: the restart a restarting server waits for.
+	Attempt int
+	Next    time.Time
+	// During is the method that was in flight when the server went away
+	// ("" when the server was not ready before the call).
+	During string
+}
+
+func (e *UnavailableError) Error() string { return e.Message(time.Now()) }
+
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// PublicMessage is what the other side of a relayed request is told.
+func (e *UnavailableError) PublicMessage() string { return e.Message(time.Now()) }
+
+// Message is the fixed sentence for the model and the human: which
+// server, what state it is in, and what to do.
+func (e *UnavailableError) Message(now time.Time) string {
+	switch {
+	case e.During != "" && e.Status == Restarting:
+		return fmt.Sprintf("server %s went away during %s; aqlguard restarts it: try again in a moment", e.Server, e.During)
+	case e.During != "":
+		return fmt.Sprintf("server %s went away during %s; it is not restarted until aqlguard restarts", e.Server, e.During)
+	case e.Status == Restarting && e.Attempt > 0:
+		next := max(e.Next.Sub(now), 0).Round(100 * time.Millisecond)
+		last := ""
+		if e.Problem != "" {
+			last = "; last: " + e.Problem
+		}
+		return fmt.Sprintf("server %s is restarting (attempt %d, next in %s%s): try again then", e.Server, e.Attempt, next, last)
+	case e.Status == Restarting:
+		return fmt.Sprintf("server %s is restarting: try again in a moment", e.Server)
+	case e.Status == Starting:
+		return fmt.Sprintf("server %s is still starting: try again in a moment", e.Server)
+	case e.Status == Failed && e.Problem != "":
+		return fmt.Sprintf("server %s is not available (%s); check its configuration and aqlguard's log", e.Server, e.Problem)
+	case e.Status == Stopped:
+		return fmt.Sprintf("server %s was stopped (the session ended or the configuration changed)", e.Server)
+	}
+	return fmt.Sprintf("server %s is not available; check aqlguard's log", e.Server)
+}
+
 // ErrCallTimeout is returned for a request the server did not answer
 // within its call_timeout.
 var ErrCallTimeout = errors.New("call timeout")
+
+// CallTimeoutError is ErrCallTimeout for one request; its text is a
+// fixed sentence for the model and the human.
+type CallTimeoutError struct {
+	Server, Method string
+	Limit          time.Duration
+}
+
+func (e *CallTimeoutError) Error() string {
+	return fmt.Sprintf("server %s did not answer %s within its call_timeout (%s); the request was cancelled", e.Server, e.Method, e.Limit)
+}
+
+func (e *CallTimeoutError) Is(target error) bool { return target == ErrCallTimeout }
+
+// PublicMessage is what the other side of a relayed request is told.
+func (e *CallTimeoutError) PublicMessage() string { return e.Error() }
 
 // Call forwards one tools/call and decodes the result (the MCP-AQL
 // endpoints wrap it in their own envelope; transparent mode relays
@@ -695,6 +865,12 @@ func (h serverHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.
 }
 
 func (h serverHandler) Notification(ctx context.Context, req *jsonrpc.Request) {
+	if h.s.State().Modern {
+		var ok bool
+		if req, ok = h.s.modernNotification(req); !ok {
+			return
+		}
+	}
 	if up := h.s.pool.opts.Upstream; up != nil {
 		up.ServerNotification(ctx, h.s, req)
 	}

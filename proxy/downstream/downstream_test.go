@@ -33,6 +33,15 @@ func TestMain(m *testing.M) {
 	case "crash":
 		fmt.Fprintln(os.Stderr, "config missing")
 		os.Exit(3)
+	case "die":
+		// Starts, answers, and dies soon after: a crash loop.
+		after, err := time.ParseDuration(os.Getenv("AQLGUARD_DOWNSTREAM_DIE_AFTER"))
+		if err != nil {
+			after = 300 * time.Millisecond
+		}
+		time.AfterFunc(after, func() { os.Exit(1) })
+		serveTestServer()
+		return
 	}
 	os.Exit(m.Run())
 }

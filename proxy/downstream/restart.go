@@ -26,11 +26,23 @@ func restartDelay(n int) time.Duration {
 	return d + time.Duration(rand.Int64N(int64(d/4)+1))
 }
 
-// restart brings a dead server back, trying until it starts or the pool
-// closes.
+// stableAfter is how long a server must stay up for its crashes to be
+// forgotten: one that dies sooner after each start is crash-looping, and
+// its restarts keep backing off.
+var stableAfter = time.Minute
+
+// restart brings a dead server back (or one whose first start failed),
+// trying until it starts or the pool closes. Attempts count across a
+// crash loop: the count starts over only once the server stayed up for
+// stableAfter (see died).
 func (s *Server) restart() {
-	for attempt := 0; ; attempt++ {
+	for {
+		s.mu.Lock()
+		attempt := s.crashes
+		s.crashes++
 		wait := restartDelay(attempt)
+		s.state.Attempt, s.state.NextAttempt = attempt+1, time.Now().Add(wait)
+		s.mu.Unlock()
 		s.log.Info("restarting downstream server", "attempt", attempt+1, "in", wait.Round(time.Millisecond))
 		select {
 		case <-s.pool.ctx.Done():
@@ -53,4 +65,13 @@ func (s *Server) restart() {
 			return
 		}
 	}
+}
+
+// died notes how long the run that just ended lasted: a server that
+// stayed up for stableAfter starts its backoff over. s.mu is held.
+func (s *Server) died(now time.Time) {
+	if !s.upSince.IsZero() && now.Sub(s.upSince) >= stableAfter {
+		s.crashes = 0
+	}
+	s.upSince = time.Time{}
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/mcpheader"
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,12 +41,20 @@ type streamableConn struct {
 	ctx      context.Context // lives until Close
 	cancel   context.CancelFunc
 
+	// bindings are a tool's x-mcp-header bindings (set by the Server
+	// before the first message): a 2026-07-28 call mirrors its arguments
+	// into Mcp-Param-* headers.
+	bindings func(tool string) []mcpheader.Binding
+
 	mu        sync.Mutex
 	sessionID string
 	protocol  string
 	listening bool
 	failed    error
 	closeOnce sync.Once
+	// inflight cancels the POST of a 2026-07-28 request, by request id:
+	// closing its stream is how that revision cancels a request.
+	inflight map[string]context.CancelFunc
 }
 
 // maxEvent bounds one server-sent event (a tool result can be large).
@@ -52,7 +62,8 @@ const maxEvent = 64 << 20
 
 func newStreamableConn(url string, client *http.Client) *streamableConn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &streamableConn{url: url, client: client, incoming: make(chan jsonrpc.Message, 64), ctx: ctx, cancel: cancel}
+	return &streamableConn{url: url, client: client, incoming: make(chan jsonrpc.Message, 64), ctx: ctx, cancel: cancel,
+		inflight: map[string]context.CancelFunc{}}
 }
 
 func (c *streamableConn) SessionID() string {
@@ -107,18 +118,35 @@ func (c *streamableConn) headers(h http.Header) {
 }
 
 func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	call, _ := msg.(*jsonrpc.Request)
+	version := modernVersion(call)
+	if call != nil && call.Method == link.MethodCancelled && c.abort(call.Params) {
+		return nil // a 2026-07-28 request: its stream is closed instead
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, bytes.NewReader(data))
+	reqCtx := c.ctx
+	if version != "" && call.IsCall() {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithCancel(c.ctx)
+		key := link.IDKey(call.ID)
+		c.mu.Lock()
+		c.inflight[key] = cancel // post lets it go (done) once answered
+		c.mu.Unlock()
+	}
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.url, bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	c.headers(req.Header)
-	call, _ := msg.(*jsonrpc.Request)
+	if version != "" {
+		c.modernHeaders(req.Header, version, call)
+	} else {
+		c.headers(req.Header)
+	}
 	initialized := call != nil && call.Method == "notifications/initialized"
 	if call != nil && !call.IsCall() {
 		call = nil // a notification: nothing comes back
@@ -139,6 +167,9 @@ func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // outcome of the sending itself. After the initialized notification, the
 // standalone stream opens.
 func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initialized bool, accepted chan<- error) {
+	if call != nil {
+		defer c.done(call.ID)
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		accepted <- err
@@ -160,16 +191,16 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 		c.fail(errors.New("the server ended the session (HTTP 404)"))
 		return
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		err := fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		werr := httpError(resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		if call == nil {
-			accepted <- err
+			accepted <- werr
 			return
 		}
 		// The request is sent, and failed: its caller gets the failure
 		// as the request's answer.
 		accepted <- nil
-		c.deliver(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}})
+		c.deliver(&jsonrpc.Response{ID: call.ID, Error: werr})
 		return
 	}
 	accepted <- nil
@@ -200,6 +231,133 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 					resp.StatusCode, resp.Header.Get("Content-Type"))}})
 		}
 	}
+}
+
+// modernVersion is the 2026-07-28 revision a request's _meta names, or
+// "" for a message of an older one.
+func modernVersion(call *jsonrpc.Request) string {
+	if call == nil {
+		return ""
+	}
+	meta, _ := rawjson.Lookup(call.Params, "_meta")
+	raw, ok := rawjson.Lookup(meta, MetaProtocolVersion)
+	var v string
+	if !ok || json.Unmarshal(raw, &v) != nil || v < ModernVersion {
+		return ""
+	}
+	return v
+}
+
+// modernHeaders are what SEP-2243 mirrors of a 2026-07-28 request into
+// its POST's headers: the revision, the method, the name it is about
+// (tools/call, prompts/get, resources/read; a task's id for tasks/*) and
+// the tool's x-mcp-header arguments. It has no session.
+func (c *streamableConn) modernHeaders(h http.Header, version string, call *jsonrpc.Request) {
+	h.Set("Mcp-Protocol-Version", version)
+	h.Set("Mcp-Method", call.Method)
+	ms := rawjson.Members(call.Params)
+	var member string
+	switch call.Method {
+	case "tools/call", "prompts/get":
+		member = "name"
+	case "resources/read":
+		member = "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result":
+		member = "taskId"
+	}
+	var name string
+	if member != "" && json.Unmarshal(ms[member], &name) == nil {
+		h.Set("Mcp-Name", mcpheader.Encode(name))
+	}
+	if call.Method == "tools/call" && c.bindings != nil {
+		for k, v := range mcpheader.Headers(c.bindings(name), ms["arguments"]) {
+			h.Set(k, v)
+		}
+	}
+}
+
+// abort closes the stream of the 2026-07-28 request a
+// notifications/cancelled names, and reports whether there was one.
+func (c *streamableConn) abort(params json.RawMessage) bool {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	cancel, ok := c.inflight[link.IDKey(id)]
+	c.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
+
+// done lets a request's POST go once it has been answered.
+func (c *streamableConn) done(id jsonrpc.ID) {
+	c.mu.Lock()
+	cancel, ok := c.inflight[link.IDKey(id)]
+	delete(c.inflight, link.IDKey(id))
+	c.mu.Unlock()
+	if ok {
+		cancel()
+	}
+}
+
+// maxErrorBody bounds what is read of an HTTP error's body.
+const maxErrorBody = 64 << 10
+
+// httpError is the JSON-RPC error a request answered with an HTTP error
+// status stands for. A body that is a JSON-RPC error response (a
+// 2026-07-28 server answers header mismatches, unsupported versions and
+// unknown methods so, with 400 or 404) is that error, as sent. Anything
+// else — a plain-text 400 from an older server, a proxy's HTML page —
+// becomes the error the status means: 404 and 405 method not found
+// (what 2026-07-28 answers an unknown method with), another 4xx an
+// invalid request, 5xx an internal error, each naming the status and the
+// start of the body.
+func httpError(status int, contentType string, body []byte) *jsonrpc.Error {
+	if m, err := link.DecodeMessage(bytes.TrimSpace(body)); err == nil {
+		if r, ok := m.(*jsonrpc.Response); ok && r.Error != nil {
+			var werr *jsonrpc.Error
+			if errors.As(r.Error, &werr) {
+				return werr
+			}
+		}
+	}
+	text := strings.TrimSpace(string(body))
+	code := int64(jsonrpc.CodeInternalError)
+	switch {
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed, status == http.StatusBadRequest && unsupportedMethod(text):
+		code = jsonrpc.CodeMethodNotFound
+	case status >= 400 && status < 500:
+		code = jsonrpc.CodeInvalidRequest
+	}
+	if ct, _, _ := mime.ParseMediaType(contentType); ct != "text/plain" && ct != "application/json" {
+		text = "" // an HTML page or worse says nothing a client could use
+	}
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	msg := fmt.Sprintf("the server answered HTTP %d %s", status, http.StatusText(status))
+	if text != "" {
+		msg += ": " + text
+	}
+	return &jsonrpc.Error{Code: code, Message: msg}
+}
+
+// unsupportedMethod reports whether a plain-text 400 says the request's
+// method is not one the server has: a go-sdk server of 2025-11-25 over
+// stateful HTTP answers an unknown method so ("JSON RPC not handled:
+// "x" unsupported"), where 2026-07-28 says -32601 and 404.
+func unsupportedMethod(text string) bool {
+	t := strings.ToLower(text)
+	return strings.Contains(t, "not handled") || strings.Contains(t, "method not found") || strings.Contains(t, "unsupported method")
 }
 
 // take decodes one message (or a batch) and delivers it, noting the

@@ -199,3 +199,37 @@ func TestAnswerThatIsNotJSONRPC(t *testing.T) {
 		})
 	}
 }
+
+func TestHTTPError(t *testing.T) {
+	tests := []struct {
+		name        string
+		status      int
+		contentType string
+		body        string
+		code        int64
+		message     string
+	}{
+		{"a JSON-RPC error body is the error", 400, "application/json",
+			`{"jsonrpc":"2.0","id":"x","error":{"code":-32020,"message":"Header mismatch"}}`, -32020, "Header mismatch"},
+		{"unknown method, 2026-07-28", 404, "application/json",
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`, -32601, "Method not found"},
+		{"a plain 404", 404, "text/plain", "404 page not found", -32601, "the server answered HTTP 404 Not Found: 404 page not found"},
+		{"405", 405, "", "", -32601, "the server answered HTTP 405 Method Not Allowed"},
+		{"a plain-text 400", 400, "text/plain; charset=utf-8", "Bad Request: unsupported protocol version\n", -32600,
+			"the server answered HTTP 400 Bad Request: Bad Request: unsupported protocol version"},
+		{"an HTML page is not quoted", 502, "text/html", "<html><body>bad gateway</body></html>", -32603, "the server answered HTTP 502 Bad Gateway"},
+	}
+	for _, tt := range tests {
+		got := httpError(tt.status, tt.contentType, []byte(tt.body))
+		if got.Code != tt.code || got.Message != tt.message {
+			t.Errorf("%s: %d %q, want %d %q", tt.name, got.Code, got.Message, tt.code, tt.message)
+		}
+	}
+}
+
+func TestHTTPErrorUnknownMethod(t *testing.T) {
+	got := httpError(400, "text/plain; charset=utf-8", []byte("JSON RPC not handled: \"foo/bar\" unsupported\n"))
+	if got.Code != -32601 {
+		t.Errorf("a go-sdk server's plain-text answer to an unknown method: %d %q, want -32601", got.Code, got.Message)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/internal/owned"
+	"github.com/aqlguard/aqlguard/proxy/link"
 )
 
 // An aqlguard that starts stdio servers runs as two processes: the one
@@ -56,6 +57,11 @@ func Supervise() (code int, ok bool) {
 			watchParent(os.Getppid())
 			syscall.CloseOnExec(groupsFD) // the servers' business it is not
 			reported.to = os.NewFile(groupsFD, "supervisor")
+			// Written through the poller, never by a thread blocked in
+			// write(2) (see link.Pollable).
+			if p, _, err := link.Pollable(reported.to); err == nil {
+				reported.to = p
+			}
 			return 0, false
 		}
 	}

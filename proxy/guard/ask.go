@@ -55,6 +55,7 @@ func (g *Guard) await(ctx context.Context, c *Confirmation, wait time.Duration) 
 		q = &asking{done: make(chan struct{})}
 		g.askings[c.Token] = q
 		req := g.question(c)
+		g.asks.Add(1)
 		go g.runAsk(q, c, req)
 	}
 	g.mu.Unlock()
@@ -84,6 +85,7 @@ func (g *Guard) question(c *Confirmation) verify.Request {
 
 // runAsk asks and records the answer; see the comment at the top.
 func (g *Guard) runAsk(q *asking, c *Confirmation, req verify.Request) {
+	defer g.asks.Done()
 	ctx, cancel := context.WithDeadline(g.bg, c.ExpiresAt)
 	defer cancel()
 	answer, why := g.ask(ctx, req)
@@ -222,7 +224,11 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 	// approval), this answer is not written over it — an approval written
 	// again over its use would let it run a second call.
 	var settled *store.Confirmation
-	err := g.commitState(g.bg, func(st store.View) (store.Changes, error) {
+	// Recorded even when aqlguard is shutting down (g.bg ended): a
+	// question withdrawn unanswered is an answer too.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(g.bg), recordWithin)
+	defer cancel()
+	err := g.commitState(rctx, func(st store.View) (store.Changes, error) {
 		var ch store.Changes
 		settled = nil
 		cur, err := st.Confirmation(c.Token)
@@ -275,11 +281,24 @@ func newApprovalID() (string, error) {
 }
 
 // Close withdraws the questions still on the human's screen (their
-// dialogs are closed; nothing is approved). Call it when aqlguard stops.
+// dialogs are closed; nothing is approved) and waits, at most
+// closeWithin, until each is recorded as unanswered. Call it when
+// aqlguard stops, before the store closes.
 func (g *Guard) Close() {
 	g.mu.Lock()
 	g.init()
 	stop := g.stop
 	g.mu.Unlock()
 	stop()
+	done := make(chan struct{})
+	go func() { g.asks.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWithin):
+		g.log().Error("questions withdrawn at shutdown were not recorded in time", "waited", closeWithin)
+	}
 }
+
+// closeWithin bounds how long Close waits for the withdrawn questions to
+// be recorded.
+const closeWithin = 10 * time.Second

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
@@ -303,12 +304,26 @@ func (g *Guard) checkCode(st store.View, c *store.Changes, id, code string, now 
 // stateUnavailable is the fail-closed refusal when the state database (or
 // its audit log) cannot be read or written.
 func stateUnavailable(err error, what string) *aql.Error {
-	msg := "the state database is unavailable"
-	if errors.Is(err, store.ErrBusy) {
-		msg = "the state database is busy (another aqlguard process holds it)"
-	}
-	return &aql.Error{Code: aql.CodeInternal, Message: fmt.Sprintf("Internal error: '%s; %s'", msg, what),
+	return &aql.Error{Code: aql.CodeInternal, Message: fmt.Sprintf("Internal error: '%s; %s'", stateProblem(err), what),
 		Details: map[string]any{"reason": "state database unavailable", "fail_closed": true}}
+}
+
+// stateProblem is what the model may be told of a store failure: a fixed
+// phrase, never the Go error (which names files and processes; it goes
+// to the log).
+func stateProblem(err error) string {
+	var damaged *store.DamagedError
+	switch {
+	case errors.Is(err, store.ErrBusy):
+		return "the state database is busy (another aqlguard process holds it)"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "the request ended before its decision could be read or recorded"
+	case errors.As(err, &damaged):
+		return "the state database is damaged; the operator must restore it"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "the disk under the state directory is full; the operator must free space"
+	}
+	return "the state database is unavailable"
 }
 
 // VerificationPending reports whether the principal is hard-blocked or

@@ -108,6 +108,9 @@ type Guard struct {
 	askings map[string]*asking
 	bg      context.Context
 	stop    context.CancelFunc
+	// asks are the questions' goroutines: Close waits for them to record
+	// how each ended.
+	asks sync.WaitGroup
 
 	// beforeCommit, when set (by tests), runs once, before the next
 	// commit's transaction: another process's write lands between a read
@@ -294,8 +297,35 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 	began := g.now()
 	a = g.prepare(a)
 	w := &writes{exec: a.Execution}
-	v := g.check(ctx, a, w)
-	return g.settle(ctx, a, v, w, began)
+	// The request's context bounds only the wait for a human (await).
+	// What the check reads and writes in the store is the decision's,
+	// and a decision is recorded even when the client cancels the call
+	// or aqlguard shuts down: under a context of its own, bounded.
+	rctx, cancel := context.WithTimeout(withRequest(context.WithoutCancel(ctx), ctx), recordWithin)
+	defer cancel()
+	v := g.check(rctx, a, w)
+	return g.settle(rctx, a, v, w, began)
+}
+
+// recordWithin bounds what a decision or an answer may wait to be
+// recorded once its request has ended (the store's own lock timeout
+// bounds each transaction within it).
+const recordWithin = 30 * time.Second
+
+type requestKey struct{}
+
+// withRequest keeps the request's own context in ctx, for the waits
+// that end with it.
+func withRequest(ctx, request context.Context) context.Context {
+	return context.WithValue(ctx, requestKey{}, request)
+}
+
+// requestOf is the request's own context (ctx when none was kept).
+func requestOf(ctx context.Context) context.Context {
+	if r, ok := ctx.Value(requestKey{}).(context.Context); ok {
+		return r
+	}
+	return ctx
 }
 
 // check carries out decide's rulings, round by round: it reads the facts,
@@ -426,7 +456,7 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			}
 		}
 		g.mu.Unlock()
-		answer, why := g.await(ctx, c, g.InlineWait)
+		answer, why := g.await(requestOf(ctx), c, g.InlineWait)
 		g.mu.Lock()
 		switch {
 		case approves(answer) && !g.spending[c.Token]:

@@ -538,8 +538,9 @@ func (g *Guard) blockedVerdict(a Action, b *store.Block, factors ...string) Verd
 
 // unavailable is the fail-closed verdict when the store cannot be used.
 func (g *Guard) unavailable(err error, what string) Verdict {
+	g.log().Error("the state database could not be used; the action is refused", "err", err)
 	d := evaluator.Directive{Enforced: true, Reason: "state database unavailable",
-		Factors: []string{"fail closed: " + err.Error()}}
+		Factors: []string{"fail closed: " + stateProblem(err)}}
 	return Verdict{Directive: d, Err: stateUnavailable(err, what), storeDown: true}
 }
 

@@ -1,12 +1,14 @@
 package link
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -27,12 +29,32 @@ const MaxLineLength = mcp.DefaultMaxLineLength
 // every message, two or three times per message, which on a guarded call
 // was most of what aqlguard allocated (issue 11).
 //
+// The stream is framed by lines, each read to its newline (at most
+// MaxLineLength bytes): one bad line is one bad message, and the
+// connection goes on. A line that is not a JSON-RPC message is answered
+// with the error JSON-RPC names for it when the other side is a client
+// (AnswerBadLines), and skipped when it is a server, whose stray output
+// (a banner, a debug print) ends nothing.
+//
 // A goroutine reads, so that Close unblocks Read even when the reader
 // cannot be closed (a process's stdin).
 type LineConn struct {
 	w     io.Writer
 	close func() error
 
+	// AnswerBadLines says the other side is a client: a line that is not
+	// a JSON-RPC message is answered with a parse error (-32700, id null)
+	// or an invalid request (-32600, with the line's id when it has a
+	// valid one), as JSON-RPC 2.0 says. Otherwise the line is skipped,
+	// and a message may span lines (servers that pretty-print work with
+	// the go-sdk, so they work through us). Set before the first Read.
+	AnswerBadLines bool
+	// OnBadLine, when set, is told of every line answered or skipped as
+	// bad: its start and why. Set before the first Read.
+	OnBadLine func(start []byte, why string)
+
+	r        io.Reader
+	started  sync.Once
 	incoming chan lineOrErr
 	closed   chan struct{}
 	once     sync.Once
@@ -47,7 +69,8 @@ type LineConn struct {
 
 type lineOrErr struct {
 	line []byte
-	err  error
+	bad  string // why the line is no JSON text ("" when it is one)
+	err  error  // the stream ended
 }
 
 // lineBatch collects the responses to one incoming batch, which go out
@@ -55,125 +78,283 @@ type lineOrErr struct {
 type lineBatch struct {
 	unresolved map[jsonrpc.ID]int
 	responses  []*jsonrpc.Response
+	// answered are the entries answered at once, as their lines (the
+	// batch's invalid members).
+	answered []json.RawMessage
 }
 
 // NewLineConn reads messages from r and writes them to w; closeFn (may be
 // nil) is called once by Close, to close the underlying streams.
 func NewLineConn(r io.Reader, w io.Writer, closeFn func() error) *LineConn {
-	c := &LineConn{w: w, close: closeFn, incoming: make(chan lineOrErr), closed: make(chan struct{})}
-	go c.readLines(r)
-	return c
+	return &LineConn{w: w, close: closeFn, r: r, incoming: make(chan lineOrErr), closed: make(chan struct{})}
 }
 
-func (c *LineConn) readLines(r io.Reader) {
-	// One streaming decoder for the connection, as the go-sdk frames the
-	// stream: a message may even span lines (MCP says it must not, but
-	// servers that do work with the go-sdk, so they work through us).
-	lim := &frameLimit{r: r}
-	dec := json.NewDecoder(lim)
-	for {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if err == nil {
-			// What follows a message on its line must be its end.
-			var next [1]byte
-			if n, _ := dec.Buffered().Read(next[:]); n > 0 && next[0] != '\n' && next[0] != '\r' {
-				err = errors.New("invalid trailing data at the end of a message")
-			}
-		}
-		if lim.over {
-			err = fmt.Errorf("a message is longer than %d bytes", MaxLineLength)
-		}
+// Why a line is not a message, as the error's message says it (fixed
+// phrases: nothing of the line is repeated).
+const (
+	badJSON      = "Parse error: the line is not JSON"
+	badTooLong   = "Invalid Request: the message is longer than the limit of 16 MiB"
+	badNotObject = "Invalid Request: not a JSON-RPC request object"
+	badVersion   = `Invalid Request: "jsonrpc" must be "2.0"`
+	badID        = `Invalid Request: "id" must be a string or a number`
+	badMethod    = `Invalid Request: "method" must be a string`
+	badNoID      = `Invalid Request: a response needs an "id"`
+	badEmpty     = "Invalid Request: an empty batch"
+	badMember    = "Invalid Request: a member does not decode"
+	badDuplicate = `Invalid Request: the "id" is already in use`
+)
+
+func (c *LineConn) readLines() {
+	br := bufio.NewReaderSize(c.r, 64<<10)
+	var pending []byte // a server's message that goes on on the next line
+	send := func(in lineOrErr) bool {
 		select {
-		case c.incoming <- lineOrErr{raw, err}:
+		case c.incoming <- in:
+			return true
 		case <-c.closed:
-			return
+			return false
+		}
+	}
+	for {
+		line, tooLong, err := readLine(br, MaxLineLength)
+		text := bytes.TrimSpace(line)
+		switch {
+		case tooLong:
+			pending = nil
+			if !send(lineOrErr{line: text[:min(len(text), 64)], bad: badTooLong}) {
+				return
+			}
+		case len(text) > 0:
+			if !c.AnswerBadLines && pending != nil {
+				text = append(append(pending, '\n'), text...)
+				pending = nil
+			}
+			var in lineOrErr
+			switch {
+			case json.Valid(text):
+				in.line = text
+			case !c.AnswerBadLines && err == nil && len(text) < MaxLineLength && unfinished(text):
+				pending = bytes.Clone(text)
+				continue
+			default:
+				in = lineOrErr{line: text, bad: badJSON}
+			}
+			if !send(in) {
+				return
+			}
 		}
 		if err != nil {
+			if errors.Is(err, io.EOF) && pending != nil && !send(lineOrErr{line: pending, bad: badJSON}) {
+				return
+			}
+			send(lineOrErr{err: err})
 			return
 		}
-		lim.n = 0
 	}
 }
 
-// frameLimit fails a read once one message has taken more than
-// MaxLineLength bytes (counted from where the decoder refilled after the
-// message before: a bound, not an exact length).
-type frameLimit struct {
-	r    io.Reader
-	n    int64 // bytes read for the current message so far
-	over bool
-}
-
-func (l *frameLimit) Read(p []byte) (int, error) {
-	if l.n >= MaxLineLength {
-		l.over = true
-		return 0, errors.New("message too long")
-	}
-	if rest := MaxLineLength - l.n; int64(len(p)) > rest {
-		p = p[:rest]
-	}
-	n, err := l.r.Read(p)
-	l.n += int64(n)
-	return n, err
-}
-
-// Read returns the next message.
-func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	c.readMu.Lock()
-	defer c.readMu.Unlock()
-	if len(c.queue) > 0 {
-		m := c.queue[0]
-		c.queue = c.queue[1:]
-		return m, nil
-	}
-	var in lineOrErr
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.closed:
-		return nil, io.EOF
-	case in = <-c.incoming:
-	}
-	if in.err != nil {
-		return nil, in.err
-	}
-	line := bytes.TrimSpace(in.line)
-	if len(line) == 0 || line[0] != '[' {
-		return DecodeMessage(line)
-	}
-	msgs, err := DecodeBatch(line)
-	if err != nil {
-		return nil, err
-	}
-	batch := &lineBatch{unresolved: map[jsonrpc.ID]int{}}
-	for _, m := range msgs {
-		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-			if _, dup := batch.unresolved[req.ID]; dup {
-				return nil, fmt.Errorf("duplicate message ID %v in a batch", req.ID.Raw())
+// readLine reads through the next newline. A line longer than max is
+// read to its end and dropped (tooLong): the next line is the next
+// message.
+func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(frag) > max+1 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
 			}
-			batch.unresolved[req.ID] = len(batch.responses)
-			batch.responses = append(batch.responses, nil)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, tooLong, err
 		}
 	}
+}
+
+// unfinished reports whether text is the beginning of a JSON value.
+func unfinished(text []byte) bool {
+	var v json.RawMessage
+	err := json.NewDecoder(bytes.NewReader(text)).Decode(&v)
+	return errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// Read returns the next message. A line that is not one is answered or
+// skipped (see LineConn) and the next one read.
+func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	c.started.Do(func() { go c.readLines() })
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	for {
+		if len(c.queue) > 0 {
+			m := c.queue[0]
+			c.queue = c.queue[1:]
+			return m, nil
+		}
+		var in lineOrErr
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, io.EOF
+		case in = <-c.incoming:
+		}
+		if in.err != nil {
+			return nil, in.err
+		}
+		if in.bad != "" {
+			c.badLine(in.line, in.bad, nil)
+			continue
+		}
+		if in.line[0] != '[' {
+			m, err := DecodeMessage(in.line)
+			if err != nil {
+				why := invalidWhy(in.line)
+				c.badLine(in.line, why, idOf(in.line))
+				continue
+			}
+			return m, nil
+		}
+		if m := c.readBatch(in.line); m != nil {
+			return m, nil
+		}
+	}
+}
+
+// readBatch takes a batch's messages: the first is returned, the others
+// queued; its invalid members are answered in the batch's answer.
+func (c *LineConn) readBatch(line []byte) jsonrpc.Message {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(line, &raws); err != nil || len(raws) == 0 {
+		c.badLine(line, badEmpty, nil)
+		return nil
+	}
+	batch := &lineBatch{unresolved: map[jsonrpc.ID]int{}}
+	var msgs []jsonrpc.Message
+	c.batchMu.Lock()
+	for _, raw := range raws {
+		m, err := DecodeMessage(raw)
+		why := ""
+		if err != nil {
+			why = invalidWhy(raw)
+		} else if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			if _, dup := batch.unresolved[req.ID]; dup || c.batches[req.ID] != nil {
+				why = badDuplicate
+			}
+		}
+		if why != "" {
+			if c.OnBadLine != nil {
+				c.OnBadLine(raw[:min(len(raw), 64)], why)
+			}
+			batch.answered = append(batch.answered, errorLine(idOf(raw), why))
+			batch.responses = append(batch.responses, nil)
+			continue
+		}
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			batch.unresolved[req.ID] = len(batch.responses)
+			batch.responses = append(batch.responses, nil)
+			batch.answered = append(batch.answered, nil)
+		}
+		msgs = append(msgs, m)
+	}
 	if len(batch.unresolved) > 0 {
-		c.batchMu.Lock()
 		if c.batches == nil {
 			c.batches = map[jsonrpc.ID]*lineBatch{}
 		}
 		for id := range batch.unresolved {
-			if _, seen := c.batches[id]; seen {
-				c.batchMu.Unlock()
-				return nil, fmt.Errorf("invalid request: a batch holds request %v, which is still open", id.Raw())
-			}
-		}
-		for id := range batch.unresolved {
 			c.batches[id] = batch
 		}
-		c.batchMu.Unlock()
+	}
+	c.batchMu.Unlock()
+	if len(batch.unresolved) == 0 && len(batch.answered) > 0 && slices.ContainsFunc(batch.answered, func(r json.RawMessage) bool { return r != nil }) {
+		// Nothing in it waits for an answer: its errors go out now.
+		if data, err := encodeLineBatch(batch); err == nil {
+			c.writeLine(data)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
 	}
 	c.queue = msgs[1:]
-	return msgs[0], nil
+	return msgs[0]
+}
+
+// badLine answers (AnswerBadLines) or skips a line that is not a
+// message; id is the line's id when it has a valid one.
+func (c *LineConn) badLine(line []byte, why string, id json.RawMessage) {
+	if c.OnBadLine != nil {
+		c.OnBadLine(line[:min(len(line), 64)], why)
+	}
+	if !c.AnswerBadLines {
+		return
+	}
+	c.writeLine(errorLine(id, why))
+}
+
+// errorLine is the JSON-RPC error answering a bad message: -32700 when
+// it was no JSON, -32600 otherwise; id null unless the message had a
+// valid one.
+func errorLine(id json.RawMessage, why string) json.RawMessage {
+	code := jsonrpc.CodeInvalidRequest
+	if why == badJSON {
+		code, id = jsonrpc.CodeParseError, nil
+	}
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	msg, _ := json.Marshal(why)
+	return json.RawMessage(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, code, msg))
+}
+
+// idOf is a message's id when it is a valid one (a string or a number),
+// as sent; nil otherwise.
+func idOf(msg []byte) json.RawMessage {
+	members, err := rawjson.Split(msg)
+	if err != nil {
+		return nil
+	}
+	raw, ok := rawjson.Get(members, "id")
+	if !ok || len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	switch v.(type) {
+	case string, float64:
+		return raw
+	}
+	return nil
+}
+
+// invalidWhy says why a JSON text is no JSON-RPC message.
+func invalidWhy(msg []byte) string {
+	members, err := rawjson.Split(msg)
+	if err != nil {
+		return badNotObject
+	}
+	str := func(key string) (string, bool, bool) { // value, present, is a string
+		raw, ok := rawjson.Get(members, key)
+		if !ok {
+			return "", false, false
+		}
+		var s string
+		return s, true, json.Unmarshal(raw, &s) == nil
+	}
+	if v, _, isStr := str("jsonrpc"); !isStr || v != "2.0" {
+		return badVersion
+	}
+	if raw, ok := rawjson.Get(members, "id"); ok && string(raw) != "null" && idOf(msg) == nil {
+		return badID
+	}
+	if _, present, isStr := str("method"); present && !isStr {
+		return badMethod
+	}
+	if _, present, _ := str("method"); !present && idOf(msg) == nil {
+		return badNoID
+	}
+	return badMember
 }
 
 // DecodeBatch reads a JSON-RPC batch, as the MCP revisions before
@@ -307,11 +488,11 @@ func (c *LineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	var data []byte
 	var err error
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		if all, inBatch := c.answer(resp); inBatch {
-			if all == nil {
+		if b, inBatch := c.answer(resp); inBatch {
+			if b == nil {
 				return nil
 			}
-			data, err = EncodeBatch(all)
+			data, err = encodeLineBatch(b)
 		} else {
 			data, err = jsonrpc.EncodeMessage(msg)
 		}
@@ -321,6 +502,11 @@ func (c *LineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	return c.writeLine(data)
+}
+
+// writeLine writes one line.
+func (c *LineConn) writeLine(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	select {
@@ -328,13 +514,13 @@ func (c *LineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return ErrClosed
 	default:
 	}
-	_, err = c.w.Write(append(data, '\n'))
+	_, err := c.w.Write(append(data, '\n'))
 	return err
 }
 
-// answer records a response to a batched request; all is the batch's
-// responses once resp completed it.
-func (c *LineConn) answer(resp *jsonrpc.Response) (all []*jsonrpc.Response, inBatch bool) {
+// answer records a response to a batched request; b is the batch once
+// resp completed it.
+func (c *LineConn) answer(resp *jsonrpc.Response) (b *lineBatch, inBatch bool) {
 	c.batchMu.Lock()
 	defer c.batchMu.Unlock()
 	b, ok := c.batches[resp.ID]
@@ -347,7 +533,25 @@ func (c *LineConn) answer(resp *jsonrpc.Response) (all []*jsonrpc.Response, inBa
 	if len(b.unresolved) > 0 {
 		return nil, true
 	}
-	return b.responses, true
+	return b, true
+}
+
+// encodeLineBatch writes a batch's answers as one array, in its order.
+func encodeLineBatch(b *lineBatch) ([]byte, error) {
+	raws := make([]json.RawMessage, 0, len(b.responses))
+	for i, r := range b.responses {
+		switch {
+		case b.answered[i] != nil:
+			raws = append(raws, b.answered[i])
+		case r != nil:
+			raw, err := jsonrpc.EncodeMessage(r)
+			if err != nil {
+				return nil, err
+			}
+			raws = append(raws, raw)
+		}
+	}
+	return json.Marshal(raws)
 }
 
 // Close ends the connection; Read returns io.EOF from then on.

@@ -85,12 +85,18 @@ func TestLineConnBatch(t *testing.T) {
 	}
 }
 
-// TestLineConnLimits: a line over the limit is an error, a closed
-// connection's Read returns EOF even while its reader blocks.
+// TestLineConnLimits: a line over the limit is answered and the next
+// one read; a closed connection's Read returns EOF even while its reader
+// blocks.
 func TestLineConnLimits(t *testing.T) {
-	c := NewLineConn(strings.NewReader(`"`+strings.Repeat("x", MaxLineLength+1)+`"`+"\n"), io.Discard, nil)
-	if _, err := c.Read(context.Background()); err == nil || !strings.Contains(err.Error(), "longer than") {
-		t.Fatalf("an over-long line: %v", err)
+	var out bytes.Buffer
+	c := NewLineConn(strings.NewReader(`"`+strings.Repeat("x", MaxLineLength+1)+`"`+"\n"+`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"), &out, nil)
+	c.AnswerBadLines = true
+	if m, err := c.Read(context.Background()); err != nil || m.(*jsonrpc.Request).Method != "ping" {
+		t.Fatalf("the line after an over-long one: %v, %v", m, err)
+	}
+	if !strings.Contains(out.String(), `"code":-32600`) || !strings.Contains(out.String(), "longer than") {
+		t.Fatalf("an over-long line was answered %q", out.String())
 	}
 	pr, _ := io.Pipe()
 	c = NewLineConn(pr, io.Discard, nil)

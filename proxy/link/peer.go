@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,8 +29,9 @@ import (
 // of its own for each request; its ctx ends when the other side cancels
 // the request (notifications/cancelled) or the connection closes. It
 // returns the raw result or an error: a *jsonrpc.Error is sent as it is
-// (code, message, data), any other error as an internal error whose
-// message is the error's text. Notification runs on the reading
+// (code, message, data); an error with a PublicMessage() string method
+// as an internal error with that message; any other error as an
+// internal error with a fixed message (its text goes to the log). Notification runs on the reading
 // goroutine, in order, and must not block for long.
 type Handler interface {
 	Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error)
@@ -107,6 +109,21 @@ func (p *Peer) Err() error {
 		return p.closeErr
 	default:
 		return nil
+	}
+}
+
+// WaitServed waits, at most d, until the handlers of the other side's
+// requests have returned (Close and the connection's end cancel their
+// contexts; a guarded call still records its decision). It reports
+// whether they all did.
+func (p *Peer) WaitServed(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { p.serving.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
@@ -280,8 +297,16 @@ func (p *Peer) respond(id jsonrpc.ID, result json.RawMessage, err error) {
 	resp := &jsonrpc.Response{ID: id}
 	if err != nil {
 		var werr *jsonrpc.Error
-		if !errors.As(err, &werr) {
-			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		var public interface{ PublicMessage() string }
+		switch {
+		case errors.As(err, &werr):
+		case errors.As(err, &public):
+			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: public.PublicMessage()}
+		default:
+			// A Go error chain is for the log, not the other side: it
+			// names files and processes, and says nothing to a model.
+			p.log.Error("a request failed", "id", idKey(id), "err", err)
+			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error (aqlguard's log has the details)"}
 		}
 		resp.Error = werr
 	} else {
@@ -320,7 +345,18 @@ func (p *Peer) cancelIncoming(params json.RawMessage) {
 // sent). When ctx ends first, the other side is sent
 // notifications/cancelled and Call returns ctx's error.
 func (p *Peer) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return p.CallAs(ctx, p.NewID(), method, params)
+}
+
+// NewID is a request id of this peer's that no call has used.
+func (p *Peer) NewID() jsonrpc.ID {
 	id, _ := jsonrpc.MakeID(p.IDPrefix + strconv.FormatInt(p.nextID.Add(1), 10)) // a string id never fails
+	return id
+}
+
+// CallAs is Call under an id from NewID, for a caller that must know the
+// id before the answer comes (a subscription's notifications name it).
+func (p *Peer) CallAs(ctx context.Context, id jsonrpc.ID, method string, params json.RawMessage) (json.RawMessage, error) {
 	key := idKey(id)
 	ch := make(chan *jsonrpc.Response, 1)
 	p.mu.Lock()

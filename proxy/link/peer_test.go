@@ -72,7 +72,7 @@ func TestPeerCall(t *testing.T) {
 	}{
 		{"echo", `{"n":12345678901234567890,"x":{"unknown":[1.0e400]}}`, `{"n":12345678901234567890,"x":{"unknown":[1.0e400]}}`, nil},
 		{"fail", `{}`, "", &jsonrpc.Error{Code: -32042, Message: "nope", Data: json.RawMessage(`{"big":12345678901234567890}`)}},
-		{"plain-error", `{}`, "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "broken"}},
+		{"plain-error", `{}`, "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error (aqlguard's log has the details)"}}, // never the Go error
 		{"nothing", `{}`, "", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "unknown nothing"}},
 	}
 	for _, tt := range tests {

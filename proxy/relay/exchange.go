@@ -49,7 +49,13 @@ type inputRequest struct {
 	id     string
 	method string
 	params json.RawMessage
-	answer chan json.RawMessage
+	// raw is a 2026-07-28 server's input request as it sent it (method,
+	// params and whatever else), passed on as it is.
+	raw json.RawMessage
+	// partial: the server asked in a round of its own, so the client's
+	// retry ends the round whether or not it answered this one (nil).
+	partial bool
+	answer  chan json.RawMessage
 }
 
 type exchangeKey struct{}
@@ -92,8 +98,11 @@ func (s *Session) exchangeCall(ctx context.Context, req *jsonrpc.Request, caps m
 	s.xmu.Lock()
 	s.active = append(s.active, x)
 	s.xmu.Unlock()
+	// A first call goes to the guard, and on to the server, as the client
+	// sent it: answers it volunteers (inputResponses without a
+	// requestState) are a 2026-07-28 server's to use or ignore. Only a
+	// retry of a parked call is taken apart here.
 	work := *req
-	work.Params = params
 	go func() {
 		x.res, x.err = s.serve(x.ctx, &work)
 		close(x.done)
@@ -144,6 +153,10 @@ func (s *Session) park(x *exchange, asking []*inputRequest) (json.RawMessage, er
 	state := newState()
 	requests := make(map[string]any, len(asking))
 	for _, ir := range asking {
+		if ir.raw != nil {
+			requests[ir.id] = ir.raw
+			continue
+		}
 		r := map[string]any{"method": ir.method}
 		if len(ir.params) > 0 && string(ir.params) != "null" {
 			r["params"] = ir.params
@@ -211,10 +224,13 @@ func (x *exchange) deliver(responses map[string]json.RawMessage) {
 	defer x.mu.Unlock()
 	x.waiting = slices.DeleteFunc(x.waiting, func(ir *inputRequest) bool {
 		r, ok := responses[ir.id]
-		if ok {
+		switch {
+		case ok:
 			ir.answer <- r
+		case ir.partial:
+			ir.answer <- nil
 		}
-		return ok
+		return ok || ir.partial
 	})
 }
 

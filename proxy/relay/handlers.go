@@ -68,17 +68,35 @@ func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMess
 	case "resources/read":
 		return s.readResource(ctx, req)
 	case "resources/subscribe", "resources/unsubscribe":
-		srv, err := s.resourceServer(ctx, uriOf(req.Params))
+		uri := uriOf(req.Params)
+		srv, err := s.resourceServer(ctx, uri)
 		if err != nil {
 			return nil, err
 		}
-		return s.Forward(ctx, srv, req.Method, req.Params)
+		if !srv.State().Modern {
+			return s.Forward(ctx, srv, req.Method, req.Params)
+		}
+		if req.Method == "resources/subscribe" {
+			err = srv.Subscribe(ctx, uri, req.Params)
+		} else {
+			err = srv.Unsubscribe(ctx, uri, req.Params)
+		}
+		return json.RawMessage(`{}`), err
 	case "prompts/get":
 		return s.getPrompt(ctx, req)
 	case "completion/complete":
 		return s.complete(ctx, req)
 	case "logging/setLevel":
 		return s.setLevel(ctx, req)
+	}
+	if req.Method == "tasks/list" || taskMethods[req.Method] {
+		if s.tasksServed() {
+			if req.Method == "tasks/list" {
+				return s.listTasks(ctx, req)
+			}
+			return s.taskRequest(ctx, req)
+		}
+		// No server does tasks: the method is as unknown as it is to them.
 	}
 	// A method aqlguard does not know: with one server it is the server's
 	// business (a newer revision, an extension); with several, nobody's.
@@ -125,7 +143,7 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 	if s.modern.Load() {
 		return s.askInCall(ctx, srv, req)
 	}
-	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, req.Params)
+	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, taskIDsFor(srv.Name, req.Params))
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
@@ -157,10 +175,13 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 		s.sendClient(link.WithRelated(ctx, request), req.Method, params)
 		return
 	case "notifications/tools/list_changed":
-		srv.Refresh() // coalesced and paced; ToolsRefreshed follows if they changed
+		srv.Refresh() // coalesced and paced; ToolsRefreshed follows each refresh
 		return
 	case "notifications/prompts/list_changed":
 		s.routes.forgetPrompts()
+	case "notifications/tasks/status", "notifications/tasks":
+		s.NotifyClient(req.Method, taskIDsFor(srv.Name, req.Params))
+		return
 	case "notifications/message":
 		if !s.modern.Load() {
 			s.sendClient(link.WithRelated(ctx, s.related(srv)), req.Method, req.Params)
@@ -183,9 +204,8 @@ func (u *upstream) ServerRestarted(srv *downstream.Server) {
 	}
 }
 
-// ToolsRefreshed tells the mode that a refresh the server asked for
-// changed its tools (already vetted), and the client, if the mode's list
-// changed.
+// ToolsRefreshed tells the mode that a refresh the server asked for is
+// done (its tools, vetted, are the server's state), and the client.
 func (u *upstream) ToolsRefreshed(srv *downstream.Server) {
 	s := (*Session)(u)
 	if err := s.waitReady(s.life); err != nil {
@@ -230,6 +250,14 @@ func (s *Session) setLevel(ctx context.Context, req *jsonrpc.Request) (json.RawM
 	}
 	var firstErr error
 	for _, srv := range servers {
+		if srv.State().Modern { // 2026-07-28 has no setLevel: the level goes with each request
+			var p struct {
+				Level string `json:"level"`
+			}
+			_ = json.Unmarshal(req.Params, &p)
+			srv.SetLogLevel(p.Level)
+			continue
+		}
 		if _, err := s.Forward(ctx, srv, req.Method, req.Params); err != nil && firstErr == nil {
 			firstErr = err
 		}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/mcpheader"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -125,42 +127,6 @@ func isObject(raw json.RawMessage) bool {
 	return json.Valid(raw) && bytes.HasPrefix(bytes.Trim(raw, " \t\r\n"), []byte("{"))
 }
 
-// requestMetaKeys are the _meta keys a 2026-07-28 request carries about
-// its client (others under io.modelcontextprotocol/, such as a task's
-// related-task, mean the same in 2025-11-25 and stay).
-var requestMetaKeys = map[string]bool{metaProtocolVersion: true, metaClientInfo: true,
-	metaClientCapabilities: true, metaLogLevel: true}
-
-// stripMeta removes the 2026-07-28 _meta keys from params: the servers
-// speak 2025-11-25, where they mean nothing, and a server that also
-// speaks 2026-07-28 would take them as a switch of revision mid-session.
-func stripMeta(params json.RawMessage) json.RawMessage {
-	meta, ok := rawjson.Lookup(params, "_meta")
-	if !ok {
-		return params
-	}
-	ms, err := rawjson.Split(meta)
-	if err != nil {
-		return params
-	}
-	kept := ms[:0:0]
-	for _, m := range ms {
-		if !requestMetaKeys[m.Key] {
-			kept = append(kept, m)
-		}
-	}
-	var out json.RawMessage
-	if len(kept) == 0 {
-		out, err = deleteMember(params, "_meta")
-	} else {
-		out, err = setMember(params, "_meta", encodeMembers(kept))
-	}
-	if err != nil {
-		return params
-	}
-	return out
-}
-
 // startModern starts the session's servers for a client that speaks
 // 2026-07-28: they are initialized (in 2025-11-25) with the identity and
 // capabilities of the session's first request.
@@ -196,8 +162,15 @@ func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m req
 	if m.logLevel != "" {
 		s.setLogLevel(ctx, m.logLevel)
 	}
+	if h, ok := req.Extra.(*HTTPHeaders); ok && req.Method == "tools/call" {
+		if err := s.checkParamHeaders(ctx, h.Header, req.Params); err != nil {
+			return nil, err
+		}
+	}
+	// The request goes on with its _meta as the client sent it: each
+	// server gets it completed for 2026-07-28, or without that
+	// revision's keys (downstream.Server.Request).
 	clean := *req
-	clean.Params = stripMeta(req.Params)
 	var res json.RawMessage
 	var err error
 	switch req.Method {
@@ -216,6 +189,46 @@ func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m req
 	return s.modernResult(req.Method, res), nil
 }
 
+// HTTPHeaders are the headers of the POST that carried a 2026-07-28
+// request (the HTTP front puts them in the request's Extra), for what
+// only the session can check: Mcp-Param-* against the tool's schema.
+type HTTPHeaders struct{ Header http.Header }
+
+// ToolSchemas is what a session's Tools may offer: the inputSchema of a
+// tool the client sees, by the name it sees.
+type ToolSchemas interface {
+	ToolSchema(ctx context.Context, name string) (json.RawMessage, bool)
+}
+
+// checkParamHeaders holds a tools/call's Mcp-Param-* headers to its
+// arguments, as the tool's x-mcp-header annotations bind them (SEP-2243):
+// a header that says another value than the body, or one missing for an
+// annotated argument, is a HeaderMismatch. What routes on the header must
+// see the call the guard judges.
+func (s *Session) checkParamHeaders(ctx context.Context, h http.Header, params json.RawMessage) error {
+	ts, ok := s.tools.(ToolSchemas)
+	if !ok {
+		return nil
+	}
+	ms := members(params)
+	var name string
+	if json.Unmarshal(ms["name"], &name) != nil {
+		return nil // the call itself will be refused
+	}
+	schema, ok := ts.ToolSchema(ctx, name)
+	if !ok {
+		return nil
+	}
+	bindings, err := mcpheader.Bindings(schema)
+	if err == nil {
+		err = mcpheader.Check(h, bindings, ms["arguments"])
+	}
+	if err != nil {
+		return &jsonrpc.Error{Code: CodeHeaderMismatch, Message: err.Error()}
+	}
+	return nil
+}
+
 // discover answers server/discover: what initialize would have said.
 func (s *Session) discover() (json.RawMessage, error) {
 	init := members(s.result)
@@ -230,7 +243,7 @@ func (s *Session) discover() (json.RawMessage, error) {
 }
 
 // cacheable are the results that carry caching hints in 2026-07-28.
-var cacheable = map[string]bool{"tools/list": true, "prompts/list": true, "resources/list": true,
+var cacheable = map[string]bool{"server/discover": true, "tools/list": true, "prompts/list": true, "resources/list": true,
 	"resources/templates/list": true, "resources/read": true}
 
 // modernResult completes a result for a 2026-07-28 client: its
@@ -248,10 +261,14 @@ func (s *Session) modernResult(method string, res json.RawMessage) json.RawMessa
 			out = next
 		}
 	}
-	if _, ok := ms["resultType"]; !ok {
+	complete := true
+	if raw, ok := ms["resultType"]; !ok {
 		set("resultType", "complete")
+	} else {
+		complete = string(raw) == `"complete"`
 	}
-	if cacheable[method] {
+	// Interim results (input_required) carry no caching hints.
+	if cacheable[method] && complete {
 		if _, ok := ms["ttlMs"]; !ok {
 			set("ttlMs", 0)
 		}
@@ -283,6 +300,10 @@ func (s *Session) setLogLevel(ctx context.Context, level string) {
 	}
 	params, _ := json.Marshal(map[string]string{"level": level})
 	for _, srv := range s.serversWith("logging") {
+		if srv.State().Modern {
+			srv.SetLogLevel(level) // its own requests carry it too
+			continue
+		}
 		if _, err := srv.Request(ctx, "logging/setLevel", params); err != nil {
 			s.log.Debug("a log level could not be passed on", "server", srv.Name, "err", err)
 		}
@@ -396,7 +417,7 @@ func (s *Session) subscribe(ctx context.Context, uri string) error {
 	srv, err := s.resourceServer(ctx, uri)
 	if err == nil {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
-		_, err = s.Forward(ctx, srv, "resources/subscribe", params)
+		err = srv.Subscribe(ctx, uri, params)
 	}
 	if err != nil {
 		s.mu.Lock()
@@ -421,7 +442,7 @@ func (s *Session) unsubscribeAll(l *listener) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if srv, err := s.resourceServer(ctx, uri); err == nil {
 			params, _ := json.Marshal(map[string]string{"uri": uri})
-			_, _ = s.Forward(ctx, srv, "resources/unsubscribe", params)
+			_ = srv.Unsubscribe(ctx, uri, params)
 		}
 		cancel()
 	}

@@ -22,11 +22,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -73,6 +75,8 @@ type Config struct {
 	Gate     Gate
 	// Restart restarts servers that die.
 	Restart bool
+	// Auth authorizes to remote servers with auth = "oauth".
+	Auth *remoteauth.Manager
 	// FinishOnEOF answers the requests a client sent before its input
 	// ended (MCP's stdio shutdown: the client closes stdin, then waits
 	// for the exit) instead of cancelling them; see link.Peer.
@@ -208,12 +212,21 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	case <-ctx.Done():
 		_ = s.client.Close()
 	}
+	// The requests in flight were cancelled; each still records what the
+	// guard decided before the session's servers and the store go.
+	if !s.client.WaitServed(servedWithin) {
+		s.log.Error("requests in flight did not finish at the end of the session", "waited", servedWithin)
+	}
 	s.close()
 	if err := s.client.Err(); err != nil && !errors.Is(err, link.ErrClosed) {
 		return err
 	}
 	return nil
 }
+
+// servedWithin bounds how long a session that ends waits for the
+// requests it was serving.
+const servedWithin = 10 * time.Second
 
 func (s *Session) close() {
 	s.endLife()
@@ -331,7 +344,7 @@ func (s *Session) start(ctx context.Context, params json.RawMessage) (json.RawMe
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
 	}
-	s.pool = downstream.Start(ctx, s.cfg.servers(), downstream.Options{Version: s.cfg.Version, Initialize: down,
+	s.pool = downstream.Start(ctx, s.cfg.servers(), downstream.Options{Version: s.cfg.Version, Initialize: down, Modern: s.modern.Load(), Auth: s.cfg.Auth,
 		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Vet: s.cfg.VetTools, Log: s.log})
 	if s.cfg.Transparent && len(s.pool.Servers()) == 1 {
 		srv := s.pool.Servers()[0]
@@ -403,6 +416,16 @@ func (s *Session) initializeResult(version string) (json.RawMessage, error) {
 			}
 			caps[feature] = union
 		}
+		// tasks (2025-11-25) and extensions (2026-07-28: the tasks one
+		// among them): what any server can do, merged.
+		for _, feature := range []string{"tasks", "extensions"} {
+			var flags map[string]any
+			if json.Unmarshal(st.Capabilities[feature], &flags) != nil || flags == nil {
+				continue
+			}
+			union, _ := caps[feature].(map[string]any)
+			caps[feature] = mergeObjects(union, flags)
+		}
 		if s.cfg.Transparent && st.Init.Instructions != "" {
 			instructions = append(instructions, st.Init.Instructions)
 		}
@@ -413,6 +436,25 @@ func (s *Session) initializeResult(version string) (json.RawMessage, error) {
 		res["instructions"] = strings.Join(instructions, "\n\n")
 	}
 	return json.Marshal(res)
+}
+
+// mergeObjects merges b into a, objects member by member (a's other
+// values win).
+func mergeObjects(a, b map[string]any) map[string]any {
+	if a == nil {
+		a = map[string]any{}
+	}
+	for k, v := range b {
+		av, aok := a[k].(map[string]any)
+		bv, bok := v.(map[string]any)
+		switch {
+		case aok && bok:
+			a[k] = mergeObjects(av, bv)
+		case a[k] == nil:
+			a[k] = v
+		}
+	}
+	return a
 }
 
 func (s *Session) readyServers() []*downstream.Server {
@@ -465,7 +507,14 @@ func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method st
 			s.mu.Unlock()
 		}()
 	}
-	return srv.Request(ctx, method, params)
+	res, err := srv.Request(ctx, method, params)
+	if err == nil && mayNeedInput[method] && srv.State().Modern {
+		res, err = s.rounds(ctx, srv, request, method, params, res)
+	}
+	if err == nil && method == "tools/call" && isTaskResult(res) {
+		res = taskIDsFor(srv.Name, res) // the client names it back by <server>:<id>
+	}
+	return res, err
 }
 
 // related names the client's request that what srv sends now belongs to:

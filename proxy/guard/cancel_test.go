@@ -1,0 +1,143 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/proxy/catalog"
+	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/store"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// records lists the audit log's records of a kind.
+func records(t *testing.T, g *Guard, kind string) []store.Record {
+	t.Helper()
+	var out []store.Record
+	err := storeOf(g).View(context.Background(), func(tx *store.Tx) error {
+		return tx.Records(0, func(r store.Record, _ []byte) error {
+			if r.Kind == kind {
+				out = append(out, r)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCancelledCallsAreRecorded (issue 20, fault 5): gated calls whose
+// client cancels them while their question is on the human's screen are
+// each recorded, and never reported as a busy database; a shutdown with
+// the question still up records it as unanswered.
+func TestCancelledCallsAreRecorded(t *testing.T) {
+	h := &slowHuman{delay: time.Hour} // a human who does not answer
+	g := newGuard(t, approvalPolicy, h)
+	g.InlineWait = time.Hour // the call waits for the human until cancelled
+	verdicts := make(chan Verdict, 3)
+	for i := range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			verdicts <- g.Check(ctx, call("db_delete_row", map[string]any{"id": float64(i)}))
+		}()
+		// Cancelled once the question is up (or queued behind another).
+		time.AfterFunc(300*time.Millisecond, cancel)
+	}
+	for range 3 {
+		v := <-verdicts
+		if v.Proceed {
+			t.Fatal("a cancelled call was allowed")
+		}
+		if v.Err != nil && strings.Contains(v.Err.Message, "busy") {
+			t.Fatalf("a cancelled call was refused as a busy database: %s", v.Err.Message)
+		}
+		if v.storeDown {
+			t.Fatalf("a cancelled call's decision was not recorded: %+v", v.Err)
+		}
+		if v.Err == nil || v.Err.Code != aql.CodeConfirmation {
+			t.Fatalf("a cancelled gated call = %+v, want CONFIRMATION_REQUIRED", v.Err)
+		}
+	}
+	decisions := records(t, g, "decision")
+	if len(decisions) != 3 {
+		t.Fatalf("%d decision records for 3 gated calls, want 3", len(decisions))
+	}
+	for _, d := range decisions {
+		if d.Decision != "confirm" {
+			t.Fatalf("decision %q, want confirm", d.Decision)
+		}
+	}
+	// aqlguard shuts down with the question still on the screen.
+	if h.asked.Load() == 0 {
+		t.Fatal("no question was put to the human")
+	}
+	g.Close()
+	answers := records(t, g, "confirmation")
+	if len(answers) == 0 {
+		t.Fatal("the question withdrawn at shutdown left no record")
+	}
+	for _, a := range answers {
+		if a.Decision != "no_answer" {
+			t.Fatalf("the withdrawn question was recorded as %q", a.Decision)
+		}
+	}
+}
+
+// TestStoreProblemsReachTheModelAsFixedPhrases: what the model is told
+// of a store failure never carries the Go error (paths, pids).
+func TestStoreProblemsReachTheModelAsFixedPhrases(t *testing.T) {
+	err := errors.Join(errors.New("state database /home/u/.local/state/aqlguard/aqlguard.db"), store.ErrBusy)
+	v := (&Guard{}).unavailable(err, "the action is refused")
+	for _, s := range append([]string{v.Err.Message}, v.Directive.Factors...) {
+		if strings.Contains(s, "/home/u") || strings.Contains(s, "aqlguard.db") {
+			t.Fatalf("a Go error reaches the model: %q", s)
+		}
+	}
+	if !strings.Contains(v.Err.Message, "busy") {
+		t.Fatalf("%q does not say the database is busy", v.Err.Message)
+	}
+	full := fmt.Errorf("audit log: writing record 20: write /home/u/audit-00000001.jsonl: %w", syscall.ENOSPC)
+	if v := (&Guard{}).unavailable(full, "the action is refused"); !strings.Contains(v.Err.Message, "disk under the state directory is full") ||
+		strings.Contains(v.Err.Message, "/home/u") {
+		t.Fatalf("a full disk is told %q", v.Err.Message)
+	}
+}
+
+// TestDownstreamFailuresAreFixedSentences (issue 20, fault 10): a server
+// that is not there is named once, in a fixed sentence saying what to
+// do, never as a doubled Go error chain.
+func TestDownstreamFailuresAreFixedSentences(t *testing.T) {
+	op := &catalog.Operation{Name: "ts_echo", Server: "ts", Tool: &mcp.Tool{Name: "echo"}}
+	next := time.Now().Add(2 * time.Second)
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("server ts: tools/call echo: %w", &downstream.UnavailableError{Server: "ts", Status: downstream.Restarting, Attempt: 3, Next: next, Problem: "server exited with code 1"}),
+			`^Internal error: 'server ts is restarting \(attempt 3, next in 2(\.0)?s; last: server exited with code 1\): try again then'$`},
+		{&downstream.UnavailableError{Server: "ts", Status: downstream.Restarting, During: "tools/call"},
+			`^Internal error: 'server ts went away during tools/call; aqlguard restarts it: try again in a moment'$`},
+		{&downstream.UnavailableError{Server: "ts", Status: downstream.Failed, Problem: "command not found"},
+			`^Internal error: 'server ts is not available \(command not found\); check its configuration and aqlguard's log'$`},
+		{&downstream.CallTimeoutError{Server: "ts", Method: "tools/call", Limit: 5 * time.Second},
+			`^Internal error: 'server ts did not answer tools/call within its call_timeout \(5s\); the request was cancelled'$`},
+	}
+	for _, tc := range cases {
+		e := downstreamFailure(op, tc.err)
+		if !regexp.MustCompile(tc.want).MatchString(e.Message) {
+			t.Errorf("%v\n told %q\n want %s", tc.err, e.Message, tc.want)
+		}
+		if strings.Count(e.Message, "unavailable") > 0 || strings.Count(e.Message, "server ts") != 1 {
+			t.Errorf("%q repeats the server or a Go error", e.Message)
+		}
+	}
+}

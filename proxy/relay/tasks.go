@@ -1,0 +1,220 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Tasks across servers. A server names its tasks as it likes, and two
+// servers may well hand out the same ids, so the client sees each as
+// <server>:<id> — a server's name holds no ':' — and every tasks/*
+// request goes to the server the id names, with the server's own id.
+// The id is the route, not a secret: asking another server's task is
+// what the client could do without aqlguard. A task-augmented
+// tools/call is judged like any other; what runs later is that call.
+//
+// Both shapes are carried: 2025-11-25's (tasks/get, tasks/result,
+// tasks/list, tasks/cancel, notifications/tasks/status, a
+// CreateTaskResult holding a task) and the 2026-07-28 extension's
+// (tasks/get, tasks/update, tasks/cancel, notifications/tasks, a
+// resultType "task" result that is the task).
+
+const relatedTaskMeta = "io.modelcontextprotocol/related-task"
+
+// taskMethods are the requests that name one task by its taskId.
+var taskMethods = map[string]bool{"tasks/get": true, "tasks/result": true, "tasks/cancel": true, "tasks/update": true}
+
+// visibleTask is the id the client sees for a server's task.
+func visibleTask(server, id string) string { return server + ":" + id }
+
+// taskServer finds the server of a task id the client names, and the
+// server's own id for it.
+func (s *Session) taskServer(visible string) (*downstream.Server, string, error) {
+	server, id, ok := strings.Cut(visible, ":")
+	if ok {
+		if srv, found := s.pool.Server(server); found {
+			return srv, id, nil
+		}
+	}
+	return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown task " + visible}
+}
+
+// tasksServed reports whether a server of the session does tasks, in
+// either revision's shape.
+func (s *Session) tasksServed() bool {
+	for _, srv := range s.pool.Servers() {
+		st := srv.State()
+		if raw, ok := st.Capabilities["tasks"]; ok && string(raw) != "null" {
+			return true
+		}
+		if _, ok := rawjson.Lookup(st.Capabilities["extensions"], tasksExtension); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// tasksExtension is the 2026-07-28 extension's capability.
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+// taskRequest serves tasks/get, tasks/result, tasks/cancel and
+// tasks/update: routed by the id, answered with the ids the client knows.
+func (s *Session) taskRequest(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	if req.Method == "tasks/result" && s.modern.Load() {
+		// The 2026-07-28 extension folds it into tasks/get.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tasks/result is not part of the tasks extension of " + ModernVersion + "; tasks/get carries the result"}
+	}
+	var p struct {
+		TaskID *string `json:"taskId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil || p.TaskID == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: req.Method + ": taskId is required"}
+	}
+	srv, id, err := s.taskServer(*p.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	params, err := setMember(req.Params, "taskId", id)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	res, err := s.Forward(ctx, srv, req.Method, params)
+	if err != nil {
+		return nil, err
+	}
+	return taskIDsFor(srv.Name, res), nil
+}
+
+// listTasks serves tasks/list (2025-11-25): the servers' lists one after
+// the other, each page a server's own, under a cursor of ours.
+func (s *Session) listTasks(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	servers := s.serversWith("tasks")
+	if len(servers) == 0 {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no server behind aqlguard lists tasks"}
+	}
+	var in struct {
+		Cursor string `json:"cursor"`
+	}
+	_ = json.Unmarshal(req.Params, &in)
+	at := spanCursor{}
+	if in.Cursor != "" {
+		c, ok := decodeCursor(in.Cursor)
+		if !ok || c.Server < 0 || c.Server >= len(servers) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+		}
+		at = c
+	}
+	params := req.Params
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage(`{}`)
+	}
+	var err error
+	if at.Cursor != "" {
+		params, err = setMember(params, "cursor", at.Cursor)
+	} else {
+		params, err = deleteMember(params, "cursor")
+	}
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	srv := servers[at.Server]
+	res, err := s.Forward(ctx, srv, req.Method, params)
+	if err != nil {
+		return nil, err
+	}
+	res = taskIDsFor(srv.Name, res)
+	var page struct {
+		NextCursor string `json:"nextCursor"`
+	}
+	_ = json.Unmarshal(res, &page)
+	var next *spanCursor
+	switch {
+	case page.NextCursor != "":
+		next = &spanCursor{Server: at.Server, Cursor: page.NextCursor}
+	case at.Server+1 < len(servers):
+		next = &spanCursor{Server: at.Server + 1}
+	}
+	if next == nil {
+		return deleteMember(res, "nextCursor")
+	}
+	return setMember(res, "nextCursor", encodeCursor(*next))
+}
+
+// taskIDsFor rewrites the task ids in what a server sent (a result, a
+// notification's or a request's params) to the ids the client sees: a
+// task's own taskId (tasks/get, tasks/cancel, a 2026-07-28 task result,
+// a status notification), a CreateTaskResult's task, tasks/list's tasks,
+// and the related-task _meta of anything tied to a task.
+func taskIDsFor(server string, raw json.RawMessage) json.RawMessage {
+	ms := members(raw)
+	if ms == nil {
+		return raw
+	}
+	out := raw
+	set := func(key string, v json.RawMessage) {
+		if next, err := setMember(out, key, v); err == nil {
+			out = next
+		}
+	}
+	if id, ok := ms["taskId"]; ok {
+		set("taskId", visibleID(server, id))
+	}
+	if task, ok := ms["task"]; ok {
+		if id, ok := rawjson.Lookup(task, "taskId"); ok {
+			if next, err := setMember(task, "taskId", visibleID(server, id)); err == nil {
+				set("task", next)
+			}
+		}
+	}
+	if tasks, ok := ms["tasks"]; ok {
+		var list []json.RawMessage
+		if json.Unmarshal(tasks, &list) == nil {
+			for i, t := range list {
+				if id, ok := rawjson.Lookup(t, "taskId"); ok {
+					if next, err := setMember(t, "taskId", visibleID(server, id)); err == nil {
+						list[i] = next
+					}
+				}
+			}
+			if b, err := json.Marshal(list); err == nil {
+				set("tasks", b)
+			}
+		}
+	}
+	if meta, ok := ms["_meta"]; ok {
+		if rel, ok := rawjson.Lookup(meta, relatedTaskMeta); ok {
+			if id, ok := rawjson.Lookup(rel, "taskId"); ok {
+				if rel, err := setMember(rel, "taskId", visibleID(server, id)); err == nil {
+					if meta, err := setMember(meta, relatedTaskMeta, rel); err == nil {
+						set("_meta", meta)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// visibleID is a task id as JSON, rewritten; one that is not a string is
+// left as it is (and no client can name it back).
+func visibleID(server string, raw json.RawMessage) json.RawMessage {
+	var id string
+	if json.Unmarshal(raw, &id) != nil {
+		return raw
+	}
+	b, _ := json.Marshal(visibleTask(server, id))
+	return b
+}
+
+// isTaskResult reports whether a tools/call result is a task: a
+// CreateTaskResult of either revision.
+func isTaskResult(res json.RawMessage) bool {
+	ms := members(res)
+	_, legacy := ms["task"]
+	return legacy || string(ms["resultType"]) == `"task"`
+}
