@@ -113,7 +113,14 @@ func TestEvaluateStages(t *testing.T) {
 		{"previous success", step(func(s *Step) { s.Outcome = "success" }), Allow, StageTolerance, Advisory, 25, "", ""},
 		{"previous skipped", step(func(s *Step) { s.Outcome = "skipped" }), Allow, StageTolerance, Advisory, 25, "", ""},
 
-		{"deny on operation", step(func(s *Step) { s.Operation = "drop_table" }), Block, StagePattern, DangerZone, 100, "drop_*", `deny pattern "drop_*"`},
+		{"deny on the tool's own name", step(func(s *Step) { s.Operation, s.Tool = "fs_drop_table", "drop_table" }), Block, StagePattern, DangerZone, 100, "drop_*", `deny pattern "drop_*"`},
+		// A verb pattern reads the tool's own name: a server named "drop"
+		// does not make its list_items a drop (nor one named "get" its
+		// run_command an auto-approved get).
+		{"a verb pattern does not read the server's name", step(func(s *Step) { s.Operation, s.Server, s.Tool = "drop_list_items", "drop", "list_items" }), Allow, StageTolerance, Advisory, 15, "", ""},
+		{"a server named like an auto-approved verb", step(func(s *Step) {
+			s.Operation, s.Server, s.Tool, s.Category = "get_run_command", "get", "run_command", policy.Execute
+		}), NeedsConfirm, StageTolerance, Confirm, 45, "", ""},
 		{"bare pattern on the bare tool name", step(func(s *Step) { s.Operation = "db_drop_table"; s.Server = "db"; s.Tool = "drop_table" }), Block, StagePattern, DangerZone, 100, "drop_*", ""},
 		{"bare pattern on the server's spelling", step(func(s *Step) { s.Operation = "db_drop_table"; s.Server = "db"; s.Tool = "dropTable" }), Block, StagePattern, DangerZone, 100, "drop_*", ""},
 		{"snake-cased server spelling", step(func(s *Step) { s.Operation = "db_x"; s.Server = "db"; s.Tool = "Drop-Table" }), Block, StagePattern, DangerZone, 100, "drop_*", ""},
@@ -133,7 +140,7 @@ func TestEvaluateStages(t *testing.T) {
 			s.Tool, s.Category, s.Annotations.Destructive = "delete_file", policy.Delete, ptr(true)
 		}), NeedsConfirm, StagePattern, Confirm, 55, "delete_*", ""},
 		{"deny beats requires approval", step(func(s *Step) { s.Tool = "delete_x"; s.Arguments = map[string]any{"cmd": "rm -rf /"} }), Block, StagePattern, DangerZone, 100, "rm -rf /", ""},
-		{"requires approval beats auto approve", step(func(s *Step) { s.Operation = "delete_tmp_files" }), NeedsConfirm, StagePattern, Confirm, 31, "delete_*", ""},
+		{"requires approval beats auto approve", step(func(s *Step) { s.Operation, s.Tool = "fs_delete_tmp_files", "delete_tmp_files" }), NeedsConfirm, StagePattern, Confirm, 31, "delete_*", ""},
 		{"auto approve skips later stages", step(func(s *Step) {
 			s.Tool = "get_secrets"
 			s.Category = policy.Delete
@@ -259,7 +266,7 @@ func checkInvariants(t testing.TB, p *policy.Policy, s Step, d Directive) {
 }
 
 func TestEvaluateModes(t *testing.T) {
-	denied := step(func(s *Step) { s.Operation = "drop_table" })
+	denied := step(func(s *Step) { s.Operation, s.Tool = "fs_drop_table", "drop_table" })
 	allowed := step()
 
 	t.Run("enforcing", func(t *testing.T) {
@@ -457,7 +464,7 @@ func TestEvaluateConcurrent(t *testing.T) {
 	p := compile(t, testPolicy, "")
 	steps := []Step{
 		step(),
-		step(func(s *Step) { s.Operation = "drop_x" }),
+		step(func(s *Step) { s.Operation, s.Tool = "fs_drop_x", "drop_x" }),
 		step(func(s *Step) { s.Server, s.Tool = "shell", "exec"; s.Arguments = map[string]any{"command": "ls"} }),
 		step(func(s *Step) { s.Tool = "forcePush" }),
 	}

@@ -154,7 +154,7 @@ func (c *call) prepare(p *policy.Policy, s *Step, sc *scratch) {
 	c.sub = subjectsWith(*s, names, sc.values[:0], true, newRoles(p, &c.s, names))
 	// A reported step has no names (the loop evaluates it by its hint
 	// alone); everything with a name is a call of a tool.
-	c.proxied = len(c.sub.Names) > 0
+	c.proxied = len(c.sub.Names.Forms) > 0
 	c.shell = analyzeShellArgs(p, c.sub)
 }
 
@@ -208,16 +208,9 @@ func (c *call) restrictive(pat policy.Pattern) hit {
 }
 
 // firstName is the position of the first of names a restrictive
-// pattern matches, or -1.
-func firstName(pat policy.Pattern, names []string) int {
-	if pat.Kind&policy.Names != 0 {
-		for i, n := range names {
-			if pat.MatchNormalized(n) {
-				return i
-			}
-		}
-	}
-	return -1
+// pattern matches, as it reads them (policy.Pattern.FirstName), or -1.
+func firstName(pat policy.Pattern, names policy.CallNames) int {
+	return pat.FirstName(names)
 }
 
 // restrictsArguments is restrictive for a proxied call's arguments
@@ -246,13 +239,8 @@ func (c *call) approves(pat policy.Pattern) hit {
 		}
 		return hit{}
 	}
-	if pat.Kind&policy.Names == 0 {
-		return hit{}
-	}
-	for i, n := range c.sub.Names {
-		if pat.MatchNormalized(n) {
-			return hit{c.nameSaid(i), false, definite}
-		}
+	if i := pat.FirstName(c.sub.Names); i >= 0 {
+		return hit{c.nameSaid(i), false, definite}
 	}
 	return hit{}
 }

@@ -46,6 +46,15 @@ func baseRiskOf(cat policy.Category) (baseRiskSaid, bool) {
 	return baseRiskSaid{}, false
 }
 
+// BaseRisk is a category's base risk, the order of how much a category
+// can do (an unknown category is scored as EXECUTE).
+func BaseRisk(cat policy.Category) int {
+	if b, ok := baseRiskOf(policy.Category(strings.ToUpper(strings.TrimSpace(string(cat))))); ok {
+		return b.score
+	}
+	return unknownCategoryRisk
+}
+
 // unknownCategoryRisk applies when a step has no (or an unknown) category:
 // danger-levels.md 7.1 forbids treating unlabelled operations as safe, and
 // "could do anything" is what EXECUTE means.
@@ -58,14 +67,6 @@ const (
 	safeNameCap    = 15
 	dangerousMin   = 70
 	forbiddenMin   = 90
-)
-
-// Name patterns of danger-levels.md 6.1-6.3. They are all a literal prefix
-// or suffix, so they are matched as such rather than through globs.
-var (
-	safeNames      = []string{"get_*", "list_*", "search_*", "count_*", "check_*", "introspect*"}
-	dangerousNames = []string{"force_*", "*_permanently", "bulk_delete*", "override_*", "bypass_*", "*_without_backup", "purge_*"}
-	forbiddenNames = []string{"drop_*", "delete_all*", "truncate_*", "reset_*", "destroy_*", "wipe_*", "*_production"}
 )
 
 func nameMatches(pat, name string) bool {
@@ -206,7 +207,7 @@ func nameRiskOf(s *Step) nameRisk {
 		what, pat, ok := matchName(names, pats)
 		return nameHit{what, pat, ok}
 	}
-	return nameRisk{hit(safeNames), hit(dangerousNames), hit(forbiddenNames)}
+	return nameRisk{hit(policy.SafeNames), hit(policy.DangerousNames), hit(policy.ForbiddenNames)}
 }
 
 func (c *call) nameRisk() nameRisk {
@@ -217,20 +218,22 @@ func (c *call) nameRisk() nameRisk {
 }
 
 // namesForRisk are the identifiers the danger-level patterns apply to:
-// the tool name as the server spells it, snake-cased (deleteAllUsers ->
-// delete_all_users), and the operation name.
+// the tool's own name as the server spells it, snake-cased
+// (deleteAllUsers -> delete_all_users). Never the operation name, which
+// starts with the server's: a server named "search" does not make its
+// run_command a read, nor one named "drop" every tool forbidden. A step
+// with an operation but no tool is known by its operation name.
 func namesForRisk(s *Step) []name {
 	if policy.IsReadSubject(s.Tool) {
 		return nil // a URI or a prompt's name is not a tool name: no naming conventions apply
 	}
-	out := make([]name, 0, 2)
 	if t := policy.SnakeName(s.Tool); t != "" {
-		out = append(out, name{"tool name " + strconv.Quote(t), t})
+		return []name{{"tool name " + strconv.Quote(t), t}}
 	}
-	if op := policy.SnakeName(s.Operation); op != "" && (len(out) == 0 || out[0].value != op) {
-		out = append(out, name{"operation name " + strconv.Quote(op), op})
+	if op := policy.SnakeName(s.Operation); op != "" {
+		return []name{{"operation name " + strconv.Quote(op), op}}
 	}
-	return out
+	return nil
 }
 
 func matchName(names []name, pats []string) (what, pat string, ok bool) {

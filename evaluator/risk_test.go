@@ -54,7 +54,11 @@ score = 20
 		{"dangerous override", Step{Operation: "override_validation"}, 70, nil},
 		{"dangerous bypass", Step{Tool: "bypass_approval"}, 70, nil},
 		{"forbidden name", Step{Category: policy.Read, Tool: "DropTable"}, 90, []string{"risk: category READ base 10", `risk: tool name "drop_table" matches forbidden pattern drop_*, at least 90`}},
-		{"forbidden via operation", Step{Operation: "ship_production", Tool: "ship"}, 90, []string{"risk: category unknown, base 45 (as EXECUTE)", `risk: operation name "ship_production" matches forbidden pattern *_production, at least 90`, `risk: rule "*prod*" (production), at least 80`}},
+		{"forbidden via operation, without a tool", Step{Operation: "ship_production"}, 90, []string{"risk: category unknown, base 45 (as EXECUTE)", `risk: operation name "ship_production" matches forbidden pattern *_production, at least 90`, `risk: rule "*prod*" (production), at least 80`}},
+		// The conventions read the tool's own name, never the operation
+		// name, which starts with the server's.
+		{"a server named search", Step{Category: policy.Execute, Operation: "search_run_command", Server: "search", Tool: "run_command"}, 45, []string{"risk: category EXECUTE base 45"}},
+		{"a server named drop", Step{Category: policy.Read, Operation: "drop_list_items", Server: "drop", Tool: "list_items"}, 10, []string{"risk: category READ base 10"}},
 		{"forbidden others", Step{Tool: "truncate_table"}, 90, nil},
 		{"forbidden reset", Step{Tool: "resetDatabase"}, 90, nil},
 		{"forbidden destroy", Step{Tool: "destroy-env"}, 90, nil},
@@ -65,7 +69,8 @@ score = 20
 		// Globs are anchored: force_delete_all is force_* (70), not
 		// delete_all* as danger-levels.md 5.1's prose suggests.
 		{"anchored patterns", Step{Tool: "force_delete_all"}, 70, nil},
-		{"dangerous and forbidden", Step{Tool: "force_x", Operation: "drop_x"}, 90, nil},
+		{"dangerous and forbidden", Step{Tool: "force_drop_production"}, 90, nil},
+		{"the operation name does not count beside the tool's", Step{Tool: "force_x", Operation: "drop_x"}, 70, nil},
 		{"server prefix does not hide the tool", Step{Operation: "db_drop_table", Server: "db", Tool: "drop_table"}, 90, nil},
 
 		{"risk rule on subject", Step{Category: policy.Read, ActionHint: "read PROD config"}, 80, []string{"risk: category READ base 10", `risk: rule "*prod*" (production), at least 80`}},
@@ -119,7 +124,7 @@ func TestDangerNamesMatchSpecTables(t *testing.T) {
 		"dangerous": {"force_*", "*_permanently", "bulk_delete*", "override_*", "bypass_*", "*_without_backup", "purge_*"},
 		"forbidden": {"drop_*", "delete_all*", "truncate_*", "reset_*", "destroy_*", "wipe_*", "*_production"},
 	}
-	got := map[string][]string{"safe": safeNames, "dangerous": dangerousNames, "forbidden": forbiddenNames}
+	got := map[string][]string{"safe": policy.SafeNames, "dangerous": policy.DangerousNames, "forbidden": policy.ForbiddenNames}
 	for k := range spec {
 		if !slices.Equal(spec[k], got[k]) {
 			t.Errorf("%s = %v, want %v", k, got[k], spec[k])
@@ -135,7 +140,7 @@ func TestDangerNamesMatchSpecTables(t *testing.T) {
 			}
 		}
 	}
-	if !strings.HasSuffix(forbiddenNames[len(forbiddenNames)-1], "_production") {
+	if !strings.HasSuffix(policy.ForbiddenNames[len(policy.ForbiddenNames)-1], "_production") {
 		t.Fatal("unreachable")
 	}
 }

@@ -14,10 +14,10 @@ import (
 type roles struct {
 	p     *policy.Policy
 	s     *Step
-	names []string
+	names policy.CallNames
 }
 
-func newRoles(p *policy.Policy, s *Step, names []string) roles {
+func newRoles(p *policy.Policy, s *Step, names policy.CallNames) roles {
 	return roles{p: p, s: s, names: names}
 }
 

@@ -16,11 +16,12 @@ import (
 // will receive, not a rendering of it: no JSON escaping stands between a
 // pattern and an argument's text.
 type Subjects struct {
-	// Names of a proxied call: the operation name as the model sees it
-	// (fs_write_file), the bare tool name in snake_case and in the
-	// server's spelling (write_file, writefile), and server.tool in both
-	// spellings (fs.write_file, fs.writefile). Empty for a reported step.
-	Names []string
+	// Names of a proxied call (policy.NameForms): the operation name as
+	// the model sees it (fs_write_file), the bare tool name in snake_case
+	// and in the server's spelling (write_file, writefile), and
+	// server.tool in both spellings (fs.write_file, fs.writefile). Empty
+	// for a reported step.
+	Names policy.CallNames
 	// Values are every leaf of the arguments (strings as the server gets
 	// them, numbers in canonical form, booleans as true/false, null) and
 	// every object key, nested values walked, in a stable order.
@@ -80,18 +81,18 @@ func SubjectsOf(p *policy.Policy, s Step) Subjects {
 	return subjectsWith(s, names, nil, false, newRoles(p, &s, names))
 }
 
-// namesOf are a step's names (NameForms); nil for a reported step.
-func namesOf(s Step) []string {
+// namesOf are a step's names (NameForms); none for a reported step.
+func namesOf(s Step) policy.CallNames {
 	if s.Server != "" || s.Tool != "" || s.Operation != "" {
 		return policy.NameForms(s.Operation, s.Server, s.Tool)
 	}
-	return nil
+	return policy.CallNames{}
 }
 
 // subjectsWith extracts the subjects of a step whose names are known,
 // appending its values to values (an empty buffer to reuse, or nil);
 // lazy leaves string values unfolded (Value.unfolded).
-func subjectsWith(s Step, names []string, values []Value, lazy bool, roles roles) Subjects {
+func subjectsWith(s Step, names policy.CallNames, values []Value, lazy bool, roles roles) Subjects {
 	sub := Subjects{Names: names}
 	sub.Hint = policy.Normalize(s.ActionHint)
 	if len(s.Arguments) > 0 {

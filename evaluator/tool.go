@@ -13,7 +13,7 @@ import (
 // patterns match. A decision then matches only what depends on the
 // arguments. The result is the same either way (FuzzIndexedEvaluate).
 type toolFacts struct {
-	names []string
+	names policy.CallNames
 	// namesSaid are the names as a factor names them (nameSaid).
 	namesSaid []string
 	// deny, approve, auto, ruleOps and risk are nil where the list has no
@@ -39,7 +39,7 @@ func factsFor(p *policy.Policy, s *Step) *toolFacts {
 		return v.(*toolFacts)
 	}
 	f := &toolFacts{names: namesOf(*s), nameRisk: nameRiskOf(s)}
-	for _, n := range f.names {
+	for _, n := range f.names.Forms {
 		f.namesSaid = append(f.namesSaid, sayName(n))
 	}
 	mark := func(ix *policy.PatternIndex) policy.Candidates {
@@ -63,10 +63,10 @@ func factsFor(p *policy.Policy, s *Step) *toolFacts {
 
 // markNames are ix's candidates for names: the patterns without a
 // literal, and those whose literal occurs in one of the names.
-func markNames(ix *policy.PatternIndex, names []string) policy.Candidates {
+func markNames(ix *policy.PatternIndex, names policy.CallNames) policy.Candidates {
 	set := policy.NewCandidates(ix.Len())
 	ix.Always(set)
-	for _, n := range names {
+	for _, n := range names.Forms {
 		ix.Mark(n, set)
 	}
 	return set
@@ -86,13 +86,13 @@ func (c *call) nameSaid(i int) string {
 	if c.tool != nil {
 		return c.tool.namesSaid[i]
 	}
-	return sayName(c.sub.Names[i])
+	return sayName(c.sub.Names.Forms[i])
 }
 
 func sayName(n string) string { return "the name " + strconv.Quote(n) }
 
 // namesOr are the memoised names, or s's own without a memo.
-func (f *toolFacts) namesOr(s *Step) []string {
+func (f *toolFacts) namesOr(s *Step) policy.CallNames {
 	if f != nil {
 		return f.names
 	}

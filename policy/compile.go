@@ -164,15 +164,12 @@ type Rule struct {
 	Source string
 }
 
-// AppliesTo reports whether the rule covers a call with these folded
-// names.
-func (r Rule) AppliesTo(names []string) bool {
-	for _, n := range names {
-		if r.Operation.MatchNormalized(n) {
-			return true
-		}
+// AppliesTo reports whether the rule covers a call with these names.
+func (r Rule) AppliesTo(names CallNames) bool {
+	if len(names.Forms) == 0 {
+		return r.Operation.MatchNormalized("")
 	}
-	return len(names) == 0 && r.Operation.MatchNormalized("")
+	return r.Operation.MatchesName(names)
 }
 
 // CompiledRiskRule is a compiled [[safety.risk_rules]] entry.
@@ -257,11 +254,17 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 
 		InterpreterCode: InterpreterCode(code),
 	}
+	servers := cfg.serverNames()
+	namePattern := func(src string) (Pattern, error) {
+		pat, err := CompilePattern(src)
+		pat.forServers(servers)
+		return pat, err
+	}
 	compileList := func(srcs []string) []Pattern {
 		out := make([]Pattern, 0, len(srcs))
 		seen := map[string]bool{}
 		for _, src := range srcs {
-			pat, err := CompilePattern(src)
+			pat, err := namePattern(src)
 			if err != nil { // already reported by validation
 				continue
 			}
@@ -282,7 +285,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		if op == "" {
 			op = "*"
 		}
-		opPat, err1 := CompilePattern(op)
+		opPat, err1 := namePattern(op)
 		valPat, err2 := CompilePattern(r.Pattern)
 		if err1 != nil || err2 != nil {
 			continue
@@ -308,7 +311,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		p.Rules = append(p.Rules, rule)
 	}
 	for _, r := range risk {
-		pat, err := CompilePattern(r.Pattern)
+		pat, err := namePattern(r.Pattern)
 		if err != nil {
 			continue
 		}
@@ -327,6 +330,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		out := make([]ArgumentSpec, 0, len(srcs))
 		for _, src := range srcs {
 			if spec, err := ParseArgumentSpec(src); err == nil {
+				spec.Tool.forServers(servers)
 				out = append(out, spec)
 			}
 		}
@@ -346,6 +350,17 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 	p.Version = p.digest()
 	p.index = newIndexes(p)
 	return p, nil
+}
+
+// digestForm is a pattern as the digest sees it: its folded source, and,
+// where the configured servers decide what it reads ("fs_*" with a
+// server fs), that reading, so that adding or removing that server is a
+// change of the policy. What the source alone decides needs no mark.
+func (p Pattern) digestForm() string {
+	if p.reading == readOperation {
+		return p.norm + "\x00operations"
+	}
+	return p.norm
 }
 
 // digest hashes a canonical JSON rendering of the effective policy.
@@ -368,14 +383,14 @@ func (p *Policy) digest() string {
 	specs := func(list []ArgumentSpec) []argSpec {
 		out := []argSpec{}
 		for _, a := range list {
-			out = append(out, argSpec{a.Tool.norm, strings.Join(a.Path, ".")})
+			out = append(out, argSpec{a.Tool.digestForm(), strings.Join(a.Path, ".")})
 		}
 		return out
 	}
 	norm := func(ps []Pattern) []string {
 		out := make([]string, len(ps))
 		for i, x := range ps {
-			out[i] = x.norm
+			out[i] = x.digestForm()
 		}
 		return out
 	}
@@ -406,13 +421,13 @@ func (p *Policy) digest() string {
 		c.InterpreterCode = p.InterpreterCode
 	}
 	for _, r := range p.Rules {
-		c.Rules = append(c.Rules, rule{string(r.Action), r.Operation.norm, strings.Join(r.Path, "."), r.Pattern.norm, r.Roles})
+		c.Rules = append(c.Rules, rule{string(r.Action), r.Operation.digestForm(), strings.Join(r.Path, "."), r.Pattern.norm, r.Roles})
 	}
 	for _, r := range p.ArgumentRoles {
 		c.ArgumentRoles = append(c.ArgumentRoles, roleSpec{r.Server, r.Spec.Tool.norm, strings.Join(r.Spec.Path, "."), r.Role})
 	}
 	for _, r := range p.RiskRules {
-		c.RiskRules = append(c.RiskRules, riskRule{r.Pattern.norm, strings.Join(r.Path, "."), r.Score})
+		c.RiskRules = append(c.RiskRules, riskRule{r.Pattern.digestForm(), strings.Join(r.Path, "."), r.Score})
 	}
 	b, err := json.Marshal(c)
 	if err != nil { // plain strings and ints: cannot happen

@@ -205,12 +205,12 @@ func TestCompileHandBuiltConfig(t *testing.T) {
 func TestRuleAppliesTo(t *testing.T) {
 	op, _ := CompilePattern("shell.*")
 	r := Rule{Operation: op}
-	if !r.AppliesTo([]string{"shell_exec", "exec", "shell.exec"}) || r.AppliesTo([]string{"fs_write", "write", "fs.write"}) ||
-		r.AppliesTo([]string{"shell_exec"}) || r.AppliesTo(nil) {
+	if !r.AppliesTo(NameForms("shell_exec", "shell", "exec")) || r.AppliesTo(NameForms("fs_write", "fs", "write")) ||
+		r.AppliesTo(NameForms("shell_exec", "", "")) || r.AppliesTo(CallNames{}) {
 		t.Error("AppliesTo")
 	}
 	any, _ := CompilePattern("*")
-	if !(Rule{Operation: any}).AppliesTo(nil) {
+	if !(Rule{Operation: any}).AppliesTo(CallNames{}) {
 		t.Error(`"*" must cover a reported step, which has no names`)
 	}
 }

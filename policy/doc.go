@@ -30,10 +30,15 @@
 // ends. So `*drop table*` matches "DROP\t\tTABLE users". Patterns longer
 // than [MaxPatternLength] bytes or not valid UTF-8 are rejected.
 //
-// Pattern lists are matched against three subjects of a call: the
-// operation name (fs_write_file), the server-qualified tool name
-// (fs.write_file) and the action hint; a pattern matches a call if it
-// matches any of them. One exception: auto_approve does not look at the
+// Pattern lists are matched against a call's names ([NameForms]: the
+// operation name fs_write_file, the tool's own name write_file and
+// writeFile, server.tool fs.write_file), its arguments (text patterns),
+// and a reported step's action hint. A name pattern matches only the
+// names it speaks of, as its literal head says ([Pattern.FirstName]):
+// "fs.*" server fs's server.tool names, "*.x" any server's by the tool's
+// own name, "get_*" (a word of the naming vocabulary, verbs.go) the
+// tool's own name, "fs_*" with a configured server fs that server's
+// operation names, anything else every name. One exception: auto_approve does not look at the
 // hint of a proxied call, because that hint carries the arguments, which
 // the model writes (a reported step, with no server, is only its hint).
 // An argument rule matches the value of one named

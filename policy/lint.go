@@ -22,7 +22,8 @@ type Tool struct {
 // checks the effective policy of principal (its [agents] table merged).
 // Findings are warnings: the policy still works, just not as written.
 func Lint(cfg *Config, principal string, tools []Tool) []Error {
-	l := linter{cfg: cfg, tools: tools}
+	l := linter{cfg: cfg, tools: tools, servers: cfg.serverNames()}
+	l.serverNames()
 	s := cfg.Safety
 	l.lists("safety", s.Deny, s.Refuse, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
 	autos := []keyed{}
@@ -56,9 +57,18 @@ type keyedRisk struct {
 }
 
 type linter struct {
-	cfg   *Config
-	tools []Tool
-	out   []Error
+	cfg     *Config
+	tools   []Tool
+	servers map[string]bool
+	out     []Error
+}
+
+// compile compiles a pattern as Compile does: read for the configured
+// servers.
+func (l *linter) compile(src string) (Pattern, error) {
+	pat, err := CompilePattern(src)
+	pat.forServers(l.servers)
+	return pat, err
 }
 
 func index(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
@@ -82,7 +92,7 @@ func (l *linter) lists(key string, deny, refuse, approve, auto []string, rules [
 	}
 	for i, src := range auto {
 		k := index(key+".auto_approve", i)
-		pat, err := CompilePattern(src)
+		pat, err := l.compile(src)
 		if err != nil {
 			continue
 		}
@@ -98,7 +108,7 @@ func (l *linter) lists(key string, deny, refuse, approve, auto []string, rules [
 		if op == "" {
 			op = "*"
 		}
-		if pat, err := CompilePattern(op); err == nil && pat.Kind&Names == 0 {
+		if pat, err := l.compile(op); err == nil && pat.Kind&Names == 0 {
 			l.warn(k+".operation", "%q is not a name pattern (it has a space or other characters no name has), so the rule applies to no call", op)
 			continue
 		}
@@ -114,7 +124,7 @@ func (l *linter) lists(key string, deny, refuse, approve, auto []string, rules [
 			l.argument(k+".argument", "*", r.Argument)
 			continue
 		}
-		pat, err := CompilePattern(r.Pattern)
+		pat, err := l.compile(r.Pattern)
 		if err != nil {
 			continue
 		}
@@ -143,10 +153,12 @@ func (l *linter) seesContent(key string, r ArgRule) {
 }
 
 // namePattern warns about a name pattern no name form can match: one that
-// starts with '.', or has "..", statically; one that matches none of the
-// tools, when they are known.
+// starts with '.', or has "..", statically; one that names a server that
+// is not configured; one that matches none of the tools, when they are
+// known. And about one whose head is a server's name without a
+// separator ("fs*"), which reads every name, other servers' included.
 func (l *linter) namePattern(key, src string) {
-	pat, err := CompilePattern(src)
+	pat, err := l.compile(src)
 	if err != nil || pat.Kind&Names == 0 {
 		return
 	}
@@ -154,17 +166,81 @@ func (l *linter) namePattern(key, src string) {
 		l.warn(key, "%q can match no name: operation names, tool names and server.tool never start with '.' or contain \"..\"", src)
 		return
 	}
+	word, next := headWord(pat.norm)
+	if pat.reading == readQualified && len(l.cfg.Servers) > 0 && !l.servers[word] {
+		l.warn(key, "%q reads as server.tool of a server named %q, and no server has that name: it matches nothing "+
+			"(a tool whose own name has a dot is matched as <server>.<its name>, or by a pattern starting with \"*.\")", src, word)
+		return
+	}
+	if pat.reading == readAll && strings.IndexByte("*?[{", next) >= 0 && next != 0 {
+		var like []string
+		for _, s := range l.cfg.Servers {
+			if strings.HasPrefix(s.Name, word) {
+				like = append(like, s.Name)
+			}
+		}
+		if len(like) > 0 {
+			l.warn(key, "%q starts like the name of server %s but reads every name: it also matches any tool whose own name starts with %q%s; "+
+				"write %s.* (or %s_*) for the tools of that server", src, like[0], word, alsoServers(like[1:]), like[0], like[0])
+		}
+	}
 	if l.tools == nil || pat.norm == "*" || pat.Kind&Text != 0 {
 		return
 	}
 	for _, t := range l.tools {
-		for _, n := range NameForms(t.Operation, t.Server, t.Name) {
-			if pat.MatchNormalized(n) {
-				return
-			}
+		if pat.MatchesName(NameForms(t.Operation, t.Server, t.Name)) {
+			return
 		}
 	}
-	l.warn(key, "%q matches none of the %d tools of the configured servers (it matches the operation name, the tool name in snake_case or as the server spells it, or server.tool)", src, len(l.tools))
+	l.warn(key, "%q matches none of the %d tools of the configured servers (it is read against %s)", src, len(l.tools), pat.Reading())
+}
+
+func alsoServers(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return " and the tools of server(s) " + strings.Join(names, ", ")
+}
+
+// serverNames warns about server names that make patterns ambiguous to
+// a reader: a name that is a word of the naming vocabulary ("search":
+// "search_*" means tools whose own name starts with search_, never this
+// server's operations), and, with the tools known, a server's name at
+// the head of another server's tool names ("fs" and a tool
+// other.fs_sync, which "fs_*" and "fs.*" do not match).
+func (l *linter) serverNames() {
+	for i, s := range l.cfg.Servers {
+		key := index("servers", i) + ".name"
+		if ConventionWord(s.Name) {
+			l.warn(key, "the server name %q is also a verb of tool names (%s_*): a pattern %q means tools whose own name starts with %q, "+
+				"never this server's operations, and the naming conventions read its tools by their own names; write %s.* for this server's tools, "+
+				"or give the server another name", s.Name, s.Name, s.Name+"_*", s.Name+"_", s.Name)
+			continue
+		}
+		var others []string
+		for _, t := range l.tools {
+			if t.Server == s.Name {
+				continue
+			}
+			own := Normalize(t.Name)
+			if strings.HasPrefix(own, s.Name+".") || strings.HasPrefix(own, s.Name+"_") || strings.HasPrefix(SnakeName(t.Name), s.Name+"_") {
+				others = append(others, t.Server+"."+t.Name)
+			}
+		}
+		if len(others) > 0 {
+			slices.Sort(others)
+			shown := others
+			if len(shown) > 3 {
+				shown = shown[:3]
+			}
+			more := ""
+			if len(others) > len(shown) {
+				more = fmt.Sprintf(" (and %d more)", len(others)-len(shown))
+			}
+			l.warn(key, "tools of other servers start with this server's name %q: %s%s; the patterns %s.* and %s_* mean this server "+
+				"and do not match them (name them by their own server: <server>.<tool>)", s.Name, strings.Join(shown, ", "), more, s.Name, s.Name)
+		}
+	}
 }
 
 // argument warns about an argument no tool in the rule's scope declares.
@@ -176,10 +252,10 @@ func (l *linter) argument(key, op, arg string) {
 	if err != nil {
 		return
 	}
-	scope, _ := CompilePattern(op)
+	scope, _ := l.compile(op)
 	inScope := 0
 	for _, t := range l.tools {
-		if !scope.matchesAny(NameForms(t.Operation, t.Server, t.Name)) {
+		if !scope.MatchesName(NameForms(t.Operation, t.Server, t.Name)) {
 			continue
 		}
 		inScope++
@@ -200,12 +276,12 @@ func (l *linter) argument(key, op, arg string) {
 // the risk score of stage 4 is computed).
 func (l *linter) shadows(autos []keyed, risks []keyedRisk) {
 	for _, a := range autos {
-		apat, err := CompilePattern(a.src)
+		apat, err := l.compile(a.src)
 		if err != nil || apat.Kind&Names == 0 {
 			continue
 		}
 		for _, rk := range risks {
-			rpat, err := CompilePattern(rk.r.Pattern)
+			rpat, err := l.compile(rk.r.Pattern)
 			if err != nil {
 				continue
 			}
@@ -218,10 +294,10 @@ func (l *linter) shadows(autos []keyed, risks []keyedRisk) {
 			var hit []string
 			for _, t := range l.tools {
 				names := NameForms(t.Operation, t.Server, t.Name)
-				if !apat.matchesAny(names) {
+				if !apat.MatchesName(names) {
 					continue
 				}
-				applies := rpat.Kind&Text != 0 || rpat.matchesAny(names)
+				applies := rpat.Kind&Text != 0 || rpat.MatchesName(names)
 				if rk.r.Argument != "" {
 					path, _ := ArgumentPath(rk.r.Argument)
 					applies = slices.ContainsFunc(t.Arguments, func(x string) bool { return len(path) > 0 && SnakeName(x) == path[0] })
@@ -238,13 +314,4 @@ func (l *linter) shadows(autos []keyed, risks []keyedRisk) {
 			}
 		}
 	}
-}
-
-func (p Pattern) matchesAny(names []string) bool {
-	for _, n := range names {
-		if p.MatchNormalized(n) {
-			return true
-		}
-	}
-	return false
 }

@@ -34,6 +34,20 @@ func TestLint(t *testing.T) {
 		{"argument in the server's spelling", "[[safety.rules]]\naction = \"deny\"\noperation = \"*.write*\"\nargument = \"Path\"\npattern = \"x\"\n", tools, nil},
 		{"shadowed risk rule, against the tools", "[safety]\nauto_approve = [\"read_*\"]\n[[safety.risk_rules]]\npattern = \"*.env\"\nargument = \"path\"\nscore = 70\n", tools,
 			[]string{`decides first for fs.read_file`}},
+		// Names that collide (issue 19, item 4).
+		{"a server named like a verb", "[safety]\nauto_approve = [\"search_*\"]\n" + serverTables("fs", "search"), nil,
+			[]string{`servers[1].name: warning: the server name "search" is also a verb of tool names`}},
+		{"a pattern that starts like a server's name", "[safety]\nauto_approve = [\"fs*\"]\n" + serverTables("fs", "fs2"), nil,
+			[]string{`"fs*" starts like the name of server fs but reads every name: it also matches any tool whose own name starts with "fs" and the tools of server(s) fs2; write fs.* (or fs_*)`}},
+		{"a server.tool pattern for no server", "[safety]\nauto_approve = [\"repo.*\"]\n" + serverTables("fs"), nil,
+			[]string{`"repo.*" reads as server.tool of a server named "repo", and no server has that name`}},
+		{"qualified patterns for configured servers", "[safety]\nauto_approve = [\"fs.*\", \"fs_*\", \"*.read_*\"]\n" + serverTables("fs"), nil, nil},
+		{"tools of another server start with a server's name", "[safety]\ndeny = [\"fs_*\"]\n" + serverTables("fs", "shell"),
+			append(tools[:3:3], Tool{Server: "shell", Name: "fs.sync_to_remote", Operation: "shell_fs_sync_to_remote"}),
+			[]string{`servers[0].name: warning: tools of other servers start with this server's name "fs": shell.fs.sync_to_remote; the patterns fs.* and fs_* mean this server`}},
+		{"a server pattern against the tools reads that server only", "[safety]\ndeny = [\"shell_*\"]\n" + serverTables("fs", "shell"),
+			[]Tool{{Server: "fs", Name: "shell_run", Operation: "fs_shell_run"}},
+			[]string{`"shell_*" matches none of the 1 tools of the configured servers (it is read against that server's operation names)`, `servers[1].name: warning: tools of other servers start with this server's name "shell": fs.shell_run`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +66,15 @@ func TestLint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serverTables are [[servers]] tables of these names.
+func serverTables(names ...string) string {
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString("[[servers]]\nname = \"" + n + "\"\ncommand = \"true\"\n")
+	}
+	return b.String()
 }
 
 func TestDefaultAndExampleLintClean(t *testing.T) {

@@ -116,7 +116,7 @@ func SecretSchema(s map[string]any) bool {
 // it. The catalog marks such parameters sensitive (validation errors do
 // not echo them) and the guard replaces them in audit records and in
 // the human's questions. p may be nil: conventions and schema only.
-func (p *Policy) SecretArgument(names, path []string, schema map[string]any) bool {
+func (p *Policy) SecretArgument(names CallNames, path []string, schema map[string]any) bool {
 	if len(path) == 0 {
 		return false
 	}
@@ -181,8 +181,8 @@ func ArgumentPath(name string) ([]string, error) {
 }
 
 // AppliesTo reports whether the spec covers an argument path of a call
-// with these folded names.
-func (a ArgumentSpec) AppliesTo(names []string, path []string) bool {
+// with these names.
+func (a ArgumentSpec) AppliesTo(names CallNames, path []string) bool {
 	if len(path) != len(a.Path) {
 		return false
 	}
@@ -191,53 +191,78 @@ func (a ArgumentSpec) AppliesTo(names []string, path []string) bool {
 			return false
 		}
 	}
-	if a.Tool.g == nil {
-		return true
-	}
-	for _, n := range names {
-		if a.Tool.MatchNormalized(n) {
-			return true
-		}
-	}
-	return false
+	return a.Tool.g == nil || a.Tool.MatchesName(names)
 }
 
-// NameForms lists the names a proxied call is known by, folded and
-// without repeats, in this order: the operation name as the model sees it
-// (fs_write_file), the bare tool name in snake_case (write_file) and in
-// the server's spelling (writefile, folded), and server.tool in both
-// spellings (fs.write_file, fs.writefile). Name patterns match these.
-func NameForms(operation, server, tool string) []string {
+// CallNames are the names a proxied call is known by, folded and without
+// repeats, with what each is built from, so that a name pattern is
+// matched against the names it speaks of (Pattern.FirstName).
+type CallNames struct {
+	// Forms are, in this order: the operation name as the model sees it
+	// (fs_write_file); the tool's own name in snake_case (write_file)
+	// and in the server's spelling (writefile, folded); and server.tool
+	// in both spellings (fs.write_file, fs.writefile).
+	Forms []string
+	kinds [maxForms]formKind
+	// qualified[i], for an own name, is the position of server.<it>.
+	qualified [maxForms]int8
+}
+
+// formKind says what a name form is built from (a set: two ways of
+// building a name may give the same text).
+type formKind uint8
+
+const (
+	formOperation formKind = 1 << iota // server + "_" + the tool's name: aqlguard's
+	formOwn                            // the tool's own name: the server's word
+	formQualified                      // server + "." + the tool's own name
+)
+
+const maxForms = 5
+
+// NameForms lists the names a proxied call is known by (CallNames). A
+// resource or a prompt (IsReadSubject) is known by its subject as it is
+// and by server.<subject>.
+func NameForms(operation, server, tool string) CallNames {
+	var n CallNames
+	add := func(form string, kind formKind) int {
+		form = Normalize(form)
+		if form == "" {
+			return -1
+		}
+		for i, have := range n.Forms {
+			if have == form {
+				n.kinds[i] |= kind
+				return i
+			}
+		}
+		n.kinds[len(n.Forms)] = kind
+		n.qualified[len(n.Forms)] = -1
+		n.Forms = append(n.Forms, form)
+		return len(n.Forms) - 1
+	}
+	n.Forms = make([]string, 0, maxForms)
 	if IsReadSubject(tool) {
 		// A resource or a prompt is named by its URI or name as it is:
 		// resource:<uri>, server.resource:<uri>.
-		out := []string{Normalize(tool)}
-		if server != "" {
-			out = append(out, Normalize(server+"."+tool))
+		own := add(tool, formOwn)
+		if server != "" && own >= 0 {
+			n.qualified[own] = int8(add(server+"."+tool, formQualified))
 		}
-		return out
+		return n
 	}
-	out := make([]string, 0, 5)
-	add := func(n string) {
-		n = Normalize(n)
-		if n == "" {
-			return
-		}
-		for _, have := range out {
-			if have == n {
-				return
-			}
-		}
-		out = append(out, n)
-	}
-	add(operation)
-	add(SnakeName(tool))
-	add(tool)
+	add(operation, formOperation)
+	snake, own := add(SnakeName(tool), formOwn), add(tool, formOwn)
 	if server != "" && tool != "" {
-		add(server + "." + SnakeName(tool))
-		add(server + "." + tool)
+		q := add(server+"."+SnakeName(tool), formQualified)
+		if snake >= 0 {
+			n.qualified[snake] = int8(q)
+		}
+		if q := add(server+"."+tool, formQualified); own >= 0 {
+			n.qualified[own] = int8(q)
+		}
 	}
-	return out
+	return n
 }
 
 // Read subjects: what a resources/read or a prompts/get is matched as,

@@ -310,7 +310,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatalf("config.example.toml: %v", err)
 	}
 	// Every documented table is exercised, so the example cannot rot.
-	if len(cfg.Servers) != 2 || cfg.Servers[0].Transport != "stdio" || cfg.Servers[1].Transport != "streamable" {
+	if len(cfg.Servers) != 3 || cfg.Servers[0].Transport != "stdio" || cfg.Servers[1].Transport != "streamable" {
 		t.Errorf("servers = %+v", cfg.Servers)
 	}
 	if len(cfg.Servers[0].Env) == 0 || cfg.Servers[0].Cwd == "" || len(cfg.Servers[0].Categories) == 0 || len(cfg.Servers[1].Headers) == 0 {

@@ -57,7 +57,116 @@ type Pattern struct {
 	// cmd is the pattern read as a command line, for arguments that carry
 	// shell commands (nil when it is not shaped like one).
 	cmd *shell.Pattern
+	// reading is which of a call's names a name pattern speaks of; tail
+	// is what follows "*." in a pattern read as readAnyServer.
+	reading reading
+	tail    *glob.Pattern
 }
+
+// reading is which of a call's names (CallNames) a name pattern is matched
+// against: what its literal head says it is about.
+type reading uint8
+
+const (
+	// readAll: every name ("*write*", "echo", "fs*").
+	readAll reading = iota
+	// readQualified: server.tool names only; the head names the server
+	// ("fs.*", "fs.write_file", "fs.resource:file:///etc/*").
+	readQualified
+	// readAnyServer: server.tool names of any server, the part after
+	// "*." matched against the tool's own name alone ("*.write_*").
+	readAnyServer
+	// readOwn: the tool's own name only; the head is a word of the
+	// naming vocabulary ("get_*", "delete_*", "read_file").
+	readOwn
+	// readOperation: the operation names of one server; the head is a
+	// configured server's name ("fs_*", "fs_write_file"). Compile
+	// decides it, knowing the servers (Pattern.forServers).
+	readOperation
+)
+
+// kinds are the name forms a reading matches (readAnyServer aside).
+func (r reading) kinds() formKind {
+	switch r {
+	case readQualified:
+		return formQualified
+	case readOwn:
+		return formOwn
+	case readOperation:
+		return formOperation
+	}
+	return formOperation | formOwn | formQualified
+}
+
+// String names the reading, for policy check and the docs' examples.
+func (r reading) String() string {
+	switch r {
+	case readQualified:
+		return "server.tool names of that server"
+	case readAnyServer:
+		return "server.tool names of any server, by the tool's own name"
+	case readOwn:
+		return "the tool's own name"
+	case readOperation:
+		return "that server's operation names"
+	}
+	return "every name"
+}
+
+// ServerNameLength bounds a server's name (validate.go): a word of
+// letters and digits, starting with a letter.
+const ServerNameLength = 32
+
+// headWord is the server-shaped word a folded pattern starts with
+// ([a-z][a-z0-9]*, at most ServerNameLength) and the byte after it (0 at
+// the end, or when the word is too long to be a server's name).
+func headWord(norm string) (word string, next byte) {
+	i := 0
+	for i < len(norm) && (norm[i] >= 'a' && norm[i] <= 'z' || i > 0 && norm[i] >= '0' && norm[i] <= '9') {
+		i++
+	}
+	if i == 0 || i > ServerNameLength || i == len(norm) {
+		return "", 0
+	}
+	return norm[:i], norm[i]
+}
+
+// readingOf is what a folded name pattern's shape alone says it is
+// about: "fs.*" a server's server.tool names, "*.x" any server's, "get_*"
+// (a word of the naming vocabulary, then '_') the tool's own name.
+// Everything else reads every name, until Compile, which knows the
+// servers, reads "fs_*" as server fs's operations (forServers).
+func readingOf(norm string) (reading, string) {
+	if rest, ok := strings.CutPrefix(norm, "*."); ok && rest != "" {
+		return readAnyServer, rest
+	}
+	switch word, next := headWord(norm); {
+	case next == '.':
+		return readQualified, ""
+	case next == '_' && ConventionWord(word):
+		return readOwn, ""
+	}
+	return readAll, ""
+}
+
+// forServers completes the pattern's reading for the configured servers:
+// a pattern that starts with a server's name and '_' ("fs_*") is about
+// that server's operation names (fs_write_file), never a tool of another
+// server whose own name starts with "fs_". A server named like a verb
+// ("search") does not change what "search_*" means: the tool's own name
+// (policy check reports the server's name).
+func (p *Pattern) forServers(servers map[string]bool) {
+	if p.reading != readAll || p.Kind&Names == 0 {
+		return
+	}
+	if word, next := headWord(p.norm); next == '_' && servers[word] {
+		p.reading = readOperation
+	}
+}
+
+// Reading says, in words, which names of a call a name pattern is
+// matched against.
+func (p Pattern) Reading() string { return p.reading.String() }
 
 // Quoted is Source as a quoted string, for messages.
 func (p Pattern) Quoted() string {
@@ -102,6 +211,14 @@ func CompilePattern(src string) (Pattern, error) {
 		return Pattern{}, fmt.Errorf("invalid glob: %v", err)
 	}
 	pat := Pattern{Source: src, Kind: kindOf(norm), norm: norm, quoted: strconv.Quote(src), g: g}
+	if pat.Kind&Names != 0 {
+		var tail string
+		if pat.reading, tail = readingOf(norm); pat.reading == readAnyServer {
+			if pat.tail, err = glob.Compile(tail); err != nil {
+				pat.reading = readAll // cannot happen: a tail of a glob that compiled
+			}
+		}
+	}
 	if pat.Kind&Text != 0 {
 		if cmd, ok, err := shell.CompilePattern(src); err == nil && ok {
 			pat.cmd = cmd
@@ -160,6 +277,34 @@ func (p Pattern) MatchNormalized(normalized string) bool {
 	}
 	return p.g.Match(normalized)
 }
+
+// FirstName is the position in n.Forms of the first name the pattern
+// matches, as it reads (its literal head says which names it speaks
+// of), or -1. Only a name pattern matches a name.
+func (p Pattern) FirstName(n CallNames) int {
+	if p.g == nil || p.Kind&Names == 0 {
+		return -1
+	}
+	if p.reading == readAnyServer {
+		for i, f := range n.Forms {
+			if n.kinds[i]&formOwn != 0 && n.qualified[i] >= 0 && p.tail.Match(f) {
+				return int(n.qualified[i])
+			}
+		}
+		return -1
+	}
+	want := p.reading.kinds()
+	for i, f := range n.Forms {
+		if n.kinds[i]&want != 0 && p.g.Match(f) {
+			return i
+		}
+	}
+	return -1
+}
+
+// MatchesName reports whether the pattern matches one of a call's names
+// (FirstName).
+func (p Pattern) MatchesName(n CallNames) bool { return p.FirstName(n) >= 0 }
 
 // Normalized is the form the glob was compiled from.
 func (p Pattern) Normalized() string { return p.norm }

@@ -97,6 +97,7 @@ func (sh *Shared) RelayConfig() *relay.Config {
 		Transparent:      sh.Mode == ModeTransparent,
 		ProtocolVersions: FrontProtocolVersions,
 		NewTools:         func(s *relay.Session) (relay.Tools, error) { return sh.NewFront(s) },
+		VetTools:         sh.vetTools(),
 		Gate:             gate{guard: sh.Guard},
 		Restart:          true,
 		Auth:             sh.Auth,
@@ -107,6 +108,23 @@ func (sh *Shared) RelayConfig() *relay.Config {
 			`{"operation":"introspect","params":{"query":"operations"}}.`
 	}
 	return rc
+}
+
+// vetTools is tool pinning as the downstream servers' vetting: every
+// listing of a server's tools is checked against the pins before the
+// server's state holds it, so no session ever lists, or routes a call
+// to, a definition no human approved. nil without pins.
+func (sh *Shared) vetTools() downstream.Vet {
+	if sh.Pins == nil {
+		return nil
+	}
+	return func(ctx context.Context, server string, l downstream.Listing) (downstream.Listing, error) {
+		res, err := sh.Pins.Check(ctx, server, l.Tools, l.Raws)
+		if err != nil {
+			return downstream.Listing{}, err
+		}
+		return downstream.Listing{Tools: res.Tools, Raws: res.Raws, Withheld: res.Pending}, nil
+	}
 }
 
 // Front is the tools of one client session in the configured mode.
@@ -127,7 +145,6 @@ type Front struct {
 	// derived from catalog, with it.
 	transparent map[string]*catalog.Operation
 	pins        *pins.Pinner
-	pending     map[string]map[string]bool // server → tools whose change waits for a human
 	unwatch     func()
 
 	verifyMu     sync.Mutex
@@ -140,14 +157,7 @@ func (sh *Shared) NewFront(s *relay.Session) (*Front, error) {
 		Version: sh.Version, shared: sh}
 	f.Guard = sh.Guard
 	sh.sessions.Store(s.ID, s)
-	f.pins, f.pending = sh.Pins, map[string]map[string]bool{}
-	for _, srv := range f.Pool.Servers() {
-		if srv.State().Status == downstream.Ready {
-			if err := f.applyPins(context.Background(), srv); err != nil {
-				return nil, err
-			}
-		}
-	}
+	f.pins = sh.Pins
 	if err := f.rebuild(); err != nil {
 		return nil, err
 	}
@@ -168,25 +178,6 @@ func (f *Front) Close() {
 	f.Guard.EndSession(ctx, f.Session.ID)
 }
 
-// applyPins checks a server's tools against their pins: the server's
-// state then holds the approved definitions, and the changed tools are
-// remembered as pending.
-func (f *Front) applyPins(ctx context.Context, srv *downstream.Server) error {
-	if f.pins == nil {
-		return nil
-	}
-	st := srv.State()
-	res, err := f.pins.Check(ctx, srv.Name, st.Tools, st.ToolsRaw)
-	if err != nil {
-		return err
-	}
-	srv.SetTools(res.Tools, res.Raws)
-	f.mu.Lock()
-	f.pending[srv.Name] = res.Pending
-	f.mu.Unlock()
-	return nil
-}
-
 // refreshServer lists a server's tools again (a change was approved)
 // and tells the client.
 func (f *Front) refreshServer(server string) {
@@ -194,8 +185,9 @@ func (f *Front) refreshServer(server string) {
 	if !ok {
 		return
 	}
-	ctx := context.Background()
-	if _, err := srv.ListTools(ctx); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	defer cancel()
+	if _, err := srv.RefreshTools(ctx); err != nil {
 		f.Log.Warn("refreshing a server's tools after an approved change", "server", server, "err", err)
 		return
 	}
@@ -204,20 +196,27 @@ func (f *Front) refreshServer(server string) {
 	}
 }
 
+// refreshTimeout bounds a refresh aqlguard makes itself (after an
+// approval): the listing, and the wait for one in progress.
+const refreshTimeout = 30 * time.Second
+
 // pinRefusal refuses a call to a tool whose change waits for a human. It
 // reads the pin again first: the change may have been approved since (at
 // the command line, in another process); then the tools are refreshed and
 // op is the tool as it is now.
 func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog.Operation, *aql.Error) {
-	f.mu.RLock()
-	pending := f.pending[op.Server][op.Tool.Name]
-	f.mu.RUnlock()
-	if !pending {
+	srv, ok := f.Pool.Server(op.Server)
+	if !ok || !srv.State().Withheld[op.Tool.Name] {
 		return op, nil
 	}
 	still, err := f.pins.Pending(ctx, op.Server, op.Tool.Name)
 	if err == nil && !still {
 		f.refreshServer(op.Server)
+		if srv.State().Withheld[op.Tool.Name] {
+			still = true // changed again since
+		}
+	}
+	if err == nil && !still {
 		for _, o := range f.Catalog().Downstream() {
 			if o.Server == op.Server && o.Tool.Name == op.Tool.Name {
 				return o, nil
@@ -252,15 +251,10 @@ func (f *Front) Catalog() *catalog.Catalog {
 	return f.catalog
 }
 
-// ToolsChanged implements relay.Tools: a server's tools changed, so the
-// catalog is derived again and the client told.
+// ToolsChanged implements relay.Tools: a server's tools changed (they
+// were vetted before its state took them), so the catalog is derived
+// again and the client told.
 func (f *Front) ToolsChanged(ctx context.Context, srv *downstream.Server) bool {
-	if srv != nil && srv.State().Status == downstream.Ready {
-		if err := f.applyPins(ctx, srv); err != nil {
-			f.Log.Error("the tools changed, but their pins could not be checked; the server's tools are withheld", "server", srv.Name, "err", err)
-			srv.SetTools(nil, nil)
-		}
-	}
 	if err := f.rebuild(); err != nil {
 		f.Log.Error("the tools changed, but the catalog could not be rebuilt; the old one stays", "err", err)
 		return false

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -68,6 +69,7 @@ type Store struct {
 	timeout time.Duration
 	// mu serialises this process's transactions: bbolt's lock is per open
 	// file, so two opens in one process would wait for each other anyway.
+	// It is taken through takeTurn, whose wait is bounded.
 	mu   sync.Mutex
 	lock *fileLock
 	// auditKey is read once at Open (see AuditKey).
@@ -427,10 +429,11 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 
 // acquire takes this process's turn and the state directory's lock
 // (shared or exclusive), waiting at most the store's timeout or until
-// ctx's deadline, whichever comes first. release lets both go; it may be
-// called more than once. what names the lock's user in a busy error.
+// ctx's deadline, whichever comes first, for both together: a flood of
+// transactions in this process makes the others fail with ErrBusy, never
+// wait without end. release lets both go; it may be called more than
+// once. what names the lock's user in a busy error.
 func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline time.Time, release func(), err error) {
-	s.mu.Lock()
 	wait, ctxBound := s.timeout, false
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
 		wait, ctxBound = time.Until(d), true
@@ -439,13 +442,24 @@ func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline
 		// The caller's request ended (or its time ran out) before the
 		// lock was even tried: that is its own error, not a busy
 		// database.
-		s.mu.Unlock()
 		if err == nil {
 			err = context.DeadlineExceeded
 		}
 		return time.Time{}, nil, fmt.Errorf("%s: the request ended before it could be read or written: %w", what, err)
 	}
 	deadline = time.Now().Add(wait)
+	if !s.takeTurn(ctx, wait) {
+		// As for the lock below: the request's own end is its error; the
+		// store's timeout is a busy database (here, busy in this process).
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return time.Time{}, nil, fmt.Errorf("%s: the request ended while it waited for its turn: %w", what, ctxErr)
+		}
+		if ctxBound {
+			return time.Time{}, nil, fmt.Errorf("%s: the request's deadline passed while this process's other transactions held the database: %w",
+				what, context.DeadlineExceeded)
+		}
+		return time.Time{}, nil, fmt.Errorf("%s: %w (this process's other transactions held it for %s)", what, ErrBusy, wait.Round(time.Millisecond))
+	}
 	if err := s.lock.lock(ctx, shared, deadline); err != nil {
 		s.mu.Unlock()
 		if errors.Is(err, ErrBusy) && ctxBound {
@@ -469,6 +483,41 @@ func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline
 			s.mu.Unlock()
 		})
 	}, nil
+}
+
+// takeTurn takes this process's turn (s.mu) within wait, before ctx
+// ends, and reports whether it did. A wait for a sync.Mutex cannot be
+// abandoned, so a contended one is left to a helper goroutine that queues
+// for the mutex, keeping its order and fairness, and hands the turn over,
+// or lets it go at once if the waiter gave up meanwhile.
+func (s *Store) takeTurn(ctx context.Context, wait time.Duration) bool {
+	if s.mu.TryLock() {
+		return true
+	}
+	const waiting, handed, gaveUp = 0, 1, 2
+	var state atomic.Int32
+	got := make(chan struct{})
+	go func() {
+		s.mu.Lock()
+		if state.CompareAndSwap(waiting, handed) {
+			close(got)
+			return
+		}
+		s.mu.Unlock()
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-got:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	if state.CompareAndSwap(waiting, gaveUp) {
+		return false
+	}
+	<-got // handed over as the wait ended
+	return true
 }
 
 // Tx is one transaction. It is valid only inside the function it was

@@ -95,20 +95,33 @@ func pinsList(ctx context.Context, st *store.Store, server string, stdout, stder
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SERVER\tTOOL\tSTATUS\tAPPROVED\tBY\tHASH")
 	for _, p := range list {
-		status := "pinned"
-		if p.Pending != nil {
+		status, approved, hash := "pinned", p.ApprovedAt.Local().Format(time.RFC3339), p.Hash
+		switch {
+		case p.Hash == "": // never approved: a tool the server added
+			status, approved, hash = "ADDED, waiting for approval", "-", "-"
+		case p.Pending != nil:
 			status = "CHANGED, waiting for approval"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Server, p.Tool, status,
-			p.ApprovedAt.Local().Format(time.RFC3339), p.ApprovedBy, p.Hash[:12])
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Server, p.Tool, status, approved, orDash(p.ApprovedBy), hash[:min(12, len(hash))])
 	}
 	_ = w.Flush()
 	for _, p := range list {
 		if p.Pending != nil {
-			fmt.Fprintf(stdout, "\n%s.%s changed on %s:\n%s", p.Server, p.Tool, p.Pending.SeenAt.Local().Format(time.RFC3339),
+			what := "changed"
+			if p.Hash == "" {
+				what = "was added"
+			}
+			fmt.Fprintf(stdout, "\n%s.%s %s on %s:\n%s", p.Server, p.Tool, what, p.Pending.SeenAt.Local().Format(time.RFC3339),
 				pins.Diff(p.Tool, p.Definition, p.Pending.Definition))
 			fmt.Fprintf(stdout, "approve with: aqlguard pins approve %s %s\n", p.Server, p.Tool)
 		}
 	}
 	return 0
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -196,6 +196,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		Auth:    &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(stateDir(cfg), "oauth")}, Log: log},
 	}
 	gd.Downstream = sh // each allowed call goes to its own session's server
+	sh.Pins.Judge = sh.JudgeTool
 	return &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st}, 0
 }
 

@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	testserver [-http ADDR] [-log FILE] [-name NAME] [-fail-start] [-hang-start] [-stderr-noise] [-exit-after D]
+//	testserver [-http ADDR] [-log FILE] [-list-log FILE] [-name NAME] [-rug-pull] [-storm] [-fail-start] [-hang-start] [-stderr-noise] [-exit-after D]
 //
 // Without -http it serves MCP over stdio. With -http it serves Streamable HTTP
 // at /mcp and prints "listening on http://HOST:PORT/mcp" to stderr, so
@@ -60,6 +60,9 @@ func main() {
 		orphan      = flag.Bool("spawn-orphan", false, "leave an orphan behind at start (`sh -c 'sleep 1 &'` in a session of its own) that ends soon after")
 		resources   = flag.Bool("resources", false, "offer the resource template file:///{+path} (its text names the URI read) and the prompt greet(name)")
 		wireLog     = flag.String("wire-log", "", "with stdio: append every message received, as the SDK reads it (params as sent), to `FILE`")
+		toolPrefix  = flag.String("tool-prefix", "", "put `PREFIX` before every tool's name (\"fs.\": fs.echo, ...)")
+		listLog     = flag.String("list-log", "", "append one line per tools/list received to `FILE` (fsync'd before the answer)")
+		stormMode   = flag.Bool("storm", false, "serve storm, storm_stop, stats and echo over stdio, sending tools/list_changed in a loop on request")
 		exitAfter   = flag.Duration("exit-after", 0, "serve, then exit with code 1 this long after starting (a crash loop)")
 	)
 	flag.Parse()
@@ -89,7 +92,19 @@ func main() {
 		spawnOrphan()
 	}
 
+	if *stormMode {
+		if err := serveStorm(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "testserver:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	calls, err := openCallLog(*logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(2)
+	}
+	lists, err := openCallLog(*listLog)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testserver:", err)
 		os.Exit(2)
@@ -97,12 +112,24 @@ func main() {
 
 	newServer := func() *mcp.Server {
 		s := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, nil)
-		addTools(s, calls, *echoDesc)
+		addTools(s, calls, *echoDesc, *toolPrefix)
 		if *rugPull {
 			addRugPull(s, calls)
 		}
 		if *resources {
 			addResources(s)
+		}
+		if lists != nil {
+			s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if method == "tools/list" {
+						if err := lists.record("tools/list", nil); err != nil {
+							return nil, err
+						}
+					}
+					return next(ctx, method, req)
+				}
+			})
 		}
 		return s
 	}

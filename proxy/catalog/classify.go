@@ -7,23 +7,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// verbs is the spec's verb table (operations.txt 6.2, spec 8.5.1), plus a
-// few read verbs common in MCP servers (read, fetch, view, describe, show,
-// query) that the table's spirit covers.
-var verbs = map[string]policy.Category{
-	"create": policy.Create, "add": policy.Create, "upload": policy.Create, "register": policy.Create,
-	"import": policy.Create, "insert": policy.Create,
-	"get": policy.Read, "list": policy.Read, "search": policy.Read, "find": policy.Read,
-	"export": policy.Read, "count": policy.Read, "read": policy.Read, "fetch": policy.Read,
-	"view": policy.Read, "describe": policy.Read, "show": policy.Read, "query": policy.Read,
-	"update": policy.Update, "edit": policy.Update, "set": policy.Update, "rename": policy.Update,
-	"move": policy.Update, "patch": policy.Update, "merge": policy.Update,
-	"delete": policy.Delete, "remove": policy.Delete, "purge": policy.Delete, "unregister": policy.Delete,
-	"clear": policy.Delete, "drop": policy.Delete,
-	"execute": policy.Execute, "cancel": policy.Execute, "run": policy.Execute, "start": policy.Execute,
-	"stop": policy.Execute, "resume": policy.Execute, "trigger": policy.Execute, "invoke": policy.Execute,
-}
-
 // How a category was decided, reported in introspection and the log.
 const (
 	ByConfig      = "config"
@@ -41,7 +24,7 @@ func Classify(t *mcp.Tool, override string) (policy.Category, string) {
 	if override != "" {
 		return policy.Category(strings.ToUpper(override)), ByConfig
 	}
-	verb, hasVerb := verbs[strings.SplitN(Snake(t.Name), "_", 2)[0]]
+	verb, hasVerb := policy.Verbs[strings.SplitN(Snake(t.Name), "_", 2)[0]]
 	if a := t.Annotations; a != nil {
 		if a.ReadOnlyHint {
 			return policy.Read, ByAnnotations
@@ -60,19 +43,6 @@ func Classify(t *mcp.Tool, override string) (policy.Category, string) {
 		return verb, ByVerb
 	}
 	return policy.Execute, ByDefault
-}
-
-// hintVerbs add verbs people use to describe actions in prose, which tool
-// names rarely start with.
-var hintVerbs = map[string]policy.Category{
-	"write": policy.Update, "modify": policy.Update, "change": policy.Update, "save": policy.Update,
-	"replace": policy.Update, "append": policy.Update, "overwrite": policy.Update,
-	"open": policy.Read, "inspect": policy.Read, "check": policy.Read, "look": policy.Read,
-	"download": policy.Read, "browse": policy.Read, "grep": policy.Read, "cat": policy.Read,
-	"make": policy.Create, "mkdir": policy.Create, "generate": policy.Create, "copy": policy.Create,
-	"erase": policy.Delete, "wipe": policy.Delete, "destroy": policy.Delete, "truncate": policy.Delete,
-	"rm": policy.Delete, "deploy": policy.Execute, "push": policy.Execute, "install": policy.Execute,
-	"send": policy.Execute, "publish": policy.Execute, "kill": policy.Execute,
 }
 
 // ClassifyHint classifies a reported step (record_execution_step) by its
@@ -101,10 +71,10 @@ func (c *Catalog) ClassifyHint(hint string) (op *Operation, cat policy.Category,
 	}
 	for _, w := range words {
 		for _, stem := range stems(w) {
-			if cat, ok := verbs[stem]; ok {
+			if cat, ok := policy.Verbs[stem]; ok {
 				return nil, cat, ByVerb
 			}
-			if cat, ok := hintVerbs[stem]; ok {
+			if cat, ok := policy.HintVerbs[stem]; ok {
 				return nil, cat, ByVerb
 			}
 		}

@@ -41,7 +41,7 @@ func deriveParams(schema any) []*aql.Param {
 		}
 		// What the schema alone says; markSecrets adds the policy's
 		// secret_arguments once the operation has its names.
-		p.Sensitive = (*policy.Policy)(nil).SecretArgument(nil, []string{policy.SnakeName(name)}, ps)
+		p.Sensitive = (*policy.Policy)(nil).SecretArgument(policy.CallNames{}, []string{policy.SnakeName(name)}, ps)
 		params = append(params, p)
 	}
 	sort.Slice(params, func(i, j int) bool {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"reflect"
@@ -27,6 +28,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 )
 
 // ProtocolVersion is the MCP version aqlguard asks downstream servers for
@@ -56,7 +58,28 @@ type Upstream interface {
 	// ServerRestarted is called after a server that died is back (its
 	// tools may have changed).
 	ServerRestarted(s *Server)
+	// ToolsRefreshed is called after each refresh the server asked for
+	// (Refresh), whether or not what its state holds changed: the server
+	// said its tools changed, and a client told so lists them again
+	// (what it sees is only ever what was vetted).
+	ToolsRefreshed(s *Server)
 }
+
+// Listing is a server's tools: decoded, as sent (in the same order), and
+// the names of those whose definition as listed was not accepted.
+type Listing struct {
+	Tools []*mcp.Tool
+	Raws  []json.RawMessage
+	// Withheld names the tools listed with a definition that was not
+	// accepted: the listing holds their last accepted one, and calls to
+	// them are refused.
+	Withheld map[string]bool
+}
+
+// Vet checks a listing of a server's tools before it becomes the
+// server's state (tool pinning): it returns what may be shown. An error
+// withholds every tool of the listing.
+type Vet func(ctx context.Context, server string, l Listing) (Listing, error)
 
 // Options configure a Pool.
 type Options struct {
@@ -78,6 +101,10 @@ type Options struct {
 	Modern bool
 	// Restart restarts a server that dies, with backoff.
 	Restart bool
+	// Vet, when set, checks every listing of a server's tools (at start,
+	// after a restart, on a refresh) before it becomes the server's
+	// state: nothing unvetted is ever shown.
+	Vet Vet
 	// Auth authorizes to remote servers with auth = "oauth"; nil fails
 	// them.
 	Auth *remoteauth.Manager
@@ -106,9 +133,16 @@ type State struct {
 	// ("tools", "resources", "prompts", "completions", "logging", ...).
 	Capabilities map[string]json.RawMessage
 	// Tools are the server's tools, decoded (for the catalog); ToolsRaw
-	// are the same tools as sent, in the same order.
+	// are the same tools as sent, in the same order. Both hold only what
+	// Options.Vet let through.
 	Tools    []*mcp.Tool
 	ToolsRaw []json.RawMessage
+	// Withheld names the tools whose listed definition was not accepted
+	// (Listing.Withheld).
+	Withheld map[string]bool
+	// vetErr says the last listing could not be vetted (every tool is
+	// withheld): it is listed again.
+	vetErr error
 	// Restarts counts how often the server was restarted after dying.
 	Restarts int
 	// Attempt is the restart attempt a restarting server waits for, and
@@ -140,11 +174,31 @@ type Server struct {
 	logLevel   string                   // sent with requests that name none
 	listens    map[string]*listenStream // open subscriptions/listen streams, by request id
 	subscribed map[string]*listenStream // resource uri → its stream
+
+	// listing is a one-slot turn: one listing of the tools at a time.
+	listing chan struct{}
+	// The refresh the server asked for (Refresh): at most one runs; a
+	// request meanwhile makes it run once more; they start at the pace
+	// refreshPace allows.
+	refreshMu    sync.Mutex
+	refreshing   bool
+	refreshAgain bool
+	refreshPace  *rate.Limiter
 }
+
+// Refreshes a server asks for (notifications/tools/list_changed) start
+// at most refreshBurst at once and then one per refreshEvery: a server
+// that sends them in a loop gets that many listings, however many it
+// sends.
+const (
+	refreshEvery = 250 * time.Millisecond
+	refreshBurst = 2
+)
 
 func newServer(c policy.Server, p *Pool, log *slog.Logger) *Server {
 	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: log.With("server", c.Name),
-		listens: map[string]*listenStream{}, subscribed: map[string]*listenStream{}}
+		listens: map[string]*listenStream{}, subscribed: map[string]*listenStream{},
+		listing: make(chan struct{}, 1), refreshPace: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
 	s.state.Status = Starting
 	return s
 }
@@ -294,6 +348,12 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 		}
 		return false
 	}
+	// Whatever revision listed them, the tools are vetted before the
+	// state holds them.
+	if _, ok := st.Capabilities["tools"]; ok {
+		l, err := s.vet(sctx, Listing{Tools: st.Tools, Raws: st.ToolsRaw})
+		st.Tools, st.ToolsRaw, st.Withheld, st.vetErr = l.Tools, l.Raws, l.Withheld, err
+	}
 	s.mu.Lock()
 	if s.stopped || s.pool.closing.Load() { // stopped while it started
 		s.mu.Unlock()
@@ -305,6 +365,9 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 	s.state, s.peer, s.conn = st, peer, c
 	s.upSince = time.Now()
 	s.mu.Unlock()
+	if st.vetErr != nil {
+		s.Refresh() // its tools are withheld until they can be vetted
+	}
 	s.log.Info("downstream server ready", "tools", len(st.Tools), "protocol", st.Protocol,
 		"transport", s.cfg.Transport, "elapsed", time.Since(began).Round(time.Millisecond))
 	if st.Modern {
@@ -399,14 +462,37 @@ func (s *Server) initialize(ctx context.Context, peer *link.Peer) (State, error)
 	return st, nil
 }
 
-// ListTools asks the server for its tools again (after list_changed) and
-// makes them the server's state. It returns the new state.
-func (s *Server) ListTools(ctx context.Context) (State, error) {
+// vet passes a listing through Options.Vet; a vetting that fails
+// withholds every tool (and is logged, and returned).
+func (s *Server) vet(ctx context.Context, l Listing) (Listing, error) {
+	v := s.pool.opts.Vet
+	if v == nil {
+		return l, nil
+	}
+	out, err := v(ctx, s.Name, l)
+	if err != nil {
+		s.log.Error("the server's tools could not be checked against their pins; they are withheld until they can be", "tools", len(l.Tools), "err", err)
+		return Listing{}, err
+	}
+	return out, nil
+}
+
+// RefreshTools lists the server's tools again, vets them (Options.Vet)
+// and makes them the server's state; it reports whether the state's
+// tools changed. One listing runs at a time; the wait for it ends with
+// ctx.
+func (s *Server) RefreshTools(ctx context.Context) (changed bool, err error) {
+	select {
+	case s.listing <- struct{}{}:
+		defer func() { <-s.listing }()
+	case <-ctx.Done():
+		return false, fmt.Errorf("listing the tools of %s: %w", s.Name, ctx.Err())
+	}
 	s.mu.RLock()
 	peer, modern := s.peer, s.state.Modern
 	s.mu.RUnlock()
 	if peer == nil {
-		return s.State(), s.unavailable()
+		return false, s.unavailable()
 	}
 	call := peer.Call
 	if modern {
@@ -416,23 +502,97 @@ func (s *Server) ListTools(ctx context.Context) (State, error) {
 	}
 	tools, raws, err := listTools(ctx, call)
 	if err != nil {
-		return s.State(), err
+		return false, err
 	}
 	if modern && s.cfg.Transport == "streamable" {
 		tools, raws = s.validForHTTP(tools, raws)
 	}
+	l, vetErr := s.vet(ctx, Listing{Tools: tools, Raws: raws})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.state.Tools, s.state.ToolsRaw = tools, raws
-	return s.state, nil
+	if s.peer != peer {
+		return false, nil // restarted meanwhile: the restart listed them
+	}
+	changed = !sameListing(s.state, l)
+	s.state.Tools, s.state.ToolsRaw, s.state.Withheld, s.state.vetErr = l.Tools, l.Raws, l.Withheld, vetErr
+	return changed, vetErr
 }
 
-// SetTools replaces the tools the server's state holds (tool pinning
-// keeps the approved definitions while a change waits for a human).
-func (s *Server) SetTools(tools []*mcp.Tool, raws []json.RawMessage) {
-	s.mu.Lock()
-	s.state.Tools, s.state.ToolsRaw = tools, raws
-	s.mu.Unlock()
+// sameListing reports whether st already holds l.
+func sameListing(st State, l Listing) bool {
+	return slices.EqualFunc(st.ToolsRaw, l.Raws, func(a, b json.RawMessage) bool { return string(a) == string(b) }) &&
+		maps.Equal(st.Withheld, l.Withheld)
+}
+
+// Refresh lists the server's tools again because the server said they
+// changed (notifications/tools/list_changed), without waiting: at most
+// one such refresh runs per server, a request that comes meanwhile makes
+// it run once more (not once per request), and they start at a bounded
+// pace (refreshEvery). Each refresh is reported to the pool's Upstream
+// (ToolsRefreshed), so the client hears of them at that pace too; one
+// that failed (the pins could not be checked, the server did not answer)
+// is tried again, up to maxRefreshRetries times. A server that sends
+// list_changed in a loop costs a bounded number of listings and no
+// memory per notification.
+func (s *Server) Refresh() {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	s.refreshAgain = true
+	if s.refreshing {
+		return
+	}
+	s.refreshing = true
+	go s.refreshLoop()
+}
+
+// maxRefreshRetries bounds the listings tried again, one after another,
+// after a refresh that failed (a busy state, a server that did not
+// answer); the next request starts afresh.
+const maxRefreshRetries = 5
+
+func (s *Server) refreshLoop() {
+	ctx := s.pool.ctx
+	failed := 0
+	for s.refreshWanted(failed) {
+		if err := s.refreshPace.Wait(ctx); err != nil {
+			s.endRefresh()
+			return // the pool is closing
+		}
+		changed, err := s.RefreshTools(ctx)
+		if err != nil {
+			failed++
+			s.log.Warn("listing the server's tools failed", "attempt", failed, "err", err)
+		} else {
+			failed = 0
+		}
+		if up := s.pool.opts.Upstream; (err == nil || changed) && up != nil {
+			up.ToolsRefreshed(s)
+		}
+	}
+}
+
+// refreshWanted reports whether the refresh loop lists the tools (once
+// more): at its start, when a request came meanwhile, or to retry a
+// failed one; else it ends the loop. A stopped server (a reload replaced
+// or removed it) is not listed again.
+func (s *Server) refreshWanted(failed int) bool {
+	s.mu.RLock()
+	stopped := s.stopped
+	s.mu.RUnlock()
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	if stopped || !s.refreshAgain && (failed == 0 || failed > maxRefreshRetries) {
+		s.refreshing, s.refreshAgain = false, false
+		return false
+	}
+	s.refreshAgain = false
+	return true
+}
+
+func (s *Server) endRefresh() {
+	s.refreshMu.Lock()
+	s.refreshing, s.refreshAgain = false, false
+	s.refreshMu.Unlock()
 }
 
 // maxToolPages bounds tools/list pagination against a server that never

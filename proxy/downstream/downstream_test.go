@@ -3,6 +3,7 @@ package downstream
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,10 +13,12 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -255,5 +258,68 @@ func TestChildEnv(t *testing.T) {
 	got := strings.Join(env, " ")
 	if want := "PATH=/bin HOME=/h AQLGUARD_TEST_VALUE=configured B=2"; got != want {
 		t.Errorf("childEnv = %q, want %q", got, want)
+	}
+}
+
+// countingUpstream counts the refreshes reported to it.
+type countingUpstream struct{ refreshed, restarted atomic.Int64 }
+
+func (u *countingUpstream) ServerRequest(context.Context, *Server, *jsonrpc.Request) (json.RawMessage, error) {
+	return nil, errors.New("no client")
+}
+func (u *countingUpstream) ServerNotification(context.Context, *Server, *jsonrpc.Request) {}
+func (u *countingUpstream) ServerRestarted(*Server)                                       { u.restarted.Add(1) }
+func (u *countingUpstream) ToolsRefreshed(*Server)                                        { u.refreshed.Add(1) }
+
+// TestRefreshIsVettedAndCoalesced: every listing passes Vet before the
+// state holds it (at start and on a refresh); a flood of refresh
+// requests (a server's list_changed loop) costs a bounded number of
+// listings, not one each.
+func TestRefreshIsVettedAndCoalesced(t *testing.T) {
+	var vets atomic.Int64
+	withheld := true
+	var mu sync.Mutex
+	vet := func(_ context.Context, server string, l Listing) (Listing, error) {
+		vets.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		out := Listing{Withheld: map[string]bool{}}
+		for i, tl := range l.Tools {
+			if tl.Name == "hang" && withheld {
+				out.Withheld["hang"] = true // the pinned definition stands in
+			}
+			out.Tools, out.Raws = append(out.Tools, tl), append(out.Raws, l.Raws[i])
+		}
+		return out, nil
+	}
+	up := &countingUpstream{}
+	p := Start(context.Background(), []policy.Server{helper("ok", "serve", 0)}, Options{Version: "test", Vet: vet, Upstream: up})
+	defer p.Close()
+	srv, _ := p.Server("ok")
+	if st := srv.State(); st.Status != Ready || !st.Withheld["hang"] || vets.Load() != 1 {
+		t.Fatalf("start: %+v, %d vettings", st, vets.Load())
+	}
+	const requests = 20000
+	mu.Lock()
+	withheld = false
+	mu.Unlock()
+	for range requests {
+		srv.Refresh()
+	}
+	idle := func() bool {
+		srv.refreshMu.Lock()
+		defer srv.refreshMu.Unlock()
+		return !srv.refreshing
+	}
+	for deadline := time.Now().Add(time.Minute); !idle(); time.Sleep(10 * time.Millisecond) { // a hang guard
+		if time.Now().After(deadline) {
+			t.Fatal("the refreshes never ended")
+		}
+	}
+	if n := vets.Load() - 1; n < 1 || n > 10 {
+		t.Errorf("%d refresh requests made %d listings; want at least one and a handful at most", requests, n)
+	}
+	if st := srv.State(); st.Withheld["hang"] || up.refreshed.Load() != vets.Load()-1 {
+		t.Errorf("after the refreshes: withheld %v, %d refreshes reported of %d", st.Withheld, up.refreshed.Load(), vets.Load()-1)
 	}
 }

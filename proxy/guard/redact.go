@@ -23,8 +23,8 @@ import (
 // redactor replaces the secrets of one call's arguments.
 type redactor struct {
 	key     []byte
-	pol     *policy.Policy // secret_arguments; nil: names only
-	names   []string       // the call's folded names, for secret_arguments
+	pol     *policy.Policy   // secret_arguments; nil: names only
+	names   policy.CallNames // the call's names, for secret_arguments
 	schema  map[string]bool
 	redacts int
 }

@@ -1,11 +1,14 @@
 // Package pins defends against a server that changes a tool after the
-// user trusted it (a "rug pull"): the first definition seen of each tool
-// is pinned in the state database; a later definition that differs is
-// not believed until a human approves the change, shown as a diff, and
-// until then the client keeps seeing the pinned definition and calls to
-// the tool are refused. A change that only narrows what the tool may do
-// (readOnlyHint added, a parameter removed) is accepted and audited
-// without asking.
+// user trusted it (a "rug pull"): the first tools seen of each server are
+// pinned in the state database; a later definition that differs, and a
+// tool the server adds after that (a tool renamed is one removed and one
+// added), is not believed until a human approves it, shown as a diff, and
+// until then the client keeps seeing the pinned definition (or nothing)
+// and calls to the tool are refused. A change that only takes away from
+// what the model is offered (a parameter removed, a hint that makes the
+// guard more careful) is accepted and audited without asking, provided
+// the guard's own judgement of the tool (its category and risk, Judge) is
+// not lowered: a server's word never lowers the guard's.
 package pins
 
 import (
@@ -70,6 +73,9 @@ func Diff(tool string, old, new json.RawMessage) string {
 }
 
 func pretty(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "" // no approved definition: a tool the server added
+	}
 	canon, _, err := Canonical(raw)
 	if err != nil {
 		return string(raw) + "\n"
@@ -81,12 +87,47 @@ func pretty(raw json.RawMessage) string {
 	return b.String() + "\n"
 }
 
-// Narrows reports whether new only takes away from what old allowed:
-// the same title, description and output schema; each annotation the
-// same or safer (readOnlyHint or idempotentHint set, destructiveHint or
-// openWorldHint cleared); the input schema the same but for properties
-// removed (and no longer required).
-func Narrows(old, new json.RawMessage) bool {
+// Judgement is the guard's own view of one tool definition: the category
+// the catalog gives it, that category's base risk, and the risk the
+// evaluator scores a call of it at (no arguments), under the
+// configuration and policy in force.
+type Judgement struct {
+	Category string
+	Base     int
+	Risk     int
+}
+
+// AtLeast reports whether j guards at least as much as old: a category no
+// less dangerous (by base risk: READ < CREATE < UPDATE < EXECUTE <
+// DELETE) and a risk no lower.
+func (j Judgement) AtLeast(old Judgement) bool { return j.Base >= old.Base && j.Risk >= old.Risk }
+
+// Judge judges one definition (as the server sent it) of a server's tool.
+type Judge func(server string, definition json.RawMessage) (Judgement, error)
+
+// Narrows reports whether new may replace old without a human: it only
+// takes away from what old offered the model (the same title,
+// description, output schema and annotations but for the hints; the
+// input schema the same but for properties removed), and the guard's own
+// judgement of new is at least its judgement of old. Hints may move
+// either way: one that raises the guard's judgement is accepted, one
+// that lowers it (readOnlyHint added, destructiveHint dropped or
+// cleared, openWorldHint cleared) waits for the human. judge nil (no
+// judgement available): nothing narrows.
+func Narrows(old, new json.RawMessage, judge func(json.RawMessage) (Judgement, error)) bool {
+	if judge == nil || !offersLess(old, new) {
+		return false
+	}
+	jo, err1 := judge(old)
+	jn, err2 := judge(new)
+	return err1 == nil && err2 == nil && jn.AtLeast(jo)
+}
+
+// offersLess reports whether new offers the model no more than old: the
+// same title, description and output schema, the same annotations but
+// for the hints (which the judgement weighs), and an input schema that is
+// old's without some properties.
+func offersLess(old, new json.RawMessage) bool {
 	var o, n map[string]any
 	oc, _, err1 := Canonical(old)
 	nc, _, err2 := Canonical(new)
@@ -98,7 +139,7 @@ func Narrows(old, new json.RawMessage) bool {
 			return false
 		}
 	}
-	return annotationsNarrow(o["annotations"], n["annotations"]) && schemaNarrows(o["inputSchema"], n["inputSchema"])
+	return sameButHints(o["annotations"], n["annotations"]) && schemaNarrows(o["inputSchema"], n["inputSchema"])
 }
 
 func equal(a, b any) bool {
@@ -107,14 +148,19 @@ func equal(a, b any) bool {
 	return bytes.Equal(ja, jb)
 }
 
-// annotationsNarrow: every hint the same or moved to its safe side. A
-// hint absent means its MCP default (readOnly false, destructive true,
-// idempotent false, openWorld true).
-func annotationsNarrow(old, new any) bool {
+// hints are the annotations that describe behaviour; the others (title)
+// are text the model reads.
+var hints = map[string]bool{"readOnlyHint": true, "destructiveHint": true, "idempotentHint": true, "openWorldHint": true}
+
+// sameButHints: every annotation that is not a hint the same. A hint
+// that is not a boolean is no hint the guard reads, and a change of it
+// is a change.
+func sameButHints(old, new any) bool {
 	om, _ := old.(map[string]any)
 	nm, _ := new.(map[string]any)
-	safe := map[string]bool{"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
-	dflt := map[string]bool{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
+	if old != nil && om == nil || new != nil && nm == nil {
+		return equal(old, new)
+	}
 	keys := map[string]bool{}
 	for k := range om {
 		keys[k] = true
@@ -123,26 +169,23 @@ func annotationsNarrow(old, new any) bool {
 		keys[k] = true
 	}
 	for k := range keys {
-		s, isHint := safe[k]
-		if !isHint {
-			if !equal(om[k], nm[k]) { // title and the like
-				return false
-			}
+		if hints[k] && isBoolOrAbsent(om, k) && isBoolOrAbsent(nm, k) {
 			continue
 		}
-		ov, nv := hint(om, k, dflt[k]), hint(nm, k, dflt[k])
-		if ov != nv && nv != s {
+		if !equal(om[k], nm[k]) {
 			return false
 		}
 	}
 	return true
 }
 
-func hint(m map[string]any, k string, dflt bool) bool {
-	if b, ok := m[k].(bool); ok {
-		return b
+func isBoolOrAbsent(m map[string]any, k string) bool {
+	v, ok := m[k]
+	if !ok {
+		return true
 	}
-	return dflt
+	_, isBool := v.(bool)
+	return isBool
 }
 
 // schemaNarrows: new is old without some properties.
@@ -205,10 +248,18 @@ type Pinner struct {
 	Process string
 	// AskFor bounds how long a question about a change stays up.
 	AskFor time.Duration
-	now    func() time.Time
+	// Judge is the guard's own judgement of a definition: a change is
+	// accepted without a human only if it does not lower it. nil: every
+	// change waits for a human.
+	Judge Judge
+	now   func() time.Time
 
-	mu       sync.Mutex
-	asking   map[string]bool // server\x00tool\x00hash being asked about
+	mu     sync.Mutex
+	asking map[string]bool // server\x00tool: a question about it is up
+	// refused are the changes (server\x00tool\x00hash) a human refused in
+	// this process: not asked about again, however often the server sends
+	// them (one that alternates between two definitions, each listing).
+	refused  map[string]bool
 	watchers map[int]func(server, tool string)
 	nextW    int
 }
@@ -263,110 +314,184 @@ func (p *Pinner) principal() string {
 	return ""
 }
 
-// Check pins the tools a server offers now: new tools are pinned as they
-// are, unchanged and narrowed ones pass, changed ones are replaced by
-// their approved definition and marked pending. Every pin written is
-// audited, in the same transaction.
+// Check pins the tools a server offers now. The tools of a server seen
+// for the first time are pinned as they are; afterwards, unchanged and
+// narrowed tools pass, changed ones are replaced by their approved
+// definition and marked pending, and tools the server added are withheld
+// until a human approves them. Every pin written is audited, in the same
+// transaction. A listing that changes nothing reads the state and writes
+// nothing.
 func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool, raws []json.RawMessage) (Result, error) {
-	res := Result{Pending: map[string]bool{}}
 	now := p.clock()
-	type ask struct {
-		tool     string
-		old, new json.RawMessage
-		hash     string
+	var plan checkPlan
+	read := func(tx *store.Tx) (err error) {
+		plan, err = p.plan(tx, server, tools, raws, now)
+		return err
 	}
-	var asks []ask
-	err := p.Store.Update(ctx, func(tx *store.Tx) error {
-		res.Tools, res.Raws, asks = nil, nil, nil
-		clear(res.Pending)
-		for i, t := range tools {
-			raw := raws[i]
-			_, hash, err := Canonical(raw)
-			if err != nil {
-				return err
-			}
-			pin, err := tx.Pin(server, t.Name)
-			if err != nil {
-				return err
-			}
-			record := func(result string) error {
-				err := tx.Append(store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
-					Server: server, Operation: "pin " + server + "." + t.Name, Result: result, Decision: hash})
-				return err
-			}
-			switch {
-			case pin == nil:
-				if err := tx.PutPin(store.Pin{Server: server, Tool: t.Name, Hash: hash, Definition: raw,
-					FirstSeen: now, ApprovedAt: now, ApprovedBy: "first sight"}); err != nil {
-					return err
-				}
-				if err := record("pinned at first sight"); err != nil {
-					return err
-				}
-			case pin.Hash == hash:
-				if pin.Pending != nil { // the server went back to what was approved
-					pin.Pending = nil
-					if err := tx.PutPin(*pin); err != nil {
-						return err
-					}
-					if err := record("back to the approved definition"); err != nil {
-						return err
-					}
-				}
-			case Narrows(pin.Definition, raw):
-				pin.Hash, pin.Definition, pin.ApprovedAt, pin.ApprovedBy, pin.Pending = hash, raw, now, "narrowed", nil
-				if err := tx.PutPin(*pin); err != nil {
-					return err
-				}
-				if err := record("changed, only narrowing: accepted"); err != nil {
-					return err
-				}
-			default:
-				if pin.Pending == nil || pin.Pending.Hash != hash {
-					pin.Pending = &store.PendingChange{Hash: hash, Definition: raw, SeenAt: now}
-					if err := tx.PutPin(*pin); err != nil {
-						return err
-					}
-					if err := record("changed: waiting for a human"); err != nil {
-						return err
-					}
-				}
-				var old mcp.Tool
-				if err := json.Unmarshal(pin.Definition, &old); err != nil {
-					return fmt.Errorf("the pinned definition of %s.%s does not decode: %w", server, t.Name, err)
-				}
-				res.Tools, res.Raws = append(res.Tools, &old), append(res.Raws, pin.Definition)
-				res.Pending[t.Name] = true
-				asks = append(asks, ask{tool: t.Name, old: pin.Definition, new: raw, hash: hash})
-				continue
-			}
-			res.Tools, res.Raws = append(res.Tools, t), append(res.Raws, raw)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := p.Store.View(ctx, read); err != nil {
 		return Result{}, fmt.Errorf("tool pins: %w", err)
 	}
-	for _, a := range asks {
-		p.Log.Warn("a server changed a tool since it was approved; the change waits for a human",
-			"server", server, "tool", a.tool, "approve", "aqlguard pins approve "+server+" "+a.tool)
+	if len(plan.writes) > 0 {
+		// Planned again inside the write: another process may have
+		// pinned or approved meanwhile.
+		err := p.Store.Update(ctx, func(tx *store.Tx) error {
+			if err := read(tx); err != nil {
+				return err
+			}
+			for _, w := range plan.writes {
+				if err := tx.PutPin(w.pin); err != nil {
+					return err
+				}
+				if err := tx.Append(store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
+					Server: server, Operation: "pin " + server + "." + w.pin.Tool, Result: w.result, Decision: w.hash}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return Result{}, fmt.Errorf("tool pins: %w", err)
+		}
+	}
+	for _, a := range plan.asks {
+		what := "a server changed a tool since it was approved; the change waits for a human"
+		if a.old == nil {
+			what = "a server added a tool since its tools were approved; the tool waits for a human"
+		}
+		p.Log.Warn(what, "server", server, "tool", a.tool, "approve", "aqlguard pins approve "+server+" "+a.tool)
 		go p.ask(server, a.tool, a.old, a.new, a.hash)
 	}
-	return res, nil
+	return plan.res, nil
 }
 
-// ask puts a pending change to the human, once per change in this
-// process; an approval is recorded as the human's.
+// checkPlan is what a listing does to the pins: the result, the pins to
+// write (each with its audit line), the questions to ask.
+type checkPlan struct {
+	res    Result
+	writes []pinWrite
+	asks   []ask
+}
+
+type pinWrite struct {
+	pin          store.Pin
+	result, hash string
+}
+
+type ask struct {
+	tool     string
+	old, new json.RawMessage // old nil: a tool the server added
+	hash     string
+}
+
+// plan decides, reading the pins in tx, what a listing of server's tools
+// does.
+func (p *Pinner) plan(tx *store.Tx, server string, tools []*mcp.Tool, raws []json.RawMessage, now time.Time) (checkPlan, error) {
+	plan := checkPlan{res: Result{Pending: map[string]bool{}}}
+	known, err := tx.Pins(server)
+	if err != nil {
+		return plan, err
+	}
+	// A server none of whose tools is pinned is seen for the first time
+	// (or its pins were reset): what it offers now is trusted.
+	firstSight := len(known) == 0
+	judge := p.judgeFor(server)
+	keep := func(t *mcp.Tool, raw json.RawMessage) {
+		plan.res.Tools, plan.res.Raws = append(plan.res.Tools, t), append(plan.res.Raws, raw)
+	}
+	write := func(pin store.Pin, result, hash string) {
+		plan.writes = append(plan.writes, pinWrite{pin, result, hash})
+	}
+	seen := make(map[string]bool, len(tools))
+	for i, t := range tools {
+		if seen[t.Name] {
+			// A second definition of one name in one listing: the
+			// catalog serves the first, and the first is what is pinned.
+			continue
+		}
+		seen[t.Name] = true
+		raw := raws[i]
+		_, hash, err := Canonical(raw)
+		if err != nil {
+			return plan, err
+		}
+		pin, err := tx.Pin(server, t.Name)
+		if err != nil {
+			return plan, err
+		}
+		switch {
+		case pin == nil && firstSight:
+			write(store.Pin{Server: server, Tool: t.Name, Hash: hash, Definition: raw, FirstSeen: now, ApprovedAt: now,
+				ApprovedBy: "first sight"}, "pinned at first sight", hash)
+			keep(t, raw)
+		case pin == nil || pin.Hash == "":
+			// Added after the server's tools were approved: not listed
+			// (there is no approved definition to show) until a human
+			// approves it.
+			if pin == nil || pin.Pending == nil || pin.Pending.Hash != hash {
+				np := store.Pin{Server: server, Tool: t.Name, FirstSeen: now}
+				if pin != nil {
+					np.FirstSeen = pin.FirstSeen
+				}
+				np.Pending = &store.PendingChange{Hash: hash, Definition: raw, SeenAt: now}
+				write(np, "added after the server's tools were approved: waiting for a human", hash)
+			}
+			plan.asks = append(plan.asks, ask{tool: t.Name, new: raw, hash: hash})
+		case pin.Hash == hash:
+			if pin.Pending != nil { // the server went back to what was approved
+				back := *pin
+				back.Pending = nil
+				write(back, "back to the approved definition", hash)
+			}
+			keep(t, raw)
+		case Narrows(pin.Definition, raw, judge):
+			narrowed := *pin
+			narrowed.Hash, narrowed.Definition, narrowed.ApprovedAt, narrowed.ApprovedBy, narrowed.Pending = hash, raw, now, "narrowed", nil
+			write(narrowed, "changed, only narrowing: accepted", hash)
+			keep(t, raw)
+		default:
+			if pin.Pending == nil || pin.Pending.Hash != hash {
+				changed := *pin
+				changed.Pending = &store.PendingChange{Hash: hash, Definition: raw, SeenAt: now}
+				write(changed, "changed: waiting for a human", hash)
+			}
+			var old mcp.Tool
+			if err := json.Unmarshal(pin.Definition, &old); err != nil {
+				return plan, fmt.Errorf("the pinned definition of %s.%s does not decode: %w", server, t.Name, err)
+			}
+			keep(&old, pin.Definition)
+			plan.res.Pending[t.Name] = true
+			plan.asks = append(plan.asks, ask{tool: t.Name, old: pin.Definition, new: raw, hash: hash})
+		}
+	}
+	return plan, nil
+}
+
+// judgeFor is the Pinner's judge bound to one server; nil without one.
+func (p *Pinner) judgeFor(server string) func(json.RawMessage) (Judgement, error) {
+	if p.Judge == nil {
+		return nil
+	}
+	return func(def json.RawMessage) (Judgement, error) { return p.Judge(server, def) }
+}
+
+// maxRefused bounds the refusals a Pinner remembers.
+const maxRefused = 1024
+
+// ask puts a pending change to the human, one question per tool at a
+// time, never again one the human refused in this process; an approval
+// is recorded as the human's.
 func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string) {
 	if p.Human == nil {
 		return
 	}
-	key := server + "\x00" + tool + "\x00" + hash
+	// One question per tool at a time: a server that changes a tool at
+	// every listing gets one question up, not one per listing.
+	key, change := server+"\x00"+tool, server+"\x00"+tool+"\x00"+hash
 	p.mu.Lock()
 	if p.asking == nil {
 		p.asking = map[string]bool{}
 	}
-	if p.asking[key] {
+	if p.asking[key] || p.refused[change] {
 		p.mu.Unlock()
 		return
 	}
@@ -387,6 +512,11 @@ func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string)
 		Server: server, Tool: tool, Action: server + "." + tool + " changed its definition",
 		Reason: "the server changed this tool since it was approved; a changed tool can carry new instructions for the agent or do something else than before",
 		Detail: Diff(tool, old, new), ExpiresAt: p.clock().Add(wait)}
+	if old == nil {
+		req.Action = server + " added the tool " + tool
+		req.Reason = "the server offers a tool it did not offer when its tools were approved; a new tool can carry instructions for the agent " +
+			"or do anything (a tool renamed is one removed and one added)"
+	}
 	settled := func() bool {
 		pin, err := p.load(ctx, server, tool)
 		return err != nil || pin == nil || pin.Pending == nil || pin.Pending.Hash != hash
@@ -405,6 +535,12 @@ func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string)
 		p.notify(server, tool)
 	case verify.Deny:
 		p.Log.Warn("the human refused a changed tool; it stays unusable", "server", server, "tool", tool)
+		p.mu.Lock()
+		if p.refused == nil || len(p.refused) >= maxRefused {
+			p.refused = map[string]bool{} // bounded: the oldest refusals are asked about again
+		}
+		p.refused[change] = true
+		p.mu.Unlock()
 		_ = p.Store.Append(context.Background(), store.Record{Time: p.clock(), Kind: "pin", Principal: p.principal(), Process: p.Process,
 			Server: server, Operation: "pin " + server + "." + tool, Result: "change refused by a human", Decision: hash})
 	}

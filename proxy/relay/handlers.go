@@ -181,7 +181,7 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 		s.sendClient(link.WithRelated(ctx, request), req.Method, params)
 		return
 	case "notifications/tools/list_changed":
-		go s.toolsChanged(srv)
+		srv.Refresh() // coalesced and paced; ToolsRefreshed follows each refresh
 		return
 	case "notifications/prompts/list_changed":
 		s.routes.forgetPrompts()
@@ -210,16 +210,14 @@ func (u *upstream) ServerRestarted(srv *downstream.Server) {
 	}
 }
 
-func (s *Session) toolsChanged(srv *downstream.Server) {
-	ctx := context.Background()
-	if err := s.waitReady(ctx); err != nil {
+// ToolsRefreshed tells the mode that a refresh the server asked for is
+// done (its tools, vetted, are the server's state), and the client.
+func (u *upstream) ToolsRefreshed(srv *downstream.Server) {
+	s := (*Session)(u)
+	if err := s.waitReady(s.life); err != nil {
 		return
 	}
-	if _, err := srv.ListTools(ctx); err != nil {
-		s.log.Warn("a server said its tools changed, but listing them failed", "server", srv.Name, "err", err)
-		return
-	}
-	if s.tools.ToolsChanged(ctx, srv) {
+	if s.tools.ToolsChanged(s.life, srv) {
 		s.NotifyClient("notifications/tools/list_changed", json.RawMessage(`{}`))
 	}
 }

@@ -69,6 +69,9 @@ type Config struct {
 	ProtocolVersions []string
 	// NewTools builds the mode's tools for a session.
 	NewTools func(s *Session) (Tools, error)
+	// VetTools, when set, checks every listing of a server's tools before
+	// the session's servers hold it (tool pinning; downstream.Vet).
+	VetTools downstream.Vet
 	Gate     Gate
 	// Restart restarts servers that die.
 	Restart bool
@@ -350,7 +353,7 @@ func (s *Session) start(ctx context.Context, params json.RawMessage) (json.RawMe
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
 	}
 	s.pool = downstream.Start(ctx, s.cfg.servers(), downstream.Options{Version: s.cfg.Version, Initialize: down, Modern: s.modern.Load(), Auth: s.cfg.Auth,
-		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Log: s.log})
+		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Vet: s.cfg.VetTools, Log: s.log})
 	if s.cfg.Transparent && len(s.pool.Servers()) == 1 {
 		srv := s.pool.Servers()[0]
 		st := srv.State()
