@@ -149,6 +149,9 @@ func osUser() string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// auditCommands are the words audit takes.
+var auditCommands = []string{"list", "show", "export", "tail", "verify"}
+
 const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify> [flags] [--state-dir DIR]
   list [N]        the last N records (default 50), one line each
   show SEQ        one record in full
@@ -218,6 +221,12 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	filter, err := af.filter(time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard audit %s: %v\n", sub, err)
+		return 2
+	}
+	// How many words each command takes after it.
+	most := map[string]int{"list": 1, "show": 1, "export": 0, "tail": 0, "verify": 1}[sub]
+	if len(rest) > most {
+		fmt.Fprintf(stderr, "aqlguard audit %s: unexpected %q\n%s", sub, rest[most], auditUsage)
 		return 2
 	}
 	if sub == "verify" && len(rest) == 1 {

@@ -26,6 +26,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if !noWords("run", fs.Args(), stderr) {
+		return 2
+	}
 	cfg, err := loadConfig(g)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
