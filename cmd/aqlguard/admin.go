@@ -428,9 +428,19 @@ func verifyExport(path string, stdout, stderr io.Writer) int {
 	v := store.NewChainVerifier()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	first := true
 	for sc.Scan() {
 		if len(strings.TrimSpace(sc.Text())) == 0 {
 			continue
+		}
+		if first {
+			first = false
+			// Another format, or a slice of the log, is not a broken chain:
+			// say what the file is and what can be verified instead.
+			if what := notAChain(sc.Bytes()); what != "" {
+				fmt.Fprintf(stderr, "aqlguard audit verify: %s %s\n", path, what)
+				return 1
+			}
 		}
 		if _, err := v.Next(sc.Bytes()); err != nil {
 			fmt.Fprintf(stderr, "aqlguard audit verify: %s: %v\n", path, err)
@@ -443,6 +453,38 @@ func verifyExport(path string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "audit export verified: %d records (an export cannot show records cut from its end)\n", v.Count())
 	return 0
+}
+
+// notAChain tells, from an export's first line, a file that is not a
+// whole JSON lines export of the chain (which verify can check) from
+// one that is (""): an OCSF export, an HTML report, something else, or
+// an export that does not start at the first record.
+func notAChain(line []byte) string {
+	const instead = "; verify the log itself (aqlguard audit verify), or a whole JSON lines export (aqlguard audit export > FILE)"
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) > 0 && trimmed[0] == '<' {
+		return "is an HTML file (an audit report?), not an export of the chain" + instead
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(trimmed, &m) != nil {
+		return "is not an audit export: its first line is not a JSON object" + instead
+	}
+	if _, ocsf := m["class_uid"]; ocsf {
+		return "is an OCSF export (--format ocsf): OCSF events do not keep the records' exact bytes, " +
+			"so the hash chain cannot be checked in it" + instead
+	}
+	_, hash := m["hash"]
+	_, prev := m["prev"]
+	raw, seqOK := m["seq"]
+	if !hash || !prev || !seqOK {
+		return "is not an audit export: its records have no seq, prev and hash" + instead
+	}
+	var seq uint64
+	if json.Unmarshal(raw, &seq) == nil && seq != 1 {
+		return fmt.Sprintf("starts at record %d, not at the first: a filtered or partial export "+
+			"(--since, --until, --agent, --kind) leaves out records, so it cannot be checked as a chain", seq) + instead
+	}
+	return ""
 }
 
 // readAnchors reads the audit anchors from file, or, with file empty,

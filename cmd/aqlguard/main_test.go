@@ -41,6 +41,10 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = st.Close()
+	ocsfExport := filepath.Join(t.TempDir(), "audit.ocsf.jsonl")
+	if err := os.WriteFile(ocsfExport, []byte(`{"category_uid":6,"class_uid":6003,"metadata":{"uid":"1"}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name   string
@@ -66,6 +70,19 @@ func TestRun(t *testing.T) {
 		{name: "a config named but missing is an error, not the defaults",
 			args: []string{"policy", "check", "--config", filepath.Join(dir, "missing.toml")}, code: 1, stderr: "missing.toml"},
 		{name: "pins reset on an empty state", args: []string{"pins", "reset", "--state-dir", dir, "--every"}, stdout: "forgot 0 pin(s)"},
+		{name: "-h lists every verb", args: []string{"-h"}, stdout: "approvals list|revoke    the standing"},
+		{name: "--help too", args: []string{"--help"}, stdout: "audit list|show|export|tail|verify"},
+		{name: "help VERB shows its flags", args: []string{"help", "doctor"}, stdout: "-timeout"},
+		{name: "--version", args: []string{"--version"}, stdout: "aqlguard dev (commit "},
+		{name: "a word serve does not take", args: []string{"serve", "token", "list"}, code: 2,
+			stderr: `aqlguard serve: unexpected "token": serve takes flags only`},
+		{name: "a command audit does not have", args: []string{"audit", "frob"}, code: 2,
+			stderr: `"frob" is not one of its commands; audit takes list, show, export, tail, verify`},
+		{name: "a word after audit export", args: []string{"audit", "export", "everything", "--state-dir", dir}, code: 2,
+			stderr: `aqlguard audit export: unexpected "everything"`},
+		{name: "doctor takes no words", args: []string{"doctor", "now"}, code: 2, stderr: "doctor takes flags only"},
+		{name: "an OCSF export is not a broken chain", args: []string{"audit", "verify", ocsfExport}, code: 1,
+			stderr: "is an OCSF export (--format ocsf)"},
 		{name: "a bad log level", args: []string{"serve", "--log-level", "loud", "--listen", "127.0.0.1:0", "--state-dir", dir},
 			code: 2, stderr: "--log-level"},
 	}
