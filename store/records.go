@@ -85,11 +85,16 @@ type Approval struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	RevokedBy string    `json:"revoked_by,omitempty"`
+	// EndedAt is when its MCP session ended: no call can use it after.
+	EndedAt time.Time `json:"ended_at,omitzero"`
+	// Process is the aqlguard process (host/pid) whose session it is, so
+	// that one which ended without saying so (killed) can be told.
+	Process string `json:"process,omitempty"`
 }
 
 // Active reports whether the approval still stands at now.
 func (a Approval) Active(now time.Time) bool {
-	return a.RevokedAt.IsZero() && now.Before(a.ExpiresAt)
+	return a.RevokedAt.IsZero() && a.EndedAt.IsZero() && now.Before(a.ExpiresAt)
 }
 
 // Approval returns an approval by id, or nil.

@@ -113,6 +113,46 @@ func TestAllowForSession(t *testing.T) {
 	}
 }
 
+// A session's standing approvals end with it: none stands for a later
+// call, aqlguard approvals list can say so, and each end is audited.
+func TestApprovalsEndWithTheirSession(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	g := newGuard(t, approvalPolicy, h)
+	g.SessionApprovalTTL = time.Hour
+	g.Process = "host/1"
+	h.say(verify.AllowSession)
+	if v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})); !v.Proceed {
+		t.Fatalf("%+v %v", v.Directive, v.Err)
+	}
+	g.EndSession(ctx, "s")
+	var list []store.Approval
+	if err := storeOf(g).View(ctx, func(tx *store.Tx) (err error) { list, err = tx.Approvals(); return }); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].EndedAt.IsZero() || list[0].Active(time.Now()) || list[0].Process != "host/1" {
+		t.Fatalf("after the session ended: %+v", list)
+	}
+	h.say(verify.Deny)
+	if v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "2"})); v.Proceed {
+		t.Error("an approval outlived its session")
+	}
+	var ended int
+	if err := storeOf(g).View(ctx, func(tx *store.Tx) error {
+		return tx.Records(0, func(r store.Record, _ []byte) error {
+			if r.Kind == "approval" && r.Decision == "session_ended" && r.Approval == list[0].ID {
+				ended++
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ended != 1 {
+		t.Errorf("%d audit records of the end, want 1", ended)
+	}
+}
+
 // One approval, one execution: two loops on one state directory (two
 // aqlguard processes) and many concurrent calls in each.
 func TestOneApprovalOneExecution(t *testing.T) {

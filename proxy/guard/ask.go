@@ -209,7 +209,7 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 				return verify.None, "confirmation: the approval could not be created; nothing was approved"
 			}
 			grant = &store.Approval{ID: id, Principal: c.Principal, Session: c.Session, Server: c.Server, Tool: c.Tool,
-				Operation: c.Operation, PolicyVersion: c.PolicyVersion, Token: c.Token,
+				Operation: c.Operation, PolicyVersion: c.PolicyVersion, Token: c.Token, Process: g.Process,
 				CreatedAt: now, ExpiresAt: now.Add(g.SessionApprovalTTL)}
 			rec.Decision, rec.Approval = "approved_for_session", id
 		}
