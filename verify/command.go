@@ -18,6 +18,10 @@ import (
 // stdout and stderr open through a child that outlived it.
 const waitDelay = time.Second
 
+// stopGrace is how long a command whose request ended has, after
+// SIGTERM, to clean up before it is killed.
+const stopGrace = 2 * time.Second
+
 // maxStdout is how much of a command's stdout is kept: the answer is one
 // word on the first line, and a chatty program must not grow our memory.
 const maxStdout = 4096
@@ -206,7 +210,7 @@ func (c *CommandChannel) run(ctx context.Context, body []byte, stderr io.Writer)
 	cmd.Stdout = &limitedWriter{w: &stdout, n: maxStdout}
 	cmd.Stderr = stderr
 	killGroup(cmd)
-	cmd.WaitDelay = waitDelay
+	cmd.WaitDelay = stopGrace
 	// In a process group of its own, so the serving aqlguard's collector
 	// of adopted processes must know it is ours (internal/owned).
 	if err := owned.Start(cmd); err != nil {
@@ -214,6 +218,7 @@ func (c *CommandChannel) run(ctx context.Context, body []byte, stderr io.Writer)
 	}
 	err := owned.Wait(cmd)
 	if ctx.Err() != nil {
+		endGroup(cmd)
 		return result{timedOut: true}, nil
 	}
 	var exit *exec.ExitError

@@ -134,6 +134,41 @@ func TestCommandAskTimeout(t *testing.T) {
 	waitGone(t, pid)
 }
 
+// A program whose question ended is asked to stop (SIGTERM) and may
+// clean up; one that ignores that is killed stopGrace later, with its
+// children.
+func TestCommandStopsGracefully(t *testing.T) {
+	dir := t.TempDir()
+	cleaned := filepath.Join(dir, "cleaned")
+	argv, _ := script(t, "trap 'touch "+strconv.Quote(cleaned)+"; exit 0' TERM; sleep 300 & wait")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if got, err := NewCommand(argv).Ask(ctx, confirmation); got != None || err != nil {
+		t.Errorf("Ask = %q, %v", got, err)
+	}
+	if _, err := os.Stat(cleaned); err != nil {
+		t.Errorf("the program did not get to clean up: %v", err)
+	}
+
+	pidFile := filepath.Join(dir, "stubborn.pid")
+	argv, _ = script(t, "trap '' TERM; echo $$ > "+strconv.Quote(pidFile)+"; while :; do sleep 0.1; done")
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
+	defer cancel2()
+	began := time.Now()
+	if got, err := NewCommand(argv).Ask(ctx2, confirmation); got != None || err != nil {
+		t.Errorf("Ask = %q, %v", got, err)
+	}
+	if d := time.Since(began); d > time.Second+stopGrace+5*time.Second {
+		t.Errorf("Ask took %s with a program that ignores SIGTERM", d)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	waitGone(t, pid)
+}
+
 // waitGone waits until pid has exited (a zombie counts as gone: it is
 // waiting for a reaper that a container may not have).
 func waitGone(t *testing.T, pid int) {

@@ -27,6 +27,25 @@ type asking struct {
 	done   chan struct{} // closed once the answer is recorded, or none came
 	answer verify.Answer
 	why    string // set when nobody could be asked, or the answer not recorded
+
+	// session is the MCP session of the call that raised it.
+	session string
+	// waiting counts the calls waiting for the answer now (g.mu).
+	waiting int
+	// withdraw ends the question before an answer (its dialog closes, a
+	// command is stopped): the client that asked cancelled its call or
+	// went away, so an answer could no longer reach anyone. withdrawn
+	// says why (g.mu).
+	withdraw  context.CancelFunc
+	withdrawn string
+}
+
+// withdrawAsking ends q's question, saying why. g.mu is held.
+func withdrawAsking(q *asking, why string) {
+	if q.withdrawn == "" {
+		q.withdrawn = why
+	}
+	q.withdraw()
 }
 
 // approves reports whether an answer lets the action run.
@@ -52,21 +71,52 @@ func (g *Guard) await(ctx context.Context, c *Confirmation, wait time.Duration) 
 			g.mu.Unlock()
 			return verify.None, ""
 		}
-		q = &asking{done: make(chan struct{})}
+		// The question lives until its token expires, the guard stops,
+		// or it is withdrawn.
+		qctx, cancel := context.WithDeadline(g.bg, c.ExpiresAt)
+		q = &asking{done: make(chan struct{}), session: c.Session, withdraw: cancel}
 		g.askings[c.Token] = q
 		req := g.question(c)
-		go g.runAsk(q, c, req)
+		go g.runAsk(qctx, q, c, req)
 	}
+	q.waiting++
 	g.mu.Unlock()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	cancelled := false
 	select {
 	case <-q.done:
+		g.mu.Lock()
+		q.waiting--
+		g.mu.Unlock()
 		return q.answer, q.why
 	case <-timer.C:
 	case <-ctx.Done():
+		cancelled = true
 	}
+	g.mu.Lock()
+	q.waiting--
+	// The client cancelled its call (or went away): with nobody else
+	// waiting for it, nobody would hear the answer. A call that merely
+	// waited its inline_wait leaves the question up for its retry.
+	if cancelled && q.waiting == 0 {
+		withdrawAsking(q, "confirmation: withdrawn, the call was cancelled before the human answered; nothing was approved")
+	}
+	g.mu.Unlock()
 	return verify.None, ""
+}
+
+// withdrawSession withdraws the questions a session raised: the session
+// has ended, and no answer could reach its client.
+func (g *Guard) withdrawSession(session string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	for _, q := range g.askings {
+		if q.session == session {
+			withdrawAsking(q, "confirmation: withdrawn, the MCP session ended before the human answered; nothing was approved")
+		}
+	}
 }
 
 // question is the request the human sees for c. g.mu is held.
@@ -83,10 +133,16 @@ func (g *Guard) question(c *Confirmation) verify.Request {
 }
 
 // runAsk asks and records the answer; see the comment at the top.
-func (g *Guard) runAsk(q *asking, c *Confirmation, req verify.Request) {
-	ctx, cancel := context.WithDeadline(g.bg, c.ExpiresAt)
-	defer cancel()
+func (g *Guard) runAsk(ctx context.Context, q *asking, c *Confirmation, req verify.Request) {
+	defer q.withdraw()
 	answer, why := g.ask(ctx, req)
+	if answer == verify.None {
+		g.mu.Lock()
+		if q.withdrawn != "" {
+			why = q.withdrawn
+		}
+		g.mu.Unlock()
+	}
 	answer, why = g.recordAnswer(c, answer, why)
 	g.mu.Lock()
 	q.answer, q.why = answer, why

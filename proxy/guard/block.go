@@ -52,9 +52,15 @@ func (g *Guard) show(ctx context.Context, req *verify.Request) (factor string, s
 		return "verification: no channel to a human is configured; the code could not be shown; the pause or block stays", false
 	}
 	done := make(chan error, 1)
-	// The dialog stays up until the human closes it or the code expires;
-	// it must not keep the caller waiting.
-	showCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), req.ExpiresAt)
+	// The dialog stays up until the human closes it, the code expires or
+	// aqlguard stops (not when the call or its session ends: the code
+	// still lifts the block from any session); it must not keep the
+	// caller waiting.
+	g.mu.Lock()
+	g.init()
+	bg := g.bg
+	g.mu.Unlock()
+	showCtx, cancel := context.WithDeadline(bg, req.ExpiresAt)
 	go func() {
 		defer cancel()
 		done <- g.Channel.Show(showCtx, *req)

@@ -441,8 +441,10 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Erro
 
 // EndSession cancels the executions a session left running: they cannot
 // go on without it (MCP-AQL 2.3.3). Each is recorded as cancelled, with
-// an audit record. The standing approvals of the session end with it.
+// an audit record. Its questions still waiting for the human are
+// withdrawn (their dialogs close), and its standing approvals end.
 func (g *Guard) EndSession(ctx context.Context, session string) {
+	g.withdrawSession(session)
 	g.endApprovals(ctx, session)
 	g.mu.Lock()
 	defer g.mu.Unlock()
