@@ -219,9 +219,7 @@ func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog
 			}
 		}
 	}
-	return nil, aql.PermissionDenied(fmt.Sprintf("the server %s changed the tool %s since it was approved; it cannot be used until a human "+
-		"approves the change (they have been asked; at the machine: aqlguard pins approve %s %s)", op.Server, op.Tool.Name, op.Server, op.Tool.Name),
-		map[string]any{"server": op.Server, "tool": op.Tool.Name, "change": "tool definition changed"})
+	return nil, aql.Refusal{Kind: aql.RefusalToolChanged, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name}.Error(f.Guard.Voice)
 }
 
 // rebuild derives the catalog from what the servers offer now.

@@ -197,7 +197,7 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog
 		ChallengeTTL:       cfg.Verify.ChallengeTTL.Duration,
 		SessionApprovalTTL: cfg.Verify.SessionApprovalTTL.Duration,
 		MaxArgumentBytes:   cfg.Audit.MaxArgumentBytes,
-		Transparent:        proxy.Mode(cfg.Mode) == proxy.ModeTransparent,
+		Voice:              proxy.VoiceFor(proxy.Mode(cfg.Mode)),
 		Log:                log,
 	}
 }

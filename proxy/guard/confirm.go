@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/aql"
@@ -322,8 +323,7 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 		return g.confirmed(c), nil
 	case answer == verify.Deny:
 		g.clearNotifications(c.Token)
-		return nil, aql.Failure(aql.PermissionDenied("a human denied this action",
-			map[string]any{"token": c.Token, "operation": c.Operation}))
+		return nil, aql.Failure(aql.Refusal{Kind: aql.RefusalDenied, Operation: c.Operation, Token: c.Token}.Error(g.voice()))
 	}
 	// Expired, or used by a call, while we waited?
 	cur, aerr := g.lookupToken(ctx, token)
@@ -333,15 +333,8 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 	if aerr != nil {
 		return nil, aql.Failure(aerr)
 	}
-	reasons := []string{"no answer from a human yet"}
-	if why != "" {
-		reasons = append(reasons, why)
-	}
-	expires := c.ExpiresAt.Format(time.RFC3339)
-	msg := "A human has not confirmed this yet; the question stays on their screen until it expires. " +
-		"The model cannot confirm it; call confirm_operation again to wait for the answer."
-	return nil, aql.ConfirmationRequired(aql.ConfirmationRequest{Operation: c.Operation, Token: c.Token, ExpiresAt: expires,
-		Message: msg, Reasons: reasons, DangerLevel: "unknown"})
+	return nil, aql.Refusal{Kind: aql.RefusalPending, Operation: c.Operation, Reason: c.Reason, Token: c.Token,
+		ExpiresAt: c.ExpiresAt, Why: strings.TrimPrefix(why, "confirmation: ")}.Pending(g.voice())
 }
 
 func (g *Guard) confirmed(c *Confirmation) *ConfirmResult {
