@@ -150,7 +150,7 @@ func (g *Guard) blockedError(op string, b *store.Block) *aql.Error {
 	e := aql.Refusal{Kind: aql.RefusalBlocked, Operation: op, Agent: g.pol().Principal, Reason: b.Reason,
 		VerificationID: b.VerificationID, At: b.BlockedAt}.Error(g.voice())
 	if b.CodeNotShown {
-		return g.codeNotShown(e, "when the agent was stopped")
+		return g.codeNotShown(e, "it was not shown when the agent was stopped")
 	}
 	return e
 }

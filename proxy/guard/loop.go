@@ -594,7 +594,7 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 		Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
 	err := g.verificationError(a.Operation, d.Reason, p.ID, p.ExpiresAt)
 	if p.notShown {
-		err = g.codeNotShown(err, "when the agent was paused")
+		err = g.codeNotShown(err, "it was not shown when the agent was paused")
 	}
 	return Verdict{Directive: d, VerificationID: p.ID, Err: err}
 }
