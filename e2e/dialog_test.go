@@ -70,8 +70,10 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 	pending = call("note-denied")
 	w = xtest.Window(t, "aqlguard: allow this action?")
 	text := xtest.CopySelection(t, w)
-	for _, want := range []string{"Agent: desk-agent (in aqlguard-e2e)", "Server: ts", "Tool: delete_note", `"id": "note-denied"`,
-		`Why you are asked: Action requires approval ("ts_delete_note")`} {
+	for _, want := range []string{"aqlguard-e2e wants to delete something with the ts server (delete_note).",
+		"Why you are asked: your policy asks a person before calls like this.",
+		`Decided by: requires_approval "ts_delete_note"`, "id:\n  note-denied\n",
+		"Agent: desk-agent · client: aqlguard-e2e · server: ts · tool: delete_note"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("dialog text lacks %q:\n%s", want, text)
 		}

@@ -162,10 +162,18 @@ type Confirmation struct {
 	Action        string          `json:"action,omitempty"`
 	Reason        string          `json:"reason,omitempty"`
 	Tier          string          `json:"tier,omitempty"`
-	Status        string          `json:"status"`
-	CreatedAt     time.Time       `json:"created_at"`
-	ExpiresAt     time.Time       `json:"expires_at"`
-	DoneAt        time.Time       `json:"done_at,omitzero"`
+	// What the human's question says in words is made of these (the
+	// question may be asked by another process): the client, the tool's
+	// category, the deciding stage and rule, and the risk.
+	Client    string    `json:"client,omitempty"`
+	Category  string    `json:"category,omitempty"`
+	Stage     string    `json:"stage,omitempty"`
+	Rule      string    `json:"rule,omitempty"`
+	Risk      int       `json:"risk,omitempty"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	DoneAt    time.Time `json:"done_at,omitzero"`
 	// UsedBy names the check that used it, so that a process can tell
 	// its own use from another's.
 	UsedBy string `json:"used_by,omitempty"`

@@ -53,6 +53,10 @@ type Voice struct {
 	Confirm string
 	// Channel is how the human is reached: "dialog" or "command".
 	Channel string
+	// VerifyTool names, for the human, where the model passes a code
+	// ("aqlguard_verify_challenge", "mcp_aql_create, operation
+	// verify_challenge").
+	VerifyTool string
 }
 
 // VoiceFor is the Voice of a mode: the tool that carries verify_challenge
@@ -61,12 +65,14 @@ type Voice struct {
 // and the channel's name.
 func VoiceFor(transparent bool, endpoint func(op string) string, channel string) Voice {
 	if transparent {
-		return Voice{Verify: "call the tool aqlguard_verify_challenge with challenge_id and code", Channel: channel}
+		return Voice{Verify: "call the tool aqlguard_verify_challenge with challenge_id and code", Channel: channel,
+			VerifyTool: "aqlguard_verify_challenge"}
 	}
 	return Voice{
-		Verify:  "call " + endpoint("verify_challenge") + " with operation verify_challenge, params challenge_id and code",
-		Confirm: "call " + endpoint("confirm_operation") + " with operation confirm_operation and the token",
-		Channel: channel,
+		Verify:     "call " + endpoint("verify_challenge") + " with operation verify_challenge, params challenge_id and code",
+		Confirm:    "call " + endpoint("confirm_operation") + " with operation confirm_operation and the token",
+		Channel:    channel,
+		VerifyTool: endpoint("verify_challenge") + ", operation verify_challenge",
 	}
 }
 

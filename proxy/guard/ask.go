@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -119,12 +120,21 @@ func (g *Guard) withdrawSession(session string) {
 	}
 }
 
+// maxQuestionCommands bounds the commands a question lists before the
+// arguments.
+const maxQuestionCommands = 20
+
 // question is the request the human sees for c. g.mu is held.
 func (g *Guard) question(c *Confirmation) verify.Request {
 	r := verify.Request{
 		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: c.Server, Tool: c.Tool,
 		Operation: c.Operation, Action: c.Action, Arguments: c.Arguments, Reason: c.Reason, Token: c.Token,
 		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession,
+		Category: c.Category, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
+	}
+	if c.Kind == kindAction {
+		r.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: c.Operation, Server: c.Server, Tool: c.Tool,
+			Arguments: c.Arguments}, maxQuestionCommands)
 	}
 	if c.Kind == kindSteps {
 		r.Steps = g.pol().MaxSteps

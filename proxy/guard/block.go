@@ -38,7 +38,13 @@ func (g *Guard) newChallenge(a Action, d evaluator.Directive) (store.Challenge, 
 	rec := store.Challenge{ID: ch.ID, Principal: ch.Agent, Action: ch.Action, Tier: ch.Tier,
 		Salt: sealed.Salt, Hash: sealed.Hash, CreatedAt: ch.CreatedAt, ExpiresAt: ch.ExpiresAt}
 	req := &verify.Request{Kind: verify.KindChallenge, Agent: g.pol().Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
-		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt}
+		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt,
+		Arguments: a.redacted, Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
+		VerifyTool: g.Voice.VerifyTool}
+	if a.Server != "" {
+		req.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: a.Operation, Server: a.Server, Tool: a.Tool,
+			Arguments: a.redacted}, maxQuestionCommands)
+	}
 	return rec, req, nil
 }
 

@@ -57,6 +57,10 @@ type Confirmation struct {
 	Arguments map[string]any
 	Reason    string
 	Tier      string
+	// Category, Stage, Rule and Risk are what the question says in words
+	// (verify.Request).
+	Category, Stage, Rule string
+	Risk                  int
 
 	Status    string
 	CreatedAt time.Time
@@ -236,6 +240,7 @@ func (c *Confirmation) record() store.Confirmation {
 	return store.Confirmation{Arguments: args, Token: c.Token, Kind: c.Kind, Principal: c.Principal, Server: c.Server, Tool: c.Tool,
 		AllowSession: c.AllowSession, Operation: c.Operation, Digest: c.Digest, PolicyVersion: c.PolicyVersion, Session: c.Session,
 		Action: c.Action, Reason: c.Reason, Tier: c.Tier, Status: c.Status, UsedBy: c.UsedBy,
+		Client: c.Client, Category: c.Category, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
 		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, DoneAt: c.DoneAt}
 }
 
@@ -249,6 +254,7 @@ func confirmationFrom(r store.Confirmation) *Confirmation {
 	return &Confirmation{Arguments: args, Token: r.Token, Kind: r.Kind, Principal: r.Principal, Server: r.Server, Tool: r.Tool,
 		AllowSession: r.AllowSession, Operation: r.Operation, Digest: r.Digest, PolicyVersion: r.PolicyVersion, Session: r.Session,
 		Action: r.Action, Reason: r.Reason, Tier: r.Tier, Status: r.Status, UsedBy: r.UsedBy,
+		Client: r.Client, Category: r.Category, Stage: r.Stage, Rule: r.Rule, Risk: r.Risk,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, DoneAt: r.DoneAt}
 }
 

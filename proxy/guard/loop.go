@@ -632,6 +632,7 @@ func (g *Guard) newConfirmation(a Action, b binding, d evaluator.Directive) (*Co
 		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && g.SessionApprovalTTL > 0,
 		Digest:       b.digest, PolicyVersion: g.pol().Version, Session: a.Session,
 		Action: a.preview, Arguments: a.redacted, Reason: d.Reason, Tier: string(d.Tier),
+		Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(g.ConfirmTTL),
 	}
 	if b.kind != kindAction {
