@@ -88,7 +88,9 @@ type asked struct {
 	took   time.Duration
 }
 
-func (a asked) String() string { return fmt.Sprintf("answer %q, error %v, after %s", a.answer, a.err, a.took) }
+func (a asked) String() string {
+	return fmt.Sprintf("answer %q, error %v, after %s", a.answer, a.err, a.took)
+}
 
 // askAsync runs Ask in the background under a context of timeout.
 func askAsync(d *DialogChannel, r Request, timeout time.Duration) *background[asked] {
@@ -572,7 +574,9 @@ func check(t *testing.T, w, want, name, docs string) {
 	if docs != "" {
 		xtest.SavePNG(t, docs, "dialog-"+name, img)
 	}
-	got := xtest.Copy(t, func(s string) bool { return strings.HasSuffix(s, strings.TrimSpace(want)[len(strings.TrimSpace(want))-20:]) })
+	got := xtest.Copy(t, func(s string) bool {
+		return strings.HasSuffix(s, strings.TrimSpace(want)[len(strings.TrimSpace(want))-20:])
+	})
 	if got != strings.TrimSpace(want) {
 		t.Errorf("the %s dialog shows\n%s\nwant\n%s", name, got, want)
 	}
