@@ -150,9 +150,9 @@ func osUser() string {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // auditCommands are the words audit takes.
-var auditCommands = []string{"list", "show", "export", "tail", "verify"}
+var auditCommands = []string{"list", "show", "export", "tail", "verify", "report"}
 
-const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify> [flags] [--state-dir DIR]
+const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|report> [flags] [--state-dir DIR]
   list [N]        the last N records (default 50), one line each
   show SEQ        one record in full
   export          every record, as JSON lines exactly as stored (hashes
@@ -162,9 +162,13 @@ const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify> [flags]
                   --anchors also checks it against the heads aqlguard sent to the
                   system log (journald, else /var/log), --anchors-from FILE
                   against the anchor lines in FILE
-filters (list, export, tail): --since T, --until T (RFC 3339, or a duration
-back from now: 2h), --agent NAME, --kind KIND. A filtered export leaves out
-records, so verify reports a gap in it.
+  report [-o FILE]  one self-contained HTML file for a reviewer: a timeline of
+                  calls by decision, the calls stopped or asked about with their
+                  arguments, answers, codes, policy and tool changes, and the
+                  chain's status (default --since 24h)
+filters (list, export, tail, report): --since T, --until T (RFC 3339, or a
+duration back from now: 2h), --agent NAME, --kind KIND. A filtered export
+leaves out records, so verify reports a gap in it.
 `
 
 // auditFlags are the flags of the audit verbs.
@@ -174,6 +178,7 @@ type auditFlags struct {
 	n                                 int
 	anchors                           bool
 	anchorsFrom                       string
+	out                               string
 }
 
 func (a *auditFlags) filter(now time.Time) (audit.Filter, error) {
@@ -209,11 +214,15 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&af.n, "n", 10, "tail: how many records to print first")
 	fs.BoolVar(&af.anchors, "anchors", false, "verify: also check the log against the anchors in the system log")
 	fs.StringVar(&af.anchorsFrom, "anchors-from", "", "verify: check the log against the anchor lines in this file")
+	fs.StringVar(&af.out, "o", "", "report: write the HTML to this file (default: standard output)")
 	rest, err := parseInterspersed(fs, args[1:])
 	if err != nil {
 		return 2
 	}
 	af.agent = g.agent // --agent selects the records of that agent here
+	if sub == "report" && af.since == "" {
+		af.since = "24h"
+	}
 	if af.format != "jsonl" && af.format != "ocsf" {
 		fmt.Fprintf(stderr, "aqlguard audit %s: --format %q: use jsonl or ocsf\n", sub, af.format)
 		return 2
@@ -224,7 +233,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	// How many words each command takes after it.
-	most := map[string]int{"list": 1, "show": 1, "export": 0, "tail": 0, "verify": 1}[sub]
+	most := map[string]int{"list": 1, "show": 1, "export": 0, "tail": 0, "verify": 1, "report": 0}[sub]
 	if len(rest) > most {
 		fmt.Fprintf(stderr, "aqlguard audit %s: unexpected %q\n%s", sub, rest[most], auditUsage)
 		return 2
@@ -285,6 +294,8 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 		}
+	case "report":
+		err = auditReport(ctx, st, filter, af.out, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, auditUsage)
 		return 2
@@ -294,6 +305,48 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// auditReport writes the HTML report of the records f selects, with the
+// status of the whole chain, to out ("": stdout), readable only by its
+// owner: it holds the calls' arguments.
+func auditReport(ctx context.Context, st *store.Store, f audit.Filter, out string, stdout, stderr io.Writer) error {
+	var recs []store.Record
+	var chain audit.Chain
+	err := st.View(ctx, func(tx *store.Tx) error {
+		n, verr := tx.VerifyChain()
+		chain = audit.Chain{Verified: verr == nil, Records: n}
+		if verr != nil {
+			chain.Problem = verr.Error()
+		}
+		return tx.Records(0, func(r store.Record, _ []byte) error {
+			if f.Match(r) {
+				recs = append(recs, r)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	opts := audit.ReportOptions{Since: f.Since, Until: f.Until, Generated: time.Now(), Version: version(),
+		StateID: st.StateID(), Chain: chain}
+	if out == "" || out == "-" {
+		return audit.WriteReport(stdout, recs, opts)
+	}
+	var b bytes.Buffer
+	if err := audit.WriteReport(&b, recs, opts); err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, b.Bytes(), 0o600); err != nil {
+		return err
+	}
+	state := "the chain verifies"
+	if !chain.Verified {
+		state = "THE CHAIN DOES NOT VERIFY: " + chain.Problem
+	}
+	fmt.Fprintf(stderr, "wrote %s: %d records from %s; %s\n", out, len(recs), opts.Since.Local().Format(time.RFC3339), state)
+	return nil
 }
 
 // auditWrite writes the selected records from seq from on, in format, and
