@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/internal/long"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -191,6 +192,7 @@ func headless(t *testing.T, bin, page string, extra ...string) []byte {
 // agent's rows and redrawing the chart. It keeps a screenshot (in
 // docs/screenshots with AQLGUARD_UPDATE_DOCS=1).
 func TestReportInChromium(t *testing.T) {
+	long.Test(t)
 	bin := chromium(t)
 	end := time.Now().Truncate(time.Hour).Add(time.Hour)
 	recs := day(end)

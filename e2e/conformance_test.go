@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/long"
 )
 
 // TestConformanceSuite runs the official MCP conformance suite (npm
@@ -24,6 +26,7 @@ import (
 // directly: aqlguard adds a guard, not a different server. The human
 // allows every call, so the guard's questions are part of the path.
 func TestConformanceSuite(t *testing.T) {
+	long.Test(t)
 	suite := requireEnv(t, "AQLGUARD_E2E_CONFORMANCE")
 	node := nodeBin(t)
 
@@ -67,6 +70,7 @@ func TestConformanceSuite(t *testing.T) {
 // stays true). Extensions (tasks) and pending scenarios that need a
 // tool's x-mcp-header schema on the HTTP front are not compared.
 func TestConformanceSuite2026(t *testing.T) {
+	long.Test(t)
 	suite := requireEnv(t, "AQLGUARD_E2E_CONFORMANCE_2026")
 	node := nodeBin(t)
 	direct := freeAddr(t)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/internal/long"
 	"github.com/aqlguard/aqlguard/internal/xtest"
 	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,6 +17,7 @@ import (
 // question; xdotool reads its text and answers as a human would, and the
 // call proceeds (Allow once) or is refused (Deny) accordingly.
 func TestDialogAnswersTheGuardedCall(t *testing.T) {
+	long.Test(t)
 	xtest.Require(t)
 	display := xtest.StartXvfb(t)
 	g, err := launchGuard(t, guardOptions{Config: `
@@ -95,6 +97,7 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 // and verify_challenge with the code found there lifts the block. The
 // code is in nothing aqlguard wrote.
 func TestDialogShowsTheCodeThatUnblocks(t *testing.T) {
+	long.Test(t)
 	xtest.Require(t)
 	display := xtest.StartXvfb(t)
 	g, err := launchGuard(t, guardOptions{Config: `

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/internal/long"
 	"github.com/aqlguard/aqlguard/internal/xtest"
 )
 
@@ -165,6 +166,7 @@ func xDialog() (*DialogChannel, time.Time) {
 // exactly the rendered text with a 4 KiB argument in full (copied out of
 // the scrolling view), and choosing "Allow once" on purpose allows.
 func TestXDialogAskShowsEverythingAndAllows(t *testing.T) {
+	long.Test(t)
 	xtest.Require(t)
 	xtest.StartXvfbSize(t, "1280x720x24")
 	d, now := xDialog()
@@ -197,6 +199,7 @@ func TestXDialogAskShowsEverythingAndAllows(t *testing.T) {
 // (b) Return, Escape and Cancel deny; "Allow for this session" answers
 // so only when it was offered.
 func TestXDialogAskKeys(t *testing.T) {
+	long.Test(t)
 	startX(t)
 	d, now := xDialog()
 	for _, tc := range []struct {
@@ -230,6 +233,7 @@ func TestXDialogAskKeys(t *testing.T) {
 // (c) Nobody answers: when the context times out Ask returns None, the
 // dialog process is killed and its window is gone.
 func TestXDialogAskTimeout(t *testing.T) {
+	long.Test(t)
 	startX(t)
 	d, now := xDialog()
 	r := xRequest(t, now)
@@ -251,6 +255,7 @@ func TestXDialogAskTimeout(t *testing.T) {
 // (d) A zenity or qarma planted earlier on PATH (and in ~/.local/bin) is
 // not run: the dialog is the system's zenity.
 func TestXDialogPlantedProgramIsNotRun(t *testing.T) {
+	long.Test(t)
 	startX(t)
 	home := t.TempDir()
 	planted := filepath.Join(home, ".local", "bin")
@@ -348,6 +353,7 @@ func procLeaks(secrets ...string) (leaks []string, read map[int]bool) {
 // open, the code is in no process's command line or environment, where
 // the agent (any process of the machine) could read it.
 func TestXDialogShowCodeCanBeCopied(t *testing.T) {
+	long.Test(t)
 	startX(t)
 	d, now := xDialog()
 	ch, r := xChallenge(t, now)
@@ -392,6 +398,7 @@ func TestXDialogShowCodeCanBeCopied(t *testing.T) {
 // the code was on screen. At the end the dialog is killed and its window
 // is gone.
 func TestXDialogShowEnds(t *testing.T) {
+	long.Test(t)
 	startX(t)
 	d, now := xDialog()
 	for _, tt := range []struct {
@@ -431,6 +438,7 @@ func TestXDialogShowEnds(t *testing.T) {
 // (e) "Copy the code and close" (and Escape) put exactly the code on the
 // clipboard, in one step.
 func TestXDialogCopyButton(t *testing.T) {
+	long.Test(t)
 	startX(t)
 	d, now := xDialog()
 	_, r := xChallenge(t, now)
@@ -497,6 +505,7 @@ func screenshotCases(now time.Time) []struct {
 // window. With AQLGUARD_UPDATE_DOCS=1 the screenshots are written to
 // docs/screenshots, where the README shows them.
 func TestXDialogScreenshots(t *testing.T) {
+	long.Test(t)
 	xtest.Require(t)
 	xtest.StartXvfbSize(t, "1280x800x24")
 	// The pictures show a person's home, whoever runs the test.
