@@ -178,8 +178,10 @@ func (r Refusal) Error(v Voice) *Error {
 	} else if v.Confirm != "" && r.Token != "" {
 		msg += t.confirm
 	}
+	// The template says that nothing ran or was approved; the why need not.
+	why := strings.TrimSuffix(strings.TrimSuffix(r.Why, "."), "; nothing was approved")
 	msg = strings.NewReplacer("{shown}", v.shown(), "{asked}", v.asked(), "{verify}", v.verify(),
-		"{confirm}", v.Confirm, "{why}", strings.TrimSuffix(r.Why, ".")).Replace(msg)
+		"{confirm}", v.Confirm, "{why}", why).Replace(msg)
 	d := map[string]any{}
 	set := func(k, val string) {
 		if val != "" {
