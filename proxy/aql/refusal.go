@@ -76,26 +76,17 @@ func VoiceFor(transparent bool, endpoint func(op string) string, channel string)
 	}
 }
 
-// shown says where the human saw the code.
-func (v Voice) shown() string {
+// reached says how aqlguard reached the human: "aqlguard showed them
+// in a window" (did, the verb for a dialog), "aqlguard sent them through
+// its approval channel" (sent, the verb for a command).
+func (v Voice) reached(did, sent string) string {
 	switch v.Channel {
 	case "dialog":
-		return "aqlguard showed them in a window"
+		return "aqlguard " + did + " them in a window"
 	case "command":
-		return "aqlguard sent them through its approval channel"
+		return "aqlguard " + sent + " them through its approval channel"
 	}
-	return "aqlguard showed them"
-}
-
-// asked says where the human is being asked.
-func (v Voice) asked() string {
-	switch v.Channel {
-	case "dialog":
-		return "aqlguard asked them in a window"
-	case "command":
-		return "aqlguard asked them through its approval channel"
-	}
-	return "aqlguard asked them"
+	return "aqlguard " + did + " them"
 }
 
 func (v Voice) verify() string {
@@ -180,7 +171,7 @@ func (r Refusal) Error(v Voice) *Error {
 	}
 	// The template says that nothing ran or was approved; the why need not.
 	why := strings.TrimSuffix(strings.TrimSuffix(r.Why, "."), "; nothing was approved")
-	msg = strings.NewReplacer("{shown}", v.shown(), "{asked}", v.asked(), "{verify}", v.verify(),
+	msg = strings.NewReplacer("{shown}", v.reached("showed", "sent"), "{asked}", v.reached("asked", "asked"), "{verify}", v.verify(),
 		"{confirm}", v.Confirm, "{why}", why).Replace(msg)
 	d := map[string]any{}
 	set := func(k, val string) {

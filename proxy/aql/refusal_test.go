@@ -80,7 +80,7 @@ func TestRefusalsAreTerse(t *testing.T) {
 					if part == r.Token {
 						want = 2 // error.details and the confirmation object, as the spec has it
 					}
-					quoted, _ := marshal(part)
+					quoted, _ := Marshal(part)
 					n := strings.Count(text, strings.Trim(string(quoted), `"`))
 					if part == r.Why && (kind == RefusalDenied || kind == RefusalRefused || kind == RefusalCheckins || kind == RefusalToolChanged) {
 						want = 0 // no human is reached in these: why has nothing to say

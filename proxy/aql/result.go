@@ -83,18 +83,19 @@ type failureWire struct {
 // "\u003e" is three wasted tokens and a ">" that reads wrong.
 func (r *Result) MarshalJSON() ([]byte, error) {
 	if r.Success {
-		return marshal(successWire{Success: true, Data: r.Data, Warnings: r.Warnings,
+		return Marshal(successWire{Success: true, Data: r.Data, Warnings: r.Warnings,
 			Meta: r.Meta, Results: r.Results, Summary: r.Summary})
 	}
 	err := r.Err
 	if err == nil {
 		err = Internal("operation failed without an error")
 	}
-	return marshal(failureWire{Success: false, Error: err, Confirmation: r.Confirmation})
+	return Marshal(failureWire{Success: false, Error: err, Confirmation: r.Confirmation})
 }
 
-// marshal is json.Marshal without HTML escaping.
-func marshal(v any) ([]byte, error) {
+// Marshal is json.Marshal without HTML escaping: what aqlguard writes
+// for a model or a log shows "<" and "&" as they are.
+func Marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
