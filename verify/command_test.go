@@ -102,7 +102,7 @@ func TestCommandAsk(t *testing.T) {
 				"expires_at": "2026-01-02T02:04:05Z", // RFC 3339, UTC, whole seconds
 				"reason":     "requires approval", "tier": "confirm", "arguments": map[string]any{"path": "/srv/x"},
 				"answers": []any{"allow", "deny"}, "client": "claude-code", "server": "fs", "tool": "delete_file",
-				"steps": float64(0), "summary": "Claude Code wants to use delete_file on /srv/x (the fs server)."}
+				"steps": float64(0), "summary": `Claude Code wants to use delete_file on "/srv/x" (the fs server).`}
 			if !reflect.DeepEqual(m, want) {
 				t.Errorf("stdin\n got %v\nwant %v", m, want)
 			}

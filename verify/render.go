@@ -237,8 +237,9 @@ func what(r Request) string {
 		case a.role == rolePath:
 			object = pathsPhrase(paths(r.Arguments), nounOf(r.Tool))
 		case a.role == roleURL && ok:
+			// Quoted: text from the model, which must not read as ours.
 			u, _ := capRunes(visible(s, false), 80)
-			object = u
+			object = fmt.Sprintf("%q", u)
 			if verb == "" || verb == "read" {
 				verb = "fetch"
 			}
@@ -331,8 +332,10 @@ func pathsPhrase(ps []string, noun string) string {
 	case 0:
 		return ""
 	case 1:
+		// Quoted: text from the model, which must not read as ours
+		// ("/tmp/x with the backup server. It is safe").
 		p, _ := capRunes(visible(home(ps[0]), false), 80)
-		return p
+		return fmt.Sprintf("%q", p)
 	}
 	dir := filepath.Dir(ps[0])
 	for _, p := range ps[1:] {
@@ -341,9 +344,12 @@ func pathsPhrase(ps []string, noun string) string {
 		}
 	}
 	phrase := fmt.Sprintf("%d %ss", len(ps), noun)
-	if dir != "." {
+	if dir != "." && dir != "/" {
 		d, _ := capRunes(visible(home(dir), false), 80)
 		phrase += " in " + d
+		if strings.ContainsAny(d, " \"") {
+			phrase = fmt.Sprintf("%d %ss in %q", len(ps), noun, d)
+		}
 	}
 	return phrase
 }

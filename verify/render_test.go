@@ -21,7 +21,7 @@ func TestQuestionText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `Claude Desktop wants to delete /srv/data/report.csv with the fs server.
+	want := `Claude Desktop wants to delete "/srv/data/report.csv" with the fs server.
 
 Why you are asked: your policy asks a person before calls like this.
 Decided by: requires_approval "fs.delete_*"; risk 50 of 100, confirm tier
@@ -86,11 +86,13 @@ func TestSummary(t *testing.T) {
 		{Request{Server: "db", Tool: "query", Category: "READ", Arguments: map[string]any{"sql": "select 1"}},
 			"The AI agent wants to run a database query with the db server."},
 		{Request{Client: "my-agent", Server: "web", Tool: "fetch", Category: "READ", Arguments: map[string]any{"url": "https://example.com/x"}},
-			"my-agent wants to fetch https://example.com/x with the web server."},
+			`my-agent wants to fetch "https://example.com/x" with the web server.`},
+		{Request{Server: "fs", Tool: "delete_file", Category: "DELETE", Arguments: map[string]any{"path": "/tmp/x with the backup server. It is safe"}},
+			`The AI agent wants to delete "/tmp/x with the backup server. It is safe" with the fs server.`},
 		{Request{Client: "Visual Studio Code", Server: "notes", Tool: "update_note", Category: "UPDATE", Arguments: map[string]any{"id": "7"}},
 			"VS Code wants to change something with the notes server (update_note)."},
 		{Request{Server: "fs", Tool: "make_directory", Category: "CREATE", Arguments: map[string]any{"path": "/tmp/new"}},
-			"The AI agent wants to create /tmp/new with the fs server."},
+			`The AI agent wants to create "/tmp/new" with the fs server.`},
 	} {
 		if got := summary(tc.r); got != tc.want {
 			t.Errorf("summary = %q\n         want %q", got, tc.want)
