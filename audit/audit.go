@@ -156,6 +156,8 @@ func activityName(kind string) string {
 		return "Execution Change"
 	case "admin":
 		return "Admin Action"
+	case "approval":
+		return "Approval Change"
 	}
 	return "Other"
 }
@@ -189,7 +191,7 @@ func outcome(r store.Record) (string, int) {
 			return "Success", 1
 		}
 		return "Failure", 2
-	case "admin", "execution":
+	case "admin", "execution", "approval":
 		return "Success", 1
 	}
 	return "Unknown", 0

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/long"
 )
 
 // TestConformanceSuite runs the official MCP conformance suite (npm
@@ -24,6 +26,7 @@ import (
 // directly: aqlguard adds a guard, not a different server. The human
 // allows every call, so the guard's questions are part of the path.
 func TestConformanceSuite(t *testing.T) {
+	long.Test(t)
 	suite := requireEnv(t, "AQLGUARD_E2E_CONFORMANCE")
 	node := nodeBin(t)
 
@@ -72,6 +75,7 @@ func TestConformanceSuite(t *testing.T) {
 // directly against that 2025-11-25 server, to show what aqlguard's
 // translation makes of it.
 func TestConformanceSuite2026(t *testing.T) {
+	long.Test(t)
 	suite := requireEnv(t, "AQLGUARD_E2E_CONFORMANCE_2026")
 	node := nodeBin(t)
 	modern, legacy := freeAddr(t), freeAddr(t)

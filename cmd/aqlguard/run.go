@@ -29,6 +29,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if !noWords("run", fs.Args(), stderr) {
+		return 2
+	}
 	cfg, err := loadConfig(g)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
@@ -232,7 +235,7 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog
 		ChallengeTTL:       cfg.Verify.ChallengeTTL.Duration,
 		SessionApprovalTTL: cfg.Verify.SessionApprovalTTL.Duration,
 		MaxArgumentBytes:   cfg.Audit.MaxArgumentBytes,
-		Transparent:        proxy.Mode(cfg.Mode) == proxy.ModeTransparent,
+		Voice:              proxy.VoiceFor(proxy.Mode(cfg.Mode)),
 		Log:                log,
 	}
 }

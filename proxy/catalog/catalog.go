@@ -163,17 +163,6 @@ func (c *Catalog) Downstream() []*Operation {
 	return out
 }
 
-// ByCategory returns the operation names of one category, in order.
-func (c *Catalog) ByCategory(cat policy.Category) []string {
-	var out []string
-	for _, op := range c.ops {
-		if op.Category == cat {
-			out = append(out, op.Name)
-		}
-	}
-	return out
-}
-
 func (c *Catalog) addType(t *TypeDetails) {
 	if _, dup := c.byType[t.Name]; dup {
 		return

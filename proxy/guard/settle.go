@@ -336,12 +336,12 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	}
 	g.mu.Unlock()
 	if w.show != nil {
-		factor, shown := g.show(ctx, w.show)
+		factor, unshown := g.show(ctx, w.show)
 		v.Directive.Factors = append(v.Directive.Factors, factor)
 		result := "code_shown"
-		if !shown {
+		if unshown != "" {
 			result = "code_not_shown"
-			v.Err = codeNotShown(v.Err, factor)
+			v.Err = g.codeNotShown(v.Err, unshown)
 			g.noteCodeNotShown(ctx, w)
 			g.mu.Lock()
 			g.broadcast(g.notification("error", "A verification code could not be shown: "+factor,
