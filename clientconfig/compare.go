@@ -125,10 +125,13 @@ func wrappedFromRecord(f File, e Entry, rec Record, self string) ([]byte, error)
 	default:
 		return nil, fmt.Errorf("unknown format %q", f.Format)
 	}
-	if o.Unsupported != "" || o.Remote {
+	if o.Unsupported != "" {
 		return nil, errors.New("the recorded original is not an entry init wraps")
 	}
 	o.Name = e.Name
+	if o.Remote {
+		return WrapRemoteEntry(f, orig, o, self, rec.Client)
+	}
 	return WrapEntry(f, orig, o, self, rec.Client)
 }
 
