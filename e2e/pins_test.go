@@ -244,7 +244,7 @@ func TestToolChangeThatLowersTheRiskWaits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if text := resultText(t, res); !res.IsError || !strings.Contains(text, "aqlguard pins approve ts "+tt.tool) {
+		if text := resultText(t, res); !res.IsError || !strings.Contains(text, "changed this tool") || !strings.Contains(text, `"tool":"`+tt.tool+`"`) {
 			t.Errorf("%s: a call of %s after the change: %s", tt.kind, tt.tool, text)
 		}
 	}
