@@ -130,6 +130,9 @@ verbs:
 global flags:
   --config FILE     config file (default $XDG_CONFIG_HOME/aqlguard/config.toml,
                     embedded defaults when that does not exist)
+  --managed FILE    managed policy layer, read first (default
+                    /etc/aqlguard/managed.toml when it exists); the config
+                    may add restrictions to it, never loosen it
   --agent NAME      principal that owns blocks, step counts and audit entries
   --state-dir DIR   state directory (default $XDG_STATE_HOME/aqlguard)
   --log-level LVL   debug, info, warn or error (default info)
@@ -180,6 +183,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // globals are the flags every verb takes.
 type globals struct {
 	config   string
+	managed  string
 	agent    string
 	stateDir string
 	logLevel string
@@ -190,6 +194,7 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs := flag.NewFlagSet("aqlguard "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&g.config, "config", "", "config file")
+	fs.StringVar(&g.managed, "managed", "", "managed policy file (default "+policy.DefaultManagedPath()+" when it exists)")
 	fs.StringVar(&g.agent, "agent", "", "principal name (overrides the config's agent)")
 	fs.StringVar(&g.stateDir, "state-dir", "", "state directory")
 	fs.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -214,11 +219,41 @@ func loadConfig(g *globals) (*policy.Config, error) {
 	}
 	if g.agent != "" {
 		cfg.Agent = g.agent
+		cfg.SetOnCommandLine("agent")
 	}
 	if g.stateDir != "" {
 		cfg.StateDir = g.stateDir
+		cfg.SetOnCommandLine("state_dir")
 	}
+	managed, err := loadManaged(g)
+	if err != nil || managed == nil {
+		return cfg, err
+	}
+	cfg, _ = policy.Overlay(managed, cfg) // what is not in effect: cfg.NotInEffect
 	return cfg, nil
+}
+
+// loadManaged reads the managed policy layer: the system's file when it
+// exists, else --managed. --managed cannot stand in for the system's
+// file (the flag is in a client config the user can edit); a --managed
+// file that does not exist is an error.
+func loadManaged(g *globals) (*policy.Config, error) {
+	system := policy.DefaultManagedPath()
+	path := g.managed
+	if sys, err := os.Stat(system); err == nil {
+		if path != "" {
+			if given, err := os.Stat(path); err != nil || !os.SameFile(sys, given) {
+				return nil, fmt.Errorf("--managed %s: the system's managed policy %s is in force, and --managed cannot replace it", path, system)
+			}
+		}
+		path = system
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("the managed policy %s: %w", system, err)
+	}
+	if path == "" {
+		return nil, nil
+	}
+	return policy.LoadManaged(path)
 }
 
 func defaultConfigPath() string {

@@ -129,6 +129,14 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 			_ = pool.Close()
 		}
 	}
+	for _, e := range cfg.NotInEffect {
+		fmt.Fprintln(stderr, e.Error())
+	}
+	if n := len(cfg.NotInEffect); n > 0 {
+		fmt.Fprintf(stderr, "%d setting(s) of %s would loosen the managed policy %s: they are not in effect\n",
+			n, source(cfg), cfg.Managed.Path)
+		failed = true
+	}
 	if failed {
 		return 1
 	}
@@ -151,8 +159,16 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	if *servers {
 		checked = fmt.Sprintf("%d tool(s) of the configured servers", len(tools))
 	}
-	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s; %d warning(s), checked against %s)\n",
-		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), cfg.Safety.Loop, warnings, checked)
+	managed := ""
+	if cfg.Managed != nil {
+		managed = ", under the managed policy " + cfg.Managed.Path
+	}
+	loop := cfg.Safety.Loop
+	if pol, err := policy.Compile(cfg, cfg.Agent); err == nil {
+		loop = string(pol.Loop)
+	}
+	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s%s; %d warning(s), checked against %s)\n",
+		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), loop, managed, warnings, checked)
 	return 0
 }
 

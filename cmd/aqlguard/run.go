@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
@@ -180,9 +181,16 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		log.Warn("audit anchors are off: the audit log's heads cannot be sent to the system log, so `aqlguard audit verify --anchors` "+
 			"has nothing to check a rewound log against", "why", anchorsOff)
 	}
-	log.Info("aqlguard starting", "version", version(), "config", source, "mode", cfg.Mode,
+	managed := "none"
+	if cfg.Managed != nil {
+		managed = cfg.Managed.Path
+	}
+	log.Info("aqlguard starting", "version", version(), "config", source, "managed", managed, "mode", cfg.Mode,
 		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
 		"state", st.Path())
+	if len(cfg.NotInEffect) > 0 {
+		reportNotInEffect(ctx, cfg, pol, st, log)
+	}
 	gd := newGuard(cfg, pol, st, log)
 	sh := &proxy.Shared{
 		Mode:   proxy.Mode(cfg.Mode),
@@ -198,6 +206,21 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	gd.Downstream = sh // each allowed call goes to its own session's server
 	sh.Pins.Judge = sh.JudgeTool
 	return &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st}, 0
+}
+
+// reportNotInEffect logs, and records in the audit log, what the user's
+// file tried that the managed policy does not let take effect: the
+// security team reads the attempt there.
+func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.Logger) {
+	rec := store.Record{Time: time.Now(), Kind: "policy", Principal: pol.Principal, Process: processName(),
+		Operation: "not_in_effect", Decision: pol.Version, Result: cfg.Managed.Path}
+	for _, e := range cfg.NotInEffect {
+		log.Warn("the managed policy does not let this setting take effect", "setting", e.Error())
+		rec.Factors = append(rec.Factors, e.Error())
+	}
+	if err := st.Append(ctx, rec); err != nil {
+		log.Error("what the managed policy kept from taking effect could not be recorded in the audit log", "err", err)
+	}
 }
 
 func (in *instance) close() {
