@@ -172,6 +172,13 @@ func (l *layering) locks() {
 		}
 	}
 	for _, lock := range l.managed.Locked {
+		if ev, ok := field(l.eff, lock); ok && !lockedList(lock) {
+			// A setting: the managed layer's value (or its default)
+			// stands in for the user's.
+			mv, _ := field(l.managed, lock)
+			ev.Set(mv)
+			continue
+		}
 		clearPath(reflect.ValueOf(l.eff).Elem(), strings.Split(lock, "."))
 		if rest, ok := strings.CutPrefix(lock, "safety."); ok {
 			for name, o := range l.eff.Agents {
@@ -180,6 +187,15 @@ func (l *layering) locks() {
 			}
 		}
 	}
+}
+
+// lockedList says a locked key is cleared rather than taken from the
+// managed layer: [safety] and its lists (the managed layer's own are in
+// force already, as its layer), [agents], [[servers]] and what is in
+// them.
+func lockedList(lock string) bool {
+	head, _, _ := strings.Cut(lock, ".")
+	return head == "safety" || head == "agents" || head == "servers"
 }
 
 // lockForm is a key as locked names it: no array indices, and an agent
@@ -230,7 +246,7 @@ func (l *layering) settings() {
 				continue
 			}
 			if userWrote && !reflect.DeepEqual(mv.Interface(), uv.Interface()) {
-				l.report(r.key, "%s would replace %s's %s; not in effect", show(uv), l.managedName(), show(mv))
+				l.report(r.key, "%s would replace %s of %s; not in effect", show(uv), show(mv), l.managedName())
 			}
 			ev.Set(mv)
 		default:
@@ -238,7 +254,7 @@ func (l *layering) settings() {
 				continue // the user's is as strict or stricter: it stands
 			}
 			if userWrote {
-				l.report(r.key, "%s would loosen %s's %s; not in effect", show(uv), l.managedName(), show(mv))
+				l.report(r.key, "%s would loosen %s of %s; not in effect", show(uv), show(mv), l.managedName())
 			}
 			ev.Set(mv)
 		}
@@ -317,7 +333,7 @@ func (l *layering) safety() {
 				looser, was = s.rank[val.(string)] < s.rank[m.code], m.code
 			}
 			if looser {
-				l.report(table+"."+s.key, "%v would loosen %s's %v; not in effect", quoteString(val), l.managedName(), quoteString(was))
+				l.report(table+"."+s.key, "%v would loosen %v of %s; not in effect", quoteString(val), quoteString(was), l.managedName())
 			}
 		}
 	}

@@ -50,3 +50,8 @@ func (e *ManagedFileError) Error() string {
 }
 
 func (e *ManagedFileError) Unwrap() error { return ErrManagedWritable }
+
+// ParseManaged parses a managed policy file's contents (LoadManaged
+// without the file's checks): for tests and for tools that check a
+// managed file before it is installed.
+func ParseManaged(data []byte, name string) (*Config, error) { return parse(data, name, true) }
