@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/guard"
@@ -147,6 +148,8 @@ type instance struct {
 	relay  *relay.Config
 	log    *slog.Logger
 	store  *store.Store
+	// forwarding ends the audit forwarder and waits for its last delivery.
+	forwarding func()
 }
 
 // startInstance opens the state and builds what the sessions share. On
@@ -205,7 +208,34 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	}
 	gd.Downstream = sh // each allowed call goes to its own session's server
 	sh.Pins.Judge = sh.JudgeTool
-	return &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st}, 0
+	in := &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st, forwarding: func() {}}
+	if f := cfg.Audit.Forward; f != nil {
+		fw, err := forward.New(f, filepath.Dir(st.Path()), st.StateID(), version(), log.With("audit_forward", f.To))
+		if err != nil {
+			_ = st.Close()
+			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+			return nil, 1
+		}
+		in.forwarding = startForwarder(ctx, fw, log)
+	}
+	return in, 0
+}
+
+// startForwarder runs fw beside the calls until the returned function is
+// called (or ctx ends), which then waits for its last delivery.
+func startForwarder(ctx context.Context, fw *forward.Forwarder, log *slog.Logger) func() {
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fw.Run(fctx); err != nil {
+			log.Error("the audit forwarder stopped; records are kept in the log and sent from its cursor at the next start", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // reportNotInEffect logs, and records in the audit log, what the user's
@@ -225,6 +255,7 @@ func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Poli
 
 func (in *instance) close() {
 	in.shared.Guard.Close()
+	in.forwarding()      // what the guard recorded last, delivered if the collector takes it
 	_ = in.store.Close() // the audit log's last records fsync'd
 }
 
