@@ -187,7 +187,7 @@ func (h *HTTP) otlp(batch []store.LogEntry) ([]byte, error) {
 		})
 	}
 	data := &logspb.LogsData{ResourceLogs: []*logspb.ResourceLogs{{
-		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "aqlguard"), str("host.name", host)}},
+		Resource:  &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "aqlguard"), str("host.name", host)}},
 		ScopeLogs: []*logspb.ScopeLogs{{Scope: &commonpb.InstrumentationScope{Name: "aqlguard.audit"}, LogRecords: recs}},
 	}}}
 	return proto.Marshal(data)
