@@ -64,7 +64,8 @@ type Forwarder struct {
 	// log instead of its start.
 	Newest bool
 	// Poll is how often the log is looked at for new records (default
-	// 200 ms); Retry bounds the wait between failed deliveries (default
+	// 1 s: a collector a second behind, and a process that wakes for it
+	// once a second); Retry bounds the wait between failed deliveries (default
 	// 30 s, from 500 ms doubling).
 	Poll, Retry time.Duration
 	Logger      *slog.Logger
@@ -144,7 +145,7 @@ func (f *Forwarder) poll() time.Duration {
 	if f.Poll > 0 {
 		return f.Poll
 	}
-	return 200 * time.Millisecond
+	return time.Second
 }
 
 // start loads the cursor, or makes one as Newest says, and checks that
