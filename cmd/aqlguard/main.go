@@ -13,6 +13,7 @@
 //	aqlguard policy check [--servers] [--strict]    check a config: errors with their line, dead and shadowed rules
 //	aqlguard policy explain                         what the policy does with each tool of the servers
 //	aqlguard policy test CASES.toml                 run test cases against the policy
+//	aqlguard policy suggest [--since 7d]            rules from the human's answers in the audit log
 //	aqlguard blocks list                            show hard-blocked agents
 //	aqlguard unblock AGENT                          lift a hard block (admin override, audited)
 //	aqlguard approvals list|revoke                  standing approvals (allow for this session)
@@ -110,6 +111,10 @@ verbs:
                  the deciding rule, and what happens when it is called
   policy test CASES.toml
                  run test cases against the policy (see policy-cases.example.toml)
+  policy suggest [--since 7d] [--cases FILE]
+                 rules from the human's answers in the audit log, as a diff of
+                 the config with their evidence (nothing is applied); --cases
+                 writes policy test cases that keep them checked
   blocks list    show hard-blocked agents
   unblock AGENT  lift an agent's hard block (admin override, audited)
   approvals list|revoke ID...|revoke --every
@@ -205,6 +210,21 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 // defaults. An explicitly named file that does not exist is an error, not
 // a silent fallback.
 func loadConfig(g *globals) (*policy.Config, error) {
+	cfg, err := loadUserConfig(g)
+	if err != nil {
+		return nil, err
+	}
+	managed, err := loadManaged(g)
+	if err != nil || managed == nil {
+		return cfg, err
+	}
+	cfg, _ = policy.Overlay(managed, cfg) // what is not in effect: cfg.NotInEffect
+	return cfg, nil
+}
+
+// loadUserConfig is loadConfig without the managed layer: the user's
+// file (or the defaults) and the flags.
+func loadUserConfig(g *globals) (*policy.Config, error) {
 	path, explicit := g.config, g.config != ""
 	if !explicit {
 		path = defaultConfigPath()
@@ -225,11 +245,6 @@ func loadConfig(g *globals) (*policy.Config, error) {
 		cfg.StateDir = g.stateDir
 		cfg.SetOnCommandLine("state_dir")
 	}
-	managed, err := loadManaged(g)
-	if err != nil || managed == nil {
-		return cfg, err
-	}
-	cfg, _ = policy.Overlay(managed, cfg) // what is not in effect: cfg.NotInEffect
 	return cfg, nil
 }
 

@@ -17,9 +17,10 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 )
 
-const policyUsage = `usage: aqlguard policy check [--servers] [--strict] [--config FILE]
+const policyUsage = `usage: aqlguard policy check [--servers] [--strict] [--config FILE] [--managed FILE]
        aqlguard policy explain [--config FILE] [--agent NAME]
        aqlguard policy test [--config FILE] CASES.toml
+       aqlguard policy suggest [--since 7d] [--agent NAME] [--min N] [--cases FILE] [--config FILE]
 `
 
 // cmdPolicy dispatches the policy verbs.
@@ -35,6 +36,8 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) int {
 		return cmdPolicyExplain(args[1:], stdout, stderr)
 	case "test":
 		return cmdPolicyTest(args[1:], stdout, stderr)
+	case "suggest":
+		return cmdPolicySuggest(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, policyUsage)
 	return 2
