@@ -29,10 +29,8 @@ func edit(before string, sugs []Suggestion, o Options) string {
 	for _, s := range sugs {
 		b.WriteString("\n")
 		yes, session, no := 0, 0, 0
-		var seqs []uint64
 		for _, e := range s.Evidence {
 			yes, session, no = yes+e.Allowed, session+e.AllowedSession, no+e.Denied
-			seqs = append(seqs, e.Seqs...)
 		}
 		when := ""
 		if !o.Now.IsZero() {

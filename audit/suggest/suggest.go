@@ -234,7 +234,6 @@ func displayName(cfg *policy.Config) string {
 	return strings.TrimPrefix(cfg.Path, "/")
 }
 
-
 // effective is cfg as it is in force: laid over the managed layer.
 func effective(cfg *policy.Config, managed *policy.Config) (*policy.Config, error) {
 	if managed == nil {
