@@ -16,7 +16,11 @@
 //     statically, command by command: "git status; rm -rf /" is not
 //     "git status". An auto_approve text pattern, which approves no tool
 //     call, is never suggested, nor a tool approved by its name alone.
-//   - A value is suggested only after --min answers that all agree.
+//   - A value is suggested only after --min answers that all agree
+//     (denials: --min among all the values refused together, since a
+//     refusal lets nothing more through), and an approval only for a
+//     value already in the folded form patterns match (lower case, one
+//     space), so that folding approves no other spelling.
 //   - It goes under [agents.<principal>]: the answers were that
 //     principal's.
 //   - It is checked before it is shown: the edited configuration is
@@ -326,6 +330,12 @@ func propose(cfg *policy.Config, answers []Answer, min int) ([]Suggestion, []str
 		switch {
 		case yes > 0 && e.Denied > 0:
 			notes = append(notes, fmt.Sprintf("%s %s %q: allowed %d, denied %d: the human did not answer alike; it keeps asking", name, arg, v, yes, e.Denied))
+		case yes >= min && policy.Normalize(v) != v:
+			// Patterns match folded text (case, width, white space): a
+			// rule for this spelling would approve others the human never
+			// saw ("/tmp/A" is not "/tmp/a").
+			notes = append(notes, fmt.Sprintf("%s %s %q: allowed %d time(s), but a rule matches text folded (case, width, "+
+				"white space), so it would approve spellings the human never saw: nothing suggested", name, arg, v, yes))
 		case yes >= min:
 			allow = append(allow, e)
 		case e.Denied > 0:

@@ -205,6 +205,28 @@ func TestNeverWider(t *testing.T) {
 			t.Fatal("a line the human never saw is approved")
 		}
 	})
+	t.Run("a model's value cannot write TOML or widen by folding", func(t *testing.T) {
+		s := &scripted{}
+		nasty := "echo \"x\"\n[safety]\nloop = \"disabled\" # {a,b} *"
+		for range 3 {
+			s.ask("dev", "shell", "run_command", map[string]any{"command": nasty}, "denied")
+			s.ask("dev", "fs", "read_file", map[string]any{"path": "/srv/App/README"}, "approved")
+		}
+		res := run(s)
+		after, err := policy.Parse([]byte(res.After), "c.toml")
+		if err != nil {
+			t.Fatalf("the edited file does not load: %v\n%s", err, res.After)
+		}
+		if after.Safety.Loop != "enforcing" || len(res.Suggestions) != 1 || len(after.Agents["dev"].Rules) != 1 {
+			t.Fatalf("the value wrote configuration: %+v\n%s", after.Safety, res.After)
+		}
+		if got := after.Agents["dev"].Rules[0].Pattern; got != globEscape(nasty) {
+			t.Fatalf("pattern %q", got)
+		}
+		if !strings.Contains(strings.Join(res.Notes, " "), "spellings the human never saw") {
+			t.Fatalf("a value with capitals was suggested for approval: %v", res.Notes)
+		}
+	})
 	t.Run("a tool with no argument that says what it does gets nothing", func(t *testing.T) {
 		s := &scripted{}
 		for range 5 {
@@ -232,7 +254,7 @@ func TestNeverWider(t *testing.T) {
 		s := &scripted{}
 		for range 4 {
 			s.ask("dev", "shell", "run_command", map[string]any{"command": "sudo -n true"}, "approved")
-			s.ask("dev", "shell", "run_command", map[string]any{"command": `rm -rf "$TARGET"`}, "approved")
+			s.ask("dev", "shell", "run_command", map[string]any{"command": `rm -rf "$target"`}, "approved")
 			s.ask("dev", "shell", "run_command", map[string]any{"command": "go test ./..."}, "approved")
 		}
 		res := run(s)
