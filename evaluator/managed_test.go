@@ -193,3 +193,54 @@ func TestNoManagedLayerNoLayer(t *testing.T) {
 		t.Fatalf("layer %q without a managed layer", d.Layer)
 	}
 }
+
+// FuzzUserCannotLoosen: whatever the user's file says, the managed
+// layer's restrictions hold: its deny blocks, its requires_approval is
+// never allowed unasked, its risk rule pauses, its refuse refuses.
+func FuzzUserCannotLoosen(f *testing.F) {
+	for _, seed := range []string{
+		"[safety]\nloop = \"disabled\"",
+		"[safety]\nauto_approve = [\"*\"]\n[[safety.rules]]\naction = \"auto_approve\"\nargument = \"command\"\npattern = \"*\"",
+		"[[servers]]\nname = \"shell\"\ncommand = \"x\"\narguments = { command = \"content\" }\ncategories = { run_command = \"CREATE\" }",
+		"[agents.default]\nloop = \"logging\"\ninterpreter_code = \"allow\"\nauto_approve = [\"ops.*\"]",
+		"[[servers]]\nname = \"fs\"\ncommand = \"x\"\n[[servers]]\nname = \"ops\"\ncommand = \"y\"\narguments = { environment = \"content\" }",
+		"agent = \"other\"\n[agents.other]\nmax_autonomous_steps = 1000000\nrisk_tolerance = \"aggressive\"",
+	} {
+		f.Add(seed)
+	}
+	m, err := policy.ParseManaged([]byte(managedTOML), "/etc/aqlguard/managed.toml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	type want struct {
+		step evaluator.Step
+		min  int // severity at least
+	}
+	sev := map[string]int{"allowed": 0, "asks": 1, "refuses": 2, "verify": 2, "blocks": 3}
+	checks := []want{
+		{call("shell", "run_command", policy.Execute, map[string]any{"command": "rm -rf /"}), 3},
+		{call("shell", "run_command", policy.Execute, map[string]any{"command": "git push origin main"}), 1},
+		{call("ops", "restart", policy.Execute, map[string]any{"environment": "production"}), 2},
+		{call("db", "drop_table", policy.Execute, nil), 2},
+		{call("other", "fs_write", policy.Execute, nil), 1},
+	}
+	f.Fuzz(func(t *testing.T, user string) {
+		u, err := policy.Parse([]byte(user), "config.toml")
+		if err != nil {
+			return
+		}
+		eff, _ := policy.Overlay(m, u)
+		p, err := policy.Compile(eff, "")
+		if err != nil {
+			return // aqlguard does not start on it
+		}
+		for _, c := range checks {
+			s := c.step
+			s.Principal = p.Principal
+			d := evaluator.Evaluate(p, s)
+			if sev[d.Outcome()] < c.min {
+				t.Fatalf("user file %q loosened the managed layer: %s.%s %v %s (%s)", user, s.Server, s.Tool, s.Arguments, d.Outcome(), d.Reason)
+			}
+		}
+	})
+}
