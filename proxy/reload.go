@@ -70,7 +70,7 @@ func RestartOnlyChanges(old, cfg *policy.Config) []string {
 		"state_dir":          old.StateDir == cfg.StateDir,
 		"state_lock_timeout": old.StateLockTimeout == cfg.StateLockTimeout,
 		"limits":             old.Limits == cfg.Limits,
-		"audit":              old.Audit == cfg.Audit,
+		"audit":              reflect.DeepEqual(old.Audit, cfg.Audit), // [audit.forward] is a pointer
 		"verify":             reflect.DeepEqual(old.Verify, cfg.Verify),
 		"serve":              old.Serve == cfg.Serve,
 	} {
