@@ -214,16 +214,8 @@ func lockForm(key string) string {
 
 // parentKeyHead is the first part of a key path (quoted parts kept whole).
 func parentKeyHead(key string) string {
-	inQuote := false
-	for i := 0; i < len(key); i++ {
-		switch c := key[i]; {
-		case inQuote && c == '\\':
-			i++
-		case c == '"':
-			inQuote = !inQuote
-		case !inQuote && c == '.':
-			return key[:i]
-		}
+	if seps := separators(key); len(seps) > 0 {
+		return key[:seps[0]]
 	}
 	return key
 }

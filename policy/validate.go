@@ -124,7 +124,18 @@ func (w *schemaWalker) isBad(key string) bool {
 // parentKey drops the last part of a key path: servers[1].url -> servers[1]
 // -> servers; agents."a.b".loop -> agents."a.b".
 func parentKey(key string) string {
-	cut, inQuote := 0, false
+	seps := separators(key)
+	if len(seps) == 0 {
+		return ""
+	}
+	return key[:seps[len(seps)-1]]
+}
+
+// separators are the positions of the '.' and '[' that separate the
+// parts of a key path (not those inside a quoted part).
+func separators(key string) []int {
+	var out []int
+	inQuote := false
 	for i := 0; i < len(key); i++ {
 		switch c := key[i]; {
 		case inQuote && c == '\\':
@@ -132,10 +143,10 @@ func parentKey(key string) string {
 		case c == '"':
 			inQuote = !inQuote
 		case !inQuote && (c == '.' || c == '['):
-			cut = i
+			out = append(out, i)
 		}
 	}
-	return key[:cut]
+	return out
 }
 
 func (v *validator) config(c *Config) {
