@@ -20,6 +20,10 @@ func LoadManaged(path string) (*Config, error) {
 		return nil, fmt.Errorf("the managed policy %q: the path must be absolute", path)
 	}
 	f, err := openManaged(path)
+	var refused *ManagedFileError
+	if err != nil && !errors.As(err, &refused) {
+		return nil, fmt.Errorf("the managed policy %s: %w", path, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -255,6 +255,13 @@ func loadUserConfig(g *globals) (*policy.Config, error) {
 func loadManaged(g *globals) (*policy.Config, error) {
 	system := policy.DefaultManagedPath()
 	path := g.managed
+	if path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("--managed %s: %w", path, err)
+		}
+		path = abs
+	}
 	if sys, err := os.Stat(system); err == nil {
 		if path != "" {
 			if given, err := os.Stat(path); err != nil || !os.SameFile(sys, given) {
