@@ -180,6 +180,9 @@ func (l *layering) locks() {
 			continue
 		}
 		clearPath(reflect.ValueOf(l.eff).Elem(), strings.Split(lock, "."))
+		if lock == "safety" {
+			l.eff.Agents = nil // every agent table is [safety] for one principal
+		}
 		if rest, ok := strings.CutPrefix(lock, "safety."); ok {
 			for name, o := range l.eff.Agents {
 				clearPath(reflect.ValueOf(&o).Elem(), strings.Split(rest, "."))

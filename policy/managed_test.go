@@ -196,6 +196,11 @@ categories = { write_file = "READ" }
 		t.Fatal("the user's Config was changed")
 	}
 
+	whole := mustManaged(t, `locked = ["safety"]`)
+	eff, errs = Overlay(whole, mustUser(t, "[safety]\nauto_approve = [\"*\"]\n[agents.x]\nauto_approve = [\"*\"]\n"))
+	if len(errs) != 2 || len(eff.Safety.AutoApprove) > 0 || len(eff.Agents) > 0 {
+		t.Fatalf("locking [safety] leaves an agent table in effect: %v %+v", errs, eff.Agents)
+	}
 	if _, err := Parse([]byte(`locked = ["safety.deny"]`), "config.toml"); err == nil || !strings.Contains(err.Error(), "only the managed") {
 		t.Fatalf("a user's file may lock: %v", err)
 	}
