@@ -4,6 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -196,6 +200,54 @@ func TestSplunkOutage(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// TestTLS: syslog over TLS (RFC 5425) and OTLP over HTTPS, each
+// collector's certificate trusted through ca_file, not the system's.
+func TestTLS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS() // a certificate for 127.0.0.1, and its TLS config
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := collectortest.StartSyslogTLS("127.0.0.1:0", srv.TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if _, err := forward.NewSyslog("tls://"+c.Addr(), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	untrusted, _ := forward.NewSyslog("tls://"+c.Addr(), "", "")
+	if err := untrusted.Send(context.Background(), nil); err == nil {
+		t.Fatal("a collector whose certificate nobody trusts was sent to")
+	}
+	w := newState(t)
+	sink, err := forward.NewSyslog("tls://"+c.Addr(), ca, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, w, sink)
+	w.write(t, 50, 0)
+	waitFor(t, c, 50)
+	if _, err := collectortest.Check(c.Got(), 50); err != nil {
+		t.Fatal(err)
+	}
+
+	hs := httptest.NewUnstartedServer(nil)
+	hs.TLS = srv.TLS
+	hs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })
+	hs.StartTLS()
+	defer hs.Close()
+	https, err := forward.NewHTTP("otlp", hs.URL+"/v1/logs", nil, ca, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := https.Send(context.Background(), nil); err != nil {
+		t.Fatalf("HTTPS with ca_file: %v", err)
+	}
 }
 
 // TestCollectorRefusing: a collector that answers 503 gets nothing

@@ -10,6 +10,7 @@ package collectortest
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ type Received struct {
 type collector struct {
 	mu       sync.Mutex
 	addr     string
+	tls      *tls.Config // nil: plain TCP
 	ln       net.Listener
 	conns    map[net.Conn]bool
 	got      []Received
@@ -77,6 +79,9 @@ func (c *collector) listen() error {
 	for range 50 { // the port of a stopped collector can take a moment to free
 		var ln net.Listener
 		if ln, err = net.Listen("tcp", c.addr); err == nil {
+			if c.tls != nil {
+				ln = tls.NewListener(ln, c.tls)
+			}
 			c.mu.Lock()
 			c.ln, c.addr = ln, ln.Addr().String()
 			c.mu.Unlock()
@@ -132,6 +137,13 @@ type Syslog struct {
 // StartSyslog listens on addr ("127.0.0.1:0" for any port).
 func StartSyslog(addr string) (*Syslog, error) {
 	s := &Syslog{collector: collector{addr: addr}}
+	return s, s.Start()
+}
+
+// StartSyslogTLS is StartSyslog over TLS (RFC 5425) with cfg's
+// certificate.
+func StartSyslogTLS(addr string, cfg *tls.Config) (*Syslog, error) {
+	s := &Syslog{collector: collector{addr: addr, tls: cfg}}
 	return s, s.Start()
 }
 
