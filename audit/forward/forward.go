@@ -129,12 +129,17 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			cancel()
 			return nil
 		}
+		wait := f.poll()
 		if err != nil {
-			return err
+			// The log could not be read (a record that does not decode,
+			// an I/O error): said, and tried again, never skipped.
+			f.log().Error("the audit log could not be read for forwarding; trying again", "to", f.Sink.Destination(),
+				"after_seq", cur.Seq, "err", err)
+			wait = f.retry()
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(f.poll()):
+		case <-time.After(wait):
 		}
 	}
 }
