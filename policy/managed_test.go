@@ -336,3 +336,17 @@ func TestLoadManagedChecksTheFile(t *testing.T) {
 		t.Fatalf("missing: %v", err)
 	}
 }
+
+// TestFlagsAreTheUsers: --agent and --state-dir set what the user's file
+// would; where the managed file fixes them, they are reported too.
+func TestFlagsAreTheUsers(t *testing.T) {
+	managed := mustManaged(t, "agent = \"team\"\nstate_dir = \"/var/lib/aqlguard\"\n")
+	user := mustUser(t, "")
+	user.Agent, user.StateDir = "me", "/tmp/fresh"
+	user.SetOnCommandLine("agent")
+	user.SetOnCommandLine("state_dir")
+	eff, errs := Overlay(managed, user)
+	if len(errs) != 2 || eff.Agent != "team" || eff.StateDir != "/var/lib/aqlguard" {
+		t.Fatalf("flags: %v, agent %s, state %s", errs, eff.Agent, eff.StateDir)
+	}
+}
