@@ -13,6 +13,7 @@
 //	aqlguard policy check [--servers] [--strict]    check a config: errors with their line, dead and shadowed rules
 //	aqlguard policy explain                         what the policy does with each tool of the servers
 //	aqlguard policy test CASES.toml                 run test cases against the policy
+//	aqlguard policy suggest [--since 7d]            rules from the human's answers in the audit log
 //	aqlguard blocks list                            show hard-blocked agents
 //	aqlguard unblock AGENT                          lift a hard block (admin override, audited)
 //	aqlguard approvals list|revoke                  standing approvals (allow for this session)
@@ -127,7 +128,7 @@ func init() {
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdInit("unwrap", a, out, errw) }},
 		{"doctor", nil, "", "check this machine: binary, client configs, policy, state, human channel, servers",
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdDoctor(a, out, errw) }},
-		{"policy", []string{"check", "explain", "test"}, "check|explain|test", "check a config (-v: how each pattern reads), explain it per tool, run test cases",
+		{"policy", []string{"check", "explain", "test", "suggest"}, "check|explain|test|suggest", "check a config (-v: how each pattern reads), explain it per tool, run test cases, suggest rules from the human's answers",
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdPolicy(a, out, errw) }},
 		{"blocks", []string{"list"}, "list", "show hard-blocked agents",
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdBlocks(a, out, errw) }},
@@ -185,6 +186,9 @@ func usage() string {
 global flags (every verb):
   --config FILE     config file (default $XDG_CONFIG_HOME/aqlguard/config.toml,
                     embedded defaults when that does not exist)
+  --managed FILE    managed policy layer, read first (default
+                    /etc/aqlguard/managed.toml when it exists); the config
+                    may add restrictions to it, never loosen it
   --agent NAME      principal that owns blocks, step counts and audit entries
   --state-dir DIR   state directory (default $XDG_STATE_HOME/aqlguard)
   --log-level LVL   debug, info, warn or error (default info)
@@ -272,6 +276,7 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 // globals are the flags every verb takes.
 type globals struct {
 	config   string
+	managed  string
 	agent    string
 	stateDir string
 	logLevel string
@@ -282,6 +287,7 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs := flag.NewFlagSet("aqlguard "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&g.config, "config", "", "config file")
+	fs.StringVar(&g.managed, "managed", "", "managed policy file (default "+policy.DefaultManagedPath()+" when it exists)")
 	fs.StringVar(&g.agent, "agent", "", "principal name (overrides the config's agent)")
 	fs.StringVar(&g.stateDir, "state-dir", "", "state directory")
 	fs.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -292,6 +298,21 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 // defaults. An explicitly named file that does not exist is an error, not
 // a silent fallback.
 func loadConfig(g *globals) (*policy.Config, error) {
+	cfg, err := loadUserConfig(g)
+	if err != nil {
+		return nil, err
+	}
+	managed, err := loadManaged(g)
+	if err != nil || managed == nil {
+		return cfg, err
+	}
+	cfg, _ = policy.Overlay(managed, cfg) // what is not in effect: cfg.NotInEffect
+	return cfg, nil
+}
+
+// loadUserConfig is loadConfig without the managed layer: the user's
+// file (or the defaults) and the flags.
+func loadUserConfig(g *globals) (*policy.Config, error) {
 	path, explicit := g.config, g.config != ""
 	if !explicit {
 		path = defaultConfigPath()
@@ -306,11 +327,43 @@ func loadConfig(g *globals) (*policy.Config, error) {
 	}
 	if g.agent != "" {
 		cfg.Agent = g.agent
+		cfg.SetOnCommandLine("agent")
 	}
 	if g.stateDir != "" {
 		cfg.StateDir = g.stateDir
+		cfg.SetOnCommandLine("state_dir")
 	}
 	return cfg, nil
+}
+
+// loadManaged reads the managed policy layer: the system's file when it
+// exists, else --managed. --managed cannot stand in for the system's
+// file (the flag is in a client config the user can edit); a --managed
+// file that does not exist is an error.
+func loadManaged(g *globals) (*policy.Config, error) {
+	system := policy.DefaultManagedPath()
+	path := g.managed
+	if path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("--managed %s: %w", path, err)
+		}
+		path = abs
+	}
+	if sys, err := os.Stat(system); err == nil {
+		if path != "" {
+			if given, err := os.Stat(path); err != nil || !os.SameFile(sys, given) {
+				return nil, fmt.Errorf("--managed %s: the system's managed policy %s is in force, and --managed cannot replace it", path, system)
+			}
+		}
+		path = system
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("the managed policy %s: %w", system, err)
+	}
+	if path == "" {
+		return nil, nil
+	}
+	return policy.LoadManaged(path)
 }
 
 func defaultConfigPath() string {

@@ -17,9 +17,10 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 )
 
-const policyUsage = `usage: aqlguard policy check [--servers] [--strict] [--config FILE]
+const policyUsage = `usage: aqlguard policy check [--servers] [--strict] [--config FILE] [--managed FILE]
        aqlguard policy explain [--config FILE] [--agent NAME]
        aqlguard policy test [--config FILE] CASES.toml
+       aqlguard policy suggest [--since 7d] [--agent NAME] [--min N] [--cases FILE] [--config FILE]
 `
 
 // cmdPolicy dispatches the policy verbs.
@@ -38,6 +39,8 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) int {
 		return cmdPolicyExplain(args[1:], stdout, stderr)
 	case "test":
 		return cmdPolicyTest(args[1:], stdout, stderr)
+	case "suggest":
+		return cmdPolicySuggest(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, policyUsage)
 	return 2
@@ -139,6 +142,14 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 			_ = pool.Close()
 		}
 	}
+	for _, e := range cfg.NotInEffect {
+		fmt.Fprintln(stderr, e.Error())
+	}
+	if n := len(cfg.NotInEffect); n > 0 {
+		fmt.Fprintf(stderr, "%d setting(s) of %s would loosen the managed policy %s: they are not in effect\n",
+			n, source(cfg), cfg.Managed.Path)
+		failed = true
+	}
 	if failed {
 		return 1
 	}
@@ -164,8 +175,16 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	if *servers {
 		checked = fmt.Sprintf("%d tool(s) of the configured servers", len(tools))
 	}
-	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s; %d warning(s), checked against %s)\n",
-		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), cfg.Safety.Loop, warnings, checked)
+	managed := ""
+	if cfg.Managed != nil {
+		managed = ", under the managed policy " + cfg.Managed.Path
+	}
+	loop := cfg.Safety.Loop
+	if pol, err := policy.Compile(cfg, cfg.Agent); err == nil {
+		loop = string(pol.Loop)
+	}
+	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s%s; %d warning(s), checked against %s)\n",
+		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), loop, managed, warnings, checked)
 	return 0
 }
 

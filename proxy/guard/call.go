@@ -58,7 +58,7 @@ func (o Outcome) Result() (*mcp.CallToolResult, error) {
 func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) Outcome {
 	a := Action{
 		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
-		Category: op.Category, Annotations: Annotations(op.Tool.Annotations), Arguments: args,
+		Category: op.Category, ManagedCategory: op.ManagedCategory, Annotations: Annotations(op.Tool.Annotations), Arguments: args,
 		Token: token, Secrets: secretParams(op), Roles: schemaRoles(op), Client: ClientOf(ctx),
 		SharedSession: sharedSession(ctx),
 	}

@@ -151,14 +151,17 @@ var _ State = (*store.Store)(nil)
 // Action is one thing to check: a proxied call (Server set) or a reported
 // step (Execution set).
 type Action struct {
-	Session     string
-	Operation   string
-	Server      string
-	Tool        string
-	Category    policy.Category
-	Annotations evaluator.Annotations
-	Arguments   map[string]any
-	Hint        string
+	Session   string
+	Operation string
+	Server    string
+	Tool      string
+	Category  policy.Category
+	// ManagedCategory is the category a managed policy layer reads
+	// (catalog.Operation.ManagedCategory; "": Category).
+	ManagedCategory policy.Category
+	Annotations     evaluator.Annotations
+	Arguments       map[string]any
+	Hint            string
 	// Outcome is the previous step's outcome, for reported steps.
 	Outcome string
 	// Execution is the reporting execution, for reported steps.
