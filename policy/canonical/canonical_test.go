@@ -155,3 +155,20 @@ func TestDocumentedExamples(t *testing.T) {
 		t.Errorf("only %d examples found in docs/policy.md", rows)
 	}
 }
+
+// BenchmarkURI: what canonicalising costs a resources/read, for a plain
+// URI (the common case) and one that needs every rewrite.
+func BenchmarkURI(b *testing.B) {
+	for _, raw := range []string{
+		"file:///home/ana/notes/todo.md",
+		"FILE://LocalHost//tmp/./x/../%65tc//shadow",
+		"https://Example.COM/a/%7Euser/doc?q=1",
+	} {
+		b.Run(raw, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				URI(raw)
+			}
+		})
+	}
+}
