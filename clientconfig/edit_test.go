@@ -2,11 +2,16 @@ package clientconfig
 
 import (
 	"bytes"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 const self = "/opt/aqlguard/bin/aqlguard"
@@ -25,9 +30,9 @@ var fixtures = []struct {
 	{"vscode-mcp.json", "vscode", JSON, VSCodeServers, []string{"Perplexity", "github", "fetch"}, nil},
 	{"mcp_config.json", "windsurf", JSON, MCPServers, []string{"brave-search"}, nil},
 	{"zed-settings.json", "zed", JSON, ZedServers, []string{"postgres-context-server", "mcp-server-time"}, []string{"some-extension"}},
-	{"config.toml", "codex", TOML, CodexServers, []string{"context7", "figma", "noargs"}, []string{"remote"}},
+	{"config.toml", "codex", TOML, CodexServers, []string{"context7", "figma", "noargs", "subenv", "remote", "linear"}, []string{"login", "dollar", "inline"}},
 	{"gemini-settings.json", "gemini", JSON, MCPServers, []string{"pythonTools", "httpServer"}, nil},
-	{"config.yaml", "continue", YAML, ContinueServers, []string{"SQLite", "Playwright", "bare"}, []string{"remote"}},
+	{"config.yaml", "continue", YAML, ContinueServers, []string{"SQLite", "Playwright", "bare", "remote", "linear", "untyped"}, []string{"legacy", "insecure"}},
 }
 
 func fixture(t *testing.T, name string) (File, []byte) {
@@ -261,6 +266,142 @@ func TestWrapTwiceWithARenamedBinary(t *testing.T) {
 	for _, r := range results {
 		if r.Action == "wrapped" {
 			t.Errorf("%s wrapped twice", r.Entry)
+		}
+	}
+}
+
+// FuzzWrapTOML and FuzzWrapYAML: any Codex or Continue config is wrapped
+// without a panic, every entry wrapped reads back as aqlguard's, and
+// unwrap gives back every byte.
+func FuzzWrapTOML(f *testing.F) {
+	b, _ := os.ReadFile(filepath.Join("testdata", "config.toml"))
+	f.Add(b)
+	f.Add([]byte("[mcp_servers.a]\nurl = \"https://x/mcp\"\nbearer_token_env_var = \"T\"\n[mcp_servers.a.http_headers]\nX = \"y\" # c\n"))
+	f.Add([]byte("[mcp_servers.a]\r\ncommand = \"x\"\r\nargs = [\r\n  \"1\", # one\r\n]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzWrap(t, File{Path: "/config.toml", Client: "codex", Format: TOML, Layout: CodexServers}, data)
+	})
+}
+
+func FuzzWrapYAML(f *testing.F) {
+	b, _ := os.ReadFile(filepath.Join("testdata", "config.yaml"))
+	f.Add(b)
+	f.Add([]byte("mcpServers:\n  - apiKey: k # c\n    url: \"https://x/mcp\"\n    requestOptions: {headers: {X: y}}\n"))
+	f.Add([]byte("mcpServers:\r\n- name: a\r\n  command: x\r\n  args:\r\n  - '1'\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzWrap(t, File{Path: "/config.yaml", Client: "continue", Format: YAML, Layout: ContinueServers}, data)
+	})
+}
+
+func fuzzWrap(t *testing.T, file File, data []byte) {
+	recs := &Records{Entries: map[string]Record{}}
+	out, results, err := Wrap(file, data, self, recs, time.Unix(0, 0))
+	if err != nil {
+		return
+	}
+	after, err := Entries(file, out)
+	if err != nil {
+		t.Fatalf("the wrapped file does not parse: %v\n%q", err, out)
+	}
+	for i, r := range results {
+		if r.Action == "wrapped" && !after[i].Wrapped(self) {
+			t.Fatalf("%s wrapped, but does not read so:\n%q", r.Entry, out)
+		}
+	}
+	back, _, err := Unwrap(file, out, recs, false)
+	if err != nil {
+		t.Fatalf("unwrap of a wrapped file failed: %v\n%q", err, out)
+	}
+	if !bytes.Equal(back, data) {
+		t.Fatalf("not byte-identical:\n%q\n%q\nwrapped %q", data, back, out)
+	}
+}
+
+// TestRemoteEntriesCarryTheirHeaders: a wrapped remote entry sends what
+// the client sent, from the environment the client starts it with, and
+// asks for OAuth only when it sent no Authorization of its own.
+func TestRemoteEntriesCarryTheirHeaders(t *testing.T) {
+	for _, c := range []struct {
+		file, entry string
+		headers     map[string]string
+		envVars     []string // Codex: the variables the entry must let through
+		auth        string
+	}{
+		{"cursor-mcp.json", "remote", map[string]string{"Authorization": "Bearer x"}, nil, "none"},
+		{"vscode-mcp.json", "github", nil, nil, "oauth"},
+		{"config.toml", "remote", nil, nil, "oauth"},
+		{"config.toml", "linear", map[string]string{"Authorization": "Bearer ${LINEAR_TOKEN}", "X-Region": "eu",
+			"X-Workspace": "${LINEAR_WORKSPACE}"}, []string{"LINEAR_TOKEN", "LINEAR_WORKSPACE"}, "none"},
+		{"config.yaml", "remote", nil, nil, "oauth"},
+		{"config.yaml", "linear", map[string]string{"Authorization": "Bearer ${{ secrets.LINEAR_KEY }}", "X-Region": "eu"}, nil, "none"},
+	} {
+		t.Run(c.file+"/"+c.entry, func(t *testing.T) {
+			f, orig := fixture(t, c.file)
+			out, _, err := Wrap(f, orig, self, &Records{Entries: map[string]Record{}}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, err := Entries(f, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(entries, func(e Entry) bool { return e.Name == c.entry })
+			e := entries[i]
+			if got := e.Args[len(e.Args)-1]; got != c.auth {
+				t.Errorf("--auth %s, want %s", got, c.auth)
+			}
+			var h map[string]string
+			if s, ok := e.Env[WrapHeadersEnv]; ok {
+				if err := json.Unmarshal([]byte(s), &h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !maps.Equal(h, c.headers) {
+				t.Errorf("headers %v, want %v", h, c.headers)
+			}
+			if f.Format == TOML {
+				var doc struct {
+					MCPServers map[string]struct {
+						EnvVars []string `toml:"env_vars"`
+						URL     *string  `toml:"url"`
+					} `toml:"mcp_servers"`
+				}
+				if err := toml.Unmarshal(out, &doc); err != nil {
+					t.Fatal(err)
+				}
+				if s := doc.MCPServers[c.entry]; !slices.Equal(s.EnvVars, c.envVars) || s.URL != nil {
+					t.Errorf("env_vars %q (want %q), url %v (want none: Codex refuses url beside command)", s.EnvVars, c.envVars, s.URL)
+				}
+			}
+		})
+	}
+}
+
+// TestWrapChecksTheEditReadsBack: an edit that would not read back as the
+// entry aqlguard meant, or that would change how the rest of the file
+// reads, is refused before anything is written.
+func TestWrapChecksTheEditReadsBack(t *testing.T) {
+	f, orig := fixture(t, "config.yaml")
+	entries, err := Entries(f, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(entries, func(e Entry) bool { return e.Name == "bare" })
+	e := entries[i]
+	good, err := WrapEntry(f, orig, e, self, f.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkWrapped(f, orig, Replace(orig, e.Start, e.End, good), i, e, self); err != nil {
+		t.Fatalf("the editor's own edit: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"another command":         strings.Replace(string(good), self, "/tmp/evil", 1),
+		"the next item swallowed": strings.TrimSuffix(string(good), "\n") + "\n      nested: x\n",
+		"unindented":              strings.Replace(string(good), "    args:", "  args:", 1),
+	} {
+		if err := checkWrapped(f, orig, Replace(orig, e.Start, e.End, []byte(bad)), i, e, self); err == nil {
+			t.Errorf("%s: accepted\n%s", name, bad)
 		}
 	}
 }

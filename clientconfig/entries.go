@@ -3,7 +3,6 @@ package clientconfig
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,10 +25,15 @@ type Entry struct {
 	// Env is the environment the client starts the server with.
 	Env map[string]string
 	// Remote: the entry names a URL, not a process. URL and Headers are
-	// what it names (JSON configs), for a wrap that connects to it.
+	// what it names, for a wrap that connects to it; a header's ${NAME}
+	// is the environment variable NAME.
 	Remote  bool
 	URL     string
 	Headers map[string]string
+	// EnvVars are the variables the headers name that the client passes
+	// to a server it starts only when the entry lists them (Codex's
+	// env_vars).
+	EnvVars []string
 	typed   bool // the entry has a "type" member (VS Code's, Claude Code's)
 	// Unsupported says why an entry cannot be wrapped (an extension, an
 	// odd shape), "" when it can.
@@ -96,41 +100,6 @@ func WrapArgs(name, agent, command string, args []string) []string {
 	return append(out, args...)
 }
 
-// WrapRemoteEntry returns the bytes that replace a remote entry's: a
-// local aqlguard (self wrap --url) that connects to the URL, authorized
-// by OAuth when the server asks unless the entry sends its own
-// Authorization header. The headers go in the entry's environment (not
-// its arguments, which every user of the machine can read).
-func WrapRemoteEntry(f File, data []byte, e Entry, self, agent string) ([]byte, error) {
-	if f.Format != JSON {
-		return nil, errors.New("a remote entry in this format is not wrapped yet; add it to aqlguard's config by hand")
-	}
-	auth := "oauth"
-	for k := range e.Headers {
-		if strings.EqualFold(k, "Authorization") {
-			auth = "none"
-		}
-	}
-	entry := map[string]any{}
-	if e.typed {
-		entry["type"] = "stdio"
-	}
-	entry["command"] = self
-	entry["args"] = []string{"wrap", "--name", e.Name, "--agent", agent, "--url", e.URL, "--auth", auth}
-	if len(e.Headers) > 0 {
-		h, err := json.Marshal(e.Headers)
-		if err != nil {
-			return nil, err
-		}
-		entry["env"] = map[string]string{"AQLGUARD_WRAP_HEADERS": string(h)}
-	}
-	// Indented as the line the entry starts on is.
-	lineStart := bytes.LastIndexByte(data[:e.Start], '\n') + 1
-	indent := data[lineStart:e.Start]
-	indent = indent[:len(indent)-len(bytes.TrimLeft(indent, " \t"))]
-	return json.MarshalIndent(entry, string(indent), "  ")
-}
-
 // Entries lists a file's server entries.
 func Entries(f File, data []byte) ([]Entry, error) {
 	var out []Entry
@@ -152,8 +121,11 @@ func Entries(f File, data []byte) ([]Entry, error) {
 		seen[e.Key()]++
 	}
 	for i := range out {
-		if seen[out[i].Key()] > 1 {
+		switch {
+		case seen[out[i].Key()] > 1:
 			out[i].Unsupported = "the name appears more than once in this list; edit it by hand"
+		case out[i].Remote && out[i].Name == "" && out[i].Unsupported == "":
+			out[i].Unsupported = "a remote server without a name"
 		}
 	}
 	return out, err
