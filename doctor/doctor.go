@@ -118,7 +118,7 @@ func clients(in Input) []Check {
 		var wrapped, bare, other []string
 		for _, e := range entries {
 			switch {
-			case e.Remote || e.Unsupported != "":
+			case e.Unsupported != "":
 			case e.Wrapped(in.Self) && in.Self != "" && !clientconfig.SamePath(e.Command, in.Self):
 				other = append(other, e.Label()+" (by "+e.Command+")")
 			case e.Wrapped(in.Self):

@@ -27,7 +27,7 @@ func TestDoctor(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(cursor), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cursor, []byte(`{"mcpServers": {"a": {"command": "/bin/true"}, "b": {"command": "/opt/aqlguard", "args": ["wrap", "--name", "b", "--", "/bin/false"]}}}`), 0o600); err != nil {
+	if err := os.WriteFile(cursor, []byte(`{"mcpServers": {"a": {"command": "/bin/true"}, "b": {"command": "/opt/aqlguard", "args": ["wrap", "--name", "b", "--", "/bin/false"]}, "r": {"url": "https://mcp.example.com/mcp"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(home, "state")
@@ -40,7 +40,7 @@ func TestDoctor(t *testing.T) {
 	t.Setenv("DISPLAY", "")
 	t.Setenv("WAYLAND_DISPLAY", "")
 	checks := Run(context.Background(), Input{Self: "/opt/aqlguard", Config: policy.Default(), StateDir: state, Env: env})
-	if c := find(checks, "client cursor"); c.Level != Warn || !strings.Contains(c.Detail, "1 server(s) guarded") || !strings.Contains(c.Detail, "not guarded: a") {
+	if c := find(checks, "client cursor"); c.Level != Warn || !strings.Contains(c.Detail, "1 server(s) guarded") || !strings.Contains(c.Detail, "not guarded: a, r") {
 		t.Errorf("client check: %+v", c)
 	}
 	if c := find(checks, "state"); c.Level != Warn || !strings.Contains(c.Detail, "want 0700") || !strings.Contains(c.Detail, "want 0600") {
