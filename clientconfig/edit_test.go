@@ -23,15 +23,15 @@ var fixtures = []struct {
 	wrapped      []string // entry labels init must wrap
 	skipped      []string // entry labels it must leave, saying why
 }{
-	{"claude_desktop_config.json", "claude-desktop", JSON, MCPServers, []string{"filesystem", "github", "memory"}, nil},
-	{".claude.json", "claude-code", JSON, MCPServers, []string{"sentry", "airtable", "pg (project /home/alice/src/app)"}, nil},
+	{"claude_desktop_config.json", "claude-desktop", JSON, MCPServers, []string{"filesystem", "github", "memory", "remote"}, nil},
+	{".claude.json", "claude-code", JSON, MCPServers, []string{"sentry", "airtable", "pg (project /home/alice/src/app)"}, []string{"linear"}},
 	{".mcp.json", "claude-code", JSON, MCPServers, []string{"shared-server"}, nil},
 	{"cursor-mcp.json", "cursor", JSON, MCPServers, []string{"puppeteer", "remote", "local-tool"}, nil},
 	{"vscode-mcp.json", "vscode", JSON, VSCodeServers, []string{"Perplexity", "github", "fetch"}, nil},
 	{"mcp_config.json", "windsurf", JSON, MCPServers, []string{"brave-search"}, nil},
 	{"zed-settings.json", "zed", JSON, ZedServers, []string{"postgres-context-server", "mcp-server-time"}, []string{"some-extension"}},
 	{"config.toml", "codex", TOML, CodexServers, []string{"context7", "figma", "noargs", "subenv", "remote", "linear"}, []string{"login", "dollar", "inline"}},
-	{"gemini-settings.json", "gemini", JSON, MCPServers, []string{"pythonTools", "httpServer"}, nil},
+	{"gemini-settings.json", "gemini", JSON, MCPServers, []string{"pythonTools", "httpServer"}, []string{"gcp"}},
 	{"config.yaml", "continue", YAML, ContinueServers, []string{"SQLite", "Playwright", "bare", "remote", "linear", "untyped"}, []string{"legacy", "insecure"}},
 }
 
@@ -106,6 +106,10 @@ func TestWrapAndUnwrapEveryClient(t *testing.T) {
 				if !e.Wrapped(self) || e.Command != self || !slices.Equal(e.Args, want) {
 					t.Errorf("%s wrapped as %q %q, want %q %q", b.Label(), e.Command, e.Args, self, want)
 				}
+			}
+			// A client that reads plain JSON still can.
+			if json.Valid(orig) && !json.Valid(out) {
+				t.Errorf("plain JSON became JSONC:\n%s", out)
 			}
 			// Outside the entries, nothing changed.
 			if got, want := outside(out, after), outside(orig, before); got != want {
@@ -232,19 +236,12 @@ func FuzzWrapJSONC(f *testing.F) {
 	}
 	f.Add([]byte(`{"mcpServers":{"a":{"command":"x","args":["1"]},"b":{"command":"y"}}}`))
 	f.Add([]byte("{/*c*/\"mcpServers\":{\"a\":{\"command\":\"x\",},},}"))
+	f.Add([]byte(`{"mcpServers":{"r":{"type":"http","url":"https://x/mcp" , "headers":{"A":"b"}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file := File{Path: "/f.json", Client: "cursor", Format: JSON, Layout: MCPServers}
-		recs := &Records{Entries: map[string]Record{}}
-		out, _, err := Wrap(file, data, self, recs, time.Unix(0, 0))
-		if err != nil {
-			return
-		}
-		back, _, err := Unwrap(file, out, recs, false)
-		if err != nil {
-			t.Fatalf("unwrap of a wrapped file failed: %v\n%q", err, out)
-		}
-		if !bytes.Equal(back, data) {
-			t.Fatalf("not byte-identical:\n%q\n%q\nwrapped %q", data, back, out)
+		out := fuzzWrap(t, file, data)
+		if json.Valid(data) && out != nil && !json.Valid(out) {
+			t.Fatalf("plain JSON became JSONC:\n%q\n%q", data, out)
 		}
 	})
 }
@@ -293,11 +290,11 @@ func FuzzWrapYAML(f *testing.F) {
 	})
 }
 
-func fuzzWrap(t *testing.T, file File, data []byte) {
+func fuzzWrap(t *testing.T, file File, data []byte) []byte {
 	recs := &Records{Entries: map[string]Record{}}
 	out, results, err := Wrap(file, data, self, recs, time.Unix(0, 0))
 	if err != nil {
-		return
+		return nil
 	}
 	after, err := Entries(file, out)
 	if err != nil {
@@ -315,6 +312,7 @@ func fuzzWrap(t *testing.T, file File, data []byte) {
 	if !bytes.Equal(back, data) {
 		t.Fatalf("not byte-identical:\n%q\n%q\nwrapped %q", data, back, out)
 	}
+	return out
 }
 
 // TestRemoteEntriesCarryTheirHeaders: a wrapped remote entry sends what
@@ -328,7 +326,7 @@ func TestRemoteEntriesCarryTheirHeaders(t *testing.T) {
 		auth        string
 	}{
 		{"cursor-mcp.json", "remote", map[string]string{"Authorization": "Bearer x"}, nil, "none"},
-		{"vscode-mcp.json", "github", nil, nil, "oauth"},
+		{"vscode-mcp.json", "github", map[string]string{"X-MCP-Toolsets": "repos,issues"}, nil, "oauth"},
 		{"config.toml", "remote", nil, nil, "oauth"},
 		{"config.toml", "linear", map[string]string{"Authorization": "Bearer ${LINEAR_TOKEN}", "X-Region": "eu",
 			"X-Workspace": "${LINEAR_WORKSPACE}"}, []string{"LINEAR_TOKEN", "LINEAR_WORKSPACE"}, "none"},

@@ -34,7 +34,8 @@ type Entry struct {
 	// to a server it starts only when the entry lists them (Codex's
 	// env_vars).
 	EnvVars []string
-	typed   bool // the entry has a "type" member (VS Code's, Claude Code's)
+	typed   bool   // the entry has a "type" member (VS Code's, Claude Code's)
+	urlKey  string // the member that names the URL (url, httpUrl, serverUrl)
 	// Unsupported says why an entry cannot be wrapped (an extension, an
 	// odd shape), "" when it can.
 	Unsupported string
@@ -224,21 +225,7 @@ func describeJSON(e *Entry, text []byte, layout Layout) {
 	}
 	typ, _ := m["type"].(string)
 	if m["url"] != nil || m["httpUrl"] != nil || m["serverUrl"] != nil || typ == "http" || typ == "sse" || typ == "streamable-http" {
-		e.Remote = true
-		_, e.typed = m["type"]
-		for _, k := range []string{"url", "httpUrl", "serverUrl"} {
-			if u, ok := m[k].(string); ok && u != "" {
-				e.URL = u
-				break
-			}
-		}
-		e.Headers = stringMap(m["headers"])
-		switch {
-		case typ == "sse":
-			e.Unsupported = "a remote server on the legacy HTTP+SSE transport; add it to aqlguard's config with transport = \"sse\""
-		case e.URL == "":
-			e.Unsupported = "a remote server without a url string"
-		}
+		describeJSONRemote(e, m, typ)
 		return
 	}
 	e.Env = stringMap(m["env"])
@@ -332,9 +319,16 @@ func wrapJSON(text []byte, e Entry, self string, args []string) ([]byte, error) 
 
 // quote renders s as a JSON string, which TOML and YAML read as their own
 // double-quoted strings.
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+func quote(s string) string { return jsonText(s) }
+
+// jsonText is v as compact JSON, & < > as they are (a URL's query stays
+// readable).
+func jsonText(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // strings, lists and maps of strings always encode
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func quoteList(list []string) string {
