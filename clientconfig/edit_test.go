@@ -367,11 +367,47 @@ func TestRemoteEntriesCarryTheirHeaders(t *testing.T) {
 				if err := toml.Unmarshal(out, &doc); err != nil {
 					t.Fatal(err)
 				}
-				if s := doc.MCPServers[c.entry]; !slices.Equal(s.EnvVars, c.envVars) || s.URL != nil {
-					t.Errorf("env_vars %q (want %q), url %v (want none: Codex refuses url beside command)", s.EnvVars, c.envVars, s.URL)
+				s := doc.MCPServers[c.entry]
+				if want := union(c.envVars, codexPassEnv); !slices.Equal(s.EnvVars, want) || s.URL != nil {
+					t.Errorf("env_vars %q (want %q), url %v (want none: Codex refuses url beside command)", s.EnvVars, want, s.URL)
 				}
 			}
 		})
+	}
+}
+
+// TestCodexPassesWhatAqlguardNeeds: Codex starts a server with a few
+// variables of its own (HOME, PATH, ...) and those env_vars lists; every
+// entry init wraps lists the display, bus and browser a dialog and OAuth
+// consent need and where aqlguard's config and state are, after any the
+// entry listed itself.
+func TestCodexPassesWhatAqlguardNeeds(t *testing.T) {
+	f := File{Path: "/c.toml", Client: "codex", Format: TOML, Layout: CodexServers}
+	orig := []byte("[mcp_servers.a]\ncommand = \"x\"\n\n[mcp_servers.b]\ncommand = \"y\"\nenv_vars = [\"API_KEY\", \"DISPLAY\"] # the key\n\n" +
+		"[mcp_servers.c]\ncommand = \"z\"\nenv_vars = [{ name = \"K\", source = \"remote\" }]\n")
+	out, _, err := Wrap(f, orig, self, &Records{Entries: map[string]Record{}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		MCPServers map[string]struct {
+			EnvVars []any `toml:"env_vars"`
+		} `toml:"mcp_servers"`
+	}
+	if err := toml.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for name, want := range map[string][]string{"a": codexPassEnv, "b": union([]string{"API_KEY", "DISPLAY"}, codexPassEnv)} {
+		got, _ := stringList(doc.MCPServers[name].EnvVars)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: env_vars %q, want %q\n%s", name, got, want, out)
+		}
+	}
+	if len(doc.MCPServers["c"].EnvVars) != 1 {
+		t.Errorf("a list aqlguard cannot read is left as it is:\n%s", out)
+	}
+	if !bytes.Contains(out, []byte("# the key")) {
+		t.Errorf("the comment is gone:\n%s", out)
 	}
 }
 

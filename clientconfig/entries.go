@@ -355,7 +355,10 @@ type textEdit struct {
 
 // applyEdits applies non-overlapping edits.
 func applyEdits(text []byte, edits []textEdit) []byte {
-	sort.Slice(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
+	// An insertion (start == end) goes before a replacement that starts there.
+	sort.SliceStable(edits, func(i, j int) bool {
+		return edits[i].start < edits[j].start || edits[i].start == edits[j].start && edits[i].end < edits[j].end
+	})
 	var b bytes.Buffer
 	at := 0
 	for _, x := range edits {

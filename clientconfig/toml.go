@@ -412,7 +412,7 @@ func wrapTOML(text []byte, self string, args []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cmd, argsLine *tomlLine
+	var cmd, argsLine, envVars *tomlLine
 	for i := range lines {
 		l := &lines[i]
 		switch {
@@ -421,6 +421,8 @@ func wrapTOML(text []byte, self string, args []string) ([]byte, error) {
 			cmd = l
 		case l.member == "args":
 			argsLine = l
+		case l.member == "env_vars":
+			envVars = l
 		}
 	}
 	if cmd == nil {
@@ -428,29 +430,73 @@ func wrapTOML(text []byte, self string, args []string) ([]byte, error) {
 	}
 	eol := lineEnding(text)
 	edits := []textEdit{{int(cmd.value.Offset), int(cmd.value.Offset + cmd.value.Length), quote(self)}}
+	var after strings.Builder // lines that follow the command's
 	argsText := "args = " + quoteList(args)
 	if argsLine != nil {
-		// The comment after the list stays on its line; those inside a
-		// list over several lines stay, below it.
-		end := int(argsLine.kv.Offset + argsLine.kv.Length)
-		edits = append(edits, textEdit{int(argsLine.kv.Offset), argsLine.end,
-			argsText + withEOL(string(text[end:argsLine.end]), eol) + kept(text, *argsLine, argsLine.inner, eol)})
+		edits = append(edits, replaceKV(text, *argsLine, argsText, eol))
 	} else {
-		at := cmd.end
-		prefix := ""
+		after.WriteString(indentOf(text[cmd.start:cmd.end]) + argsText + eol)
+	}
+	switch have, ok := tomlStrings(text, envVars); {
+	case envVars == nil:
+		after.WriteString(indentOf(text[cmd.start:cmd.end]) + "env_vars = " + quoteList(codexPassEnv) + eol)
+	case ok:
+		edits = append(edits, replaceKV(text, *envVars, "env_vars = "+quoteList(union(have, codexPassEnv)), eol))
+	}
+	if after.Len() > 0 {
+		at, prefix := cmd.end, ""
 		if at == len(text) && !bytes.HasSuffix(text, []byte("\n")) {
 			prefix = eol
 		}
-		edits = append(edits, textEdit{at, at, prefix + argsText + eol})
+		edits = append(edits, textEdit{at, at, prefix + after.String()})
 	}
 	return applyEdits(text, edits), nil
+}
+
+// codexPassEnv are the variables aqlguard itself needs that Codex does
+// not pass to a server it starts unless env_vars lists them: the display
+// and session bus a dialog and the keyring use, the browser for OAuth
+// consent, and where aqlguard's own config and state are (aqlguard at
+// the shell and aqlguard under Codex must be the same guard).
+var codexPassEnv = []string{"BROWSER", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY",
+	"XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "XDG_STATE_HOME"}
+
+// replaceKV replaces a key = value with kv: the comment after it stays
+// on its line; those inside a value over several lines stay, below it.
+func replaceKV(text []byte, l tomlLine, kv, eol string) textEdit {
+	end := int(l.kv.Offset + l.kv.Length)
+	return textEdit{int(l.kv.Offset), l.end, kv + withEOL(string(text[end:l.end]), eol) + kept(text, l, l.inner, eol)}
+}
+
+// tomlStrings reads a key = [list of strings] line.
+func tomlStrings(text []byte, l *tomlLine) ([]string, bool) {
+	if l == nil {
+		return nil, false
+	}
+	var v map[string]any
+	if toml.Unmarshal(text[l.kv.Offset:l.kv.Offset+l.kv.Length], &v) != nil {
+		return nil, false
+	}
+	return stringList(v[l.member])
+}
+
+// union is a's items, then b's not in a.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // wrapRemoteTOML turns a remote server's table into one that starts
 // self wrap --url: the url line becomes command = and the lines after
 // it args =, env = (the headers) and env_vars = (the variables the
-// headers name, which Codex passes only when listed); the header members
-// go. Every other line and every comment stays.
+// headers name, which Codex passes only when listed, and aqlguard's
+// own); the header members go. Every other line and every comment
+// stays.
 func wrapRemoteTOML(text []byte, e Entry, self string, args []string) ([]byte, error) {
 	lines, err := tomlLines(text)
 	if err != nil {
@@ -481,9 +527,7 @@ func wrapRemoteTOML(text []byte, e Entry, self string, args []string) ([]byte, e
 			}
 			b.WriteString(indent + "env = { " + WrapHeadersEnv + " = " + quote(string(h)) + " }" + eol)
 		}
-		if len(e.EnvVars) > 0 {
-			b.WriteString(indent + "env_vars = " + quoteList(e.EnvVars) + eol)
-		}
+		b.WriteString(indent + "env_vars = " + quoteList(union(e.EnvVars, codexPassEnv)) + eol)
 		edits = append(edits, textEdit{int(l.kv.Offset), l.end, b.String()})
 	}
 	if !done {

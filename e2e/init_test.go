@@ -234,13 +234,17 @@ mcpServers:
 			}
 
 			// Start it as the client would: its env on top of the client's
-			// own, of which Codex passes only what env_vars names.
+			// own, of which Codex passes only a few variables and those
+			// env_vars names.
 			env := isolatedEnv(t, dir)
-			for _, name := range e.EnvVars {
-				for _, kv := range c.parentEnv {
-					if strings.HasPrefix(kv, name+"=") {
-						env = append(env, kv)
-					}
+			if c.client == "codex" {
+				pass := append([]string{"HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}, e.EnvVars...)
+				env = slices.DeleteFunc(append(env, c.parentEnv...), func(kv string) bool {
+					name, _, _ := strings.Cut(kv, "=")
+					return !slices.Contains(pass, name)
+				})
+				if !slices.Contains(env, "XDG_STATE_HOME="+filepath.Join(dir, "home", ".local", "state")) {
+					t.Errorf("Codex would not pass aqlguard its state directory: env_vars %q", e.EnvVars)
 				}
 			}
 			for k, v := range e.Env {
