@@ -174,10 +174,8 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 			s.log.Debug("progress for no request of this session", "server", srv.Name)
 			return
 		}
-		if s.modern.Load() {
-			s.notifyModern(req.Method, params)
-			return
-		}
+		// To the request it belongs to, and no other: clients alike share
+		// a session over HTTP, and their tokens may well be the same.
 		s.sendClient(link.WithRelated(ctx, request), req.Method, params)
 		return
 	case "notifications/tools/list_changed":
@@ -238,6 +236,10 @@ func (s *Session) progressForClient(params json.RawMessage) (json.RawMessage, js
 	out, err := setMember(params, "progressToken", route.token)
 	if err != nil {
 		return nil, jsonrpc.ID{}, false
+	}
+	if route.work != nil {
+		request, ok := waitingRequest(route.work)
+		return out, request, ok // none waits while the call is parked
 	}
 	return out, route.request, true
 }

@@ -180,6 +180,9 @@ type Session struct {
 type progressRoute struct {
 	token   json.RawMessage // the client's token, as sent
 	request jsonrpc.ID      // the client's request that sent it (invalid if unknown)
+	// work is the context of a 2026-07-28 call's work, whose progress
+	// goes to the request waiting for it now (see waitingRequest).
+	work context.Context
 }
 
 // serverCall is a client's request being forwarded to a server: what
@@ -494,7 +497,7 @@ func (s *Session) serversWith(c string) []*downstream.Server {
 func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
 	used(ctx, srv)
 	request, _ := link.Related(ctx)
-	params, ours := s.mapProgress(params, request)
+	params, ours := s.mapProgress(ctx, params, request)
 	if ours != "" {
 		defer func() {
 			s.mu.Lock()
@@ -543,7 +546,7 @@ func (s *Session) related(srv *downstream.Server) jsonrpc.ID {
 }
 
 // mapProgress replaces _meta.progressToken, if any, with a token of ours.
-func (s *Session) mapProgress(params json.RawMessage, request jsonrpc.ID) (json.RawMessage, string) {
+func (s *Session) mapProgress(ctx context.Context, params json.RawMessage, request jsonrpc.ID) (json.RawMessage, string) {
 	meta, ok := rawjson.Lookup(params, "_meta")
 	if !ok {
 		return params, ""
@@ -562,7 +565,11 @@ func (s *Session) mapProgress(params json.RawMessage, request jsonrpc.ID) (json.
 		return params, ""
 	}
 	s.mu.Lock()
-	s.progress[ours] = progressRoute{token: append(json.RawMessage(nil), token...), request: request}
+	route := progressRoute{token: append(json.RawMessage(nil), token...), request: request}
+	if _, ok := ctx.Value(exchangeKey{}).(*exchange); ok {
+		route.work = ctx
+	}
+	s.progress[ours] = route
 	s.mu.Unlock()
 	return out, ours
 }
