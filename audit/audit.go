@@ -39,7 +39,7 @@ func (f Filter) Match(r store.Record) bool {
 func (f Filter) Empty() bool { return f == Filter{} }
 
 // ParseTime reads a --since/--until value: RFC 3339, or a Go duration
-// meaning that long before now ("2h", "90m").
+// meaning that long before now ("2h", "90m"), or a number of days ("7d").
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
@@ -47,7 +47,12 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-11-22T10:00:00Z) nor a duration back from now (2h, 90m)", s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 && n <= 36600 {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-11-22T10:00:00Z) nor a duration back from now (2h, 90m, 7d)", s)
 }
 
 // OCSFVersion is the OCSF version the events follow.
@@ -123,6 +128,8 @@ func OCSF(r store.Record, product string) map[string]any {
 	}
 	set("decision", r.Decision, r.Decision != "")
 	set("stage", r.Stage, r.Stage != "")
+	set("layer", r.Layer, r.Layer != "")
+	set("tool", r.Tool, r.Tool != "")
 	set("tier", r.Tier, r.Tier != "")
 	set("risk", r.Risk, r.Tier != "" || r.Risk != 0)
 	set("factors", r.Factors, len(r.Factors) > 0)
@@ -156,6 +163,8 @@ func activityName(kind string) string {
 		return "Execution Change"
 	case "admin":
 		return "Admin Action"
+	case "approval":
+		return "Approval Change"
 	}
 	return "Other"
 }
@@ -189,7 +198,7 @@ func outcome(r store.Record) (string, int) {
 			return "Success", 1
 		}
 		return "Failure", 2
-	case "admin", "execution":
+	case "admin", "execution", "approval":
 		return "Success", 1
 	}
 	return "Unknown", 0

@@ -14,6 +14,10 @@ type Result struct {
 	Entry  string // the entry's label
 	Action string // wrapped, already wrapped, skipped, restored, refused, left alone
 	Why    string
+	// Diff is, for an entry edited since it was wrapped, what the edit
+	// says (a unified diff of the entry as wrapped and as it is): what
+	// unwrap --force drops.
+	Diff string
 }
 
 // Wrap returns data with every server entry of f wrapped by self (the
@@ -116,8 +120,10 @@ func checkWrapped(f File, before, after []byte, i int, e Entry, self string) err
 }
 
 // Unwrap returns data with every entry wrapped by init restored from its
-// record, byte for byte. An entry changed since init is refused unless
-// force. Restored entries leave recs.
+// record, byte for byte. An entry whose content changed since init (not
+// its formatting: a client that rewrites its file changes no entry) is
+// refused unless force, with a diff of the change either way. Restored
+// entries leave recs.
 func Unwrap(f File, data []byte, recs *Records, force bool) ([]byte, []Result, error) {
 	entries, err := Entries(f, data)
 	if err != nil {
@@ -129,18 +135,31 @@ func Unwrap(f File, data []byte, recs *Records, force bool) ([]byte, []Result, e
 		e := entries[i]
 		r := Result{Entry: e.Label()}
 		rec, ok := recs.Get(f.Path, e.Key())
-		switch {
-		case !ok && e.Wrapped(""):
-			r.Action, r.Why = "left alone", "wrapped, but this state directory has no record of its original (wrapped with another --state-dir?)"
-		case !ok:
+		if !ok {
 			r.Action = "left alone"
-		case digest(out[e.Start:e.End]) != rec.WrappedSHA256 && !force:
-			r.Action = "refused"
-			r.Why = fmt.Sprintf("changed since aqlguard wrapped it on %s; restore the original anyway with --force", rec.WrappedAt.Format(time.RFC3339))
+			if e.Wrapped("") {
+				r.Why = "wrapped, but this state directory has no record of its original (wrapped with another --state-dir?)"
+			}
+			results[i] = r
+			continue
+		}
+		diff, err := change(f, e, out[e.Start:e.End], rec)
+		if err != nil {
+			// What the entry says cannot be told: treat it as changed.
+			diff = "(" + err.Error() + ")\n"
+		}
+		switch {
+		case diff != "" && !force:
+			r.Action, r.Diff = "refused", diff
+			r.Why = fmt.Sprintf("edited since aqlguard wrapped it on %s (the change is below); "+
+				"restore the original anyway, dropping the change, with --force", rec.WrappedAt.Format(time.RFC3339))
 		default:
 			out = Replace(out, e.Start, e.End, []byte(rec.Original))
 			recs.remove(f.Path, e.Key())
 			r.Action = "restored"
+			if diff != "" {
+				r.Diff, r.Why = diff, "--force: the change made since it was wrapped, below, is dropped"
+			}
 		}
 		results[i] = r
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/tailscale/hujson"
 )
 
 const self = "/opt/aqlguard/bin/aqlguard"
@@ -172,7 +173,9 @@ func TestUnwrapRefusesAnEditedEntry(t *testing.T) {
 	for _, r := range results {
 		if r.Action == "refused" {
 			refused++
-			if r.Entry != "memory" || r.Why == "" {
+			// The diff shows the edit, and only the edit.
+			if r.Entry != "memory" || r.Why == "" || !strings.Contains(r.Diff, `-    "@modelcontextprotocol/server-memory"`) ||
+				!strings.Contains(r.Diff, `+    "@modelcontextprotocol/server-memory@2"`) || strings.Count(r.Diff, "\n+ ") != 1 {
 				t.Errorf("%+v", r)
 			}
 		}
@@ -180,9 +183,84 @@ func TestUnwrapRefusesAnEditedEntry(t *testing.T) {
 	if refused != 1 || !bytes.Contains(res, []byte(`server-memory@2"`)) {
 		t.Fatalf("refused %d; the edited entry must stay as it is:\n%s", refused, res)
 	}
-	forced, _, err := Unwrap(f, res, recs, true)
+	forced, results, err := Unwrap(f, res, recs, true)
 	if err != nil || !bytes.Equal(forced, orig) {
 		t.Errorf("--force must restore the original: %v\n%s", err, forced)
+	}
+	// --force says what it dropped.
+	for _, r := range results {
+		if r.Entry == "memory" && (r.Action != "restored" || !strings.Contains(r.Diff, "server-memory@2")) {
+			t.Errorf("--force: %+v", r)
+		}
+	}
+}
+
+// TestUnwrapAfterTheClientReformatted: a client that rewrites its file
+// (Claude Code rewrites ~/.claude.json with its own indentation, without
+// comments; others respace lists) changes no entry's content, so unwrap
+// restores every entry without --force.
+func TestUnwrapAfterTheClientReformatted(t *testing.T) {
+	reformat := map[Format]func(t *testing.T, b []byte) []byte{
+		JSON: func(t *testing.T, b []byte) []byte {
+			std, err := hujson.Standardize(append([]byte(nil), b...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := json.Indent(&out, std, "", "    "); err != nil {
+				t.Fatal(err)
+			}
+			return out.Bytes()
+		},
+		TOML: func(_ *testing.T, b []byte) []byte { return bytes.ReplaceAll(b, []byte(" = "), []byte("=")) },
+		YAML: func(_ *testing.T, b []byte) []byte {
+			b = bytes.ReplaceAll(b, []byte(`["`), []byte(`[ "`))
+			return bytes.ReplaceAll(b, []byte(`"]`), []byte(`" ]`))
+		},
+	}
+	for _, fx := range fixtures {
+		t.Run(fx.file, func(t *testing.T) {
+			f, orig := fixture(t, fx.file)
+			recs := &Records{Entries: map[string]Record{}}
+			out, _, err := Wrap(f, orig, self, recs, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := reformat[f.Format](t, out)
+			if bytes.Equal(again, out) {
+				t.Fatal("the reformatting changed nothing")
+			}
+			back, results, err := Unwrap(f, again, recs, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored := 0
+			for _, r := range results {
+				switch r.Action {
+				case "restored":
+					restored++
+					if r.Diff != "" {
+						t.Errorf("%s: a diff for a reformatting: %s", r.Entry, r.Diff)
+					}
+				case "refused":
+					t.Errorf("%s refused after a reformatting: %s\n%s", r.Entry, r.Why, r.Diff)
+				}
+			}
+			if restored != len(fx.wrapped) || len(recs.Entries) != 0 {
+				t.Errorf("restored %d of %d; records left: %v\n%s", restored, len(fx.wrapped), recs.Entries, back)
+			}
+			// What the file says now is what it said before init.
+			after, err := Entries(f, back)
+			if err != nil {
+				t.Fatalf("the unwrapped file does not parse: %v\n%s", err, back)
+			}
+			before, _ := Entries(f, orig)
+			for i := range after {
+				if after[i].Command != before[i].Command || !slices.Equal(after[i].Args, before[i].Args) || after[i].URL != before[i].URL {
+					t.Errorf("%s: %q %q %q, want %q %q %q", after[i].Label(), after[i].Command, after[i].Args, after[i].URL, before[i].Command, before[i].Args, before[i].URL)
+				}
+			}
+		})
 	}
 }
 

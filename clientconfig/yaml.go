@@ -23,33 +23,40 @@ func yamlEntries(data []byte) ([]Entry, error) {
 	var out []Entry
 	for _, it := range items {
 		e := Entry{Name: it.name, Start: it.start, End: it.end}
-		var m map[string]any
-		switch {
-		case it.node == nil:
-			e.Unsupported = "not a mapping"
-		case it.node.Decode(&m) != nil:
-			e.Unsupported = "does not decode"
-		case m["url"] != nil || m["type"] == "sse" || m["type"] == "streamable-http" || m["type"] == "websocket":
-			describeContinueRemote(&e, m, it.node)
-		default:
-			e.Env = stringMap(m["env"])
-			c, _ := m["command"].(string)
-			if c == "" {
-				e.Unsupported = "no command"
-				break
-			}
-			e.Command = c
-			var ok bool
-			if e.Args, ok = stringList(m["args"]); !ok {
-				e.Unsupported = "args is not a list of strings"
-			}
-		}
+		describeYAML(&e, it.node)
 		if odd && e.Unsupported == "" {
 			e.Unsupported = "the file breaks lines with a lone CR or a Unicode line separator; edit it by hand"
 		}
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// describeYAML reads one item of the mcpServers list (node nil: not a
+// mapping): a local server's command, arguments and environment, or a
+// remote one's url and headers.
+func describeYAML(e *Entry, node *yaml.Node) {
+	var m map[string]any
+	switch {
+	case node == nil:
+		e.Unsupported = "not a mapping"
+	case node.Decode(&m) != nil:
+		e.Unsupported = "does not decode"
+	case m["url"] != nil || m["type"] == "sse" || m["type"] == "streamable-http" || m["type"] == "websocket":
+		describeContinueRemote(e, m, node)
+	default:
+		e.Env = stringMap(m["env"])
+		c, _ := m["command"].(string)
+		if c == "" {
+			e.Unsupported = "no command"
+			return
+		}
+		e.Command = c
+		var ok bool
+		if e.Args, ok = stringList(m["args"]); !ok {
+			e.Unsupported = "args is not a list of strings"
+		}
+	}
 }
 
 // oddLineBreaks reports whether YAML text breaks a line other than with

@@ -46,10 +46,17 @@ type Input struct {
 	ConfigErr error
 	StateDir  string
 	Env       clientconfig.Env
-	// StartTimeout bounds each server's start (default 10 s).
+	// Clients limits the client checks, and the wrapped servers started,
+	// to these client ids (none: every client).
+	Clients []string
+	// StartTimeout bounds each server's start (default DefaultStartTimeout).
 	StartTimeout time.Duration
 	Version      string
 }
+
+// DefaultStartTimeout is how long doctor waits for a server to start:
+// the config's own default for start_timeout.
+const DefaultStartTimeout = 30 * time.Second
 
 // Run runs every check.
 func Run(ctx context.Context, in Input) []Check {
@@ -80,7 +87,7 @@ func binary(in Input) []Check {
 func wrappedServers(in Input) ([]policy.Server, map[string]string) {
 	var out []policy.Server
 	labels := map[string]string{}
-	for _, f := range clientconfig.Detect(in.Env) {
+	for _, f := range clientconfig.Detect(in.Env, in.Clients...) {
 		data, err := os.ReadFile(f.Path)
 		if err != nil {
 			continue
@@ -99,9 +106,13 @@ func wrappedServers(in Input) ([]policy.Server, map[string]string) {
 }
 
 func clients(in Input) []Check {
-	files := clientconfig.Detect(in.Env)
+	files := clientconfig.Detect(in.Env, in.Clients...)
 	if len(files) == 0 {
-		return []Check{{Warn, "clients", "no MCP client config found for this user (" + strings.Join(clientconfig.ClientIDs(), ", ") + ")"}}
+		ids := in.Clients
+		if len(ids) == 0 {
+			ids = clientconfig.ClientIDs()
+		}
+		return []Check{{Warn, "clients", "no MCP client config found for this user (" + strings.Join(ids, ", ") + ")"}}
 	}
 	var out []Check
 	for _, f := range files {
@@ -257,7 +268,7 @@ func channel(in Input) []Check {
 
 func servers(ctx context.Context, in Input) []Check {
 	var cfgs []policy.Server
-	if in.Config != nil {
+	if in.Config != nil && len(in.Clients) == 0 {
 		cfgs = append(cfgs, in.Config.Servers...)
 	}
 	wrapped, labels := wrappedServers(in)
@@ -267,7 +278,7 @@ func servers(ctx context.Context, in Input) []Check {
 	}
 	timeout := in.StartTimeout
 	if timeout <= 0 {
-		timeout = 10 * time.Second
+		timeout = DefaultStartTimeout
 	}
 	for i := range cfgs {
 		if cfgs[i].StartTimeout.Duration > timeout || cfgs[i].StartTimeout.Duration == 0 {
@@ -277,6 +288,10 @@ func servers(ctx context.Context, in Input) []Check {
 	log := slog.New(slog.NewTextHandler(discard{}, nil))
 	pool := downstream.Start(ctx, cfgs, downstream.Options{Version: in.Version, Log: log})
 	defer pool.Close()
+	argv := map[string][]string{}
+	for _, c := range cfgs {
+		argv[c.Name] = append([]string{c.Command}, c.Args...)
+	}
 	var out []Check
 	for _, s := range pool.Servers() {
 		label := "server " + s.Name
@@ -286,10 +301,58 @@ func servers(ctx context.Context, in Input) []Check {
 		if st := s.State(); st.Status == downstream.Ready {
 			out = append(out, Check{OK, label, fmt.Sprintf("starts (%d tools, protocol %s)", len(st.Tools), st.Protocol)})
 		} else {
-			out = append(out, Check{Fail, label, st.Problem})
+			detail := st.Problem
+			if hint := firstRunHint(argv[s.Name], timeout); hint != "" && strings.Contains(st.Problem, "timed out") {
+				detail += "; " + hint
+			}
+			out = append(out, Check{Fail, label, detail})
 		}
 	}
 	return out
+}
+
+// packageRunners are the programs that fetch a package on its first run
+// and then start it: a cold cache makes that first start slow.
+var packageRunners = map[string]string{"npx": "npm", "bunx": "bun", "pnpx": "pnpm", "uvx": "uv", "pipx": "pipx"}
+
+// firstRunHint explains a timed-out start of a server that a package
+// runner fetches first (npx -y PKG, uvx PKG): "" for any other command.
+func firstRunHint(argv []string, timeout time.Duration) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	runner := strings.TrimSuffix(filepath.Base(argv[0]), ".cmd")
+	if _, ok := packageRunners[runner]; !ok {
+		return ""
+	}
+	pkg := ""
+	for _, a := range argv[1:] {
+		if a == "run" && runner == "pipx" {
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			pkg = a
+			break
+		}
+	}
+	if pkg == "" {
+		return ""
+	}
+	longer := max(2*timeout, 2*time.Minute).Round(time.Minute)
+	return fmt.Sprintf("%s downloads %s on its first run, which can take longer than %s: "+
+		"start it once yourself, or wait longer with aqlguard doctor --timeout %s", runner, pkg, shortDuration(timeout), shortDuration(longer))
+}
+
+// shortDuration prints whole minutes as 2m, 10m, 1h30m.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 type discard struct{}

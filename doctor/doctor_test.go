@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/policy"
@@ -61,5 +62,53 @@ func TestDoctor(t *testing.T) {
 	}
 	if server.Level != Fail {
 		t.Errorf("the wrapped server's check: %+v", server)
+	}
+}
+
+// A server that a package runner fetches first gets a hint when its
+// start times out; other commands do not.
+func TestFirstRunHint(t *testing.T) {
+	for _, tc := range []struct {
+		argv    []string
+		timeout time.Duration
+		want    string
+	}{
+		{[]string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me"}, 10 * time.Second,
+			"npx downloads @modelcontextprotocol/server-filesystem on its first run, which can take longer than 10s: " +
+				"start it once yourself, or wait longer with aqlguard doctor --timeout 2m"},
+		{[]string{"/usr/local/bin/uvx", "mcp-server-git"}, 5 * time.Minute, "uvx downloads mcp-server-git on its first run, " +
+			"which can take longer than 5m: start it once yourself, or wait longer with aqlguard doctor --timeout 10m"},
+		{[]string{"/usr/bin/bunx", "pkg"}, time.Hour, "bunx downloads pkg on its first run, which can take longer than 1h: start it once yourself, or wait longer with aqlguard doctor --timeout 2h"},
+		{[]string{"node", "server.js"}, 10 * time.Second, ""},
+		{[]string{"npx", "-y"}, 10 * time.Second, ""},
+		{nil, 10 * time.Second, ""},
+	} {
+		got := firstRunHint(tc.argv, tc.timeout)
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("firstRunHint(%q, %s) = %q, want %q", tc.argv, tc.timeout, got, tc.want)
+		}
+	}
+}
+
+// --client limits the checks to that client's files.
+func TestDoctorOneClient(t *testing.T) {
+	home := t.TempDir()
+	env := clientconfig.Env{GOOS: "linux", Home: home}
+	for _, p := range []string{filepath.Join(home, ".cursor", "mcp.json"), filepath.Join(home, ".claude.json")} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("DISPLAY", "")
+	checks := Run(context.Background(), Input{Self: "/opt/aqlguard", Config: policy.Default(), StateDir: t.TempDir(), Env: env,
+		Clients: []string{"cursor"}})
+	if c := find(checks, "client cursor"); c.Level == "" {
+		t.Errorf("cursor was not checked: %+v", checks)
+	}
+	if c := find(checks, "client claude-code"); c.Level != "" {
+		t.Errorf("claude-code was checked too: %+v", c)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/long"
 )
 
 // TestConformanceSuite runs the official MCP conformance suite (npm
@@ -24,6 +26,7 @@ import (
 // directly: aqlguard adds a guard, not a different server. The human
 // allows every call, so the guard's questions are part of the path.
 func TestConformanceSuite(t *testing.T) {
+	long.Test(t)
 	suite := requireEnv(t, "AQLGUARD_E2E_CONFORMANCE")
 	node := nodeBin(t)
 
@@ -72,6 +75,7 @@ func TestConformanceSuite(t *testing.T) {
 // directly against that 2025-11-25 server, to show what aqlguard's
 // translation makes of it.
 func TestConformanceSuite2026(t *testing.T) {
+	long.Test(t)
 	suite := requireEnv(t, "AQLGUARD_E2E_CONFORMANCE_2026")
 	node := nodeBin(t)
 	modern, legacy := freeAddr(t), freeAddr(t)
@@ -102,8 +106,39 @@ func TestConformanceSuite2026(t *testing.T) {
 		direct := runConformance(t, node, suite, "http://"+legacy+"/", args...)
 		t.Logf("directly, the 2025-11-25 server passes %d of %d checks", count(direct, "SUCCESS"), len(direct))
 		url := startServe(t, human+"[[servers]]\nname = \"everything\"\nurl = \"http://"+legacy+"/\"\n")
-		compareConformance2026(t, want, runConformance(t, node, suite, url, args...), translationGaps)
+		got := runConformance(t, node, suite, url, args...)
+		if diffs := conformanceDiffs(want, got, translationGaps); len(diffs) > 0 && onlyTimed(diffs) {
+			// A probe that waits under a second for its answer, on a
+			// session the suite opens with capabilities of its own
+			// (aqlguard starts that session's server connection then,
+			// with a 2025-11-25 handshake), can time out on a loaded
+			// machine: it gets a second run, and must pass that one.
+			t.Logf("only timed probes differ; running the suite again:\n  %s", strings.Join(diffs, "\n  "))
+			got = runConformance(t, node, suite, url, args...)
+		}
+		compareConformance2026(t, want, got, translationGaps)
 	})
+}
+
+// timedProbes are the checks whose probe reads the answer within a fixed
+// window of 500 to 600 ms (the suite's own choice).
+var timedProbes = []string{
+	"server-stateless/sep-2575-http-server-no-independent-requests-on-stream",
+	"server-stateless/sep-2575-server-no-log-without-loglevel",
+}
+
+// onlyTimed reports whether every difference is one of timedProbes.
+func onlyTimed(diffs []string) bool {
+	for _, d := range diffs {
+		timed := false
+		for _, p := range timedProbes {
+			timed = timed || strings.HasPrefix(d, p+":")
+		}
+		if !timed {
+			return false
+		}
+	}
+	return true
 }
 
 // translationGaps are the checks a 2025-11-25 leg cannot pass. A
@@ -119,10 +154,17 @@ var translationGaps = map[string]bool{
 	"input-required-result-multi-round/sep-2322-multi-round-r3":               true,
 }
 
-// compareConformance2026 fails on every check that ends otherwise than
-// directly, but for those in gaps, which must still end otherwise.
+// compareConformance2026 fails on every conformanceDiffs.
 func compareConformance2026(t *testing.T, want, got map[string]string, gaps map[string]bool) {
 	t.Helper()
+	if diffs := conformanceDiffs(want, got, gaps); len(diffs) > 0 {
+		t.Errorf("2026-07-28 conformance differs through aqlguard:\n  %s", strings.Join(diffs, "\n  "))
+	}
+}
+
+// conformanceDiffs lists every check that ends otherwise than directly,
+// but for those in gaps, which must still end otherwise.
+func conformanceDiffs(want, got map[string]string, gaps map[string]bool) []string {
 	var diffs []string
 	for check, w := range want {
 		g := got[check]
@@ -139,9 +181,7 @@ func compareConformance2026(t *testing.T, want, got map[string]string, gaps map[
 		}
 	}
 	sort.Strings(diffs)
-	if len(diffs) > 0 {
-		t.Errorf("2026-07-28 conformance differs through aqlguard:\n  %s", strings.Join(diffs, "\n  "))
-	}
+	return diffs
 }
 
 func count(checks map[string]string, status string) int {

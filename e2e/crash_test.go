@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/long"
 )
 
 // TestCrashKeepsAcknowledgedBlocks kills aqlguard with SIGKILL at random
@@ -17,10 +19,10 @@ import (
 // human saw one and by the admin override otherwise, so every round
 // blocks afresh.
 func TestCrashKeepsAcknowledgedBlocks(t *testing.T) {
+	// Long: a few rounds may all be killed before any code reaches the
+	// human, and then nothing is checked; twelve are enough.
+	long.Test(t)
 	rounds := 12
-	if testing.Short() {
-		rounds = 4
-	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/internal/long"
 	"github.com/aqlguard/aqlguard/internal/xtest"
 	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,6 +17,7 @@ import (
 // question; xdotool reads its text and answers as a human would, and the
 // call proceeds (Allow once) or is refused (Deny) accordingly.
 func TestDialogAnswersTheGuardedCall(t *testing.T) {
+	long.Test(t)
 	xtest.Require(t)
 	display := xtest.StartXvfb(t)
 	g, err := launchGuard(t, guardOptions{Config: `
@@ -70,8 +72,10 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 	pending = call("note-denied")
 	w = xtest.Window(t, "aqlguard: allow this action?")
 	text := xtest.CopySelection(t, w)
-	for _, want := range []string{"Agent: desk-agent (in aqlguard-e2e)", "Server: ts", "Tool: delete_note", `"id": "note-denied"`,
-		`Why you are asked: Action requires approval ("ts_delete_note")`} {
+	for _, want := range []string{"aqlguard-e2e wants to delete something with the ts server (delete_note).",
+		"Why you are asked: your policy asks a person before calls like this.",
+		`Decided by: requires_approval "ts_delete_note"`, "id:\n  note-denied\n",
+		"Agent: desk-agent · client: aqlguard-e2e · server: ts · tool: delete_note"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("dialog text lacks %q:\n%s", want, text)
 		}
@@ -93,6 +97,7 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 // and verify_challenge with the code found there lifts the block. The
 // code is in nothing aqlguard wrote.
 func TestDialogShowsTheCodeThatUnblocks(t *testing.T) {
+	long.Test(t)
 	xtest.Require(t)
 	display := xtest.StartXvfb(t)
 	g, err := launchGuard(t, guardOptions{Config: `

@@ -307,6 +307,48 @@ func TestFaultBadLines(t *testing.T) {
 	}
 }
 
+// TestPipelinedClientIsServed: a client that sends initialize,
+// notifications/initialized and tools/list in one write, without waiting
+// for initialize's answer (the release smoke test does; so do scripts),
+// gets both answered. aqlguard serves requests concurrently, so
+// tools/list once raced initialize and was told the session was not
+// initialized. Every mode, several rounds: it was a race.
+func TestPipelinedClientIsServed(t *testing.T) {
+	for _, mode := range []string{"transparent", "all"} {
+		for round := range 4 {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "config.toml")
+			writeFile(t, cfg, renderConfig(t, strings.Replace(faultConfig, `mode = "all"`, `mode = "`+mode+`"`, 1), dir))
+			cmd := exec.Command(bins.aqlguard, "run", "--config", cfg)
+			cmd.Env = isolatedEnv(t, dir)
+			cmd.Stderr = io.Discard
+			cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipelined","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s round %d: aqlguard: %v", mode, round, err)
+			}
+			answers := map[float64]map[string]any{}
+			for line := range strings.Lines(string(out)) {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatalf("%s round %d: %q: %v", mode, round, line, err)
+				}
+				if id, ok := m["id"].(float64); ok {
+					answers[id] = m
+				}
+			}
+			for id := 1.0; id <= 2; id++ {
+				if a := answers[id]; a["result"] == nil {
+					t.Fatalf("%s round %d: request %v answered %v", mode, round, id, a)
+				}
+			}
+		}
+	}
+}
+
 // TestFaultWorldWritableState (fault 9): a state directory others can
 // write is refused at start, saying how to fix it.
 func TestFaultWorldWritableState(t *testing.T) {

@@ -301,7 +301,7 @@ func TestStepLimitCheckIn(t *testing.T) {
 	echo("2")
 	token := confirmationToken(t, echo("3"))
 	_, details := errCode(t, echo("3"))
-	if details["stage"] != "step_limit" {
+	if details["reason"] != "Step limit exceeded" {
 		t.Errorf("still paused by the step limit: %v", details)
 	}
 	h.answer(t, "allow")
@@ -509,18 +509,17 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 		t.Fatal(err)
 	}
 	res, _ := g.callAQL(t, "mcp_aql_delete", "ts_delete_note", map[string]any{"id": "x"})
-	_, details := errCode(t, res)
-	if !strings.Contains(jsonString(details["reasons"]), "no graphical display") {
+	if !strings.Contains(errMessage(res), "none could be asked (the dialog channel could not reach a human (no graphical display)") {
 		t.Errorf("the refusal must say why: %s", jsonString(res))
 	}
 	if len(calledTools(t, g)) != 0 {
 		t.Error("forwarded without a human")
 	}
 
-	// A code that cannot be shown: the block stays, and the factors say why.
+	// A code that cannot be shown: the block stays, and the refusal says why.
 	res, _ = g.callAQL(t, "mcp_aql_delete", "ts_drop_database", map[string]any{"name": "prod"})
-	code, details := errCode(t, res)
-	if code != "PERMISSION_AGENT_BLOCKED" || !strings.Contains(jsonString(details["factors"]), "could not show the code (no graphical display)") {
+	code, _ := errCode(t, res)
+	if code != "PERMISSION_AGENT_BLOCKED" || !strings.Contains(errMessage(res), "could not show the user a verification code (no graphical display)") {
 		t.Errorf("deny without a display: %s", jsonString(res))
 	}
 	res, _ = g.callAQL(t, "mcp_aql_read", "ts_get_item", map[string]any{"id": "1"})

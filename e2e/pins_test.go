@@ -99,7 +99,11 @@ func TestToolChangeWaitsForAHuman(t *testing.T) {
 		t.Errorf("the client sees the changed echo before anyone approved it:\n%s", jsonString(after))
 	}
 	res, text := callEcho(t, g)
-	if !res.IsError || !strings.Contains(text, "PERMISSION_DENIED") || !strings.Contains(text, "aqlguard pins approve ts echo") {
+	// The model is told that the user must approve the change, not the
+	// admin command that would approve it (a model with a shell could run
+	// it itself).
+	if !res.IsError || !strings.Contains(text, "PERMISSION_DENIED") || !strings.Contains(text, "until they approve the change") ||
+		strings.Contains(text, "aqlguard pins approve") {
 		t.Fatalf("a call to the changed tool must be refused: %s", text)
 	}
 	if n := len(readCalls(t, g.dir+"/calls.jsonl")); n != 2 { // echo, change_echo
@@ -240,7 +244,7 @@ func TestToolChangeThatLowersTheRiskWaits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if text := resultText(t, res); !res.IsError || !strings.Contains(text, "aqlguard pins approve ts "+tt.tool) {
+		if text := resultText(t, res); !res.IsError || !strings.Contains(text, "changed this tool") || !strings.Contains(text, `"tool":"`+tt.tool+`"`) {
 			t.Errorf("%s: a call of %s after the change: %s", tt.kind, tt.tool, text)
 		}
 	}

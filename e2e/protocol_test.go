@@ -37,6 +37,13 @@ func errCode(t *testing.T, res map[string]any) (string, map[string]any) {
 	return e["code"].(string), d
 }
 
+// errMessage is a failure's error message ("" for anything else).
+func errMessage(res map[string]any) string {
+	e, _ := res["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
 // TestErrorCodes provokes every validation and routing error through a
 // real aqlguard process and checks code and details.
 func TestErrorCodes(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aqlguard/aqlguard/internal/long"
 	"github.com/aqlguard/aqlguard/internal/xtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,6 +24,7 @@ import (
 // server with the server's own name and tools; `aqlguard unwrap` gives
 // every file back byte for byte.
 func TestReadmeQuickStart(t *testing.T) {
+	long.Test(t)
 	xtest.Require(t) // doctor checks that a dialog can be shown
 	xtest.StartXvfb(t)
 	readme, err := os.ReadFile("../README.md")

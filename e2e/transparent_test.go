@@ -67,6 +67,7 @@ args = ["-log", "{{.dir}}/calls.jsonl", "-name", "the-real-server"]
 	}
 	var refusal struct {
 		Error struct {
+			Message string         `json:"message"`
 			Details map[string]any `json:"details"`
 		} `json:"error"`
 	}
@@ -74,8 +75,8 @@ args = ["-log", "{{.dir}}/calls.jsonl", "-name", "the-real-server"]
 		t.Fatal(err)
 	}
 	id, _ := refusal.Error.Details["verification_id"].(string)
-	if next, _ := refusal.Error.Details["next"].(string); !strings.Contains(next, "call the tool aqlguard_verify_challenge with challenge_id "+id) {
-		t.Errorf("the model is not told the tool it has: %q", next)
+	if msg := refusal.Error.Message; id == "" || !strings.Contains(msg, "call the tool aqlguard_verify_challenge with challenge_id and code") {
+		t.Errorf("the model is not told the tool it has: %q (id %q)", msg, id)
 	}
 	select {
 	case <-changed:
@@ -132,16 +133,18 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 		t.Fatalf("first call: %v %s", err, jsonString(res))
 	}
 	var refusal struct {
-		Confirmation struct {
-			Token   string `json:"token"`
+		Error struct {
 			Message string `json:"message"`
+		} `json:"error"`
+		Confirmation struct {
+			Token string `json:"token"`
 		} `json:"confirmation"`
 	}
 	if err := json.Unmarshal([]byte(resultText(t, res)), &refusal); err != nil || refusal.Confirmation.Token == "" {
 		t.Fatalf("no token: %v %s", err, resultText(t, res))
 	}
 	// The model has no confirm_operation here: it is told to retry.
-	if msg := refusal.Confirmation.Message; strings.Contains(msg, "confirm_operation") || !strings.Contains(msg, "repeat the same call") {
+	if msg := refusal.Error.Message; strings.Contains(msg, "confirm_operation") || !strings.Contains(msg, "Repeat the same call") {
 		t.Errorf("the model is told to use a tool it does not have: %q", msg)
 	}
 	h.answer(t, "allow")

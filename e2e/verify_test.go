@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -89,18 +88,7 @@ func echo(t *testing.T, g *guard) map[string]any {
 // on its state directory), and returns stdout, stderr and the exit code.
 func admin(t *testing.T, g *guard, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(bins.aqlguard, append(args, "--config", g.config)...)
-	cmd.Env = isolatedEnv(t, g.dir)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return aqlguardCLI(t, g.dir, append(args, "--config", g.config)...)
 }
 
 // auditRecords exports g's audit log and checks that its chain verifies,

@@ -37,6 +37,9 @@ func Evaluate(p *policy.Policy, s Step) Directive {
 	}
 	d.Factors = make([]string, 0, 8)
 	pipeline(p, &s, &d)
+	if p.Managed != nil {
+		applyManaged(p.Managed, s, &d)
+	}
 	if p.Loop == policy.LoopMonitoring {
 		d.Factors = append(d.Factors, "monitoring: enforcing would have "+string(d.Decision)+" ("+d.Reason+")")
 		d.Continue, d.Stopped, d.Enforced = true, false, false
@@ -54,6 +57,9 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 		d.Decision, d.Stage, d.Reason = NeedsConfirm, StageStepLimit, "Step limit exceeded"
 		d.Factors = append(d.Factors, "step limit: step "+strconv.Itoa(s.StepNumber)+" exceeds max_autonomous_steps "+
 			strconv.Itoa(p.MaxSteps)+"; a human must check in")
+		if p.Layered() {
+			d.Layer = p.SettingLayers.MaxSteps.String()
+		}
 		return
 	}
 	// (Concatenation, not fmt: this runs for every call.)
@@ -77,30 +83,7 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 	c.prepare(p, s, sc)
 	defer c.release(sc)
 	if m, ok := c.matchPatterns(p); ok {
-		d.Stage, d.Matched, d.ArgumentBound = StagePattern, m.source, m.argumentBound
-		d.Factors = append(d.Factors, m.factor())
-		switch m.action {
-		case policy.ActionDeny:
-			d.Stopped, d.Decision, d.Tier, d.Risk = true, Block, DangerZone, 100
-			d.Reason = "Action matches deny pattern " + m.display
-		case policy.ActionRefuse:
-			// The call is rejected; the principal is not stopped.
-			d.Decision, d.Risk = Refuse, c.score(p)
-			d.Tier = TierFor(d.Risk)
-			d.Reason = "Action matches refuse pattern " + m.display
-		case policy.ActionRequiresApproval:
-			d.Decision, d.Tier = NeedsConfirm, Confirm
-			d.Reason = "Action requires approval (" + m.display + ")"
-			if m.why != "" {
-				d.Reason = "Action requires approval: " + m.why
-			}
-			// The tier reflects the call's own risk too, so a human is
-			// not told a destructive call is merely "confirm".
-			d.Risk = max(c.score(p), 31)
-		default:
-			d.Continue, d.Decision = true, Allow
-			d.Reason = "Action auto-approved (" + m.display + ")"
-		}
+		decidePattern(p, &c, m, d)
 		return
 	}
 	d.Factors = append(d.Factors, "patterns: no deny, requires_approval or auto_approve pattern matched")
@@ -127,9 +110,43 @@ func pipeline(p *policy.Policy, s *Step, d *Directive) {
 	d.Factors = append(d.Factors, said.tolerance)
 	if score > p.Threshold {
 		d.Decision = NeedsConfirm
+		if p.Layered() {
+			d.Layer = p.SettingLayers.Tolerance.String()
+		}
 		return
 	}
 	d.Continue, d.Decision = true, Allow
+}
+
+// decidePattern is stage 3's directive when m matched.
+func decidePattern(p *policy.Policy, c *call, m match, d *Directive) {
+	d.Stage, d.Matched, d.ArgumentBound = StagePattern, m.source, m.argumentBound
+	d.Factors = append(d.Factors, m.factor())
+	if p.Layered() {
+		d.Layer = m.layer
+	}
+	switch m.action {
+	case policy.ActionDeny:
+		d.Stopped, d.Decision, d.Tier, d.Risk = true, Block, DangerZone, 100
+		d.Reason = "Action matches deny pattern " + m.display
+	case policy.ActionRefuse:
+		// The call is rejected; the principal is not stopped.
+		d.Decision, d.Risk = Refuse, c.score(p)
+		d.Tier = TierFor(d.Risk)
+		d.Reason = "Action matches refuse pattern " + m.display
+	case policy.ActionRequiresApproval:
+		d.Decision, d.Tier = NeedsConfirm, Confirm
+		d.Reason = "Action requires approval (" + m.display + ")"
+		if m.why != "" {
+			d.Reason = "Action requires approval: " + m.why
+		}
+		// The tier reflects the call's own risk too, so a human is
+		// not told a destructive call is merely "confirm".
+		d.Risk = max(c.score(p), 31)
+	default:
+		d.Continue, d.Decision = true, Allow
+		d.Reason = "Action auto-approved (" + m.display + ")"
+	}
 }
 
 // stepFactor is "step limit: step N of MAX", made in one allocation

@@ -425,6 +425,9 @@ type match struct {
 	// shell command).
 	why           string
 	argumentBound bool
+	// layer is the configuration layer of what matched ("" for what
+	// the guard itself asks about: a shell line it cannot resolve).
+	layer string
 }
 
 func (m match) factor() string {
@@ -436,11 +439,13 @@ func (m match) factor() string {
 }
 
 func patternMatch(a policy.Action, pat policy.Pattern, h hit) match {
-	return match{action: a, source: pat.Source, display: pat.Quoted(), subject: h.what, argumentBound: h.argumentBound}
+	return match{action: a, source: pat.Source, display: pat.Quoted(), subject: h.what, argumentBound: h.argumentBound,
+		layer: pat.Layer().String()}
 }
 
 func ruleMatch(r *policy.Rule, h hit) match {
-	return match{action: r.Action, source: r.Source, display: r.Source, subject: h.what, argumentBound: true}
+	return match{action: r.Action, source: r.Source, display: r.Source, subject: h.what, argumentBound: true,
+		layer: r.Layer.String()}
 }
 
 // matchPatterns resolves stage 3: any deny (pattern or rule) beats any

@@ -142,31 +142,38 @@ func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 	}
 
 	if p != nil {
-		var cand policy.Candidates // nil: every rule
-		if ixs := p.Indexes(); ixs != nil {
-			var byNames policy.Candidates
-			if c.tool != nil {
-				byNames = c.tool.risk
-			}
-			cand = c.candidates(ixs, ixs.RiskRules, policy.ListRiskRules, byNames, true)
-		}
-		for i := nextCandidate(cand, 0, len(p.RiskRules)); i < len(p.RiskRules); i = nextCandidate(cand, i+1, len(p.RiskRules)) {
-			r := &p.RiskRules[i]
-			h := c.riskRuleMatches(i, r)
-			if h.certainty == noMatch {
-				continue
-			}
-			c.riskFromArguments = c.riskFromArguments || h.argumentBound
-			c.riskRules = append(c.riskRules, r.Source)
-			score = max(score, r.Score)
-			f := "risk: rule " + r.Source
-			if r.Reason != "" {
-				f += " (" + r.Reason + ")"
-			}
-			factors = append(factors, f+", at least "+strconv.Itoa(r.Score))
-		}
+		score, factors = c.raiseByRules(p, score, factors)
 	}
 	return min(max(score, 0), 100), factors
+}
+
+// raiseByRules raises score to the risk rules of p that match, appending
+// their factors.
+func (c *call) raiseByRules(p *policy.Policy, score int, factors []string) (int, []string) {
+	var cand policy.Candidates // nil: every rule
+	if ixs := p.Indexes(); ixs != nil {
+		var byNames policy.Candidates
+		if c.tool != nil {
+			byNames = c.tool.risk
+		}
+		cand = c.candidates(ixs, ixs.RiskRules, policy.ListRiskRules, byNames, true)
+	}
+	for i := nextCandidate(cand, 0, len(p.RiskRules)); i < len(p.RiskRules); i = nextCandidate(cand, i+1, len(p.RiskRules)) {
+		r := &p.RiskRules[i]
+		h := c.riskRuleMatches(i, r)
+		if h.certainty == noMatch {
+			continue
+		}
+		c.riskFromArguments = c.riskFromArguments || h.argumentBound
+		c.riskRules = append(c.riskRules, r.Source)
+		score = max(score, r.Score)
+		f := "risk: rule " + r.Source
+		if r.Reason != "" {
+			f += " (" + r.Reason + ")"
+		}
+		factors = append(factors, f+", at least "+strconv.Itoa(r.Score))
+	}
+	return score, factors
 }
 
 // riskRuleMatches matches a risk rule like a requires_approval entry:

@@ -292,7 +292,7 @@ func (sa shellArgs) code(p *policy.Policy) (match, bool) {
 			why += "a human must look at it"
 		}
 		return match{action: action, source: source, display: source + " (" + c.Interpreter + " " + c.Form + " in " + where + ")",
-			subject: where, why: why, argumentBound: true}, true
+			subject: where, why: why, argumentBound: true, layer: p.SettingLayers.InterpreterCode.String()}, true
 	}
 	return match{}, false
 }

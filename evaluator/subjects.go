@@ -170,7 +170,10 @@ func (w *walker) gate(path string, r policy.Role) policy.Role {
 func (w *walker) object(path string, m map[string]any, role policy.Role) {
 	var small [8]member
 	for _, mb := range sorted(m, small[:]) {
-		p := path + "." + policy.SnakeName(mb.key)
+		p := policy.SnakeName(mb.key)
+		if path != "" { // under an argument named "" (snake_case of nothing)
+			p = path + "." + p
+		}
 		*w.out = append(*w.out, Value{Path: p, Text: policy.Normalize(mb.key), Raw: mb.key, Key: true, String: true, Role: role})
 		r := role
 		if r == policy.RoleOther || w.roles.declaredAt(p) {

@@ -12,14 +12,18 @@ type Annotations struct {
 
 // Step is one action to evaluate: a proxied tool call or a reported step.
 type Step struct {
-	Principal   string          // the configured agent, never model-supplied
-	Session     string          // MCP session label (for audit only)
-	Operation   string          // catalog operation name, e.g. "fs_write_file"
-	Server      string          // downstream server name ("" for cooperative steps)
-	Tool        string          // downstream tool name as the server spells it
-	Category    policy.Category // semantic category
-	Annotations Annotations
-	Arguments   map[string]any // decoded arguments, as the server will receive them
+	Principal string          // the configured agent, never model-supplied
+	Session   string          // MCP session label (for audit only)
+	Operation string          // catalog operation name, e.g. "fs_write_file"
+	Server    string          // downstream server name ("" for cooperative steps)
+	Tool      string          // downstream tool name as the server spells it
+	Category  policy.Category // semantic category
+	// ManagedCategory is the category as a managed policy layer reads the
+	// call: without the user's [servers.categories] override ("": as
+	// Category). Only the managed layer's view uses it.
+	ManagedCategory policy.Category
+	Annotations     Annotations
+	Arguments       map[string]any // decoded arguments, as the server will receive them
 	// Roles are the roles the tool's schema gives its arguments (format
 	// uri: url), by SnakeName; [servers.arguments] and the names' own
 	// conventions fill in the rest (see Value.Role).
@@ -91,6 +95,10 @@ type Directive struct {
 	ArgumentBound bool
 	// RiskRules are the sources of the risk rules that matched (stage 4).
 	RiskRules []string
+	// Layer is the configuration layer whose rule or setting decided,
+	// "managed" or "user", under a managed policy layer ("" without one,
+	// and for what the guard asks about by itself).
+	Layer string
 }
 
 // Outcome says in a word what happens to the action: "allowed",

@@ -115,6 +115,14 @@ type Policy struct {
 	// approvals, while reordering whitespace or comments in the file does not.
 	Version string
 
+	// Managed is the managed layer compiled alone (nil without one): the
+	// evaluator consults it on every call, reading the call as the
+	// managed file alone describes it, and its restrictions stand
+	// whatever the merged policy says.
+	Managed *Policy
+	// SettingLayers say which layer each setting above comes from.
+	SettingLayers SettingLayers
+
 	// index narrows the lists to the patterns that can match a call
 	// (Indexes); built by Compile, so the lists must not change after.
 	index *Indexes
@@ -158,6 +166,8 @@ type Rule struct {
 	Path     []string
 	Roles    RoleSet
 	Pattern  Pattern
+	// Layer is the configuration layer the rule comes from.
+	Layer Layer
 	// Source renders the rule for audit records and messages:
 	// command~"rm -rf*", prefixed with operation~"shell_*" when the rule
 	// is limited to some operations.
@@ -183,6 +193,7 @@ type CompiledRiskRule struct {
 	Score    int
 	Reason   string
 	Source   string
+	Layer    Layer
 }
 
 // Compile merges [safety] with [agents.<principal>] and compiles every glob.
@@ -191,6 +202,14 @@ type CompiledRiskRule struct {
 // (an agent table can add restrictions and exemptions, and deny still wins
 // over anything it adds). Zero values in a Config built in Go take the
 // documented defaults. Errors are reported as Errors without line numbers.
+//
+// With a managed layer (cfg.Managed, see Overlay) the managed file's own
+// [safety] and [agents.<principal>] come first, marked as the managed
+// layer's; its settings are floors the user's can only tighten (see
+// floor); and Policy.Managed holds the managed layer compiled alone, which
+// the evaluator consults on every call so that nothing in the user's file
+// (a server's categories or argument roles, the servers that decide what
+// a name pattern reads, an auto_approve) can weaken a managed restriction.
 func Compile(cfg *Config, principal string) (*Policy, error) {
 	if cfg == nil {
 		return nil, errors.New("policy: nil config")
@@ -205,140 +224,204 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 	if !ValidAgentName(principal) {
 		v.errf("agent", "%q is not a valid agent name", principal)
 	}
+	user := cfg.layerOf(principal, v)
+	user.servers = cfg.serverNames()
+	if len(v.errs) > 0 {
+		return nil, v.errs
+	}
+	if cfg.Managed == nil {
+		p := build(principal, user.settings, []layerInput{user}, cfg.Servers)
+		return p, nil
+	}
+	mv := &validator{file: cfg.Managed.Path}
+	managed := cfg.Managed.layerOf(principal, mv)
+	if len(mv.errs) > 0 {
+		return nil, mv.errs
+	}
+	managed.layer, managed.servers = LayerManaged, cfg.Managed.serverNames()
+	// The managed layer alone, as the evaluator consults it: its servers,
+	// its roles, its settings.
+	alone := build(principal, managed.settings, []layerInput{managed}, managedServers(cfg))
+	settings, from := floor(managed.settings, user.settings)
+	p := build(principal, settings, []layerInput{managed, user}, cfg.Servers)
+	p.Managed, p.SettingLayers = alone, from
+	p.Version = p.digest() // the layers' marks included
+	return p, nil
+}
 
+// managedServers are the managed layer's servers: those of the managed
+// file itself, as Overlay marked them in the effective configuration.
+func managedServers(cfg *Config) []Server {
+	var out []Server
+	for _, s := range cfg.Servers {
+		if s.Managed {
+			out = append(out, s)
+		}
+	}
+	if out == nil {
+		out = cfg.Managed.Servers
+	}
+	return out
+}
+
+// settings are a layer's scalar safety settings for one principal.
+type settings struct {
+	loop  string
+	steps int
+	tol   string
+	code  string
+}
+
+// layerInput is what one configuration layer says for one principal:
+// its [safety] with its [agents.<principal>] on top.
+type layerInput struct {
+	settings
+	layer                       Layer
+	servers                     map[string]bool // the servers that decide what its name patterns read
+	deny, refuse, approve, auto []string
+	rules                       []ArgRule
+	risk                        []RiskRule
+	shellArgs, secretArgs       []string
+}
+
+// layerOf is cfg's [safety] merged with its [agents.<principal>],
+// defaults applied and values checked (v collects the problems).
+func (cfg *Config) layerOf(principal string, v *validator) layerInput {
 	s := cfg.Safety
 	v.safety(&s) // defaults and value checks for hand-built configs
-	loop, steps, tol, code := s.Loop, s.MaxAutonomousSteps, s.RiskTolerance, s.InterpreterCode
-	deny, refuse := s.Deny, s.Refuse
-	approve := s.RequiresApproval
-	auto := s.AutoApprove
-	rules := s.Rules
-	risk := s.RiskRules
-	shellArgs, secretArgs := s.ShellArguments, s.SecretArguments
+	in := layerInput{
+		settings: settings{loop: s.Loop, steps: s.MaxAutonomousSteps, tol: s.RiskTolerance, code: s.InterpreterCode},
+		deny:     s.Deny, refuse: s.Refuse, approve: s.RequiresApproval, auto: s.AutoApprove,
+		rules: s.Rules, risk: s.RiskRules, shellArgs: s.ShellArguments, secretArgs: s.SecretArguments,
+	}
 	if o, ok := cfg.Agents[principal]; ok {
 		okey := joinKey("agents", principal)
 		v.override(okey, o)
 		if o.Loop != nil {
-			loop = *o.Loop
+			in.loop = *o.Loop
 		}
 		if o.MaxAutonomousSteps != nil {
-			steps = *o.MaxAutonomousSteps
+			in.steps = *o.MaxAutonomousSteps
 		}
 		if o.RiskTolerance != nil {
-			tol = *o.RiskTolerance
+			in.tol = *o.RiskTolerance
 		}
 		if o.InterpreterCode != nil {
-			code = *o.InterpreterCode
+			in.code = *o.InterpreterCode
 		}
 		// Full slice expressions: never append into the Config's arrays.
-		deny = append(deny[:len(deny):len(deny)], o.Deny...)
-		refuse = append(refuse[:len(refuse):len(refuse)], o.Refuse...)
-		approve = append(approve[:len(approve):len(approve)], o.RequiresApproval...)
-		auto = append(auto[:len(auto):len(auto)], o.AutoApprove...)
-		rules = append(rules[:len(rules):len(rules)], o.Rules...)
-		risk = append(risk[:len(risk):len(risk)], o.RiskRules...)
-		shellArgs = append(shellArgs[:len(shellArgs):len(shellArgs)], o.ShellArguments...)
-		secretArgs = append(secretArgs[:len(secretArgs):len(secretArgs)], o.SecretArguments...)
+		in.deny = append(in.deny[:len(in.deny):len(in.deny)], o.Deny...)
+		in.refuse = append(in.refuse[:len(in.refuse):len(in.refuse)], o.Refuse...)
+		in.approve = append(in.approve[:len(in.approve):len(in.approve)], o.RequiresApproval...)
+		in.auto = append(in.auto[:len(in.auto):len(in.auto)], o.AutoApprove...)
+		in.rules = append(in.rules[:len(in.rules):len(in.rules)], o.Rules...)
+		in.risk = append(in.risk[:len(in.risk):len(in.risk)], o.RiskRules...)
+		in.shellArgs = append(in.shellArgs[:len(in.shellArgs):len(in.shellArgs)], o.ShellArguments...)
+		in.secretArgs = append(in.secretArgs[:len(in.secretArgs):len(in.secretArgs)], o.SecretArguments...)
 	}
-	if len(v.errs) > 0 {
-		return nil, v.errs
-	}
+	return in
+}
 
-	threshold, _ := Threshold(tol) // validated above
+// build compiles the layers' lists, in order, under settings s. servers
+// are the configured servers whose [servers.arguments] declare roles.
+func build(principal string, s settings, layers []layerInput, servers []Server) *Policy {
+	threshold, _ := Threshold(s.tol) // validated
 	p := &Policy{
 		Principal: principal,
-		Loop:      LoopMode(loop),
-		MaxSteps:  steps,
-		Tolerance: tol,
+		Loop:      LoopMode(s.loop),
+		MaxSteps:  s.steps,
+		Tolerance: s.tol,
 		Threshold: threshold,
 
-		InterpreterCode: InterpreterCode(code),
+		InterpreterCode: InterpreterCode(s.code),
 	}
-	servers := cfg.serverNames()
-	namePattern := func(src string) (Pattern, error) {
-		pat, err := CompilePattern(src)
-		pat.forServers(servers)
-		return pat, err
-	}
-	compileList := func(srcs []string) []Pattern {
-		out := make([]Pattern, 0, len(srcs))
-		seen := map[string]bool{}
-		for _, src := range srcs {
-			pat, err := namePattern(src)
-			if err != nil { // already reported by validation
-				continue
-			}
-			if seen[pat.norm] {
-				continue
-			}
-			seen[pat.norm] = true
-			out = append(out, pat)
+	seen := [4]map[string]bool{{}, {}, {}, {}}
+	for _, in := range layers {
+		namePattern := func(src string) (Pattern, error) {
+			pat, err := CompilePattern(src)
+			pat.forServers(in.servers)
+			pat.layer = in.layer
+			return pat, err
 		}
-		return out
-	}
-	p.Deny = compileList(deny)
-	p.Refuse = compileList(refuse)
-	p.RequiresApproval = compileList(approve)
-	p.AutoApprove = compileList(auto)
-	for _, r := range rules {
-		op := r.Operation
-		if op == "" {
-			op = "*"
-		}
-		opPat, err1 := namePattern(op)
-		valPat, err2 := CompilePattern(r.Pattern)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		rule := Rule{Action: Action(r.Action), Operation: opPat, Argument: r.Argument, Pattern: valPat}
-		subject := r.Argument
-		if len(r.Roles) > 0 {
-			for _, name := range r.Roles {
-				role, err := ParseRole(name)
-				if err != nil {
-					continue // reported by validation
+		compileList := func(list []Pattern, srcs []string, seen map[string]bool) []Pattern {
+			for _, src := range srcs {
+				pat, err := namePattern(src)
+				if err != nil { // already reported by validation
+					continue
 				}
-				rule.Roles = rule.Roles.With(role)
+				if seen[pat.norm] { // the first layer's stands
+					continue
+				}
+				seen[pat.norm] = true
+				list = append(list, pat)
 			}
-			subject = "roles(" + strings.Join(r.Roles, ",") + ")"
-		} else if rule.Path, err1 = ArgumentPath(r.Argument); err1 != nil {
-			continue
+			return list
 		}
-		rule.Source = subject + "~" + strconv.Quote(r.Pattern)
-		if opPat.norm != "*" {
-			rule.Source = "operation~" + strconv.Quote(op) + " " + rule.Source
-		}
-		p.Rules = append(p.Rules, rule)
-	}
-	for _, r := range risk {
-		pat, err := namePattern(r.Pattern)
-		if err != nil {
-			continue
-		}
-		src := strconv.Quote(r.Pattern)
-		var path []string
-		if r.Argument != "" {
-			if path, err = ArgumentPath(r.Argument); err != nil {
+		p.Deny = compileList(p.Deny, in.deny, seen[0])
+		p.Refuse = compileList(p.Refuse, in.refuse, seen[1])
+		p.RequiresApproval = compileList(p.RequiresApproval, in.approve, seen[2])
+		p.AutoApprove = compileList(p.AutoApprove, in.auto, seen[3])
+		for _, r := range in.rules {
+			op := r.Operation
+			if op == "" {
+				op = "*"
+			}
+			opPat, err1 := namePattern(op)
+			valPat, err2 := CompilePattern(r.Pattern)
+			if err1 != nil || err2 != nil {
 				continue
 			}
-			src = r.Argument + "~" + src
-		}
-		p.RiskRules = append(p.RiskRules, CompiledRiskRule{Pattern: pat, Argument: r.Argument, Path: path,
-			Score: r.Score, Reason: r.Reason, Source: src})
-	}
-	specs := func(srcs []string) []ArgumentSpec {
-		out := make([]ArgumentSpec, 0, len(srcs))
-		for _, src := range srcs {
-			if spec, err := ParseArgumentSpec(src); err == nil {
-				spec.Tool.forServers(servers)
-				out = append(out, spec)
+			valPat.layer = in.layer
+			rule := Rule{Action: Action(r.Action), Operation: opPat, Argument: r.Argument, Pattern: valPat, Layer: in.layer}
+			subject := r.Argument
+			if len(r.Roles) > 0 {
+				for _, name := range r.Roles {
+					role, err := ParseRole(name)
+					if err != nil {
+						continue // reported by validation
+					}
+					rule.Roles = rule.Roles.With(role)
+				}
+				subject = "roles(" + strings.Join(r.Roles, ",") + ")"
+			} else if rule.Path, err1 = ArgumentPath(r.Argument); err1 != nil {
+				continue
 			}
+			rule.Source = subject + "~" + strconv.Quote(r.Pattern)
+			if opPat.norm != "*" {
+				rule.Source = "operation~" + strconv.Quote(op) + " " + rule.Source
+			}
+			p.Rules = append(p.Rules, rule)
 		}
-		return out
+		for _, r := range in.risk {
+			pat, err := namePattern(r.Pattern)
+			if err != nil {
+				continue
+			}
+			src := strconv.Quote(r.Pattern)
+			var path []string
+			if r.Argument != "" {
+				if path, err = ArgumentPath(r.Argument); err != nil {
+					continue
+				}
+				src = r.Argument + "~" + src
+			}
+			p.RiskRules = append(p.RiskRules, CompiledRiskRule{Pattern: pat, Argument: r.Argument, Path: path,
+				Score: r.Score, Reason: r.Reason, Source: src, Layer: in.layer})
+		}
+		specs := func(srcs []string) []ArgumentSpec {
+			out := make([]ArgumentSpec, 0, len(srcs))
+			for _, src := range srcs {
+				if spec, err := ParseArgumentSpec(src); err == nil {
+					spec.Tool.forServers(in.servers)
+					out = append(out, spec)
+				}
+			}
+			return out
+		}
+		p.ShellArguments = append(p.ShellArguments, specs(in.shellArgs)...)
+		p.SecretArguments = append(p.SecretArguments, specs(in.secretArgs)...)
 	}
-	p.ShellArguments = specs(shellArgs)
-	p.SecretArguments = specs(secretArgs)
-	for _, srv := range cfg.Servers {
+	for _, srv := range servers {
 		for _, key := range slices.Sorted(maps.Keys(srv.Arguments)) {
 			spec, err1 := ParseArgumentSpec(key)
 			role, err2 := ParseRole(srv.Arguments[key])
@@ -349,7 +432,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 	}
 	p.Version = p.digest()
 	p.index = newIndexes(p)
-	return p, nil
+	return p
 }
 
 // digestForm is a pattern as the digest sees it: its folded source, and,
@@ -357,10 +440,14 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 // server fs), that reading, so that adding or removing that server is a
 // change of the policy. What the source alone decides needs no mark.
 func (p Pattern) digestForm() string {
+	form := p.norm
 	if p.reading == readOperation {
-		return p.norm + "\x00operations"
+		form += "\x00operations"
 	}
-	return p.norm
+	if p.layer == LayerManaged {
+		form += "\x00managed"
+	}
+	return form
 }
 
 // digest hashes a canonical JSON rendering of the effective policy.

@@ -48,6 +48,12 @@ func Default() *Config {
 // listing every problem that could be found, each with its line, and the
 // Config is nil.
 func Parse(data []byte, name string) (cfg *Config, err error) {
+	return parse(data, name, false)
+}
+
+// parse is Parse; managed says the file is the managed policy layer,
+// whose format is the same with one more key, locked.
+func parse(data []byte, name string, managed bool) (cfg *Config, err error) {
 	defer func() {
 		// A panic in the TOML library must not take the proxy down in the
 		// middle of a reload; report it as a problem with the file.
@@ -73,7 +79,7 @@ func Parse(data []byte, name string) (cfg *Config, err error) {
 
 	c, shifted := w.decode(buf)
 	if c != nil && !shifted {
-		v := &validator{file: name, walker: w}
+		v := &validator{file: name, walker: w, managed: managed}
 		v.config(c)
 		w.errs = append(w.errs, v.errs...)
 	}

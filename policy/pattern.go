@@ -61,7 +61,13 @@ type Pattern struct {
 	// is what follows "*." in a pattern read as readAnyServer.
 	reading reading
 	tail    *glob.Pattern
+	// layer is the configuration layer the pattern comes from.
+	layer Layer
 }
+
+// Layer is the configuration layer the pattern comes from: the managed
+// policy file or the user's own.
+func (p Pattern) Layer() Layer { return p.layer }
 
 // reading is which of a call's names (CallNames) a name pattern is matched
 // against: what its literal head says it is about.

@@ -28,6 +28,20 @@ type Config struct {
 	Serve   Serve                    `toml:"serve"`
 	Servers []Server                 `toml:"servers"`
 
+	// Locked, in the managed policy file only, lists the keys the user's
+	// file may not set at all ("safety.auto_approve", "verify",
+	// "servers"); see managed.go.
+	Locked []string `toml:"locked"`
+
+	// Managed is the managed policy layer under this configuration (nil
+	// without one): Overlay sets it, and Compile reads its rules as the
+	// managed layer's, which nothing in this file can weaken.
+	Managed *Config `toml:"-"`
+
+	// NotInEffect are the settings of the user's file that the managed
+	// layer does not let take effect (Overlay), each with its line.
+	NotInEffect Errors `toml:"-"`
+
 	// Path is the file this config was read from ("" for embedded defaults).
 	Path string `toml:"-"`
 	// lines maps key paths to their line in the file, for Lint.
@@ -62,6 +76,39 @@ type Audit struct {
 	// Sync says when the audit log is fsync'd: "grouped" (within 10 ms
 	// of a write; the default) or "always" (before the call goes on).
 	Sync string `toml:"sync"`
+	// Forward ships every record, as it is written, to a collector
+	// ([audit.forward]); nil when the table is absent.
+	Forward *Forward `toml:"forward"`
+}
+
+// Forward is the [audit.forward] table: where the audit log is shipped
+// as it is written, at least once, each record with its sequence number
+// and hashes.
+type Forward struct {
+	// To is "syslog" (RFC 5424 over TCP or TLS), "otlp" (OTLP/HTTP logs),
+	// "splunk" (Splunk HTTP Event Collector) or "file" (OCSF, one event
+	// per line).
+	To string `toml:"to"`
+	// Address is the syslog collector: "tcp://HOST:PORT" or
+	// "tls://HOST:PORT" (RFC 5425).
+	Address string `toml:"address"`
+	// URL is the HTTP collector's endpoint (otlp: .../v1/logs; splunk:
+	// .../services/collector/event).
+	URL string `toml:"url"`
+	// Headers are sent with every HTTP request; ${NAME} in a value is
+	// the environment variable NAME (a token kept out of the file).
+	Headers map[string]string `toml:"headers"`
+	// Path is the file the OCSF events are appended to (to = "file").
+	Path string `toml:"path"`
+	// CAFile is a PEM file of certificate authorities trusted, besides
+	// the system's, for tls:// and https:// collectors.
+	CAFile string `toml:"ca_file"`
+	// Batch bounds the records sent in one delivery.
+	Batch int `toml:"batch"`
+	// Start is where a destination that has no cursor yet begins:
+	// "oldest" (the whole log, the default) or "newest" (records from now
+	// on).
+	Start string `toml:"start"`
 }
 
 // Safety is the [safety] table: the evaluator's configuration.
@@ -185,6 +232,10 @@ type Server struct {
 	// ("[TOOL:]ARGUMENT" = "command" | "code" | "query" | "path" | "url" |
 	// "content" | "other"), over what the schema and the names say.
 	Arguments map[string]string `toml:"arguments"`
+
+	// Managed says the server is the managed layer's (Overlay): its
+	// categories and argument roles are the managed layer's own.
+	Managed bool `toml:"-"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").

@@ -83,6 +83,8 @@ type validator struct {
 	file   string
 	walker *schemaWalker
 	errs   Errors
+	// managed says the file is the managed policy layer (ParseManaged).
+	managed bool
 }
 
 func (v *validator) present(key string) bool {
@@ -122,7 +124,18 @@ func (w *schemaWalker) isBad(key string) bool {
 // parentKey drops the last part of a key path: servers[1].url -> servers[1]
 // -> servers; agents."a.b".loop -> agents."a.b".
 func parentKey(key string) string {
-	cut, inQuote := 0, false
+	seps := separators(key)
+	if len(seps) == 0 {
+		return ""
+	}
+	return key[:seps[len(seps)-1]]
+}
+
+// separators are the positions of the '.' and '[' that separate the
+// parts of a key path (not those inside a quoted part).
+func separators(key string) []int {
+	var out []int
+	inQuote := false
 	for i := 0; i < len(key); i++ {
 		switch c := key[i]; {
 		case inQuote && c == '\\':
@@ -130,10 +143,10 @@ func parentKey(key string) string {
 		case c == '"':
 			inQuote = !inQuote
 		case !inQuote && (c == '.' || c == '['):
-			cut = i
+			out = append(out, i)
 		}
 	}
-	return key[:cut]
+	return out
 }
 
 func (v *validator) config(c *Config) {
@@ -169,6 +182,7 @@ func (v *validator) config(c *Config) {
 	v.verify(&c.Verify)
 	v.serve(&c.Serve)
 	v.servers(c.Servers)
+	v.locked(c.Locked)
 }
 
 func (v *validator) serve(s *Serve) {
@@ -274,6 +288,74 @@ func (v *validator) audit(a *Audit) {
 	default:
 		v.errf("audit.sync", "%q is not valid; use \"grouped\" (fsync within 10 ms, the default) or \"always\" (fsync before the call goes on)", a.Sync)
 	}
+	if a.Forward != nil {
+		v.forward(a.Forward)
+	}
+}
+
+// Forward defaults.
+const (
+	DefaultForwardBatch = 500
+	MaxForwardBatch     = 10_000
+)
+
+func (v *validator) forward(f *Forward) {
+	const k = "audit.forward"
+	only := func(key, val string, tos ...string) {
+		if val != "" && !slices.Contains(tos, f.To) {
+			v.errf(k+"."+key, "only applies with to = %s", oneOf(tos))
+		}
+	}
+	switch f.To {
+	case "syslog":
+		u, err := url.Parse(f.Address)
+		switch {
+		case f.Address == "":
+			v.errf(k+".address", `is required with to = "syslog": "tcp://HOST:PORT" or "tls://HOST:PORT"`)
+		case err != nil || (u.Scheme != "tcp" && u.Scheme != "tls") || u.Host == "" || u.Port() == "" || u.Path != "":
+			v.errf(k+".address", `%q is not "tcp://HOST:PORT" or "tls://HOST:PORT"`, f.Address)
+		}
+	case "otlp", "splunk":
+		u, err := url.Parse(f.URL)
+		switch {
+		case f.URL == "":
+			v.errf(k+".url", "is required with to = %q: the collector's endpoint", f.To)
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			v.errf(k+".url", "%q is not an http:// or https:// URL", f.URL)
+		}
+	case "file":
+		switch {
+		case f.Path == "":
+			v.errf(k+".path", `is required with to = "file": the file the OCSF events are appended to`)
+		case !filepath.IsAbs(f.Path):
+			v.errf(k+".path", "%q must be an absolute path", f.Path)
+		}
+	case "":
+		v.errf(k+".to", `is required: "syslog", "otlp", "splunk" or "file"`)
+	default:
+		v.errf(k+".to", `%q is not valid; use "syslog", "otlp", "splunk" or "file"`, f.To)
+	}
+	only("address", f.Address, "syslog")
+	only("url", f.URL, "otlp", "splunk")
+	only("path", f.Path, "file")
+	if len(f.Headers) > 0 && f.To != "otlp" && f.To != "splunk" {
+		v.errf(k+".headers", `only applies with to = "otlp" or "splunk"`)
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.Headers)) {
+		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+			v.errf(joinKey(k+".headers", name), "%q is not a valid HTTP header name", name)
+		}
+	}
+	if f.CAFile != "" && !filepath.IsAbs(f.CAFile) {
+		v.errf(k+".ca_file", "%q must be an absolute path", f.CAFile)
+	}
+	switch {
+	case f.Batch == 0 && !v.present(k+".batch"):
+		f.Batch = DefaultForwardBatch
+	case f.Batch < 1 || f.Batch > MaxForwardBatch:
+		v.errf(k+".batch", "%d is out of range: use 1 to %d; default %d", f.Batch, MaxForwardBatch, DefaultForwardBatch)
+	}
+	v.enum(k+".start", &f.Start, []string{"oldest", "newest"}, "oldest")
 }
 
 func (v *validator) override(key string, o AgentOverride) {

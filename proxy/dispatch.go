@@ -258,15 +258,16 @@ func rpcFailure(op *catalog.Operation, e *jsonrpc.Error) *aql.Error {
 // encode renders a result as the tool's single text block, enforcing the
 // response size limit.
 func (f *Front) encode(r *aql.Result) *mcp.CallToolResult {
-	b, err := json.Marshal(r)
+	// MarshalJSON directly: json.Marshal would HTML-escape its output.
+	b, err := r.MarshalJSON()
 	if err != nil {
 		f.Log.Error("encoding a result failed", "err", err)
-		b, _ = json.Marshal(aql.Failure(aql.Internal("the result could not be encoded")))
-		r = &aql.Result{}
+		r = aql.Failure(aql.Internal("the result could not be encoded"))
+		b, _ = r.MarshalJSON()
 	}
 	if int64(len(b)) > f.Limits.MaxResponseSize {
 		r = aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(b)), ""))
-		b, _ = json.Marshal(r)
+		b, _ = r.MarshalJSON()
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, IsError: !r.Success}
 }

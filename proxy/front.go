@@ -223,9 +223,7 @@ func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog
 			}
 		}
 	}
-	return nil, aql.PermissionDenied(fmt.Sprintf("the server %s changed the tool %s since it was approved; it cannot be used until a human "+
-		"approves the change (they have been asked; at the machine: aqlguard pins approve %s %s)", op.Server, op.Tool.Name, op.Server, op.Tool.Name),
-		map[string]any{"server": op.Server, "tool": op.Tool.Name, "change": "tool definition changed"})
+	return nil, aql.Refusal{Kind: aql.RefusalToolChanged, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name}.Error(f.Guard.Voice)
 }
 
 // rebuild derives the catalog from what the servers offer now.
@@ -283,7 +281,7 @@ func (f *Front) ListTools(ctx context.Context) ([]json.RawMessage, error) {
 	if f.Mode == ModeTransparent {
 		return f.transparentTools(ctx), nil
 	}
-	var tools []*mcp.Tool
+	var tools []any
 	if f.Mode == ModeSemantic || f.Mode == ModeAll {
 		for _, cat := range policy.Categories {
 			tools = append(tools, f.endpointTool(semanticTool(cat), cat))
@@ -423,26 +421,40 @@ func (f *Front) ToolFor(op *catalog.Operation) string {
 	return semanticTool(op.Category)
 }
 
-// endpointSchema is the spec's base input schema (mcp-integration.md 3.1)
-// plus the batch member.
+// endpointSchema is the spec's base input schema (mcp-integration.md
+// 3.1), pared down. Every client loads it once per endpoint before its first call, so it
+// says no more than it must, as 3.4's family schema does: params is an
+// object (open, JSON Schema's default); a batch ({"operations": [...]})
+// is not declared (members are open too; introspection describes
+// batches).
 var endpointSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"operation":{"type":"string","description":"Operation name (\"batch\" for a batch)"},` +
-	`"params":{"type":"object","description":"Operation parameters","additionalProperties":true},` +
-	`"operations":{"type":"array","items":{"type":"object"},"description":"Batch: [{operation, params}, ...]"}` +
+	`"operation":{"type":"string","description":"Operation name"},"params":{"type":"object"}` +
 	`},"required":["operation"]}`)
 
-func (f *Front) endpointTool(name string, cat policy.Category) *mcp.Tool {
-	return &mcp.Tool{Name: name, InputSchema: endpointSchema, Description: f.endpointDescription(cat),
+// endpoint is an MCP-AQL endpoint as tools/list carries it. Its
+// annotations say only what differs from MCP's defaults (readOnlyHint
+// and idempotentHint false, destructiveHint true), and destructiveHint
+// always, as mcp-integration.md 2.3's examples do.
+type endpoint struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations map[string]bool `json:"annotations"`
+}
+
+func (f *Front) endpointTool(name string, cat policy.Category) endpoint {
+	return endpoint{Name: name, InputSchema: endpointSchema, Description: f.endpointDescription(cat),
 		Annotations: endpointAnnotations(cat)}
 }
 
 // endpointAnnotations follow mcp-integration.md 2.3: only READ is
 // read-only; UPDATE, DELETE, EXECUTE and the unified endpoint are
 // destructive.
-func endpointAnnotations(cat policy.Category) *mcp.ToolAnnotations {
-	readOnly := cat == policy.Read
-	destructive := !(cat == policy.Read || cat == policy.Create)
-	return &mcp.ToolAnnotations{ReadOnlyHint: readOnly, DestructiveHint: &destructive}
+func endpointAnnotations(cat policy.Category) map[string]bool {
+	if cat == policy.Read {
+		return map[string]bool{"readOnlyHint": true, "destructiveHint": false}
+	}
+	return map[string]bool{"destructiveHint": cat != policy.Create}
 }
 
 // endpointDescription is short on purpose (token efficiency is the point
@@ -450,34 +462,45 @@ func endpointAnnotations(cat policy.Category) *mcp.ToolAnnotations {
 // introspect for the rest.
 func (f *Front) endpointDescription(cat policy.Category) string {
 	var b strings.Builder
-	var names []string
-	cg := f.Catalog()
-	if cat == "" {
-		b.WriteString("Unified MCP-AQL endpoint for all operations, routed by operation name. ")
-		for _, op := range cg.Operations() {
+	// The servers' own operations first: they are what the model came
+	// for; the safety loop's are named in introspection.
+	var names, loop []string
+	for _, op := range f.Catalog().Operations() {
+		switch {
+		case cat != "" && op.Category != cat:
+		case op.Builtin:
+			loop = append(loop, op.Name)
+		default:
 			names = append(names, op.Name)
 		}
+	}
+	names = append(names, loop...)
+	if cat == "" {
+		b.WriteString("Every operation: ")
 	} else {
 		b.WriteString(map[policy.Category]string{
-			policy.Create:  "Additive operations (create, add, upload). ",
-			policy.Read:    "Read-only operations (get, list, search) and introspect. ",
-			policy.Update:  "Modifying operations (update, edit, move). ",
-			policy.Delete:  "Removing operations (delete, remove, purge). ",
-			policy.Execute: "Runtime operations and tools with external effects (run, start, stop). ",
+			policy.Create:  "Operations that add. ",
+			policy.Read:    "Read-only operations, and introspect. ",
+			policy.Update:  "Operations that change. ",
+			policy.Delete:  "Operations that remove. ",
+			policy.Execute: "Operations that run things or act outside. ",
 		}[cat])
-		names = cg.ByCategory(cat)
 	}
-	const shown = 6
+	const shown = 4
 	if len(names) > 0 {
-		b.WriteString("Operations: ")
 		if len(names) > shown {
 			fmt.Fprintf(&b, "%s (+%d more). ", strings.Join(names[:shown], ", "), len(names)-shown)
 		} else {
 			b.WriteString(strings.Join(names, ", ") + ". ")
 		}
 	}
-	where := map[Mode]string{ModeSemantic: " on mcp_aql_read", ModeAll: " on mcp_aql_read or mcp_aql"}[f.Mode]
-	b.WriteString(`Discover: {"operation":"introspect","params":{"query":"operations"}}` + where + `; add "name" for parameters.`)
+	// How to learn the rest is said once, where introspect runs; the
+	// other endpoints point there.
+	if cat == "" || cat == policy.Read {
+		b.WriteString(`All: {"operation":"introspect","params":{"query":"operations"}}, "name" for one's parameters.`)
+	} else {
+		b.WriteString("All, with parameters: introspect on mcp_aql_read.")
+	}
 	return b.String()
 }
 

@@ -98,6 +98,22 @@ func LoopOperations(mode policy.LoopMode) []*catalog.Operation {
 
 func intPtr(n int) *int { return &n }
 
+// VoiceFor is how the guard's refusals address the model in mode: the
+// tools that carry verify_challenge and confirm_operation there.
+func VoiceFor(mode Mode) aql.Voice {
+	return aql.VoiceFor(mode == ModeTransparent, func(name string) string {
+		if mode == ModeSingle || mode == ModePassthrough {
+			return SingleTool
+		}
+		for _, op := range LoopOperations(policy.LoopEnforcing) {
+			if op.Name == name {
+				return semanticTool(op.Category)
+			}
+		}
+		return SingleTool
+	}, "")
+}
+
 func exampleRequest(op *catalog.Operation) map[string]any {
 	params := map[string]any{}
 	for _, p := range op.Params {

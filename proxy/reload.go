@@ -34,6 +34,10 @@ func (sh *Shared) Reload(ctx context.Context, rc *relay.Config, build func() (*p
 		sh.audit(ctx, record)
 		return
 	}
+	for _, e := range cfg.NotInEffect {
+		sh.log().Warn("the managed policy does not let this setting take effect", "setting", e.Error())
+		record.Factors = append(record.Factors, "not in effect: "+e.Error())
+	}
 	if restartOnly := RestartOnlyChanges(old, cfg); len(restartOnly) > 0 {
 		sh.log().Warn("these settings changed but take effect only when aqlguard restarts", "settings", restartOnly)
 	}
@@ -66,7 +70,7 @@ func RestartOnlyChanges(old, cfg *policy.Config) []string {
 		"state_dir":          old.StateDir == cfg.StateDir,
 		"state_lock_timeout": old.StateLockTimeout == cfg.StateLockTimeout,
 		"limits":             old.Limits == cfg.Limits,
-		"audit":              old.Audit == cfg.Audit,
+		"audit":              reflect.DeepEqual(old.Audit, cfg.Audit), // [audit.forward] is a pointer
 		"verify":             reflect.DeepEqual(old.Verify, cfg.Verify),
 		"serve":              old.Serve == cfg.Serve,
 	} {

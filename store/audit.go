@@ -24,15 +24,18 @@ import (
 //
 // A Record never holds a verification code: only challenge ids.
 type Record struct {
-	Seq        uint64    `json:"seq"`
-	Time       time.Time `json:"time"`
-	Kind       string    `json:"kind"`
-	Principal  string    `json:"principal"`
-	Session    string    `json:"session,omitempty"`
-	Process    string    `json:"process,omitempty"`
-	Server     string    `json:"server,omitempty"`
-	Operation  string    `json:"operation,omitempty"`
-	ArgsSHA256 string    `json:"args_sha256,omitempty"`
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+	Kind      string    `json:"kind"`
+	Principal string    `json:"principal"`
+	Session   string    `json:"session,omitempty"`
+	Process   string    `json:"process,omitempty"`
+	Server    string    `json:"server,omitempty"`
+	Operation string    `json:"operation,omitempty"`
+	// Tool is the tool's own name, as its server spells it (decisions
+	// on a server's tool).
+	Tool       string `json:"tool,omitempty"`
+	ArgsSHA256 string `json:"args_sha256,omitempty"`
 	// Args are the call's arguments as the server received them, each
 	// secret replaced by a keyed digest, when they fit the configured cap;
 	// otherwise ArgsText holds the first cap bytes of that JSON and
@@ -44,9 +47,12 @@ type Record struct {
 	// Preview is what records written before Args existed carry.
 	Preview string `json:"preview,omitempty"`
 	// Approval names the standing approval a decision used or granted.
-	Approval    string   `json:"approval,omitempty"`
-	Decision    string   `json:"decision,omitempty"`
-	Stage       string   `json:"stage,omitempty"`
+	Approval string `json:"approval,omitempty"`
+	Decision string `json:"decision,omitempty"`
+	Stage    string `json:"stage,omitempty"`
+	// Layer is the policy layer whose rule or setting decided, under a
+	// managed policy ("managed" or "user").
+	Layer       string   `json:"layer,omitempty"`
 	Tier        string   `json:"tier,omitempty"`
 	Risk        int      `json:"risk,omitempty"`
 	Factors     []string `json:"factors,omitempty"`

@@ -151,6 +151,11 @@ func checkPrivate(dir string) error {
 	if segs, err := filepath.Glob(filepath.Join(dir, AuditDir, segmentPrefix+"*"+segmentSuffix)); err == nil {
 		paths = append(paths, segs...)
 	}
+	// The forwarders' cursors: whoever rewrites one skips records.
+	paths = append(paths, filepath.Join(dir, "forward"))
+	if cursors, err := filepath.Glob(filepath.Join(dir, "forward", "*.json")); err == nil {
+		paths = append(paths, cursors...)
+	}
 	uid := os.Geteuid()
 	var problems []string
 	for _, p := range paths {

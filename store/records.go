@@ -88,11 +88,16 @@ type Approval struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	RevokedBy string    `json:"revoked_by,omitempty"`
+	// EndedAt is when its MCP session ended: no call can use it after.
+	EndedAt time.Time `json:"ended_at,omitzero"`
+	// Process is the aqlguard process (host/pid) whose session it is, so
+	// that one which ended without saying so (killed) can be told.
+	Process string `json:"process,omitempty"`
 }
 
 // Active reports whether the approval still stands at now.
 func (a Approval) Active(now time.Time) bool {
-	return a.RevokedAt.IsZero() && now.Before(a.ExpiresAt)
+	return a.RevokedAt.IsZero() && a.EndedAt.IsZero() && now.Before(a.ExpiresAt)
 }
 
 // Approval returns an approval by id, or nil.
@@ -160,10 +165,18 @@ type Confirmation struct {
 	Action        string          `json:"action,omitempty"`
 	Reason        string          `json:"reason,omitempty"`
 	Tier          string          `json:"tier,omitempty"`
-	Status        string          `json:"status"`
-	CreatedAt     time.Time       `json:"created_at"`
-	ExpiresAt     time.Time       `json:"expires_at"`
-	DoneAt        time.Time       `json:"done_at,omitzero"`
+	// What the human's question says in words is made of these (the
+	// question may be asked by another process): the client, the tool's
+	// category, the deciding stage and rule, and the risk.
+	Client    string    `json:"client,omitempty"`
+	Category  string    `json:"category,omitempty"`
+	Stage     string    `json:"stage,omitempty"`
+	Rule      string    `json:"rule,omitempty"`
+	Risk      int       `json:"risk,omitempty"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	DoneAt    time.Time `json:"done_at,omitzero"`
 	// UsedBy names the check that used it, so that a process can tell
 	// its own use from another's.
 	UsedBy string `json:"used_by,omitempty"`

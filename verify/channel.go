@@ -48,6 +48,29 @@ type Request struct {
 	// besides "allow once" (KindConfirmation of a tool call whose decision
 	// does not rest on its arguments).
 	AllowSession bool
+
+	// What the question says in words comes from these: the tool's
+	// semantic category (READ, CREATE, UPDATE, DELETE, EXECUTE), the
+	// evaluator stage that decided (pattern, safety_tier, ...), the rule
+	// as the policy writes it, and the risk score (0..100).
+	Category, Stage, Rule string
+	Risk                  int
+	// Commands are the commands the call's shell arguments would run,
+	// shown before the arguments.
+	Commands []string
+	// VerifyTool is the tool the model passes a code to, as the model
+	// knows it (aqlguard_verify_challenge, mcp_aql_create, ...).
+	VerifyTool string
+}
+
+// Summary is the request in one plain sentence, as a dialog's first line
+// says it ("Claude Code wants to delete 3 files in ~/project with the fs
+// server."); "" for a request that is not about one call.
+func (r Request) Summary() string {
+	if r.Server == "" || r.Operation == OperationToolChange {
+		return ""
+	}
+	return summary(r)
 }
 
 // OperationToolChange is the Operation of a question about a server

@@ -18,6 +18,10 @@ import (
 // stdout and stderr open through a child that outlived it.
 const waitDelay = time.Second
 
+// stopGrace is how long a command whose request ended has, after
+// SIGTERM, to clean up before it is killed.
+const stopGrace = 2 * time.Second
+
 // maxStdout is how much of a command's stdout is kept: the answer is one
 // word on the first line, and a chatty program must not grow our memory.
 const maxStdout = 4096
@@ -29,9 +33,12 @@ const maxStdout = 4096
 //
 //	confirmation: {"kind":"confirmation","token","agent","operation","action","expires_at",
 //	               "reason","tier","arguments","answers","client","server","tool","steps",
-//	               "detail" (only for operation "tool change": the diff)}
+//	               "summary", "detail" (only for operation "tool change": the diff)}
 //	challenge:    {"kind":"challenge","challenge_id","code","agent","action","tier","expires_at",
-//	               "reason","client"}
+//	               "reason","client","summary"}
+//
+// summary is the request in one plain sentence, as a dialog's first line
+// says it ("" for a check-in).
 //
 // expires_at is RFC 3339 in UTC. For a confirmation the program answers on
 // the first line of its stdout: one of "answers", i.e. "allow", "deny",
@@ -84,6 +91,8 @@ type confirmationStdin struct {
 	// Steps is, for a step-limit check-in, how many calls an approval
 	// grants; 0 otherwise.
 	Steps int `json:"steps"`
+	// Summary is the request in one plain sentence (Request.Summary).
+	Summary string `json:"summary"`
 	// Detail is the diff of a changed tool (operation "tool change").
 	Detail string `json:"detail,omitempty"`
 }
@@ -98,6 +107,7 @@ type challengeStdin struct {
 	ExpiresAt   string `json:"expires_at"`
 	Reason      string `json:"reason"`
 	Client      string `json:"client"`
+	Summary     string `json:"summary"`
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -110,7 +120,8 @@ func (c *CommandChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	}
 	in := confirmationStdin{Kind: KindConfirmation, Token: r.Token, Agent: r.Agent, Operation: r.Operation,
 		Action: r.Action, ExpiresAt: rfc3339(r.ExpiresAt), Reason: r.Reason, Tier: r.Tier, Arguments: r.Arguments,
-		Answers: []Answer{Allow, Deny}, Client: r.Client, Server: r.Server, Tool: r.Tool, Steps: r.Steps, Detail: r.Detail}
+		Answers: []Answer{Allow, Deny}, Client: r.Client, Server: r.Server, Tool: r.Tool, Steps: r.Steps, Detail: r.Detail,
+		Summary: r.Summary()}
 	if in.Arguments == nil {
 		in.Arguments = map[string]any{}
 	}
@@ -156,7 +167,8 @@ func (c *CommandChannel) Show(ctx context.Context, r Request) error {
 	if r.Code == "" {
 		return errors.New("command channel: the challenge request has no code to show")
 	}
-	body, err := json.Marshal(challengeStdin{KindChallenge, r.Challenge, r.Code, r.Agent, r.Action, r.Tier, rfc3339(r.ExpiresAt), r.Reason, r.Client})
+	body, err := json.Marshal(challengeStdin{KindChallenge, r.Challenge, r.Code, r.Agent, r.Action, r.Tier, rfc3339(r.ExpiresAt),
+		r.Reason, r.Client, r.Summary()})
 	if err != nil {
 		return errors.New("command channel: encoding the request failed") // the error could quote the body
 	}
@@ -206,7 +218,7 @@ func (c *CommandChannel) run(ctx context.Context, body []byte, stderr io.Writer)
 	cmd.Stdout = &limitedWriter{w: &stdout, n: maxStdout}
 	cmd.Stderr = stderr
 	killGroup(cmd)
-	cmd.WaitDelay = waitDelay
+	cmd.WaitDelay = stopGrace
 	// In a process group of its own, so the serving aqlguard's collector
 	// of adopted processes must know it is ours (internal/owned).
 	if err := owned.Start(cmd); err != nil {
@@ -214,6 +226,7 @@ func (c *CommandChannel) run(ctx context.Context, body []byte, stderr io.Writer)
 	}
 	err := owned.Wait(cmd)
 	if ctx.Err() != nil {
+		endGroup(cmd)
 		return result{timedOut: true}, nil
 	}
 	var exit *exec.ExitError

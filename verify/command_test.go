@@ -102,7 +102,7 @@ func TestCommandAsk(t *testing.T) {
 				"expires_at": "2026-01-02T02:04:05Z", // RFC 3339, UTC, whole seconds
 				"reason":     "requires approval", "tier": "confirm", "arguments": map[string]any{"path": "/srv/x"},
 				"answers": []any{"allow", "deny"}, "client": "claude-code", "server": "fs", "tool": "delete_file",
-				"steps": float64(0)}
+				"steps": float64(0), "summary": `Claude Code wants to use delete_file on "/srv/x" (the fs server).`}
 			if !reflect.DeepEqual(m, want) {
 				t.Errorf("stdin\n got %v\nwant %v", m, want)
 			}
@@ -125,6 +125,41 @@ func TestCommandAskTimeout(t *testing.T) {
 	}
 	if d := time.Since(began); d > 10*time.Second {
 		t.Errorf("Ask took %s: the program must die with the context", d)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	waitGone(t, pid)
+}
+
+// A program whose question ended is asked to stop (SIGTERM) and may
+// clean up; one that ignores that is killed stopGrace later, with its
+// children.
+func TestCommandStopsGracefully(t *testing.T) {
+	dir := t.TempDir()
+	cleaned := filepath.Join(dir, "cleaned")
+	argv, _ := script(t, "trap 'touch "+strconv.Quote(cleaned)+"; exit 0' TERM; sleep 300 & wait")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if got, err := NewCommand(argv).Ask(ctx, confirmation); got != None || err != nil {
+		t.Errorf("Ask = %q, %v", got, err)
+	}
+	if _, err := os.Stat(cleaned); err != nil {
+		t.Errorf("the program did not get to clean up: %v", err)
+	}
+
+	pidFile := filepath.Join(dir, "stubborn.pid")
+	argv, _ = script(t, "trap '' TERM; echo $$ > "+strconv.Quote(pidFile)+"; while :; do sleep 0.1; done")
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
+	defer cancel2()
+	began := time.Now()
+	if got, err := NewCommand(argv).Ask(ctx2, confirmation); got != None || err != nil {
+		t.Errorf("Ask = %q, %v", got, err)
+	}
+	if d := time.Since(began); d > time.Second+stopGrace+5*time.Second {
+		t.Errorf("Ask took %s with a program that ignores SIGTERM", d)
 	}
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -230,7 +265,7 @@ func TestCommandShow(t *testing.T) {
 	}
 	want := map[string]any{"kind": "challenge", "challenge_id": req.Challenge, "code": code, "agent": "agent-a",
 		"action": "fs.delete_file", "tier": "danger_zone", "expires_at": "2026-01-02T03:04:05Z",
-		"reason": "deny pattern", "client": ""}
+		"reason": "deny pattern", "client": "", "summary": ""}
 	if m := readStdin(t, stdin); !reflect.DeepEqual(m, want) {
 		t.Errorf("stdin\n got %v\nwant %v", m, want)
 	}
@@ -274,7 +309,7 @@ func TestCommandShowRedactsStderr(t *testing.T) {
 		{name: "echoes its stdin", body: `cat "$1" >&2`,
 			want: `{"kind":"challenge","challenge_id":"123e4567-e89b-42d3-a456-426614174000","code":"[code]",` +
 				`"agent":"agent-a","action":"fs.delete_file","tier":"danger_zone","expires_at":"2026-01-02T03:04:05Z",` +
-				`"reason":"","client":""}` + "\n"},
+				`"reason":"","client":"","summary":""}` + "\n"},
 		{name: "without hyphens", body: "echo 'typed 7K3M0QZ8ABCDEFGHJKMNPQRST0' >&2", want: "typed [code]\n"},
 		{name: "split across writes", body: "printf 'a 7K3M-0QZ8-AB' >&2; sleep 0.3; printf 'CD-EFGH-JKMNP-QRST0 b\\nc ' >&2; sleep 0.3; printf '" + code + "' >&2",
 			want: "a [code] b\nc [code]"},

@@ -166,7 +166,7 @@ func TestDialogAskMapsExits(t *testing.T) {
 				t.Errorf("Ask = %q, %v; want %q", a, err, tc.want)
 			}
 			want := []string{"--text-info", "--title=" + QuestionTitle, "--width=720", "--height=520",
-				"--ok-label=Deny", "--cancel-label=Cancel", "--extra-button=Allow once"}
+				"--ok-label=Deny", "--cancel-label=Deny", "--extra-button=Allow once"}
 			if tc.req.AllowSession {
 				want = append(want, "--extra-button=Allow for this session")
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,14 +57,73 @@ const (
 // Button labels. The OK button is GTK's default, so Return presses it:
 // on the question it is Deny, so that a stray Return (or a program typing
 // into the focused window) never approves. Approving takes a click on an
-// extra button.
+// extra button. zenity's text view always has a Cancel button too; on the
+// question, which has one Deny, dialogStyle hides it (Escape and closing
+// the window still deny).
 const (
 	denyLabel        = "Deny"
-	cancelLabel      = "Cancel"
+	cancelLabel      = "Deny"
 	allowOnceLabel   = "Allow once"
 	closeLabel       = "Close"
 	copyAndCloseText = "Copy the code and close"
 )
+
+// dialogStyle is the GTK 3 style sheet of aqlguard's dialogs: the
+// default button (Deny on a question, Close on a code) is the one that
+// stands out, and the focused button is outlined, so a person sees what
+// Return will do. hideCancel also hides the question's Cancel button,
+// the first of its buttons: one Deny is enough.
+func dialogStyle(hideCancel bool) string {
+	css := `/* aqlguard: the default button stands out; the focused one is outlined. */
+button.default { background-image: none; background-color: #1c71d8; color: #ffffff; font-weight: bold;
+  border-color: #1a5fb4; box-shadow: none; text-shadow: none; }
+button.default:hover { background-color: #3584e4; }
+button.default label { color: #ffffff; }
+button:focus { outline-color: #e66100; outline-style: solid; outline-width: 2px; outline-offset: 1px; }
+`
+	if hideCancel {
+		css += `/* The question has one Deny: zenity's Cancel (also a deny) takes no room. */
+buttonbox button:first-child { min-width: 0; min-height: 0; padding: 0; margin: 0; border-width: 0;
+  box-shadow: none; background: none; opacity: 0; font-size: 0; }
+buttonbox button:first-child label { font-size: 0; min-width: 0; min-height: 0; margin: 0; padding: 0; }
+`
+	}
+	return css
+}
+
+// styledEnv prepares a private GTK configuration for one dialog: a
+// directory that holds dialogStyle as its gtk.css, and the person's own
+// GTK settings (settings.ini) and dconf database by link, so the dialog
+// has their theme, fonts and scaling. Their own gtk.css is not loaded:
+// a style sheet in the home directory, which an agent may be able to
+// write, must not restyle the buttons of this dialog. It returns the
+// environment for the dialog program and a cleanup; on any failure, the
+// environment is nil (the dialog runs unstyled, its buttons still work).
+func styledEnv(hideCancel bool) ([]string, func()) {
+	dir, err := os.MkdirTemp("", "aqlguard-dialog-")
+	if err != nil {
+		return nil, func() {}
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	gtk := filepath.Join(dir, "gtk-3.0")
+	if err := os.Mkdir(gtk, 0o700); err != nil {
+		cleanup()
+		return nil, func() {}
+	}
+	if err := os.WriteFile(filepath.Join(gtk, "gtk.css"), []byte(dialogStyle(hideCancel)), 0o600); err != nil {
+		cleanup()
+		return nil, func() {}
+	}
+	if user, err := os.UserConfigDir(); err == nil {
+		if _, err := os.Stat(filepath.Join(user, "gtk-3.0", "settings.ini")); err == nil {
+			_ = os.Symlink(filepath.Join(user, "gtk-3.0", "settings.ini"), filepath.Join(gtk, "settings.ini"))
+		}
+		if _, err := os.Stat(filepath.Join(user, "dconf")); err == nil {
+			_ = os.Symlink(filepath.Join(user, "dconf"), filepath.Join(dir, "dconf"))
+		}
+	}
+	return append(os.Environ(), "XDG_CONFIG_HOME="+dir), cleanup
+}
 
 // ask runs the question dialog and maps its answer: OK (Deny, Return),
 // Cancel, Escape and closing the window deny; "Allow once" and "Allow for
@@ -83,7 +143,7 @@ func (d *DialogChannel) ask(ctx context.Context, r Request) (Answer, error) {
 	if r.AllowSession {
 		args = append(args, "--extra-button="+AllowSessionLabel)
 	}
-	out, code, err := runDialog(ctx, program, args, text)
+	out, code, err := runDialog(ctx, program, args, text, true)
 	switch {
 	case ctx.Err() != nil:
 		return None, nil // a late answer does not count
@@ -116,7 +176,7 @@ func (d *DialogChannel) showCode(ctx context.Context, r Request) error {
 	args := []string{"--text-info", "--title=" + CodeTitle,
 		"--width=" + strconv.Itoa(dialogWidth), "--height=" + strconv.Itoa(dialogHeight),
 		"--ok-label=" + closeLabel, "--cancel-label=" + copyAndCloseText}
-	_, code, err := runDialog(ctx, program, args, codeText(r, d.clock(), r.Code))
+	_, code, err := runDialog(ctx, program, args, codeText(r, d.clock(), r.Code), false)
 	switch {
 	case ctx.Err() != nil:
 		return nil // the code was on screen until it expired
@@ -133,11 +193,15 @@ func (d *DialogChannel) showCode(ctx context.Context, r Request) error {
 	return fmt.Errorf("dialog channel: the verification code dialog exited with status %d", code)
 }
 
-// runDialog runs the dialog program with text on its stdin and returns
-// what it printed, its exit status, and an error only when it could not
-// run. Its stderr (GTK warnings) is kept to explain a failure.
-func runDialog(ctx context.Context, program string, args []string, text string) (string, int, error) {
+// runDialog runs the dialog program with text on its stdin, styled (see
+// styledEnv), and returns what it printed, its exit status, and an error
+// only when it could not run. Its stderr (GTK warnings) is kept to
+// explain a failure.
+func runDialog(ctx context.Context, program string, args []string, text string, hideCancel bool) (string, int, error) {
+	env, cleanup := styledEnv(hideCancel)
+	defer cleanup()
 	cmd := exec.CommandContext(ctx, program, args...)
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(text)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedWriter{w: &stdout, n: maxStdout}

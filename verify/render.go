@@ -4,151 +4,639 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
-// Limits of what a dialog renders. The human must be able to read the
-// whole question and still reach the buttons: a 2000-character argument
-// list pretty-printed one value a line would push them off the screen.
+// What a dialog says, and in which order. A person who has never read a
+// policy must be able to decide from the first lines: who wants to do
+// what, with which server, and why they are asked, in words; the tier
+// and rule below for those who know them; then the arguments, the part
+// that runs (a command, the commands in it, a path) first, strings as
+// their text with real line breaks, and an exact count of anything left
+// out.
+
+// Limits of what a dialog renders. The scrolling view (zenity) shows
+// strings in full up to scrollChars each; the dialogs of macOS and
+// Windows do not scroll, so there each is cut to cappedChars and
+// cappedLines, and the arguments to maxArgLines lines in all.
 const (
-	maxArgChars  = 2000 // characters of pretty-printed arguments
-	maxArgLines  = 40   // lines of pretty-printed arguments
-	maxLineChars = 100  // longer lines are broken (the dialog does not wrap)
-	maxFieldChar = 1000 // characters of one single-line field (agent, action, …)
+	scrollChars  = 20000 // characters of one string shown in a scrolling view
+	cappedChars  = 600   // … in a dialog that does not scroll
+	cappedLines  = 8     // lines of one string in a dialog that does not scroll
+	maxArgLines  = 40    // lines of arguments in a dialog that does not scroll
+	maxLineChars = 90    // longer lines are broken (what fits the dialog's width)
+	maxFieldChar = 1000  // characters of one single-line field (agent, rule, …)
+	maxCommands  = 12    // commands listed under "Runs"
 )
 
-// questionText renders a confirmation: who asks, in which client, for
-// which tool of which server, why (the rule or tier), what approving
-// does, the arguments as indented JSON, and until when. With capped (the
-// macOS and Windows dialogs, which do not scroll) the arguments are cut
-// to what fits; otherwise they are shown in full, for a scrolling view.
-// now is only used for the "in 4m59s" hint.
+// questionText renders a confirmation question. With capped (the macOS
+// and Windows dialogs, which do not scroll) long arguments are cut, with
+// an exact count of what is left out. now is only used for the "in
+// 4m59s" hint.
 func questionText(r Request, now time.Time, capped bool) (string, error) {
-	var b strings.Builder
-	agent := r.Agent
-	if r.Client != "" {
-		agent += " (in " + r.Client + ")"
-	}
+	var sections []string
+	who := clientName(r.Client)
 	switch r.Operation {
 	case "check-in: step limit":
-		b.WriteString("The agent has made its allowed number of calls without a human looking in.\n\n")
+		sections = append(sections, who+" has made as many calls as it may without a person looking in.")
 	case "check-in: reported failure":
-		b.WriteString("The agent reported that its previous step failed; it is paused until you look.\n\n")
+		sections = append(sections, who+" reported that its last step failed; it is paused until you look.")
 	case OperationToolChange:
-		b.WriteString("A server changed one of its tools since it was approved. Until you approve the change,\n" +
-			"the agent sees the tool as it was, and calls to it are refused.\n\n")
+		sections = append(sections, wrapWords(fmt.Sprintf("The %s server changed its tool %s since you approved it. "+
+			"Until you approve the change, the agent sees the tool as it was, and calls to it are refused.",
+			visible(r.Server, false), visible(r.Tool, false)), ""))
 	default:
-		b.WriteString("An AI agent wants to run the call below. aqlguard needs your decision.\n\n")
+		sections = append(sections, wrapWords(summary(r), ""))
 	}
-	field(&b, "Agent", agent)
-	if r.Server != "" {
-		field(&b, "Server", r.Server)
-		field(&b, "Tool", r.Tool)
-	} else {
-		field(&b, "Operation", r.Operation)
+	if s := reasons(r, "Why you are asked"); s != "" {
+		sections = append(sections, s)
 	}
-	if r.Reason != "" {
-		field(&b, "Why you are asked", r.Reason)
-	}
-	if r.Tier != "" {
-		field(&b, "Tier", r.Tier)
-	}
-	field(&b, "Action", r.Action)
 	switch {
 	case r.Detail != "":
-		detail := visible(r.Detail, true)
+		detail := strings.TrimSuffix(visible(r.Detail, true), "\n")
 		if capped {
-			if cut, more := capRunes(detail, maxArgChars); more > 0 {
-				detail = cut + fmt.Sprintf("\n… (%d more characters; read them with aqlguard pins list)", more)
+			if cut, more := capRunes(detail, maxArgLines*maxLineChars); more > 0 {
+				detail = cut + fmt.Sprintf("\n… %d more characters not shown (aqlguard pins list shows them all)", more)
 			}
 		}
-		b.WriteString("Change (- as approved, + as the server sends it now):\n")
-		b.WriteString(detail)
-		if !strings.HasSuffix(detail, "\n") {
-			b.WriteByte('\n')
-		}
-	case len(r.Arguments) == 0:
-		b.WriteString("Arguments: none\n")
-	default:
-		args, err := renderArguments(r.Arguments, capped)
+		sections = append(sections, "Change (- as approved, + as the server sends it now):\n"+detail)
+	case r.Server != "" && len(r.Arguments) == 0:
+		sections = append(sections, "Arguments: none")
+	case len(r.Arguments) > 0:
+		args, err := renderArguments(r.Arguments, r.Commands, capped)
 		if err != nil {
 			// Fail closed: a human must not approve what they cannot see.
 			return "", fmt.Errorf("rendering the arguments: %w", err)
 		}
-		if capped {
-			b.WriteString("Arguments:\n")
-		} else {
-			b.WriteString("Arguments (in full; scroll to read all of them; secrets are shown as digests):\n")
-		}
-		b.WriteString(args)
-		b.WriteByte('\n')
+		sections = append(sections, strings.TrimSuffix(args, "\n"))
+	case r.Action != "":
+		var b strings.Builder
+		field(&b, "Its next call", nextCall(r))
+		sections = append(sections, strings.TrimSuffix(b.String(), "\n"))
 	}
-	b.WriteString("\n")
+	sections = append(sections, wrapWords(identity(r), "    ")+"\n"+"This question expires "+expiry(r.ExpiresAt, now)+".")
+	var buttons []string
 	switch r.Operation {
 	case "check-in: step limit":
 		if r.Steps > 0 {
-			fmt.Fprintf(&b, "%q lets the agent make another %d calls before it asks again; each call is still judged by the policy.\n", allowOnceLabel, r.Steps)
+			buttons = append(buttons, fmt.Sprintf("%q lets the agent make another %d calls before it asks again; each call is still judged by the policy.", allowOnceLabel, r.Steps))
 		} else {
-			fmt.Fprintf(&b, "%q lets the agent go on until it reaches the step limit again.\n", allowOnceLabel)
+			buttons = append(buttons, fmt.Sprintf("%q lets the agent go on until it reaches the step limit again.", allowOnceLabel))
 		}
 	case "check-in: reported failure":
-		fmt.Fprintf(&b, "%q lifts the pause: the agent may go on after its failed step.\n", allowOnceLabel)
+		buttons = append(buttons, fmt.Sprintf("%q lifts the pause: the agent may go on after its failed step.", allowOnceLabel))
 	case OperationToolChange:
-		fmt.Fprintf(&b, "%q approves the changed tool: the agent sees it as it is now and may call it.\n", allowOnceLabel)
+		buttons = append(buttons, fmt.Sprintf("%q approves the changed tool: the agent sees it as it is now and may call it.", allowOnceLabel))
 	default:
-		fmt.Fprintf(&b, "%q lets this one call run.\n", allowOnceLabel)
+		buttons = append(buttons, fmt.Sprintf("%q lets this one call run.", allowOnceLabel))
 		if r.AllowSession {
 			tool := r.Tool
 			if tool == "" {
 				tool = "this tool"
 			}
-			fmt.Fprintf(&b, "%q lets this call and every later call of %s run without asking, in this session\n"+
-				"(calls judged on their arguments still ask).\n", AllowSessionLabel, visible(tool, false))
+			buttons = append(buttons, fmt.Sprintf("%q also lets later calls of %s run without asking while this chat lasts "+
+				"(calls judged on their arguments still ask).", AllowSessionLabel, visible(tool, false)))
 		}
 	}
-	fmt.Fprintf(&b, "%q (also Return), Escape or closing this window refuse it.\n", denyLabel)
-	b.WriteString("This question expires " + expiry(r.ExpiresAt, now) + ".")
+	buttons = append(buttons, fmt.Sprintf("%q (highlighted; also Return or Escape) refuses it, as does closing the window.", denyLabel))
+	for i, l := range buttons {
+		buttons[i] = wrapWords(l, "")
+	}
+	sections = append(sections, strings.Join(buttons, "\n"))
+	return strings.Join(sections, "\n\n"), nil
+}
+
+// reasons is the "why" and "decided by" lines ("" when there are none).
+func reasons(r Request, why string) string {
+	var b strings.Builder
+	if w := plainWhy(r); w != "" {
+		field(&b, why, w)
+	}
+	if d := decidedBy(r); d != "" {
+		field(&b, "Decided by", d)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// nextCall is a check-in's next call, without the guard's "check-in:
+// ... (next action: ...)" wrapping.
+func nextCall(r Request) string {
+	s := r.Action
+	if inner, ok := strings.CutPrefix(s, r.Operation+" (next action: "); ok && strings.HasSuffix(inner, ")") {
+		return strings.TrimSuffix(inner, ")")
+	}
+	return s
+}
+
+// codeText renders the text of the verification code dialog: who was
+// stopped and why, the code near the top, on a line of its own (a
+// triple click selects exactly it, and nobody has to scroll to it),
+// what to do with it and where to type it (the tool the model actually
+// has), then the call. With an empty code it is the label above an
+// entry field that holds the code (see showCode on macOS and Windows):
+// then the code's place is the end.
+func codeText(r Request, now time.Time, code string) string {
+	var sections []string
+	who := clientName(r.Client)
+	agent := visible(r.Agent, false)
+	stopped := "stopped"
+	if r.Tier == "verify" {
+		stopped = "paused"
+	}
+	line := fmt.Sprintf("aqlguard %s %s (agent %q): nothing it asks for runs until you decide.", stopped, who, agent)
+	if r.Server != "" {
+		line = fmt.Sprintf("aqlguard %s %s (agent %q) when it tried to %s Nothing it asks for runs until you decide.",
+			stopped, who, agent, what(r))
+	}
+	sections = append(sections, wrapWords(line, ""))
+	if code != "" {
+		sections = append(sections, "Verification code:\n\n"+code)
+	}
+	tool := r.VerifyTool
+	if tool == "" {
+		tool = "verify_challenge"
+	}
+	chat := "your chat with the assistant"
+	if r.Client != "" {
+		chat = "your chat in " + who
+	}
+	sections = append(sections, wrapWords("To let it go on: type or paste the code into "+chat+"; the assistant passes it to aqlguard ("+
+		visible(tool, false)+") and never sees it any other way. In a terminal, `aqlguard unblock "+agent+"` does the same.", "")+
+		"\nIf you did not expect this, close this window and do not give the code.\n"+
+		"This code expires "+expiry(r.ExpiresAt, now)+".")
+	if s := reasons(r, "Why"); s != "" {
+		sections = append(sections, s)
+	}
+	if len(r.Arguments) > 0 {
+		// Cut to what fits, with an exact count of the rest.
+		if args, err := renderArguments(r.Arguments, r.Commands, true); err == nil {
+			sections = append(sections, strings.TrimSuffix(args, "\n"))
+		}
+	} else if r.Action != "" {
+		var b strings.Builder
+		field(&b, "The call", r.Action)
+		sections = append(sections, strings.TrimSuffix(b.String(), "\n"))
+	}
+	if code == "" {
+		sections = append(sections, "Verification code (copy it):")
+	}
+	return strings.Join(sections, "\n\n")
+}
+
+// clientNames are the names MCP clients give themselves (clientInfo),
+// as people know the applications.
+var clientNames = map[string]string{
+	"claude-ai":          "Claude Desktop",
+	"claude-code":        "Claude Code",
+	"cursor-vscode":      "Cursor",
+	"Visual Studio Code": "VS Code",
+	"Zed":                "Zed",
+}
+
+// clientName is how the dialog names the application the agent runs in.
+func clientName(client string) string {
+	switch {
+	case client == "":
+		return "The AI agent"
+	case clientNames[client] != "":
+		return clientNames[client]
+	}
+	return visible(client, false)
+}
+
+// summary is the question's first line: "Claude Desktop wants to delete
+// 3 files in ~/project with the filesystem server."
+func summary(r Request) string {
+	return clientName(r.Client) + " wants to " + what(r)
+}
+
+// what is what the call does, in words, from its category and the
+// arguments that say what it acts on, and the server: "delete 3 files in
+// ~/project with the filesystem server."
+func what(r Request) string {
+	verb := map[string]string{"READ": "read", "CREATE": "create", "UPDATE": "change", "DELETE": "delete",
+		"EXECUTE": "run"}[r.Category]
+	tool := visible(r.Tool, false)
+	var object string
+	args := ordered(r.Arguments)
+	for _, a := range args {
+		s, ok := a.value.(string)
+		switch {
+		case a.role == roleCommand && ok:
+			object, verb = commandPhrase(strings.TrimSpace(s), r.Commands), "run"
+		case a.role == roleCode:
+			object, verb = "code ("+visible(a.name, false)+")", "run"
+		case a.role == roleQuery:
+			object, verb = "a database query", "run"
+		case a.role == rolePath:
+			object = pathsPhrase(paths(r.Arguments), nounOf(r.Tool))
+		case a.role == roleURL && ok:
+			// Quoted: text from the model, which must not read as ours.
+			u, _ := capRunes(visible(s, false), 80)
+			object = fmt.Sprintf("%q", u)
+			if verb == "" || verb == "read" {
+				verb = "fetch"
+			}
+		}
+		if object != "" {
+			break
+		}
+	}
+	server := "the " + visible(r.Server, false) + " server"
+	if object == "" {
+		if verb == "" {
+			verb = "use"
+		}
+		return fmt.Sprintf("%s something with %s (%s).", verb, server, tool)
+	}
+	if verb == "" {
+		return fmt.Sprintf("use %s on %s (%s).", tool, object, server)
+	}
+	return fmt.Sprintf("%s %s with %s.", verb, object, server)
+}
+
+// commandPhrase names a command line: itself when it is short, else
+// its length and the programs it runs ("a 7-line shell script (npm,
+// curl, bash, rm)").
+func commandPhrase(s string, commands []string) string {
+	if c, more := capRunes(visible(s, false), 60); more == 0 && !strings.Contains(s, "\n") {
+		return fmt.Sprintf("the command %q", c)
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, c := range commands {
+		name, _, _ := strings.Cut(c, " ")
+		if strings.HasPrefix(c, "(") || seen[name] || len(names) == 6 {
+			continue
+		}
+		seen[name] = true
+		names = append(names, visible(name, false))
+	}
+	phrase := "a long command"
+	if n := lineCount(s); n > 1 {
+		phrase = fmt.Sprintf("a %d-line shell script", n)
+	}
+	if len(names) > 0 {
+		phrase += " (" + strings.Join(names, ", ") + ")"
+	}
+	return phrase
+}
+
+// lineCount is how many lines s has (a final line break ends the last).
+func lineCount(s string) int {
+	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
+}
+
+// nounOf is what a tool's paths are, from its name.
+func nounOf(tool string) string {
+	t := strings.ToLower(tool)
+	switch {
+	case strings.Contains(t, "dir") || strings.Contains(t, "folder"):
+		return "folder"
+	case strings.Contains(t, "file"):
+		return "file"
+	}
+	return "path"
+}
+
+// paths are the path-like argument values of a call, home shortened.
+func paths(args map[string]any) []string {
+	var out []string
+	for _, a := range ordered(args) {
+		if a.role != rolePath {
+			continue
+		}
+		switch v := a.value.(type) {
+		case string:
+			out = append(out, v)
+		case []any:
+			for _, x := range v {
+				if s, ok := x.(string); ok {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pathsPhrase is "~/project/a.txt", or "3 files in ~/project".
+func pathsPhrase(ps []string, noun string) string {
+	switch len(ps) {
+	case 0:
+		return ""
+	case 1:
+		// Quoted: text from the model, which must not read as ours
+		// ("/tmp/x with the backup server. It is safe").
+		p, _ := capRunes(visible(home(ps[0]), false), 80)
+		return fmt.Sprintf("%q", p)
+	}
+	dir := filepath.Dir(ps[0])
+	for _, p := range ps[1:] {
+		for dir != "." && dir != "/" && !strings.HasPrefix(p, dir+"/") {
+			dir = filepath.Dir(dir)
+		}
+	}
+	phrase := fmt.Sprintf("%d %ss", len(ps), noun)
+	if dir != "." && dir != "/" {
+		d, _ := capRunes(visible(home(dir), false), 80)
+		phrase += " in " + d
+		if strings.ContainsAny(d, " \"") {
+			phrase = fmt.Sprintf("%d %ss in %q", len(ps), noun, d)
+		}
+	}
+	return phrase
+}
+
+// home writes the user's home directory as ~.
+func home(p string) string {
+	h, err := os.UserHomeDir()
+	if err == nil && h != "" && h != "/" && (p == h || strings.HasPrefix(p, h+"/")) {
+		return "~" + p[len(h):]
+	}
+	return p
+}
+
+// plainWhy says why a person is asked, in words: the policy's own rule,
+// or what the call could do.
+func plainWhy(r Request) string {
+	switch r.Stage {
+	case "pattern":
+		if r.Tier == "danger_zone" || r.Tier == "verify" {
+			return "your policy never lets an agent do this on its own."
+		}
+		return "your policy asks a person before calls like this."
+	case "safety_tier", "risk_tolerance":
+		does := map[string]string{"READ": "it reads data", "CREATE": "it creates something", "UPDATE": "it changes what exists",
+			"DELETE": "it deletes", "EXECUTE": "it runs something that could do anything"}[r.Category]
+		if does == "" {
+			does = "it could change things"
+		}
+		switch r.Tier {
+		case "danger_zone":
+			return does + ", and its risk is in the danger zone."
+		case "verify":
+			return does + ", and its risk needs a code from you."
+		}
+		return does + ", and your risk tolerance does not let that run on its own."
+	case "step_limit", "previous_outcome":
+		return ""
+	}
+	return r.Reason
+}
+
+// decidedBy is the rule and tier line, for people who know the policy.
+func decidedBy(r Request) string {
+	var parts []string
+	switch {
+	case r.Rule == "":
+	case strings.Contains(r.Rule, "~"):
+		parts = append(parts, "rule "+r.Rule)
+	case r.Tier == "danger_zone" && r.Stage == "pattern":
+		parts = append(parts, fmt.Sprintf("deny %q", r.Rule))
+	default:
+		parts = append(parts, fmt.Sprintf("requires_approval %q", r.Rule))
+	}
+	if r.Tier != "" {
+		if r.Risk > 0 {
+			parts = append(parts, fmt.Sprintf("risk %d of 100, %s tier", r.Risk, r.Tier))
+		} else {
+			parts = append(parts, r.Tier+" tier")
+		}
+	}
+	if len(parts) == 0 {
+		return r.Reason
+	}
+	return strings.Join(parts, "; ")
+}
+
+// identity is who asks, through what, for which tool.
+func identity(r Request) string {
+	parts := []string{"Agent: " + visible(r.Agent, false)}
+	if r.Client != "" {
+		parts = append(parts, "client: "+visible(r.Client, false))
+	}
+	if r.Server != "" {
+		parts = append(parts, "server: "+visible(r.Server, false), "tool: "+visible(r.Tool, false))
+	} else if r.Operation != "" {
+		parts = append(parts, "operation: "+visible(r.Operation, false))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// Argument roles, for the order and words of a question: what runs and
+// what is acted on come first.
+type role int
+
+const (
+	roleCommand role = iota
+	roleCode
+	roleQuery
+	rolePath
+	roleURL
+	roleOther
+)
+
+func roleOf(name string) role {
+	switch strings.ToLower(name) {
+	case "command", "cmd", "script", "shell", "cmdline", "command_line", "shell_command", "bash_command":
+		return roleCommand
+	case "code", "program", "source_code":
+		return roleCode
+	case "query", "sql", "statement":
+		return roleQuery
+	case "path", "paths", "file", "files", "filename", "file_path", "filepath", "source", "destination", "dest",
+		"src", "dst", "target", "dir", "directory", "old_path", "new_path":
+		return rolePath
+	case "url", "uri", "urls", "endpoint", "href", "link":
+		return roleURL
+	}
+	return roleOther
+}
+
+type argument struct {
+	name  string
+	value any
+	role  role
+}
+
+// ordered are the arguments by role, then by name.
+func ordered(args map[string]any) []argument {
+	out := make([]argument, 0, len(args))
+	for k, v := range args {
+		out = append(out, argument{k, v, roleOf(k)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].role != out[j].role {
+			return out[i].role < out[j].role
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
+
+// renderArguments renders the arguments: first the commands their shell
+// arguments would run (commands, from the guard's analysis), then each
+// argument by role: a string as its text, with its lines numbered when
+// it has more than one (so a broken long line cannot pass for a line
+// break), anything else as indented JSON. What is left out is counted
+// exactly, per argument.
+func renderArguments(args map[string]any, commands []string, capped bool) (string, error) {
+	var b strings.Builder
+	if len(commands) > 0 {
+		b.WriteString("Runs:\n")
+		for i, c := range commands {
+			if i == maxCommands {
+				fmt.Fprintf(&b, "  … and %d more commands (all in the arguments below)\n", len(commands)-i)
+				break
+			}
+			b.WriteString(wrapWords("  "+visible(c, false), "      ") + "\n")
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("Arguments (secrets are shown as digests):\n")
+	lines := 0
+	for _, a := range ordered(args) {
+		text, err := renderValue(a.value, capped)
+		if err != nil {
+			return "", err
+		}
+		if capped && lines >= maxArgLines {
+			fmt.Fprintf(&b, "… %s not shown: this window cannot scroll (aqlguard audit list has the call)\n", visible(a.name, false))
+			continue
+		}
+		name := visible(a.name, false)
+		if s, ok := a.value.(string); ok && strings.Contains(strings.TrimSuffix(s, "\n"), "\n") {
+			name += fmt.Sprintf(" (%d lines)", lineCount(s))
+		}
+		b.WriteString(name + ":\n")
+		b.WriteString(text)
+		lines += strings.Count(text, "\n") + 1
+	}
 	return b.String(), nil
 }
 
-// codeText renders the text of the verification code dialog: why the
-// agent was stopped, what to do with the code, and, when code is not
-// empty, the code last, on a line of its own (a triple click selects
-// exactly it). With an empty code it is the label above an entry field
-// that holds the code (see showCode on macOS and Windows).
-func codeText(r Request, now time.Time, code string) string {
+// renderValue renders one argument's value, indented, ending in a line
+// break.
+func renderValue(v any, capped bool) (string, error) {
+	if list, ok := stringList(v); ok {
+		// A list of strings (paths, names): one item a line, each as its
+		// text (a line break in one shows as \u000A).
+		var b strings.Builder
+		for i, s := range list {
+			if capped && i == cappedLines {
+				fmt.Fprintf(&b, "  … %d more items not shown\n", len(list)-i)
+				break
+			}
+			b.WriteString(breakLine("  - "+visible(s, false), "    ") + "\n")
+		}
+		if len(list) == 0 {
+			b.WriteString("  (an empty list)\n")
+		}
+		return b.String(), nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // "<" and "&" as they are, not \u003c
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			return "", err
+		}
+		text := visible(strings.TrimSuffix(buf.String(), "\n"), true)
+		limit := scrollChars
+		if capped {
+			limit = cappedChars
+		}
+		shown, more := capRunes(text, limit)
+		var out []string
+		for _, l := range strings.Split(shown, "\n") {
+			out = append(out, breakLine("  "+l, "    "))
+		}
+		res := strings.Join(out, "\n") + "\n"
+		if more > 0 {
+			res += fmt.Sprintf("  … %d more characters not shown\n", more)
+		}
+		return res, nil
+	}
+	// A final line break ends the last line; it is not a line of its own.
+	text := visible(strings.TrimSuffix(s, "\n"), true)
+	limit, maxLines := scrollChars, 0
+	if capped {
+		limit, maxLines = cappedChars, cappedLines
+	}
+	shown, more := capRunes(text, limit)
+	src := strings.Split(shown, "\n")
+	if maxLines > 0 && len(src) > maxLines {
+		src = src[:maxLines]
+		more = utf8.RuneCountInString(text) - utf8.RuneCountInString(strings.Join(src, "\n"))
+	}
 	var b strings.Builder
-	agent := visible(r.Agent, false)
-	fmt.Fprintf(&b, "aqlguard stopped the AI agent %q", agent)
-	if r.Tier == "verify" {
-		b.WriteString(" (paused until you decide).\n\n")
-	} else {
-		b.WriteString(" (blocked until you decide).\n\n")
+	numbered := lineCount(s) > 1
+	for i, l := range src {
+		prefix, cont := "  ", "  "
+		if numbered {
+			prefix, cont = fmt.Sprintf("%4d │ ", i+1), "     │ "
+		}
+		pieces := splitRunes(l, maxLineChars-utf8.RuneCountInString(prefix))
+		for j, p := range pieces {
+			if j == 0 {
+				b.WriteString(prefix + p + "\n")
+			} else {
+				b.WriteString(cont + p + "\n")
+			}
+		}
 	}
-	if r.Reason != "" {
-		field(&b, "Why", r.Reason)
+	if s == "" {
+		b.WriteString("  (empty)\n")
 	}
-	if r.Operation != "" {
-		field(&b, "Operation", r.Operation)
+	if more > 0 {
+		fmt.Fprintf(&b, "  … %d more characters not shown (aqlguard audit list has the call)\n", more)
 	}
-	field(&b, "Action", r.Action)
-	field(&b, "Tier", r.Tier)
-	field(&b, "Challenge", r.Challenge)
-	b.WriteString("Expires " + expiry(r.ExpiresAt, now) + ".\n\n")
-	b.WriteString("To let the agent go on: type or paste this code into your chat with the\n" +
-		"assistant. The assistant passes it to aqlguard (verify_challenge); it never\n" +
-		"sees the code any other way. In a terminal, `aqlguard unblock " + agent + "` does the same.\n")
-	b.WriteString("If you did not expect this, close this window and do not give the code.\n\n")
-	if code == "" {
-		b.WriteString("Verification code (copy it):")
-		return b.String()
+	return b.String(), nil
+}
+
+// stringList returns v as a list of strings, if it is one.
+func stringList(v any) ([]string, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
 	}
-	b.WriteString("Verification code:\n\n")
-	b.WriteString(code)
-	return b.String()
+	out := make([]string, len(list))
+	for i, x := range list {
+		s, ok := x.(string)
+		if !ok {
+			return nil, false
+		}
+		out[i] = s
+	}
+	return out, true
+}
+
+// splitRunes splits s into pieces of at most n runes (one empty piece
+// for "").
+func splitRunes(s string, n int) []string {
+	if n < 1 {
+		n = 1
+	}
+	var out []string
+	for utf8.RuneCountInString(s) > n {
+		i := 0
+		for k := 0; k < n; k++ {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return append(out, s)
 }
 
 // expiry renders an expiry in the machine's local time, with the time left.
@@ -166,8 +654,8 @@ func expiry(at, now time.Time) string {
 }
 
 // field writes "Name: value" on one logical line: the value is made
-// visible (see visible), capped at maxFieldChar characters and broken into
-// lines of maxLineChars.
+// visible (see visible), capped at maxFieldChar characters with an exact
+// count of the rest, and broken into lines of maxLineChars.
 func field(b *strings.Builder, name, value string) {
 	v, more := capRunes(visible(value, false), maxFieldChar)
 	if more > 0 {
@@ -176,47 +664,43 @@ func field(b *strings.Builder, name, value string) {
 	if v == "" {
 		v = "(none)"
 	}
-	b.WriteString(breakLine(name+": "+v, "    "))
+	b.WriteString(wrapWords(name+": "+v, "    "))
 	b.WriteByte('\n')
 }
 
-// renderArguments pretty-prints the arguments as indented JSON with sorted
-// keys (encoding/json sorts map keys), made visible, long lines broken;
-// with capped, cut at maxArgChars characters and maxArgLines lines.
-func renderArguments(args map[string]any, capped bool) (string, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // "<" and "&" as they are, not \u003c
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(args); err != nil {
-		return "", err
+// wrapWords breaks prose longer than maxLineChars runes at spaces, the
+// continuations indented; a word longer than a line is broken inside
+// (breakLine).
+func wrapWords(text, indent string) string {
+	if utf8.RuneCountInString(text) <= maxLineChars {
+		return text
 	}
-	full := visible(strings.TrimSuffix(buf.String(), "\n"), true)
-	shown, more := full, 0
-	if capped {
-		shown, more = capRunes(full, maxArgChars)
+	var lines []string
+	line, width := "", maxLineChars
+	for _, w := range strings.Split(text, " ") {
+		switch {
+		case line == "":
+			line = w
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line, width = indent+w, maxLineChars
+		}
 	}
-	if lines := strings.SplitAfter(shown, "\n"); capped && len(lines) > maxArgLines {
-		shown = strings.TrimSuffix(strings.Join(lines[:maxArgLines], ""), "\n")
-		more = utf8.RuneCountInString(full) - utf8.RuneCountInString(shown)
+	lines = append(lines, line)
+	for i, l := range lines {
+		lines[i] = breakLine(l, indent)
 	}
-	var out []string
-	for _, line := range strings.Split(shown, "\n") {
-		out = append(out, breakLine(line, "    "))
-	}
-	s := strings.Join(out, "\n")
-	if more > 0 {
-		s += fmt.Sprintf("\n… (%d more characters)", more)
-	}
-	return s, nil
+	return strings.Join(lines, "\n")
 }
 
 // visible makes text safe to show a human who must judge it: invalid
 // UTF-8 becomes U+FFFD, and control and format characters are shown as
-// \uXXXX escapes rather than acted on. That covers the bidirectional
-// overrides (U+202E and friends) that can make "rm -rf /" read as
-// something harmless, zero-width characters, and line breaks in a value
-// that should be one line (keepNewlines keeps \n for the JSON block).
+// escapes rather than acted on. That covers the bidirectional overrides
+// (U+202E and friends) that can make "rm -rf /" read as something
+// harmless, zero-width characters, and line breaks in a value that
+// should be one line (keepNewlines keeps \n, for multi-line text).
 func visible(s string, keepNewlines bool) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	var b strings.Builder
@@ -224,6 +708,10 @@ func visible(s string, keepNewlines bool) string {
 		switch {
 		case r == '\n' && keepNewlines:
 			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
 		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
 			if r > 0xFFFF {
 				fmt.Fprintf(&b, `\U%08X`, r)
@@ -252,9 +740,9 @@ func capRunes(s string, n int) (string, int) {
 }
 
 // breakLine breaks a line longer than maxLineChars runes into pieces,
-// the continuations indented. The dialogs run with --no-wrap so that the
-// JSON keeps its shape; this keeps a long value from making the window
-// wider than the screen.
+// the continuations indented. The dialogs run with --no-wrap so that
+// the text keeps its shape; this keeps a long value from making the
+// window wider than the screen.
 func breakLine(line, indent string) string {
 	if utf8.RuneCountInString(line) <= maxLineChars {
 		return line

@@ -182,7 +182,10 @@ func osUser() string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal> [flags] [--state-dir DIR]
+// auditCommands are the words audit takes.
+var auditCommands = []string{"list", "show", "export", "tail", "verify", "seal", "report"}
+
+const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal|report> [flags] [--state-dir DIR]
   list [N]        the last N records (default 50), one line each
   show SEQ        one record in full
   export          every record, as JSON lines exactly as stored (hashes
@@ -195,9 +198,13 @@ const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal> [f
                   short) is told apart from a changed record
   seal            record the torn tails of the log as evidence (their bytes stay
                   where they are), so that verify passes again (audited)
-filters (list, export, tail): --since T, --until T (RFC 3339, or a duration
-back from now: 2h), --agent NAME, --kind KIND. A filtered export leaves out
-records, so verify reports a gap in it.
+  report [-o FILE]  one self-contained HTML file for a reviewer: a timeline of
+                  calls by decision, the calls stopped or asked about with their
+                  arguments, answers, codes, policy and tool changes, and the
+                  chain's status (default --since 24h)
+filters (list, export, tail, report): --since T, --until T (RFC 3339, or a
+duration back from now: 2h), --agent NAME, --kind KIND. A filtered export
+leaves out records, so verify reports a gap in it.
 `
 
 // auditFlags are the flags of the audit verbs.
@@ -207,6 +214,7 @@ type auditFlags struct {
 	n                                 int
 	anchors                           bool
 	anchorsFrom                       string
+	out                               string
 }
 
 func (a *auditFlags) filter(now time.Time) (audit.Filter, error) {
@@ -242,11 +250,15 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&af.n, "n", 10, "tail: how many records to print first")
 	fs.BoolVar(&af.anchors, "anchors", false, "verify: also check the log against the anchors in the system log")
 	fs.StringVar(&af.anchorsFrom, "anchors-from", "", "verify: check the log against the anchor lines in this file")
+	fs.StringVar(&af.out, "o", "", "report: write the HTML to this file (default: standard output)")
 	rest, err := parseInterspersed(fs, args[1:])
 	if err != nil {
 		return 2
 	}
 	af.agent = g.agent // --agent selects the records of that agent here
+	if sub == "report" && af.since == "" {
+		af.since = "24h"
+	}
 	if af.format != "jsonl" && af.format != "ocsf" {
 		fmt.Fprintf(stderr, "aqlguard audit %s: --format %q: use jsonl or ocsf\n", sub, af.format)
 		return 2
@@ -254,6 +266,12 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	filter, err := af.filter(time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard audit %s: %v\n", sub, err)
+		return 2
+	}
+	// How many words each command takes after it.
+	most := map[string]int{"list": 1, "show": 1, "export": 0, "tail": 0, "verify": 1, "report": 0}[sub]
+	if len(rest) > most {
+		fmt.Fprintf(stderr, "aqlguard audit %s: unexpected %q\n%s", sub, rest[most], auditUsage)
 		return 2
 	}
 	if sub == "verify" && len(rest) == 1 {
@@ -337,6 +355,8 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 		}
+	case "report":
+		err = auditReport(ctx, st, filter, af.out, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, auditUsage)
 		return 2
@@ -346,6 +366,48 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// auditReport writes the HTML report of the records f selects, with the
+// status of the whole chain, to out ("": stdout), readable only by its
+// owner: it holds the calls' arguments.
+func auditReport(ctx context.Context, st *store.Store, f audit.Filter, out string, stdout, stderr io.Writer) error {
+	var recs []store.Record
+	var chain audit.Chain
+	err := st.View(ctx, func(tx *store.Tx) error {
+		n, verr := tx.VerifyChain()
+		chain = audit.Chain{Verified: verr == nil, Records: n}
+		if verr != nil {
+			chain.Problem = verr.Error()
+		}
+		return tx.Records(0, func(r store.Record, _ []byte) error {
+			if f.Match(r) {
+				recs = append(recs, r)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	opts := audit.ReportOptions{Since: f.Since, Until: f.Until, Generated: time.Now(), Version: version(),
+		StateID: st.StateID(), Chain: chain}
+	if out == "" || out == "-" {
+		return audit.WriteReport(stdout, recs, opts)
+	}
+	var b bytes.Buffer
+	if err := audit.WriteReport(&b, recs, opts); err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, b.Bytes(), 0o600); err != nil {
+		return err
+	}
+	state := "the chain verifies"
+	if !chain.Verified {
+		state = "THE CHAIN DOES NOT VERIFY: " + chain.Problem
+	}
+	fmt.Fprintf(stderr, "wrote %s: %d records from %s; %s\n", out, len(recs), opts.Since.Local().Format(time.RFC3339), state)
+	return nil
 }
 
 // auditWrite writes the selected records from seq from on, in format, and
@@ -480,9 +542,19 @@ func verifyExport(path string, stdout, stderr io.Writer) int {
 	v := store.NewChainVerifier()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	first := true
 	for sc.Scan() {
 		if len(strings.TrimSpace(sc.Text())) == 0 {
 			continue
+		}
+		if first {
+			first = false
+			// Another format, or a slice of the log, is not a broken chain:
+			// say what the file is and what can be verified instead.
+			if what := notAChain(sc.Bytes()); what != "" {
+				fmt.Fprintf(stderr, "aqlguard audit verify: %s %s\n", path, what)
+				return 1
+			}
 		}
 		if _, err := v.Next(sc.Bytes()); err != nil {
 			fmt.Fprintf(stderr, "aqlguard audit verify: %s: %v\n", path, err)
@@ -499,6 +571,38 @@ func verifyExport(path string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "audit export verified: %d records (an export cannot show records cut from its end)\n", v.Count())
 	return 0
+}
+
+// notAChain tells, from an export's first line, a file that is not a
+// whole JSON lines export of the chain (which verify can check) from
+// one that is (""): an OCSF export, an HTML report, something else, or
+// an export that does not start at the first record.
+func notAChain(line []byte) string {
+	const instead = "; verify the log itself (aqlguard audit verify), or a whole JSON lines export (aqlguard audit export > FILE)"
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) > 0 && trimmed[0] == '<' {
+		return "is an HTML file (an audit report?), not an export of the chain" + instead
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(trimmed, &m) != nil {
+		return "is not an audit export: its first line is not a JSON object" + instead
+	}
+	if _, ocsf := m["class_uid"]; ocsf {
+		return "is an OCSF export (--format ocsf): OCSF events do not keep the records' exact bytes, " +
+			"so the hash chain cannot be checked in it" + instead
+	}
+	_, hash := m["hash"]
+	_, prev := m["prev"]
+	raw, seqOK := m["seq"]
+	if !hash || !prev || !seqOK {
+		return "is not an audit export: its records have no seq, prev and hash" + instead
+	}
+	var seq uint64
+	if json.Unmarshal(raw, &seq) == nil && seq != 1 {
+		return fmt.Sprintf("starts at record %d, not at the first: a filtered or partial export "+
+			"(--since, --until, --agent, --kind) leaves out records, so it cannot be checked as a chain", seq) + instead
+	}
+	return ""
 }
 
 // readAnchors reads the audit anchors from file, or, with file empty,

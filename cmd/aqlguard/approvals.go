@@ -53,13 +53,20 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 		shown := 0
 		for _, a := range list {
 			state := "active until " + a.ExpiresAt.Local().Format(time.RFC3339)
+			gone := false
 			switch {
 			case !a.RevokedAt.IsZero():
 				state = "revoked " + a.RevokedAt.Local().Format(time.RFC3339) + " by " + a.RevokedBy
+			case !a.EndedAt.IsZero():
+				state = "ended with its session " + a.EndedAt.Local().Format(time.RFC3339)
 			case !now.Before(a.ExpiresAt):
 				state = "expired"
+			case processGone(a.Process):
+				// Killed: its session ended without a word, and no call
+				// can use the approval any more.
+				state, gone = "session ended (its aqlguard, "+a.Process+", is gone)", true
 			}
-			if !*all && !a.Active(now) {
+			if !*all && (!a.Active(now) || gone) {
 				continue
 			}
 			shown++

@@ -110,29 +110,37 @@ func cmdInit(verb string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
-	failed := false
+	failed, refused := false, 0
 	for _, f := range targets {
-		if err := editFile(verb, f, self, recs, *dryRun, *force, stdout); err != nil {
+		n, err := editFile(verb, f, self, recs, *dryRun, *force, stdout)
+		if err != nil {
 			fmt.Fprintf(stderr, "aqlguard %s: %s: %v\n", verb, f.Path, err)
 			failed = true
 		}
+		refused += n
 	}
-	if failed {
+	if refused > 0 {
+		// The rest is restored; these are not, and a script must know.
+		fmt.Fprintf(stderr, "aqlguard unwrap: %d entry(ies) edited since they were wrapped were left as they are (see above; --force restores them)\n", refused)
+	}
+	if failed || refused > 0 {
 		return 1
 	}
 	return 0
 }
 
 // editFile wraps or unwraps one file: a diff for --dry-run, else a backup
-// and an atomic write, then the records.
-func editFile(verb string, f clientconfig.File, self string, recs *clientconfig.Records, dryRun, force bool, stdout io.Writer) error {
+// and an atomic write, then the records. It returns how many entries
+// unwrap refused.
+func editFile(verb string, f clientconfig.File, self string, recs *clientconfig.Records, dryRun, force bool, stdout io.Writer) (int, error) {
+	refused := 0
 	info, err := os.Stat(f.Path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	data, err := os.ReadFile(f.Path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var out []byte
 	var results []clientconfig.Result
@@ -142,7 +150,7 @@ func editFile(verb string, f clientconfig.File, self string, recs *clientconfig.
 		out, results, err = clientconfig.Wrap(f, data, self, recs, time.Now())
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	fmt.Fprintf(stdout, "%s (%s, %s):\n", f.Path, f.Client, f.Scope)
 	if len(results) == 0 {
@@ -158,36 +166,44 @@ func editFile(verb string, f clientconfig.File, self string, recs *clientconfig.
 			line += " (" + r.Why + ")"
 		}
 		fmt.Fprintln(stdout, line)
+		if r.Action == "refused" {
+			refused++
+		}
+		for _, l := range strings.SplitAfter(strings.TrimSuffix(r.Diff, "\n"), "\n") {
+			if l != "" {
+				fmt.Fprint(stdout, "      "+strings.TrimSuffix(l, "\n")+"\n")
+			}
+		}
 	}
 	if string(out) == string(data) {
 		fmt.Fprintln(stdout, "  unchanged")
-		return nil
+		return refused, nil
 	}
 	if dryRun {
 		fmt.Fprint(stdout, udiff.Unified(f.Path, f.Path+" ("+verb+")", string(data), string(out)))
-		return nil
+		return refused, nil
 	}
 	backup, err := writeBackup(f.Path, data, info.Mode().Perm())
 	if err != nil {
-		return fmt.Errorf("writing the backup: %w", err)
+		return refused, fmt.Errorf("writing the backup: %w", err)
 	}
 	// The originals must never be lost: init saves them before the file
 	// is wrapped, unwrap forgets them only after the file is restored.
 	if verb != "unwrap" {
 		if err := recs.Save(); err != nil {
-			return fmt.Errorf("saving the originals: %w (the file is unchanged)", err)
+			return refused, fmt.Errorf("saving the originals: %w (the file is unchanged)", err)
 		}
 	}
 	if err := clientconfig.WriteAtomic(f.Path, out, info.Mode().Perm()); err != nil {
-		return fmt.Errorf("writing: %w (the file is unchanged; backup %s)", err, backup)
+		return refused, fmt.Errorf("writing: %w (the file is unchanged; backup %s)", err, backup)
 	}
 	if verb == "unwrap" {
 		if err := recs.Save(); err != nil {
-			return fmt.Errorf("the file is restored, but its records could not be updated: %w", err)
+			return refused, fmt.Errorf("the file is restored, but its records could not be updated: %w", err)
 		}
 	}
 	fmt.Fprintf(stdout, "  written (backup %s)\n", backup)
-	return nil
+	return refused, nil
 }
 
 // selfPath is the absolute path of this aqlguard binary, symlinks

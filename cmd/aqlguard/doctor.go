@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/aqlguard/aqlguard/clientconfig"
@@ -13,10 +14,26 @@ import (
 // cmdDoctor is `aqlguard doctor`: one line per check, exit 1 on a FAIL.
 func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	fs, g := newFlags("doctor", stderr)
+	var clients listFlag
+	fs.Var(&clients, "client", "check only this client's configs and servers (repeatable): "+strings.Join(clientconfig.ClientIDs(), ", "))
+	timeout := fs.Duration("timeout", doctor.DefaultStartTimeout, "how long each server may take to start (npx and uvx fetch a package on their first run)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	in := doctor.Input{Env: clientconfig.DefaultEnv(), Version: version()}
+	if !noWords("doctor", fs.Args(), stderr) {
+		return 2
+	}
+	for _, c := range clients {
+		if _, ok := clientconfig.Lookup(c); !ok {
+			fmt.Fprintf(stderr, "aqlguard doctor: unknown client %q; known: %s\n", c, strings.Join(clientconfig.ClientIDs(), ", "))
+			return 2
+		}
+	}
+	if *timeout <= 0 {
+		fmt.Fprintln(stderr, "aqlguard doctor: --timeout must be positive")
+		return 2
+	}
+	in := doctor.Input{Env: clientconfig.DefaultEnv(), Version: version(), Clients: clients, StartTimeout: *timeout}
 	in.Self, in.SelfErr = selfPath()
 	in.Config, in.ConfigErr = loadConfig(g)
 	in.StateDir = g.stateDir

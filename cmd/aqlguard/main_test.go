@@ -35,13 +35,33 @@ func TestRun(t *testing.T) {
 		if err := tx.PutChallenge(store.Challenge{ID: "ver_1", Principal: "worker", ExpiresAt: now.Add(time.Hour)}); err != nil {
 			return err
 		}
-		return tx.PutBlock(store.Block{Principal: "worker", VerificationID: "ver_1", Reason: "rm -rf /", BlockedAt: now,
+		if err := tx.PutBlock(store.Block{Principal: "worker", VerificationID: "ver_1", Reason: "rm -rf /", BlockedAt: now,
 			Call:               `shell.run_command {"command":"rm -rf /"}`,
-			ChallengeExpiresAt: now.Add(time.Hour)})
+			ChallengeExpiresAt: now.Add(time.Hour)}); err != nil {
+			return err
+		}
+		// Standing approvals: one whose session ended, one whose aqlguard
+		// is gone (a pid no process has), one still standing.
+		host, _ := os.Hostname()
+		for _, a := range []store.Approval{
+			{ID: "appr_ended", Principal: "worker", Session: "s1", Server: "fs", Tool: "write", EndedAt: now},
+			{ID: "appr_gone", Principal: "worker", Session: "s2", Server: "fs", Tool: "move", Process: host + "/2147483646"},
+			{ID: "appr_live", Principal: "worker", Session: "s3", Server: "fs", Tool: "copy", Process: processName()},
+		} {
+			a.CreatedAt, a.ExpiresAt = now, now.Add(time.Hour)
+			if err := tx.PutApproval(a); err != nil {
+				return err
+			}
+		}
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	_ = st.Close()
+	ocsfExport := filepath.Join(t.TempDir(), "audit.ocsf.jsonl")
+	if err := os.WriteFile(ocsfExport, []byte(`{"category_uid":6,"class_uid":6003,"metadata":{"uid":"1"}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name   string
@@ -49,6 +69,7 @@ func TestRun(t *testing.T) {
 		code   int
 		stdout string // a substring of what is printed, "" for anything
 		stderr string
+		absent string // what stdout must not say ("" for no such check)
 	}{
 		{name: "version", args: []string{"version"}, stdout: "aqlguard "},
 		{name: "help", args: []string{"help"}, stdout: "usage: aqlguard <verb>"},
@@ -68,6 +89,29 @@ func TestRun(t *testing.T) {
 		{name: "a config named but missing is an error, not the defaults",
 			args: []string{"policy", "check", "--config", filepath.Join(dir, "missing.toml")}, code: 1, stderr: "missing.toml"},
 		{name: "pins reset on an empty state", args: []string{"pins", "reset", "--state-dir", dir, "--every"}, stdout: "forgot 0 pin(s)"},
+		{name: "-h lists every verb", args: []string{"-h"}, stdout: "approvals list|revoke    the standing"},
+		{name: "--help too", args: []string{"--help"}, stdout: "audit list|show|export|tail|verify|seal|report"},
+		{name: "help VERB shows its flags", args: []string{"help", "doctor"}, stdout: "-timeout"},
+		{name: "--version", args: []string{"--version"}, stdout: "aqlguard dev (commit "},
+		{name: "a word serve does not take", args: []string{"serve", "token", "list"}, code: 2,
+			stderr: `aqlguard serve: unexpected "token": serve takes flags only`},
+		{name: "a command audit does not have", args: []string{"audit", "frob"}, code: 2,
+			stderr: `"frob" is not one of its commands; audit takes list, show, export, tail, verify, seal, report`},
+		{name: "a word after audit export", args: []string{"audit", "export", "everything", "--state-dir", dir}, code: 2,
+			stderr: `aqlguard audit export: unexpected "everything"`},
+		{name: "doctor takes no words", args: []string{"doctor", "now"}, code: 2, stderr: "doctor takes flags only"},
+		{name: "an audit report", args: []string{"audit", "report", "--state-dir", dir, "-o", filepath.Join(dir, "r.html")},
+			stderr: "r.html: 1 records from "},
+		{name: "a report is not an export", args: []string{"audit", "verify", filepath.Join(dir, "r.html")}, code: 1,
+			stderr: "is an HTML file (an audit report?)"},
+		{name: "an OCSF export is not a broken chain", args: []string{"audit", "verify", ocsfExport}, code: 1,
+			stderr: "is an OCSF export (--format ocsf)"},
+		{name: "approvals of ended sessions are not listed as standing", args: []string{"approvals", "list", "--state-dir", dir},
+			stdout: "appr_live", absent: "appr_gone"},
+		{name: "--all says why they ended", args: []string{"approvals", "list", "--all", "--state-dir", dir},
+			stdout: "ended with its session"},
+		{name: "--all names the aqlguard that is gone", args: []string{"approvals", "list", "--all", "--state-dir", dir},
+			stdout: "/2147483646, is gone)"},
 		{name: "a bad log level", args: []string{"serve", "--log-level", "loud", "--listen", "127.0.0.1:0", "--state-dir", dir},
 			code: 2, stderr: "--log-level"},
 	}
@@ -80,6 +124,9 @@ func TestRun(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), tt.stdout) {
 				t.Errorf("stdout %q does not say %q", out.String(), tt.stdout)
+			}
+			if tt.absent != "" && strings.Contains(out.String(), tt.absent) {
+				t.Errorf("stdout %q says %q", out.String(), tt.absent)
 			}
 			if !strings.Contains(errOut.String(), tt.stderr) {
 				t.Errorf("stderr %q does not say %q", errOut.String(), tt.stderr)

@@ -17,9 +17,10 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 )
 
-const policyUsage = `usage: aqlguard policy check [--servers] [--strict] [--config FILE]
+const policyUsage = `usage: aqlguard policy check [--servers] [--strict] [--config FILE] [--managed FILE]
        aqlguard policy explain [--config FILE] [--agent NAME]
        aqlguard policy test [--config FILE] CASES.toml
+       aqlguard policy suggest [--since 7d] [--agent NAME] [--min N] [--cases FILE] [--config FILE]
 `
 
 // cmdPolicy dispatches the policy verbs.
@@ -29,12 +30,17 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stderr, policyUsage)
+		return 2
 	case "check":
 		return cmdPolicyCheck(args[1:], stdout, stderr)
 	case "explain":
 		return cmdPolicyExplain(args[1:], stdout, stderr)
 	case "test":
 		return cmdPolicyTest(args[1:], stdout, stderr)
+	case "suggest":
+		return cmdPolicySuggest(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, policyUsage)
 	return 2
@@ -103,7 +109,11 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	fs, g := newFlags("policy check", stderr)
 	servers := fs.Bool("servers", false, "connect to the configured servers and check the rules against their tools")
 	strict := fs.Bool("strict", false, "treat warnings (dead or shadowed rules) as errors")
+	verbose := fs.Bool("v", false, "print how each pattern and rule was read: what it is matched against")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if !noWords("policy check", fs.Args(), stderr) {
 		return 2
 	}
 	cfg := loadForPolicy(g, stderr)
@@ -119,6 +129,9 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 			failed = true
 			continue
 		}
+		if *verbose {
+			printReading(stdout, pol)
+		}
 		if i == 0 && *servers {
 			cat, pool, err := connectServers(cfg, pol, stderr)
 			if err != nil {
@@ -129,8 +142,19 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 			_ = pool.Close()
 		}
 	}
+	for _, e := range cfg.NotInEffect {
+		fmt.Fprintln(stderr, e.Error())
+	}
+	if n := len(cfg.NotInEffect); n > 0 {
+		fmt.Fprintf(stderr, "%d setting(s) of %s would loosen the managed policy %s: they are not in effect\n",
+			n, source(cfg), cfg.Managed.Path)
+		failed = true
+	}
 	if failed {
 		return 1
+	}
+	if *verbose {
+		fmt.Fprint(stdout, readingLegend+"\n")
 	}
 	warnings := 0
 	seen := map[string]bool{}
@@ -151,9 +175,72 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	if *servers {
 		checked = fmt.Sprintf("%d tool(s) of the configured servers", len(tools))
 	}
-	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s; %d warning(s), checked against %s)\n",
-		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), cfg.Safety.Loop, warnings, checked)
+	managed := ""
+	if cfg.Managed != nil {
+		managed = ", under the managed policy " + cfg.Managed.Path
+	}
+	loop := cfg.Safety.Loop
+	if pol, err := policy.Compile(cfg, cfg.Agent); err == nil {
+		loop = string(pol.Loop)
+	}
+	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s%s; %d warning(s), checked against %s)\n",
+		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), loop, managed, warnings, checked)
 	return 0
+}
+
+// printReading prints, per list, each pattern and rule of pol as the
+// evaluator reads it (policy.Kind, and the command reading of a text
+// pattern shaped like a command line), with a legend.
+func printReading(w io.Writer, pol *policy.Policy) {
+	fmt.Fprintf(w, "agent %s (policy %s):\n", pol.Principal, pol.Version[:12])
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  LIST\tPATTERN\tREAD AS")
+	list := func(name string, ps []policy.Pattern) {
+		for _, p := range ps {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, p.Quoted(), patternReading(p))
+		}
+	}
+	list("deny", pol.Deny)
+	list("requires_approval", pol.RequiresApproval)
+	list("auto_approve", pol.AutoApprove)
+	for _, r := range pol.Rules {
+		fmt.Fprintf(tw, "  rule (%s)\t%s\targument %s of %s\n", r.Action, r.Source, r.Argument, r.Operation.Quoted())
+	}
+	for _, r := range pol.RiskRules {
+		what := patternReading(r.Pattern)
+		if r.Argument != "" {
+			what = "argument " + r.Argument
+		}
+		fmt.Fprintf(tw, "  risk rule (%+d)\t%s\t%s\n", r.Score, r.Pattern.Quoted(), what)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// readingLegend says what the words of printReading mean.
+const readingLegend = `name      the operation name (fs_write_file), the tool's own name and server.tool
+text      every argument value and key, as the server receives it
+command   in shell arguments, each command that would run, however it is spelled
+          (flags in any order; sudo, env, sh -c and other wrappers looked through)
+argument  that argument's value, as text
+`
+
+// patternReading says what a pattern list entry is matched against.
+func patternReading(p policy.Pattern) string {
+	var parts []string
+	if p.Kind&policy.Names != 0 {
+		parts = append(parts, "name")
+	}
+	if p.Kind&policy.Text != 0 {
+		parts = append(parts, "text")
+	}
+	if p.Command() != nil {
+		parts = append(parts, "command")
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cmdPolicyExplain connects to the configured servers and prints, per
@@ -161,6 +248,9 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 func cmdPolicyExplain(args []string, stdout, stderr io.Writer) int {
 	fs, g := newFlags("policy explain", stderr)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if !noWords("policy explain", fs.Args(), stderr) {
 		return 2
 	}
 	cfg := loadForPolicy(g, stderr)

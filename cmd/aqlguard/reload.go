@@ -21,7 +21,11 @@ func (in *instance) watchConfig(ctx context.Context, build func() (*policy.Confi
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	path := in.shared.Config.Path
-	last := fileStamp(path)
+	var managed string
+	if m := in.shared.Config.Managed; m != nil {
+		managed = m.Path
+	}
+	last, lastManaged := fileStamp(path), fileStamp(managed)
 	tick := time.NewTicker(configPoll)
 	defer tick.Stop()
 	for {
@@ -31,12 +35,12 @@ func (in *instance) watchConfig(ctx context.Context, build func() (*policy.Confi
 		case <-hup:
 			in.log.Info("SIGHUP: reloading the configuration")
 		case <-tick.C:
-			now := fileStamp(path)
-			if path == "" || now == last {
+			now, nowManaged := fileStamp(path), fileStamp(managed)
+			if (path == "" || now == last) && (managed == "" || nowManaged == lastManaged) {
 				continue
 			}
-			last = now
-			in.log.Info("the config file changed: reloading it", "config", path)
+			last, lastManaged = now, nowManaged
+			in.log.Info("the config file changed: reloading it", "config", path, "managed", managed)
 		}
 		in.shared.Reload(ctx, in.relay, build, processName())
 	}

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
@@ -28,6 +30,9 @@ import (
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("run", stderr)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if !noWords("run", fs.Args(), stderr) {
 		return 2
 	}
 	cfg, err := loadConfig(g)
@@ -142,6 +147,8 @@ type instance struct {
 	relay  *relay.Config
 	log    *slog.Logger
 	store  *store.Store
+	// forwarding ends the audit forwarder and waits for its last delivery.
+	forwarding func()
 }
 
 // startInstance opens the state and builds what the sessions share. On
@@ -176,9 +183,16 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		log.Warn("audit anchors are off: the audit log's heads cannot be sent to the system log, so `aqlguard audit verify --anchors` "+
 			"has nothing to check a rewound log against", "why", anchorsOff)
 	}
-	log.Info("aqlguard starting", "version", version(), "config", source, "mode", cfg.Mode,
+	managed := "none"
+	if cfg.Managed != nil {
+		managed = cfg.Managed.Path
+	}
+	log.Info("aqlguard starting", "version", version(), "config", source, "managed", managed, "mode", cfg.Mode,
 		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
 		"state", st.Path())
+	if len(cfg.NotInEffect) > 0 {
+		reportNotInEffect(ctx, cfg, pol, st, log)
+	}
 	gd := newGuard(cfg, pol, st, log)
 	sh := &proxy.Shared{
 		Mode:   proxy.Mode(cfg.Mode),
@@ -193,11 +207,54 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	}
 	gd.Downstream = sh // each allowed call goes to its own session's server
 	sh.Pins.Judge = sh.JudgeTool
-	return &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st}, 0
+	in := &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st, forwarding: func() {}}
+	if f := cfg.Audit.Forward; f != nil {
+		fw, err := forward.New(f, filepath.Dir(st.Path()), st.StateID(), version(), log.With("audit_forward", f.To))
+		if err != nil {
+			_ = st.Close()
+			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+			return nil, 1
+		}
+		in.forwarding = startForwarder(ctx, fw, log)
+	}
+	return in, 0
+}
+
+// startForwarder runs fw beside the calls until the returned function is
+// called (or ctx ends), which then waits for its last delivery.
+func startForwarder(ctx context.Context, fw *forward.Forwarder, log *slog.Logger) func() {
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fw.Run(fctx); err != nil {
+			log.Error("the audit forwarder stopped; records are kept in the log and sent from its cursor at the next start", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// reportNotInEffect logs, and records in the audit log, what the user's
+// file tried that the managed policy does not let take effect: the
+// security team reads the attempt there.
+func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.Logger) {
+	rec := store.Record{Time: time.Now(), Kind: "policy", Principal: pol.Principal, Process: processName(),
+		Operation: "not_in_effect", Decision: pol.Version, Result: cfg.Managed.Path}
+	for _, e := range cfg.NotInEffect {
+		log.Warn("the managed policy does not let this setting take effect", "setting", e.Error())
+		rec.Factors = append(rec.Factors, e.Error())
+	}
+	if err := st.Append(ctx, rec); err != nil {
+		log.Error("what the managed policy kept from taking effect could not be recorded in the audit log", "err", err)
+	}
 }
 
 func (in *instance) close() {
 	in.shared.Guard.Close()
+	in.forwarding()      // what the guard recorded last, delivered if the collector takes it
 	_ = in.store.Close() // the audit log's last records fsync'd
 }
 
@@ -228,7 +285,7 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog
 		ChallengeTTL:       cfg.Verify.ChallengeTTL.Duration,
 		SessionApprovalTTL: cfg.Verify.SessionApprovalTTL.Duration,
 		MaxArgumentBytes:   cfg.Audit.MaxArgumentBytes,
-		Transparent:        proxy.Mode(cfg.Mode) == proxy.ModeTransparent,
+		Voice:              proxy.VoiceFor(proxy.Mode(cfg.Mode)),
 		Log:                log,
 	}
 }

@@ -31,6 +31,9 @@ func cmdServe(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if !noWords("serve", fs.Args(), stderr) {
+		return 2
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	cfg, err := loadConfig(g)

@@ -21,12 +21,18 @@ another device, e.g.
 
 No answer, a malformed one or an expired question approves nothing: the
 program just prints nothing.
+
+A question's file goes when its question ends: answered, expired, or
+withdrawn by aqlguard (the call's client went away), which stops this
+program with SIGTERM. Code files stay until their code expires; each run
+removes the files of questions and codes that have expired.
 """
 
 import datetime
 import json
 import os
 import re
+import signal
 import sys
 import time
 
@@ -54,8 +60,33 @@ def describe(req):
     return "\n".join(lines)
 
 
+def parse_time(text):
+    return datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+
+
 def expiry(req):
-    return datetime.datetime.fromisoformat(req["expires_at"].replace("Z", "+00:00"))
+    return parse_time(req["expires_at"])
+
+
+def sweep(spool):
+    """Remove the files of questions and codes that have expired (their
+    "expires:" line is past), and answers left without a question."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    for name in os.listdir(spool):
+        path = os.path.join(spool, name)
+        base, ext = os.path.splitext(name)
+        try:
+            if ext in (".question", ".code"):
+                with open(path, encoding="utf-8") as f:
+                    for line in f:
+                        if line.startswith("expires: "):
+                            if parse_time(line[len("expires: "):]) < now:
+                                os.remove(path)
+                            break
+            elif ext == ".answer" and not os.path.exists(os.path.join(spool, base + ".question")):
+                os.remove(path)
+        except (OSError, ValueError):
+            pass  # another run removed it, or it is not ours to judge
 
 
 def main():
@@ -64,6 +95,11 @@ def main():
         return 2
     spool = sys.argv[1]
     os.makedirs(spool, mode=0o700, exist_ok=True)
+    # aqlguard stops this program with SIGTERM when the question ends
+    # before an answer came: exit through the finally below, which
+    # removes the question's file.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    sweep(spool)
     req = json.load(sys.stdin)
 
     if req["kind"] == "challenge":
@@ -72,7 +108,7 @@ def main():
             return 1
         write_private(
             os.path.join(spool, name + ".code"),
-            f"aqlguard blocked {req['agent']}: {req.get('reason', '')}\n"
+            f"aqlguard stopped {req['agent']}: {req.get('reason', '')}\n"
             f"expires: {req['expires_at']}\n"
             f"give this code to the assistant in your chat: {req['code']}\n",
         )

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,80 @@ import (
 // directory, and returns the file. It uses xwd (x11-apps) and decodes the
 // dump here, so no image tool is needed.
 func Screenshot(t testing.TB, name string) string {
+	t.Helper()
+	img := grab(t)
+	return save(t, artifactDir(t), name, img)
+}
+
+// ScreenshotWindow saves window w, with a margin of the screen around
+// it, as name.png under $AQLGUARD_ARTIFACTS (or the test's temp
+// directory), and returns the file and the image.
+func ScreenshotWindow(t testing.TB, w, name string) (string, image.Image) {
+	t.Helper()
+	img := grab(t)
+	x, y, width, height := Geometry(t, w)
+	const margin = 12
+	r := image.Rect(x-margin, y-margin, x+width+margin, y+height+margin).Intersect(img.Bounds())
+	crop := image.NewRGBA(image.Rect(0, 0, r.Dx(), r.Dy()))
+	for yy := r.Min.Y; yy < r.Max.Y; yy++ {
+		for xx := r.Min.X; xx < r.Max.X; xx++ {
+			crop.Set(xx-r.Min.X, yy-r.Min.Y, img.At(xx, yy))
+		}
+	}
+	return save(t, artifactDir(t), name, crop), crop
+}
+
+// SavePNG writes img as dir/name.png and returns the file.
+func SavePNG(t testing.TB, dir, name string, img image.Image) string {
+	t.Helper()
+	return save(t, dir, name, img)
+}
+
+// Geometry is window w's position and size (xdotool getwindowgeometry).
+func Geometry(t testing.TB, w string) (x, y, width, height int) {
+	t.Helper()
+	for _, line := range strings.Fields(Do(t, "getwindowgeometry", "--shell", w)) {
+		k, v, _ := strings.Cut(line, "=")
+		n, _ := strconv.Atoi(v)
+		switch k {
+		case "X":
+			x = n
+		case "Y":
+			y = n
+		case "WIDTH":
+			width = n
+		case "HEIGHT":
+			height = n
+		}
+	}
+	return x, y, width, height
+}
+
+// Has reports whether img has a run of at least n pixels, in one row,
+// of the colour c (within a small tolerance): a button drawn in c.
+func Has(img image.Image, c color.RGBA, n int) bool {
+	b := img.Bounds()
+	near := func(p color.Color) bool {
+		r, g, bl, _ := p.RGBA()
+		d := func(a uint32, b uint8) bool { x := int(a>>8) - int(b); return x > -12 && x < 12 }
+		return d(r, c.R) && d(g, c.G) && d(bl, c.B)
+	}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		run := 0
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if near(img.At(x, y)) {
+				if run++; run >= n {
+					return true
+				}
+			} else {
+				run = 0
+			}
+		}
+	}
+	return false
+}
+
+func grab(t testing.TB) image.Image {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), step)
 	defer cancel()
@@ -33,10 +108,19 @@ func Screenshot(t testing.TB, name string) string {
 	if err != nil {
 		t.Fatalf("decoding the screenshot: %v", err)
 	}
+	return img
+}
+
+func artifactDir(t testing.TB) string {
 	dir := os.Getenv("AQLGUARD_ARTIFACTS")
 	if dir == "" {
 		dir = t.TempDir()
 	}
+	return dir
+}
+
+func save(t testing.TB, dir, name string, img image.Image) string {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,14 @@ func escapeAt(s string, i int) (byte, bool) {
 // normalizeEscapes decodes the escapes of unreserved characters and
 // writes the others in upper case (RFC 3986 6.2.2); a stray % makes the
 // text not a URI.
-func normalizeEscapes(s string) (string, bool) {
+func normalizeEscapes(s string) (string, bool) { return unescape(s, false) }
+
+// decode undoes every percent-escape.
+func decode(s string) (string, bool) { return unescape(s, true) }
+
+// unescape decodes the percent-escapes of s: every one with all, else
+// those of unreserved characters, the others written in upper case.
+func unescape(s string, all bool) (string, bool) {
 	if !strings.Contains(s, "%") {
 		return s, true
 	}
@@ -200,32 +207,11 @@ func normalizeEscapes(s string) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		if unreserved(c) {
+		if all || unreserved(c) {
 			b.WriteByte(c)
 		} else {
 			b.WriteString("%" + strings.ToUpper(s[i+1:i+3]))
 		}
-		i += 2
-	}
-	return b.String(), true
-}
-
-// decode undoes every percent-escape.
-func decode(s string) (string, bool) {
-	if !strings.Contains(s, "%") {
-		return s, true
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b.WriteByte(s[i])
-			continue
-		}
-		c, ok := escapeAt(s, i)
-		if !ok {
-			return "", false
-		}
-		b.WriteByte(c)
 		i += 2
 	}
 	return b.String(), true

@@ -47,6 +47,8 @@ type Error struct {
 	Code    Code           `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// refusal is what a refusal was rendered from (Refusal.Error).
+	refusal *Refusal
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
@@ -156,49 +158,4 @@ func firstSentence(s string) string {
 		s = s[:i]
 	}
 	return strings.TrimSuffix(s, ".")
-}
-
-// PermissionDenied is the one PERMISSION_DENIED refusal: why is quoted in
-// the message and kept as details.reason; details adds to it (nil: none;
-// it is not modified).
-func PermissionDenied(why string, details map[string]any) *Error {
-	d := make(map[string]any, len(details)+1)
-	for k, v := range details {
-		d[k] = v
-	}
-	d["reason"] = why
-	return &Error{Code: CodePermissionDenied, Message: "Permission denied: '" + why + "'", Details: d}
-}
-
-// ConfirmationRequest describes one CONFIRMATION_REQUIRED refusal.
-type ConfirmationRequest struct {
-	Operation string
-	Token     string
-	// ExpiresAt is the token's expiry, RFC 3339.
-	ExpiresAt string
-	// Message tells the model what to do; Reasons say why a human must
-	// confirm.
-	Message string
-	Reasons []string
-	// DangerLevel is danger-levels.md's name for the risk ("unknown" when
-	// no evaluation stands behind the question).
-	DangerLevel string
-	// Tier and Stage name the evaluator's verdict; empty when none.
-	Tier, Stage string
-}
-
-// ConfirmationRequired is the one CONFIRMATION_REQUIRED refusal: the
-// error, whose details carry the token (confirmation-tokens.md), and the
-// result's top-level confirmation, which repeats it.
-func ConfirmationRequired(r ConfirmationRequest) *Result {
-	d := map[string]any{"operation": r.Operation, "danger_level": r.DangerLevel, "reasons": r.Reasons,
-		"confirmation_message": r.Message, "confirmation_token": r.Token, "expires_at": r.ExpiresAt}
-	if r.Tier != "" {
-		d["tier"] = r.Tier
-	}
-	if r.Stage != "" {
-		d["stage"] = r.Stage
-	}
-	return &Result{Err: &Error{Code: CodeConfirmation, Message: "This operation requires confirmation", Details: d},
-		Confirmation: &Confirmation{Token: r.Token, ExpiresAt: r.ExpiresAt, Message: r.Message, Reasons: r.Reasons}}
 }

@@ -1,6 +1,9 @@
 package aql
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Result is the discriminated OperationResult. Build it with Success,
 // Failure or a batch; MarshalJSON emits exactly the members
@@ -76,14 +79,28 @@ type failureWire struct {
 
 // MarshalJSON implements the discriminated union: a success always has
 // data (null allowed) and never error; a failure always has error.
+// Nothing is HTML-escaped: the result is read by a model, for which
+// "\u003e" is three wasted tokens and a ">" that reads wrong.
 func (r *Result) MarshalJSON() ([]byte, error) {
 	if r.Success {
-		return json.Marshal(successWire{Success: true, Data: r.Data, Warnings: r.Warnings,
+		return Marshal(successWire{Success: true, Data: r.Data, Warnings: r.Warnings,
 			Meta: r.Meta, Results: r.Results, Summary: r.Summary})
 	}
 	err := r.Err
 	if err == nil {
 		err = Internal("operation failed without an error")
 	}
-	return json.Marshal(failureWire{Success: false, Error: err, Confirmation: r.Confirmation})
+	return Marshal(failureWire{Success: false, Error: err, Confirmation: r.Confirmation})
+}
+
+// Marshal is json.Marshal without HTML escaping: what aqlguard writes
+// for a model or a log shows "<" and "&" as they are.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -28,6 +28,9 @@ type Operation struct {
 	// ClassifiedBy says where Category came from (config, annotations,
 	// verb, default).
 	ClassifiedBy string
+	// ManagedCategory is the category a managed policy layer reads: the
+	// tool's own classification where the override is the user's.
+	ManagedCategory policy.Category
 
 	// Server and Tool bind a downstream operation to its tool; both are
 	// empty for built-in operations.
@@ -74,6 +77,10 @@ type ServerTools struct {
 	Server     string
 	Tools      []*mcp.Tool
 	Categories map[string]string // tool name → category override
+	// OverridesManaged says the overrides are the managed layer's (or
+	// there is no managed layer): a managed policy reads the categories
+	// as they say; otherwise it reads the tools' own classification.
+	OverridesManaged bool
 	// Policy says which arguments are secret (Policy.SecretArgument);
 	// nil: by name and schema only.
 	Policy *policy.Policy
@@ -133,6 +140,10 @@ func (c *Catalog) AddServer(st ServerTools) {
 	opNames := operationNames(st.Server, names)
 	for _, t := range st.Tools {
 		op := derive(st.Server, opNames[t.Name], t, st.Categories[t.Name])
+		op.ManagedCategory = op.Category
+		if !st.OverridesManaged && st.Categories[t.Name] != "" {
+			op.ManagedCategory, _ = Classify(t, "")
+		}
 		markSecrets(op, st.Policy)
 		if op.Returns.Name != genericResult.Name {
 			c.addType(outputType(op))
@@ -158,17 +169,6 @@ func (c *Catalog) Downstream() []*Operation {
 	for _, op := range c.ops {
 		if !op.Builtin {
 			out = append(out, op)
-		}
-	}
-	return out
-}
-
-// ByCategory returns the operation names of one category, in order.
-func (c *Catalog) ByCategory(cat policy.Category) []string {
-	var out []string
-	for _, op := range c.ops {
-		if op.Category == cat {
-			out = append(out, op.Name)
 		}
 	}
 	return out

@@ -269,11 +269,21 @@ func exitCode(err error) int {
 func EndAdopted() {
 	sent := map[int]syscall.Signal{}
 	sig, deadline := syscall.SIGTERM, time.Now().Add(terminateAfter)
+	settled := false
 	for {
 		left := adopted()
 		if len(left) == 0 {
-			return
+			// Once more after a moment: a server that was still exiting
+			// hands this process its orphans only as it goes, and one
+			// left to init outlives everything.
+			if settled {
+				return
+			}
+			settled = true
+			time.Sleep(100 * time.Millisecond)
+			continue
 		}
+		settled = false
 		if time.Now().After(deadline) {
 			if sig == syscall.SIGKILL {
 				return

@@ -113,6 +113,46 @@ func TestAllowForSession(t *testing.T) {
 	}
 }
 
+// A session's standing approvals end with it: none stands for a later
+// call, aqlguard approvals list can say so, and each end is audited.
+func TestApprovalsEndWithTheirSession(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	g := newGuard(t, approvalPolicy, h)
+	g.SessionApprovalTTL = time.Hour
+	g.Process = "host/1"
+	h.say(verify.AllowSession)
+	if v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})); !v.Proceed {
+		t.Fatalf("%+v %v", v.Directive, v.Err)
+	}
+	g.EndSession(ctx, "s")
+	var list []store.Approval
+	if err := storeOf(g).View(ctx, func(tx *store.Tx) (err error) { list, err = tx.Approvals(); return }); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].EndedAt.IsZero() || list[0].Active(time.Now()) || list[0].Process != "host/1" {
+		t.Fatalf("after the session ended: %+v", list)
+	}
+	h.say(verify.Deny)
+	if v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "2"})); v.Proceed {
+		t.Error("an approval outlived its session")
+	}
+	var ended int
+	if err := storeOf(g).View(ctx, func(tx *store.Tx) error {
+		return tx.Records(0, func(r store.Record, _ []byte) error {
+			if r.Kind == "approval" && r.Decision == "session_ended" && r.Approval == list[0].ID {
+				ended++
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ended != 1 {
+		t.Errorf("%d audit records of the end, want 1", ended)
+	}
+}
+
 // One approval, one execution: two loops on one state directory (two
 // aqlguard processes) and many concurrent calls in each.
 func TestOneApprovalOneExecution(t *testing.T) {
@@ -348,4 +388,85 @@ func lookupLocked(ctx context.Context, g *Guard, token string) (*Confirmation, *
 	defer g.mu.Unlock()
 	g.init()
 	return g.lookupToken(ctx, token)
+}
+
+// awayHuman never answers: each question stays on the screen until its
+// context ends, which it reports on ended.
+type awayHuman struct{ ended chan error }
+
+func (*awayHuman) Name() string { return "away" }
+func (h *awayHuman) Ask(ctx context.Context, _ verify.Request) (verify.Answer, error) {
+	<-ctx.Done()
+	h.ended <- ctx.Err()
+	return verify.None, nil
+}
+func (*awayHuman) Show(context.Context, verify.Request) error { return nil }
+
+// A question is withdrawn (its dialog closes, a command is stopped) when
+// the client cancels the call that raised it, or when its session ends
+// after the call returned; not when the call only waited its inline
+// wait, whose retry would pick the answer up.
+func TestQuestionsAreWithdrawnWithTheirCaller(t *testing.T) {
+	h := &awayHuman{ended: make(chan error, 4)}
+	g := newGuard(t, approvalPolicy, h)
+	g.InlineWait = 200 * time.Millisecond
+
+	// The client cancels its call.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Verdict, 1)
+	go func() { done <- g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if v := <-done; v.Proceed {
+		t.Fatal("a cancelled call ran")
+	}
+	select {
+	case err := <-h.ended:
+		if err != context.Canceled {
+			t.Errorf("the question ended with %v, want a withdrawal", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the question stayed up after its call was cancelled")
+	}
+
+	// The call waits its inline wait and returns: the question stays up
+	// for the retry, until the session ends.
+	a := call("db_delete_row", map[string]any{"id": "2"})
+	a.Session = "s2"
+	if v := g.Check(context.Background(), a); v.Proceed || v.Err == nil || v.Err.Code != aql.CodeConfirmation {
+		t.Fatalf("%+v %v", v.Directive, v.Err)
+	}
+	select {
+	case err := <-h.ended:
+		t.Fatalf("the question ended (%v) when its call only waited", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	g.EndSession(context.Background(), "s2")
+	select {
+	case <-h.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the question stayed up after its session ended")
+	}
+	// Both are recorded as unanswered, saying why (once the asking
+	// goroutines have written them).
+	var why []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		why = nil
+		if err := storeOf(g).View(context.Background(), func(tx *store.Tx) error {
+			return tx.Records(0, func(r store.Record, _ []byte) error {
+				if r.Kind == "confirmation" && r.Decision == "no_answer" {
+					why = append(why, strings.Join(r.Factors, "; "))
+				}
+				return nil
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(why) == 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(why) != 2 || !strings.Contains(why[0], "the call was cancelled") || !strings.Contains(why[1], "the MCP session ended") {
+		t.Errorf("the records say %q", why)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -27,6 +28,25 @@ type asking struct {
 	done   chan struct{} // closed once the answer is recorded, or none came
 	answer verify.Answer
 	why    string // set when nobody could be asked, or the answer not recorded
+
+	// session is the MCP session of the call that raised it.
+	session string
+	// waiting counts the calls waiting for the answer now (g.mu).
+	waiting int
+	// withdraw ends the question before an answer (its dialog closes, a
+	// command is stopped): the client that asked cancelled its call or
+	// went away, so an answer could no longer reach anyone. withdrawn
+	// says why (g.mu).
+	withdraw  context.CancelFunc
+	withdrawn string
+}
+
+// withdrawAsking ends q's question, saying why. g.mu is held.
+func withdrawAsking(q *asking, why string) {
+	if q.withdrawn == "" {
+		q.withdrawn = why
+	}
+	q.withdraw()
 }
 
 // approves reports whether an answer lets the action run.
@@ -52,23 +72,58 @@ func (g *Guard) await(ctx context.Context, c *Confirmation, wait time.Duration) 
 			g.mu.Unlock()
 			return verify.None, ""
 		}
-		q = &asking{done: make(chan struct{})}
+		// The question lives until its token expires, the guard stops,
+		// or it is withdrawn.
+		qctx, cancel := context.WithDeadline(g.bg, c.ExpiresAt)
+		q = &asking{done: make(chan struct{}), session: c.Session, withdraw: cancel}
 		g.askings[c.Token] = q
 		req := g.question(c)
 		g.asks.Add(1)
-		go g.runAsk(q, c, req)
+		go g.runAsk(qctx, q, c, req)
 	}
+	q.waiting++
 	g.mu.Unlock()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	cancelled := false
 	select {
 	case <-q.done:
+		g.mu.Lock()
+		q.waiting--
+		g.mu.Unlock()
 		return q.answer, q.why
 	case <-timer.C:
 	case <-ctx.Done():
+		cancelled = true
 	}
+	g.mu.Lock()
+	q.waiting--
+	// The client cancelled its call (or went away): with nobody else
+	// waiting for it, nobody would hear the answer. A call that merely
+	// waited its inline_wait leaves the question up for its retry.
+	if cancelled && q.waiting == 0 {
+		withdrawAsking(q, "confirmation: withdrawn, the call was cancelled before the human answered; nothing was approved")
+	}
+	g.mu.Unlock()
 	return verify.None, ""
 }
+
+// withdrawSession withdraws the questions a session raised: the session
+// has ended, and no answer could reach its client.
+func (g *Guard) withdrawSession(session string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	for _, q := range g.askings {
+		if q.session == session {
+			withdrawAsking(q, "confirmation: withdrawn, the MCP session ended before the human answered; nothing was approved")
+		}
+	}
+}
+
+// maxQuestionCommands bounds the commands a question lists before the
+// arguments.
+const maxQuestionCommands = 20
 
 // question is the request the human sees for c. g.mu is held.
 func (g *Guard) question(c *Confirmation) verify.Request {
@@ -76,6 +131,11 @@ func (g *Guard) question(c *Confirmation) verify.Request {
 		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: c.Server, Tool: c.Tool,
 		Operation: c.Operation, Action: c.Action, Arguments: c.Arguments, Reason: c.Reason, Token: c.Token,
 		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession,
+		Category: c.Category, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
+	}
+	if c.Kind == kindAction {
+		r.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: c.Operation, Server: c.Server, Tool: c.Tool,
+			Arguments: c.Arguments}, maxQuestionCommands)
 	}
 	if c.Kind == kindSteps {
 		r.Steps = g.pol().MaxSteps
@@ -84,11 +144,17 @@ func (g *Guard) question(c *Confirmation) verify.Request {
 }
 
 // runAsk asks and records the answer; see the comment at the top.
-func (g *Guard) runAsk(q *asking, c *Confirmation, req verify.Request) {
+func (g *Guard) runAsk(ctx context.Context, q *asking, c *Confirmation, req verify.Request) {
 	defer g.asks.Done()
-	ctx, cancel := context.WithDeadline(g.bg, c.ExpiresAt)
-	defer cancel()
+	defer q.withdraw()
 	answer, why := g.ask(ctx, req)
+	if answer == verify.None {
+		g.mu.Lock()
+		if q.withdrawn != "" {
+			why = q.withdrawn
+		}
+		g.mu.Unlock()
+	}
 	answer, why = g.recordAnswer(c, answer, why)
 	g.mu.Lock()
 	q.answer, q.why = answer, why
@@ -211,7 +277,7 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 				return verify.None, "confirmation: the approval could not be created; nothing was approved"
 			}
 			grant = &store.Approval{ID: id, Principal: c.Principal, Session: c.Session, Server: c.Server, Tool: c.Tool,
-				Operation: c.Operation, PolicyVersion: c.PolicyVersion, Token: c.Token,
+				Operation: c.Operation, PolicyVersion: c.PolicyVersion, Token: c.Token, Process: g.Process,
 				CreatedAt: now, ExpiresAt: now.Add(g.SessionApprovalTTL)}
 			rec.Decision, rec.Approval = "approved_for_session", id
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"syscall"
 	"time"
 
@@ -40,22 +39,36 @@ func (g *Guard) newChallenge(a Action, d evaluator.Directive) (store.Challenge, 
 	rec := store.Challenge{ID: ch.ID, Principal: ch.Agent, Action: ch.Action, Tier: ch.Tier,
 		Salt: sealed.Salt, Hash: sealed.Hash, CreatedAt: ch.CreatedAt, ExpiresAt: ch.ExpiresAt}
 	req := &verify.Request{Kind: verify.KindChallenge, Agent: g.pol().Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
-		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt}
+		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt,
+		Arguments: a.redacted, Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
+		VerifyTool: g.Voice.VerifyTool}
+	if a.Server != "" {
+		req.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: a.Operation, Server: a.Server, Tool: a.Tool,
+			Arguments: a.redacted}, maxQuestionCommands)
+	}
 	return rec, req, nil
 }
 
 // show puts a persisted challenge's code in front of the human and
-// returns the factor that says whether that worked. A channel that cannot
-// show it fails closed: the pause or block stays.
-func (g *Guard) show(ctx context.Context, req *verify.Request) (factor string, shown bool) {
+// returns the factor that says whether that worked and, when it did not,
+// why in a few words for the model. A channel that cannot show it fails
+// closed: the pause or block stays.
+func (g *Guard) show(ctx context.Context, req *verify.Request) (factor, unshown string) {
 	if g.Channel == nil {
 		g.log().Error("no channel to show a verification code; the pause or block stays", "challenge", req.Challenge)
-		return "verification: no channel to a human is configured; the code could not be shown; the pause or block stays", false
+		return "verification: no channel to a human is configured; the code could not be shown; the pause or block stays",
+			"no channel to a human is configured"
 	}
 	done := make(chan error, 1)
-	// The dialog stays up until the human closes it or the code expires;
-	// it must not keep the caller waiting.
-	showCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), req.ExpiresAt)
+	// The dialog stays up until the human closes it, the code expires or
+	// aqlguard stops (not when the call or its session ends: the code
+	// still lifts the block from any session); it must not keep the
+	// caller waiting.
+	g.mu.Lock()
+	g.init()
+	bg := g.bg
+	g.mu.Unlock()
+	showCtx, cancel := context.WithDeadline(bg, req.ExpiresAt)
 	go func() {
 		defer cancel()
 		done <- g.Channel.Show(showCtx, *req)
@@ -65,17 +78,18 @@ func (g *Guard) show(ctx context.Context, req *verify.Request) (factor string, s
 		if err != nil {
 			g.log().Error("the verification code could not be shown; the pause or block stays",
 				"channel", g.Channel.Name(), "challenge", req.Challenge, "err", err)
-			why := "verification: the " + g.Channel.Name() + " channel could not show the code"
+			unshown = "the " + g.Channel.Name() + " channel failed"
 			if errors.Is(err, verify.ErrNoDisplay) {
-				why += " (no graphical display)"
+				unshown = "no graphical display"
 			}
-			return why + "; the pause or block stays", false
+			return "verification: the " + g.Channel.Name() + " channel could not show the code (" + unshown +
+				"); the pause or block stays", unshown
 		}
 	case <-time.After(showWait):
 	}
 	g.log().Info("verification code shown out of band", "channel", g.Channel.Name(), "challenge", req.Challenge,
 		"expires_at", req.ExpiresAt)
-	return "verification: code shown to a human through the " + g.Channel.Name() + " channel", true
+	return "verification: code shown to a human through the " + g.Channel.Name() + " channel", ""
 }
 
 // hardBlock blocks the principal (deny match or danger_zone tier). The
@@ -101,8 +115,9 @@ func (g *Guard) verifyPauseFor(a Action, d evaluator.Directive, w *writes) Verdi
 		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}
 	}
 	w.challenge, w.show, w.pause = &ch, req, &pause{ID: ch.ID, ExpiresAt: ch.ExpiresAt}
+	reason := d.Reason
 	d.Reason = d.Reason + "; verification " + ch.ID + " pending"
-	return Verdict{Directive: d, VerificationID: ch.ID, Err: g.verificationError(a.Operation, ch.ID, ch.ExpiresAt)}
+	return Verdict{Directive: d, VerificationID: ch.ID, Err: g.verificationError(a.Operation, reason, ch.ID, ch.ExpiresAt)}
 }
 
 // reissue gives a block whose code expired a fresh challenge, so a human
@@ -129,57 +144,32 @@ func (g *Guard) reissue(b *store.Block, w *writes) {
 // transparent mode.
 const TransparentVerifyTool = "aqlguard_verify_challenge"
 
-// askForTheCode tells the model what to do with a verification: the code
-// is in a window only the user sees.
-func (g *Guard) askForTheCode(id string) string {
-	tool := "verify_challenge"
-	if g.Transparent {
-		tool = "the tool " + TransparentVerifyTool
-	}
-	return "aqlguard showed the user a verification code in a window of its own. Ask the user for that code, " +
-		"then call " + tool + " with challenge_id " + id + " and the code. Do not guess it; you cannot see it."
-}
-
 // codeNotShown is e (the refusal that made a challenge) for a code the
 // channel could not show: telling the model to ask the user for a code
 // the user never saw would send them looking for a window that is not
 // there. The way out stays with the human (an admin command, or a new
 // code once this one expires); the model is not told an admin command.
-func codeNotShown(e *aql.Error, why string) *aql.Error {
-	if e == nil {
-		return nil
+func (g *Guard) codeNotShown(e *aql.Error, why string) *aql.Error {
+	r := e.Refusal()
+	if r == nil {
+		return e
 	}
-	next := "aqlguard could not show the user a verification code (" + strings.TrimPrefix(why, "verification: ") +
-		"). Tell the user that this agent is stopped and that aqlguard's log says why; do not guess a code."
-	out := withDetail(e, "next", next)
-	// The refusal's builders put the step in the message as in
-	// details.next: the same text is replaced in both.
-	if old, _ := e.Details["next"].(string); old != "" && strings.Contains(e.Message, old) {
-		out.Message = strings.Replace(e.Message, old, next, 1)
-	} else {
-		out.Message = e.Message + " " + next
-	}
-	return out
+	r.Why = why
+	return r.Error(g.voice())
 }
 
 func (g *Guard) blockedError(op string, b *store.Block) *aql.Error {
-	agent := g.pol().Principal
-	e := &aql.Error{Code: aql.CodeAgentBlocked,
-		Message: fmt.Sprintf("Agent '%s' is blocked: %s. %s", agent, b.Reason, g.askForTheCode(b.VerificationID)),
-		Details: map[string]any{"agent": agent, "operation": op, "reason": b.Reason,
-			"verification_id": b.VerificationID, "blocked_at": b.BlockedAt.Format(time.RFC3339),
-			"next": g.askForTheCode(b.VerificationID)}}
+	e := aql.Refusal{Kind: aql.RefusalBlocked, Operation: op, Agent: g.pol().Principal, Reason: b.Reason,
+		VerificationID: b.VerificationID, At: b.BlockedAt}.Error(g.voice())
 	if b.CodeNotShown {
-		return codeNotShown(e, "it could not be shown when the agent was stopped")
+		return g.codeNotShown(e, "it was not shown when the agent was stopped")
 	}
 	return e
 }
 
-func (g *Guard) verificationError(op, id string, expires time.Time) *aql.Error {
-	return &aql.Error{Code: aql.CodeVerification,
-		Message: "Paused until the user confirms with a verification code. " + g.askForTheCode(id),
-		Details: map[string]any{"operation": op, "verification_id": id, "expires_at": expires.Format(time.RFC3339),
-			"next": g.askForTheCode(id)}}
+func (g *Guard) verificationError(op, reason, id string, expires time.Time) *aql.Error {
+	return aql.Refusal{Kind: aql.RefusalPaused, Operation: op, Reason: reason, VerificationID: id,
+		ExpiresAt: expires}.Error(g.voice())
 }
 
 // VerifyResult is verify_challenge's success.

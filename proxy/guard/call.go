@@ -58,7 +58,7 @@ func (o Outcome) Result() (*mcp.CallToolResult, error) {
 func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) Outcome {
 	a := Action{
 		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
-		Category: op.Category, Annotations: Annotations(op.Tool.Annotations), Arguments: args,
+		Category: op.Category, ManagedCategory: op.ManagedCategory, Annotations: Annotations(op.Tool.Annotations), Arguments: args,
 		Token: token, Secrets: secretParams(op), Roles: schemaRoles(op), Client: ClientOf(ctx),
 		SharedSession: sharedSession(ctx),
 	}
@@ -73,7 +73,9 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 		g.log().Info("call refused", "principal", principal, "session", session, "operation", op.Name, "server", op.Server,
 			"tool", op.Tool.Name, "decision", d.Decision, "stopped", d.Stopped, "stage", d.Stage, "tier", d.Tier,
 			"risk", d.Risk, "matched", d.Matched, "enforced", d.Enforced, "factors", d.Factors)
-		return Outcome{Err: withFactors(v.Err, d.Factors), Confirmation: v.Confirmation, Directive: d}
+		// The model is told the refusal and its reason; the factors behind
+		// it are in the log line above and in the audit record.
+		return Outcome{Err: v.Err, Confirmation: v.Confirmation, Directive: d}
 	}
 	if g.log().Enabled(ctx, slog.LevelDebug) {
 		g.log().Debug("call allowed", "principal", principal, "session", session, "operation", op.Name,
@@ -145,32 +147,6 @@ func isToolError(raw json.RawMessage) bool {
 		IsError bool `json:"isError"`
 	}
 	return json.Unmarshal(raw, &r) == nil && r.IsError
-}
-
-// withFactors adds the evaluator's factors to a refusal's details, so the
-// model and the human reading the transcript see why (e.g. that the code
-// could not be shown), as a reported step's directive would say. The
-// error is copied: the loop may share its details.
-func withFactors(e *aql.Error, factors []string) *aql.Error {
-	if e == nil || len(factors) == 0 {
-		return e
-	}
-	if _, ok := e.Details["factors"]; ok {
-		return e
-	}
-	return withDetail(e, "factors", factors)
-}
-
-// withDetail is a copy of e with details[key] = v; e is left as it is
-// (refusals may share their details).
-func withDetail(e *aql.Error, key string, v any) *aql.Error {
-	out := *e
-	out.Details = make(map[string]any, len(e.Details)+1)
-	for k, val := range e.Details {
-		out.Details[k] = val
-	}
-	out.Details[key] = v
-	return &out
 }
 
 // secretParams are the arguments the tool's schema declares secret, in

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/aql"
@@ -56,6 +57,10 @@ type Confirmation struct {
 	Arguments map[string]any
 	Reason    string
 	Tier      string
+	// Category, Stage, Rule and Risk are what the question says in words
+	// (verify.Request).
+	Category, Stage, Rule string
+	Risk                  int
 
 	Status    string
 	CreatedAt time.Time
@@ -235,6 +240,7 @@ func (c *Confirmation) record() store.Confirmation {
 	return store.Confirmation{Arguments: args, Token: c.Token, Kind: c.Kind, Principal: c.Principal, Server: c.Server, Tool: c.Tool,
 		AllowSession: c.AllowSession, Operation: c.Operation, Digest: c.Digest, PolicyVersion: c.PolicyVersion, Session: c.Session,
 		Action: c.Action, Reason: c.Reason, Tier: c.Tier, Status: c.Status, UsedBy: c.UsedBy,
+		Client: c.Client, Category: c.Category, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
 		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, DoneAt: c.DoneAt}
 }
 
@@ -248,6 +254,7 @@ func confirmationFrom(r store.Confirmation) *Confirmation {
 	return &Confirmation{Arguments: args, Token: r.Token, Kind: r.Kind, Principal: r.Principal, Server: r.Server, Tool: r.Tool,
 		AllowSession: r.AllowSession, Operation: r.Operation, Digest: r.Digest, PolicyVersion: r.PolicyVersion, Session: r.Session,
 		Action: r.Action, Reason: r.Reason, Tier: r.Tier, Status: r.Status, UsedBy: r.UsedBy,
+		Client: r.Client, Category: r.Category, Stage: r.Stage, Rule: r.Rule, Risk: r.Risk,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, DoneAt: r.DoneAt}
 }
 
@@ -322,8 +329,7 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 		return g.confirmed(c), nil
 	case answer == verify.Deny:
 		g.clearNotifications(c.Token)
-		return nil, aql.Failure(aql.PermissionDenied("a human denied this action",
-			map[string]any{"token": c.Token, "operation": c.Operation}))
+		return nil, aql.Failure(aql.Refusal{Kind: aql.RefusalDenied, Operation: c.Operation, Token: c.Token}.Error(g.voice()))
 	}
 	// Expired, or used by a call, while we waited?
 	cur, aerr := g.lookupToken(ctx, token)
@@ -333,15 +339,8 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 	if aerr != nil {
 		return nil, aql.Failure(aerr)
 	}
-	reasons := []string{"no answer from a human yet"}
-	if why != "" {
-		reasons = append(reasons, why)
-	}
-	expires := c.ExpiresAt.Format(time.RFC3339)
-	msg := "A human has not confirmed this yet; the question stays on their screen until it expires. " +
-		"The model cannot confirm it; call confirm_operation again to wait for the answer."
-	return nil, aql.ConfirmationRequired(aql.ConfirmationRequest{Operation: c.Operation, Token: c.Token, ExpiresAt: expires,
-		Message: msg, Reasons: reasons, DangerLevel: "unknown"})
+	return nil, aql.Refusal{Kind: aql.RefusalPending, Operation: c.Operation, Reason: c.Reason, Token: c.Token,
+		ExpiresAt: c.ExpiresAt, Why: strings.TrimPrefix(why, "confirmation: ")}.Pending(g.voice())
 }
 
 func (g *Guard) confirmed(c *Confirmation) *ConfirmResult {

@@ -200,7 +200,7 @@ func stepFor(a Action, principal string, steps int, failurePause bool) evaluator
 	}
 	return evaluator.Step{
 		Principal: principal, Session: a.Session, Operation: op,
-		Server: a.Server, Tool: a.Tool, Category: a.Category, Annotations: a.Annotations,
+		Server: a.Server, Tool: a.Tool, Category: a.Category, ManagedCategory: a.ManagedCategory, Annotations: a.Annotations,
 		Arguments: a.Arguments, ActionHint: a.Hint, Outcome: outcome, StepNumber: steps,
 		Roles: a.Roles, Unresolved: a.Unresolved,
 	}

@@ -441,8 +441,11 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Erro
 
 // EndSession cancels the executions a session left running: they cannot
 // go on without it (MCP-AQL 2.3.3). Each is recorded as cancelled, with
-// an audit record.
+// an audit record. Its questions still waiting for the human are
+// withdrawn (their dialogs close), and its standing approvals end.
 func (g *Guard) EndSession(ctx context.Context, session string) {
+	g.withdrawSession(session)
+	g.endApprovals(ctx, session)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
@@ -461,5 +464,45 @@ func (g *Guard) EndSession(ctx context.Context, session string) {
 			continue
 		}
 		g.log().Info("execution cancelled: its session ended", "execution", e.ID, "session", session)
+	}
+}
+
+// endApprovals marks the session's standing approvals ended, with an
+// audit record each: no call can use them any more, and aqlguard
+// approvals list says so rather than showing them as active.
+func (g *Guard) endApprovals(ctx context.Context, session string) {
+	if session == "" || g.SessionApprovalTTL <= 0 {
+		return
+	}
+	var ended []store.Approval
+	err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
+		var c store.Changes
+		ended = nil
+		all, err := st.Approvals()
+		if err != nil {
+			return c, err
+		}
+		now := g.now()
+		for _, a := range all {
+			if a.Session != session || a.Principal != g.pol().Principal || !a.Active(now) {
+				continue
+			}
+			a.EndedAt = now
+			ended = append(ended, a)
+			rec := g.record("approval", session)
+			rec.Server, rec.Operation, rec.Approval, rec.Decision, rec.Result = a.Server, a.Operation, a.ID, "session_ended", "ended"
+			rec.Factors = []string{"approval of " + a.Server + "." + a.Tool + " ended with its MCP session"}
+			c.Records = append(c.Records, rec)
+		}
+		c.Approvals = ended
+		return c, nil
+	})
+	if err != nil {
+		g.log().Error("the approvals of an ended session could not be marked ended (they cannot be used: the session is gone)",
+			"session", session, "err", err)
+		return
+	}
+	for _, a := range ended {
+		g.log().Info("standing approval ended with its session", "approval", a.ID, "session", session)
 	}
 }

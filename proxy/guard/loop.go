@@ -49,11 +49,11 @@ type Guard struct {
 	// MaxArgumentBytes caps the redacted arguments an audit record keeps
 	// (0: no cap); the digest of the whole is kept always.
 	MaxArgumentBytes int
-	// Transparent says the model sees the servers' own tools (transparent
-	// mode): what it is told to do names TransparentVerifyTool instead of
-	// verify_challenge, and the identical retry instead of
-	// confirm_operation, which it does not have.
-	Transparent bool
+	// Voice is how refusals address the model in this mode: the tools
+	// that carry verify_challenge and confirm_operation (transparent mode
+	// has aqlguard_verify_challenge and no confirm_operation). The
+	// channel's name is added from Channel.
+	Voice aql.Voice
 	// Log receives the guard's log lines; nil discards them.
 	Log *slog.Logger
 	// Now and Evaluate default to time.Now and evaluator.Evaluate.
@@ -151,14 +151,17 @@ var _ State = (*store.Store)(nil)
 // Action is one thing to check: a proxied call (Server set) or a reported
 // step (Execution set).
 type Action struct {
-	Session     string
-	Operation   string
-	Server      string
-	Tool        string
-	Category    policy.Category
-	Annotations evaluator.Annotations
-	Arguments   map[string]any
-	Hint        string
+	Session   string
+	Operation string
+	Server    string
+	Tool      string
+	Category  policy.Category
+	// ManagedCategory is the category a managed policy layer reads
+	// (catalog.Operation.ManagedCategory; "": Category).
+	ManagedCategory policy.Category
+	Annotations     evaluator.Annotations
+	Arguments       map[string]any
+	Hint            string
 	// Outcome is the previous step's outcome, for reported steps.
 	Outcome string
 	// Execution is the reporting execution, for reported steps.
@@ -414,7 +417,7 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			return v
 		case refused:
 			g.mu.Unlock()
-			return Verdict{Directive: d, Err: refusedByPolicy(a.Operation, d)}
+			return Verdict{Directive: d, Err: g.refusedByPolicy(a.Operation, d)}
 		case verifyPause:
 			v := g.verifyPauseFor(a, d, w)
 			if w.pause != nil {
@@ -445,7 +448,7 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			d.Factors = append(d.Factors, "confirmation: a human denied this very call at "+dc.DoneAt.Format(time.RFC3339)+
 				"; it is refused without asking again until "+dc.ExpiresAt.Format(time.RFC3339))
 			d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
-			return Verdict{Directive: d, Token: dc.Token, Err: deniedByHuman(a.Operation, dc)}
+			return Verdict{Directive: d, Token: dc.Token, Err: g.deniedByHuman(a.Operation, dc)}
 		}
 		// ask
 		c := r.confirmation
@@ -499,7 +502,7 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 			g.mu.Unlock()
 			d.Factors = append(d.Factors, "confirmation: a human denied it")
 			d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
-			return Verdict{Directive: d, Token: c.Token, Err: deniedByHuman(a.Operation, nil)}
+			return Verdict{Directive: d, Token: c.Token, Err: g.deniedByHuman(a.Operation, nil)}
 		}
 		if why != "" {
 			d.Factors = append(d.Factors, why)
@@ -512,8 +515,17 @@ func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
 	g.mu.Unlock()
 	d := evaluator.Directive{Decision: evaluator.NeedsConfirm, Enforced: true,
 		Reason: "Too many human check-ins for one action", Factors: []string{"check-ins: more than " + fmt.Sprint(maxCheckins)}}
-	return Verdict{Directive: d, Err: aql.PermissionDenied("too many human check-ins for one action; try again",
-		map[string]any{"operation": a.Operation})}
+	return Verdict{Directive: d, Err: aql.Refusal{Kind: aql.RefusalCheckins, Operation: a.Operation}.Error(g.voice())}
+}
+
+// voice is how refusals address the model: the mode's Voice, with the
+// channel through which the human is reached.
+func (g *Guard) voice() aql.Voice {
+	v := g.Voice
+	if g.Channel != nil {
+		v.Channel = g.Channel.Name()
+	}
+	return v
 }
 
 // facts reads what decide needs from this process's memory: the
@@ -625,29 +637,27 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 	d := evaluator.Directive{Decision: evaluator.NeedsVerify, Enforced: true, Tier: evaluator.Verify,
 		Reason:  "Paused: verification " + p.ID + " is pending; a human must enter the code shown to them",
 		Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
-	err := g.verificationError(a.Operation, p.ID, p.ExpiresAt)
+	err := g.verificationError(a.Operation, d.Reason, p.ID, p.ExpiresAt)
 	if p.notShown {
-		err = codeNotShown(err, "it could not be shown when the agent was paused")
+		err = g.codeNotShown(err, "it was not shown when the agent was paused")
 	}
 	return Verdict{Directive: d, VerificationID: p.ID, Err: err}
 }
 
-// deniedByHuman is the refusal of an action a human denied; dc is the
-// earlier denial a retry ran into (nil: denied just now).
 // refusedByPolicy is the refusal of an action a refuse pattern or rule
 // matched: this action only; the agent may go on with others.
-func refusedByPolicy(operation string, d evaluator.Directive) *aql.Error {
-	return aql.PermissionDenied("the policy refuses this action (rule "+d.Matched+"); other actions are not affected",
-		map[string]any{"operation": operation, "rule": d.Matched})
+func (g *Guard) refusedByPolicy(operation string, d evaluator.Directive) *aql.Error {
+	return aql.Refusal{Kind: aql.RefusalRefused, Operation: operation, Reason: d.Reason}.Error(g.voice())
 }
 
-func deniedByHuman(operation string, dc *Confirmation) *aql.Error {
-	details := map[string]any{"operation": operation}
+// deniedByHuman is the refusal of an action a human denied; dc is the
+// earlier denial a retry ran into (nil: denied just now).
+func (g *Guard) deniedByHuman(operation string, dc *Confirmation) *aql.Error {
+	r := aql.Refusal{Kind: aql.RefusalDenied, Operation: operation}
 	if dc != nil {
-		details["denied_at"] = dc.DoneAt.Format(time.RFC3339)
-		details["ask_again_after"] = dc.ExpiresAt.Format(time.RFC3339)
+		r.At, r.ExpiresAt = dc.DoneAt, dc.ExpiresAt
 	}
-	return aql.PermissionDenied("a human denied this action", details)
+	return r.Error(g.voice())
 }
 
 // checkinFor notes a check-in a human approved, for the check writing
@@ -673,6 +683,7 @@ func (g *Guard) newConfirmation(a Action, b binding, d evaluator.Directive) (*Co
 		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
 		Digest:       b.digest, PolicyVersion: g.pol().Version, Session: a.Session,
 		Action: a.preview, Arguments: a.redacted, Reason: d.Reason, Tier: string(d.Tier),
+		Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(g.ConfirmTTL),
 	}
 	if b.kind != kindAction {
@@ -717,22 +728,10 @@ func (g *Guard) openQuestion(ctx context.Context, c *Confirmation, session strin
 // names for it. unasked says why no human could be asked ("": the
 // question is on their screen, or waiting for its turn).
 func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive, unasked string) Verdict {
-	reasons := append([]string{d.Reason}, d.Factors...)
-	expires := c.ExpiresAt.Format(time.RFC3339)
-	msg := fmt.Sprintf("A human must confirm this (%s). Call confirm_operation with the token to ask them again; "+
-		"then repeat the same call. The model cannot confirm it.", d.Reason)
-	switch {
-	case unasked != "":
-		// Saying that a window is up when none could be shown would send
-		// the user looking for it.
-		msg = fmt.Sprintf("A human must confirm this (%s), but none could be asked (%s). "+
-			"The model cannot confirm it; the same call asks again.", d.Reason, strings.TrimPrefix(unasked, "confirmation: "))
-	case g.Transparent:
-		msg = fmt.Sprintf("A human must confirm this (%s). aqlguard asked them in a window of its own; "+
-			"repeat the same call, with the same arguments, to get their answer. The model cannot confirm it.", d.Reason)
-	}
-	res := aql.ConfirmationRequired(aql.ConfirmationRequest{Operation: a.Operation, Token: c.Token, ExpiresAt: expires,
-		Message: msg, Reasons: reasons, DangerLevel: DangerLevel(d.Risk), Tier: string(d.Tier), Stage: string(d.Stage)})
+	// Saying that a window is up when none could be shown would send the
+	// user looking for it: unasked says why none is (Why).
+	res := aql.Refusal{Kind: aql.RefusalPending, Operation: a.Operation, Reason: d.Reason, DangerLevel: DangerLevel(d.Risk),
+		Token: c.Token, ExpiresAt: c.ExpiresAt, Why: strings.TrimPrefix(unasked, "confirmation: ")}.Pending(g.voice())
 	v := Verdict{Directive: d, Err: res.Err, Token: c.Token, Confirmation: res.Confirmation}
 	meta := map[string]any{"operation": a.Operation, "reason": d.Reason, "confirmationToken": c.Token}
 	if c.Kind == kindAction && !a.reported() && d.Stage == evaluator.StagePattern {

@@ -26,7 +26,7 @@ func (g *Guard) Read(ctx context.Context, session, server, kind, name string, ar
 	g.log().Info("safety decision", "principal", g.CurrentPolicy().Principal, "session", session, "operation", a.Operation,
 		"proceed", v.Proceed, "decision", d.Decision, "stage", d.Stage, "tier", d.Tier, "risk", d.Risk, "matched", d.Matched)
 	if !v.Proceed {
-		return nil, &aql.Result{Err: withFactors(v.Err, d.Factors), Confirmation: v.Confirmation}
+		return nil, &aql.Result{Err: v.Err, Confirmation: v.Confirmation}
 	}
 	began := time.Now()
 	return func(err error) {

@@ -336,12 +336,12 @@ func (g *Guard) settle(ctx context.Context, a Action, v Verdict, w *writes, bega
 	}
 	g.mu.Unlock()
 	if w.show != nil {
-		factor, shown := g.show(ctx, w.show)
+		factor, unshown := g.show(ctx, w.show)
 		v.Directive.Factors = append(v.Directive.Factors, factor)
 		result := "code_shown"
-		if !shown {
+		if unshown != "" {
 			result = "code_not_shown"
-			v.Err = codeNotShown(v.Err, factor)
+			v.Err = g.codeNotShown(v.Err, unshown)
 			g.noteCodeNotShown(ctx, w)
 			g.mu.Lock()
 			g.broadcast(g.notification("error", "A verification code could not be shown: "+factor,
@@ -662,7 +662,10 @@ func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Recor
 	}
 	r := g.record("decision", a.Session)
 	r.Server, r.Operation, r.ArgsSHA256, r.Decision = a.Server, a.Operation, Digest(args), decisionWord(v)
-	r.Stage, r.Tier, r.Risk, r.Factors = string(d.Stage), string(d.Tier), d.Risk, d.Factors
+	if !a.reported() {
+		r.Tool = a.Tool
+	}
+	r.Stage, r.Tier, r.Risk, r.Factors, r.Layer = string(d.Stage), string(d.Tier), d.Risk, d.Factors, d.Layer
 	r.ChallengeID, r.Token, r.Approval, r.DurationMS = v.VerificationID, v.Token, v.Approval, ms(r.Time.Sub(began))
 	r.Args, r.ArgsText, r.ArgsBytes = argsForRecord(redacted, g.MaxArgumentBytes)
 	if a.reported() {

@@ -38,6 +38,15 @@ type Handler interface {
 	Notification(ctx context.Context, req *jsonrpc.Request)
 }
 
+// Arrivals is a Handler that wants to see each request as it is read, in
+// the order the other side sent them, before the request's handler runs on
+// its goroutine (and only for requests whose handler will run): handlers run concurrently, so without it a request sent
+// after another may be served before the first has begun. Arrived runs on
+// the reading goroutine and must not block.
+type Arrivals interface {
+	Arrived(req *jsonrpc.Request)
+}
+
 // ErrClosed is returned by calls on a closed Peer, and by calls that were
 // waiting for an answer when it closed.
 var ErrClosed = errors.New("connection closed")
@@ -229,6 +238,9 @@ func (p *Peer) serve(req *jsonrpc.Request) {
 	}
 	p.incoming[key] = call
 	p.serving.Add(1)
+	if a, ok := p.handler.(Arrivals); ok {
+		a.Arrived(req) // its handler is sure to run
+	}
 	p.workers.run(func() {
 		defer p.serving.Done()
 		defer cancel()

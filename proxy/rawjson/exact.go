@@ -1,6 +1,7 @@
 package rawjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,10 @@ import (
 // "K" is "k"). A request whose judged member is spelled two ways can be
 // judged by one and run by the other. Exact refuses such a request, so
 // that whatever decoder a server uses, it reads what the guard read.
+//
+// These run on every request a client sends: they validate once and then
+// compare member names in place, folding byte by byte, without building
+// a string per name.
 
 // AmbiguousError says a member the guard reads is spelled more than once
 // in the same object: repeated, or differing only in case.
@@ -46,46 +51,75 @@ var ErrNotObject = errors.New("not a JSON object")
 // name folds to the same name (FoldName), and with ErrNotObject when raw
 // is not an object. Empty raw or null is an object with no members.
 func Exact(raw json.RawMessage, names ...string) ([]json.RawMessage, error) {
-	ms, err := Split(raw)
-	if err != nil {
+	raw = bytes.Trim(raw, " \t\r\n")
+	if len(raw) > 0 && string(raw) != "null" && !json.Valid(raw) {
 		return nil, ErrNotObject
 	}
-	out := make([]json.RawMessage, len(names))
-	for i, name := range names {
-		folded := FoldName(name)
-		for _, m := range ms {
-			switch {
-			case m.Key == name:
-				if out[i] != nil {
-					return nil, &AmbiguousError{Name: name, Other: name}
-				}
-				out[i] = m.Value
-			case foldedEqual(m.Key, name, folded):
-				return nil, &AmbiguousError{Name: name, Other: m.Key}
-			}
-		}
-	}
-	return out, nil
+	return ExactValid(raw, names...)
 }
 
-// foldedEqual reports whether key folds to folded (FoldName(name)), key
-// being another spelling than name. Most keys differ from name in length
-// or in a byte no folding maps: they are told apart without folding.
-func foldedEqual(key, name, folded string) bool {
-	if key == name {
-		return false
+// ExactValid is Exact of raw that json.Valid accepted (or that is empty
+// or null), without validating it again.
+func ExactValid(raw json.RawMessage, names ...string) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, len(names))
+	raw = bytes.Trim(raw, " \t\r\n")
+	if len(raw) == 0 || string(raw) == "null" {
+		return out, nil
 	}
-	plain := true
-	for i := 0; i < len(key); i++ {
-		if key[i] >= utf8.RuneSelf {
-			plain = false
-			break
+	if raw[0] != '{' {
+		return nil, ErrNotObject
+	}
+	i := skipSpace(raw, 1)
+	if raw[i] == '}' {
+		return out, nil
+	}
+	for {
+		keyEnd := stringEnd(raw, i)
+		quoted := raw[i:keyEnd]
+		i = skipSpace(raw, skipSpace(raw, keyEnd)+1) // past the colon
+		end := valueEnd(raw, i)
+		for n, name := range names {
+			switch {
+			case keyIs(quoted, name):
+				if out[n] != nil {
+					return nil, &AmbiguousError{Name: name, Other: name}
+				}
+				out[n] = raw[i:end:end]
+			case foldsTo(quoted, name):
+				return nil, &AmbiguousError{Name: name, Other: unquoteKey(quoted)}
+			}
+		}
+		i = skipSpace(raw, end)
+		if raw[i] == '}' {
+			return out, nil
+		}
+		i = skipSpace(raw, i+1) // past the comma
+	}
+}
+
+// foldsTo reports whether the quoted member name folds to name without
+// being name itself.
+func foldsTo(quoted []byte, name string) bool {
+	key, plain := plainKey(quoted)
+	if plain {
+		if len(key) != len(name) {
+			return false // ASCII folds to ASCII, byte for byte, and name is ASCII or longer
+		}
+		return foldEqual(string(key), name)
+	}
+	return foldEqual(unquoteKey(quoted), name)
+}
+
+// plainKey is the member name inside its quotes, and whether it needs no
+// unquoting (no escape, ASCII).
+func plainKey(quoted []byte) ([]byte, bool) {
+	name := quoted[1 : len(quoted)-1]
+	for _, c := range name {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return name, false
 		}
 	}
-	if plain && len(key) != len(name) {
-		return false // ASCII folds to ASCII, byte for byte
-	}
-	return FoldName(key) == folded
+	return name, true
 }
 
 // Unambiguous reports, for a whole JSON value, the first object (at any
@@ -96,7 +130,16 @@ func Unambiguous(raw json.RawMessage) error {
 	if !json.Valid(raw) {
 		return nil
 	}
-	_, err := checkValue(raw, skipSpace(raw, 0))
+	return UnambiguousValid(raw)
+}
+
+// UnambiguousValid is Unambiguous of raw that json.Valid accepted.
+func UnambiguousValid(raw json.RawMessage) error {
+	raw = bytes.Trim(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return nil
+	}
+	_, err := checkValue(raw, 0)
 	return err
 }
 
@@ -126,26 +169,48 @@ func checkValue(b []byte, i int) (int, error) {
 	return valueEnd(b, i), nil
 }
 
+// member is a name seen in an object: its quoted bytes and its fold hash.
+type member struct {
+	quoted []byte
+	hash   uint64
+}
+
 // checkObject checks the object starting at b[i], its members' values
-// included.
+// included. Names are compared by fold hash first, so an object of many
+// members costs a hash per name, not a comparison per pair.
 func checkObject(b []byte, i int) (int, error) {
 	i = skipSpace(b, i+1)
 	if b[i] == '}' {
 		return i + 1, nil
 	}
-	type seen struct{ name, folded string }
-	var small [8]seen // most objects are small: no allocation
-	names := small[:0]
+	var small [8]member // most objects are small: no allocation
+	seen := small[:0]
+	var byHash map[uint64][]int // for objects past the small array
 	for {
 		keyEnd := stringEnd(b, i)
-		key := unquoteKey(b[i:keyEnd])
-		folded := FoldName(key)
-		for _, s := range names {
-			if s.folded == folded {
-				return 0, &AmbiguousError{Name: s.name, Other: key}
+		m := member{quoted: b[i:keyEnd]}
+		m.hash = foldHash(m.quoted)
+		if byHash == nil {
+			for _, s := range seen {
+				if s.hash == m.hash && sameFolded(s.quoted, m.quoted) {
+					return 0, ambiguity(s.quoted, m.quoted)
+				}
 			}
+			if len(seen) == len(small) {
+				byHash = make(map[uint64][]int, 2*len(small))
+				for j, s := range seen {
+					byHash[s.hash] = append(byHash[s.hash], j)
+				}
+			}
+		} else {
+			for _, j := range byHash[m.hash] {
+				if sameFolded(seen[j].quoted, m.quoted) {
+					return 0, ambiguity(seen[j].quoted, m.quoted)
+				}
+			}
+			byHash[m.hash] = append(byHash[m.hash], len(seen))
 		}
-		names = append(names, seen{key, folded})
+		seen = append(seen, m)
 		i = skipSpace(b, skipSpace(b, keyEnd)+1) // past the colon
 		end, err := checkValue(b, i)
 		if err != nil {
@@ -159,6 +224,69 @@ func checkObject(b []byte, i int) (int, error) {
 	}
 }
 
+func ambiguity(first, second []byte) error {
+	return &AmbiguousError{Name: unquoteKey(first), Other: unquoteKey(second)}
+}
+
+// sameFolded reports whether two quoted member names fold to the same.
+func sameFolded(a, b []byte) bool {
+	ka, pa := plainKey(a)
+	kb, pb := plainKey(b)
+	if pa && pb {
+		if len(ka) != len(kb) {
+			return false
+		}
+		for i := range ka {
+			if upperASCII(ka[i]) != upperASCII(kb[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return foldEqual(unquoteKey(a), unquoteKey(b))
+}
+
+// foldHash is FNV-1a over a quoted member name's folded runes.
+func foldHash(quoted []byte) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	if key, plain := plainKey(quoted); plain {
+		for _, c := range key {
+			h = (h ^ uint64(upperASCII(c))) * prime
+		}
+		return h
+	}
+	for _, r := range unquoteKey(quoted) {
+		r = fold(r)
+		for r > 0 {
+			h = (h ^ uint64(r&0xff)) * prime
+			r >>= 8
+		}
+	}
+	return h
+}
+
+func upperASCII(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		return c - ('a' - 'A')
+	}
+	return c
+}
+
+// foldEqual reports whether a and b fold to the same (FoldName(a) ==
+// FoldName(b)), rune by rune.
+func foldEqual(a, b string) bool {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if fold(ra) != fold(rb) {
+			return false
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return a == "" && b == ""
+}
+
 // FoldName is the form under which two member names are the same member
 // to some decoder. It is encoding/json's own folding (ASCII upper case;
 // beyond ASCII, the smallest rune of the rune's simple folding orbit, so
@@ -166,28 +294,19 @@ func checkObject(b []byte, i int) (int, error) {
 // lower-casing may also join ("ı" and "İ" are "I"): a wider fold refuses
 // more spellings, never fewer.
 func FoldName(s string) string {
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= utf8.RuneSelf || 'a' <= c && c <= 'z' {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
 	out := make([]byte, 0, len(s))
 	for _, r := range s {
-		if r < utf8.RuneSelf {
-			if 'a' <= r && r <= 'z' {
-				r -= 'a' - 'A'
-			}
-			out = append(out, byte(r))
-			continue
-		}
-		out = utf8.AppendRune(out, foldRune(unicode.ToLower(unicode.ToUpper(r))))
+		out = utf8.AppendRune(out, fold(r))
 	}
 	return string(out)
+}
+
+// fold is one rune of FoldName.
+func fold(r rune) rune {
+	if r < utf8.RuneSelf {
+		return rune(upperASCII(byte(r)))
+	}
+	return foldRune(unicode.ToLower(unicode.ToUpper(r)))
 }
 
 // foldRune is the smallest rune of r's simple folding orbit.

@@ -1,6 +1,7 @@
 package rawjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -165,6 +166,76 @@ func FuzzExactMembers(f *testing.F) {
 		if string(got[0]) != string(last) || string(got[0]) != string(firstExact(ms, name)) || string(got[0]) != string(folding) {
 			t.Fatalf("Exact(%q, %q) = %s; last-wins %s, first-wins %s, encoding/json %s",
 				raw, name, got[0], last, firstExact(ms, name), folding)
+		}
+	})
+}
+
+// unambiguousByDecoder is Unambiguous the slow way: a json.Decoder walks
+// the tokens, and each object's names are compared by FoldName.
+func unambiguousByDecoder(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	type frame struct {
+		object bool
+		names  map[string]bool
+		key    bool // the next token of this object is a name
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return true
+		}
+		top := (*frame)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				if len(stack) > 0 && stack[len(stack)-1].object {
+					stack[len(stack)-1].key = true
+				}
+				continue
+			}
+			name := FoldName(tok.(string))
+			if top.names[name] {
+				return false
+			}
+			top.names[name] = true
+			top.key = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, names: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = true
+		}
+	}
+}
+
+// FuzzUnambiguous holds UnambiguousValid (fold hashes, names compared in
+// place) to the slow reading above on every valid input.
+func FuzzUnambiguous(f *testing.F) {
+	for _, s := range []string{`{"a":1,"A":2}`, `{"a":{"b":[{"x":1,"X":2}]}}`, `[{"a":1},{"a":2}]`, `{"\u0061":1,"a":2}`,
+		`{"k":1,"\u212a":2}`, `{"s":1,"\u017f":2}`, `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"A":10}`,
+		`{"é":1,"É":2}`, `"x"`, `{}`, `{"ı":1,"I":2}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !json.Valid([]byte(raw)) {
+			return
+		}
+		got := UnambiguousValid(json.RawMessage(raw)) == nil
+		if want := unambiguousByDecoder([]byte(raw)); got != want {
+			t.Fatalf("UnambiguousValid(%q) unambiguous = %v; the decoder's walk says %v", raw, got, want)
 		}
 	})
 }

@@ -54,16 +54,20 @@ func CheckParams(method string, params json.RawMessage) *jsonrpc.Error {
 	if len(params) == 0 {
 		return nil
 	}
-	if err := rawjson.Unambiguous(params); err != nil {
+	// One validation; every read below walks what it accepted.
+	if !json.Valid(params) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": params must be a JSON object"}
+	}
+	if err := rawjson.UnambiguousValid(params); err != nil {
 		return ambiguous(method, err)
 	}
 	names := append(judged[method][:len(judged[method]):len(judged[method])], everyRequest...)
-	values, err := rawjson.Exact(params, names...)
+	values, err := rawjson.ExactValid(params, names...)
 	if err != nil {
 		return ambiguous(method, err)
 	}
 	meta := values[len(values)-len(everyRequest)]
-	if _, err := rawjson.Exact(meta, metaJudged...); err != nil {
+	if _, err := rawjson.ExactValid(meta, metaJudged...); err != nil {
 		return ambiguous(method, err)
 	}
 	var inner []string // the judged members of the first judged member
@@ -74,7 +78,7 @@ func CheckParams(method string, params json.RawMessage) *jsonrpc.Error {
 		inner = []string{"toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions"}
 	}
 	if inner != nil && values[0] != nil {
-		if _, err := rawjson.Exact(values[0], inner...); err != nil {
+		if _, err := rawjson.ExactValid(values[0], inner...); err != nil {
 			return ambiguous(method, err)
 		}
 	}

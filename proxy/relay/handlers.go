@@ -14,8 +14,19 @@ import (
 // clientHandler serves the client's requests and notifications.
 type clientHandler Session
 
+// Arrived implements link.Arrivals: initialize is counted in the order
+// the client sent it.
+func (h *clientHandler) Arrived(req *jsonrpc.Request) {
+	if req.Method == "initialize" {
+		(*Session)(h).initArrived()
+	}
+}
+
 func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 	s := (*Session)(h)
+	if req.Method == "initialize" {
+		defer s.initReturned()
+	}
 	if werr := CheckParams(req.Method, req.Params); werr != nil {
 		return nil, werr
 	}
@@ -40,7 +51,12 @@ func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json
 		return json.RawMessage(`{}`), nil
 	}
 	if !s.started() {
-		return nil, errNotReady
+		if err := s.awaitInitialize(ctx); err != nil {
+			return nil, err
+		}
+		if !s.started() {
+			return nil, errNotReady
+		}
 	}
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err

@@ -148,13 +148,19 @@ type Session struct {
 
 	initOnce    sync.Once
 	initStarted atomic.Bool
-	ready       chan struct{} // closed when initialize has been answered
-	initErr     error
-	init        initParams
-	pool        *downstream.Pool
-	tools       Tools
-	result      json.RawMessage // our initialize result
-	protoUsed   string
+	// initialize requests read from the client whose handlers have not
+	// returned (see Arrived): a request sent after one of them waits for
+	// it rather than being told the session is not initialized.
+	initMu       sync.Mutex
+	initInFlight int
+	initSettled  chan struct{} // closed when initInFlight drops to 0
+	ready        chan struct{} // closed when initialize has been answered
+	initErr      error
+	init         initParams
+	pool         *downstream.Pool
+	tools        Tools
+	result       json.RawMessage // our initialize result
+	protoUsed    string
 
 	progressN atomic.Int64
 	mu        sync.Mutex
@@ -592,3 +598,43 @@ func (s *Session) waitReady(ctx context.Context) error {
 
 // started reports whether initialize has arrived (it may still run).
 func (s *Session) started() bool { return s.initStarted.Load() }
+
+// initArrived counts an initialize request read from the client; its
+// handler calls initReturned when it returns.
+func (s *Session) initArrived() {
+	s.initMu.Lock()
+	if s.initInFlight == 0 {
+		s.initSettled = make(chan struct{})
+	}
+	s.initInFlight++
+	s.initMu.Unlock()
+}
+
+func (s *Session) initReturned() {
+	s.initMu.Lock()
+	s.initInFlight--
+	if s.initInFlight == 0 {
+		close(s.initSettled)
+	}
+	s.initMu.Unlock()
+}
+
+// awaitInitialize waits until the initialize requests the client sent
+// before this request have been served: a client may send initialize,
+// notifications/initialized and its first requests without waiting for
+// the answer, and handlers run concurrently.
+func (s *Session) awaitInitialize(ctx context.Context) error {
+	s.initMu.Lock()
+	settled := s.initSettled
+	pending := s.initInFlight > 0
+	s.initMu.Unlock()
+	if !pending {
+		return nil
+	}
+	select {
+	case <-settled:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -69,6 +69,17 @@ func (s *Session) list(ctx context.Context, field string, req *jsonrpc.Request) 
 		}
 		return res, err
 	}
+	return s.spanPages(ctx, req, servers, func(srv *downstream.Server, res json.RawMessage) json.RawMessage {
+		return s.learn(srv, field, res, true)
+	})
+}
+
+// spanPages serves one page of a list that spans servers: the servers'
+// own pages one server after the other, under a cursor of ours that
+// names the server and its own cursor. page is what the session makes of
+// a server's page before it goes on (learning its routes, renaming ids).
+func (s *Session) spanPages(ctx context.Context, req *jsonrpc.Request, servers []*downstream.Server,
+	page func(*downstream.Server, json.RawMessage) json.RawMessage) (json.RawMessage, error) {
 	cursor, err := exactString(req.Params, "cursor")
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
@@ -82,7 +93,7 @@ func (s *Session) list(ctx context.Context, field string, req *jsonrpc.Request) 
 		at = c
 	}
 	params := req.Params
-	if len(params) == 0 {
+	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage(`{}`)
 	}
 	if at.Cursor != "" {
@@ -98,15 +109,12 @@ func (s *Session) list(ctx context.Context, field string, req *jsonrpc.Request) 
 	if err != nil {
 		return nil, err
 	}
-	res = s.learn(srv, field, res, true)
-	var page struct {
-		NextCursor string `json:"nextCursor"`
-	}
-	_ = json.Unmarshal(res, &page)
+	res = page(srv, res)
+	nextCursor, _ := exactString(res, "nextCursor")
 	var next *spanCursor
 	switch {
-	case page.NextCursor != "":
-		next = &spanCursor{Server: at.Server, Cursor: page.NextCursor}
+	case nextCursor != "":
+		next = &spanCursor{Server: at.Server, Cursor: nextCursor}
 	case at.Server+1 < len(servers):
 		next = &spanCursor{Server: at.Server + 1}
 	}

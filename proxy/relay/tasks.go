@@ -95,51 +95,9 @@ func (s *Session) listTasks(ctx context.Context, req *jsonrpc.Request) (json.Raw
 	if len(servers) == 0 {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no server behind aqlguard lists tasks"}
 	}
-	cursor, err := exactString(req.Params, "cursor")
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
-	}
-	at := spanCursor{}
-	if cursor != "" {
-		c, ok := decodeCursor(cursor)
-		if !ok || c.Server < 0 || c.Server >= len(servers) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
-		}
-		at = c
-	}
-	params := req.Params
-	if len(params) == 0 || string(params) == "null" {
-		params = json.RawMessage(`{}`)
-	}
-	if at.Cursor != "" {
-		params, err = setMember(params, "cursor", at.Cursor)
-	} else {
-		params, err = deleteMember(params, "cursor")
-	}
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	}
-	srv := servers[at.Server]
-	res, err := s.Forward(ctx, srv, req.Method, params)
-	if err != nil {
-		return nil, err
-	}
-	res = taskIDsFor(srv.Name, res)
-	var page struct {
-		NextCursor string `json:"nextCursor"`
-	}
-	_ = json.Unmarshal(res, &page)
-	var next *spanCursor
-	switch {
-	case page.NextCursor != "":
-		next = &spanCursor{Server: at.Server, Cursor: page.NextCursor}
-	case at.Server+1 < len(servers):
-		next = &spanCursor{Server: at.Server + 1}
-	}
-	if next == nil {
-		return deleteMember(res, "nextCursor")
-	}
-	return setMember(res, "nextCursor", encodeCursor(*next))
+	return s.spanPages(ctx, req, servers, func(srv *downstream.Server, res json.RawMessage) json.RawMessage {
+		return taskIDsFor(srv.Name, res)
+	})
 }
 
 // taskIDsFor rewrites the task ids in what a server sent (a result, a

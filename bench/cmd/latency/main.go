@@ -28,10 +28,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aqlguard/aqlguard/bench/internal/harness"
@@ -139,6 +142,7 @@ func run(argv []string, stdout io.Writer) error {
 		read       = fs.String("read", "", "measure resources/read of this URI instead of tools/call (direct and transparent only)")
 		baseline   = fs.String("baseline-aqlguard", "", "another aqlguard binary (an earlier commit) to measure in transparent mode in the same run")
 		floor      = fs.String("floor", "", "a line copier (bench/cmd/linecopy) to measure in front of the server: the floor of any stdio proxy")
+		fwd        = fs.Bool("forward", false, "add a transparent variant whose audit log is shipped ([audit.forward], OTLP/HTTP) to a collector in this process")
 	)
 	if err := fs.Parse(argv); err != nil {
 		return err
@@ -205,6 +209,25 @@ func run(argv []string, stdout io.Writer) error {
 		v := &variant{Name: "baseline aqlguard transparent", Tool: *tool, Args: args, Read: *read}
 		variants = append(variants, v)
 		argvs = append(argvs, harness.AqlguardArgv(*baseline, cfg, extra...))
+	}
+	var forwarded *collector
+	if *fwd {
+		if forwarded, err = startCollector(); err != nil {
+			return err
+		}
+		defer forwarded.close()
+		if err := os.MkdirAll(dir+"/forward", 0o700); err != nil {
+			return err
+		}
+		cfg, err := harness.WriteConfig(dir+"/forward", "transparent", []harness.Server{srv})
+		if err != nil {
+			return err
+		}
+		if err := appendFile(cfg, "\n[audit.forward]\nto = \"otlp\"\nurl = \"http://"+forwarded.addr+"/v1/logs\"\n"); err != nil {
+			return err
+		}
+		variants = append(variants, &variant{Name: "aqlguard transparent, audit forwarded", Tool: *tool, Args: args, Read: *read})
+		argvs = append(argvs, harness.AqlguardArgv(*aqlguard, cfg, extra...))
 	}
 	if *floor != "" {
 		variants = append(variants, &variant{Name: "floor: line copier", Tool: *tool, Args: args, Read: *read})
@@ -367,6 +390,10 @@ func run(argv []string, stdout io.Writer) error {
 	}
 
 	writeMarkdown(stdout, &rep)
+	if forwarded != nil {
+		fmt.Fprintf(stdout, "audit forwarded: %d OTLP requests, %d bytes received by the collector\n",
+			forwarded.requests.Load(), forwarded.bytes.Load())
+	}
 	if *out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -450,4 +477,42 @@ func firstText(result string) string {
 func mustJSONInner(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
+}
+
+// collector is an OTLP/HTTP logs endpoint that counts what it is sent:
+// the other end of the forwarded variant's [audit.forward].
+type collector struct {
+	addr     string
+	srv      *http.Server
+	requests atomic.Int64
+	bytes    atomic.Int64
+}
+
+func startCollector() (*collector, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	c := &collector{addr: ln.Addr().String()}
+	c.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		c.requests.Add(1)
+		c.bytes.Add(n)
+	})}
+	go c.srv.Serve(ln)
+	return c, nil
+}
+
+func (c *collector) close() { c.srv.Close() }
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,0 +1,31 @@
+package forward
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/store"
+)
+
+// New builds the forwarder [audit.forward] describes, for the state in
+// stateDir whose id is state.
+func New(cfg *policy.Forward, stateDir, state, product string, log *slog.Logger) (*Forwarder, error) {
+	var sink Sink
+	var err error
+	switch cfg.To {
+	case "syslog":
+		sink, err = NewSyslog(cfg.Address, cfg.CAFile, state)
+	case "otlp", "splunk":
+		sink, err = NewHTTP(cfg.To, cfg.URL, cfg.Headers, cfg.CAFile, state)
+	case "file":
+		sink = &File{Path: cfg.Path, Product: product}
+	default:
+		err = fmt.Errorf("unknown destination %q", cfg.To)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("[audit.forward]: %w", err)
+	}
+	return &Forwarder{Log: store.NewLogReader(stateDir), Cursors: store.ForwardCursors{Dir: stateDir}, Sink: sink,
+		Batch: cfg.Batch, Newest: cfg.Start == "newest", Logger: log}, nil
+}

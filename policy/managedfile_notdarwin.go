@@ -1,0 +1,5 @@
+//go:build unix && !darwin
+
+package policy
+
+const isDarwin = false
