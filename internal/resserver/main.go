@@ -9,8 +9,10 @@
 // Usage: resserver -name NAME [-subscribe-delay D] [-unsubscribe-delay D]
 //
 // Its resources are NAME://doc/1 and NAME://doc/2. Tools: announce
-// {"uri"} (sends the update, answers "announced URI") and subscribed {}
-// (answers the uris subscribed now, sorted, one a line).
+// {"uri"} (sends the update, answers "announced URI"), notify {"method",
+// "params"} (sends that notification as it is given, params a JSON text)
+// and subscribed {} (answers the uris subscribed now, sorted, one a
+// line).
 package main
 
 import (
@@ -55,7 +57,9 @@ func (s *server) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 		URI       string `json:"uri"`
 		Name      string `json:"name"`
 		Arguments struct {
-			URI string `json:"uri"`
+			URI    string `json:"uri"`
+			Method string `json:"method"`
+			Params string `json:"params"`
 		} `json:"arguments"`
 	}
 	_ = json.Unmarshal(req.Params, &p)
@@ -93,6 +97,7 @@ func (s *server) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 	case "tools/list":
 		return json.RawMessage(`{"tools":[` +
 			`{"name":"announce","description":"Says a resource changed.","inputSchema":{"type":"object","properties":{"uri":{"type":"string"}}},"annotations":{"readOnlyHint":true}},` +
+			`{"name":"notify","description":"Sends a notification.","inputSchema":{"type":"object","properties":{"method":{"type":"string"},"params":{"type":"string"}}},"annotations":{"readOnlyHint":true}},` +
 			`{"name":"subscribed","description":"The resources subscribed now.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`), nil
 	case "tools/call":
 		switch p.Name {
@@ -100,6 +105,9 @@ func (s *server) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 			params, _ := json.Marshal(map[string]string{"uri": p.Arguments.URI})
 			_ = s.peer.Notify(ctx, "notifications/resources/updated", params)
 			return text("announced " + p.Arguments.URI)
+		case "notify":
+			_ = s.peer.Notify(ctx, p.Arguments.Method, json.RawMessage(p.Arguments.Params))
+			return text("sent " + p.Arguments.Method)
 		case "subscribed":
 			s.mu.Lock()
 			uris := make([]string, 0, len(s.subscribed))

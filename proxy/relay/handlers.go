@@ -91,19 +91,7 @@ func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMess
 		if err != nil {
 			return nil, err
 		}
-		srv, err := s.resourceServer(ctx, uri)
-		if err != nil {
-			return nil, err
-		}
-		if !srv.State().Modern {
-			return s.Forward(ctx, srv, req.Method, req.Params)
-		}
-		if req.Method == "resources/subscribe" {
-			err = srv.Subscribe(ctx, uri, req.Params)
-		} else {
-			err = srv.Unsubscribe(ctx, uri, req.Params)
-		}
-		return json.RawMessage(`{}`), err
+		return s.subscribeOnce(ctx, req, uri)
 	case "prompts/get":
 		return s.getPrompt(ctx, req)
 	case "completion/complete":
@@ -181,6 +169,12 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 // mode, everything else as it is.
 func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Server, req *jsonrpc.Request) {
 	s := (*Session)(u)
+	if s.modern.Load() {
+		// Only aqlguard tags what goes on the client's listen streams.
+		if params, tagged := downstream.Untagged(req.Params); tagged {
+			req = &jsonrpc.Request{Method: req.Method, Params: params}
+		}
+	}
 	switch req.Method {
 	case link.MethodCancelled:
 		return // the server cancelled its request to the client: the link cancelled our call
@@ -199,6 +193,12 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 		return
 	case "notifications/prompts/list_changed":
 		s.routes.forgetPrompts()
+	case "notifications/resources/updated":
+		uri, err := exactString(req.Params, "uri")
+		if err != nil || !s.subs.from(srv.Name, uri) {
+			s.log.Debug("a resource update nobody asked this server for", "server", srv.Name)
+			return
+		}
 	case "notifications/tasks/status", "notifications/tasks":
 		s.NotifyClient(req.Method, taskIDsFor(srv.Name, req.Params))
 		return

@@ -167,20 +167,20 @@ type Session struct {
 	progress  map[string]progressRoute // our token → the client's
 	calling   []serverCall             // the client's requests being forwarded, oldest first
 	routes    routes
+	subs      subscriptions
 
 	// life ends with the session: the work of its calls runs under it.
 	life    context.Context
 	endLife context.CancelFunc
 
 	// A 2026-07-28 client (see ModernVersion).
-	modern     atomic.Bool
-	logLevel   string         // the last one a request asked for; "" sends no log messages
-	listeners  []*listener    // open subscriptions/listen streams
-	subscribed map[string]int // resource uri → streams that name it
-	inputN     atomic.Int64
-	xmu        sync.Mutex
-	active     []*exchange          // calls whose work runs, oldest first
-	parked     map[string]*exchange // by the requestState the client holds
+	modern    atomic.Bool
+	logLevel  string      // the last one a request asked for; "" sends no log messages
+	listeners []*listener // open subscriptions/listen streams
+	inputN    atomic.Int64
+	xmu       sync.Mutex
+	active    []*exchange          // calls whose work runs, oldest first
+	parked    map[string]*exchange // by the requestState the client holds
 }
 
 type progressRoute struct {
@@ -210,7 +210,7 @@ type initParams struct {
 // then the session's servers are stopped.
 func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{}), progress: map[string]progressRoute{},
-		subscribed: map[string]int{}, parked: map[string]*exchange{}}
+		parked: map[string]*exchange{}}
 	if c, ok := conn.(interface{ SharedByClients() bool }); ok {
 		s.Shared = c.SharedByClients()
 	}
