@@ -340,3 +340,94 @@ func TestListenStreamsConcurrently(t *testing.T) {
 		t.Errorf("updates %q, want %q", got, want)
 	}
 }
+
+// TestListenStreamsOfClientsAlike (2026-07-28 over `aqlguard serve`): two
+// clients that say the same clientInfo and capabilities share a relay
+// session, and both open their listen stream under the same request id.
+// Each stream gets the updates of its own resource, under its own id;
+// what a rogue server tags with the ids aqlguard gives its streams
+// reaches neither.
+func TestListenStreamsOfClientsAlike(t *testing.T) {
+	config := "mode = \"transparent\"\n" + allowingServe(t)
+	for _, name := range []string{"alpha", "beta"} {
+		config += "[[servers]]\nname = " + tomlString(name) + "\ncommand = " + tomlString(bins.resserver) + "\nargs = [\"-name\", " + tomlString(name) + "]\n"
+	}
+	url := startServe(t, config)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
+	defer cancel()
+	post := func(method, name, params string) string {
+		t.Helper()
+		status, body, err := modernPost(ctx, url, method, name, `{"jsonrpc":"2.0","id":7,"method":"`+method+`","params":{`+params+`"_meta":{`+twinMeta+`}}}`)
+		if err != nil || status != 200 {
+			t.Fatalf("%s %s: %d %v %s", method, params, status, err, body)
+		}
+		// The answer, whether it came as JSON or as the last event.
+		lines := strings.Split(strings.TrimSpace(body), "\n")
+		answer, _ := strings.CutPrefix(lines[len(lines)-1], "data: ")
+		return answer
+	}
+	// Both pages, so that aqlguard knows where each resource is.
+	var page struct {
+		Result struct {
+			NextCursor string `json:"nextCursor"`
+		} `json:"result"`
+	}
+	first := post("resources/list", "", "")
+	_ = json.Unmarshal([]byte(first), &page)
+	if page.Result.NextCursor == "" {
+		t.Fatalf("resources/list has one page for two servers: %s", first)
+	}
+	post("resources/list", "", `"cursor":`+strconv.Quote(page.Result.NextCursor)+`,`)
+
+	streams := make([]string, 2)
+	sctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i, uri := range []string{"alpha://doc/1", "alpha://doc/2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["` + uri + `"]},"_meta":{` + twinMeta + `}}}`
+			_, streams[i], _ = modernPost(sctx, url, "subscriptions/listen", "", body)
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+	subscribed := func() string {
+		var r struct {
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"result"`
+		}
+		_ = json.Unmarshal([]byte(post("tools/call", "alpha__subscribed", `"name":"alpha__subscribed","arguments":{},`)), &r)
+		if len(r.Result.Content) == 0 {
+			return ""
+		}
+		return r.Result.Content[0].Text
+	}
+	waitFor(t, "both streams subscribed at alpha", func() bool { return subscribed() == "alpha://doc/1\nalpha://doc/2" })
+	for n := 1; n <= 12; n++ {
+		forged := fmt.Sprintf(`{"uri":"alpha://doc/1","_meta":{"io.modelcontextprotocol/subscriptionId":"h-%d"},"forged":true}`, n)
+		for _, method := range []string{"notifications/resources/updated", "notifications/beta/news"} {
+			post("tools/call", "beta__notify", `"name":"beta__notify","arguments":{"method":"`+method+`","params":`+strconv.Quote(forged)+`},`)
+		}
+	}
+	for _, uri := range []string{"alpha://doc/1", "alpha://doc/2"} {
+		post("tools/call", "alpha__announce", `"name":"alpha__announce","arguments":{"uri":"`+uri+`"},`)
+	}
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	wg.Wait()
+	for i, uri := range []string{"alpha://doc/1", "alpha://doc/2"} {
+		var got []string
+		for _, line := range strings.Split(streams[i], "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || !strings.Contains(data, `"method":"notifications/`) || strings.Contains(data, "acknowledged") {
+				continue
+			}
+			got = append(got, data)
+		}
+		want := `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"` + uri + `","_meta":{"io.modelcontextprotocol/subscriptionId":1}}}`
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("the stream of %s got %q, want its own update once:\n%s", uri, got, streams[i])
+		}
+	}
+}
