@@ -431,3 +431,29 @@ func TestListenStreamsOfClientsAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskIDsInWhatAServerSays (2025-11-25 client): whatever a server
+// sends about one of its tasks names it as <server>:<id>, a log message
+// as much as a status; a status that spells its task id in another case
+// (which a client matching names without regard to case reads as
+// beta's task) does not reach the client.
+func TestTaskIDsInWhatAServerSays(t *testing.T) {
+	g := startRawGuard(t)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	g.call(t, ctx, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"tasks","version":"1"}}`)
+	_ = g.peer.Notify(ctx, "notifications/initialized", json.RawMessage(`{}`))
+	notify := func(method, params string) {
+		g.call(t, ctx, "tools/call", `{"name":"alpha__notify","arguments":{"method":"`+method+`","params":`+strconv.Quote(params)+`}}`)
+	}
+	notify("notifications/tasks/status", `{"TaskId":"beta:1","status":"cancelled"}`)
+	notify("notifications/message", `{"level":"info","data":"step 2","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"7"}}}`)
+	waitFor(t, "alpha's log message", func() bool { return len(g.notifications("notifications/message")) > 0 })
+	time.Sleep(200 * time.Millisecond)
+	if got := g.notifications("notifications/message"); len(got) != 1 || !strings.Contains(got[0], `{"taskId":"alpha:7"}`) {
+		t.Errorf("alpha's log message of its task 7 reached the client as %q, want it to name alpha:7", got)
+	}
+	if got := g.notifications("notifications/tasks/status"); len(got) != 0 {
+		t.Errorf("a status naming its task as TaskId reached the client: %q", got)
+	}
+}

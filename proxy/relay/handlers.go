@@ -153,7 +153,11 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 	if s.modern.Load() {
 		return s.askInCall(ctx, srv, req)
 	}
-	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, taskIDsFor(srv.Name, req.Params))
+	params, err := taskIDsFor(srv.Name, req.Params)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "aqlguard refuses a request whose task ids are spelled ambiguously: " + err.Error()}
+	}
+	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, params)
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
@@ -175,6 +179,14 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 			req = &jsonrpc.Request{Method: req.Method, Params: params}
 		}
 	}
+	// Whatever a server sends may belong to one of its tasks (the
+	// related-task _meta): the client sees the task by the id it knows.
+	params, err := taskIDsFor(srv.Name, req.Params)
+	if err != nil {
+		s.log.Debug("a notification whose task ids are spelled ambiguously was dropped", "server", srv.Name, "method", req.Method)
+		return
+	}
+	req = &jsonrpc.Request{Method: req.Method, Params: params}
 	switch req.Method {
 	case link.MethodCancelled:
 		return // the server cancelled its request to the client: the link cancelled our call
@@ -199,9 +211,6 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 			s.log.Debug("a resource update nobody asked this server for", "server", srv.Name)
 			return
 		}
-	case "notifications/tasks/status", "notifications/tasks":
-		s.NotifyClient(req.Method, taskIDsFor(srv.Name, req.Params))
-		return
 	case "notifications/message":
 		if !s.modern.Load() {
 			s.sendClient(link.WithRelated(ctx, s.related(srv)), req.Method, req.Params)

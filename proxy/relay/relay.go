@@ -528,8 +528,13 @@ func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method st
 	if err == nil && mayNeedInput[method] && srv.State().Modern {
 		res, err = s.rounds(ctx, srv, request, method, params, res)
 	}
-	if err == nil && method == "tools/call" && isTaskResult(res) {
-		res = taskIDsFor(srv.Name, res) // the client names it back by <server>:<id>
+	if err == nil && method == "tools/call" {
+		// A task the client names back by <server>:<id>; every result
+		// is read, so that a "Task" is not left for a client to take
+		// for a task of another server's.
+		if res, err = taskIDsFor(srv.Name, res); err != nil {
+			err = errTaskSpelling(srv, err)
+		}
 	}
 	return res, err
 }
