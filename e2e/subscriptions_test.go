@@ -43,6 +43,19 @@ func startRawGuard(t *testing.T, alphaArgs ...string) *rawGuard {
 		strings.TrimPrefix(allowingServe(t), "[serve]\nauth = \"none\"\n") +
 		"[[servers]]\nname = \"alpha\"\ncommand = " + tomlString(bins.resserver) + "\nargs = " + args("alpha", alphaArgs) + "\n" +
 		"[[servers]]\nname = \"beta\"\ncommand = " + tomlString(bins.resserver) + "\nargs = " + args("beta", nil) + "\n"
+	g := &rawGuard{}
+	g.peer = startRawRun(t, dir, config, func(req *jsonrpc.Request) {
+		g.mu.Lock()
+		g.seen = append(g.seen, req)
+		g.mu.Unlock()
+	})
+	return g
+}
+
+// startRawRun is `aqlguard run` on config, in dir, spoken to as a raw
+// JSON-RPC peer whose notifications go to note.
+func startRawRun(t *testing.T, dir, config string, note func(*jsonrpc.Request)) *link.Peer {
+	t.Helper()
 	path := filepath.Join(dir, "config.toml")
 	writeFile(t, path, config)
 	cmd := exec.Command(bins.aqlguard, "run", "--config", path)
@@ -55,22 +68,24 @@ func startRawGuard(t *testing.T, alphaArgs ...string) *rawGuard {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	g := &rawGuard{}
-	g.peer = link.New(link.NewLineConn(stdout, stdin, stdin.Close), notes(func(req *jsonrpc.Request) {
-		g.mu.Lock()
-		g.seen = append(g.seen, req)
-		g.mu.Unlock()
-	}), nil)
-	g.peer.Start()
+	peer := link.New(link.NewLineConn(stdout, stdin, stdin.Close), notes(note), nil)
+	peer.Start()
 	t.Cleanup(func() {
-		_ = g.peer.Close()
+		_ = peer.Close()
 		_ = cmd.Wait()
 		checkMarked(t, mark)
 		if t.Failed() {
 			t.Logf("aqlguard log:\n%s", log.String())
 		}
 	})
-	return g
+	return peer
+}
+
+// initialize begins a 2025-11-25 session.
+func (g *rawGuard) initialize(t *testing.T, ctx context.Context) {
+	t.Helper()
+	g.call(t, ctx, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	_ = g.peer.Notify(ctx, "notifications/initialized", json.RawMessage(`{}`))
 }
 
 func (g *rawGuard) call(t *testing.T, ctx context.Context, method, params string) json.RawMessage {
@@ -154,8 +169,7 @@ func TestResourceUpdatesComeFromTheirServer(t *testing.T) {
 	g := startRawGuard(t)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	g.call(t, ctx, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"subs","version":"1"}}`)
-	_ = g.peer.Notify(ctx, "notifications/initialized", json.RawMessage(`{}`))
+	g.initialize(t, ctx)
 	g.listResources(t, ctx, ``)
 	g.call(t, ctx, "resources/subscribe", `{"uri":"beta://doc/1"}`)
 	for _, a := range []struct{ server, uri string }{
@@ -441,8 +455,7 @@ func TestTaskIDsInWhatAServerSays(t *testing.T) {
 	g := startRawGuard(t)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	g.call(t, ctx, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"tasks","version":"1"}}`)
-	_ = g.peer.Notify(ctx, "notifications/initialized", json.RawMessage(`{}`))
+	g.initialize(t, ctx)
 	notify := func(method, params string) {
 		g.call(t, ctx, "tools/call", `{"name":"alpha__notify","arguments":{"method":"`+method+`","params":`+strconv.Quote(params)+`}}`)
 	}
