@@ -180,6 +180,10 @@ func TestResourceUpdatesComeFromTheirServer(t *testing.T) {
 	} {
 		g.call(t, ctx, "tools/call", `{"name":"`+a.server+`__announce","arguments":{"uri":"`+a.uri+`"}}`)
 	}
+	// beta's resource in a spelling some clients read and aqlguard does not.
+	for _, params := range []string{`{"uri":"alpha://doc/2","uri":"beta://doc/1"}`, `{"URI":"beta://doc/1"}`} {
+		g.call(t, ctx, "tools/call", `{"name":"alpha__notify","arguments":{"method":"notifications/resources/updated","params":`+strconv.Quote(params)+`}}`)
+	}
 	time.Sleep(500 * time.Millisecond)
 	if got := g.updates(); len(got) != 1 || got[0] != "beta://doc/1" {
 		t.Errorf("updates reached the client for %q, want beta://doc/1 once, from beta", got)
