@@ -114,14 +114,12 @@ func wrappedFromRecord(f File, e Entry, rec Record, self string) ([]byte, error)
 		}
 		o = list[0]
 	case YAML:
-		v, err := entryValue(f, e.Name, orig)
+		item, err := yamlItem1(orig)
 		if err != nil {
 			return nil, fmt.Errorf("the recorded original does not parse: %w", err)
 		}
-		m, _ := v.(map[string]any)
 		o = Entry{Name: e.Name, Start: 0, End: len(orig)}
-		o.Command, _ = m["command"].(string)
-		o.Args, _ = stringList(m["args"])
+		describeYAML(&o, item)
 	default:
 		return nil, fmt.Errorf("unknown format %q", f.Format)
 	}

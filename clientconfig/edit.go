@@ -1,7 +1,11 @@
 package clientconfig
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -45,18 +49,74 @@ func Wrap(f File, data []byte, self string, recs *Records, now time.Time) ([]byt
 			} else {
 				wrapped, err = WrapEntry(f, out, e, self, f.Client)
 			}
+			var next []byte
+			if err == nil {
+				next = Replace(out, e.Start, e.End, wrapped)
+				err = checkWrapped(f, out, next, i, e, self)
+			}
 			if err != nil {
 				r.Action, r.Why = "skipped", err.Error()
 				break
 			}
 			recs.put(Record{File: f.Path, Entry: e.Key(), Client: f.Client, Original: string(out[e.Start:e.End]),
 				WrappedSHA256: digest(wrapped), WrappedAt: now.UTC()})
-			out = Replace(out, e.Start, e.End, wrapped)
+			out = next
 			r.Action = "wrapped"
 		}
 		results[i] = r
 	}
 	return out, results, nil
+}
+
+// checkWrapped reads the edited file as the client will and checks that
+// its i-th entry, e before, now runs self wrap with what e ran or named,
+// and that every other entry reads as before: the edit of an entry laid
+// out beyond what the editors know fails here, not in the client.
+func checkWrapped(f File, before, after []byte, i int, e Entry, self string) error {
+	fail := func(why string) error {
+		return errors.New("aqlguard could not edit this entry safely (" + why + "); edit it by hand")
+	}
+	was, err := Entries(f, before)
+	if err != nil {
+		return err
+	}
+	now, err := Entries(f, after)
+	switch {
+	case err != nil:
+		return fail("the file would not parse: " + err.Error())
+	case len(now) != len(was):
+		return fail("the file would list another number of servers")
+	}
+	for j := range now {
+		a, b := now[j], was[j]
+		if j != i && (a.Key() != b.Key() || a.Command != b.Command || !slices.Equal(a.Args, b.Args) || a.URL != b.URL ||
+			!maps.Equal(a.Env, b.Env) || !maps.Equal(a.Headers, b.Headers) || a.Unsupported != b.Unsupported) {
+			return fail("the edit would change how the file reads elsewhere")
+		}
+	}
+	w := now[i]
+	if w.Start != e.Start || w.End != e.Start+(len(after)-len(before))+(e.End-e.Start) {
+		// Unwrap puts the original back in place of what it reads as the
+		// entry: that must be exactly what init wrote.
+		return fail("the edited entry would not read back as one piece")
+	}
+	want := WrapArgs(e.Name, f.Client, e.Command, e.Args)
+	if e.Remote {
+		want = WrapRemoteArgs(e.Name, f.Client, e.URL, e.Headers)
+	}
+	switch {
+	case w.Name != e.Name || w.Remote || w.Unsupported != "":
+		return fail("the edited entry does not read as a server aqlguard starts")
+	case w.Command != self || !slices.Equal(w.Args, want):
+		return fail("the edited entry does not read back as written")
+	}
+	if e.Remote && len(e.Headers) > 0 {
+		var h map[string]string
+		if json.Unmarshal([]byte(w.Env[WrapHeadersEnv]), &h) != nil || !maps.Equal(h, e.Headers) {
+			return fail("the headers do not read back as written")
+		}
+	}
+	return nil
 }
 
 // Unwrap returns data with every entry wrapped by init restored from its

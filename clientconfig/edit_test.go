@@ -3,6 +3,7 @@ package clientconfig
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pelletier/go-toml/v2"
 	"github.com/tailscale/hujson"
 )
 
@@ -22,16 +24,16 @@ var fixtures = []struct {
 	wrapped      []string // entry labels init must wrap
 	skipped      []string // entry labels it must leave, saying why
 }{
-	{"claude_desktop_config.json", "claude-desktop", JSON, MCPServers, []string{"filesystem", "github", "memory"}, nil},
-	{".claude.json", "claude-code", JSON, MCPServers, []string{"sentry", "airtable", "pg (project /home/alice/src/app)"}, nil},
+	{"claude_desktop_config.json", "claude-desktop", JSON, MCPServers, []string{"filesystem", "github", "memory", "remote"}, nil},
+	{".claude.json", "claude-code", JSON, MCPServers, []string{"sentry", "airtable", "pg (project /home/alice/src/app)"}, []string{"linear"}},
 	{".mcp.json", "claude-code", JSON, MCPServers, []string{"shared-server"}, nil},
 	{"cursor-mcp.json", "cursor", JSON, MCPServers, []string{"puppeteer", "remote", "local-tool"}, nil},
 	{"vscode-mcp.json", "vscode", JSON, VSCodeServers, []string{"Perplexity", "github", "fetch"}, nil},
 	{"mcp_config.json", "windsurf", JSON, MCPServers, []string{"brave-search"}, nil},
 	{"zed-settings.json", "zed", JSON, ZedServers, []string{"postgres-context-server", "mcp-server-time"}, []string{"some-extension"}},
-	{"config.toml", "codex", TOML, CodexServers, []string{"context7", "figma", "noargs"}, []string{"remote"}},
-	{"gemini-settings.json", "gemini", JSON, MCPServers, []string{"pythonTools", "httpServer"}, nil},
-	{"config.yaml", "continue", YAML, ContinueServers, []string{"SQLite", "Playwright", "bare"}, []string{"remote"}},
+	{"config.toml", "codex", TOML, CodexServers, []string{"context7", "figma", "noargs", "subenv", "remote", "linear"}, []string{"login", "dollar", "inline"}},
+	{"gemini-settings.json", "gemini", JSON, MCPServers, []string{"pythonTools", "httpServer"}, []string{"gcp"}},
+	{"config.yaml", "continue", YAML, ContinueServers, []string{"SQLite", "Playwright", "bare", "remote", "linear", "untyped"}, []string{"legacy", "insecure"}},
 }
 
 func fixture(t *testing.T, name string) (File, []byte) {
@@ -105,6 +107,10 @@ func TestWrapAndUnwrapEveryClient(t *testing.T) {
 				if !e.Wrapped(self) || e.Command != self || !slices.Equal(e.Args, want) {
 					t.Errorf("%s wrapped as %q %q, want %q %q", b.Label(), e.Command, e.Args, self, want)
 				}
+			}
+			// A client that reads plain JSON still can.
+			if json.Valid(orig) && !json.Valid(out) {
+				t.Errorf("plain JSON became JSONC:\n%s", out)
 			}
 			// Outside the entries, nothing changed.
 			if got, want := outside(out, after), outside(orig, before); got != want {
@@ -250,8 +256,8 @@ func TestUnwrapAfterTheClientReformatted(t *testing.T) {
 			}
 			before, _ := Entries(f, orig)
 			for i := range after {
-				if after[i].Command != before[i].Command || !slices.Equal(after[i].Args, before[i].Args) {
-					t.Errorf("%s: %q %q, want %q %q", after[i].Label(), after[i].Command, after[i].Args, before[i].Command, before[i].Args)
+				if after[i].Command != before[i].Command || !slices.Equal(after[i].Args, before[i].Args) || after[i].URL != before[i].URL {
+					t.Errorf("%s: %q %q %q, want %q %q %q", after[i].Label(), after[i].Command, after[i].Args, after[i].URL, before[i].Command, before[i].Args, before[i].URL)
 				}
 			}
 		})
@@ -308,19 +314,12 @@ func FuzzWrapJSONC(f *testing.F) {
 	}
 	f.Add([]byte(`{"mcpServers":{"a":{"command":"x","args":["1"]},"b":{"command":"y"}}}`))
 	f.Add([]byte("{/*c*/\"mcpServers\":{\"a\":{\"command\":\"x\",},},}"))
+	f.Add([]byte(`{"mcpServers":{"r":{"type":"http","url":"https://x/mcp" , "headers":{"A":"b"}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file := File{Path: "/f.json", Client: "cursor", Format: JSON, Layout: MCPServers}
-		recs := &Records{Entries: map[string]Record{}}
-		out, _, err := Wrap(file, data, self, recs, time.Unix(0, 0))
-		if err != nil {
-			return
-		}
-		back, _, err := Unwrap(file, out, recs, false)
-		if err != nil {
-			t.Fatalf("unwrap of a wrapped file failed: %v\n%q", err, out)
-		}
-		if !bytes.Equal(back, data) {
-			t.Fatalf("not byte-identical:\n%q\n%q\nwrapped %q", data, back, out)
+		out := fuzzWrap(t, file, data)
+		if json.Valid(data) && out != nil && !json.Valid(out) {
+			t.Fatalf("plain JSON became JSONC:\n%q\n%q", data, out)
 		}
 	})
 }
@@ -342,6 +341,179 @@ func TestWrapTwiceWithARenamedBinary(t *testing.T) {
 	for _, r := range results {
 		if r.Action == "wrapped" {
 			t.Errorf("%s wrapped twice", r.Entry)
+		}
+	}
+}
+
+// FuzzWrapTOML and FuzzWrapYAML: any Codex or Continue config is wrapped
+// without a panic, every entry wrapped reads back as aqlguard's, and
+// unwrap gives back every byte.
+func FuzzWrapTOML(f *testing.F) {
+	b, _ := os.ReadFile(filepath.Join("testdata", "config.toml"))
+	f.Add(b)
+	f.Add([]byte("[mcp_servers.a]\nurl = \"https://x/mcp\"\nbearer_token_env_var = \"T\"\n[mcp_servers.a.http_headers]\nX = \"y\" # c\n"))
+	f.Add([]byte("[mcp_servers.a]\r\ncommand = \"x\"\r\nargs = [\r\n  \"1\", # one\r\n]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzWrap(t, File{Path: "/config.toml", Client: "codex", Format: TOML, Layout: CodexServers}, data)
+	})
+}
+
+func FuzzWrapYAML(f *testing.F) {
+	b, _ := os.ReadFile(filepath.Join("testdata", "config.yaml"))
+	f.Add(b)
+	f.Add([]byte("mcpServers:\n  - apiKey: k # c\n    url: \"https://x/mcp\"\n    requestOptions: {headers: {X: y}}\n"))
+	f.Add([]byte("mcpServers:\r\n- name: a\r\n  command: x\r\n  args:\r\n  - '1'\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzWrap(t, File{Path: "/config.yaml", Client: "continue", Format: YAML, Layout: ContinueServers}, data)
+	})
+}
+
+func fuzzWrap(t *testing.T, file File, data []byte) []byte {
+	recs := &Records{Entries: map[string]Record{}}
+	out, results, err := Wrap(file, data, self, recs, time.Unix(0, 0))
+	if err != nil {
+		return nil
+	}
+	after, err := Entries(file, out)
+	if err != nil {
+		t.Fatalf("the wrapped file does not parse: %v\n%q", err, out)
+	}
+	for i, r := range results {
+		if r.Action == "wrapped" && !after[i].Wrapped(self) {
+			t.Fatalf("%s wrapped, but does not read so:\n%q", r.Entry, out)
+		}
+	}
+	back, _, err := Unwrap(file, out, recs, false)
+	if err != nil {
+		t.Fatalf("unwrap of a wrapped file failed: %v\n%q", err, out)
+	}
+	if !bytes.Equal(back, data) {
+		t.Fatalf("not byte-identical:\n%q\n%q\nwrapped %q", data, back, out)
+	}
+	return out
+}
+
+// TestRemoteEntriesCarryTheirHeaders: a wrapped remote entry sends what
+// the client sent, from the environment the client starts it with, and
+// asks for OAuth only when it sent no Authorization of its own.
+func TestRemoteEntriesCarryTheirHeaders(t *testing.T) {
+	for _, c := range []struct {
+		file, entry string
+		headers     map[string]string
+		envVars     []string // Codex: the variables the entry must let through
+		auth        string
+	}{
+		{"cursor-mcp.json", "remote", map[string]string{"Authorization": "Bearer x"}, nil, "none"},
+		{"vscode-mcp.json", "github", map[string]string{"X-MCP-Toolsets": "repos,issues"}, nil, "oauth"},
+		{"config.toml", "remote", nil, nil, "oauth"},
+		{"config.toml", "linear", map[string]string{"Authorization": "Bearer ${LINEAR_TOKEN}", "X-Region": "eu",
+			"X-Workspace": "${LINEAR_WORKSPACE}"}, []string{"LINEAR_TOKEN", "LINEAR_WORKSPACE"}, "none"},
+		{"config.yaml", "remote", nil, nil, "oauth"},
+		{"config.yaml", "linear", map[string]string{"Authorization": "Bearer ${{ secrets.LINEAR_KEY }}", "X-Region": "eu"}, nil, "none"},
+	} {
+		t.Run(c.file+"/"+c.entry, func(t *testing.T) {
+			f, orig := fixture(t, c.file)
+			out, _, err := Wrap(f, orig, self, &Records{Entries: map[string]Record{}}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, err := Entries(f, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(entries, func(e Entry) bool { return e.Name == c.entry })
+			e := entries[i]
+			if got := e.Args[len(e.Args)-1]; got != c.auth {
+				t.Errorf("--auth %s, want %s", got, c.auth)
+			}
+			var h map[string]string
+			if s, ok := e.Env[WrapHeadersEnv]; ok {
+				if err := json.Unmarshal([]byte(s), &h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !maps.Equal(h, c.headers) {
+				t.Errorf("headers %v, want %v", h, c.headers)
+			}
+			if f.Format == TOML {
+				var doc struct {
+					MCPServers map[string]struct {
+						EnvVars []string `toml:"env_vars"`
+						URL     *string  `toml:"url"`
+					} `toml:"mcp_servers"`
+				}
+				if err := toml.Unmarshal(out, &doc); err != nil {
+					t.Fatal(err)
+				}
+				s := doc.MCPServers[c.entry]
+				if want := union(c.envVars, codexPassEnv); !slices.Equal(s.EnvVars, want) || s.URL != nil {
+					t.Errorf("env_vars %q (want %q), url %v (want none: Codex refuses url beside command)", s.EnvVars, want, s.URL)
+				}
+			}
+		})
+	}
+}
+
+// TestCodexPassesWhatAqlguardNeeds: Codex starts a server with a few
+// variables of its own (HOME, PATH, ...) and those env_vars lists; every
+// entry init wraps lists the display, bus and browser a dialog and OAuth
+// consent need and where aqlguard's config and state are, after any the
+// entry listed itself.
+func TestCodexPassesWhatAqlguardNeeds(t *testing.T) {
+	f := File{Path: "/c.toml", Client: "codex", Format: TOML, Layout: CodexServers}
+	orig := []byte("[mcp_servers.a]\ncommand = \"x\"\n\n[mcp_servers.b]\ncommand = \"y\"\nenv_vars = [\"API_KEY\", \"DISPLAY\"] # the key\n\n" +
+		"[mcp_servers.c]\ncommand = \"z\"\nenv_vars = [{ name = \"K\", source = \"remote\" }]\n")
+	out, _, err := Wrap(f, orig, self, &Records{Entries: map[string]Record{}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		MCPServers map[string]struct {
+			EnvVars []any `toml:"env_vars"`
+		} `toml:"mcp_servers"`
+	}
+	if err := toml.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for name, want := range map[string][]string{"a": codexPassEnv, "b": union([]string{"API_KEY", "DISPLAY"}, codexPassEnv)} {
+		got, _ := stringList(doc.MCPServers[name].EnvVars)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: env_vars %q, want %q\n%s", name, got, want, out)
+		}
+	}
+	if len(doc.MCPServers["c"].EnvVars) != 1 {
+		t.Errorf("a list aqlguard cannot read is left as it is:\n%s", out)
+	}
+	if !bytes.Contains(out, []byte("# the key")) {
+		t.Errorf("the comment is gone:\n%s", out)
+	}
+}
+
+// TestWrapChecksTheEditReadsBack: an edit that would not read back as the
+// entry aqlguard meant, or that would change how the rest of the file
+// reads, is refused before anything is written.
+func TestWrapChecksTheEditReadsBack(t *testing.T) {
+	f, orig := fixture(t, "config.yaml")
+	entries, err := Entries(f, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(entries, func(e Entry) bool { return e.Name == "bare" })
+	e := entries[i]
+	good, err := WrapEntry(f, orig, e, self, f.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkWrapped(f, orig, Replace(orig, e.Start, e.End, good), i, e, self); err != nil {
+		t.Fatalf("the editor's own edit: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"another command":         strings.Replace(string(good), self, "/tmp/evil", 1),
+		"the next item swallowed": strings.TrimSuffix(string(good), "\n") + "\n      nested: x\n",
+		"unindented":              strings.Replace(string(good), "    args:", "  args:", 1),
+	} {
+		if err := checkWrapped(f, orig, Replace(orig, e.Start, e.End, []byte(bad)), i, e, self); err == nil {
+			t.Errorf("%s: accepted\n%s", name, bad)
 		}
 	}
 }

@@ -3,17 +3,13 @@ package clientconfig
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
 	"github.com/tailscale/hujson"
-	"gopkg.in/yaml.v3"
 )
 
 // Entry is one server entry of a config file.
@@ -29,11 +25,17 @@ type Entry struct {
 	// Env is the environment the client starts the server with.
 	Env map[string]string
 	// Remote: the entry names a URL, not a process. URL and Headers are
-	// what it names (JSON configs), for a wrap that connects to it.
+	// what it names, for a wrap that connects to it; a header's ${NAME}
+	// is the environment variable NAME.
 	Remote  bool
 	URL     string
 	Headers map[string]string
-	typed   bool // the entry has a "type" member (VS Code's, Claude Code's)
+	// EnvVars are the variables the headers name that the client passes
+	// to a server it starts only when the entry lists them (Codex's
+	// env_vars).
+	EnvVars []string
+	typed   bool   // the entry has a "type" member (VS Code's, Claude Code's)
+	urlKey  string // the member that names the URL (url, httpUrl, serverUrl)
 	// Unsupported says why an entry cannot be wrapped (an extension, an
 	// odd shape), "" when it can.
 	Unsupported string
@@ -99,41 +101,6 @@ func WrapArgs(name, agent, command string, args []string) []string {
 	return append(out, args...)
 }
 
-// WrapRemoteEntry returns the bytes that replace a remote entry's: a
-// local aqlguard (self wrap --url) that connects to the URL, authorized
-// by OAuth when the server asks unless the entry sends its own
-// Authorization header. The headers go in the entry's environment (not
-// its arguments, which every user of the machine can read).
-func WrapRemoteEntry(f File, data []byte, e Entry, self, agent string) ([]byte, error) {
-	if f.Format != JSON {
-		return nil, errors.New("a remote entry in this format is not wrapped yet; add it to aqlguard's config by hand")
-	}
-	auth := "oauth"
-	for k := range e.Headers {
-		if strings.EqualFold(k, "Authorization") {
-			auth = "none"
-		}
-	}
-	entry := map[string]any{}
-	if e.typed {
-		entry["type"] = "stdio"
-	}
-	entry["command"] = self
-	entry["args"] = []string{"wrap", "--name", e.Name, "--agent", agent, "--url", e.URL, "--auth", auth}
-	if len(e.Headers) > 0 {
-		h, err := json.Marshal(e.Headers)
-		if err != nil {
-			return nil, err
-		}
-		entry["env"] = map[string]string{"AQLGUARD_WRAP_HEADERS": string(h)}
-	}
-	// Indented as the line the entry starts on is.
-	lineStart := bytes.LastIndexByte(data[:e.Start], '\n') + 1
-	indent := data[lineStart:e.Start]
-	indent = indent[:len(indent)-len(bytes.TrimLeft(indent, " \t"))]
-	return json.MarshalIndent(entry, string(indent), "  ")
-}
-
 // Entries lists a file's server entries.
 func Entries(f File, data []byte) ([]Entry, error) {
 	var out []Entry
@@ -155,8 +122,11 @@ func Entries(f File, data []byte) ([]Entry, error) {
 		seen[e.Key()]++
 	}
 	for i := range out {
-		if seen[out[i].Key()] > 1 {
+		switch {
+		case seen[out[i].Key()] > 1:
 			out[i].Unsupported = "the name appears more than once in this list; edit it by hand"
+		case out[i].Remote && out[i].Name == "" && out[i].Unsupported == "":
+			out[i].Unsupported = "a remote server without a name"
 		}
 	}
 	return out, err
@@ -255,21 +225,7 @@ func describeJSON(e *Entry, text []byte, layout Layout) {
 	}
 	typ, _ := m["type"].(string)
 	if m["url"] != nil || m["httpUrl"] != nil || m["serverUrl"] != nil || typ == "http" || typ == "sse" || typ == "streamable-http" {
-		e.Remote = true
-		_, e.typed = m["type"]
-		for _, k := range []string{"url", "httpUrl", "serverUrl"} {
-			if u, ok := m[k].(string); ok && u != "" {
-				e.URL = u
-				break
-			}
-		}
-		e.Headers = stringMap(m["headers"])
-		switch {
-		case typ == "sse":
-			e.Unsupported = "a remote server on the legacy HTTP+SSE transport; add it to aqlguard's config with transport = \"sse\""
-		case e.URL == "":
-			e.Unsupported = "a remote server without a url string"
-		}
+		describeJSONRemote(e, m, typ)
 		return
 	}
 	e.Env = stringMap(m["env"])
@@ -359,347 +315,20 @@ func wrapJSON(text []byte, e Entry, self string, args []string) ([]byte, error) 
 	return v.Pack(), nil
 }
 
-// --- TOML (Codex) ---------------------------------------------------------
-
-// tomlSection is one [mcp_servers.NAME] table.
-type tomlSection struct {
-	name       string
-	start, end int
-}
-
-func tomlEntries(data []byte) ([]Entry, error) {
-	sections, err := tomlSections(data)
-	if err != nil {
-		return nil, err
-	}
-	var out []Entry
-	for _, s := range sections {
-		e := Entry{Name: s.name, Start: s.start, End: s.end}
-		var doc struct {
-			MCPServers map[string]map[string]any `toml:"mcp_servers"`
-		}
-		if err := toml.Unmarshal(data[s.start:s.end], &doc); err != nil {
-			e.Unsupported = "the table does not parse on its own: " + err.Error()
-			out = append(out, e)
-			continue
-		}
-		m := doc.MCPServers[s.name]
-		e.Env = stringMap(m["env"])
-		if m["url"] != nil {
-			e.Remote = true
-		} else if c, ok := m["command"].(string); ok && c != "" {
-			e.Command = c
-			if e.Args, ok = stringList(m["args"]); !ok {
-				e.Unsupported = "args is not a list of strings"
-			}
-		} else {
-			e.Unsupported = "no command"
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
-
-// tomlSections finds the [mcp_servers.NAME] tables: each runs from the
-// start of its header line to the start of the next header line.
-func tomlSections(data []byte) ([]tomlSection, error) {
-	p := &unstable.Parser{KeepComments: true}
-	p.Reset(data)
-	type header struct {
-		keys  []string
-		start int
-	}
-	var headers []header
-	for p.NextExpression() {
-		e := p.Expression()
-		if e.Kind != unstable.Table && e.Kind != unstable.ArrayTable {
-			continue
-		}
-		var h header
-		it := e.Key()
-		first := true
-		for it.Next() {
-			n := it.Node()
-			if first {
-				h.start = lineStart(data, int(n.Raw.Offset))
-				first = false
-			}
-			h.keys = append(h.keys, string(n.Data))
-		}
-		headers = append(headers, h)
-	}
-	if err := p.Error(); err != nil {
-		return nil, fmt.Errorf("invalid TOML: %w", err)
-	}
-	var out []tomlSection
-	for i, h := range headers {
-		if len(h.keys) != 2 || h.keys[0] != "mcp_servers" {
-			continue
-		}
-		end := len(data)
-		if i+1 < len(headers) {
-			end = headers[i+1].start
-		}
-		out = append(out, tomlSection{name: h.keys[1], start: h.start, end: end})
-	}
-	return out, nil
-}
-
-func lineStart(data []byte, off int) int {
-	for off > 0 && data[off-1] != '\n' {
-		off--
-	}
-	return off
-}
-
-func wrapTOML(text []byte, self string, args []string) ([]byte, error) {
-	p := &unstable.Parser{KeepComments: true}
-	p.Reset(text)
-	var cmdValue, cmdKV, argsKV *unstable.Range
-	for p.NextExpression() {
-		e := p.Expression()
-		if e.Kind != unstable.KeyValue {
-			continue
-		}
-		it := e.Key()
-		var keys []string
-		for it.Next() {
-			keys = append(keys, string(it.Node().Data))
-		}
-		if len(keys) != 1 {
-			continue
-		}
-		raw := e.Raw
-		switch keys[0] {
-		case "command":
-			v := e.Value().Raw
-			cmdValue, cmdKV = &v, &raw
-		case "args":
-			argsKV = &raw
-		}
-	}
-	if err := p.Error(); err != nil {
-		return nil, err
-	}
-	if cmdValue == nil {
-		return nil, errors.New("the table has no command = line")
-	}
-	edits := []textEdit{{int(cmdValue.Offset), int(cmdValue.Offset + cmdValue.Length), quote(self)}}
-	argsText := "args = " + quoteList(args)
-	if argsKV != nil {
-		edits = append(edits, textEdit{int(argsKV.Offset), int(argsKV.Offset + argsKV.Length), argsText})
-	} else {
-		end := int(cmdKV.Offset + cmdKV.Length)
-		nl := bytes.IndexByte(text[end:], '\n')
-		at := len(text)
-		if nl >= 0 {
-			at = end + nl + 1
-		}
-		edits = append(edits, textEdit{at, at, argsText + lineEnding(text)})
-	}
-	return applyEdits(text, edits), nil
-}
-
-// --- YAML (Continue) -------------------------------------------------------
-
-func yamlEntries(data []byte) ([]Entry, error) {
-	items, err := yamlItems(data)
-	if err != nil {
-		return nil, err
-	}
-	var out []Entry
-	for _, it := range items {
-		e := Entry{Name: it.name, Start: it.start, End: it.end}
-		var m map[string]any
-		switch {
-		case it.node == nil:
-			e.Unsupported = "not a mapping"
-		case it.node.Decode(&m) != nil:
-			e.Unsupported = "does not decode"
-		case m["url"] != nil || m["type"] == "sse" || m["type"] == "streamable-http":
-			e.Remote = true
-		default:
-			e.Env = stringMap(m["env"])
-			c, _ := m["command"].(string)
-			if c == "" {
-				e.Unsupported = "no command"
-				break
-			}
-			e.Command = c
-			var ok bool
-			if e.Args, ok = stringList(m["args"]); !ok {
-				e.Unsupported = "args is not a list of strings"
-			}
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
-
-type yamlItem struct {
-	name       string
-	start, end int
-	node       *yaml.Node
-}
-
-// yamlItems finds the entries of the top-level mcpServers list: each runs
-// from the start of its first line to the start of the next entry's, and
-// the last to the end of its last line.
-func yamlItems(data []byte) ([]yamlItem, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("invalid YAML: %w", err)
-	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, nil
-	}
-	top := doc.Content[0]
-	var seq *yaml.Node
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		if top.Content[i].Value == "mcpServers" {
-			seq = top.Content[i+1]
-		}
-	}
-	if seq == nil {
-		return nil, nil
-	}
-	if seq.Kind != yaml.SequenceNode || seq.Style&yaml.FlowStyle != 0 {
-		return nil, errors.New("mcpServers is not a block list; edit it by hand")
-	}
-	lines := lineOffsets(data)
-	var out []yamlItem
-	for i, n := range seq.Content {
-		it := yamlItem{start: dashLineStart(data, lines, n.Line)}
-		if n.Kind == yaml.MappingNode {
-			it.node = n
-			for j := 0; j+1 < len(n.Content); j += 2 {
-				if n.Content[j].Value == "name" {
-					it.name = n.Content[j+1].Value
-				}
-			}
-		}
-		if i+1 < len(seq.Content) {
-			it.end = dashLineStart(data, lines, seq.Content[i+1].Line)
-		} else {
-			it.end = lineEnd(data, lines, lastLine(n))
-		}
-		out = append(out, it)
-	}
-	return out, nil
-}
-
-// lineOffsets maps 1-based line numbers to byte offsets.
-func lineOffsets(data []byte) []int {
-	out := []int{0, 0}
-	for i, c := range data {
-		if c == '\n' {
-			out = append(out, i+1)
-		}
-	}
-	return out
-}
-
-// dashLineStart is the start of an item's line, or of the line before
-// when that line holds only its dash.
-func dashLineStart(data []byte, lines []int, line int) int {
-	start := lines[line]
-	if line > 1 {
-		prev := strings.TrimSpace(string(data[lines[line-1]:lines[line]]))
-		if prev == "-" {
-			return lines[line-1]
-		}
-	}
-	return start
-}
-
-func lineEnd(data []byte, lines []int, line int) int {
-	if line+1 < len(lines) {
-		return lines[line+1]
-	}
-	return len(data)
-}
-
-func lastLine(n *yaml.Node) int {
-	l := n.Line
-	for _, c := range n.Content {
-		l = max(l, lastLine(c))
-	}
-	return l
-}
-
-func wrapYAML(text []byte, self string, args []string) ([]byte, error) {
-	var doc yaml.Node
-	// The item's text is a one-element list: parse it to find its keys.
-	if err := yaml.Unmarshal(text, &doc); err != nil {
-		return nil, err
-	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.SequenceNode || len(doc.Content[0].Content) != 1 {
-		return nil, errors.New("the entry is not a list item")
-	}
-	item := doc.Content[0].Content[0]
-	lines := lineOffsets(text)
-	type kv struct{ key, value *yaml.Node }
-	find := func(name string) *kv {
-		for i := 0; i+1 < len(item.Content); i += 2 {
-			if item.Content[i].Value == name {
-				return &kv{item.Content[i], item.Content[i+1]}
-			}
-		}
-		return nil
-	}
-	cmd := find("command")
-	if cmd == nil || cmd.value.Kind != yaml.ScalarNode {
-		return nil, errors.New("the entry has no command")
-	}
-	// The command's value runs to the end of its line; a trailing
-	// comment after an unquoted value is kept.
-	cs := lines[cmd.value.Line] + cmd.value.Column - 1
-	ce := lineEnd(text, lines, cmd.value.Line)
-	body, nl := splitEOL(string(text[cs:ce]))
-	keep := ""
-	if i := strings.Index(body, " #"); i >= 0 && cmd.value.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
-		keep = body[i:]
-	}
-	edits := []textEdit{{cs, ce, quote(self) + keep + nl}}
-	if a := find("args"); a != nil {
-		as := lines[a.value.Line] + a.value.Column - 1
-		text2 := quoteList(args)
-		if a.value.Line > a.key.Line {
-			// A block list on the lines below: replace it from the key.
-			as = lines[a.key.Line] + a.key.Column - 1
-			text2 = "args: " + text2
-		}
-		ae := lineEnd(text, lines, lastLine(a.value))
-		_, anl := splitEOL(string(text[as:ae]))
-		edits = append(edits, textEdit{as, ae, text2 + anl})
-	} else {
-		indent := strings.Repeat(" ", cmd.key.Column-1)
-		if nl == "" {
-			nl = lineEnding(text)
-		}
-		edits = append(edits, textEdit{ce, ce, indent + "args: " + quoteList(args) + nl})
-	}
-	return applyEdits(text, edits), nil
-}
-
-// splitEOL splits a line from its line ending.
-func splitEOL(line string) (body, eol string) {
-	switch {
-	case strings.HasSuffix(line, "\r\n"):
-		return line[:len(line)-2], "\r\n"
-	case strings.HasSuffix(line, "\n"):
-		return line[:len(line)-1], "\n"
-	}
-	return line, ""
-}
-
 // --- shared ------------------------------------------------------------------
 
 // quote renders s as a JSON string, which TOML and YAML read as their own
 // double-quoted strings.
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+func quote(s string) string { return jsonText(s) }
+
+// jsonText is v as compact JSON, & < > as they are (a URL's query stays
+// readable).
+func jsonText(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // strings, lists and maps of strings always encode
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func quoteList(list []string) string {
@@ -726,7 +355,10 @@ type textEdit struct {
 
 // applyEdits applies non-overlapping edits.
 func applyEdits(text []byte, edits []textEdit) []byte {
-	sort.Slice(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
+	// An insertion (start == end) goes before a replacement that starts there.
+	sort.SliceStable(edits, func(i, j int) bool {
+		return edits[i].start < edits[j].start || edits[i].start == edits[j].start && edits[i].end < edits[j].end
+	})
 	var b bytes.Buffer
 	at := 0
 	for _, x := range edits {

@@ -84,8 +84,9 @@ func binary(in Input) []Check {
 
 // wrappedServers are the servers the guarded client entries run, with
 // a label for each ("filesystem (claude-code)") by its server name.
-func wrappedServers(in Input) ([]policy.Server, map[string]string) {
+func wrappedServers(in Input) ([]policy.Server, map[string]string, []Check) {
 	var out []policy.Server
+	var remote []Check
 	labels := map[string]string{}
 	for _, f := range clientconfig.Detect(in.Env, in.Clients...) {
 		data, err := os.ReadFile(f.Path)
@@ -99,10 +100,27 @@ func wrappedServers(in Input) ([]policy.Server, map[string]string) {
 				out = append(out, policy.Server{Name: name, Command: argv[0],
 					Args: argv[1:], Env: e.Env, Transport: "stdio"})
 				labels[name] = e.Label() + " (" + f.Client + ")"
+			} else if url := remoteURL(e.Args); e.Wrapped(in.Self) && url != "" {
+				remote = append(remote, Check{OK, "server " + e.Label() + " (" + f.Client + ")",
+					"remote, " + url + ": aqlguard connects when the client starts it (doctor does not; a server that wants OAuth asks for your consent in the browser on its first call)"})
 			}
 		}
 	}
-	return out, labels
+	return out, labels, remote
+}
+
+// remoteURL is the URL a wrapped remote entry connects to (its --url),
+// "" for a local one.
+func remoteURL(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			return ""
+		}
+		if a == "--url" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 func clients(in Input) []Check {
@@ -129,7 +147,7 @@ func clients(in Input) []Check {
 		var wrapped, bare, other []string
 		for _, e := range entries {
 			switch {
-			case e.Remote || e.Unsupported != "":
+			case e.Unsupported != "":
 			case e.Wrapped(in.Self) && in.Self != "" && !clientconfig.SamePath(e.Command, in.Self):
 				other = append(other, e.Label()+" (by "+e.Command+")")
 			case e.Wrapped(in.Self):
@@ -271,9 +289,12 @@ func servers(ctx context.Context, in Input) []Check {
 	if in.Config != nil && len(in.Clients) == 0 {
 		cfgs = append(cfgs, in.Config.Servers...)
 	}
-	wrapped, labels := wrappedServers(in)
+	wrapped, labels, remote := wrappedServers(in)
 	cfgs = append(cfgs, wrapped...)
 	if len(cfgs) == 0 {
+		if len(remote) > 0 {
+			return remote
+		}
 		return []Check{{OK, "servers", "none configured or wrapped yet"}}
 	}
 	timeout := in.StartTimeout
@@ -308,7 +329,7 @@ func servers(ctx context.Context, in Input) []Check {
 			out = append(out, Check{Fail, label, detail})
 		}
 	}
-	return out
+	return append(out, remote...)
 }
 
 // packageRunners are the programs that fetch a package on its first run

@@ -28,7 +28,7 @@ func TestDoctor(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(cursor), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cursor, []byte(`{"mcpServers": {"a": {"command": "/bin/true"}, "b": {"command": "/opt/aqlguard", "args": ["wrap", "--name", "b", "--", "/bin/false"]}}}`), 0o600); err != nil {
+	if err := os.WriteFile(cursor, []byte(`{"mcpServers": {"a": {"command": "/bin/true"}, "b": {"command": "/opt/aqlguard", "args": ["wrap", "--name", "b", "--", "/bin/false"]}, "r": {"url": "https://mcp.example.com/mcp"}, "w": {"command": "/opt/aqlguard", "args": ["wrap", "--name", "w", "--agent", "cursor", "--url", "https://w.example.com/mcp", "--auth", "oauth"]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(home, "state")
@@ -41,7 +41,7 @@ func TestDoctor(t *testing.T) {
 	t.Setenv("DISPLAY", "")
 	t.Setenv("WAYLAND_DISPLAY", "")
 	checks := Run(context.Background(), Input{Self: "/opt/aqlguard", Config: policy.Default(), StateDir: state, Env: env})
-	if c := find(checks, "client cursor"); c.Level != Warn || !strings.Contains(c.Detail, "1 server(s) guarded") || !strings.Contains(c.Detail, "not guarded: a") {
+	if c := find(checks, "client cursor"); c.Level != Warn || !strings.Contains(c.Detail, "2 server(s) guarded") || !strings.Contains(c.Detail, "not guarded: a, r") {
 		t.Errorf("client check: %+v", c)
 	}
 	if c := find(checks, "state"); c.Level != Warn || !strings.Contains(c.Detail, "want 0700") || !strings.Contains(c.Detail, "want 0600") {
@@ -54,14 +54,12 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("policy check: %+v", c)
 	}
 	// The wrapped server (b: /bin/false) is started, and fails.
-	var server Check
-	for _, c := range checks {
-		if strings.HasPrefix(c.Name, "server ") {
-			server = c
-		}
+	if c := find(checks, "server b (cursor)"); c.Level != Fail {
+		t.Errorf("the wrapped server's check: %+v", c)
 	}
-	if server.Level != Fail {
-		t.Errorf("the wrapped server's check: %+v", server)
+	// The wrapped remote one is named, with what doctor did not do.
+	if c := find(checks, "server w (cursor)"); c.Level != OK || !strings.Contains(c.Detail, "https://w.example.com/mcp") || !strings.Contains(c.Detail, "doctor does not") {
+		t.Errorf("the wrapped remote server's check: %+v", c)
 	}
 }
 

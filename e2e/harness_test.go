@@ -44,6 +44,7 @@ var bins struct {
 	testserver string // internal/testserver
 	everything string // go-sdk conformance everything-server (stdio by default, -http ADDR serves at /)
 	taskserver string // internal/taskserver: a 2025-11-25 server that runs its tool as a task
+	resserver  string // internal/resserver: a 2025-11-25 server whose resource updates are not to be believed
 
 	aqlguardErr error // why aqlguard did not build; startGuard fails with it
 }
@@ -68,6 +69,7 @@ func runMain(m *testing.M) int {
 	bins.testserver = filepath.Join(dir, "testserver")
 	bins.everything = filepath.Join(dir, "everything-server")
 	bins.taskserver = filepath.Join(dir, "taskserver")
+	bins.resserver = filepath.Join(dir, "resserver")
 	builds := []struct {
 		out, pkg string
 		err      error
@@ -76,6 +78,7 @@ func runMain(m *testing.M) int {
 		{bins.testserver, "./internal/testserver", nil},
 		{bins.everything, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server", nil},
 		{bins.taskserver, "./internal/taskserver", nil},
+		{bins.resserver, "./internal/resserver", nil},
 	}
 	start := time.Now()
 	var wg sync.WaitGroup

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +58,14 @@ func TestReadmeQuickStart(t *testing.T) {
 			"{\n  \"mcpServers\": {\n    " + server("notes-cursor") + "\n  }\n}\n"},
 		"vscode": {filepath.Join(home, ".config", "Code", "User", "mcp.json"), "servers", "notes-vscode",
 			"// VS Code reads JSONC\n{\n  \"servers\": {\n    // the notes server\n    " + server("notes-vscode") + ",\n  },\n}\n"},
+		// "Codex ... and Continue work the same way": run as the README
+		// says, with their --client.
+		"codex": {filepath.Join(home, ".codex", "config.toml"), "", "notes-codex",
+			"model = \"gpt-5-codex\"\n\n[mcp_servers.notes-codex]  # the notes server\ncommand = " + jsonString(bins.testserver) +
+				"\nargs = [\"-name\", \"notes-codex\"]\n\n[mcp_servers.remote]\nurl = \"https://mcp.example.com/mcp\"\n"},
+		"continue": {filepath.Join(home, ".continue", "config.yaml"), "", "notes-continue",
+			"name: assistant\nmcpServers:\n  - name: notes-continue # the notes server\n    command: " + jsonString(bins.testserver) +
+				"\n    args: [\"-name\", \"notes-continue\"]\n  - name: remote\n    type: streamable-http\n    url: https://mcp.example.com/mcp\n"},
 	}
 	for _, f := range files {
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
@@ -65,6 +74,11 @@ func TestReadmeQuickStart(t *testing.T) {
 		writeFile(t, f.path, f.body)
 	}
 
+	// The other clients "work the same way": the first client's block with
+	// their --client.
+	for _, client := range []string{"codex", "continue"} {
+		blocks = append(blocks, strings.ReplaceAll(blocks[1], "--client claude-desktop", "--client "+client))
+	}
 	for i, block := range blocks {
 		wd := project
 		if i == 0 {
@@ -87,12 +101,24 @@ func TestReadmeQuickStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := readEntry(t, data, f.layout, f.entry)
+			var e clientEntry
+			if f.layout == "" {
+				a := readAnyEntry(t, client, data, f.entry)
+				e = clientEntry{Command: a.Command, Args: a.Args, Env: a.Env}
+				if r := readAnyEntry(t, client, data, "remote"); r.Command != self || !slices.Contains(r.Args, "https://mcp.example.com/mcp") {
+					t.Errorf("the remote entry is not a local aqlguard connecting to its URL:\n%s", data)
+				}
+			} else {
+				e = readEntry(t, data, f.layout, f.entry)
+			}
 			if e.Command != self || len(e.Args) == 0 || e.Args[0] != "wrap" {
 				t.Fatalf("%s: entry not wrapped by %s: %+v", f.path, self, e)
 			}
 			if client == "claude-desktop" && !bytes.Contains(data, []byte(`"--url",`)) && !bytes.Contains(data, []byte(`"https://mcp.example.com/mcp"`)) {
 				t.Errorf("the remote entry is not a local aqlguard connecting to its URL:\n%s", data)
+			}
+			if (client == "codex" || client == "continue") && !bytes.Contains(data, []byte("# the notes server")) {
+				t.Error("the comment is gone")
 			}
 			if client == "vscode" && !bytes.Contains(data, []byte("// the notes server")) {
 				t.Error("the comment is gone")

@@ -3,13 +3,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -25,31 +23,10 @@ func TestTasksAcrossServers(t *testing.T) {
 		"[safety]\ndeny = [\"*forbidden*\"]\n" +
 		"[[servers]]\nname = \"alpha\"\ncommand = " + tomlString(bins.taskserver) + "\nargs = [\"-name\", \"alpha\"]\n" +
 		"[[servers]]\nname = \"beta\"\ncommand = " + tomlString(bins.taskserver) + "\nargs = [\"-name\", \"beta\"]\n"
-	path := filepath.Join(dir, "config.toml")
-	writeFile(t, path, config)
-	cmd := exec.Command(bins.aqlguard, "run", "--config", path)
-	mark := processMark()
-	cmd.Env = append(isolatedEnv(t, dir), mark)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	log := &syncBuffer{}
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	statuses := make(chan json.RawMessage, 16)
-	peer := link.New(link.NewLineConn(stdout, stdin, stdin.Close), notes(func(req *jsonrpc.Request) {
+	peer := startRawRun(t, dir, config, func(req *jsonrpc.Request) {
 		if req.Method == "notifications/tasks/status" {
 			statuses <- req.Params
-		}
-	}), nil)
-	peer.Start()
-	t.Cleanup(func() {
-		_ = peer.Close()
-		_ = cmd.Wait()
-		checkMarked(t, mark)
-		if t.Failed() {
-			t.Logf("aqlguard log:\n%s", log.String())
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
+	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/guard"
@@ -53,7 +54,7 @@ func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	auth := fs.String("auth", "oauth", `with --url: "oauth" (authorize in the browser when the server asks) or "none"`)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: aqlguard wrap [--name NAME] [--agent AGENT] [--config FILE] [--state-dir DIR] -- COMMAND [ARGS...]\n"+
-			"       aqlguard wrap --name NAME --url URL [--auth oauth|none]   (headers: "+wrapHeadersEnv+", a JSON object)\n")
+			"       aqlguard wrap --name NAME --url URL [--auth oauth|none]   (headers: "+clientconfig.WrapHeadersEnv+", a JSON object)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -61,9 +62,9 @@ func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	argv := fs.Args()
 	var headers map[string]string
-	if h := os.Getenv(wrapHeadersEnv); h != "" {
+	if h := os.Getenv(clientconfig.WrapHeadersEnv); h != "" {
 		if err := json.Unmarshal([]byte(h), &headers); err != nil {
-			fmt.Fprintf(stderr, "aqlguard wrap: %s is not a JSON object of strings\n", wrapHeadersEnv)
+			fmt.Fprintf(stderr, "aqlguard wrap: %s is not a JSON object of strings\n", clientconfig.WrapHeadersEnv)
 			return 2
 		}
 	}
@@ -95,11 +96,6 @@ func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	return serveStdio(g, cfg, build, stdin, stdout, stderr)
 }
-
-// wrapHeadersEnv carries a wrapped remote entry's headers: in the
-// environment the client starts aqlguard with, where (unlike argv) other
-// users cannot read them.
-const wrapHeadersEnv = "AQLGUARD_WRAP_HEADERS"
 
 // serveStdio runs one aqlguard on cfg over stdio until stdin closes or a
 // signal arrives; build reads the configuration again on a reload.

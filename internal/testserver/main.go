@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	testserver [-http ADDR] [-log FILE] [-list-log FILE] [-name NAME] [-rug-pull] [-storm] [-fail-start] [-hang-start] [-stderr-noise] [-exit-after D]
+//	testserver [-http ADDR [-require-header NAME=VALUE]] [-log FILE] [-list-log FILE] [-name NAME] [-rug-pull] [-storm] [-fail-start] [-hang-start] [-stderr-noise] [-exit-after D]
 //
 // Without -http it serves MCP over stdio. With -http it serves Streamable HTTP
 // at /mcp and prints "listening on http://HOST:PORT/mcp" to stderr, so
@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -64,7 +65,9 @@ func main() {
 		listLog     = flag.String("list-log", "", "append one line per tools/list received to `FILE` (fsync'd before the answer)")
 		stormMode   = flag.Bool("storm", false, "serve storm, storm_stop, stats and echo over stdio, sending tools/list_changed in a loop on request")
 		exitAfter   = flag.Duration("exit-after", 0, "serve, then exit with code 1 this long after starting (a crash loop)")
+		required    headerFlag
 	)
+	flag.Var(&required, "require-header", "with -http: answer 401 to a request without the header `NAME=VALUE` (repeatable)")
 	flag.Parse()
 
 	if *failStart {
@@ -169,7 +172,7 @@ func main() {
 		}
 		return
 	}
-	if err := serveHTTP(ctx, *httpAddr, newServer(), *stateless, *sse); err != nil {
+	if err := serveHTTP(ctx, *httpAddr, newServer(), *stateless, *sse, required); err != nil {
 		fmt.Fprintln(os.Stderr, "testserver:", err)
 		os.Exit(1)
 	}
@@ -177,19 +180,32 @@ func main() {
 
 // serveHTTP serves s over Streamable HTTP (or HTTP+SSE) at
 // http://addr/mcp until ctx ends.
-func serveHTTP(ctx context.Context, addr string, s *mcp.Server, stateless, sse bool) error {
+func serveHTTP(ctx context.Context, addr string, s *mcp.Server, stateless, sse bool, required headerFlag) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
+
 	if sse {
 		mux.Handle("/mcp", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	} else {
 		mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 			&mcp.StreamableHTTPOptions{Stateless: stateless}))
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = mux
+	if len(required) > 0 {
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for _, h := range required {
+				if r.Header.Get(h.name) != h.value {
+					http.Error(w, "missing or wrong "+h.name, http.StatusUnauthorized)
+					return
+				}
+			}
+			mux.ServeHTTP(w, r)
+		})
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(os.Stderr, "listening on http://%s/mcp\n", ln.Addr())
 	go func() {
 		<-ctx.Done()
@@ -200,6 +216,20 @@ func serveHTTP(ctx context.Context, addr string, s *mcp.Server, stateless, sse b
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	return nil
+}
+
+// headerFlag is -require-header NAME=VALUE, repeated.
+type headerFlag []struct{ name, value string }
+
+func (h *headerFlag) String() string { return fmt.Sprint(len(*h), " headers") }
+
+func (h *headerFlag) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return errors.New("want NAME=VALUE")
+	}
+	*h = append(*h, struct{ name, value string }{name, value})
 	return nil
 }
 

@@ -69,8 +69,8 @@ var tools = []toolDef{
 	{"big_output", "Return `bytes` bytes of 'x'.",
 		`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0}},"required":["bytes"]}`,
 		nil, bigOutput},
-	{"slow", "Sleep `ms` milliseconds, then answer done.",
-		`{"type":"object","properties":{"ms":{"type":"integer"}},"required":["ms"]}`,
+	{"slow", "Sleep `ms` milliseconds, then answer done. With a progress token, progress 0 and 1 (message: `label`) before and after the sleep.",
+		`{"type":"object","properties":{"ms":{"type":"integer"},"label":{"type":"string"}},"required":["ms"]}`,
 		nil, slow},
 	{"drop_database", "Drop a database (pretends to).",
 		`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`,
@@ -221,8 +221,22 @@ func addTool(s *mcp.Server, calls *callLog, td toolDef) {
 				return errorResult("arguments are not a JSON object: " + err.Error()), nil
 			}
 		}
-		return td.fn(ctx, args), nil
+		return td.fn(context.WithValue(ctx, requestKey{}, req), args), nil
 	})
+}
+
+// requestKey holds the tool call's request in a handler's context.
+type requestKey struct{}
+
+// progress sends the caller progress on the call's token, if it gave one.
+func progress(ctx context.Context, n float64, message string) {
+	req, _ := ctx.Value(requestKey{}).(*mcp.CallToolRequest)
+	if req == nil {
+		return
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Total: 1, Message: message})
+	}
 }
 
 func getItem(_ context.Context, a map[string]any) *mcp.CallToolResult {
@@ -277,8 +291,10 @@ func bigOutput(_ context.Context, a map[string]any) *mcp.CallToolResult {
 
 func slow(ctx context.Context, a map[string]any) *mcp.CallToolResult {
 	ms, _ := num(a, "ms")
+	progress(ctx, 0, str(a, "label"))
 	select {
 	case <-time.After(time.Duration(ms) * time.Millisecond):
+		progress(ctx, 1, str(a, "label"))
 		return textResult("done")
 	case <-ctx.Done():
 		return errorResult("cancelled: " + ctx.Err().Error())

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"reflect"
@@ -903,6 +904,13 @@ func describe(ctx context.Context, err error, timeout time.Duration) string {
 	case errors.As(err, &exitErr):
 		return fmt.Sprintf("process exited during start (exit code %d)", exitErr.ExitCode())
 	case errors.As(err, &werr):
+		switch status := httpStatus(werr); status {
+		case 0:
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return fmt.Sprintf("the server answered HTTP %d %s: it wants credentials (auth = \"oauth\", or an Authorization header)", status, http.StatusText(status))
+		default:
+			return fmt.Sprintf("the server answered HTTP %d %s", status, http.StatusText(status))
+		}
 		return fmt.Sprintf("the server refused to initialize (JSON-RPC error %d)", werr.Code)
 	}
 	return "could not connect or initialize (see aqlguard's log)"

@@ -408,25 +408,37 @@ func (s *Server) modernNotification(req *jsonrpc.Request) (*jsonrpc.Request, boo
 			return nil, false
 		}
 	}
-	meta, ok := rawjson.Lookup(req.Params, "_meta")
-	if !ok {
-		return req, true
-	}
-	if _, tagged := rawjson.Lookup(meta, MetaSubscriptionID); !tagged {
-		return req, true
-	}
-	meta, err := rawjson.Delete(meta, MetaSubscriptionID)
-	if err != nil {
-		return req, true
-	}
-	var params json.RawMessage
-	if string(meta) == "{}" {
-		params, err = rawjson.Delete(req.Params, "_meta")
-	} else {
-		params, err = rawjson.Set(req.Params, "_meta", meta)
-	}
-	if err != nil {
+	params, tagged := Untagged(req.Params)
+	if !tagged {
 		return req, true
 	}
 	return &jsonrpc.Request{Method: req.Method, Params: params}, true
+}
+
+// Untagged is params without the listen stream id in their _meta (and
+// without _meta if that was all it held), and whether there was one. The
+// ids on the client's side are aqlguard's to give: a server's
+// notification cannot name the stream it goes to.
+func Untagged(params json.RawMessage) (json.RawMessage, bool) {
+	meta, ok := rawjson.Lookup(params, "_meta")
+	if !ok {
+		return params, false
+	}
+	if _, tagged := rawjson.Lookup(meta, MetaSubscriptionID); !tagged {
+		return params, false
+	}
+	meta, err := rawjson.Delete(meta, MetaSubscriptionID)
+	if err != nil {
+		return params, false
+	}
+	var out json.RawMessage
+	if string(meta) == "{}" {
+		out, err = rawjson.Delete(params, "_meta")
+	} else {
+		out, err = rawjson.Set(params, "_meta", meta)
+	}
+	if err != nil {
+		return params, false
+	}
+	return out, true
 }

@@ -344,11 +344,23 @@ func httpError(status int, contentType string, body []byte) *jsonrpc.Error {
 	if len(text) > 200 {
 		text = text[:200] + "…"
 	}
-	msg := fmt.Sprintf("the server answered HTTP %d %s", status, http.StatusText(status))
+	msg := fmt.Sprintf(httpErrorFormat, status, http.StatusText(status))
 	if text != "" {
 		msg += ": " + text
 	}
 	return &jsonrpc.Error{Code: code, Message: msg}
+}
+
+// httpErrorFormat starts the message of an error httpError made.
+const httpErrorFormat = "the server answered HTTP %d %s"
+
+// httpStatus is the HTTP status an error httpError made names, or 0.
+func httpStatus(werr *jsonrpc.Error) int {
+	var status int
+	if _, err := fmt.Sscanf(werr.Message, "the server answered HTTP %d ", &status); err != nil {
+		return 0
+	}
+	return status
 }
 
 // unsupportedMethod reports whether a plain-text 400 says the request's

@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -233,5 +234,29 @@ func TestHTTPErrorUnknownMethod(t *testing.T) {
 	got := httpError(400, "text/plain; charset=utf-8", []byte("JSON RPC not handled: \"foo/bar\" unsupported\n"))
 	if got.Code != -32601 {
 		t.Errorf("a go-sdk server's plain-text answer to an unknown method: %d %q, want -32601", got.Code, got.Message)
+	}
+}
+
+// TestStartProblemNamesTheHTTPStatus: a remote server that turns aqlguard
+// away at its start is described by the status it answered (401 and 403
+// saying what it wants), in fixed words: what the server wrote is never
+// in the problem a client sees.
+func TestStartProblemNamesTheHTTPStatus(t *testing.T) {
+	for _, tt := range []struct {
+		status int
+		want   string
+	}{
+		{401, "the server answered HTTP 401 Unauthorized: it wants credentials (auth = \"oauth\", or an Authorization header)"},
+		{403, "the server answered HTTP 403 Forbidden: it wants credentials (auth = \"oauth\", or an Authorization header)"},
+		{429, "the server answered HTTP 429 Too Many Requests"},
+	} {
+		err := fmt.Errorf("initialize: %w", httpError(tt.status, "text/plain", []byte("token sk-live-123 is not valid")))
+		if got := describe(context.Background(), err, time.Second); got != tt.want {
+			t.Errorf("%d: %q, want %q", tt.status, got, tt.want)
+		}
+	}
+	werr := &jsonrpc.Error{Code: -32600, Message: "bad"}
+	if got := describe(context.Background(), werr, time.Second); got != "the server refused to initialize (JSON-RPC error -32600)" {
+		t.Errorf("a JSON-RPC refusal: %q", got)
 	}
 }

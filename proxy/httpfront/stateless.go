@@ -241,7 +241,7 @@ type post struct {
 // to the request it answers, progress to the request whose token it
 // carries, a listen stream's notifications to that stream, log messages
 // to the requests that asked for a level.
-func (c *statelessConn) Write(_ context.Context, msg jsonrpc.Message) error {
+func (c *statelessConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch m := msg.(type) {
@@ -257,6 +257,20 @@ func (c *statelessConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	case *jsonrpc.Request:
 		if m.IsCall() {
 			return nil // a 2026-07-28 session never calls the client
+		}
+		if m.Method == "notifications/progress" {
+			// Only to the request it belongs to: the POSTs of clients
+			// alike share this session, and their tokens may be the same.
+			id, ok := link.Related(ctx)
+			if p := c.posts[ourKey(id)]; ok && p != nil && p.progress != "" {
+				if out, err := relay.SetMember(m.Params, "progressToken", json.RawMessage(p.progress)); err == nil {
+					select {
+					case p.notes <- &jsonrpc.Request{Method: m.Method, Params: out}:
+					default:
+					}
+				}
+			}
+			return nil
 		}
 		for _, p := range c.posts {
 			if out, ok := p.owns(m); ok {
@@ -277,8 +291,6 @@ func (c *statelessConn) SessionID() string { return "" }
 func (p *post) owns(n *jsonrpc.Request) (jsonrpc.Message, bool) {
 	params := relay.Members(n.Params)
 	switch n.Method {
-	case "notifications/progress":
-		return n, p.progress != "" && string(params["progressToken"]) == p.progress
 	case "notifications/message":
 		return n, p.logs
 	}

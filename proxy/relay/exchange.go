@@ -32,6 +32,7 @@ type exchange struct {
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
+	request jsonrpc.ID                 // the client's request waiting for the work now (invalid while parked)
 	servers []*downstream.Server       // the servers the work called
 	waiting []*inputRequest            // asked by a server, not yet answered by the client
 	caps    map[string]json.RawMessage // the client's capabilities, as its latest request declared them
@@ -59,6 +60,19 @@ type inputRequest struct {
 }
 
 type exchangeKey struct{}
+
+// waitingRequest is the client's request that waits now for the work of
+// the exchange ctx belongs to, if any: what belongs to the work (its
+// progress) goes to that request, whichever of the call's retries it is.
+func waitingRequest(ctx context.Context) (jsonrpc.ID, bool) {
+	x, ok := ctx.Value(exchangeKey{}).(*exchange)
+	if !ok {
+		return jsonrpc.ID{}, false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.request, x.request.IsValid()
+}
 
 // used records that the work of the exchange ctx belongs to called srv:
 // srv's requests to the client are that exchange's to carry.
@@ -89,11 +103,12 @@ func (s *Session) exchangeCall(ctx context.Context, req *jsonrpc.Request, caps m
 		}
 		x.mu.Lock()
 		x.caps = caps
+		x.request = req.ID
 		x.mu.Unlock()
 		x.deliver(responses)
 		return s.await(ctx, x)
 	}
-	x := &exchange{method: req.Method, subject: subject, caps: caps, asked: make(chan struct{}, 1), done: make(chan struct{})}
+	x := &exchange{method: req.Method, subject: subject, caps: caps, request: req.ID, asked: make(chan struct{}, 1), done: make(chan struct{})}
 	x.ctx, x.cancel = context.WithCancel(context.WithValue(s.life, exchangeKey{}, x))
 	s.xmu.Lock()
 	s.active = append(s.active, x)
@@ -165,6 +180,7 @@ func (s *Session) park(x *exchange, asking []*inputRequest) (json.RawMessage, er
 	}
 	x.mu.Lock()
 	x.state = state
+	x.request = jsonrpc.ID{}
 	x.expiry = time.AfterFunc(parkedFor, func() {
 		if s.unpark(state) == x {
 			s.log.Info("a call waiting for the client's input was cancelled: no retry came", "method", x.method, "after", parkedFor)

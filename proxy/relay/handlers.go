@@ -91,19 +91,7 @@ func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMess
 		if err != nil {
 			return nil, err
 		}
-		srv, err := s.resourceServer(ctx, uri)
-		if err != nil {
-			return nil, err
-		}
-		if !srv.State().Modern {
-			return s.Forward(ctx, srv, req.Method, req.Params)
-		}
-		if req.Method == "resources/subscribe" {
-			err = srv.Subscribe(ctx, uri, req.Params)
-		} else {
-			err = srv.Unsubscribe(ctx, uri, req.Params)
-		}
-		return json.RawMessage(`{}`), err
+		return s.subscribeOnce(ctx, req, uri)
 	case "prompts/get":
 		return s.getPrompt(ctx, req)
 	case "completion/complete":
@@ -165,7 +153,11 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 	if s.modern.Load() {
 		return s.askInCall(ctx, srv, req)
 	}
-	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, taskIDsFor(srv.Name, req.Params))
+	params, err := taskIDsFor(srv.Name, req.Params)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "aqlguard refuses a request whose task ids are spelled ambiguously: " + err.Error()}
+	}
+	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, params)
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
@@ -181,6 +173,20 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 // mode, everything else as it is.
 func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Server, req *jsonrpc.Request) {
 	s := (*Session)(u)
+	if s.modern.Load() {
+		// Only aqlguard tags what goes on the client's listen streams.
+		if params, tagged := downstream.Untagged(req.Params); tagged {
+			req = &jsonrpc.Request{Method: req.Method, Params: params}
+		}
+	}
+	// Whatever a server sends may belong to one of its tasks (the
+	// related-task _meta): the client sees the task by the id it knows.
+	params, err := taskIDsFor(srv.Name, req.Params)
+	if err != nil {
+		s.log.Debug("a notification whose task ids are spelled ambiguously was dropped", "server", srv.Name, "method", req.Method)
+		return
+	}
+	req = &jsonrpc.Request{Method: req.Method, Params: params}
 	switch req.Method {
 	case link.MethodCancelled:
 		return // the server cancelled its request to the client: the link cancelled our call
@@ -190,10 +196,8 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 			s.log.Debug("progress for no request of this session", "server", srv.Name)
 			return
 		}
-		if s.modern.Load() {
-			s.notifyModern(req.Method, params)
-			return
-		}
+		// To the request it belongs to, and no other: clients alike share
+		// a session over HTTP, and their tokens may well be the same.
 		s.sendClient(link.WithRelated(ctx, request), req.Method, params)
 		return
 	case "notifications/tools/list_changed":
@@ -201,9 +205,12 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 		return
 	case "notifications/prompts/list_changed":
 		s.routes.forgetPrompts()
-	case "notifications/tasks/status", "notifications/tasks":
-		s.NotifyClient(req.Method, taskIDsFor(srv.Name, req.Params))
-		return
+	case "notifications/resources/updated":
+		uri, err := exactString(req.Params, "uri")
+		if err != nil || !s.subs.from(srv.Name, uri) {
+			s.log.Debug("a resource update nobody asked this server for", "server", srv.Name)
+			return
+		}
 	case "notifications/message":
 		if !s.modern.Load() {
 			s.sendClient(link.WithRelated(ctx, s.related(srv)), req.Method, req.Params)
@@ -254,6 +261,10 @@ func (s *Session) progressForClient(params json.RawMessage) (json.RawMessage, js
 	out, err := setMember(params, "progressToken", route.token)
 	if err != nil {
 		return nil, jsonrpc.ID{}, false
+	}
+	if route.work != nil {
+		request, ok := waitingRequest(route.work)
+		return out, request, ok // none waits while the call is parked
 	}
 	return out, route.request, true
 }

@@ -383,6 +383,9 @@ func (s *Session) listen(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 		resources: p.Notifications.Resources && flag("resources", "listChanged")}
 	if flag("resources", "subscribe") {
 		for _, uri := range p.Notifications.URIs {
+			if l.uris[uri] {
+				continue // named twice: one subscription, ended once
+			}
 			if err := s.subscribe(ctx, uri); err != nil {
 				s.unsubscribeAll(l)
 				return nil, err
@@ -429,47 +432,10 @@ func (s *Session) listen(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 	return json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: id}})
 }
 
-// subscribe subscribes the session to a resource at its server, once
-// however many streams name it.
-func (s *Session) subscribe(ctx context.Context, uri string) error {
-	s.mu.Lock()
-	n := s.subscribed[uri]
-	s.subscribed[uri] = n + 1
-	s.mu.Unlock()
-	if n > 0 {
-		return nil
-	}
-	srv, err := s.resourceServer(ctx, uri)
-	if err == nil {
-		params, _ := json.Marshal(map[string]string{"uri": uri})
-		err = srv.Subscribe(ctx, uri, params)
-	}
-	if err != nil {
-		s.mu.Lock()
-		s.subscribed[uri]--
-		s.mu.Unlock()
-	}
-	return err
-}
-
+// unsubscribeAll ends a stream's subscriptions.
 func (s *Session) unsubscribeAll(l *listener) {
 	for uri := range l.uris {
-		s.mu.Lock()
-		s.subscribed[uri]--
-		last := s.subscribed[uri] == 0
-		if last {
-			delete(s.subscribed, uri)
-		}
-		s.mu.Unlock()
-		if !last {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if srv, err := s.resourceServer(ctx, uri); err == nil {
-			params, _ := json.Marshal(map[string]string{"uri": uri})
-			_ = srv.Unsubscribe(ctx, uri, params)
-		}
-		cancel()
+		s.unsubscribe(uri)
 	}
 }
 

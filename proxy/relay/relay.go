@@ -167,25 +167,28 @@ type Session struct {
 	progress  map[string]progressRoute // our token → the client's
 	calling   []serverCall             // the client's requests being forwarded, oldest first
 	routes    routes
+	subs      subscriptions
 
 	// life ends with the session: the work of its calls runs under it.
 	life    context.Context
 	endLife context.CancelFunc
 
 	// A 2026-07-28 client (see ModernVersion).
-	modern     atomic.Bool
-	logLevel   string         // the last one a request asked for; "" sends no log messages
-	listeners  []*listener    // open subscriptions/listen streams
-	subscribed map[string]int // resource uri → streams that name it
-	inputN     atomic.Int64
-	xmu        sync.Mutex
-	active     []*exchange          // calls whose work runs, oldest first
-	parked     map[string]*exchange // by the requestState the client holds
+	modern    atomic.Bool
+	logLevel  string      // the last one a request asked for; "" sends no log messages
+	listeners []*listener // open subscriptions/listen streams
+	inputN    atomic.Int64
+	xmu       sync.Mutex
+	active    []*exchange          // calls whose work runs, oldest first
+	parked    map[string]*exchange // by the requestState the client holds
 }
 
 type progressRoute struct {
 	token   json.RawMessage // the client's token, as sent
 	request jsonrpc.ID      // the client's request that sent it (invalid if unknown)
+	// work is the context of a 2026-07-28 call's work, whose progress
+	// goes to the request waiting for it now (see waitingRequest).
+	work context.Context
 }
 
 // serverCall is a client's request being forwarded to a server: what
@@ -207,7 +210,7 @@ type initParams struct {
 // then the session's servers are stopped.
 func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{}), progress: map[string]progressRoute{},
-		subscribed: map[string]int{}, parked: map[string]*exchange{}}
+		parked: map[string]*exchange{}}
 	if c, ok := conn.(interface{ SharedByClients() bool }); ok {
 		s.Shared = c.SharedByClients()
 	}
@@ -500,7 +503,7 @@ func (s *Session) serversWith(c string) []*downstream.Server {
 func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
 	used(ctx, srv)
 	request, _ := link.Related(ctx)
-	params, ours := s.mapProgress(params, request)
+	params, ours := s.mapProgress(ctx, params, request)
 	if ours != "" {
 		defer func() {
 			s.mu.Lock()
@@ -525,8 +528,13 @@ func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method st
 	if err == nil && mayNeedInput[method] && srv.State().Modern {
 		res, err = s.rounds(ctx, srv, request, method, params, res)
 	}
-	if err == nil && method == "tools/call" && isTaskResult(res) {
-		res = taskIDsFor(srv.Name, res) // the client names it back by <server>:<id>
+	if err == nil && method == "tools/call" {
+		// A task the client names back by <server>:<id>; every result
+		// is read, so that a "Task" is not left for a client to take
+		// for a task of another server's.
+		if res, err = taskIDsFor(srv.Name, res); err != nil {
+			err = errTaskSpelling(srv, err)
+		}
 	}
 	return res, err
 }
@@ -549,7 +557,7 @@ func (s *Session) related(srv *downstream.Server) jsonrpc.ID {
 }
 
 // mapProgress replaces _meta.progressToken, if any, with a token of ours.
-func (s *Session) mapProgress(params json.RawMessage, request jsonrpc.ID) (json.RawMessage, string) {
+func (s *Session) mapProgress(ctx context.Context, params json.RawMessage, request jsonrpc.ID) (json.RawMessage, string) {
 	meta, ok := rawjson.Lookup(params, "_meta")
 	if !ok {
 		return params, ""
@@ -568,7 +576,11 @@ func (s *Session) mapProgress(params json.RawMessage, request jsonrpc.ID) (json.
 		return params, ""
 	}
 	s.mu.Lock()
-	s.progress[ours] = progressRoute{token: append(json.RawMessage(nil), token...), request: request}
+	route := progressRoute{token: append(json.RawMessage(nil), token...), request: request}
+	if _, ok := ctx.Value(exchangeKey{}).(*exchange); ok {
+		route.work = ctx
+	}
+	s.progress[ours] = route
 	s.mu.Unlock()
 	return out, ours
 }

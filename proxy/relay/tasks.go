@@ -3,6 +3,8 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
@@ -85,7 +87,11 @@ func (s *Session) taskRequest(ctx context.Context, req *jsonrpc.Request) (json.R
 	if err != nil {
 		return nil, err
 	}
-	return taskIDsFor(srv.Name, res), nil
+	out, err := taskIDsFor(srv.Name, res)
+	if err != nil {
+		return nil, errTaskSpelling(srv, err)
+	}
+	return out, nil
 }
 
 // listTasks serves tasks/list (2025-11-25): the servers' lists one after
@@ -95,9 +101,18 @@ func (s *Session) listTasks(ctx context.Context, req *jsonrpc.Request) (json.Raw
 	if len(servers) == 0 {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no server behind aqlguard lists tasks"}
 	}
-	return s.spanPages(ctx, req, servers, func(srv *downstream.Server, res json.RawMessage) json.RawMessage {
-		return taskIDsFor(srv.Name, res)
+	var refused error
+	res, err := s.spanPages(ctx, req, servers, func(srv *downstream.Server, res json.RawMessage) json.RawMessage {
+		out, err := taskIDsFor(srv.Name, res)
+		if err != nil {
+			refused = errTaskSpelling(srv, err)
+		}
+		return out
 	})
+	if refused != nil {
+		return nil, refused
+	}
+	return res, err
 }
 
 // taskIDsFor rewrites the task ids in what a server sent (a result, a
@@ -105,54 +120,93 @@ func (s *Session) listTasks(ctx context.Context, req *jsonrpc.Request) (json.Raw
 // task's own taskId (tasks/get, tasks/cancel, a 2026-07-28 task result,
 // a status notification), a CreateTaskResult's task, tasks/list's tasks,
 // and the related-task _meta of anything tied to a task.
-func taskIDsFor(server string, raw json.RawMessage) json.RawMessage {
-	ms := members(raw)
-	if ms == nil {
-		return raw
+//
+// The members are read exactly (rawjson.Exact): a "TaskId" left as the
+// server wrote it would read, to a client that matches names without
+// regard to case, as a task id of another server's ("beta:7"), so what
+// spells one of them twice or in another case is refused.
+func taskIDsFor(server string, raw json.RawMessage) (json.RawMessage, error) {
+	v, err := rawjson.Exact(raw, "taskId", "task", "tasks", "_meta")
+	if errors.Is(err, rawjson.ErrNotObject) {
+		return raw, nil // nothing here names a task
+	}
+	if err != nil {
+		return nil, err
 	}
 	out := raw
-	set := func(key string, v json.RawMessage) {
-		if next, err := setMember(out, key, v); err == nil {
+	set := func(key string, value json.RawMessage) error {
+		next, err := setMember(out, key, value)
+		if err == nil {
 			out = next
 		}
+		return err
 	}
-	if id, ok := ms["taskId"]; ok {
-		set("taskId", visibleID(server, id))
-	}
-	if task, ok := ms["task"]; ok {
-		if id, ok := rawjson.Lookup(task, "taskId"); ok {
-			if next, err := setMember(task, "taskId", visibleID(server, id)); err == nil {
-				set("task", next)
-			}
+	if v[0] != nil {
+		if err := set("taskId", visibleID(server, v[0])); err != nil {
+			return nil, err
 		}
 	}
-	if tasks, ok := ms["tasks"]; ok {
+	if v[1] != nil {
+		task, err := withVisibleID(server, v[1])
+		if err == nil {
+			err = set("task", task)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if v[2] != nil {
 		var list []json.RawMessage
-		if json.Unmarshal(tasks, &list) == nil {
+		if json.Unmarshal(v[2], &list) == nil {
 			for i, t := range list {
-				if id, ok := rawjson.Lookup(t, "taskId"); ok {
-					if next, err := setMember(t, "taskId", visibleID(server, id)); err == nil {
-						list[i] = next
-					}
+				if list[i], err = withVisibleID(server, t); err != nil {
+					return nil, err
 				}
 			}
-			if b, err := json.Marshal(list); err == nil {
-				set("tasks", b)
+			b, err := json.Marshal(list)
+			if err == nil {
+				err = set("tasks", b)
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
 	}
-	if meta, ok := ms["_meta"]; ok {
-		if rel, ok := rawjson.Lookup(meta, relatedTaskMeta); ok {
-			if id, ok := rawjson.Lookup(rel, "taskId"); ok {
-				if rel, err := setMember(rel, "taskId", visibleID(server, id)); err == nil {
-					if meta, err := setMember(meta, relatedTaskMeta, rel); err == nil {
-						set("_meta", meta)
-					}
-				}
+	if v[3] != nil {
+		if rel, ok := rawjson.Lookup(v[3], relatedTaskMeta); ok {
+			rel, err := withVisibleID(server, rel)
+			if err != nil {
+				return nil, err
+			}
+			meta, err := setMember(v[3], relatedTaskMeta, rel)
+			if err == nil {
+				err = set("_meta", meta)
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
 	}
-	return out
+	return out, nil
+}
+
+// withVisibleID is a task object (or a related-task _meta) with its
+// taskId rewritten; a value that is no object is left as it is.
+func withVisibleID(server string, task json.RawMessage) (json.RawMessage, error) {
+	id, err := rawjson.Exact(task, "taskId")
+	if errors.Is(err, rawjson.ErrNotObject) {
+		return task, nil
+	}
+	if err != nil || id[0] == nil {
+		return task, err
+	}
+	return setMember(task, "taskId", visibleID(server, id[0]))
+}
+
+// errTaskSpelling answers a client whose server named a task ambiguously.
+func errTaskSpelling(srv *downstream.Server, err error) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("aqlguard refused what the server %s answered: its task ids are spelled ambiguously (%v)", srv.Name, err)}
 }
 
 // visibleID is a task id as JSON, rewritten; one that is not a string is
@@ -164,12 +218,4 @@ func visibleID(server string, raw json.RawMessage) json.RawMessage {
 	}
 	b, _ := json.Marshal(visibleTask(server, id))
 	return b
-}
-
-// isTaskResult reports whether a tools/call result is a task: a
-// CreateTaskResult of either revision.
-func isTaskResult(res json.RawMessage) bool {
-	ms := members(res)
-	_, legacy := ms["task"]
-	return legacy || string(ms["resultType"]) == `"task"`
 }
