@@ -202,6 +202,9 @@ func (v *validator) serve(s *Serve) {
 	if s.OAuth != nil {
 		v.serveOAuth(s.OAuth)
 	}
+	if s.Auth == "none" && (len(s.Clients) > 0 || s.OAuth != nil) {
+		v.errf("serve.auth", "\"none\" lets every request in, so [[serve.clients]] and [serve.oauth] would not be asked: use auth = \"token\"")
+	}
 }
 
 // LegacyClient names the client of the single serve token

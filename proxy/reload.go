@@ -23,7 +23,11 @@ func (sh *Shared) Reload(ctx context.Context, rc *relay.Config, build func() (*p
 	cfg, err := build()
 	var pol *policy.Policy
 	if err == nil {
-		pol, err = policy.Compile(cfg, cfg.Agent)
+		who := cfg.Agent
+		if sh.Principal != "" {
+			who = sh.Principal
+		}
+		pol, err = policy.Compile(cfg, who)
 	}
 	if err == nil {
 		err = sh.Guard.SetPolicy(pol)
