@@ -225,6 +225,12 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte, 
 		http.Error(w, "Bad Request: no "+headerSession+"; a new session starts with initialize", http.StatusBadRequest)
 		return
 	}
+	rc, err := f.relayFor(ident)
+	if err != nil {
+		f.log.Error("a new session was refused: its principal's guard could not be made", "principal", ident.Principal, "err", err)
+		http.Error(w, "Service Unavailable: this client's policy could not be loaded", http.StatusServiceUnavailable)
+		return
+	}
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -235,13 +241,6 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte, 
 		f.mu.Unlock()
 		f.log.Warn("a new session was refused: too many sessions", "limit", f.opts.MaxSessions)
 		http.Error(w, "Service Unavailable: too many sessions", http.StatusServiceUnavailable)
-		return
-	}
-	rc, err := f.relayFor(ident)
-	if err != nil {
-		f.mu.Unlock()
-		f.log.Error("a new session was refused: its principal's guard could not be made", "principal", ident.Principal, "err", err)
-		http.Error(w, "Service Unavailable: this client's policy could not be loaded", http.StatusServiceUnavailable)
 		return
 	}
 	id := rand.Text()

@@ -76,7 +76,13 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 		writeError(w, statusFor(werr), req.ID, werr)
 		return
 	}
-	conn, err := f.statelessConn(clientKey(ident, meta), ident)
+	rc, err := f.relayFor(ident)
+	if err != nil {
+		f.log.Error("a new session was refused: its principal's guard could not be made", "principal", ident.Principal, "err", err)
+		writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "this client's policy could not be loaded"})
+		return
+	}
+	conn, err := f.statelessConn(clientKey(ident, meta), ident.Client, rc)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
 		return
@@ -183,7 +189,7 @@ func clientKey(ident clientauth.Identity, meta map[string]json.RawMessage) strin
 }
 
 // statelessConn is the session of the client key, started on first use.
-func (f *Front) statelessConn(key string, ident clientauth.Identity) (*statelessConn, error) {
+func (f *Front) statelessConn(key, credential string, rc *relay.Config) (*statelessConn, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -196,13 +202,8 @@ func (f *Front) statelessConn(key string, ident clientauth.Identity) (*stateless
 		f.log.Warn("a new session was refused: too many sessions", "limit", f.opts.MaxSessions)
 		return nil, errors.New("too many sessions")
 	}
-	rc, err := f.relayFor(ident)
-	if err != nil {
-		f.log.Error("a new session was refused: its principal's guard could not be made", "principal", ident.Principal, "err", err)
-		return nil, errors.New("this client's policy could not be loaded")
-	}
 	ctx, cancel := context.WithCancel(f.ctx)
-	c := &statelessConn{inbox: newInbox(), done: make(chan struct{}), cancel: cancel, posts: map[string]*post{}, credential: ident.Client}
+	c := &statelessConn{inbox: newInbox(), done: make(chan struct{}), cancel: cancel, posts: map[string]*post{}, credential: credential}
 	c.touch()
 	f.stateless[key] = c
 	go func() {
