@@ -137,12 +137,13 @@ func serveTokenAdd(path, name, agent string, stdout io.Writer) error {
 		fmt.Fprintf(&b, "agent = %q\n", agent)
 	}
 	fmt.Fprintf(&b, "token_sha256 = %q\ncreated = %q\n", digest, time.Now().UTC().Format(time.RFC3339))
-	before, after, err := rewriteConfig(path, old, b.Bytes(), mode)
-	if err != nil {
+	if _, _, err := rewriteConfig(path, old, b.Bytes(), mode, func(before, after []policy.ServeClient) error {
+		if len(after) != len(before)+1 || after[len(after)-1].Name != name {
+			return fmt.Errorf("%s was left unchanged: the entry did not read back as client %q", path, name)
+		}
+		return nil
+	}); err != nil {
 		return err
-	}
-	if len(after) != len(before)+1 || after[len(after)-1].Name != name {
-		return fmt.Errorf("%s was left unchanged: the entry did not read back as client %q", path, name)
 	}
 	who := name
 	if agent != "" {
@@ -166,7 +167,32 @@ func serveTokenRevoke(path, name string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lines := strings.SplitAfter(string(old), "\n")
+	next, err := cutClient(string(old), name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, _, err := rewriteConfig(path, old, []byte(next), mode, func(before, after []policy.ServeClient) error {
+		want := make([]policy.ServeClient, 0, len(before))
+		for _, c := range before {
+			if c.Name != name {
+				want = append(want, c)
+			}
+		}
+		if len(want) == len(before) || !reflect.DeepEqual(want, after) {
+			return fmt.Errorf("taking client %q out of %s would change other clients; edit it by hand", name, path)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "client %q revoked in %s: a running `aqlguard serve` refuses its token within seconds (it reloads the file).\n", name, path)
+	return nil
+}
+
+// cutClient is text without the lines of the [[serve.clients]] table
+// named name: from its header to the next table's.
+func cutClient(text, name string) (string, error) {
+	lines := strings.SplitAfter(text, "\n")
 	start, end := -1, -1
 	for i := 0; i < len(lines); i++ {
 		if strings.TrimSpace(stripComment(lines[i])) != "[[serve.clients]]" {
@@ -175,42 +201,25 @@ func serveTokenRevoke(path, name string, stdout io.Writer) error {
 		j := i + 1
 		match := false
 		for ; j < len(lines); j++ {
-			t := strings.TrimSpace(lines[j])
-			if strings.HasPrefix(t, "[") {
+			if strings.HasPrefix(strings.TrimSpace(lines[j]), "[") {
 				break
 			}
-			if m := clientNameLine.FindStringSubmatch(lines[j]); m != nil && unquote(m[1]) == name {
+			if m := clientNameLine.FindStringSubmatch(strings.TrimRight(lines[j], "\r\n")); m != nil && unquote(m[1]) == name {
 				match = true
 			}
 		}
 		if match {
 			if start >= 0 {
-				return fmt.Errorf("%s names client %q twice; edit it by hand", path, name)
+				return "", fmt.Errorf("client %q is named twice; edit the file by hand", name)
 			}
 			start, end = i, j
 		}
 		i = j - 1
 	}
 	if start < 0 {
-		return fmt.Errorf("no client %q in %s (`aqlguard serve token list` shows them)", name, path)
+		return "", fmt.Errorf("no client %q (`aqlguard serve token list` shows them)", name)
 	}
-	next := strings.Join(lines[:start], "") + strings.Join(lines[end:], "")
-	before, after, err := rewriteConfig(path, old, []byte(next), mode)
-	if err != nil {
-		return err
-	}
-	want := make([]policy.ServeClient, 0, len(before))
-	for _, c := range before {
-		if c.Name != name {
-			want = append(want, c)
-		}
-	}
-	if !reflect.DeepEqual(want, after) {
-		// rewriteConfig compared the rest; this is the clients.
-		return restore(path, old, mode, fmt.Errorf("taking client %q out of %s would change other clients; edit it by hand", name, path))
-	}
-	fmt.Fprintf(stdout, "client %q revoked in %s: a running `aqlguard serve` refuses its token within seconds (it reloads the file).\n", name, path)
-	return nil
+	return strings.Join(lines[:start], "") + strings.Join(lines[end:], ""), nil
 }
 
 func stripComment(line string) string {
@@ -249,9 +258,16 @@ func readConfigText(path string) ([]byte, fs.FileMode, error) {
 }
 
 // rewriteConfig writes next in place of old (atomically, same mode)
-// after checking that it loads and says what old said but for
-// [[serve.clients]]; it returns the clients before and after.
-func rewriteConfig(path string, old, next []byte, mode fs.FileMode) (before, after []policy.ServeClient, err error) {
+// after checking that it loads, says what old said but for
+// [[serve.clients]], and that check accepts the clients before and after.
+func rewriteConfig(path string, old, next []byte, mode fs.FileMode, check func(before, after []policy.ServeClient) error) (before, after []policy.ServeClient, err error) {
+	before, after, err = checkEdit(path, old, next)
+	if err == nil {
+		err = check(before, after)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
@@ -261,37 +277,40 @@ func rewriteConfig(path string, old, next []byte, mode fs.FileMode) (before, aft
 		return nil, nil, err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(next); err != nil {
-		tmp.Close()
-		return nil, nil, err
+	_, werr := tmp.Write(next)
+	if err := tmp.Close(); werr == nil {
+		werr = err
 	}
-	if err := tmp.Close(); err != nil {
-		return nil, nil, err
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), mode)
 	}
-	nc, err := policy.Load(tmp.Name())
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	return before, after, werr
+}
+
+// checkEdit parses old and next (the file at path before and after an
+// edit) and returns their clients, or why next must not be written: it
+// does not load, or it changes more than [[serve.clients]].
+func checkEdit(path string, old, next []byte) (before, after []policy.ServeClient, err error) {
+	nc, err := policy.Parse(next, path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the changed file would not load, so %s was left unchanged: %s", path,
-			strings.ReplaceAll(err.Error(), tmp.Name(), "(changed) "+path))
+		return nil, nil, fmt.Errorf("the changed file would not load, so %s was left unchanged: %w", path, err)
 	}
 	after = nc.Serve.Clients
-	if len(old) > 0 {
-		oc, err := policy.Load(path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s does not load as it is; fix it first: %w", path, err)
-		}
-		before = oc.Serve.Clients
-		a, b := *oc, *nc
-		a.Serve.Clients, b.Serve.Clients = nil, nil
-		a.Path, b.Path = "", ""
-		if !sameSettings(a, b) {
-			return nil, nil, fmt.Errorf("the change would touch more than [[serve.clients]], so %s was left unchanged; edit it by hand", path)
-		}
+	if len(old) == 0 {
+		return nil, after, nil
 	}
-	if err := os.Chmod(tmp.Name(), mode); err != nil {
-		return nil, nil, err
+	oc, err := policy.Parse(old, path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s does not load as it is; fix it first: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return nil, nil, err
+	before = oc.Serve.Clients
+	a, b := *oc, *nc
+	a.Serve.Clients, b.Serve.Clients = nil, nil
+	if !sameSettings(a, b) {
+		return nil, nil, fmt.Errorf("the change would touch more than [[serve.clients]], so %s was left unchanged; edit it by hand", path)
 	}
 	return before, after, nil
 }
@@ -307,9 +326,3 @@ func sameSettings(a, b policy.Config) bool {
 	return true
 }
 
-func restore(path string, old []byte, mode fs.FileMode, err error) error {
-	if werr := os.WriteFile(path, old, mode); werr != nil {
-		return fmt.Errorf("%w; and restoring the file failed: %v", err, werr)
-	}
-	return err
-}

@@ -250,6 +250,13 @@ func TestMetadata(t *testing.T) {
 
 func got0(v *JWTVerifier) string { return v.MetadataPaths()[0] }
 
+var fixedDescriptions = map[string]bool{
+	"send Authorization: Bearer <token>":             true,
+	"more than one Authorization header":             true,
+	"the token is too long":                          true,
+	"the Authorization header is not a bearer token": true,
+}
+
 func FuzzBearerToken(f *testing.F) {
 	for _, s := range []string{"Bearer abc", "bearer a.b.c", "Basic x", "Bearer  x==", "Bearer x=y", ""} {
 		f.Add(s)
@@ -262,8 +269,8 @@ func FuzzBearerToken(f *testing.F) {
 			if !isB64Token(tok) || len(tok) > MaxTokenBytes || strings.ContainsAny(tok, " \t\r\n\"\\") {
 				t.Fatalf("%q accepted as %q", v, tok)
 			}
-		} else if strings.Contains(rf.Description, v) && v != "" {
-			t.Fatalf("the refusal quotes the header")
+		} else if !fixedDescriptions[rf.Description] {
+			t.Fatalf("the refusal says %q: not a fixed text", rf.Description)
 		}
 	})
 }
