@@ -325,4 +325,3 @@ func sameSettings(a, b policy.Config) bool {
 	}
 	return true
 }
-
