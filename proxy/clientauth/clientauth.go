@@ -91,9 +91,10 @@ func StaticClients(cfg *policy.Config, legacy string) []Static {
 // Authenticator checks every request's credentials.
 type Authenticator struct {
 	static atomic.Pointer[[]Static]
-	// reserved are the static clients' principals (and the configured
-	// agent): a JWT's principal claim naming one of them is refused, so
-	// an identity provider's user never shares a static client's blocks.
+	// reserved are the static clients' principals and names (and the
+	// configured agent): a JWT's principal claim naming one of them is
+	// refused, so an identity provider's user never shares a static
+	// client's blocks, nor takes a name an operator reads as a client's.
 	reserved atomic.Pointer[map[string]bool]
 	jwt      *JWTVerifier
 	log      *slog.Logger
@@ -116,6 +117,7 @@ func (a *Authenticator) SetStatic(static []Static, agent string) {
 	reserved := map[string]bool{agent: true}
 	for _, s := range static {
 		reserved[s.Principal] = true
+		reserved[s.Client] = true
 	}
 	a.static.Store(&static)
 	a.reserved.Store(&reserved)

@@ -102,7 +102,9 @@ func TestJWT(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, staticDigest := NewToken()
-	cfg := &policy.Config{Agent: "default", Serve: policy.Serve{Clients: []policy.ServeClient{{Name: "ci", TokenSHA256: staticDigest}}}}
+	_, bobDigest := NewToken()
+	cfg := &policy.Config{Agent: "default", Serve: policy.Serve{Clients: []policy.ServeClient{{Name: "ci", TokenSHA256: staticDigest},
+		{Name: "bob", Agent: "builds", TokenSHA256: bobDigest}}}}
 	v := NewJWTVerifier(oauthConfig(idp), nil, log)
 	a := New(StaticClients(cfg, ""), cfg.Agent, v, log)
 
@@ -155,6 +157,7 @@ func TestJWT(t *testing.T) {
 		{"other scope", idp.Sign(claims(func(c jwt.MapClaims) { c["scope"] = "mcp:read email" })), 403, "insufficient_scope", ""},
 		{"scp list", idp.Sign(claims(func(c jwt.MapClaims) { delete(c, "scope"); c["scp"] = []string{"openid", "mcp"} })), 0, "", ""},
 		{"principal of a static client", idp.Sign(claims(func(c jwt.MapClaims) { c["sub"] = "ci" })), 401, "invalid_token", "reserved"},
+		{"name of a static client whose principal is another", idp.Sign(claims(func(c jwt.MapClaims) { c["sub"] = "bob" })), 401, "invalid_token", "reserved"},
 		{"principal of the configured agent", idp.Sign(claims(func(c jwt.MapClaims) { c["sub"] = "default" })), 401, "invalid_token", "reserved"},
 		{"principal not a name", idp.Sign(claims(func(c jwt.MapClaims) { c["sub"] = "../../etc" })), 401, "invalid_token", "sub claim"},
 		{"principal not a string", idp.Sign(claims(func(c jwt.MapClaims) { c["sub"] = 7 })), 401, "invalid_token", "sub claim"},
