@@ -145,7 +145,7 @@ func (in *instance) relayFor(id clientauth.Identity) (*relay.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	sh := newShared(cfg, pol, in.store, in.shared.Auth, in.log.With("principal", id.Principal))
+	sh := newShared(cfg, pol, in.store, in.shared.Auth, in.log)
 	sh.Principal = id.Principal
 	p := &principal{shared: sh, relay: sh.RelayConfig()}
 	if in.others == nil {

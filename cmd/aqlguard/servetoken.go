@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -178,7 +179,7 @@ func serveTokenRevoke(path, name string, stdout io.Writer) error {
 				want = append(want, c)
 			}
 		}
-		if len(want) == len(before) || !reflect.DeepEqual(want, after) {
+		if len(want) == len(before) || !slices.Equal(want, after) {
 			return fmt.Errorf("taking client %q out of %s would change other clients; edit it by hand", name, path)
 		}
 		return nil

@@ -74,6 +74,15 @@ func TestServeTokenEdits(t *testing.T) {
 	if !bytes.Equal(after, text) {
 		t.Error("a refused edit changed the file")
 	}
+	// The last clients go too.
+	for _, n := range []string{"a", "c"} {
+		if err := serveTokenRevoke(path, n, &out); err != nil {
+			t.Fatalf("revoke %s: %v", n, err)
+		}
+	}
+	if cfg, err := policy.Load(path); err != nil || len(cfg.Serve.Clients) != 0 {
+		t.Errorf("after revoking every client: %v %+v", err, cfg)
+	}
 }
 
 // TestServeTokenRevokeRefusesWhatItCannotCut: a client entry that is not
