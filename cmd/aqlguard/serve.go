@@ -37,7 +37,8 @@ func cmdServe(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if !noWords("serve", fs.Args(), stderr) {
+	if len(fs.Args()) > 0 {
+		fmt.Fprintf(stderr, "aqlguard serve: unexpected %q: serve takes flags, or `token add|list|revoke` first (aqlguard help serve)\n", fs.Arg(0))
 		return 2
 	}
 	ctx, cancel := signalContext()
