@@ -92,6 +92,50 @@ func (p *IdP) SignKid(claims jwt.MapClaims, kid string) string {
 	return sign(claims, key, kid)
 }
 
+// SignHeader signs claims with the issuer's key and kid, with header
+// parameters added.
+func (p *IdP) SignHeader(claims jwt.MapClaims, header map[string]any) string {
+	p.mu.Lock()
+	key, kid := p.key, p.kid
+	p.mu.Unlock()
+	t := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
+	t.Header["kid"] = kid
+	for k, v := range header {
+		t.Header[k] = v
+	}
+	s, err := t.SignedString(key)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// ForgeWithKey signs claims with a key the issuer never published, under
+// the issuer's kid, and puts that key's public half in the header (jwk)
+// and a key set URL (jku) of the forger's.
+func (p *IdP) ForgeWithKey(claims jwt.MapClaims, jku string) string {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	jwk, err := jwkset.NewJWKFromKey(key.Public(), jwkset.JWKOptions{})
+	if err != nil {
+		panic(err)
+	}
+	p.mu.Lock()
+	kid := p.kid
+	p.mu.Unlock()
+	t := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
+	t.Header["kid"] = kid
+	t.Header["jwk"] = jwk.Marshal()
+	t.Header["jku"] = jku
+	s, err := t.SignedString(key)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
 // Forge signs claims with a key the issuer never published, under the
 // issuer's kid.
 func (p *IdP) Forge(claims jwt.MapClaims) string {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,8 @@ func TestJWT(t *testing.T) {
 		{"wrong issuer", idp.Sign(claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), 401, "invalid_token", "issuer"},
 		{"forged signature", idp.Forge(claims(nil)), 401, "invalid_token", "signature"},
 		{"alg none", none(), 401, "invalid_token", ""},
+		{"a key of its own in jwk and jku", idp.ForgeWithKey(claims(nil), "http://127.0.0.1:1/jwks"), 401, "invalid_token", "signature"},
+		{"a critical header", idp.SignHeader(claims(nil), map[string]any{"crit": []string{"exp"}, "exp": 1}), 401, "invalid_token", ""},
 		{"HS256 with the public key", hs256(), 401, "invalid_token", ""},
 		{"payload swapped", parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"root","aud":"`+resource+`","exp":9999999999,"iss":"`+idp.URL+`","scope":"mcp"}`)) + "." + parts[2], 401, "invalid_token", "signature"},
 		{"no scope", idp.Sign(claims(func(c jwt.MapClaims) { delete(c, "scope") })), 403, "insufficient_scope", ""},
@@ -276,4 +279,29 @@ func FuzzBearerToken(f *testing.F) {
 			t.Fatalf("the refusal says %q: not a fixed text", rf.Description)
 		}
 	})
+}
+
+// BenchmarkAuthenticate: what authentication adds to a request, for a
+// static token among 50 clients and for a JWT (RS256).
+func BenchmarkAuthenticate(b *testing.B) {
+	idp := testidp.New()
+	defer idp.Close()
+	cfg := &policy.Config{Agent: "default"}
+	var last string
+	for i := range 50 {
+		tok, d := NewToken()
+		cfg.Serve.Clients = append(cfg.Serve.Clients, policy.ServeClient{Name: "c" + strconv.Itoa(i), TokenSHA256: d})
+		last = tok
+	}
+	a := New(StaticClients(cfg, ""), cfg.Agent, NewJWTVerifier(oauthConfig(idp), nil, nil), nil)
+	for _, tt := range []struct{ name, token string }{{"static-of-50", last}, {"jwt-rs256", idp.Sign(idp.Claims("alice", resource))}} {
+		r := request(tt.token)
+		b.Run(tt.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, rf := a.Authenticate(r); rf != nil {
+					b.Fatal(rf)
+				}
+			}
+		})
+	}
 }

@@ -63,8 +63,14 @@ func (k *KeySet) Refresh(ctx context.Context) error {
 }
 
 // Key is the key that verifies t: the one its kid names (or the only
-// key, when t names none), of a type and algorithm fit for t's alg.
+// key, when t names none), of a type and algorithm fit for t's alg. Keys
+// the token brings or points to (jwk, jku, x5u, x5c) are never used.
 func (k *KeySet) Key(ctx context.Context, t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		// RFC 7515 §4.1.11: an extension the recipient must understand;
+		// none is understood here.
+		return nil, errors.New("the token names critical header parameters")
+	}
 	kid, _ := t.Header["kid"].(string)
 	if _, named := t.Header["kid"]; named && kid == "" {
 		return nil, errors.New("kid is not a string")
