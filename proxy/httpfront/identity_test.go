@@ -26,14 +26,16 @@ func TestSessionsBelongToTheirIdentity(t *testing.T) {
 		{Name: "a", TokenSHA256: dA}, {Name: "b", TokenSHA256: dB}}}}
 	auth := clientauth.New(clientauth.StaticClients(cfg, ""), cfg.Agent, nil, nil)
 	relays := map[string]*relay.Config{}
-	base := &relay.Config{Version: "test", ProtocolVersions: []string{"2025-11-25"}, Log: slog.New(slog.DiscardHandler),
-		NewTools: func(*relay.Session) (relay.Tools, error) { return noTools{}, nil }}
+	newConfig := func() *relay.Config {
+		return &relay.Config{Version: "test", ProtocolVersions: []string{"2025-11-25"}, Log: slog.New(slog.DiscardHandler),
+			NewTools: func(*relay.Session) (relay.Tools, error) { return noTools{}, nil }}
+	}
+	base := newConfig()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := New(ctx, base, Options{Auth: auth, RelayFor: func(id clientauth.Identity) (*relay.Config, error) {
 		if relays[id.Principal] == nil {
-			rc := *base
-			relays[id.Principal] = &rc
+			relays[id.Principal] = newConfig()
 		}
 		return relays[id.Principal], nil
 	}})
