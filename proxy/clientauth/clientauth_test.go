@@ -3,6 +3,7 @@ package clientauth
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"log/slog"
 	"net/http"
@@ -227,13 +228,50 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatal(rf)
 	}
 	v.keys.tried = time.Now().Add(-time.Minute) // the last fetch is older than refetchEvery
-	old := idp.Sign(idp.Claims("alice", resource))
+	old := idp.Sign(idp.Claims("bob", resource)) // never verified, so not remembered
 	idp.Rotate()
 	if _, rf := v.Verify(context.Background(), idp.Sign(idp.Claims("alice", resource))); rf != nil {
 		t.Fatalf("a token of the new key: %+v", rf)
 	}
 	if _, rf := v.Verify(context.Background(), old); rf == nil {
 		t.Fatal("a token of the withdrawn key verified")
+	}
+}
+
+// TestVerifiedTokensAreRemembered: a token that passed is not verified
+// again for a minute, and never past its exp; a refused one is checked
+// every time.
+func TestVerifiedTokensAreRemembered(t *testing.T) {
+	idp := testidp.New()
+	defer idp.Close()
+	v := NewJWTVerifier(oauthConfig(idp), nil, nil)
+	now := time.Now()
+	v.now = func() time.Time { return now }
+	c := idp.Claims("alice", resource)
+	c["exp"] = now.Add(90 * time.Second).Unix()
+	tok := idp.Sign(c)
+	if _, rf := v.Verify(context.Background(), tok); rf != nil {
+		t.Fatal(rf)
+	}
+	if _, ok := v.verified[sha256.Sum256([]byte(tok))]; !ok {
+		t.Fatal("not remembered")
+	}
+	now = now.Add(59 * time.Second)
+	if _, rf := v.Verify(context.Background(), tok); rf != nil {
+		t.Fatal(rf)
+	}
+	// Past the minute: verified again (and still good).
+	now = now.Add(2 * time.Second)
+	if _, rf := v.Verify(context.Background(), tok); rf != nil {
+		t.Fatal(rf)
+	}
+	if got := v.verified[sha256.Sum256([]byte(tok))].until; !got.Equal(time.Unix(c["exp"].(int64), 0)) {
+		t.Errorf("remembered until %v, past exp %v", got, c["exp"])
+	}
+	// Past exp (and the leeway): refused, remembered or not.
+	now = now.Add(90*time.Second + Leeway)
+	if _, rf := v.Verify(context.Background(), tok); rf == nil || !strings.Contains(rf.Description, "expired") {
+		t.Fatalf("an expired token: %+v", rf)
 	}
 }
 

@@ -2,12 +2,14 @@ package clientauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -31,7 +33,28 @@ type JWTVerifier struct {
 	parser *jwt.Parser
 	log    *slog.Logger
 	now    func() time.Time
+
+	// verified remembers tokens that passed, by SHA-256, for at most
+	// verifiedFor and never past their exp: a client sends the same
+	// token with every request, and a signature check is most of what
+	// authentication costs.
+	mu       sync.Mutex
+	verified map[[sha256.Size]byte]verifiedToken
 }
+
+type verifiedToken struct {
+	id    Identity
+	until time.Time
+}
+
+const (
+	// verifiedFor bounds how long a verified token is trusted without
+	// its signature being checked again (a withdrawn key stops
+	// verifying its tokens within this).
+	verifiedFor = time.Minute
+	// maxVerified bounds the remembered tokens.
+	maxVerified = 4096
+)
 
 // NewJWTVerifier verifies tokens as cfg (validated) says; the keys are
 // fetched when first needed, and again when a token names a key the set
@@ -62,6 +85,40 @@ func (v *JWTVerifier) Keys() *KeySet { return v.keys }
 
 // Verify checks a token and says whose it is.
 func (v *JWTVerifier) Verify(ctx context.Context, token string) (Identity, *Refusal) {
+	digest := sha256.Sum256([]byte(token))
+	now := v.now()
+	v.mu.Lock()
+	vt, ok := v.verified[digest]
+	v.mu.Unlock()
+	if ok && now.Before(vt.until) {
+		return vt.id, nil
+	}
+	id, exp, rf := v.verify(ctx, token)
+	if rf != nil {
+		return Identity{}, rf
+	}
+	until := now.Add(verifiedFor)
+	if exp.Before(until) {
+		until = exp
+	}
+	v.mu.Lock()
+	if len(v.verified) >= maxVerified {
+		for d, old := range v.verified {
+			if !now.Before(old.until) || len(v.verified) >= maxVerified {
+				delete(v.verified, d)
+			}
+		}
+	}
+	if v.verified == nil {
+		v.verified = map[[sha256.Size]byte]verifiedToken{}
+	}
+	v.verified[digest] = verifiedToken{id: id, until: until}
+	v.mu.Unlock()
+	return id, nil
+}
+
+// verify checks a token in full and returns whose it is and until when.
+func (v *JWTVerifier) verify(ctx context.Context, token string) (Identity, time.Time, *Refusal) {
 	claims := jwt.MapClaims{}
 	_, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
 		return v.keys.Key(ctx, t)
@@ -69,12 +126,12 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (Identity, *Refu
 	if err != nil {
 		why := refusalText(err)
 		v.log.Info("an OAuth token was refused", "why", why)
-		return Identity{}, invalidToken(why)
+		return Identity{}, time.Time{}, invalidToken(why)
 	}
 	granted := scopesOf(claims)
 	for _, s := range v.cfg.Scopes {
 		if !slices.Contains(granted, s) {
-			return Identity{}, &Refusal{Status: http.StatusForbidden, Code: "insufficient_scope",
+			return Identity{}, time.Time{}, &Refusal{Status: http.StatusForbidden, Code: "insufficient_scope",
 				Description: "the token does not grant the scopes this server needs"}
 		}
 	}
@@ -82,9 +139,13 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (Identity, *Refu
 	if !policy.ValidAgentName(principal) {
 		v.log.Warn("an OAuth token was refused: its principal claim is missing or not a valid principal name",
 			"claim", v.cfg.PrincipalClaim)
-		return Identity{}, invalidToken("the token's " + v.cfg.PrincipalClaim + " claim is not a principal name this server accepts")
+		return Identity{}, time.Time{}, invalidToken("the token's " + v.cfg.PrincipalClaim + " claim is not a principal name this server accepts")
 	}
-	return Identity{Principal: principal, Client: OAuthClientPrefix + v.clientOf(claims)}, nil
+	exp, err := claims.GetExpirationTime()
+	if err != nil || exp == nil {
+		return Identity{}, time.Time{}, invalidToken("the token lacks a required claim (exp)")
+	}
+	return Identity{Principal: principal, Client: OAuthClientPrefix + v.clientOf(claims)}, exp.Time, nil
 }
 
 // clientOf is the token's client for the audit log: the configured claim,
