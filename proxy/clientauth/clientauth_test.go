@@ -227,7 +227,7 @@ func TestKeyRotation(t *testing.T) {
 	if _, rf := v.Verify(context.Background(), idp.Sign(idp.Claims("alice", resource))); rf != nil {
 		t.Fatal(rf)
 	}
-	v.keys.tried = time.Now().Add(-time.Minute) // the last fetch is older than refetchEvery
+	v.keys.tried = time.Now().Add(-time.Minute)  // the last fetch is older than refetchEvery
 	old := idp.Sign(idp.Claims("bob", resource)) // never verified, so not remembered
 	idp.Rotate()
 	if _, rf := v.Verify(context.Background(), idp.Sign(idp.Claims("alice", resource))); rf != nil {
