@@ -331,7 +331,16 @@ func BenchmarkAuthenticate(b *testing.B) {
 		cfg.Serve.Clients = append(cfg.Serve.Clients, policy.ServeClient{Name: "c" + strconv.Itoa(i), TokenSHA256: d})
 		last = tok
 	}
-	a := New(StaticClients(cfg, ""), cfg.Agent, NewJWTVerifier(oauthConfig(idp), nil, nil), nil)
+	v := NewJWTVerifier(oauthConfig(idp), nil, nil)
+	a := New(StaticClients(cfg, ""), cfg.Agent, v, nil)
+	jwtToken := idp.Sign(idp.Claims("alice", resource))
+	b.Run("jwt-rs256-unremembered", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, rf := v.verify(context.Background(), jwtToken); rf != nil {
+				b.Fatal(rf)
+			}
+		}
+	})
 	for _, tt := range []struct{ name, token string }{{"static-of-50", last}, {"jwt-rs256", idp.Sign(idp.Claims("alice", resource))}} {
 		r := request(tt.token)
 		b.Run(tt.name, func(b *testing.B) {
