@@ -3,8 +3,10 @@ module github.com/aqlguard/aqlguard
 go 1.26.8
 
 require (
+	github.com/MicahParks/jwkset v0.11.4
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/gobwas/glob v1.1.0
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/ncruces/zenity v0.10.15

@@ -233,8 +233,8 @@ func startServeEnv(t *testing.T, config, listen string, env ...string) *served {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.toml")
 	writeFile(t, path, config)
-	tcp := listen == ""
-	if tcp {
+	tcp := !strings.HasPrefix(listen, "unix:")
+	if listen == "" {
 		listen = freeAddr(t)
 	}
 	cmd := exec.Command(bins.aqlguard, "serve", "--listen", listen, "--config", path)

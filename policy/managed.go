@@ -92,6 +92,8 @@ var mergeRules = []struct {
 	{"serve.token_file", fixedIfWritten, nil},
 	{"serve.max_sessions", fixedIfWritten, nil},
 	{"serve.session_idle_timeout", fixedIfWritten, nil},
+	{"serve.clients", fixedIfWritten, nil},
+	{"serve.oauth", fixedIfWritten, nil},
 }
 
 // safetySettings are the [safety] and [agents.NAME] settings Compile
@@ -298,6 +300,13 @@ func show(v reflect.Value) string {
 			return "no forwarding"
 		}
 		return "forwarding to " + x.To
+	case *ServeOAuth:
+		if x == nil {
+			return "no OAuth"
+		}
+		return "OAuth tokens of " + strconv.Quote(x.Issuer)
+	case []ServeClient:
+		return strconv.Itoa(len(x)) + " serve clients"
 	case []string:
 		return strconv.Quote(strings.Join(x, " "))
 	}

@@ -62,6 +62,56 @@ type Serve struct {
 	MaxSessions int `toml:"max_sessions"`
 	// SessionIdleTimeout ends a session nobody used for that long.
 	SessionIdleTimeout Duration `toml:"session_idle_timeout"`
+	// Clients are the static clients ([[serve.clients]]): each its own
+	// token, known here only by its SHA-256, and its own principal.
+	Clients []ServeClient `toml:"clients"`
+	// OAuth accepts OAuth 2.1 bearer JWTs from the team's identity
+	// provider ([serve.oauth]); nil when the table is absent.
+	OAuth *ServeOAuth `toml:"oauth"`
+}
+
+// ServeClient is one [[serve.clients]] entry.
+type ServeClient struct {
+	// Name names the client in the audit log and in `serve token list`.
+	Name string `toml:"name"`
+	// Agent is the principal the client's calls belong to (blocks, steps,
+	// approvals, the failure budget); default Name.
+	Agent string `toml:"agent"`
+	// TokenSHA256 is the hex SHA-256 of the client's token; the token
+	// itself is shown once, by `aqlguard serve token add`, and kept
+	// nowhere.
+	TokenSHA256 string `toml:"token_sha256"`
+	// Created is when the token was made (RFC 3339), for `serve token list`.
+	Created string `toml:"created"`
+}
+
+// ServeOAuth is the [serve.oauth] table: aqlguard as an OAuth 2.1
+// resource server (the MCP authorization spec), accepting JWT access
+// tokens its issuer signed for this resource.
+type ServeOAuth struct {
+	// Issuer is the authorization server's issuer identifier; the
+	// token's iss must equal it, and the protected resource metadata
+	// names it.
+	Issuer string `toml:"issuer"`
+	// JWKSURL is where the issuer's signing keys are (https, or http on
+	// a loopback address).
+	JWKSURL string `toml:"jwks_url"`
+	// Resource is this server's canonical URI (RFC 8707/9728), e.g.
+	// "https://aqlguard.example.com/mcp": the audience a token must name.
+	Resource string `toml:"resource"`
+	// Audience, when set, is accepted as the token's audience instead of
+	// Resource (issuers that cannot put a URI in aud).
+	Audience string `toml:"audience"`
+	// Scopes must all be granted (scope or scp claim); default ["mcp"].
+	Scopes []string `toml:"scopes"`
+	// PrincipalClaim names the claim that is the principal; default "sub".
+	PrincipalClaim string `toml:"principal_claim"`
+	// ClientClaim names the claim that names the client in the audit log;
+	// default "client_id" (RFC 9068), then "azp".
+	ClientClaim string `toml:"client_claim"`
+	// Algorithms are the signature algorithms accepted; default RS256,
+	// ES256 and EdDSA. Only asymmetric ones may be named.
+	Algorithms []string `toml:"algorithms"`
 }
 
 // Limits are the MCP-AQL payload limits (spec 4.7.5), the [limits]

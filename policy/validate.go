@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -197,6 +198,117 @@ func (v *validator) serve(s *Serve) {
 	if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
 		v.errf("serve.token_file", "%q must be an absolute path", s.TokenFile)
 	}
+	v.serveClients(s.Clients)
+	if s.OAuth != nil {
+		v.serveOAuth(s.OAuth)
+	}
+	if s.Auth == "none" && (len(s.Clients) > 0 || s.OAuth != nil) {
+		v.errf("serve.auth", "\"none\" lets every request in, so [[serve.clients]] and [serve.oauth] would not be asked: use auth = \"token\"")
+	}
+}
+
+// LegacyClient names the client of the single serve token
+// (AQLGUARD_SERVE_TOKEN or [serve] token_file) in the audit log; no
+// [[serve.clients]] entry may take the name.
+const LegacyClient = "serve-token"
+
+// TokenDigestRE is how a [[serve.clients]] token_sha256 is written:
+// 64 lowercase hex digits.
+var TokenDigestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func (v *validator) serveClients(list []ServeClient) {
+	seen := map[string]int{}
+	digests := map[string]int{}
+	for i, c := range list {
+		k := index("serve.clients", i)
+		switch {
+		case c.Name == "":
+			v.errf(k+".name", "is required: it names the client in the audit log")
+		case !ValidAgentName(c.Name):
+			v.errf(k+".name", "%q is not a valid client name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Name)
+		case c.Name == LegacyClient:
+			v.errf(k+".name", "%q names the client of the single serve token; choose another name", c.Name)
+		}
+		if j, dup := seen[c.Name]; dup && c.Name != "" {
+			v.errf(k+".name", "%q is already the name of serve.clients[%d]", c.Name, j)
+		} else {
+			seen[c.Name] = i
+		}
+		if c.Agent != "" && !ValidAgentName(c.Agent) {
+			v.errf(k+".agent", "%q is not a valid agent name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Agent)
+		}
+		switch {
+		case !TokenDigestRE.MatchString(c.TokenSHA256):
+			v.errf(k+".token_sha256", "must be the token's SHA-256 as 64 lowercase hex digits (`aqlguard serve token add` writes it)")
+		default:
+			if j, dup := digests[c.TokenSHA256]; dup {
+				v.errf(k+".token_sha256", "is the same token as serve.clients[%d]: one token would be two clients", j)
+			}
+			digests[c.TokenSHA256] = i
+		}
+		if c.Created != "" {
+			if _, err := time.Parse(time.RFC3339, c.Created); err != nil {
+				v.errf(k+".created", "%q is not an RFC 3339 time", c.Created)
+			}
+		}
+	}
+}
+
+// SignatureAlgorithms are the JWS algorithms [serve.oauth] algorithms
+// may name: asymmetric only, so that no key the issuer publishes can be
+// used as an HMAC secret.
+var SignatureAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// DefaultSignatureAlgorithms are accepted when algorithms is not set.
+var DefaultSignatureAlgorithms = []string{"RS256", "ES256", "EdDSA"}
+
+func (v *validator) serveOAuth(o *ServeOAuth) {
+	if o.Issuer == "" {
+		v.errf("serve.oauth.issuer", "is required: the authorization server whose tokens are accepted")
+	} else if u, err := url.Parse(o.Issuer); err != nil || u.Scheme == "" || u.Host == "" {
+		v.errf("serve.oauth.issuer", "%q is not a URL", o.Issuer)
+	}
+	switch u, err := url.Parse(o.JWKSURL); {
+	case o.JWKSURL == "":
+		v.errf("serve.oauth.jwks_url", "is required: where the issuer's signing keys are")
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		v.errf("serve.oauth.jwks_url", "%q is not an http(s) URL", o.JWKSURL)
+	case u.Scheme == "http" && !loopbackHost(u.Hostname()):
+		v.errf("serve.oauth.jwks_url", "%q: keys fetched over plain http could be replaced on the way; use https (http only on a loopback address)", o.JWKSURL)
+	}
+	switch u, err := url.Parse(o.Resource); {
+	case o.Resource == "":
+		v.errf("serve.oauth.resource", "is required: this server's canonical URI, which a token's audience must name")
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.Fragment != "":
+		v.errf("serve.oauth.resource", "%q is not an absolute http(s) URI without a fragment", o.Resource)
+	}
+	if len(o.Scopes) == 0 && !v.present("serve.oauth.scopes") {
+		o.Scopes = []string{"mcp"}
+	}
+	for i, sc := range o.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \"") {
+			v.errf(index("serve.oauth.scopes", i), "%q is not a scope token", sc)
+		}
+	}
+	if o.PrincipalClaim == "" {
+		o.PrincipalClaim = "sub"
+	}
+	if len(o.Algorithms) == 0 {
+		o.Algorithms = slices.Clone(DefaultSignatureAlgorithms)
+	}
+	for i, a := range o.Algorithms {
+		if !slices.Contains(SignatureAlgorithms, a) {
+			v.errf(index("serve.oauth.algorithms", i), "%q is not accepted; use %s (HMAC and none are never accepted)", a, oneOf(SignatureAlgorithms))
+		}
+	}
+}
+
+func loopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (v *validator) enum(key string, val *string, allowed []string, def string) {

@@ -65,6 +65,9 @@ type Shared struct {
 	Version string
 	// Auth authorizes to remote servers with auth = "oauth".
 	Auth *remoteauth.Manager
+	// Principal is the principal of Guard when it is not the configured
+	// agent (a client of serve's own); a reload compiles the policy for it.
+	Principal string
 
 	mu       sync.RWMutex
 	reloaded *policy.Config
@@ -87,6 +90,15 @@ func (sh *Shared) SetConfig(c *policy.Config) {
 	sh.mu.Lock()
 	sh.reloaded = c
 	sh.mu.Unlock()
+}
+
+// SessionClient names the credential session authenticated with on
+// serve ("" when it is not one of sh's, or over stdio).
+func (sh *Shared) SessionClient(session string) string {
+	if v, ok := sh.sessions.Load(session); ok {
+		return v.(*relay.Session).Credential
+	}
+	return ""
 }
 
 // RelayConfig is the relay configuration for sh's mode.

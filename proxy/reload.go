@@ -23,7 +23,11 @@ func (sh *Shared) Reload(ctx context.Context, rc *relay.Config, build func() (*p
 	cfg, err := build()
 	var pol *policy.Policy
 	if err == nil {
-		pol, err = policy.Compile(cfg, cfg.Agent)
+		who := cfg.Agent
+		if sh.Principal != "" {
+			who = sh.Principal
+		}
+		pol, err = policy.Compile(cfg, who)
 	}
 	if err == nil {
 		err = sh.Guard.SetPolicy(pol)
@@ -72,13 +76,20 @@ func RestartOnlyChanges(old, cfg *policy.Config) []string {
 		"limits":             old.Limits == cfg.Limits,
 		"audit":              reflect.DeepEqual(old.Audit, cfg.Audit), // [audit.forward] is a pointer
 		"verify":             reflect.DeepEqual(old.Verify, cfg.Verify),
-		"serve":              old.Serve == cfg.Serve,
+		"serve":              sameServe(old.Serve, cfg.Serve),
 	} {
 		if !same {
 			out = append(out, name)
 		}
 	}
 	return out
+}
+
+// sameServe compares [serve] but for its clients, which a reload puts
+// in force (a revoked token is refused from then on).
+func sameServe(a, b policy.Serve) bool {
+	a.Clients, b.Clients = nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // log is sh.Log, or a logger that discards when none is set.

@@ -29,9 +29,12 @@ type Record struct {
 	Kind      string    `json:"kind"`
 	Principal string    `json:"principal"`
 	Session   string    `json:"session,omitempty"`
-	Process   string    `json:"process,omitempty"`
-	Server    string    `json:"server,omitempty"`
-	Operation string    `json:"operation,omitempty"`
+	// Client names the credential the session authenticated with on
+	// `serve` (a [[serve.clients]] name, "serve-token", "oauth:…").
+	Client    string `json:"client,omitempty"`
+	Process   string `json:"process,omitempty"`
+	Server    string `json:"server,omitempty"`
+	Operation string `json:"operation,omitempty"`
 	// Tool is the tool's own name, as its server spells it (decisions
 	// on a server's tool).
 	Tool       string `json:"tool,omitempty"`

@@ -118,7 +118,7 @@ func init() {
 	commands = []command{
 		{"run", nil, "", "serve MCP over stdio in front of the configured servers (the default verb)",
 			func(a []string, in io.Reader, out, errw io.Writer) int { return cmdRun(a, in, out, errw) }},
-		{"serve", nil, "", "serve MCP over Streamable HTTP at /mcp (--listen ADDR, default 127.0.0.1:8765)",
+		{"serve", nil, "[token add|list|revoke]", "serve MCP over Streamable HTTP at /mcp (--listen ADDR, default 127.0.0.1:8765); `serve token` manages its clients' tokens",
 			func(a []string, _ io.Reader, _, errw io.Writer) int { return cmdServe(a, errw) }},
 		{"wrap", nil, "-- CMD ARGS...", "run one stdio server behind the guard, as it is (what init writes)",
 			func(a []string, in io.Reader, out, errw io.Writer) int { return cmdWrap(a, in, out, errw) }},

@@ -42,7 +42,27 @@ func (in *instance) watchConfig(ctx context.Context, build func() (*policy.Confi
 			last, lastManaged = now, nowManaged
 			in.log.Info("the config file changed: reloading it", "config", path, "managed", managed)
 		}
-		in.shared.Reload(ctx, in.relay, build, processName())
+		in.reload(ctx, build)
+	}
+}
+
+// reload reads the configuration once and puts it in force for every
+// principal's guard.
+func (in *instance) reload(ctx context.Context, build func() (*policy.Config, error)) {
+	cfg, err := build()
+	once := func() (*policy.Config, error) { return cfg, err }
+	in.shared.Reload(ctx, in.relay, once, processName())
+	in.othersMu.Lock()
+	others := make([]*principal, 0, len(in.others))
+	for _, p := range in.others {
+		others = append(others, p)
+	}
+	in.othersMu.Unlock()
+	for _, p := range others {
+		p.shared.Reload(ctx, p.relay, once, processName())
+	}
+	if in.reloaded != nil {
+		in.reloaded(in.shared.CurrentConfig())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
@@ -149,6 +150,20 @@ type instance struct {
 	store  *store.Store
 	// forwarding ends the audit forwarder and waits for its last delivery.
 	forwarding func()
+
+	// others are the principals other than the configured agent that
+	// clients of `serve` authenticated as, each with its own guard:
+	// blocks, steps, approvals and the failure budget are theirs.
+	othersMu sync.Mutex
+	others   map[string]*principal
+	// reloaded, when set, is told of each configuration put in force.
+	reloaded func(*policy.Config)
+}
+
+// principal is one principal's guard and relay configuration.
+type principal struct {
+	shared *proxy.Shared
+	relay  *relay.Config
 }
 
 // startInstance opens the state and builds what the sessions share. On
@@ -193,20 +208,8 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	if len(cfg.NotInEffect) > 0 {
 		reportNotInEffect(ctx, cfg, pol, st, log)
 	}
-	gd := newGuard(cfg, pol, st, log)
-	sh := &proxy.Shared{
-		Mode:   proxy.Mode(cfg.Mode),
-		Config: cfg,
-		Guard:  gd,
-		Pins: &pins.Pinner{Store: st, Human: gd, Log: log, Process: processName(),
-			AskFor: cfg.Verify.ConfirmationTTL.Duration},
-		Limits:  cfg.Limits,
-		Log:     log,
-		Version: version(),
-		Auth:    &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(stateDir(cfg), "oauth")}, Log: log},
-	}
-	gd.Downstream = sh // each allowed call goes to its own session's server
-	sh.Pins.Judge = sh.JudgeTool
+	remote := &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(stateDir(cfg), "oauth")}, Log: log}
+	sh := newShared(cfg, pol, st, remote, log)
 	in := &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st, forwarding: func() {}}
 	if f := cfg.Audit.Forward; f != nil {
 		fw, err := forward.New(f, filepath.Dir(st.Path()), st.StateID(), version(), log.With("audit_forward", f.To))
@@ -218,6 +221,27 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		in.forwarding = startForwarder(ctx, fw, log)
 	}
 	return in, 0
+}
+
+// newShared builds what the sessions of one principal share: its guard
+// (and channel to the human), pins, and the way to the servers.
+func newShared(cfg *policy.Config, pol *policy.Policy, st *store.Store, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
+	gd := newGuard(cfg, pol, st, log)
+	sh := &proxy.Shared{
+		Mode:   proxy.Mode(cfg.Mode),
+		Config: cfg,
+		Guard:  gd,
+		Pins: &pins.Pinner{Store: st, Human: gd, Log: log, Process: processName(),
+			AskFor: cfg.Verify.ConfirmationTTL.Duration},
+		Limits:  cfg.Limits,
+		Log:     log,
+		Version: version(),
+		Auth:    remote,
+	}
+	gd.Downstream = sh // each allowed call goes to its own session's server
+	gd.SessionClient = sh.SessionClient
+	sh.Pins.Judge = sh.JudgeTool
+	return sh
 }
 
 // startForwarder runs fw beside the calls until the returned function is
@@ -253,6 +277,11 @@ func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Poli
 }
 
 func (in *instance) close() {
+	in.othersMu.Lock()
+	for _, p := range in.others {
+		p.shared.Guard.Close()
+	}
+	in.othersMu.Unlock()
 	in.shared.Guard.Close()
 	in.forwarding()      // what the guard recorded last, delivered if the collector takes it
 	_ = in.store.Close() // the audit log's last records fsync'd

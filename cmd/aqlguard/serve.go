@@ -15,23 +15,30 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/httpfront"
+	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/store"
 )
 
 // cmdServe serves MCP over Streamable HTTP at /mcp, on TCP or a unix
 // socket. Every client gets its own MCP session, with its own downstream
-// servers; all of them share one principal and one safety loop, so a
-// block raised in one session holds in all of them. Clients authenticate
-// with the bearer token in [serve] token_file unless [serve] auth = "none"
-// (loopback or unix socket only).
+// servers. Clients authenticate (unless [serve] auth = "none", loopback
+// or unix socket only) with a token of [[serve.clients]], the single
+// serve token, or an OAuth JWT of [serve.oauth]; each credential has a
+// principal, and each principal its own safety loop: a block raised by
+// one holds in all of its sessions and in none of another's.
 func cmdServe(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "token" {
+		return cmdServeToken(args[1:], os.Stdout, stderr)
+	}
 	fs, g := newFlags("serve", stderr)
 	listen := fs.String("listen", "127.0.0.1:8765", "address to listen on: HOST:PORT, or unix:/path/to/socket (created 0600)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if !noWords("serve", fs.Args(), stderr) {
+	if len(fs.Args()) > 0 {
+		fmt.Fprintf(stderr, "aqlguard serve: unexpected %q: serve takes flags, or `token add|list|revoke` first (aqlguard help serve)\n", fs.Arg(0))
 		return 2
 	}
 	ctx, cancel := signalContext()
@@ -43,9 +50,9 @@ func cmdServe(args []string, stderr io.Writer) int {
 	}
 	// The token exists before the port opens: a client that can connect
 	// can read it.
-	token, tokenFrom := "", "none"
+	legacy, legacyFrom := "", "none"
 	if cfg.Serve.Auth == "token" {
-		token, tokenFrom, err = serveToken(cfg)
+		legacy, legacyFrom, err = serveToken(cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 			return 1
@@ -68,18 +75,40 @@ func cmdServe(args []string, stderr io.Writer) int {
 	}
 	defer in.close()
 	opts := httpfront.Options{MaxBodyBytes: cfg.Limits.MaxRequestSize, MaxSessions: cfg.Serve.MaxSessions,
-		IdleTimeout: cfg.Serve.SessionIdleTimeout.Duration, Log: in.log}
-	opts.Token = token
+		IdleTimeout: cfg.Serve.SessionIdleTimeout.Duration, Log: in.log, RelayFor: in.relayFor}
+	mux := http.NewServeMux()
+	if cfg.Serve.Auth == "token" {
+		var jwt *clientauth.JWTVerifier
+		if o := cfg.Serve.OAuth; o != nil {
+			jwt = clientauth.NewJWTVerifier(*o, nil, in.log.With("oauth_issuer", o.Issuer))
+			go func() {
+				if err := jwt.Keys().Refresh(ctx); err != nil {
+					in.log.Warn("the identity provider's keys could not be fetched; OAuth tokens are refused until they are", "jwks_url", o.JWKSURL, "err", err)
+				}
+			}()
+			for _, path := range jwt.MetadataPaths() {
+				mux.Handle(path, jwt.MetadataHandler())
+			}
+		}
+		opts.Auth = clientauth.New(clientauth.StaticClients(cfg, legacy), cfg.Agent, jwt, in.log)
+		// A reload puts the clients in force: a revoked token is refused
+		// from the next request on.
+		in.reloaded = func(c *policy.Config) { opts.Auth.SetStatic(clientauth.StaticClients(c, legacy), c.Agent) }
+	}
 	go in.watchConfig(ctx, func() (*policy.Config, error) { return loadConfig(g) })
 	front := httpfront.New(ctx, in.relay, opts)
-	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	if ln.Addr().Network() == "unix" {
 		url = "http://localhost/mcp over unix socket " + ln.Addr().String()
 	}
-	in.log.Info("listening", "url", url, "auth", cfg.Serve.Auth, "token", tokenFrom,
+	oauth := "none"
+	if cfg.Serve.OAuth != nil && cfg.Serve.Auth == "token" {
+		oauth = cfg.Serve.OAuth.Issuer
+	}
+	in.log.Info("listening", "url", url, "auth", cfg.Serve.Auth, "token", legacyFrom, "clients", len(cfg.Serve.Clients), "oauth", oauth,
 		"max_sessions", cfg.Serve.MaxSessions, "session_idle_timeout", cfg.Serve.SessionIdleTimeout.Duration)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -98,6 +127,34 @@ func cmdServe(args []string, stderr io.Writer) int {
 	}
 	in.log.Info("aqlguard stopped")
 	return 0
+}
+
+// relayFor is the relay configuration of an identity's sessions: the
+// configured agent's, or a guard of the identity's principal's own, made
+// on its first session with the policy compiled for it ([agents.NAME]).
+func (in *instance) relayFor(id clientauth.Identity) (*relay.Config, error) {
+	if id.Principal == "" || id.Principal == in.shared.Guard.Principal() {
+		return in.relay, nil
+	}
+	in.othersMu.Lock()
+	defer in.othersMu.Unlock()
+	if p := in.others[id.Principal]; p != nil {
+		return p.relay, nil
+	}
+	cfg := in.shared.CurrentConfig()
+	pol, err := policy.Compile(cfg, id.Principal)
+	if err != nil {
+		return nil, err
+	}
+	sh := newShared(cfg, pol, in.store, in.shared.Auth, in.log)
+	sh.Principal = id.Principal
+	p := &principal{shared: sh, relay: sh.RelayConfig()}
+	if in.others == nil {
+		in.others = map[string]*principal{}
+	}
+	in.others[id.Principal] = p
+	in.log.Info("a new principal connected", "principal", id.Principal, "client", id.Client, "policy", pol.Version)
+	return p.relay, nil
 }
 
 // listenOn listens on HOST:PORT or unix:PATH and reports whether only
@@ -124,10 +181,13 @@ func listenOn(addr string, checkPeers bool) (net.Listener, bool, error) {
 	return ln, ip != nil && ip.IsLoopback(), nil
 }
 
-// serveToken is the bearer token clients must send: AQLGUARD_SERVE_TOKEN,
-// or the token file, created with a fresh token (0600) if it does not
-// exist. It returns where the token came from, for the log (never the
-// token itself).
+// serveToken is the single serve token (the client "serve-token", its
+// principal the configured agent): AQLGUARD_SERVE_TOKEN, or the token
+// file, created with a fresh token (0600) if it does not exist. When
+// [[serve.clients]] or [serve.oauth] are configured, the default token
+// file is not read or made: only AQLGUARD_SERVE_TOKEN or an explicit
+// token_file keep a single token beside them. It returns where the
+// token came from, for the log (never the token itself).
 func serveToken(cfg *policy.Config) (token, from string, err error) {
 	if t := os.Getenv("AQLGUARD_SERVE_TOKEN"); t != "" {
 		// Read once, then gone from the environment: nothing this
@@ -139,6 +199,9 @@ func serveToken(cfg *policy.Config) (token, from string, err error) {
 		return t, "AQLGUARD_SERVE_TOKEN", nil
 	}
 	path := cfg.Serve.TokenFile
+	if path == "" && (len(cfg.Serve.Clients) > 0 || cfg.Serve.OAuth != nil) {
+		return "", "none ([[serve.clients]] or [serve.oauth] are configured)", nil
+	}
 	if path == "" {
 		dir := cfg.StateDir
 		if dir == "" {

@@ -30,6 +30,9 @@ type Guard struct {
 	State State
 	// Process names this process in audit records.
 	Process string
+	// SessionClient names the credential a session authenticated with
+	// (the audit record's client); nil: none.
+	SessionClient func(session string) string
 	// Channel reaches the human; nil means no channel, so nothing can be
 	// approved (fail closed).
 	Channel verify.Channel

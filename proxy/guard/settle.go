@@ -680,7 +680,11 @@ func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Recor
 // record is the start of every audit record the guard writes: when,
 // what kind, whose, from which process and session.
 func (g *Guard) record(kind, session string) store.Record {
-	return store.Record{Time: g.now(), Kind: kind, Principal: g.Principal(), Process: g.Process, Session: session}
+	r := store.Record{Time: g.now(), Kind: kind, Principal: g.Principal(), Process: g.Process, Session: session}
+	if g.SessionClient != nil && session != "" {
+		r.Client = g.SessionClient(session)
+	}
+	return r
 }
 
 func decisionWord(v Verdict) string {

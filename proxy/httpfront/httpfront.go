@@ -11,8 +11,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -25,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 )
 
@@ -38,10 +37,16 @@ type Options struct {
 	// IdleTimeout ends a session with no request for this long (default
 	// 30 minutes).
 	IdleTimeout time.Duration
-	// Token, when set, must come with every request as
-	// "Authorization: Bearer <token>".
-	Token string
-	Log   *slog.Logger
+	// Auth, when set, says who every request comes from (a static
+	// client's token or an identity provider's JWT) and refuses the rest
+	// with the challenge the MCP authorization spec names. A session
+	// belongs to the identity that started it: a request of another
+	// identity does not find it.
+	Auth *clientauth.Authenticator
+	// RelayFor is the relay configuration of an identity's sessions (its
+	// principal's guard); nil: the one New was given, for everyone.
+	RelayFor func(clientauth.Identity) (*relay.Config, error)
+	Log      *slog.Logger
 }
 
 const (
@@ -64,6 +69,7 @@ type Front struct {
 }
 
 type session struct {
+	ident  clientauth.Identity
 	conn   *sessionConn
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -114,10 +120,13 @@ func (f *Front) Close() {
 }
 
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if f.opts.Token != "" && !f.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="aqlguard"`)
-		http.Error(w, "Unauthorized: send Authorization: Bearer <the token in aqlguard's serve.token>", http.StatusUnauthorized)
-		return
+	var ident clientauth.Identity
+	if f.opts.Auth != nil {
+		var rf *clientauth.Refusal
+		if ident, rf = f.opts.Auth.Authenticate(r); rf != nil {
+			f.opts.Auth.Challenge(w, rf)
+			return
+		}
 	}
 	if err := checkHost(r); err != nil {
 		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
@@ -152,16 +161,18 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if isModernPost(r, body) {
-			f.serveStateless(w, r, body)
+			f.serveStateless(w, r, body, ident)
 			return
 		}
-		f.newSession(w, r, body)
+		f.newSession(w, r, body, ident)
 		return
 	}
 	f.mu.Lock()
 	s, ok := f.sessions[id]
 	f.mu.Unlock()
-	if !ok {
+	if !ok || s.ident != ident {
+		// Another client's session is not found either: its id is no
+		// key to its principal's approvals.
 		http.Error(w, "Not Found: no such session (it ended or never existed); initialize a new one", http.StatusNotFound)
 		return
 	}
@@ -209,9 +220,15 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 }
 
 // newSession starts a session for a POST that carries initialize.
-func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte) {
+func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte, ident clientauth.Identity) {
 	if !isInitialize(body) {
 		http.Error(w, "Bad Request: no "+headerSession+"; a new session starts with initialize", http.StatusBadRequest)
+		return
+	}
+	rc, err := f.relayFor(ident)
+	if err != nil {
+		f.log.Error("a new session was refused: its principal's guard could not be made", "principal", ident.Principal, "err", err)
+		http.Error(w, "Service Unavailable: this client's policy could not be loaded", http.StatusServiceUnavailable)
 		return
 	}
 	f.mu.Lock()
@@ -228,14 +245,15 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	id := rand.Text()
 	conn := newSessionConn(id, f.log)
+	conn.credential = ident.Client
 	ctx, cancel := context.WithCancel(f.ctx)
-	s := &session{conn: conn, cancel: cancel, done: make(chan struct{})}
+	s := &session{ident: ident, conn: conn, cancel: cancel, done: make(chan struct{})}
 	s.touch()
 	f.sessions[id] = s
 	f.mu.Unlock()
 	go func() {
 		defer close(s.done)
-		if err := relay.Serve(ctx, conn, f.relay); err != nil {
+		if err := relay.Serve(ctx, conn, rc); err != nil {
 			f.log.Debug("session ended", "err", err)
 		}
 		_ = conn.Close()
@@ -246,6 +264,14 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte) 
 	s.begin()
 	defer s.end()
 	conn.servePOST(w, r, body, true)
+}
+
+// relayFor is the relay configuration of ident's sessions.
+func (f *Front) relayFor(ident clientauth.Identity) (*relay.Config, error) {
+	if f.opts.RelayFor == nil {
+		return f.relay, nil
+	}
+	return f.opts.RelayFor(ident)
 }
 
 func (f *Front) end(id string, s *session) {
@@ -310,17 +336,6 @@ func (u *use) end()   { u.touch(); u.active.Add(-1) }
 // idleSince reports whether no request is being served and none came
 // after cutoff (unix nanoseconds).
 func (u *use) idleSince(cutoff int64) bool { return u.active.Load() == 0 && u.last.Load() < cutoff }
-
-// authorized compares the request's bearer token with ours in constant
-// time (digests of both, so not even the length leaks).
-func (f *Front) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return false
-	}
-	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(f.opts.Token))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
-}
 
 // isInitialize reports whether a POST body holds an initialize request
 // (alone, or in a batch of the old revisions).

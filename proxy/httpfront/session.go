@@ -33,6 +33,8 @@ import (
 type sessionConn struct {
 	id  string
 	log *slog.Logger
+	// credential names the client that started the session.
+	credential string
 	inbox
 
 	mu      sync.Mutex
@@ -50,6 +52,10 @@ type reply struct {
 // client that does not read its stream loses notifications, not the
 // session.
 const maxQueued = 64
+
+// Credential names the client that started the session, for the audit
+// log ("" without authentication).
+func (c *sessionConn) Credential() string { return c.credential }
 
 func newSessionConn(id string, log *slog.Logger) *sessionConn {
 	return &sessionConn{id: id, log: log, inbox: newInbox(), replies: map[string]*reply{}}

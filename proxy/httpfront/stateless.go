@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -50,7 +51,7 @@ func isModernPost(r *http.Request, body []byte) bool {
 }
 
 // serveStateless answers one 2026-07-28 POST.
-func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []byte) {
+func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, ident clientauth.Identity) {
 	msg, err := link.DecodeMessage(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not one JSON-RPC message: " + err.Error()})
@@ -75,7 +76,13 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 		writeError(w, statusFor(werr), req.ID, werr)
 		return
 	}
-	conn, err := f.statelessConn(clientKey(meta))
+	rc, err := f.relayFor(ident)
+	if err != nil {
+		f.log.Error("a new session was refused: its principal's guard could not be made", "principal", ident.Principal, "err", err)
+		writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "this client's policy could not be loaded"})
+		return
+	}
+	conn, err := f.statelessConn(clientKey(ident, meta), ident.Client, rc)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
 		return
@@ -165,9 +172,12 @@ func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, werr *jsonrpc.
 	_, _ = w.Write(data)
 }
 
-// clientKey names a 2026-07-28 client by what it says it is and can do.
-func clientKey(meta map[string]json.RawMessage) string {
+// clientKey names a 2026-07-28 client by who it authenticated as and
+// what it says it is and can do: clients of two identities never share
+// a session (nor its principal's guard).
+func clientKey(ident clientauth.Identity, meta map[string]json.RawMessage) string {
 	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s;%d:%s;", len(ident.Principal), ident.Principal, len(ident.Client), ident.Client)
 	for _, key := range []string{"io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities"} {
 		var b bytes.Buffer
 		if json.Compact(&b, meta[key]) != nil {
@@ -179,7 +189,7 @@ func clientKey(meta map[string]json.RawMessage) string {
 }
 
 // statelessConn is the session of the client key, started on first use.
-func (f *Front) statelessConn(key string) (*statelessConn, error) {
+func (f *Front) statelessConn(key, credential string, rc *relay.Config) (*statelessConn, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -193,12 +203,12 @@ func (f *Front) statelessConn(key string) (*statelessConn, error) {
 		return nil, errors.New("too many sessions")
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
-	c := &statelessConn{inbox: newInbox(), done: make(chan struct{}), cancel: cancel, posts: map[string]*post{}}
+	c := &statelessConn{inbox: newInbox(), done: make(chan struct{}), cancel: cancel, posts: map[string]*post{}, credential: credential}
 	c.touch()
 	f.stateless[key] = c
 	go func() {
 		defer close(c.done)
-		if err := relay.Serve(ctx, c, f.relay); err != nil {
+		if err := relay.Serve(ctx, c, rc); err != nil {
 			f.log.Debug("a stateless session ended", "err", err)
 		}
 		_ = c.Close()
@@ -215,6 +225,10 @@ func (f *Front) statelessConn(key string) (*statelessConn, error) {
 // capabilities reaches this session; none holds a secret of its own.
 func (c *statelessConn) SharedByClients() bool { return true }
 
+// Credential names the client all of this session's POSTs authenticated
+// as, for the audit log ("" without authentication).
+func (c *statelessConn) Credential() string { return c.credential }
+
 // statelessConn is an mcp.Connection whose other side is many POSTs.
 type statelessConn struct {
 	inbox
@@ -222,6 +236,8 @@ type statelessConn struct {
 	cancel context.CancelFunc
 	n      atomic.Int64
 	use
+
+	credential string
 
 	mu    sync.Mutex
 	posts map[string]*post // by the id the relay sees

@@ -141,6 +141,10 @@ type Session struct {
 	// clients share no secret, so nothing may be approved for the
 	// session as a whole.
 	Shared bool
+	// Credential names the client the session authenticated as on
+	// `serve` (a [[serve.clients]] name, "serve-token", "oauth:…"), for
+	// the audit log; "" over stdio.
+	Credential string
 
 	cfg    *Config
 	client *link.Peer
@@ -213,6 +217,9 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 		parked: map[string]*exchange{}}
 	if c, ok := conn.(interface{ SharedByClients() bool }); ok {
 		s.Shared = c.SharedByClients()
+	}
+	if c, ok := conn.(interface{ Credential() string }); ok {
+		s.Credential = c.Credential()
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.log = cfg.Log.With("session", s.ID)
