@@ -440,3 +440,37 @@ func (t *Tx) dbHead() (auditHead, error) {
 	}
 	return head, nil
 }
+
+// Chainer links records onto a chain after a head, as every backend
+// appends them: the next sequence number, the previous record's hash as
+// Prev, the time in UTC, and the hash over the record's JSON. Its lines
+// are the bytes the chain's hashes cover, so a chain kept in a database
+// verifies with the same ChainVerifier as the JSONL log.
+type Chainer struct {
+	head Head
+	enc  recordEncoder
+}
+
+// NewChainer continues the chain after head (Seq 0: its start).
+func NewChainer(head Head) *Chainer {
+	if head.Seq == 0 {
+		head.Hash = GenesisHash
+	}
+	return &Chainer{head: head}
+}
+
+// Next chains r (setting Seq, Prev, Time and Hash) and returns its line
+// without a newline, valid until the next call.
+func (c *Chainer) Next(r *Record) ([]byte, error) {
+	r.Seq, r.Prev = c.head.Seq+1, c.head.Hash
+	r.Time = r.Time.UTC()
+	line, err := c.enc.encode(r)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: encoding record %d: %w", r.Seq, err)
+	}
+	c.head = Head{Seq: r.Seq, Hash: r.Hash}
+	return line[:len(line)-1], nil
+}
+
+// Head is the last record chained.
+func (c *Chainer) Head() Head { return c.head }

@@ -351,7 +351,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			}); err != nil {
 				return err
 			}
-			if !c.changesState() {
+			if !c.ChangesState() {
 				var err error
 				if gen != nil {
 					if *gen, err = s.gen.read(); err != nil {
