@@ -13,7 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Record is one audit log entry: a decision on a call, its outcome, a
@@ -125,6 +127,7 @@ func (e *recordEncoder) encode(r *Record) ([]byte, error) {
 	}
 	e.buf.Reset()
 	r.Hash = ""
+	validUTF8(r)
 	if err := e.enc.Encode(r); err != nil {
 		return nil, err
 	}
@@ -139,6 +142,39 @@ func (e *recordEncoder) encode(r *Record) ([]byte, error) {
 		e.line = line
 	}
 	return line, nil
+}
+
+// validUTF8 replaces every byte of r's strings that is not UTF-8 with
+// U+FFFD, as a reader's decoder will: encoding/json writes such a byte
+// as the escape \ufffd but the decoded U+FFFD as itself, so a record
+// hashed with one would not verify against its re-encoding (a false
+// alarm of tampering). What a record carries comes from servers, the
+// OS and the model; none of it is trusted to be UTF-8.
+func validUTF8(r *Record) {
+	for _, f := range []*string{&r.Kind, &r.Principal, &r.Session, &r.Process, &r.Server, &r.Operation, &r.Tool,
+		&r.ArgsSHA256, &r.ArgsText, &r.Preview, &r.Approval, &r.Decision, &r.Stage, &r.Layer, &r.Tier, &r.ChallengeID,
+		&r.Token, &r.Execution, &r.Result, &r.Prev} {
+		if !utf8.ValidString(*f) {
+			*f = strings.ToValidUTF8(*f, "\uFFFD")
+		}
+	}
+	for i, f := range r.Factors {
+		if !utf8.ValidString(f) {
+			r.Factors = slices.Clone(r.Factors) // not the caller's
+			for j := i; j < len(r.Factors); j++ {
+				r.Factors[j] = strings.ToValidUTF8(r.Factors[j], "\uFFFD")
+			}
+			break
+		}
+	}
+	if len(r.Args) > 0 && !utf8.Valid(r.Args) {
+		r.Args = bytes.ToValidUTF8(r.Args, []byte("\uFFFD"))
+	}
+	if r.Gap != nil && !utf8.ValidString(r.Gap.Segment) {
+		g := *r.Gap
+		g.Segment = strings.ToValidUTF8(g.Segment, "\uFFFD")
+		r.Gap = &g
+	}
 }
 
 // maxKeptLine bounds the line buffer kept between records.

@@ -1,0 +1,26 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/store/statetest"
+)
+
+// TestConformance runs the State conformance suite on bbolt: each open
+// is another process's Store on the same state directory.
+func TestConformance(t *testing.T) {
+	statetest.Run(t, statetest.Backend{
+		Fresh: func(t *testing.T) func(t *testing.T) store.State {
+			dir := t.TempDir()
+			return func(t *testing.T) store.State {
+				st, err := store.Open(context.Background(), dir, store.Options{})
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				return st
+			}
+		},
+	})
+}

@@ -1,0 +1,611 @@
+package pgstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aqlguard/aqlguard/store"
+)
+
+// row is a state row as read: its value and its version, the number the
+// next write of it compares against.
+type row[T any] struct {
+	v       T
+	version int64
+}
+
+// snapshot is what every call reads, as it was at one generation. Each
+// kind is read on first use (nil until then); a snapshot's maps are
+// never changed once set: the next generation's is a copy.
+type snapshot struct {
+	gen       uint64
+	mu        sync.Mutex
+	blocks    map[string]row[store.Block]
+	approvals map[string]row[store.Approval]
+	pins      map[string]row[store.Pin]
+	policy    *string
+}
+
+// snapshotAt is the cached snapshot if it is at gen, else a new one
+// (read as it is used).
+func (s *State) snapshotAt(gen uint64) *snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snap != nil && s.snap.gen == gen {
+		return s.snap
+	}
+	return &snapshot{gen: gen}
+}
+
+// install keeps sn as the cached snapshot unless a newer one is.
+func (s *State) install(sn *snapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snap == nil || sn.gen >= s.snap.gen {
+		s.snap = sn
+	}
+}
+
+// view is a store.View over one transaction.
+type view struct {
+	ctx  context.Context
+	q    queryer
+	s    *State
+	snap *snapshot
+	head store.Head
+	// read holds the version of every row read (0: read as absent), by
+	// table and key: the versions its writes compare against.
+	read map[string]int64
+}
+
+var _ store.View = (*view)(nil)
+
+func rowID(table, key string) string { return table + "\x00" + key }
+
+// validKey says whether a key can name a row: PostgreSQL's text holds
+// no NUL and only UTF-8, so a key that is not is the key of nothing (a
+// token a model made up, say), not an error.
+func validKey(k string) bool {
+	return utf8.ValidString(k) && !containsNUL(k)
+}
+
+func containsNUL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// get reads one row of a kind table.
+func get[T any](v *view, table, key string) (*T, error) {
+	if !validKey(key) {
+		return nil, nil
+	}
+	var version int64
+	var body string
+	err := v.q.QueryRow(v.ctx, `SELECT version, body::text FROM `+table+` WHERE key = $1`, key).Scan(&version, &body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		v.read[rowID(table, key)] = 0
+		return nil, nil
+	}
+	if err != nil {
+		return nil, v.s.wrap("reading", err)
+	}
+	out := new(T)
+	if err := json.Unmarshal([]byte(body), out); err != nil {
+		return nil, v.s.wrap("reading", fmt.Errorf("%s/%q is damaged: %w", table, key, err))
+	}
+	v.read[rowID(table, key)] = version
+	return out, nil
+}
+
+// all reads every row of a kind table matching where (with args).
+func all[T any](v *view, table, where string, args ...any) (map[string]row[T], error) {
+	rows, err := v.q.Query(v.ctx, `SELECT key, version, body::text FROM `+table+where, args...)
+	if err != nil {
+		return nil, v.s.wrap("reading", err)
+	}
+	defer rows.Close()
+	out := map[string]row[T]{}
+	for rows.Next() {
+		var key, body string
+		var r row[T]
+		if err := rows.Scan(&key, &r.version, &body); err != nil {
+			return nil, v.s.wrap("reading", err)
+		}
+		if err := json.Unmarshal([]byte(body), &r.v); err != nil {
+			return nil, v.s.wrap("reading", fmt.Errorf("%s/%q is damaged: %w", table, key, err))
+		}
+		out[key] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, v.s.wrap("reading", err)
+	}
+	return out, nil
+}
+
+// cached returns a kind of the snapshot, reading it on first use.
+func cached[T any](v *view, table string, field *map[string]row[T]) (map[string]row[T], error) {
+	v.snap.mu.Lock()
+	defer v.snap.mu.Unlock()
+	if *field == nil {
+		m, err := all[T](v, table, "")
+		if err != nil {
+			return nil, err
+		}
+		*field = m
+	}
+	return *field, nil
+}
+
+// one is a row of a cached kind, its version noted as read.
+func one[T any](v *view, table string, field *map[string]row[T], key string) (*T, error) {
+	m, err := cached(v, table, field)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := m[key]
+	v.read[rowID(table, key)] = r.version // 0 when absent
+	if !ok {
+		return nil, nil
+	}
+	out := r.v
+	return &out, nil
+}
+
+// list is every row of a cached kind that keep selects, their versions
+// noted as read.
+func list[T any](v *view, table string, field *map[string]row[T], keep func(T) bool) ([]T, error) {
+	m, err := cached(v, table, field)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for k, r := range m {
+		if keep == nil || keep(r.v) {
+			v.read[rowID(table, k)] = r.version
+			out = append(out, r.v)
+		}
+	}
+	return out, nil
+}
+
+func (v *view) Block(principal string) (*store.Block, error) {
+	return one(v, v.s.t.blocks, &v.snap.blocks, principal)
+}
+
+func (v *view) Blocks() ([]store.Block, error) {
+	out, err := list(v, v.s.t.blocks, &v.snap.blocks, nil)
+	sort.Slice(out, func(i, j int) bool { return out[i].Principal < out[j].Principal })
+	return out, err
+}
+
+func (v *view) Challenge(id string) (*store.Challenge, error) {
+	return get[store.Challenge](v, v.s.t.challenges, id)
+}
+
+func (v *view) Confirmation(token string) (*store.Confirmation, error) {
+	return get[store.Confirmation](v, v.s.t.confirmations, token)
+}
+
+func (v *view) Confirmations(principal, status string) ([]store.Confirmation, error) {
+	if !validKey(principal) {
+		return nil, nil
+	}
+	m, err := all[store.Confirmation](v, v.s.t.confirmations, ` WHERE body->>'principal' = $1`, principal)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Confirmation
+	for k, r := range m {
+		v.read[rowID(v.s.t.confirmations, k)] = r.version
+		if status == "" || r.v.Status == status {
+			out = append(out, r.v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Token < out[j].Token })
+	return out, nil
+}
+
+func (v *view) Approval(id string) (*store.Approval, error) {
+	return one(v, v.s.t.approvals, &v.snap.approvals, id)
+}
+
+func (v *view) Approvals() ([]store.Approval, error) {
+	out, err := list(v, v.s.t.approvals, &v.snap.approvals, nil)
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, err
+}
+
+func (v *view) Failures(principal string) (store.Failures, bool, error) {
+	f, err := get[store.Failures](v, v.s.t.failures, principal)
+	if err != nil || f == nil {
+		return store.Failures{}, false, err
+	}
+	return *f, true, nil
+}
+
+func (v *view) Execution(id string) (*store.Execution, error) {
+	return get[store.Execution](v, v.s.t.executions, id)
+}
+
+// pinKey is a pin's row key: the JSON of its server and tool, which no
+// two pins share (a separator character could be in a tool's name).
+func pinKey(server, tool string) string {
+	b, _ := json.Marshal([2]string{server, tool})
+	return string(b)
+}
+
+func (v *view) Pin(server, tool string) (*store.Pin, error) {
+	return one(v, v.s.t.pins, &v.snap.pins, pinKey(server, tool))
+}
+
+func (v *view) Pins(server string) ([]store.Pin, error) {
+	out, err := list(v, v.s.t.pins, &v.snap.pins, func(p store.Pin) bool { return server == "" || p.Server == server })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Server != out[j].Server {
+			return out[i].Server < out[j].Server
+		}
+		return out[i].Tool < out[j].Tool
+	})
+	return out, err
+}
+
+func (v *view) PolicyVersion() (string, error) {
+	v.snap.mu.Lock()
+	defer v.snap.mu.Unlock()
+	if v.snap.policy == nil {
+		var pv string
+		err := v.q.QueryRow(v.ctx, `SELECT value FROM `+v.s.t.meta+` WHERE key = 'policy_version'`).Scan(&pv)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return "", v.s.wrap("reading the policy version", err)
+		}
+		v.snap.policy = &pv
+	}
+	return *v.snap.policy, nil
+}
+
+func (v *view) AuditHead() (store.Head, error) { return v.head, nil }
+
+// begin starts a view on q at the head it read.
+func (s *State) begin(ctx context.Context, q queryer, head store.Head, gen uint64) *view {
+	return &view{ctx: ctx, q: q, s: s, snap: s.snapshotAt(gen), head: head, read: map[string]int64{}}
+}
+
+// Load runs read on one consistent snapshot (REPEATABLE READ, read
+// only), taking no lock.
+func (s *State) Load(ctx context.Context, read func(store.View) error) error {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return s.wrap("reading", err)
+	}
+	defer tx.Rollback(context.Background())
+	head, gen, err := s.readHead(ctx, tx, false)
+	if err != nil {
+		return err
+	}
+	v := s.begin(ctx, tx, head, gen)
+	if err := read(v); err != nil {
+		return err
+	}
+	s.install(v.snap)
+	return nil
+}
+
+// readHead reads the chain's head and the generation, locking the row
+// for a commit.
+func (s *State) readHead(ctx context.Context, q queryer, lock bool) (store.Head, uint64, error) {
+	sql := `SELECT seq, hash, generation FROM ` + s.t.head + ` WHERE id = 1`
+	if lock {
+		sql += ` FOR UPDATE`
+	}
+	var seq, gen int64
+	var hash string
+	if err := q.QueryRow(ctx, sql).Scan(&seq, &hash, &gen); err != nil {
+		return store.Head{}, 0, s.wrap("reading the head of the state", err)
+	}
+	return store.Head{Seq: uint64(seq), Hash: hash}, uint64(gen), nil
+}
+
+// Commit locks the head row (every commit of every replica queues
+// there), runs decide on the state as it is, and writes what it returns
+// in the same transaction: each row decide read as a compare-and-set on
+// the version it read, the audit records chained after the head, the
+// head and the generation, and a notification to the other replicas
+// when state changed. It returns the generation after the commit.
+func (s *State) Commit(ctx context.Context, decide func(store.View) (store.Changes, error)) (uint64, error) {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, s.wrap("committing", err)
+	}
+	defer tx.Rollback(context.Background())
+	head, gen, err := s.readHead(ctx, tx, true)
+	if err != nil {
+		return 0, err
+	}
+	v := s.begin(ctx, tx, head, gen)
+	c, err := decide(v)
+	if err != nil {
+		return 0, err
+	}
+	changed := c.ChangesState()
+	if !changed && len(c.Records) == 0 {
+		s.install(v.snap)
+		return gen, nil
+	}
+	w := &writer{v: v, batch: &pgx.Batch{}, versions: map[string]int64{}}
+	if err := w.changes(&c); err != nil {
+		return 0, err
+	}
+	chain := store.NewChainer(head)
+	for i := range c.Records {
+		r := c.Records[i]
+		line, err := chain.Next(&r)
+		if err != nil {
+			return 0, err
+		}
+		w.exec(`INSERT INTO `+s.t.records+` (seq, prev, hash, time, raw) VALUES ($1, $2, $3, $4, $5)`,
+			int64(r.Seq), r.Prev, r.Hash, r.Time, string(line))
+	}
+	next := gen
+	if changed {
+		next++
+	}
+	end := chain.Head()
+	w.exec(`UPDATE `+s.t.head+` SET seq = $1, hash = $2, generation = $3 WHERE id = 1`, int64(end.Seq), end.Hash, int64(next))
+	if changed {
+		// Delivered at COMMIT, to every replica listening.
+		w.exec(`SELECT pg_notify($1, $2)`, s.channel, strconv.FormatUint(next, 10))
+	}
+	if err := w.send(ctx, tx); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, s.wrap("committing", err)
+	}
+	if changed {
+		s.install(v.snap.next(next, &c, w.versions, s.t))
+	} else {
+		s.install(v.snap)
+	}
+	return next, nil
+}
+
+// writer queues a commit's statements in one batch (one round trip),
+// each with the check of its result.
+type writer struct {
+	v      *view
+	batch  *pgx.Batch
+	checks []func(pgx.BatchResults) error
+	// versions are the versions the writes left, by row; a row written
+	// twice in one commit is written the second time as decide's last
+	// word on it (an upsert, or a plain delete).
+	versions map[string]int64
+}
+
+// readVersion is the version a write of the row compares against, and
+// whether there is one.
+func (w *writer) readVersion(id string) (int64, bool) {
+	if _, again := w.versions[id]; again {
+		return 0, false
+	}
+	v, read := w.v.read[id]
+	return v, read
+}
+
+func (w *writer) exec(sql string, args ...any) {
+	w.batch.Queue(sql, args...)
+	w.checks = append(w.checks, func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		return err
+	})
+}
+
+// put writes a row: a compare-and-set on the version read (an insert
+// that must not find one, for a row read as absent), or an upsert for a
+// row decide never read.
+func (w *writer) put(table, key string, body any) error {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return w.v.s.wrap("encoding", fmt.Errorf("%s/%q: %w", table, key, err))
+	}
+	id := rowID(table, key)
+	version, read := w.readVersion(id)
+	w.versions[id] = -1 // queued: known once the batch ran
+	var sql string
+	args := []any{key, string(raw)}
+	switch {
+	case !read:
+		sql = `INSERT INTO ` + table + ` AS t (key, version, body) VALUES ($1, 1, $2)
+			ON CONFLICT (key) DO UPDATE SET body = excluded.body, version = t.version + 1 RETURNING version`
+	case version == 0:
+		sql = `INSERT INTO ` + table + ` (key, version, body) VALUES ($1, 1, $2) ON CONFLICT DO NOTHING RETURNING version`
+	default:
+		sql = `UPDATE ` + table + ` SET body = $2, version = version + 1 WHERE key = $1 AND version = $3 RETURNING version`
+		args = append(args, version)
+	}
+	w.batch.Queue(sql, args...)
+	w.checks = append(w.checks, func(br pgx.BatchResults) error {
+		var v int64
+		if err := br.QueryRow().Scan(&v); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("%w (%s %q)", ErrConflict, table, key)
+			}
+			return err
+		}
+		w.versions[id] = v
+		return nil
+	})
+	return nil
+}
+
+// del deletes a row: only at the version read, when it was read.
+func (w *writer) del(table, key string) {
+	id := rowID(table, key)
+	version, read := w.readVersion(id)
+	w.versions[id] = -1
+	if read && version == 0 {
+		return // read as absent: nothing to delete
+	}
+	sql, args := `DELETE FROM `+table+` WHERE key = $1`, []any{key}
+	if read {
+		sql += ` AND version = $2`
+		args = append(args, version)
+	}
+	w.batch.Queue(sql, args...)
+	w.checks = append(w.checks, func(br pgx.BatchResults) error {
+		ct, err := br.Exec()
+		if err == nil && read && ct.RowsAffected() != 1 {
+			return fmt.Errorf("%w (%s %q)", ErrConflict, table, key)
+		}
+		w.versions[id] = 0
+		return err
+	})
+}
+
+// changes queues c's state changes.
+func (w *writer) changes(c *store.Changes) error {
+	t := w.v.s.t
+	puts := func(table string, key func(i int) string, body func(i int) any, n int) error {
+		for i := 0; i < n; i++ {
+			if err := w.put(table, key(i), body(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := puts(t.blocks, func(i int) string { return c.Blocks[i].Principal }, func(i int) any { return c.Blocks[i] }, len(c.Blocks)); err != nil {
+		return err
+	}
+	for _, p := range c.Unblock {
+		w.del(t.blocks, p)
+	}
+	if err := puts(t.challenges, func(i int) string { return c.Challenges[i].ID }, func(i int) any { return c.Challenges[i] }, len(c.Challenges)); err != nil {
+		return err
+	}
+	if err := puts(t.confirmations, func(i int) string { return c.Confirmations[i].Token }, func(i int) any { return c.Confirmations[i] }, len(c.Confirmations)); err != nil {
+		return err
+	}
+	if err := puts(t.approvals, func(i int) string { return c.Approvals[i].ID }, func(i int) any { return c.Approvals[i] }, len(c.Approvals)); err != nil {
+		return err
+	}
+	if err := puts(t.executions, func(i int) string { return c.Executions[i].ID }, func(i int) any { return c.Executions[i] }, len(c.Executions)); err != nil {
+		return err
+	}
+	principals := make([]string, 0, len(c.Failures))
+	for p := range c.Failures {
+		principals = append(principals, p)
+	}
+	sort.Strings(principals) // one order of statements for one Changes
+	for _, p := range principals {
+		if err := w.put(t.failures, p, c.Failures[p]); err != nil {
+			return err
+		}
+	}
+	if err := puts(t.pins, func(i int) string { return pinKey(c.Pins[i].Server, c.Pins[i].Tool) }, func(i int) any { return c.Pins[i] }, len(c.Pins)); err != nil {
+		return err
+	}
+	for _, k := range c.Unpin {
+		w.del(t.pins, pinKey(k.Server, k.Tool))
+	}
+	if c.PolicyVersion != "" {
+		w.exec(`INSERT INTO `+t.meta+` (key, value) VALUES ('policy_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, c.PolicyVersion)
+	}
+	if !c.PruneBefore.IsZero() {
+		// As the bbolt backend's Tx.Prune: what can no longer be used or
+		// replayed.
+		for _, table := range []string{t.challenges, t.confirmations, t.approvals} {
+			w.exec(`DELETE FROM `+table+` WHERE (body->>'expires_at')::timestamptz < $1`, c.PruneBefore)
+		}
+		w.exec(`DELETE FROM `+t.executions+` WHERE (body->>'finished_at')::timestamptz < $1`, c.PruneBefore)
+	}
+	return nil
+}
+
+// send runs the batch and checks every result; the first failure is the
+// commit's.
+func (w *writer) send(ctx context.Context, tx pgx.Tx) error {
+	br := tx.SendBatch(ctx, w.batch)
+	var first error
+	for _, check := range w.checks {
+		if err := check(br); err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := br.Close(); err != nil && first == nil {
+		first = err
+	}
+	if first == nil {
+		return nil
+	}
+	if errors.Is(first, ErrConflict) {
+		return first
+	}
+	return w.v.s.wrap("committing", first)
+}
+
+// next is the snapshot at gen: this one with c applied, the rows at the
+// versions the commit left. Kinds not read yet stay unread; a prune
+// leaves approvals to be read again.
+func (sn *snapshot) next(gen uint64, c *store.Changes, versions map[string]int64, t tables) *snapshot {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	n := &snapshot{gen: gen, policy: sn.policy}
+	if sn.blocks != nil {
+		n.blocks = clone(sn.blocks)
+		for _, b := range c.Blocks {
+			n.blocks[b.Principal] = row[store.Block]{b, versions[rowID(t.blocks, b.Principal)]}
+		}
+		for _, p := range c.Unblock {
+			delete(n.blocks, p)
+		}
+	}
+	if sn.approvals != nil && c.PruneBefore.IsZero() {
+		n.approvals = clone(sn.approvals)
+		for _, a := range c.Approvals {
+			n.approvals[a.ID] = row[store.Approval]{a, versions[rowID(t.approvals, a.ID)]}
+		}
+	}
+	if sn.pins != nil {
+		n.pins = clone(sn.pins)
+		for _, p := range c.Pins {
+			k := pinKey(p.Server, p.Tool)
+			n.pins[k] = row[store.Pin]{p, versions[rowID(t.pins, k)]}
+		}
+		for _, k := range c.Unpin {
+			delete(n.pins, pinKey(k.Server, k.Tool))
+		}
+	}
+	if c.PolicyVersion != "" {
+		pv := c.PolicyVersion
+		n.policy = &pv
+	}
+	return n
+}
+
+func clone[T any](m map[string]row[T]) map[string]row[T] {
+	out := make(map[string]row[T], len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package pgstate
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/store/statetest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// openIn opens the state in the database dsn.
+func openIn(t *testing.T, dsn string) *State {
+	t.Helper()
+	st, err := Open(context.Background(), Options{DSN: dsn})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return st
+}
+
+// TestConformance runs the State conformance suite on PostgreSQL: each
+// open is another replica on the same database.
+func TestConformance(t *testing.T) {
+	cluster := pgtest.Shared(t)
+	statetest.Run(t, statetest.Backend{
+		Fresh: func(t *testing.T) func(t *testing.T) store.State {
+			dsn := cluster.Database(t)
+			return func(t *testing.T) store.State { return openIn(t, dsn) }
+		},
+		Disconnect: func(t *testing.T, st store.State) {
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, st.(*State).dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var n int
+			if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE application_name = $1 AND datname = current_database()`, WatchApplication).Scan(&n); err != nil || n == 0 {
+				t.Fatalf("terminating the watch's connection: %d terminated, %v", n, err)
+			}
+		},
+	})
+}
