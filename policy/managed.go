@@ -92,6 +92,9 @@ var mergeRules = []struct {
 	{"serve.token_file", fixedIfWritten, nil},
 	{"serve.max_sessions", fixedIfWritten, nil},
 	{"serve.session_idle_timeout", fixedIfWritten, nil},
+	{"state.backend", fixedIfWritten, nil},
+	{"state.dsn", fixedIfWritten, nil},
+	{"state.schema", fixedIfWritten, nil},
 }
 
 // safetySettings are the [safety] and [agents.NAME] settings Compile
