@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"sync"
 	"time"
@@ -202,4 +203,13 @@ func (s *State) Generation(ctx context.Context) (uint64, error) {
 type queryer interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// DSN is the connection string to use: AQLGUARD_STATE_DSN when it is
+// set, else the config's.
+func DSN(config string) string {
+	if env := os.Getenv(DSNEnv); env != "" {
+		return env
+	}
+	return config
 }
