@@ -2,6 +2,7 @@ package pgstate
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -200,5 +201,46 @@ func TestFailsClosedAndRecovers(t *testing.T) {
 	n, err := st.VerifyChain(ctx)
 	if err != nil || n != 2 {
 		t.Fatalf("the chain after the restart: %d records, %v (want before and after)", n, err)
+	}
+}
+
+// A row decide read that changes before the commit writes it (a writer
+// that did not take the head lock: a hand-made UPDATE) fails the commit
+// with ErrConflict and writes nothing: the answer is not spent twice.
+func TestWriteComparesTheVersionRead(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Shared(t).Database(t)
+	st := openIn(t, dsn)
+	defer st.Close()
+	if _, err := st.Commit(ctx, func(store.View) (store.Changes, error) {
+		return store.Changes{Confirmations: []store.Confirmation{{Token: "conf_1", Principal: "claude", Status: "approved"}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, meddle := range []string{
+		`UPDATE ` + st.t.confirmations + ` SET version = version + 1 WHERE key = 'conf_1'`,
+		`DELETE FROM ` + st.t.confirmations + ` WHERE key = 'conf_1'`,
+	} {
+		gen, _ := st.Generation(ctx)
+		_, err := st.Commit(ctx, func(v store.View) (store.Changes, error) {
+			c, err := v.Confirmation("conf_1")
+			if err != nil || c == nil {
+				return store.Changes{}, errors.New("no confirmation")
+			}
+			if _, err := st.pool.Exec(ctx, meddle); err != nil { // another connection, no head lock
+				return store.Changes{}, err
+			}
+			c.Status = "used"
+			return store.Changes{Confirmations: []store.Confirmation{*c}, Records: []store.Record{{Kind: "decision", Principal: "claude"}}}, nil
+		})
+		if !errors.Is(err, ErrConflict) {
+			t.Fatalf("%s: commit: %v, want ErrConflict", meddle, err)
+		}
+		if g, _ := st.Generation(ctx); g != gen {
+			t.Errorf("%s: the generation moved", meddle)
+		}
+		if n, err := st.VerifyChain(ctx); err != nil || n != 0 {
+			t.Errorf("%s: %d records written, %v", meddle, n, err)
+		}
 	}
 }
