@@ -12,9 +12,9 @@ import (
 // is another process's Store on the same state directory.
 func TestConformance(t *testing.T) {
 	statetest.Run(t, statetest.Backend{
-		Fresh: func(t *testing.T) func(t *testing.T) store.State {
+		Fresh: func(t testing.TB) func(t testing.TB) store.State {
 			dir := t.TempDir()
-			return func(t *testing.T) store.State {
+			return func(t testing.TB) store.State {
 				st, err := store.Open(context.Background(), dir, store.Options{})
 				if err != nil {
 					t.Fatalf("Open: %v", err)
@@ -22,5 +22,19 @@ func TestConformance(t *testing.T) {
 				return st
 			}
 		},
+	})
+}
+
+// BenchmarkState: the guard's commits on bbolt (statetest.Bench).
+func BenchmarkState(b *testing.B) {
+	statetest.Bench(b, func(t testing.TB) func(t testing.TB) store.State {
+		dir := t.TempDir()
+		return func(t testing.TB) store.State {
+			st, err := store.Open(context.Background(), dir, store.Options{})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			return st
+		}
 	})
 }

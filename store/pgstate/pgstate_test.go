@@ -14,7 +14,7 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // openIn opens the state in the database dsn.
-func openIn(t *testing.T, dsn string) *State {
+func openIn(t testing.TB, dsn string) *State {
 	t.Helper()
 	st, err := Open(context.Background(), Options{DSN: dsn})
 	if err != nil {
@@ -28,9 +28,9 @@ func openIn(t *testing.T, dsn string) *State {
 func TestConformance(t *testing.T) {
 	cluster := pgtest.Shared(t)
 	statetest.Run(t, statetest.Backend{
-		Fresh: func(t *testing.T) func(t *testing.T) store.State {
+		Fresh: func(t testing.TB) func(t testing.TB) store.State {
 			dsn := cluster.Database(t)
-			return func(t *testing.T) store.State { return openIn(t, dsn) }
+			return func(t testing.TB) store.State { return openIn(t, dsn) }
 		},
 		Disconnect: func(t *testing.T, st store.State) {
 			ctx := context.Background()
@@ -45,5 +45,22 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("terminating the watch's connection: %d terminated, %v", n, err)
 			}
 		},
+	})
+}
+
+// BenchmarkState: the guard's commits on PostgreSQL through a unix
+// socket (statetest.Bench). The test cluster runs with fsync off: the
+// figures are the protocol's and the backend's, not a disk's.
+func BenchmarkState(b *testing.B) {
+	cluster := pgtest.Shared(b)
+	statetest.Bench(b, func(t testing.TB) func(t testing.TB) store.State {
+		dsn := cluster.Database(t)
+		return func(t testing.TB) store.State {
+			st, err := Open(context.Background(), Options{DSN: dsn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
 	})
 }

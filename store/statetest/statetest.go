@@ -20,7 +20,7 @@ type Backend struct {
 	// Fresh makes a new, empty state and returns how to open it: each
 	// open is another process (or replica) on that same state. The suite
 	// closes what it opens.
-	Fresh func(t *testing.T) (open func(t *testing.T) store.State)
+	Fresh func(t testing.TB) (open func(t testing.TB) store.State)
 	// Disconnect, when set, cuts the connection st's Watch listens on
 	// (the backend then has one to lose).
 	Disconnect func(t *testing.T, st store.State)
@@ -52,7 +52,7 @@ func Run(t *testing.T, b Backend) {
 }
 
 // opened opens a state and closes it when the test ends.
-func opened(t *testing.T, open func(t *testing.T) store.State) store.State {
+func opened(t *testing.T, open func(t testing.TB) store.State) store.State {
 	t.Helper()
 	st := open(t)
 	t.Cleanup(func() { _ = st.Close() })
@@ -266,7 +266,7 @@ func seenByNext(t *testing.T, b Backend) {
 
 // racers runs n commits at once, spread over two processes, and returns
 // how many succeeded.
-func racers(t *testing.T, open func(t *testing.T) store.State, n int, decide func(i int) func(store.View) (store.Changes, error), lose error) int {
+func racers(t *testing.T, open func(t testing.TB) store.State, n int, decide func(i int) func(store.View) (store.Changes, error), lose error) int {
 	t.Helper()
 	procs := []store.State{opened(t, open), opened(t, open)}
 	var wins atomic.Int64
