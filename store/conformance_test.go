@@ -3,19 +3,22 @@ package store_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/store/statetest"
 )
 
 // TestConformance runs the State conformance suite on bbolt: each open
-// is another process's Store on the same state directory.
+// is another process's Store on the same state directory. Commits wait
+// up to 30 s for their turn: 64 racers on a loaded machine are a test of
+// atomicity, not of latency.
 func TestConformance(t *testing.T) {
 	statetest.Run(t, statetest.Backend{
 		Fresh: func(t testing.TB) func(t testing.TB) store.State {
 			dir := t.TempDir()
 			return func(t testing.TB) store.State {
-				st, err := store.Open(context.Background(), dir, store.Options{})
+				st, err := store.Open(context.Background(), dir, store.Options{Timeout: 30 * time.Second})
 				if err != nil {
 					t.Fatalf("Open: %v", err)
 				}
@@ -30,7 +33,7 @@ func BenchmarkState(b *testing.B) {
 	statetest.Bench(b, func(t testing.TB) func(t testing.TB) store.State {
 		dir := t.TempDir()
 		return func(t testing.TB) store.State {
-			st, err := store.Open(context.Background(), dir, store.Options{})
+			st, err := store.Open(context.Background(), dir, store.Options{Timeout: 30 * time.Second})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}

@@ -3,6 +3,7 @@ package pgstate
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,7 +17,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // openIn opens the state in the database dsn.
 func openIn(t testing.TB, dsn string) *State {
 	t.Helper()
-	st, err := Open(context.Background(), Options{DSN: dsn})
+	st, err := Open(context.Background(), Options{DSN: dsn, Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
