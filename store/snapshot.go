@@ -245,6 +245,7 @@ func (v *commitView) Pin(server, tool string) (*Pin, error) {
 	if !ok {
 		return nil, nil
 	}
+	p = p.Clone()
 	return &p, nil
 }
 
@@ -256,7 +257,7 @@ func (v *commitView) Pins(server string) ([]Pin, error) {
 	var out []Pin
 	for _, p := range m {
 		if server == "" || p.Server == server {
-			out = append(out, p)
+			out = append(out, p.Clone())
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return pinKey(out[i].Server, out[i].Tool) < pinKey(out[j].Server, out[j].Tool) })

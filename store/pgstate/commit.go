@@ -252,11 +252,18 @@ func pinKey(server, tool string) string {
 }
 
 func (v *view) Pin(server, tool string) (*store.Pin, error) {
-	return one(v, v.s.t.pins, &v.snap.pins, pinKey(server, tool))
+	p, err := one(v, v.s.t.pins, &v.snap.pins, pinKey(server, tool))
+	if p != nil {
+		*p = p.Clone() // shares nothing with the snapshot
+	}
+	return p, err
 }
 
 func (v *view) Pins(server string) ([]store.Pin, error) {
 	out, err := list(v, v.s.t.pins, &v.snap.pins, func(p store.Pin) bool { return server == "" || p.Server == server })
+	for i := range out {
+		out[i] = out[i].Clone()
+	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Server != out[j].Server {
 			return out[i].Server < out[j].Server

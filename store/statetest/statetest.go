@@ -45,6 +45,7 @@ func Run(t *testing.T, b Backend) {
 		{"keys a model can make up name nothing", hostileKeys},
 		{"cursors, leases and question turns", cursorsAndLeases},
 		{"prune removes what can no longer be used", prune},
+		{"what a view hands out is the caller's to change", handedOut},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, b) })
@@ -701,5 +702,48 @@ func prune(t *testing.T, b Backend) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func handedOut(t *testing.T, b Backend) {
+	ctx := context.Background()
+	st := opened(t, b.Fresh(t))
+	pin := store.Pin{Server: "fs", Tool: "read", Hash: "h1", Definition: []byte(`{"name":"read"}`),
+		Pending: &store.PendingChange{Hash: "h2", Definition: []byte(`{"name":"read2"}`)}}
+	blk := store.Block{Principal: "claude", Reason: "r", VerificationID: "v1"}
+	if _, err := st.Commit(ctx, func(store.View) (store.Changes, error) {
+		return store.Changes{Pins: []store.Pin{pin}, Blocks: []store.Block{blk}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 { // the second round reads what the first changed, if it leaked
+		if _, err := st.Commit(ctx, func(v store.View) (store.Changes, error) {
+			p, err := v.Pin("fs", "read")
+			if err != nil || p == nil {
+				return store.Changes{}, fmt.Errorf("pin: %v %v", p, err)
+			}
+			ps, err := v.Pins("")
+			if err != nil || len(ps) != 1 {
+				return store.Changes{}, fmt.Errorf("pins: %v %v", ps, err)
+			}
+			b, err := v.Block("claude")
+			if err != nil || b == nil {
+				return store.Changes{}, fmt.Errorf("block: %v %v", b, err)
+			}
+			for _, p := range []*store.Pin{p, &ps[0]} {
+				if string(p.Definition) != string(pin.Definition) || p.Pending == nil || p.Pending.Hash != "h2" ||
+					string(p.Pending.Definition) != string(pin.Pending.Definition) {
+					return store.Changes{}, fmt.Errorf("round %d: the pin read is %+v", round, p)
+				}
+				p.Definition[0], p.Pending.Hash, p.Pending.Definition[0] = 'X', "changed", 'X'
+			}
+			if b.Reason != "r" {
+				return store.Changes{}, fmt.Errorf("round %d: the block read is %+v", round, b)
+			}
+			b.Reason = "changed"
+			return store.Changes{Records: []store.Record{rec("decision", "allowed")}}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
