@@ -29,10 +29,11 @@ type State interface {
 	// Generation moves whenever any process commits a state change:
 	// what was read at a generation holds while it stays.
 	Generation(ctx context.Context) (uint64, error)
-	// Watch calls changed with the generation each time it moves
-	// (another process's commit included), until ctx ends; after a lost
-	// connection it reads the generation again, so no change is missed.
-	// It returns ctx's error.
+	// Watch calls changed with the current generation once it watches,
+	// then each time the generation moves (another process's commit
+	// included), until ctx ends; after a lost connection it reads the
+	// generation again, so no change is missed. It returns ctx's error,
+	// or why it could not start.
 	Watch(ctx context.Context, changed func(gen uint64)) error
 	// AuditReader reads the audit chain from a position, behind its
 	// writers (audit/forward's Log); each reader is one goroutine's.
@@ -235,13 +236,15 @@ func (s *Store) Commit(ctx context.Context, decide func(View) (Changes, error)) 
 // WatchInterval is how often a bbolt Watch reads the generation.
 const WatchInterval = 20 * time.Millisecond
 
-// Watch calls changed each time the generation moves, reading it (one
-// pread of the marker) every WatchInterval, until ctx ends.
+// Watch calls changed with the generation, then each time it moves,
+// reading it (one pread of the marker) every WatchInterval, until ctx
+// ends.
 func (s *Store) Watch(ctx context.Context, changed func(gen uint64)) error {
 	last, err := s.gen.read()
 	if err != nil {
 		return err
 	}
+	changed(last)
 	tick := time.NewTicker(WatchInterval)
 	defer tick.Stop()
 	for {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/aqlguard/aqlguard/store"
 )
@@ -337,30 +339,54 @@ func (s *State) readHead(ctx context.Context, q queryer, lock bool) (store.Head,
 // the version it read, the audit records chained after the head, the
 // head and the generation, and a notification to the other replicas
 // when state changed. It returns the generation after the commit.
+//
+// Two round trips when decide reads only what the snapshot holds: BEGIN
+// with the head's lock, then the writes with COMMIT. The row is held
+// for the second alone.
 func (s *State) Commit(ctx context.Context, decide func(store.View) (store.Changes, error)) (uint64, error) {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
-	tx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return 0, s.wrap("committing", err)
 	}
-	defer tx.Rollback(context.Background())
-	head, gen, err := s.readHead(ctx, tx, true)
-	if err != nil {
-		return 0, err
+	// A connection left inside a transaction (a failure below) is
+	// closed by the pool, not reused.
+	defer conn.Release()
+	begin := &pgx.Batch{}
+	begin.Queue(`BEGIN`)
+	begin.Queue(`SELECT seq, hash, generation FROM ` + s.t.head + ` WHERE id = 1 FOR UPDATE`)
+	br := conn.SendBatch(ctx, begin)
+	_, err = br.Exec()
+	var seq, gen64 int64
+	var hash string
+	if err == nil {
+		err = br.QueryRow().Scan(&seq, &hash, &gen64)
 	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, s.wrap("committing", err)
+	}
+	tx := conn.Conn()
+	rollback := func() { _, _ = tx.Exec(context.Background(), `ROLLBACK`) }
+	head, gen := store.Head{Seq: uint64(seq), Hash: hash}, uint64(gen64)
 	v := s.begin(ctx, tx, head, gen)
 	c, err := decide(v)
 	if err != nil {
+		rollback()
 		return 0, err
 	}
 	changed := c.ChangesState()
 	if !changed && len(c.Records) == 0 {
+		rollback()
 		s.install(v.snap)
 		return gen, nil
 	}
 	w := &writer{v: v, batch: &pgx.Batch{}, versions: map[string]int64{}}
 	if err := w.changes(&c); err != nil {
+		rollback()
 		return 0, err
 	}
 	chain := store.NewChainer(head)
@@ -368,6 +394,7 @@ func (s *State) Commit(ctx context.Context, decide func(store.View) (store.Chang
 		r := c.Records[i]
 		line, err := chain.Next(&r)
 		if err != nil {
+			rollback()
 			return 0, err
 		}
 		w.exec(`INSERT INTO `+s.t.records+` (seq, prev, hash, time, raw) VALUES ($1, $2, $3, $4, $5)`,
@@ -383,11 +410,19 @@ func (s *State) Commit(ctx context.Context, decide func(store.View) (store.Chang
 		// Delivered at COMMIT, to every replica listening.
 		w.exec(`SELECT pg_notify($1, $2)`, s.channel, strconv.FormatUint(next, 10))
 	}
+	// COMMIT in the same batch: after a failed statement PostgreSQL
+	// answers it with ROLLBACK, which the tag says.
+	w.batch.Queue(`COMMIT`)
+	w.checks = append(w.checks, func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		if err == nil && tag.String() != "COMMIT" {
+			err = fmt.Errorf("the transaction ended in %s", tag.String())
+		}
+		return err
+	})
 	if err := w.send(ctx, tx); err != nil {
+		rollback()
 		return 0, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, s.wrap("committing", err)
 	}
 	if changed {
 		s.install(v.snap.next(next, &c, w.versions, s.t))
@@ -439,7 +474,7 @@ func (w *writer) put(table, key string, body any) error {
 	version, read := w.readVersion(id)
 	w.versions[id] = -1 // queued: known once the batch ran
 	var sql string
-	args := []any{key, string(raw)}
+	args := []any{key, string(raw), table + " " + key}
 	switch {
 	case !read:
 		sql = `INSERT INTO ` + table + ` AS t (key, version, body) VALUES ($1, 1, $2)
@@ -447,22 +482,31 @@ func (w *writer) put(table, key string, body any) error {
 	case version == 0:
 		sql = `INSERT INTO ` + table + ` (key, version, body) VALUES ($1, 1, $2) ON CONFLICT DO NOTHING RETURNING version`
 	default:
-		sql = `UPDATE ` + table + ` SET body = $2, version = version + 1 WHERE key = $1 AND version = $3 RETURNING version`
+		sql = `UPDATE ` + table + ` SET body = $2, version = version + 1 WHERE key = $1 AND version = $4 RETURNING version`
 		args = append(args, version)
 	}
+	// No row back is a conflict, raised in the statement so that the
+	// transaction aborts with it.
+	sql = `WITH w AS (` + sql + `) SELECT coalesce((SELECT version FROM w), ` + w.v.s.t.conflict + `($3::text))`
 	w.batch.Queue(sql, args...)
 	w.checks = append(w.checks, func(br pgx.BatchResults) error {
 		var v int64
 		if err := br.QueryRow().Scan(&v); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("%w (%s %q)", ErrConflict, table, key)
-			}
-			return err
+			return conflictOr(err)
 		}
 		w.versions[id] = v
 		return nil
 	})
 	return nil
+}
+
+// conflictOr is ErrConflict for the error conflict raises, else err.
+func conflictOr(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == conflictCode && strings.HasPrefix(pe.Message, "aqlguard: ") {
+		return fmt.Errorf("%w (%s)", ErrConflict, strings.TrimPrefix(pe.Message, "aqlguard: "))
+	}
+	return err
 }
 
 // del deletes a row: only at the version read, when it was read.
@@ -473,19 +517,18 @@ func (w *writer) del(table, key string) {
 	if read && version == 0 {
 		return // read as absent: nothing to delete
 	}
-	sql, args := `DELETE FROM `+table+` WHERE key = $1`, []any{key}
-	if read {
-		sql += ` AND version = $2`
-		args = append(args, version)
+	if !read {
+		w.exec(`DELETE FROM `+table+` WHERE key = $1`, key)
+		return
 	}
-	w.batch.Queue(sql, args...)
+	w.batch.Queue(`WITH d AS (DELETE FROM `+table+` WHERE key = $1 AND version = $2 RETURNING version)
+		SELECT coalesce((SELECT version FROM d), `+w.v.s.t.conflict+`($3::text))`, key, version, table+" "+key)
 	w.checks = append(w.checks, func(br pgx.BatchResults) error {
-		ct, err := br.Exec()
-		if err == nil && read && ct.RowsAffected() != 1 {
-			return fmt.Errorf("%w (%s %q)", ErrConflict, table, key)
+		var v int64
+		if err := br.QueryRow().Scan(&v); err != nil {
+			return conflictOr(err)
 		}
-		w.versions[id] = 0
-		return err
+		return nil
 	})
 }
 
@@ -550,7 +593,7 @@ func (w *writer) changes(c *store.Changes) error {
 
 // send runs the batch and checks every result; the first failure is the
 // commit's.
-func (w *writer) send(ctx context.Context, tx pgx.Tx) error {
+func (w *writer) send(ctx context.Context, tx *pgx.Conn) error {
 	br := tx.SendBatch(ctx, w.batch)
 	var first error
 	for _, check := range w.checks {

@@ -12,6 +12,9 @@ import (
 // tables are the schema-qualified, quoted names of the state's tables.
 type tables struct {
 	version, meta, head, records, cursors string
+	// conflict is the function a compare-and-set calls when it finds
+	// its row changed.
+	conflict string
 	// kinds are the tables of state rows (key, version, body), by kind.
 	blocks, challenges, failures, confirmations, approvals, executions, pins string
 }
@@ -19,9 +22,12 @@ type tables struct {
 func tablesIn(schema string) tables {
 	q := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	return tables{version: q("schema_version"), meta: q("meta"), head: q("state_head"), records: q("audit_records"),
-		cursors: q("forward_cursors"), blocks: q("blocks"), challenges: q("challenges"), failures: q("failures"),
+		cursors: q("forward_cursors"), conflict: q("conflict"), blocks: q("blocks"), challenges: q("challenges"), failures: q("failures"),
 		confirmations: q("confirmations"), approvals: q("approvals"), executions: q("executions"), pins: q("pins")}
 }
+
+// conflictCode is the SQLSTATE conflict raises: serialization_failure.
+const conflictCode = "40001"
 
 // kindTables lists the tables of state rows.
 func (t tables) kindTables() []string {
@@ -45,6 +51,11 @@ func (t tables) migrations() [][]string {
 	for _, k := range t.kindTables() {
 		v1 = append(v1, `CREATE TABLE `+k+` (key text PRIMARY KEY, version bigint NOT NULL, body json NOT NULL)`)
 	}
+	// conflict fails the statement that calls it, and so the commit: a
+	// compare-and-set that found its row changed must abort what the
+	// batch queued after it (a write of no rows is no error by itself).
+	v1 = append(v1, `CREATE FUNCTION `+t.conflict+`(what text) RETURNS bigint LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'aqlguard: % changed under the commit that read it', what USING ERRCODE = '`+conflictCode+`'; END $$`)
 	return [][]string{v1}
 }
 

@@ -19,19 +19,23 @@ const (
 	watchRetryMax = 2 * time.Second
 )
 
-// Watch calls changed with the generation each time it moves, from the
-// notifications commits send, on a connection of its own, until ctx
-// ends. When that connection is lost it reconnects (with backoff), and
+// Watch calls changed with the generation once it listens, then each
+// time it moves, from the notifications commits send, on a connection of
+// its own, until ctx ends. When that connection is lost it reconnects (with backoff), and
 // reads the generation again once listening: a change committed while
 // nothing listened is reported then, not missed.
 func (s *State) Watch(ctx context.Context, changed func(gen uint64)) error {
-	last, err := s.Generation(ctx)
-	if err != nil {
-		return err
+	var last uint64
+	first := true
+	report := func(gen uint64) {
+		if first || gen > last {
+			first, last = false, gen
+			changed(gen)
+		}
 	}
 	wait := watchRetryMin
 	for {
-		err := s.listen(ctx, &last, changed)
+		err := s.listen(ctx, report)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -47,7 +51,7 @@ func (s *State) Watch(ctx context.Context, changed func(gen uint64)) error {
 
 // listen connects, listens, re-reads the generation, and reports
 // notifications until the connection fails.
-func (s *State) listen(ctx context.Context, last *uint64, changed func(uint64)) error {
+func (s *State) listen(ctx context.Context, report func(uint64)) error {
 	conn, err := s.connect(ctx, WatchApplication)
 	if err != nil {
 		return err
@@ -61,12 +65,6 @@ func (s *State) listen(ctx context.Context, last *uint64, changed func(uint64)) 
 	var g int64
 	if err := conn.QueryRow(ctx, `SELECT generation FROM `+s.t.head+` WHERE id = 1`).Scan(&g); err != nil {
 		return err
-	}
-	report := func(gen uint64) {
-		if gen > *last {
-			*last = gen
-			changed(gen)
-		}
 	}
 	report(uint64(g))
 	for {

@@ -475,17 +475,37 @@ func chainLinear(t *testing.T, b Backend) {
 	}
 }
 
-// watching runs st.Watch until the test ends and returns the newest
+// watching runs st.Watch until the test ends and returns, once it
+// watches (its first report, the current generation), the newest
 // generation it reported, as a function.
 func watching(t *testing.T, st store.State) func() uint64 {
+	t.Helper()
 	var latest atomic.Uint64
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	started := make(chan uint64, 1)
 	go func() {
 		defer close(done)
-		_ = st.Watch(ctx, func(g uint64) { latest.Store(g) })
+		err := st.Watch(ctx, func(g uint64) {
+			latest.Store(g)
+			select {
+			case started <- g:
+			default:
+			}
+		})
+		if ctx.Err() == nil {
+			t.Errorf("Watch: %v", err)
+		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case g := <-started:
+		if want := generation(t, st); g != want {
+			t.Errorf("Watch's first report is %d; the generation is %d", g, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Watch did not report the current generation")
+	}
 	return latest.Load
 }
 
@@ -515,7 +535,6 @@ func watchSeesOthers(t *testing.T, b Backend) {
 	open := b.Fresh(t)
 	a, other := opened(t, open), opened(t, open)
 	latest := watching(t, a)
-	time.Sleep(100 * time.Millisecond) // listening
 	g := block(t, other, "v1")
 	if !within(5*time.Second, func() bool { return latest() >= g }) {
 		t.Fatalf("watch reported generation %d; another process committed %d", latest(), g)
