@@ -33,22 +33,11 @@ type snapshot struct {
 
 // snapshotAt is the kept snapshot if it is at gen, else a new one.
 func (s *Store) snapshotAt(gen uint64) *snapshot {
-	s.snapMu.Lock()
-	defer s.snapMu.Unlock()
-	if s.snap != nil && s.snap.gen == gen {
-		return s.snap
-	}
-	return &snapshot{gen: gen}
+	return s.snap.At(gen, func() *snapshot { return &snapshot{gen: gen} })
 }
 
 // install keeps sn unless a newer snapshot is kept.
-func (s *Store) install(sn *snapshot) {
-	s.snapMu.Lock()
-	defer s.snapMu.Unlock()
-	if s.snap == nil || sn.gen >= s.snap.gen {
-		s.snap = sn
-	}
-}
+func (s *Store) install(sn *snapshot) { s.snap.Keep(sn.gen, sn) }
 
 // next is the snapshot at gen: sn with c applied. A prune leaves the
 // approvals to be read again.

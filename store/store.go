@@ -76,10 +76,9 @@ type Store struct {
 	auditKey []byte
 	log      *auditLog
 	gen      *generation
-	// snapMu guards snap, what every call reads as it was at one
-	// generation (snapshot.go).
-	snapMu sync.Mutex
-	snap   *snapshot
+	// snap is what every call reads as it was at one generation
+	// (snapshot.go).
+	snap Kept[snapshot]
 	// opens counts the database's opens (tests: the fast path opens
 	// none).
 	opens atomic.Int64

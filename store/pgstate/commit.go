@@ -36,25 +36,14 @@ type snapshot struct {
 	policy    *string
 }
 
-// snapshotAt is the cached snapshot if it is at gen, else a new one
-// (read as it is used).
+// snapshotAt is the kept snapshot if it is at gen, else a new one (read
+// as it is used).
 func (s *State) snapshotAt(gen uint64) *snapshot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.snap != nil && s.snap.gen == gen {
-		return s.snap
-	}
-	return &snapshot{gen: gen}
+	return s.snap.At(gen, func() *snapshot { return &snapshot{gen: gen} })
 }
 
-// install keeps sn as the cached snapshot unless a newer one is.
-func (s *State) install(sn *snapshot) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.snap == nil || sn.gen >= s.snap.gen {
-		s.snap = sn
-	}
-}
+// install keeps sn unless a newer snapshot is kept.
+func (s *State) install(sn *snapshot) { s.snap.Keep(sn.gen, sn) }
 
 // view is a store.View over one transaction.
 type view struct {

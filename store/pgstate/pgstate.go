@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,8 +70,8 @@ type State struct {
 	stateID  string
 	t        tables
 
-	mu   sync.Mutex // snap
-	snap *snapshot  // the newest snapshot read or written
+	// snap is the newest snapshot read or written.
+	snap store.Kept[snapshot]
 }
 
 var _ store.State = (*State)(nil)
