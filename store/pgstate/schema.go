@@ -51,6 +51,8 @@ func (t tables) migrations() [][]string {
 	for _, k := range t.kindTables() {
 		v1 = append(v1, `CREATE TABLE `+k+` (key text PRIMARY KEY, version bigint NOT NULL, body json NOT NULL)`)
 	}
+	// A principal's confirmations are looked up by principal.
+	v1 = append(v1, `CREATE INDEX ON `+t.confirmations+` ((body->>'principal'))`)
 	// conflict fails the statement that calls it, and so the commit: a
 	// compare-and-set that found its row changed must abort what the
 	// batch queued after it (a write of no rows is no error by itself).
