@@ -143,6 +143,13 @@ type Changes struct {
 	// (see Tx.Prune).
 	PruneBefore time.Time
 	Records     []Record
+	// Then, when set, runs once the commit is written, with the
+	// generation it left, before any later commit of this process
+	// decides: memory that follows the state (a guard's counts, its
+	// pauses) changes there, in commit order, and never for a commit
+	// that was not written. (On bbolt with SyncAlways the fsync comes
+	// after it: a failed fsync is Commit's error although Then ran.)
+	Then func(gen uint64)
 }
 
 // ChangesState reports whether c changes state beyond its records (and

@@ -384,14 +384,22 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 					*gen = cur
 				}
 				if len(c.Records) > 0 {
-					written, err = s.log.append(c.Records)
+					if written, err = s.log.append(c.Records); err != nil {
+						return err
+					}
 				}
-				return err
+				if c.Then != nil {
+					c.Then(cur) // under the lock: before the next commit decides
+				}
+				return nil
 			}
 			fn = c.write
 			defer func() {
 				if next != nil {
 					next = v.snap.next(next.gen, &c)
+					if c.Then != nil {
+						c.Then(next.gen)
+					}
 				}
 			}()
 		case txRead:

@@ -335,6 +335,13 @@ func (s *State) readHead(ctx context.Context, q queryer, lock bool) (store.Head,
 func (s *State) Commit(ctx context.Context, decide func(store.View) (store.Changes, error)) (uint64, error) {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
+	// This process's commits one at a time, from the head's lock to
+	// their Then: they are serial on the row anyway, and a commit must
+	// not decide before the one before it has run its Then.
+	if err := s.commitTurn(ctx); err != nil {
+		return 0, s.wrap("committing", err)
+	}
+	defer s.commitMu.Unlock()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return 0, s.wrap("committing", err)
@@ -371,6 +378,9 @@ func (s *State) Commit(ctx context.Context, decide func(store.View) (store.Chang
 	if !changed && len(c.Records) == 0 {
 		rollback()
 		s.install(v.snap)
+		if c.Then != nil {
+			c.Then(gen)
+		}
 		return gen, nil
 	}
 	w := &writer{v: v, batch: &pgx.Batch{}, versions: map[string]int64{}}
@@ -418,7 +428,30 @@ func (s *State) Commit(ctx context.Context, decide func(store.View) (store.Chang
 	} else {
 		s.install(v.snap)
 	}
+	if c.Then != nil {
+		c.Then(next)
+	}
 	return next, nil
+}
+
+// commitTurn takes commitMu, or gives up when ctx ends.
+func (s *State) commitTurn(ctx context.Context) error {
+	if s.commitMu.TryLock() {
+		return nil
+	}
+	got := make(chan struct{})
+	go func() {
+		s.commitMu.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		return nil
+	case <-ctx.Done():
+		// The helper still takes the turn: let it go when it does.
+		go func() { <-got; s.commitMu.Unlock() }()
+		return ctx.Err()
+	}
 }
 
 // writer queues a commit's statements in one batch (one round trip),

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +71,8 @@ type State struct {
 	stateID  string
 	t        tables
 
+	// commitMu makes this process's commits one at a time (Commit).
+	commitMu sync.Mutex
 	// snap is the newest snapshot read or written.
 	snap store.Kept[snapshot]
 }

@@ -46,6 +46,7 @@ func Run(t *testing.T, b Backend) {
 		{"cursors, leases and question turns", cursorsAndLeases},
 		{"prune removes what can no longer be used", prune},
 		{"what a view hands out is the caller's to change", handedOut},
+		{"Then runs in commit order, before the next commit decides, and only for commits written", thenInOrder},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, b) })
@@ -763,6 +764,59 @@ func handedOut(t *testing.T, b Backend) {
 			return store.Changes{Records: []store.Record{rec("decision", "allowed")}}, nil
 		}); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+func thenInOrder(t *testing.T, b Backend) {
+	ctx := context.Background()
+	st := opened(t, b.Fresh(t))
+	// mem is memory that follows the state: read by decide, changed by
+	// Then alone, with no lock of its own (the race detector checks that
+	// the backend orders them).
+	mem := 0
+	var failed, ran atomic.Int64
+	const n = 32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fail := i%4 == 3
+			_, err := st.Commit(ctx, func(v store.View) (store.Changes, error) {
+				steps := mem + 1
+				if fail {
+					return store.Changes{Then: func(uint64) { failed.Add(1) }}, errSpent
+				}
+				c := store.Changes{
+					Records: []store.Record{rec("decision", fmt.Sprint("step ", steps))},
+					Then:    func(uint64) { mem = steps; ran.Add(1) },
+				}
+				if i%2 == 0 { // some change state, some only append
+					c.Executions = []store.Execution{{ID: "exec_1", Principal: "claude", Status: "running", Steps: steps}}
+				}
+				return c, nil
+			})
+			if fail != (err != nil) {
+				t.Errorf("commit %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	want := n - n/4
+	if failed.Load() != 0 || ran.Load() != int64(want) || mem != want {
+		t.Fatalf("Then ran %d times (want %d), after failed decides %d times; memory says %d steps", ran.Load(), want, failed.Load(), mem)
+	}
+	// Each step was decided on the memory the commit before it left.
+	r := st.AuditReader()
+	defer r.Close()
+	entries, err := r.Read(store.LogPosition{}, 1000)
+	if err != nil || len(entries) != want {
+		t.Fatalf("%d records, %v", len(entries), err)
+	}
+	for i, e := range entries {
+		if e.Record.Result != fmt.Sprint("step ", i+1) {
+			t.Fatalf("record %d says %q: a commit decided before the one before it ran its Then", i+1, e.Record.Result)
 		}
 	}
 }
