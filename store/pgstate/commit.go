@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -193,7 +194,7 @@ func (v *view) Confirmations(principal, status string) ([]store.Confirmation, er
 	if !validKey(principal) {
 		return nil, nil
 	}
-	m, err := all[store.Confirmation](v, v.s.t.confirmations, ` WHERE body->>'principal' = $1`, principal)
+	m, err := all[store.Confirmation](v, v.s.t.confirmations, ` WHERE principal = $1`, principal)
 	if err != nil {
 		return nil, err
 	}
@@ -487,7 +488,8 @@ func (w *writer) exec(sql string, args ...any) {
 // put writes a row: a compare-and-set on the version read (an insert
 // that must not find one, for a row read as absent), or an upsert for a
 // row decide never read.
-func (w *writer) put(table, key string, body any) error {
+func (w *writer) put(table string, r out) error {
+	key, body := r.key, r.body
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return w.v.s.wrap("encoding", fmt.Errorf("%s/%q: %w", table, key, err))
@@ -496,15 +498,22 @@ func (w *writer) put(table, key string, body any) error {
 	version, read := w.readVersion(id)
 	w.versions[id] = -1 // queued: known once the batch ran
 	var sql string
-	args := []any{key, string(raw), table + " " + key}
+	var principal *string // a name PostgreSQL text cannot hold is no name to look up by
+	if r.principal != "" && validKey(r.principal) {
+		principal = &r.principal
+	}
+	args := []any{key, string(raw), table + " " + key, principal, r.expires}
 	switch {
 	case !read:
-		sql = `INSERT INTO ` + table + ` AS t (key, version, body) VALUES ($1, 1, $2)
-			ON CONFLICT (key) DO UPDATE SET body = excluded.body, version = t.version + 1 RETURNING version`
+		sql = `INSERT INTO ` + table + ` AS t (key, version, body, principal, expires) VALUES ($1, 1, $2, $4, $5)
+			ON CONFLICT (key) DO UPDATE SET body = excluded.body, principal = excluded.principal, expires = excluded.expires,
+			version = t.version + 1 RETURNING version`
 	case version == 0:
-		sql = `INSERT INTO ` + table + ` (key, version, body) VALUES ($1, 1, $2) ON CONFLICT DO NOTHING RETURNING version`
+		sql = `INSERT INTO ` + table + ` (key, version, body, principal, expires) VALUES ($1, 1, $2, $4, $5)
+			ON CONFLICT DO NOTHING RETURNING version`
 	default:
-		sql = `UPDATE ` + table + ` SET body = $2, version = version + 1 WHERE key = $1 AND version = $4 RETURNING version`
+		sql = `UPDATE ` + table + ` SET body = $2, principal = $4, expires = $5, version = version + 1
+			WHERE key = $1 AND version = $6 RETURNING version`
 		args = append(args, version)
 	}
 	// No row back is a conflict, raised in the statement so that the
@@ -554,34 +563,51 @@ func (w *writer) del(table, key string) {
 	})
 }
 
+// out is one row to write: its key and body, and the columns the
+// backend looks rows up or prunes them by (never a JSON operator on a
+// body: PostgreSQL's json functions refuse the \u0000 a model can put
+// in an argument, and one such row would fail every query over them).
+type out struct {
+	key       string
+	body      any
+	principal string
+	// expires is when the row can be pruned (nil: never).
+	expires *time.Time
+}
+
+func at(t time.Time) *time.Time { return &t }
+
 // changes queues c's state changes.
 func (w *writer) changes(c *store.Changes) error {
 	t := w.v.s.t
-	puts := func(table string, key func(i int) string, body func(i int) any, n int) error {
-		for i := 0; i < n; i++ {
-			if err := w.put(table, key(i), body(i)); err != nil {
-				return err
-			}
+	var rows []struct {
+		table string
+		r     out
+	}
+	add := func(table string, r out) {
+		rows = append(rows, struct {
+			table string
+			r     out
+		}{table, r})
+	}
+	for _, b := range c.Blocks {
+		add(t.blocks, out{key: b.Principal, body: b, principal: b.Principal})
+	}
+	for _, ch := range c.Challenges {
+		add(t.challenges, out{key: ch.ID, body: ch, principal: ch.Principal, expires: at(ch.ExpiresAt)})
+	}
+	for _, cf := range c.Confirmations {
+		add(t.confirmations, out{key: cf.Token, body: cf, principal: cf.Principal, expires: at(cf.ExpiresAt)})
+	}
+	for _, a := range c.Approvals {
+		add(t.approvals, out{key: a.ID, body: a, principal: a.Principal, expires: at(a.ExpiresAt)})
+	}
+	for _, e := range c.Executions {
+		r := out{key: e.ID, body: e, principal: e.Principal}
+		if !e.FinishedAt.IsZero() {
+			r.expires = at(e.FinishedAt)
 		}
-		return nil
-	}
-	if err := puts(t.blocks, func(i int) string { return c.Blocks[i].Principal }, func(i int) any { return c.Blocks[i] }, len(c.Blocks)); err != nil {
-		return err
-	}
-	for _, p := range c.Unblock {
-		w.del(t.blocks, p)
-	}
-	if err := puts(t.challenges, func(i int) string { return c.Challenges[i].ID }, func(i int) any { return c.Challenges[i] }, len(c.Challenges)); err != nil {
-		return err
-	}
-	if err := puts(t.confirmations, func(i int) string { return c.Confirmations[i].Token }, func(i int) any { return c.Confirmations[i] }, len(c.Confirmations)); err != nil {
-		return err
-	}
-	if err := puts(t.approvals, func(i int) string { return c.Approvals[i].ID }, func(i int) any { return c.Approvals[i] }, len(c.Approvals)); err != nil {
-		return err
-	}
-	if err := puts(t.executions, func(i int) string { return c.Executions[i].ID }, func(i int) any { return c.Executions[i] }, len(c.Executions)); err != nil {
-		return err
+		add(t.executions, r)
 	}
 	principals := make([]string, 0, len(c.Failures))
 	for p := range c.Failures {
@@ -589,12 +615,21 @@ func (w *writer) changes(c *store.Changes) error {
 	}
 	sort.Strings(principals) // one order of statements for one Changes
 	for _, p := range principals {
-		if err := w.put(t.failures, p, c.Failures[p]); err != nil {
+		add(t.failures, out{key: p, body: c.Failures[p], principal: p})
+	}
+	for _, p := range c.Pins {
+		add(t.pins, out{key: pinKey(p.Server, p.Tool), body: p})
+	}
+	for _, r := range rows {
+		if !validKey(r.r.key) {
+			return w.v.s.wrap("committing", fmt.Errorf("%s: the key %q cannot be stored (NUL, or not UTF-8)", r.table, r.r.key))
+		}
+		if err := w.put(r.table, r.r); err != nil {
 			return err
 		}
 	}
-	if err := puts(t.pins, func(i int) string { return pinKey(c.Pins[i].Server, c.Pins[i].Tool) }, func(i int) any { return c.Pins[i] }, len(c.Pins)); err != nil {
-		return err
+	for _, p := range c.Unblock {
+		w.del(t.blocks, p)
 	}
 	for _, k := range c.Unpin {
 		w.del(t.pins, pinKey(k.Server, k.Tool))
@@ -605,10 +640,9 @@ func (w *writer) changes(c *store.Changes) error {
 	if !c.PruneBefore.IsZero() {
 		// As the bbolt backend's Tx.Prune: what can no longer be used or
 		// replayed.
-		for _, table := range []string{t.challenges, t.confirmations, t.approvals} {
-			w.exec(`DELETE FROM `+table+` WHERE (body->>'expires_at')::timestamptz < $1`, c.PruneBefore)
+		for _, table := range []string{t.challenges, t.confirmations, t.approvals, t.executions} {
+			w.exec(`DELETE FROM `+table+` WHERE expires < $1`, c.PruneBefore)
 		}
-		w.exec(`DELETE FROM `+t.executions+` WHERE (body->>'finished_at')::timestamptz < $1`, c.PruneBefore)
 	}
 	return nil
 }

@@ -49,10 +49,19 @@ func (t tables) migrations() [][]string {
 		`CREATE TABLE ` + t.cursors + ` (name text PRIMARY KEY, cursor json NOT NULL)`,
 	}
 	for _, k := range t.kindTables() {
-		v1 = append(v1, `CREATE TABLE `+k+` (key text PRIMARY KEY, version bigint NOT NULL, body json NOT NULL)`)
+		// principal and expires are what rows are looked up and pruned
+		// by, in columns of their own: no JSON operator ever runs on a
+		// body (the json functions refuse \u0000, which a model can put
+		// in an argument).
+		v1 = append(v1, `CREATE TABLE `+k+` (key text PRIMARY KEY, version bigint NOT NULL, body json NOT NULL, `+
+			`principal text, expires timestamptz)`)
 	}
-	// A principal's confirmations are looked up by principal.
-	v1 = append(v1, `CREATE INDEX ON `+t.confirmations+` ((body->>'principal'))`)
+	// A principal's confirmations are looked up by principal; what
+	// expired is pruned by expires.
+	v1 = append(v1, `CREATE INDEX ON `+t.confirmations+` (principal)`)
+	for _, k := range []string{t.challenges, t.confirmations, t.approvals, t.executions} {
+		v1 = append(v1, `CREATE INDEX ON `+k+` (expires)`)
+	}
 	// conflict fails the statement that calls it, and so the commit: a
 	// compare-and-set that found its row changed must abort what the
 	// batch queued after it (a write of no rows is no error by itself).

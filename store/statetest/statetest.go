@@ -600,6 +600,35 @@ func hostileKeys(t *testing.T, b Backend) {
 	if n, err := st.VerifyChain(ctx); err != nil || n != 1 {
 		t.Fatalf("VerifyChain: %d %v", n, err)
 	}
+	// Rows whose bodies carry what a model sent (a \u0000 escape in a
+	// confirmation's arguments, NUL in an element name) break no later
+	// lookup or prune: one such row must not fail every commit after it.
+	if _, err := st.Commit(ctx, func(store.View) (store.Changes, error) {
+		return store.Changes{Confirmations: []store.Confirmation{{Token: "conf_nul", Principal: "claude", Status: "pending",
+			Arguments: []byte(`{"cmd":"rm\u0000 -rf"}`), Action: "a\x00b", ExpiresAt: t0}},
+			Executions: []store.Execution{{ID: "exec_nul", Principal: "claude", ElementName: "\x00", FinishedAt: t0}}}, nil
+	}); err != nil {
+		t.Fatalf("a commit of rows with NUL: %v", err)
+	}
+	var cs []store.Confirmation
+	if err := st.Load(ctx, func(v store.View) (err error) { cs, err = v.Confirmations("claude", "pending"); return }); err != nil || len(cs) != 1 {
+		t.Fatalf("Confirmations after a row with NUL: %d, %v", len(cs), err)
+	}
+	if _, err := st.Commit(ctx, func(store.View) (store.Changes, error) {
+		return store.Changes{PruneBefore: t0.Add(time.Hour), Records: []store.Record{rec("prune", "pruned")}}, nil
+	}); err != nil {
+		t.Fatalf("a prune over rows with NUL: %v", err)
+	}
+	err := st.Load(ctx, func(v store.View) error {
+		c, err := v.Confirmation("conf_nul")
+		if err == nil && c != nil {
+			err = errors.New("conf_nul survived the prune")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func cursorsAndLeases(t *testing.T, b Backend) {
