@@ -43,6 +43,10 @@ type State interface {
 	Cursors() CursorStore
 	// VerifyChain checks the whole audit chain and returns its length.
 	VerifyChain(ctx context.Context) (uint64, error)
+	// Export calls fn with every row of the state, as Changes in
+	// batches, read in one consistent snapshot, and returns the head of
+	// the audit chain that snapshot is at (Copy moves a state with it).
+	Export(ctx context.Context, fn func(Changes) error) (Head, error)
 	// QuestionTurn waits for the principal's turn to put a question to a
 	// human, across every process on the state; release ends it.
 	QuestionTurn(ctx context.Context, principal string) (release func(), err error)
