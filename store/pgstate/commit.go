@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,16 +67,7 @@ func rowID(table, key string) string { return table + "\x00" + key }
 // no NUL and only UTF-8, so a key that is not is the key of nothing (a
 // token a model made up, say), not an error.
 func validKey(k string) bool {
-	return utf8.ValidString(k) && !containsNUL(k)
-}
-
-func containsNUL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return true
-		}
-	}
-	return false
+	return utf8.ValidString(k) && strings.IndexByte(k, 0) < 0
 }
 
 // get reads one row of a kind table.
@@ -677,7 +669,7 @@ func (sn *snapshot) next(gen uint64, c *store.Changes, versions map[string]int64
 	defer sn.mu.Unlock()
 	n := &snapshot{gen: gen, policy: sn.policy}
 	if sn.blocks != nil {
-		n.blocks = clone(sn.blocks)
+		n.blocks = maps.Clone(sn.blocks)
 		for _, b := range c.Blocks {
 			n.blocks[b.Principal] = row[store.Block]{b, versions[rowID(t.blocks, b.Principal)]}
 		}
@@ -686,13 +678,13 @@ func (sn *snapshot) next(gen uint64, c *store.Changes, versions map[string]int64
 		}
 	}
 	if sn.approvals != nil && c.PruneBefore.IsZero() {
-		n.approvals = clone(sn.approvals)
+		n.approvals = maps.Clone(sn.approvals)
 		for _, a := range c.Approvals {
 			n.approvals[a.ID] = row[store.Approval]{a, versions[rowID(t.approvals, a.ID)]}
 		}
 	}
 	if sn.pins != nil {
-		n.pins = clone(sn.pins)
+		n.pins = maps.Clone(sn.pins)
 		for _, p := range c.Pins {
 			k := pinKey(p.Server, p.Tool)
 			n.pins[k] = row[store.Pin]{p, versions[rowID(t.pins, k)]}
@@ -706,12 +698,4 @@ func (sn *snapshot) next(gen uint64, c *store.Changes, versions map[string]int64
 		n.policy = &pv
 	}
 	return n
-}
-
-func clone[T any](m map[string]row[T]) map[string]row[T] {
-	out := make(map[string]row[T], len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
