@@ -2,10 +2,13 @@ package store
 
 import "sync"
 
-// Kept holds the newest of the values a backend read or wrote at some
-// generation (its snapshot of what every call reads): a value is good
-// for exactly the generation it is stamped with. Safe for concurrent
-// use; the zero value holds nothing.
+// Kept holds the value a backend last read or wrote at some generation
+// (its snapshot of what every call reads): a value is good for exactly
+// the generation it is stamped with. The last value kept wins, not the
+// one of the highest generation: a state restored from a backup counts
+// its generations again from lower down, and a snapshot kept from
+// before must never pass for the state when the count comes back to it.
+// Safe for concurrent use; the zero value holds nothing.
 type Kept[T any] struct {
 	mu  sync.Mutex
 	gen uint64
@@ -22,11 +25,9 @@ func (k *Kept[T]) At(gen uint64, fresh func() *T) *T {
 	return fresh()
 }
 
-// Keep keeps v, at gen, unless a value of a newer generation is kept.
+// Keep keeps v, at gen.
 func (k *Kept[T]) Keep(gen uint64, v *T) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.v == nil || gen >= k.gen {
-		k.gen, k.v = gen, v
-	}
+	k.gen, k.v = gen, v
 }

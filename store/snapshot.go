@@ -36,7 +36,7 @@ func (s *Store) snapshotAt(gen uint64) *snapshot {
 	return s.snap.At(gen, func() *snapshot { return &snapshot{gen: gen} })
 }
 
-// install keeps sn unless a newer snapshot is kept.
+// install keeps sn (the last kept wins: see Kept).
 func (s *Store) install(sn *snapshot) { s.snap.Keep(sn.gen, sn) }
 
 // next is the snapshot at gen: sn with c applied. A prune leaves the

@@ -72,3 +72,20 @@ func TestCommitFastPathOpensNothing(t *testing.T) {
 		t.Fatalf("policy version %q, %v", pv, err)
 	}
 }
+
+// A snapshot kept at a generation is not taken for the state when the
+// count comes back to that generation after a rollback: the last value
+// kept wins.
+func TestKeptLastWins(t *testing.T) {
+	var k Kept[string]
+	old, newer := "before the restore", "after"
+	k.Keep(7, &old)
+	k.Keep(3, &newer) // the state was restored to generation 3
+	fresh := "read afresh"
+	if got := k.At(7, func() *string { return &fresh }); got != &fresh {
+		t.Fatalf("At(7) gave %q after a restore to 3", *got)
+	}
+	if got := k.At(3, func() *string { return &fresh }); got != &newer {
+		t.Fatalf("At(3) gave %q", *got)
+	}
+}

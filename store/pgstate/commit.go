@@ -44,7 +44,7 @@ func (s *State) snapshotAt(gen uint64) *snapshot {
 	return s.snap.At(gen, func() *snapshot { return &snapshot{gen: gen} })
 }
 
-// install keeps sn unless a newer snapshot is kept.
+// install keeps sn (the last kept wins: see Kept).
 func (s *State) install(sn *snapshot) { s.snap.Keep(sn.gen, sn) }
 
 // view is a store.View over one transaction.
