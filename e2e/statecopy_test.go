@@ -1,13 +1,8 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/aqlguard/aqlguard/internal/pgtest"
 )
@@ -16,18 +11,7 @@ import (
 // the guard directory dir and the PostgreSQL state dsn.
 func stateCopy(t *testing.T, dir, config, dsn, to string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(bins.aqlguard, "state", "copy", "--to", to, "--config", config)
-	cmd.Env = append(isolatedEnv(t, dir), "AQLGUARD_STATE_DSN="+dsn)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return aqlguardCLIEnv(t, dir, []string{"AQLGUARD_STATE_DSN=" + dsn}, "state", "copy", "--to", to, "--config", config)
 }
 
 // TestStateCopyToPostgresAndBack: a state with a hard block moves from a
@@ -36,17 +20,7 @@ func stateCopy(t *testing.T, dir, config, dsn, to string) (string, string, int) 
 // directory still refuses the blocked agent, and the audit log there is
 // the old one, byte for byte, plus one record per move, and verifies.
 func TestStateCopyToPostgresAndBack(t *testing.T) {
-	cluster := pgtest.Private(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, cluster.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE moved"); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-	dsn := cluster.DSN("moved")
+	dsn := pgtest.Private(t).Database(t)
 
 	g := startGuard(t, faultConfig)
 	if res := echo(t, g); res["success"] != true {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/aqlguard/aqlguard/internal/pgtest"
 	"github.com/aqlguard/aqlguard/store"
 )
@@ -129,15 +127,7 @@ func TestErrorsKeepThePassword(t *testing.T) {
 func TestFailsClosedAndRecovers(t *testing.T) {
 	ctx := context.Background()
 	cluster := pgtest.Private(t)
-	conn, err := pgx.Connect(ctx, cluster.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE state"); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-	dsn := cluster.DSN("state")
+	dsn := cluster.Database(t)
 	st, err := Open(ctx, Options{DSN: dsn, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
