@@ -31,8 +31,14 @@ func managedFile(t *testing.T, content string) string {
 // aqlguardCLI runs aqlguard with args in g's environment.
 func aqlguardCLI(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
+	return aqlguardCLIEnv(t, dir, nil, args...)
+}
+
+// aqlguardCLIEnv is aqlguardCLI with env (KEY=VALUE) added.
+func aqlguardCLIEnv(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(bins.aqlguard, args...)
-	cmd.Env = isolatedEnv(t, dir)
+	cmd.Env = append(isolatedEnv(t, dir), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

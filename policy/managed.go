@@ -94,6 +94,9 @@ var mergeRules = []struct {
 	{"serve.session_idle_timeout", fixedIfWritten, nil},
 	{"serve.clients", fixedIfWritten, nil},
 	{"serve.oauth", fixedIfWritten, nil},
+	{"state.backend", fixedIfWritten, nil},
+	{"state.dsn", fixedIfWritten, nil},
+	{"state.schema", fixedIfWritten, nil},
 }
 
 // safetySettings are the [safety] and [agents.NAME] settings Compile

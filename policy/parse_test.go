@@ -146,6 +146,12 @@ func TestParseErrors(t *testing.T) {
 			{2, "verify.channel", `"dialog" or "command"`},
 			{3, "verify.timeout", "not positive"},
 		}},
+		{"state", "[state]\nbackend = \"etcd\"\n", []want{{2, "state.backend", `"bbolt" or "postgres"`}}},
+		{"state dsn without postgres", "[state]\ndsn = \"host=db\"\nschema = \"x\"\n", []want{
+			{2, "state.dsn", `is for backend = "postgres"`},
+			{3, "state.schema", `is for backend = "postgres"`},
+		}},
+		{"state schema", "[state]\nbackend = \"postgres\"\nschema = \"Robert'); DROP\"\n", []want{{3, "state.schema", "is not a schema name"}}},
 		{"verify command required", "[verify]\nchannel = \"command\"\n", []want{{1, "verify.command", "is required when channel"}}},
 		{"verify command blank", "[verify]\nchannel = \"command\"\ncommand = [\"\"]\n", []want{{3, "verify.command", "is required when channel"}}},
 

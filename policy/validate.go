@@ -182,6 +182,7 @@ func (v *validator) config(c *Config) {
 	}
 	v.verify(&c.Verify)
 	v.serve(&c.Serve)
+	v.state(&c.State)
 	v.servers(c.Servers)
 	v.locked(c.Locked)
 }
@@ -309,6 +310,27 @@ func loopbackHost(h string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// stateSchema is what [state] schema may be (store/pgstate checks it
+// again).
+var stateSchema = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
+
+func (v *validator) state(s *State) {
+	v.enum("state.backend", &s.Backend, []string{StateBolt, StatePostgres}, StateBolt)
+	if s.Backend != StatePostgres {
+		for _, key := range []string{"state.dsn", "state.schema"} {
+			if v.present(key) {
+				v.errf(key, "is for backend = %q; the backend is %q", StatePostgres, s.Backend)
+			}
+		}
+		return
+	}
+	if s.Schema == "" && !v.present("state.schema") {
+		s.Schema = "aqlguard"
+	} else if !stateSchema.MatchString(s.Schema) {
+		v.errf("state.schema", "%q is not a schema name: use 1-48 lower-case letters, digits and _, not starting with a digit", s.Schema)
+	}
 }
 
 func (v *validator) enum(key string, val *string, allowed []string, def string) {

@@ -57,7 +57,7 @@ func TestConcurrentAppends(t *testing.T) {
 				case 0:
 					ok, err = true, s.Append(ctx, rec)
 				case 1:
-					gen, gerr := s.Generation()
+					gen, gerr := s.Generation(context.Background())
 					if gerr != nil {
 						t.Error(gerr)
 						return

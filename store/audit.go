@@ -13,7 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Record is one audit log entry: a decision on a call, its outcome, a
@@ -128,6 +130,7 @@ func (e *recordEncoder) encode(r *Record) ([]byte, error) {
 	}
 	e.buf.Reset()
 	r.Hash = ""
+	validUTF8(r)
 	if err := e.enc.Encode(r); err != nil {
 		return nil, err
 	}
@@ -142,6 +145,39 @@ func (e *recordEncoder) encode(r *Record) ([]byte, error) {
 		e.line = line
 	}
 	return line, nil
+}
+
+// validUTF8 replaces every byte of r's strings that is not UTF-8 with
+// U+FFFD, as a reader's decoder will: encoding/json writes such a byte
+// as the escape \ufffd but the decoded U+FFFD as itself, so a record
+// hashed with one would not verify against its re-encoding (a false
+// alarm of tampering). What a record carries comes from servers, the
+// OS and the model; none of it is trusted to be UTF-8.
+func validUTF8(r *Record) {
+	for _, f := range []*string{&r.Kind, &r.Principal, &r.Session, &r.Process, &r.Server, &r.Operation, &r.Tool,
+		&r.ArgsSHA256, &r.ArgsText, &r.Preview, &r.Approval, &r.Decision, &r.Stage, &r.Layer, &r.Tier, &r.ChallengeID,
+		&r.Token, &r.Execution, &r.Result, &r.Prev} {
+		if !utf8.ValidString(*f) {
+			*f = strings.ToValidUTF8(*f, "\uFFFD")
+		}
+	}
+	for i, f := range r.Factors {
+		if !utf8.ValidString(f) {
+			r.Factors = slices.Clone(r.Factors) // not the caller's
+			for j := i; j < len(r.Factors); j++ {
+				r.Factors[j] = strings.ToValidUTF8(r.Factors[j], "\uFFFD")
+			}
+			break
+		}
+	}
+	if len(r.Args) > 0 && !utf8.Valid(r.Args) {
+		r.Args = bytes.ToValidUTF8(r.Args, []byte("\uFFFD"))
+	}
+	if r.Gap != nil && !utf8.ValidString(r.Gap.Segment) {
+		g := *r.Gap
+		g.Segment = strings.ToValidUTF8(g.Segment, "\uFFFD")
+		r.Gap = &g
+	}
 }
 
 // maxKeptLine bounds the line buffer kept between records.
@@ -443,3 +479,37 @@ func (t *Tx) dbHead() (auditHead, error) {
 	}
 	return head, nil
 }
+
+// Chainer links records onto a chain after a head, as every backend
+// appends them: the next sequence number, the previous record's hash as
+// Prev, the time in UTC, and the hash over the record's JSON. Its lines
+// are the bytes the chain's hashes cover, so a chain kept in a database
+// verifies with the same ChainVerifier as the JSONL log.
+type Chainer struct {
+	head Head
+	enc  recordEncoder
+}
+
+// NewChainer continues the chain after head (Seq 0: its start).
+func NewChainer(head Head) *Chainer {
+	if head.Seq == 0 {
+		head.Hash = GenesisHash
+	}
+	return &Chainer{head: head}
+}
+
+// Next chains r (setting Seq, Prev, Time and Hash) and returns its line
+// without a newline, valid until the next call.
+func (c *Chainer) Next(r *Record) ([]byte, error) {
+	r.Seq, r.Prev = c.head.Seq+1, c.head.Hash
+	r.Time = r.Time.UTC()
+	line, err := c.enc.encode(r)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: encoding record %d: %w", r.Seq, err)
+	}
+	c.head = Head{Seq: r.Seq, Hash: r.Hash}
+	return line[:len(line)-1], nil
+}
+
+// Head is the last record chained.
+func (c *Chainer) Head() Head { return c.head }

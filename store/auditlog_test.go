@@ -271,19 +271,19 @@ func TestGenerationMovesWithState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	g0, _ := other.Generation()
+	g0, _ := other.Generation(context.Background())
 	_ = s.View(ctx, func(tx *Tx) error { _, err := tx.Block("p"); return err })
 	_, _ = s.Commit(ctx, func(View) (Changes, error) {
 		return Changes{Records: []Record{{Time: t0, Kind: "decision", Principal: "p"}}}, nil
 	})
 	_ = s.Append(ctx, Record{Time: t0, Kind: "outcome", Principal: "p"})
-	if g, _ := other.Generation(); g != g0 {
+	if g, _ := other.Generation(context.Background()); g != g0 {
 		t.Fatalf("generation moved from %d to %d without a state change", g0, g)
 	}
 	if err := s.Update(ctx, func(tx *Tx) error { return tx.PutBlock(Block{Principal: "p", BlockedAt: t0}) }); err != nil {
 		t.Fatal(err)
 	}
-	if g, _ := other.Generation(); g != g0+1 {
+	if g, _ := other.Generation(context.Background()); g != g0+1 {
 		t.Fatalf("generation %d after a block was set, want %d", g, g0+1)
 	}
 	verify(t, s)
@@ -298,7 +298,7 @@ func TestAppendIf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	g, _ := s.Generation()
+	g, _ := s.Generation(context.Background())
 	if ok, err := s.AppendIf(ctx, g, Record{Time: t0, Kind: "decision", Principal: "p"}); !ok || err != nil {
 		t.Fatalf("AppendIf at the current generation = %v, %v", ok, err)
 	}

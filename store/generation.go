@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -164,7 +165,8 @@ func (g *generation) raise() (uint64, error) {
 }
 
 // Generation is the state's generation: equal values, read at two
-// moments, mean no process committed a state change in between.
-func (s *Store) Generation() (uint64, error) {
+// moments, mean no process committed a state change in between. It is
+// one pread: ctx is the interface's (State), never waited on.
+func (s *Store) Generation(context.Context) (uint64, error) {
 	return s.gen.read()
 }

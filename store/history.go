@@ -365,6 +365,7 @@ func (s *Store) guard(fn func() error) (err error) {
 
 // openDB opens the database file for one transaction.
 func (s *Store) openDB(deadline time.Time, readOnly bool) (db *bolt.DB, err error) {
+	s.opens.Add(1)
 	var file *os.File
 	err = s.guard(func() error {
 		var oerr error

@@ -67,3 +67,16 @@ func (t *Tx) Pins(server string) ([]Pin, error) {
 	}
 	return out, nil
 }
+
+// Clone is a copy of p that shares nothing with it: a pin kept in a
+// snapshot is handed out as a clone, so that a caller changing its
+// definition or its pending change changes nothing kept.
+func (p Pin) Clone() Pin {
+	p.Definition = bytes.Clone(p.Definition)
+	if p.Pending != nil {
+		pc := *p.Pending
+		pc.Definition = bytes.Clone(pc.Definition)
+		p.Pending = &pc
+	}
+	return p
+}

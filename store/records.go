@@ -51,10 +51,10 @@ type Challenge struct {
 // Failures is a principal's verification failure state: a token bucket
 // (tokens left at At) and the progressive lockout.
 type Failures struct {
-	Tokens      float64
-	At          time.Time
-	Violations  int
-	LockedUntil time.Time
+	Tokens      float64   `json:"tokens"`
+	At          time.Time `json:"at"`
+	Violations  int       `json:"violations"`
+	LockedUntil time.Time `json:"locked_until,omitzero"`
 }
 
 // Execution is one execute_agent run.

@@ -40,7 +40,7 @@ func TestCommit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := openTest(t)
-			before, err := s.Generation()
+			before, err := s.Generation(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestCommit(t *testing.T) {
 			if !errors.Is(err, tt.fail) {
 				t.Fatalf("Commit: %v", err)
 			}
-			after, _ := s.Generation()
+			after, _ := s.Generation(context.Background())
 			if moved := after != before; moved != tt.raises {
 				t.Errorf("generation %d → %d; want it raised: %v", before, after, tt.raises)
 			}

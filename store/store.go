@@ -76,6 +76,12 @@ type Store struct {
 	auditKey []byte
 	log      *auditLog
 	gen      *generation
+	// snap is what every call reads as it was at one generation
+	// (snapshot.go).
+	snap Kept[snapshot]
+	// opens counts the database's opens (tests: the fast path opens
+	// none).
+	opens atomic.Int64
 	// history is what Open found wrong with the state's history (with
 	// Options.Inspect; otherwise Open fails with it); warnings are what
 	// it found worth saying.
@@ -313,9 +319,12 @@ const (
 )
 
 // run runs one transaction: fn in the mode's transaction, or, for
-// txCommit, decide in a read-only one and the changes it returns in a
-// read-write one, both under the directory's exclusive lock. gen, when
-// set, receives the generation the state is at after it.
+// txCommit, decide on a view (snapshot.go: what every call reads comes
+// from the snapshot kept at the current generation, the rest from a
+// read-only transaction opened only if decide asks for it) and the
+// changes it returns in a read-write one, all under the directory's
+// exclusive lock. gen, when set, receives the generation the state is at
+// after it.
 func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide func(View) (Changes, error), gen *uint64) error {
 	readOnly := mode == txRead
 	if s == nil {
@@ -327,47 +336,82 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 		return err
 	}
 	defer release()
-	db, err := s.openDB(deadline, readOnly)
-	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, deadline.Sub(start).Round(time.Millisecond))
+	var db *bolt.DB
+	open := func() error {
+		if db != nil {
+			return nil
 		}
-		return err
+		var err error
+		if db, err = s.openDB(deadline, readOnly); err != nil {
+			if errors.Is(err, bolterrors.ErrTimeout) {
+				return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, deadline.Sub(start).Round(time.Millisecond))
+			}
+			return err
+		}
+		return nil
 	}
 	var written int64 // the audit log position this transaction's records reach
+	var next *snapshot
 	txErr := func() error {
 		switch mode {
 		case txCommit:
-			// The directory's lock is exclusive: nothing changes the file
-			// until it is let go, so the snapshot decide read stays the
-			// state its changes are written over.
-			var c Changes
-			if err := s.guard(func() error {
-				return db.View(func(btx *bolt.Tx) error {
-					var err error
-					c, err = decide(&Tx{tx: btx, s: s})
-					return err
-				})
-			}); err != nil {
+			// The directory's lock is exclusive: nothing changes the state
+			// until it is let go, so the view decide read stays the state
+			// its changes are written over.
+			cur, err := s.gen.read()
+			if err != nil {
 				return err
 			}
-			if !c.changesState() {
+			v := &commitView{s: s, snap: s.snapshotAt(cur), begin: func() (*bolt.Tx, error) {
+				if err := open(); err != nil {
+					return nil, err
+				}
+				return db.Begin(false)
+			}}
+			var c Changes
+			err = s.guard(func() error {
 				var err error
+				c, err = decide(v)
+				return err
+			})
+			v.close()
+			if err != nil {
+				return err
+			}
+			if !c.ChangesState() {
+				s.install(v.snap)
 				if gen != nil {
-					if *gen, err = s.gen.read(); err != nil {
+					*gen = cur
+				}
+				if len(c.Records) > 0 {
+					if written, err = s.log.append(c.Records); err != nil {
 						return err
 					}
 				}
-				if len(c.Records) > 0 {
-					written, err = s.log.append(c.Records)
+				if c.Then != nil {
+					c.Then(cur) // under the lock: before the next commit decides
 				}
-				return err
+				return nil
 			}
 			fn = c.write
+			defer func() {
+				if next != nil {
+					next = v.snap.next(next.gen, &c)
+					if c.Then != nil {
+						c.Then(next.gen)
+					}
+				}
+			}()
 		case txRead:
+			if err := open(); err != nil {
+				return err
+			}
 			return s.guard(func() error {
 				return db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
 			})
+		}
+		if err := open(); err != nil {
+			return err
 		}
 		var pending int
 		err := s.guard(func() error {
@@ -405,6 +449,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			if gen != nil {
 				*gen = raised
 			}
+			next = &snapshot{gen: raised}
 			return nil
 		}
 		if pending > 0 && written > 0 {
@@ -415,8 +460,13 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 		}
 		return err
 	}()
-	if err := s.guard(db.Close); err != nil && txErr == nil {
-		txErr = fmt.Errorf("closing the state database: %w", err)
+	if next != nil && mode == txCommit {
+		s.install(next) // what this commit left, known without reading it
+	}
+	if db != nil {
+		if err := s.guard(db.Close); err != nil && txErr == nil {
+			txErr = fmt.Errorf("closing the state database: %w", err)
+		}
 	}
 	release() // no lock is held across the fsync: the writers waiting share it
 	if written > 0 {

@@ -648,6 +648,7 @@ func describeGap(g store.Gap) string {
 }
 
 const stateUsage = `usage: aqlguard state reset --i-understand [--state-dir DIR]
+       aqlguard state copy --to postgres|bbolt [--state-dir DIR]   (aqlguard state copy -h)
 
 Accepts the state directory as it is now, when aqlguard refuses to start
 because its database and its audit log do not tell the same history (a
@@ -659,6 +660,9 @@ lost stay lost. Restore the missing files from a backup instead if you can.
 
 // cmdState is `aqlguard state reset --i-understand`.
 func cmdState(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "copy" {
+		return cmdStateCopy(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "reset" {
 		fmt.Fprint(stderr, stateUsage)
 		return 2

@@ -140,7 +140,7 @@ func init() {
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdPins(a, out, errw) }},
 		{"audit", auditCommands, strings.Join(auditCommands, "|"), "read, check and report on the hash-chained audit log",
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdAudit(a, out, errw) }},
-		{"state", []string{"reset"}, "reset --i-understand", "accept a state directory whose database and audit log do not tell the same history (aqlguard refuses to start on it and says why); audited",
+		{"state", []string{"reset", "copy"}, "reset|copy", "reset: accept a state directory whose database and audit log do not tell the same history (aqlguard refuses to start on it and says why); copy: move a state between bbolt and PostgreSQL; both audited",
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdState(a, out, errw) }},
 		{"version", nil, "", "print the version, commit and Go version (also --version)",
 			func(a []string, _ io.Reader, out, _ io.Writer) int { fmt.Fprintln(out, versionLine()); return 0 }},

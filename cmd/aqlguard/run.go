@@ -337,6 +337,12 @@ func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
 
 // openStoreWith is openStore with the store's access options.
 func openStoreWith(ctx context.Context, cfg *policy.Config, o store.Options) (*store.Store, error) {
+	if cfg.State.Backend == policy.StatePostgres {
+		// Refused, never a silent fall back to a local file: replicas
+		// would each decide on a state of their own.
+		return nil, fmt.Errorf("the state database: [state] backend = %q: the PostgreSQL backend (store/pgstate) exists, "+
+			"but the guard and the admin commands do not run on it yet; use backend = %q", policy.StatePostgres, policy.StateBolt)
+	}
 	dir := cfg.StateDir
 	if dir == "" {
 		d, err := store.DefaultDir()

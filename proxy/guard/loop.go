@@ -128,7 +128,7 @@ type Guard struct {
 type State interface {
 	// Generation moves whenever any process commits a state change: what
 	// was loaded at a generation holds while it stays.
-	Generation() (uint64, error)
+	Generation(ctx context.Context) (uint64, error)
 	// Load runs read on a consistent snapshot.
 	Load(ctx context.Context, read func(store.View) error) error
 	// Commit writes, in one durable transaction, the changes decide makes

@@ -124,7 +124,7 @@ func (g *Guard) sync(ctx context.Context) (*store.Block, error) {
 	// instead of opening the database on every call.
 	var gen uint64
 	var err error
-	g.unlocked(func() { gen, err = g.State.Generation() })
+	g.unlocked(func() { gen, err = g.State.Generation(ctx) })
 	if err != nil {
 		return nil, err
 	}

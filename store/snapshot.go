@@ -1,0 +1,315 @@
+package store
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The fast path lives here, not in the guard: what every call's decision
+// reads (the blocks, the approvals, the pins, the policy version) is kept
+// as it was at one generation. A Commit reads the generation under the
+// lock (one pread) and, while it is the snapshot's, decides on the
+// snapshot without opening the database; an allowed call is then one
+// pread and one append to the log. A commit that changes state leaves
+// the snapshot at the generation it raised to, with its own changes, so
+// this process never re-reads what it wrote; another process's commit
+// moves the generation and the next commit reads afresh.
+
+// snapshot is the state's often-read part at generation gen. Each kind
+// is read on first use (nil until then) and never changed after: the
+// next generation's is a copy.
+type snapshot struct {
+	gen       uint64
+	mu        sync.Mutex
+	blocks    map[string]Block
+	approvals []Approval // as Tx.Approvals: oldest first
+	pins      map[string]Pin
+	policy    *string
+}
+
+// snapshotAt is the kept snapshot if it is at gen, else a new one.
+func (s *Store) snapshotAt(gen uint64) *snapshot {
+	return s.snap.At(gen, func() *snapshot { return &snapshot{gen: gen} })
+}
+
+// install keeps sn (the last kept wins: see Kept).
+func (s *Store) install(sn *snapshot) { s.snap.Keep(sn.gen, sn) }
+
+// next is the snapshot at gen: sn with c applied. A prune leaves the
+// approvals to be read again.
+func (sn *snapshot) next(gen uint64, c *Changes) *snapshot {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	n := &snapshot{gen: gen, policy: sn.policy}
+	if sn.blocks != nil {
+		n.blocks = maps.Clone(sn.blocks)
+		for _, b := range c.Blocks {
+			n.blocks[b.Principal] = b
+		}
+		for _, p := range c.Unblock {
+			delete(n.blocks, p)
+		}
+	}
+	if sn.approvals != nil && c.PruneBefore.IsZero() {
+		byID := map[string]Approval{}
+		for _, a := range sn.approvals {
+			byID[a.ID] = a
+		}
+		for _, a := range c.Approvals {
+			byID[a.ID] = a
+		}
+		n.approvals = sortedApprovals(slices.Collect(maps.Values(byID)))
+	}
+	if sn.pins != nil {
+		n.pins = maps.Clone(sn.pins)
+		for _, p := range c.Pins {
+			n.pins[pinKey(p.Server, p.Tool)] = p
+		}
+		for _, k := range c.Unpin {
+			delete(n.pins, pinKey(k.Server, k.Tool))
+		}
+	}
+	if c.PolicyVersion != "" {
+		pv := c.PolicyVersion
+		n.policy = &pv
+	}
+	return n
+}
+
+func sortedApprovals(out []Approval) []Approval {
+	if out == nil {
+		out = []Approval{}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// commitView is the View a Commit decides on: the snapshot for what it
+// keeps, a read-only transaction, opened on first need, for the rest.
+type commitView struct {
+	s     *Store
+	snap  *snapshot
+	begin func() (*bolt.Tx, error)
+	tx    *Tx
+}
+
+var _ View = (*commitView)(nil)
+
+// read is the read-only transaction, begun on first use.
+func (v *commitView) read() (*Tx, error) {
+	if v.tx == nil {
+		btx, err := v.begin()
+		if err != nil {
+			return nil, err
+		}
+		v.tx = &Tx{tx: btx, s: v.s}
+	}
+	return v.tx, nil
+}
+
+// close ends the read-only transaction, if one was begun.
+func (v *commitView) close() {
+	if v.tx != nil {
+		_ = v.tx.tx.Rollback()
+		v.tx = nil
+	}
+}
+
+// fill reads a kind into the snapshot on first use. sn.mu is held.
+func (v *commitView) fill(missing bool, read func(tx *Tx) error) error {
+	if !missing {
+		return nil
+	}
+	tx, err := v.read()
+	if err != nil {
+		return err
+	}
+	return read(tx)
+}
+
+func (v *commitView) blocks() (map[string]Block, error) {
+	v.snap.mu.Lock()
+	defer v.snap.mu.Unlock()
+	err := v.fill(v.snap.blocks == nil, func(tx *Tx) error {
+		list, err := tx.Blocks()
+		if err != nil {
+			return err
+		}
+		m := make(map[string]Block, len(list))
+		for _, b := range list {
+			m[b.Principal] = b
+		}
+		v.snap.blocks = m
+		return nil
+	})
+	return v.snap.blocks, err
+}
+
+func (v *commitView) Block(principal string) (*Block, error) {
+	m, err := v.blocks()
+	if err != nil {
+		return nil, err
+	}
+	b, ok := m[principal]
+	if !ok {
+		return nil, nil
+	}
+	return &b, nil
+}
+
+func (v *commitView) Blocks() ([]Block, error) {
+	m, err := v.blocks()
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Collect(maps.Values(m))
+	sort.Slice(out, func(i, j int) bool { return out[i].Principal < out[j].Principal })
+	return out, nil
+}
+
+func (v *commitView) approvals() ([]Approval, error) {
+	v.snap.mu.Lock()
+	defer v.snap.mu.Unlock()
+	err := v.fill(v.snap.approvals == nil, func(tx *Tx) error {
+		list, err := tx.Approvals()
+		if err == nil {
+			v.snap.approvals = sortedApprovals(list)
+		}
+		return err
+	})
+	return v.snap.approvals, err
+}
+
+func (v *commitView) Approval(id string) (*Approval, error) {
+	list, err := v.approvals()
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range list {
+		if a.ID == id {
+			return &a, nil
+		}
+	}
+	return nil, nil
+}
+
+func (v *commitView) Approvals() ([]Approval, error) {
+	list, err := v.approvals()
+	return slices.Clone(list), err
+}
+
+func (v *commitView) pins() (map[string]Pin, error) {
+	v.snap.mu.Lock()
+	defer v.snap.mu.Unlock()
+	err := v.fill(v.snap.pins == nil, func(tx *Tx) error {
+		list, err := tx.Pins("")
+		if err != nil {
+			return err
+		}
+		m := make(map[string]Pin, len(list))
+		for _, p := range list {
+			m[pinKey(p.Server, p.Tool)] = p
+		}
+		v.snap.pins = m
+		return nil
+	})
+	return v.snap.pins, err
+}
+
+func (v *commitView) Pin(server, tool string) (*Pin, error) {
+	m, err := v.pins()
+	if err != nil {
+		return nil, err
+	}
+	p, ok := m[pinKey(server, tool)]
+	if !ok {
+		return nil, nil
+	}
+	p = p.Clone()
+	return &p, nil
+}
+
+func (v *commitView) Pins(server string) ([]Pin, error) {
+	m, err := v.pins()
+	if err != nil {
+		return nil, err
+	}
+	var out []Pin
+	for _, p := range m {
+		if server == "" || p.Server == server {
+			out = append(out, p.Clone())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return pinKey(out[i].Server, out[i].Tool) < pinKey(out[j].Server, out[j].Tool) })
+	return out, nil
+}
+
+func (v *commitView) PolicyVersion() (string, error) {
+	v.snap.mu.Lock()
+	defer v.snap.mu.Unlock()
+	err := v.fill(v.snap.policy == nil, func(tx *Tx) error {
+		pv, err := tx.PolicyVersion()
+		if err == nil {
+			v.snap.policy = &pv
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return *v.snap.policy, nil
+}
+
+func (v *commitView) AuditHead() (Head, error) {
+	h, err := v.s.log.lastRecord()
+	return Head(h), err
+}
+
+func (v *commitView) Challenge(id string) (*Challenge, error) {
+	tx, err := v.read()
+	if err != nil {
+		return nil, err
+	}
+	return tx.Challenge(id)
+}
+
+func (v *commitView) Confirmation(token string) (*Confirmation, error) {
+	tx, err := v.read()
+	if err != nil {
+		return nil, err
+	}
+	return tx.Confirmation(token)
+}
+
+func (v *commitView) Confirmations(principal, status string) ([]Confirmation, error) {
+	tx, err := v.read()
+	if err != nil {
+		return nil, err
+	}
+	return tx.Confirmations(principal, status)
+}
+
+func (v *commitView) Failures(principal string) (Failures, bool, error) {
+	tx, err := v.read()
+	if err != nil {
+		return Failures{}, false, err
+	}
+	return tx.Failures(principal)
+}
+
+func (v *commitView) Execution(id string) (*Execution, error) {
+	tx, err := v.read()
+	if err != nil {
+		return nil, err
+	}
+	return tx.Execution(id)
+}
