@@ -92,6 +92,8 @@ var mergeRules = []struct {
 	{"serve.token_file", fixedIfWritten, nil},
 	{"serve.max_sessions", fixedIfWritten, nil},
 	{"serve.session_idle_timeout", fixedIfWritten, nil},
+	{"serve.metrics_listen", fixedIfWritten, nil},
+	{"serve.traces_endpoint", fixedIfWritten, nil},
 }
 
 // safetySettings are the [safety] and [agents.NAME] settings Compile

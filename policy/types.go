@@ -62,6 +62,12 @@ type Serve struct {
 	MaxSessions int `toml:"max_sessions"`
 	// SessionIdleTimeout ends a session nobody used for that long.
 	SessionIdleTimeout Duration `toml:"session_idle_timeout"`
+	// MetricsListen is HOST:PORT of a listener of its own for Prometheus
+	// metrics (/metrics), /healthz and /readyz; "" for none.
+	MetricsListen string `toml:"metrics_listen"`
+	// TracesEndpoint is an OTLP/HTTP traces URL that gets a span per
+	// tool call; "" for none.
+	TracesEndpoint string `toml:"traces_endpoint"`
 }
 
 // Limits are the MCP-AQL payload limits (spec 4.7.5), the [limits]

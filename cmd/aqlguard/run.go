@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
@@ -21,6 +22,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/telemetry"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -153,6 +155,11 @@ type instance struct {
 	store  *store.Store
 	// forwarding ends the audit forwarder and waits for its last delivery.
 	forwarding func()
+	// forwarder ships the audit; nil when it is not forwarded.
+	forwarder *forward.Forwarder
+	// healthCheck answers /readyz (health), on both listeners.
+	healthOnce  sync.Once
+	healthCheck *telemetry.Health
 }
 
 // startInstance opens the state and builds what the sessions share. On
@@ -219,7 +226,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 			return nil, 1
 		}
-		in.forwarding = startForwarder(ctx, fw, log)
+		in.forwarding, in.forwarder = startForwarder(ctx, fw, log), fw
 	}
 	return in, 0
 }

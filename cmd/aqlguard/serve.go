@@ -17,6 +17,7 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/httpfront"
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/telemetry"
 )
 
 // cmdServe serves MCP over Streamable HTTP at /mcp, on TCP or a unix
@@ -67,6 +68,12 @@ func cmdServe(args []string, stderr io.Writer) int {
 		return code
 	}
 	defer in.close()
+	stopWatching, err := in.watch(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	defer stopWatching()
 	opts := httpfront.Options{MaxBodyBytes: cfg.Limits.MaxRequestSize, MaxSessions: cfg.Serve.MaxSessions,
 		IdleTimeout: cfg.Serve.SessionIdleTimeout.Duration, Log: in.log}
 	opts.Token = token
@@ -74,6 +81,10 @@ func cmdServe(args []string, stderr io.Writer) int {
 	front := httpfront.New(ctx, in.relay, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)
+	// The probes need no token: an orchestrator's probe has none, and
+	// they say nothing but fixed words (telemetry.Readiness).
+	mux.HandleFunc("GET /healthz", telemetry.Healthz)
+	mux.Handle("GET /readyz", in.health())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	if ln.Addr().Network() == "unix" {

@@ -75,6 +75,8 @@ type Config struct {
 	Gate     Gate
 	// Restart restarts servers that die.
 	Restart bool
+	// Restarted is told of every server restarted after it died.
+	Restarted func(server string)
 	// Auth authorizes to remote servers with auth = "oauth".
 	Auth *remoteauth.Manager
 	// FinishOnEOF answers the requests a client sent before its input
@@ -359,7 +361,7 @@ func (s *Session) start(ctx context.Context, params json.RawMessage) (json.RawMe
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
 	}
 	s.pool = downstream.Start(ctx, s.cfg.servers(), downstream.Options{Version: s.cfg.Version, Initialize: down, Modern: s.modern.Load(), Auth: s.cfg.Auth,
-		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Vet: s.cfg.VetTools, Log: s.log})
+		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Restarted: s.cfg.Restarted, Vet: s.cfg.VetTools, Log: s.log})
 	if s.cfg.Transparent && len(s.pool.Servers()) == 1 {
 		srv := s.pool.Servers()[0]
 		st := srv.State()
