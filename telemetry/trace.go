@@ -132,4 +132,3 @@ func metaTraceContext(ctx context.Context, params json.RawMessage) (context.Cont
 	}
 	return out, true
 }
-
