@@ -379,4 +379,3 @@ func (p *switchableProxy) traceparents() map[string]bool {
 	}
 	return out
 }
-
