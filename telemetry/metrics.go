@@ -10,6 +10,7 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
@@ -27,6 +28,17 @@ type Metrics struct {
 	duration   *prometheus.HistogramVec
 	downstream *prometheus.HistogramVec
 	restarts   *prometheus.CounterVec
+	// series are the children of the vectors by label values, looked
+	// up once each: a call then costs one map read, not a hash of its
+	// labels per vector.
+	series sync.Map // seriesKey → *callSeries
+}
+
+type seriesKey struct{ server, decision, outcome string }
+
+type callSeries struct {
+	calls              prometheus.Counter
+	duration, upstream prometheus.Observer
 }
 
 // Sources are what the metrics read when they are scraped.
@@ -94,11 +106,20 @@ func (m *Metrics) Restarted(server string) { m.restarts.WithLabelValues(server).
 
 // callEnded counts one call.
 func (m *Metrics) callEnded(server string, end guard.CallEnd) {
-	d := decisionLabel(end.Directive.Decision)
-	m.calls.WithLabelValues(server, d, end.Outcome).Inc()
-	m.duration.WithLabelValues(server, d).Observe(end.Took.Seconds())
+	k := seriesKey{server, decisionLabel(end.Directive.Decision), end.Outcome}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &callSeries{
+			calls:    m.calls.WithLabelValues(k.server, k.decision, k.outcome),
+			duration: m.duration.WithLabelValues(k.server, k.decision),
+			upstream: m.downstream.WithLabelValues(k.server),
+		})
+	}
+	s := v.(*callSeries)
+	s.calls.Inc()
+	s.duration.Observe(end.Took.Seconds())
 	if end.Outcome != guard.OutcomeRefused {
-		m.downstream.WithLabelValues(server).Observe(end.Downstream.Seconds())
+		s.upstream.Observe(end.Downstream.Seconds())
 	}
 }
 
