@@ -297,7 +297,7 @@ Restart=on-failure
 RestartSec=2s
 # A system user of its own (not DynamicUser): its uid is stable, so the
 # files its servers need can be given to it, and an administrator runs
-# sudo -u {{.User}} aqlguard --state-dir {{.State}} unblock|audit|blocks.
+# sudo -u {{.User}} aqlguard blocks|unblock|audit ... --state-dir {{.State}}.
 User={{.User}}
 Group={{.User}}
 Environment=XDG_STATE_HOME=/var/lib
