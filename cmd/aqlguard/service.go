@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/aqlguard/aqlguard/clientconfig"
 )
 
 // cmdService is `aqlguard service install`: aqlguard serve as a systemd
@@ -201,7 +203,7 @@ func installFiles(root string, u unitParams, unit string, stdout io.Writer) erro
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, []byte(unit), 0o644); err != nil {
+	if err := clientconfig.WriteAtomic(path, []byte(unit), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", path)
@@ -214,7 +216,7 @@ func installFiles(root string, u unitParams, unit string, stdout io.Writer) erro
 	}
 	cfg := filepath.Join(root, serviceConfig)
 	if _, err := os.Stat(cfg); errors.Is(err, fs.ErrNotExist) {
-		if err := writeFileAtomic(cfg, []byte(starterConfig), 0o640); err != nil {
+		if err := clientconfig.WriteAtomic(cfg, []byte(starterConfig), 0o640); err != nil {
 			return err
 		}
 		// Readable by the service's group, writable by root alone: the
@@ -228,32 +230,6 @@ func installFiles(root string, u unitParams, unit string, stdout io.Writer) erro
 		fmt.Fprintf(stdout, "wrote %s\n", cfg)
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to path through a temporary file in its
-// directory, with mode perm.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".aqlguard-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // starterConfig is the service's config until the operator writes one.
