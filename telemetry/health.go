@@ -24,7 +24,8 @@ type Health struct {
 	State func(ctx context.Context) error
 	// Servers are the servers in the configuration in force.
 	Servers func() []policy.Server
-	// Log gets why a check failed (the answer says only that it did).
+	// Log gets why a check failed (the answer says only that it did),
+	// once each time a check goes from passing to failing.
 	Log *slog.Logger
 	// Timeout bounds one readiness check (default 2 s).
 	Timeout time.Duration
@@ -93,22 +94,28 @@ func (h *Health) Check(ctx context.Context) Readiness {
 	if h.Servers != nil {
 		servers = h.Servers()
 	}
-	results := make([]string, len(servers))
+	words := make([]string, len(servers))
+	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
-		wg.Go(func() { results[i] = h.checkServer(ctx, s) })
+		wg.Go(func() { words[i], errs[i] = checkServer(ctx, s) })
 	}
 	if h.State != nil {
 		if err := h.State(ctx); err != nil {
-			h.log().Warn("readiness: the state cannot be read", "err", err)
 			rd.Ready, rd.State = false, checkUnavailable
+			if h.cached.State != checkUnavailable { // said once, when it changes
+				h.log().Warn("readiness: the state cannot be read", "err", err)
+			}
 		}
 	}
 	wg.Wait()
 	for i, s := range servers {
-		rd.Servers[s.Name] = results[i]
-		if results[i] != checkOK {
+		rd.Servers[s.Name] = words[i]
+		if words[i] != checkOK {
 			rd.Ready = false
+			if h.cached.Servers[s.Name] != words[i] {
+				h.log().Warn("readiness: a server cannot be started", "server", s.Name, "check", words[i], "err", errs[i])
+			}
 		}
 	}
 	h.last, h.cached = time.Now(), rd
@@ -117,31 +124,28 @@ func (h *Health) Check(ctx context.Context) Readiness {
 
 // checkServer says whether a session could start s: a remote server's
 // address takes a TCP connection, a local server's command is there.
-func (h *Health) checkServer(ctx context.Context, s policy.Server) string {
+func checkServer(ctx context.Context, s policy.Server) (string, error) {
 	if s.URL != "" {
 		addr, err := dialAddress(s.URL)
 		if err != nil {
-			h.log().Warn("readiness: a server's URL has no address", "server", s.Name, "err", err)
-			return checkUnreachable
+			return checkUnreachable, err
 		}
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			h.log().Warn("readiness: a server cannot be reached", "server", s.Name, "err", err)
-			return checkUnreachable
+			return checkUnreachable, err
 		}
 		_ = c.Close()
-		return checkOK
+		return checkOK, nil
 	}
 	cmd := s.Command
 	if s.Cwd != "" && strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) {
 		cmd = filepath.Join(s.Cwd, cmd) // started from there
 	}
 	if _, err := exec.LookPath(cmd); err != nil {
-		h.log().Warn("readiness: a server's command is not there", "server", s.Name, "err", err)
-		return checkNotFound
+		return checkNotFound, err
 	}
-	return checkOK
+	return checkOK, nil
 }
 
 // dialAddress is HOST:PORT of an http(s) URL, with the scheme's port
