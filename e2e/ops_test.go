@@ -379,3 +379,39 @@ func (p *switchableProxy) traceparents() map[string]bool {
 	}
 	return out
 }
+
+// TestServeCountsRestarts: a server that dies is brought back, and the
+// metrics count it.
+func TestServeCountsRestarts(t *testing.T) {
+	metricsAddr := freeAddr(t)
+	s := startServeOn(t, `
+mode = "transparent"
+[safety]
+auto_approve = ["ts_*"]
+[serve]
+metrics_listen = "`+metricsAddr+`"
+[[servers]]
+name = "ts"
+command = `+tomlString(bins.testserver)+`
+`, "")
+	cs, err := connectHTTP(t, s.url, bearerClient(serveTokenOf(t, s.dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx := context.Background()
+	_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if n, _ := sample(scrape(t, "http://"+metricsAddr+"/metrics"), "aqlguard_downstream_restarts_total",
+			map[string]string{"server": "ts"}); n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restart was not counted within 20s")
+		}
+	}
+	fams := scrape(t, "http://"+metricsAddr+"/metrics")
+	if n, _ := sample(fams, "aqlguard_calls_total", map[string]string{"server": "ts", "decision": "allow", "outcome": "failed"}); n != 1 {
+		t.Errorf("the crashed call is not counted as allowed and failed: %v", n)
+	}
+}
