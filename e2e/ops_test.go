@@ -34,7 +34,7 @@ import (
 // cannot be reached and ready again when it is back.
 func TestServeOperatorsCanWatch(t *testing.T) {
 	spans := newOTLPReceiver(t)
-	down := newSwitchableProxy(t, startTestServerHTTP(t))
+	down := newSwitchableProxy(t, startTestServerHTTP(t, "-resources"))
 	metricsAddr := freeAddr(t)
 	s := startServeOn(t, `
 mode = "transparent"
@@ -78,6 +78,13 @@ auth = "none"
 		Meta: mcp.Meta{"traceparent": "00-" + metaTrace + "-b7ad6b7169203331-01"}}); err != nil || res.IsError {
 		t.Fatalf("echo with _meta.traceparent: %v %v", res, err)
 	}
+	// Reads and prompt gets pass the guard too.
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///notes/secret-plan.txt"}); err != nil {
+		t.Fatalf("resources/read: %v", err)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"name": "x"}}); err != nil {
+		t.Fatalf("prompts/get: %v", err)
+	}
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "drop_database", Arguments: map[string]any{"name": "x"}}); err != nil || !res.IsError {
 		t.Fatalf("drop_database was not refused: %v %v", res, err)
 	}
@@ -89,8 +96,10 @@ auth = "none"
 		labels map[string]string
 		want   float64
 	}{
-		{"aqlguard_calls_total", map[string]string{"server": "ts", "decision": "allow", "outcome": "ok"}, 2},
-		{"aqlguard_calls_total", map[string]string{"server": "ts", "decision": "block", "outcome": "refused"}, 1},
+		{"aqlguard_calls_total", map[string]string{"server": "ts", "method": "tools/call", "decision": "allow", "outcome": "ok"}, 2},
+		{"aqlguard_calls_total", map[string]string{"server": "ts", "method": "tools/call", "decision": "block", "outcome": "refused"}, 1},
+		{"aqlguard_calls_total", map[string]string{"server": "ts", "method": "resources/read", "outcome": "ok"}, 1},
+		{"aqlguard_calls_total", map[string]string{"server": "ts", "method": "prompts/get", "outcome": "ok"}, 1},
 		{"aqlguard_blocked", nil, 1},
 		{"aqlguard_pending_questions", nil, 0},
 		{"aqlguard_state_up", nil, 1},
@@ -101,23 +110,33 @@ auth = "none"
 	}
 	if h := fams["aqlguard_call_duration_seconds"]; h == nil || h.GetType() != dto.MetricType_HISTOGRAM {
 		t.Error("no call latency histogram")
-	} else if n := histogramCount(h, map[string]string{"server": "ts", "decision": "allow"}); n != 2 {
+	} else if n := histogramCount(h, map[string]string{"server": "ts", "method": "tools/call", "decision": "allow"}); n != 2 {
 		t.Errorf("latency histogram counted %d allowed calls, want 2", n)
 	}
-	if h := fams["aqlguard_downstream_duration_seconds"]; h == nil || histogramCount(h, map[string]string{"server": "ts"}) != 2 {
+	if h := fams["aqlguard_downstream_duration_seconds"]; h == nil || histogramCount(h, map[string]string{"server": "ts", "method": "tools/call"}) != 2 {
 		t.Error("the downstream latency histogram does not count the 2 forwarded calls")
 	}
 
 	// Traces: one span per call, each in its client's trace, with the
 	// decision; the server got the span as its parent.
-	got := spans.wait(t, 3)
+	got := spans.wait(t, 5)
 	byTrace := map[string][]*tracepb.Span{}
+	names := map[string]int{}
 	for _, sp := range got {
 		byTrace[hex.EncodeToString(sp.TraceId)] = append(byTrace[hex.EncodeToString(sp.TraceId)], sp)
+		names[sp.Name]++
+		for _, a := range sp.Attributes {
+			if strings.Contains(a.Value.GetStringValue(), "secret-plan") || strings.Contains(a.Value.GetStringValue(), "traced") {
+				t.Errorf("a span carries what the call said: %s=%s", a.Key, a.Value.GetStringValue())
+			}
+		}
 	}
-	if len(byTrace[clientTrace]) != 2 || len(byTrace[metaTrace]) != 1 {
-		t.Fatalf("spans by trace: %d in the POSTs' trace (want 2: echo, drop_database), %d in the _meta trace (want 1)",
+	if len(byTrace[clientTrace]) != 4 || len(byTrace[metaTrace]) != 1 {
+		t.Fatalf("spans by trace: %d in the POSTs' trace (want 4: echo, read, prompt, drop_database), %d in the _meta trace (want 1)",
 			len(byTrace[clientTrace]), len(byTrace[metaTrace]))
+	}
+	if names["tools/call ts"] != 3 || names["resources/read ts"] != 1 || names["prompts/get ts"] != 1 {
+		t.Errorf("span names: %v", names)
 	}
 	decisions := map[string]string{}
 	for _, sp := range got {

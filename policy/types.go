@@ -66,7 +66,7 @@ type Serve struct {
 	// metrics (/metrics), /healthz and /readyz; "" for none.
 	MetricsListen string `toml:"metrics_listen"`
 	// TracesEndpoint is an OTLP/HTTP traces URL that gets a span per
-	// tool call; "" for none.
+	// call through the guard; "" for none.
 	TracesEndpoint string `toml:"traces_endpoint"`
 }
 

@@ -34,7 +34,7 @@ type Metrics struct {
 	series sync.Map // seriesKey → *callSeries
 }
 
-type seriesKey struct{ server, decision, outcome string }
+type seriesKey struct{ server, method, decision, outcome string }
 
 type callSeries struct {
 	calls              prometheus.Counter
@@ -64,18 +64,18 @@ func NewMetrics(src Sources) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "aqlguard_calls_total",
-		Help: "Tool calls that reached the guard, by server, decision (allow, confirm, verify, block, refuse) and outcome (ok, tool_error, rpc_error, failed, refused, unrecorded).",
-	}, []string{"server", "decision", "outcome"})
+		Help: "Calls that reached the guard (tools/call, resources/read, prompts/get), by server, method, decision (allow, confirm, verify, block, refuse) and outcome (ok, tool_error, rpc_error, failed, refused, unrecorded).",
+	}, []string{"server", "method", "decision", "outcome"})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "aqlguard_call_duration_seconds",
-		Help:    "Time from a tool call reaching the guard to its answer, a human's answer included, by server and decision.",
+		Help:    "Time from a call reaching the guard to its answer, a human's answer included, by server, method and decision.",
 		Buckets: latencyBuckets,
-	}, []string{"server", "decision"})
+	}, []string{"server", "method", "decision"})
 	m.downstream = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "aqlguard_downstream_duration_seconds",
-		Help:    "Time the server took to answer a forwarded tool call, by server.",
+		Help:    "Time the server took to answer a forwarded call, by server and method.",
 		Buckets: latencyBuckets,
-	}, []string{"server"})
+	}, []string{"server", "method"})
 	m.restarts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "aqlguard_downstream_restarts_total",
 		Help: "Downstream servers brought back after they died, by server.",
@@ -105,14 +105,14 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Restarted(server string) { m.restarts.WithLabelValues(server).Inc() }
 
 // callEnded counts one call.
-func (m *Metrics) callEnded(server string, end guard.CallEnd) {
-	k := seriesKey{server, decisionLabel(end.Directive.Decision), end.Outcome}
+func (m *Metrics) callEnded(c guard.WatchedCall, end guard.CallEnd) {
+	k := seriesKey{c.Server, methodLabel(c.Method), decisionLabel(end.Directive.Decision), end.Outcome}
 	v, ok := m.series.Load(k)
 	if !ok {
 		v, _ = m.series.LoadOrStore(k, &callSeries{
-			calls:    m.calls.WithLabelValues(k.server, k.decision, k.outcome),
-			duration: m.duration.WithLabelValues(k.server, k.decision),
-			upstream: m.downstream.WithLabelValues(k.server),
+			calls:    m.calls.WithLabelValues(k.server, k.method, k.decision, k.outcome),
+			duration: m.duration.WithLabelValues(k.server, k.method, k.decision),
+			upstream: m.downstream.WithLabelValues(k.server, k.method),
 		})
 	}
 	s := v.(*callSeries)
@@ -121,6 +121,15 @@ func (m *Metrics) callEnded(server string, end guard.CallEnd) {
 	if end.Outcome != guard.OutcomeRefused {
 		s.upstream.Observe(end.Downstream.Seconds())
 	}
+}
+
+// methodLabel is the method as one of a fixed set of label values.
+func methodLabel(m string) string {
+	switch m {
+	case guard.MethodToolsCall, guard.MethodResourcesRead, guard.MethodPromptsGet:
+		return m
+	}
+	return "other"
 }
 
 // decisionLabel is the decision as one of a fixed set of label values.

@@ -41,7 +41,7 @@ func TestLabelsAreBounded(t *testing.T) {
 	m := NewMetrics(Sources{})
 	w := &Watch{Metrics: m}
 	for i := range 50 {
-		c := guard.WatchedCall{Server: "ts", Operation: "ts_x", Tool: "tool" + strings.Repeat("x", i),
+		c := guard.WatchedCall{Method: guard.MethodToolsCall, Server: "ts", Operation: "ts_x", Tool: "tool" + strings.Repeat("x", i),
 			Params: json.RawMessage(`{"_meta":{"k":"` + strings.Repeat("y", i) + `"}}`)}
 		ctx := w.CallBegins(context.Background(), c)
 		d := evaluator.Decision("made-up-" + strings.Repeat("z", i))
@@ -58,7 +58,7 @@ func TestLabelsAreBounded(t *testing.T) {
 	}
 	for _, s := range calls {
 		for _, l := range s.GetLabel() {
-			if strings.Contains(l.GetValue(), "tool") || strings.Contains(l.GetValue(), "made-up") {
+			if v := l.GetValue(); v == "tool" || strings.Contains(v, "toolx") || strings.Contains(v, "made-up") {
 				t.Errorf("label %s=%q", l.GetName(), l.GetValue())
 			}
 		}
@@ -115,7 +115,7 @@ func TestSpanPerCall(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	w := &Watch{Tracer: &Tracer{tp: tp, tracer: tp.Tracer("test")}}
-	c := guard.WatchedCall{Server: "ts", Operation: "ts_echo", Tool: "echo",
+	c := guard.WatchedCall{Method: guard.MethodToolsCall, Server: "ts", Operation: "ts_echo", Tool: "echo",
 		Params: json.RawMessage(`{"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}`)}
 	ctx := w.CallBegins(context.Background(), c)
 	if !trace.SpanContextFromContext(ctx).IsValid() {
@@ -179,7 +179,7 @@ func TestReadiness(t *testing.T) {
 // and metrics with a span exported in batches (to an exporter that drops
 // them, so only aqlguard's side is measured).
 func BenchmarkWatch(b *testing.B) {
-	c := guard.WatchedCall{Server: "ts", Operation: "ts_echo", Tool: "echo", Params: json.RawMessage(`{"_meta":{"progressToken":1}}`)}
+	c := guard.WatchedCall{Method: guard.MethodToolsCall, Server: "ts", Operation: "ts_echo", Tool: "echo", Params: json.RawMessage(`{"_meta":{"progressToken":1}}`)}
 	end := guard.CallEnd{Directive: evaluator.Directive{Decision: evaluator.Allow, Stage: evaluator.StagePattern}, Outcome: guard.OutcomeOK,
 		Took: 400 * time.Microsecond, Downstream: 200 * time.Microsecond}
 	run := func(b *testing.B, w *Watch) {

@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Tracer exports one span per guarded tool call to an OTLP/HTTP
+// Tracer exports one span per guarded call to an OTLP/HTTP
 // collector.
 type Tracer struct {
 	tp     *sdktrace.TracerProvider
@@ -58,7 +58,8 @@ type Watch struct {
 
 var _ guard.Watcher = (*Watch)(nil)
 
-// CallBegins starts the call's span. Its parent is the client's trace:
+// CallBegins starts the call's span (tools/call <server>,
+// resources/read <server>, prompts/get <server>). Its parent is the client's trace:
 // traceparent in the call's _meta if there is one (MCP's place for it,
 // whatever the transport), else the one of the HTTP request that carried
 // it (already in ctx).
@@ -69,20 +70,26 @@ func (w *Watch) CallBegins(ctx context.Context, c guard.WatchedCall) context.Con
 	if parent, ok := metaTraceContext(ctx, c.Params); ok {
 		ctx = parent
 	}
-	ctx, _ = w.Tracer.tracer.Start(ctx, "tools/call "+c.Server, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(
-			attribute.String("aqlguard.server", c.Server),
-			attribute.String("aqlguard.operation", c.Operation),
-			attribute.String("mcp.method.name", "tools/call"),
-			attribute.String("gen_ai.tool.name", c.Tool),
-		))
+	method := methodLabel(c.Method)
+	attrs := []attribute.KeyValue{
+		attribute.String("aqlguard.server", c.Server),
+		attribute.String("mcp.method.name", method),
+	}
+	switch method {
+	case guard.MethodToolsCall:
+		attrs = append(attrs, attribute.String("aqlguard.operation", c.Operation), attribute.String("gen_ai.tool.name", c.Tool))
+	case guard.MethodPromptsGet:
+		attrs = append(attrs, attribute.String("gen_ai.prompt.name", c.Tool))
+	} // a read's URI is the client's, and may say more than a trace should
+	ctx, _ = w.Tracer.tracer.Start(ctx, method+" "+c.Server, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attrs...))
 	return ctx
 }
 
 // CallEnded counts the call and ends its span with the decision.
 func (w *Watch) CallEnded(ctx context.Context, c guard.WatchedCall, end guard.CallEnd) {
 	if w.Metrics != nil {
-		w.Metrics.callEnded(c.Server, end)
+		w.Metrics.callEnded(c, end)
 	}
 	if w.Tracer == nil {
 		return

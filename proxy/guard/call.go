@@ -65,7 +65,7 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	began := time.Now()
 	var watched WatchedCall
 	if g.Watch != nil {
-		watched = WatchedCall{Server: op.Server, Operation: op.Name, Tool: op.Tool.Name, Params: base}
+		watched = WatchedCall{Method: MethodToolsCall, Server: op.Server, Operation: op.Name, Tool: op.Tool.Name, Params: base}
 		ctx = g.Watch.CallBegins(ctx, watched)
 	}
 	out := g.call(ctx, session, op, a, base)

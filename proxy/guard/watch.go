@@ -9,7 +9,8 @@ import (
 	"github.com/aqlguard/aqlguard/store"
 )
 
-// Watcher sees every guarded tool call, for the people who run aqlguard
+// Watcher sees every guarded call (tool calls, resource reads, prompt
+// gets), for the people who run aqlguard
 // (metrics, traces: package telemetry). It must be cheap: it runs on
 // every call.
 type Watcher interface {
@@ -22,13 +23,22 @@ type Watcher interface {
 	CallEnded(ctx context.Context, c WatchedCall, end CallEnd)
 }
 
-// WatchedCall names a call for a Watcher. Server comes from the
-// configuration, Operation and Tool from the server's catalog; Params are
-// the client's params besides name and arguments (its _meta), as sent.
+// WatchedCall names a call for a Watcher. Method is tools/call,
+// resources/read or prompts/get; Server comes from the configuration;
+// Tool is the tool's or the prompt's name from the server's catalog ("" for
+// a read: a URI is the client's); Params are the client's params besides
+// name and arguments (its _meta), as sent (tool calls only).
 type WatchedCall struct {
-	Server, Operation, Tool string
-	Params                  json.RawMessage
+	Method, Server, Operation, Tool string
+	Params                          json.RawMessage
 }
+
+// The methods a Watcher sees.
+const (
+	MethodToolsCall     = "tools/call"
+	MethodResourcesRead = "resources/read"
+	MethodPromptsGet    = "prompts/get"
+)
 
 // CallEnd is how a watched call ended.
 type CallEnd struct {

@@ -52,8 +52,9 @@ type Tools interface {
 // JSON-RPC error.
 type Gate interface {
 	// Check returns done, to be called with the forwarded request's
-	// error (nil on success) once it is answered.
-	Check(ctx context.Context, sess *Session, server, kind, name string, args map[string]any) (done func(error), err error)
+	// error (nil on success) once it is answered, and the context to
+	// forward it with (it may carry the guard's trace span).
+	Check(ctx context.Context, sess *Session, server, kind, name string, args map[string]any) (fwd context.Context, done func(error), err error)
 }
 
 // Config is what every session of one aqlguard shares.
