@@ -97,6 +97,8 @@ var mergeRules = []struct {
 	{"state.backend", fixedIfWritten, nil},
 	{"state.dsn", fixedIfWritten, nil},
 	{"state.schema", fixedIfWritten, nil},
+	{"serve.metrics_listen", fixedIfWritten, nil},
+	{"serve.traces_endpoint", fixedIfWritten, nil},
 }
 
 // safetySettings are the [safety] and [agents.NAME] settings Compile

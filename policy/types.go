@@ -85,6 +85,12 @@ type Serve struct {
 	MaxSessions int `toml:"max_sessions"`
 	// SessionIdleTimeout ends a session nobody used for that long.
 	SessionIdleTimeout Duration `toml:"session_idle_timeout"`
+	// MetricsListen is HOST:PORT of a listener of its own for Prometheus
+	// metrics (/metrics), /healthz and /readyz; "" for none.
+	MetricsListen string `toml:"metrics_listen"`
+	// TracesEndpoint is an OTLP/HTTP traces URL that gets a span per
+	// call through the guard; "" for none.
+	TracesEndpoint string `toml:"traces_endpoint"`
 	// Clients are the static clients ([[serve.clients]]): each its own
 	// token, known here only by its SHA-256, and its own principal.
 	Clients []ServeClient `toml:"clients"`

@@ -199,6 +199,16 @@ func (v *validator) serve(s *Serve) {
 	if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
 		v.errf("serve.token_file", "%q must be an absolute path", s.TokenFile)
 	}
+	if s.MetricsListen != "" {
+		if _, port, err := net.SplitHostPort(s.MetricsListen); err != nil || port == "" {
+			v.errf("serve.metrics_listen", "%q is not HOST:PORT (e.g. \"127.0.0.1:9464\")", s.MetricsListen)
+		}
+	}
+	if s.TracesEndpoint != "" {
+		if u, err := url.Parse(s.TracesEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.errf("serve.traces_endpoint", "%q is not an http:// or https:// URL (e.g. \"http://127.0.0.1:4318/v1/traces\")", s.TracesEndpoint)
+		}
+	}
 	v.serveClients(s.Clients)
 	if s.OAuth != nil {
 		v.serveOAuth(s.OAuth)

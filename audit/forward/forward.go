@@ -79,6 +79,10 @@ type Status struct {
 	Delivered uint64    // the last record the collector confirmed
 	At        time.Time // when
 	Failing   string    // the last delivery's error, "" when it went through
+	// Oldest is when the oldest record not yet confirmed was written
+	// (zero when the collector has everything read so far): how far
+	// the collector is behind, in time.
+	Oldest time.Time
 }
 
 // Status is how far delivery is now.
@@ -217,6 +221,9 @@ func (f *Forwarder) deliver(ctx context.Context, name string, cur store.ForwardC
 			f.log().Error("the audit log's chain breaks here; forwarding it as it is", "after_seq", cur.Seq,
 				"seq", batch[0].Record.Seq)
 		}
+		f.mu.Lock()
+		f.status.Oldest = batch[0].Record.Time
+		f.mu.Unlock()
 		wait := 500 * time.Millisecond
 		for {
 			err := f.Sink.Send(ctx, batch)

@@ -142,6 +142,8 @@ func init() {
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdAudit(a, out, errw) }},
 		{"state", []string{"reset", "copy"}, "reset|copy", "reset: accept a state directory whose database and audit log do not tell the same history (aqlguard refuses to start on it and says why); copy: move a state between bbolt and PostgreSQL; both audited",
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdState(a, out, errw) }},
+		{"service", []string{"install"}, "install", "run aqlguard serve as a systemd service under a system user of its own (--dry-run prints the unit)",
+			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdService(a, out, errw) }},
 		{"version", nil, "", "print the version, commit and Go version (also --version)",
 			func(a []string, _ io.Reader, out, _ io.Writer) int { fmt.Fprintln(out, versionLine()); return 0 }},
 		{"help", nil, "[VERB]", "this list, or one verb's flags",

@@ -23,6 +23,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/telemetry"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -150,6 +151,14 @@ type instance struct {
 	store  *store.Store
 	// forwarding ends the audit forwarder and waits for its last delivery.
 	forwarding func()
+	// forwarder ships the audit; nil when it is not forwarded.
+	forwarder *forward.Forwarder
+	// watcher sees every guarded call, of every principal's guard (nil
+	// when serve is not watched: see watch). Guarded by othersMu.
+	watcher guard.Watcher
+	// healthCheck answers /readyz (health), on both listeners.
+	healthOnce  sync.Once
+	healthCheck *telemetry.Health
 
 	// others are the principals other than the configured agent that
 	// clients of `serve` authenticated as, each with its own guard:
@@ -218,7 +227,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 			return nil, 1
 		}
-		in.forwarding = startForwarder(ctx, fw, log)
+		in.forwarding, in.forwarder = startForwarder(ctx, fw, log), fw
 	}
 	return in, 0
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/httpfront"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/telemetry"
 )
 
 // cmdServe serves MCP over Streamable HTTP at /mcp, on TCP or a unix
@@ -74,6 +75,12 @@ func cmdServe(args []string, stderr io.Writer) int {
 		return code
 	}
 	defer in.close()
+	stopWatching, err := in.watch(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+		return 1
+	}
+	defer stopWatching()
 	opts := httpfront.Options{MaxBodyBytes: cfg.Limits.MaxRequestSize, MaxSessions: cfg.Serve.MaxSessions,
 		IdleTimeout: cfg.Serve.SessionIdleTimeout.Duration, Log: in.log, RelayFor: in.relayFor}
 	mux := http.NewServeMux()
@@ -98,6 +105,10 @@ func cmdServe(args []string, stderr io.Writer) int {
 	go in.watchConfig(ctx, func() (*policy.Config, error) { return loadConfig(g) })
 	front := httpfront.New(ctx, in.relay, opts)
 	mux.Handle("/mcp", front)
+	// The probes need no token: an orchestrator's probe has none, and
+	// they say nothing but fixed words (telemetry.Readiness).
+	mux.HandleFunc("GET /healthz", telemetry.Healthz)
+	mux.Handle("GET /readyz", in.health())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 64 << 10}
 	url := "http://" + ln.Addr().String() + "/mcp"
@@ -148,7 +159,10 @@ func (in *instance) relayFor(id clientauth.Identity) (*relay.Config, error) {
 	}
 	sh := newShared(cfg, pol, in.store, in.shared.Auth, in.log)
 	sh.Principal = id.Principal
+	// The principal's calls are watched as the others are.
+	sh.Guard.Watch = in.watcher
 	p := &principal{shared: sh, relay: sh.RelayConfig()}
+	p.relay.Restarted = in.relay.Restarted
 	if in.others == nil {
 		in.others = map[string]*principal{}
 	}

@@ -258,7 +258,8 @@ func readConfigText(path string) ([]byte, fs.FileMode, error) {
 	return data, fi.Mode().Perm(), nil
 }
 
-// rewriteConfig writes next in place of old (atomically, same mode)
+// rewriteConfig writes next in place of old (atomically, same mode,
+// owner and group)
 // after checking that it loads, says what old said but for
 // [[serve.clients]], and that check accepts the clients before and after.
 func rewriteConfig(path string, old, next []byte, mode fs.FileMode, check func(before, after []policy.ServeClient) error) (before, after []policy.ServeClient, err error) {
@@ -284,6 +285,11 @@ func rewriteConfig(path string, old, next []byte, mode fs.FileMode, check func(b
 	}
 	if werr == nil {
 		werr = os.Chmod(tmp.Name(), mode)
+	}
+	if fi, err := os.Stat(path); werr == nil && err == nil {
+		if err := keepOwner(tmp.Name(), fi); err != nil {
+			werr = fmt.Errorf("%s is owned by another user, whose ownership the new file cannot keep: %w", path, err)
+		}
 	}
 	if werr == nil {
 		werr = os.Rename(tmp.Name(), path)

@@ -354,7 +354,13 @@ func (h *HTTP) hec(w http.ResponseWriter, r *http.Request) {
 	if h.failing(w, r) {
 		return
 	}
-	dec := json.NewDecoder(r.Body)
+	// The body is read whole first, as for OTLP: a connection the test
+	// cuts mid-body (Stop) is an outage, not a malformed message.
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	var got []Received
 	for {
 		var ev struct {

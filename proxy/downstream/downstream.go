@@ -102,6 +102,9 @@ type Options struct {
 	Modern bool
 	// Restart restarts a server that dies, with backoff.
 	Restart bool
+	// Restarted, when set, is told of every server brought back after
+	// it died (for the restarts metric).
+	Restarted func(server string)
 	// Vet, when set, checks every listing of a server's tools (at start,
 	// after a restart, on a refresh) before it becomes the server's
 	// state: nothing unvetted is ever shown.

@@ -59,6 +59,9 @@ func (s *Server) restart() {
 			s.mu.Lock()
 			s.state.Restarts++
 			s.mu.Unlock()
+			if f := s.pool.opts.Restarted; f != nil {
+				f(s.Name)
+			}
 			if up := s.pool.opts.Upstream; up != nil {
 				up.ServerRestarted(s)
 			}

@@ -19,6 +19,8 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // streamableConn is the client side of MCP's Streamable HTTP transport as
@@ -142,6 +144,11 @@ func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	// The call's trace (the guard's span, or the client's own trace
+	// context) goes on to the server as W3C traceparent.
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	}
 	if version != "" {
 		c.modernHeaders(req.Header, version, call)
 	} else {

@@ -62,6 +62,29 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 		Token: token, Secrets: secretParams(op), Roles: schemaRoles(op), Client: ClientOf(ctx),
 		SharedSession: sharedSession(ctx),
 	}
+	began := time.Now()
+	var watched WatchedCall
+	if g.Watch != nil {
+		watched = WatchedCall{Method: MethodToolsCall, Server: op.Server, Operation: op.Name, Tool: op.Tool.Name, Params: base}
+		ctx = g.Watch.CallBegins(ctx, watched)
+	}
+	out := g.call(ctx, session, op, a, base)
+	if g.Watch != nil {
+		out.watched.Took = time.Since(began)
+		g.Watch.CallEnded(ctx, watched, out.watched)
+	}
+	return out.Outcome
+}
+
+// watchedOutcome is an Outcome with what the Watcher is told of it.
+type watchedOutcome struct {
+	Outcome
+	watched CallEnd
+}
+
+// call is Call without the Watcher.
+func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation, a Action, base json.RawMessage) watchedOutcome {
+	args := a.Arguments
 	v := g.Check(ctx, a)
 	d := v.Directive
 	principal := g.CurrentPolicy().Principal
@@ -75,7 +98,8 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 			"risk", d.Risk, "matched", d.Matched, "enforced", d.Enforced, "factors", d.Factors)
 		// The model is told the refusal and its reason; the factors behind
 		// it are in the log line above and in the audit record.
-		return Outcome{Err: v.Err, Confirmation: v.Confirmation, Directive: d}
+		return watchedOutcome{Outcome{Err: v.Err, Confirmation: v.Confirmation, Directive: d},
+			CallEnd{Directive: d, Outcome: OutcomeRefused}}
 	}
 	if g.log().Enabled(ctx, slog.LevelDebug) {
 		g.log().Debug("call allowed", "principal", principal, "session", session, "operation", op.Name,
@@ -83,12 +107,14 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	}
 	params, err := toolCallParams(base, op.Tool.Name, args)
 	if err != nil {
-		return Outcome{Err: aql.Internal("the call could not be encoded"), Directive: d}
+		return watchedOutcome{Outcome{Err: aql.Internal("the call could not be encoded"), Directive: d},
+			CallEnd{Directive: d, Outcome: OutcomeFailed}}
 	}
 	began := time.Now()
 	raw, err := g.forward(ctx, session, op.Server, params)
 	took := time.Since(began)
 	out := Outcome{Raw: raw, Directive: d}
+	end := CallEnd{Directive: d, Outcome: OutcomeOK, Downstream: took}
 	result := "ok"
 	level := slog.LevelInfo
 	var rpcErr *jsonrpc.Error
@@ -96,12 +122,15 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	case errors.As(err, &rpcErr):
 		out = Outcome{RPCErr: rpcErr, Directive: d}
 		result = "rpc_error " + strconv.FormatInt(rpcErr.Code, 10)
+		end.Outcome = OutcomeRPCError
 	case err != nil:
 		out = Outcome{Err: downstreamFailure(op, err), Directive: d}
 		result = string(out.Err.Code)
 		level = slog.LevelError
+		end.Outcome = OutcomeFailed
 	case isToolError(raw):
 		result = "tool_error"
+		end.Outcome = OutcomeToolError
 	}
 	if err != nil && rpcErr == nil {
 		g.log().Log(ctx, level, "call failed", "principal", principal, "session", session, "operation", op.Name,
@@ -118,11 +147,12 @@ func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation,
 	defer cancel()
 	if err := g.Outcome(rctx, a, v, result, took); err != nil {
 		g.log().Error("the outcome could not be recorded; the result is withheld", "operation", op.Name, "err", err)
-		return Outcome{Directive: d, Err: &aql.Error{Code: aql.CodeInternal,
+		end.Outcome = OutcomeUnrecorded
+		return watchedOutcome{Outcome{Directive: d, Err: &aql.Error{Code: aql.CodeInternal,
 			Message: "Internal error: 'the call ran, but its outcome could not be recorded in the audit log; the result is withheld'",
-			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "executed": true, "fail_closed": true}}}
+			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "executed": true, "fail_closed": true}}}, end}
 	}
-	return out
+	return watchedOutcome{out, end}
 }
 
 // toolCallParams builds the tools/call params: base's members, the tool's

@@ -59,6 +59,8 @@ type Guard struct {
 	Voice aql.Voice
 	// Log receives the guard's log lines; nil discards them.
 	Log *slog.Logger
+	// Watch sees every tool call (metrics, traces); nil for none.
+	Watch Watcher
 	// Now and Evaluate default to time.Now and evaluator.Evaluate.
 	Now      func() time.Time
 	Evaluate func(*policy.Policy, evaluator.Step) evaluator.Directive

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // sessionConn is the mcp.Connection of one Mcp-Session-Id session (MCP
@@ -163,6 +164,9 @@ func (c *sessionConn) servePOST(w http.ResponseWriter, r *http.Request, body []b
 	for _, m := range msgs {
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
 			calls = append(calls, req.ID)
+			if r.Header.Get("Traceparent") != "" {
+				req.Extra = postContext{r.Header}
+			}
 		}
 	}
 	if len(calls) == 0 {
@@ -421,4 +425,12 @@ func acceptsType(r *http.Request, mediaType string, wildcards bool) bool {
 		}
 	}
 	return false
+}
+
+// postContext is the request's Extra: the POST's W3C trace context goes
+// with it to its handler (link.Contexter).
+type postContext struct{ header http.Header }
+
+func (p postContext) RequestContext(ctx context.Context) context.Context {
+	return propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(p.header))
 }

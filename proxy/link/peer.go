@@ -222,7 +222,11 @@ func (p *Peer) deliver(r *jsonrpc.Response) {
 // serve runs the handler for one request from the other side.
 func (p *Peer) serve(req *jsonrpc.Request) {
 	key := idKey(req.ID)
-	ctx, cancel := context.WithCancel(WithRelated(context.Background(), req.ID))
+	base := context.Background()
+	if c, ok := req.Extra.(Contexter); ok {
+		base = c.RequestContext(base)
+	}
+	ctx, cancel := context.WithCancel(WithRelated(base, req.ID))
 	call := &incomingCall{cancel: cancel}
 	p.mu.Lock()
 	if p.closed {
@@ -446,6 +450,13 @@ func idKey(id jsonrpc.ID) string {
 func IDKey(id jsonrpc.ID) string { return idKey(id) }
 
 type relatedKey struct{}
+
+// Contexter is a request's Extra that knows more of the request than its
+// message: what the HTTP request that carried it says (its W3C trace
+// context). The handler's context starts from RequestContext.
+type Contexter interface {
+	RequestContext(ctx context.Context) context.Context
+}
 
 // WithRelated says that what is written with ctx belongs to the other
 // side's request id: a transport that answers each request on a stream of

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // An exchange is one call of a 2026-07-28 client that may need the
@@ -109,7 +110,12 @@ func (s *Session) exchangeCall(ctx context.Context, req *jsonrpc.Request, caps m
 		return s.await(ctx, x)
 	}
 	x := &exchange{method: req.Method, subject: subject, caps: caps, request: req.ID, asked: make(chan struct{}, 1), done: make(chan struct{})}
-	x.ctx, x.cancel = context.WithCancel(context.WithValue(s.life, exchangeKey{}, x))
+	life := s.life
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		// The work outlives the request, but belongs to its trace.
+		life = trace.ContextWithSpanContext(life, sc)
+	}
+	x.ctx, x.cancel = context.WithCancel(context.WithValue(life, exchangeKey{}, x))
 	s.xmu.Lock()
 	s.active = append(s.active, x)
 	s.xmu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/mcpheader"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // ModernVersion is the MCP revision without a handshake (SEP-2575):
@@ -193,6 +194,13 @@ func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m req
 // request (the HTTP front puts them in the request's Extra), for what
 // only the session can check: Mcp-Param-* against the tool's schema.
 type HTTPHeaders struct{ Header http.Header }
+
+// RequestContext carries the POST's W3C trace context (traceparent,
+// tracestate) to the request's handler: the guard's span continues the
+// client's trace (link.Contexter).
+func (h *HTTPHeaders) RequestContext(ctx context.Context) context.Context {
+	return propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(h.Header))
+}
 
 // ToolSchemas is what a session's Tools may offer: the inputSchema of a
 // tool the client sees, by the name it sees.

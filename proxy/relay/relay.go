@@ -52,8 +52,9 @@ type Tools interface {
 // JSON-RPC error.
 type Gate interface {
 	// Check returns done, to be called with the forwarded request's
-	// error (nil on success) once it is answered.
-	Check(ctx context.Context, sess *Session, server, kind, name string, args map[string]any) (done func(error), err error)
+	// error (nil on success) once it is answered, and the context to
+	// forward it with (it may carry the guard's trace span).
+	Check(ctx context.Context, sess *Session, server, kind, name string, args map[string]any) (fwd context.Context, done func(error), err error)
 }
 
 // Config is what every session of one aqlguard shares.
@@ -75,6 +76,8 @@ type Config struct {
 	Gate     Gate
 	// Restart restarts servers that die.
 	Restart bool
+	// Restarted is told of every server restarted after it died.
+	Restarted func(server string)
 	// Auth authorizes to remote servers with auth = "oauth".
 	Auth *remoteauth.Manager
 	// FinishOnEOF answers the requests a client sent before its input
@@ -369,7 +372,7 @@ func (s *Session) start(ctx context.Context, params json.RawMessage) (json.RawMe
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
 	}
 	s.pool = downstream.Start(ctx, s.cfg.servers(), downstream.Options{Version: s.cfg.Version, Initialize: down, Modern: s.modern.Load(), Auth: s.cfg.Auth,
-		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Vet: s.cfg.VetTools, Log: s.log})
+		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Restarted: s.cfg.Restarted, Vet: s.cfg.VetTools, Log: s.log})
 	if s.cfg.Transparent && len(s.pool.Servers()) == 1 {
 		srv := s.pool.Servers()[0]
 		st := srv.State()

@@ -281,11 +281,11 @@ func (s *Session) gated(ctx context.Context, srv *downstream.Server, kind, name 
 	if s.cfg.Gate == nil {
 		return s.Forward(ctx, srv, method, params)
 	}
-	done, err := s.cfg.Gate.Check(ctx, s, srv.Name, kind, name, args)
+	fwd, done, err := s.cfg.Gate.Check(ctx, s, srv.Name, kind, name, args)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.Forward(ctx, srv, method, params)
+	res, err := s.Forward(fwd, srv, method, params)
 	done(err)
 	return res, err
 }

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/aqlguard/aqlguard/audit/forward"
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/telemetry"
+)
+
+// watch starts what [serve] metrics_listen and traces_endpoint ask for:
+// the metrics listener (with /healthz and /readyz beside /metrics) and
+// the trace exporter, and puts the guard's Watcher in place. With neither
+// the guard has no Watcher at all: a call costs nothing more. The
+// returned function stops both, exporting the spans left.
+func (in *instance) watch(cfg *policy.Config) (stop func(), err error) {
+	var w telemetry.Watch
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if addr := cfg.Serve.MetricsListen; addr != "" {
+		src := telemetry.Sources{Guards: in.guardStatuses}
+		if fw := in.forwarder; fw != nil {
+			src.Forward = func() forward.Status { return fw.Status() }
+		}
+		w.Metrics = telemetry.NewMetrics(src)
+		in.relay.Restarted = w.Metrics.Restarted
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return stop, fmt.Errorf("[serve] metrics_listen %s: %w", addr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", w.Metrics.Handler())
+		mux.HandleFunc("GET /healthz", telemetry.Healthz)
+		mux.Handle("GET /readyz", in.health())
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+		go func() {
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				in.log.Error("the metrics listener stopped", "err", err)
+			}
+		}()
+		in.log.Info("metrics listening", "url", "http://"+ln.Addr().String()+"/metrics")
+		stops = append(stops, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = hs.Shutdown(ctx)
+		})
+	}
+	if ep := cfg.Serve.TracesEndpoint; ep != "" {
+		t, err := telemetry.NewTracer(ep, nil, version())
+		if err != nil {
+			stop()
+			return func() {}, err
+		}
+		w.Tracer = t
+		in.log.Info("tracing tool calls", "to", ep)
+		stops = append(stops, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := t.Shutdown(ctx); err != nil {
+				in.log.Warn("the last spans could not be exported", "err", err)
+			}
+		})
+	}
+	if w.Metrics != nil || w.Tracer != nil {
+		in.othersMu.Lock()
+		in.watcher = &w
+		in.shared.Guard.Watch = &w
+		for _, p := range in.others {
+			p.shared.Guard.Watch = &w
+			p.relay.Restarted = in.relay.Restarted
+		}
+		in.othersMu.Unlock()
+	}
+	return stop, nil
+}
+
+// guardStatuses is the status of every principal's guard in this
+// process: the configured agent's, and those serve made for the
+// principals its clients authenticated as.
+func (in *instance) guardStatuses(ctx context.Context) ([]guard.Status, error) {
+	in.othersMu.Lock()
+	guards := []*guard.Guard{in.shared.Guard}
+	for _, p := range in.others {
+		guards = append(guards, p.shared.Guard)
+	}
+	in.othersMu.Unlock()
+	sts := make([]guard.Status, 0, len(guards))
+	for _, g := range guards {
+		st, err := g.Status(ctx)
+		sts = append(sts, st)
+		if err != nil {
+			return sts, err
+		}
+	}
+	return sts, nil
+}
+
+// health is the readiness check of in: its state and its servers.
+func (in *instance) health() *telemetry.Health {
+	in.healthOnce.Do(func() {
+		in.healthCheck = &telemetry.Health{
+			State: func(ctx context.Context) error {
+				_, err := in.shared.Guard.Status(ctx)
+				return err
+			},
+			Servers: func() []policy.Server { return in.shared.CurrentConfig().Servers },
+			Log:     in.log,
+		}
+	})
+	return in.healthCheck
+}
