@@ -45,12 +45,16 @@ func TestServeIdentities(t *testing.T) {
 	idp := testidp.New()
 	defer idp.Close()
 	listen := freeAddr(t)
+	metricsAddr := freeAddr(t)
 	resource := "http://" + listen + "/mcp"
 	base := `agent = "default-agent"
 ` + h.config() + `
 [safety]
 deny = ["*drop_database*"]
 auto_approve = ["echo", "get_*", "list_*"]
+
+[serve]
+metrics_listen = "` + metricsAddr + `"
 
 [serve.oauth]
 issuer = ` + tomlString(idp.URL) + `
@@ -122,6 +126,28 @@ command = ` + tomlString(bins.testserver) + `
 	}
 	if text, isErr := call(c, "echo", map[string]any{"message": "carol goes on"}); isErr {
 		t.Errorf("carol is held by alice's block: %s", text)
+	}
+	// The metrics see every principal's guard: alice blocked, ci (bob's
+	// principal) not; the calls of principals serve made after it
+	// started are counted.
+	fams := scrape(t, "http://"+metricsAddr+"/metrics")
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"aqlguard_blocked", map[string]string{"principal": "alice"}, 1},
+		{"aqlguard_blocked", map[string]string{"principal": "ci"}, 0},
+	} {
+		if got, ok := sample(fams, c.name, c.labels); !ok || got != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if got, _ := sample(fams, "aqlguard_calls_total", map[string]string{"server": "ts", "method": "tools/call", "decision": "allow", "outcome": "ok"}); got < 5 {
+		t.Errorf("%v allowed calls counted, want the 5 of alice, bob and carol at least", got)
+	}
+	if got, _ := sample(fams, "aqlguard_calls_total", map[string]string{"server": "ts", "method": "tools/call", "decision": "block"}); got < 1 {
+		t.Errorf("alice's blocked call was not counted")
 	}
 	// bob, with alice's challenge id and the code the human was shown,
 	// cannot lift her block: the challenge is not his principal's.
