@@ -82,7 +82,7 @@ type yamlItem struct {
 // the last to the end of its last line.
 func yamlItems(data []byte) ([]yamlItem, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := unmarshalYAMLNode(data, &doc); err != nil {
 		return nil, fmt.Errorf("invalid YAML: %w", err)
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
@@ -134,6 +134,28 @@ func yamlItems(data []byte) ([]yamlItem, error) {
 	return out, nil
 }
 
+// unmarshalYAMLNode parses data into doc for editing by the positions
+// its nodes carry. The parser counts a lone \r, NEL, LS and PS as line
+// breaks, and the edits count lines by \n (\r\n is one break to both): a
+// file holding the others is refused, loudly, rather than edited at the
+// wrong offsets (FuzzWrapYAML found "mcpServers:\n-\r 000").
+func unmarshalYAMLNode(data []byte, doc *yaml.Node) error {
+	for i, c := range data {
+		if c == '\r' && (i+1 == len(data) || data[i+1] != '\n') {
+			return errors.New("a carriage return without a line feed; aqlguard edits YAML files whose lines end in \\n or \\r\\n: edit it by hand")
+		}
+	}
+	for _, br := range []string{"\u0085", "\u2028", "\u2029"} {
+		if bytes.Contains(data, []byte(br)) {
+			return errors.New("a Unicode line or paragraph separator, which YAML counts as a line break; aqlguard edits YAML files whose lines end in \\n or \\r\\n: edit it by hand")
+		}
+	}
+	if err := yaml.Unmarshal(data, doc); err != nil {
+		return err
+	}
+	return nil
+}
+
 // lineOffsets maps 1-based line numbers to byte offsets.
 func lineOffsets(data []byte) []int {
 	out := []int{0, 0}
@@ -183,7 +205,7 @@ func lastLine(n *yaml.Node) int {
 func wrapYAML(text []byte, self string, args []string) ([]byte, error) {
 	var doc yaml.Node
 	// The item's text is a one-element list: parse it to find its keys.
-	if err := yaml.Unmarshal(text, &doc); err != nil {
+	if err := unmarshalYAMLNode(text, &doc); err != nil {
 		return nil, err
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.SequenceNode || len(doc.Content[0].Content) != 1 {
@@ -421,7 +443,7 @@ func wrapRemoteYAML(text []byte, e Entry, self string, args []string) ([]byte, e
 // yamlItem1 parses a list item's text: a list of one mapping.
 func yamlItem1(text []byte) (*yaml.Node, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(text, &doc); err != nil {
+	if err := unmarshalYAMLNode(text, &doc); err != nil {
 		return nil, err
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.SequenceNode || len(doc.Content[0].Content) != 1 ||
