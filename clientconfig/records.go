@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/atomicfile"
 )
 
 // RecordsFile is where wrapped entries' originals are kept, in the state
@@ -64,7 +66,7 @@ func (r *Records) Save() error {
 	if err := os.MkdirAll(filepath.Dir(r.path), 0o700); err != nil {
 		return err
 	}
-	return WriteAtomic(r.path, append(b, '\n'), 0o600)
+	return atomicfile.Write(r.path, append(b, '\n'), 0o600)
 }
 
 // Get returns the record of an entry of file.
@@ -80,38 +82,4 @@ func (r *Records) remove(file, entry string) { delete(r.Entries, recordKey(file,
 func digest(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-// WriteAtomic writes data to path through a temporary file in the same
-// directory, synced, then renamed over path: a crash leaves the old file
-// or the new one, never half of either.
-func WriteAtomic(path string, data []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".aqlguard-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, a no-op
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }

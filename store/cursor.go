@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/atomicfile"
 )
 
 // ForwardCursor is how far the audit log was delivered to one
@@ -78,26 +80,10 @@ func (c ForwardCursors) Save(_ context.Context, name string, cur ForwardCursor) 
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, name+".*.tmp")
-	if err != nil {
+	if err := atomicfile.Write(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("forward cursor: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // after the rename: nothing
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("forward cursor: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("forward cursor: fsync: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("forward cursor: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("forward cursor: %w", err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // Lease makes this process the forwarder of a destination until release

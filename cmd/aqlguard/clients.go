@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/internal/atomicfile"
 	"github.com/aqlguard/aqlguard/store"
 	udiff "github.com/aymanbagabas/go-udiff"
 )
@@ -194,7 +195,7 @@ func editFile(verb string, f clientconfig.File, self string, recs *clientconfig.
 			return refused, fmt.Errorf("saving the originals: %w (the file is unchanged)", err)
 		}
 	}
-	if err := clientconfig.WriteAtomic(f.Path, out, info.Mode().Perm()); err != nil {
+	if err := atomicfile.Write(f.Path, out, info.Mode().Perm()); err != nil {
 		return refused, fmt.Errorf("writing: %w (the file is unchanged; backup %s)", err, backup)
 	}
 	if verb == "unwrap" {

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aqlguard/aqlguard/internal/atomicfile"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
 )
@@ -270,31 +271,17 @@ func rewriteConfig(path string, old, next []byte, mode fs.FileMode, check func(b
 	if err != nil {
 		return nil, nil, err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, err
 	}
-	tmp, err := os.CreateTemp(dir, ".aqlguard-config-*.toml")
-	if err != nil {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return before, after, atomicfile.Write(path, next, mode)
+	case err != nil:
 		return nil, nil, err
 	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.Write(next)
-	if err := tmp.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), mode)
-	}
-	if fi, err := os.Stat(path); werr == nil && err == nil {
-		if err := keepOwner(tmp.Name(), fi); err != nil {
-			werr = fmt.Errorf("%s is owned by another user, whose ownership the new file cannot keep: %w", path, err)
-		}
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	return before, after, werr
+	return before, after, atomicfile.WriteLike(path, next, mode, fi)
 }
 
 // checkEdit parses old and next (the file at path before and after an

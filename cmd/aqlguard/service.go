@@ -16,7 +16,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/internal/atomicfile"
 )
 
 // cmdService is `aqlguard service install`: aqlguard serve as a systemd
@@ -203,7 +203,7 @@ func installFiles(root string, u unitParams, unit string, stdout io.Writer) erro
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := clientconfig.WriteAtomic(path, []byte(unit), 0o644); err != nil {
+	if err := atomicfile.Write(path, []byte(unit), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", path)
@@ -216,7 +216,7 @@ func installFiles(root string, u unitParams, unit string, stdout io.Writer) erro
 	}
 	cfg := filepath.Join(root, serviceConfig)
 	if _, err := os.Stat(cfg); errors.Is(err, fs.ErrNotExist) {
-		if err := clientconfig.WriteAtomic(cfg, []byte(starterConfig), 0o640); err != nil {
+		if err := atomicfile.Write(cfg, []byte(starterConfig), 0o640); err != nil {
 			return err
 		}
 		// Readable by the service's group, writable by root alone: the

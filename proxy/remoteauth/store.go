@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/aqlguard/aqlguard/internal/atomicfile"
 	"github.com/zalando/go-keyring"
 	"golang.org/x/oauth2"
 )
@@ -92,27 +93,7 @@ func (s *Store) Save(key string, g *Grant) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(s.Dir, "."+key+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), s.file(key))
+	return atomicfile.Write(s.file(key), data, 0o600)
 }
 
 // noKeyring reports whether err says there is no keyring to use (no
