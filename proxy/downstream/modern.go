@@ -320,14 +320,8 @@ func (s *Server) acknowledged(params json.RawMessage) {
 // listenEnded takes a server's notifications/cancelled for a listen
 // stream of ours: the server tore it down, so it is opened again.
 func (s *Server) listenEnded(params json.RawMessage) bool {
-	var c struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(params, &c) != nil {
-		return false
-	}
-	id, err := jsonrpc.MakeID(c.RequestID)
-	if err != nil {
+	id, ok := link.CancelledID(params)
+	if !ok {
 		return false
 	}
 	s.mu.Lock()

@@ -286,14 +286,8 @@ func (c *streamableConn) modernHeaders(h http.Header, version string, call *json
 // abort closes the stream of the 2026-07-28 request a
 // notifications/cancelled names, and reports whether there was one.
 func (c *streamableConn) abort(params json.RawMessage) bool {
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return false
-	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	if err != nil {
+	id, ok := link.CancelledID(params)
+	if !ok {
 		return false
 	}
 	c.mu.Lock()

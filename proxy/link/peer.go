@@ -338,14 +338,8 @@ func (p *Peer) respond(id jsonrpc.ID, result json.RawMessage, err error) {
 
 // cancelIncoming cancels the request a notifications/cancelled names.
 func (p *Peer) cancelIncoming(params json.RawMessage) {
-	var c struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(params, &c) != nil {
-		return
-	}
-	id, err := jsonrpc.MakeID(c.RequestID)
-	if err != nil {
+	id, ok := CancelledID(params)
+	if !ok {
 		return
 	}
 	p.mu.Lock()
@@ -354,6 +348,19 @@ func (p *Peer) cancelIncoming(params json.RawMessage) {
 		call.cancelled = true
 		call.cancel()
 	}
+}
+
+// CancelledID is the request a notifications/cancelled names (its
+// requestId), if its params name one.
+func CancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
+	var c struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &c) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(c.RequestID)
+	return id, err == nil
 }
 
 // Call sends a request and waits for its response. A JSON-RPC error from
