@@ -271,6 +271,10 @@ func (g *Guard) init() {
 		g.turn = make(chan struct{}, 1)
 		g.askings = map[string]*asking{}
 		g.bg, g.stop = context.WithCancel(context.Background())
+		if g.State != nil {
+			g.asks.Add(1)
+			go g.watch(g.bg)
+		}
 	}
 }
 
