@@ -54,7 +54,7 @@ func (sh *Shared) Reload(ctx context.Context, rc *relay.Config, build func() (*p
 }
 
 func (sh *Shared) audit(ctx context.Context, r store.Record) {
-	if err := sh.Guard.State.Append(ctx, r); err != nil {
+	if err := store.AppendRecords(ctx, sh.Guard.State, r); err != nil {
 		sh.log().Error("the reload could not be recorded in the audit log", "err", err)
 	}
 }
