@@ -36,6 +36,10 @@
 // a commit's hook takes it under the store's lock, so it must never be
 // held while waiting for the store.
 //
+// The guard watches the state's generation (State.Watch): a block set by
+// any process reaches this process's running executions as danger_zone
+// at once.
+//
 // Durable state lives in the store: the hard block (read at every check,
 // so a block set by another process on the same state directory or before
 // a restart applies at once), challenges, the failure budget,

@@ -271,6 +271,10 @@ func (g *Guard) init() {
 		g.turn = make(chan struct{}, 1)
 		g.askings = map[string]*asking{}
 		g.bg, g.stop = context.WithCancel(context.Background())
+		if g.State != nil {
+			g.asks.Add(1)
+			go g.watch(g.bg)
+		}
 	}
 }
 
@@ -718,11 +722,6 @@ func (g *Guard) commit(ctx context.Context, decide func(store.View, *memory) (st
 			(*f)()
 		}
 	}
-	return g.commitNow(ctx, decide)
-}
-
-// commitNow is commit without the tests' hook (the watch's own commits).
-func (g *Guard) commitNow(ctx context.Context, decide func(store.View, *memory) (store.Changes, error)) error {
 	_, err := g.State.Commit(ctx, func(v store.View) (store.Changes, error) {
 		g.mu.Lock()
 		m := g.mem

@@ -12,6 +12,7 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/store"
 )
 
 // TestFailedCommitChangesNoMemory: a decision whose commit fails changes
@@ -93,5 +94,45 @@ func TestMemoryFollowsCommitOrder(t *testing.T) {
 	defer g.mu.Unlock()
 	if g.mem.steps != n {
 		t.Fatalf("%d steps in memory after %d calls", g.mem.steps, n)
+	}
+}
+
+// TestWatchBroadcastsABlockSetElsewhere: a block set through another
+// process reaches this process's running executions as danger_zone
+// without any call of this process (the guard watches the state's
+// generation), once.
+func TestWatchBroadcastsABlockSetElsewhere(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	here := newGuard(t, testPolicy, h)
+	there := newGuard(t, testPolicy, h)
+	onStoreOf(t, there, here, store.Options{})
+	st, aerr := here.ExecuteAgent(ctx, "s", "worker") // starts the watch
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	e := here.executions[st.ExecutionID]
+	began := time.Now()
+	v := there.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
+	if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+		t.Fatalf("the other process did not block: %+v", v)
+	}
+	set := time.Now()
+	waitFor(t, func() bool {
+		here.mu.Lock()
+		defer here.mu.Unlock()
+		return len(e.inbox) > 0
+	})
+	t.Logf("danger_zone reached the other process's execution %s after the block was committed (%s after the call began)",
+		time.Since(set).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+	here.mu.Lock()
+	inbox := append([]Notification(nil), e.inbox...)
+	here.mu.Unlock()
+	if len(inbox) != 1 || inbox[0].Type != "danger_zone" || inbox[0].Metadata["verificationId"] != v.VerificationID {
+		t.Fatalf("inbox %+v", inbox)
+	}
+	d, err := here.RecordStep(ctx, Report{ExecutionID: e.ID, NextActionHint: "anything"})
+	if err != nil || !d.Stopped || len(d.Notifications) != 1 || d.Notifications[0].Type != "danger_zone" {
+		t.Fatalf("the step after the block: %+v %v", d, err)
 	}
 }
