@@ -455,8 +455,9 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 		if pending > 0 && written > 0 {
 			// The state change did not commit although its records were
 			// written: say so in the log.
-			written, _ = s.log.append([]Record{{Time: time.Now(), Kind: "rollback", Principal: "aqlguard",
-				Result: fmt.Sprintf("the state change of the %d record(s) before this one did not commit: %v", pending, err)}})
+			r := NewRecord(time.Now(), KindRollback, "aqlguard", "", "")
+			r.Result = fmt.Sprintf("the state change of the %d record(s) before this one did not commit: %v", pending, err)
+			written, _ = s.log.append([]Record{r})
 		}
 		return err
 	}()

@@ -699,7 +699,7 @@ func (g *Guard) shown(ctx context.Context, a Action, out round) Verdict {
 		g.broadcast(n)
 		g.mu.Unlock()
 	}
-	rec := g.record("challenge", a.Session)
+	rec := g.record(store.KindChallenge, a.Session)
 	rec.Operation, rec.Tier, rec.ChallengeID, rec.Factors, rec.Result = a.Operation, req.Tier, req.Challenge, []string{factor}, result
 	if err := g.appendRecords(ctx, rec); err != nil {
 		// The decision (a refusal) is already recorded and stands.
