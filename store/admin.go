@@ -28,9 +28,9 @@ func (s *Store) Unblock(ctx context.Context, principal, by, process string, at t
 				return err
 			}
 		}
-		if err := tx.Append(Record{Time: at, Kind: "admin", Principal: principal, Process: process,
-			Operation: "unblock", Decision: "unblock", ChallengeID: b.VerificationID, Result: "unblocked",
-			Factors: []string{"admin override by " + by + "; block was: " + b.Reason}}); err != nil {
+		r := adminRecord(at, principal, process, "unblock", "unblock", "unblocked", "admin override by "+by+"; block was: "+b.Reason)
+		r.ChallengeID = b.VerificationID
+		if err := tx.Append(r); err != nil {
 			return err
 		}
 		lifted = b

@@ -396,9 +396,10 @@ func (s *Store) RevokeApprovals(ctx context.Context, match func(Approval) bool, 
 			if err := tx.PutApproval(a); err != nil {
 				return err
 			}
-			if err := tx.Append(Record{Time: now, Kind: "admin", Principal: a.Principal, Session: a.Session,
-				Server: a.Server, Operation: a.Operation, Decision: "revoke_approval", Approval: a.ID, Result: "revoked",
-				Factors: []string{"approval of " + a.Server + "." + a.Tool + " for session " + a.Session + " revoked by " + by}}); err != nil {
+			r := adminRecord(now, a.Principal, "", a.Operation, "revoke_approval", "revoked",
+				"approval of "+a.Server+"."+a.Tool+" for session "+a.Session+" revoked by "+by)
+			r.Session, r.Server, r.Approval = a.Session, a.Server, a.ID
+			if err := tx.Append(r); err != nil {
 				return err
 			}
 			revoked = append(revoked, a)

@@ -342,8 +342,7 @@ func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool, ra
 				if err := tx.PutPin(w.pin); err != nil {
 					return err
 				}
-				if err := tx.Append(store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
-					Server: server, Operation: "pin " + server + "." + w.pin.Tool, Result: w.result, Decision: w.hash}); err != nil {
+				if err := tx.Append(p.record(now, p.principal(), server, w.pin.Tool, w.result, w.hash)); err != nil {
 					return err
 				}
 			}
@@ -541,9 +540,15 @@ func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string)
 		}
 		p.refused[change] = true
 		p.mu.Unlock()
-		_ = p.Store.Append(context.Background(), store.Record{Time: p.clock(), Kind: "pin", Principal: p.principal(), Process: p.Process,
-			Server: server, Operation: "pin " + server + "." + tool, Result: "change refused by a human", Decision: hash})
+		_ = p.Store.Append(context.Background(), p.record(p.clock(), p.principal(), server, tool, "change refused by a human", hash))
 	}
+}
+
+// record is the audit record of what became of a pin.
+func (p *Pinner) record(at time.Time, principal, server, tool, result, hash string) store.Record {
+	r := store.NewRecord(at, store.KindPin, principal, p.Process, "")
+	r.Server, r.Operation, r.Result, r.Decision = server, "pin "+server+"."+tool, result, hash
+	return r
 }
 
 func (p *Pinner) load(ctx context.Context, server, tool string) (*store.Pin, error) {
@@ -572,8 +577,7 @@ func (p *Pinner) Approve(ctx context.Context, server, tool, hash, by string) err
 		if err := tx.PutPin(*pin); err != nil {
 			return err
 		}
-		err = tx.Append(store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
-			Server: server, Operation: "pin " + server + "." + tool, Result: "change approved by " + by, Decision: pin.Hash})
+		err = tx.Append(p.record(now, p.principal(), server, tool, "change approved by "+by, pin.Hash))
 		return err
 	})
 }
@@ -596,8 +600,7 @@ func (p *Pinner) Reset(ctx context.Context, server, tool, by string) (int, error
 			if err := tx.DeletePin(pin.Server, pin.Tool); err != nil {
 				return err
 			}
-			if err := tx.Append(store.Record{Time: p.clock(), Kind: "pin", Principal: "admin", Process: p.Process,
-				Server: pin.Server, Operation: "pin " + pin.Server + "." + pin.Tool, Result: "reset by " + by}); err != nil {
+			if err := tx.Append(p.record(p.clock(), "admin", pin.Server, pin.Tool, "reset by "+by, "")); err != nil {
 				return err
 			}
 			n++
