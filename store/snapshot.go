@@ -127,10 +127,26 @@ func sortedApprovals(out []Approval) []Approval {
 // commitView is the View a Commit decides on: the snapshot for what it
 // keeps, a read-only transaction, opened on first need, for the rest.
 type commitView struct {
-	s     *Store
+	s   *Store
+	gen uint64
+	// snap is the snapshot at gen, found (one stat of the database file)
+	// when decide first reads what it keeps: a commit of records alone,
+	// such as a call's outcome, reads nothing and stats nothing.
 	snap  *snapshot
 	begin func() (*bolt.Tx, error)
 	tx    *Tx
+}
+
+// snapshot is the snapshot decide reads, found on first use.
+func (v *commitView) snapshot() (*snapshot, error) {
+	if v.snap == nil {
+		file, err := v.s.stamp()
+		if err != nil {
+			return nil, err
+		}
+		v.snap = v.s.snapshotAt(v.gen, file)
+	}
+	return v.snap, nil
 }
 
 var _ View = (*commitView)(nil)
@@ -168,9 +184,13 @@ func (v *commitView) fill(missing bool, read func(tx *Tx) error) error {
 }
 
 func (v *commitView) blocks() (map[string]Block, error) {
-	v.snap.mu.Lock()
-	defer v.snap.mu.Unlock()
-	err := v.fill(v.snap.blocks == nil, func(tx *Tx) error {
+	sn, err := v.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	err = v.fill(sn.blocks == nil, func(tx *Tx) error {
 		list, err := tx.Blocks()
 		if err != nil {
 			return err
@@ -179,10 +199,10 @@ func (v *commitView) blocks() (map[string]Block, error) {
 		for _, b := range list {
 			m[b.Principal] = b
 		}
-		v.snap.blocks = m
+		sn.blocks = m
 		return nil
 	})
-	return v.snap.blocks, err
+	return sn.blocks, err
 }
 
 func (v *commitView) Block(principal string) (*Block, error) {
@@ -208,16 +228,20 @@ func (v *commitView) Blocks() ([]Block, error) {
 }
 
 func (v *commitView) approvals() ([]Approval, error) {
-	v.snap.mu.Lock()
-	defer v.snap.mu.Unlock()
-	err := v.fill(v.snap.approvals == nil, func(tx *Tx) error {
+	sn, err := v.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	err = v.fill(sn.approvals == nil, func(tx *Tx) error {
 		list, err := tx.Approvals()
 		if err == nil {
-			v.snap.approvals = sortedApprovals(list)
+			sn.approvals = sortedApprovals(list)
 		}
 		return err
 	})
-	return v.snap.approvals, err
+	return sn.approvals, err
 }
 
 func (v *commitView) Approval(id string) (*Approval, error) {
@@ -239,9 +263,13 @@ func (v *commitView) Approvals() ([]Approval, error) {
 }
 
 func (v *commitView) pins() (map[string]Pin, error) {
-	v.snap.mu.Lock()
-	defer v.snap.mu.Unlock()
-	err := v.fill(v.snap.pins == nil, func(tx *Tx) error {
+	sn, err := v.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	err = v.fill(sn.pins == nil, func(tx *Tx) error {
 		list, err := tx.Pins("")
 		if err != nil {
 			return err
@@ -250,10 +278,10 @@ func (v *commitView) pins() (map[string]Pin, error) {
 		for _, p := range list {
 			m[pinKey(p.Server, p.Tool)] = p
 		}
-		v.snap.pins = m
+		sn.pins = m
 		return nil
 	})
-	return v.snap.pins, err
+	return sn.pins, err
 }
 
 func (v *commitView) Pin(server, tool string) (*Pin, error) {
@@ -285,19 +313,23 @@ func (v *commitView) Pins(server string) ([]Pin, error) {
 }
 
 func (v *commitView) PolicyVersion() (string, error) {
-	v.snap.mu.Lock()
-	defer v.snap.mu.Unlock()
-	err := v.fill(v.snap.policy == nil, func(tx *Tx) error {
+	sn, err := v.snapshot()
+	if err != nil {
+		return "", err
+	}
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	err = v.fill(sn.policy == nil, func(tx *Tx) error {
 		pv, err := tx.PolicyVersion()
 		if err == nil {
-			v.snap.policy = &pv
+			sn.policy = &pv
 		}
 		return err
 	})
 	if err != nil {
 		return "", err
 	}
-	return *v.snap.policy, nil
+	return *sn.policy, nil
 }
 
 func (v *commitView) AuditHead() (Head, error) {

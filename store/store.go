@@ -362,11 +362,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			if err != nil {
 				return err
 			}
-			file, err := s.stamp()
-			if err != nil {
-				return err
-			}
-			v := &commitView{s: s, snap: s.snapshotAt(cur, file), begin: func() (*bolt.Tx, error) {
+			v := &commitView{s: s, gen: cur, begin: func() (*bolt.Tx, error) {
 				if err := open(); err != nil {
 					return nil, err
 				}
@@ -383,7 +379,9 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 				return err
 			}
 			if !c.ChangesState() {
-				s.install(v.snap)
+				if v.snap != nil {
+					s.install(v.snap)
+				}
 				if gen != nil {
 					*gen = cur
 				}
@@ -397,13 +395,21 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 				}
 				return nil
 			}
+			// What the commit read is carried over with its changes: found
+			// now, before the write changes the file, if decide read none
+			// of it (a state change writes the database; a stat more is
+			// nothing to it).
+			before, _ := v.snapshot()
 			fn = c.write
 			defer func() {
-				if next != nil {
-					next = v.snap.next(next.gen, next.file, &c)
-					if c.Then != nil {
-						c.Then(next.gen)
-					}
+				if next == nil {
+					return
+				}
+				if before != nil {
+					next = before.next(next.gen, next.file, &c)
+				}
+				if c.Then != nil {
+					c.Then(next.gen)
 				}
 			}()
 		case txRead:
