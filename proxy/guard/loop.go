@@ -311,7 +311,7 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 	g.init()
 	g.mu.Unlock()
 	pol := g.pol() // one policy decides the whole check
-	c := &check{g: g, a: a, pol: pol, began: began, asked: map[string]answered{}, judged: map[judgedKey]evaluator.Directive{}}
+	c := &check{g: g, a: a, pol: pol, began: began}
 	for asks := 0; ; asks++ {
 		var out round
 		err := g.commit(rctx, func(v store.View, m *memory) (store.Changes, error) {
@@ -330,6 +330,9 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 			return g.refuseAsks(rctx, a, began)
 		}
 		answer, why := g.await(requestOf(rctx), out.ask, g.InlineWait)
+		if c.asked == nil {
+			c.asked = map[string]answered{}
+		}
 		c.asked[out.ask.Token] = answered{answer, why}
 	}
 }
@@ -366,21 +369,24 @@ type check struct {
 	asked map[string]answered
 	// reported says the step's reported failure is in force (committed).
 	reported bool
-	// judged memoises the evaluator by what of the memory it reads.
-	judged map[judgedKey]evaluator.Directive
+	// judged memoises the evaluator by what of the memory it reads
+	// (a commit run again, a check-in, the next commit after a question).
+	judged []judgedStep
 }
 
-type judgedKey struct {
-	steps   int
-	outcome string
+type judgedStep struct {
+	steps     int
+	outcome   string
+	directive evaluator.Directive
 }
 
 // judge is the evaluator on st, evaluated once per step number and
 // outcome.
 func (c *check) judge(st evaluator.Step) evaluator.Directive {
-	k := judgedKey{st.StepNumber, st.Outcome}
-	if d, ok := c.judged[k]; ok {
-		return d
+	for _, j := range c.judged {
+		if j.steps == st.StepNumber && j.outcome == st.Outcome {
+			return j.directive
+		}
 	}
 	var d evaluator.Directive
 	if c.g.Evaluate != nil {
@@ -388,7 +394,7 @@ func (c *check) judge(st evaluator.Step) evaluator.Directive {
 	} else {
 		d = evaluator.Evaluate(c.pol, st)
 	}
-	c.judged[k] = d
+	c.judged = append(c.judged, judgedStep{st.StepNumber, st.Outcome, d})
 	return d
 }
 
