@@ -16,6 +16,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
+	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/httpfront"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/store"
@@ -75,6 +76,8 @@ func cmdServe(args []string, stderr io.Writer) int {
 		return code
 	}
 	defer in.close()
+	// Servers with share = true: one process for all sessions.
+	in.relay.Hub = downstream.NewHub(ctx, in.log)
 	stopWatching, err := in.watch(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
@@ -163,6 +166,7 @@ func (in *instance) relayFor(id clientauth.Identity) (*relay.Config, error) {
 	sh.Guard.Watch = in.watcher
 	p := &principal{shared: sh, relay: sh.RelayConfig()}
 	p.relay.Restarted = in.relay.Restarted
+	p.relay.Hub = in.relay.Hub
 	if in.others == nil {
 		in.others = map[string]*principal{}
 	}
