@@ -77,6 +77,7 @@ func connectShared(t *testing.T, url, name string, elicit func(context.Context, 
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "0"}, opts)
 	for _, r := range roots {
+		//lint:ignore SA1019 this client speaks 2025-11-25, where clients declare roots
 		client.AddRoots(&mcp.Root{URI: r})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)

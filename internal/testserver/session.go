@@ -1,3 +1,4 @@
+//lint:file-ignore SA1019 roots, logging and resource capabilities are what a shared server must keep per session; deprecated as of 2026-07-28, served in 2025-11-25
 package main
 
 import (
