@@ -178,6 +178,18 @@ func TestSharedServerLogLevels(t *testing.T) {
 	if strings.Join(q, ",") != "quiet-error" {
 		t.Errorf("the error-level session got %q, want only its own quiet-error", q)
 	}
+	// A hostile session keeps a call in flight to read the others' log
+	// messages: one that names no call, while two sessions are in
+	// flight, reaches neither.
+	holding := make(chan string, 1)
+	go func() { holding <- loud.call(t, "slow", map[string]any{"ms": 1500}, nil) }()
+	time.Sleep(300 * time.Millisecond)
+	quiet.call(t, "log", map[string]any{"level": "error", "text": "quiet-secret"}, nil)
+	<-holding
+	time.Sleep(200 * time.Millisecond)
+	if l, _, _ := loud.seen(); strings.Contains(strings.Join(l, ","), "quiet-secret") {
+		t.Errorf("a session holding a call in flight read another's log message: %q", l)
+	}
 	// The loud session leaves: the server's level rises to error, and a
 	// debug message is not even sent.
 	_ = loud.cs.Close()

@@ -132,10 +132,37 @@ type rootSet struct {
 	holders int             // members whose roots are these
 }
 
-// attach joins s to its shared process, starting one if none runs; it
-// returns the process's handshake and its link.
+// attach joins s to its shared process, starting one if none runs.
 func (h *Hub) attach(ctx context.Context, s *Server) (*member, error) {
+	// A process that ends (its last member left, it died) as s joins it
+	// is not joined: s starts or joins the next one.
+	for range 3 {
+		p := h.current(s)
+		select {
+		case <-p.up:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if p.err != nil {
+			return nil, p.err
+		}
+		m := &member{proc: p, server: s}
+		p.mu.Lock()
+		if !p.gone {
+			p.members[s] = m
+			p.mu.Unlock()
+			return m, nil
+		}
+		p.mu.Unlock()
+	}
+	return nil, errors.New("the shared process kept ending as the session joined it")
+}
+
+// current is the process s joins: the running one of its name and
+// configuration, else a new one (started).
+func (h *Hub) current(s *Server) *sharedProc {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	p := h.procs[s.Name]
 	if p != nil && !reflect.DeepEqual(p.cfg, s.cfg) {
 		p = nil // reloaded with another configuration: a new process
@@ -153,23 +180,7 @@ func (h *Hub) attach(ctx context.Context, s *Server) (*member, error) {
 		h.procs[s.Name] = p
 		go p.start()
 	}
-	h.mu.Unlock()
-	select {
-	case <-p.up:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if p.err != nil {
-		return nil, p.err
-	}
-	m := &member{proc: p, server: s}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.gone {
-		return nil, errors.New("the shared process ended while the session joined it")
-	}
-	p.members[s] = m
-	return m, nil
+	return p
 }
 
 func (h *Hub) newProc(s *Server) *sharedProc {
@@ -243,7 +254,7 @@ func (p *sharedProc) start() {
 		return
 	}
 	p.st, p.peer, p.conn = st, peer, c
-	p.srv.log.Info("shared server process started", "server", p.cfg.Name, "protocol", st.Protocol)
+	p.srv.log.Info("shared server process started", "protocol", st.Protocol)
 	go p.watch()
 }
 
@@ -399,7 +410,7 @@ func (m *member) leave() {
 			_ = p.peer.Close()
 			p.conn.closeAll()
 		}
-		p.srv.log.Info("shared server process ended with its last session", "server", p.cfg.Name)
+		p.srv.log.Info("shared server process ended with its last session")
 		return
 	}
 	ctx, cancel := context.WithTimeout(p.hub.ctx, 10*time.Second)
@@ -647,6 +658,9 @@ func (h sharedHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.
 	return up.ServerRequest(ctx, m.server, req)
 }
 
+// whyNoneInFlight is owner's why when no member has a call in flight.
+const whyNoneInFlight = "no session has a call in flight at this shared server"
+
 // owner is the member a server's request or notification belongs to:
 // the one whose progress token its _meta carries, else the only member
 // with calls in flight. why says why there is none.
@@ -673,7 +687,7 @@ func (p *sharedProc) owner(params json.RawMessage) (*member, string) {
 		}
 	}
 	if only == nil {
-		return nil, "no session has a call in flight at this shared server"
+		return nil, whyNoneInFlight
 	}
 	return only, ""
 }
@@ -774,16 +788,25 @@ func (p *sharedProc) all() []*member {
 
 // logReaders are the members a log message goes to: the session it
 // belongs to when one can be told (its progress token, or the only
-// session with calls in flight), else every session; each only at or
-// above its own level. A level aqlguard does not know counts as debug.
+// session with calls in flight); with no session in flight, every
+// session (the server speaks of itself); with several and no token,
+// none: it may be about any of their calls, and a session that keeps a
+// call in flight must not read the others'. Each gets it only at or
+// above its own level; a level aqlguard does not know counts as debug.
 func (p *sharedProc) logReaders(params json.RawMessage) []*member {
 	rank := 0
 	if level, err := exactStringMember(params, "level"); err == nil && levelRank(level) >= 0 {
 		rank = levelRank(level)
 	}
-	candidates := p.all()
-	if m, _ := p.owner(params); m != nil {
+	var candidates []*member
+	switch m, why := p.owner(params); {
+	case m != nil:
 		candidates = []*member{m}
+	case why == whyNoneInFlight:
+		candidates = p.all()
+	default:
+		p.srv.log.Debug("a log message of the shared server was dropped: several sessions have calls in flight and it names none")
+		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -879,7 +902,7 @@ func (m *member) checkRoots(ctx context.Context) error {
 	m.roots.Store(v)
 	p.mu.Unlock()
 	if v.refused != nil {
-		m.server.log.Warn("the session's client declares roots other than the shared server's; its requests to it are refused", "server", p.cfg.Name)
+		m.server.log.Warn("the session's client declares roots other than the shared server's; its requests to it are refused")
 	}
 	if notify {
 		_ = p.peer.Notify(ctx, "notifications/roots/list_changed", json.RawMessage(`{}`))
