@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -450,5 +451,53 @@ func TestSharedServerRoots(t *testing.T) {
 		if got := c.call(t, "roots", nil, nil); got != "file:///srv/shared" {
 			t.Errorf("pinned roots, client with %s: the server got %q", r, got)
 		}
+	}
+}
+
+// TestSharedServerGuardsEachPrincipal: two principals' sessions share
+// one process; a deny blocks the principal that made the call, and the
+// other's calls go on through the same process.
+func TestSharedServerGuardsEachPrincipal(t *testing.T) {
+	cfg := sharedConfig(t, "")
+	cfg = strings.Replace(cfg, "auth = \"none\"\n", "", 1)
+	cli := t.TempDir()
+	cfgPath := filepath.Join(cli, "config.toml")
+	writeFile(t, cfgPath, cfg)
+	alice := addClient(t, cli, cfgPath, "alice")
+	bob := addClient(t, cli, cfgPath, "bob", "--agent", "ci")
+	s := startServeEnv(t, readFile(t, cfgPath), "")
+	connect := func(token string) *mcp.ClientSession {
+		t.Helper()
+		cs, err := connectHTTP(t, s.url, bearerClient(token))
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resultText(t, res), res.IsError
+	}
+	a, b := connect(alice), connect(bob)
+	pa, _ := call(a, "pid", nil)
+	pb, _ := call(b, "pid", nil)
+	if pa != pb {
+		t.Fatalf("alice is served by process %s, bob by %s: want one shared process", pa, pb)
+	}
+	if text, isErr := call(a, "drop_database", map[string]any{"name": "prod"}); !isErr || strings.Contains(text, "dropped") {
+		t.Fatalf("alice's drop_database: %s", text)
+	}
+	if text, isErr := call(a, "echo", map[string]any{"message": "x"}); !isErr || !strings.Contains(text, "PERMISSION_AGENT_BLOCKED") {
+		t.Errorf("alice's call after her block: %s", text)
+	}
+	if text, isErr := call(b, "echo", map[string]any{"message": "bob"}); isErr || text != "bob" {
+		t.Errorf("bob's call through the same process after alice's block: %s", text)
 	}
 }

@@ -332,18 +332,7 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 	began := time.Now()
 	st, c, peer, err := s.connect(sctx, serverHandler{s}, s.pool.opts.Modern)
 	if err != nil {
-		problem := describe(sctx, err, timeout)
-		if c != nil {
-			if c.exited != nil {
-				select { // a child that died during the handshake: say how
-				case <-c.exited:
-					problem = startExit(c.exitErr)
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			c.closeAll()
-		}
-		s.failedStart(problem, err, restart)
+		s.failedStart(startProblem(sctx, err, timeout, c), err, restart)
 		return false
 	}
 	// Whatever revision listed them, the tools are vetted before the
@@ -668,34 +657,40 @@ func (s *Server) watch(peer *link.Peer, c *conn) {
 	if s.pool.closing.Load() || stopped {
 		return
 	}
-	how := "closed its connection"
-	if c.exited != nil {
-		select {
-		case <-c.exited:
-			how = exitDescription(c.exitErr)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	how := c.ending()
 	c.closeAll()
 	s.mu.Lock()
 	if s.peer == peer {
 		s.peer, s.conn = nil, nil
 	}
+	restart := s.wentAway(how)
+	s.mu.Unlock()
+	s.logWentAway(restart, how, peer.Err())
+	if restart {
+		s.restart()
+	}
+}
+
+// wentAway marks the server as one whose connection ended (how says
+// how), with s.mu held, and reports whether it is restarted.
+func (s *Server) wentAway(how string) (restart bool) {
 	s.died(time.Now())
-	restart := s.pool.opts.Restart
+	restart = s.pool.opts.Restart && !s.pool.closing.Load()
 	if restart {
 		s.state.Status = Restarting
 	} else {
 		s.state.Status = Failed
 	}
 	s.state.Problem = "server " + how
-	s.mu.Unlock()
-	if !restart {
-		s.log.Warn("downstream server went away; its calls fail until aqlguard restarts", "how", how, "err", peer.Err())
-		return
+	return restart
+}
+
+func (s *Server) logWentAway(restart bool, how string, err error) {
+	if restart {
+		s.log.Warn("downstream server went away; restarting it", "how", how, "err", err, "shared", s.cfg.Share)
+	} else {
+		s.log.Warn("downstream server went away; its calls fail until aqlguard restarts", "how", how, "err", err, "shared", s.cfg.Share)
 	}
-	s.log.Warn("downstream server went away; restarting it", "how", how, "err", peer.Err())
-	s.restart()
 }
 
 // Request sends one request to the server as raw JSON-RPC and returns the
@@ -909,6 +904,38 @@ func (h serverHandler) Notification(ctx context.Context, req *jsonrpc.Request) {
 	if up := h.s.pool.opts.Upstream; up != nil {
 		up.ServerNotification(ctx, h.s, req)
 	}
+}
+
+// startProblem is the fixed phrase for a start that failed with err,
+// and closes c (if the dial made one): a child that died during the
+// handshake says how.
+func startProblem(ctx context.Context, err error, timeout time.Duration, c *conn) string {
+	problem := describe(ctx, err, timeout)
+	if c == nil {
+		return problem
+	}
+	if c.exited != nil {
+		select {
+		case <-c.exited:
+			problem = startExit(c.exitErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	c.closeAll()
+	return problem
+}
+
+// ending says how a connection that ended did: a child's exit, waited
+// for a moment, else that it closed its connection.
+func (c *conn) ending() string {
+	if c.exited != nil {
+		select {
+		case <-c.exited:
+			return exitDescription(c.exitErr)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return "closed its connection"
 }
 
 // startExit says how a child that died during its start ended.

@@ -238,18 +238,7 @@ func (p *sharedProc) start() {
 		_ = peer.Close()
 	}
 	if err != nil {
-		problem := describe(ctx, err, timeout)
-		if c != nil {
-			if c.exited != nil {
-				select {
-				case <-c.exited:
-					problem = startExit(c.exitErr)
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			c.closeAll()
-		}
-		p.err = &startError{problem: problem, err: err}
+		p.err = &startError{problem: startProblem(ctx, err, timeout, c), err: err}
 		p.end()
 		return
 	}
@@ -276,14 +265,7 @@ func (p *sharedProc) watch() {
 	if len(members) == 0 {
 		return // ended by its last member
 	}
-	how := "closed its connection"
-	if p.conn.exited != nil {
-		select {
-		case <-p.conn.exited:
-			how = exitDescription(p.conn.exitErr)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	how := p.conn.ending()
 	p.conn.closeAll()
 	for _, m := range members {
 		m.server.sharedDied(m, how, p.peer.Err())
@@ -317,21 +299,12 @@ func (s *Server) sharedDied(m *member, how string, err error) {
 		return
 	}
 	s.peer, s.member = nil, nil
-	s.died(time.Now())
-	restart := s.pool.opts.Restart && !s.pool.closing.Load()
-	if restart {
-		s.state.Status = Restarting
-	} else {
-		s.state.Status = Failed
-	}
-	s.state.Problem = "server " + how
+	restart := s.wentAway(how)
 	s.mu.Unlock()
-	if !restart {
-		s.log.Warn("shared downstream server went away; its calls fail until aqlguard restarts", "how", how, "err", err)
-		return
+	s.logWentAway(restart, how, err)
+	if restart {
+		go s.restart() // each member's on its own: they join one new process
 	}
-	s.log.Warn("shared downstream server went away; restarting it", "how", how, "err", err)
-	go s.restart()
 }
 
 // startShared is start for a shared server: join (or start) its process,
