@@ -501,3 +501,90 @@ func TestSharedServerGuardsEachPrincipal(t *testing.T) {
 		t.Errorf("bob's call through the same process after alice's block: %s", text)
 	}
 }
+
+// TestSharedEverythingServer: the go-sdk everything-server shared by two
+// sessions: each one's elicitation, sampling and progress reach it and
+// not the other, from one process.
+func TestSharedEverythingServer(t *testing.T) {
+	s := startServeOn(t, "mode = \"transparent\"\n"+allowingServe(t)+"[safety]\nauto_approve = [\"*\"]\n"+everythingServer()+"share = true\n", "")
+	type session struct {
+		c        *modernClient
+		cs       *mcp.ClientSession
+		progress int
+		mu       sync.Mutex
+	}
+	var sessions []*session
+	for range 2 {
+		x := &session{c: &modernClient{}}
+		opts := x.c.options(false)
+		opts.ProgressNotificationHandler = func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			x.mu.Lock()
+			x.progress++
+			x.mu.Unlock()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "aqlguard-e2e", Version: "0"}, opts).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, MaxRetries: -1},
+				&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		x.cs = cs
+		sessions = append(sessions, x)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
+	defer cancel()
+	for i, x := range sessions {
+		if got := resultText(t, mustCall(t, ctx, x.cs, "test_elicitation", map[string]any{"message": "who?"}, nil)); !strings.Contains(got, "ada") {
+			t.Errorf("session %d: test_elicitation: %s", i, got)
+		}
+		if got := resultText(t, mustCall(t, ctx, x.cs, "test_sampling", map[string]any{"prompt": "capital of France?"}, nil)); !strings.Contains(got, "Paris") {
+			t.Errorf("session %d: test_sampling: %s", i, got)
+		}
+		mustCall(t, ctx, x.cs, "test_tool_with_progress", map[string]any{}, mcp.Meta{"progressToken": "p-1"})
+	}
+	time.Sleep(200 * time.Millisecond)
+	for i, x := range sessions {
+		x.c.mu.Lock()
+		e, sm := x.c.elicited, x.c.sampled
+		x.c.mu.Unlock()
+		x.mu.Lock()
+		p := x.progress
+		x.mu.Unlock()
+		if e != 1 || sm != 1 || p == 0 {
+			t.Errorf("session %d was asked %d elicitations and %d samplings (want 1 each) and got %d progress notifications", i, e, sm, p)
+		}
+	}
+	n := 0
+	for _, cmd := range marked(s.mark) {
+		if strings.Contains(cmd, "everything") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d everything-server processes for two sessions of a shared one, want 1", n)
+	}
+}
+
+// TestSharedFilesystemServerGetsPinnedRoots: the npm filesystem server,
+// shared with roots pinned in the config, serves those roots whatever
+// roots the clients declare.
+func TestSharedFilesystemServerGetsPinnedRoots(t *testing.T) {
+	cmd, args := fsServer(t)
+	pinned, declared := t.TempDir(), t.TempDir()
+	s := startServeOn(t, "mode = \"transparent\"\n"+allowingServe(t)+"[safety]\nauto_approve = [\"*\"]\n[[servers]]\nname = \"fs\"\ncommand = "+
+		tomlString(cmd)+"\nargs = "+tomlArray(args...)+"\nshare = true\nroots = ["+tomlString("file://"+pinned)+"]\n", "")
+	for _, name := range []string{"a", "b"} {
+		c := connectShared(t, s.url, name, nil, "file://"+declared)
+		var got string
+		waitFor(t, "the filesystem server to take the pinned roots", func() bool {
+			got = c.call(t, "list_allowed_directories", map[string]any{}, nil)
+			return strings.Contains(got, pinned)
+		})
+		if strings.Contains(got, declared) {
+			t.Errorf("client %s: the shared filesystem server allows the client's declared root: %s", name, got)
+		}
+	}
+}
