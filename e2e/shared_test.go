@@ -42,6 +42,8 @@ type sharedClient struct {
 	logs    []string
 	updates []string
 	asked   []string
+	// progress are the messages of the progress notifications it got.
+	progress []string
 }
 
 func (c *sharedClient) seen() (logs, updates, asked []string) {
@@ -60,6 +62,11 @@ func connectShared(t *testing.T, url, name string, elicit func(context.Context, 
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			c.mu.Lock()
 			c.logs = append(c.logs, fmt.Sprint(r.Params.Data))
+			c.mu.Unlock()
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			c.mu.Lock()
+			c.progress = append(c.progress, r.Params.Message)
 			c.mu.Unlock()
 		},
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
@@ -444,6 +451,22 @@ func TestSharedServerRoots(t *testing.T) {
 	if strings.Contains(text, "file:///home/a") {
 		t.Errorf("the refusal names another session's roots: %s", text)
 	}
+	// When no session holds the server's roots any more, the refused
+	// session's become them.
+	_ = a.cs.Close()
+	_ = same.cs.Close()
+	var got string
+	waitFor(t, "the other session to be served once the first two left", func() bool {
+		res, err := other.cs.CallTool(ctx, &mcp.CallToolParams{Name: "roots", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			return false
+		}
+		got = resultText(t, res)
+		return true
+	})
+	if got != "file:///home/b" {
+		t.Errorf("the shared server's roots once only the other session is left: %q", got)
+	}
 
 	pinned := startServeOn(t, sharedConfig(t, `roots = ["file:///srv/shared"]`), "")
 	for _, r := range []string{"file:///home/a", "file:///home/b"} {
@@ -586,5 +609,45 @@ func TestSharedFilesystemServerGetsPinnedRoots(t *testing.T) {
 		if strings.Contains(got, declared) {
 			t.Errorf("client %s: the shared filesystem server allows the client's declared root: %s", name, got)
 		}
+	}
+}
+
+// TestSharedServerProgressIsPerSession: two sessions' calls in flight at
+// once with the same progress token; each gets its own call's progress.
+func TestSharedServerProgressIsPerSession(t *testing.T) {
+	s := startServeOn(t, sharedConfig(t, ""), "")
+	a := connectShared(t, s.url, "a", nil)
+	b := connectShared(t, s.url, "b", nil)
+	var wg sync.WaitGroup
+	for _, c := range []*sharedClient{a, b} {
+		wg.Go(func() { c.call(t, "slow", map[string]any{"ms": 400, "label": "of-" + c.name}, mcp.Meta{"progressToken": 7}) })
+	}
+	wg.Wait()
+	time.Sleep(200 * time.Millisecond)
+	for _, c := range []*sharedClient{a, b} {
+		c.mu.Lock()
+		got := strings.Join(c.progress, ",")
+		c.mu.Unlock()
+		if want := "of-" + c.name + ",of-" + c.name; got != want {
+			t.Errorf("%s got progress %q, want %q", c.name, got, want)
+		}
+	}
+}
+
+// TestSharedServerUnderRun: `aqlguard run` has one session; a server
+// with share = true serves it, with its pinned roots, not the client's.
+func TestSharedServerUnderRun(t *testing.T) {
+	client := &mcp.ClientOptions{}
+	g, err := launchGuard(t, guardOptions{Client: client, Config: "mode = \"transparent\"\n[safety]\nauto_approve = [\"*\"]\n[[servers]]\nname = \"ts\"\ncommand = " +
+		tomlString(bins.testserver) + "\nargs = [\"-session-tools\"]\nshare = true\nroots = [\"file:///srv/pinned\"]\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.callRaw("roots", map[string]any{})
+	if err != nil || res.IsError {
+		t.Fatalf("roots: %v %s", err, jsonString(res))
+	}
+	if got := resultText(t, res); got != "file:///srv/pinned" {
+		t.Errorf("under run, the shared server's roots: %q, want the pinned ones", got)
 	}
 }

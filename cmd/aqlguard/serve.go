@@ -16,7 +16,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
-	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/httpfront"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/store"
@@ -76,8 +75,6 @@ func cmdServe(args []string, stderr io.Writer) int {
 		return code
 	}
 	defer in.close()
-	// Servers with share = true: one process for all sessions.
-	in.relay.Hub = downstream.NewHub(ctx, in.log)
 	stopWatching, err := in.watch(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)

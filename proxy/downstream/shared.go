@@ -111,8 +111,10 @@ type member struct {
 	calls  atomic.Int64 // requests in flight
 	level  string       // set by the session; "" not set (under proc.mu)
 	// roots is the comparison of the session's roots with the process's
-	// (nil: not made yet).
-	roots atomic.Pointer[rootsVerdict]
+	// (nil: not made yet); rechecking says one runs after the client said
+	// its roots changed.
+	roots      atomic.Pointer[rootsVerdict]
+	rechecking atomic.Bool
 }
 
 // rootsVerdict is a member's roots compared: refused says why they may
@@ -457,9 +459,13 @@ func (m *member) notify(ctx context.Context, peer *link.Peer, method string, par
 	if m.roots.Load() == nil {
 		return nil // compared at its next request
 	}
+	if !m.rechecking.CompareAndSwap(false, true) {
+		return nil // one comparison at a time, however many the client sends
+	}
 	// Asked of the client outside the notification's handler: the
 	// client answers on the connection this notification came on.
 	go func() {
+		defer m.rechecking.Store(false)
 		ctx, cancel := context.WithTimeout(m.proc.hub.ctx, time.Minute)
 		defer cancel()
 		m.releaseRoots()
@@ -833,10 +839,15 @@ const askRootsWithin = 10 * time.Second
 // process's; a member whose differ is refused. The client is asked with
 // no lock held: one that does not answer holds up only its own session.
 func (m *member) checkRoots(ctx context.Context) error {
-	if v := m.roots.Load(); v != nil {
-		return v.refused
-	}
 	p := m.proc
+	if v := m.roots.Load(); v != nil {
+		if v.refused == nil || !p.rootsUnheld() {
+			return v.refused
+		}
+		// Refused while other sessions held the server's roots; none
+		// does any more: this session's may become them.
+		m.roots.CompareAndSwap(v, nil)
+	}
 	if p.cfg.Roots != nil {
 		m.roots.Store(&rootsVerdict{})
 		return nil
@@ -881,6 +892,13 @@ func (m *member) checkRoots(ctx context.Context) error {
 		_ = p.peer.Notify(ctx, "notifications/roots/list_changed", json.RawMessage(`{}`))
 	}
 	return v.refused
+}
+
+// rootsUnheld reports whether no member holds the process's roots.
+func (p *sharedProc) rootsUnheld() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.roots == nil || p.roots.holders == 0
 }
 
 // releaseRoots forgets the member's roots comparison.
