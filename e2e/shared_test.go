@@ -620,7 +620,9 @@ func TestSharedServerProgressIsPerSession(t *testing.T) {
 	b := connectShared(t, s.url, "b", nil)
 	var wg sync.WaitGroup
 	for _, c := range []*sharedClient{a, b} {
-		wg.Go(func() { c.call(t, "slow", map[string]any{"ms": 400, "label": "of-" + c.name}, mcp.Meta{"progressToken": 7}) })
+		wg.Go(func() {
+			c.call(t, "slow", map[string]any{"ms": 400, "label": "of-" + c.name}, mcp.Meta{"progressToken": 7})
+		})
 	}
 	wg.Wait()
 	time.Sleep(200 * time.Millisecond)
