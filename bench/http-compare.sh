@@ -9,6 +9,9 @@
 # (the one that "direct" drives) instead of a stdio one each: then
 # aqlguard, which starts a server process per client session over stdio,
 # and TBXark, which shares one, drive the same single server process.
+# With a stdio downstream, aqlguard-shared is aqlguard with share = true:
+# one testserver process for all its sessions, as TBXark has. Without
+# bench/out/bin/aqlguard-prev that endpoint is left out.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
 W=$(mktemp -d)
@@ -39,6 +42,7 @@ auto_approve = ["*"]
 name = "ts"
 $AQ_SERVER
 TOML
+sed 's/^\[\[servers\]\]$/&\nshare = true/' "$W/aqlguard.toml" >"$W/aqlguard-shared.toml"
 "$B/testserver" -http 127.0.0.1:9200 2>/dev/null &
 # The proxies may connect to it at once (DOWNSTREAM=http): wait for it.
 for _ in $(seq 100); do
@@ -46,9 +50,20 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 "$B/aqlguard" serve --listen 127.0.0.1:9201 --config "$W/aqlguard.toml" --state-dir "$W/st1" 2>"$W/aqlguard.log" &
-"$B/aqlguard-prev" serve --listen 127.0.0.1:9202 --config "$W/aqlguard.toml" --state-dir "$W/st2" 2>"$W/aqlguard-prev.log" &
+labels=(-label "$!=aqlguard serve")
+targets=(-target direct=http://127.0.0.1:9200/mcp -target aqlguard=http://127.0.0.1:9201/mcp)
+if [ -x "$B/aqlguard-prev" ]; then
+	"$B/aqlguard-prev" serve --listen 127.0.0.1:9202 --config "$W/aqlguard.toml" --state-dir "$W/st2" 2>"$W/aqlguard-prev.log" &
+	labels+=(-label "$!=aqlguard-prev serve")
+	targets+=(-target aqlguard-prev=http://127.0.0.1:9202/mcp)
+fi
+if [ "${DOWNSTREAM:-stdio}" != http ]; then
+	"$B/aqlguard" serve --listen 127.0.0.1:9204 --config "$W/aqlguard-shared.toml" --state-dir "$W/st3" 2>"$W/aqlguard-shared.log" &
+	labels+=(-label "$!=aqlguard-shared serve")
+	targets+=(-target aqlguard-shared=http://127.0.0.1:9204/mcp)
+fi
 "$B/mcp-proxy" --config "$W/tbx.json" >"$W/tbx.log" 2>&1 &
+labels+=(-label "$!=mcp-proxy (tbxark)")
+targets+=(-target tbxark=http://127.0.0.1:9203/ts/mcp)
 sleep 2
-"$B/httpload" -target direct=http://127.0.0.1:9200/mcp -target aqlguard=http://127.0.0.1:9201/mcp \
-	-target aqlguard-prev=http://127.0.0.1:9202/mcp -target tbxark=http://127.0.0.1:9203/ts/mcp \
-	-clients 32 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${CPU:+-cpu}
+"$B/httpload" "${targets[@]}" ${CPU:+"${labels[@]}"} -clients 32 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${CPU:+-cpu}

@@ -211,6 +211,7 @@ func allowingServe(t *testing.T) string {
 type served struct {
 	url, dir, listen string
 	log              *syncBuffer
+	mark             string // in the environment of aqlguard and what it starts (processMark)
 }
 
 // startServe runs `aqlguard serve` on config (in an isolated HOME) and
@@ -260,7 +261,7 @@ func startServeEnv(t *testing.T, config, listen string, env ...string) *served {
 			t.Logf("aqlguard serve log:\n%s", log.String())
 		}
 	})
-	s := &served{dir: dir, listen: listen, log: log}
+	s := &served{dir: dir, listen: listen, log: log, mark: mark}
 	if tcp {
 		waitListening(t, listen)
 		s.url = "http://" + listen + "/mcp"

@@ -311,6 +311,16 @@ type Server struct {
 	// ("[TOOL:]ARGUMENT" = "command" | "code" | "query" | "path" | "url" |
 	// "content" | "other"), over what the schema and the names say.
 	Arguments map[string]string `toml:"arguments"`
+	// Share lets `aqlguard serve` run one process of this stdio server
+	// for all its client sessions instead of one per session; aqlguard
+	// routes what MCP scopes to a session (docs/design.md, "Shared
+	// servers").
+	Share bool `toml:"share"`
+	// Roots, with share, pins the roots the shared server is given
+	// (roots/list is answered with them, never asked of a client); nil
+	// when not set. Without it, sessions that declare different roots
+	// cannot share the server.
+	Roots []string `toml:"roots"`
 
 	// Managed says the server is the managed layer's (Overlay): its
 	// categories and argument roles are the managed layer's own.

@@ -709,6 +709,7 @@ func (v *validator) servers(list []Server) {
 				v.errf(k+".cwd", "only applies to servers started with command")
 			}
 		}
+		v.share(k, s, hasCmd)
 		if !hasURL && len(s.Headers) > 0 {
 			v.errf(k+".headers", "only applies to servers with url")
 		}
@@ -767,6 +768,36 @@ func (v *validator) servers(list []Server) {
 			if _, err := ParseRole(s.Arguments[arg]); err != nil {
 				v.errf(ak, "%v", err)
 			}
+		}
+	}
+}
+
+// share checks share and roots: one process serves every session of a
+// shared server, so it must be one aqlguard starts (stdio), spoken to
+// in a revision whose per-session state aqlguard can route (2025-11-25:
+// 2026-07-28 carries the log level and subscriptions per request and
+// stream), and its roots, pinned, must be URIs.
+func (v *validator) share(k string, s *Server, hasCmd bool) {
+	pinned := s.Roots != nil || v.present(k+".roots")
+	if pinned && s.Roots == nil {
+		s.Roots = []string{}
+	}
+	if !s.Share {
+		if pinned {
+			v.errf(k+".roots", "only applies with share = true: a server that is not shared asks its own client for its roots")
+		}
+		return
+	}
+	switch {
+	case !hasCmd || s.Transport != "stdio":
+		v.errf(k+".share", "only applies to stdio servers (command): a remote server already serves each session on a connection of its own")
+	case s.Protocol == "2026-07-28":
+		v.errf(k+".share", `cannot be shared with protocol = "2026-07-28": that revision keeps the log level and subscriptions per request and stream, which one shared process cannot keep apart; use protocol = "2025-11-25" or "auto" (a shared server is spoken to in 2025-11-25)`)
+	}
+	for i, r := range s.Roots {
+		u, err := url.Parse(r)
+		if err != nil || u.Scheme == "" || !u.IsAbs() {
+			v.errf(index(k+".roots", i), "%q is not an absolute URI (a root is a URI such as file:///home/alice/projects)", r)
 		}
 	}
 }

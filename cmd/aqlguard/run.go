@@ -17,6 +17,7 @@ import (
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
+	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/pins"
@@ -220,6 +221,9 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	remote := &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(stateDir(cfg), "oauth")}, Log: log}
 	sh := newShared(cfg, pol, st, remote, log)
 	in := &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st, forwarding: func() {}}
+	// Servers with share = true: one process for all sessions (serve's;
+	// run has one session, which the shared server serves alike).
+	in.relay.Hub = downstream.NewHub(ctx, log)
 	if f := cfg.Audit.Forward; f != nil {
 		fw, err := forward.New(f, filepath.Dir(st.Path()), st.StateID(), version(), log.With("audit_forward", f.To))
 		if err != nil {

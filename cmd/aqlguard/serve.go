@@ -163,6 +163,7 @@ func (in *instance) relayFor(id clientauth.Identity) (*relay.Config, error) {
 	sh.Guard.Watch = in.watcher
 	p := &principal{shared: sh, relay: sh.RelayConfig()}
 	p.relay.Restarted = in.relay.Restarted
+	p.relay.Hub = in.relay.Hub
 	if in.others == nil {
 		in.others = map[string]*principal{}
 	}

@@ -64,6 +64,7 @@ func main() {
 		toolPrefix  = flag.String("tool-prefix", "", "put `PREFIX` before every tool's name (\"fs.\": fs.echo, ...)")
 		listLog     = flag.String("list-log", "", "append one line per tools/list received to `FILE` (fsync'd before the answer)")
 		stormMode   = flag.Bool("storm", false, "serve storm, storm_stop, stats and echo over stdio, sending tools/list_changed in a loop on request")
+		sessionTls  = flag.Bool("session-tools", false, "offer ask, log, touch, roots and pid, and resource subscriptions (what MCP scopes to a session)")
 		exitAfter   = flag.Duration("exit-after", 0, "serve, then exit with code 1 this long after starting (a crash loop)")
 		required    headerFlag
 	)
@@ -114,8 +115,15 @@ func main() {
 	}
 
 	newServer := func() *mcp.Server {
-		s := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, nil)
+		var opts *mcp.ServerOptions
+		if *sessionTls {
+			opts = sessionOptions()
+		}
+		s := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, opts)
 		addTools(s, calls, *echoDesc, *toolPrefix)
+		if *sessionTls {
+			addSessionTools(s, calls)
+		}
 		if *rugPull {
 			addRugPull(s, calls)
 		}

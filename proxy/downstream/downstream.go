@@ -112,7 +112,11 @@ type Options struct {
 	// Auth authorizes to remote servers with auth = "oauth"; nil fails
 	// them.
 	Auth *remoteauth.Manager
-	Log  *slog.Logger
+	// Hub, when set, runs the servers configured with share = true: one
+	// process for the pools of every session (shared.go). Without it a
+	// shared server is started per pool, as any other.
+	Hub *Hub
+	Log *slog.Logger
 }
 
 // State is a server's state at one moment.
@@ -169,6 +173,9 @@ type Server struct {
 	peer    *link.Peer
 	conn    *conn
 	stopped bool // for good: no restart, no late start
+	// member is the server's place in a shared process (share = true),
+	// nil for one of its own; peer is then the shared process's.
+	member *member
 	// crashes counts the restart attempts of a crash loop (restart.go);
 	// upSince is when the running connection started.
 	crashes int
@@ -313,6 +320,9 @@ func (s *Server) State() State {
 // start connects, initializes and lists tools; on failure the server is
 // marked failed (or, when restarting, tried again later).
 func (s *Server) start(ctx context.Context, restart bool) bool {
+	if s.shared() {
+		return s.startShared(ctx, restart)
+	}
 	timeout := s.cfg.StartTimeout.Duration
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -320,36 +330,9 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	began := time.Now()
-	st, c, peer, err := s.connect(sctx)
+	st, c, peer, err := s.connect(sctx, serverHandler{s}, s.pool.opts.Modern)
 	if err != nil {
-		problem := describe(sctx, err, timeout)
-		if c != nil {
-			if c.exited != nil {
-				select { // a child that died during the handshake: say how
-				case <-c.exited:
-					problem = startExit(c.exitErr)
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			c.closeAll()
-		}
-		s.log.Error("downstream server failed to start", "problem", problem, "err", err)
-		s.mu.Lock()
-		retry := !restart && s.pool.opts.Restart && !s.stopped && !s.pool.closing.Load()
-		switch {
-		case retry:
-			// A first start that failed is tried again, with the backoff
-			// of a crash loop: the command may be installed, the network
-			// back, a moment later.
-			s.state.Status = Restarting
-		case !restart:
-			s.state.Status = Failed
-		}
-		s.state.Problem = problem
-		s.mu.Unlock()
-		if retry {
-			go s.restart()
-		}
+		s.failedStart(startProblem(sctx, err, timeout, c), err, restart)
 		return false
 	}
 	// Whatever revision listed them, the tools are vetted before the
@@ -381,9 +364,33 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 	return true
 }
 
+// failedStart marks a server whose start failed (or, when a first start
+// failed and servers restart, tries it again later).
+func (s *Server) failedStart(problem string, err error, restart bool) {
+	s.log.Error("downstream server failed to start", "problem", problem, "err", err)
+	s.mu.Lock()
+	retry := !restart && s.pool.opts.Restart && !s.stopped && !s.pool.closing.Load()
+	switch {
+	case retry:
+		// A first start that failed is tried again, with the backoff
+		// of a crash loop: the command may be installed, the network
+		// back, a moment later.
+		s.state.Status = Restarting
+	case !restart:
+		s.state.Status = Failed
+	}
+	s.state.Problem = problem
+	s.mu.Unlock()
+	if retry {
+		go s.restart()
+	}
+}
+
 // connect runs one connection's handshake: dial, initialize (the
-// client's parameters), initialized, tools/list (every page).
-func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) {
+// client's parameters), initialized, tools/list (every page). h serves
+// what the server sends on its own; modern says the client speaks
+// 2026-07-28.
+func (s *Server) connect(ctx context.Context, h link.Handler, modern bool) (State, *conn, *link.Peer, error) {
 	c, err := dial(ctx, s.cfg, s.pool.opts.Auth, s.log)
 	if err != nil {
 		return State{}, nil, nil, fmt.Errorf("connect: %w", err)
@@ -391,10 +398,10 @@ func (s *Server) connect(ctx context.Context) (State, *conn, *link.Peer, error) 
 	if sc, ok := c.Connection.(*streamableConn); ok {
 		sc.bindings = s.paramBindings
 	}
-	peer := link.New(c, serverHandler{s}, s.log)
+	peer := link.New(c, h, s.log)
 	peer.IDPrefix = "aqlguard-"
 	peer.Start()
-	tryModern := s.cfg.Protocol == ModernVersion || s.cfg.Protocol != ProtocolVersion && s.pool.opts.Modern
+	tryModern := s.cfg.Protocol == ModernVersion || s.cfg.Protocol != ProtocolVersion && modern
 	if !tryModern && s.cfg.Protocol != ProtocolVersion {
 		// A client of an older revision: initialize first, and only a
 		// server that refuses it is asked whether it speaks 2026-07-28.
@@ -650,41 +657,47 @@ func (s *Server) watch(peer *link.Peer, c *conn) {
 	if s.pool.closing.Load() || stopped {
 		return
 	}
-	how := "closed its connection"
-	if c.exited != nil {
-		select {
-		case <-c.exited:
-			how = exitDescription(c.exitErr)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	how := c.ending()
 	c.closeAll()
 	s.mu.Lock()
 	if s.peer == peer {
 		s.peer, s.conn = nil, nil
 	}
+	restart := s.wentAway(how)
+	s.mu.Unlock()
+	s.logWentAway(restart, how, peer.Err())
+	if restart {
+		s.restart()
+	}
+}
+
+// wentAway marks the server as one whose connection ended (how says
+// how), with s.mu held, and reports whether it is restarted.
+func (s *Server) wentAway(how string) (restart bool) {
 	s.died(time.Now())
-	restart := s.pool.opts.Restart
+	restart = s.pool.opts.Restart && !s.pool.closing.Load()
 	if restart {
 		s.state.Status = Restarting
 	} else {
 		s.state.Status = Failed
 	}
 	s.state.Problem = "server " + how
-	s.mu.Unlock()
-	if !restart {
-		s.log.Warn("downstream server went away; its calls fail until aqlguard restarts", "how", how, "err", peer.Err())
-		return
+	return restart
+}
+
+func (s *Server) logWentAway(restart bool, how string, err error) {
+	if restart {
+		s.log.Warn("downstream server went away; restarting it", "how", how, "err", err, "shared", s.cfg.Share)
+	} else {
+		s.log.Warn("downstream server went away; its calls fail until aqlguard restarts", "how", how, "err", err, "shared", s.cfg.Share)
 	}
-	s.log.Warn("downstream server went away; restarting it", "how", how, "err", peer.Err())
-	s.restart()
 }
 
 // Request sends one request to the server as raw JSON-RPC and returns the
 // raw result. A JSON-RPC error from the server is a *jsonrpc.Error.
 func (s *Server) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	s.mu.RLock()
-	peer, modern := s.peer, s.state.Modern
+	peer, modern, m := s.peer, s.state.Modern, s.member
 	s.mu.RUnlock()
 	if peer == nil {
 		return nil, s.unavailable()
@@ -700,7 +713,13 @@ func (s *Server) Request(ctx context.Context, method string, params json.RawMess
 		ctx, cancel = context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: %s", ErrCallTimeout, limit))
 		defer cancel()
 	}
-	res, err := peer.Call(ctx, method, params)
+	var res json.RawMessage
+	var err error
+	if m != nil {
+		res, err = m.request(ctx, peer, method, params)
+	} else {
+		res, err = peer.Call(ctx, method, params)
+	}
 	switch {
 	case errors.Is(err, link.ErrClosed):
 		status := Failed
@@ -717,10 +736,13 @@ func (s *Server) Request(ctx context.Context, method string, params json.RawMess
 // Notify sends one notification to the server.
 func (s *Server) Notify(ctx context.Context, method string, params json.RawMessage) error {
 	s.mu.RLock()
-	peer := s.peer
+	peer, m := s.peer, s.member
 	s.mu.RUnlock()
 	if peer == nil {
 		return s.unavailable()
+	}
+	if m != nil {
+		return m.notify(ctx, peer, method, params)
 	}
 	return peer.Notify(ctx, method, params)
 }
@@ -843,11 +865,15 @@ func (p *Pool) Close() error {
 // removed or changed it).
 func (s *Server) stop() {
 	s.mu.Lock()
-	peer, c := s.peer, s.conn
-	s.peer, s.conn = nil, nil
+	peer, c, m := s.peer, s.conn, s.member
+	s.peer, s.conn, s.member = nil, nil, nil
 	s.stopped = true
 	s.state.Status = Stopped
 	s.mu.Unlock()
+	if m != nil {
+		m.leave()
+		return
+	}
 	if c == nil {
 		return
 	}
@@ -878,6 +904,38 @@ func (h serverHandler) Notification(ctx context.Context, req *jsonrpc.Request) {
 	if up := h.s.pool.opts.Upstream; up != nil {
 		up.ServerNotification(ctx, h.s, req)
 	}
+}
+
+// startProblem is the fixed phrase for a start that failed with err,
+// and closes c (if the dial made one): a child that died during the
+// handshake says how.
+func startProblem(ctx context.Context, err error, timeout time.Duration, c *conn) string {
+	problem := describe(ctx, err, timeout)
+	if c == nil {
+		return problem
+	}
+	if c.exited != nil {
+		select {
+		case <-c.exited:
+			problem = startExit(c.exitErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	c.closeAll()
+	return problem
+}
+
+// ending says how a connection that ended did: a child's exit, waited
+// for a moment, else that it closed its connection.
+func (c *conn) ending() string {
+	if c.exited != nil {
+		select {
+		case <-c.exited:
+			return exitDescription(c.exitErr)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return "closed its connection"
 }
 
 // startExit says how a child that died during its start ended.

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,8 @@ func run(argv []string) error {
 	tool := fs.String("tool", "echo", "tool to call")
 	argsJSON := fs.String("args", `{"message":"hello"}`, "the tool's arguments")
 	cpu := fs.Bool("cpu", false, "report the CPU time of every process, by name, per call (Linux /proc)")
+	labels := pidLabels{}
+	fs.Var(labels, "label", "PID=NAME: with -cpu, report process PID as NAME, apart from others of its name (repeat)")
 	if err := fs.Parse(argv); err != nil {
 		return err
 	}
@@ -146,7 +149,7 @@ func run(argv []string) error {
 			wg.Wait()
 			elapsed := time.Since(began).Seconds()
 			if *cpu {
-				addCPU(ep.cpu, before, procTimes())
+				addCPU(ep.cpu, before, procTimes(), labels)
 			}
 			ep.rates = append(ep.rates, float64(calls)/elapsed)
 			ep.calls += calls
@@ -216,7 +219,7 @@ func procTimes() map[int]procstat.Proc {
 // name; a process that started in between counts from zero. Kernel
 // workers rename themselves as they take work (kworker/0:1-events,
 // kworker/0:1-mm_percpu_wq), so they are summed as one name.
-func addCPU(use map[string]*cpuUse, before, after map[int]procstat.Proc) {
+func addCPU(use map[string]*cpuUse, before, after map[int]procstat.Proc, labels pidLabels) {
 	for pid, a := range after {
 		d := a.CPU
 		if b, ok := before[pid]; ok && b.CPU <= a.CPU {
@@ -229,6 +232,13 @@ func addCPU(use map[string]*cpuUse, before, after map[int]procstat.Proc) {
 		if strings.HasPrefix(name, "kworker/") {
 			name = "kworker (kernel)"
 		}
+		// A labelled process's child of its own name (aqlguard serves
+		// from a child of its supervisor) is labelled as it is.
+		if l, ok := labels[pid]; ok {
+			name = l
+		} else if l, ok := labels[a.Ppid]; ok && after[a.Ppid].Name == a.Name {
+			name = l
+		}
 		u := use[name]
 		if u == nil {
 			u = &cpuUse{pids: map[int]bool{}}
@@ -237,4 +247,21 @@ func addCPU(use map[string]*cpuUse, before, after map[int]procstat.Proc) {
 		u.pids[pid] = true
 		use[name] = u
 	}
+}
+
+// pidLabels names processes by pid (-label PID=NAME): several processes
+// of one name (three aqlguard serves, other users' runs) are then told
+// apart.
+type pidLabels map[int]string
+
+func (l pidLabels) String() string { return fmt.Sprint(map[int]string(l)) }
+
+func (l pidLabels) Set(v string) error {
+	pid, name, ok := strings.Cut(v, "=")
+	n, err := strconv.Atoi(pid)
+	if !ok || err != nil || name == "" {
+		return fmt.Errorf("want PID=NAME, got %q", v)
+	}
+	l[n] = name
+	return nil
 }
