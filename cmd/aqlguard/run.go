@@ -221,7 +221,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	sh := newShared(cfg, pol, st, remote, log)
 	in := &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st, forwarding: func() {}}
 	if f := cfg.Audit.Forward; f != nil {
-		fw, err := forward.New(f, filepath.Dir(st.Path()), st.StateID(), version(), log.With("audit_forward", f.To))
+		fw, err := forward.New(f, st, version(), log.With("audit_forward", f.To))
 		if err != nil {
 			_ = st.Close()
 			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
@@ -240,7 +240,7 @@ func newShared(cfg *policy.Config, pol *policy.Policy, st *store.Store, remote *
 		Mode:   proxy.Mode(cfg.Mode),
 		Config: cfg,
 		Guard:  gd,
-		Pins: &pins.Pinner{Store: st, Human: gd, Log: log, Process: processName(),
+		Pins: &pins.Pinner{State: st, Human: gd, Log: log, Process: processName(),
 			AskFor: cfg.Verify.ConfirmationTTL.Duration},
 		Limits:  cfg.Limits,
 		Log:     log,
@@ -273,14 +273,14 @@ func startForwarder(ctx context.Context, fw *forward.Forwarder, log *slog.Logger
 // reportNotInEffect logs, and records in the audit log, what the user's
 // file tried that the managed policy does not let take effect: the
 // security team reads the attempt there.
-func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.Logger) {
+func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger) {
 	rec := store.Record{Time: time.Now(), Kind: "policy", Principal: pol.Principal, Process: processName(),
 		Operation: "not_in_effect", Decision: pol.Version, Result: cfg.Managed.Path}
 	for _, e := range cfg.NotInEffect {
 		log.Warn("the managed policy does not let this setting take effect", "setting", e.Error())
 		rec.Factors = append(rec.Factors, e.Error())
 	}
-	if err := st.Append(ctx, rec); err != nil {
+	if err := store.AppendTo(ctx, st, rec); err != nil {
 		log.Error("what the managed policy kept from taking effect could not be recorded in the audit log", "err", err)
 	}
 }
@@ -337,38 +337,16 @@ func stateDir(cfg *policy.Config) string {
 	return d
 }
 
-// openStore opens the state database in the configured state directory
-// (default $XDG_STATE_HOME/aqlguard). Without it nothing can be decided
-// durably, so aqlguard does not start.
+// openStore opens the state run and serve decide on. Without it nothing
+// can be decided durably, so aqlguard does not start.
 func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
-	return openStoreWith(ctx, cfg, store.Options{})
-}
-
-// openStoreWith is openStore with the store's access options.
-func openStoreWith(ctx context.Context, cfg *policy.Config, o store.Options) (*store.Store, error) {
 	if cfg.State.Backend == policy.StatePostgres {
 		// Refused, never a silent fall back to a local file: replicas
 		// would each decide on a state of their own.
-		return nil, fmt.Errorf("the state database: [state] backend = %q: the PostgreSQL backend (store/pgstate) exists, "+
-			"but the guard and the admin commands do not run on it yet; use backend = %q", policy.StatePostgres, policy.StateBolt)
+		return nil, fmt.Errorf("the state database: [state] backend = %q: the admin commands run on PostgreSQL, "+
+			"but run and serve do not yet (their guard is not on it); use backend = %q", policy.StatePostgres, policy.StateBolt)
 	}
-	dir := cfg.StateDir
-	if dir == "" {
-		d, err := store.DefaultDir()
-		if err != nil {
-			return nil, err
-		}
-		dir = d
-	}
-	o.Timeout, o.AuditSync = cfg.StateLockTimeout.Duration, store.SyncMode(cfg.Audit.Sync)
-	if !o.ReadOnly {
-		o.Anchor = systemLogAnchor()
-	}
-	st, err := store.Open(ctx, dir, o)
-	if err != nil {
-		return nil, fmt.Errorf("the state database: %w", err)
-	}
-	return st, nil
+	return openStateDir(ctx, cfg, store.Options{})
 }
 
 // processName tells this process apart in audit records of a shared

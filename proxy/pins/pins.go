@@ -240,7 +240,8 @@ type Human interface {
 // Pinner checks tool definitions against their pins and asks the human
 // about changes. One Pinner serves every session of an aqlguard.
 type Pinner struct {
-	Store *store.Store
+	// State keeps the pins (either backend: replicas share them).
+	State store.State
 	// Human asks the human (in the principal's turn) and names the
 	// principal; nil never asks (changes wait for `aqlguard pins approve`).
 	Human   Human
@@ -324,30 +325,27 @@ func (p *Pinner) principal() string {
 func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool, raws []json.RawMessage) (Result, error) {
 	now := p.clock()
 	var plan checkPlan
-	read := func(tx *store.Tx) (err error) {
-		plan, err = p.plan(tx, server, tools, raws, now)
+	read := func(v store.View) (err error) {
+		plan, err = p.plan(v, server, tools, raws, now)
 		return err
 	}
-	if err := p.Store.View(ctx, read); err != nil {
+	if err := p.State.Load(ctx, read); err != nil {
 		return Result{}, fmt.Errorf("tool pins: %w", err)
 	}
 	if len(plan.writes) > 0 {
-		// Planned again inside the write: another process may have
-		// pinned or approved meanwhile.
-		err := p.Store.Update(ctx, func(tx *store.Tx) error {
-			if err := read(tx); err != nil {
-				return err
+		// Planned again inside the commit: another process (replica) may
+		// have pinned or approved meanwhile.
+		_, err := p.State.Commit(ctx, func(v store.View) (store.Changes, error) {
+			if err := read(v); err != nil {
+				return store.Changes{}, err
 			}
+			var c store.Changes
 			for _, w := range plan.writes {
-				if err := tx.PutPin(w.pin); err != nil {
-					return err
-				}
-				if err := tx.Append(store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
-					Server: server, Operation: "pin " + server + "." + w.pin.Tool, Result: w.result, Decision: w.hash}); err != nil {
-					return err
-				}
+				c.Pins = append(c.Pins, w.pin)
+				c.Records = append(c.Records, store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
+					Server: server, Operation: "pin " + server + "." + w.pin.Tool, Result: w.result, Decision: w.hash})
 			}
-			return nil
+			return c, nil
 		})
 		if err != nil {
 			return Result{}, fmt.Errorf("tool pins: %w", err)
@@ -383,11 +381,11 @@ type ask struct {
 	hash     string
 }
 
-// plan decides, reading the pins in tx, what a listing of server's tools
+// plan decides, reading the pins in v, what a listing of server's tools
 // does.
-func (p *Pinner) plan(tx *store.Tx, server string, tools []*mcp.Tool, raws []json.RawMessage, now time.Time) (checkPlan, error) {
+func (p *Pinner) plan(v store.View, server string, tools []*mcp.Tool, raws []json.RawMessage, now time.Time) (checkPlan, error) {
 	plan := checkPlan{res: Result{Pending: map[string]bool{}}}
-	known, err := tx.Pins(server)
+	known, err := v.Pins(server)
 	if err != nil {
 		return plan, err
 	}
@@ -414,7 +412,7 @@ func (p *Pinner) plan(tx *store.Tx, server string, tools []*mcp.Tool, raws []jso
 		if err != nil {
 			return plan, err
 		}
-		pin, err := tx.Pin(server, t.Name)
+		pin, err := v.Pin(server, t.Name)
 		if err != nil {
 			return plan, err
 		}
@@ -541,14 +539,14 @@ func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string)
 		}
 		p.refused[change] = true
 		p.mu.Unlock()
-		_ = p.Store.Append(context.Background(), store.Record{Time: p.clock(), Kind: "pin", Principal: p.principal(), Process: p.Process,
+		_ = store.AppendTo(context.Background(), p.State, store.Record{Time: p.clock(), Kind: "pin", Principal: p.principal(), Process: p.Process,
 			Server: server, Operation: "pin " + server + "." + tool, Result: "change refused by a human", Decision: hash})
 	}
 }
 
 func (p *Pinner) load(ctx context.Context, server, tool string) (*store.Pin, error) {
 	var pin *store.Pin
-	err := p.Store.View(ctx, func(tx *store.Tx) (err error) { pin, err = tx.Pin(server, tool); return })
+	err := p.State.Load(ctx, func(v store.View) (err error) { pin, err = v.Pin(server, tool); return })
 	return pin, err
 }
 
@@ -558,24 +556,23 @@ var ErrNoChange = fmt.Errorf("no change of that tool waits for approval")
 // Approve makes a pending change the approved definition. hash, when not
 // empty, must be the pending change's (what the human saw).
 func (p *Pinner) Approve(ctx context.Context, server, tool, hash, by string) error {
-	return p.Store.Update(ctx, func(tx *store.Tx) error {
-		pin, err := tx.Pin(server, tool)
+	_, err := p.State.Commit(ctx, func(v store.View) (store.Changes, error) {
+		pin, err := v.Pin(server, tool)
 		if err != nil {
-			return err
+			return store.Changes{}, err
 		}
 		if pin == nil || pin.Pending == nil || hash != "" && pin.Pending.Hash != hash {
-			return ErrNoChange
+			return store.Changes{}, ErrNoChange
 		}
 		now := p.clock()
-		pin.Hash, pin.Definition, pin.ApprovedAt, pin.ApprovedBy = pin.Pending.Hash, pin.Pending.Definition, now, by
-		pin.Pending = nil
-		if err := tx.PutPin(*pin); err != nil {
-			return err
-		}
-		err = tx.Append(store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
-			Server: server, Operation: "pin " + server + "." + tool, Result: "change approved by " + by, Decision: pin.Hash})
-		return err
+		approved := pin.Clone() // the view's own stays as it was read
+		approved.Hash, approved.Definition, approved.ApprovedAt, approved.ApprovedBy = pin.Pending.Hash, pin.Pending.Definition, now, by
+		approved.Pending = nil
+		return store.Changes{Pins: []store.Pin{approved}, Records: []store.Record{{Time: now, Kind: "pin", Principal: p.principal(),
+			Process: p.Process, Server: server, Operation: "pin " + server + "." + tool, Result: "change approved by " + by,
+			Decision: approved.Hash}}}, nil
 	})
+	return err
 }
 
 // Reset forgets the pins of server (every server when ""), or of one of
@@ -583,26 +580,23 @@ func (p *Pinner) Approve(ctx context.Context, server, tool, hash, by string) err
 // forgotten pin is audited with who reset it. It returns how many went.
 func (p *Pinner) Reset(ctx context.Context, server, tool, by string) (int, error) {
 	n := 0
-	err := p.Store.Update(ctx, func(tx *store.Tx) error {
-		n = 0
-		list, err := tx.Pins(server)
+	_, err := p.State.Commit(ctx, func(v store.View) (store.Changes, error) {
+		n = 0 // decide may run again
+		list, err := v.Pins(server)
 		if err != nil {
-			return err
+			return store.Changes{}, err
 		}
+		var c store.Changes
 		for _, pin := range list {
 			if tool != "" && pin.Tool != tool {
 				continue
 			}
-			if err := tx.DeletePin(pin.Server, pin.Tool); err != nil {
-				return err
-			}
-			if err := tx.Append(store.Record{Time: p.clock(), Kind: "pin", Principal: "admin", Process: p.Process,
-				Server: pin.Server, Operation: "pin " + pin.Server + "." + pin.Tool, Result: "reset by " + by}); err != nil {
-				return err
-			}
+			c.Unpin = append(c.Unpin, store.PinKey{Server: pin.Server, Tool: pin.Tool})
+			c.Records = append(c.Records, store.Record{Time: p.clock(), Kind: "pin", Principal: "admin", Process: p.Process,
+				Server: pin.Server, Operation: "pin " + pin.Server + "." + pin.Tool, Result: "reset by " + by})
 			n++
 		}
-		return nil
+		return c, nil
 	})
 	return n, err
 }
