@@ -84,6 +84,7 @@ func startReplicas(t *testing.T, backend string, n int) *replicaSet {
 agent = "replica-default"
 `+state+rs.human.config()+`
 [safety]
+max_autonomous_steps = 1000000
 deny = ["*drop_database*"]
 requires_approval = ["ts_delete_note"]
 auto_approve = ["ts_echo"]

@@ -223,13 +223,20 @@ func TestReplicasSurviveKillAndOutage(t *testing.T) {
 // outage stops PostgreSQL under the load and starts it again.
 func outage(t *testing.T, rs *replicaSet, l *load) {
 	t.Helper()
+	alice := make([]*mcp.ClientSession, len(rs.reps))
+	for i, r := range rs.reps {
+		alice[i] = r.connect(t, "alice")
+	}
 	if err := rs.pg.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
-	alice := make([]*mcp.ClientSession, len(rs.reps))
-	for i, r := range rs.reps {
-		alice[i] = r.connect(t, "alice") // before the stop took hold? no: connecting reads no state
+	// A session opened while the state is down cannot have its server's
+	// tools checked against their pins: they are withheld, and nothing
+	// of it runs until the state is back.
+	during := rs.reps[1].connect(t, "alice")
+	if res := mustAQL(t, during, "ts_echo", map[string]any{"message": "outage-new"}); res["success"] != false {
+		t.Errorf("a session opened while PostgreSQL is down ran a call: %s", jsonString(res))
 	}
 	for i := range rs.reps {
 		res := mustAQL(t, alice[i], "ts_echo", map[string]any{"message": fmt.Sprintf("outage-%d", i)})
@@ -256,6 +263,15 @@ func outage(t *testing.T, rs *replicaSet, l *load) {
 			if time.Now().After(deadline) {
 				t.Fatalf("replica %d does not serve 60s after PostgreSQL is back: %s", i, jsonString(res))
 			}
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		res := mustAQL(t, during, "ts_echo", map[string]any{"message": "back-new"})
+		if res["success"] == true {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session opened during the outage does not serve 60s after PostgreSQL is back: %s", jsonString(res))
 		}
 	}
 	t.Logf("every replica served again %v after PostgreSQL started", time.Since(started))

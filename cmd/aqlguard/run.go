@@ -148,7 +148,7 @@ type instance struct {
 	shared *proxy.Shared
 	relay  *relay.Config
 	log    *slog.Logger
-	store  *store.Store
+	store  runState
 	// forwarding ends the audit forwarder and waits for its last delivery.
 	forwarding func()
 	// forwarder ships the audit; nil when it is not forwarded.
@@ -200,8 +200,10 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
 	}
-	for _, w := range st.Warnings() {
-		log.Warn(w)
+	if dir, ok := st.(*store.Store); ok {
+		for _, w := range dir.Warnings() {
+			log.Warn(w)
+		}
 	}
 	if anchorsOff != "" {
 		log.Warn("audit anchors are off: the audit log's heads cannot be sent to the system log, so `aqlguard audit verify --anchors` "+
@@ -213,7 +215,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	}
 	log.Info("aqlguard starting", "version", version(), "config", source, "managed", managed, "mode", cfg.Mode,
 		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
-		"state", st.Path())
+		"state", stateName(st))
 	if len(cfg.NotInEffect) > 0 {
 		reportNotInEffect(ctx, cfg, pol, st, log)
 	}
@@ -234,7 +236,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 
 // newShared builds what the sessions of one principal share: its guard
 // (and channel to the human), pins, and the way to the servers.
-func newShared(cfg *policy.Config, pol *policy.Policy, st *store.Store, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
+func newShared(cfg *policy.Config, pol *policy.Policy, st runState, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
 	gd := newGuard(cfg, pol, st, log)
 	sh := &proxy.Shared{
 		Mode:   proxy.Mode(cfg.Mode),
@@ -297,7 +299,7 @@ func (in *instance) close() {
 }
 
 // newGuard builds the guard and the channel to the human.
-func newGuard(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.Logger) *guard.Guard {
+func newGuard(cfg *policy.Config, pol *policy.Policy, st guard.State, log *slog.Logger) *guard.Guard {
 	var ch verify.Channel
 	switch cfg.Verify.Channel {
 	case "command":
@@ -337,16 +339,29 @@ func stateDir(cfg *policy.Config) string {
 	return d
 }
 
-// openStore opens the state run and serve decide on. Without it nothing
-// can be decided durably, so aqlguard does not start.
-func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
-	if cfg.State.Backend == policy.StatePostgres {
+// runState is a state the guard decides on: every state, once the guard
+// is on store.State; until then the state directory alone.
+type runState interface {
+	store.State
+	guard.State
+}
+
+// openStore opens the state run and serve decide on (openState). Without
+// it nothing can be decided durably, so aqlguard does not start.
+func openStore(ctx context.Context, cfg *policy.Config) (runState, error) {
+	st, err := openState(ctx, cfg, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	gs, ok := st.(runState)
+	if !ok {
+		_ = st.Close()
 		// Refused, never a silent fall back to a local file: replicas
 		// would each decide on a state of their own.
 		return nil, fmt.Errorf("the state database: [state] backend = %q: the admin commands run on PostgreSQL, "+
 			"but run and serve do not yet (their guard is not on it); use backend = %q", policy.StatePostgres, policy.StateBolt)
 	}
-	return openStateDir(ctx, cfg, store.Options{})
+	return gs, nil
 }
 
 // processName tells this process apart in audit records of a shared
