@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -368,4 +369,29 @@ func countCallsWith(t *testing.T, log, tool, text string) int {
 		}
 	}
 	return n
+}
+
+// TestReplicasSessionsBelongToTheirReplica: an MCP session lives in the
+// replica that created it. Its id presented at another replica, with
+// the right token, is 404 Not Found (what tells a client to initialize
+// again, after a load balancer lost its affinity or the replica died),
+// never someone else's session; at its own replica another client's
+// token gets 404 as well.
+func TestReplicasSessionsBelongToTheirReplica(t *testing.T) {
+	rs := startReplicas(t, "bbolt", 2)
+	alice, bob := bearerClient(rs.tokens["alice"]), bearerClient(rs.tokens["bob"])
+	status, session := post(t, alice, rs.reps[0].url, "", initializeBody)
+	if status != http.StatusOK || session == "" {
+		t.Fatalf("initialize at replica 0: %d, session %q", status, session)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if got, _ := post(t, alice, rs.reps[1].url, session, list); got != http.StatusNotFound {
+		t.Errorf("alice's session of replica 0 at replica 1: %d, want 404", got)
+	}
+	if got, _ := post(t, bob, rs.reps[0].url, session, list); got != http.StatusNotFound {
+		t.Errorf("alice's session with bob's token: %d, want 404", got)
+	}
+	if got, _ := post(t, alice, rs.reps[0].url, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); got != http.StatusAccepted {
+		t.Errorf("alice's session at its own replica: %d", got)
+	}
 }
