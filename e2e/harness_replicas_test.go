@@ -255,3 +255,22 @@ func (rs *replicaSet) records(t *testing.T) []map[string]any {
 	}
 	return recs
 }
+
+// docsBlock is the fenced code block of the repository file path (from
+// its root) that contains marker, as written.
+func docsBlock(t *testing.T, path, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(string(b), "```")
+	for i := 1; i < len(parts); i += 2 { // the odd parts are inside fences
+		if strings.Contains(parts[i], marker) {
+			_, body, _ := strings.Cut(parts[i], "\n") // after the info string
+			return body
+		}
+	}
+	t.Fatalf("%s has no code block with %q", path, marker)
+	return ""
+}

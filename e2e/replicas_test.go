@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -247,6 +249,9 @@ func outage(t *testing.T, rs *replicaSet, l *load) {
 			t.Errorf("a call at replica %d while PostgreSQL is down: %s", i, jsonString(res))
 		}
 	}
+	for _, r := range rs.reps {
+		waitReady(t, "http://"+r.listen+"/readyz", http.StatusServiceUnavailable, `"state":"unavailable"`)
+	}
 	if n := countCallsWith(t, rs.calls, "echo", "outage-"); n != 0 {
 		t.Errorf("%d calls reached the server while the state was down", n)
 	}
@@ -276,6 +281,9 @@ func outage(t *testing.T, rs *replicaSet, l *load) {
 		}
 	}
 	t.Logf("every replica served again %v after PostgreSQL started", time.Since(started))
+	for _, r := range rs.reps {
+		waitReady(t, "http://"+r.listen+"/readyz", http.StatusOK, `"ready":true`)
+	}
 	l.wait(t, 20)
 }
 
@@ -393,5 +401,114 @@ func TestReplicasSessionsBelongToTheirReplica(t *testing.T) {
 	}
 	if got, _ := post(t, alice, rs.reps[0].url, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); got != http.StatusAccepted {
 		t.Errorf("alice's session at its own replica: %d", got)
+	}
+}
+
+// TestReplicasBehindALoadBalancer runs docs/deploy.md's HAProxy backend,
+// as written there, in front of three replicas: sessions spread over
+// the replicas and every request of a session reaches the replica that
+// made it (round robin alone would send the second request elsewhere);
+// when that replica is killed, the client's next request fails and a
+// new session through the same address serves.
+func TestReplicasBehindALoadBalancer(t *testing.T) {
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("SKIPPED: haproxy is not installed (.ci/run installs Debian's haproxy)")
+	}
+	rs := startReplicas(t, "bbolt", 3)
+	backend := docsBlock(t, "docs/deploy.md", "backend aqlguard")
+	var lines []string
+	for line := range strings.Lines(backend) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "server ") {
+			lines = append(lines, line)
+		}
+	}
+	for _, r := range rs.reps {
+		lines = append(lines, fmt.Sprintf("    server r%d %s check inter 300ms\n", r.i, r.listen))
+	}
+	listen := freeAddr(t)
+	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
+	writeFile(t, cfg, `global
+    maxconn 1000
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 10m
+    timeout server 10m
+frontend mcp
+    bind `+listen+`
+    default_backend aqlguard
+`+strings.Join(lines, ""))
+	lb := exec.Command(haproxy, "-db", "-f", cfg)
+	var lbLog syncBuffer
+	lb.Stdout, lb.Stderr = &lbLog, &lbLog
+	if err := lb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = lb.Process.Kill()
+		_ = lb.Wait()
+		if t.Failed() {
+			t.Logf("haproxy:\n%s", lbLog.String())
+		}
+	})
+	waitListening(t, listen)
+	url := "http://" + listen + "/mcp"
+
+	connect := func() *mcp.ClientSession {
+		t.Helper()
+		cs, err := connectHTTP(t, url, bearerClient(rs.tokens["alice"]))
+		if err != nil {
+			t.Fatalf("connecting through the load balancer: %v", err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	sessions := make([]*mcp.ClientSession, 6)
+	for i := range sessions {
+		sessions[i] = connect()
+		for n := range 5 {
+			if res := mustAQL(t, sessions[i], "ts_echo", map[string]any{"message": fmt.Sprintf("lb-%d-%d", i, n)}); res["success"] != true {
+				t.Fatalf("session %d, call %d through the load balancer: %s", i, n, jsonString(res))
+			}
+		}
+	}
+	// A session's replica is the one that knows its id.
+	home := func(cs *mcp.ClientSession) *replica {
+		for _, r := range rs.reps {
+			if r.cmd == nil {
+				continue
+			}
+			if code, _ := post(t, bearerClient(rs.tokens["alice"]), r.url, cs.ID(), `{"jsonrpc":"2.0","id":"where","method":"ping"}`); code == http.StatusOK {
+				return r
+			}
+		}
+		return nil
+	}
+	used := map[int]bool{}
+	for _, cs := range sessions {
+		if r := home(cs); r != nil {
+			used[r.i] = true
+		}
+	}
+	if len(used) < 2 {
+		t.Errorf("six sessions through round robin landed on %d replica(s)", len(used))
+	}
+	victim := home(sessions[0])
+	if victim == nil {
+		t.Fatal("no replica logged session 0")
+	}
+	victim.kill(t)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if res, err := aqlCall(ctx, sessions[0], "ts_echo", map[string]any{"message": "orphan"}); err == nil && res["success"] == true {
+		t.Errorf("a session of the killed replica %d still served: %s", victim.i, jsonString(res))
+	}
+	again := connect()
+	if res := mustAQL(t, again, "ts_echo", map[string]any{"message": "new session"}); res["success"] != true {
+		t.Fatalf("a new session after replica %d died: %s", victim.i, jsonString(res))
+	}
+	if r := home(again); r == nil || r == victim {
+		t.Errorf("the new session's replica: %v", r)
 	}
 }
