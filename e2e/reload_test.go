@@ -66,10 +66,17 @@ args = ["-name", "two"]
 	// The file changes, no signal: the second server goes again.
 	time.Sleep(1100 * time.Millisecond) // a new modification time
 	writeFile(t, g.config, renderConfig(t, base+"[safety]\nrequires_approval = [\"*echo*\"]\n", g.dir))
-	waitReloads(2)
-	intro, _ = g.callAQL(t, "mcp_aql", "introspect", map[string]any{"query": "operations"})
-	if strings.Contains(jsonString(intro), "two_echo") {
-		t.Error("the server removed by the reload is still there")
+	// Wait for what the reload does, not for a count of reloads: the
+	// poller may already have reloaded the first write after the SIGHUP,
+	// so "two reloads" can come before this write is read.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		intro, _ = g.callAQL(t, "mcp_aql", "introspect", map[string]any{"query": "operations"})
+		if !strings.Contains(jsonString(intro), "two_echo") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server removed by the reload is still there:\n%s", g.stderr())
+		}
 	}
 
 	// A broken config changes nothing.

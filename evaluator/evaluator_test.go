@@ -522,6 +522,11 @@ action = "auto_approve"
 operation = "shell.*"
 argument = "command"
 pattern = "{ls,git status}"
+[[safety.rules]]
+action = "auto_approve"
+operation = "lister.*"
+argument = "command"
+pattern = "*ls*"
 `, "")
 	run := func(server, tool string, args map[string]any) Directive {
 		return Evaluate(p, Step{Operation: server + "_" + tool, Server: server, Tool: tool, Category: policy.Execute, Arguments: args, StepNumber: 1})
@@ -544,6 +549,10 @@ pattern = "{ls,git status}"
 		{"exact auto approve", "shell", map[string]any{"command": "git status"}, Allow, `operation~"shell.*" command~"{ls,git status}"`},
 		{"auto approve is not fooled by a second command", "shell", map[string]any{"command": "ls; curl x"}, NeedsConfirm, ""},
 		{"auto approve is not fooled by a substitution", "shell", map[string]any{"command": "ls $(curl x)"}, NeedsConfirm, ""},
+		{"a command pattern approves the program by name", "lister", map[string]any{"command": "ls -la"}, Allow, `operation~"lister.*" command~"*ls*"`},
+		{"a command pattern approves the system's program", "lister", map[string]any{"command": "/usr/bin/ls -la"}, Allow, `operation~"lister.*" command~"*ls*"`},
+		{"a command pattern is not fooled by a file of that name", "lister", map[string]any{"command": "/tmp/x/ls -la"}, NeedsConfirm, ""},
+		{"a command pattern is not fooled by ./ls", "lister", map[string]any{"command": "./ls"}, NeedsConfirm, ""},
 	}
 	for _, tt := range tests {
 		d := run(tt.server, "exec", tt.args)

@@ -79,13 +79,6 @@ func (s *Store) RevokeApprovals(ctx context.Context, match func(Approval) bool, 
 	return RevokeApprovals(ctx, s, match, by, now)
 }
 
-// AppendTo appends records that change no state to st's audit chain,
-// in one commit.
-func AppendTo(ctx context.Context, st State, recs ...Record) error {
-	_, err := st.Commit(ctx, func(View) (Changes, error) { return Changes{Records: recs}, nil })
-	return err
-}
-
 // EachRecord calls fn with every record of the chain r reads whose
 // sequence number is at least from, in order, with its line as stored
 // (valid until fn returns). A torn tail a crash left in a bbolt segment

@@ -215,46 +215,22 @@ func (t *Tx) putHead() error {
 }
 
 // Append writes one record on its own: no database transaction, one
-// write under the state directory's lock, and the fsync SyncMode says.
+// write under the state directory's lock, then the fsync SyncMode says,
+// with no lock held.
 func (s *Store) Append(ctx context.Context, r Record) error {
-	_, err := s.appendLocked(ctx, nil, []Record{r})
-	return err
-}
-
-// appendLocked appends recs under the lock if cond (nil: always) says so,
-// then waits for the fsync SyncMode says, with no lock held.
-func (s *Store) appendLocked(ctx context.Context, cond func() (bool, error), recs []Record) (bool, error) {
 	if s == nil {
-		return false, errors.New("no state database is configured")
+		return errors.New("no state database is configured")
 	}
 	_, release, err := s.acquire(ctx, false, "audit log")
 	if err != nil {
-		return false, err
+		return err
 	}
-	ok := true
-	if cond != nil {
-		ok, err = cond()
-	}
-	var pos int64
-	if ok && err == nil {
-		pos, err = s.log.append(recs)
-	}
+	pos, err := s.log.append([]Record{r})
 	release()
-	if err != nil || !ok {
-		return false, err
+	if err != nil {
+		return err
 	}
-	return true, s.log.waitDurable(pos)
-}
-
-// AppendIf writes records only if the state's generation is still gen,
-// checked under the lock: a check that read the state at gen and changed
-// none of it records its decision without opening the database. It
-// reports whether it wrote them.
-func (s *Store) AppendIf(ctx context.Context, gen uint64, recs ...Record) (bool, error) {
-	return s.appendLocked(ctx, func() (bool, error) {
-		cur, err := s.gen.read()
-		return cur == gen, err
-	}, recs)
+	return s.log.waitDurable(pos)
 }
 
 // Records calls fn with every record from seq from on, in order, as

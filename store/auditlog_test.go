@@ -289,28 +289,6 @@ func TestGenerationMovesWithState(t *testing.T) {
 	verify(t, s)
 }
 
-// TestAppendIf: a record goes in only while the generation is the one
-// the caller read.
-func TestAppendIf(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	g, _ := s.Generation(context.Background())
-	if ok, err := s.AppendIf(ctx, g, Record{Time: t0, Kind: "decision", Principal: "p"}); !ok || err != nil {
-		t.Fatalf("AppendIf at the current generation = %v, %v", ok, err)
-	}
-	_ = s.Update(ctx, func(tx *Tx) error { return tx.PutBlock(Block{Principal: "p", BlockedAt: t0}) })
-	if ok, err := s.AppendIf(ctx, g, Record{Time: t0, Kind: "decision", Principal: "p"}); ok || err != nil {
-		t.Fatalf("AppendIf at a past generation = %v, %v; want false", ok, err)
-	}
-	if n := verify(t, s); n != 1 {
-		t.Fatalf("%d records, want 1", n)
-	}
-}
-
 // TestAnchorsCatchARewoundLog: an agent that cuts the log's tail and
 // rewinds the head the database records passes VerifyChain, but not the
 // anchors the system log kept.

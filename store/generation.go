@@ -15,9 +15,8 @@ import (
 // of state (Update, or a Commit that changes state) raises, under the
 // lock, after it committed. A reader that saw generation g and reads g
 // again knows no process changed the state meanwhile, with one pread
-// instead of opening the database: the guard decides on the block it
-// read at g and appends its decision only while g stands (AppendIf), and
-// reopens the database only when it moved.
+// instead of opening the database: a Commit decides on the snapshot kept
+// at g (snapshot.go) and reopens the database only when it moved.
 
 // GenerationFile is the counter's name inside the state directory.
 const GenerationFile = "aqlguard.gen"

@@ -57,6 +57,13 @@ type State interface {
 	Close() error
 }
 
+// AppendRecords commits records that change no state (on bbolt, one
+// append under the lock; on PostgreSQL, one short transaction).
+func AppendRecords(ctx context.Context, st State, recs ...Record) error {
+	_, err := st.Commit(ctx, func(View) (Changes, error) { return Changes{Records: recs}, nil })
+	return err
+}
+
 // AuditReader reads the audit chain in order from a position (the zero
 // position is its start). *LogReader is the bbolt backend's.
 type AuditReader interface {

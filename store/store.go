@@ -460,8 +460,12 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 		}
 		return err
 	}()
-	if next != nil && mode == txCommit {
-		s.install(next) // what this commit left, known without reading it
+	if next != nil {
+		// What a commit left, known without reading it; after any other
+		// write, an empty snapshot at its generation (read afresh), so
+		// one kept from before can never pass for the state again, even
+		// when the generation file is rewound to the count it had.
+		s.install(next)
 	}
 	if db != nil {
 		if err := s.guard(db.Close); err != nil && txErr == nil {

@@ -148,7 +148,7 @@ type instance struct {
 	shared *proxy.Shared
 	relay  *relay.Config
 	log    *slog.Logger
-	store  runState
+	store  store.State
 	// forwarding ends the audit forwarder and waits for its last delivery.
 	forwarding func()
 	// forwarder ships the audit; nil when it is not forwarded.
@@ -236,7 +236,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 
 // newShared builds what the sessions of one principal share: its guard
 // (and channel to the human), pins, and the way to the servers.
-func newShared(cfg *policy.Config, pol *policy.Policy, st runState, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
+func newShared(cfg *policy.Config, pol *policy.Policy, st store.State, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
 	gd := newGuard(cfg, pol, st, log)
 	sh := &proxy.Shared{
 		Mode:   proxy.Mode(cfg.Mode),
@@ -282,7 +282,7 @@ func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Poli
 		log.Warn("the managed policy does not let this setting take effect", "setting", e.Error())
 		rec.Factors = append(rec.Factors, e.Error())
 	}
-	if err := store.AppendTo(ctx, st, rec); err != nil {
+	if err := store.AppendRecords(ctx, st, rec); err != nil {
 		log.Error("what the managed policy kept from taking effect could not be recorded in the audit log", "err", err)
 	}
 }
@@ -299,7 +299,7 @@ func (in *instance) close() {
 }
 
 // newGuard builds the guard and the channel to the human.
-func newGuard(cfg *policy.Config, pol *policy.Policy, st guard.State, log *slog.Logger) *guard.Guard {
+func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger) *guard.Guard {
 	var ch verify.Channel
 	switch cfg.Verify.Channel {
 	case "command":
@@ -339,29 +339,11 @@ func stateDir(cfg *policy.Config) string {
 	return d
 }
 
-// runState is a state the guard decides on: every state, once the guard
-// is on store.State; until then the state directory alone.
-type runState interface {
-	store.State
-	guard.State
-}
-
-// openStore opens the state run and serve decide on (openState). Without
-// it nothing can be decided durably, so aqlguard does not start.
-func openStore(ctx context.Context, cfg *policy.Config) (runState, error) {
-	st, err := openState(ctx, cfg, store.Options{})
-	if err != nil {
-		return nil, err
-	}
-	gs, ok := st.(runState)
-	if !ok {
-		_ = st.Close()
-		// Refused, never a silent fall back to a local file: replicas
-		// would each decide on a state of their own.
-		return nil, fmt.Errorf("the state database: [state] backend = %q: the admin commands run on PostgreSQL, "+
-			"but run and serve do not yet (their guard is not on it); use backend = %q", policy.StatePostgres, policy.StateBolt)
-	}
-	return gs, nil
+// openStore opens the state run and serve decide on (openState): the
+// state directory, or the PostgreSQL state replicas share. Without it
+// nothing can be decided durably, so aqlguard does not start.
+func openStore(ctx context.Context, cfg *policy.Config) (store.State, error) {
+	return openState(ctx, cfg, store.Options{})
 }
 
 // processName tells this process apart in audit records of a shared

@@ -121,6 +121,11 @@ type Arg struct {
 type Command struct {
 	// Name is the executable's basename, folded.
 	Name string
+	// Path is the file the command names by its path (cleaned), "" when
+	// the shell looks the name up in PATH. /tmp/x/ls is not ls: an
+	// approval of a name covers only the system's own programs (see
+	// SystemProgram).
+	Path string
 	Args []Arg
 	// Via are the wrappers it was found under, outermost first.
 	Via []string
@@ -178,7 +183,11 @@ func shorten(s string, n int) string {
 // String renders the command on one line, for explanations.
 func (c Command) String() string {
 	var b strings.Builder
-	b.WriteString(c.Name)
+	if c.Path != "" && !SystemProgram(c.Path) {
+		b.WriteString(c.Path)
+	} else {
+		b.WriteString(c.Name)
+	}
 	for _, a := range c.Args {
 		b.WriteByte(' ')
 		if a.Dynamic {
@@ -525,13 +534,21 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 		s.unresolved("a command whose name is empty or invisible: " + s.source(head))
 		return
 	}
+	var file string
+	if strings.Contains(head.text, "/") {
+		file = path.Clean(head.text)
+	}
 	if name == "busybox" && len(fs) > 1 && !fs[1].dynamic && !strings.HasPrefix(fs[1].text, "-") {
-		// busybox CMD is CMD.
+		// busybox CMD is CMD, run by the busybox that file names.
+		n := len(s.Commands)
 		s.call(fs[1:], redirs, append(via[:len(via):len(via)], "busybox"), depth+1)
+		if file != "" && len(s.Commands) > n && s.Commands[n].Path == "" {
+			s.Commands[n].Path = file
+		}
 		return
 	}
-	s.Commands = append(s.Commands, Command{Name: name, Args: normalise(name, fs[1:]), Via: via})
-	if strings.Contains(head.text, "/") {
+	s.Commands = append(s.Commands, Command{Name: name, Path: file, Args: normalise(name, fs[1:]), Via: via})
+	if file != "" {
 		s.runs(head)
 	}
 	s.redirected(redirs)
@@ -707,4 +724,12 @@ func cleanPath(t string) string {
 		return c
 	}
 	return t
+}
+
+// SystemProgram reports whether file, a command's path, is in one of the
+// system's program directories (systemDirs), so that its name is the
+// program a policy names; a file anywhere else (./ls, /tmp/x/git, ~/bin/rm)
+// is whatever its author wrote.
+func SystemProgram(file string) bool {
+	return systemDirs[path.Dir(path.Clean(file))]
 }

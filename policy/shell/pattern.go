@@ -181,9 +181,14 @@ func (p *Pattern) Match(c Command) Match {
 // MatchExact reports whether c is exactly what the pattern names, for
 // auto_approve: every word of the command is accounted for by the pattern
 // (flags in any order), nothing is dynamic, and extra words are allowed
-// only when the pattern ended in '*'.
+// only when the pattern ended in '*'. A pattern names a program, so a
+// command run from a file outside the system's program directories
+// (/tmp/x/ls, ./git) is not what it approves, whatever its name.
 func (p *Pattern) MatchExact(c Command) Match {
 	if c.Name == "" || !p.name.Match(c.Name) {
+		return NoMatch
+	}
+	if c.Path != "" && !SystemProgram(c.Path) {
 		return NoMatch
 	}
 	var shorts, longs []string

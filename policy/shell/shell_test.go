@@ -117,6 +117,18 @@ func TestMatchExact(t *testing.T) {
 		{"ls -la", "ls -l", NoMatch},
 		{"ls", "ls $X", NoMatch},
 		{"ls", "ls *", NoMatch},
+		// A name approves the system's program, not a file of that name.
+		{"ls", "/bin/ls", Definite},
+		{"ls", "/usr/bin//ls", Definite},
+		{"ls", "/usr/bin/../bin/ls", Definite},
+		{"ls", "/tmp/x/ls", NoMatch},
+		{"ls", "./ls", NoMatch},
+		{"ls", "bin/ls", NoMatch},
+		{"ls", "~/bin/ls", NoMatch},
+		{"ls", "/usr/bin/x/../../../tmp/ls", NoMatch},
+		{"ls", "/tmp/busybox ls", NoMatch},
+		{"ls", "/bin/busybox ls", Definite},
+		{"ls", "busybox ls", Definite},
 	}
 	for _, tt := range tests {
 		p := mustPattern(t, tt.pattern)

@@ -294,7 +294,7 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 	// question withdrawn unanswered is an answer too.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(g.bg), recordWithin)
 	defer cancel()
-	err := g.commitState(rctx, func(st store.View) (store.Changes, error) {
+	err := g.commit(rctx, func(st store.View, _ *memory) (store.Changes, error) {
 		var ch store.Changes
 		settled = nil
 		cur, err := st.Confirmation(c.Token)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,30 +24,37 @@ const showWait = 750 * time.Millisecond
 type pause struct {
 	ID        string
 	ExpiresAt time.Time
-	// notShown: the channel could not show its code (g.mu guards it).
-	notShown bool
+	// notShown: the channel could not show its code.
+	notShown atomic.Bool
+}
+
+// challengeCode is a challenge a commit writes and the request that shows its
+// code to the human once it is written.
+type challengeCode struct {
+	challenge store.Challenge
+	req       verify.Request
 }
 
 // newChallenge creates a challenge for the action. The code is returned
 // inside the show request only: it goes to the channel after the
 // challenge is on disk, and nowhere else.
-func (g *Guard) newChallenge(a Action, d evaluator.Directive) (store.Challenge, *verify.Request, error) {
-	ch, code, err := verify.NewChallenge(g.pol().Principal, a.preview, string(d.Tier), g.now(), g.ChallengeTTL)
+func (g *Guard) newChallenge(a Action, d evaluator.Directive) (*challengeCode, error) {
+	ch, secret, err := verify.NewChallenge(g.pol().Principal, a.preview, string(d.Tier), g.now(), g.ChallengeTTL)
 	if err != nil {
-		return store.Challenge{}, nil, err
+		return nil, err
 	}
 	sealed := ch.Seal()
 	rec := store.Challenge{ID: ch.ID, Principal: ch.Agent, Action: ch.Action, Tier: ch.Tier,
 		Salt: sealed.Salt, Hash: sealed.Hash, CreatedAt: ch.CreatedAt, ExpiresAt: ch.ExpiresAt}
-	req := &verify.Request{Kind: verify.KindChallenge, Agent: g.pol().Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
-		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: code, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt,
+	req := verify.Request{Kind: verify.KindChallenge, Agent: g.pol().Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
+		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: secret, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt,
 		Arguments: a.redacted, Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		VerifyTool: g.Voice.VerifyTool}
 	if a.Server != "" {
 		req.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: a.Operation, Server: a.Server, Tool: a.Tool,
 			Arguments: a.redacted}, maxQuestionCommands)
 	}
-	return rec, req, nil
+	return &challengeCode{challenge: rec, req: req}, nil
 }
 
 // show puts a persisted challenge's code in front of the human and
@@ -92,52 +100,52 @@ func (g *Guard) show(ctx context.Context, req *verify.Request) (factor, unshown 
 	return "verification: code shown to a human through the " + g.Channel.Name() + " channel", ""
 }
 
-// hardBlock blocks the principal (deny match or danger_zone tier). The
-// block and its challenge are written by settle, with the decision's
-// audit record, before anything is shown or broadcast.
-func (g *Guard) hardBlock(a Action, d evaluator.Directive, w *writes) Verdict {
-	ch, req, err := g.newChallenge(a, d)
+// hardBlock blocks the principal (deny match or danger_zone tier): the
+// block and its challenge are written with the decision's audit record,
+// before anything is shown or broadcast.
+func (g *Guard) hardBlock(a Action, d evaluator.Directive) (Verdict, *store.Block, *challengeCode) {
+	c, err := g.newChallenge(a, d)
 	if err != nil {
 		g.log().Error("creating a challenge", "err", err)
-		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}
+		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}, nil, nil
 	}
-	b := store.Block{Principal: g.pol().Principal, Reason: d.Reason, Operation: a.Operation, Call: a.preview,
-		VerificationID: ch.ID, BlockedAt: g.now(), Session: a.Session, ChallengeExpiresAt: ch.ExpiresAt}
-	w.block, w.challenge, w.show = &b, &ch, req
-	return Verdict{Directive: d, VerificationID: ch.ID, Err: g.blockedError(a.Operation, &b)}
+	b := &store.Block{Principal: g.pol().Principal, Reason: d.Reason, Operation: a.Operation, Call: a.preview,
+		VerificationID: c.challenge.ID, BlockedAt: g.now(), Session: a.Session, ChallengeExpiresAt: c.challenge.ExpiresAt}
+	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: g.blockedError(a.Operation, b)}, b, c
 }
 
 // verifyPauseFor pauses the principal until the code is entered or expires.
-func (g *Guard) verifyPauseFor(a Action, d evaluator.Directive, w *writes) Verdict {
-	ch, req, err := g.newChallenge(a, d)
+func (g *Guard) verifyPauseFor(a Action, d evaluator.Directive) (Verdict, *pause, *challengeCode) {
+	c, err := g.newChallenge(a, d)
 	if err != nil {
 		g.log().Error("creating a challenge", "err", err)
-		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}
+		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}, nil, nil
 	}
-	w.challenge, w.show, w.pause = &ch, req, &pause{ID: ch.ID, ExpiresAt: ch.ExpiresAt}
+	ch := c.challenge
 	reason := d.Reason
 	d.Reason = d.Reason + "; verification " + ch.ID + " pending"
-	return Verdict{Directive: d, VerificationID: ch.ID, Err: g.verificationError(a.Operation, reason, ch.ID, ch.ExpiresAt)}
+	return Verdict{Directive: d, VerificationID: ch.ID, Err: g.verificationError(a.Operation, reason, ch.ID, ch.ExpiresAt)},
+		&pause{ID: ch.ID, ExpiresAt: ch.ExpiresAt}, c
 }
 
 // reissue gives a block whose code expired a fresh challenge, so a human
-// who was away can still clear it without the admin override. settle
-// applies it only if the block is still the one it replaces.
-func (g *Guard) reissue(b *store.Block, w *writes) {
+// who was away can still clear it without the admin override. It is
+// decided on the block as the commit reads it, so it replaces that one.
+func (g *Guard) reissue(b *store.Block) (*store.Block, *challengeCode) {
 	d := evaluator.Directive{Tier: evaluator.DangerZone, Reason: b.Reason}
 	// The fresh code's window names the call that set the block.
 	preview := b.Call
 	if preview == "" {
 		preview = "lift the block: " + b.Reason
 	}
-	ch, req, err := g.newChallenge(Action{Operation: b.Operation, Hint: "lift the block: " + b.Reason, preview: preview}, d)
+	c, err := g.newChallenge(Action{Operation: b.Operation, Hint: "lift the block: " + b.Reason, preview: preview}, d)
 	if err != nil {
 		g.log().Error("creating a challenge", "err", err)
-		return
+		return nil, nil
 	}
 	nb := *b
-	nb.VerificationID, nb.ChallengeExpiresAt, nb.CodeNotShown = ch.ID, ch.ExpiresAt, false
-	w.block, w.challenge, w.show, w.replaces = &nb, &ch, req, b.VerificationID
+	nb.VerificationID, nb.ChallengeExpiresAt, nb.CodeNotShown = c.challenge.ID, c.challenge.ExpiresAt, false
+	return &nb, c
 }
 
 // TransparentVerifyTool is the tool that carries verify_challenge in
@@ -189,7 +197,7 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 	began := g.now()
 	var res *VerifyResult
 	var aerr *aql.Error
-	err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
+	err := g.commit(ctx, func(st store.View, m *memory) (store.Changes, error) {
 		var c store.Changes
 		res, aerr = nil, nil
 		now := g.now()
@@ -220,27 +228,31 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 		c.Failures = map[string]store.Failures{g.pol().Principal: store.Failures(budget)}
 		rec.DurationMS = ms(g.now().Sub(began))
 		c.Records = []store.Record{rec}
+		if aerr != nil {
+			return c, nil
+		}
+		// The memory follows the commit: the pause ends, and a block
+		// lifted here is one to broadcast again if it is ever set again.
+		if m.pause != nil && m.pause.ID == id {
+			m.pause, res.Resumed = nil, true
+		}
+		unblocked := res.Unblocked
+		c.Then = func(uint64) {
+			if unblocked {
+				g.seenBlock = ""
+			}
+			g.clearNotifications(id)
+		}
 		return c, nil
 	})
 	if err != nil {
 		g.log().Error("state database unavailable; nothing was verified", "challenge", id, "err", err)
 		return nil, stateUnavailable(err, "nothing was verified")
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.init()
 	if aerr != nil {
 		g.log().Warn("verification failed", "principal", g.pol().Principal, "challenge", id, "code", aerr.Code)
 		return nil, aerr
 	}
-	if res.Unblocked {
-		g.seenBlock = ""
-	}
-	if g.verifyPause != nil && g.verifyPause.ID == id {
-		g.verifyPause = nil
-		res.Resumed = true
-	}
-	g.clearNotifications(id)
 	g.log().Info("verification succeeded", "principal", g.pol().Principal, "challenge", id,
 		"unblocked", res.Unblocked, "resumed", res.Resumed)
 	return res, nil
@@ -326,7 +338,7 @@ func stateProblem(err error) string {
 func (g *Guard) VerificationPending(ctx context.Context) bool {
 	g.mu.Lock()
 	g.init()
-	paused := g.verifyPause != nil && g.now().Before(g.verifyPause.ExpiresAt)
+	paused := g.mem.pause != nil && g.now().Before(g.mem.pause.ExpiresAt)
 	g.mu.Unlock()
 	if paused {
 		return true

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -128,60 +129,57 @@ func (c *Confirmation) joinable(b binding, principal, version, session string, n
 // order confirmation-tokens.md 4.3 gives: exists, operation, parameters,
 // expiry, consumption. A pending token is fine: the check will ask the
 // human for it.
-func (g *Guard) tokenFor(ctx context.Context, a Action) (*Confirmation, *aql.Error) {
-	c, err := g.lookupToken(ctx, a.Token)
+func (g *Guard) tokenFor(v store.View, a Action, pol *policy.Policy) (*Confirmation, *aql.Error) {
+	c, err := g.lookupToken(v, a.Token, pol.Principal)
 	if err != nil {
 		return nil, err
-	}
-	args := a.Arguments
-	if a.reported() {
-		args = map[string]any{"next_action_hint": a.Hint}
 	}
 	if c.Kind != kindAction || c.Operation != a.Operation || c.Server != a.Server {
 		return nil, scopeMismatch(c, a.Operation, "it was issued for another operation")
 	}
-	if c.Digest != Digest(args) {
+	if c.Digest != a.argsDigest() {
 		return nil, scopeMismatch(c, a.Operation, "it was issued for other arguments")
 	}
-	if c.PolicyVersion != g.pol().Version {
+	if c.PolicyVersion != pol.Version {
 		return nil, scopeMismatch(c, a.Operation, "the policy changed since it was issued")
 	}
 	return c, g.usable(c)
 }
 
-// lookupToken finds a token of this principal in the store, where every
-// process on the state directory records what becomes of it. g.mu is
-// held on entry and return, and let go across the read.
-func (g *Guard) lookupToken(ctx context.Context, token string) (*Confirmation, *aql.Error) {
+// lookupToken finds a token of principal in the state, where every
+// process records what becomes of it.
+func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmation, *aql.Error) {
+	invalid := &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token", Details: map[string]any{"token": token}}
 	if !tokenFormat.MatchString(token) {
-		return nil, &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token",
-			Details: map[string]any{"token": token}}
+		return nil, invalid
 	}
-	rec, aerr := g.storedConfirmation(ctx, token)
-	if aerr != nil {
-		return nil, aerr
+	rec, err := v.Confirmation(token)
+	if err != nil {
+		g.log().Error("reading a confirmation token", "token", token, "err", err)
+		return nil, stateUnavailable(err, "the token could not be checked")
 	}
 	if rec == nil {
-		return nil, &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token",
-			Details: map[string]any{"token": token}}
+		return nil, invalid
 	}
 	c := confirmationFrom(*rec)
-	if c.Principal != g.pol().Principal {
+	if c.Principal != principal {
 		return nil, scopeMismatch(c, c.Operation, "it was issued for another agent")
 	}
 	return c, nil
 }
 
-// storedConfirmation reads a token's confirmation from the store, the
-// truth when another process may have answered or used it. g.mu is held
-// on entry and return, and let go across the read.
-func (g *Guard) storedConfirmation(ctx context.Context, token string) (*store.Confirmation, *aql.Error) {
-	rec, err := loadUnlocked(g, ctx, func(st store.View) (*store.Confirmation, error) { return st.Confirmation(token) })
-	if err != nil {
+// loadToken is lookupToken on a snapshot of its own.
+func (g *Guard) loadToken(ctx context.Context, token string) (*Confirmation, *aql.Error) {
+	var c *Confirmation
+	var aerr *aql.Error
+	if err := g.State.Load(ctx, func(v store.View) error {
+		c, aerr = g.lookupToken(v, token, g.pol().Principal)
+		return nil
+	}); err != nil {
 		g.log().Error("reading a confirmation token", "token", token, "err", err)
 		return nil, stateUnavailable(err, "the token could not be checked")
 	}
-	return rec, nil
+	return c, aerr
 }
 
 // usable rejects expired and spent tokens.
@@ -212,23 +210,6 @@ func scopeMismatch(c *Confirmation, requested, why string) *aql.Error {
 // after its expiry so a replay gets TOKEN_ALREADY_USED or TOKEN_EXPIRED
 // rather than TOKEN_INVALID.
 const spentRetention = time.Hour
-
-// spendFor reserves an approved confirmation for the check writing w: no
-// other check of this process uses it while the check commits; the
-// commit writes it as used by this check (so it can tell its own use
-// from another process's), and the reservation ends with the commit.
-func (g *Guard) spendFor(c *Confirmation, w *writes) {
-	g.spending[c.Token] = true
-	w.spentConfs = append(w.spentConfs, c)
-}
-
-// with is a copy of c in another status: what this process learned of it
-// (an answer it recorded), without touching the copy others hold.
-func (c *Confirmation) with(status string) *Confirmation {
-	out := *c
-	out.Status = status
-	return &out
-}
 
 // record is the confirmation as stored: the digest binds the arguments;
 // only their redacted form is kept, for the question.
@@ -274,65 +255,41 @@ type ConfirmResult struct {
 func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*ConfirmResult, *aql.Result) {
 	g.mu.Lock()
 	g.init()
-	c, err := g.lookupToken(ctx, token)
+	g.mu.Unlock()
+	c, err := g.loadToken(ctx, token)
 	if err == nil {
 		err = g.usable(c)
 	}
 	if err != nil {
-		g.mu.Unlock()
 		return nil, aql.Failure(err)
 	}
 	if c.Status == statusApproved && c.Kind == kindAction {
-		g.mu.Unlock()
 		return g.confirmed(c), nil
 	}
-	g.mu.Unlock()
 	answer, why := g.await(ctx, c, g.AskTimeout)
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	switch {
-	case approves(answer) && !g.spending[c.Token]:
-		c = c.with(statusApproved)
+	case approves(answer):
 		if c.Kind != kindAction {
 			// A check-in is lifted now: it is not tied to one action. It
-			// is reserved, written as used unless another process used it
-			// first (one approval lifts one pause), and applied only once
-			// written: a check-in that was not recorded leaves the pause
-			// and the token as they were.
-			w := &writes{}
-			g.spendFor(c, w)
-			g.checkinFor(c.Kind, w)
-			spent := g.spentRecords(w)
-			g.mu.Unlock()
-			var why string
-			err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
-				var err error
-				if why, err = g.spendsHold(st, w); err != nil || why != "" {
-					return store.Changes{}, err
-				}
-				return store.Changes{Confirmations: spent}, nil
-			})
-			g.mu.Lock()
-			if err != nil {
-				g.release(w)
-				g.log().Error("recording a check-in", "token", c.Token, "err", err)
-				return nil, aql.Failure(stateUnavailable(err, "the check-in was not recorded; nothing is approved"))
+			// is written as used unless another process used it first
+			// (one approval lifts one pause), and the pause lifts only
+			// once that is written.
+			if res := g.liftCheckin(ctx, c); res != nil {
+				return nil, res
 			}
-			if why != "" {
-				g.release(w)
-				return nil, aql.Failure(&aql.Error{Code: aql.CodeTokenUsed, Message: "Confirmation token has already been used: " + why,
-					Details: map[string]any{"token": c.Token, "operation": c.Operation}})
-			}
-			g.apply(w)
 		}
+		g.mu.Lock()
 		g.clearNotifications(c.Token)
+		g.mu.Unlock()
 		return g.confirmed(c), nil
 	case answer == verify.Deny:
+		g.mu.Lock()
 		g.clearNotifications(c.Token)
+		g.mu.Unlock()
 		return nil, aql.Failure(aql.Refusal{Kind: aql.RefusalDenied, Operation: c.Operation, Token: c.Token}.Error(g.voice()))
 	}
 	// Expired, or used by a call, while we waited?
-	cur, aerr := g.lookupToken(ctx, token)
+	cur, aerr := g.loadToken(ctx, token)
 	if aerr == nil {
 		aerr = g.usable(cur)
 	}
@@ -341,6 +298,50 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 	}
 	return nil, aql.Refusal{Kind: aql.RefusalPending, Operation: c.Operation, Reason: c.Reason, Token: c.Token,
 		ExpiresAt: c.ExpiresAt, Why: strings.TrimPrefix(why, "confirmation: ")}.Pending(g.voice())
+}
+
+// liftCheckin uses an approved check-in: written as used, in the commit
+// that reads it approved, and the pause it lifts follows that commit.
+func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *aql.Result {
+	var why string
+	err := g.commit(ctx, func(v store.View, m *memory) (store.Changes, error) {
+		cur, err := v.Confirmation(c.Token)
+		if err != nil {
+			return store.Changes{}, err
+		}
+		if why = unusable(cur, c.Token, g.now()); why != "" {
+			return store.Changes{}, nil
+		}
+		used := *cur
+		used.Status, used.DoneAt, used.UsedBy = statusUsed, g.now(), checkID()
+		checkin(m, c.Kind)
+		return store.Changes{Confirmations: []store.Confirmation{used}}, nil
+	})
+	if err != nil {
+		g.log().Error("recording a check-in", "token", c.Token, "err", err)
+		return aql.Failure(stateUnavailable(err, "the check-in was not recorded; nothing is approved"))
+	}
+	if why != "" {
+		return aql.Failure(&aql.Error{Code: aql.CodeTokenUsed, Message: "Confirmation token has already been used: " + why,
+			Details: map[string]any{"token": c.Token, "operation": c.Operation}})
+	}
+	return nil
+}
+
+// unusable says why an approval as the state holds it (cur) cannot be
+// used now: gone, used or revoked, expired; "" when it can.
+func unusable(cur *store.Confirmation, token string, now time.Time) string {
+	switch {
+	case cur == nil:
+		return "the approval " + token + " is no longer in the state database"
+	case cur.Status == statusUsed:
+		return "the approval " + token + " was used meanwhile (by another aqlguard process)"
+	case cur.Status != statusApproved:
+		return "the approval " + token + " is " + cur.Status + " in the state database"
+	case !now.Before(cur.ExpiresAt):
+		return "the approval " + token + " expired before it could be used"
+	}
+	return ""
 }
 
 func (g *Guard) confirmed(c *Confirmation) *ConfirmResult {

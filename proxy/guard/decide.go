@@ -5,11 +5,12 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/verify"
 )
 
-// facts are everything one round of a check decides on, read beforehand
-// from memory and the store. decide reads nothing else: no clock, no
-// store, no lock.
+// facts are everything one round of a check decides on, read in the
+// commit from its view and the memory. decide reads nothing else: no
+// clock, no store, no lock.
 type facts struct {
 	now                time.Time
 	principal, version string
@@ -25,6 +26,11 @@ type facts struct {
 	// explicit is the confirmation whose token came with the action,
 	// already validated (nil: none).
 	explicit *Confirmation
+	// execution is the store's copy of a reported step's execution (nil:
+	// gone).
+	execution *store.Execution
+	// asked are the questions the check waited on, with their answers.
+	asked map[string]answered
 	// sessionApprovals says a human may answer "allow for this session".
 	sessionApprovals bool
 	// human is what only a round that needs a human reads (standing
@@ -42,9 +48,27 @@ type humanFacts struct {
 	open []*Confirmation
 	// spent are its used and denied ones.
 	spent []*Confirmation
-	// block is the principal's block in the same snapshot (nil: none):
-	// the check rules on it if one was set since it read the block.
-	block *store.Block
+}
+
+// drop forgets an open confirmation the commit has just used.
+func (h *humanFacts) drop(token string) {
+	if h == nil {
+		return
+	}
+	open := h.open[:0:0]
+	for _, c := range h.open {
+		if c.Token != token {
+			open = append(open, c)
+		}
+	}
+	h.open = open
+}
+
+// answered is what a check heard back from a question it waited on:
+// the answer, and why none came.
+type answered struct {
+	answer verify.Answer
+	why    string
 }
 
 // rulingKind is what the guard does next with an action.
@@ -56,6 +80,9 @@ const (
 	// blocked: the principal is hard-blocked (ruling.block); reissue
 	// says its code expired and a fresh one is to be shown.
 	blocked
+	// finished: the reported step's execution is no longer running
+	// (ruling.execution: the store's copy, nil if gone).
+	finished
 	// paused: a verify pause is pending (ruling.pause).
 	paused
 	// hardBlock: the action blocks the principal; a challenge is made.
@@ -77,6 +104,10 @@ const (
 	// ask: put the question to the human — the open one in
 	// ruling.confirmation, or a new one for ruling.binding when nil.
 	ask
+	// unanswered: the check waited on the open question
+	// (ruling.confirmation) and no approval came; ruling.why says why,
+	// when nobody could be asked.
+	unanswered
 )
 
 // ruling is decide's answer for one round.
@@ -91,6 +122,8 @@ type ruling struct {
 	binding      binding
 	approval     *store.Approval
 	confirmation *Confirmation
+	execution    *store.Execution
+	why          string
 }
 
 // decide is one round of a check: the hard block, the verify pause, the
@@ -101,6 +134,9 @@ func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
 	var r ruling
 	if b := f.block; b != nil {
 		return ruling{kind: blocked, block: b, reissue: !f.now.Before(b.ChallengeExpiresAt)}
+	}
+	if f.action.reported() && (f.execution == nil || f.execution.Status != StatusRunning) {
+		return ruling{kind: finished, execution: f.execution}
 	}
 	if p := f.pause; p != nil {
 		if f.now.Before(p.ExpiresAt) {
@@ -131,6 +167,17 @@ func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
 		return r
 	}
 	h := f.human
+	holds := func(c *Confirmation, status string) bool {
+		return c.Status == status && f.now.Before(c.ExpiresAt) && c.matches(r.binding, f.principal, f.version)
+	}
+	// The answer to this check's own question first: it is what the
+	// human was asked about, and it is used by this action.
+	for _, c := range h.open {
+		if _, mine := f.asked[c.Token]; mine && holds(c, statusApproved) {
+			r.kind, r.confirmation = approved, c
+			return r
+		}
+	}
 	if r.binding.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && f.sessionApprovals {
 		for i := range h.approvals {
 			ap := &h.approvals[i]
@@ -140,9 +187,6 @@ func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
 				return r
 			}
 		}
-	}
-	holds := func(c *Confirmation, status string) bool {
-		return c.Status == status && f.now.Before(c.ExpiresAt) && c.matches(r.binding, f.principal, f.version)
 	}
 	// The explicit token first; else any approval of exactly this
 	// binding will do (a binding is exact, so two are interchangeable).
@@ -156,28 +200,32 @@ func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
 			return r
 		}
 	}
-	// The human said no to this very call: a retry does not put the
-	// question to them again until that answer expires.
-	if r.binding.kind == kindAction {
-		for _, c := range h.spent {
-			if holds(c, statusDenied) && c.Session == a.Session {
-				r.kind, r.confirmation = denied, c
-				return r
-			}
+	// The human said no to this very call (or to this check's own
+	// question): a retry does not put the question to them again until
+	// that answer expires.
+	for _, c := range h.spent {
+		_, mine := f.asked[c.Token]
+		if holds(c, statusDenied) && (mine || r.binding.kind == kindAction && c.Session == a.Session) {
+			r.kind, r.confirmation = denied, c
+			return r
 		}
 	}
 	// The caller's own pending token, or a pending question for the same
 	// binding (a retry finds the question still on the human's screen
 	// instead of raising a second one), or a new question.
+	// A question this check already waited on ends it.
 	r.kind = ask
 	if c := f.explicit; c != nil && holds(c, statusPending) {
 		r.confirmation = c
-		return r
 	}
 	for _, c := range h.open {
-		if c.joinable(r.binding, f.principal, f.version, a.Session, f.now) {
+		if r.confirmation == nil && c.joinable(r.binding, f.principal, f.version, a.Session, f.now) {
 			r.confirmation = c
-			return r
+		}
+	}
+	if c := r.confirmation; c != nil {
+		if ans, ok := f.asked[c.Token]; ok {
+			r.kind, r.why = unanswered, ans.why
 		}
 	}
 	return r
@@ -215,9 +263,5 @@ func bindingFor(a Action, d evaluator.Directive) binding {
 	case evaluator.StageOutcome:
 		return binding{kind: kindFailure, operation: "check-in: reported failure"}
 	}
-	args := a.Arguments
-	if a.reported() {
-		args = map[string]any{"next_action_hint": a.Hint}
-	}
-	return binding{kind: kindAction, server: a.Server, operation: a.Operation, digest: Digest(args)}
+	return binding{kind: kindAction, server: a.Server, operation: a.Operation, digest: a.argsDigest()}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/verify"
 )
 
 // TestDecide walks every ruling and the order in which decide looks at
@@ -41,7 +42,7 @@ func TestDecide(t *testing.T) {
 	expiredBlock := &store.Block{Principal: "agent", VerificationID: "ver_0", ChallengeExpiresAt: now}
 	base := func() facts {
 		return facts{now: now, principal: "agent", version: "v1", action: call, steps: 1, sessionApprovals: true,
-			human: &humanFacts{}}
+			human: &humanFacts{}, execution: &store.Execution{ID: "exec_1", Status: StatusRunning}}
 	}
 	tests := []struct {
 		name      string
@@ -196,6 +197,40 @@ func TestDecide(t *testing.T) {
 			},
 			directive: evaluator.Directive{Decision: evaluator.NeedsConfirm, Stage: evaluator.StageStepLimit},
 			want:      ask, evaluated: true, check: wantToken("")},
+		{name: "the check's own denied check-in ends it",
+			facts: func(f *facts) {
+				f.human.spent = []*Confirmation{conf(statusDenied, func(c *Confirmation) {
+					c.Kind, c.Server, c.Operation, c.Digest = kindSteps, "", "check-in: step limit", ""
+				})}
+				f.asked = map[string]answered{"conf_denied": {answer: verify.Deny}}
+			},
+			directive: evaluator.Directive{Decision: evaluator.NeedsConfirm, Stage: evaluator.StageStepLimit},
+			want:      denied, evaluated: true, check: wantToken("conf_denied")},
+		{name: "the question the check waited on, still open, ends it",
+			facts: func(f *facts) {
+				f.human.open = []*Confirmation{conf(statusPending, nil)}
+				f.asked = map[string]answered{"conf_pending": {why: "confirmation: no channel"}}
+			},
+			directive: confirm, want: unanswered, evaluated: true, check: func(t *testing.T, r ruling) {
+				if r.confirmation == nil || r.confirmation.Token != "conf_pending" || r.why != "confirmation: no channel" {
+					t.Errorf("unanswered %+v", r)
+				}
+			}},
+		{name: "a reported step on a finished execution",
+			facts: func(f *facts) {
+				f.action = report
+				f.execution = &store.Execution{ID: "exec_1", Status: StatusCompleted}
+			},
+			directive: evaluator.Directive{Continue: true}, want: finished},
+		{name: "a reported step on an execution gone from the state",
+			facts:     func(f *facts) { f.action = report; f.execution = nil },
+			directive: evaluator.Directive{Continue: true}, want: finished},
+		{name: "a block before a finished execution",
+			facts: func(f *facts) {
+				f.action, f.block = report, block
+				f.execution = &store.Execution{ID: "exec_1", Status: StatusCompleted}
+			},
+			directive: evaluator.Directive{Continue: true}, want: blocked},
 		{name: "the caller's own pending token",
 			facts:     func(f *facts) { f.explicit = conf(statusPending, nil) },
 			directive: confirm, want: ask, evaluated: true, check: wantToken("conf_pending")},

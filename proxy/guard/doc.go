@@ -17,26 +17,28 @@
 // verify.Channel; the model can ask for an answer (confirm_operation) but
 // its own call never approves anything.
 //
-// Locking: Guard.mu guards the process's memory. It is held to read and
-// to apply, never across a store read or commit or a human's answer, and
-// never taken inside a store transaction. A call goes: read (the block,
-// cached while the state generation does not move), decide (a pure
-// function of what was read), ask the human if decide says so, commit
-// (the decision, its audit record and what it changes, in one durable
-// transaction), apply to memory, forward, record the outcome. What a
-// decision changes is reserved while it commits (steps, approvals, a
-// verify pause): other calls count the reservations, the principal's
-// state changes only once the commit succeeded. Commits of one process
-// copy what they write from memory in the order they commit
-// (Guard.commitMu), so an older copy never overwrites a newer one.
+// One commit per decision: a call goes through one store.State.Commit
+// per round, in which decide (a pure function of the facts: the view the
+// commit reads and the principal's memory) runs and returns the changes
+// that carry its ruling out, with the decision's audit record. Commits
+// are serialised (one total order across every process on the state), so
+// nothing can happen between a decision and its write: there is no
+// re-ruling at commit time and nothing to reserve. The principal's memory
+// (steps, the verify pause, the failure pause) changes only in the hook
+// of a written commit (store.Changes.Then), in commit order. When decide
+// asks for a human, the commit writes the question; the guard waits for
+// the answer holding no lock, and the next commit decides again on the
+// answer as the state holds it. Then the call is forwarded and its
+// outcome recorded.
 //
-// The guard needs three things of the store, behind the State interface:
-// load a snapshot, commit the changes decided from one (a function of the
-// snapshot that returns what to write, which a backend with optimistic
-// transactions may run again), and append audit records; plus the
-// generation that says whether anything changed since. bbolt is one
-// backend (store.Store); a distributed one can replace it without the
-// guard changing.
+// Locking: Guard.mu guards the process's memory. It is held only to read
+// or change it, never across a store read or commit or a human's answer;
+// a commit's hook takes it under the store's lock, so it must never be
+// held while waiting for the store.
+//
+// The guard watches the state's generation (State.Watch): a block set by
+// any process reaches this process's running executions as danger_zone
+// at once.
 //
 // Durable state lives in the store: the hard block (read at every check,
 // so a block set by another process on the same state directory or before

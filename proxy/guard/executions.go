@@ -154,16 +154,8 @@ func newExecutionID() (string, error) {
 // and its audit record are durable before it is returned.
 func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (ExecutionState, *aql.Error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.init()
-	b, err := g.sync(ctx)
-	if err != nil {
-		return ExecutionState{}, stateUnavailable(err, "no execution was started")
-	}
-	if b != nil {
-		g.unlocked(func() { g.recordRefusal(ctx, session, "execute_agent", b) })
-		return ExecutionState{}, g.blockedError("execute_agent", b)
-	}
+	g.mu.Unlock()
 	id, err := newExecutionID()
 	if err != nil {
 		g.log().Error("creating an execution id", "err", err)
@@ -172,63 +164,87 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Exec
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
 	// It exists, in memory too, once it is written.
 	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusRunning, StartedAt: g.now()}
-	if _, _, aerr := g.commitExecution(ctx, e, "execute_agent", "started", true); aerr != nil {
-		return ExecutionState{}, aerr
+	principal := g.pol().Principal
+	var blocked *store.Block
+	err = g.commit(ctx, func(v store.View, _ *memory) (store.Changes, error) {
+		b, err := v.Block(principal)
+		if blocked = b; err != nil || b != nil {
+			// A blocked principal starts nothing: the refusal is recorded.
+			var c store.Changes
+			if b != nil {
+				rec := g.record("decision", session)
+				rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = "execute_agent", "block", "danger_zone", b.VerificationID
+				rec.Result, rec.Factors = string(aql.CodeAgentBlocked), []string{"hard block: " + b.Reason}
+				c.Records = []store.Record{rec}
+				c.Then = func(uint64) { g.observe(b, "") }
+			}
+			return c, err
+		}
+		return store.Changes{Executions: []store.Execution{e.record(principal)}, Records: []store.Record{g.executionRecord(e, "execute_agent", "started")},
+			Then: func(uint64) {
+				g.executions[id] = e
+				g.order = append(g.order, e)
+			}}, nil
+	})
+	if err != nil {
+		g.log().Error("recording an execution", "execution", id, "err", err)
+		return ExecutionState{}, stateUnavailable(err, "no execution was started")
 	}
-	g.executions[id] = e
-	g.order = append(g.order, e)
+	if blocked != nil {
+		return ExecutionState{}, g.blockedError("execute_agent", blocked)
+	}
 	g.log().Info("execution started", "execution", id, "element", element, "session", session)
 	return e.state(), nil
 }
 
-// commitExecution writes next (an execution as it is to be: a copy
-// nobody else holds) with an audit record of its lifecycle. A change of
-// an existing execution (started false) is written only if the store
-// still holds it as running or pending; otherwise found is the store's
-// copy (nil if gone) and nothing is written. g.mu is held on entry and
-// return; it is let go across the commit.
-func (g *Guard) commitExecution(ctx context.Context, next *Execution, op, result string, started bool) (found *store.Execution, changed bool, aerr *aql.Error) {
-	e := next
+// executionRecord is the audit record of a move in e's lifecycle.
+func (g *Guard) executionRecord(e *Execution, op, result string) store.Record {
 	rec := g.record("execution", e.Session)
 	rec.Operation, rec.Execution, rec.Preview, rec.Result = op, e.ID, e.ElementName, result
 	if e.Reason != "" {
 		rec.Factors = []string{e.Reason}
 	}
-	written := e.record(g.pol().Principal)
-	g.mu.Unlock()
-	err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
-		changed, found = false, nil
-		next := written
-		if !started {
-			cur, err := st.Execution(e.ID)
-			if err != nil {
-				return store.Changes{}, err
-			}
-			if found = cur; cur == nil || cur.Status != StatusRunning && cur.Status != StatusPending {
-				return store.Changes{}, nil
-			}
-			next.Steps = cur.Steps // counted by whichever process reported them
-		}
-		changed, found = true, &next
-		return store.Changes{Executions: []store.Execution{next}, Records: []store.Record{rec}}, nil
-	})
-	g.mu.Lock()
-	if err != nil {
-		g.log().Error("recording an execution", "execution", e.ID, "err", err)
-		return nil, false, stateUnavailable(err, "the execution was not changed")
-	}
-	return found, changed, nil
+	return rec
 }
 
-// recordRefusal audits a call refused by a block outside Check. Failing
-// to record it changes nothing: the call is refused either way.
-func (g *Guard) recordRefusal(ctx context.Context, session, op string, b *store.Block) {
-	rec := g.record("decision", session)
-	rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = op, "block", "danger_zone", b.VerificationID
-	rec.Result, rec.Factors = string(aql.CodeAgentBlocked), []string{"hard block: " + b.Reason}
-	if err := g.State.Append(ctx, rec); err != nil {
-		g.log().Error("recording a refusal", "operation", op, "err", err)
+// finish moves e to a terminal status, if the store still holds it as
+// running or pending, with an audit record; e follows what the commit
+// found or wrote. g.mu is held on entry and return; it is let go across
+// the commit, with e marked as finishing so no other call finishes it
+// meanwhile.
+func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *aql.Error {
+	next := &Execution{ID: e.ID, ElementName: e.ElementName, Session: e.Session, StartedAt: e.StartedAt,
+		Status: status, FinishedAt: g.now(), Reason: reason}
+	rec := g.executionRecord(next, op, status)
+	written := next.record(g.pol().Principal)
+	changed := false
+	e.finishing = true
+	g.mu.Unlock()
+	err := g.commit(ctx, func(v store.View, _ *memory) (store.Changes, error) {
+		changed = false
+		cur, err := v.Execution(e.ID)
+		if err != nil {
+			return store.Changes{}, err
+		}
+		if cur == nil || cur.Status != StatusRunning && cur.Status != StatusPending {
+			return store.Changes{Then: func(uint64) { e.refresh(cur) }}, nil
+		}
+		changed = true
+		w := written
+		w.Steps = cur.Steps // counted by whichever process reported them
+		return store.Changes{Executions: []store.Execution{w}, Records: []store.Record{rec},
+			Then: func(uint64) { e.refresh(&w) }}, nil
+	})
+	g.mu.Lock()
+	e.finishing = false
+	if err != nil {
+		g.log().Error("recording an execution", "execution", e.ID, "err", err)
+		return stateUnavailable(err, "the execution was not changed")
 	}
+	if !changed {
+		return terminal(e, "change state") // finished meanwhile, elsewhere
+	}
+	return nil
 }
 
 func (e *Execution) record(principal string) store.Execution {
@@ -326,25 +342,6 @@ func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason
 	return e.state(), nil
 }
 
-// finish moves e to a terminal status once that is written. g.mu is
-// held on entry and return; it is let go across the commit, with e marked
-// as finishing so no other call finishes it meanwhile.
-func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *aql.Error {
-	next := Execution{ID: e.ID, ElementName: e.ElementName, Session: e.Session, StartedAt: e.StartedAt,
-		Status: status, FinishedAt: g.now(), Reason: reason}
-	e.finishing = true
-	found, changed, aerr := g.commitExecution(ctx, &next, op, status, false)
-	e.finishing = false
-	if aerr != nil {
-		return aerr
-	}
-	e.refresh(found)
-	if !changed {
-		return terminal(e, "change state") // finished meanwhile, elsewhere
-	}
-	return nil
-}
-
 // Report is one record_execution_step.
 type Report struct {
 	Session, ExecutionID, ElementName    string
@@ -394,9 +391,7 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Erro
 	var v Verdict
 	switch mode {
 	case policy.LoopLogging, policy.LoopDisabled:
-		v = Verdict{Proceed: true, Directive: evaluator.Directive{Continue: true,
-			Factors: []string{fmt.Sprintf("%s: step recorded, not evaluated", mode)}}}
-		v = g.settle(ctx, a, v, &writes{exec: e}, g.now()) // recorded all the same
+		v = g.recordStep(ctx, a, mode) // recorded all the same
 	default:
 		v = g.Check(ctx, a)
 	}
@@ -425,7 +420,7 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Erro
 			out.NextStepRisk = string(d.Tier)
 		}
 		g.mu.Lock()
-		remaining := max(0, g.pol().MaxSteps-g.steps)
+		remaining := max(0, g.pol().MaxSteps-g.mem.steps)
 		g.mu.Unlock()
 		out.StepsRemaining = &remaining
 	}
@@ -437,6 +432,42 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Erro
 		"step_description", r.StepDescription, "findings_bytes", len(r.Findings), "continue", out.Continue, "stopped", out.Stopped,
 		"reason", out.Reason, "notifications", len(out.Notifications))
 	return out, nil
+}
+
+// recordStep records a reported step the loop does not evaluate
+// (logging, disabled): counted on its execution, if that still runs.
+func (g *Guard) recordStep(ctx context.Context, a Action, mode policy.LoopMode) Verdict {
+	began := g.now()
+	a = g.prepare(a)
+	recorded := Verdict{Proceed: true, Directive: evaluator.Directive{Continue: true,
+		Factors: []string{fmt.Sprintf("%s: step recorded, not evaluated", mode)}}}
+	var v Verdict
+	e := a.Execution
+	err := g.commit(ctx, func(view store.View, _ *memory) (store.Changes, error) {
+		rec, err := view.Execution(e.ID)
+		if err != nil {
+			return store.Changes{}, err
+		}
+		var c store.Changes
+		out := recorded
+		if rec == nil || rec.Status != StatusRunning {
+			out = finishedVerdict(e, rec)
+		} else {
+			next := *rec
+			next.Steps++
+			rec = &next
+			c.Executions = []store.Execution{next}
+		}
+		r := g.decisionRecord(a, out, began)
+		c.Records = []store.Record{r}
+		c.Then = func(uint64) { e.refresh(rec) }
+		v, v.argsDigest = out, r.ArgsSHA256
+		return c, nil
+	})
+	if err != nil {
+		return g.unavailable(err, "the step was not recorded")
+	}
+	return v
 }
 
 // EndSession cancels the executions a session left running: they cannot
@@ -475,7 +506,7 @@ func (g *Guard) endApprovals(ctx context.Context, session string) {
 		return
 	}
 	var ended []store.Approval
-	err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
+	err := g.commit(ctx, func(st store.View, _ *memory) (store.Changes, error) {
 		var c store.Changes
 		ended = nil
 		all, err := st.Approvals()

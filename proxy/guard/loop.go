@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -26,8 +27,9 @@ type Guard struct {
 	// State keeps what must outlive the process and what two processes
 	// on one state directory share: blocks, challenges, failure state,
 	// confirmations, approvals, executions and the audit log. It is
-	// required: without it every check fails closed.
-	State State
+	// required: without it every check fails closed. Every decision is
+	// one State.Commit (docs/state.md).
+	State store.State
 	// Process names this process in audit records.
 	Process string
 	// SessionClient names the credential a session authenticated with
@@ -65,42 +67,17 @@ type Guard struct {
 	Now      func() time.Time
 	Evaluate func(*policy.Policy, evaluator.Step) evaluator.Directive
 
-	// mu guards what follows. It is held to read and to apply, never
-	// across a store commit, a read of the database or a human's answer.
-	// What a check has decided but not yet committed is a reservation
-	// (reservedSteps, spending, reservedPause): other checks count it,
-	// the principal's state (steps, failurePause, verifyPause, the
-	// confirmations) changes only once the commit succeeded.
-	mu sync.Mutex
-	// commitMu orders this process's commits: each copies what it writes
-	// from memory after the one before it committed, so an older copy
-	// never overwrites a newer one. It is taken before mu, never inside
-	// a transaction.
-	commitMu     sync.Mutex
-	steps        int
-	failurePause bool
-	verifyPause  *pause
-	// reservedSteps are the steps counted by checks in flight;
-	// reservedPause the verify pause a check in flight is committing;
-	// reportedFailures the checks in flight whose step reported a
-	// failure (the principal is paused from the report on, not from its
-	// commit).
-	reservedSteps    int
-	reservedPause    *pause
-	reportedFailures int
+	// mu guards the memory below. It is held briefly to read or change
+	// it, never across a store commit, a read of the database or a
+	// human's answer. The principal's memory (mem) changes only in the
+	// hook of a commit that was written (commit), in commit order: a
+	// decision reads the memory every earlier commit of this process
+	// left, so nothing needs reserving while a commit is in flight.
+	mu  sync.Mutex
+	mem memory
 	// seenBlock is the verification id of the block this process last
 	// saw, so a block set by another process is broadcast here once.
-	seenBlock string
-	// synced: syncedBlock was read at store generation syncedGen (sync).
-	synced      bool
-	syncedGen   uint64
-	syncedBlock *store.Block
-	// spending are the approvals a check in flight used (reserved): no
-	// other check of this process may use them; the check's own commit
-	// writes them as used, after it made sure in the store that no other
-	// process used them first (spendsHold). Confirmations themselves
-	// live in the store alone: every check reads the ones it needs there.
-	spending   map[string]bool
+	seenBlock  string
 	prunedDB   time.Time
 	executions map[string]*Execution
 	order      []*Execution // creation order, for stable broadcasts
@@ -108,50 +85,29 @@ type Guard struct {
 	// turn is this process's turn to ask the human (one question at a
 	// time, first come first served: blocked channel senders queue in
 	// order); askings are the questions being asked, by token; bg lives
-	// until Close and bounds every question.
+	// until Close and bounds every question and the watch.
 	turn    chan struct{}
 	askings map[string]*asking
 	bg      context.Context
 	stop    context.CancelFunc
-	// asks are the questions' goroutines: Close waits for them to record
-	// how each ended.
+	// asks are the questions' goroutines and the watch: Close waits for
+	// them (each question records how it ended).
 	asks sync.WaitGroup
 
 	// beforeCommit, when set (by tests), runs once, before the next
-	// commit's transaction: another process's write lands between a read
-	// and the commit that depends on it.
+	// commit: another process's write lands before a decision reads.
 	beforeCommit atomic.Pointer[func()]
 }
 
-// State is the guard's durable memory, *store.Store on bbolt: the guard
-// loads snapshots, commits the changes it decided from one, and appends
-// audit records, and needs nothing else of it, so a distributed backend
-// can take bbolt's place without the guard changing (store/state.go).
-type State interface {
-	// Generation moves whenever any process commits a state change: what
-	// was loaded at a generation holds while it stays.
-	Generation(ctx context.Context) (uint64, error)
-	// Load runs read on a consistent snapshot.
-	Load(ctx context.Context, read func(store.View) error) error
-	// Commit writes, in one durable transaction, the changes decide makes
-	// of a snapshot, and returns the generation the state is at after it.
-	// decide may run more than once and must change nothing outside its
-	// result.
-	Commit(ctx context.Context, decide func(store.View) (store.Changes, error)) (uint64, error)
-	// Append writes an audit record that changes no state; AppendIf
-	// writes records only while the generation is still gen, and reports
-	// whether it did.
-	Append(ctx context.Context, r store.Record) error
-	AppendIf(ctx context.Context, gen uint64, recs ...store.Record) (bool, error)
-	// QuestionTurn waits for the principal's turn to put a question to
-	// the human, across the processes sharing the state; the returned
-	// function ends the turn.
-	QuestionTurn(ctx context.Context, principal string) (func(), error)
-	// AuditKey keys the digests that stand for secrets in records.
-	AuditKey() []byte
+// memory is what the guard keeps of its principal in this process
+// alone: the step count, the pause for a reported failure, the verify
+// pause (spec 8.8.3: not persisted). It follows the state: a commit's
+// hook (store.Changes.Then) sets it to what that commit's decision left.
+type memory struct {
+	steps        int
+	failurePause bool
+	pause        *pause
 }
-
-var _ State = (*store.Store)(nil)
 
 // Action is one thing to check: a proxied call (Server set) or a reported
 // step (Execution set).
@@ -190,9 +146,20 @@ type Action struct {
 	Unresolved string
 
 	// redacted and preview are what may be stored and shown of the
-	// arguments (see redact.go), computed once per check by prepare.
+	// arguments (see redact.go), digest what binds them, and written
+	// what the audit record keeps of them: computed once per check by
+	// prepare, outside any commit.
 	redacted map[string]any
 	preview  string
+	digest   string
+	written  writtenArgs
+}
+
+// writtenArgs are the arguments as a record keeps them (argsForRecord).
+type writtenArgs struct {
+	args  json.RawMessage
+	text  string
+	bytes int
 }
 
 // prepare computes what of the action may be written down or shown.
@@ -200,11 +167,29 @@ func (g *Guard) prepare(a Action) Action {
 	if a.preview != "" {
 		return a
 	}
-	if !a.reported() {
+	var redacted map[string]any
+	if a.reported() {
+		redacted = map[string]any{"next_action_hint": a.Hint}
+	} else {
 		a.redacted = g.redactorFor(a).redact(a.Arguments)
+		redacted = a.redacted
 	}
 	a.preview = actionPreview(a, a.redacted)
+	a.digest = a.argsDigest()
+	a.written.args, a.written.text, a.written.bytes = argsForRecord(redacted, g.MaxArgumentBytes)
 	return a
+}
+
+// argsDigest is the digest that binds the action's arguments (a
+// reported step's: its hint).
+func (a Action) argsDigest() string {
+	if a.digest != "" {
+		return a.digest
+	}
+	if a.reported() {
+		return Digest(map[string]any{"next_action_hint": a.Hint})
+	}
+	return Digest(a.Arguments)
 }
 
 func (a Action) reported() bool { return a.Execution != nil }
@@ -224,9 +209,6 @@ type Verdict struct {
 	Token string
 	// Approval is the standing approval the decision used.
 	Approval string
-	// storeDown says the store could not be reached: nothing more is
-	// tried (each try would wait out the lock timeout again).
-	storeDown bool
 	// argsDigest is the decision record's argument digest, which the
 	// outcome record repeats (so the arguments are encoded once).
 	argsDigest string
@@ -283,20 +265,16 @@ func (g *Guard) SetPolicy(p *policy.Policy) error {
 	return nil
 }
 
-func (g *Guard) evaluate(s evaluator.Step) evaluator.Directive {
-	if g.Evaluate != nil {
-		return g.Evaluate(g.pol(), s)
-	}
-	return evaluator.Evaluate(g.pol(), s)
-}
-
 func (g *Guard) init() {
-	if g.spending == nil {
-		g.spending = map[string]bool{}
+	if g.executions == nil {
 		g.executions = map[string]*Execution{}
 		g.turn = make(chan struct{}, 1)
 		g.askings = map[string]*asking{}
 		g.bg, g.stop = context.WithCancel(context.Background())
+		if g.State != nil {
+			g.asks.Add(1)
+			go g.watch(g.bg)
+		}
 	}
 }
 
@@ -304,24 +282,56 @@ func (g *Guard) init() {
 // (step limit, then failure pause, then the action itself).
 const maxCheckins = 3
 
+// maxAsks bounds how many questions one action may wait on (an approval
+// another call used first makes it ask again).
+const maxAsks = 2 * (maxCheckins + 1)
+
 // Check runs one action through the loop: hard block, pending
 // verification, the evaluator, and the human where the evaluator asks for
 // one. The decision, its audit record and the state it changes are
 // written durably before Check returns; if they cannot be, the action is
 // refused (fail closed). A code is shown only after its challenge is on
 // disk.
+//
+// Each step is one State.Commit in which decide runs on the state as it
+// is (commits are serialised, so nothing can change between the decision
+// and its write); the principal's memory follows in the commit's hook.
+// Between commits the guard asks the human, holding no lock; the next
+// commit decides again, on the answer as the state holds it.
 func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 	began := g.now()
 	a = g.prepare(a)
-	w := &writes{exec: a.Execution}
 	// The request's context bounds only the wait for a human (await).
 	// What the check reads and writes in the store is the decision's,
 	// and a decision is recorded even when the client cancels the call
 	// or aqlguard shuts down: under a context of its own, bounded.
 	rctx, cancel := context.WithTimeout(withRequest(context.WithoutCancel(ctx), ctx), recordWithin)
 	defer cancel()
-	v := g.check(rctx, a, w)
-	return g.settle(rctx, a, v, w, began)
+	g.mu.Lock()
+	g.init()
+	g.mu.Unlock()
+	pol := g.pol() // one policy decides the whole check
+	c := &check{g: g, a: a, pol: pol, began: began, asked: map[string]answered{}, judged: map[judgedKey]evaluator.Directive{}}
+	for asks := 0; ; asks++ {
+		var out round
+		err := g.commit(rctx, func(v store.View, m *memory) (store.Changes, error) {
+			out = round{}
+			return c.decide(v, m, &out)
+		})
+		if err != nil {
+			g.log().Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
+			return g.unavailable(err, "the action is refused")
+		}
+		c.reported = c.reported || out.reported
+		if out.ask == nil {
+			return g.shown(rctx, a, out)
+		}
+		if asks == maxAsks {
+			return g.refuseAsks(rctx, a, began)
+		}
+		answer, why := g.await(requestOf(rctx), out.ask, g.InlineWait)
+		c.asked[out.ask.Token] = answered{answer, why}
+	}
 }
 
 // recordWithin bounds what a decision or an answer may wait to be
@@ -345,182 +355,411 @@ func requestOf(ctx context.Context) context.Context {
 	return ctx
 }
 
-// check carries out decide's rulings, round by round: it reads the facts,
-// makes what a ruling asks for (a challenge, a question), and asks the
-// human. It never holds the lock while a human is being asked.
-func (g *Guard) check(ctx context.Context, a Action, w *writes) Verdict {
-	g.mu.Lock()
-	g.init()
-	blk, err := g.blockForCheck(ctx)
-	if err != nil {
-		g.mu.Unlock()
-		return g.unavailable(err, "the action is refused")
+// check is one action on its way through the loop, across its commits.
+type check struct {
+	g     *Guard
+	a     Action
+	pol   *policy.Policy
+	began time.Time
+	// asked are the questions this check waited on, by token, with the
+	// answer it got (the state holds what became of it).
+	asked map[string]answered
+	// reported says the step's reported failure is in force (committed).
+	reported bool
+	// judged memoises the evaluator by what of the memory it reads.
+	judged map[judgedKey]evaluator.Directive
+}
+
+type judgedKey struct {
+	steps   int
+	outcome string
+}
+
+// judge is the evaluator on st, evaluated once per step number and
+// outcome.
+func (c *check) judge(st evaluator.Step) evaluator.Directive {
+	k := judgedKey{st.StepNumber, st.Outcome}
+	if d, ok := c.judged[k]; ok {
+		return d
 	}
-	// A block or a pending verify pause refuses before anything else is
-	// looked at (a token, a reported failure).
-	stopped := blk != nil || g.pauseNow() != nil && g.now().Before(g.pauseNow().ExpiresAt)
-	var explicit *Confirmation
-	if a.Token != "" && !stopped {
-		c, err := g.tokenFor(ctx, a)
+	var d evaluator.Directive
+	if c.g.Evaluate != nil {
+		d = c.g.Evaluate(c.pol, st)
+	} else {
+		d = evaluator.Evaluate(c.pol, st)
+	}
+	c.judged[k] = d
+	return d
+}
+
+// round is what one commit of a check decided: the verdict, or the
+// question to wait on before the next commit.
+type round struct {
+	verdict Verdict
+	// ask is the question to wait for (nil: the check is decided).
+	ask *Confirmation
+	// show carries the code of a challenge the commit wrote, to the
+	// channel; block and pause are what it set.
+	show  *challengeCode
+	block *store.Block
+	pause *pause
+	// reported says the commit put the step's reported failure in force.
+	reported bool
+}
+
+// decide is one commit of the check: facts from the view and the
+// memory, decide, and the changes that carry the ruling out. m is the
+// memory as every earlier commit left it; what decide changes in it
+// becomes the memory once this commit is written.
+func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, error) {
+	g, a, pol := c.g, c.a, c.pol
+	var ch store.Changes
+	var then []func()
+	f := facts{now: g.now(), principal: pol.Principal, version: pol.Version, action: a,
+		sessionApprovals: g.SessionApprovalTTL > 0, asked: c.asked}
+	var err error
+	if f.block, err = v.Block(pol.Principal); err != nil {
+		return ch, err
+	}
+	if p := m.pause; p != nil && f.block == nil {
+		// Verified through another process: the pause is over.
+		sc, err := v.Challenge(p.ID)
 		if err != nil {
-			g.mu.Unlock()
-			return Verdict{Err: err, Directive: evaluator.Directive{Reason: err.Message, Factors: []string{"confirmation token rejected"}}}
+			return ch, err
 		}
-		explicit = c
-	}
-	if a.Outcome == "failure" && !stopped {
-		w.setFailurePause(true)
-		w.reportedFailure = true
-		g.reportedFailures++
-	}
-	for round := 0; round <= maxCheckins; round++ {
-		if !stopped {
-			w.steps++
-			g.reservedSteps++
+		if sc != nil && sc.Used {
+			m.pause = nil
+			then = append(then, func() { g.clearNotifications(p.ID) })
 		}
-		f := g.facts(a, blk, explicit, w)
-		r := decide(f, g.evaluate)
+	}
+	f.pause = m.pause
+	if a.reported() {
+		if f.execution, err = v.Execution(a.Execution.ID); err != nil {
+			return ch, err
+		}
+	}
+	stopped := f.block != nil || f.pause != nil && f.now.Before(f.pause.ExpiresAt)
+	if a.Token != "" && !stopped {
+		explicit, aerr := g.tokenFor(v, a, pol)
+		if aerr != nil {
+			out.verdict = Verdict{Err: aerr, Directive: evaluator.Directive{Reason: aerr.Message, Factors: []string{"confirmation token rejected"}}}
+			return c.finish(m, out, ch, then, f, false)
+		}
+		f.explicit = explicit
+	}
+	if a.Outcome == "failure" && !stopped && !c.reported {
+		m.failurePause, out.reported = true, true
+	}
+	for checkins := 0; ; checkins++ {
+		f.steps, f.failurePause = m.steps+1, m.failurePause
+		r := decide(f, c.judge)
 		if r.kind == needHuman {
-			h, err := g.humanFacts(ctx, a, r.binding)
-			if err != nil {
-				g.mu.Unlock()
-				return g.unavailable(err, "the action is refused")
-			}
-			f.human = h
-			if h.block != nil {
-				// Blocked since the block was read: what humans said
-				// matters no more (decide rules on the block first).
-				blk, f.block = h.block, h.block
+			if f.human, err = g.humanFacts(v, a, pol, r.binding); err != nil {
+				return ch, err
 			}
 			judged := r.directive // the same step: not evaluated twice
 			r = decide(f, func(evaluator.Step) evaluator.Directive { return judged })
 		}
-		if p := g.verifyPause; r.clearPause && p != nil && p == f.pause {
-			// (not if it changed while the lock was let go, or if the
-			// lapsed pause was another call's reservation)
-			g.verifyPause = nil
-			g.clearNotifications(p.ID)
-			g.broadcast(g.notification("status", "A verification challenge expired; actions are evaluated afresh",
-				map[string]any{"verificationId": p.ID}, ""))
+		if p := f.pause; r.clearPause && p != nil {
+			m.pause, f.pause = nil, nil
+			then = append(then, func() {
+				g.clearNotifications(p.ID)
+				g.broadcast(g.notification("status", "A verification challenge expired; actions are evaluated afresh",
+					map[string]any{"verificationId": p.ID}, ""))
+			})
 		}
-		d := r.directive
 		switch r.kind {
-		case blocked:
-			v := g.blockedRuling(a, r, w)
-			g.mu.Unlock()
-			return v
-		case paused:
-			v := g.pausedVerdict(a, r.pause) // reads the pause under g.mu
-			g.mu.Unlock()
-			return v
-		case allow:
-			g.mu.Unlock()
-			return Verdict{Proceed: true, Directive: d}
-		case hardBlock:
-			v := g.hardBlock(a, d, w)
-			g.mu.Unlock()
-			return v
-		case refused:
-			g.mu.Unlock()
-			return Verdict{Directive: d, Err: g.refusedByPolicy(a.Operation, d)}
-		case verifyPause:
-			v := g.verifyPauseFor(a, d, w)
-			if w.pause != nil {
-				g.reservedPause = w.pause
-			}
-			g.mu.Unlock()
-			return v
-		case standing:
-			g.mu.Unlock()
-			w.approval = r.approval.ID
-			d.Continue = true
-			d.Factors = append(d.Factors, "approval: a human allowed "+a.Server+"."+a.Tool+" for this session ("+r.approval.ID+")")
-			return Verdict{Proceed: true, Directive: d, Approval: r.approval.ID}
 		case approved:
-			c := r.confirmation
-			g.spendFor(c, w)
-			g.checkinFor(c.Kind, w)
-			if c.Kind == kindAction {
-				g.mu.Unlock()
-				d.Continue, d.Factors = true, append(d.Factors, "confirmation: approved by a human ("+c.Token+")")
-				return Verdict{Proceed: true, Directive: d, Token: c.Token}
-			}
-			g.recount(c.Kind, w)
-			continue
-		case denied:
-			g.mu.Unlock()
-			dc := r.confirmation
-			d.Factors = append(d.Factors, "confirmation: a human denied this very call at "+dc.DoneAt.Format(time.RFC3339)+
-				"; it is refused without asking again until "+dc.ExpiresAt.Format(time.RFC3339))
-			d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
-			return Verdict{Directive: d, Token: dc.Token, Err: g.deniedByHuman(a.Operation, dc)}
-		}
-		// ask
-		c := r.confirmation
-		if c == nil {
-			var err error
-			if c, err = g.newConfirmation(a, r.binding, d); err != nil {
-				g.mu.Unlock()
-				g.log().Error("creating a confirmation", "err", err)
-				return Verdict{Err: aql.Internal("a confirmation could not be created"), Directive: d}
-			}
-			// The question is written before anyone is asked it: an answer
-			// is recorded against a confirmation the store holds, and
-			// another call (of this process or another) for the same
-			// binding finds it there and joins it.
-			g.unlocked(func() { c, err = g.openQuestion(ctx, c, a.Session) })
-			if err != nil {
-				g.mu.Unlock()
-				g.log().Error("writing a confirmation", "err", err)
-				return g.unavailable(err, "the question could not be recorded; the action is refused")
-			}
-		}
-		g.mu.Unlock()
-		answer, why := g.await(requestOf(ctx), c, g.InlineWait)
-		g.mu.Lock()
-		switch {
-		case approves(answer) && !g.spending[c.Token]:
-			// The answer is recorded in the store (recordAnswer): approved
-			// there, unless another process used it since, which the
-			// commit finds (spendsHold).
-			c = c.with(statusApproved)
-			g.spendFor(c, w)
-			g.checkinFor(c.Kind, w)
-			g.clearNotifications(c.Token)
-			if c.Kind == kindAction {
-				g.mu.Unlock()
-				d.Continue = true
-				d.Factors = append(d.Factors, "confirmation: a human allowed it")
-				if answer == verify.AllowSession {
-					d.Factors = append(d.Factors, "approval: and allowed "+a.Server+"."+a.Tool+" for the rest of this session")
+			ch.Confirmations = append(ch.Confirmations, c.spend(r.confirmation))
+			if r.confirmation.Kind != kindAction {
+				if checkins == maxCheckins {
+					out.verdict = tooManyCheckins(g, a)
+					return c.finish(m, out, ch, then, f, true)
 				}
-				return Verdict{Proceed: true, Directive: d, Token: c.Token}
+				checkin(m, r.confirmation.Kind)
+				// A lifted pause: the same action is judged again (the
+				// view does not hold this commit's own use of it).
+				f.human.drop(r.confirmation.Token)
+				continue
 			}
-			g.recount(c.Kind, w)
-			continue
-		case approves(answer):
-			// Another call waiting on the same question used the one
-			// approval first: ask about this one again.
-			continue
-		case answer == verify.Deny:
-			g.clearNotifications(c.Token)
-			g.mu.Unlock()
-			d.Factors = append(d.Factors, "confirmation: a human denied it")
-			d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
-			return Verdict{Directive: d, Token: c.Token, Err: g.deniedByHuman(a.Operation, nil)}
+		case ask:
+			q := r.confirmation
+			if q == nil {
+				if q, err = g.newConfirmation(a, pol, r.binding, r.directive); err != nil {
+					g.log().Error("creating a confirmation", "err", err)
+					out.verdict = Verdict{Err: aql.Internal("a confirmation could not be created"), Directive: r.directive}
+					return c.finish(m, out, ch, then, f, true)
+				}
+				// The question is written before anyone is asked it: an
+				// answer is recorded against a confirmation the store
+				// holds, and another call for the same binding finds it
+				// there and joins it.
+				ch.Confirmations = append(ch.Confirmations, q.record())
+			}
+			out.ask = q
+			ch.Then = thenAll(then)
+			return ch, nil
 		}
-		if why != "" {
-			d.Factors = append(d.Factors, why)
-			g.broadcast(g.notification("error", "A human could not be asked: "+why, map[string]any{"operation": a.Operation}, ""))
-		}
-		v := g.pending(a, c, d, why)
-		g.mu.Unlock()
-		return v
+		out.verdict = c.rule(r, m, out, &then)
+		return c.finish(m, out, ch, then, f, r.kind != blocked && r.kind != paused && r.kind != finished)
 	}
-	g.mu.Unlock()
+}
+
+// rule is the verdict of a final ruling, with what it writes (in out)
+// and what memory does once it is written.
+func (c *check) rule(r ruling, m *memory, out *round, then *[]func()) Verdict {
+	g, a := c.g, c.a
+	d := r.directive
+	switch r.kind {
+	case blocked:
+		b := r.block
+		factors := []string{"hard block: set " + b.BlockedAt.Format(time.RFC3339) + ", lifted only by verify_challenge or an admin"}
+		if r.reissue {
+			if nb, show := g.reissue(b); nb != nil {
+				factors = append(factors, "verification "+b.VerificationID+" expired; a new code is shown for verification "+nb.VerificationID)
+				b, out.block, out.show = nb, nb, show
+			}
+		}
+		return g.blockedVerdict(a, b, factors...)
+	case finished:
+		return finishedVerdict(a.Execution, r.execution)
+	case paused:
+		return g.pausedVerdict(a, r.pause)
+	case allow:
+		return Verdict{Proceed: true, Directive: d}
+	case hardBlock:
+		v, b, show := g.hardBlock(a, d)
+		out.block, out.show = b, show
+		return v
+	case refused:
+		return Verdict{Directive: d, Err: g.refusedByPolicy(a.Operation, d)}
+	case verifyPause:
+		v, p, show := g.verifyPauseFor(a, d)
+		out.pause, out.show = p, show
+		if p != nil {
+			m.pause = p
+			n := g.notification("autonomy_pause", "Paused for out-of-band verification: "+d.Reason,
+				map[string]any{"operation": a.Operation, "reason": d.Reason, "verificationId": p.ID}, p.ID)
+			if a.reported() {
+				v.Notifications = append(v.Notifications, n)
+			} else {
+				*then = append(*then, func() { g.broadcast(n) })
+			}
+		}
+		return v
+	case standing:
+		d.Continue = true
+		d.Factors = append(d.Factors, "approval: a human allowed "+a.Server+"."+a.Tool+" for this session ("+r.approval.ID+")")
+		return Verdict{Proceed: true, Directive: d, Approval: r.approval.ID}
+	case approved:
+		q := r.confirmation
+		*then = append(*then, func() { g.clearNotifications(q.Token) })
+		d.Continue = true
+		if ans, mine := c.asked[q.Token]; mine {
+			d.Factors = append(d.Factors, "confirmation: a human allowed it")
+			if ans.answer == verify.AllowSession {
+				d.Factors = append(d.Factors, "approval: and allowed "+a.Server+"."+a.Tool+" for the rest of this session")
+			}
+		} else {
+			d.Factors = append(d.Factors, "confirmation: approved by a human ("+q.Token+")")
+		}
+		return Verdict{Proceed: true, Directive: d, Token: q.Token}
+	case denied:
+		q := r.confirmation
+		d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
+		if _, mine := c.asked[q.Token]; mine {
+			*then = append(*then, func() { g.clearNotifications(q.Token) })
+			d.Factors = append(d.Factors, "confirmation: a human denied it")
+			return Verdict{Directive: d, Token: q.Token, Err: g.deniedByHuman(a.Operation, nil)}
+		}
+		d.Factors = append(d.Factors, "confirmation: a human denied this very call at "+q.DoneAt.Format(time.RFC3339)+
+			"; it is refused without asking again until "+q.ExpiresAt.Format(time.RFC3339))
+		return Verdict{Directive: d, Token: q.Token, Err: g.deniedByHuman(a.Operation, q)}
+	}
+	// unanswered: the question this check waited on is still open.
+	q := r.confirmation
+	if r.why != "" {
+		d.Factors = append(d.Factors, r.why)
+		n := g.notification("error", "A human could not be asked: "+r.why, map[string]any{"operation": a.Operation}, "")
+		*then = append(*then, func() { g.broadcast(n) })
+	}
+	v, n := g.pending(a, q, d, r.why)
+	if n != nil {
+		*then = append(*then, func() { g.broadcast(*n) })
+	}
+	return v
+}
+
+// finish completes the changes of the commit that decides the check: the
+// step counted (stepped: unless a block or pause stopped it), the
+// execution's step, the decision's record, and what memory and the
+// process's notifications do once it is written.
+func (c *check) finish(m *memory, out *round, ch store.Changes, then []func(), f facts, stepped bool) (store.Changes, error) {
+	g, a := c.g, c.a
+	if stepped {
+		m.steps++
+	}
+	if b := out.block; b != nil {
+		ch.Blocks = append(ch.Blocks, *b)
+		then = append(then, func() {
+			g.observe(b, a.Operation)
+			g.log().Warn("principal hard-blocked", "principal", b.Principal, "reason", b.Reason, "verification", b.VerificationID)
+		})
+	} else {
+		b := f.block
+		then = append(then, func() { g.observe(b, "") })
+	}
+	if out.show != nil {
+		ch.Challenges = append(ch.Challenges, out.show.challenge)
+	}
+	if e := a.Execution; e != nil {
+		rec := f.execution
+		if rec != nil && rec.Status == StatusRunning {
+			next := *rec
+			next.Steps++
+			rec = &next
+			ch.Executions = append(ch.Executions, next)
+		}
+		then = append(then, func() { e.refresh(rec) })
+	}
+	rec := g.decisionRecord(a, out.verdict, c.began)
+	out.verdict.argsDigest = rec.ArgsSHA256
+	ch.Records = append(ch.Records, rec)
+	ch.Then = thenAll(then)
+	return ch, nil
+}
+
+// thenAll runs fs in order (a commit's hook; g.mu is held).
+func thenAll(fs []func()) func(uint64) {
+	return func(uint64) {
+		for _, f := range fs {
+			f()
+		}
+	}
+}
+
+// spend is q as used by this check: written in the commit that decides
+// on it, so one approval runs one action whichever process tries twice.
+func (c *check) spend(q *Confirmation) store.Confirmation {
+	r := q.record()
+	r.Status, r.DoneAt, r.UsedBy = statusUsed, c.g.now(), checkID()
+	return r
+}
+
+// checkin applies a human's approval of a check-in to memory: the step
+// count starts afresh, or the failure pause ends.
+func checkin(m *memory, kind string) {
+	switch kind {
+	case kindSteps:
+		m.steps = 0
+	case kindFailure:
+		m.failurePause = false
+	}
+}
+
+// tooManyCheckins is the refusal of an action that went through more
+// check-ins than one action may.
+func tooManyCheckins(g *Guard, a Action) Verdict {
 	d := evaluator.Directive{Decision: evaluator.NeedsConfirm, Enforced: true,
 		Reason: "Too many human check-ins for one action", Factors: []string{"check-ins: more than " + fmt.Sprint(maxCheckins)}}
 	return Verdict{Directive: d, Err: aql.Refusal{Kind: aql.RefusalCheckins, Operation: a.Operation}.Error(g.voice())}
+}
+
+// refuseAsks records and returns the refusal of an action that asked
+// more often than one action may (approvals another call kept using
+// first).
+func (g *Guard) refuseAsks(ctx context.Context, a Action, began time.Time) Verdict {
+	v := tooManyCheckins(g, a)
+	rec := g.decisionRecord(a, v, began)
+	if err := g.appendRecords(ctx, rec); err != nil {
+		return g.unavailable(err, "the action is refused")
+	}
+	v.argsDigest = rec.ArgsSHA256
+	return v
+}
+
+// shown ends a decided check: a code its commit wrote is shown to the
+// human (only now, with its challenge on disk), and whether that worked
+// is recorded.
+func (g *Guard) shown(ctx context.Context, a Action, out round) Verdict {
+	v := out.verdict
+	if out.show == nil {
+		return v
+	}
+	req := &out.show.req
+	factor, unshown := g.show(ctx, req)
+	v.Directive.Factors = append(v.Directive.Factors, factor)
+	result := "code_shown"
+	if unshown != "" {
+		result = "code_not_shown"
+		v.Err = g.codeNotShown(v.Err, unshown)
+		g.noteCodeNotShown(ctx, out.block, out.pause)
+		n := g.notification("error", "A verification code could not be shown: "+factor, map[string]any{"verificationId": req.Challenge}, "")
+		g.mu.Lock()
+		g.broadcast(n)
+		g.mu.Unlock()
+	}
+	rec := g.record("challenge", a.Session)
+	rec.Operation, rec.Tier, rec.ChallengeID, rec.Factors, rec.Result = a.Operation, req.Tier, req.Challenge, []string{factor}, result
+	if err := g.appendRecords(ctx, rec); err != nil {
+		// The decision (a refusal) is already recorded and stands.
+		g.log().Error("recording whether a code was shown", "challenge", req.Challenge, "err", err)
+	}
+	return v
+}
+
+// commit is every commit of the guard: decide runs on the view with a
+// copy of the memory as every earlier commit left it, and returns the
+// changes; once they are written (and only then) the memory becomes the
+// copy decide left and the changes' Then runs, with g.mu held, in commit
+// order (store.Changes.Then). g.mu is never held across the commit nor
+// waited for inside it for longer than a copy. decide may run more than
+// once (store.State.Commit) and must change nothing outside its result.
+// Pruning what can no longer be used rides along once an hour.
+func (g *Guard) commit(ctx context.Context, decide func(store.View, *memory) (store.Changes, error)) error {
+	if f := g.beforeCommit.Load(); f != nil {
+		if f = g.beforeCommit.Swap(nil); f != nil {
+			(*f)()
+		}
+	}
+	return g.commitNow(ctx, decide)
+}
+
+// commitNow is commit without the tests' hook (the watch's own commits).
+func (g *Guard) commitNow(ctx context.Context, decide func(store.View, *memory) (store.Changes, error)) error {
+	_, err := g.State.Commit(ctx, func(v store.View) (store.Changes, error) {
+		g.mu.Lock()
+		m := g.mem
+		prune := g.now().Sub(g.prunedDB) >= time.Hour
+		g.mu.Unlock()
+		c, err := decide(v, &m)
+		if err != nil {
+			return c, err
+		}
+		now := g.now()
+		if prune {
+			c.PruneBefore = now.Add(-spentRetention)
+		}
+		then := c.Then
+		c.Then = func(gen uint64) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.mem = m
+			if prune {
+				g.prunedDB = now
+			}
+			if then != nil {
+				then(gen)
+			}
+		}
+		return c, nil
+	})
+	return err
+}
+
+// appendRecords commits records that change no state.
+func (g *Guard) appendRecords(ctx context.Context, recs ...store.Record) error {
+	return store.AppendRecords(ctx, g.State, recs...)
 }
 
 // voice is how refusals address the model: the mode's Voice, with the
@@ -533,107 +772,31 @@ func (g *Guard) voice() aql.Voice {
 	return v
 }
 
-// facts reads what decide needs from this process's memory: the
-// principal's state, with what checks in flight reserved and what this
-// check (w) has done so far. g.mu is held.
-func (g *Guard) facts(a Action, blk *store.Block, explicit *Confirmation, w *writes) facts {
-	p := g.pol()
-	steps := g.steps + g.reservedSteps
-	if w.reset {
-		steps = w.steps // this check lifted the step limit: counted afresh
-	}
-	failurePause := g.failurePause || g.reportedFailures > 0
-	if w.failurePause != nil {
-		failurePause = *w.failurePause
-	}
-	if explicit != nil && g.spending[explicit.Token] {
-		explicit = nil // a check in flight is using it
-	}
-	return facts{now: g.now(), principal: p.Principal, version: p.Version, action: a, block: blk, pause: g.pauseNow(),
-		steps: steps, failurePause: failurePause, explicit: explicit,
-		sessionApprovals: g.SessionApprovalTTL > 0}
-}
-
-// pauseNow is the verify pause in force, or the one a check in flight is
-// committing (counted as in force: a pause must not let a call slip
-// through while it is written). g.mu is held.
-func (g *Guard) pauseNow() *pause {
-	if g.verifyPause != nil {
-		return g.verifyPause
-	}
-	return g.reservedPause
-}
-
 // humanFacts reads what humans said that may bear on binding b, in the
-// store, where every process on the state directory writes it: standing
+// commit's view, where every process on the state writes it: standing
 // approvals (only when one could apply) and the principal's
-// confirmations, with the block in the same snapshot. Whichever approval
-// decide picks, settle checks in the store, in the transaction that
-// spends it, that nobody spent it first.
-// g.mu is held on entry and return, and let go across the read.
-func (g *Guard) humanFacts(ctx context.Context, a Action, b binding) (*humanFacts, error) {
-	wantApprovals := b.kind == kindAction && !a.reported() && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0
-	principal := g.pol().Principal
-	var approvals []store.Approval
-	var stored []store.Confirmation
-	var block *store.Block
-	var err error
-	g.unlocked(func() {
-		err = g.State.Load(ctx, func(st store.View) error {
-			if block, err = st.Block(principal); err != nil {
-				return err
-			}
-			if wantApprovals {
-				if approvals, err = st.Approvals(); err != nil {
-					return err
-				}
-			}
-			stored, err = st.Confirmations(principal, "")
-			return err
-		})
-	})
+// confirmations.
+func (g *Guard) humanFacts(v store.View, a Action, pol *policy.Policy, b binding) (*humanFacts, error) {
+	h := &humanFacts{}
+	if b.kind == kindAction && !a.reported() && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0 {
+		var err error
+		if h.approvals, err = v.Approvals(); err != nil {
+			return nil, err
+		}
+	}
+	stored, err := v.Confirmations(pol.Principal, "")
 	if err != nil {
 		return nil, err
 	}
-	h := &humanFacts{approvals: approvals, block: block}
 	for _, r := range stored {
 		c := confirmationFrom(r)
-		switch {
-		case r.Status == statusPending || r.Status == statusApproved:
-			if !g.spending[r.Token] { // reserved by a check in flight
-				h.open = append(h.open, c)
-			}
-		default:
+		if r.Status == statusPending || r.Status == statusApproved {
+			h.open = append(h.open, c)
+		} else {
 			h.spent = append(h.spent, c)
 		}
 	}
 	return h, nil
-}
-
-// recount undoes the step count of an action re-evaluated after a human
-// lifted a failure pause: it is still the same step. After a step-limit
-// check-in the count was reset, and the action becomes step 1.
-func (g *Guard) recount(kind string, w *writes) {
-	if kind == kindFailure {
-		w.steps--
-		g.reservedSteps--
-	}
-}
-
-// blockedRuling refuses an action of a blocked principal. A block whose
-// code has expired gets a fresh one (settle writes it only if the block
-// is still the one it replaces).
-func (g *Guard) blockedRuling(a Action, r ruling, w *writes) Verdict {
-	b := r.block
-	factors := []string{"hard block: set " + b.BlockedAt.Format(time.RFC3339) + ", lifted only by verify_challenge or an admin"}
-	if r.reissue {
-		g.reissue(b, w)
-		if w.block != nil {
-			factors = append(factors, "verification "+b.VerificationID+" expired; a new code is shown for verification "+w.block.VerificationID)
-			b = w.block
-		}
-	}
-	return g.blockedVerdict(a, b, factors...)
 }
 
 // pausedVerdict refuses an action while a verify-tier challenge is
@@ -643,7 +806,7 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 		Reason:  "Paused: verification " + p.ID + " is pending; a human must enter the code shown to them",
 		Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
 	err := g.verificationError(a.Operation, d.Reason, p.ID, p.ExpiresAt)
-	if p.notShown {
+	if p.notShown.Load() {
 		err = g.codeNotShown(err, "it was not shown when the agent was paused")
 	}
 	return Verdict{Directive: d, VerificationID: p.ID, Err: err}
@@ -665,28 +828,16 @@ func (g *Guard) deniedByHuman(operation string, dc *Confirmation) *aql.Error {
 	return r.Error(g.voice())
 }
 
-// checkinFor notes a check-in a human approved, for the check writing
-// w: applied to the principal's state when its commit succeeds.
-func (g *Guard) checkinFor(kind string, w *writes) {
-	switch kind {
-	case kindSteps:
-		g.reservedSteps -= w.steps // counted afresh from here
-		w.steps, w.reset = 0, true
-	case kindFailure:
-		w.setFailurePause(false)
-	}
-}
-
-func (g *Guard) newConfirmation(a Action, b binding, d evaluator.Directive) (*Confirmation, error) {
+func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b binding, d evaluator.Directive) (*Confirmation, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, err
 	}
 	now := g.now()
 	c := &Confirmation{
-		Token: token, Kind: b.kind, Principal: g.pol().Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
+		Token: token, Kind: b.kind, Principal: pol.Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
 		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
-		Digest:       b.digest, PolicyVersion: g.pol().Version, Session: a.Session,
+		Digest:       b.digest, PolicyVersion: pol.Version, Session: a.Session,
 		Action: a.preview, Arguments: a.redacted, Reason: d.Reason, Tier: string(d.Tier),
 		Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(g.ConfirmTTL),
@@ -697,42 +848,11 @@ func (g *Guard) newConfirmation(a Action, b binding, d evaluator.Directive) (*Co
 	return c, nil
 }
 
-// openQuestion writes c, a new question, unless the store already holds
-// a pending one for the same binding (a call of this process or another
-// opened it since this check read): then that one is returned, to be
-// joined, and c is dropped. g.mu must not be held.
-func (g *Guard) openQuestion(ctx context.Context, c *Confirmation, session string) (*Confirmation, error) {
-	b := binding{kind: c.Kind, server: c.Server, operation: c.Operation, digest: c.Digest}
-	now := g.now()
-	var joined *Confirmation
-	err := g.commitState(ctx, func(st store.View) (store.Changes, error) {
-		joined = nil
-		pending, err := st.Confirmations(c.Principal, statusPending)
-		if err != nil {
-			return store.Changes{}, err
-		}
-		for _, r := range pending {
-			if o := confirmationFrom(r); o.joinable(b, c.Principal, c.PolicyVersion, session, now) {
-				joined = o
-				return store.Changes{}, nil
-			}
-		}
-		return store.Changes{Confirmations: []store.Confirmation{c.record()}}, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if joined != nil {
-		return joined, nil
-	}
-	return c, nil
-}
-
 // pending is the refusal of an action whose confirmation is still open:
 // CONFIRMATION_REQUIRED with the token, and the notification the spec
 // names for it. unasked says why no human could be asked ("": the
 // question is on their screen, or waiting for its turn).
-func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive, unasked string) Verdict {
+func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive, unasked string) (Verdict, *Notification) {
 	// Saying that a window is up when none could be shown would send the
 	// user looking for it: unasked says why none is (Why).
 	res := aql.Refusal{Kind: aql.RefusalPending, Operation: a.Operation, Reason: d.Reason, DangerLevel: DangerLevel(d.Risk),
@@ -741,16 +861,15 @@ func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive, unaske
 	meta := map[string]any{"operation": a.Operation, "reason": d.Reason, "confirmationToken": c.Token}
 	if c.Kind == kindAction && !a.reported() && d.Stage == evaluator.StagePattern {
 		meta["level"] = "CONFIRM_SINGLE_USE"
-		g.broadcast(g.notification("permission_pending", fmt.Sprintf("Operation '%s' requires confirmation", a.Operation), meta, c.Token))
-		return v
+		n := g.notification("permission_pending", fmt.Sprintf("Operation '%s' requires confirmation", a.Operation), meta, c.Token)
+		return v, &n
 	}
 	n := g.notification("autonomy_pause", "Paused: "+d.Reason, meta, c.Token)
 	if a.reported() {
 		v.Notifications = append(v.Notifications, n)
-	} else {
-		g.broadcast(n)
+		return v, nil
 	}
-	return v
+	return v, &n
 }
 
 // DangerLevel maps a risk score to danger-levels.md 8.1's names.

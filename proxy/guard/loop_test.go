@@ -222,8 +222,8 @@ func TestStepLimitAndFailureCheckIns(t *testing.T) {
 		t.Fatalf("step 4: %+v", v.Directive)
 	}
 	h.say(verify.Allow)
-	if !g.Check(ctx, get).Proceed || g.steps != 1 {
-		t.Fatalf("after the check-in the count restarts: steps=%d", g.steps)
+	if !g.Check(ctx, get).Proceed || g.mem.steps != 1 {
+		t.Fatalf("after the check-in the count restarts: steps=%d", g.mem.steps)
 	}
 	e, _ := g.ExecuteAgent(ctx, "s", "agent")
 	d, err := g.RecordStep(ctx, Report{Session: "s", ElementName: "agent", NextActionHint: "db.get_row", Outcome: "failure", Category: policy.Read})
@@ -420,13 +420,12 @@ func TestTwoLoopsShareTheStore(t *testing.T) {
 		t.Error("the blocking loop must see the unblock")
 	}
 
-	// An allow decided just before the other loop blocks is refused at
-	// commit: settle re-reads the block.
-	allowed := Verdict{Proceed: true}
+	// A block the other loop sets refuses this loop's very next call
+	// (decided in its commit, on the state as it is).
 	two.Check(ctx, call("db_drop_database", map[string]any{"name": "again"}))
-	got := one.settle(ctx, call("db_get_row", map[string]any{"id": "2"}), allowed, &writes{}, one.now())
+	got := one.Check(ctx, call("db_get_row", map[string]any{"id": "2"}))
 	if got.Proceed || got.Err == nil || got.Err.Code != aql.CodeAgentBlocked {
-		t.Errorf("an allow settled after a block: %+v", got)
+		t.Errorf("an allow after a block: %+v", got)
 	}
 }
 

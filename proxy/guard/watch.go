@@ -87,3 +87,34 @@ func (g *Guard) Status(ctx context.Context) (Status, error) {
 	})
 	return st, err
 }
+
+// watch follows the state's generation (State.Watch: NOTIFY on
+// PostgreSQL, the generation file on bbolt) until ctx ends: a block set
+// by any process sharing the state reaches this process's running
+// executions as danger_zone at once, not at their next call. Reading the
+// block is a commit that changes nothing, so it is ordered with every
+// other commit and served from the store's snapshot.
+func (g *Guard) watch(ctx context.Context) {
+	defer g.asks.Done()
+	principal := g.pol().Principal
+	look := func(uint64) {
+		err := g.commitNow(ctx, func(v store.View, _ *memory) (store.Changes, error) {
+			b, err := v.Block(principal)
+			return store.Changes{Then: func(uint64) { g.observe(b, "") }}, err
+		})
+		if err != nil && ctx.Err() == nil {
+			g.log().Debug("reading the block after a state change", "err", err)
+		}
+	}
+	for ctx.Err() == nil {
+		err := g.State.Watch(ctx, look)
+		if ctx.Err() != nil {
+			return
+		}
+		g.log().Warn("watching the state failed; watching again", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -351,16 +352,20 @@ func (p *Peer) cancelIncoming(params json.RawMessage) {
 }
 
 // CancelledID is the request a notifications/cancelled names (its
-// requestId), if its params name one.
+// requestId), if its params name one. The member is read exactly, like
+// every member that decides: "RequestId", or requestId twice, names no
+// request, since the other side may read another one than we would.
 func CancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
-	var c struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(params, &c) != nil {
+	vals, err := rawjson.Exact(params, "requestId")
+	if err != nil || vals[0] == nil {
 		return jsonrpc.ID{}, false
 	}
-	id, err := jsonrpc.MakeID(c.RequestID)
-	return id, err == nil
+	var raw any
+	if json.Unmarshal(vals[0], &raw) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(raw)
+	return id, err == nil && id.IsValid()
 }
 
 // Call sends a request and waits for its response. A JSON-RPC error from

@@ -275,3 +275,36 @@ func TestPeerRequestsRunConcurrently(t *testing.T) {
 		cancel()
 	}
 }
+
+// TestCancelledIDIsReadExactly: a cancellation names a request only by
+// its exact requestId member; one spelled in another case, or given twice,
+// names none (the other side might read the other one).
+func TestCancelledIDIsReadExactly(t *testing.T) {
+	for _, tc := range []struct {
+		params string
+		want   string // "" when no request is named
+	}{
+		{`{"requestId":"a1"}`, `"a1"`},
+		{`{"requestId":7,"reason":"x"}`, `7`},
+		{`{"RequestId":"a1"}`, ``},
+		{`{"requestId":"a1","requestid":"b2"}`, ``},
+		{`{"requestId":"a1","requestId":"b2"}`, ``},
+		{`{"requestId":null}`, ``},
+		{`{"requestId":{"x":1}}`, ``},
+		{`{}`, ``},
+		{`[1]`, ``},
+		{`not json`, ``},
+	} {
+		id, ok := CancelledID(json.RawMessage(tc.params))
+		if tc.want == "" {
+			if ok {
+				t.Errorf("CancelledID(%s) = %v, want none", tc.params, id.Raw())
+			}
+			continue
+		}
+		got, _ := json.Marshal(id.Raw())
+		if !ok || string(got) != tc.want {
+			t.Errorf("CancelledID(%s) = %s, %v; want %s", tc.params, got, ok, tc.want)
+		}
+	}
+}

@@ -539,7 +539,7 @@ func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string)
 		}
 		p.refused[change] = true
 		p.mu.Unlock()
-		_ = store.AppendTo(context.Background(), p.State, store.Record{Time: p.clock(), Kind: "pin", Principal: p.principal(), Process: p.Process,
+		_ = store.AppendRecords(context.Background(), p.State, store.Record{Time: p.clock(), Kind: "pin", Principal: p.principal(), Process: p.Process,
 			Server: server, Operation: "pin " + server + "." + tool, Result: "change refused by a human", Decision: hash})
 	}
 }

@@ -1,0 +1,174 @@
+package guard
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/store"
+)
+
+var checkSeq atomic.Uint64
+
+// checkID names a use of a confirmation uniquely in this process; with
+// the process's id and nonce it is unique on the state.
+func checkID() string {
+	return strconv.Itoa(os.Getpid()) + "#" + strconv.FormatUint(checkSeq.Add(1), 10) + "#" + processNonce
+}
+
+// noteCodeNotShown notes, where the next refusals read it, that the code of
+// a block or verify pause could not be shown: on the block in the store
+// (if it is still that block), on the pause in memory. A failure to write
+// it is logged; the refusal stands either way.
+func (g *Guard) noteCodeNotShown(ctx context.Context, b *store.Block, p *pause) {
+	if p != nil {
+		p.notShown.Store(true)
+	}
+	if b == nil {
+		return
+	}
+	err := g.commit(ctx, func(st store.View, _ *memory) (store.Changes, error) {
+		cur, err := st.Block(b.Principal)
+		if err != nil || cur == nil || cur.VerificationID != b.VerificationID {
+			return store.Changes{}, err
+		}
+		marked := *cur
+		marked.CodeNotShown = true
+		return store.Changes{Blocks: []store.Block{marked}}, nil
+	})
+	if err != nil {
+		g.log().Error("noting that a block's code could not be shown", "challenge", b.VerificationID, "err", err)
+	}
+}
+
+// unlocked runs f with g.mu let go: the store is never waited for with
+// g.mu held. g.mu is held on entry and return.
+func (g *Guard) unlocked(f func()) {
+	g.mu.Unlock()
+	defer g.mu.Lock()
+	f()
+}
+
+// loadUnlocked reads one record from the store with g.mu let go. g.mu is
+// held on entry and return.
+func loadUnlocked[T any](g *Guard, ctx context.Context, get func(store.View) (*T, error)) (*T, error) {
+	var rec *T
+	var err error
+	g.unlocked(func() {
+		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = get(st); return })
+	})
+	return rec, err
+}
+
+// observe broadcasts a block not seen before. operation names the call
+// that set it, when this process did.
+func (g *Guard) observe(b *store.Block, operation string) {
+	if b == nil {
+		g.seenBlock = ""
+		return
+	}
+	if b.VerificationID == g.seenBlock {
+		return
+	}
+	g.seenBlock = b.VerificationID
+	if operation == "" {
+		operation = b.Operation
+	}
+	g.broadcast(g.notification("danger_zone",
+		fmt.Sprintf("Agent '%s' is hard-blocked: %s", b.Principal, b.Reason),
+		map[string]any{"operation": operation, "reason": b.Reason, "verificationId": b.VerificationID}, b.VerificationID))
+}
+
+// blockedVerdict refuses an action because the principal is blocked.
+func (g *Guard) blockedVerdict(a Action, b *store.Block, factors ...string) Verdict {
+	d := evaluator.Directive{Stopped: true, Decision: evaluator.Block, Enforced: true, Tier: evaluator.DangerZone,
+		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", g.pol().Principal, b.Reason, b.VerificationID),
+		Factors: factors}
+	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: g.blockedError(a.Operation, b)}
+}
+
+// unavailable is the fail-closed verdict when the store cannot be used.
+func (g *Guard) unavailable(err error, what string) Verdict {
+	g.log().Error("the state database could not be used; the action is refused", "err", err)
+	d := evaluator.Directive{Enforced: true, Reason: "state database unavailable",
+		Factors: []string{"fail closed: " + stateProblem(err)}}
+	return Verdict{Directive: d, Err: stateUnavailable(err, what)}
+}
+
+// decisionRecord is the audit record of one check.
+func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Record {
+	d := v.Directive
+	a = g.prepare(a)
+	r := g.record("decision", a.Session)
+	r.Server, r.Operation, r.ArgsSHA256, r.Decision = a.Server, a.Operation, a.digest, decisionWord(v)
+	if !a.reported() {
+		r.Tool = a.Tool
+	}
+	r.Stage, r.Tier, r.Risk, r.Factors, r.Layer = string(d.Stage), string(d.Tier), d.Risk, d.Factors, d.Layer
+	r.ChallengeID, r.Token, r.Approval, r.DurationMS = v.VerificationID, v.Token, v.Approval, ms(r.Time.Sub(began))
+	r.Args, r.ArgsText, r.ArgsBytes = a.written.args, a.written.text, a.written.bytes
+	if a.reported() {
+		r.Execution = a.Execution.ID
+	}
+	if v.Err != nil {
+		r.Result = string(v.Err.Code)
+	}
+	return r
+}
+
+// record is the start of every audit record the guard writes: when,
+// what kind, whose, from which process and session.
+func (g *Guard) record(kind, session string) store.Record {
+	r := store.Record{Time: g.now(), Kind: kind, Principal: g.Principal(), Process: g.Process, Session: session}
+	if g.SessionClient != nil && session != "" {
+		r.Client = g.SessionClient(session)
+	}
+	return r
+}
+
+func decisionWord(v Verdict) string {
+	if v.Proceed {
+		return "allow"
+	}
+	if v.Directive.Decision == evaluator.Refuse && v.Directive.Enforced {
+		return "refuse" // a refuse pattern or rule: this call alone
+	}
+	if v.Err == nil {
+		return "refuse"
+	}
+	switch v.Err.Code {
+	case aql.CodeConfirmation:
+		return "confirm"
+	case aql.CodeVerification:
+		return "verify"
+	case aql.CodeAgentBlocked:
+		return "block"
+	case aql.CodePermissionDenied:
+		return "deny"
+	}
+	return "refuse"
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Outcome records what became of an action v allowed: result is "ok",
+// "tool_error" or an error code. If the record cannot be written the
+// caller must not hand the result on (fail closed).
+func (g *Guard) Outcome(ctx context.Context, a Action, v Verdict, result string, took time.Duration) error {
+	digest := v.argsDigest
+	if digest == "" {
+		digest = Digest(a.Arguments)
+	}
+	rec := g.record("outcome", a.Session)
+	rec.Server, rec.Operation, rec.ArgsSHA256, rec.Result, rec.DurationMS = a.Server, a.Operation, digest, result, ms(took)
+	err := g.appendRecords(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("recording the outcome of %s: %w", a.Operation, err)
+	}
+	return nil
+}
