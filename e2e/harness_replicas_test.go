@@ -127,11 +127,6 @@ func (r *replica) start(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		select {
 		case <-r.exited:
-			if strings.Contains(r.log.String(), "run and serve do not yet") {
-				// Until the guard decides on store.State (issue 21), serve
-				// refuses PostgreSQL at start, saying so.
-				t.Skipf("serve does not run on PostgreSQL yet: %s", strings.TrimSpace(r.log.String()))
-			}
 			t.Fatalf("replica %d exited before it listened:\n%s", r.i, r.log.String())
 		default:
 		}
