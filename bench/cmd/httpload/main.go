@@ -81,12 +81,12 @@ func run(argv []string) error {
 	type endpoint struct {
 		name, token string
 		urls        []string
-		rates            []float64
-		lat              []time.Duration
-		errors           int
-		calls            int
-		seconds          float64
-		cpu              map[string]*cpuUse // by process name, over the timed part of its rounds
+		rates       []float64
+		lat         []time.Duration
+		errors      int
+		calls       int
+		seconds     float64
+		cpu         map[string]*cpuUse // by process name, over the timed part of its rounds
 	}
 	var eps []*endpoint
 	for _, t := range ts {
