@@ -278,7 +278,8 @@ func sharedState(ctx context.Context, in Input) []Check {
 	defer cancel()
 	st, err := in.OpenState(ctx)
 	if err != nil {
-		return []Check{{Fail, "state database", err.Error() + "; every call is refused until it answers"}}
+		// pgx's errors span lines (one per address tried): one line here.
+		return []Check{{Fail, "state database", strings.Join(strings.Fields(err.Error()), " ") + "; every call is refused until it answers"}}
 	}
 	defer st.Close()
 	var head store.Head
@@ -291,7 +292,7 @@ func sharedState(ctx context.Context, in Input) []Check {
 		return err
 	})
 	if err != nil {
-		return []Check{{Fail, "state database", err.Error()}}
+		return []Check{{Fail, "state database", strings.Join(strings.Fields(err.Error()), " ")}}
 	}
 	return []Check{{OK, "state database", fmt.Sprintf("PostgreSQL state %s answers: %d audit records, %d blocked agent(s) "+
 		"(aqlguard audit verify checks the chain; aqlguard blocks list names the blocked)", st.StateID(), head.Seq, len(blocks))}}
