@@ -18,14 +18,7 @@ import (
 // directory has (audit seal, state reset) say why they do not apply.
 func TestAdminVerbsOnPostgres(t *testing.T) {
 	dsn := pgtest.Private(t).Database(t)
-	g := startGuard(t, faultConfig)
-	if res := echo(t, g); res["success"] != true {
-		t.Fatalf("a call before the block: %s", jsonString(res))
-	}
-	block(t, g)
-	if err := g.stop(t); err != nil {
-		t.Fatal(err)
-	}
+	g := blockedStateDir(t)
 	if out, errOut, code := stateCopy(t, g.dir, g.config, dsn, "postgres"); code != 0 {
 		t.Fatalf("state copy --to postgres: exit %d: %s%s", code, out, errOut)
 	}

@@ -59,6 +59,14 @@ var replicaBackends = []string{"bbolt", "postgres"}
 // its own and is its own principal.
 var replicaClients = []string{"alice", "bob", "carol", "dave"}
 
+// onReplicas runs test on n fresh replicas of each backend, as subtests
+// named by the backend.
+func onReplicas(t *testing.T, n int, test func(t *testing.T, rs *replicaSet)) {
+	for _, backend := range replicaBackends {
+		t.Run(backend, func(t *testing.T) { test(t, startReplicas(t, backend, n)) })
+	}
+}
+
 // startReplicas starts n replicas on backend. Cleanup stops them all.
 func startReplicas(t *testing.T, backend string, n int) *replicaSet {
 	t.Helper()

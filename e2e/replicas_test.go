@@ -27,61 +27,58 @@ import (
 // logged (the 100 ms figure is a measurement, not an assertion: shared
 // machines are noisy).
 func TestReplicasBlockReachesEveryReplica(t *testing.T) {
-	for _, backend := range replicaBackends {
-		t.Run(backend, func(t *testing.T) {
-			rs := startReplicas(t, backend, 3)
-			var alice, bob []*mcp.ClientSession
-			for _, r := range rs.reps {
-				alice, bob = append(alice, r.connect(t, "alice")), append(bob, r.connect(t, "bob"))
+	onReplicas(t, 3, func(t *testing.T, rs *replicaSet) {
+		var alice, bob []*mcp.ClientSession
+		for _, r := range rs.reps {
+			alice, bob = append(alice, r.connect(t, "alice")), append(bob, r.connect(t, "bob"))
+		}
+		for i := range rs.reps {
+			if res := mustAQL(t, alice[i], "ts_echo", map[string]any{"message": "before"}); res["success"] != true {
+				t.Fatalf("alice at replica %d before the block: %s", i, jsonString(res))
 			}
-			for i := range rs.reps {
-				if res := mustAQL(t, alice[i], "ts_echo", map[string]any{"message": "before"}); res["success"] != true {
-					t.Fatalf("alice at replica %d before the block: %s", i, jsonString(res))
-				}
+		}
+		res := mustAQL(t, alice[0], "ts_drop_database", map[string]any{"name": "prod"})
+		if aqlCode(res) != "PERMISSION_AGENT_BLOCKED" {
+			t.Fatalf("the deny at replica 0: %s", jsonString(res))
+		}
+		answered := time.Now()
+		// The next call at every other replica, at once.
+		var wg sync.WaitGroup
+		took := make([]time.Duration, len(rs.reps))
+		got := make([]map[string]any, len(rs.reps))
+		for i := 1; i < len(rs.reps); i++ {
+			wg.Go(func() {
+				got[i] = mustAQL(t, alice[i], "ts_echo", map[string]any{"message": "after"})
+				took[i] = time.Since(answered)
+			})
+		}
+		wg.Wait()
+		for i := 1; i < len(rs.reps); i++ {
+			if aqlCode(got[i]) != "PERMISSION_AGENT_BLOCKED" {
+				t.Errorf("alice's next call at replica %d after her block at replica 0: %s", i, jsonString(got[i]))
 			}
-			res := mustAQL(t, alice[0], "ts_drop_database", map[string]any{"name": "prod"})
-			if aqlCode(res) != "PERMISSION_AGENT_BLOCKED" {
-				t.Fatalf("the deny at replica 0: %s", jsonString(res))
+			t.Logf("%s: replica %d refused alice's next call %v after the block was answered at replica 0", rs.backend, i, took[i])
+		}
+		if res := mustAQL(t, rs.reps[2].connect(t, "alice"), "ts_echo", map[string]any{"message": "new session"}); aqlCode(res) != "PERMISSION_AGENT_BLOCKED" {
+			t.Errorf("a session alice opens after her block: %s", jsonString(res))
+		}
+		for i := range rs.reps {
+			if res := mustAQL(t, bob[i], "ts_echo", map[string]any{"message": "bob"}); res["success"] != true {
+				t.Errorf("bob at replica %d is held by alice's block: %s", i, jsonString(res))
 			}
-			answered := time.Now()
-			// The next call at every other replica, at once.
-			var wg sync.WaitGroup
-			took := make([]time.Duration, len(rs.reps))
-			got := make([]map[string]any, len(rs.reps))
-			for i := 1; i < len(rs.reps); i++ {
-				wg.Go(func() {
-					got[i] = mustAQL(t, alice[i], "ts_echo", map[string]any{"message": "after"})
-					took[i] = time.Since(answered)
-				})
+		}
+		if out, errOut, code := rs.admin(t, "unblock", "alice"); code != 0 {
+			t.Fatalf("unblock alice: exit %d: %s%s", code, out, errOut)
+		}
+		for i := range rs.reps {
+			if res := mustAQL(t, alice[i], "ts_echo", map[string]any{"message": "lifted"}); res["success"] != true {
+				t.Errorf("alice at replica %d after the unblock: %s", i, jsonString(res))
 			}
-			wg.Wait()
-			for i := 1; i < len(rs.reps); i++ {
-				if aqlCode(got[i]) != "PERMISSION_AGENT_BLOCKED" {
-					t.Errorf("alice's next call at replica %d after her block at replica 0: %s", i, jsonString(got[i]))
-				}
-				t.Logf("%s: replica %d refused alice's next call %v after the block was answered at replica 0", backend, i, took[i])
-			}
-			if res := mustAQL(t, rs.reps[2].connect(t, "alice"), "ts_echo", map[string]any{"message": "new session"}); aqlCode(res) != "PERMISSION_AGENT_BLOCKED" {
-				t.Errorf("a session alice opens after her block: %s", jsonString(res))
-			}
-			for i := range rs.reps {
-				if res := mustAQL(t, bob[i], "ts_echo", map[string]any{"message": "bob"}); res["success"] != true {
-					t.Errorf("bob at replica %d is held by alice's block: %s", i, jsonString(res))
-				}
-			}
-			if out, errOut, code := rs.admin(t, "unblock", "alice"); code != 0 {
-				t.Fatalf("unblock alice: exit %d: %s%s", code, out, errOut)
-			}
-			for i := range rs.reps {
-				if res := mustAQL(t, alice[i], "ts_echo", map[string]any{"message": "lifted"}); res["success"] != true {
-					t.Errorf("alice at replica %d after the unblock: %s", i, jsonString(res))
-				}
-			}
-			if n := countCalls(t, rs.calls, "drop_database"); n != 0 {
-				t.Errorf("the denied call reached the server %d times", n)
-			}
-		})
-	}
+		}
+		if n := countCalls(t, rs.calls, "drop_database"); n != 0 {
+			t.Errorf("the denied call reached the server %d times", n)
+		}
+	})
 }
 
 // TestReplicasApprovalRunsOnce: one approval, raced by 64 sessions of
@@ -89,72 +86,69 @@ func TestReplicasBlockReachesEveryReplica(t *testing.T) {
 // other 63 are told the token is used. Another principal presenting the
 // token first gets nothing and spends nothing.
 func TestReplicasApprovalRunsOnce(t *testing.T) {
-	for _, backend := range replicaBackends {
-		t.Run(backend, func(t *testing.T) {
-			rs := startReplicas(t, backend, 3)
-			dave := rs.reps[0].connect(t, "dave")
-			params := map[string]any{"id": "n-race"}
-			rs.human.answer(t, "sleep") // answers after the call's inline wait
-			res := mustAQL(t, dave, "ts_delete_note", params)
-			if aqlCode(res) != "CONFIRMATION_REQUIRED" {
-				t.Fatalf("requires_approval: %s", jsonString(res))
-			}
-			_, details := errCode(t, res)
-			token, _ := details["confirmation_token"].(string)
-			rs.human.answer(t, "allow")
-			if res := mustAQL(t, dave, "confirm_operation", map[string]any{"token": token}); res["success"] != true {
-				t.Fatalf("confirm_operation: %s", jsonString(res))
-			}
-			rs.human.answer(t, "deny") // from here on only the approval can carry the call
+	onReplicas(t, 3, func(t *testing.T, rs *replicaSet) {
+		dave := rs.reps[0].connect(t, "dave")
+		params := map[string]any{"id": "n-race"}
+		rs.human.answer(t, "sleep") // answers after the call's inline wait
+		res := mustAQL(t, dave, "ts_delete_note", params)
+		if aqlCode(res) != "CONFIRMATION_REQUIRED" {
+			t.Fatalf("requires_approval: %s", jsonString(res))
+		}
+		_, details := errCode(t, res)
+		token, _ := details["confirmation_token"].(string)
+		rs.human.answer(t, "allow")
+		if res := mustAQL(t, dave, "confirm_operation", map[string]any{"token": token}); res["success"] != true {
+			t.Fatalf("confirm_operation: %s", jsonString(res))
+		}
+		rs.human.answer(t, "deny") // from here on only the approval can carry the call
 
-			// Another principal's replay, at another replica.
-			stolen := map[string]any{"id": "n-race", "confirmation_token": token}
-			if res := mustAQL(t, rs.reps[1].connect(t, "bob"), "ts_delete_note", stolen); res["success"] == true {
-				t.Fatalf("bob ran dave's approved call with dave's token: %s", jsonString(res))
-			}
+		// Another principal's replay, at another replica.
+		stolen := map[string]any{"id": "n-race", "confirmation_token": token}
+		if res := mustAQL(t, rs.reps[1].connect(t, "bob"), "ts_delete_note", stolen); res["success"] == true {
+			t.Fatalf("bob ran dave's approved call with dave's token: %s", jsonString(res))
+		}
 
-			const racers = 64
-			sessions := make([]*mcp.ClientSession, racers)
-			for i := range sessions {
-				sessions[i] = rs.reps[i%len(rs.reps)].connect(t, "dave")
+		const racers = 64
+		sessions := make([]*mcp.ClientSession, racers)
+		for i := range sessions {
+			sessions[i] = rs.reps[i%len(rs.reps)].connect(t, "dave")
+		}
+		start := make(chan struct{})
+		results := make([]map[string]any, racers)
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
+		for i := range sessions {
+			wg.Go(func() {
+				<-start
+				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+				defer cancel()
+				results[i], errs[i] = aqlCall(ctx, sessions[i], "ts_delete_note", stolen)
+			})
+		}
+		close(start)
+		wg.Wait()
+		ran, codes := 0, map[string]int{}
+		for i := range results {
+			if errs[i] != nil {
+				t.Fatalf("racer %d: %v", i, errs[i])
 			}
-			start := make(chan struct{})
-			results := make([]map[string]any, racers)
-			errs := make([]error, racers)
-			var wg sync.WaitGroup
-			for i := range sessions {
-				wg.Go(func() {
-					<-start
-					ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-					defer cancel()
-					results[i], errs[i] = aqlCall(ctx, sessions[i], "ts_delete_note", stolen)
-				})
+			if results[i]["success"] == true {
+				ran++
+				continue
 			}
-			close(start)
-			wg.Wait()
-			ran, codes := 0, map[string]int{}
-			for i := range results {
-				if errs[i] != nil {
-					t.Fatalf("racer %d: %v", i, errs[i])
-				}
-				if results[i]["success"] == true {
-					ran++
-					continue
-				}
-				codes[aqlCode(results[i])]++
-			}
-			t.Logf("%s: %d of %d racers ran the call; the others were told %v", backend, ran, racers, codes)
-			if ran != 1 {
-				t.Errorf("%d racers ran the call one approval allows", ran)
-			}
-			if codes["TOKEN_ALREADY_USED"] != racers-1 {
-				t.Errorf("the losers were told %v, want TOKEN_ALREADY_USED each", codes)
-			}
-			if n := countCalls(t, rs.calls, "delete_note"); n != 1 {
-				t.Errorf("the server ran delete_note %d times", n)
-			}
-		})
-	}
+			codes[aqlCode(results[i])]++
+		}
+		t.Logf("%s: %d of %d racers ran the call; the others were told %v", rs.backend, ran, racers, codes)
+		if ran != 1 {
+			t.Errorf("%d racers ran the call one approval allows", ran)
+		}
+		if codes["TOKEN_ALREADY_USED"] != racers-1 {
+			t.Errorf("the losers were told %v, want TOKEN_ALREADY_USED each", codes)
+		}
+		if n := countCalls(t, rs.calls, "delete_note"); n != 1 {
+			t.Errorf("the server ran delete_note %d times", n)
+		}
+	})
 }
 
 // TestReplicasSurviveKillAndOutage: under load on two replicas, a block
@@ -165,62 +159,59 @@ func TestReplicasApprovalRunsOnce(t *testing.T) {
 // serves again by itself. Afterwards the audit chain verifies as one
 // chain, and every call a client saw answered has its record in it.
 func TestReplicasSurviveKillAndOutage(t *testing.T) {
-	for _, backend := range replicaBackends {
-		t.Run(backend, func(t *testing.T) {
-			rs := startReplicas(t, backend, 3)
-			l := startLoad(t, rs, 1, 2)
+	onReplicas(t, 3, func(t *testing.T, rs *replicaSet) {
+		l := startLoad(t, rs, 1, 2)
 
-			carol := rs.reps[0].connect(t, "carol")
-			if res := mustAQL(t, carol, "ts_drop_database", map[string]any{"name": "prod"}); aqlCode(res) != "PERMISSION_AGENT_BLOCKED" {
-				t.Fatalf("the deny at replica 0: %s", jsonString(res))
+		carol := rs.reps[0].connect(t, "carol")
+		if res := mustAQL(t, carol, "ts_drop_database", map[string]any{"name": "prod"}); aqlCode(res) != "PERMISSION_AGENT_BLOCKED" {
+			t.Fatalf("the deny at replica 0: %s", jsonString(res))
+		}
+		rs.reps[0].kill(t)
+		for _, i := range []int{1, 2} {
+			if res := mustAQL(t, rs.reps[i].connect(t, "carol"), "ts_echo", map[string]any{"message": "x"}); aqlCode(res) != "PERMISSION_AGENT_BLOCKED" {
+				t.Errorf("carol at replica %d after replica 0 was killed: %s", i, jsonString(res))
 			}
-			rs.reps[0].kill(t)
-			for _, i := range []int{1, 2} {
-				if res := mustAQL(t, rs.reps[i].connect(t, "carol"), "ts_echo", map[string]any{"message": "x"}); aqlCode(res) != "PERMISSION_AGENT_BLOCKED" {
-					t.Errorf("carol at replica %d after replica 0 was killed: %s", i, jsonString(res))
-				}
-			}
-			rs.reps[0].start(t)
-			if res := mustAQL(t, rs.reps[0].connect(t, "carol"), "ts_echo", map[string]any{"message": "x"}); aqlCode(res) != "PERMISSION_AGENT_BLOCKED" {
-				t.Errorf("carol at the restarted replica 0: %s", jsonString(res))
-			}
-			alice0 := rs.reps[0].connect(t, "alice")
-			if res := mustAQL(t, alice0, "ts_echo", map[string]any{"message": "restarted"}); res["success"] != true {
-				t.Errorf("alice at the restarted replica 0: %s", jsonString(res))
-			}
-			l.wait(t, 20) // the load went on through the kill
+		}
+		rs.reps[0].start(t)
+		if res := mustAQL(t, rs.reps[0].connect(t, "carol"), "ts_echo", map[string]any{"message": "x"}); aqlCode(res) != "PERMISSION_AGENT_BLOCKED" {
+			t.Errorf("carol at the restarted replica 0: %s", jsonString(res))
+		}
+		alice0 := rs.reps[0].connect(t, "alice")
+		if res := mustAQL(t, alice0, "ts_echo", map[string]any{"message": "restarted"}); res["success"] != true {
+			t.Errorf("alice at the restarted replica 0: %s", jsonString(res))
+		}
+		l.wait(t, 20) // the load went on through the kill
 
-			if rs.pg != nil {
-				outage(t, rs, l)
+		if rs.pg != nil {
+			outage(t, rs, l)
+		}
+		acked := l.stop()
+		if len(acked) == 0 {
+			t.Fatal("no call of the load was answered")
+		}
+		recs := rs.records(t) // verified as one chain first
+		inChain := map[string]bool{}
+		blocked := false
+		for _, r := range recs {
+			if m := argString(r, "message"); m != "" && r["kind"] == "decision" {
+				inChain[m] = true
 			}
-			acked := l.stop()
-			if len(acked) == 0 {
-				t.Fatal("no call of the load was answered")
+			blocked = blocked || r["principal"] == "carol" && r["decision"] == "block"
+		}
+		var lost []string
+		for _, m := range acked {
+			if !inChain[m] {
+				lost = append(lost, m)
 			}
-			recs := rs.records(t) // verified as one chain first
-			inChain := map[string]bool{}
-			blocked := false
-			for _, r := range recs {
-				if m := argString(r, "message"); m != "" && r["kind"] == "decision" {
-					inChain[m] = true
-				}
-				blocked = blocked || r["principal"] == "carol" && r["decision"] == "block"
-			}
-			var lost []string
-			for _, m := range acked {
-				if !inChain[m] {
-					lost = append(lost, m)
-				}
-			}
-			if len(lost) > 0 {
-				t.Errorf("%d of %d answered calls have no decision record in the chain: %v", len(lost), len(acked), lost[:min(5, len(lost))])
-			}
-			if !blocked {
-				t.Error("carol's block has no record in the chain")
-			}
-			t.Logf("%s: %d answered calls under load, %d refused closed, %d records in one verified chain", backend, len(acked), l.closed.Load(), len(recs))
-		})
-	}
+		}
+		if len(lost) > 0 {
+			t.Errorf("%d of %d answered calls have no decision record in the chain: %v", len(lost), len(acked), lost[:min(5, len(lost))])
+		}
+		if !blocked {
+			t.Error("carol's block has no record in the chain")
+		}
+		t.Logf("%s: %d answered calls under load, %d refused closed, %d records in one verified chain", rs.backend, len(acked), l.closed.Load(), len(recs))
+	})
 }
 
 // outage stops PostgreSQL under the load and starts it again.
