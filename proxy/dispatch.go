@@ -110,6 +110,9 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 	if out.RPCErr != nil {
 		return aql.Failure(rpcFailure(op, out.RPCErr))
 	}
+	if out.Failed != nil {
+		return aql.Failure(downstreamFailure(op, out.Failed))
+	}
 	tr, err := out.Result()
 	if err != nil {
 		return aql.Failure(&aql.Error{Code: aql.CodeInternal,
@@ -222,18 +225,20 @@ func (f *Front) handlePassthrough(ctx context.Context, session string, op *catal
 	}
 	token, _ := params[catalog.TokenParam].(string)
 	base, _ := relay.DeleteMember(callParams, "arguments")
-	return f.onTheWire(f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token, base))
+	return f.onTheWire(op, f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token, base))
 }
 
 // onTheWire is a guarded call's answer as the client gets it in
 // transparent and passthrough modes: the server's result or JSON-RPC
 // error as it sent them, or aqlguard's refusal as a tool error.
-func (f *Front) onTheWire(out guard.Outcome) (json.RawMessage, error) {
+func (f *Front) onTheWire(op *catalog.Operation, out guard.Outcome) (json.RawMessage, error) {
 	switch {
 	case out.Err != nil:
 		return f.wire(&aql.Result{Err: out.Err, Confirmation: out.Confirmation})
 	case out.RPCErr != nil:
 		return nil, out.RPCErr
+	case out.Failed != nil:
+		return f.wire(aql.Failure(downstreamFailure(op, out.Failed)))
 	case int64(len(out.Raw)) > f.Limits.MaxResponseSize:
 		return f.wire(aql.Failure(aql.TooLarge(aql.LimitResponseSize, f.Limits.MaxResponseSize, int64(len(out.Raw)), "")))
 	}

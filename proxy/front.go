@@ -272,22 +272,6 @@ func (f *Front) ToolsChanged(ctx context.Context, srv *downstream.Server) bool {
 	return true
 }
 
-// CallTool implements guard.Caller: a call the guard allowed goes to the
-// server of the session it came from, through that session (which maps
-// progress tokens).
-func (sh *Shared) CallTool(ctx context.Context, session, server string, params json.RawMessage) (json.RawMessage, error) {
-	v, ok := sh.sessions.Load(session)
-	if !ok {
-		return nil, fmt.Errorf("%w: session %s has ended", downstream.ErrUnavailable, session)
-	}
-	s := v.(*relay.Session)
-	srv, ok := s.Pool().Server(server)
-	if !ok {
-		return nil, fmt.Errorf("%w: no server %s", downstream.ErrUnavailable, server)
-	}
-	return s.Forward(ctx, srv, "tools/call", params)
-}
-
 // ListTools implements relay.Tools.
 func (f *Front) ListTools(ctx context.Context) ([]json.RawMessage, error) {
 	if f.Mode == ModeTransparent {

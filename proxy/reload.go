@@ -19,7 +19,8 @@ import (
 func (sh *Shared) Reload(ctx context.Context, rc *relay.Config, build func() (*policy.Config, error), process string) {
 	old := sh.CurrentConfig()
 	oldPol := sh.Guard.CurrentPolicy()
-	record := store.Record{Time: time.Now(), Kind: "policy", Principal: oldPol.Principal, Process: process, Operation: "reload"}
+	record := store.NewRecord(time.Now(), store.KindPolicy, oldPol.Principal, process, "")
+	record.Operation = "reload"
 	cfg, err := build()
 	var pol *policy.Policy
 	if err == nil {

@@ -160,7 +160,7 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 	if out.Err != nil {
 		defer f.syncVerifyTool(context.Background(), true)
 	}
-	return f.onTheWire(out)
+	return f.onTheWire(op, out)
 }
 
 // withoutToken returns the call's params without the members aqlguard

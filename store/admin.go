@@ -23,9 +23,9 @@ func Unblock(ctx context.Context, st State, principal, by, process string, at ti
 		if err != nil || b == nil {
 			return Changes{}, err
 		}
-		c := Changes{Unblock: []string{principal}, Records: []Record{{Time: at, Kind: "admin", Principal: principal,
-			Process: process, Operation: "unblock", Decision: "unblock", ChallengeID: b.VerificationID, Result: "unblocked",
-			Factors: []string{"admin override by " + by + "; block was: " + b.Reason}}}}
+		r := adminRecord(at, principal, process, "unblock", "unblock", "unblocked", "admin override by "+by+"; block was: "+b.Reason)
+		r.ChallengeID = b.VerificationID
+		c := Changes{Unblock: []string{principal}, Records: []Record{r}}
 		if ch, err := v.Challenge(b.VerificationID); err != nil {
 			return Changes{}, err
 		} else if ch != nil {
@@ -64,9 +64,10 @@ func RevokeApprovals(ctx context.Context, st State, match func(Approval) bool, b
 			}
 			a.RevokedAt, a.RevokedBy = now, by
 			c.Approvals = append(c.Approvals, a)
-			c.Records = append(c.Records, Record{Time: now, Kind: "admin", Principal: a.Principal, Session: a.Session,
-				Server: a.Server, Operation: a.Operation, Decision: "revoke_approval", Approval: a.ID, Result: "revoked",
-				Factors: []string{"approval of " + a.Server + "." + a.Tool + " for session " + a.Session + " revoked by " + by}})
+			r := adminRecord(now, a.Principal, "", a.Operation, "revoke_approval", "revoked",
+				"approval of "+a.Server+"."+a.Tool+" for session "+a.Session+" revoked by "+by)
+			r.Session, r.Server, r.Approval = a.Session, a.Server, a.ID
+			c.Records = append(c.Records, r)
 			revoked = append(revoked, a)
 		}
 		return c, nil

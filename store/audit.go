@@ -18,6 +18,39 @@ import (
 	"unicode/utf8"
 )
 
+// RecordKind is what an audit record is about (Record.Kind). Every record
+// is started by NewRecord with one of these.
+type RecordKind string
+
+// The kinds of audit records.
+const (
+	KindDecision     RecordKind = "decision"     // a guarded call or reported step, as decided
+	KindOutcome      RecordKind = "outcome"      // what became of an allowed call
+	KindChallenge    RecordKind = "challenge"    // whether a verification code could be shown
+	KindVerification RecordKind = "verification" // an attempt at a code
+	KindConfirmation RecordKind = "confirmation" // a human's answer to a question
+	KindApproval     RecordKind = "approval"     // a standing approval ended
+	KindExecution    RecordKind = "execution"    // an execution's lifecycle
+	KindPolicy       RecordKind = "policy"       // the policy in force at a start or a reload
+	KindPin          RecordKind = "pin"          // a tool definition pinned, changed, reset
+	KindAdmin        RecordKind = "admin"        // an operator's command (unblock, revoke, reset, seal, import)
+	KindRollback     RecordKind = "rollback"     // records before it whose state change did not commit
+)
+
+// NewRecord starts an audit record: when, what kind, whose, from which
+// process and session ("" for none). Every record aqlguard writes is
+// made here; the caller fills in what the kind says.
+func NewRecord(at time.Time, kind RecordKind, principal, process, session string) Record {
+	return Record{Time: at, Kind: string(kind), Principal: principal, Process: process, Session: session}
+}
+
+// adminRecord is the record of an operator's command.
+func adminRecord(at time.Time, principal, process, operation, decision, result string, factors ...string) Record {
+	r := NewRecord(at, KindAdmin, principal, process, "")
+	r.Operation, r.Decision, r.Result, r.Factors = operation, decision, result, factors
+	return r
+}
+
 // Record is one audit log entry: a decision on a call, its outcome, a
 // verification attempt, an execution's lifecycle or an admin action. Prev
 // is the hash of the record before it and Hash is the SHA-256 of this

@@ -77,9 +77,9 @@ func Copy(ctx context.Context, from, to State, by string, now time.Time) (CopySu
 	if err := copyChain(ctx, from, to, head, &sum); err != nil {
 		return sum, fmt.Errorf("copying a state: the audit chain: %w", err)
 	}
-	done := Record{Time: now, Kind: "admin", Principal: "aqlguard", Operation: "state import", Decision: DecisionImport,
-		Result: "imported", Factors: []string{fmt.Sprintf("copied by %s from state %s: %d rows and audit records 1 to %d "+
-			"(record %d's hash %s), byte for byte", by, from.StateID(), sum.Rows, head.Seq, head.Seq, head.Hash)}}
+	done := adminRecord(now, "aqlguard", "", "state import", DecisionImport, "imported",
+		fmt.Sprintf("copied by %s from state %s: %d rows and audit records 1 to %d "+
+			"(record %d's hash %s), byte for byte", by, from.StateID(), sum.Rows, head.Seq, head.Seq, head.Hash))
 	if _, err := to.Commit(ctx, func(View) (Changes, error) { return Changes{Records: []Record{done}}, nil }); err != nil {
 		return sum, fmt.Errorf("copying a state: recording the copy: %w", err)
 	}

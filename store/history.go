@@ -456,13 +456,13 @@ func (s *Store) Reset(ctx context.Context, by, process string, now time.Time) ([
 		if walkErr != nil {
 			factors = append(factors, "not accepted (a reset cannot): "+walkErr.Error())
 		}
-		recs = append(recs, Record{Time: now, Kind: "admin", Principal: "aqlguard", Process: process, Operation: "state reset",
-			Decision: DecisionReset, Result: "accepted", Factors: factors})
+		recs = append(recs, adminRecord(now, "aqlguard", process, "state reset", DecisionReset, "accepted", factors...))
 		for _, b := range breaks {
 			b := b
-			recs = append(recs, Record{Time: now, Kind: "admin", Principal: "aqlguard", Process: process, Operation: "state reset",
-				Decision: DecisionReset, Result: "gap_accepted", Gap: &b,
-				Factors: []string{fmt.Sprintf("records %d to %d are missing from the log; accepted by %s", b.AfterSeq+1, b.ResumeSeq-1, by)}})
+			r := adminRecord(now, "aqlguard", process, "state reset", DecisionReset, "gap_accepted",
+				fmt.Sprintf("records %d to %d are missing from the log; accepted by %s", b.AfterSeq+1, b.ResumeSeq-1, by))
+			r.Gap = &b
+			recs = append(recs, r)
 		}
 		for _, r := range recs {
 			if err := tx.Append(r); err != nil {
@@ -516,10 +516,11 @@ func (s *Store) Seal(ctx context.Context, by, process string, now time.Time) ([]
 			}
 			g := g
 			acc.Sealed = append(acc.Sealed, sealKey(g))
-			recs = append(recs, Record{Time: now, Kind: "admin", Principal: "aqlguard", Process: process, Operation: "audit seal",
-				Decision: DecisionSeal, Result: "sealed", Gap: &g,
-				Factors: []string{fmt.Sprintf("%s ends in %d bytes that are no whole record (a write cut short); kept as evidence, "+
-					"sealed by %s", g.Segment, g.Bytes, by)}})
+			r := adminRecord(now, "aqlguard", process, "audit seal", DecisionSeal, "sealed",
+				fmt.Sprintf("%s ends in %d bytes that are no whole record (a write cut short); kept as evidence, "+
+					"sealed by %s", g.Segment, g.Bytes, by))
+			r.Gap = &g
+			recs = append(recs, r)
 		}
 		if len(recs) == 0 {
 			return nil

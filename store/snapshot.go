@@ -1,7 +1,9 @@
 package store
 
 import (
+	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -23,7 +25,10 @@ import (
 // is read on first use (nil until then) and never changed after: the
 // next generation's is a copy.
 type snapshot struct {
-	gen       uint64
+	gen uint64
+	// file is the database file as of the snapshot: a snapshot is good
+	// only while both the generation and the file are what they were.
+	file      fileStamp
 	mu        sync.Mutex
 	blocks    map[string]Block
 	approvals []Approval // as Tx.Approvals: oldest first
@@ -31,9 +36,35 @@ type snapshot struct {
 	policy    *string
 }
 
-// snapshotAt is the kept snapshot if it is at gen, else a new one.
-func (s *Store) snapshotAt(gen uint64) *snapshot {
-	return s.snap.At(gen, func() *snapshot { return &snapshot{gen: gen} })
+// snapshotAt is the kept snapshot if it is at gen and the database file
+// is still as it was, else a new one.
+func (s *Store) snapshotAt(gen uint64, file fileStamp) *snapshot {
+	fresh := func() *snapshot { return &snapshot{gen: gen, file: file} }
+	if sn := s.snap.At(gen, fresh); sn.file == file {
+		return sn
+	}
+	return fresh()
+}
+
+// fileStamp is what the database file's metadata says of its content:
+// every write transaction of any process changes its modification time
+// (bbolt writes the file). The generation file says that the state
+// changed without opening the database, but an agent that can write the
+// state directory can rewind it to a count a kept snapshot was read at;
+// the database file's stamp, one stat, then still tells the snapshot
+// from the state.
+type fileStamp struct {
+	size  int64
+	mtime int64
+}
+
+// stamp reads the database file's stamp.
+func (s *Store) stamp() (fileStamp, error) {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return fileStamp{}, fmt.Errorf("state database %s: %w", s.path, err)
+	}
+	return fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}, nil
 }
 
 // install keeps sn (the last kept wins: see Kept).
@@ -41,10 +72,10 @@ func (s *Store) install(sn *snapshot) { s.snap.Keep(sn.gen, sn) }
 
 // next is the snapshot at gen: sn with c applied. A prune leaves the
 // approvals to be read again.
-func (sn *snapshot) next(gen uint64, c *Changes) *snapshot {
+func (sn *snapshot) next(gen uint64, file fileStamp, c *Changes) *snapshot {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
-	n := &snapshot{gen: gen, policy: sn.policy}
+	n := &snapshot{gen: gen, file: file, policy: sn.policy}
 	if sn.blocks != nil {
 		n.blocks = maps.Clone(sn.blocks)
 		for _, b := range c.Blocks {

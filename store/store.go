@@ -362,7 +362,11 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			if err != nil {
 				return err
 			}
-			v := &commitView{s: s, snap: s.snapshotAt(cur), begin: func() (*bolt.Tx, error) {
+			file, err := s.stamp()
+			if err != nil {
+				return err
+			}
+			v := &commitView{s: s, snap: s.snapshotAt(cur, file), begin: func() (*bolt.Tx, error) {
 				if err := open(); err != nil {
 					return nil, err
 				}
@@ -396,7 +400,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			fn = c.write
 			defer func() {
 				if next != nil {
-					next = v.snap.next(next.gen, &c)
+					next = v.snap.next(next.gen, next.file, &c)
 					if c.Then != nil {
 						c.Then(next.gen)
 					}
@@ -449,14 +453,20 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			if gen != nil {
 				*gen = raised
 			}
-			next = &snapshot{gen: raised}
+			// The file as this commit left it (the lock is still held).
+			file, serr := s.stamp()
+			if serr != nil {
+				file = fileStamp{mtime: -1} // matches no file: read afresh
+			}
+			next = &snapshot{gen: raised, file: file}
 			return nil
 		}
 		if pending > 0 && written > 0 {
 			// The state change did not commit although its records were
 			// written: say so in the log.
-			written, _ = s.log.append([]Record{{Time: time.Now(), Kind: "rollback", Principal: "aqlguard",
-				Result: fmt.Sprintf("the state change of the %d record(s) before this one did not commit: %v", pending, err)}})
+			r := NewRecord(time.Now(), KindRollback, "aqlguard", "", "")
+			r.Result = fmt.Sprintf("the state change of the %d record(s) before this one did not commit: %v", pending, err)
+			written, _ = s.log.append([]Record{r})
 		}
 		return err
 	}()

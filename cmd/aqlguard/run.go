@@ -276,8 +276,8 @@ func startForwarder(ctx context.Context, fw *forward.Forwarder, log *slog.Logger
 // file tried that the managed policy does not let take effect: the
 // security team reads the attempt there.
 func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger) {
-	rec := store.Record{Time: time.Now(), Kind: "policy", Principal: pol.Principal, Process: processName(),
-		Operation: "not_in_effect", Decision: pol.Version, Result: cfg.Managed.Path}
+	rec := store.NewRecord(time.Now(), store.KindPolicy, pol.Principal, processName(), "")
+	rec.Operation, rec.Decision, rec.Result = "not_in_effect", pol.Version, cfg.Managed.Path
 	for _, e := range cfg.NotInEffect {
 		log.Warn("the managed policy does not let this setting take effect", "setting", e.Error())
 		rec.Factors = append(rec.Factors, e.Error())

@@ -259,7 +259,7 @@ func (g *Guard) ask(ctx context.Context, req verify.Request) (verify.Answer, str
 // can act on it. An answer that cannot be recorded approves nothing.
 func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) (verify.Answer, string) {
 	now := g.now()
-	rec := g.record("confirmation", c.Session)
+	rec := g.record(store.KindConfirmation, c.Session)
 	rec.Time = now
 	rec.Server, rec.Operation, rec.Token, rec.Tier, rec.Decision, rec.Factors = c.Server, c.Operation, c.Token, c.Tier, "no_answer", []string{}
 	if why != "" {

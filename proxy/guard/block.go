@@ -206,7 +206,7 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 			return c, err
 		}
 		budget := verify.FailureState(fs)
-		rec := g.record("verification", session)
+		rec := g.record(store.KindVerification, session)
 		rec.Time, rec.Operation, rec.ChallengeID = now, "verify_challenge", id
 		if ok, retry := budget.Admit(now); !ok {
 			secs := verify.RetryAfterSeconds(retry)

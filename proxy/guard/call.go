@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -13,19 +12,26 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
-	"github.com/aqlguard/aqlguard/proxy/downstream"
-	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Caller forwards a tools/call to a downstream server of one client
-// session (each session has servers of its own): params are the request's
-// params as they go on the wire, the result comes back as the server sent
-// it. A JSON-RPC error from the server is a *jsonrpc.Error.
+// Caller forwards a tools/call the loop allowed to a downstream server of
+// one client session (each session has servers of its own). The params
+// go out re-encoded from args, the very values the policy judged, with
+// base's other members (the client's _meta, members aqlguard does not
+// know; nil for none), so nothing the policy did not see (a duplicate
+// key, another spelling of a number) reaches the server. The result
+// comes back as the server sent it; a JSON-RPC error from the server is
+// a *jsonrpc.Error, any other error a failure the front explains
+// (Outcome.Failed).
 type Caller interface {
-	CallTool(ctx context.Context, session, server string, params json.RawMessage) (json.RawMessage, error)
+	CallTool(ctx context.Context, session, server, tool string, args map[string]any, base json.RawMessage) (json.RawMessage, error)
 }
+
+// ErrNoDownstream is the failure of an allowed call with no Caller to
+// forward it to.
+var ErrNoDownstream = errors.New("no downstream caller is configured")
 
 // Outcome is what the guard did with one call.
 type Outcome struct {
@@ -33,8 +39,12 @@ type Outcome struct {
 	// and answered.
 	Raw json.RawMessage
 	// RPCErr is the server's own JSON-RPC error, as it sent it.
-	RPCErr       *jsonrpc.Error
-	Err          *aql.Error        // why the call failed or was refused
+	RPCErr *jsonrpc.Error
+	// Failed is why an allowed call got no answer from its server (the
+	// Caller's error: unavailable, timed out, cancelled), for the front
+	// to explain in fixed sentences; never shown to the model as is.
+	Failed       error
+	Err          *aql.Error        // why the call was refused
 	Confirmation *aql.Confirmation // set with CONFIRMATION_REQUIRED
 	Directive    evaluator.Directive
 }
@@ -49,12 +59,9 @@ func (o Outcome) Result() (*mcp.CallToolResult, error) {
 }
 
 // Call checks and, if allowed, forwards one downstream call. args use the
-// downstream tool's own argument names and are what the server receives:
-// the params go out re-encoded from the very values the policy judged, so
-// nothing the policy did not see (a duplicate key, another spelling of a
-// number) reaches the server. base holds the other members of the params
-// (the client's _meta, members aqlguard does not know); nil for none.
-// token is an explicit confirmation token ("" if none).
+// downstream tool's own argument names and are what the server receives
+// (Caller). base holds the other members of the params; token is an
+// explicit confirmation token ("" if none).
 func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) Outcome {
 	a := Action{
 		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
@@ -105,13 +112,8 @@ func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation,
 		g.log().Debug("call allowed", "principal", principal, "session", session, "operation", op.Name,
 			"decision", d.Decision, "stage", d.Stage, "tier", d.Tier, "risk", d.Risk, "matched", d.Matched, "factors", d.Factors)
 	}
-	params, err := toolCallParams(base, op.Tool.Name, args)
-	if err != nil {
-		return watchedOutcome{Outcome{Err: aql.Internal("the call could not be encoded"), Directive: d},
-			CallEnd{Directive: d, Outcome: OutcomeFailed}}
-	}
 	began := time.Now()
-	raw, err := g.forward(ctx, session, op.Server, params)
+	raw, err := g.forward(ctx, session, op.Server, op.Tool.Name, args, base)
 	took := time.Since(began)
 	out := Outcome{Raw: raw, Directive: d}
 	end := CallEnd{Directive: d, Outcome: OutcomeOK, Downstream: took}
@@ -124,8 +126,8 @@ func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation,
 		result = "rpc_error " + strconv.FormatInt(rpcErr.Code, 10)
 		end.Outcome = OutcomeRPCError
 	case err != nil:
-		out = Outcome{Err: downstreamFailure(op, err), Directive: d}
-		result = string(out.Err.Code)
+		out = Outcome{Failed: err, Directive: d}
+		result = string(aql.CodeInternal)
 		level = slog.LevelError
 		end.Outcome = OutcomeFailed
 	case isToolError(raw):
@@ -153,22 +155,6 @@ func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation,
 			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "executed": true, "fail_closed": true}}}, end}
 	}
 	return watchedOutcome{out, end}
-}
-
-// toolCallParams builds the tools/call params: base's members, the tool's
-// name and the arguments.
-func toolCallParams(base json.RawMessage, tool string, args map[string]any) (json.RawMessage, error) {
-	if args == nil {
-		args = map[string]any{}
-	}
-	if len(base) == 0 {
-		base = json.RawMessage(`{}`)
-	}
-	p, err := relay.SetMember(base, "name", tool)
-	if err != nil {
-		return nil, err
-	}
-	return relay.SetMember(p, "arguments", args)
 }
 
 // isToolError reports whether a tools/call result says isError.
@@ -234,36 +220,6 @@ func Annotations(a *mcp.ToolAnnotations) evaluator.Annotations {
 	return out
 }
 
-// downstreamFailure is what the model is told of a call the server did
-// not answer: fixed sentences naming the server and what to do, never a
-// Go error chain (that goes to the log).
-func downstreamFailure(op *catalog.Operation, err error) *aql.Error {
-	d := map[string]any{"server": op.Server, "tool": op.Tool.Name}
-	var unavailable *downstream.UnavailableError
-	var timeout *downstream.CallTimeoutError
-	switch {
-	case errors.As(err, &unavailable):
-		d["status"] = string(unavailable.Status)
-		if unavailable.Attempt > 0 && unavailable.During == "" {
-			d["restart_attempt"] = unavailable.Attempt
-			d["retry_after_seconds"] = int(max(time.Until(unavailable.Next), 0).Seconds()) + 1
-		}
-		return &aql.Error{Code: aql.CodeInternal, Details: d,
-			Message: fmt.Sprintf("Internal error: '%s'", unavailable.Message(time.Now()))}
-	case errors.Is(err, downstream.ErrUnavailable):
-		return &aql.Error{Code: aql.CodeInternal, Details: d,
-			Message: fmt.Sprintf("Internal error: 'server %s is not available; check aqlguard's log'", op.Server)}
-	case errors.As(err, &timeout):
-		return &aql.Error{Code: aql.CodeInternal, Details: d,
-			Message: fmt.Sprintf("Internal error: '%s'", timeout.Error())}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &aql.Error{Code: aql.CodeInternal, Details: d,
-			Message: fmt.Sprintf("Internal error: 'the call to %s on %s was cancelled or timed out'", op.Tool.Name, op.Server)}
-	}
-	return &aql.Error{Code: aql.CodeInternal, Details: d,
-		Message: fmt.Sprintf("Internal error: 'the call to %s on %s did not complete'", op.Tool.Name, op.Server)}
-}
-
 type clientKey struct{}
 
 type sharedKey struct{}
@@ -295,9 +251,12 @@ func ClientOf(ctx context.Context) string {
 
 // forward hands an allowed call to the downstream caller; without one
 // there is nowhere to send it.
-func (g *Guard) forward(ctx context.Context, session, server string, params json.RawMessage) (json.RawMessage, error) {
+func (g *Guard) forward(ctx context.Context, session, server, tool string, args map[string]any, base json.RawMessage) (json.RawMessage, error) {
 	if g.Downstream == nil {
-		return nil, fmt.Errorf("%w: no downstream caller is configured", downstream.ErrUnavailable)
+		return nil, ErrNoDownstream
 	}
-	return g.Downstream.CallTool(ctx, session, server, params)
+	if args == nil {
+		args = map[string]any{}
+	}
+	return g.Downstream.CallTool(ctx, session, server, tool, args, base)
 }

@@ -19,12 +19,8 @@ import (
 // recordingCaller stands in for the downstream pool and remembers calls.
 type recordingCaller struct{ calls []string }
 
-func (r *recordingCaller) CallTool(_ context.Context, _, server string, params json.RawMessage) (json.RawMessage, error) {
-	var p struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(params, &p)
-	r.calls = append(r.calls, server+"."+p.Name)
+func (r *recordingCaller) CallTool(_ context.Context, _, server, tool string, _ map[string]any, _ json.RawMessage) (json.RawMessage, error) {
+	r.calls = append(r.calls, server+"."+tool)
 	return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
 }
 

@@ -238,6 +238,43 @@ func TestOwnBlockDoesNotHangOnTheGeneration(t *testing.T) {
 	}
 }
 
+// TestBlockElsewhereHoldsWithTheGenerationRewound: a block set through
+// another process, with the generation file rewound by the agent to the
+// count this process last read at, still refuses this process's next
+// calls, allowed and gated, and no human is asked: a kept snapshot is
+// good only while the database file is what it was too.
+func TestBlockElsewhereHoldsWithTheGenerationRewound(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	a := newGuard(t, testPolicy, h)
+	b := newGuard(t, testPolicy, h)
+	onStoreOf(t, b, a, store.Options{})
+	if !a.Check(ctx, call("db_get_row", map[string]any{"id": "1"})).Proceed {
+		t.Fatal("a plain call was refused")
+	}
+	gen := filepath.Join(filepath.Dir(storeOf(a).Path()), store.GenerationFile)
+	before, err := os.ReadFile(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := b.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+		t.Fatalf("the other process did not block: %+v", v)
+	}
+	if err := os.WriteFile(gen, before, 0o600); err != nil { // the agent rewinds the generation
+		t.Fatal(err)
+	}
+	for _, c := range []Action{call("db_get_row", map[string]any{"id": "2"}), call("db_delete_row", map[string]any{"id": "1"})} {
+		if v := a.Check(ctx, c); v.Proceed || v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+			t.Fatalf("%s after the rewind: %+v", c.Operation, v)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.asked) != 0 {
+		t.Fatalf("a human was asked about a blocked principal's call: %+v", h.asked)
+	}
+}
+
 // TestOneApprovalOneCallAcrossProcesses: one approval, two processes
 // racing calls that carry it and calls that find it: exactly one runs.
 // (It replaced a step-by-step replay of an interleaving in which a check

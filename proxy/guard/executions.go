@@ -172,7 +172,7 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Exec
 			// A blocked principal starts nothing: the refusal is recorded.
 			var c store.Changes
 			if b != nil {
-				rec := g.record("decision", session)
+				rec := g.record(store.KindDecision, session)
 				rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = "execute_agent", "block", "danger_zone", b.VerificationID
 				rec.Result, rec.Factors = string(aql.CodeAgentBlocked), []string{"hard block: " + b.Reason}
 				c.Records = []store.Record{rec}
@@ -199,7 +199,7 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Exec
 
 // executionRecord is the audit record of a move in e's lifecycle.
 func (g *Guard) executionRecord(e *Execution, op, result string) store.Record {
-	rec := g.record("execution", e.Session)
+	rec := g.record(store.KindExecution, e.Session)
 	rec.Operation, rec.Execution, rec.Preview, rec.Result = op, e.ID, e.ElementName, result
 	if e.Reason != "" {
 		rec.Factors = []string{e.Reason}
@@ -520,7 +520,7 @@ func (g *Guard) endApprovals(ctx context.Context, session string) {
 			}
 			a.EndedAt = now
 			ended = append(ended, a)
-			rec := g.record("approval", session)
+			rec := g.record(store.KindApproval, session)
 			rec.Server, rec.Operation, rec.Approval, rec.Decision, rec.Result = a.Server, a.Operation, a.ID, "session_ended", "ended"
 			rec.Factors = []string{"approval of " + a.Server + "." + a.Tool + " ended with its MCP session"}
 			c.Records = append(c.Records, rec)

@@ -699,7 +699,7 @@ func (g *Guard) shown(ctx context.Context, a Action, out round) Verdict {
 		g.broadcast(n)
 		g.mu.Unlock()
 	}
-	rec := g.record("challenge", a.Session)
+	rec := g.record(store.KindChallenge, a.Session)
 	rec.Operation, rec.Tier, rec.ChallengeID, rec.Factors, rec.Result = a.Operation, req.Tier, req.Challenge, []string{factor}, result
 	if err := g.appendRecords(ctx, rec); err != nil {
 		// The decision (a refusal) is already recorded and stands.
@@ -722,11 +722,6 @@ func (g *Guard) commit(ctx context.Context, decide func(store.View, *memory) (st
 			(*f)()
 		}
 	}
-	return g.commitNow(ctx, decide)
-}
-
-// commitNow is commit without the tests' hook (the watch's own commits).
-func (g *Guard) commitNow(ctx context.Context, decide func(store.View, *memory) (store.Changes, error)) error {
 	_, err := g.State.Commit(ctx, func(v store.View) (store.Changes, error) {
 		g.mu.Lock()
 		m := g.mem

@@ -104,7 +104,7 @@ func (g *Guard) unavailable(err error, what string) Verdict {
 func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Record {
 	d := v.Directive
 	a = g.prepare(a)
-	r := g.record("decision", a.Session)
+	r := g.record(store.KindDecision, a.Session)
 	r.Server, r.Operation, r.ArgsSHA256, r.Decision = a.Server, a.Operation, a.digest, decisionWord(v)
 	if !a.reported() {
 		r.Tool = a.Tool
@@ -123,8 +123,8 @@ func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Recor
 
 // record is the start of every audit record the guard writes: when,
 // what kind, whose, from which process and session.
-func (g *Guard) record(kind, session string) store.Record {
-	r := store.Record{Time: g.now(), Kind: kind, Principal: g.Principal(), Process: g.Process, Session: session}
+func (g *Guard) record(kind store.RecordKind, session string) store.Record {
+	r := store.NewRecord(g.now(), kind, g.Principal(), g.Process, session)
 	if g.SessionClient != nil && session != "" {
 		r.Client = g.SessionClient(session)
 	}
@@ -164,7 +164,7 @@ func (g *Guard) Outcome(ctx context.Context, a Action, v Verdict, result string,
 	if digest == "" {
 		digest = Digest(a.Arguments)
 	}
-	rec := g.record("outcome", a.Session)
+	rec := g.record(store.KindOutcome, a.Session)
 	rec.Server, rec.Operation, rec.ArgsSHA256, rec.Result, rec.DurationMS = a.Server, a.Operation, digest, result, ms(took)
 	err := g.appendRecords(ctx, rec)
 	if err != nil {

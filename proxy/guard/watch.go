@@ -98,9 +98,13 @@ func (g *Guard) watch(ctx context.Context) {
 	defer g.asks.Done()
 	principal := g.pol().Principal
 	look := func(uint64) {
-		err := g.commitNow(ctx, func(v store.View, _ *memory) (store.Changes, error) {
+		_, err := g.State.Commit(ctx, func(v store.View) (store.Changes, error) {
 			b, err := v.Block(principal)
-			return store.Changes{Then: func(uint64) { g.observe(b, "") }}, err
+			return store.Changes{Then: func(uint64) {
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				g.observe(b, "")
+			}}, err
 		})
 		if err != nil && ctx.Err() == nil {
 			g.log().Debug("reading the block after a state change", "err", err)

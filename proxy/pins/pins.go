@@ -342,8 +342,7 @@ func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool, ra
 			var c store.Changes
 			for _, w := range plan.writes {
 				c.Pins = append(c.Pins, w.pin)
-				c.Records = append(c.Records, store.Record{Time: now, Kind: "pin", Principal: p.principal(), Process: p.Process,
-					Server: server, Operation: "pin " + server + "." + w.pin.Tool, Result: w.result, Decision: w.hash})
+				c.Records = append(c.Records, p.record(now, p.principal(), server, w.pin.Tool, w.result, w.hash))
 			}
 			return c, nil
 		})
@@ -539,9 +538,15 @@ func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string)
 		}
 		p.refused[change] = true
 		p.mu.Unlock()
-		_ = store.AppendRecords(context.Background(), p.State, store.Record{Time: p.clock(), Kind: "pin", Principal: p.principal(), Process: p.Process,
-			Server: server, Operation: "pin " + server + "." + tool, Result: "change refused by a human", Decision: hash})
+		_ = store.AppendRecords(context.Background(), p.State, p.record(p.clock(), p.principal(), server, tool, "change refused by a human", hash))
 	}
+}
+
+// record is the audit record of what became of a pin.
+func (p *Pinner) record(at time.Time, principal, server, tool, result, hash string) store.Record {
+	r := store.NewRecord(at, store.KindPin, principal, p.Process, "")
+	r.Server, r.Operation, r.Result, r.Decision = server, "pin "+server+"."+tool, result, hash
+	return r
 }
 
 func (p *Pinner) load(ctx context.Context, server, tool string) (*store.Pin, error) {
@@ -568,9 +573,8 @@ func (p *Pinner) Approve(ctx context.Context, server, tool, hash, by string) err
 		approved := pin.Clone() // the view's own stays as it was read
 		approved.Hash, approved.Definition, approved.ApprovedAt, approved.ApprovedBy = pin.Pending.Hash, pin.Pending.Definition, now, by
 		approved.Pending = nil
-		return store.Changes{Pins: []store.Pin{approved}, Records: []store.Record{{Time: now, Kind: "pin", Principal: p.principal(),
-			Process: p.Process, Server: server, Operation: "pin " + server + "." + tool, Result: "change approved by " + by,
-			Decision: approved.Hash}}}, nil
+		return store.Changes{Pins: []store.Pin{approved},
+			Records: []store.Record{p.record(now, p.principal(), server, tool, "change approved by "+by, approved.Hash)}}, nil
 	})
 	return err
 }
@@ -592,8 +596,7 @@ func (p *Pinner) Reset(ctx context.Context, server, tool, by string) (int, error
 				continue
 			}
 			c.Unpin = append(c.Unpin, store.PinKey{Server: pin.Server, Tool: pin.Tool})
-			c.Records = append(c.Records, store.Record{Time: p.clock(), Kind: "pin", Principal: "admin", Process: p.Process,
-				Server: pin.Server, Operation: "pin " + pin.Server + "." + pin.Tool, Result: "reset by " + by})
+			c.Records = append(c.Records, p.record(p.clock(), "admin", pin.Server, pin.Tool, "reset by "+by, ""))
 			n++
 		}
 		return c, nil
