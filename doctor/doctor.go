@@ -19,6 +19,7 @@ import (
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -45,6 +46,9 @@ type Input struct {
 	Config    *policy.Config
 	ConfigErr error
 	StateDir  string
+	// OpenState opens the configured PostgreSQL state ([state] backend =
+	// "postgres"); nil for a state directory.
+	OpenState func(ctx context.Context) (store.State, error)
 	Env       clientconfig.Env
 	// Clients limits the client checks, and the wrapped servers started,
 	// to these client ids (none: every client).
@@ -65,6 +69,7 @@ func Run(ctx context.Context, in Input) []Check {
 	out = append(out, clients(in)...)
 	out = append(out, configCheck(in)...)
 	out = append(out, stateDir(in)...)
+	out = append(out, sharedState(ctx, in)...)
 	out = append(out, channel(in)...)
 	out = append(out, servers(ctx, in)...)
 	return out
@@ -260,6 +265,37 @@ func stateDir(in Input) []Check {
 		return []Check{{Warn, "state", strings.Join(problems, "; ")}}
 	}
 	return []Check{{OK, "state", dir + " is writable and private (0700, files 0600)"}}
+}
+
+// sharedState checks the PostgreSQL state replicas decide on: that it
+// answers (its schema is created or migrated on open, as aqlguard does
+// at start), and what it holds.
+func sharedState(ctx context.Context, in Input) []Check {
+	if in.OpenState == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := in.OpenState(ctx)
+	if err != nil {
+		// pgx's errors span lines (one per address tried): one line here.
+		return []Check{{Fail, "state database", strings.Join(strings.Fields(err.Error()), " ") + "; every call is refused until it answers"}}
+	}
+	defer st.Close()
+	var head store.Head
+	var blocks []store.Block
+	err = st.Load(ctx, func(v store.View) (err error) {
+		if head, err = v.AuditHead(); err != nil {
+			return err
+		}
+		blocks, err = v.Blocks()
+		return err
+	})
+	if err != nil {
+		return []Check{{Fail, "state database", strings.Join(strings.Fields(err.Error()), " ")}}
+	}
+	return []Check{{OK, "state database", fmt.Sprintf("PostgreSQL state %s answers: %d audit records, %d blocked agent(s) "+
+		"(aqlguard audit verify checks the chain; aqlguard blocks list names the blocked)", st.StateID(), head.Seq, len(blocks))}}
 }
 
 func channel(in Input) []Check {

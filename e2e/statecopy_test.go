@@ -14,14 +14,11 @@ func stateCopy(t *testing.T, dir, config, dsn, to string) (string, string, int) 
 	return aqlguardCLIEnv(t, dir, []string{"AQLGUARD_STATE_DSN=" + dsn}, "state", "copy", "--to", to, "--config", config)
 }
 
-// TestStateCopyToPostgresAndBack: a state with a hard block moves from a
-// state directory to PostgreSQL and from there into a new state
-// directory, with `aqlguard state copy`; aqlguard started on the new
-// directory still refuses the blocked agent, and the audit log there is
-// the old one, byte for byte, plus one record per move, and verifies.
-func TestStateCopyToPostgresAndBack(t *testing.T) {
-	dsn := pgtest.Private(t).Database(t)
-
+// blockedStateDir runs aqlguard on faultConfig until it has made a call
+// and blocked its agent, and stops it: a state directory with a block,
+// pins and records to move.
+func blockedStateDir(t *testing.T) *guard {
+	t.Helper()
 	g := startGuard(t, faultConfig)
 	if res := echo(t, g); res["success"] != true {
 		t.Fatalf("a call before the block: %s", jsonString(res))
@@ -30,6 +27,17 @@ func TestStateCopyToPostgresAndBack(t *testing.T) {
 	if err := g.stop(t); err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+// TestStateCopyToPostgresAndBack: a state with a hard block moves from a
+// state directory to PostgreSQL and from there into a new state
+// directory, with `aqlguard state copy`; aqlguard started on the new
+// directory still refuses the blocked agent, and the audit log there is
+// the old one, byte for byte, plus one record per move, and verifies.
+func TestStateCopyToPostgresAndBack(t *testing.T) {
+	dsn := pgtest.Private(t).Database(t)
+	g := blockedStateDir(t)
 	before := auditRecords(t, g)
 
 	out, errOut, code := stateCopy(t, g.dir, g.config, dsn, "postgres")

@@ -36,7 +36,7 @@ func (sh *Shared) Reload(ctx context.Context, rc *relay.Config, build func() (*p
 	if err != nil {
 		sh.log().Error("reload refused; the configuration in force stays", "err", err)
 		record.Result = "refused: " + err.Error()
-		sh.audit(ctx, record)
+		sh.audit(ctx, record, "")
 		return
 	}
 	for _, e := range cfg.NotInEffect {
@@ -51,11 +51,17 @@ func (sh *Shared) Reload(ctx context.Context, rc *relay.Config, build func() (*p
 	record.Decision = pol.Version
 	record.Result = "policy " + short(oldPol.Version) + " → " + short(pol.Version)
 	sh.log().Info("configuration reloaded", "policy_before", short(oldPol.Version), "policy", short(pol.Version), "servers", len(cfg.Servers))
-	sh.audit(ctx, record)
+	sh.audit(ctx, record, pol.Version)
 }
 
-func (sh *Shared) audit(ctx context.Context, r store.Record) {
-	if err := store.AppendRecords(ctx, sh.Guard.State, r); err != nil {
+// audit records a reload; one that put a policy in force records its
+// version as the state's in the same commit (replicas on one state see
+// the version change with their next commit).
+func (sh *Shared) audit(ctx context.Context, r store.Record, version string) {
+	_, err := sh.Guard.State.Commit(ctx, func(store.View) (store.Changes, error) {
+		return store.Changes{PolicyVersion: version, Records: []store.Record{r}}, nil
+	})
+	if err != nil {
 		sh.log().Error("the reload could not be recorded in the audit log", "err", err)
 	}
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -375,36 +374,4 @@ func (t *Tx) auditKey() ([]byte, error) {
 		return nil, fmt.Errorf("state database: writing the audit key: %w", err)
 	}
 	return k, nil
-}
-
-// RevokeApprovals revokes every active approval match selects, with one
-// admin audit record each naming who did it, in one transaction, and
-// returns them.
-func (s *Store) RevokeApprovals(ctx context.Context, match func(Approval) bool, by string, now time.Time) ([]Approval, error) {
-	var revoked []Approval
-	err := s.Update(ctx, func(tx *Tx) error {
-		revoked = nil
-		all, err := tx.Approvals()
-		if err != nil {
-			return err
-		}
-		for _, a := range all {
-			if !a.Active(now) || !match(a) {
-				continue
-			}
-			a.RevokedAt, a.RevokedBy = now, by
-			if err := tx.PutApproval(a); err != nil {
-				return err
-			}
-			r := adminRecord(now, a.Principal, "", a.Operation, "revoke_approval", "revoked",
-				"approval of "+a.Server+"."+a.Tool+" for session "+a.Session+" revoked by "+by)
-			r.Session, r.Server, r.Approval = a.Session, a.Server, a.ID
-			if err := tx.Append(r); err != nil {
-				return err
-			}
-			revoked = append(revoked, a)
-		}
-		return nil
-	})
-	return revoked, err
 }

@@ -8,9 +8,11 @@ import (
 	"github.com/aqlguard/aqlguard/store"
 )
 
-// New builds the forwarder [audit.forward] describes, for the state in
-// stateDir whose id is state.
-func New(cfg *policy.Forward, stateDir, state, product string, log *slog.Logger) (*Forwarder, error) {
+// New builds the forwarder [audit.forward] describes, reading st's audit
+// chain and keeping its cursors in st (the state directory, or the
+// PostgreSQL state every replica shares: one of them forwards).
+func New(cfg *policy.Forward, st store.State, product string, log *slog.Logger) (*Forwarder, error) {
+	state := st.StateID()
 	var sink Sink
 	var err error
 	switch cfg.To {
@@ -26,6 +28,6 @@ func New(cfg *policy.Forward, stateDir, state, product string, log *slog.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("[audit.forward]: %w", err)
 	}
-	return &Forwarder{Log: store.NewLogReader(stateDir), Cursors: store.ForwardCursors{Dir: stateDir}, Sink: sink,
+	return &Forwarder{Log: st.AuditReader(), Cursors: st.Cursors(), Sink: sink,
 		Batch: cfg.Batch, Newest: cfg.Start == "newest", Logger: log}, nil
 }

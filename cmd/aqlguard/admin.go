@@ -21,13 +21,15 @@ import (
 	"github.com/aqlguard/aqlguard/store"
 )
 
-// The admin verbs work on the state database directly. They are for the
-// human at the machine: none of them is an MCP operation, so the model
-// can reach them only through a shell the human gave it.
+// The admin verbs work on the state directly (the state directory, or the
+// PostgreSQL state replicas share). They are for the human at the
+// machine: none of them is an MCP operation, so the model can reach them
+// only through a shell the human gave it.
 
-// openAdminStore parses the verb's flags and opens the state database
-// named by --state-dir, the config's state_dir or the default.
-func openAdminStore(name string, args []string, how storeAccess, stderr io.Writer) (*store.Store, []string, int) {
+// openAdminStore parses the verb's flags and opens the configured state
+// (for a state directory: --state-dir, the config's state_dir or the
+// default).
+func openAdminStore(name string, args []string, how storeAccess, stderr io.Writer) (store.State, []string, int) {
 	fs, g := newFlags(name, stderr)
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -53,9 +55,9 @@ const (
 	repairState
 )
 
-// storeFor opens the state database of the config g names; on failure it
-// says why on stderr and returns the exit code.
-func storeFor(g *globals, how storeAccess, stderr io.Writer) (*store.Store, int) {
+// storeFor opens the state of the config g names; on failure it says why
+// on stderr and returns the exit code.
+func storeFor(g *globals, how storeAccess, stderr io.Writer) (store.State, int) {
 	cfg, err := loadConfig(g)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
@@ -65,16 +67,18 @@ func storeFor(g *globals, how storeAccess, stderr io.Writer) (*store.Store, int)
 	// before the command goes on, not left to a flusher that exits with it.
 	cfg.Audit.Sync = string(store.SyncAlways)
 	opts := store.Options{ReadOnly: how == readState || how == readHistory, Inspect: how == readHistory || how == repairState}
-	st, err := openStoreWith(context.Background(), cfg, opts)
+	st, err := openState(context.Background(), cfg, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
 	}
-	for _, w := range st.Warnings() {
-		fmt.Fprintf(stderr, "aqlguard: warning: %s\n", w)
-	}
-	if p := st.HistoryProblem(); p != nil && how == readHistory {
-		fmt.Fprintf(stderr, "aqlguard: warning: %v\n", p)
+	if dir, ok := st.(*store.Store); ok {
+		for _, w := range dir.Warnings() {
+			fmt.Fprintf(stderr, "aqlguard: warning: %s\n", w)
+		}
+		if p := dir.HistoryProblem(); p != nil && how == readHistory {
+			fmt.Fprintf(stderr, "aqlguard: warning: %v\n", p)
+		}
 	}
 	return st, 0
 }
@@ -115,12 +119,13 @@ func cmdBlocks(args []string, stdout, stderr io.Writer) int {
 	if st == nil {
 		return code
 	}
+	defer st.Close()
 	if len(rest) > 0 {
 		fmt.Fprintf(stderr, "aqlguard blocks list: unexpected argument %q\n", rest[0])
 		return 2
 	}
 	var blocks []store.Block
-	if err := st.View(context.Background(), func(tx *store.Tx) (err error) { blocks, err = tx.Blocks(); return }); err != nil {
+	if err := st.Load(context.Background(), func(v store.View) (err error) { blocks, err = v.Blocks(); return }); err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
@@ -155,12 +160,13 @@ func cmdUnblock(args []string, stdout, stderr io.Writer) int {
 	if st == nil {
 		return code
 	}
+	defer st.Close()
 	if len(rest) != 1 {
 		fmt.Fprint(stderr, "usage: aqlguard unblock [--state-dir DIR] AGENT\n")
 		return 2
 	}
 	agent := rest[0]
-	lifted, err := st.Unblock(context.Background(), agent, osUser(), processName(), time.Now())
+	lifted, err := store.Unblock(context.Background(), st, agent, osUser(), processName(), time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: unblocking %s: %v\n", agent, err)
 		return 1
@@ -293,8 +299,13 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stderr, auditUsage)
 			return 2
 		}
+		var dir *store.Store
+		if dir, err = stateDirOnly(st, "audit seal", "a database's chain has no torn tail (a record is written by the commit "+
+			"that makes it, whole or not at all), so there is nothing to seal; aqlguard audit verify checks it"); err != nil {
+			break
+		}
 		var recs []store.Record
-		recs, err = st.Seal(ctx, osUser(), processName(), time.Now())
+		recs, err = dir.Seal(ctx, osUser(), processName(), time.Now())
 		if err == nil && len(recs) == 0 {
 			fmt.Fprintln(stdout, "no torn segment to seal")
 		}
@@ -333,28 +344,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 		err = auditTail(sctx, st, af, filter, stdout)
 	case "verify":
-		var v *store.ChainVerifier
-		err = st.View(ctx, func(tx *store.Tx) (err error) { v, err = tx.VerifyChainDetail(); return })
-		if err == nil {
-			fmt.Fprintf(stdout, "audit chain verified: %d records (state %s)\n", v.Count(), st.StateID())
-			for _, g := range v.Acknowledged() {
-				fmt.Fprintf(stdout, "  acknowledged: %s\n", describeGap(g))
-			}
-			// The chain holds; the database and the log may still
-			// disagree (a database deleted or rolled back).
-			err = st.HistoryProblem()
-		}
-		if err == nil && (af.anchors || af.anchorsFrom != "") {
-			var anchors []store.Anchor
-			var from string
-			if anchors, from, err = readAnchors(ctx, af.anchorsFrom); err == nil {
-				var checked int
-				err = st.View(ctx, func(tx *store.Tx) (err error) { checked, err = tx.VerifyAnchors(anchors); return })
-				if err == nil {
-					fmt.Fprintf(stdout, "audit anchors verified: %d anchored heads from %s are in the log\n", checked, from)
-				}
-			}
-		}
+		err = auditVerify(ctx, st, af, stdout)
 	case "report":
 		err = auditReport(ctx, st, filter, af.out, stdout, stderr)
 	default:
@@ -371,21 +361,18 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 // auditReport writes the HTML report of the records f selects, with the
 // status of the whole chain, to out ("": stdout), readable only by its
 // owner: it holds the calls' arguments.
-func auditReport(ctx context.Context, st *store.Store, f audit.Filter, out string, stdout, stderr io.Writer) error {
+func auditReport(ctx context.Context, st store.State, f audit.Filter, out string, stdout, stderr io.Writer) error {
 	var recs []store.Record
-	var chain audit.Chain
-	err := st.View(ctx, func(tx *store.Tx) error {
-		n, verr := tx.VerifyChain()
-		chain = audit.Chain{Verified: verr == nil, Records: n}
-		if verr != nil {
-			chain.Problem = verr.Error()
+	n, verr := st.VerifyChain(ctx)
+	chain := audit.Chain{Verified: verr == nil, Records: n}
+	if verr != nil {
+		chain.Problem = verr.Error()
+	}
+	err := eachRecord(st, 0, func(r store.Record, _ []byte) error {
+		if f.Match(r) {
+			recs = append(recs, r)
 		}
-		return tx.Records(0, func(r store.Record, _ []byte) error {
-			if f.Match(r) {
-				recs = append(recs, r)
-			}
-			return nil
-		})
+		return nil
 	})
 	if err != nil {
 		return err
@@ -412,47 +399,98 @@ func auditReport(ctx context.Context, st *store.Store, f audit.Filter, out strin
 
 // auditWrite writes the selected records from seq from on, in format, and
 // returns the last sequence number it saw.
-func auditWrite(ctx context.Context, st *store.Store, from uint64, f audit.Filter, format string, w io.Writer) (uint64, error) {
+func auditWrite(ctx context.Context, st store.State, from uint64, f audit.Filter, format string, w io.Writer) (uint64, error) {
 	last := from
 	if from > 0 {
 		last = from - 1
 	}
-	err := st.View(ctx, func(tx *store.Tx) error {
-		return tx.Records(from, func(r store.Record, raw []byte) error {
-			last = r.Seq
-			if r.Seq < from || !f.Match(r) {
-				return nil
-			}
-			line := raw
-			if format == "ocsf" {
-				var err error
-				if line, err = json.Marshal(audit.OCSF(r, version())); err != nil {
-					return err
-				}
-			}
-			if _, err := w.Write(line); err != nil {
+	err := eachRecord(st, from, func(r store.Record, raw []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		last = r.Seq
+		if !f.Match(r) {
+			return nil
+		}
+		line := raw
+		if format == "ocsf" {
+			var err error
+			if line, err = json.Marshal(audit.OCSF(r, version())); err != nil {
 				return err
 			}
-			_, err := w.Write([]byte{'\n'})
+		}
+		if _, err := w.Write(line); err != nil {
 			return err
-		})
+		}
+		_, err := w.Write([]byte{'\n'})
+		return err
 	})
 	return last, err
 }
 
+// eachRecord calls fn with every record of st's chain from seq from on.
+func eachRecord(st store.State, from uint64, fn func(r store.Record, raw []byte) error) error {
+	r := st.AuditReader()
+	defer r.Close()
+	return store.EachRecord(r, from, fn)
+}
+
+// auditVerify checks st's whole chain. A state directory's check also
+// tells torn tails and accepted gaps, whether the database and the log
+// tell one history, and with --anchors whether the log holds the heads
+// sent to the system log.
+func auditVerify(ctx context.Context, st store.State, af auditFlags, stdout io.Writer) error {
+	dir, ok := st.(*store.Store)
+	if !ok {
+		if af.anchors || af.anchorsFrom != "" {
+			return errors.New("--anchors: a PostgreSQL state sends no anchors to the system log; its chain is checked without them")
+		}
+		n, err := st.VerifyChain(ctx)
+		if err == nil {
+			fmt.Fprintf(stdout, "audit chain verified: %d records (state %s, %s)\n", n, st.StateID(), stateName(st))
+		}
+		return err
+	}
+	var v *store.ChainVerifier
+	err := dir.View(ctx, func(tx *store.Tx) (err error) { v, err = tx.VerifyChainDetail(); return })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "audit chain verified: %d records (state %s)\n", v.Count(), st.StateID())
+	for _, g := range v.Acknowledged() {
+		fmt.Fprintf(stdout, "  acknowledged: %s\n", describeGap(g))
+	}
+	// The chain holds; the database and the log may still disagree (a
+	// database deleted or rolled back).
+	if err := dir.HistoryProblem(); err != nil {
+		return err
+	}
+	if !af.anchors && af.anchorsFrom == "" {
+		return nil
+	}
+	anchors, from, err := readAnchors(ctx, af.anchorsFrom)
+	if err != nil {
+		return err
+	}
+	var checked int
+	err = dir.View(ctx, func(tx *store.Tx) (err error) { checked, err = tx.VerifyAnchors(anchors); return })
+	if err == nil {
+		fmt.Fprintf(stdout, "audit anchors verified: %d anchored heads from %s are in the log\n", checked, from)
+	}
+	return err
+}
+
 // auditTail prints the last n selected records and, with -f, every new
 // one until a signal, polling the database (another process appends).
-func auditTail(ctx context.Context, st *store.Store, af auditFlags, f audit.Filter, w io.Writer) error {
+func auditTail(ctx context.Context, st store.State, af auditFlags, f audit.Filter, w io.Writer) error {
 	var head uint64
 	var seqs []uint64
-	err := st.View(ctx, func(tx *store.Tx) error {
-		return tx.Records(0, func(r store.Record, _ []byte) error {
-			head = r.Seq
-			if f.Match(r) {
-				seqs = append(seqs, r.Seq)
-			}
-			return nil
-		})
+	err := eachRecord(st, 0, func(r store.Record, _ []byte) error {
+		head = r.Seq
+		if f.Match(r) {
+			seqs = append(seqs, r.Seq)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -480,19 +518,20 @@ func auditTail(ctx context.Context, st *store.Store, af auditFlags, f audit.Filt
 	}
 }
 
-func auditList(ctx context.Context, st *store.Store, n int, f audit.Filter, w io.Writer) error {
+func auditList(ctx context.Context, st store.State, n int, f audit.Filter, w io.Writer) error {
 	ring := make([]store.Record, 0, n)
-	err := st.View(ctx, func(tx *store.Tx) error {
-		return tx.Records(0, func(r store.Record, _ []byte) error {
-			if !f.Match(r) {
-				return nil
-			}
-			if len(ring) == n {
-				ring = ring[1:]
-			}
-			ring = append(ring, r)
+	err := eachRecord(st, 0, func(r store.Record, _ []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !f.Match(r) {
 			return nil
-		})
+		}
+		if len(ring) == n {
+			ring = ring[1:]
+		}
+		ring = append(ring, r)
+		return nil
 	})
 	if err != nil {
 		return err
@@ -506,16 +545,14 @@ func auditList(ctx context.Context, st *store.Store, n int, f audit.Filter, w io
 	return tw.Flush()
 }
 
-func auditShow(ctx context.Context, st *store.Store, seq uint64, w io.Writer) error {
+func auditShow(_ context.Context, st store.State, seq uint64, w io.Writer) error {
 	var found *store.Record
 	errStop := errors.New("stop")
-	err := st.View(ctx, func(tx *store.Tx) error {
-		return tx.Records(seq, func(r store.Record, _ []byte) error {
-			if r.Seq == seq {
-				found = &r
-			}
-			return errStop
-		})
+	err := eachRecord(st, seq, func(r store.Record, _ []byte) error {
+		if r.Seq == seq {
+			found = &r
+		}
+		return errStop
 	})
 	if err != nil && !errors.Is(err, errStop) {
 		return err
@@ -677,11 +714,17 @@ func cmdState(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, stateUsage)
 		return 2
 	}
-	st, code := storeFor(g, repairState, stderr)
-	if st == nil {
+	opened, code := storeFor(g, repairState, stderr)
+	if opened == nil {
 		return code
 	}
-	defer st.Close()
+	defer opened.Close()
+	st, err := stateDirOnly(opened, "state reset", "a database keeps its rows and its audit chain in the same commits, "+
+		"so they cannot tell two histories; aqlguard audit verify checks its chain")
+	if err != nil {
+		fmt.Fprintf(stderr, "aqlguard state reset: %v\n", err)
+		return 1
+	}
 	problem := st.HistoryProblem()
 	recs, err := st.Reset(context.Background(), osUser(), processName(), time.Now())
 	if err != nil {

@@ -37,6 +37,7 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 	if st == nil {
 		return code
 	}
+	defer st.Close()
 	now := time.Now()
 	if verb == "list" {
 		if len(rest) > 0 {
@@ -44,7 +45,7 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		var list []store.Approval
-		if err := st.View(context.Background(), func(tx *store.Tx) (err error) { list, err = tx.Approvals(); return }); err != nil {
+		if err := st.Load(context.Background(), func(v store.View) (err error) { list, err = v.Approvals(); return }); err != nil {
 			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 			return 1
 		}
@@ -90,7 +91,7 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 	for _, id := range rest {
 		ids[id] = true
 	}
-	revoked, err := st.RevokeApprovals(context.Background(), func(a store.Approval) bool {
+	revoked, err := store.RevokeApprovals(context.Background(), st, func(a store.Approval) bool {
 		if *every {
 			return g.agent == "" || a.Principal == g.agent
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/doctor"
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -47,6 +49,10 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		in.StateDir = d
+	}
+	if in.Config != nil && in.Config.State.Backend == policy.StatePostgres {
+		cfg := in.Config
+		in.OpenState = func(ctx context.Context) (store.State, error) { return openPostgres(ctx, cfg) }
 	}
 	ctx, cancel := signalContext()
 	defer cancel()

@@ -40,6 +40,7 @@ func cmdPins(args []string, stdout, stderr io.Writer) int {
 	if st == nil {
 		return code
 	}
+	defer st.Close()
 	ctx := context.Background()
 	switch {
 	case verb == "list" && len(rest) <= 1:
@@ -49,7 +50,7 @@ func cmdPins(args []string, stdout, stderr io.Writer) int {
 		}
 		return pinsList(ctx, st, server, stdout, stderr)
 	case verb == "approve" && len(rest) == 2:
-		p := &pins.Pinner{Store: st, Process: processName()}
+		p := &pins.Pinner{State: st, Process: processName()}
 		err := p.Approve(ctx, rest[0], rest[1], "", "admin "+osUser())
 		if errors.Is(err, pins.ErrNoChange) {
 			fmt.Fprintf(stderr, "aqlguard pins approve: no change of %s.%s waits for approval\n", rest[0], rest[1])
@@ -69,7 +70,7 @@ func cmdPins(args []string, stdout, stderr io.Writer) int {
 		if len(rest) == 2 {
 			tool = rest[1]
 		}
-		p := &pins.Pinner{Store: st, Process: processName()}
+		p := &pins.Pinner{State: st, Process: processName()}
 		n, err := p.Reset(ctx, server, tool, "admin "+osUser())
 		if err != nil {
 			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
@@ -82,9 +83,9 @@ func cmdPins(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-func pinsList(ctx context.Context, st *store.Store, server string, stdout, stderr io.Writer) int {
+func pinsList(ctx context.Context, st store.State, server string, stdout, stderr io.Writer) int {
 	var list []store.Pin
-	if err := st.View(ctx, func(tx *store.Tx) (err error) { list, err = tx.Pins(server); return }); err != nil {
+	if err := st.Load(ctx, func(v store.View) (err error) { list, err = v.Pins(server); return }); err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}

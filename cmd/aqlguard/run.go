@@ -149,7 +149,7 @@ type instance struct {
 	shared *proxy.Shared
 	relay  *relay.Config
 	log    *slog.Logger
-	store  *store.Store
+	store  store.State
 	// forwarding ends the audit forwarder and waits for its last delivery.
 	forwarding func()
 	// forwarder ships the audit; nil when it is not forwarded.
@@ -201,8 +201,10 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
 	}
-	for _, w := range st.Warnings() {
-		log.Warn(w)
+	if dir, ok := st.(*store.Store); ok {
+		for _, w := range dir.Warnings() {
+			log.Warn(w)
+		}
 	}
 	if anchorsOff != "" {
 		log.Warn("audit anchors are off: the audit log's heads cannot be sent to the system log, so `aqlguard audit verify --anchors` "+
@@ -214,7 +216,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	}
 	log.Info("aqlguard starting", "version", version(), "config", source, "managed", managed, "mode", cfg.Mode,
 		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
-		"state", st.Path())
+		"state", stateName(st))
 	if len(cfg.NotInEffect) > 0 {
 		reportNotInEffect(ctx, cfg, pol, st, log)
 	}
@@ -225,7 +227,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	// run has one session, which the shared server serves alike).
 	in.relay.Hub = downstream.NewHub(ctx, log)
 	if f := cfg.Audit.Forward; f != nil {
-		fw, err := forward.New(f, filepath.Dir(st.Path()), st.StateID(), version(), log.With("audit_forward", f.To))
+		fw, err := forward.New(f, st, version(), log.With("audit_forward", f.To))
 		if err != nil {
 			_ = st.Close()
 			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
@@ -238,13 +240,13 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 
 // newShared builds what the sessions of one principal share: its guard
 // (and channel to the human), pins, and the way to the servers.
-func newShared(cfg *policy.Config, pol *policy.Policy, st *store.Store, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
+func newShared(cfg *policy.Config, pol *policy.Policy, st store.State, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
 	gd := newGuard(cfg, pol, st, log)
 	sh := &proxy.Shared{
 		Mode:   proxy.Mode(cfg.Mode),
 		Config: cfg,
 		Guard:  gd,
-		Pins: &pins.Pinner{Store: st, Human: gd, Log: log, Process: processName(),
+		Pins: &pins.Pinner{State: st, Human: gd, Log: log, Process: processName(),
 			AskFor: cfg.Verify.ConfirmationTTL.Duration},
 		Limits:  cfg.Limits,
 		Log:     log,
@@ -277,14 +279,14 @@ func startForwarder(ctx context.Context, fw *forward.Forwarder, log *slog.Logger
 // reportNotInEffect logs, and records in the audit log, what the user's
 // file tried that the managed policy does not let take effect: the
 // security team reads the attempt there.
-func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.Logger) {
+func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger) {
 	rec := store.NewRecord(time.Now(), store.KindPolicy, pol.Principal, processName(), "")
 	rec.Operation, rec.Decision, rec.Result = "not_in_effect", pol.Version, cfg.Managed.Path
 	for _, e := range cfg.NotInEffect {
 		log.Warn("the managed policy does not let this setting take effect", "setting", e.Error())
 		rec.Factors = append(rec.Factors, e.Error())
 	}
-	if err := st.Append(ctx, rec); err != nil {
+	if err := store.AppendRecords(ctx, st, rec); err != nil {
 		log.Error("what the managed policy kept from taking effect could not be recorded in the audit log", "err", err)
 	}
 }
@@ -301,7 +303,7 @@ func (in *instance) close() {
 }
 
 // newGuard builds the guard and the channel to the human.
-func newGuard(cfg *policy.Config, pol *policy.Policy, st *store.Store, log *slog.Logger) *guard.Guard {
+func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger) *guard.Guard {
 	var ch verify.Channel
 	switch cfg.Verify.Channel {
 	case "command":
@@ -341,38 +343,11 @@ func stateDir(cfg *policy.Config) string {
 	return d
 }
 
-// openStore opens the state database in the configured state directory
-// (default $XDG_STATE_HOME/aqlguard). Without it nothing can be decided
-// durably, so aqlguard does not start.
-func openStore(ctx context.Context, cfg *policy.Config) (*store.Store, error) {
-	return openStoreWith(ctx, cfg, store.Options{})
-}
-
-// openStoreWith is openStore with the store's access options.
-func openStoreWith(ctx context.Context, cfg *policy.Config, o store.Options) (*store.Store, error) {
-	if cfg.State.Backend == policy.StatePostgres {
-		// Refused, never a silent fall back to a local file: replicas
-		// would each decide on a state of their own.
-		return nil, fmt.Errorf("the state database: [state] backend = %q: the PostgreSQL backend (store/pgstate) exists, "+
-			"but the guard and the admin commands do not run on it yet; use backend = %q", policy.StatePostgres, policy.StateBolt)
-	}
-	dir := cfg.StateDir
-	if dir == "" {
-		d, err := store.DefaultDir()
-		if err != nil {
-			return nil, err
-		}
-		dir = d
-	}
-	o.Timeout, o.AuditSync = cfg.StateLockTimeout.Duration, store.SyncMode(cfg.Audit.Sync)
-	if !o.ReadOnly {
-		o.Anchor = systemLogAnchor()
-	}
-	st, err := store.Open(ctx, dir, o)
-	if err != nil {
-		return nil, fmt.Errorf("the state database: %w", err)
-	}
-	return st, nil
+// openStore opens the state run and serve decide on (openState): the
+// state directory, or the PostgreSQL state replicas share. Without it
+// nothing can be decided durably, so aqlguard does not start.
+func openStore(ctx context.Context, cfg *policy.Config) (store.State, error) {
+	return openState(ctx, cfg, store.Options{})
 }
 
 // processName tells this process apart in audit records of a shared

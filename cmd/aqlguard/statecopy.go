@@ -47,13 +47,12 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
-	dsn := pgstate.DSN(cfg.State.DSN)
-	if dsn == "" {
+	if pgstate.DSN(cfg.State.DSN) == "" {
 		fmt.Fprintf(stderr, "aqlguard state copy: no PostgreSQL state: set [state] dsn, or %s\n", pgstate.DSNEnv)
 		return 1
 	}
 	ctx := context.Background()
-	pg, err := pgstate.Open(ctx, pgstate.Options{DSN: dsn, Schema: cfg.State.Schema, Timeout: cfg.StateLockTimeout.Duration})
+	pg, err := openPostgres(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state copy: %v\n", err)
 		return 1
@@ -61,16 +60,15 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 	defer pg.Close()
 	// The state directory's side, whatever backend the config runs on.
 	local := *cfg
-	local.State.Backend = policy.StateBolt
 	local.Audit.Sync = string(store.SyncAlways) // a command's records are durable before it exits
-	bolt, err := openStoreWith(ctx, &local, store.Options{ReadOnly: *to == policy.StatePostgres})
+	bolt, err := openStateDir(ctx, &local, store.Options{ReadOnly: *to == policy.StatePostgres})
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state copy: %v\n", err)
 		return 1
 	}
 	defer bolt.Close()
 	var from, into store.State = bolt, pg
-	fromName, intoName := "state directory "+bolt.Path(), "PostgreSQL schema "+pg.Schema()
+	fromName, intoName := stateName(bolt), stateName(pg)
 	if *to == policy.StateBolt {
 		from, into = pg, bolt
 		fromName, intoName = intoName, fromName

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -69,11 +68,9 @@ func cmdPolicySuggest(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var records []store.Record
-	err = st.View(context.Background(), func(tx *store.Tx) error {
-		return tx.Records(0, func(r store.Record, _ []byte) error {
-			records = append(records, r)
-			return nil
-		})
+	err = eachRecord(st, 0, func(r store.Record, _ []byte) error {
+		records = append(records, r)
+		return nil
 	})
 	st.Close()
 	if err != nil {

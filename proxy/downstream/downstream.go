@@ -557,24 +557,51 @@ func (s *Server) Refresh() {
 }
 
 // maxRefreshRetries bounds the listings tried again, one after another,
-// after a refresh that failed (a busy state, a server that did not
-// answer); the next request starts afresh.
-const maxRefreshRetries = 5
+// after a refresh that failed (a server that did not answer); the next
+// request starts afresh. Tools that could not be vetted (their pins
+// could not be read: the state database is down) are listed again
+// beyond it, every unvettedRetry at most, for as long as they are
+// withheld: nobody else would ask again, and the session must get its
+// tools back by itself when the state answers.
+const (
+	maxRefreshRetries = 5
+	unvettedRetry     = 5 * time.Second
+)
 
 func (s *Server) refreshLoop() {
 	ctx := s.pool.ctx
 	failed := 0
 	for s.refreshWanted(failed) {
+		if failed > maxRefreshRetries {
+			select {
+			case <-ctx.Done():
+				s.endRefresh()
+				return
+			case <-time.After(min(unvettedRetry, refreshEvery<<min(failed-maxRefreshRetries, 5))):
+			}
+		}
 		if err := s.refreshPace.Wait(ctx); err != nil {
 			s.endRefresh()
 			return // the pool is closing
 		}
 		changed, err := s.RefreshTools(ctx)
-		if err != nil {
+		switch {
+		case err == nil && failed > maxRefreshRetries:
+			s.log.Info("the server's tools were listed and vetted again", "attempts", failed+1)
+			failed = 0
+		case err == nil:
+			failed = 0
+		case failed < maxRefreshRetries:
 			failed++
 			s.log.Warn("listing the server's tools failed", "attempt", failed, "err", err)
-		} else {
-			failed = 0
+		default:
+			failed++
+			if !s.unvetted() {
+				s.log.Warn("listing the server's tools failed", "attempt", failed, "err", err)
+			} else if failed == maxRefreshRetries+1 {
+				s.log.Warn("the server's tools stay withheld until their pins can be read; listing them again every few seconds",
+					"err", err)
+			}
 		}
 		if up := s.pool.opts.Upstream; (err == nil || changed) && up != nil {
 			up.ToolsRefreshed(s)
@@ -590,14 +617,23 @@ func (s *Server) refreshWanted(failed int) bool {
 	s.mu.RLock()
 	stopped := s.stopped
 	s.mu.RUnlock()
+	unvetted := s.unvetted()
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
-	if stopped || !s.refreshAgain && (failed == 0 || failed > maxRefreshRetries) {
+	if stopped || !s.refreshAgain && (failed == 0 || failed > maxRefreshRetries && !unvetted) {
 		s.refreshing, s.refreshAgain = false, false
 		return false
 	}
 	s.refreshAgain = false
 	return true
+}
+
+// unvetted reports whether the server's last listing could not be
+// vetted (every tool withheld).
+func (s *Server) unvetted() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.state.vetErr != nil
 }
 
 func (s *Server) endRefresh() {

@@ -323,3 +323,42 @@ func TestRefreshIsVettedAndCoalesced(t *testing.T) {
 		t.Errorf("after the refreshes: withheld %v, %d refreshes reported of %d", st.Withheld, up.refreshed.Load(), vets.Load()-1)
 	}
 }
+
+// TestUnvettedToolsAreListedUntilVetted: tools that could not be vetted
+// at start (the pins could not be read: the state database was down)
+// are listed again, beyond the retries of a failed refresh, until they
+// can be; nobody has to ask for it.
+func TestUnvettedToolsAreListedUntilVetted(t *testing.T) {
+	var vets atomic.Int64
+	var down atomic.Bool
+	down.Store(true)
+	vet := func(_ context.Context, _ string, l Listing) (Listing, error) {
+		vets.Add(1)
+		if down.Load() {
+			return Listing{}, errors.New("state database unavailable")
+		}
+		return l, nil
+	}
+	p := Start(context.Background(), []policy.Server{helper("ok", "serve", 0)}, Options{Version: "test", Vet: vet, Upstream: &countingUpstream{}})
+	defer p.Close()
+	srv, _ := p.Server("ok")
+	if st := srv.State(); st.Status != Ready || len(st.Tools) != 0 {
+		t.Fatalf("start with the state down: %d tools listed", len(st.Tools))
+	}
+	for deadline := time.Now().Add(time.Minute); vets.Load() <= maxRefreshRetries+2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d vettings in a minute: the listing was not tried again beyond %d retries", vets.Load(), maxRefreshRetries)
+		}
+	}
+	down.Store(false)
+	for deadline := time.Now().Add(time.Minute); len(srv.State().Tools) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the tools were not listed again once they could be vetted")
+		}
+	}
+	settled := vets.Load()
+	time.Sleep(2 * unvettedRetry)
+	if n := vets.Load() - settled; n != 0 {
+		t.Errorf("%d more listings after the tools were vetted", n)
+	}
+}

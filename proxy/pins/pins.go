@@ -240,7 +240,8 @@ type Human interface {
 // Pinner checks tool definitions against their pins and asks the human
 // about changes. One Pinner serves every session of an aqlguard.
 type Pinner struct {
-	Store *store.Store
+	// State keeps the pins (either backend: replicas share them).
+	State store.State
 	// Human asks the human (in the principal's turn) and names the
 	// principal; nil never asks (changes wait for `aqlguard pins approve`).
 	Human   Human
@@ -324,29 +325,26 @@ func (p *Pinner) principal() string {
 func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool, raws []json.RawMessage) (Result, error) {
 	now := p.clock()
 	var plan checkPlan
-	read := func(tx *store.Tx) (err error) {
-		plan, err = p.plan(tx, server, tools, raws, now)
+	read := func(v store.View) (err error) {
+		plan, err = p.plan(v, server, tools, raws, now)
 		return err
 	}
-	if err := p.Store.View(ctx, read); err != nil {
+	if err := p.State.Load(ctx, read); err != nil {
 		return Result{}, fmt.Errorf("tool pins: %w", err)
 	}
 	if len(plan.writes) > 0 {
-		// Planned again inside the write: another process may have
-		// pinned or approved meanwhile.
-		err := p.Store.Update(ctx, func(tx *store.Tx) error {
-			if err := read(tx); err != nil {
-				return err
+		// Planned again inside the commit: another process (replica) may
+		// have pinned or approved meanwhile.
+		_, err := p.State.Commit(ctx, func(v store.View) (store.Changes, error) {
+			if err := read(v); err != nil {
+				return store.Changes{}, err
 			}
+			var c store.Changes
 			for _, w := range plan.writes {
-				if err := tx.PutPin(w.pin); err != nil {
-					return err
-				}
-				if err := tx.Append(p.record(now, p.principal(), server, w.pin.Tool, w.result, w.hash)); err != nil {
-					return err
-				}
+				c.Pins = append(c.Pins, w.pin)
+				c.Records = append(c.Records, p.record(now, p.principal(), server, w.pin.Tool, w.result, w.hash))
 			}
-			return nil
+			return c, nil
 		})
 		if err != nil {
 			return Result{}, fmt.Errorf("tool pins: %w", err)
@@ -382,11 +380,11 @@ type ask struct {
 	hash     string
 }
 
-// plan decides, reading the pins in tx, what a listing of server's tools
+// plan decides, reading the pins in v, what a listing of server's tools
 // does.
-func (p *Pinner) plan(tx *store.Tx, server string, tools []*mcp.Tool, raws []json.RawMessage, now time.Time) (checkPlan, error) {
+func (p *Pinner) plan(v store.View, server string, tools []*mcp.Tool, raws []json.RawMessage, now time.Time) (checkPlan, error) {
 	plan := checkPlan{res: Result{Pending: map[string]bool{}}}
-	known, err := tx.Pins(server)
+	known, err := v.Pins(server)
 	if err != nil {
 		return plan, err
 	}
@@ -413,7 +411,7 @@ func (p *Pinner) plan(tx *store.Tx, server string, tools []*mcp.Tool, raws []jso
 		if err != nil {
 			return plan, err
 		}
-		pin, err := tx.Pin(server, t.Name)
+		pin, err := v.Pin(server, t.Name)
 		if err != nil {
 			return plan, err
 		}
@@ -540,7 +538,7 @@ func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string)
 		}
 		p.refused[change] = true
 		p.mu.Unlock()
-		_ = p.Store.Append(context.Background(), p.record(p.clock(), p.principal(), server, tool, "change refused by a human", hash))
+		_ = store.AppendRecords(context.Background(), p.State, p.record(p.clock(), p.principal(), server, tool, "change refused by a human", hash))
 	}
 }
 
@@ -553,7 +551,7 @@ func (p *Pinner) record(at time.Time, principal, server, tool, result, hash stri
 
 func (p *Pinner) load(ctx context.Context, server, tool string) (*store.Pin, error) {
 	var pin *store.Pin
-	err := p.Store.View(ctx, func(tx *store.Tx) (err error) { pin, err = tx.Pin(server, tool); return })
+	err := p.State.Load(ctx, func(v store.View) (err error) { pin, err = v.Pin(server, tool); return })
 	return pin, err
 }
 
@@ -563,23 +561,22 @@ var ErrNoChange = fmt.Errorf("no change of that tool waits for approval")
 // Approve makes a pending change the approved definition. hash, when not
 // empty, must be the pending change's (what the human saw).
 func (p *Pinner) Approve(ctx context.Context, server, tool, hash, by string) error {
-	return p.Store.Update(ctx, func(tx *store.Tx) error {
-		pin, err := tx.Pin(server, tool)
+	_, err := p.State.Commit(ctx, func(v store.View) (store.Changes, error) {
+		pin, err := v.Pin(server, tool)
 		if err != nil {
-			return err
+			return store.Changes{}, err
 		}
 		if pin == nil || pin.Pending == nil || hash != "" && pin.Pending.Hash != hash {
-			return ErrNoChange
+			return store.Changes{}, ErrNoChange
 		}
 		now := p.clock()
-		pin.Hash, pin.Definition, pin.ApprovedAt, pin.ApprovedBy = pin.Pending.Hash, pin.Pending.Definition, now, by
-		pin.Pending = nil
-		if err := tx.PutPin(*pin); err != nil {
-			return err
-		}
-		err = tx.Append(p.record(now, p.principal(), server, tool, "change approved by "+by, pin.Hash))
-		return err
+		approved := pin.Clone() // the view's own stays as it was read
+		approved.Hash, approved.Definition, approved.ApprovedAt, approved.ApprovedBy = pin.Pending.Hash, pin.Pending.Definition, now, by
+		approved.Pending = nil
+		return store.Changes{Pins: []store.Pin{approved},
+			Records: []store.Record{p.record(now, p.principal(), server, tool, "change approved by "+by, approved.Hash)}}, nil
 	})
+	return err
 }
 
 // Reset forgets the pins of server (every server when ""), or of one of
@@ -587,25 +584,22 @@ func (p *Pinner) Approve(ctx context.Context, server, tool, hash, by string) err
 // forgotten pin is audited with who reset it. It returns how many went.
 func (p *Pinner) Reset(ctx context.Context, server, tool, by string) (int, error) {
 	n := 0
-	err := p.Store.Update(ctx, func(tx *store.Tx) error {
-		n = 0
-		list, err := tx.Pins(server)
+	_, err := p.State.Commit(ctx, func(v store.View) (store.Changes, error) {
+		n = 0 // decide may run again
+		list, err := v.Pins(server)
 		if err != nil {
-			return err
+			return store.Changes{}, err
 		}
+		var c store.Changes
 		for _, pin := range list {
 			if tool != "" && pin.Tool != tool {
 				continue
 			}
-			if err := tx.DeletePin(pin.Server, pin.Tool); err != nil {
-				return err
-			}
-			if err := tx.Append(p.record(p.clock(), "admin", pin.Server, pin.Tool, "reset by "+by, "")); err != nil {
-				return err
-			}
+			c.Unpin = append(c.Unpin, store.PinKey{Server: pin.Server, Tool: pin.Tool})
+			c.Records = append(c.Records, p.record(p.clock(), "admin", pin.Server, pin.Tool, "reset by "+by, ""))
 			n++
 		}
-		return nil
+		return c, nil
 	})
 	return n, err
 }

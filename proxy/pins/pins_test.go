@@ -154,7 +154,7 @@ func TestReset(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		p := &Pinner{Store: st, Process: "test"}
+		p := &Pinner{State: st, Process: "test"}
 		n, err := p.Reset(ctx, tt.server, tt.tool, "admin alice")
 		if err != nil || n != tt.want {
 			t.Fatalf("Reset(%q, %q) = %d, %v; want %d", tt.server, tt.tool, n, err, tt.want)
@@ -193,7 +193,7 @@ func TestReset(t *testing.T) {
 func TestCheck(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
-	p := &Pinner{Store: st, Process: "test", Judge: func(_ string, def json.RawMessage) (Judgement, error) { return testJudge(def) },
+	p := &Pinner{State: st, Process: "test", Judge: func(_ string, def json.RawMessage) (Judgement, error) { return testJudge(def) },
 		Log: slog.New(slog.DiscardHandler)}
 	list := func(defs ...string) Result {
 		t.Helper()
@@ -299,7 +299,7 @@ func (h *countingHuman) AskAbout(ctx context.Context, _ verify.Request, _ func()
 func TestOneQuestionPerTool(t *testing.T) {
 	st := openStore(t)
 	h := &countingHuman{release: make(chan struct{}), answer: verify.Deny}
-	p := &Pinner{Store: st, Human: h, Process: "test", Log: slog.New(slog.DiscardHandler)}
+	p := &Pinner{State: st, Human: h, Process: "test", Log: slog.New(slog.DiscardHandler)}
 	var wg sync.WaitGroup
 	var returned atomic.Int64
 	for i := range 50 {

@@ -7,6 +7,10 @@
 //	httpload -target direct=http://127.0.0.1:9001/mcp -target aqlguard=http://127.0.0.1:9002/mcp \
 //	  -target other=http://127.0.0.1:9003/ts/mcp -clients 32 -duration 5s -rounds 3 -tool echo
 //
+// A target of several URLs (NAME=URL1|URL2|URL3) is replicas of one
+// proxy: the clients are spread over them, one session each, as a load
+// balancer with session affinity spreads them.
+//
 // With -cpu (Linux) it also says where the machine's CPU went while each
 // endpoint was driven: every process's user+system time over the timed
 // part of its rounds, summed by process name, per call. On a machine
@@ -60,7 +64,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func run(argv []string) error {
 	fs := flag.NewFlagSet("httpload", flag.ContinueOnError)
 	var ts targets
-	fs.Var(&ts, "target", "NAME=URL of a Streamable HTTP MCP endpoint (repeat); NAME=URL#TOKEN sends a bearer token")
+	fs.Var(&ts, "target", "NAME=URL of a Streamable HTTP MCP endpoint (repeat); NAME=URL#TOKEN sends a bearer token; "+
+		"NAME=URL1|URL2|... spreads the clients over replicas (client i connects to URL i mod n, as a load balancer would)")
 	clients := fs.Int("clients", 32, "concurrent clients per endpoint")
 	duration := fs.Duration("duration", 5*time.Second, "how long each endpoint is driven per round")
 	rounds := fs.Int("rounds", 3, "rounds (the endpoints' order rotates)")
@@ -77,13 +82,14 @@ func run(argv []string) error {
 		return err
 	}
 	type endpoint struct {
-		name, url, token string
-		rates            []float64
-		lat              []time.Duration
-		errors           int
-		calls            int
-		seconds          float64
-		cpu              map[string]*cpuUse // by process name, over the timed part of its rounds
+		name, token string
+		urls        []string
+		rates       []float64
+		lat         []time.Duration
+		errors      int
+		calls       int
+		seconds     float64
+		cpu         map[string]*cpuUse // by process name, over the timed part of its rounds
 	}
 	var eps []*endpoint
 	for _, t := range ts {
@@ -91,8 +97,8 @@ func run(argv []string) error {
 		if !ok {
 			return fmt.Errorf("-target %q: want NAME=URL", t)
 		}
-		url, token, _ := strings.Cut(rest, "#")
-		eps = append(eps, &endpoint{name: name, url: url, token: token, cpu: map[string]*cpuUse{}})
+		urls, token, _ := strings.Cut(rest, "#")
+		eps = append(eps, &endpoint{name: name, urls: strings.Split(urls, "|"), token: token, cpu: map[string]*cpuUse{}})
 	}
 	if len(eps) == 0 {
 		return fmt.Errorf("no -target")
@@ -108,7 +114,7 @@ func run(argv []string) error {
 			sessions := make([]*mcp.ClientSession, *clients)
 			for i := range sessions {
 				c := mcp.NewClient(&mcp.Implementation{Name: "httpload", Version: "1"}, nil)
-				s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.url, HTTPClient: hc},
+				s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.urls[i%len(ep.urls)], HTTPClient: hc},
 					&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 				if err != nil {
 					return fmt.Errorf("%s: connecting client %d: %w", ep.name, i+1, err)

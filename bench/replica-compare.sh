@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# aqlguard serve on PostgreSQL on this machine (bench/RESULTS.md): what
+# one replica adds to an allowed call against the server alone and
+# against a state directory (1 client: latency), and what 3 replicas
+# serve against 1 (CLIENTS clients, default 64: calls/s), all in one
+# httpload run, interleaved. Every call takes the evaluator and the audit
+# chain and is allowed. PostgreSQL is a throwaway cluster in a temporary
+# directory (Debian's postgresql package; as nobody when run as root),
+# with its default durability (fsync, synchronous_commit on) unless
+# PG_FAST=1 (fsync off, as the tests run it). Build first
+# (bench/README.md); DUR, ROUNDS and CLIENTS tune the run.
+set -euo pipefail
+B=$(cd "$(dirname "$0")" && pwd)/out/bin
+W=$(mktemp -d)
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+RUN=()
+if [ "$(id -u)" = 0 ]; then
+	chmod 755 "$W"
+	mkdir "$W/pg" && chown nobody "$W/pg"
+	RUN=(runuser -u nobody --)
+else
+	mkdir "$W/pg"
+fi
+cleanup() {
+	kill $(jobs -p) 2>/dev/null || true
+	wait 2>/dev/null || true
+	"${RUN[@]}" "$PGBIN/pg_ctl" -D "$W/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
+	rm -rf "$W"
+}
+trap cleanup EXIT
+PGOPTS="-c listen_addresses='' -c unix_socket_directories=$W/pg -c max_connections=300"
+if [ "${PG_FAST:-}" = 1 ]; then
+	PGOPTS="$PGOPTS -c fsync=off -c full_page_writes=off"
+fi
+"${RUN[@]}" "$PGBIN/initdb" -D "$W/pg/data" -U aqlguard --auth=trust -E UTF8 --locale=C >/dev/null
+"${RUN[@]}" "$PGBIN/pg_ctl" -D "$W/pg/data" -l "$W/pg/server.log" -o "$PGOPTS" -w start >/dev/null
+export AQLGUARD_STATE_DSN="host=$W/pg port=5432 user=aqlguard dbname=postgres sslmode=disable"
+
+cat >"$W/aqlguard.toml" <<TOML
+mode = "transparent"
+[serve]
+auth = "none"
+max_sessions = 256
+[safety]
+max_autonomous_steps = 100000000
+auto_approve = ["*"]
+[[servers]]
+name = "ts"
+url = "http://127.0.0.1:9300/mcp"
+TOML
+sed 's/^\[serve\]/[state]\nbackend = "postgres"\n[serve]/' "$W/aqlguard.toml" >"$W/aqlguard-pg.toml"
+
+"$B/testserver" -http 127.0.0.1:9300 2>/dev/null &
+for _ in $(seq 100); do
+	(exec 3<>/dev/tcp/127.0.0.1/9300) 2>/dev/null && break
+	sleep 0.05
+done
+serve() { # PORT CONFIG HOME
+	mkdir -p "$3"
+	HOME=$3 XDG_STATE_HOME=$3/state "$B/aqlguard" serve --listen "127.0.0.1:$1" --config "$2" --log-level warn 2>>"$W/aqlguard-$1.log" &
+}
+serve 9301 "$W/aqlguard.toml" "$W/bolt"
+serve 9311 "$W/aqlguard-pg.toml" "$W/r1"
+serve 9312 "$W/aqlguard-pg.toml" "$W/r2"
+serve 9313 "$W/aqlguard-pg.toml" "$W/r3"
+for p in 9301 9311 9312 9313; do
+	for _ in $(seq 200); do
+		(exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break
+		sleep 0.05
+	done
+done
+U=http://127.0.0.1
+echo "## latency: 1 client"; LAT_CPU=${CPU:+-cpu}
+"$B/httpload" -target direct=$U:9300/mcp -target bbolt-1=$U:9301/mcp -target postgres-1=$U:9311/mcp \
+	-clients 1 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${LAT_CPU:-}
+echo
+echo "## throughput: ${CLIENTS:-64} clients"
+"$B/httpload" -target direct=$U:9300/mcp -target postgres-1=$U:9311/mcp \
+	-target "postgres-3=$U:9311/mcp|$U:9312/mcp|$U:9313/mcp" \
+	-clients "${CLIENTS:-64}" -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${CPU:+-cpu}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/store/pgstate"
+)
+
+// openState opens the state the configuration names, for every verb:
+// the bbolt database in the state directory (default
+// $XDG_STATE_HOME/aqlguard), or with [state] backend = "postgres" the
+// PostgreSQL state of [state] dsn (AQLGUARD_STATE_DSN wins) and schema,
+// created or migrated on open. o tunes the state directory only.
+// Without a state nothing can be decided durably: the caller stops.
+func openState(ctx context.Context, cfg *policy.Config, o store.Options) (store.State, error) {
+	if cfg.State.Backend == policy.StatePostgres {
+		return openPostgres(ctx, cfg)
+	}
+	return openStateDir(ctx, cfg, o)
+}
+
+// openPostgres opens the configured PostgreSQL state. Its errors never
+// carry the connection string's password (pgstate).
+func openPostgres(ctx context.Context, cfg *policy.Config) (*pgstate.State, error) {
+	dsn := pgstate.DSN(cfg.State.DSN)
+	if dsn == "" {
+		return nil, fmt.Errorf("the state database: [state] backend = %q needs a connection string: set [state] dsn, or %s",
+			policy.StatePostgres, pgstate.DSNEnv)
+	}
+	return pgstate.Open(ctx, pgstate.Options{DSN: dsn, Schema: cfg.State.Schema, Timeout: cfg.StateLockTimeout.Duration})
+}
+
+// openStateDir opens the bbolt state in the configured state directory,
+// whatever backend the configuration names (state copy moves between
+// the two).
+func openStateDir(ctx context.Context, cfg *policy.Config, o store.Options) (*store.Store, error) {
+	dir := cfg.StateDir
+	if dir == "" {
+		d, err := store.DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	o.Timeout, o.AuditSync = cfg.StateLockTimeout.Duration, store.SyncMode(cfg.Audit.Sync)
+	if !o.ReadOnly {
+		o.Anchor = systemLogAnchor()
+	}
+	st, err := store.Open(ctx, dir, o)
+	if err != nil {
+		return nil, fmt.Errorf("the state database: %w", err)
+	}
+	return st, nil
+}
+
+// stateDirOnly is st as a state directory, or the error that says what
+// verb needs one and why a PostgreSQL state has no use for it.
+func stateDirOnly(st store.State, verb, why string) (*store.Store, error) {
+	if s, ok := st.(*store.Store); ok {
+		return s, nil
+	}
+	return nil, errors.New(verb + " works on a state directory (bbolt) only: " + why)
+}
+
+// stateName names a state for people: its directory, or its schema.
+func stateName(st store.State) string {
+	switch s := st.(type) {
+	case *store.Store:
+		return "state directory " + filepath.Dir(s.Path())
+	case *pgstate.State:
+		return "PostgreSQL schema " + s.Schema()
+	}
+	return "state " + st.StateID()
+}
