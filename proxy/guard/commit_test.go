@@ -124,9 +124,9 @@ func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 	c := storedConfirmation(t, g, v.Token) // (never with g.mu held: a commit's hook takes it)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.mem.steps != steps || c.Status != statusApproved {
+	if stepsOf(g) != steps || c.Status != statusApproved {
 		t.Fatalf("a check-in that was not recorded was applied: steps %d (was %d), stored %s",
-			g.mem.steps, steps, c.Status)
+			stepsOf(g), steps, c.Status)
 	}
 }
 
@@ -145,8 +145,8 @@ func TestCheckInUsedElsewhereLiftsNothing(t *testing.T) {
 	if res == nil || res.Err == nil || res.Err.Code != aql.CodeTokenUsed {
 		t.Fatalf("confirm_operation on a check-in used elsewhere: %+v", res)
 	}
-	if g.mem.steps != steps {
-		t.Fatalf("the step count was lifted: %d (was %d)", g.mem.steps, steps)
+	if stepsOf(g) != steps {
+		t.Fatalf("the step count was lifted: %d (was %d)", stepsOf(g), steps)
 	}
 	if c := storedConfirmation(t, g, v.Token); c.UsedBy != "other#1#x" {
 		t.Fatalf("the other process's use was written over: %+v", c)
@@ -172,7 +172,7 @@ func approvedCheckIn(t *testing.T, g *Guard) (Verdict, int) {
 	approveInStore(t, g, v.Token)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return v, g.mem.steps
+	return v, stepsOf(g)
 }
 
 // approveInStore records a human's approval of token, as recordAnswer
@@ -437,8 +437,8 @@ func TestConcurrentCallsStopAtTheStepLimit(t *testing.T) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.mem.steps != 12 {
-		t.Fatalf("%d steps counted for 12 calls", g.mem.steps)
+	if stepsOf(g) != 12 {
+		t.Fatalf("%d steps counted for 12 calls", stepsOf(g))
 	}
 }
 
@@ -712,4 +712,12 @@ func TestCodeNotShownSaysSo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stepsOf reads g's step count as the guard does, under g.mu: a commit's
+// hook may be changing it on another goroutine.
+func stepsOf(g *Guard) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.mem.steps
 }

@@ -222,8 +222,8 @@ func TestStepLimitAndFailureCheckIns(t *testing.T) {
 		t.Fatalf("step 4: %+v", v.Directive)
 	}
 	h.say(verify.Allow)
-	if !g.Check(ctx, get).Proceed || g.mem.steps != 1 {
-		t.Fatalf("after the check-in the count restarts: steps=%d", g.mem.steps)
+	if !g.Check(ctx, get).Proceed || stepsOf(g) != 1 {
+		t.Fatalf("after the check-in the count restarts: steps=%d", stepsOf(g))
 	}
 	e, _ := g.ExecuteAgent(ctx, "s", "agent")
 	d, err := g.RecordStep(ctx, Report{Session: "s", ElementName: "agent", NextActionHint: "db.get_row", Outcome: "failure", Category: policy.Read})
