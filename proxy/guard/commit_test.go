@@ -122,11 +122,9 @@ func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 		t.Fatal("confirm_operation must fail when the check-in cannot be written")
 	}
 	c := storedConfirmation(t, g, v.Token) // (never with g.mu held: a commit's hook takes it)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if stepsOf(g) != steps || c.Status != statusApproved {
+	if n := stepsOf(g); n != steps || c.Status != statusApproved {
 		t.Fatalf("a check-in that was not recorded was applied: steps %d (was %d), stored %s",
-			stepsOf(g), steps, c.Status)
+			n, steps, c.Status)
 	}
 }
 
@@ -170,8 +168,6 @@ func approvedCheckIn(t *testing.T, g *Guard) (Verdict, int) {
 		t.Fatalf("step 4: %+v", v)
 	}
 	approveInStore(t, g, v.Token)
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return v, stepsOf(g)
 }
 
@@ -435,10 +431,8 @@ func TestConcurrentCallsStopAtTheStepLimit(t *testing.T) {
 	if n := ran.Load(); n != 3 {
 		t.Fatalf("%d of 12 concurrent calls ran; the step limit is 3", n)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if stepsOf(g) != 12 {
-		t.Fatalf("%d steps counted for 12 calls", stepsOf(g))
+	if n := stepsOf(g); n != 12 {
+		t.Fatalf("%d steps counted for 12 calls", n)
 	}
 }
 
