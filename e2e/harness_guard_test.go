@@ -291,6 +291,19 @@ func mustCall(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name str
 
 // resultText returns the text of res's single TextContent, failing the test
 // if res has any other shape.
+// callText calls tool on cs and returns its text and whether it is a
+// tool error; a protocol error fails the test.
+func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resultText(t, res), res.IsError
+}
+
 func resultText(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
 	if len(res.Content) != 1 {

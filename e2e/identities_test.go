@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -89,25 +88,15 @@ command = ` + tomlString(bins.testserver) + `
 		t.Cleanup(func() { cs.Close() })
 		return cs
 	}
-	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		defer cancel()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resultText(t, res), res.IsError
-	}
 	a, b, c := connect(alice), connect(bob), connect(carolJWT)
 	for name, cs := range map[string]*mcp.ClientSession{"alice": a, "bob": b, "carol": c} {
-		if text, isErr := call(cs, "echo", map[string]any{"message": name}); isErr {
+		if text, isErr := callText(t, cs, "echo", map[string]any{"message": name}); isErr {
 			t.Fatalf("%s's first call: %s", name, text)
 		}
 	}
 
 	// alice is blocked by a deny; bob and carol go on.
-	text, _ := call(a, "drop_database", map[string]any{"name": "prod"})
+	text, _ := callText(t, a, "drop_database", map[string]any{"name": "prod"})
 	if !strings.Contains(text, "PERMISSION_AGENT_BLOCKED") {
 		t.Fatalf("the deny: %s", text)
 	}
@@ -118,13 +107,13 @@ command = ` + tomlString(bins.testserver) + `
 	}
 	_ = json.Unmarshal([]byte(text), &refusal)
 	challenge, _ := refusal.Error.Details["verification_id"].(string)
-	if text, _ := call(a, "echo", map[string]any{"message": "again"}); !strings.Contains(text, "PERMISSION_AGENT_BLOCKED") {
+	if text, _ := callText(t, a, "echo", map[string]any{"message": "again"}); !strings.Contains(text, "PERMISSION_AGENT_BLOCKED") {
 		t.Errorf("alice's next call after her block: %s", text)
 	}
-	if text, isErr := call(b, "echo", map[string]any{"message": "bob goes on"}); isErr {
+	if text, isErr := callText(t, b, "echo", map[string]any{"message": "bob goes on"}); isErr {
 		t.Errorf("bob is held by alice's block: %s", text)
 	}
-	if text, isErr := call(c, "echo", map[string]any{"message": "carol goes on"}); isErr {
+	if text, isErr := callText(t, c, "echo", map[string]any{"message": "carol goes on"}); isErr {
 		t.Errorf("carol is held by alice's block: %s", text)
 	}
 	// The metrics see every principal's guard: alice blocked, ci (bob's
@@ -152,10 +141,10 @@ command = ` + tomlString(bins.testserver) + `
 	// bob, with alice's challenge id and the code the human was shown,
 	// cannot lift her block: the challenge is not his principal's.
 	code := codeFor(t, h, challenge)
-	if text, _ := call(b, "aqlguard_verify_challenge", map[string]any{"challenge_id": challenge, "code": code}); strings.Contains(text, `"unblocked":true`) {
+	if text, _ := callText(t, b, "aqlguard_verify_challenge", map[string]any{"challenge_id": challenge, "code": code}); strings.Contains(text, `"unblocked":true`) {
 		t.Errorf("bob lifted alice's block: %s", text)
 	}
-	if text, _ := call(a, "echo", map[string]any{"message": "still"}); !strings.Contains(text, "PERMISSION_AGENT_BLOCKED") {
+	if text, _ := callText(t, a, "echo", map[string]any{"message": "still"}); !strings.Contains(text, "PERMISSION_AGENT_BLOCKED") {
 		t.Errorf("alice is not blocked any more after bob's try: %s", text)
 	}
 	// bob cannot ride alice's session either.

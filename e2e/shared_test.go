@@ -498,29 +498,19 @@ func TestSharedServerGuardsEachPrincipal(t *testing.T) {
 		t.Cleanup(func() { _ = cs.Close() })
 		return cs
 	}
-	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		defer cancel()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resultText(t, res), res.IsError
-	}
 	a, b := connect(alice), connect(bob)
-	pa, _ := call(a, "pid", nil)
-	pb, _ := call(b, "pid", nil)
+	pa, _ := callText(t, a, "pid", nil)
+	pb, _ := callText(t, b, "pid", nil)
 	if pa != pb {
 		t.Fatalf("alice is served by process %s, bob by %s: want one shared process", pa, pb)
 	}
-	if text, isErr := call(a, "drop_database", map[string]any{"name": "prod"}); !isErr || strings.Contains(text, "dropped") {
+	if text, isErr := callText(t, a, "drop_database", map[string]any{"name": "prod"}); !isErr || strings.Contains(text, "dropped") {
 		t.Fatalf("alice's drop_database: %s", text)
 	}
-	if text, isErr := call(a, "echo", map[string]any{"message": "x"}); !isErr || !strings.Contains(text, "PERMISSION_AGENT_BLOCKED") {
+	if text, isErr := callText(t, a, "echo", map[string]any{"message": "x"}); !isErr || !strings.Contains(text, "PERMISSION_AGENT_BLOCKED") {
 		t.Errorf("alice's call after her block: %s", text)
 	}
-	if text, isErr := call(b, "echo", map[string]any{"message": "bob"}); isErr || text != "bob" {
+	if text, isErr := callText(t, b, "echo", map[string]any{"message": "bob"}); isErr || text != "bob" {
 		t.Errorf("bob's call through the same process after alice's block: %s", text)
 	}
 }
