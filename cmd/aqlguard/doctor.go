@@ -52,7 +52,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	if in.Config != nil && in.Config.State.Backend == policy.StatePostgres {
 		cfg := in.Config
-		in.OpenState = func(ctx context.Context) (store.State, error) { return openPostgres(ctx, cfg) }
+		in.OpenState = func(ctx context.Context) (store.State, error) { return openPostgres(ctx, cfg, nil) }
 	}
 	ctx, cancel := signalContext()
 	defer cancel()

@@ -196,7 +196,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	if source == "" {
 		source = "embedded defaults"
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
@@ -346,7 +346,10 @@ func stateDir(cfg *policy.Config) string {
 // openStore opens the state run and serve decide on (openState): the
 // state directory, or the PostgreSQL state replicas share. Without it
 // nothing can be decided durably, so aqlguard does not start.
-func openStore(ctx context.Context, cfg *policy.Config) (store.State, error) {
+func openStore(ctx context.Context, cfg *policy.Config, log *slog.Logger) (store.State, error) {
+	if cfg.State.Backend == policy.StatePostgres {
+		return openPostgres(ctx, cfg, log)
+	}
 	return openState(ctx, cfg, store.Options{})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/aqlguard/aqlguard/policy"
@@ -19,20 +20,21 @@ import (
 // Without a state nothing can be decided durably: the caller stops.
 func openState(ctx context.Context, cfg *policy.Config, o store.Options) (store.State, error) {
 	if cfg.State.Backend == policy.StatePostgres {
-		return openPostgres(ctx, cfg)
+		return openPostgres(ctx, cfg, nil)
 	}
 	return openStateDir(ctx, cfg, o)
 }
 
-// openPostgres opens the configured PostgreSQL state. Its errors never
-// carry the connection string's password (pgstate).
-func openPostgres(ctx context.Context, cfg *policy.Config) (*pgstate.State, error) {
+// openPostgres opens the configured PostgreSQL state, logging to log
+// (slog's default when nil). Its errors never carry the connection
+// string's password (pgstate).
+func openPostgres(ctx context.Context, cfg *policy.Config, log *slog.Logger) (*pgstate.State, error) {
 	dsn := pgstate.DSN(cfg.State.DSN)
 	if dsn == "" {
 		return nil, fmt.Errorf("the state database: [state] backend = %q needs a connection string: set [state] dsn, or %s",
 			policy.StatePostgres, pgstate.DSNEnv)
 	}
-	return pgstate.Open(ctx, pgstate.Options{DSN: dsn, Schema: cfg.State.Schema, Timeout: cfg.StateLockTimeout.Duration})
+	return pgstate.Open(ctx, pgstate.Options{DSN: dsn, Schema: cfg.State.Schema, Timeout: cfg.StateLockTimeout.Duration, Log: log})
 }
 
 // openStateDir opens the bbolt state in the configured state directory,

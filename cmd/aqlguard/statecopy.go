@@ -52,7 +52,7 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	ctx := context.Background()
-	pg, err := openPostgres(ctx, cfg)
+	pg, err := openPostgres(ctx, cfg, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state copy: %v\n", err)
 		return 1

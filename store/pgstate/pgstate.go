@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"sync"
@@ -54,6 +55,9 @@ type Options struct {
 	Timeout time.Duration
 	// MaxConns bounds the pool (pgxpool's default when zero).
 	MaxConns int32
+	// Log receives what happens beside the calls (a lost LISTEN
+	// connection); slog.Default() when nil.
+	Log *slog.Logger
 }
 
 // ErrConflict means a row a commit read was changed by a writer that
@@ -67,6 +71,7 @@ type State struct {
 	schema   string
 	channel  string
 	timeout  time.Duration
+	log      *slog.Logger
 	auditKey []byte
 	stateID  string
 	t        tables
@@ -104,7 +109,10 @@ func Open(ctx context.Context, o Options) (*State, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
-	s := &State{dsn: o.DSN, schema: o.Schema, channel: o.Schema + "_state", timeout: o.Timeout, t: tablesIn(o.Schema)}
+	s := &State{dsn: o.DSN, schema: o.Schema, channel: o.Schema + "_state", timeout: o.Timeout, log: o.Log, t: tablesIn(o.Schema)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
 	octx, cancel := context.WithTimeout(ctx, max(o.Timeout, 30*time.Second))
 	defer cancel()
 	if s.pool, err = pgxpool.NewWithConfig(octx, cfg); err != nil {

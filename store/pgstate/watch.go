@@ -2,7 +2,6 @@ package pgstate
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -39,7 +38,7 @@ func (s *State) Watch(ctx context.Context, changed func(gen uint64)) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		slog.Warn("state database (PostgreSQL): listening for changes failed; reconnecting", "schema", s.schema, "err", err)
+		s.log.Warn("state database (PostgreSQL): listening for changes failed; reconnecting", "schema", s.schema, "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
