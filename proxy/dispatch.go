@@ -76,6 +76,9 @@ func (f *Front) batch(ctx context.Context, session, tool string, cat policy.Cate
 func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Category, req *aql.Request) *aql.Result {
 	op, ok := f.Catalog().Lookup(req.Operation)
 	if !ok {
+		if e := f.withheld(req.Operation); e != nil {
+			return aql.Failure(e)
+		}
 		return aql.Failure(aql.NotFoundOperation(req.Operation))
 	}
 	if cat != "" && op.Category != cat {

@@ -387,7 +387,34 @@ func (f *Front) CallTool(ctx context.Context, params json.RawMessage) (json.RawM
 			return f.handlePassthrough(ctx, session, op, p.Arguments, params)
 		}
 	}
+	if e := f.withheld(p.Name); e != nil {
+		return f.wire(aql.Failure(e))
+	}
 	return nil, unknownTool(p.Name)
+}
+
+// withheld is the refusal of a call naming no tool of the session while
+// a server's tools are withheld because their pins could not be read:
+// the name may be one of them, so the caller is told the state is
+// unavailable and nothing ran (fail closed), not that the tool does not
+// exist. nil when no server's tools are withheld.
+func (f *Front) withheld(name string) *aql.Error {
+	if f.Pool == nil {
+		return nil
+	}
+	var servers []string
+	for _, s := range f.Pool.Servers() {
+		if s.ToolsWithheld() {
+			servers = append(servers, s.Name)
+		}
+	}
+	if len(servers) == 0 {
+		return nil
+	}
+	return &aql.Error{Code: aql.CodeInternal,
+		Message: fmt.Sprintf("Internal error: '%q is not listed: the tools of %s could not be checked against their pins "+
+			"(the state database is unavailable) and are withheld until they can be; nothing ran'", name, strings.Join(servers, ", ")),
+		Details: map[string]any{"operation": name, "servers": servers, "reason": "state database unavailable", "fail_closed": true}}
 }
 
 func unknownTool(name string) error {

@@ -145,6 +145,9 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 	op := f.transparent[p.Name]
 	f.mu.RUnlock()
 	if op == nil {
+		if e := f.withheld(p.Name); e != nil {
+			return f.wire(aql.Failure(e))
+		}
 		return nil, unknownTool(p.Name)
 	}
 	op, refusal := f.pinRefusal(ctx, op)

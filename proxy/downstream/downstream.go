@@ -628,6 +628,11 @@ func (s *Server) refreshWanted(failed int) bool {
 	return true
 }
 
+// ToolsWithheld reports whether the server's tools are withheld because
+// its last listing could not be vetted (its pins could not be read): a
+// call naming one of them is refused as unavailable, not as unknown.
+func (s *Server) ToolsWithheld() bool { return s.unvetted() }
+
 // unvetted reports whether the server's last listing could not be
 // vetted (every tool withheld).
 func (s *Server) unvetted() bool {
