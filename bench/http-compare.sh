@@ -14,6 +14,7 @@
 # bench/out/bin/aqlguard-prev that endpoint is left out.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
+. "$(dirname "$0")/lib.sh"
 W=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
 if [ "${DOWNSTREAM:-stdio}" = http ]; then
@@ -28,27 +29,11 @@ cat >"$W/tbx.json" <<JSON
  "options":{"panicIfInvalid":true,"logEnabled":false}},
  "mcpServers":{"ts":$TBX_SERVER}}
 JSON
-# Every call through the evaluator and the audit log, allowed; the step
-# limit raised so it does not end the run.
-cat >"$W/aqlguard.toml" <<TOML
-mode = "transparent"
-[serve]
-auth = "none"
-max_sessions = 64
-[safety]
-max_autonomous_steps = 100000000
-auto_approve = ["*"]
-[[servers]]
-name = "ts"
-$AQ_SERVER
-TOML
+guarded_config 64 "$AQ_SERVER" >"$W/aqlguard.toml"
 sed 's/^\[\[servers\]\]$/&\nshare = true/' "$W/aqlguard.toml" >"$W/aqlguard-shared.toml"
 "$B/testserver" -http 127.0.0.1:9200 2>/dev/null &
 # The proxies may connect to it at once (DOWNSTREAM=http): wait for it.
-for _ in $(seq 100); do
-	(exec 3<>/dev/tcp/127.0.0.1/9200) 2>/dev/null && break
-	sleep 0.05
-done
+wait_port 9200
 "$B/aqlguard" serve --listen 127.0.0.1:9201 --config "$W/aqlguard.toml" --state-dir "$W/st1" 2>"$W/aqlguard.log" &
 labels=(-label "$!=aqlguard serve")
 targets=(-target direct=http://127.0.0.1:9200/mcp -target aqlguard=http://127.0.0.1:9201/mcp)

@@ -11,6 +11,7 @@
 # (bench/README.md); DUR, ROUNDS and CLIENTS tune the run.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
+. "$(dirname "$0")/lib.sh"
 W=$(mktemp -d)
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 RUN=()
@@ -36,25 +37,11 @@ fi
 "${RUN[@]}" "$PGBIN/pg_ctl" -D "$W/pg/data" -l "$W/pg/server.log" -o "$PGOPTS" -w start >/dev/null
 export AQLGUARD_STATE_DSN="host=$W/pg port=5432 user=aqlguard dbname=postgres sslmode=disable"
 
-cat >"$W/aqlguard.toml" <<TOML
-mode = "transparent"
-[serve]
-auth = "none"
-max_sessions = 256
-[safety]
-max_autonomous_steps = 100000000
-auto_approve = ["*"]
-[[servers]]
-name = "ts"
-url = "http://127.0.0.1:9300/mcp"
-TOML
+guarded_config 256 'url = "http://127.0.0.1:9300/mcp"' >"$W/aqlguard.toml"
 sed 's/^\[serve\]/[state]\nbackend = "postgres"\n[serve]/' "$W/aqlguard.toml" >"$W/aqlguard-pg.toml"
 
 "$B/testserver" -http 127.0.0.1:9300 2>/dev/null &
-for _ in $(seq 100); do
-	(exec 3<>/dev/tcp/127.0.0.1/9300) 2>/dev/null && break
-	sleep 0.05
-done
+wait_port 9300
 serve() { # PORT CONFIG HOME
 	mkdir -p "$3"
 	HOME=$3 XDG_STATE_HOME=$3/state "$B/aqlguard" serve --listen "127.0.0.1:$1" --config "$2" --log-level warn 2>>"$W/aqlguard-$1.log" &

@@ -8,31 +8,16 @@
 # CLIENTS tune the run.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
+. "$(dirname "$0")/lib.sh"
 W=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W"' EXIT
-plain() {
-	cat <<TOML
-mode = "transparent"
-[serve]
-auth = "none"
-max_sessions = 64
-[safety]
-max_autonomous_steps = 100000000
-auto_approve = ["*"]
-[[servers]]
-name = "ts"
-url = "http://127.0.0.1:9300/mcp"
-TOML
-}
+plain() { guarded_config 64 'url = "http://127.0.0.1:9300/mcp"'; }
 plain >"$W/plain.toml"
 plain | sed 's/^max_sessions = 64$/max_sessions = 64\nmetrics_listen = "127.0.0.1:9464"/' >"$W/metrics.toml"
 plain | sed 's/^max_sessions = 64$/max_sessions = 64\nmetrics_listen = "127.0.0.1:9465"\ntraces_endpoint = "http:\/\/127.0.0.1:9318\/v1\/traces"/' >"$W/traced.toml"
 "$B/testserver" -http 127.0.0.1:9300 2>/dev/null &
 "$B/otlpsink" -listen 127.0.0.1:9318 2>"$W/sink.log" &
-for _ in $(seq 100); do
-	(exec 3<>/dev/tcp/127.0.0.1/9300) 2>/dev/null && break
-	sleep 0.05
-done
+wait_port 9300
 "$B/aqlguard" serve --listen 127.0.0.1:9301 --config "$W/plain.toml" --state-dir "$W/st1" 2>"$W/plain.log" &
 "$B/aqlguard" serve --listen 127.0.0.1:9302 --config "$W/metrics.toml" --state-dir "$W/st2" 2>"$W/metrics.log" &
 "$B/aqlguard" serve --listen 127.0.0.1:9303 --config "$W/traced.toml" --state-dir "$W/st3" 2>"$W/traced.log" &
