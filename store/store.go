@@ -398,7 +398,8 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			// What the commit read is carried over with its changes: found
 			// now, before the write changes the file, if decide read none
 			// of it (a state change writes the database; a stat more is
-			// nothing to it).
+			// nothing to it). When the stat fails, nothing is carried
+			// over: the next commit reads the state afresh.
 			before, _ := v.snapshot()
 			fn = c.write
 			defer func() {
