@@ -186,6 +186,9 @@ type Server struct {
 	listens    map[string]*listenStream // open subscriptions/listen streams, by request id
 	subscribed map[string]*listenStream // resource uri → its stream
 
+	// A 2025-11-25 server's log level and subscriptions (renew.go).
+	asked asked
+
 	// listing is a one-slot turn: one listing of the tools at a time.
 	listing chan struct{}
 	// The refresh the server asked for (Refresh): at most one runs; a
@@ -737,6 +740,13 @@ func (s *Server) logWentAway(restart bool, how string, err error) {
 // Request sends one request to the server as raw JSON-RPC and returns the
 // raw result. A JSON-RPC error from the server is a *jsonrpc.Error.
 func (s *Server) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if livesInProcess(method) && !s.State().Modern {
+		return s.requestRemembered(ctx, method, params)
+	}
+	return s.request(ctx, method, params)
+}
+
+func (s *Server) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	s.mu.RLock()
 	peer, modern, m := s.peer, s.state.Modern, s.member
 	s.mu.RUnlock()

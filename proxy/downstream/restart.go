@@ -56,6 +56,7 @@ func (s *Server) restart() {
 			return
 		}
 		if s.start(s.pool.ctx, true) {
+			s.renew(s.pool.ctx)
 			s.mu.Lock()
 			s.state.Restarts++
 			s.mu.Unlock()
