@@ -243,6 +243,7 @@ func startServeEnv(t *testing.T, config, listen string, env ...string) *served {
 	cmd.Env = append(append(isolatedEnv(t, dir), env...), mark)
 	log := &syncBuffer{}
 	cmd.Stderr = log
+	diesWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -113,6 +113,7 @@ func launchGuard(t *testing.T, o guardOptions) (*guard, error) {
 	g.cmd.Stderr = g.errLog
 	g.cmd.WaitDelay = 3 * time.Second // if a grandchild keeps our stderr pipe open
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	diesWithTest(g.cmd)
 
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()

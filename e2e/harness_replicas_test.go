@@ -127,6 +127,7 @@ func (r *replica) start(t *testing.T) {
 	r.cmd.Env = append(append(isolatedEnv(t, r.dir), r.set.env...), r.mark)
 	r.log = &syncBuffer{}
 	r.cmd.Stderr = r.log
+	diesWithTest(r.cmd)
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

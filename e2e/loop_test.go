@@ -543,6 +543,7 @@ func TestDangerZoneReachesSecondSession(t *testing.T) {
 	cmd := exec.Command(bins.aqlguard, "serve", "--listen", "127.0.0.1:0", "--config", cfg)
 	cmd.Env = isolatedEnv(t, dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	diesWithTest(cmd)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
