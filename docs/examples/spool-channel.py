@@ -40,10 +40,21 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
 def write_private(path, text):
-    """Create path (never overwrite, never follow a planted symlink), 0600."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
+    """Create path whole (never overwrite, never follow a planted symlink), 0600.
+
+    The text goes to a hidden file first, which is then linked to path: a
+    human's tool watching the spool never reads a question half written
+    (or empty, as it was between create and write), and link, unlike
+    rename, fails where path exists.
+    """
+    part = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".part")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.link(part, path)
+    finally:
+        os.unlink(part)
 
 
 def describe(req):
