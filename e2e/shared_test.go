@@ -643,3 +643,65 @@ func TestSharedServerUnderRun(t *testing.T) {
 		t.Errorf("under run, the shared server's roots: %q, want the pinned ones", got)
 	}
 }
+
+// TestSharedServerWithModernClients: a client that speaks 2026-07-28 (no
+// session; a server's question carried in its call's answer) and one of
+// 2025-11-25 use one shared everything-server, which is spoken to in
+// 2025-11-25: each gets its own elicitation and sampling, in its own
+// revision, from the one process.
+func TestSharedServerWithModernClients(t *testing.T) {
+	s := startServeOn(t, "mode = \"transparent\"\n"+allowingServe(t)+"[safety]\nauto_approve = [\"*\"]\n"+everythingServer()+"share = true\n", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
+	defer cancel()
+	modern, legacy := &modernClient{}, &modernClient{}
+	mcs, err := mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "0"}, modern.options(true)).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mcs.Close() })
+	if got := mcs.InitializeResult().ProtocolVersion; got != modernVersion {
+		t.Fatalf("the modern client negotiated %q, want %q", got, modernVersion)
+	}
+	lcs, err := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "0"}, legacy.options(false)).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, MaxRetries: -1},
+			&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lcs.Close() })
+
+	// In turns: a question a server asks while two sessions have calls
+	// in flight, naming neither's progress token, is refused (never
+	// guessed; TestSharedServerElicitationGoesToItsCaller).
+	for range 3 {
+		for _, c := range []struct {
+			name string
+			cs   *mcp.ClientSession
+		}{{"modern", mcs}, {"legacy", lcs}} {
+			if got := resultText(t, mustCall(t, ctx, c.cs, "test_elicitation", map[string]any{"message": "who?"}, nil)); !strings.Contains(got, "ada") {
+				t.Errorf("%s: test_elicitation: %s", c.name, got)
+			}
+			if got := resultText(t, mustCall(t, ctx, c.cs, "test_sampling", map[string]any{"prompt": "capital of France?"}, nil)); !strings.Contains(got, "Paris") {
+				t.Errorf("%s: test_sampling: %s", c.name, got)
+			}
+		}
+	}
+	for name, c := range map[string]*modernClient{"modern": modern, "legacy": legacy} {
+		c.mu.Lock()
+		e, sm := c.elicited, c.sampled
+		c.mu.Unlock()
+		if e != 3 || sm != 3 {
+			t.Errorf("the %s client was asked %d elicitations and %d samplings, want 3 each", name, e, sm)
+		}
+	}
+	n := 0
+	for _, cmd := range marked(s.mark) {
+		if strings.Contains(cmd, "everything") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d everything-server processes for a modern and a legacy client of a shared one, want 1", n)
+	}
+}
