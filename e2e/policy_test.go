@@ -348,14 +348,17 @@ pattern = "x"
 	if code != 0 {
 		t.Fatalf("explain: %s", errOut)
 	}
-	for _, want := range []string{"ts.delete_note", "delete_*", "asks", "ts.get_item", "get_*", "allowed", "ts.drop_database", "refuses"} {
+	for _, want := range []string{"interpreter_code ask", "ts.delete_note", "delete_*", "asks", "ts.get_item", "get_*", "allowed", "ts.drop_database", "refuses"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain lacks %q:\n%s", want, out)
 		}
 	}
-	_, errOut, code = admin(t, g, "policy", "check", "--servers")
+	out, errOut, code = admin(t, g, "policy", "check", "--servers")
 	if code != 0 || !strings.Contains(errOut, `declares an argument "no_such_argument"`) {
 		t.Errorf("check --servers: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "interpreter_code ask") {
+		t.Errorf("check's summary does not say what becomes of interpreter code:\n%s", out)
 	}
 	if _, _, code := admin(t, g, "policy", "check", "--servers", "--strict"); code != 1 {
 		t.Errorf("check --strict with a warning: exit %d, want 1", code)

@@ -179,12 +179,12 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	if cfg.Managed != nil {
 		managed = ", under the managed policy " + cfg.Managed.Path
 	}
-	loop := cfg.Safety.Loop
+	loop, code := cfg.Safety.Loop, cfg.Safety.InterpreterCode
 	if pol, err := policy.Compile(cfg, cfg.Agent); err == nil {
-		loop = string(pol.Loop)
+		loop, code = string(pol.Loop), string(pol.InterpreterCode)
 	}
-	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s%s; %d warning(s), checked against %s)\n",
-		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), loop, managed, warnings, checked)
+	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s, interpreter_code %s%s; %d warning(s), checked against %s)\n",
+		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), loop, code, managed, warnings, checked)
 	return 0
 }
 
@@ -269,8 +269,8 @@ func cmdPolicyExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	defer pool.Close()
 	ex := proxy.Explain(pol, cat)
-	fmt.Fprintf(stdout, "%s, agent %s, risk_tolerance %s (a call above risk %d asks), loop %s\n\n",
-		source(cfg), pol.Principal, pol.Tolerance, pol.Threshold, pol.Loop)
+	fmt.Fprintf(stdout, "%s, agent %s, risk_tolerance %s (a call above risk %d asks), loop %s, interpreter_code %s\n\n",
+		source(cfg), pol.Principal, pol.Tolerance, pol.Threshold, pol.Loop, pol.InterpreterCode)
 	if len(ex) == 0 {
 		fmt.Fprintln(stdout, "no tools: no server is configured, or none started")
 		return 0
