@@ -70,6 +70,13 @@ func onReplicas(t *testing.T, n int, test func(t *testing.T, rs *replicaSet)) {
 // startReplicas starts n replicas on backend. Cleanup stops them all.
 func startReplicas(t *testing.T, backend string, n int) *replicaSet {
 	t.Helper()
+	return startReplicasFor(t, backend, n, replicaClients)
+}
+
+// startReplicasFor is startReplicas with other clients than
+// replicaClients.
+func startReplicasFor(t *testing.T, backend string, n int, clients []string) *replicaSet {
+	t.Helper()
 	rs := &replicaSet{backend: backend, human: newHuman(t), tokens: map[string]string{}}
 	rs.calls = testserverLog(t)
 	down := startTestServerHTTP(t, "-log", rs.calls, "-name", "replicas")
@@ -104,7 +111,7 @@ max_sessions = 128
 name = "ts"
 url = `+tomlString(down)+`
 `)
-	for _, c := range replicaClients {
+	for _, c := range clients {
 		rs.tokens[c] = addClient(t, cli, rs.cfg, c, "--agent", c)
 	}
 	for i := range n {

@@ -399,17 +399,26 @@ func TestReplicasSessionsBelongToTheirReplica(t *testing.T) {
 }
 
 // TestReplicasBehindALoadBalancer runs docs/deploy.md's HAProxy backend,
-// as written there, in front of three replicas: sessions spread over
-// the replicas and every request of a session reaches the replica that
-// made it (round robin alone would send the second request elsewhere);
-// when that replica is killed, the client's next request fails and a
-// new session through the same address serves.
+// as written there, in front of three replicas: every request of a
+// session reaches the replica that made it (round robin alone would send
+// the second request elsewhere); a principal's new sessions go to one
+// replica, so that the limits each replica keeps to itself (the step
+// count, a verify pause) are the principal's, while the principals
+// spread over the replicas; when a principal's replica is killed, its
+// session's next request fails and its new sessions serve, all at one
+// other replica.
 func TestReplicasBehindALoadBalancer(t *testing.T) {
 	haproxy, err := exec.LookPath("haproxy")
 	if err != nil {
 		t.Skip("SKIPPED: haproxy is not installed (.ci/run installs Debian's haproxy)")
 	}
-	rs := startReplicas(t, "bbolt", 3)
+	// Twelve principals: the chance that consistent hashing puts them all
+	// on one of three replicas is (1/3)^11.
+	principals := append([]string(nil), replicaClients...)
+	for i := range 8 {
+		principals = append(principals, fmt.Sprintf("p%d", i))
+	}
+	rs := startReplicasFor(t, "bbolt", 3, principals)
 	backend := docsBlock(t, "docs/deploy.md", "backend aqlguard")
 	var lines []string
 	for line := range strings.Lines(backend) {
@@ -449,60 +458,72 @@ frontend mcp
 	waitListening(t, listen)
 	url := "http://" + listen + "/mcp"
 
-	connect := func() *mcp.ClientSession {
+	connect := func(who string) *mcp.ClientSession {
 		t.Helper()
-		cs, err := connectHTTP(t, url, bearerClient(rs.tokens["alice"]))
+		cs, err := connectHTTP(t, url, bearerClient(rs.tokens[who]))
 		if err != nil {
-			t.Fatalf("connecting through the load balancer: %v", err)
+			t.Fatalf("%s connecting through the load balancer: %v", who, err)
 		}
 		t.Cleanup(func() { cs.Close() })
 		return cs
 	}
-	sessions := make([]*mcp.ClientSession, 6)
-	for i := range sessions {
-		sessions[i] = connect()
-		for n := range 5 {
-			if res := mustAQL(t, sessions[i], "ts_echo", map[string]any{"message": fmt.Sprintf("lb-%d-%d", i, n)}); res["success"] != true {
-				t.Fatalf("session %d, call %d through the load balancer: %s", i, n, jsonString(res))
-			}
-		}
-	}
 	// A session's replica is the one that knows its id.
-	home := func(cs *mcp.ClientSession) *replica {
+	home := func(who string, cs *mcp.ClientSession) *replica {
 		for _, r := range rs.reps {
 			if r.cmd == nil {
 				continue
 			}
-			if code, _ := post(t, bearerClient(rs.tokens["alice"]), r.url, cs.ID(), `{"jsonrpc":"2.0","id":"where","method":"ping"}`); code == http.StatusOK {
+			if code, _ := post(t, bearerClient(rs.tokens[who]), r.url, cs.ID(), `{"jsonrpc":"2.0","id":"where","method":"ping"}`); code == http.StatusOK {
 				return r
 			}
 		}
 		return nil
 	}
+	// sessionsOf opens n sessions of who, calls through each a few times,
+	// and returns the replica they all live at.
+	sessionsOf := func(who string, n int) ([]*mcp.ClientSession, *replica) {
+		t.Helper()
+		var sessions []*mcp.ClientSession
+		var at *replica
+		for i := range n {
+			cs := connect(who)
+			for k := range 3 {
+				if res := mustAQL(t, cs, "ts_echo", map[string]any{"message": fmt.Sprintf("lb-%s-%d-%d", who, i, k)}); res["success"] != true {
+					t.Fatalf("%s's session %d, call %d through the load balancer: %s", who, i, k, jsonString(res))
+				}
+			}
+			r := home(who, cs)
+			switch {
+			case r == nil:
+				t.Fatalf("no replica knows %s's session %d", who, i)
+			case at != nil && r != at:
+				t.Errorf("%s's sessions landed on replicas %d and %d: the limits a replica keeps to itself would not be the principal's", who, at.i, r.i)
+			}
+			at = r
+			sessions = append(sessions, cs)
+		}
+		return sessions, at
+	}
 	used := map[int]bool{}
-	for _, cs := range sessions {
-		if r := home(cs); r != nil {
-			used[r.i] = true
+	var alice []*mcp.ClientSession
+	var aliceAt *replica
+	for _, who := range principals {
+		sessions, at := sessionsOf(who, 2)
+		used[at.i] = true
+		if who == "alice" {
+			alice, aliceAt = sessions, at
 		}
 	}
 	if len(used) < 2 {
-		t.Errorf("six sessions through round robin landed on %d replica(s)", len(used))
+		t.Errorf("%d principals landed on %d replica(s): the load balancer does not spread them", len(principals), len(used))
 	}
-	victim := home(sessions[0])
-	if victim == nil {
-		t.Fatal("no replica logged session 0")
-	}
-	victim.kill(t)
+	aliceAt.kill(t)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if res, err := aqlCall(ctx, sessions[0], "ts_echo", map[string]any{"message": "orphan"}); err == nil && res["success"] == true {
-		t.Errorf("a session of the killed replica %d still served: %s", victim.i, jsonString(res))
+	if res, err := aqlCall(ctx, alice[0], "ts_echo", map[string]any{"message": "orphan"}); err == nil && res["success"] == true {
+		t.Errorf("a session of the killed replica %d still served: %s", aliceAt.i, jsonString(res))
 	}
-	again := connect()
-	if res := mustAQL(t, again, "ts_echo", map[string]any{"message": "new session"}); res["success"] != true {
-		t.Fatalf("a new session after replica %d died: %s", victim.i, jsonString(res))
-	}
-	if r := home(again); r == nil || r == victim {
-		t.Errorf("the new session's replica: %v", r)
+	if _, at := sessionsOf("alice", 2); at == aliceAt {
+		t.Errorf("alice's new sessions went to the killed replica %d", at.i)
 	}
 }
