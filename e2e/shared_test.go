@@ -108,10 +108,14 @@ func (c *sharedClient) call(t *testing.T, tool string, args map[string]any, meta
 }
 
 // testservers counts the live testserver processes aqlguard started.
-func testservers(s *served) int {
+func testservers(s *served) int { return processesOf(s, "testserver") }
+
+// processesOf counts the live processes aqlguard started whose command
+// line names program.
+func processesOf(s *served, program string) int {
 	n := 0
 	for _, cmd := range marked(s.mark) {
-		if strings.Contains(cmd, "testserver") {
+		if strings.Contains(cmd, program) {
 			n++
 		}
 	}
@@ -570,13 +574,7 @@ func TestSharedEverythingServer(t *testing.T) {
 			t.Errorf("session %d was asked %d elicitations and %d samplings (want 1 each) and got %d progress notifications", i, e, sm, p)
 		}
 	}
-	n := 0
-	for _, cmd := range marked(s.mark) {
-		if strings.Contains(cmd, "everything") {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := processesOf(s, "everything"); n != 1 {
 		t.Errorf("%d everything-server processes for two sessions of a shared one, want 1", n)
 	}
 }
@@ -695,13 +693,7 @@ func TestSharedServerWithModernClients(t *testing.T) {
 			t.Errorf("the %s client was asked %d elicitations and %d samplings, want 3 each", name, e, sm)
 		}
 	}
-	n := 0
-	for _, cmd := range marked(s.mark) {
-		if strings.Contains(cmd, "everything") {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := processesOf(s, "everything"); n != 1 {
 		t.Errorf("%d everything-server processes for a modern and a legacy client of a shared one, want 1", n)
 	}
 }
