@@ -45,6 +45,7 @@ import (
 )
 
 func main() {
+	oneClientOneProcessor(os.Args[1:])
 	if !supervisesServers(os.Args[1:]) {
 		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
@@ -78,6 +79,29 @@ func pollableStdio() (stdin, stdout, stderr *os.File, restore func()) {
 		for _, r := range restores {
 			r()
 		}
+	}
+}
+
+// oneClientOneProcessor runs a verb that serves one client over stdio
+// (run, wrap) on one processor, unless GOMAXPROCS says otherwise. Its
+// calls come one after another through a chain of goroutines (the
+// client's line, a worker, the guard, the server's pipe and back): with
+// more processors every hand-off wakes an idle one, a futex call and a
+// spinning search for work each, which on a virtual machine cost more
+// than the work (bench/RESULTS.md (ad): the added p50 of a guarded stdio
+// call and the CPU per call both fall). What runs in parallel is the
+// servers, which are processes of their own; serve, with many clients,
+// keeps every processor.
+func oneClientOneProcessor(args []string) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	verb := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb = args[0]
+	}
+	if verb == "run" || verb == "wrap" {
+		runtime.GOMAXPROCS(1)
 	}
 }
 
