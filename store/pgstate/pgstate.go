@@ -76,8 +76,11 @@ type State struct {
 	stateID  string
 	t        tables
 
-	// commitMu makes this process's commits one at a time (Commit).
-	commitMu sync.Mutex
+	// gmu guards the commits waiting for a group (group.go) and
+	// whether one runs; the group's leader runs it.
+	gmu     sync.Mutex
+	waiting []*pending
+	leading bool
 	// snap is the newest snapshot read or written.
 	snap store.Kept[snapshot]
 }

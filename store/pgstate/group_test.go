@@ -1,0 +1,201 @@
+package pgstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/store"
+)
+
+var groupT0 = time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)
+
+// holdFirst makes a commit's decide wait, holding the lead, until
+// release is closed: the commits that queue meanwhile are one group.
+func holdFirst(release <-chan struct{}) func(store.View) (store.Changes, error) {
+	return func(store.View) (store.Changes, error) {
+		select {
+		case <-release:
+		case <-time.After(20 * time.Second):
+			return store.Changes{}, errors.New("never released")
+		}
+		return store.Changes{Records: []store.Record{{Time: groupT0, Kind: "admin", Principal: "claude", Result: "first"}}}, nil
+	}
+}
+
+// waitQueued waits until n commits wait behind the leader.
+func waitQueued(t *testing.T, st *State, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st.gmu.Lock()
+		q, leading := len(st.waiting), st.leading
+		st.gmu.Unlock()
+		if leading && q == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d commits queued (leading %v), want %d", q, leading, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Commits that queue in one process are one transaction, and each
+// decide sees what the ones before it wrote and runs after their Then:
+// 63 increments of one execution's step count, read through the
+// transaction, count 63; the Thens run in commit order with the
+// generation each commit left; the chain is one chain.
+func TestGroupCommitSeesEarlierMembers(t *testing.T) {
+	st := openIn(t, pgtest.Shared(t).Database(t))
+	defer st.Close()
+	ctx := context.Background()
+	const n = 63
+	first, release := make(chan error, 1), make(chan struct{})
+	go func() {
+		_, err := st.Commit(ctx, holdFirst(release))
+		first <- err
+	}()
+	waitQueued(t, st, 0)
+	var mu sync.Mutex
+	var thens []uint64
+	var steps []int
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := st.Commit(ctx, func(v store.View) (store.Changes, error) {
+				e, err := v.Execution("exec_1")
+				if err != nil {
+					return store.Changes{}, err
+				}
+				if e == nil {
+					e = &store.Execution{ID: "exec_1", Principal: "claude", Status: "running", StartedAt: groupT0}
+				}
+				e.Steps++
+				s := e.Steps
+				return store.Changes{
+					Executions: []store.Execution{*e},
+					Records:    []store.Record{{Time: groupT0, Kind: "decision", Principal: "claude", Result: fmt.Sprint("step ", s)}},
+					Then: func(gen uint64) {
+						mu.Lock()
+						thens, steps = append(thens, gen), append(steps, s)
+						mu.Unlock()
+					},
+				}, nil
+			})
+			errs <- err
+		}()
+	}
+	waitQueued(t, st, n)
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first Commit: %v", err)
+	}
+	for i := range steps {
+		if steps[i] != i+1 || (i > 0 && thens[i] != thens[i-1]+1) {
+			t.Fatalf("Thens ran out of order: steps %v, generations %v", steps, thens)
+		}
+	}
+	var e *store.Execution
+	if err := st.Load(ctx, func(v store.View) (err error) { e, err = v.Execution("exec_1"); return err }); err != nil || e == nil || e.Steps != n {
+		t.Fatalf("execution after %d grouped increments: %+v, %v", n, e, err)
+	}
+	if got, err := st.VerifyChain(ctx); err != nil || got != n+1 {
+		t.Fatalf("VerifyChain: %d records, %v; want %d", got, err, n+1)
+	}
+	if g, err := st.Generation(ctx); err != nil || g != thens[len(thens)-1] {
+		t.Fatalf("generation %d (%v), the last Then saw %d", g, err, thens[len(thens)-1])
+	}
+}
+
+// One member's failing decide writes nothing and leaves the others in
+// its group be; a waiter that gives up before its group leaves the
+// queue, and the lead passes on.
+func TestGroupCommitMemberFailsAlone(t *testing.T) {
+	st := openIn(t, pgtest.Shared(t).Database(t))
+	defer st.Close()
+	ctx := context.Background()
+	first, release := make(chan error, 1), make(chan struct{})
+	go func() {
+		_, err := st.Commit(ctx, holdFirst(release))
+		first <- err
+	}()
+	waitQueued(t, st, 0)
+	boom := errors.New("decide says no")
+	record := func(result string) func(store.View) (store.Changes, error) {
+		return func(store.View) (store.Changes, error) {
+			return store.Changes{Records: []store.Record{{Time: groupT0, Kind: "decision", Principal: "claude", Result: result}}}, nil
+		}
+	}
+	gaveUp, cancel := context.WithCancel(ctx)
+	type result struct {
+		name string
+		err  error
+	}
+	out := make(chan result, 5)
+	run := func(name string, ctx context.Context, decide func(store.View) (store.Changes, error)) {
+		_, err := st.Commit(ctx, decide)
+		out <- result{name, err}
+	}
+	go run("a", ctx, record("a"))
+	waitQueued(t, st, 1)
+	go run("fails", ctx, func(store.View) (store.Changes, error) { return store.Changes{}, boom })
+	waitQueued(t, st, 2)
+	go run("gives up", gaveUp, record("never"))
+	waitQueued(t, st, 3)
+	go run("b", ctx, record("b"))
+	waitQueued(t, st, 4)
+	cancel()
+	waitQueued(t, st, 3) // it left the queue
+	close(release)
+	got := map[string]error{}
+	for range 4 {
+		r := <-out
+		got[r.name] = r.err
+	}
+	go run("c", ctx, record("c"))
+	got["c"] = (<-out).err
+	if err := <-first; err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	if got["a"] != nil || got["b"] != nil || got["c"] != nil || !errors.Is(got["fails"], boom) {
+		t.Fatalf("results: %v", got)
+	}
+	var results []string
+	r := st.AuditReader()
+	defer r.Close()
+	es, err := r.Read(store.LogPosition{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		results = append(results, e.Record.Result)
+	}
+	want := map[string]bool{"first": true, "a": true, "b": true, "c": true}
+	if len(results) != len(want) {
+		t.Fatalf("records %v, want one each of first, a, b, c", results)
+	}
+	for _, res := range results {
+		if !want[res] {
+			t.Fatalf("records %v, want one each of first, a, b, c", results)
+		}
+		delete(want, res)
+	}
+	if !errors.Is(got["gives up"], context.Canceled) {
+		t.Fatalf("the commit that gave up: %v, want context.Canceled", got["gives up"])
+	}
+}
