@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -35,6 +37,16 @@ import (
 // maxGroup bounds the commits in one transaction: the head's lock is
 // held for all of them.
 const maxGroup = 128
+
+// groupStats count what the groups did.
+type groupStats struct {
+	// groups and commits are the transactions and the commits in them.
+	groups, commits atomic.Int64
+	// waitNs is the time from BEGIN to holding the head's lock (one
+	// round trip, and the wait for other replicas), heldNs the time
+	// from holding it to the end of COMMIT.
+	waitNs, heldNs atomic.Int64
+}
 
 // pending is one Commit waiting for, or in, a group.
 type pending struct {
@@ -209,6 +221,9 @@ func (s *State) runGroup(group []*pending) {
 	// A connection left inside a transaction (a failure below) is
 	// closed by the pool, not reused.
 	defer conn.Release()
+	s.stats.groups.Add(1)
+	s.stats.commits.Add(int64(len(group)))
+	asked := time.Now()
 	begin := &pgx.Batch{}
 	begin.Queue(`BEGIN`)
 	begin.Queue(`SELECT seq, hash, generation FROM ` + s.t.head + ` WHERE id = 1 FOR UPDATE`)
@@ -226,6 +241,9 @@ func (s *State) runGroup(group []*pending) {
 		fail(group, s.wrap("committing", err))
 		return
 	}
+	locked := time.Now()
+	s.stats.waitNs.Add(int64(locked.Sub(asked)))
+	defer func() { s.stats.heldNs.Add(int64(time.Since(locked))) }()
 	tx := &groupTx{ctx: ctx, s: s, conn: conn.Conn()}
 	rollback := func() { _, _ = tx.conn.Exec(context.Background(), `ROLLBACK`) }
 	head, gen := store.Head{Seq: uint64(seq), Hash: hash}, uint64(gen64)

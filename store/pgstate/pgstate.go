@@ -81,6 +81,8 @@ type State struct {
 	gmu     sync.Mutex
 	waiting []*pending
 	leading bool
+	// stats count the groups (BenchmarkReplicas reads them).
+	stats groupStats
 	// snap is the newest snapshot read or written.
 	snap store.Kept[snapshot]
 }
