@@ -46,6 +46,18 @@ type groupStats struct {
 	// round trip, and the wait for other replicas), heldNs the time
 	// from holding it to the end of COMMIT.
 	waitNs, heldNs atomic.Int64
+	// alone counts the commits made in one round trip (alone), moved
+	// the guesses another commit had moved the head under.
+	alone, moved atomic.Int64
+}
+
+// guess is where this process left the head with its last commit, and
+// whether it found the head where it had left it before that (no other
+// writer between): then a commit alone guesses nobody wrote since.
+type guess struct {
+	head    store.Head
+	gen     uint64
+	set, ok bool
 }
 
 // pending is one Commit waiting for, or in, a group.
@@ -221,6 +233,10 @@ func (s *State) runGroup(group []*pending) {
 	// A connection left inside a transaction (a failure below) is
 	// closed by the pool, not reused.
 	defer conn.Release()
+	if len(group) == 1 && s.guess.ok && group[0].ctx.Err() == nil && s.alone(ctx, conn.Conn(), group[0]) {
+		s.stats.alone.Add(1)
+		return
+	}
 	s.stats.groups.Add(1)
 	s.stats.commits.Add(int64(len(group)))
 	asked := time.Now()
@@ -247,6 +263,10 @@ func (s *State) runGroup(group []*pending) {
 	tx := &groupTx{ctx: ctx, s: s, conn: conn.Conn()}
 	rollback := func() { _, _ = tx.conn.Exec(context.Background(), `ROLLBACK`) }
 	head, gen := store.Head{Seq: uint64(seq), Hash: hash}, uint64(gen64)
+	// The next commit alone may guess the head if nobody else moved it
+	// since this process's last commit.
+	found := s.guess.set && s.guess.head == head && s.guess.gen == gen
+	s.guess.ok = false
 	sn := s.snapshotAt(gen)
 	// bound are the members whose result is the transaction's: they
 	// wrote, or read what earlier members wrote.
@@ -308,31 +328,14 @@ func (s *State) runGroup(group []*pending) {
 		if !c.ChangesState() && len(c.Records) == 0 {
 			continue // read only: its result is the group's still
 		}
-		w := newWriter(v)
-		if err := w.changes(&c); err != nil {
+		w, end, err := s.queue(v, &c, head)
+		if err != nil {
 			p.err = err
 			bound, last.c = bound[:len(bound)-1], nil
 			continue
 		}
-		chain := store.NewChainer(head)
-		var cerr error
-		for i := range c.Records {
-			r := c.Records[i]
-			line, err := chain.Next(&r)
-			if err != nil {
-				cerr = err
-				break
-			}
-			w.exec(`INSERT INTO `+s.t.records+` (seq, prev, hash, time, raw) VALUES ($1, $2, $3, $4, $5)`,
-				int64(r.Seq), r.Prev, r.Hash, r.Time, string(line))
-		}
-		if cerr != nil {
-			p.err = cerr
-			bound, last.c = bound[:len(bound)-1], nil
-			continue
-		}
 		tx.pending = append(tx.pending, w.stmts...)
-		head, wrote = chain.Head(), true
+		head, wrote = end, true
 		if c.ChangesState() {
 			gen++
 			changed = true
@@ -343,23 +346,10 @@ func (s *State) runGroup(group []*pending) {
 		rollback()
 		_ = settle() // Thens alone: nothing was written, nothing to send
 		s.install(sn)
+		s.guess = guess{head: head, gen: gen, set: true, ok: found}
 		return
 	}
-	tx.pending = append(tx.pending, stmt{`UPDATE ` + s.t.head + ` SET seq = $1, hash = $2, generation = $3 WHERE id = 1`,
-		[]any{int64(head.Seq), head.Hash, int64(gen)}, execCheck})
-	if changed {
-		// Delivered at COMMIT, to every replica listening.
-		tx.pending = append(tx.pending, stmt{`SELECT pg_notify($1, $2)`, []any{s.channel, strconv.FormatUint(gen, 10)}, execCheck})
-	}
-	// COMMIT in the same batch: after a failed statement PostgreSQL
-	// answers it with ROLLBACK, which the tag says.
-	tx.pending = append(tx.pending, stmt{`COMMIT`, nil, func(br pgx.BatchResults) error {
-		tag, err := br.Exec()
-		if err == nil && tag.String() != "COMMIT" {
-			err = fmt.Errorf("the transaction ended in %s", tag.String())
-		}
-		return err
-	}})
+	tx.pending = append(tx.pending, s.moveHead(head, gen, changed, nil)...)
 	if err := tx.flush(); err != nil {
 		rollback()
 		fail(bound, err)
@@ -370,7 +360,140 @@ func (s *State) runGroup(group []*pending) {
 		sn = sn.next(last.gen, last.c, last.w.versions, s.t)
 	}
 	s.install(sn)
+	s.guess = guess{head: head, gen: gen, set: true, ok: found}
 	if last.c != nil && last.c.Then != nil {
 		last.c.Then(last.gen)
 	}
+}
+
+// errNeedsLock is what a view outside a transaction answers a read that
+// needs one.
+var errNeedsLock = errors.New("this read needs the head's lock")
+
+// noTx is a queryer outside any transaction: a decide that reads
+// through it runs again under the lock.
+type noTx struct{ used bool }
+
+func (q *noTx) Query(context.Context, string, ...any) (pgx.Rows, error) {
+	q.used = true
+	return nil, errNeedsLock
+}
+
+func (q *noTx) QueryRow(context.Context, string, ...any) pgx.Row {
+	q.used = true
+	return errRow{errNeedsLock}
+}
+
+// errHeadMoved is a guessed head that another commit moved.
+var errHeadMoved = errors.New("the head moved")
+
+// alone commits p in one round trip when its guess holds: decide runs
+// on the snapshot at the head this process left, and one batch moves
+// the head only if it is still there (the statement takes the row's
+// lock, and finds it moved if another commit came between), then writes
+// and commits. It reports whether p has its result; false means nothing
+// was written and p is to be committed under the lock (decide read what
+// the snapshot does not hold, failed, wrote nothing, or the head moved).
+// A decide is pure: running it again is what store.State allows.
+func (s *State) alone(ctx context.Context, conn *pgx.Conn, p *pending) bool {
+	g := s.guess
+	s.guess.ok = false // set again by the commit that ends this
+	sn := s.snapshotAt(g.gen)
+	q := &noTx{}
+	v := &view{ctx: ctx, q: q, s: s, snap: sn, head: g.head, read: map[string]int64{}}
+	c, err := p.decide(v)
+	if q.used || err != nil || !c.ChangesState() && len(c.Records) == 0 {
+		return false
+	}
+	w, end, err := s.queue(v, &c, g.head)
+	if err != nil {
+		return false
+	}
+	gen, changed := g.gen, c.ChangesState()
+	if changed {
+		gen++
+	}
+	stmts := append([]stmt{{`BEGIN`, nil, execCheck}}, s.moveHead(end, gen, false, &g)...)
+	stmts = append(stmts, w.stmts...)
+	stmts = append(stmts, s.moveHead(end, gen, changed, nil)[1:]...) // the notification and COMMIT
+	err = s.send(ctx, conn, stmts)
+	if err != nil {
+		_, _ = conn.Exec(context.Background(), `ROLLBACK`)
+		if errors.Is(err, errHeadMoved) {
+			s.stats.moved.Add(1)
+			return false
+		}
+		p.gen, p.err = 0, err
+		return true
+	}
+	if changed {
+		sn = sn.next(gen, &c, w.versions, s.t)
+	}
+	s.install(sn)
+	s.guess = guess{head: end, gen: gen, set: true, ok: true}
+	p.gen = gen
+	if c.Then != nil {
+		c.Then(gen)
+	}
+	return true
+}
+
+// queue is a member's writes: its changes and its records chained after
+// head, and the head after them. Nothing is queued anywhere on an error.
+func (s *State) queue(v *view, c *store.Changes, head store.Head) (*writer, store.Head, error) {
+	w := newWriter(v)
+	if err := w.changes(c); err != nil {
+		return nil, head, err
+	}
+	chain := store.NewChainer(head)
+	for i := range c.Records {
+		r := c.Records[i]
+		line, err := chain.Next(&r)
+		if err != nil {
+			return nil, head, err
+		}
+		w.exec(`INSERT INTO `+s.t.records+` (seq, prev, hash, time, raw) VALUES ($1, $2, $3, $4, $5)`,
+			int64(r.Seq), r.Prev, r.Hash, r.Time, string(line))
+	}
+	return w, chain.Head(), nil
+}
+
+// moveHead ends a transaction: the head moved to head and gen (only if
+// it is still at from, when from is set), the other replicas notified
+// when state changed, and COMMIT.
+func (s *State) moveHead(head store.Head, gen uint64, changed bool, from *guess) []stmt {
+	out := []stmt{{`UPDATE ` + s.t.head + ` SET seq = $1, hash = $2, generation = $3 WHERE id = 1`,
+		[]any{int64(head.Seq), head.Hash, int64(gen)}, execCheck}}
+	if from != nil {
+		// No row back (the head moved) fails the transaction in this
+		// statement: nothing after it runs.
+		out[0] = stmt{`WITH u AS (UPDATE ` + s.t.head + ` SET seq = $1, hash = $2, generation = $3
+			WHERE id = 1 AND seq = $4 AND hash = $5 AND generation = $6 RETURNING 1)
+			SELECT coalesce((SELECT 1 FROM u), ` + s.t.conflict + `('the head'))`,
+			[]any{int64(head.Seq), head.Hash, int64(gen), int64(from.head.Seq), from.head.Hash, int64(from.gen)},
+			func(br pgx.BatchResults) error {
+				var one int64
+				if err := br.QueryRow().Scan(&one); err != nil {
+					if errors.Is(conflictOr(err), ErrConflict) {
+						return errHeadMoved
+					}
+					return err
+				}
+				return nil
+			}}
+		return out
+	}
+	if changed {
+		// Delivered at COMMIT, to every replica listening.
+		out = append(out, stmt{`SELECT pg_notify($1, $2)`, []any{s.channel, strconv.FormatUint(gen, 10)}, execCheck})
+	}
+	// COMMIT in the same batch: after a failed statement PostgreSQL
+	// answers it with ROLLBACK, which the tag says.
+	return append(out, stmt{`COMMIT`, nil, func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		if err == nil && tag.String() != "COMMIT" {
+			err = fmt.Errorf("the transaction ended in %s", tag.String())
+		}
+		return err
+	}})
 }

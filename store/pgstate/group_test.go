@@ -199,3 +199,79 @@ func TestGroupCommitMemberFailsAlone(t *testing.T) {
 		t.Fatalf("the commit that gave up: %v, want context.Canceled", got["gives up"])
 	}
 }
+
+// A commit alone, when nobody else wrote since this process's last, is
+// one round trip on the snapshot; when another replica wrote meanwhile
+// (here: a block), the guess fails in the statement that takes the
+// head's lock, nothing is written, and decide runs again under the lock
+// on the state as it is: the blocked agent is refused, and the chain is
+// one chain.
+func TestCommitAloneGuessesAndFallsBack(t *testing.T) {
+	dsn := pgtest.Shared(t).Database(t)
+	st, other := openIn(t, dsn), openIn(t, dsn)
+	defer st.Close()
+	defer other.Close()
+	ctx := context.Background()
+	var thens []uint64
+	call := func(v store.View) (store.Changes, error) {
+		b, err := v.Block("claude")
+		if err != nil {
+			return store.Changes{}, err
+		}
+		result := "allowed"
+		if b != nil {
+			result = "blocked"
+		}
+		return store.Changes{Records: []store.Record{{Time: groupT0, Kind: "decision", Principal: "claude", Result: result}},
+			Then: func(gen uint64) { thens = append(thens, gen) }}, nil
+	}
+	for range 3 {
+		if _, err := st.Commit(ctx, call); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := st.stats.alone.Load(); n != 1 {
+		t.Fatalf("%d of 3 commits went alone, want the third (the second found the head where the first left it)", n)
+	}
+	if _, err := other.Commit(ctx, func(store.View) (store.Changes, error) {
+		return store.Changes{Blocks: []store.Block{{Principal: "claude", Reason: "test", VerificationID: "v1", BlockedAt: groupT0}},
+			Records: []store.Record{{Time: groupT0, Kind: "block", Principal: "claude", Result: "blocked"}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gen, err := st.Commit(ctx, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, moved := st.stats.alone.Load(), st.stats.moved.Load(); n != 1 || moved != 1 {
+		t.Fatalf("the commit after another replica's: %d alone, %d guesses found moved; want 1 and 1", n, moved)
+	}
+	if gen != 1 || len(thens) != 4 || thens[3] != 1 {
+		t.Fatalf("generation %d, Thens %v: want 1, once each", gen, thens)
+	}
+	r := st.AuditReader()
+	defer r.Close()
+	es, err := r.Read(store.LogPosition{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, e := range es {
+		results = append(results, e.Record.Result)
+	}
+	if fmt.Sprint(results) != "[allowed allowed allowed blocked blocked]" {
+		t.Fatalf("records %v: the call after the block must be refused", results)
+	}
+	if n, err := st.VerifyChain(ctx); err != nil || n != 5 {
+		t.Fatalf("VerifyChain: %d, %v", n, err)
+	}
+	// The guess holds again after a commit that found the head in place.
+	for range 2 {
+		if _, err := st.Commit(ctx, call); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := st.stats.alone.Load(); n != 2 {
+		t.Fatalf("%d commits alone, want 2", n)
+	}
+}

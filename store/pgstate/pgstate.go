@@ -81,6 +81,9 @@ type State struct {
 	gmu     sync.Mutex
 	waiting []*pending
 	leading bool
+	// guess is where the last group left the head; the leader alone
+	// reads and sets it.
+	guess guess
 	// stats count the groups (BenchmarkReplicas reads them).
 	stats groupStats
 	// snap is the newest snapshot read or written.
