@@ -122,25 +122,30 @@ func (s *State) Commit(ctx context.Context, decide func(store.View) (store.Chang
 	return p.gen, p.err
 }
 
-// lead runs one group of the waiting commits (the leader's own among
-// them: it is first in line), then hands the lead on.
+// lead runs one group of the waiting commits, then hands the lead on.
 func (s *State) lead() {
-	s.gmu.Lock()
-	n := min(len(s.waiting), maxGroup)
-	group := make([]*pending, n)
-	copy(group, s.waiting)
-	s.waiting = append(s.waiting[:0], s.waiting[n:]...)
-	for _, p := range group {
-		p.taken = true
-	}
-	s.gmu.Unlock()
-	s.runGroup(group)
+	group := s.runGroup()
 	for _, p := range group {
 		close(p.done)
 	}
 	s.gmu.Lock()
 	s.handOver()
 	s.gmu.Unlock()
+}
+
+// take moves up to n waiting commits into a group (the leader's own
+// among them: it is first in line).
+func (s *State) take(n int) []*pending {
+	s.gmu.Lock()
+	defer s.gmu.Unlock()
+	n = min(len(s.waiting), n)
+	group := make([]*pending, n)
+	copy(group, s.waiting)
+	s.waiting = append(s.waiting[:0], s.waiting[n:]...)
+	for _, p := range group {
+		p.taken = true
+	}
+	return group
 }
 
 // handOver makes the first waiter the next leader, or ends the lead.
@@ -211,13 +216,16 @@ func (g *groupTx) broken() error {
 	return nil
 }
 
-// runGroup commits group in one transaction, setting each member's
-// result.
-func (s *State) runGroup(group []*pending) {
+// runGroup commits the waiting commits in one transaction, setting each
+// one's result, and returns them. It takes them once it holds the
+// head's lock, so that the commits that queued while another replica
+// held it go in this transaction too.
+func (s *State) runGroup() []*pending {
 	// The transaction is the group's, not one caller's: one that gives
 	// up before its decide runs is skipped; after, it has its result.
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
+	var group []*pending
 	fail := func(ps []*pending, err error) {
 		for _, p := range ps {
 			if p.err == nil {
@@ -225,20 +233,30 @@ func (s *State) runGroup(group []*pending) {
 			}
 		}
 	}
+	failAll := func(err error) []*pending {
+		group = append(group, s.take(maxGroup-len(group))...)
+		fail(group, s.wrap("committing", err))
+		return group
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		fail(group, s.wrap("committing", err))
-		return
+		return failAll(err)
 	}
 	// A connection left inside a transaction (a failure below) is
 	// closed by the pool, not reused.
 	defer conn.Release()
-	if len(group) == 1 && s.guess.ok && group[0].ctx.Err() == nil && s.alone(ctx, conn.Conn(), group[0]) {
-		s.stats.alone.Add(1)
-		return
+	if s.guess.ok {
+		s.gmu.Lock()
+		one := len(s.waiting) == 1
+		s.gmu.Unlock()
+		if one {
+			group = s.take(1)
+			if group[0].ctx.Err() == nil && s.alone(ctx, conn.Conn(), group[0]) {
+				s.stats.alone.Add(1)
+				return group
+			}
+		}
 	}
-	s.stats.groups.Add(1)
-	s.stats.commits.Add(int64(len(group)))
 	asked := time.Now()
 	begin := &pgx.Batch{}
 	begin.Queue(`BEGIN`)
@@ -254,9 +272,11 @@ func (s *State) runGroup(group []*pending) {
 		err = cerr
 	}
 	if err != nil {
-		fail(group, s.wrap("committing", err))
-		return
+		return failAll(err)
 	}
+	group = append(group, s.take(maxGroup-len(group))...)
+	s.stats.groups.Add(1)
+	s.stats.commits.Add(int64(len(group)))
 	locked := time.Now()
 	s.stats.waitNs.Add(int64(locked.Sub(asked)))
 	defer func() { s.stats.heldNs.Add(int64(time.Since(locked))) }()
@@ -303,7 +323,7 @@ func (s *State) runGroup(group []*pending) {
 		if err := settle(); err != nil {
 			fail(group, err)
 			rollback()
-			return
+			return group
 		}
 		v := &view{ctx: ctx, q: tx, s: s, snap: sn, head: head, read: map[string]int64{}}
 		c, err := p.decide(v)
@@ -316,7 +336,7 @@ func (s *State) runGroup(group []*pending) {
 			p.err = err
 			fail(group, err)
 			rollback()
-			return
+			return group
 		}
 		if err != nil {
 			p.err = err
@@ -347,13 +367,13 @@ func (s *State) runGroup(group []*pending) {
 		_ = settle() // Thens alone: nothing was written, nothing to send
 		s.install(sn)
 		s.guess = guess{head: head, gen: gen, set: true, ok: found}
-		return
+		return group
 	}
 	tx.pending = append(tx.pending, s.moveHead(head, gen, changed, nil)...)
 	if err := tx.flush(); err != nil {
 		rollback()
 		fail(bound, err)
-		return
+		return group
 	}
 	// The last member's state change and Then, now that it is written.
 	if last.c != nil && last.w != nil && last.c.ChangesState() {
@@ -364,6 +384,7 @@ func (s *State) runGroup(group []*pending) {
 	if last.c != nil && last.c.Then != nil {
 		last.c.Then(last.gen)
 	}
+	return group
 }
 
 // errNeedsLock is what a view outside a transaction answers a read that

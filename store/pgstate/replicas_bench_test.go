@@ -21,11 +21,17 @@ import (
 // replicas of one state (each its own pool and group queue, as in
 // separate processes). It reports commits/s, the commits each
 // transaction carried, how long a transaction held the head's lock and
-// waited for it, and this process's CPU per commit. The test cluster
+// waited for it, this process's CPU per commit, and the share of commits
+// made alone in one round trip; "serial" is one committer, the latency. The test cluster
 // runs with fsync off; AQLGUARD_BENCH_DSN points it at another.
 func BenchmarkReplicas(b *testing.B) {
-	for _, n := range []int{1, 3} {
-		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
+	for _, n := range []int{0, 1, 3} {
+		name := fmt.Sprintf("replicas=%d", n)
+		if n == 0 {
+			name = "serial" // one replica, one committer: the latency
+		}
+		serial, n := n == 0, max(n, 1)
+		b.Run(name, func(b *testing.B) {
 			dsn := os.Getenv("AQLGUARD_BENCH_DSN")
 			schema := ""
 			if dsn == "" {
@@ -59,20 +65,29 @@ func BenchmarkReplicas(b *testing.B) {
 			b.SetParallelism(32) // 64 goroutines on 2 CPUs
 			b.ResetTimer()
 			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				st := states[next.Add(1)%int64(n)]
-				for pb.Next() {
-					if _, err := st.Commit(context.Background(), allowed); err != nil {
-						b.Error(err)
-						return
+			if serial {
+				for range b.N {
+					if _, err := states[0].Commit(context.Background(), allowed); err != nil {
+						b.Fatal(err)
 					}
 				}
-			})
+			} else {
+				b.RunParallel(func(pb *testing.PB) {
+					st := states[next.Add(1)%int64(n)]
+					for pb.Next() {
+						if _, err := st.Commit(context.Background(), allowed); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
 			elapsed := time.Since(start)
 			b.StopTimer()
 			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-			var groups, commits, wait, held int64
+			var groups, commits, wait, held, alone int64
 			for _, st := range states {
+				alone += st.stats.alone.Load()
 				groups += st.stats.groups.Load()
 				commits += st.stats.commits.Load()
 				wait += st.stats.waitNs.Load()
@@ -87,6 +102,7 @@ func BenchmarkReplicas(b *testing.B) {
 				b.ReportMetric(float64(held)/float64(groups)/1e3, "held-µs/txn")
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/commit")
+			b.ReportMetric(float64(alone)/float64(b.N), "alone/commit")
 		})
 	}
 }
