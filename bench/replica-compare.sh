@@ -9,8 +9,10 @@
 # with its default durability (fsync, synchronous_commit on) unless
 # PG_FAST=1 (fsync off, as the tests run it). BASE=BIN adds the same
 # replicas run by another aqlguard binary (an earlier commit) on a schema
-# of their own, measured in the same run. Build first (bench/README.md);
-# DUR, ROUNDS and CLIENTS tune the run.
+# of their own, measured in the same run; AQLGUARD=BIN runs BIN instead of
+# out/bin/aqlguard (a name of its own keeps -cpu's figures apart from
+# other aqlguard processes on the machine). Build first
+# (bench/README.md); DUR, ROUNDS and CLIENTS tune the run.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
 . "$(dirname "$0")/lib.sh"
@@ -46,7 +48,7 @@ sed 's/^\[serve\]/[state]\nbackend = "postgres"\n[serve]/' "$W/aqlguard.toml" >"
 wait_port 9300
 serve() { # PORT CONFIG HOME
 	mkdir -p "$3"
-	HOME=$3 XDG_STATE_HOME=$3/state "$B/aqlguard" serve --listen "127.0.0.1:$1" --config "$2" --log-level warn 2>>"$W/aqlguard-$1.log" &
+	HOME=$3 XDG_STATE_HOME=$3/state "${AQLGUARD:-$B/aqlguard}" serve --listen "127.0.0.1:$1" --config "$2" --log-level warn 2>>"$W/aqlguard-$1.log" &
 }
 serve 9301 "$W/aqlguard.toml" "$W/bolt"
 serve 9311 "$W/aqlguard-pg.toml" "$W/r1"

@@ -275,3 +275,70 @@ func TestCommitAloneGuessesAndFallsBack(t *testing.T) {
 		t.Fatalf("%d commits alone, want 2", n)
 	}
 }
+
+// Within a group a member reads what the snapshot holds (approvals,
+// blocks, pins) as the members before it left it: an approval revoked
+// by one is revoked for the next, and a block set by one refuses the
+// next.
+func TestGroupCommitCarriesTheSnapshot(t *testing.T) {
+	st := openIn(t, pgtest.Shared(t).Database(t))
+	defer st.Close()
+	ctx := context.Background()
+	a := store.Approval{ID: "appr_1", Principal: "claude", Server: "fs", Tool: "write", CreatedAt: groupT0, ExpiresAt: groupT0.Add(time.Hour)}
+	if _, err := st.Commit(ctx, func(v store.View) (store.Changes, error) {
+		if _, err := v.Approvals(); err != nil { // cached at this generation
+			return store.Changes{}, err
+		}
+		return store.Changes{Approvals: []store.Approval{a}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	first, release := make(chan error, 1), make(chan struct{})
+	go func() {
+		_, err := st.Commit(ctx, holdFirst(release))
+		first <- err
+	}()
+	waitQueued(t, st, 0)
+	done := make(chan error, 3)
+	go func() {
+		_, err := st.Commit(ctx, func(v store.View) (store.Changes, error) {
+			got, err := v.Approval("appr_1")
+			if err != nil || got == nil {
+				return store.Changes{}, fmt.Errorf("approval before the revoke: %v, %v", got, err)
+			}
+			got.RevokedAt, got.RevokedBy = groupT0, "admin"
+			return store.Changes{Approvals: []store.Approval{*got},
+				Blocks: []store.Block{{Principal: "claude", Reason: "test", VerificationID: "v1", BlockedAt: groupT0}}}, nil
+		})
+		done <- err
+	}()
+	waitQueued(t, st, 1)
+	var seen *store.Approval
+	var blocked *store.Block
+	go func() {
+		_, err := st.Commit(ctx, func(v store.View) (store.Changes, error) {
+			var err error
+			if seen, err = v.Approval("appr_1"); err != nil {
+				return store.Changes{}, err
+			}
+			if blocked, err = v.Block("claude"); err != nil {
+				return store.Changes{}, err
+			}
+			return store.Changes{Records: []store.Record{{Time: groupT0, Kind: "decision", Principal: "claude", Result: "checked"}}}, nil
+		})
+		done <- err
+	}()
+	waitQueued(t, st, 2)
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if st.stats.groups.Load() < 2 || seen == nil || seen.Active(groupT0.Add(time.Minute)) || blocked == nil {
+		t.Fatalf("the member after a revoke and a block in its group saw approval %+v, block %+v", seen, blocked)
+	}
+}
