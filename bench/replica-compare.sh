@@ -7,7 +7,11 @@
 # chain and is allowed. PostgreSQL is a throwaway cluster in a temporary
 # directory (Debian's postgresql package; as nobody when run as root),
 # with its default durability (fsync, synchronous_commit on) unless
-# PG_FAST=1 (fsync off, as the tests run it). Build first
+# PG_FAST=1 (fsync off, as the tests run it). BASE=BIN adds the same
+# replicas run by another aqlguard binary (an earlier commit) on a schema
+# of their own, measured in the same run; AQLGUARD=BIN runs BIN instead of
+# out/bin/aqlguard (a name of its own keeps -cpu's figures apart from
+# other aqlguard processes on the machine). Build first
 # (bench/README.md); DUR, ROUNDS and CLIENTS tune the run.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
@@ -44,13 +48,29 @@ sed 's/^\[serve\]/[state]\nbackend = "postgres"\n[serve]/' "$W/aqlguard.toml" >"
 wait_port 9300
 serve() { # PORT CONFIG HOME
 	mkdir -p "$3"
-	HOME=$3 XDG_STATE_HOME=$3/state "$B/aqlguard" serve --listen "127.0.0.1:$1" --config "$2" --log-level warn 2>>"$W/aqlguard-$1.log" &
+	HOME=$3 XDG_STATE_HOME=$3/state "${AQLGUARD:-$B/aqlguard}" serve --listen "127.0.0.1:$1" --config "$2" --log-level warn 2>>"$W/aqlguard-$1.log" &
 }
 serve 9301 "$W/aqlguard.toml" "$W/bolt"
 serve 9311 "$W/aqlguard-pg.toml" "$W/r1"
 serve 9312 "$W/aqlguard-pg.toml" "$W/r2"
 serve 9313 "$W/aqlguard-pg.toml" "$W/r3"
-for p in 9301 9311 9312 9313; do
+PORTS="9301 9311 9312 9313"
+LAT=() THR=()
+if [ -n "${BASE:-}" ]; then
+	sed 's/^\[serve\]/[state]\nbackend = "postgres"\nschema = "base"\n[serve]/' "$W/aqlguard.toml" >"$W/aqlguard-base.toml"
+	serve_base() { # PORT HOME
+		mkdir -p "$2"
+		HOME=$2 XDG_STATE_HOME=$2/state "$BASE" serve --listen "127.0.0.1:$1" --config "$W/aqlguard-base.toml" --log-level warn 2>>"$W/aqlguard-$1.log" &
+	}
+	serve_base 9321 "$W/b1"
+	serve_base 9322 "$W/b2"
+	serve_base 9323 "$W/b3"
+	PORTS="$PORTS 9321 9322 9323"
+	U=http://127.0.0.1
+	LAT=(-target base-1=$U:9321/mcp)
+	THR=(-target base-1=$U:9321/mcp -target "base-3=$U:9321/mcp|$U:9322/mcp|$U:9323/mcp")
+fi
+for p in $PORTS; do
 	for _ in $(seq 200); do
 		(exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break
 		sleep 0.05
@@ -58,10 +78,10 @@ for p in 9301 9311 9312 9313; do
 done
 U=http://127.0.0.1
 echo "## latency: 1 client"; LAT_CPU=${CPU:+-cpu}
-"$B/httpload" -target direct=$U:9300/mcp -target bbolt-1=$U:9301/mcp -target postgres-1=$U:9311/mcp \
+"$B/httpload" -target direct=$U:9300/mcp -target bbolt-1=$U:9301/mcp -target postgres-1=$U:9311/mcp "${LAT[@]}" \
 	-clients 1 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${LAT_CPU:-}
 echo
 echo "## throughput: ${CLIENTS:-64} clients"
 "$B/httpload" -target direct=$U:9300/mcp -target postgres-1=$U:9311/mcp \
-	-target "postgres-3=$U:9311/mcp|$U:9312/mcp|$U:9313/mcp" \
+	-target "postgres-3=$U:9311/mcp|$U:9312/mcp|$U:9313/mcp" "${THR[@]}" \
 	-clients "${CLIENTS:-64}" -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${CPU:+-cpu}

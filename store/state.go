@@ -159,7 +159,10 @@ type Changes struct {
 	// decides: memory that follows the state (a guard's counts, its
 	// pauses) changes there, in commit order, and never for a commit
 	// that was not written. (On bbolt with SyncAlways the fsync comes
-	// after it: a failed fsync is Commit's error although Then ran.)
+	// after it: a failed fsync is Commit's error although Then ran. On
+	// PostgreSQL a commit that shares its transaction with later ones
+	// runs Then before that transaction's COMMIT, so that they decide
+	// after it: a failed COMMIT is Commit's error although Then ran.)
 	Then func(gen uint64)
 }
 

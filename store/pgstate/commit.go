@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -315,148 +314,29 @@ func (s *State) readHead(ctx context.Context, q queryer, lock bool) (store.Head,
 	return store.Head{Seq: uint64(seq), Hash: hash}, uint64(gen), nil
 }
 
-// Commit locks the head row (every commit of every replica queues
-// there), runs decide on the state as it is, and writes what it returns
-// in the same transaction: each row decide read as a compare-and-set on
-// the version it read, the audit records chained after the head, the
-// head and the generation, and a notification to the other replicas
-// when state changed. It returns the generation after the commit.
-//
-// Two round trips when decide reads only what the snapshot holds: BEGIN
-// with the head's lock, then the writes with COMMIT. The row is held
-// for the second alone.
-func (s *State) Commit(ctx context.Context, decide func(store.View) (store.Changes, error)) (uint64, error) {
-	ctx, cancel := s.bounded(ctx)
-	defer cancel()
-	// This process's commits one at a time, from the head's lock to
-	// their Then: they are serial on the row anyway, and a commit must
-	// not decide before the one before it has run its Then.
-	if err := s.commitTurn(ctx); err != nil {
-		return 0, s.wrap("committing", err)
-	}
-	defer s.commitMu.Unlock()
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return 0, s.wrap("committing", err)
-	}
-	// A connection left inside a transaction (a failure below) is
-	// closed by the pool, not reused.
-	defer conn.Release()
-	begin := &pgx.Batch{}
-	begin.Queue(`BEGIN`)
-	begin.Queue(`SELECT seq, hash, generation FROM ` + s.t.head + ` WHERE id = 1 FOR UPDATE`)
-	br := conn.SendBatch(ctx, begin)
-	_, err = br.Exec()
-	var seq, gen64 int64
-	var hash string
-	if err == nil {
-		err = br.QueryRow().Scan(&seq, &hash, &gen64)
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, s.wrap("committing", err)
-	}
-	tx := conn.Conn()
-	rollback := func() { _, _ = tx.Exec(context.Background(), `ROLLBACK`) }
-	head, gen := store.Head{Seq: uint64(seq), Hash: hash}, uint64(gen64)
-	v := s.begin(ctx, tx, head, gen)
-	c, err := decide(v)
-	if err != nil {
-		rollback()
-		return 0, err
-	}
-	changed := c.ChangesState()
-	if !changed && len(c.Records) == 0 {
-		rollback()
-		s.install(v.snap)
-		if c.Then != nil {
-			c.Then(gen)
-		}
-		return gen, nil
-	}
-	w := &writer{v: v, batch: &pgx.Batch{}, versions: map[string]int64{}}
-	if err := w.changes(&c); err != nil {
-		rollback()
-		return 0, err
-	}
-	chain := store.NewChainer(head)
-	for i := range c.Records {
-		r := c.Records[i]
-		line, err := chain.Next(&r)
-		if err != nil {
-			rollback()
-			return 0, err
-		}
-		w.exec(`INSERT INTO `+s.t.records+` (seq, prev, hash, time, raw) VALUES ($1, $2, $3, $4, $5)`,
-			int64(r.Seq), r.Prev, r.Hash, r.Time, string(line))
-	}
-	next := gen
-	if changed {
-		next++
-	}
-	end := chain.Head()
-	w.exec(`UPDATE `+s.t.head+` SET seq = $1, hash = $2, generation = $3 WHERE id = 1`, int64(end.Seq), end.Hash, int64(next))
-	if changed {
-		// Delivered at COMMIT, to every replica listening.
-		w.exec(`SELECT pg_notify($1, $2)`, s.channel, strconv.FormatUint(next, 10))
-	}
-	// COMMIT in the same batch: after a failed statement PostgreSQL
-	// answers it with ROLLBACK, which the tag says.
-	w.batch.Queue(`COMMIT`)
-	w.checks = append(w.checks, func(br pgx.BatchResults) error {
-		tag, err := br.Exec()
-		if err == nil && tag.String() != "COMMIT" {
-			err = fmt.Errorf("the transaction ended in %s", tag.String())
-		}
-		return err
-	})
-	if err := w.send(ctx, tx); err != nil {
-		rollback()
-		return 0, err
-	}
-	if changed {
-		s.install(v.snap.next(next, &c, w.versions, s.t))
-	} else {
-		s.install(v.snap)
-	}
-	if c.Then != nil {
-		c.Then(next)
-	}
-	return next, nil
-}
-
-// commitTurn takes commitMu, or gives up when ctx ends.
-func (s *State) commitTurn(ctx context.Context) error {
-	if s.commitMu.TryLock() {
-		return nil
-	}
-	got := make(chan struct{})
-	go func() {
-		s.commitMu.Lock()
-		close(got)
-	}()
-	select {
-	case <-got:
-		return nil
-	case <-ctx.Done():
-		// The helper still takes the turn: let it go when it does.
-		go func() { <-got; s.commitMu.Unlock() }()
-		return ctx.Err()
-	}
-}
-
-// writer queues a commit's statements in one batch (one round trip),
-// each with the check of its result.
+// writer queues one commit's statements, each with the check of its
+// result: they go to PostgreSQL in its group's batches (group.go).
 type writer struct {
-	v      *view
-	batch  *pgx.Batch
-	checks []func(pgx.BatchResults) error
+	v     *view
+	stmts []stmt
 	// versions are the versions the writes left, by row; a row written
 	// twice in one commit is written the second time as decide's last
 	// word on it (an upsert, or a plain delete).
 	versions map[string]int64
+}
+
+func newWriter(v *view) *writer { return &writer{v: v, versions: map[string]int64{}} }
+
+// stmt is one queued statement and the check of its result.
+type stmt struct {
+	sql   string
+	args  []any
+	check func(pgx.BatchResults) error
+}
+
+func execCheck(br pgx.BatchResults) error {
+	_, err := br.Exec()
+	return err
 }
 
 // readVersion is the version a write of the row compares against, and
@@ -470,11 +350,11 @@ func (w *writer) readVersion(id string) (int64, bool) {
 }
 
 func (w *writer) exec(sql string, args ...any) {
-	w.batch.Queue(sql, args...)
-	w.checks = append(w.checks, func(br pgx.BatchResults) error {
-		_, err := br.Exec()
-		return err
-	})
+	w.stmts = append(w.stmts, stmt{sql, args, execCheck})
+}
+
+func (w *writer) query(sql string, args []any, check func(pgx.BatchResults) error) {
+	w.stmts = append(w.stmts, stmt{sql, args, check})
 }
 
 // put writes a row: a compare-and-set on the version read (an insert
@@ -511,8 +391,7 @@ func (w *writer) put(table string, r out) error {
 	// No row back is a conflict, raised in the statement so that the
 	// transaction aborts with it.
 	sql = `WITH w AS (` + sql + `) SELECT coalesce((SELECT version FROM w), ` + w.v.s.t.conflict + `($3::text))`
-	w.batch.Queue(sql, args...)
-	w.checks = append(w.checks, func(br pgx.BatchResults) error {
+	w.query(sql, args, func(br pgx.BatchResults) error {
 		var v int64
 		if err := br.QueryRow().Scan(&v); err != nil {
 			return conflictOr(err)
@@ -544,9 +423,8 @@ func (w *writer) del(table, key string) {
 		w.exec(`DELETE FROM `+table+` WHERE key = $1`, key)
 		return
 	}
-	w.batch.Queue(`WITH d AS (DELETE FROM `+table+` WHERE key = $1 AND version = $2 RETURNING version)
-		SELECT coalesce((SELECT version FROM d), `+w.v.s.t.conflict+`($3::text))`, key, version, table+" "+key)
-	w.checks = append(w.checks, func(br pgx.BatchResults) error {
+	w.query(`WITH d AS (DELETE FROM `+table+` WHERE key = $1 AND version = $2 RETURNING version)
+		SELECT coalesce((SELECT version FROM d), `+w.v.s.t.conflict+`($3::text))`, []any{key, version, table + " " + key}, func(br pgx.BatchResults) error {
 		var v int64
 		if err := br.QueryRow().Scan(&v); err != nil {
 			return conflictOr(err)
@@ -639,13 +517,17 @@ func (w *writer) changes(c *store.Changes) error {
 	return nil
 }
 
-// send runs the batch and checks every result; the first failure is the
-// commit's.
-func (w *writer) send(ctx context.Context, tx *pgx.Conn) error {
-	br := tx.SendBatch(ctx, w.batch)
+// send runs stmts in one batch (one round trip) and checks every
+// result; the first failure is the batch's.
+func (s *State) send(ctx context.Context, conn *pgx.Conn, stmts []stmt) error {
+	b := &pgx.Batch{}
+	for _, st := range stmts {
+		b.Queue(st.sql, st.args...)
+	}
+	br := conn.SendBatch(ctx, b)
 	var first error
-	for _, check := range w.checks {
-		if err := check(br); err != nil && first == nil {
+	for _, st := range stmts {
+		if err := st.check(br); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -658,7 +540,7 @@ func (w *writer) send(ctx context.Context, tx *pgx.Conn) error {
 	if errors.Is(first, ErrConflict) {
 		return first
 	}
-	return w.v.s.wrap("committing", first)
+	return s.wrap("committing", first)
 }
 
 // next is the snapshot at gen: this one with c applied, the rows at the

@@ -76,8 +76,16 @@ type State struct {
 	stateID  string
 	t        tables
 
-	// commitMu makes this process's commits one at a time (Commit).
-	commitMu sync.Mutex
+	// gmu guards the commits waiting for a group (group.go) and
+	// whether one runs; the group's leader runs it.
+	gmu     sync.Mutex
+	waiting []*pending
+	leading bool
+	// guess is where the last group left the head; the leader alone
+	// reads and sets it.
+	guess guess
+	// stats count the groups (BenchmarkReplicas reads them).
+	stats groupStats
 	// snap is the newest snapshot read or written.
 	snap store.Kept[snapshot]
 }
