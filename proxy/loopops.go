@@ -98,22 +98,6 @@ func LoopOperations(mode policy.LoopMode) []*catalog.Operation {
 
 func intPtr(n int) *int { return &n }
 
-// VoiceFor is how the guard's refusals address the model in mode: the
-// tools that carry verify_challenge and confirm_operation there.
-func VoiceFor(mode Mode) aql.Voice {
-	return aql.VoiceFor(mode == ModeTransparent, func(name string) string {
-		if mode == ModeSingle || mode == ModePassthrough {
-			return SingleTool
-		}
-		for _, op := range LoopOperations(policy.LoopEnforcing) {
-			if op.Name == name {
-				return semanticTool(op.Category)
-			}
-		}
-		return SingleTool
-	}, "")
-}
-
 func exampleRequest(op *catalog.Operation) map[string]any {
 	params := map[string]any{}
 	for _, p := range op.Params {
@@ -146,7 +130,7 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 	switch op.Name {
 	case opExecuteAgent:
 		st, err := loop.ExecuteAgent(ctx, session, s("element_name"))
-		return result(st, err)
+		return f.result(st, err)
 	case opRecordStep:
 		r := guard.Report{Session: session, ExecutionID: s("execution_id"),
 			ElementName: s("element_name"), NextActionHint: s("next_action_hint"), StepDescription: s("step_description"),
@@ -157,7 +141,7 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 			r.Annotations = guard.Annotations(named.Tool.Annotations)
 		}
 		d, err := loop.RecordStep(ctx, r)
-		return result(d, err)
+		return f.result(d, err)
 	case opComplete, opAbort:
 		if s("execution_id") == "" && s("element_name") == "" {
 			return aql.Failure(&aql.Error{Code: aql.CodeMissingParam,
@@ -169,26 +153,28 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 			status, reason = guard.StatusCancelled, s("reason")
 		}
 		st, err := loop.Finish(ctx, session, s("execution_id"), s("element_name"), status, reason)
-		return result(st, err)
+		return f.result(st, err)
 	case opConfirm:
-		res, failure := loop.ConfirmOperation(ctx, session, s("token"))
-		if failure != nil {
-			return failure
-		}
-		return aql.Success(res)
+		res, err := loop.ConfirmOperation(ctx, session, s("token"))
+		return f.result(res, err)
 	case opVerify:
 		res, err := loop.VerifyChallenge(ctx, session, s("challenge_id"), s("code"))
-		return result(res, err)
+		return f.result(res, err)
 	}
 	return aql.Failure(aql.NotFoundOperation(op.Name))
 }
 
-func result[T any](v T, err *aql.Error) *aql.Result {
-	if err != nil {
-		return aql.Failure(err)
+// result is a loop operation's answer: its result, or the guard's
+// refusal.
+func (f *Front) result(v any, refusal *guard.Refusal) *aql.Result {
+	if refusal != nil {
+		return refused(refusal, f.voice())
 	}
 	return aql.Success(v)
 }
+
+// voice is how this front's refusals address the model.
+func (f *Front) voice() Voice { return VoiceFor(f.Mode, f.Guard.Channel) }
 
 func (f *Front) channelName() string {
 	if f.Guard.Channel == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
+	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/link"
@@ -248,7 +249,7 @@ func newShared(cfg *policy.Config, pol *policy.Policy, st store.State, remote *r
 		Guard:  gd,
 		Pins: &pins.Pinner{State: st, Human: gd, Log: log, Process: processName(),
 			AskFor: cfg.Verify.ConfirmationTTL.Duration},
-		Limits:  cfg.Limits,
+		Limits:  aql.Limits(cfg.Limits),
 		Log:     log,
 		Version: version(),
 		Auth:    remote,
@@ -329,7 +330,7 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.
 		ChallengeTTL:       cfg.Verify.ChallengeTTL.Duration,
 		SessionApprovalTTL: cfg.Verify.SessionApprovalTTL.Duration,
 		MaxArgumentBytes:   cfg.Audit.MaxArgumentBytes,
-		Voice:              proxy.VoiceFor(proxy.Mode(cfg.Mode)),
+		VerifyTool:         proxy.VoiceFor(proxy.Mode(cfg.Mode), nil).VerifyTool,
 		Log:                log,
 	}
 }

@@ -47,8 +47,6 @@ type Error struct {
 	Code    Code           `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
-	// refusal is what a refusal was rendered from (Refusal.Error).
-	refusal *Refusal
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }

@@ -1,7 +1,7 @@
 package aql
 
-// Limits are the payload limits of spec 4.7.5, as configured ([limits],
-// policy.Limits is this type) and as introspection reports them. The
+// Limits are the payload limits of spec 4.7.5, as configured ([limits]:
+// policy.Limits, the same fields) and as introspection reports them. The
 // policy package checks configured values against the spec's ranges and
 // applies the defaults; here they are just numbers.
 type Limits struct {

@@ -10,10 +10,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
-	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/store"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // recordingCaller stands in for the downstream pool and remembers calls.
@@ -25,17 +22,15 @@ func (r *recordingCaller) CallTool(_ context.Context, _, server, tool string, _ 
 }
 
 func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
-	op := &catalog.Operation{Name: "fs_write_file", Category: policy.Update, Server: "fs",
-		Tool: &mcp.Tool{Name: "write_file"}}
 	tests := []struct {
 		decision evaluator.Decision
 		cont     bool
-		code     aql.Code
+		code     RefusalKind
 	}{
-		{evaluator.Allow, true, ""},
-		{evaluator.Block, false, aql.CodeAgentBlocked},
-		{evaluator.NeedsVerify, false, aql.CodeVerification},
-		{evaluator.NeedsConfirm, false, aql.CodeConfirmation},
+		{evaluator.Allow, true, 0},
+		{evaluator.Block, false, RefusalBlocked},
+		{evaluator.NeedsVerify, false, RefusalPaused},
+		{evaluator.NeedsConfirm, false, RefusalPending},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.decision), func(t *testing.T) {
@@ -57,12 +52,13 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 				Downstream: rec,
 			}
 			for i := 0; i < 2; i++ {
-				out := g.Call(context.Background(), "s-1", op, map[string]any{"path": "/x"}, "", nil)
-				if tt.code == "" && (out.Err != nil || out.Raw == nil) {
+				out := g.Call(context.Background(), Request{Method: MethodToolsCall, Action: Action{Session: "s-1", Operation: "fs_write_file",
+					Server: "fs", Tool: "write_file", Category: policy.Update, Arguments: map[string]any{"path": "/x"}}})
+				if tt.code == 0 && (out.Refusal != nil || out.Raw == nil) {
 					t.Fatalf("allowed call: %+v", out)
 				}
-				if tt.code != "" && (out.Err == nil || out.Err.Code != tt.code) {
-					t.Fatalf("refusal: %+v, want %s", out.Err, tt.code)
+				if tt.code != 0 && (out.Refusal == nil || out.Refusal.Kind != tt.code) {
+					t.Fatalf("refusal: %+v, want %s", out.Refusal, tt.code)
 				}
 			}
 			if want := map[bool]int{true: 2, false: 0}[tt.cont]; len(rec.calls) != want {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -129,7 +128,7 @@ func (c *Confirmation) joinable(b binding, principal, version, session string, n
 // order confirmation-tokens.md 4.3 gives: exists, operation, parameters,
 // expiry, consumption. A pending token is fine: the check will ask the
 // human for it.
-func (g *Guard) tokenFor(v store.View, a Action, pol *policy.Policy) (*Confirmation, *aql.Error) {
+func (g *Guard) tokenFor(v store.View, a Action, pol *policy.Policy) (*Confirmation, *Refusal) {
 	c, err := g.lookupToken(v, a.Token, pol.Principal)
 	if err != nil {
 		return nil, err
@@ -148,8 +147,8 @@ func (g *Guard) tokenFor(v store.View, a Action, pol *policy.Policy) (*Confirmat
 
 // lookupToken finds a token of principal in the state, where every
 // process records what becomes of it.
-func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmation, *aql.Error) {
-	invalid := &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token", Details: map[string]any{"token": token}}
+func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmation, *Refusal) {
+	invalid := refuse(RefusalTokenInvalid, "Invalid confirmation token", map[string]any{"token": token})
 	if !tokenFormat.MatchString(token) {
 		return nil, invalid
 	}
@@ -169,9 +168,9 @@ func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmatio
 }
 
 // loadToken is lookupToken on a snapshot of its own.
-func (g *Guard) loadToken(ctx context.Context, token string) (*Confirmation, *aql.Error) {
+func (g *Guard) loadToken(ctx context.Context, token string) (*Confirmation, *Refusal) {
 	var c *Confirmation
-	var aerr *aql.Error
+	var aerr *Refusal
 	if err := g.State.Load(ctx, func(v store.View) error {
 		c, aerr = g.lookupToken(v, token, g.pol().Principal)
 		return nil
@@ -183,12 +182,11 @@ func (g *Guard) loadToken(ctx context.Context, token string) (*Confirmation, *aq
 }
 
 // usable rejects expired and spent tokens.
-func (g *Guard) usable(c *Confirmation) *aql.Error {
+func (g *Guard) usable(c *Confirmation) *Refusal {
 	now := g.now()
 	if !now.Before(c.ExpiresAt) {
-		return &aql.Error{Code: aql.CodeTokenExpired, Message: "Confirmation token has expired",
-			Details: map[string]any{"token": c.Token, "expired_at": c.ExpiresAt.Format(time.RFC3339),
-				"current_time": now.Format(time.RFC3339)}}
+		return refuse(RefusalTokenExpired, "Confirmation token has expired", map[string]any{"token": c.Token,
+			"expired_at": c.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)})
 	}
 	switch c.Status {
 	case statusUsed, statusDenied:
@@ -196,14 +194,14 @@ func (g *Guard) usable(c *Confirmation) *aql.Error {
 		if c.Status == statusDenied {
 			d["denied"] = true
 		}
-		return &aql.Error{Code: aql.CodeTokenUsed, Message: "Confirmation token has already been used", Details: d}
+		return refuse(RefusalTokenUsed, "Confirmation token has already been used", d)
 	}
 	return nil
 }
 
-func scopeMismatch(c *Confirmation, requested, why string) *aql.Error {
-	return &aql.Error{Code: aql.CodeTokenScope, Message: "Confirmation token scope mismatch: " + why,
-		Details: map[string]any{"token": c.Token, "token_operation": c.Operation, "requested_operation": requested}}
+func scopeMismatch(c *Confirmation, requested, why string) *Refusal {
+	return refuse(RefusalTokenScope, "Confirmation token scope mismatch: "+why,
+		map[string]any{"token": c.Token, "token_operation": c.Operation, "requested_operation": requested})
 }
 
 // spentRetention is how long a used, denied or expired token is kept
@@ -252,7 +250,7 @@ type ConfirmResult struct {
 // their screen). The caller's request is only a request: approval comes
 // from the human's answer on the channel, never from this call. The
 // answer and its audit record are durable before the reply.
-func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*ConfirmResult, *aql.Result) {
+func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*ConfirmResult, *Refusal) {
 	g.mu.Lock()
 	g.init()
 	g.mu.Unlock()
@@ -261,7 +259,7 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 		err = g.usable(c)
 	}
 	if err != nil {
-		return nil, aql.Failure(err)
+		return nil, err
 	}
 	if c.Status == statusApproved && c.Kind == kindAction {
 		return g.confirmed(c), nil
@@ -286,7 +284,7 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 		g.mu.Lock()
 		g.clearNotifications(c.Token)
 		g.mu.Unlock()
-		return nil, aql.Failure(aql.Refusal{Kind: aql.RefusalDenied, Operation: c.Operation, Token: c.Token}.Error(g.voice()))
+		return nil, Stop(RefusalDenied, "", map[string]any{"operation": c.Operation, "confirmation_token": c.Token}, time.Time{}, time.Time{})
 	}
 	// Expired, or used by a call, while we waited?
 	cur, aerr := g.loadToken(ctx, token)
@@ -294,22 +292,22 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 		aerr = g.usable(cur)
 	}
 	if aerr != nil {
-		return nil, aql.Failure(aerr)
+		return nil, aerr
 	}
-	return nil, aql.Refusal{Kind: aql.RefusalPending, Operation: c.Operation, Reason: c.Reason, Token: c.Token,
-		ExpiresAt: c.ExpiresAt, Why: strings.TrimPrefix(why, "confirmation: ")}.Pending(g.voice())
+	return nil, Stop(RefusalPending, strings.TrimPrefix(why, "confirmation: "), map[string]any{"operation": c.Operation,
+		"reason": c.Reason, "confirmation_token": c.Token}, time.Time{}, c.ExpiresAt)
 }
 
 // liftCheckin uses an approved check-in: written as used, in the commit
 // that reads it approved, and the pause it lifts follows that commit.
-func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *aql.Result {
+func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *Refusal {
 	var why string
 	err := g.commit(ctx, func(v store.View, m *memory) (store.Changes, error) {
 		cur, err := v.Confirmation(c.Token)
 		if err != nil {
 			return store.Changes{}, err
 		}
-		if why = unusable(cur, c.Token, g.now()); why != "" {
+		if why = unusable(cur, g.now()); why != "" {
 			return store.Changes{}, nil
 		}
 		used := *cur
@@ -319,27 +317,28 @@ func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *aql.Result {
 	})
 	if err != nil {
 		g.log().Error("recording a check-in", "token", c.Token, "err", err)
-		return aql.Failure(stateUnavailable(err, "the check-in was not recorded; nothing is approved"))
+		return stateUnavailable(err, "the check-in was not recorded; nothing is approved")
 	}
 	if why != "" {
-		return aql.Failure(&aql.Error{Code: aql.CodeTokenUsed, Message: "Confirmation token has already been used: " + why,
-			Details: map[string]any{"token": c.Token, "operation": c.Operation}})
+		return refuse(RefusalTokenUsed, "Confirmation token has already been used: "+why,
+			map[string]any{"token": c.Token, "operation": c.Operation})
 	}
 	return nil
 }
 
 // unusable says why an approval as the state holds it (cur) cannot be
-// used now: gone, used or revoked, expired; "" when it can.
-func unusable(cur *store.Confirmation, token string, now time.Time) string {
+// used now: gone, used or revoked, expired; "" when it can. {token}
+// stands for its token.
+func unusable(cur *store.Confirmation, now time.Time) string {
 	switch {
 	case cur == nil:
-		return "the approval " + token + " is no longer in the state database"
+		return "the approval {token} is no longer in the state database"
 	case cur.Status == statusUsed:
-		return "the approval " + token + " was used meanwhile (by another aqlguard process)"
+		return "the approval {token} was used meanwhile (by another aqlguard process)"
 	case cur.Status != statusApproved:
-		return "the approval " + token + " is " + cur.Status + " in the state database"
+		return "the approval {token} is " + cur.Status + " in the state database"
 	case !now.Before(cur.ExpiresAt):
-		return "the approval " + token + " expired before it could be used"
+		return "the approval {token} expired before it could be used"
 	}
 	return ""
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -69,12 +68,9 @@ func finishedVerdict(e *Execution, r *store.Execution) Verdict {
 	if r != nil {
 		status = r.Status
 	}
-	err := &aql.Error{Code: aql.CodeInvalidState,
-		Message: fmt.Sprintf("Execution '%s' is %s; a terminal execution cannot report steps", e.ID, status),
-		Details: map[string]any{"execution_id": e.ID, "status": status}}
-	d := evaluator.Directive{Enforced: true, Reason: err.Message,
+	d := evaluator.Directive{Enforced: true, Reason: fmt.Sprintf("Execution '%s' is %s; a terminal execution cannot report steps", e.ID, status),
 		Factors: []string{"execution: finished meanwhile (by another aqlguard process)"}}
-	return Verdict{Directive: d, Err: err}
+	return Verdict{Directive: d, Refusal: terminalRefusal(e.ID, status, "report steps")}
 }
 
 // ExecutionState is an execution's public state (spec 8.4.3).
@@ -152,14 +148,14 @@ func newExecutionID() (string, error) {
 // ExecuteAgent starts a monitored execution. A hard-blocked principal
 // cannot start one: a new execution never escapes a block. The execution
 // and its audit record are durable before it is returned.
-func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (ExecutionState, *aql.Error) {
+func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (ExecutionState, *Refusal) {
 	g.mu.Lock()
 	g.init()
 	g.mu.Unlock()
 	id, err := newExecutionID()
 	if err != nil {
 		g.log().Error("creating an execution id", "err", err)
-		return ExecutionState{}, aql.Internal("the execution could not be created")
+		return ExecutionState{}, failed("the execution could not be created", nil)
 	}
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
 	// It exists, in memory too, once it is written.
@@ -174,7 +170,7 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Exec
 			if b != nil {
 				rec := g.record(store.KindDecision, session)
 				rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = "execute_agent", "block", "danger_zone", b.VerificationID
-				rec.Result, rec.Factors = string(aql.CodeAgentBlocked), []string{"hard block: " + b.Reason}
+				rec.Result, rec.Factors = RefusalBlocked.String(), []string{"hard block: " + b.Reason}
 				c.Records = []store.Record{rec}
 				c.Then = func(uint64) { g.observe(b, "") }
 			}
@@ -191,7 +187,7 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Exec
 		return ExecutionState{}, stateUnavailable(err, "no execution was started")
 	}
 	if blocked != nil {
-		return ExecutionState{}, g.blockedError("execute_agent", blocked)
+		return ExecutionState{}, g.blockedRefusal("execute_agent", blocked)
 	}
 	g.log().Info("execution started", "execution", id, "element", element, "session", session)
 	return e.state(), nil
@@ -212,7 +208,7 @@ func (g *Guard) executionRecord(e *Execution, op, result string) store.Record {
 // found or wrote. g.mu is held on entry and return; it is let go across
 // the commit, with e marked as finishing so no other call finishes it
 // meanwhile.
-func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *aql.Error {
+func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *Refusal {
 	next := &Execution{ID: e.ID, ElementName: e.ElementName, Session: e.Session, StartedAt: e.StartedAt,
 		Status: status, FinishedAt: g.now(), Reason: reason}
 	rec := g.executionRecord(next, op, status)
@@ -257,7 +253,7 @@ func (e *Execution) record(principal string) store.Execution {
 // store (it may have been started before a restart, or reported on or
 // finished by another process of this principal). g.mu is held on entry
 // and return, and let go across the reads.
-func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *aql.Error) {
+func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *Refusal) {
 	if id != "" {
 		rec, aerr := g.readExecution(ctx, id)
 		if aerr != nil {
@@ -289,14 +285,13 @@ func (g *Guard) find(ctx context.Context, session, id, element string) (*Executi
 			return e, nil
 		}
 	}
-	return nil, &aql.Error{Code: aql.CodeNotFoundResource,
-		Message: fmt.Sprintf("Resource 'execution' not found: no running execution of '%s' in this session; call execute_agent first", element),
-		Details: map[string]any{"resource_type": "execution", "resource_id": element}}
+	return nil, refuse(RefusalNotFound, "Resource 'execution' not found: no running execution of '{resource_id}' in this session; call execute_agent first",
+		map[string]any{"resource_type": "execution", "resource_id": element})
 }
 
 // readExecution reads an execution from the store. g.mu is held on entry
 // and return, and let go across the read.
-func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution, *aql.Error) {
+func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution, *Refusal) {
 	rec, err := loadUnlocked(g, ctx, func(st store.View) (*store.Execution, error) { return st.Execution(id) })
 	if err != nil {
 		return nil, stateUnavailable(err, "the execution could not be read")
@@ -304,19 +299,21 @@ func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution,
 	return rec, nil
 }
 
-func notFoundExecution(id string) *aql.Error {
-	return &aql.Error{Code: aql.CodeNotFoundResource, Message: fmt.Sprintf("Resource 'execution' not found: '%s'", id),
-		Details: map[string]any{"resource_type": "execution", "resource_id": id}}
+func notFoundExecution(id string) *Refusal {
+	return refuse(RefusalNotFound, "Resource 'execution' not found: '{resource_id}'", map[string]any{"resource_type": "execution", "resource_id": id})
 }
 
-func terminal(e *Execution, op string) *aql.Error {
-	return &aql.Error{Code: aql.CodeInvalidState,
-		Message: fmt.Sprintf("Execution '%s' is %s; a terminal execution cannot %s", e.ID, e.Status, op),
-		Details: map[string]any{"execution_id": e.ID, "status": e.Status}}
+// terminalRefusal refuses what op says to do to an execution in a
+// terminal status.
+func terminalRefusal(id, status, op string) *Refusal {
+	return refuse(RefusalConflict, "Execution '{execution_id}' is {status}; a terminal execution cannot "+op,
+		map[string]any{"execution_id": id, "status": status})
 }
+
+func terminal(e *Execution, op string) *Refusal { return terminalRefusal(e.ID, e.Status, op) }
 
 // Finish moves a running execution to completed or cancelled.
-func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (ExecutionState, *aql.Error) {
+func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (ExecutionState, *Refusal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
@@ -328,8 +325,8 @@ func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason
 		return ExecutionState{}, terminal(e, "change state")
 	}
 	if e.finishing {
-		return ExecutionState{}, &aql.Error{Code: aql.CodeInvalidState, Message: fmt.Sprintf("Execution '%s' is being finished already", e.ID),
-			Details: map[string]any{"execution_id": e.ID, "status": e.Status}}
+		return ExecutionState{}, refuse(RefusalConflict, "Execution '{execution_id}' is being finished already",
+			map[string]any{"execution_id": e.ID, "status": e.Status})
 	}
 	op := "complete_execution"
 	if status == StatusCancelled {
@@ -364,15 +361,15 @@ type Directive struct {
 	NextStepRisk   string         `json:"nextStepRisk,omitempty"`
 	Notifications  []Notification `json:"notifications,omitempty"`
 
-	ExecutionID  string            `json:"execution_id"`
-	Confirmation *aql.Confirmation `json:"confirmation,omitempty"`
-	Verification string            `json:"verification_id,omitempty"`
+	ExecutionID  string `json:"execution_id"`
+	Confirmation *Offer `json:"confirmation,omitempty"`
+	Verification string `json:"verification_id,omitempty"`
 }
 
 // RecordStep evaluates a reported intended action and returns the
 // directive with every notification queued for this execution (each
 // delivered once).
-func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error) {
+func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *Refusal) {
 	g.mu.Lock()
 	g.init()
 	e, err := g.find(ctx, r.Session, r.ExecutionID, r.ElementName)
@@ -397,23 +394,16 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Erro
 	}
 	d := v.Directive
 	out := &Directive{Continue: v.Proceed, Factors: d.Factors, Stopped: d.Stopped && d.Enforced, Reason: d.Reason,
-		ExecutionID: e.ID, Confirmation: v.Confirmation, Verification: v.VerificationID}
+		ExecutionID: e.ID, Confirmation: v.Refusal.Offer(), Verification: v.VerificationID}
 	// Every pause, block and human denial is a directive (spec 8.7.1,
 	// execution-safety-loop.md): the step was evaluated, and the answer
 	// is "do not go on". Only a request that could not be evaluated (a
 	// bad token, the state database down) is an error.
-	switch {
-	case v.Err == nil:
-	case v.Err.Code == aql.CodeConfirmation, v.Err.Code == aql.CodeAgentBlocked,
-		v.Err.Code == aql.CodeVerification, v.Err.Code == aql.CodePermissionDenied:
-	default:
-		return nil, v.Err
+	if v.Refusal != nil && !v.Refusal.stopped() {
+		return nil, v.Refusal
 	}
 	if out.Factors == nil {
 		out.Factors = []string{}
-	}
-	if v.Err != nil && out.Reason == "" {
-		out.Reason = v.Err.Message
 	}
 	if mode == policy.LoopEnforcing || mode == policy.LoopMonitoring {
 		if d.Tier != "" {
@@ -488,10 +478,10 @@ func (g *Guard) EndSession(ctx context.Context, session string) {
 			continue
 		}
 		if aerr := g.finish(ctx, e, StatusCancelled, "the MCP session ended", "session_end"); aerr != nil {
-			if aerr.Code == aql.CodeInvalidState {
+			if aerr.Kind == RefusalConflict {
 				continue // finished meanwhile, by another process
 			}
-			g.log().Error("an execution of an ended session could not be cancelled", "execution", e.ID, "err", aerr.Message)
+			g.log().Error("an execution of an ended session could not be cancelled", "execution", e.ID, "refusal", aerr.Say)
 			continue
 		}
 		g.log().Info("execution cancelled: its session ended", "execution", e.ID, "session", session)

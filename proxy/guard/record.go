@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -89,7 +88,7 @@ func (g *Guard) blockedVerdict(a Action, b *store.Block, factors ...string) Verd
 	d := evaluator.Directive{Stopped: true, Decision: evaluator.Block, Enforced: true, Tier: evaluator.DangerZone,
 		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", g.pol().Principal, b.Reason, b.VerificationID),
 		Factors: factors}
-	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: g.blockedError(a.Operation, b)}
+	return Verdict{Directive: d, VerificationID: b.VerificationID, Refusal: g.blockedRefusal(a.Operation, b)}
 }
 
 // unavailable is the fail-closed verdict when the store cannot be used.
@@ -97,7 +96,7 @@ func (g *Guard) unavailable(err error, what string) Verdict {
 	g.log().Error("the state database could not be used; the action is refused", "err", err)
 	d := evaluator.Directive{Enforced: true, Reason: "state database unavailable",
 		Factors: []string{"fail closed: " + stateProblem(err)}}
-	return Verdict{Directive: d, Err: stateUnavailable(err, what)}
+	return Verdict{Directive: d, Refusal: stateUnavailable(err, what)}
 }
 
 // decisionRecord is the audit record of one check.
@@ -115,8 +114,8 @@ func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Recor
 	if a.reported() {
 		r.Execution = a.Execution.ID
 	}
-	if v.Err != nil {
-		r.Result = string(v.Err.Code)
+	if v.Refusal != nil {
+		r.Result = v.Refusal.Kind.String()
 	}
 	return r
 }
@@ -138,17 +137,17 @@ func decisionWord(v Verdict) string {
 	if v.Directive.Decision == evaluator.Refuse && v.Directive.Enforced {
 		return "refuse" // a refuse pattern or rule: this call alone
 	}
-	if v.Err == nil {
+	if v.Refusal == nil {
 		return "refuse"
 	}
-	switch v.Err.Code {
-	case aql.CodeConfirmation:
+	switch v.Refusal.Kind {
+	case RefusalPending:
 		return "confirm"
-	case aql.CodeVerification:
+	case RefusalPaused:
 		return "verify"
-	case aql.CodeAgentBlocked:
+	case RefusalBlocked:
 		return "block"
-	case aql.CodePermissionDenied:
+	case RefusalDenied, RefusalRefused, RefusalCheckins, RefusalToolChanged:
 		return "deny"
 	}
 	return "refuse"

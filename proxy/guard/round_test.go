@@ -11,7 +11,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -41,12 +40,12 @@ func TestFailedCommitChangesNoMemory(t *testing.T) {
 		call("db_get_row", map[string]any{"id": "2"}),
 		{Session: "s", Operation: "record_execution_step", Hint: "retry", Outcome: "failure", Execution: g.executions[st.ExecutionID]},
 	} {
-		if v := g.Check(ctx, a); v.Proceed || v.Err == nil || v.Err.Code != aql.CodeInternal {
+		if v := g.Check(ctx, a); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalFailed {
 			t.Fatalf("%s decided without its commit: %+v", a.Operation, v)
 		}
 	}
 	g.Evaluate = verifyTier
-	if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "3"})); v.Proceed || v.Err.Code != aql.CodeInternal {
+	if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "3"})); v.Proceed || v.Refusal.Kind != RefusalFailed {
 		t.Fatalf("a verify pause decided without its commit: %+v", v)
 	}
 	release()
@@ -114,7 +113,7 @@ func TestWatchBroadcastsABlockSetElsewhere(t *testing.T) {
 	e := here.executions[st.ExecutionID]
 	began := time.Now()
 	v := there.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-	if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
 		t.Fatalf("the other process did not block: %+v", v)
 	}
 	set := time.Now()
