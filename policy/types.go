@@ -142,9 +142,9 @@ type ServeOAuth struct {
 }
 
 // Limits are the MCP-AQL payload limits (spec 4.7.5), the [limits]
-// table. Zero means default. The front hands them to the protocol core
-// as aql.Limits (the same fields): policy, and the guard that reads it,
-// know nothing of the protocol's wire.
+// table. Zero means default. The protocol core reads them as aql.Limits
+// (this type); policy, and the guard that reads it, know nothing of the
+// protocol's wire.
 type Limits struct {
 	MaxRequestSize   int64 `json:"max_request_size" toml:"max_request_size"`
 	MaxResponseSize  int64 `json:"max_response_size" toml:"max_response_size"`

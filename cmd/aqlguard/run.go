@@ -17,7 +17,6 @@ import (
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/link"
@@ -249,7 +248,7 @@ func newShared(cfg *policy.Config, pol *policy.Policy, st store.State, remote *r
 		Guard:  gd,
 		Pins: &pins.Pinner{State: st, Human: gd, Log: log, Process: processName(),
 			AskFor: cfg.Verify.ConfirmationTTL.Duration},
-		Limits:  aql.Limits(cfg.Limits),
+		Limits:  cfg.Limits,
 		Log:     log,
 		Version: version(),
 		Auth:    remote,
