@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,5 +79,49 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 				t.Errorf("step %+v", s)
 			}
 		})
+	}
+}
+
+// lockingCaller answers a call after taking the state's lock, as another
+// process stuck in a transaction would: the call ran, and its outcome
+// cannot be recorded.
+type lockingCaller struct {
+	t       *testing.T
+	dir     string
+	release func()
+}
+
+func (c *lockingCaller) forward(context.Context) (json.RawMessage, error) {
+	c.release = holdLock(c.t, c.dir, syscall.LOCK_SH)
+	return json.RawMessage(`{"contents":[{"uri":"file:///x","text":"secret"}]}`), nil
+}
+
+func (c *lockingCaller) CallTool(ctx context.Context, _, _, _ string, _ map[string]any, _ json.RawMessage) (json.RawMessage, error) {
+	return c.forward(ctx)
+}
+
+// TestUnrecordedOutcomeIsWithheld: a call, a resource read or a prompt
+// get (one Call) whose outcome cannot be audited is not handed on: the
+// model gets the fail-closed refusal, never the server's answer.
+func TestUnrecordedOutcomeIsWithheld(t *testing.T) {
+	for _, r := range []Request{
+		{Method: MethodToolsCall, Action: call("db_get_row", map[string]any{"id": "1"})},
+		{Method: MethodResourcesRead, Action: Action{Session: "s", Server: "db"}, Name: "file:///x"},
+		{Method: MethodPromptsGet, Action: Action{Session: "s", Server: "db", Arguments: map[string]any{"a": "b"}}, Name: "p"},
+	} {
+		g, dir := lockedGuard(t, &fakeHuman{})
+		lc := &lockingCaller{t: t, dir: dir}
+		g.Downstream = lc
+		if r.Method != MethodToolsCall {
+			r.Forward = lc.forward
+		}
+		out := g.Call(context.Background(), r)
+		if lc.release == nil {
+			t.Fatalf("%s: not forwarded: %+v", r.Method, out.Refusal)
+		}
+		lc.release()
+		if out.Raw != nil || out.Refusal == nil || out.Refusal.Kind != RefusalFailed || out.Refusal.Factors["executed"] != true {
+			t.Errorf("%s: the unrecorded answer was handed on: %+v %s", r.Method, out.Refusal, out.Raw)
+		}
 	}
 }
