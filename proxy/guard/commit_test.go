@@ -477,7 +477,7 @@ func TestAnswerDoesNotOverwriteAUse(t *testing.T) {
 	}
 	// The other process's human approved it and a call there used it.
 	useInStore(t, g, v.Token)
-	c := confirmationFrom(*storedConfirmation(t, g, v.Token))
+	c := storedConfirmation(t, g, v.Token)
 	c.Status = statusPending // this process's view, from before
 	if answer, _ := g.recordAnswer(c, verify.Allow, ""); answer != verify.None {
 		t.Fatalf("an answer to a question used elsewhere returned %v", answer)

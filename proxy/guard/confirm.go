@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -35,40 +34,9 @@ const (
 // Confirmation is a request for a human's approval, bound to exactly one
 // action: {principal, server, operation, SHA-256 of the canonical
 // arguments, policy version}, with an expiry. It is used at most once.
-type Confirmation struct {
-	Token         string
-	Kind          string
-	Principal     string
-	Server        string
-	Tool          string
-	Operation     string
-	Digest        string
-	PolicyVersion string
-	Session       string
-
-	// Client is the MCP client the agent runs in, as it names itself.
-	Client string
-	// AllowSession says the human may answer "allow this tool for this
-	// session": the decision rests on the tool, not on these arguments.
-	AllowSession bool
-
-	// Shown to the human: redacted, never the secrets.
-	Action    string
-	Arguments map[string]any
-	Reason    string
-	Tier      string
-	// Category, Stage, Rule and Risk are what the question says in words
-	// (verify.Request).
-	Category, Stage, Rule string
-	Risk                  int
-
-	Status    string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	DoneAt    time.Time
-	// UsedBy names the check that used it (see spendFor).
-	UsedBy string
-}
+// The guard works on it as the state keeps it (only the arguments'
+// redacted form is kept, for the question; the digest binds them).
+type Confirmation = store.Confirmation
 
 var tokenFormat = regexp.MustCompile(`^conf_[0-9a-f]{32}$`)
 
@@ -111,7 +79,7 @@ type binding struct {
 	kind, server, operation, digest string
 }
 
-func (c *Confirmation) matches(b binding, principal, version string) bool {
+func matches(c *Confirmation, b binding, principal, version string) bool {
 	return c.Kind == b.kind && c.Principal == principal && c.Server == b.server &&
 		c.Operation == b.operation && c.Digest == b.digest && c.PolicyVersion == version
 }
@@ -119,8 +87,8 @@ func (c *Confirmation) matches(b binding, principal, version string) bool {
 // joinable reports whether c is a question still open for binding b that
 // a call of session waits on instead of raising its own: a check-in is
 // the principal's, a call's question its session's.
-func (c *Confirmation) joinable(b binding, principal, version, session string, now time.Time) bool {
-	return c.Status == statusPending && now.Before(c.ExpiresAt) && c.matches(b, principal, version) &&
+func joinable(c *Confirmation, b binding, principal, version, session string, now time.Time) bool {
+	return c.Status == statusPending && now.Before(c.ExpiresAt) && matches(c, b, principal, version) &&
 		(c.Kind != kindAction || c.Session == session)
 }
 
@@ -160,7 +128,7 @@ func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmatio
 	if rec == nil {
 		return nil, invalid
 	}
-	c := confirmationFrom(*rec)
+	c := rec
 	if c.Principal != principal {
 		return nil, scopeMismatch(c, c.Operation, "it was issued for another agent")
 	}
@@ -208,34 +176,6 @@ func scopeMismatch(c *Confirmation, requested, why string) *Refusal {
 // after its expiry so a replay gets TOKEN_ALREADY_USED or TOKEN_EXPIRED
 // rather than TOKEN_INVALID.
 const spentRetention = time.Hour
-
-// record is the confirmation as stored: the digest binds the arguments;
-// only their redacted form is kept, for the question.
-func (c *Confirmation) record() store.Confirmation {
-	var args json.RawMessage
-	if len(c.Arguments) > 0 {
-		args, _ = canonicalJSON(c.Arguments) // decoded JSON re-encodes
-	}
-	return store.Confirmation{Arguments: args, Token: c.Token, Kind: c.Kind, Principal: c.Principal, Server: c.Server, Tool: c.Tool,
-		AllowSession: c.AllowSession, Operation: c.Operation, Digest: c.Digest, PolicyVersion: c.PolicyVersion, Session: c.Session,
-		Action: c.Action, Reason: c.Reason, Tier: c.Tier, Status: c.Status, UsedBy: c.UsedBy,
-		Client: c.Client, Category: c.Category, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
-		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, DoneAt: c.DoneAt}
-}
-
-func confirmationFrom(r store.Confirmation) *Confirmation {
-	var args map[string]any
-	if len(r.Arguments) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(r.Arguments))
-		dec.UseNumber()
-		_ = dec.Decode(&args) // damaged: the question shows the preview alone
-	}
-	return &Confirmation{Arguments: args, Token: r.Token, Kind: r.Kind, Principal: r.Principal, Server: r.Server, Tool: r.Tool,
-		AllowSession: r.AllowSession, Operation: r.Operation, Digest: r.Digest, PolicyVersion: r.PolicyVersion, Session: r.Session,
-		Action: r.Action, Reason: r.Reason, Tier: r.Tier, Status: r.Status, UsedBy: r.UsedBy,
-		Client: r.Client, Category: r.Category, Stage: r.Stage, Rule: r.Rule, Risk: r.Risk,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, DoneAt: r.DoneAt}
-}
 
 // ConfirmResult is what confirm_operation answers on approval.
 type ConfirmResult struct {

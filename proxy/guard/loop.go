@@ -496,7 +496,7 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 				// answer is recorded against a confirmation the store
 				// holds, and another call for the same binding finds it
 				// there and joins it.
-				ch.Confirmations = append(ch.Confirmations, q.record())
+				ch.Confirmations = append(ch.Confirmations, *q)
 			}
 			out.ask = q
 			ch.Then = thenAll(then)
@@ -643,7 +643,7 @@ func thenAll(fs []func()) func(uint64) {
 // spend is q as used by this check: written in the commit that decides
 // on it, so one approval runs one action whichever process tries twice.
 func (c *check) spend(q *Confirmation) store.Confirmation {
-	r := q.record()
+	r := *q
 	r.Status, r.DoneAt, r.UsedBy = statusUsed, c.g.now(), checkID()
 	return r
 }
@@ -775,9 +775,9 @@ func (g *Guard) humanFacts(v store.View, a Action, pol *policy.Policy, b binding
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range stored {
-		c := confirmationFrom(r)
-		if r.Status == statusPending || r.Status == statusApproved {
+	for i := range stored {
+		c := &stored[i]
+		if c.Status == statusPending || c.Status == statusApproved {
 			h.open = append(h.open, c)
 		} else {
 			h.spent = append(h.spent, c)
@@ -821,11 +821,15 @@ func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b binding, d evalu
 		return nil, err
 	}
 	now := g.now()
+	var args json.RawMessage
+	if len(a.redacted) > 0 {
+		args, _ = canonicalJSON(a.redacted) // decoded JSON re-encodes
+	}
 	c := &Confirmation{
 		Token: token, Kind: b.kind, Principal: pol.Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
 		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
 		Digest:       b.digest, PolicyVersion: pol.Version, Session: a.Session,
-		Action: a.preview, Arguments: a.redacted, Reason: d.Reason, Tier: string(d.Tier),
+		Action: a.preview, Arguments: args, Reason: d.Reason, Tier: string(d.Tier),
 		Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(g.ConfirmTTL),
 	}
