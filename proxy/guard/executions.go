@@ -30,18 +30,11 @@ var States = []string{StatusPending, StatusRunning, StatusCompleted, StatusFaile
 // The store is its only home: any process on the state directory may
 // report a step on it or finish it (by id), so every operation reads it
 // there first and every change is made to the store's copy in the
-// transaction that writes it. Status to Reason are that copy as this
-// process last read or wrote it, for replies; inbox and finishing are
-// this process's own work.
+// transaction that writes it. The record is that copy as this process
+// last read or wrote it, for replies; inbox and finishing are this
+// process's own work.
 type Execution struct {
-	ID          string
-	ElementName string
-	Session     string
-	Status      string
-	Steps       int
-	StartedAt   time.Time
-	FinishedAt  time.Time
-	Reason      string // why it was aborted
+	store.Execution
 
 	inbox []Notification
 	// finishing says this process is committing its move to a terminal
@@ -58,7 +51,7 @@ func (e *Execution) refresh(r *store.Execution) {
 		}
 		return
 	}
-	e.Status, e.Steps, e.StartedAt, e.FinishedAt, e.Reason = r.Status, r.Steps, r.StartedAt, r.FinishedAt, r.Reason
+	e.Execution = *r
 }
 
 // finishedVerdict refuses a step on an execution that was finished (by
@@ -159,8 +152,9 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Exec
 	}
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
 	// It exists, in memory too, once it is written.
-	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusRunning, StartedAt: g.now()}
 	principal := g.pol().Principal
+	e := &Execution{Execution: store.Execution{ID: id, Principal: principal, ElementName: element, Session: session,
+		Status: StatusRunning, StartedAt: g.now()}}
 	var blocked *store.Block
 	err = g.commit(ctx, func(v store.View, _ *memory) (store.Changes, error) {
 		b, err := v.Block(principal)
@@ -176,7 +170,7 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Exec
 			}
 			return c, err
 		}
-		return store.Changes{Executions: []store.Execution{e.record(principal)}, Records: []store.Record{g.executionRecord(e, "execute_agent", "started")},
+		return store.Changes{Executions: []store.Execution{e.Execution}, Records: []store.Record{g.executionRecord(e, "execute_agent", "started")},
 			Then: func(uint64) {
 				g.executions[id] = e
 				g.order = append(g.order, e)
@@ -209,10 +203,10 @@ func (g *Guard) executionRecord(e *Execution, op, result string) store.Record {
 // the commit, with e marked as finishing so no other call finishes it
 // meanwhile.
 func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *Refusal {
-	next := &Execution{ID: e.ID, ElementName: e.ElementName, Session: e.Session, StartedAt: e.StartedAt,
-		Status: status, FinishedAt: g.now(), Reason: reason}
+	next := &Execution{Execution: e.Execution}
+	next.Status, next.FinishedAt, next.Reason = status, g.now(), reason
 	rec := g.executionRecord(next, op, status)
-	written := next.record(g.pol().Principal)
+	written := next.Execution
 	changed := false
 	e.finishing = true
 	g.mu.Unlock()
@@ -243,11 +237,6 @@ func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op str
 	return nil
 }
 
-func (e *Execution) record(principal string) store.Execution {
-	return store.Execution{ID: e.ID, Principal: principal, ElementName: e.ElementName, Session: e.Session,
-		Status: e.Status, Steps: e.Steps, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Reason: e.Reason}
-}
-
 // find resolves an execution by id, or the latest one of the session
 // with this element name that is still running, and reads it from the
 // store (it may have been started before a restart, or reported on or
@@ -264,7 +253,7 @@ func (g *Guard) find(ctx context.Context, session, id, element string) (*Executi
 		}
 		e, ok := g.executions[id]
 		if !ok {
-			e = &Execution{ID: rec.ID, ElementName: rec.ElementName, Session: rec.Session}
+			e = &Execution{Execution: *rec}
 			g.executions[id] = e
 			g.order = append(g.order, e)
 		}
