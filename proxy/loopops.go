@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"context"
+	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/store"
 )
 
 // The reserved safety-loop operations (spec 8.5.4), on their spec
@@ -129,8 +131,8 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 	loop := f.Guard
 	switch op.Name {
 	case opExecuteAgent:
-		st, err := loop.ExecuteAgent(ctx, session, s("element_name"))
-		return f.result(st, err)
+		e, err := loop.ExecuteAgent(ctx, session, s("element_name"))
+		return f.result(executionState(e), err)
 	case opRecordStep:
 		r := guard.Report{Session: session, ExecutionID: s("execution_id"),
 			ElementName: s("element_name"), NextActionHint: s("next_action_hint"), StepDescription: s("step_description"),
@@ -152,8 +154,8 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 		if op.Name == opAbort {
 			status, reason = guard.StatusCancelled, s("reason")
 		}
-		st, err := loop.Finish(ctx, session, s("execution_id"), s("element_name"), status, reason)
-		return f.result(st, err)
+		e, err := loop.Finish(ctx, session, s("execution_id"), s("element_name"), status, reason)
+		return f.result(executionState(e), err)
 	case opConfirm:
 		res, err := loop.ConfirmOperation(ctx, session, s("token"))
 		return f.result(res, err)
@@ -162,6 +164,28 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 		return f.result(res, err)
 	}
 	return aql.Failure(aql.NotFoundOperation(op.Name))
+}
+
+// ExecutionState is an execution's public state (spec 8.4.3).
+type ExecutionState struct {
+	ExecutionID string `json:"execution_id"`
+	ElementName string `json:"element_name"`
+	Status      string `json:"status"`
+	StartedAt   string `json:"started_at,omitempty"`
+	FinishedAt  string `json:"finished_at,omitempty"`
+	Steps       int    `json:"steps_reported"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+func executionState(e store.Execution) ExecutionState {
+	s := ExecutionState{ExecutionID: e.ID, ElementName: e.ElementName, Status: e.Status, Steps: e.Steps, Reason: e.Reason}
+	if !e.StartedAt.IsZero() {
+		s.StartedAt = e.StartedAt.Format(time.RFC3339)
+	}
+	if !e.FinishedAt.IsZero() {
+		s.FinishedAt = e.FinishedAt.Format(time.RFC3339)
+	}
+	return s
 }
 
 // result is a loop operation's answer: its result, or the guard's

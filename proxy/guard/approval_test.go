@@ -345,7 +345,7 @@ func TestReportedStepDenialIsADirective(t *testing.T) {
 	g := newGuard(t, approvalPolicy, h)
 	e, _ := g.ExecuteAgent(ctx, "s", "a")
 	h.say(verify.Deny)
-	d, err := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db_delete_row 7",
+	d, err := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ID, NextActionHint: "db_delete_row 7",
 		Category: policy.Delete})
 	if err != nil || d.Continue || d.Reason == "" || len(d.Factors) == 0 || !strings.Contains(d.Reason, "denied") {
 		t.Fatalf("directive %+v err %v", d, err)

@@ -91,10 +91,10 @@ func TestNotStartedExecutionIsNotWritten(t *testing.T) {
 	known := len(g.executions)
 	g.mu.Unlock()
 	if known != 1 {
-		t.Fatalf("%d executions in memory, want only %s", known, st.ExecutionID)
+		t.Fatalf("%d executions in memory, want only %s", known, st.ID)
 	}
 	if err := storeOf(g).View(ctx, func(tx *store.Tx) error {
-		for _, id := range []string{st.ExecutionID} {
+		for _, id := range []string{st.ID} {
 			if e, err := tx.Execution(id); err != nil || e == nil {
 				return fmt.Errorf("the started execution %s is not written: %v", id, err)
 			}
@@ -387,7 +387,7 @@ func TestReportedFailurePausesAtOnce(t *testing.T) {
 			t.Fatal(aerr)
 		}
 		report := Action{Session: "s", Operation: "record_execution_step", Hint: "retry the upload", Outcome: "failure",
-			Execution: g.executions[st.ExecutionID]}
+			Execution: g.executions[st.ID]}
 		var release func()
 		if !written {
 			release = holdLock(t, dir, syscall.LOCK_EX)
@@ -586,7 +586,7 @@ func TestExecutionFinishedElsewhere(t *testing.T) {
 			if aerr != nil {
 				t.Fatal(aerr)
 			}
-			id := st.ExecutionID
+			id := st.ID
 			for _, g := range []*Guard{a, b, a} {
 				if d, err := step(g, id); err != nil || !d.Continue {
 					t.Fatalf("step: %+v %v", d, err)

@@ -66,28 +66,6 @@ func finishedVerdict(e *Execution, r *store.Execution) Verdict {
 	return Verdict{Directive: d, Refusal: terminalRefusal(e.ID, status, "report steps")}
 }
 
-// ExecutionState is an execution's public state (spec 8.4.3).
-type ExecutionState struct {
-	ExecutionID string `json:"execution_id"`
-	ElementName string `json:"element_name"`
-	Status      string `json:"status"`
-	StartedAt   string `json:"started_at,omitempty"`
-	FinishedAt  string `json:"finished_at,omitempty"`
-	Steps       int    `json:"steps_reported"`
-	Reason      string `json:"reason,omitempty"`
-}
-
-func (e *Execution) state() ExecutionState {
-	s := ExecutionState{ExecutionID: e.ID, ElementName: e.ElementName, Status: e.Status, Steps: e.Steps, Reason: e.Reason}
-	if !e.StartedAt.IsZero() {
-		s.StartedAt = e.StartedAt.Format(time.RFC3339)
-	}
-	if !e.FinishedAt.IsZero() {
-		s.FinishedAt = e.FinishedAt.Format(time.RFC3339)
-	}
-	return s
-}
-
 // Notification is an AgentNotification (spec 8.7.3).
 type Notification struct {
 	Type      string         `json:"type"`
@@ -141,14 +119,14 @@ func newExecutionID() (string, error) {
 // ExecuteAgent starts a monitored execution. A hard-blocked principal
 // cannot start one: a new execution never escapes a block. The execution
 // and its audit record are durable before it is returned.
-func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (ExecutionState, *Refusal) {
+func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (store.Execution, *Refusal) {
 	g.mu.Lock()
 	g.init()
 	g.mu.Unlock()
 	id, err := newExecutionID()
 	if err != nil {
 		g.log().Error("creating an execution id", "err", err)
-		return ExecutionState{}, failed("the execution could not be created", nil)
+		return store.Execution{}, failed("the execution could not be created", nil)
 	}
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
 	// It exists, in memory too, once it is written.
@@ -178,13 +156,13 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Exec
 	})
 	if err != nil {
 		g.log().Error("recording an execution", "execution", id, "err", err)
-		return ExecutionState{}, stateUnavailable(err, "no execution was started")
+		return store.Execution{}, stateUnavailable(err, "no execution was started")
 	}
 	if blocked != nil {
-		return ExecutionState{}, g.blockedRefusal("execute_agent", blocked)
+		return store.Execution{}, g.blockedRefusal("execute_agent", blocked)
 	}
 	g.log().Info("execution started", "execution", id, "element", element, "session", session)
-	return e.state(), nil
+	return e.Execution, nil
 }
 
 // executionRecord is the audit record of a move in e's lifecycle.
@@ -302,19 +280,19 @@ func terminalRefusal(id, status, op string) *Refusal {
 func terminal(e *Execution, op string) *Refusal { return terminalRefusal(e.ID, e.Status, op) }
 
 // Finish moves a running execution to completed or cancelled.
-func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (ExecutionState, *Refusal) {
+func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (store.Execution, *Refusal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
 	e, err := g.find(ctx, session, id, element)
 	if err != nil {
-		return ExecutionState{}, err
+		return store.Execution{}, err
 	}
 	if e.Status != StatusRunning && e.Status != StatusPending {
-		return ExecutionState{}, terminal(e, "change state")
+		return store.Execution{}, terminal(e, "change state")
 	}
 	if e.finishing {
-		return ExecutionState{}, refuse(RefusalConflict, "Execution '{execution_id}' is being finished already",
+		return store.Execution{}, refuse(RefusalConflict, "Execution '{execution_id}' is being finished already",
 			map[string]any{"execution_id": e.ID, "status": e.Status})
 	}
 	op := "complete_execution"
@@ -322,10 +300,10 @@ func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason
 		op = "abort_execution"
 	}
 	if aerr := g.finish(ctx, e, status, reason, op); aerr != nil {
-		return ExecutionState{}, aerr
+		return store.Execution{}, aerr
 	}
 	g.log().Info("execution finished", "execution", e.ID, "status", status, "reason", reason)
-	return e.state(), nil
+	return e.Execution, nil
 }
 
 // Report is one record_execution_step.

@@ -233,12 +233,12 @@ func TestStepLimitAndFailureCheckIns(t *testing.T) {
 	if len(d.Notifications) != 1 || d.Notifications[0].Type != "autonomy_pause" || d.Confirmation == nil {
 		t.Errorf("notifications: %+v", d.Notifications)
 	}
-	if d, _ := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row", Category: policy.Read}); d.Continue {
+	if d, _ := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ID, NextActionHint: "db.get_row", Category: policy.Read}); d.Continue {
 		t.Error("the failure pause must hold until a human confirms")
 	}
 	// This step is also past the limit: two check-ins, one answer each.
 	h.say(verify.Allow, verify.Allow)
-	if d, err := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row", Category: policy.Read}); err != nil || !d.Continue {
+	if d, err := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ID, NextActionHint: "db.get_row", Category: policy.Read}); err != nil || !d.Continue {
 		t.Errorf("after the human: %+v %v", d, err)
 	}
 }
@@ -257,7 +257,7 @@ func TestBlockBroadcastsAndVerifyLifts(t *testing.T) {
 		t.Fatalf("the code must go to the human: %+v", h.shown)
 	}
 	code := h.shown[0].Code
-	for _, id := range []string{a.ExecutionID, b.ExecutionID} {
+	for _, id := range []string{a.ID, b.ID} {
 		d, _ := g.RecordStep(ctx, Report{ExecutionID: id, NextActionHint: "anything"})
 		if !d.Stopped || len(d.Notifications) != 1 || d.Notifications[0].Type != "danger_zone" ||
 			d.Notifications[0].Metadata["verificationId"] != v.VerificationID {
@@ -403,11 +403,11 @@ func TestTwoLoopsShareTheStore(t *testing.T) {
 	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
 		t.Fatalf("block: %+v", v)
 	}
-	d, err2 := two.RecordStep(ctx, Report{ExecutionID: e.ExecutionID, NextActionHint: "anything"})
+	d, err2 := two.RecordStep(ctx, Report{ExecutionID: e.ID, NextActionHint: "anything"})
 	if err2 != nil || !d.Stopped || len(d.Notifications) != 1 || d.Notifications[0].Type != "danger_zone" {
 		t.Fatalf("the other loop: %+v %v", d, err2)
 	}
-	if d, _ := two.RecordStep(ctx, Report{ExecutionID: e.ExecutionID, NextActionHint: "anything"}); len(d.Notifications) != 0 {
+	if d, _ := two.RecordStep(ctx, Report{ExecutionID: e.ID, NextActionHint: "anything"}); len(d.Notifications) != 0 {
 		t.Errorf("danger_zone delivered twice: %+v", d.Notifications)
 	}
 	if w := two.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); w.VerificationID != v.VerificationID || w.Proceed {
