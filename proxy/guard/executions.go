@@ -259,7 +259,13 @@ func (g *Guard) find(ctx context.Context, session, id, element string) (*Executi
 // readExecution reads an execution from the store. g.mu is held on entry
 // and return, and let go across the read.
 func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution, *Refusal) {
-	rec, err := loadUnlocked(g, ctx, func(st store.View) (*store.Execution, error) { return st.Execution(id) })
+	var rec *store.Execution
+	var err error
+	func() { // the store is never waited for with g.mu held
+		g.mu.Unlock()
+		defer g.mu.Lock()
+		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = st.Execution(id); return })
+	}()
 	if err != nil {
 		return nil, stateUnavailable(err, "the execution could not be read")
 	}

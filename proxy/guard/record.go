@@ -45,25 +45,6 @@ func (g *Guard) noteCodeNotShown(ctx context.Context, b *store.Block, p *pause) 
 	}
 }
 
-// unlocked runs f with g.mu let go: the store is never waited for with
-// g.mu held. g.mu is held on entry and return.
-func (g *Guard) unlocked(f func()) {
-	g.mu.Unlock()
-	defer g.mu.Lock()
-	f()
-}
-
-// loadUnlocked reads one record from the store with g.mu let go. g.mu is
-// held on entry and return.
-func loadUnlocked[T any](g *Guard, ctx context.Context, get func(store.View) (*T, error)) (*T, error) {
-	var rec *T
-	var err error
-	g.unlocked(func() {
-		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = get(st); return })
-	})
-	return rec, err
-}
-
 // observe broadcasts a block not seen before. operation names the call
 // that set it, when this process did.
 func (g *Guard) observe(b *store.Block, operation string) {

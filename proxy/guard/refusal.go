@@ -77,15 +77,6 @@ func (k RefusalKind) String() string {
 	return "INTERNAL_ERROR"
 }
 
-// Kinds lists every kind, for the fronts' tests.
-func Kinds() []RefusalKind {
-	out := make([]RefusalKind, 0, len(refusalWords)-1)
-	for k := RefusalBlocked; k <= RefusalFailed; k++ {
-		out = append(out, k)
-	}
-	return out
-}
-
 // stopped says the refusal stops the agent or waits for a human: a
 // reported step gets it as a directive, not as an error.
 func (r *Refusal) stopped() bool {
