@@ -17,7 +17,7 @@ import (
 // from its mode ({shown}, {asked}: how the human was reached; {verify},
 // {confirm}: how the model passes a code on or waits for an answer).
 // Factors are the values the refusal rests on (strings, ints, bools;
-// never an error, a secret or a code), each said once, in the details.
+// never an error, a secret or a code), all of them in the details.
 type Refusal struct {
 	Kind    RefusalKind
 	Say     string
