@@ -106,9 +106,9 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 		sel = s
 	}
 	token, _ := params[catalog.TokenParam].(string)
-	out := f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token, nil)
-	if out.Err != nil {
-		return &aql.Result{Err: out.Err, Confirmation: out.Confirmation}
+	out := f.Guard.Call(ctx, toolCall(session, op, downstreamArgs(op, params), token, nil))
+	if out.Refusal != nil {
+		return refused(out.Refusal, f.voice())
 	}
 	if out.RPCErr != nil {
 		return aql.Failure(rpcFailure(op, out.RPCErr))
@@ -142,6 +142,15 @@ func (f *Front) builtin(ctx context.Context, session string, op *catalog.Operati
 	return f.loopOperation(ctx, session, op, params)
 }
 
+// toolCall is a downstream tool call as the guard judges it: the
+// operation in the guard's terms, from the catalog.
+func toolCall(session string, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) guard.Request {
+	return guard.Request{Method: guard.MethodToolsCall, Base: base, Action: guard.Action{Session: session, Operation: op.Name,
+		Server: op.Server, Tool: op.Tool.Name, Category: op.Category, ManagedCategory: op.ManagedCategory,
+		Annotations: guard.Annotations(op.Tool.Annotations), Arguments: args, Token: token,
+		Secrets: op.SecretArguments(), Roles: op.ArgumentRoles()}}
+}
+
 // downstreamArgs drops what aqlguard consumed and restores the
 // downstream tool's own argument names.
 func downstreamArgs(op *catalog.Operation, params map[string]any) map[string]any {
@@ -151,11 +160,7 @@ func downstreamArgs(op *catalog.Operation, params map[string]any) map[string]any
 		if !ok || p.Consumed {
 			continue
 		}
-		name := p.Name
-		if p.MapTo != "" {
-			name = p.MapTo
-		}
-		out[name] = v
+		out[p.ServerName()] = v
 	}
 	return out
 }
@@ -228,7 +233,7 @@ func (f *Front) handlePassthrough(ctx context.Context, session string, op *catal
 	}
 	token, _ := params[catalog.TokenParam].(string)
 	base, _ := relay.DeleteMember(callParams, "arguments")
-	return f.onTheWire(op, f.Guard.Call(ctx, session, op, downstreamArgs(op, params), token, base))
+	return f.onTheWire(op, f.Guard.Call(ctx, toolCall(session, op, downstreamArgs(op, params), token, base)))
 }
 
 // onTheWire is a guarded call's answer as the client gets it in
@@ -236,8 +241,8 @@ func (f *Front) handlePassthrough(ctx context.Context, session string, op *catal
 // error as it sent them, or aqlguard's refusal as a tool error.
 func (f *Front) onTheWire(op *catalog.Operation, out guard.Outcome) (json.RawMessage, error) {
 	switch {
-	case out.Err != nil:
-		return f.wire(&aql.Result{Err: out.Err, Confirmation: out.Confirmation})
+	case out.Refusal != nil:
+		return f.wire(refused(out.Refusal, f.voice()))
 	case out.RPCErr != nil:
 		return nil, out.RPCErr
 	case out.Failed != nil:

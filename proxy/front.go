@@ -110,7 +110,7 @@ func (sh *Shared) RelayConfig() *relay.Config {
 		ProtocolVersions: FrontProtocolVersions,
 		NewTools:         func(s *relay.Session) (relay.Tools, error) { return sh.NewFront(s) },
 		VetTools:         sh.vetTools(),
-		Gate:             gate{guard: sh.Guard},
+		Gate:             gate{guard: sh.Guard, mode: sh.Mode},
 		Restart:          true,
 		Auth:             sh.Auth,
 		Log:              sh.Log,
@@ -235,7 +235,8 @@ func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog
 			}
 		}
 	}
-	return nil, aql.Refusal{Kind: aql.RefusalToolChanged, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name}.Error(f.Guard.Voice)
+	return nil, refusalError(guard.Stop(guard.RefusalToolChanged, "", map[string]any{"operation": op.Name, "server": op.Server,
+		"tool": op.Tool.Name}, time.Time{}, time.Time{}), f.voice())
 }
 
 // rebuild derives the catalog from what the servers offer now.

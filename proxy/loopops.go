@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"context"
+	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/store"
 )
 
 // The reserved safety-loop operations (spec 8.5.4), on their spec
@@ -98,22 +100,6 @@ func LoopOperations(mode policy.LoopMode) []*catalog.Operation {
 
 func intPtr(n int) *int { return &n }
 
-// VoiceFor is how the guard's refusals address the model in mode: the
-// tools that carry verify_challenge and confirm_operation there.
-func VoiceFor(mode Mode) aql.Voice {
-	return aql.VoiceFor(mode == ModeTransparent, func(name string) string {
-		if mode == ModeSingle || mode == ModePassthrough {
-			return SingleTool
-		}
-		for _, op := range LoopOperations(policy.LoopEnforcing) {
-			if op.Name == name {
-				return semanticTool(op.Category)
-			}
-		}
-		return SingleTool
-	}, "")
-}
-
 func exampleRequest(op *catalog.Operation) map[string]any {
 	params := map[string]any{}
 	for _, p := range op.Params {
@@ -145,8 +131,8 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 	loop := f.Guard
 	switch op.Name {
 	case opExecuteAgent:
-		st, err := loop.ExecuteAgent(ctx, session, s("element_name"))
-		return result(st, err)
+		e, err := loop.ExecuteAgent(ctx, session, s("element_name"))
+		return f.result(executionState(e), err)
 	case opRecordStep:
 		r := guard.Report{Session: session, ExecutionID: s("execution_id"),
 			ElementName: s("element_name"), NextActionHint: s("next_action_hint"), StepDescription: s("step_description"),
@@ -157,7 +143,7 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 			r.Annotations = guard.Annotations(named.Tool.Annotations)
 		}
 		d, err := loop.RecordStep(ctx, r)
-		return result(d, err)
+		return f.result(d, err)
 	case opComplete, opAbort:
 		if s("execution_id") == "" && s("element_name") == "" {
 			return aql.Failure(&aql.Error{Code: aql.CodeMissingParam,
@@ -168,27 +154,51 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 		if op.Name == opAbort {
 			status, reason = guard.StatusCancelled, s("reason")
 		}
-		st, err := loop.Finish(ctx, session, s("execution_id"), s("element_name"), status, reason)
-		return result(st, err)
+		e, err := loop.Finish(ctx, session, s("execution_id"), s("element_name"), status, reason)
+		return f.result(executionState(e), err)
 	case opConfirm:
-		res, failure := loop.ConfirmOperation(ctx, session, s("token"))
-		if failure != nil {
-			return failure
-		}
-		return aql.Success(res)
+		res, err := loop.ConfirmOperation(ctx, session, s("token"))
+		return f.result(res, err)
 	case opVerify:
 		res, err := loop.VerifyChallenge(ctx, session, s("challenge_id"), s("code"))
-		return result(res, err)
+		return f.result(res, err)
 	}
 	return aql.Failure(aql.NotFoundOperation(op.Name))
 }
 
-func result[T any](v T, err *aql.Error) *aql.Result {
-	if err != nil {
-		return aql.Failure(err)
+// ExecutionState is an execution's public state (spec 8.4.3).
+type ExecutionState struct {
+	ExecutionID string `json:"execution_id"`
+	ElementName string `json:"element_name"`
+	Status      string `json:"status"`
+	StartedAt   string `json:"started_at,omitempty"`
+	FinishedAt  string `json:"finished_at,omitempty"`
+	Steps       int    `json:"steps_reported"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+func executionState(e store.Execution) ExecutionState {
+	s := ExecutionState{ExecutionID: e.ID, ElementName: e.ElementName, Status: e.Status, Steps: e.Steps, Reason: e.Reason}
+	if !e.StartedAt.IsZero() {
+		s.StartedAt = e.StartedAt.Format(time.RFC3339)
+	}
+	if !e.FinishedAt.IsZero() {
+		s.FinishedAt = e.FinishedAt.Format(time.RFC3339)
+	}
+	return s
+}
+
+// result is a loop operation's answer: its result, or the guard's
+// refusal.
+func (f *Front) result(v any, refusal *guard.Refusal) *aql.Result {
+	if refusal != nil {
+		return refused(refusal, f.voice())
 	}
 	return aql.Success(v)
 }
+
+// voice is how this front's refusals address the model.
+func (f *Front) voice() Voice { return VoiceFor(f.Mode, f.Guard.Channel) }
 
 func (f *Front) channelName() string {
 	if f.Guard.Channel == nil {

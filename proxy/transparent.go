@@ -159,8 +159,8 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 		return f.wire(aql.Failure(perr))
 	}
 	base, token := withoutToken(params)
-	out := f.Guard.Call(ctx, session, op, args, token, base)
-	if out.Err != nil {
+	out := f.Guard.Call(ctx, toolCall(session, op, args, token, base))
+	if out.Refusal != nil {
 		defer f.syncVerifyTool(context.Background(), true)
 	}
 	return f.onTheWire(op, out)

@@ -329,7 +329,7 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.
 		ChallengeTTL:       cfg.Verify.ChallengeTTL.Duration,
 		SessionApprovalTTL: cfg.Verify.SessionApprovalTTL.Duration,
 		MaxArgumentBytes:   cfg.Audit.MaxArgumentBytes,
-		Voice:              proxy.VoiceFor(proxy.Mode(cfg.Mode)),
+		VerifyTool:         proxy.VoiceFor(proxy.Mode(cfg.Mode), nil).VerifyTool,
 		Log:                log,
 	}
 }

@@ -1,7 +1,8 @@
 // Package aql is the MCP-AQL protocol core: the request envelope, payload
 // limits, parameter validation, field selection and the discriminated
-// result. It knows nothing about downstream servers or policy; the catalog
-// hands it parameter definitions and the front hands it raw requests.
+// result. It knows nothing about downstream servers, nor of the policy
+// but its configured limits (policy.Limits); the catalog hands it
+// parameter definitions and the front hands it raw requests.
 package aql
 
 import (
@@ -47,8 +48,6 @@ type Error struct {
 	Code    Code           `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
-	// refusal is what a refusal was rendered from (Refusal.Error).
-	refusal *Refusal
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }

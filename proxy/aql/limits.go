@@ -1,16 +1,12 @@
 package aql
 
-// Limits are the payload limits of spec 4.7.5, as configured ([limits],
-// policy.Limits is this type) and as introspection reports them. The
-// policy package checks configured values against the spec's ranges and
-// applies the defaults; here they are just numbers.
-type Limits struct {
-	MaxRequestSize   int64 `json:"max_request_size" toml:"max_request_size"`
-	MaxResponseSize  int64 `json:"max_response_size" toml:"max_response_size"`
-	MaxStringLength  int64 `json:"max_string_length" toml:"max_string_length"`
-	MaxArrayElements int   `json:"max_array_elements" toml:"max_array_elements"`
-	MaxNestingDepth  int   `json:"max_nesting_depth" toml:"max_nesting_depth"`
-}
+import "github.com/aqlguard/aqlguard/policy"
+
+// Limits are the payload limits of spec 4.7.5, as configured ([limits])
+// and as introspection reports them. The policy package checks
+// configured values against the spec's ranges and applies the defaults;
+// here they are just numbers.
+type Limits = policy.Limits
 
 // DefaultLimits are the spec's defaults.
 func DefaultLimits() Limits {
@@ -26,7 +22,7 @@ func DefaultLimits() Limits {
 // checkValue enforces the string-length and array-element limits on a
 // decoded value. Depth was already bounded by the byte scanner, so the
 // recursion here is shallow by construction.
-func (l Limits) checkValue(v any, path string) *Error {
+func checkValue(l Limits, v any, path string) *Error {
 	switch x := v.(type) {
 	case string:
 		if int64(len(x)) > l.MaxStringLength {
@@ -37,7 +33,7 @@ func (l Limits) checkValue(v any, path string) *Error {
 			return TooLarge(LimitArrayElements, int64(l.MaxArrayElements), int64(len(x)), path)
 		}
 		for i, e := range x {
-			if err := l.checkValue(e, indexPath(path, i)); err != nil {
+			if err := checkValue(l, e, indexPath(path, i)); err != nil {
 				return err
 			}
 		}
@@ -46,7 +42,7 @@ func (l Limits) checkValue(v any, path string) *Error {
 			if int64(len(k)) > l.MaxStringLength {
 				return TooLarge(LimitStringLength, l.MaxStringLength, int64(len(k)), path)
 			}
-			if err := l.checkValue(e, keyPath(path, k)); err != nil {
+			if err := checkValue(l, e, keyPath(path, k)); err != nil {
 				return err
 			}
 		}

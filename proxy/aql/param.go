@@ -50,6 +50,14 @@ type Param struct {
 	re *regexp.Regexp
 }
 
+// ServerName is the parameter as the downstream server spells it.
+func (p *Param) ServerName() string {
+	if p.MapTo != "" {
+		return p.MapTo
+	}
+	return p.Name
+}
+
 // Compile prepares a Param for validation. A pattern that Go's RE2 cannot
 // express (look-arounds, back-references) is returned as an error so the
 // caller can log that the downstream server alone enforces it.

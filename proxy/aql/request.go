@@ -131,7 +131,7 @@ func ParseArguments(raw []byte, lim Limits) (map[string]any, *Error) {
 	if !ok {
 		return nil, InvalidType("arguments", "object", jsonType(v), nil)
 	}
-	if err := lim.checkValue(obj, ""); err != nil {
+	if err := checkValue(lim, obj, ""); err != nil {
 		return nil, err
 	}
 	return obj, nil

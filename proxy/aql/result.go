@@ -1,9 +1,6 @@
 package aql
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "github.com/aqlguard/aqlguard/proxy/rawjson"
 
 // Result is the discriminated OperationResult. Build it with Success,
 // Failure or a batch; MarshalJSON emits exactly the members
@@ -93,14 +90,5 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	return Marshal(failureWire{Success: false, Error: err, Confirmation: r.Confirmation})
 }
 
-// Marshal is json.Marshal without HTML escaping: what aqlguard writes
-// for a model or a log shows "<" and "&" as they are.
-func Marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+// Marshal is json.Marshal without HTML escaping (rawjson.Marshal).
+var Marshal = rawjson.Marshal

@@ -298,3 +298,32 @@ func (c *Catalog) PolicyTools() []policy.Tool {
 	}
 	return out
 }
+
+// SecretArguments are the arguments the tool's schema declares secret
+// (writeOnly, format password), in the server's spelling.
+func (o *Operation) SecretArguments() []string {
+	var out []string
+	for _, p := range o.Params {
+		if p.Sensitive {
+			out = append(out, p.ServerName())
+		}
+	}
+	return out
+}
+
+// ArgumentRoles are the roles the tool's schema gives its arguments (by
+// SnakeName of the server's spelling): a string of format uri is a URL.
+// The names and [servers.arguments] say the rest (evaluator roles).
+func (o *Operation) ArgumentRoles() map[string]policy.Role {
+	var out map[string]policy.Role
+	for _, p := range o.Params {
+		switch p.Format {
+		case "uri", "uri-reference", "iri", "iri-reference", "url":
+			if out == nil {
+				out = map[string]policy.Role{}
+			}
+			out[policy.SnakeName(p.ServerName())] = policy.RoleURL
+		}
+	}
+	return out
+}

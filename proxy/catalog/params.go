@@ -94,11 +94,7 @@ func markSecrets(op *Operation, pol *policy.Policy) {
 	}
 	names := policy.NameForms(op.Name, op.Server, op.Tool.Name)
 	for _, p := range op.Params {
-		orig := p.Name
-		if p.MapTo != "" {
-			orig = p.MapTo
-		}
-		if pol.SecretArgument(names, []string{policy.SnakeName(orig)}, nil) {
+		if pol.SecretArgument(names, []string{policy.SnakeName(p.ServerName())}, nil) {
 			p.Sensitive = true
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -75,11 +74,11 @@ func TestAllowForSession(t *testing.T) {
 	h.say(verify.AllowSession)
 	v := g.Check(ctx, del)
 	if !v.Proceed || len(h.asked) != 1 || !h.asked[0].AllowSession {
-		t.Fatalf("first call: %+v %v asked %+v", v.Directive, v.Err, h.asked)
+		t.Fatalf("first call: %+v %v asked %+v", v.Directive, v.Refusal, h.asked)
 	}
 	other := call("db_delete_row", map[string]any{"id": "2"})
 	if v := g.Check(ctx, other); !v.Proceed || v.Approval == "" || len(h.asked) != 1 {
-		t.Fatalf("same tool, other arguments, same session: %+v %v", v.Directive, v.Err)
+		t.Fatalf("same tool, other arguments, same session: %+v %v", v.Directive, v.Refusal)
 	}
 	otherSession := other
 	otherSession.Session = "s2"
@@ -123,7 +122,7 @@ func TestApprovalsEndWithTheirSession(t *testing.T) {
 	g.Process = "host/1"
 	h.say(verify.AllowSession)
 	if v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})); !v.Proceed {
-		t.Fatalf("%+v %v", v.Directive, v.Err)
+		t.Fatalf("%+v %v", v.Directive, v.Refusal)
 	}
 	g.EndSession(ctx, "s")
 	var list []store.Approval
@@ -167,19 +166,19 @@ func TestOneApprovalOneExecution(t *testing.T) {
 	one.InlineWait, two.InlineWait = time.Millisecond, time.Millisecond
 	del := call("db_delete_row", map[string]any{"id": "9"})
 	v := one.Check(ctx, del)
-	if v.Confirmation == nil {
+	if v.Refusal.Offer() == nil {
 		t.Fatalf("no token: %+v", v)
 	}
 	// The human approves through the other process.
 	h.say(verify.Allow)
-	if res, fail := two.ConfirmOperation(ctx, "s", v.Confirmation.Token); res == nil {
+	if res, fail := two.ConfirmOperation(ctx, "s", v.Token); res == nil {
 		t.Fatalf("confirm: %v", fail)
 	}
 	// Both processes now hold it approved (two read it from the store).
-	if c, _ := lookupLocked(ctx, two, v.Confirmation.Token); c == nil || c.Status != statusApproved {
+	if c, _ := lookupLocked(ctx, two, v.Token); c == nil || c.Status != statusApproved {
 		t.Fatalf("two: %+v", c)
 	}
-	if c, _ := lookupLocked(ctx, one, v.Confirmation.Token); c == nil || c.Status != statusApproved {
+	if c, _ := lookupLocked(ctx, one, v.Token); c == nil || c.Status != statusApproved {
 		t.Fatalf("one: %+v", c)
 	}
 	var ran atomic.Int32
@@ -198,8 +197,8 @@ func TestOneApprovalOneExecution(t *testing.T) {
 				return
 			}
 			mu.Lock()
-			if v.Err != nil {
-				refusals[string(v.Err.Code)+": "+v.Err.Message]++
+			if v.Refusal != nil {
+				refusals[v.Refusal.Kind.String()+": "+v.Refusal.Say]++
 			}
 			mu.Unlock()
 		})
@@ -227,8 +226,8 @@ func TestOneQuestionAtATime(t *testing.T) {
 		}
 		wg.Go(func() {
 			v := g.Check(ctx, call("db_delete_row", map[string]any{"id": string(rune('a' + i))}))
-			if v.Proceed || v.Err == nil || v.Err.Code != aql.CodePermissionDenied {
-				t.Errorf("call %d: %+v", i, v.Err)
+			if v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalDenied {
+				t.Errorf("call %d: %+v", i, v.Refusal)
 			}
 		})
 	}
@@ -253,15 +252,15 @@ func TestRetryFindsTheOpenQuestion(t *testing.T) {
 	g.InlineWait = 10 * time.Millisecond
 	del := call("db_delete_row", map[string]any{"id": "1"})
 	v := g.Check(ctx, del)
-	if v.Err == nil || v.Err.Code != aql.CodeConfirmation {
-		t.Fatalf("first: %+v", v.Err)
+	if v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+		t.Fatalf("first: %+v", v.Refusal)
 	}
-	if v2 := g.Check(ctx, del); v2.Err == nil || v2.Confirmation.Token != v.Confirmation.Token {
-		t.Fatalf("the retry opened another question: %+v", v2.Err)
+	if v2 := g.Check(ctx, del); v2.Refusal == nil || v2.Token != v.Token {
+		t.Fatalf("the retry opened another question: %+v", v2.Refusal)
 	}
 	time.Sleep(500 * time.Millisecond)
 	if v := g.Check(ctx, del); !v.Proceed {
-		t.Fatalf("after the answer: %+v", v.Err)
+		t.Fatalf("after the answer: %+v", v.Refusal)
 	}
 	if n := h.asked.Load(); n != 1 {
 		t.Errorf("%d questions for one call", n)
@@ -346,7 +345,7 @@ func TestReportedStepDenialIsADirective(t *testing.T) {
 	g := newGuard(t, approvalPolicy, h)
 	e, _ := g.ExecuteAgent(ctx, "s", "a")
 	h.say(verify.Deny)
-	d, err := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db_delete_row 7",
+	d, err := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ID, NextActionHint: "db_delete_row 7",
 		Category: policy.Delete})
 	if err != nil || d.Continue || d.Reason == "" || len(d.Factors) == 0 || !strings.Contains(d.Reason, "denied") {
 		t.Fatalf("directive %+v err %v", d, err)
@@ -363,8 +362,8 @@ func TestDeniedCallIsNotAskedAgain(t *testing.T) {
 	del := call("db_delete_row", map[string]any{"id": "1"})
 	h.say(verify.Deny)
 	for i := range 3 {
-		if v := g.Check(ctx, del); v.Proceed || v.Err == nil || v.Err.Code != aql.CodePermissionDenied {
-			t.Fatalf("try %d: %+v", i, v.Err)
+		if v := g.Check(ctx, del); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalDenied {
+			t.Fatalf("try %d: %+v", i, v.Refusal)
 		}
 	}
 	if len(h.asked) != 1 {
@@ -372,18 +371,18 @@ func TestDeniedCallIsNotAskedAgain(t *testing.T) {
 	}
 	h.say(verify.Allow)
 	if v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "2"})); !v.Proceed {
-		t.Errorf("another call: %+v", v.Err)
+		t.Errorf("another call: %+v", v.Refusal)
 	}
 	clock := time.Now().Add(time.Hour)
 	g.Now = func() time.Time { return clock }
 	h.say(verify.Allow)
 	if v := g.Check(ctx, del); !v.Proceed || len(h.asked) != 3 {
-		t.Errorf("after the denial expired the human is asked again: %+v, asked %d", v.Err, len(h.asked))
+		t.Errorf("after the denial expired the human is asked again: %+v, asked %d", v.Refusal, len(h.asked))
 	}
 }
 
 // lookupLocked is the token as the guard reads it from the state.
-func lookupLocked(ctx context.Context, g *Guard, token string) (*Confirmation, *aql.Error) {
+func lookupLocked(ctx context.Context, g *Guard, token string) (*Confirmation, *Refusal) {
 	return g.loadToken(ctx, token)
 }
 
@@ -430,8 +429,8 @@ func TestQuestionsAreWithdrawnWithTheirCaller(t *testing.T) {
 	// for the retry, until the session ends.
 	a := call("db_delete_row", map[string]any{"id": "2"})
 	a.Session = "s2"
-	if v := g.Check(context.Background(), a); v.Proceed || v.Err == nil || v.Err.Code != aql.CodeConfirmation {
-		t.Fatalf("%+v %v", v.Directive, v.Err)
+	if v := g.Check(context.Background(), a); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+		t.Fatalf("%+v %v", v.Directive, v.Refusal)
 	}
 	select {
 	case err := <-h.ended:

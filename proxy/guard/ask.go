@@ -1,9 +1,11 @@
 package guard
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -127,15 +129,21 @@ const maxQuestionCommands = 20
 
 // question is the request the human sees for c. g.mu is held.
 func (g *Guard) question(c *Confirmation) verify.Request {
+	var args map[string]any
+	if len(c.Arguments) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(c.Arguments))
+		dec.UseNumber()
+		_ = dec.Decode(&args) // damaged: the question shows the preview alone
+	}
 	r := verify.Request{
 		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: c.Server, Tool: c.Tool,
-		Operation: c.Operation, Action: c.Action, Arguments: c.Arguments, Reason: c.Reason, Token: c.Token,
+		Operation: c.Operation, Action: c.Action, Arguments: args, Reason: c.Reason, Token: c.Token,
 		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession,
 		Category: c.Category, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
 	}
 	if c.Kind == kindAction {
 		r.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: c.Operation, Server: c.Server, Tool: c.Tool,
-			Arguments: c.Arguments}, maxQuestionCommands)
+			Arguments: args}, maxQuestionCommands)
 	}
 	if c.Kind == kindSteps {
 		r.Steps = g.pol().MaxSteps
@@ -265,7 +273,7 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 	if why != "" {
 		rec.Factors = append(rec.Factors, why)
 	}
-	answered := c.record()
+	answered := *c
 	var grant *store.Approval
 	switch answer {
 	case verify.Allow, verify.AllowSession:

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -49,7 +48,7 @@ func (g *Guard) newChallenge(a Action, d evaluator.Directive) (*challengeCode, e
 	req := verify.Request{Kind: verify.KindChallenge, Agent: g.pol().Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
 		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: secret, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt,
 		Arguments: a.redacted, Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
-		VerifyTool: g.Voice.VerifyTool}
+		VerifyTool: g.VerifyTool}
 	if a.Server != "" {
 		req.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: a.Operation, Server: a.Server, Tool: a.Tool,
 			Arguments: a.redacted}, maxQuestionCommands)
@@ -107,11 +106,11 @@ func (g *Guard) hardBlock(a Action, d evaluator.Directive) (Verdict, *store.Bloc
 	c, err := g.newChallenge(a, d)
 	if err != nil {
 		g.log().Error("creating a challenge", "err", err)
-		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}, nil, nil
+		return Verdict{Directive: d, Refusal: failed("a verification challenge could not be created; the action is refused", nil)}, nil, nil
 	}
 	b := &store.Block{Principal: g.pol().Principal, Reason: d.Reason, Operation: a.Operation, Call: a.preview,
 		VerificationID: c.challenge.ID, BlockedAt: g.now(), Session: a.Session, ChallengeExpiresAt: c.challenge.ExpiresAt}
-	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: g.blockedError(a.Operation, b)}, b, c
+	return Verdict{Directive: d, VerificationID: b.VerificationID, Refusal: g.blockedRefusal(a.Operation, b)}, b, c
 }
 
 // verifyPauseFor pauses the principal until the code is entered or expires.
@@ -119,12 +118,12 @@ func (g *Guard) verifyPauseFor(a Action, d evaluator.Directive) (Verdict, *pause
 	c, err := g.newChallenge(a, d)
 	if err != nil {
 		g.log().Error("creating a challenge", "err", err)
-		return Verdict{Directive: d, Err: aql.Internal("a verification challenge could not be created; the action is refused")}, nil, nil
+		return Verdict{Directive: d, Refusal: failed("a verification challenge could not be created; the action is refused", nil)}, nil, nil
 	}
 	ch := c.challenge
 	reason := d.Reason
 	d.Reason = d.Reason + "; verification " + ch.ID + " pending"
-	return Verdict{Directive: d, VerificationID: ch.ID, Err: g.verificationError(a.Operation, reason, ch.ID, ch.ExpiresAt)},
+	return Verdict{Directive: d, VerificationID: ch.ID, Refusal: verificationRefusal(a.Operation, reason, ch.ID, ch.ExpiresAt)},
 		&pause{ID: ch.ID, ExpiresAt: ch.ExpiresAt}, c
 }
 
@@ -152,32 +151,23 @@ func (g *Guard) reissue(b *store.Block) (*store.Block, *challengeCode) {
 // transparent mode.
 const TransparentVerifyTool = "aqlguard_verify_challenge"
 
-// codeNotShown is e (the refusal that made a challenge) for a code the
-// channel could not show: telling the model to ask the user for a code
-// the user never saw would send them looking for a window that is not
-// there. The way out stays with the human (an admin command, or a new
-// code once this one expires); the model is not told an admin command.
-func (g *Guard) codeNotShown(e *aql.Error, why string) *aql.Error {
-	r := e.Refusal()
-	if r == nil {
-		return e
-	}
-	r.Why = why
-	return r.Error(g.voice())
-}
-
-func (g *Guard) blockedError(op string, b *store.Block) *aql.Error {
-	e := aql.Refusal{Kind: aql.RefusalBlocked, Operation: op, Agent: g.pol().Principal, Reason: b.Reason,
-		VerificationID: b.VerificationID, At: b.BlockedAt}.Error(g.voice())
+// blockedRefusal refuses op while the principal is blocked. A code the
+// channel could not show is said (Refusal.unheard): telling the model to
+// ask the user for a code the user never saw would send them looking for
+// a window that is not there. The way out stays with the human (an admin
+// command, or a new code once this one expires); the model is not told
+// an admin command.
+func (g *Guard) blockedRefusal(op string, b *store.Block) *Refusal {
+	r := Stop(RefusalBlocked, "", map[string]any{"operation": op, "agent": g.pol().Principal, "reason": b.Reason,
+		"verification_id": b.VerificationID}, b.BlockedAt, time.Time{})
 	if b.CodeNotShown {
-		return g.codeNotShown(e, "it was not shown when the agent was stopped")
+		return r.unheard("it was not shown when the agent was stopped")
 	}
-	return e
+	return r
 }
 
-func (g *Guard) verificationError(op, reason, id string, expires time.Time) *aql.Error {
-	return aql.Refusal{Kind: aql.RefusalPaused, Operation: op, Reason: reason, VerificationID: id,
-		ExpiresAt: expires}.Error(g.voice())
+func verificationRefusal(op, reason, id string, expires time.Time) *Refusal {
+	return Stop(RefusalPaused, "", map[string]any{"operation": op, "reason": reason, "verification_id": id}, time.Time{}, expires)
 }
 
 // VerifyResult is verify_challenge's success.
@@ -193,10 +183,10 @@ type VerifyResult struct {
 // the challenge belongs to. The attempt, its effect on the budget and its
 // audit record are written in one transaction before the answer is
 // returned. Errors never echo the code.
-func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (*VerifyResult, *aql.Error) {
+func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (*VerifyResult, *Refusal) {
 	began := g.now()
 	var res *VerifyResult
-	var aerr *aql.Error
+	var aerr *Refusal
 	err := g.commit(ctx, func(st store.View, m *memory) (store.Changes, error) {
 		var c store.Changes
 		res, aerr = nil, nil
@@ -210,9 +200,8 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 		rec.Time, rec.Operation, rec.ChallengeID = now, "verify_challenge", id
 		if ok, retry := budget.Admit(now); !ok {
 			secs := verify.RetryAfterSeconds(retry)
-			aerr = &aql.Error{Code: aql.CodeRateLimit,
-				Message: fmt.Sprintf("Too many failed verification attempts; retry after %d seconds", secs),
-				Details: map[string]any{"retry_after_seconds": secs, "violations": budget.Violations}}
+			aerr = refuse(RefusalRateLimited, "Too many failed verification attempts; retry after {retry_after_seconds} seconds",
+				map[string]any{"retry_after_seconds": secs, "violations": budget.Violations})
 			rec.Decision, rec.Result = "refused", "rate_limited"
 			rec.Factors = []string{fmt.Sprintf("rate limit: violation %d, locked out until %s", budget.Violations, budget.LockedUntil.Format(time.RFC3339))}
 		} else {
@@ -250,7 +239,7 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 		return nil, stateUnavailable(err, "nothing was verified")
 	}
 	if aerr != nil {
-		g.log().Warn("verification failed", "principal", g.pol().Principal, "challenge", id, "code", aerr.Code)
+		g.log().Warn("verification failed", "principal", g.pol().Principal, "challenge", id, "code", aerr.Kind.String())
 		return nil, aerr
 	}
 	g.log().Info("verification succeeded", "principal", g.pol().Principal, "challenge", id,
@@ -261,13 +250,13 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 // checkCode checks the code against the stored challenge and, on success,
 // marks it used and lifts the block it belongs to (in c). It returns the
 // result word for the audit record.
-func (g *Guard) checkCode(st store.View, c *store.Changes, id, code string, now time.Time) (*VerifyResult, *aql.Error, string) {
-	notFound := &aql.Error{Code: aql.CodeNotFoundResource, Message: fmt.Sprintf("Resource 'challenge' not found: '%s'", id),
-		Details: map[string]any{"resource_type": "challenge", "resource_id": id}}
+func (g *Guard) checkCode(st store.View, c *store.Changes, id, code string, now time.Time) (*VerifyResult, *Refusal, string) {
+	notFound := refuse(RefusalNotFound, "Resource 'challenge' not found: '{resource_id}'",
+		map[string]any{"resource_type": "challenge", "resource_id": id})
 	sc, err := st.Challenge(id)
 	if err != nil {
 		g.log().Error("reading a challenge", "challenge", id, "err", err)
-		return nil, aql.Internal("the challenge could not be read"), "damaged"
+		return nil, failed("the challenge could not be read", nil), "damaged"
 	}
 	if sc == nil || sc.Principal != g.pol().Principal {
 		return nil, notFound, "unknown_challenge"
@@ -276,18 +265,16 @@ func (g *Guard) checkCode(st store.View, c *store.Changes, id, code string, now 
 		sc.Used || sc.Revoked, verify.Sealed{Salt: sc.Salt, Hash: sc.Hash})
 	if err != nil {
 		g.log().Error("restoring a challenge", "challenge", id, "err", err)
-		return nil, aql.Internal("the challenge could not be read"), "damaged"
+		return nil, failed("the challenge could not be read", nil), "damaged"
 	}
 	switch err := ch.Check(code, now); {
 	case errors.Is(err, verify.ErrUsed):
-		return nil, &aql.Error{Code: aql.CodeTokenUsed, Message: "Verification challenge has already been used",
-			Details: map[string]any{"challenge_id": id}}, "already_used"
+		return nil, refuse(RefusalTokenUsed, "Verification challenge has already been used", map[string]any{"challenge_id": id}), "already_used"
 	case errors.Is(err, verify.ErrExpired):
-		return nil, &aql.Error{Code: aql.CodeTokenExpired, Message: "Verification challenge has expired",
-			Details: map[string]any{"challenge_id": id, "expired_at": ch.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)}}, "expired"
+		return nil, refuse(RefusalTokenExpired, "Verification challenge has expired", map[string]any{"challenge_id": id,
+			"expired_at": ch.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)}), "expired"
 	case err != nil:
-		return nil, &aql.Error{Code: aql.CodeVerifyFailed, Message: "Verification failed: the code does not match",
-			Details: map[string]any{"challenge_id": id}}, "wrong_code"
+		return nil, refuse(RefusalVerifyFailed, "Verification failed: the code does not match", map[string]any{"challenge_id": id}), "wrong_code"
 	}
 	used := *sc
 	used.Used, used.UsedAt = true, now
@@ -300,7 +287,7 @@ func (g *Guard) checkCode(st store.View, c *store.Changes, id, code string, now 
 	}
 	if err != nil {
 		g.log().Error("lifting a block", "challenge", id, "err", err)
-		return nil, aql.Internal("the block could not be lifted"), "damaged"
+		return nil, failed("the block could not be lifted", nil), "damaged"
 	}
 	if res.Unblocked {
 		return res, nil, "unblocked"
@@ -310,9 +297,8 @@ func (g *Guard) checkCode(st store.View, c *store.Changes, id, code string, now 
 
 // stateUnavailable is the fail-closed refusal when the state database (or
 // its audit log) cannot be read or written.
-func stateUnavailable(err error, what string) *aql.Error {
-	return &aql.Error{Code: aql.CodeInternal, Message: fmt.Sprintf("Internal error: '%s; %s'", stateProblem(err), what),
-		Details: map[string]any{"reason": "state database unavailable", "fail_closed": true}}
+func stateUnavailable(err error, what string) *Refusal {
+	return failed(stateProblem(err)+"; "+what, map[string]any{"reason": "state database unavailable", "fail_closed": true})
 }
 
 // stateProblem is what the model may be told of a store failure: a fixed

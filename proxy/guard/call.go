@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
-	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
-	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,10 +40,10 @@ type Outcome struct {
 	// Failed is why an allowed call got no answer from its server (the
 	// Caller's error: unavailable, timed out, cancelled), for the front
 	// to explain in fixed sentences; never shown to the model as is.
-	Failed       error
-	Err          *aql.Error        // why the call was refused
-	Confirmation *aql.Confirmation // set with CONFIRMATION_REQUIRED
-	Directive    evaluator.Directive
+	Failed error
+	// Refusal is why the call was not run, or its answer withheld.
+	Refusal   *Refusal
+	Directive evaluator.Directive
 }
 
 // Result decodes Raw for the modes that wrap it (MCP-AQL endpoints).
@@ -58,24 +55,58 @@ func (o Outcome) Result() (*mcp.CallToolResult, error) {
 	return &r, nil
 }
 
-// Call checks and, if allowed, forwards one downstream call. args use the
-// downstream tool's own argument names and are what the server receives
-// (Caller). base holds the other members of the params; token is an
-// explicit confirmation token ("" if none).
-func (g *Guard) Call(ctx context.Context, session string, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) Outcome {
-	a := Action{
-		Session: session, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
-		Category: op.Category, ManagedCategory: op.ManagedCategory, Annotations: Annotations(op.Tool.Annotations), Arguments: args,
-		Token: token, Secrets: secretParams(op), Roles: schemaRoles(op), Client: ClientOf(ctx),
-		SharedSession: sharedSession(ctx),
+// Request is one call put to the guard: a tool call, or a read of what
+// a server holds (a resource, a prompt).
+type Request struct {
+	// Method is MethodToolsCall, MethodResourcesRead or MethodPromptsGet.
+	Method string
+	// Action is what is judged: for a tool call all of it, filled by the
+	// front from the catalog, its Arguments in the tool's own names (what
+	// the server receives: Caller); for a read, Session, Server and a
+	// prompt's Arguments, the rest being the guard's to say (read).
+	Action
+	// Name is a read's resource URI or prompt name.
+	Name string
+	// Base holds a tool call's other params members (Caller).
+	Base json.RawMessage
+	// Forward sends an allowed read on (the relay's own forwarding);
+	// tool calls go to Downstream.
+	Forward func(context.Context) (json.RawMessage, error)
+}
+
+// read is a read's action: a READ step named resource:<uri> or
+// prompt:<name> (policy.IsReadSubject).
+func (r Request) read() Action {
+	st := evaluator.Prompt(r.Server, r.Name, r.Arguments)
+	if r.Method == MethodResourcesRead {
+		st = evaluator.Read(r.Server, r.Name)
 	}
+	a := r.Action
+	a.Operation, a.Tool, a.Category, a.Arguments, a.Unresolved = st.Operation, st.Tool, st.Category, st.Arguments, st.Unresolved
+	return a
+}
+
+// Call checks one call and, if allowed, forwards it and records its
+// outcome: every tool call, resource read and prompt get goes this way.
+func (g *Guard) Call(ctx context.Context, r Request) Outcome {
+	a := r.Action
+	if r.Method != MethodToolsCall {
+		a = r.read()
+	}
+	a.Client, a.SharedSession = ClientOf(ctx), sharedSession(ctx)
 	began := time.Now()
 	var watched WatchedCall
 	if g.Watch != nil {
-		watched = WatchedCall{Method: MethodToolsCall, Server: op.Server, Operation: op.Name, Tool: op.Tool.Name, Params: base}
+		watched = WatchedCall{Method: r.Method, Server: a.Server, Operation: a.Operation, Params: r.Base}
+		switch r.Method {
+		case MethodToolsCall:
+			watched.Tool = a.Tool
+		case MethodPromptsGet:
+			watched.Tool = r.Name
+		}
 		ctx = g.Watch.CallBegins(ctx, watched)
 	}
-	out := g.call(ctx, session, op, a, base)
+	out := g.call(ctx, r, a)
 	if g.Watch != nil {
 		out.watched.Took = time.Since(began)
 		g.Watch.CallEnded(ctx, watched, out.watched)
@@ -90,8 +121,7 @@ type watchedOutcome struct {
 }
 
 // call is Call without the Watcher.
-func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation, a Action, base json.RawMessage) watchedOutcome {
-	args := a.Arguments
+func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 	v := g.Check(ctx, a)
 	d := v.Directive
 	principal := g.CurrentPolicy().Principal
@@ -100,20 +130,28 @@ func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation,
 	// factors behind an allowed call are at debug level; the audit log
 	// has them all.
 	if !v.Proceed {
-		g.log().Info("call refused", "principal", principal, "session", session, "operation", op.Name, "server", op.Server,
-			"tool", op.Tool.Name, "decision", d.Decision, "stopped", d.Stopped, "stage", d.Stage, "tier", d.Tier,
+		g.log().Info("call refused", "principal", principal, "session", a.Session, "operation", a.Operation, "server", a.Server,
+			"tool", a.Tool, "decision", d.Decision, "stopped", d.Stopped, "stage", d.Stage, "tier", d.Tier,
 			"risk", d.Risk, "matched", d.Matched, "enforced", d.Enforced, "factors", d.Factors)
 		// The model is told the refusal and its reason; the factors behind
 		// it are in the log line above and in the audit record.
-		return watchedOutcome{Outcome{Err: v.Err, Confirmation: v.Confirmation, Directive: d},
-			CallEnd{Directive: d, Outcome: OutcomeRefused}}
+		return watchedOutcome{Outcome{Refusal: v.Refusal, Directive: d}, CallEnd{Directive: d, Outcome: OutcomeRefused}}
 	}
 	if g.log().Enabled(ctx, slog.LevelDebug) {
-		g.log().Debug("call allowed", "principal", principal, "session", session, "operation", op.Name,
+		g.log().Debug("call allowed", "principal", principal, "session", a.Session, "operation", a.Operation,
 			"decision", d.Decision, "stage", d.Stage, "tier", d.Tier, "risk", d.Risk, "matched", d.Matched, "factors", d.Factors)
 	}
 	began := time.Now()
-	raw, err := g.forward(ctx, session, op.Server, op.Tool.Name, args, base)
+	var raw json.RawMessage
+	var err error
+	switch {
+	case r.Forward != nil:
+		raw, err = r.Forward(ctx)
+	case r.Method == MethodToolsCall:
+		raw, err = g.forward(ctx, a.Session, a.Server, a.Tool, a.Arguments, r.Base)
+	default:
+		err = ErrNoDownstream
+	}
 	took := time.Since(began)
 	out := Outcome{Raw: raw, Directive: d}
 	end := CallEnd{Directive: d, Outcome: OutcomeOK, Downstream: took}
@@ -127,19 +165,19 @@ func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation,
 		end.Outcome = OutcomeRPCError
 	case err != nil:
 		out = Outcome{Failed: err, Directive: d}
-		result = string(aql.CodeInternal)
+		result = RefusalFailed.String()
 		level = slog.LevelError
 		end.Outcome = OutcomeFailed
-	case isToolError(raw):
+	case r.Method == MethodToolsCall && isToolError(raw):
 		result = "tool_error"
 		end.Outcome = OutcomeToolError
 	}
 	if err != nil && rpcErr == nil {
-		g.log().Log(ctx, level, "call failed", "principal", principal, "session", session, "operation", op.Name,
-			"server", op.Server, "tool", op.Tool.Name, "decision", d.Decision, "result", result, "err", err, "elapsed", took)
+		g.log().Log(ctx, level, "call failed", "principal", principal, "session", a.Session, "operation", a.Operation,
+			"server", a.Server, "tool", a.Tool, "decision", d.Decision, "result", result, "err", err, "elapsed", took)
 	} else {
-		g.log().Log(ctx, level, "call", "principal", principal, "session", session, "operation", op.Name,
-			"server", op.Server, "tool", op.Tool.Name, "decision", d.Decision, "stage", d.Stage, "enforced", d.Enforced,
+		g.log().Log(ctx, level, "call", "principal", principal, "session", a.Session, "operation", a.Operation,
+			"server", a.Server, "tool", a.Tool, "decision", d.Decision, "stage", d.Stage, "enforced", d.Enforced,
 			"result", result, "elapsed", took)
 	}
 	// Every outcome is audited, with a context of its own: a call the
@@ -148,11 +186,10 @@ func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation,
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := g.Outcome(rctx, a, v, result, took); err != nil {
-		g.log().Error("the outcome could not be recorded; the result is withheld", "operation", op.Name, "err", err)
+		g.log().Error("the outcome could not be recorded; the result is withheld", "operation", a.Operation, "err", err)
 		end.Outcome = OutcomeUnrecorded
-		return watchedOutcome{Outcome{Directive: d, Err: &aql.Error{Code: aql.CodeInternal,
-			Message: "Internal error: 'the call ran, but its outcome could not be recorded in the audit log; the result is withheld'",
-			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name, "executed": true, "fail_closed": true}}}, end}
+		return watchedOutcome{Outcome{Directive: d, Refusal: failed("the call ran, but its outcome could not be recorded in the audit log; the result is withheld",
+			map[string]any{"server": a.Server, "tool": a.Tool, "executed": true, "fail_closed": true})}, end}
 	}
 	return watchedOutcome{out, end}
 }
@@ -163,43 +200,6 @@ func isToolError(raw json.RawMessage) bool {
 		IsError bool `json:"isError"`
 	}
 	return json.Unmarshal(raw, &r) == nil && r.IsError
-}
-
-// secretParams are the arguments the tool's schema declares secret, in
-// the server's spelling.
-func secretParams(op *catalog.Operation) []string {
-	var out []string
-	for _, p := range op.Params {
-		if p.Sensitive {
-			name := p.Name
-			if p.MapTo != "" {
-				name = p.MapTo
-			}
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// schemaRoles are the roles the tool's schema gives its arguments (by
-// SnakeName of the server's spelling): a string of format uri is a URL.
-// The names and [servers.arguments] say the rest (evaluator roles).
-func schemaRoles(op *catalog.Operation) map[string]policy.Role {
-	var out map[string]policy.Role
-	for _, p := range op.Params {
-		switch p.Format {
-		case "uri", "uri-reference", "iri", "iri-reference", "url":
-			name := p.Name
-			if p.MapTo != "" {
-				name = p.MapTo
-			}
-			if out == nil {
-				out = map[string]policy.Role{}
-			}
-			out[policy.SnakeName(name)] = policy.RoleURL
-		}
-	}
-	return out
 }
 
 // Annotations are a tool's MCP annotations as the evaluator reads them.

@@ -5,15 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
-	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/store"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // recordingCaller stands in for the downstream pool and remembers calls.
@@ -25,17 +23,15 @@ func (r *recordingCaller) CallTool(_ context.Context, _, server, tool string, _ 
 }
 
 func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
-	op := &catalog.Operation{Name: "fs_write_file", Category: policy.Update, Server: "fs",
-		Tool: &mcp.Tool{Name: "write_file"}}
 	tests := []struct {
 		decision evaluator.Decision
 		cont     bool
-		code     aql.Code
+		code     RefusalKind
 	}{
-		{evaluator.Allow, true, ""},
-		{evaluator.Block, false, aql.CodeAgentBlocked},
-		{evaluator.NeedsVerify, false, aql.CodeVerification},
-		{evaluator.NeedsConfirm, false, aql.CodeConfirmation},
+		{evaluator.Allow, true, 0},
+		{evaluator.Block, false, RefusalBlocked},
+		{evaluator.NeedsVerify, false, RefusalPaused},
+		{evaluator.NeedsConfirm, false, RefusalPending},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.decision), func(t *testing.T) {
@@ -57,12 +53,13 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 				Downstream: rec,
 			}
 			for i := 0; i < 2; i++ {
-				out := g.Call(context.Background(), "s-1", op, map[string]any{"path": "/x"}, "", nil)
-				if tt.code == "" && (out.Err != nil || out.Raw == nil) {
+				out := g.Call(context.Background(), Request{Method: MethodToolsCall, Action: Action{Session: "s-1", Operation: "fs_write_file",
+					Server: "fs", Tool: "write_file", Category: policy.Update, Arguments: map[string]any{"path": "/x"}}})
+				if tt.code == 0 && (out.Refusal != nil || out.Raw == nil) {
 					t.Fatalf("allowed call: %+v", out)
 				}
-				if tt.code != "" && (out.Err == nil || out.Err.Code != tt.code) {
-					t.Fatalf("refusal: %+v, want %s", out.Err, tt.code)
+				if tt.code != 0 && (out.Refusal == nil || out.Refusal.Kind != tt.code) {
+					t.Fatalf("refusal: %+v, want %s", out.Refusal, tt.code)
 				}
 			}
 			if want := map[bool]int{true: 2, false: 0}[tt.cont]; len(rec.calls) != want {
@@ -82,5 +79,49 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 				t.Errorf("step %+v", s)
 			}
 		})
+	}
+}
+
+// lockingCaller answers a call after taking the state's lock, as another
+// process stuck in a transaction would: the call ran, and its outcome
+// cannot be recorded.
+type lockingCaller struct {
+	t       *testing.T
+	dir     string
+	release func()
+}
+
+func (c *lockingCaller) forward(context.Context) (json.RawMessage, error) {
+	c.release = holdLock(c.t, c.dir, syscall.LOCK_SH)
+	return json.RawMessage(`{"contents":[{"uri":"file:///x","text":"secret"}]}`), nil
+}
+
+func (c *lockingCaller) CallTool(ctx context.Context, _, _, _ string, _ map[string]any, _ json.RawMessage) (json.RawMessage, error) {
+	return c.forward(ctx)
+}
+
+// TestUnrecordedOutcomeIsWithheld: a call, a resource read or a prompt
+// get (one Call) whose outcome cannot be audited is not handed on: the
+// model gets the fail-closed refusal, never the server's answer.
+func TestUnrecordedOutcomeIsWithheld(t *testing.T) {
+	for _, r := range []Request{
+		{Method: MethodToolsCall, Action: call("db_get_row", map[string]any{"id": "1"})},
+		{Method: MethodResourcesRead, Action: Action{Session: "s", Server: "db"}, Name: "file:///x"},
+		{Method: MethodPromptsGet, Action: Action{Session: "s", Server: "db", Arguments: map[string]any{"a": "b"}}, Name: "p"},
+	} {
+		g, dir := lockedGuard(t, &fakeHuman{})
+		lc := &lockingCaller{t: t, dir: dir}
+		g.Downstream = lc
+		if r.Method != MethodToolsCall {
+			r.Forward = lc.forward
+		}
+		out := g.Call(context.Background(), r)
+		if lc.release == nil {
+			t.Fatalf("%s: not forwarded: %+v", r.Method, out.Refusal)
+		}
+		lc.release()
+		if out.Raw != nil || out.Refusal == nil || out.Refusal.Kind != RefusalFailed || out.Refusal.Factors["executed"] != true {
+			t.Errorf("%s: the unrecorded answer was handed on: %+v %s", r.Method, out.Refusal, out.Raw)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -53,11 +52,11 @@ func TestCancelledCallsAreRecorded(t *testing.T) {
 		if v.Proceed {
 			t.Fatal("a cancelled call was allowed")
 		}
-		if v.Err != nil && strings.Contains(v.Err.Message, "busy") {
-			t.Fatalf("a cancelled call was refused as a busy database: %s", v.Err.Message)
+		if v.Refusal != nil && strings.Contains(v.Refusal.Say, "busy") {
+			t.Fatalf("a cancelled call was refused as a busy database: %s", v.Refusal.Say)
 		}
-		if v.Err == nil || v.Err.Code != aql.CodeConfirmation {
-			t.Fatalf("a cancelled gated call = %+v, want CONFIRMATION_REQUIRED", v.Err)
+		if v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+			t.Fatalf("a cancelled gated call = %+v, want CONFIRMATION_REQUIRED", v.Refusal)
 		}
 	}
 	decisions := records(t, g, "decision")
@@ -90,17 +89,17 @@ func TestCancelledCallsAreRecorded(t *testing.T) {
 func TestStoreProblemsReachTheModelAsFixedPhrases(t *testing.T) {
 	err := errors.Join(errors.New("state database /home/u/.local/state/aqlguard/aqlguard.db"), store.ErrBusy)
 	v := (&Guard{}).unavailable(err, "the action is refused")
-	for _, s := range append([]string{v.Err.Message}, v.Directive.Factors...) {
+	for _, s := range append([]string{v.Refusal.Say}, v.Directive.Factors...) {
 		if strings.Contains(s, "/home/u") || strings.Contains(s, "aqlguard.db") {
 			t.Fatalf("a Go error reaches the model: %q", s)
 		}
 	}
-	if !strings.Contains(v.Err.Message, "busy") {
-		t.Fatalf("%q does not say the database is busy", v.Err.Message)
+	if !strings.Contains(v.Refusal.Say, "busy") {
+		t.Fatalf("%q does not say the database is busy", v.Refusal.Say)
 	}
 	full := fmt.Errorf("audit log: writing record 20: write /home/u/audit-00000001.jsonl: %w", syscall.ENOSPC)
-	if v := (&Guard{}).unavailable(full, "the action is refused"); !strings.Contains(v.Err.Message, "disk under the state directory is full") ||
-		strings.Contains(v.Err.Message, "/home/u") {
-		t.Fatalf("a full disk is told %q", v.Err.Message)
+	if v := (&Guard{}).unavailable(full, "the action is refused"); !strings.Contains(v.Refusal.Say, "disk under the state directory is full") ||
+		strings.Contains(v.Refusal.Say, "/home/u") {
+		t.Fatalf("a full disk is told %q", v.Refusal.Say)
 	}
 }

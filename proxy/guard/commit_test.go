@@ -16,7 +16,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -58,7 +57,7 @@ func TestFailedCommitApprovesNothing(t *testing.T) {
 	}
 	h.say(verify.Allow)
 	if _, res := g.ConfirmOperation(ctx, "s", v.Token); res != nil {
-		t.Fatalf("confirm_operation: %+v", res.Err)
+		t.Fatalf("confirm_operation: %+v", res)
 	}
 	release := holdLock(t, dir, syscall.LOCK_SH)
 	if v := g.Check(ctx, del); v.Proceed {
@@ -66,7 +65,7 @@ func TestFailedCommitApprovesNothing(t *testing.T) {
 	}
 	release()
 	if v := g.Check(ctx, del); !v.Proceed {
-		t.Fatalf("the approval must survive the failed commit: %+v %v", v.Directive, v.Err)
+		t.Fatalf("the approval must survive the failed commit: %+v %v", v.Directive, v.Refusal)
 	}
 	if v := g.Check(ctx, del); v.Proceed {
 		t.Fatal("the approval is good for one call")
@@ -92,10 +91,10 @@ func TestNotStartedExecutionIsNotWritten(t *testing.T) {
 	known := len(g.executions)
 	g.mu.Unlock()
 	if known != 1 {
-		t.Fatalf("%d executions in memory, want only %s", known, st.ExecutionID)
+		t.Fatalf("%d executions in memory, want only %s", known, st.ID)
 	}
 	if err := storeOf(g).View(ctx, func(tx *store.Tx) error {
-		for _, id := range []string{st.ExecutionID} {
+		for _, id := range []string{st.ID} {
 			if e, err := tx.Execution(id); err != nil || e == nil {
 				return fmt.Errorf("the started execution %s is not written: %v", id, err)
 			}
@@ -118,7 +117,7 @@ func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 	release := holdLock(t, dir, syscall.LOCK_SH)
 	_, res := g.ConfirmOperation(ctx, "s", v.Token)
 	release()
-	if res == nil || res.Err == nil {
+	if res == nil {
 		t.Fatal("confirm_operation must fail when the check-in cannot be written")
 	}
 	c := storedConfirmation(t, g, v.Token) // (never with g.mu held: a commit's hook takes it)
@@ -140,7 +139,7 @@ func TestCheckInUsedElsewhereLiftsNothing(t *testing.T) {
 	// confirm_operation takes before it commits).
 	g.beforeCommit.Store(ptr(func() { useInStore(t, g, v.Token) }))
 	_, res := g.ConfirmOperation(ctx, "s", v.Token)
-	if res == nil || res.Err == nil || res.Err.Code != aql.CodeTokenUsed {
+	if res == nil || res.Kind != RefusalTokenUsed {
 		t.Fatalf("confirm_operation on a check-in used elsewhere: %+v", res)
 	}
 	if stepsOf(g) != steps {
@@ -249,12 +248,12 @@ func TestBlockElsewhereHoldsWithTheGenerationRewound(t *testing.T) {
 		t.Fatal("a plain call was refused")
 	}
 	rewind := generationRewinder(t, a)
-	if v := b.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+	if v := b.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
 		t.Fatalf("the other process did not block: %+v", v)
 	}
 	rewind()
 	for _, c := range []Action{call("db_get_row", map[string]any{"id": "2"}), call("db_delete_row", map[string]any{"id": "1"})} {
-		if v := a.Check(ctx, c); v.Proceed || v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+		if v := a.Check(ctx, c); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
 			t.Fatalf("%s after the rewind: %+v", c.Operation, v)
 		}
 	}
@@ -308,7 +307,7 @@ func TestOneApprovalOneCallAcrossProcesses(t *testing.T) {
 	}
 	h.say(verify.Allow)
 	if _, res := b.ConfirmOperation(ctx, "s", v.Token); res != nil {
-		t.Fatalf("confirm_operation in B: %+v", res.Err)
+		t.Fatalf("confirm_operation in B: %+v", res)
 	}
 	withToken := del
 	withToken.Token = v.Token
@@ -365,7 +364,7 @@ func TestNoLockAcrossACommit(t *testing.T) {
 		t.Fatal("the guard's lock came free only after the commit stopped waiting")
 	}
 	if v := <-done; !v.Proceed {
-		t.Fatalf("the call whose commit waited was refused: %+v", v.Err)
+		t.Fatalf("the call whose commit waited was refused: %+v", v.Refusal)
 	}
 }
 
@@ -388,7 +387,7 @@ func TestReportedFailurePausesAtOnce(t *testing.T) {
 			t.Fatal(aerr)
 		}
 		report := Action{Session: "s", Operation: "record_execution_step", Hint: "retry the upload", Outcome: "failure",
-			Execution: g.executions[st.ExecutionID]}
+			Execution: g.executions[st.ID]}
 		var release func()
 		if !written {
 			release = holdLock(t, dir, syscall.LOCK_EX)
@@ -405,7 +404,7 @@ func TestReportedFailurePausesAtOnce(t *testing.T) {
 		}
 		next := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"}))
 		if next.Proceed == written {
-			t.Errorf("written %v: the next call proceeded %v (%+v)", written, next.Proceed, next.Err)
+			t.Errorf("written %v: the next call proceeded %v (%+v)", written, next.Proceed, next.Refusal)
 		}
 	}
 }
@@ -478,7 +477,7 @@ func TestAnswerDoesNotOverwriteAUse(t *testing.T) {
 	}
 	// The other process's human approved it and a call there used it.
 	useInStore(t, g, v.Token)
-	c := confirmationFrom(*storedConfirmation(t, g, v.Token))
+	c := storedConfirmation(t, g, v.Token)
 	c.Status = statusPending // this process's view, from before
 	if answer, _ := g.recordAnswer(c, verify.Allow, ""); answer != verify.None {
 		t.Fatalf("an answer to a question used elsewhere returned %v", answer)
@@ -575,7 +574,7 @@ func ptr[T any](v T) *T { return &v }
 func TestExecutionFinishedElsewhere(t *testing.T) {
 	ctx := context.Background()
 	doc := strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 100", 1)
-	step := func(g *Guard, id string) (*Directive, *aql.Error) {
+	step := func(g *Guard, id string) (*Directive, *Refusal) {
 		return g.RecordStep(ctx, Report{Session: "s", ExecutionID: id, NextActionHint: "db.get_row", Category: policy.Read})
 	}
 	for _, when := range []string{"before the read", "between the read and the commit"} {
@@ -587,7 +586,7 @@ func TestExecutionFinishedElsewhere(t *testing.T) {
 			if aerr != nil {
 				t.Fatal(aerr)
 			}
-			id := st.ExecutionID
+			id := st.ID
 			for _, g := range []*Guard{a, b, a} {
 				if d, err := step(g, id); err != nil || !d.Continue {
 					t.Fatalf("step: %+v %v", d, err)
@@ -604,7 +603,7 @@ func TestExecutionFinishedElsewhere(t *testing.T) {
 				a.beforeCommit.Store(ptr(finish))
 			}
 			d, err := step(a, id)
-			if err == nil || err.Code != aql.CodeInvalidState {
+			if err == nil || err.Kind != RefusalConflict {
 				t.Fatalf("a step on an execution finished elsewhere: %+v %v", d, err)
 			}
 			var rec *store.Execution
@@ -614,7 +613,7 @@ func TestExecutionFinishedElsewhere(t *testing.T) {
 			if rec.Status != StatusCompleted || rec.Steps != 3 {
 				t.Fatalf("stored execution: %s with %d steps; want completed with 3", rec.Status, rec.Steps)
 			}
-			if _, err := a.Finish(ctx, "s", id, "", StatusCancelled, ""); err == nil || err.Code != aql.CodeInvalidState {
+			if _, err := a.Finish(ctx, "s", id, "", StatusCancelled, ""); err == nil || err.Kind != RefusalConflict {
 				t.Fatalf("finishing it again here: %v", err)
 			}
 		})
@@ -641,28 +640,25 @@ func TestQuestionsReadTheBlock(t *testing.T) {
 	}
 	rewind()
 	v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"}))
-	if v.Proceed || v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+	if v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
 		t.Fatalf("a gated call of a blocked principal: %+v", v)
 	}
 	noHumanAsked(t, h)
 }
 
 // TestUnaskedQuestionSaysSo: when no human could be asked (no channel,
-// no display), CONFIRMATION_REQUIRED says so and why, rather than that a
-// window is waiting for them.
+// no display), CONFIRMATION_REQUIRED says so and why, rather than how
+// the human was reached ({asked}: a window, in the dialog's voice).
 func TestUnaskedQuestionSaysSo(t *testing.T) {
 	ctx := context.Background()
-	for _, transparent := range []bool{false, true} {
-		g := newGuard(t, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 100", 1), nil)
-		g.Voice = aql.VoiceFor(transparent, func(string) string { return "mcp_aql" }, "")
-		v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"}))
-		if v.Confirmation == nil {
-			t.Fatalf("transparent %v: %+v", transparent, v)
-		}
-		msg := v.Err.Message
-		if strings.Contains(msg, "window") || !strings.Contains(msg, "none could be asked") || !strings.Contains(msg, "no channel") {
-			t.Errorf("transparent %v: %q", transparent, msg)
-		}
+	g := newGuard(t, strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 100", 1), nil)
+	v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"}))
+	if v.Refusal.Offer() == nil {
+		t.Fatalf("%+v", v)
+	}
+	msg := v.Refusal.Say
+	if strings.Contains(msg, "{asked}") || !strings.Contains(msg, "none could be asked") || !strings.Contains(msg, "no channel") {
+		t.Errorf("%q", msg)
 	}
 }
 
@@ -675,12 +671,12 @@ func TestCodeNotShownSaysSo(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		code aql.Code
+		code RefusalKind
 		stop Action
 		eval func(*policy.Policy, evaluator.Step) evaluator.Directive // nil: the policy's
 	}{
-		{"block", aql.CodeAgentBlocked, call("db_drop_database", map[string]any{"name": "prod"}), nil},
-		{"verify pause", aql.CodeVerification, call("db_get_row", map[string]any{"id": "1"}),
+		{"block", RefusalBlocked, call("db_drop_database", map[string]any{"name": "prod"}), nil},
+		{"verify pause", RefusalPaused, call("db_get_row", map[string]any{"id": "1"}),
 			func(*policy.Policy, evaluator.Step) evaluator.Directive {
 				return evaluator.Directive{Decision: evaluator.NeedsVerify, Tier: evaluator.Verify, Enforced: true, Reason: "r"}
 			}},
@@ -694,14 +690,14 @@ func TestCodeNotShownSaysSo(t *testing.T) {
 			g.Evaluate = tc.eval
 			first := g.Check(ctx, tc.stop)
 			later := g.Check(ctx, call("db_get_row", map[string]any{"id": "2"}))
-			for _, e := range []*aql.Error{first.Err, later.Err} {
-				if e == nil || e.Code != tc.code {
+			for _, e := range []*Refusal{first.Refusal, later.Refusal} {
+				if e == nil || e.Kind != tc.code {
 					t.Fatalf("%s, fails %v: %+v", tc.name, fails, e)
 				}
-				claims := strings.Contains(e.Message, "the verification code aqlguard showed them")
-				says := strings.Contains(e.Message, "could not show the user a verification code")
+				claims := strings.Contains(e.Say, "the verification code {shown}")
+				says := strings.Contains(e.Say, "could not show the user a verification code")
 				if claims == fails || says != fails {
-					t.Errorf("%s, fails %v: %q", tc.name, fails, e.Message)
+					t.Errorf("%s, fails %v: %q", tc.name, fails, e.Say)
 				}
 			}
 		}

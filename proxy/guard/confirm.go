@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -36,40 +34,9 @@ const (
 // Confirmation is a request for a human's approval, bound to exactly one
 // action: {principal, server, operation, SHA-256 of the canonical
 // arguments, policy version}, with an expiry. It is used at most once.
-type Confirmation struct {
-	Token         string
-	Kind          string
-	Principal     string
-	Server        string
-	Tool          string
-	Operation     string
-	Digest        string
-	PolicyVersion string
-	Session       string
-
-	// Client is the MCP client the agent runs in, as it names itself.
-	Client string
-	// AllowSession says the human may answer "allow this tool for this
-	// session": the decision rests on the tool, not on these arguments.
-	AllowSession bool
-
-	// Shown to the human: redacted, never the secrets.
-	Action    string
-	Arguments map[string]any
-	Reason    string
-	Tier      string
-	// Category, Stage, Rule and Risk are what the question says in words
-	// (verify.Request).
-	Category, Stage, Rule string
-	Risk                  int
-
-	Status    string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	DoneAt    time.Time
-	// UsedBy names the check that used it (see spendFor).
-	UsedBy string
-}
+// The guard works on it as the state keeps it (only the arguments'
+// redacted form is kept, for the question; the digest binds them).
+type Confirmation = store.Confirmation
 
 var tokenFormat = regexp.MustCompile(`^conf_[0-9a-f]{32}$`)
 
@@ -112,7 +79,7 @@ type binding struct {
 	kind, server, operation, digest string
 }
 
-func (c *Confirmation) matches(b binding, principal, version string) bool {
+func matches(c *Confirmation, b binding, principal, version string) bool {
 	return c.Kind == b.kind && c.Principal == principal && c.Server == b.server &&
 		c.Operation == b.operation && c.Digest == b.digest && c.PolicyVersion == version
 }
@@ -120,8 +87,8 @@ func (c *Confirmation) matches(b binding, principal, version string) bool {
 // joinable reports whether c is a question still open for binding b that
 // a call of session waits on instead of raising its own: a check-in is
 // the principal's, a call's question its session's.
-func (c *Confirmation) joinable(b binding, principal, version, session string, now time.Time) bool {
-	return c.Status == statusPending && now.Before(c.ExpiresAt) && c.matches(b, principal, version) &&
+func joinable(c *Confirmation, b binding, principal, version, session string, now time.Time) bool {
+	return c.Status == statusPending && now.Before(c.ExpiresAt) && matches(c, b, principal, version) &&
 		(c.Kind != kindAction || c.Session == session)
 }
 
@@ -129,7 +96,7 @@ func (c *Confirmation) joinable(b binding, principal, version, session string, n
 // order confirmation-tokens.md 4.3 gives: exists, operation, parameters,
 // expiry, consumption. A pending token is fine: the check will ask the
 // human for it.
-func (g *Guard) tokenFor(v store.View, a Action, pol *policy.Policy) (*Confirmation, *aql.Error) {
+func (g *Guard) tokenFor(v store.View, a Action, pol *policy.Policy) (*Confirmation, *Refusal) {
 	c, err := g.lookupToken(v, a.Token, pol.Principal)
 	if err != nil {
 		return nil, err
@@ -148,8 +115,8 @@ func (g *Guard) tokenFor(v store.View, a Action, pol *policy.Policy) (*Confirmat
 
 // lookupToken finds a token of principal in the state, where every
 // process records what becomes of it.
-func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmation, *aql.Error) {
-	invalid := &aql.Error{Code: aql.CodeTokenInvalid, Message: "Invalid confirmation token", Details: map[string]any{"token": token}}
+func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmation, *Refusal) {
+	invalid := refuse(RefusalTokenInvalid, "Invalid confirmation token", map[string]any{"token": token})
 	if !tokenFormat.MatchString(token) {
 		return nil, invalid
 	}
@@ -161,7 +128,7 @@ func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmatio
 	if rec == nil {
 		return nil, invalid
 	}
-	c := confirmationFrom(*rec)
+	c := rec
 	if c.Principal != principal {
 		return nil, scopeMismatch(c, c.Operation, "it was issued for another agent")
 	}
@@ -169,9 +136,9 @@ func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmatio
 }
 
 // loadToken is lookupToken on a snapshot of its own.
-func (g *Guard) loadToken(ctx context.Context, token string) (*Confirmation, *aql.Error) {
+func (g *Guard) loadToken(ctx context.Context, token string) (*Confirmation, *Refusal) {
 	var c *Confirmation
-	var aerr *aql.Error
+	var aerr *Refusal
 	if err := g.State.Load(ctx, func(v store.View) error {
 		c, aerr = g.lookupToken(v, token, g.pol().Principal)
 		return nil
@@ -183,12 +150,11 @@ func (g *Guard) loadToken(ctx context.Context, token string) (*Confirmation, *aq
 }
 
 // usable rejects expired and spent tokens.
-func (g *Guard) usable(c *Confirmation) *aql.Error {
+func (g *Guard) usable(c *Confirmation) *Refusal {
 	now := g.now()
 	if !now.Before(c.ExpiresAt) {
-		return &aql.Error{Code: aql.CodeTokenExpired, Message: "Confirmation token has expired",
-			Details: map[string]any{"token": c.Token, "expired_at": c.ExpiresAt.Format(time.RFC3339),
-				"current_time": now.Format(time.RFC3339)}}
+		return refuse(RefusalTokenExpired, "Confirmation token has expired", map[string]any{"token": c.Token,
+			"expired_at": c.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)})
 	}
 	switch c.Status {
 	case statusUsed, statusDenied:
@@ -196,48 +162,20 @@ func (g *Guard) usable(c *Confirmation) *aql.Error {
 		if c.Status == statusDenied {
 			d["denied"] = true
 		}
-		return &aql.Error{Code: aql.CodeTokenUsed, Message: "Confirmation token has already been used", Details: d}
+		return refuse(RefusalTokenUsed, "Confirmation token has already been used", d)
 	}
 	return nil
 }
 
-func scopeMismatch(c *Confirmation, requested, why string) *aql.Error {
-	return &aql.Error{Code: aql.CodeTokenScope, Message: "Confirmation token scope mismatch: " + why,
-		Details: map[string]any{"token": c.Token, "token_operation": c.Operation, "requested_operation": requested}}
+func scopeMismatch(c *Confirmation, requested, why string) *Refusal {
+	return refuse(RefusalTokenScope, "Confirmation token scope mismatch: "+why,
+		map[string]any{"token": c.Token, "token_operation": c.Operation, "requested_operation": requested})
 }
 
 // spentRetention is how long a used, denied or expired token is kept
 // after its expiry so a replay gets TOKEN_ALREADY_USED or TOKEN_EXPIRED
 // rather than TOKEN_INVALID.
 const spentRetention = time.Hour
-
-// record is the confirmation as stored: the digest binds the arguments;
-// only their redacted form is kept, for the question.
-func (c *Confirmation) record() store.Confirmation {
-	var args json.RawMessage
-	if len(c.Arguments) > 0 {
-		args, _ = canonicalJSON(c.Arguments) // decoded JSON re-encodes
-	}
-	return store.Confirmation{Arguments: args, Token: c.Token, Kind: c.Kind, Principal: c.Principal, Server: c.Server, Tool: c.Tool,
-		AllowSession: c.AllowSession, Operation: c.Operation, Digest: c.Digest, PolicyVersion: c.PolicyVersion, Session: c.Session,
-		Action: c.Action, Reason: c.Reason, Tier: c.Tier, Status: c.Status, UsedBy: c.UsedBy,
-		Client: c.Client, Category: c.Category, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
-		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt, DoneAt: c.DoneAt}
-}
-
-func confirmationFrom(r store.Confirmation) *Confirmation {
-	var args map[string]any
-	if len(r.Arguments) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(r.Arguments))
-		dec.UseNumber()
-		_ = dec.Decode(&args) // damaged: the question shows the preview alone
-	}
-	return &Confirmation{Arguments: args, Token: r.Token, Kind: r.Kind, Principal: r.Principal, Server: r.Server, Tool: r.Tool,
-		AllowSession: r.AllowSession, Operation: r.Operation, Digest: r.Digest, PolicyVersion: r.PolicyVersion, Session: r.Session,
-		Action: r.Action, Reason: r.Reason, Tier: r.Tier, Status: r.Status, UsedBy: r.UsedBy,
-		Client: r.Client, Category: r.Category, Stage: r.Stage, Rule: r.Rule, Risk: r.Risk,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, DoneAt: r.DoneAt}
-}
 
 // ConfirmResult is what confirm_operation answers on approval.
 type ConfirmResult struct {
@@ -252,7 +190,7 @@ type ConfirmResult struct {
 // their screen). The caller's request is only a request: approval comes
 // from the human's answer on the channel, never from this call. The
 // answer and its audit record are durable before the reply.
-func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*ConfirmResult, *aql.Result) {
+func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*ConfirmResult, *Refusal) {
 	g.mu.Lock()
 	g.init()
 	g.mu.Unlock()
@@ -261,7 +199,7 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 		err = g.usable(c)
 	}
 	if err != nil {
-		return nil, aql.Failure(err)
+		return nil, err
 	}
 	if c.Status == statusApproved && c.Kind == kindAction {
 		return g.confirmed(c), nil
@@ -286,7 +224,7 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 		g.mu.Lock()
 		g.clearNotifications(c.Token)
 		g.mu.Unlock()
-		return nil, aql.Failure(aql.Refusal{Kind: aql.RefusalDenied, Operation: c.Operation, Token: c.Token}.Error(g.voice()))
+		return nil, Stop(RefusalDenied, "", map[string]any{"operation": c.Operation, "confirmation_token": c.Token}, time.Time{}, time.Time{})
 	}
 	// Expired, or used by a call, while we waited?
 	cur, aerr := g.loadToken(ctx, token)
@@ -294,22 +232,22 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 		aerr = g.usable(cur)
 	}
 	if aerr != nil {
-		return nil, aql.Failure(aerr)
+		return nil, aerr
 	}
-	return nil, aql.Refusal{Kind: aql.RefusalPending, Operation: c.Operation, Reason: c.Reason, Token: c.Token,
-		ExpiresAt: c.ExpiresAt, Why: strings.TrimPrefix(why, "confirmation: ")}.Pending(g.voice())
+	return nil, Stop(RefusalPending, strings.TrimPrefix(why, "confirmation: "), map[string]any{"operation": c.Operation,
+		"reason": c.Reason, "confirmation_token": c.Token}, time.Time{}, c.ExpiresAt)
 }
 
 // liftCheckin uses an approved check-in: written as used, in the commit
 // that reads it approved, and the pause it lifts follows that commit.
-func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *aql.Result {
+func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *Refusal {
 	var why string
 	err := g.commit(ctx, func(v store.View, m *memory) (store.Changes, error) {
 		cur, err := v.Confirmation(c.Token)
 		if err != nil {
 			return store.Changes{}, err
 		}
-		if why = unusable(cur, c.Token, g.now()); why != "" {
+		if why = unusable(cur, g.now()); why != "" {
 			return store.Changes{}, nil
 		}
 		used := *cur
@@ -319,27 +257,28 @@ func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *aql.Result {
 	})
 	if err != nil {
 		g.log().Error("recording a check-in", "token", c.Token, "err", err)
-		return aql.Failure(stateUnavailable(err, "the check-in was not recorded; nothing is approved"))
+		return stateUnavailable(err, "the check-in was not recorded; nothing is approved")
 	}
 	if why != "" {
-		return aql.Failure(&aql.Error{Code: aql.CodeTokenUsed, Message: "Confirmation token has already been used: " + why,
-			Details: map[string]any{"token": c.Token, "operation": c.Operation}})
+		return refuse(RefusalTokenUsed, "Confirmation token has already been used: "+why,
+			map[string]any{"token": c.Token, "operation": c.Operation})
 	}
 	return nil
 }
 
 // unusable says why an approval as the state holds it (cur) cannot be
-// used now: gone, used or revoked, expired; "" when it can.
-func unusable(cur *store.Confirmation, token string, now time.Time) string {
+// used now: gone, used or revoked, expired; "" when it can. {token}
+// stands for its token.
+func unusable(cur *store.Confirmation, now time.Time) string {
 	switch {
 	case cur == nil:
-		return "the approval " + token + " is no longer in the state database"
+		return "the approval {token} is no longer in the state database"
 	case cur.Status == statusUsed:
-		return "the approval " + token + " was used meanwhile (by another aqlguard process)"
+		return "the approval {token} was used meanwhile (by another aqlguard process)"
 	case cur.Status != statusApproved:
-		return "the approval " + token + " is " + cur.Status + " in the state database"
+		return "the approval {token} is " + cur.Status + " in the state database"
 	case !now.Before(cur.ExpiresAt):
-		return "the approval " + token + " expired before it could be used"
+		return "the approval {token} expired before it could be used"
 	}
 	return ""
 }

@@ -168,7 +168,7 @@ func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
 	}
 	h := f.human
 	holds := func(c *Confirmation, status string) bool {
-		return c.Status == status && f.now.Before(c.ExpiresAt) && c.matches(r.binding, f.principal, f.version)
+		return c.Status == status && f.now.Before(c.ExpiresAt) && matches(c, r.binding, f.principal, f.version)
 	}
 	// The answer to this check's own question first: it is what the
 	// human was asked about, and it is used by this action.
@@ -219,7 +219,7 @@ func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
 		r.confirmation = c
 	}
 	for _, c := range h.open {
-		if r.confirmation == nil && c.joinable(r.binding, f.principal, f.version, a.Session, f.now) {
+		if r.confirmation == nil && joinable(c, r.binding, f.principal, f.version, a.Session, f.now) {
 			r.confirmation = c
 		}
 	}

@@ -18,7 +18,7 @@ func TestDecide(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	call := Action{Session: "s1", Operation: "fs_write_file", Server: "fs", Tool: "write_file",
 		Arguments: map[string]any{"path": "/x"}}
-	report := Action{Session: "s1", Hint: "rm -rf /tmp/x", Execution: &Execution{ID: "exec_1"}}
+	report := Action{Session: "s1", Hint: "rm -rf /tmp/x", Execution: &Execution{Execution: store.Execution{ID: "exec_1"}}}
 	confirm := evaluator.Directive{Decision: evaluator.NeedsConfirm, Stage: evaluator.StagePattern, Reason: "asks"}
 	own := bindingFor(call, confirm)
 	conf := func(status string, mod func(*Confirmation)) *Confirmation {
@@ -304,7 +304,7 @@ func wantToken(token string) func(*testing.T, ruling) {
 // TestStepFor: what the evaluator is told about the principal's state.
 func TestStepFor(t *testing.T) {
 	call := Action{Session: "s1", Operation: "fs_write_file", Server: "fs", Tool: "write_file", Outcome: ""}
-	report := Action{Session: "s1", Operation: "record_execution_step", Hint: "next", Outcome: "failure", Execution: &Execution{ID: "e"}}
+	report := Action{Session: "s1", Operation: "record_execution_step", Hint: "next", Outcome: "failure", Execution: &Execution{Execution: store.Execution{ID: "e"}}}
 	tests := []struct {
 		name         string
 		a            Action

@@ -2,9 +2,16 @@
 // server and holds the execution safety loop of one aqlguard process: the
 // principal's step count and pauses, executions and their notifications,
 // confirmations bound to one action, verification challenges and the hard
-// block. Proxied calls (Call, Read) and reported steps
-// (record_execution_step) go through the same Check, so they share the
-// evaluator, the principal's state and its step counter.
+// block. Proxied calls (Call: tool calls, resource reads and prompt
+// gets, one entry point) and reported steps (record_execution_step) go
+// through the same Check, so they share the evaluator, the principal's
+// state and its step counter.
+//
+// The guard speaks its own language: what it refuses it returns as a
+// Refusal (a kind, fixed words, named factors), never as a protocol's
+// error; the fronts render it (proxy/refusal.go). It imports neither the
+// MCP-AQL wire (proxy/aql) nor the relay nor the downstream side
+// (imports_test.go).
 //
 // A Guard is shaped like httputil.ReverseProxy: its collaborators are
 // fields — State (the store), Channel (the human), Downstream (where allowed

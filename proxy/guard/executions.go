@@ -9,7 +9,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -31,18 +30,11 @@ var States = []string{StatusPending, StatusRunning, StatusCompleted, StatusFaile
 // The store is its only home: any process on the state directory may
 // report a step on it or finish it (by id), so every operation reads it
 // there first and every change is made to the store's copy in the
-// transaction that writes it. Status to Reason are that copy as this
-// process last read or wrote it, for replies; inbox and finishing are
-// this process's own work.
+// transaction that writes it. The record is that copy as this process
+// last read or wrote it, for replies; inbox and finishing are this
+// process's own work.
 type Execution struct {
-	ID          string
-	ElementName string
-	Session     string
-	Status      string
-	Steps       int
-	StartedAt   time.Time
-	FinishedAt  time.Time
-	Reason      string // why it was aborted
+	store.Execution
 
 	inbox []Notification
 	// finishing says this process is committing its move to a terminal
@@ -59,7 +51,7 @@ func (e *Execution) refresh(r *store.Execution) {
 		}
 		return
 	}
-	e.Status, e.Steps, e.StartedAt, e.FinishedAt, e.Reason = r.Status, r.Steps, r.StartedAt, r.FinishedAt, r.Reason
+	e.Execution = *r
 }
 
 // finishedVerdict refuses a step on an execution that was finished (by
@@ -69,34 +61,9 @@ func finishedVerdict(e *Execution, r *store.Execution) Verdict {
 	if r != nil {
 		status = r.Status
 	}
-	err := &aql.Error{Code: aql.CodeInvalidState,
-		Message: fmt.Sprintf("Execution '%s' is %s; a terminal execution cannot report steps", e.ID, status),
-		Details: map[string]any{"execution_id": e.ID, "status": status}}
-	d := evaluator.Directive{Enforced: true, Reason: err.Message,
+	d := evaluator.Directive{Enforced: true, Reason: fmt.Sprintf("Execution '%s' is %s; a terminal execution cannot report steps", e.ID, status),
 		Factors: []string{"execution: finished meanwhile (by another aqlguard process)"}}
-	return Verdict{Directive: d, Err: err}
-}
-
-// ExecutionState is an execution's public state (spec 8.4.3).
-type ExecutionState struct {
-	ExecutionID string `json:"execution_id"`
-	ElementName string `json:"element_name"`
-	Status      string `json:"status"`
-	StartedAt   string `json:"started_at,omitempty"`
-	FinishedAt  string `json:"finished_at,omitempty"`
-	Steps       int    `json:"steps_reported"`
-	Reason      string `json:"reason,omitempty"`
-}
-
-func (e *Execution) state() ExecutionState {
-	s := ExecutionState{ExecutionID: e.ID, ElementName: e.ElementName, Status: e.Status, Steps: e.Steps, Reason: e.Reason}
-	if !e.StartedAt.IsZero() {
-		s.StartedAt = e.StartedAt.Format(time.RFC3339)
-	}
-	if !e.FinishedAt.IsZero() {
-		s.FinishedAt = e.FinishedAt.Format(time.RFC3339)
-	}
-	return s
+	return Verdict{Directive: d, Refusal: terminalRefusal(e.ID, status, "report steps")}
 }
 
 // Notification is an AgentNotification (spec 8.7.3).
@@ -152,19 +119,20 @@ func newExecutionID() (string, error) {
 // ExecuteAgent starts a monitored execution. A hard-blocked principal
 // cannot start one: a new execution never escapes a block. The execution
 // and its audit record are durable before it is returned.
-func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (ExecutionState, *aql.Error) {
+func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (store.Execution, *Refusal) {
 	g.mu.Lock()
 	g.init()
 	g.mu.Unlock()
 	id, err := newExecutionID()
 	if err != nil {
 		g.log().Error("creating an execution id", "err", err)
-		return ExecutionState{}, aql.Internal("the execution could not be created")
+		return store.Execution{}, failed("the execution could not be created", nil)
 	}
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
 	// It exists, in memory too, once it is written.
-	e := &Execution{ID: id, ElementName: element, Session: session, Status: StatusRunning, StartedAt: g.now()}
 	principal := g.pol().Principal
+	e := &Execution{Execution: store.Execution{ID: id, Principal: principal, ElementName: element, Session: session,
+		Status: StatusRunning, StartedAt: g.now()}}
 	var blocked *store.Block
 	err = g.commit(ctx, func(v store.View, _ *memory) (store.Changes, error) {
 		b, err := v.Block(principal)
@@ -174,13 +142,13 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Exec
 			if b != nil {
 				rec := g.record(store.KindDecision, session)
 				rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = "execute_agent", "block", "danger_zone", b.VerificationID
-				rec.Result, rec.Factors = string(aql.CodeAgentBlocked), []string{"hard block: " + b.Reason}
+				rec.Result, rec.Factors = RefusalBlocked.String(), []string{"hard block: " + b.Reason}
 				c.Records = []store.Record{rec}
 				c.Then = func(uint64) { g.observe(b, "") }
 			}
 			return c, err
 		}
-		return store.Changes{Executions: []store.Execution{e.record(principal)}, Records: []store.Record{g.executionRecord(e, "execute_agent", "started")},
+		return store.Changes{Executions: []store.Execution{e.Execution}, Records: []store.Record{g.executionRecord(e, "execute_agent", "started")},
 			Then: func(uint64) {
 				g.executions[id] = e
 				g.order = append(g.order, e)
@@ -188,13 +156,13 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (Exec
 	})
 	if err != nil {
 		g.log().Error("recording an execution", "execution", id, "err", err)
-		return ExecutionState{}, stateUnavailable(err, "no execution was started")
+		return store.Execution{}, stateUnavailable(err, "no execution was started")
 	}
 	if blocked != nil {
-		return ExecutionState{}, g.blockedError("execute_agent", blocked)
+		return store.Execution{}, g.blockedRefusal("execute_agent", blocked)
 	}
 	g.log().Info("execution started", "execution", id, "element", element, "session", session)
-	return e.state(), nil
+	return e.Execution, nil
 }
 
 // executionRecord is the audit record of a move in e's lifecycle.
@@ -212,11 +180,11 @@ func (g *Guard) executionRecord(e *Execution, op, result string) store.Record {
 // found or wrote. g.mu is held on entry and return; it is let go across
 // the commit, with e marked as finishing so no other call finishes it
 // meanwhile.
-func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *aql.Error {
-	next := &Execution{ID: e.ID, ElementName: e.ElementName, Session: e.Session, StartedAt: e.StartedAt,
-		Status: status, FinishedAt: g.now(), Reason: reason}
+func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *Refusal {
+	next := &Execution{Execution: e.Execution}
+	next.Status, next.FinishedAt, next.Reason = status, g.now(), reason
 	rec := g.executionRecord(next, op, status)
-	written := next.record(g.pol().Principal)
+	written := next.Execution
 	changed := false
 	e.finishing = true
 	g.mu.Unlock()
@@ -247,17 +215,12 @@ func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op str
 	return nil
 }
 
-func (e *Execution) record(principal string) store.Execution {
-	return store.Execution{ID: e.ID, Principal: principal, ElementName: e.ElementName, Session: e.Session,
-		Status: e.Status, Steps: e.Steps, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Reason: e.Reason}
-}
-
 // find resolves an execution by id, or the latest one of the session
 // with this element name that is still running, and reads it from the
 // store (it may have been started before a restart, or reported on or
 // finished by another process of this principal). g.mu is held on entry
 // and return, and let go across the reads.
-func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *aql.Error) {
+func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *Refusal) {
 	if id != "" {
 		rec, aerr := g.readExecution(ctx, id)
 		if aerr != nil {
@@ -268,7 +231,7 @@ func (g *Guard) find(ctx context.Context, session, id, element string) (*Executi
 		}
 		e, ok := g.executions[id]
 		if !ok {
-			e = &Execution{ID: rec.ID, ElementName: rec.ElementName, Session: rec.Session}
+			e = &Execution{Execution: *rec}
 			g.executions[id] = e
 			g.order = append(g.order, e)
 		}
@@ -289,57 +252,64 @@ func (g *Guard) find(ctx context.Context, session, id, element string) (*Executi
 			return e, nil
 		}
 	}
-	return nil, &aql.Error{Code: aql.CodeNotFoundResource,
-		Message: fmt.Sprintf("Resource 'execution' not found: no running execution of '%s' in this session; call execute_agent first", element),
-		Details: map[string]any{"resource_type": "execution", "resource_id": element}}
+	return nil, refuse(RefusalNotFound, "Resource 'execution' not found: no running execution of '{resource_id}' in this session; call execute_agent first",
+		map[string]any{"resource_type": "execution", "resource_id": element})
 }
 
 // readExecution reads an execution from the store. g.mu is held on entry
 // and return, and let go across the read.
-func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution, *aql.Error) {
-	rec, err := loadUnlocked(g, ctx, func(st store.View) (*store.Execution, error) { return st.Execution(id) })
+func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution, *Refusal) {
+	var rec *store.Execution
+	var err error
+	func() { // the store is never waited for with g.mu held
+		g.mu.Unlock()
+		defer g.mu.Lock()
+		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = st.Execution(id); return })
+	}()
 	if err != nil {
 		return nil, stateUnavailable(err, "the execution could not be read")
 	}
 	return rec, nil
 }
 
-func notFoundExecution(id string) *aql.Error {
-	return &aql.Error{Code: aql.CodeNotFoundResource, Message: fmt.Sprintf("Resource 'execution' not found: '%s'", id),
-		Details: map[string]any{"resource_type": "execution", "resource_id": id}}
+func notFoundExecution(id string) *Refusal {
+	return refuse(RefusalNotFound, "Resource 'execution' not found: '{resource_id}'", map[string]any{"resource_type": "execution", "resource_id": id})
 }
 
-func terminal(e *Execution, op string) *aql.Error {
-	return &aql.Error{Code: aql.CodeInvalidState,
-		Message: fmt.Sprintf("Execution '%s' is %s; a terminal execution cannot %s", e.ID, e.Status, op),
-		Details: map[string]any{"execution_id": e.ID, "status": e.Status}}
+// terminalRefusal refuses what op says to do to an execution in a
+// terminal status.
+func terminalRefusal(id, status, op string) *Refusal {
+	return refuse(RefusalConflict, "Execution '{execution_id}' is {status}; a terminal execution cannot "+op,
+		map[string]any{"execution_id": id, "status": status})
 }
+
+func terminal(e *Execution, op string) *Refusal { return terminalRefusal(e.ID, e.Status, op) }
 
 // Finish moves a running execution to completed or cancelled.
-func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (ExecutionState, *aql.Error) {
+func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (store.Execution, *Refusal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
 	e, err := g.find(ctx, session, id, element)
 	if err != nil {
-		return ExecutionState{}, err
+		return store.Execution{}, err
 	}
 	if e.Status != StatusRunning && e.Status != StatusPending {
-		return ExecutionState{}, terminal(e, "change state")
+		return store.Execution{}, terminal(e, "change state")
 	}
 	if e.finishing {
-		return ExecutionState{}, &aql.Error{Code: aql.CodeInvalidState, Message: fmt.Sprintf("Execution '%s' is being finished already", e.ID),
-			Details: map[string]any{"execution_id": e.ID, "status": e.Status}}
+		return store.Execution{}, refuse(RefusalConflict, "Execution '{execution_id}' is being finished already",
+			map[string]any{"execution_id": e.ID, "status": e.Status})
 	}
 	op := "complete_execution"
 	if status == StatusCancelled {
 		op = "abort_execution"
 	}
 	if aerr := g.finish(ctx, e, status, reason, op); aerr != nil {
-		return ExecutionState{}, aerr
+		return store.Execution{}, aerr
 	}
 	g.log().Info("execution finished", "execution", e.ID, "status", status, "reason", reason)
-	return e.state(), nil
+	return e.Execution, nil
 }
 
 // Report is one record_execution_step.
@@ -364,15 +334,15 @@ type Directive struct {
 	NextStepRisk   string         `json:"nextStepRisk,omitempty"`
 	Notifications  []Notification `json:"notifications,omitempty"`
 
-	ExecutionID  string            `json:"execution_id"`
-	Confirmation *aql.Confirmation `json:"confirmation,omitempty"`
-	Verification string            `json:"verification_id,omitempty"`
+	ExecutionID  string `json:"execution_id"`
+	Confirmation *Offer `json:"confirmation,omitempty"`
+	Verification string `json:"verification_id,omitempty"`
 }
 
 // RecordStep evaluates a reported intended action and returns the
 // directive with every notification queued for this execution (each
 // delivered once).
-func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Error) {
+func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *Refusal) {
 	g.mu.Lock()
 	g.init()
 	e, err := g.find(ctx, r.Session, r.ExecutionID, r.ElementName)
@@ -397,23 +367,16 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *aql.Erro
 	}
 	d := v.Directive
 	out := &Directive{Continue: v.Proceed, Factors: d.Factors, Stopped: d.Stopped && d.Enforced, Reason: d.Reason,
-		ExecutionID: e.ID, Confirmation: v.Confirmation, Verification: v.VerificationID}
+		ExecutionID: e.ID, Confirmation: v.Refusal.Offer(), Verification: v.VerificationID}
 	// Every pause, block and human denial is a directive (spec 8.7.1,
 	// execution-safety-loop.md): the step was evaluated, and the answer
 	// is "do not go on". Only a request that could not be evaluated (a
 	// bad token, the state database down) is an error.
-	switch {
-	case v.Err == nil:
-	case v.Err.Code == aql.CodeConfirmation, v.Err.Code == aql.CodeAgentBlocked,
-		v.Err.Code == aql.CodeVerification, v.Err.Code == aql.CodePermissionDenied:
-	default:
-		return nil, v.Err
+	if v.Refusal != nil && !v.Refusal.stopped() {
+		return nil, v.Refusal
 	}
 	if out.Factors == nil {
 		out.Factors = []string{}
-	}
-	if v.Err != nil && out.Reason == "" {
-		out.Reason = v.Err.Message
 	}
 	if mode == policy.LoopEnforcing || mode == policy.LoopMonitoring {
 		if d.Tier != "" {
@@ -488,10 +451,10 @@ func (g *Guard) EndSession(ctx context.Context, session string) {
 			continue
 		}
 		if aerr := g.finish(ctx, e, StatusCancelled, "the MCP session ended", "session_end"); aerr != nil {
-			if aerr.Code == aql.CodeInvalidState {
+			if aerr.Kind == RefusalConflict {
 				continue // finished meanwhile, by another process
 			}
-			g.log().Error("an execution of an ended session could not be cancelled", "execution", e.ID, "err", aerr.Message)
+			g.log().Error("an execution of an ended session could not be cancelled", "execution", e.ID, "refusal", aerr.Say)
 			continue
 		}
 		g.log().Info("execution cancelled: its session ended", "execution", e.ID, "session", session)

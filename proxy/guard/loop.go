@@ -12,7 +12,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -54,11 +53,10 @@ type Guard struct {
 	// MaxArgumentBytes caps the redacted arguments an audit record keeps
 	// (0: no cap); the digest of the whole is kept always.
 	MaxArgumentBytes int
-	// Voice is how refusals address the model in this mode: the tools
-	// that carry verify_challenge and confirm_operation (transparent mode
-	// has aqlguard_verify_challenge and no confirm_operation). The
-	// channel's name is added from Channel.
-	Voice aql.Voice
+	// VerifyTool names, for the human who is shown a code, where the
+	// model passes it on in this mode ("aqlguard_verify_challenge",
+	// "mcp_aql_create, operation verify_challenge").
+	VerifyTool string
 	// Log receives the guard's log lines; nil discards them.
 	Log *slog.Logger
 	// Watch sees every tool call (metrics, traces); nil for none.
@@ -199,10 +197,8 @@ type Verdict struct {
 	// Proceed says the action may run.
 	Proceed   bool
 	Directive evaluator.Directive
-	// Err is the structured refusal (nil when Proceed).
-	Err *aql.Error
-	// Confirmation carries the token of a CONFIRMATION_REQUIRED refusal.
-	Confirmation *aql.Confirmation
+	// Refusal says why not (nil when Proceed).
+	Refusal *Refusal
 	// VerificationID names the challenge of a verify pause or a block.
 	VerificationID string
 	// Token is the confirmation token the decision used or opened.
@@ -446,9 +442,9 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 	}
 	stopped := f.block != nil || f.pause != nil && f.now.Before(f.pause.ExpiresAt)
 	if a.Token != "" && !stopped {
-		explicit, aerr := g.tokenFor(v, a, pol)
-		if aerr != nil {
-			out.verdict = Verdict{Err: aerr, Directive: evaluator.Directive{Reason: aerr.Message, Factors: []string{"confirmation token rejected"}}}
+		explicit, refusal := g.tokenFor(v, a, pol)
+		if refusal != nil {
+			out.verdict = Verdict{Refusal: refusal, Directive: evaluator.Directive{Reason: refusal.Say, Factors: []string{"confirmation token rejected"}}}
 			return c.finish(m, out, ch, then, f, false)
 		}
 		f.explicit = explicit
@@ -493,14 +489,14 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 			if q == nil {
 				if q, err = g.newConfirmation(a, pol, r.binding, r.directive); err != nil {
 					g.log().Error("creating a confirmation", "err", err)
-					out.verdict = Verdict{Err: aql.Internal("a confirmation could not be created"), Directive: r.directive}
+					out.verdict = Verdict{Refusal: failed("a confirmation could not be created", nil), Directive: r.directive}
 					return c.finish(m, out, ch, then, f, true)
 				}
 				// The question is written before anyone is asked it: an
 				// answer is recorded against a confirmation the store
 				// holds, and another call for the same binding finds it
 				// there and joins it.
-				ch.Confirmations = append(ch.Confirmations, q.record())
+				ch.Confirmations = append(ch.Confirmations, *q)
 			}
 			out.ask = q
 			ch.Then = thenAll(then)
@@ -538,7 +534,7 @@ func (c *check) rule(r ruling, m *memory, out *round, then *[]func()) Verdict {
 		out.block, out.show = b, show
 		return v
 	case refused:
-		return Verdict{Directive: d, Err: g.refusedByPolicy(a.Operation, d)}
+		return Verdict{Directive: d, Refusal: refusedByPolicy(a.Operation, d)}
 	case verifyPause:
 		v, p, show := g.verifyPauseFor(a, d)
 		out.pause, out.show = p, show
@@ -576,11 +572,11 @@ func (c *check) rule(r ruling, m *memory, out *round, then *[]func()) Verdict {
 		if _, mine := c.asked[q.Token]; mine {
 			*then = append(*then, func() { g.clearNotifications(q.Token) })
 			d.Factors = append(d.Factors, "confirmation: a human denied it")
-			return Verdict{Directive: d, Token: q.Token, Err: g.deniedByHuman(a.Operation, nil)}
+			return Verdict{Directive: d, Token: q.Token, Refusal: deniedByHuman(a.Operation, nil)}
 		}
 		d.Factors = append(d.Factors, "confirmation: a human denied this very call at "+q.DoneAt.Format(time.RFC3339)+
 			"; it is refused without asking again until "+q.ExpiresAt.Format(time.RFC3339))
-		return Verdict{Directive: d, Token: q.Token, Err: g.deniedByHuman(a.Operation, q)}
+		return Verdict{Directive: d, Token: q.Token, Refusal: deniedByHuman(a.Operation, q)}
 	}
 	// unanswered: the question this check waited on is still open.
 	q := r.confirmation
@@ -647,7 +643,7 @@ func thenAll(fs []func()) func(uint64) {
 // spend is q as used by this check: written in the commit that decides
 // on it, so one approval runs one action whichever process tries twice.
 func (c *check) spend(q *Confirmation) store.Confirmation {
-	r := q.record()
+	r := *q
 	r.Status, r.DoneAt, r.UsedBy = statusUsed, c.g.now(), checkID()
 	return r
 }
@@ -668,7 +664,7 @@ func checkin(m *memory, kind string) {
 func tooManyCheckins(g *Guard, a Action) Verdict {
 	d := evaluator.Directive{Decision: evaluator.NeedsConfirm, Enforced: true,
 		Reason: "Too many human check-ins for one action", Factors: []string{"check-ins: more than " + fmt.Sprint(maxCheckins)}}
-	return Verdict{Directive: d, Err: aql.Refusal{Kind: aql.RefusalCheckins, Operation: a.Operation}.Error(g.voice())}
+	return Verdict{Directive: d, Refusal: Stop(RefusalCheckins, "", map[string]any{"operation": a.Operation}, time.Time{}, time.Time{})}
 }
 
 // refuseAsks records and returns the refusal of an action that asked
@@ -698,7 +694,7 @@ func (g *Guard) shown(ctx context.Context, a Action, out round) Verdict {
 	result := "code_shown"
 	if unshown != "" {
 		result = "code_not_shown"
-		v.Err = g.codeNotShown(v.Err, unshown)
+		v.Refusal = v.Refusal.unheard(unshown)
 		g.noteCodeNotShown(ctx, out.block, out.pause)
 		n := g.notification("error", "A verification code could not be shown: "+factor, map[string]any{"verificationId": req.Challenge}, "")
 		g.mu.Lock()
@@ -763,16 +759,6 @@ func (g *Guard) appendRecords(ctx context.Context, recs ...store.Record) error {
 	return store.AppendRecords(ctx, g.State, recs...)
 }
 
-// voice is how refusals address the model: the mode's Voice, with the
-// channel through which the human is reached.
-func (g *Guard) voice() aql.Voice {
-	v := g.Voice
-	if g.Channel != nil {
-		v.Channel = g.Channel.Name()
-	}
-	return v
-}
-
 // humanFacts reads what humans said that may bear on binding b, in the
 // commit's view, where every process on the state writes it: standing
 // approvals (only when one could apply) and the principal's
@@ -789,9 +775,9 @@ func (g *Guard) humanFacts(v store.View, a Action, pol *policy.Policy, b binding
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range stored {
-		c := confirmationFrom(r)
-		if r.Status == statusPending || r.Status == statusApproved {
+	for i := range stored {
+		c := &stored[i]
+		if c.Status == statusPending || c.Status == statusApproved {
 			h.open = append(h.open, c)
 		} else {
 			h.spent = append(h.spent, c)
@@ -806,27 +792,27 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 	d := evaluator.Directive{Decision: evaluator.NeedsVerify, Enforced: true, Tier: evaluator.Verify,
 		Reason:  "Paused: verification " + p.ID + " is pending; a human must enter the code shown to them",
 		Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
-	err := g.verificationError(a.Operation, d.Reason, p.ID, p.ExpiresAt)
+	r := verificationRefusal(a.Operation, d.Reason, p.ID, p.ExpiresAt)
 	if p.notShown.Load() {
-		err = g.codeNotShown(err, "it was not shown when the agent was paused")
+		r = r.unheard("it was not shown when the agent was paused")
 	}
-	return Verdict{Directive: d, VerificationID: p.ID, Err: err}
+	return Verdict{Directive: d, VerificationID: p.ID, Refusal: r}
 }
 
 // refusedByPolicy is the refusal of an action a refuse pattern or rule
 // matched: this action only; the agent may go on with others.
-func (g *Guard) refusedByPolicy(operation string, d evaluator.Directive) *aql.Error {
-	return aql.Refusal{Kind: aql.RefusalRefused, Operation: operation, Reason: d.Reason}.Error(g.voice())
+func refusedByPolicy(operation string, d evaluator.Directive) *Refusal {
+	return Stop(RefusalRefused, "", map[string]any{"operation": operation, "reason": d.Reason}, time.Time{}, time.Time{})
 }
 
 // deniedByHuman is the refusal of an action a human denied; dc is the
 // earlier denial a retry ran into (nil: denied just now).
-func (g *Guard) deniedByHuman(operation string, dc *Confirmation) *aql.Error {
-	r := aql.Refusal{Kind: aql.RefusalDenied, Operation: operation}
+func deniedByHuman(operation string, dc *Confirmation) *Refusal {
+	var at, until time.Time
 	if dc != nil {
-		r.At, r.ExpiresAt = dc.DoneAt, dc.ExpiresAt
+		at, until = dc.DoneAt, dc.ExpiresAt
 	}
-	return r.Error(g.voice())
+	return Stop(RefusalDenied, "", map[string]any{"operation": operation}, at, until)
 }
 
 func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b binding, d evaluator.Directive) (*Confirmation, error) {
@@ -835,11 +821,15 @@ func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b binding, d evalu
 		return nil, err
 	}
 	now := g.now()
+	var args json.RawMessage
+	if len(a.redacted) > 0 {
+		args, _ = canonicalJSON(a.redacted) // decoded JSON re-encodes
+	}
 	c := &Confirmation{
 		Token: token, Kind: b.kind, Principal: pol.Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
 		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
 		Digest:       b.digest, PolicyVersion: pol.Version, Session: a.Session,
-		Action: a.preview, Arguments: a.redacted, Reason: d.Reason, Tier: string(d.Tier),
+		Action: a.preview, Arguments: args, Reason: d.Reason, Tier: string(d.Tier),
 		Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(g.ConfirmTTL),
 	}
@@ -856,9 +846,9 @@ func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b binding, d evalu
 func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive, unasked string) (Verdict, *Notification) {
 	// Saying that a window is up when none could be shown would send the
 	// user looking for it: unasked says why none is (Why).
-	res := aql.Refusal{Kind: aql.RefusalPending, Operation: a.Operation, Reason: d.Reason, DangerLevel: DangerLevel(d.Risk),
-		Token: c.Token, ExpiresAt: c.ExpiresAt, Why: strings.TrimPrefix(unasked, "confirmation: ")}.Pending(g.voice())
-	v := Verdict{Directive: d, Err: res.Err, Token: c.Token, Confirmation: res.Confirmation}
+	r := Stop(RefusalPending, strings.TrimPrefix(unasked, "confirmation: "), map[string]any{"operation": a.Operation,
+		"reason": d.Reason, "danger_level": DangerLevel(d.Risk), "confirmation_token": c.Token}, time.Time{}, c.ExpiresAt)
+	v := Verdict{Directive: d, Refusal: r, Token: c.Token}
 	meta := map[string]any{"operation": a.Operation, "reason": d.Reason, "confirmationToken": c.Token}
 	if c.Kind == kindAction && !a.reported() && d.Stage == evaluator.StagePattern {
 		meta["level"] = "CONFIRM_SINGLE_USE"

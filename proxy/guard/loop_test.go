@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -121,24 +121,24 @@ func TestCheckPaths(t *testing.T) {
 		answers []verify.Answer
 		action  Action
 		proceed bool
-		code    aql.Code
+		code    RefusalKind
 	}{
-		{"auto approve", nil, call("db_get_row", map[string]any{"id": "1"}), true, ""},
-		{"approval allowed", []verify.Answer{verify.Allow}, call("db_delete_row", map[string]any{"id": "1"}), true, ""},
-		{"approval denied", []verify.Answer{verify.Deny}, call("db_delete_row", map[string]any{"id": "1"}), false, aql.CodePermissionDenied},
-		{"approval unanswered", nil, call("db_delete_row", map[string]any{"id": "1"}), false, aql.CodeConfirmation},
-		{"deny blocks", nil, call("db_drop_database", map[string]any{"name": "x"}), false, aql.CodeAgentBlocked},
+		{"auto approve", nil, call("db_get_row", map[string]any{"id": "1"}), true, 0},
+		{"approval allowed", []verify.Answer{verify.Allow}, call("db_delete_row", map[string]any{"id": "1"}), true, 0},
+		{"approval denied", []verify.Answer{verify.Deny}, call("db_delete_row", map[string]any{"id": "1"}), false, RefusalDenied},
+		{"approval unanswered", nil, call("db_delete_row", map[string]any{"id": "1"}), false, RefusalPending},
+		{"deny blocks", nil, call("db_drop_database", map[string]any{"name": "x"}), false, RefusalBlocked},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &fakeHuman{answers: tt.answers}
 			g := newGuard(t, testPolicy, h)
 			v := g.Check(ctx, tt.action)
-			if v.Proceed != tt.proceed || (tt.code != "" && (v.Err == nil || v.Err.Code != tt.code)) {
-				t.Fatalf("verdict %+v err %v", v.Directive, v.Err)
+			if v.Proceed != tt.proceed || (tt.code != 0 && (v.Refusal == nil || v.Refusal.Kind != tt.code)) {
+				t.Fatalf("verdict %+v err %v", v.Directive, v.Refusal)
 			}
-			if tt.code == aql.CodeConfirmation && (v.Confirmation == nil || !tokenFormat.MatchString(v.Confirmation.Token)) {
-				t.Errorf("confirmation: %+v", v.Confirmation)
+			if tt.code == RefusalPending && (v.Refusal.Offer() == nil || !tokenFormat.MatchString(v.Refusal.Offer().Token)) {
+				t.Errorf("confirmation: %+v", v.Refusal)
 			}
 		})
 	}
@@ -150,10 +150,10 @@ func TestConfirmOperationNeverSelfApproves(t *testing.T) {
 	g := newGuard(t, testPolicy, h)
 	a := call("db_delete_row", map[string]any{"id": "7"})
 	v := g.Check(ctx, a)
-	token := v.Confirmation.Token
+	token := v.Token
 	// The model asks again and again; the human never answers.
 	for i := 0; i < 3; i++ {
-		if res, fail := g.ConfirmOperation(ctx, "s", token); res != nil || fail == nil || fail.Err.Code != aql.CodeConfirmation {
+		if res, fail := g.ConfirmOperation(ctx, "s", token); res != nil || fail == nil || fail.Kind != RefusalPending {
 			t.Fatalf("approved without a human: %v %v", res, fail)
 		}
 	}
@@ -167,10 +167,10 @@ func TestConfirmOperationNeverSelfApproves(t *testing.T) {
 		t.Fatalf("confirm: %v", fail)
 	}
 	if v := g.Check(ctx, a); !v.Proceed {
-		t.Fatalf("approved call refused: %v", v.Err)
+		t.Fatalf("approved call refused: %v", v.Refusal)
 	}
-	if v := g.Check(ctx, a); v.Proceed || v.Err.Code != aql.CodeTokenUsed {
-		t.Fatalf("replay: %+v %v", v.Directive, v.Err)
+	if v := g.Check(ctx, a); v.Proceed || v.Refusal.Kind != RefusalTokenUsed {
+		t.Fatalf("replay: %+v %v", v.Directive, v.Refusal)
 	}
 }
 
@@ -178,31 +178,31 @@ func TestTokenScope(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHuman{}
 	g := newGuard(t, testPolicy, h)
-	token := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})).Confirmation.Token
+	token := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})).Token
 	other := call("db_delete_row", map[string]any{"id": "2"})
 	other.Token = token
-	if v := g.Check(ctx, other); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
-		t.Errorf("other arguments: %v", v.Err)
+	if v := g.Check(ctx, other); v.Refusal == nil || v.Refusal.Kind != RefusalTokenScope {
+		t.Errorf("other arguments: %v", v.Refusal)
 	}
 	wrongOp := call("db_get_row", map[string]any{"id": "1"})
 	wrongOp.Token = token
-	if v := g.Check(ctx, wrongOp); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
-		t.Errorf("other operation: %v", v.Err)
+	if v := g.Check(ctx, wrongOp); v.Refusal == nil || v.Refusal.Kind != RefusalTokenScope {
+		t.Errorf("other operation: %v", v.Refusal)
 	}
 	g.Policy.Principal = "someone-else"
-	if _, fail := g.ConfirmOperation(ctx, "s", token); fail == nil || fail.Err.Code != aql.CodeTokenScope {
+	if _, fail := g.ConfirmOperation(ctx, "s", token); fail == nil || fail.Kind != RefusalTokenScope {
 		t.Errorf("another principal: %v", fail)
 	}
 	g.Policy.Principal = "unit"
 	g.Policy.Version = "changed"
 	same := call("db_delete_row", map[string]any{"id": "1"})
 	same.Token = token
-	if v := g.Check(ctx, same); v.Err == nil || v.Err.Code != aql.CodeTokenScope {
-		t.Errorf("changed policy: %v", v.Err)
+	if v := g.Check(ctx, same); v.Refusal == nil || v.Refusal.Kind != RefusalTokenScope {
+		t.Errorf("changed policy: %v", v.Refusal)
 	}
 	clock := time.Now().Add(time.Hour)
 	g.Now = func() time.Time { return clock }
-	if _, fail := g.ConfirmOperation(ctx, "s", token); fail == nil || fail.Err.Code != aql.CodeTokenExpired {
+	if _, fail := g.ConfirmOperation(ctx, "s", token); fail == nil || fail.Kind != RefusalTokenExpired {
 		t.Errorf("expired: %v", fail)
 	}
 }
@@ -233,12 +233,12 @@ func TestStepLimitAndFailureCheckIns(t *testing.T) {
 	if len(d.Notifications) != 1 || d.Notifications[0].Type != "autonomy_pause" || d.Confirmation == nil {
 		t.Errorf("notifications: %+v", d.Notifications)
 	}
-	if d, _ := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row", Category: policy.Read}); d.Continue {
+	if d, _ := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ID, NextActionHint: "db.get_row", Category: policy.Read}); d.Continue {
 		t.Error("the failure pause must hold until a human confirms")
 	}
 	// This step is also past the limit: two check-ins, one answer each.
 	h.say(verify.Allow, verify.Allow)
-	if d, err := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ExecutionID, NextActionHint: "db.get_row", Category: policy.Read}); err != nil || !d.Continue {
+	if d, err := g.RecordStep(ctx, Report{Session: "s", ExecutionID: e.ID, NextActionHint: "db.get_row", Category: policy.Read}); err != nil || !d.Continue {
 		t.Errorf("after the human: %+v %v", d, err)
 	}
 }
@@ -250,25 +250,25 @@ func TestBlockBroadcastsAndVerifyLifts(t *testing.T) {
 	a, _ := g.ExecuteAgent(ctx, "s1", "a")
 	b, _ := g.ExecuteAgent(ctx, "s2", "b")
 	v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-	if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked || v.VerificationID == "" {
+	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked || v.VerificationID == "" {
 		t.Fatalf("block: %+v", v)
 	}
 	if len(h.shown) != 1 || h.shown[0].Code == "" || h.shown[0].Challenge != v.VerificationID {
 		t.Fatalf("the code must go to the human: %+v", h.shown)
 	}
 	code := h.shown[0].Code
-	for _, id := range []string{a.ExecutionID, b.ExecutionID} {
+	for _, id := range []string{a.ID, b.ID} {
 		d, _ := g.RecordStep(ctx, Report{ExecutionID: id, NextActionHint: "anything"})
 		if !d.Stopped || len(d.Notifications) != 1 || d.Notifications[0].Type != "danger_zone" ||
 			d.Notifications[0].Metadata["verificationId"] != v.VerificationID {
 			t.Errorf("%s: %+v", id, d)
 		}
 	}
-	if _, err := g.ExecuteAgent(ctx, "s3", "new"); err == nil || err.Code != aql.CodeAgentBlocked {
+	if _, err := g.ExecuteAgent(ctx, "s3", "new"); err == nil || err.Kind != RefusalBlocked {
 		t.Error("a new execution escaped the block")
 	}
-	if _, err := g.VerifyChallenge(ctx, "s", v.VerificationID, "wrong"); err == nil || err.Code != aql.CodeVerifyFailed ||
-		strings.Contains(err.Message, code) {
+	if _, err := g.VerifyChallenge(ctx, "s", v.VerificationID, "wrong"); err == nil || err.Kind != RefusalVerifyFailed ||
+		strings.Contains(fmt.Sprint(*err), code) {
 		t.Errorf("wrong code: %v", err)
 	}
 	if res, err := g.VerifyChallenge(ctx, "s", v.VerificationID, strings.ToLower(code)); err != nil || !res.Unblocked {
@@ -301,14 +301,14 @@ func FuzzConfirmOperation(f *testing.F) {
 	}
 	h := &fakeHuman{}
 	g := newGuard(f, testPolicy, h)
-	issued := g.Check(context.Background(), call("db_delete_row", map[string]any{"id": "1"})).Confirmation.Token
+	issued := g.Check(context.Background(), call("db_delete_row", map[string]any{"id": "1"})).Token
 	f.Add(issued)
 	f.Fuzz(func(t *testing.T, token string) {
 		res, fail := g.ConfirmOperation(context.Background(), "s", token)
 		if res != nil {
 			t.Fatalf("approved without a human: %q", token)
 		}
-		if fail == nil || fail.Err == nil {
+		if fail == nil {
 			t.Fatalf("no structured failure for %q", token)
 		}
 	})
@@ -400,14 +400,14 @@ func TestTwoLoopsShareTheStore(t *testing.T) {
 	onStoreOf(t, two, one, store.Options{})
 	e, _ := two.ExecuteAgent(ctx, "s2", "b")
 	v := one.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-	if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
 		t.Fatalf("block: %+v", v)
 	}
-	d, err2 := two.RecordStep(ctx, Report{ExecutionID: e.ExecutionID, NextActionHint: "anything"})
+	d, err2 := two.RecordStep(ctx, Report{ExecutionID: e.ID, NextActionHint: "anything"})
 	if err2 != nil || !d.Stopped || len(d.Notifications) != 1 || d.Notifications[0].Type != "danger_zone" {
 		t.Fatalf("the other loop: %+v %v", d, err2)
 	}
-	if d, _ := two.RecordStep(ctx, Report{ExecutionID: e.ExecutionID, NextActionHint: "anything"}); len(d.Notifications) != 0 {
+	if d, _ := two.RecordStep(ctx, Report{ExecutionID: e.ID, NextActionHint: "anything"}); len(d.Notifications) != 0 {
 		t.Errorf("danger_zone delivered twice: %+v", d.Notifications)
 	}
 	if w := two.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); w.VerificationID != v.VerificationID || w.Proceed {
@@ -424,7 +424,7 @@ func TestTwoLoopsShareTheStore(t *testing.T) {
 	// (decided in its commit, on the state as it is).
 	two.Check(ctx, call("db_drop_database", map[string]any{"name": "again"}))
 	got := one.Check(ctx, call("db_get_row", map[string]any{"id": "2"}))
-	if got.Proceed || got.Err == nil || got.Err.Code != aql.CodeAgentBlocked {
+	if got.Proceed || got.Refusal == nil || got.Refusal.Kind != RefusalBlocked {
 		t.Errorf("an allow after a block: %+v", got)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -46,25 +45,6 @@ func (g *Guard) noteCodeNotShown(ctx context.Context, b *store.Block, p *pause) 
 	}
 }
 
-// unlocked runs f with g.mu let go: the store is never waited for with
-// g.mu held. g.mu is held on entry and return.
-func (g *Guard) unlocked(f func()) {
-	g.mu.Unlock()
-	defer g.mu.Lock()
-	f()
-}
-
-// loadUnlocked reads one record from the store with g.mu let go. g.mu is
-// held on entry and return.
-func loadUnlocked[T any](g *Guard, ctx context.Context, get func(store.View) (*T, error)) (*T, error) {
-	var rec *T
-	var err error
-	g.unlocked(func() {
-		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = get(st); return })
-	})
-	return rec, err
-}
-
 // observe broadcasts a block not seen before. operation names the call
 // that set it, when this process did.
 func (g *Guard) observe(b *store.Block, operation string) {
@@ -89,7 +69,7 @@ func (g *Guard) blockedVerdict(a Action, b *store.Block, factors ...string) Verd
 	d := evaluator.Directive{Stopped: true, Decision: evaluator.Block, Enforced: true, Tier: evaluator.DangerZone,
 		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", g.pol().Principal, b.Reason, b.VerificationID),
 		Factors: factors}
-	return Verdict{Directive: d, VerificationID: b.VerificationID, Err: g.blockedError(a.Operation, b)}
+	return Verdict{Directive: d, VerificationID: b.VerificationID, Refusal: g.blockedRefusal(a.Operation, b)}
 }
 
 // unavailable is the fail-closed verdict when the store cannot be used.
@@ -97,7 +77,7 @@ func (g *Guard) unavailable(err error, what string) Verdict {
 	g.log().Error("the state database could not be used; the action is refused", "err", err)
 	d := evaluator.Directive{Enforced: true, Reason: "state database unavailable",
 		Factors: []string{"fail closed: " + stateProblem(err)}}
-	return Verdict{Directive: d, Err: stateUnavailable(err, what)}
+	return Verdict{Directive: d, Refusal: stateUnavailable(err, what)}
 }
 
 // decisionRecord is the audit record of one check.
@@ -115,8 +95,8 @@ func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Recor
 	if a.reported() {
 		r.Execution = a.Execution.ID
 	}
-	if v.Err != nil {
-		r.Result = string(v.Err.Code)
+	if v.Refusal != nil {
+		r.Result = v.Refusal.Kind.String()
 	}
 	return r
 }
@@ -138,17 +118,17 @@ func decisionWord(v Verdict) string {
 	if v.Directive.Decision == evaluator.Refuse && v.Directive.Enforced {
 		return "refuse" // a refuse pattern or rule: this call alone
 	}
-	if v.Err == nil {
+	if v.Refusal == nil {
 		return "refuse"
 	}
-	switch v.Err.Code {
-	case aql.CodeConfirmation:
+	switch v.Refusal.Kind {
+	case RefusalPending:
 		return "confirm"
-	case aql.CodeVerification:
+	case RefusalPaused:
 		return "verify"
-	case aql.CodeAgentBlocked:
+	case RefusalBlocked:
 		return "block"
-	case aql.CodePermissionDenied:
+	case RefusalDenied, RefusalRefused, RefusalCheckins, RefusalToolChanged:
 		return "deny"
 	}
 	return "refuse"

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 )
 
 // What is a secret is policy.SecretArgument's to say (the one notion:
@@ -111,7 +111,7 @@ func (r *redactor) digest(v any) string {
 // canonicalJSON encodes v with sorted keys (encoding/json sorts map
 // keys), without HTML escaping (so the audit log shows "<" as the server
 // received it).
-func canonicalJSON(v any) ([]byte, error) { return aql.Marshal(v) }
+func canonicalJSON(v any) ([]byte, error) { return rawjson.Marshal(v) }
 
 // argsForRecord renders redacted arguments for an audit record: whole
 // when they fit max bytes, else their first max bytes as text and the

@@ -11,7 +11,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -39,20 +38,20 @@ func TestFailedCommitChangesNoMemory(t *testing.T) {
 	release := holdLock(t, dir, syscall.LOCK_SH)
 	for _, a := range []Action{
 		call("db_get_row", map[string]any{"id": "2"}),
-		{Session: "s", Operation: "record_execution_step", Hint: "retry", Outcome: "failure", Execution: g.executions[st.ExecutionID]},
+		{Session: "s", Operation: "record_execution_step", Hint: "retry", Outcome: "failure", Execution: g.executions[st.ID]},
 	} {
-		if v := g.Check(ctx, a); v.Proceed || v.Err == nil || v.Err.Code != aql.CodeInternal {
+		if v := g.Check(ctx, a); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalFailed {
 			t.Fatalf("%s decided without its commit: %+v", a.Operation, v)
 		}
 	}
 	g.Evaluate = verifyTier
-	if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "3"})); v.Proceed || v.Err.Code != aql.CodeInternal {
+	if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "3"})); v.Proceed || v.Refusal.Kind != RefusalFailed {
 		t.Fatalf("a verify pause decided without its commit: %+v", v)
 	}
 	release()
 	g.mu.Lock()
 	after := g.mem
-	steps := g.executions[st.ExecutionID].Steps
+	steps := g.executions[st.ID].Steps
 	g.mu.Unlock()
 	if after.steps != before.steps || after.failurePause || after.pause != nil || steps != 0 {
 		t.Fatalf("memory changed by commits that failed: %+v (was %+v), execution steps %d", after, before, steps)
@@ -111,10 +110,10 @@ func TestWatchBroadcastsABlockSetElsewhere(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	e := here.executions[st.ExecutionID]
+	e := here.executions[st.ID]
 	began := time.Now()
 	v := there.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-	if v.Err == nil || v.Err.Code != aql.CodeAgentBlocked {
+	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
 		t.Fatalf("the other process did not block: %+v", v)
 	}
 	set := time.Now()

@@ -279,3 +279,15 @@ func Encode(ms []Member) json.RawMessage {
 	b.WriteByte('}')
 	return b.Bytes()
 }
+
+// Marshal is json.Marshal without HTML escaping: what aqlguard writes
+// for a model or a log shows "<" and "&" as they are.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

@@ -51,10 +51,12 @@ type Tools interface {
 // prompts/get ("server.prompt:<name>"). A refusal is returned as a
 // JSON-RPC error.
 type Gate interface {
-	// Check returns done, to be called with the forwarded request's
-	// error (nil on success) once it is answered, and the context to
-	// forward it with (it may carry the guard's trace span).
-	Check(ctx context.Context, sess *Session, server, kind, name string, args map[string]any) (fwd context.Context, done func(error), err error)
+	// Forward decides on the read and, if it is allowed, forwards it
+	// with forward (under the context it hands it, which may carry the
+	// guard's trace span), and records how it ended. It returns the
+	// server's answer, or the refusal or the server's error.
+	Forward(ctx context.Context, sess *Session, server, kind, name string, args map[string]any,
+		forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error)
 }
 
 // Config is what every session of one aqlguard shares.

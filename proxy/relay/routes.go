@@ -276,18 +276,14 @@ func (s *Session) getPrompt(ctx context.Context, req *jsonrpc.Request) (json.Raw
 	return s.gated(ctx, srv, "prompt", name, p.Arguments, req.Method, params)
 }
 
-// gated forwards a read the Gate allowed, and tells it how it ended.
+// gated puts a read to the Gate, which forwards it if it is allowed.
 func (s *Session) gated(ctx context.Context, srv *downstream.Server, kind, name string, args map[string]any, method string, params json.RawMessage) (json.RawMessage, error) {
 	if s.cfg.Gate == nil {
 		return s.Forward(ctx, srv, method, params)
 	}
-	fwd, done, err := s.cfg.Gate.Check(ctx, s, srv.Name, kind, name, args)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.Forward(fwd, srv, method, params)
-	done(err)
-	return res, err
+	return s.cfg.Gate.Forward(ctx, s, srv.Name, kind, name, args, func(ctx context.Context) (json.RawMessage, error) {
+		return s.Forward(ctx, srv, method, params)
+	})
 }
 
 // promptServer finds the server of a prompt the client names, and the

@@ -1,0 +1,161 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/aql"
+	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/verify"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The guard says no in its own terms (guard.Refusal: a kind, fixed
+// words, named factors); this file is the one place that says it on the
+// wire, for every front:
+//
+//   - an MCP-AQL endpoint (semantic, single): refused, the failure
+//     result, with the top-level confirmation of a pending one;
+//   - transparent and passthrough tools: the same result as the tool's
+//     text, with isError (Front.wire);
+//   - resources/read and prompts/get: refusedRPC, a JSON-RPC error
+//     (CodeRefused) whose data is that result.
+//
+// What varies by mode and channel (the tools the model has, how the human
+// was reached) is the Voice, so the words match what the model and the
+// human see.
+
+// Voice is how a refusal addresses the model: the calls it can make and
+// how the human was reached.
+type Voice struct {
+	// Verify says how the model passes a verification code on, as an
+	// instruction ("call the tool aqlguard_verify_challenge with
+	// challenge_id and code").
+	Verify string
+	// Confirm says how it asks the human again about a confirmation
+	// token; "" where it has no confirm_operation (transparent mode).
+	Confirm string
+	// Channel is how the human is reached: "dialog" or "command".
+	Channel string
+	// VerifyTool names, for the human, where the model passes a code
+	// ("aqlguard_verify_challenge", "mcp_aql_create, operation
+	// verify_challenge"): guard.Guard.VerifyTool.
+	VerifyTool string
+}
+
+// VoiceFor is how refusals address the model in mode: the tools that
+// carry verify_challenge and confirm_operation there, and the channel
+// through which the human is reached (nil: none).
+func VoiceFor(mode Mode, ch verify.Channel) Voice {
+	v := Voice{Verify: "call the tool aqlguard_verify_challenge with challenge_id and code",
+		VerifyTool: guard.TransparentVerifyTool}
+	if mode != ModeTransparent {
+		endpoint := func(name string) string {
+			if mode == ModeSingle || mode == ModePassthrough {
+				return SingleTool
+			}
+			for _, op := range LoopOperations(policy.LoopEnforcing) {
+				if op.Name == name {
+					return semanticTool(op.Category)
+				}
+			}
+			return SingleTool
+		}
+		v = Voice{
+			Verify:     "call " + endpoint("verify_challenge") + " with operation verify_challenge, params challenge_id and code",
+			Confirm:    "call " + endpoint("confirm_operation") + " with operation confirm_operation and the token",
+			VerifyTool: endpoint("verify_challenge") + ", operation verify_challenge",
+		}
+	}
+	if ch != nil {
+		v.Channel = ch.Name()
+	}
+	return v
+}
+
+// reached says how aqlguard reached the human: "aqlguard showed them
+// in a window" (did, the verb for a dialog), "aqlguard sent them through
+// its approval channel" (sent, the verb for a command).
+func (v Voice) reached(did, sent string) string {
+	switch v.Channel {
+	case "dialog":
+		return "aqlguard " + did + " them in a window"
+	case "command":
+		return "aqlguard " + sent + " them through its approval channel"
+	}
+	return "aqlguard " + did + " them"
+}
+
+// refusalCodes are the MCP-AQL codes of the guard's refusals.
+var refusalCodes = map[guard.RefusalKind]aql.Code{
+	guard.RefusalBlocked: aql.CodeAgentBlocked, guard.RefusalPaused: aql.CodeVerification,
+	guard.RefusalPending: aql.CodeConfirmation, guard.RefusalDenied: aql.CodePermissionDenied,
+	guard.RefusalRefused: aql.CodePermissionDenied, guard.RefusalCheckins: aql.CodePermissionDenied,
+	guard.RefusalToolChanged: aql.CodePermissionDenied, guard.RefusalTokenInvalid: aql.CodeTokenInvalid,
+	guard.RefusalTokenExpired: aql.CodeTokenExpired, guard.RefusalTokenUsed: aql.CodeTokenUsed,
+	guard.RefusalTokenScope: aql.CodeTokenScope, guard.RefusalRateLimited: aql.CodeRateLimit,
+	guard.RefusalVerifyFailed: aql.CodeVerifyFailed, guard.RefusalNotFound: aql.CodeNotFoundResource,
+	guard.RefusalConflict: aql.CodeInvalidState, guard.RefusalFailed: aql.CodeInternal,
+}
+
+// refusalError is r as an MCP-AQL error in voice v: the kind's code, the
+// words with their {names} filled (in one pass, so a factor's value is
+// never read as a name), the factors as details. A factor that is not
+// a string, an int or a bool is not said: the refusal becomes an
+// internal error (a Go error must never reach the model).
+func refusalError(r *guard.Refusal, v Voice) *aql.Error {
+	code, ok := refusalCodes[r.Kind]
+	if !ok {
+		return aql.Internal("a refusal of an unknown kind")
+	}
+	confirm := ""
+	if v.Confirm != "" {
+		confirm = " Or " + v.Confirm + " to wait for it."
+	}
+	verify := v.Verify
+	if verify == "" {
+		verify = "call verify_challenge with challenge_id and code"
+	}
+	fill := []string{"{shown}", v.reached("showed", "sent"), "{asked}", v.reached("asked", "asked"),
+		"{verify}", verify, "{confirm}", confirm}
+	var details map[string]any
+	for name, val := range r.Factors {
+		switch val.(type) {
+		case string, int, bool:
+		default:
+			return aql.Internal("a refusal could not be said")
+		}
+		fill = append(fill, "{"+name+"}", fmt.Sprint(val))
+		if details == nil {
+			details = make(map[string]any, len(r.Factors))
+		}
+		details[name] = val
+	}
+	return &aql.Error{Code: code, Message: strings.NewReplacer(fill...).Replace(r.Say), Details: details}
+}
+
+// refused is r as an MCP-AQL failure: the error, and for a pending
+// confirmation the result's top-level confirmation (confirmation-tokens.md:
+// the token and its expiry, nothing else).
+func refused(r *guard.Refusal, v Voice) *aql.Result {
+	res := aql.Failure(refusalError(r, v))
+	if o := r.Offer(); o != nil {
+		res.Confirmation = &aql.Confirmation{Token: o.Token, ExpiresAt: o.ExpiresAt}
+	}
+	return res
+}
+
+// CodeRefused is the JSON-RPC error code of a resources/read or a
+// prompts/get that aqlguard refused; the MCP-AQL failure (code, message,
+// details, a confirmation token) is the error's data.
+const CodeRefused = -32001
+
+// refusedRPC is r as the JSON-RPC error of a refused resources/read or
+// prompts/get.
+func refusedRPC(r *guard.Refusal, v Voice) *jsonrpc.Error {
+	res := refused(r, v)
+	data, _ := json.Marshal(res)
+	return &jsonrpc.Error{Code: CodeRefused, Message: "aqlguard: " + res.Err.Message, Data: data}
+}
