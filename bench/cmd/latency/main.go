@@ -143,7 +143,10 @@ func run(argv []string, stdout io.Writer) error {
 		baseline   = fs.String("baseline-aqlguard", "", "another aqlguard binary (an earlier commit) to measure in transparent mode in the same run")
 		floor      = fs.String("floor", "", "a line copier (bench/cmd/linecopy) to measure in front of the server: the floor of any stdio proxy")
 		fwd        = fs.Bool("forward", false, "add a transparent variant whose audit log is shipped ([audit.forward], OTLP/HTTP) to a collector in this process")
+		modeList   = fs.String("modes", "transparent,single,passthrough", "the aqlguard modes to measure (comma separated)")
+		also       multiFlag
 	)
+	fs.Var(&also, "also", "NAME=BIN: another aqlguard binary measured in transparent mode as variant NAME, in the same run (repeatable)")
 	if err := fs.Parse(argv); err != nil {
 		return err
 	}
@@ -177,18 +180,29 @@ func run(argv []string, stdout io.Writer) error {
 	if *logLevel != "" {
 		extra = []string{"--log-level", *logLevel}
 	}
-	variants := []*variant{
-		{Name: "direct", Tool: *tool, Args: args},
-		{Name: "aqlguard transparent", Tool: *tool, Args: args},
-		{Name: "aqlguard single", Tool: "mcp_aql", Args: map[string]any{"operation": *op, "params": args}},
-		{Name: "aqlguard passthrough", Tool: *op, Args: args},
-	}
-	modes := []string{"transparent", "single", "passthrough"}
-	if *read != "" {
-		variants, modes = variants[:2], modes[:1]
-		for _, v := range variants {
-			v.Read = *read
+	variants := []*variant{{Name: "direct", Tool: *tool, Args: args}}
+	var modes []string
+	for _, mode := range strings.Split(*modeList, ",") {
+		if *read != "" && mode != "transparent" {
+			continue // a read is measured in transparent mode only
 		}
+		switch mode {
+		case "transparent":
+			variants = append(variants, &variant{Name: "aqlguard transparent", Tool: *tool, Args: args})
+		case "single":
+			variants = append(variants, &variant{Name: "aqlguard single", Tool: "mcp_aql", Args: map[string]any{"operation": *op, "params": args}})
+		case "passthrough":
+			variants = append(variants, &variant{Name: "aqlguard passthrough", Tool: *op, Args: args})
+		default:
+			return fmt.Errorf("-modes: %q is not transparent, single or passthrough", mode)
+		}
+		modes = append(modes, mode)
+	}
+	if *contend && !slices.Contains(modes, "single") {
+		return fmt.Errorf("-contend measures single mode: put it in -modes")
+	}
+	for _, v := range variants {
+		v.Read = *read
 	}
 	argvs := [][]string{srv.Argv}
 	for _, mode := range modes {
@@ -209,6 +223,22 @@ func run(argv []string, stdout io.Writer) error {
 		v := &variant{Name: "baseline aqlguard transparent", Tool: *tool, Args: args, Read: *read}
 		variants = append(variants, v)
 		argvs = append(argvs, harness.AqlguardArgv(*baseline, cfg, extra...))
+	}
+	for i, nb := range also {
+		name, bin, ok := strings.Cut(nb, "=")
+		if !ok || name == "" || bin == "" {
+			return fmt.Errorf("-also wants NAME=BIN, not %q", nb)
+		}
+		sub := fmt.Sprintf("%s/also%d", dir, i)
+		if err := os.MkdirAll(sub, 0o700); err != nil {
+			return err
+		}
+		cfg, err := harness.WriteConfig(sub, "transparent", []harness.Server{srv})
+		if err != nil {
+			return err
+		}
+		variants = append(variants, &variant{Name: name + " transparent", Tool: *tool, Args: args, Read: *read})
+		argvs = append(argvs, harness.AqlguardArgv(bin, cfg, extra...))
 	}
 	var forwarded *collector
 	if *fwd {
@@ -238,7 +268,7 @@ func run(argv []string, stdout io.Writer) error {
 		// neighbour is a third process on that directory.
 		variants = append(variants, &variant{Name: "aqlguard single, busy neighbour", Tool: "mcp_aql",
 			Args: map[string]any{"operation": *op, "params": args}})
-		argvs = append(argvs, argvs[2])
+		argvs = append(argvs, argvs[1+slices.Index(modes, "single")])
 	}
 
 	// Start every variant and check that it answers with what direct answers.
@@ -516,3 +546,9 @@ func appendFile(path, text string) error {
 	}
 	return f.Close()
 }
+
+// multiFlag is a flag that may be given more than once.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
