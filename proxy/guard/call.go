@@ -95,10 +95,10 @@ func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation,
 	v := g.Check(ctx, a)
 	d := v.Directive
 	principal := g.CurrentPolicy().Principal
-	// One log line per call at info level, built once (no per-call
-	// Logger.With): the refusal, or the call and how it ended. The
-	// factors behind an allowed call are at debug level; the audit log
-	// has them all.
+	// One log line per call, built once (no per-call Logger.With): the
+	// refusal (info), or the call and how it ended (debug, error if it
+	// failed: the audit log has every call). The factors behind an
+	// allowed call are at debug level; the audit log has them all.
 	if !v.Proceed {
 		g.log().Info("call refused", "principal", principal, "session", session, "operation", op.Name, "server", op.Server,
 			"tool", op.Tool.Name, "decision", d.Decision, "stopped", d.Stopped, "stage", d.Stage, "tier", d.Tier,
@@ -118,7 +118,7 @@ func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation,
 	out := Outcome{Raw: raw, Directive: d}
 	end := CallEnd{Directive: d, Outcome: OutcomeOK, Downstream: took}
 	result := "ok"
-	level := slog.LevelInfo
+	level := slog.LevelDebug
 	var rpcErr *jsonrpc.Error
 	switch {
 	case errors.As(err, &rpcErr):
