@@ -176,15 +176,8 @@ func (l *auditLog) catchUp(seen *logMark) error {
 	}
 	if seen != nil && seen.ok && l.f != nil && seen.segment == uint64(l.n) {
 		if head, ok := l.head.mark(); ok && head == seen.head {
-			st, err := l.f.Stat()
-			if err != nil {
-				return fmt.Errorf("audit log: %w", err)
-			}
-			if unlinked(st) {
-				return l.deleted()
-			}
-			if st.Size() == l.size {
-				return nil // nobody else wrote: the head is ours
+			if same, err := l.unchanged(); err != nil || same {
+				return err // nil: nobody else wrote, the head is ours
 			}
 		}
 	}
@@ -202,12 +195,20 @@ func (l *auditLog) catchUp(seen *logMark) error {
 	return nil
 }
 
-// deleted is the error of a segment deleted while this process wrote it;
+// unchanged reports whether the segment is as this process left it: of
+// the size it wrote. A segment deleted meanwhile is an error, and
 // nothing more is appended.
-func (l *auditLog) deleted() error {
-	l.lost = fmt.Errorf("audit log: %s was deleted while aqlguard was writing it; records up to %d are gone, "+
-		"and nothing more is written (restart aqlguard to see what is missing)", segmentName(l.n), l.head.Seq)
-	return l.lost
+func (l *auditLog) unchanged() (bool, error) {
+	st, err := l.f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("audit log: %w", err)
+	}
+	if unlinked(st) {
+		l.lost = fmt.Errorf("audit log: %s was deleted while aqlguard was writing it; records up to %d are gone, "+
+			"and nothing more is written (restart aqlguard to see what is missing)", segmentName(l.n), l.head.Seq)
+		return false, l.lost
+	}
+	return st.Size() == l.size, nil
 }
 
 // catchUpFromFiles is catchUp without the marker: the next segment's
@@ -216,15 +217,8 @@ func (l *auditLog) deleted() error {
 func (l *auditLog) catchUpFromFiles() error {
 	if l.f != nil {
 		if _, err := os.Stat(l.next); err != nil {
-			st, err := l.f.Stat()
-			if err != nil {
-				return fmt.Errorf("audit log: %w", err)
-			}
-			if unlinked(st) {
-				return l.deleted()
-			}
-			if st.Size() == l.size {
-				return nil // nobody else wrote: the head is ours
+			if same, err := l.unchanged(); err != nil || same {
+				return err // nil: nobody else wrote, the head is ours
 			}
 		}
 	}

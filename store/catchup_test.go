@@ -102,47 +102,41 @@ func TestCommitSeesAppendsOfAProcessThatDied(t *testing.T) {
 	}
 }
 
-// TestCommitSeesItsSegmentCutShort: records removed from the end of the
-// segment a process writes stop its commits (fail closed) instead of
-// chaining over the loss.
-func TestCommitSeesItsSegmentCutShort(t *testing.T) {
-	dir := t.TempDir()
-	s := openIn(t, dir, Options{})
-	for _, op := range []string{"one", "two"} {
-		if err := commitRecord(s, op); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seg := filepath.Join(dir, AuditDir, segmentName(s.log.n))
-	first, err := firstLine(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(seg, int64(len(first)+1)); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := commitRecord(s, "three"); err == nil || !strings.Contains(err.Error(), "removed") {
-			t.Fatalf("commit after the segment was cut short = %v", err)
-		}
-	}
-}
-
-// TestCommitSeesItsSegmentDeleted: as TestDeletedSegmentWhileRunning,
-// through a commit.
-func TestCommitSeesItsSegmentDeleted(t *testing.T) {
-	dir := t.TempDir()
-	s := openIn(t, dir, Options{})
-	if err := commitRecord(s, "one"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(dir, AuditDir)); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := commitRecord(s, "two"); err == nil || !strings.Contains(err.Error(), "deleted") {
-			t.Fatalf("commit after its segment was deleted = %v", err)
-		}
+// TestCommitSeesItsSegmentDamaged: records removed from the end of the
+// segment a process writes, or the segment deleted, stop its commits
+// (fail closed) instead of chaining over the loss (as
+// TestDeletedSegmentWhileRunning, through a commit).
+func TestCommitSeesItsSegmentDamaged(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+		damage     func(dir, seg string) error
+	}{
+		{"cut short", "removed", func(_, seg string) error {
+			first, err := firstLine(seg)
+			if err != nil {
+				return err
+			}
+			return os.Truncate(seg, int64(len(first)+1))
+		}},
+		{"deleted", "deleted", func(dir, _ string) error { return os.RemoveAll(filepath.Join(dir, AuditDir)) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openIn(t, dir, Options{})
+			for _, op := range []string{"one", "two"} {
+				if err := commitRecord(s, op); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.damage(dir, filepath.Join(dir, AuditDir, segmentName(s.log.n))); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if err := commitRecord(s, "three"); err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("commit after the segment was %s = %v", c.name, err)
+				}
+			}
+		})
 	}
 }
 
