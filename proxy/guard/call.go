@@ -96,9 +96,11 @@ func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation,
 	d := v.Directive
 	principal := g.CurrentPolicy().Principal
 	// One log line per call, built once (no per-call Logger.With): the
-	// refusal (info), or the call and how it ended (debug, error if it
-	// failed: the audit log has every call). The factors behind an
-	// allowed call are at debug level; the audit log has them all.
+	// refusal, or the call and how it ended: at info, but for a plain
+	// allowed call (debug: the audit log has every call) and a failure
+	// (error). What monitoring or logging let through, or a human
+	// allowed, stays at info. The factors behind an allowed call are at
+	// debug level; the audit log has them all.
 	if !v.Proceed {
 		g.log().Info("call refused", "principal", principal, "session", session, "operation", op.Name, "server", op.Server,
 			"tool", op.Tool.Name, "decision", d.Decision, "stopped", d.Stopped, "stage", d.Stage, "tier", d.Tier,
@@ -118,7 +120,10 @@ func (g *Guard) call(ctx context.Context, session string, op *catalog.Operation,
 	out := Outcome{Raw: raw, Directive: d}
 	end := CallEnd{Directive: d, Outcome: OutcomeOK, Downstream: took}
 	result := "ok"
-	level := slog.LevelDebug
+	level := slog.LevelInfo
+	if d.Enforced && d.Decision == evaluator.Allow {
+		level = slog.LevelDebug
+	}
 	var rpcErr *jsonrpc.Error
 	switch {
 	case errors.As(err, &rpcErr):
