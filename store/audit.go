@@ -258,7 +258,7 @@ func (s *Store) Append(ctx context.Context, r Record) error {
 	if err != nil {
 		return err
 	}
-	pos, err := s.log.append([]Record{r})
+	pos, err := s.log.append([]Record{r}, nil)
 	release()
 	if err != nil {
 		return err

@@ -157,25 +157,68 @@ func (l *auditLog) segments() ([]int, error) {
 }
 
 // catchUp makes the writer's view current: another process may have
-// appended to the segment or started a new one since. Called with the
-// store's file lock held and l.mu held.
-func (l *auditLog) catchUp() error {
+// appended to the segment or started a new one since, or the segment may
+// have been deleted or cut short. Called with the store's file lock held
+// and l.mu held. seen, when set, is what the marker said of the log when
+// the lock was taken (a commit reads it with the generation).
+//
+// Every append writes the head it reached into the marker, and every
+// process writes the number of the segment it is about to start there
+// before the segment exists (adopt). So while the marker names this
+// process's head and segment, no process started another segment (not
+// even one killed right after creating it), and one fstat of the segment
+// tells the rest: its size moved if anyone appended to it, its link
+// count is zero if it was deleted. Otherwise, or without seen, the next
+// segment's name and the files say where the log is.
+func (l *auditLog) catchUp(seen *logMark) error {
 	if l.lost != nil {
 		return l.lost
 	}
+	if seen != nil && seen.ok && l.f != nil && seen.segment == uint64(l.n) {
+		if head, ok := l.head.mark(); ok && head == seen.head {
+			if same, err := l.unchanged(); err != nil || same {
+				return err // nil: nobody else wrote, the head is ours
+			}
+		}
+	}
+	if err := l.catchUpFromFiles(); err != nil {
+		return err
+	}
+	if l.f != nil && l.marker != nil && (seen == nil || !seen.ok || seen.segment != uint64(l.n)) {
+		// The marker names another segment (one a process was about to
+		// start when it died, or none yet): it names this one from now
+		// on, so that the next commit need not look again.
+		if err := l.marker.setSegment(l.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unchanged reports whether the segment is as this process left it: of
+// the size it wrote. A segment deleted meanwhile is an error, and
+// nothing more is appended.
+func (l *auditLog) unchanged() (bool, error) {
+	st, err := l.f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("audit log: %w", err)
+	}
+	if unlinked(st) {
+		l.lost = fmt.Errorf("audit log: %s was deleted while aqlguard was writing it; records up to %d are gone, "+
+			"and nothing more is written (restart aqlguard to see what is missing)", segmentName(l.n), l.head.Seq)
+		return false, l.lost
+	}
+	return st.Size() == l.size, nil
+}
+
+// catchUpFromFiles is catchUp without the marker: the next segment's
+// name, the segment's size and, when either says something changed, the
+// files.
+func (l *auditLog) catchUpFromFiles() error {
 	if l.f != nil {
 		if _, err := os.Stat(l.next); err != nil {
-			st, err := l.f.Stat()
-			if err != nil {
-				return fmt.Errorf("audit log: %w", err)
-			}
-			if unlinked(st) {
-				l.lost = fmt.Errorf("audit log: %s was deleted while aqlguard was writing it; records up to %d are gone, "+
-					"and nothing more is written (restart aqlguard to see what is missing)", segmentName(l.n), l.head.Seq)
-				return l.lost
-			}
-			if st.Size() == l.size {
-				return nil // nobody else wrote: the head is ours
+			if same, err := l.unchanged(); err != nil || same {
+				return err // nil: nobody else wrote, the head is ours
 			}
 		}
 	}
@@ -199,11 +242,19 @@ func (l *auditLog) catchUp() error {
 	return l.adopt(ns[len(ns)-1])
 }
 
-// adopt makes segment n the one appended to.
+// adopt makes segment n the one appended to. The marker names it first:
+// a process that sees its own segment named there knows no other
+// process started a new one (catchUp), even if that process was killed
+// between creating the segment and writing the marker's head.
 func (l *auditLog) adopt(n int) error {
 	if l.f == nil || l.n != n {
 		if err := os.MkdirAll(l.dir, 0o700); err != nil {
 			return fmt.Errorf("audit log: creating %s: %w", l.dir, err)
+		}
+		if l.marker != nil {
+			if err := l.marker.setSegment(n); err != nil {
+				return err
+			}
 		}
 		// Read-write, so that its last byte can be read (below).
 		f, err := os.OpenFile(filepath.Join(l.dir, segmentName(n)), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
@@ -248,15 +299,17 @@ func (l *auditLog) closeFile() {
 }
 
 // append chains and writes records, one write each, rotating segments as
-// they fill. Called with the store's file lock held. It returns the
-// position the caller waits on under SyncAlways.
-func (l *auditLog) append(recs []Record) (int64, error) {
+// they fill. Called with the store's file lock held; seen is what the
+// marker said of the log when it was taken, nil when it was not read
+// (catchUp). It returns the position the caller waits on under
+// SyncAlways.
+func (l *auditLog) append(recs []Record, seen *logMark) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return 0, errors.New("audit log: closed")
 	}
-	if err := l.catchUp(); err != nil {
+	if err := l.catchUp(seen); err != nil {
 		return 0, err
 	}
 	before := l.written

@@ -33,12 +33,34 @@ type generation struct {
 }
 
 // The marker's layout: little-endian counter, 8 raw bytes of state id,
-// little-endian log head seq, 32 raw bytes of its hash.
+// little-endian log head seq, 32 raw bytes of its hash, little-endian
+// number of the segment appended to. (A marker written before the
+// segment number was kept ends after the hash.)
 const (
 	markerStateAt = 8
 	markerLogAt   = 16
-	markerSize    = 56
+	markerSegAt   = 56
+	markerSize    = 64
 )
+
+// logMark is what the marker says of the log: its head as the last
+// append wrote it (seq and raw hash, as laid out in the marker) and the
+// segment appends go to. A commit reads it with the generation, in the
+// same pread, and the log's catch-up compares it with what this process
+// last wrote or saw (auditLog.catchUp).
+type logMark struct {
+	head    [markerSegAt - markerLogAt]byte
+	segment uint64
+	ok      bool // the marker holds both
+}
+
+// mark is h as the marker lays it out; ok is false for a hash that is
+// not 32 hex-encoded bytes (no marker holds it).
+func (h auditHead) mark() (b [markerSegAt - markerLogAt]byte, ok bool) {
+	binary.LittleEndian.PutUint64(b[:8], h.Seq)
+	n, err := hex.Decode(b[8:], []byte(h.Hash))
+	return b, err == nil && n == len(b)-8
+}
 
 func openGeneration(path string, readOnly bool) (*generation, error) {
 	flag := os.O_RDWR | os.O_CREATE
@@ -84,12 +106,52 @@ func (g *generation) readMarker() (marker, error) {
 	if n >= markerLogAt && !allZero(b[markerStateAt:markerLogAt]) {
 		m.state = hex.EncodeToString(b[markerStateAt:markerLogAt])
 	}
-	if n >= markerSize {
+	if n >= markerSegAt {
 		if seq := binary.LittleEndian.Uint64(b[markerLogAt : markerLogAt+8]); seq > 0 {
-			m.log = auditHead{Seq: seq, Hash: hex.EncodeToString(b[markerLogAt+8 : markerSize])}
+			m.log = auditHead{Seq: seq, Hash: hex.EncodeToString(b[markerLogAt+8 : markerSegAt])}
 		}
 	}
 	return m, nil
+}
+
+// readWithLog is read, with what the marker says of the log, in one
+// pread: what a commit reads first, under the exclusive lock.
+func (g *generation) readWithLog() (uint64, logMark, error) {
+	var lm logMark
+	if g.f == nil {
+		return 0, lm, nil
+	}
+	var b [markerSize]byte
+	n, err := g.f.ReadAt(b[:], 0)
+	if n < 8 {
+		if n == 0 && (err == nil || errors.Is(err, io.EOF)) {
+			return 0, lm, nil // never raised
+		}
+		return 0, lm, fmt.Errorf("reading the state generation: %d bytes: %w", n, err)
+	}
+	v := binary.LittleEndian.Uint64(b[:8])
+	g.last.Store(v)
+	if n == markerSize {
+		copy(lm.head[:], b[markerLogAt:markerSegAt])
+		lm.segment = binary.LittleEndian.Uint64(b[markerSegAt:])
+		lm.ok = true
+	}
+	return v, lm, nil
+}
+
+// setSegment writes into the marker the number of the segment appends
+// go to, before the first record goes there; the caller holds the
+// exclusive lock.
+func (g *generation) setSegment(n int) error {
+	if g.f == nil {
+		return nil
+	}
+	var b [markerSize - markerSegAt]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(n))
+	if _, err := g.f.WriteAt(b[:], markerSegAt); err != nil {
+		return fmt.Errorf("writing the state marker: %w", err)
+	}
+	return nil
 }
 
 func allZero(b []byte) bool {
@@ -119,9 +181,8 @@ func (g *generation) setLogHead(h auditHead) error {
 	if g.f == nil {
 		return nil
 	}
-	var b [markerSize - markerLogAt]byte
-	binary.LittleEndian.PutUint64(b[:8], h.Seq)
-	if _, err := hex.Decode(b[8:], []byte(h.Hash)); err != nil {
+	b, ok := h.mark()
+	if !ok {
 		return nil
 	}
 	if _, err := g.f.WriteAt(b[:], markerLogAt); err != nil {

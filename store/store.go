@@ -352,16 +352,21 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 	}
 	var written int64 // the audit log position this transaction's records reach
 	var next *snapshot
+	// mark is what the marker said of the log as a commit began (under
+	// the lock, which is held until the records are appended): nil for
+	// Update, whose append reads the files.
+	var mark *logMark
 	txErr := func() error {
 		switch mode {
 		case txCommit:
 			// The directory's lock is exclusive: nothing changes the state
 			// until it is let go, so the view decide read stays the state
 			// its changes are written over.
-			cur, err := s.gen.read()
+			cur, seen, err := s.gen.readWithLog()
 			if err != nil {
 				return err
 			}
+			mark = &seen
 			v := &commitView{s: s, gen: cur, begin: func() (*bolt.Tx, error) {
 				if err := open(); err != nil {
 					return nil, err
@@ -386,7 +391,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 					*gen = cur
 				}
 				if len(c.Records) > 0 {
-					if written, err = s.log.append(c.Records); err != nil {
+					if written, err = s.log.append(c.Records, mark); err != nil {
 						return err
 					}
 				}
@@ -443,7 +448,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 				// commits: a crash in between leaves a record of a change
 				// that did not happen, never a change without its record.
 				var err error
-				if written, err = s.log.append(tx.pending); err != nil {
+				if written, err = s.log.append(tx.pending, mark); err != nil {
 					return err
 				}
 				return tx.putHead()
@@ -473,7 +478,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			// written: say so in the log.
 			r := NewRecord(time.Now(), KindRollback, "aqlguard", "", "")
 			r.Result = fmt.Sprintf("the state change of the %d record(s) before this one did not commit: %v", pending, err)
-			written, _ = s.log.append([]Record{r})
+			written, _ = s.log.append([]Record{r}, nil)
 		}
 		return err
 	}()

@@ -125,10 +125,12 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 	v := g.Check(ctx, a)
 	d := v.Directive
 	principal := g.CurrentPolicy().Principal
-	// One log line per call at info level, built once (no per-call
-	// Logger.With): the refusal, or the call and how it ended. The
-	// factors behind an allowed call are at debug level; the audit log
-	// has them all.
+	// One log line per call, built once (no per-call Logger.With): the
+	// refusal, or the call and how it ended: at info, but for a plain
+	// allowed call (debug: the audit log has every call) and a failure
+	// (error). What monitoring or logging let through, or a human
+	// allowed, stays at info. The factors behind an allowed call are at
+	// debug level; the audit log has them all.
 	if !v.Proceed {
 		g.log().Info("call refused", "principal", principal, "session", a.Session, "operation", a.Operation, "server", a.Server,
 			"tool", a.Tool, "decision", d.Decision, "stopped", d.Stopped, "stage", d.Stage, "tier", d.Tier,
@@ -157,6 +159,9 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 	end := CallEnd{Directive: d, Outcome: OutcomeOK, Downstream: took}
 	result := "ok"
 	level := slog.LevelInfo
+	if d.Enforced && d.Decision == evaluator.Allow {
+		level = slog.LevelDebug
+	}
 	var rpcErr *jsonrpc.Error
 	switch {
 	case errors.As(err, &rpcErr):

@@ -31,13 +31,16 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/aqlguard/aqlguard/bench/internal/harness"
+	"github.com/aqlguard/aqlguard/bench/internal/procstat"
 )
 
 type variant struct {
@@ -53,6 +56,9 @@ type variant struct {
 	neighbour *harness.Session
 	all       []time.Duration
 	byRound   [][]time.Duration
+	// cpu is what the proxy's own processes (the child and its
+	// descendants but the server) spent on CPU over the measured calls.
+	cpu time.Duration
 }
 
 // Stats summarises a set of latencies, in microseconds.
@@ -104,6 +110,9 @@ type Report struct {
 	RoundOrders [][]string           `json:"round_orders"`
 	RoundP50    map[string][]float64 `json:"round_p50_us"`
 	RoundP99    map[string][]float64 `json:"round_p99_us"`
+	// ProxyCPU is each proxied variant's own CPU time per call (user and
+	// system, every thread of its processes but the server's), µs.
+	ProxyCPU map[string]float64 `json:"proxy_cpu_us_per_call"`
 }
 
 // do makes the variant's measured request once.
@@ -143,7 +152,10 @@ func run(argv []string, stdout io.Writer) error {
 		baseline   = fs.String("baseline-aqlguard", "", "another aqlguard binary (an earlier commit) to measure in transparent mode in the same run")
 		floor      = fs.String("floor", "", "a line copier (bench/cmd/linecopy) to measure in front of the server: the floor of any stdio proxy")
 		fwd        = fs.Bool("forward", false, "add a transparent variant whose audit log is shipped ([audit.forward], OTLP/HTTP) to a collector in this process")
+		modeList   = fs.String("modes", "transparent,single,passthrough", "the aqlguard modes to measure (comma separated)")
+		also       multiFlag
 	)
+	fs.Var(&also, "also", "NAME=BIN: another aqlguard binary measured in transparent mode as variant NAME, in the same run (repeatable)")
 	if err := fs.Parse(argv); err != nil {
 		return err
 	}
@@ -177,18 +189,29 @@ func run(argv []string, stdout io.Writer) error {
 	if *logLevel != "" {
 		extra = []string{"--log-level", *logLevel}
 	}
-	variants := []*variant{
-		{Name: "direct", Tool: *tool, Args: args},
-		{Name: "aqlguard transparent", Tool: *tool, Args: args},
-		{Name: "aqlguard single", Tool: "mcp_aql", Args: map[string]any{"operation": *op, "params": args}},
-		{Name: "aqlguard passthrough", Tool: *op, Args: args},
-	}
-	modes := []string{"transparent", "single", "passthrough"}
-	if *read != "" {
-		variants, modes = variants[:2], modes[:1]
-		for _, v := range variants {
-			v.Read = *read
+	variants := []*variant{{Name: "direct", Tool: *tool, Args: args}}
+	var modes []string
+	for _, mode := range strings.Split(*modeList, ",") {
+		if *read != "" && mode != "transparent" {
+			continue // a read is measured in transparent mode only
 		}
+		switch mode {
+		case "transparent":
+			variants = append(variants, &variant{Name: "aqlguard transparent", Tool: *tool, Args: args})
+		case "single":
+			variants = append(variants, &variant{Name: "aqlguard single", Tool: "mcp_aql", Args: map[string]any{"operation": *op, "params": args}})
+		case "passthrough":
+			variants = append(variants, &variant{Name: "aqlguard passthrough", Tool: *op, Args: args})
+		default:
+			return fmt.Errorf("-modes: %q is not transparent, single or passthrough", mode)
+		}
+		modes = append(modes, mode)
+	}
+	if *contend && !slices.Contains(modes, "single") {
+		return fmt.Errorf("-contend measures single mode: put it in -modes")
+	}
+	for _, v := range variants {
+		v.Read = *read
 	}
 	argvs := [][]string{srv.Argv}
 	for _, mode := range modes {
@@ -209,6 +232,22 @@ func run(argv []string, stdout io.Writer) error {
 		v := &variant{Name: "baseline aqlguard transparent", Tool: *tool, Args: args, Read: *read}
 		variants = append(variants, v)
 		argvs = append(argvs, harness.AqlguardArgv(*baseline, cfg, extra...))
+	}
+	for i, nb := range also {
+		name, bin, ok := strings.Cut(nb, "=")
+		if !ok || name == "" || bin == "" {
+			return fmt.Errorf("-also wants NAME=BIN, not %q", nb)
+		}
+		sub := fmt.Sprintf("%s/also%d", dir, i)
+		if err := os.MkdirAll(sub, 0o700); err != nil {
+			return err
+		}
+		cfg, err := harness.WriteConfig(sub, "transparent", []harness.Server{srv})
+		if err != nil {
+			return err
+		}
+		variants = append(variants, &variant{Name: name + " transparent", Tool: *tool, Args: args, Read: *read})
+		argvs = append(argvs, harness.AqlguardArgv(bin, cfg, extra...))
 	}
 	var forwarded *collector
 	if *fwd {
@@ -238,7 +277,7 @@ func run(argv []string, stdout io.Writer) error {
 		// neighbour is a third process on that directory.
 		variants = append(variants, &variant{Name: "aqlguard single, busy neighbour", Tool: "mcp_aql",
 			Args: map[string]any{"operation": *op, "params": args}})
-		argvs = append(argvs, argvs[2])
+		argvs = append(argvs, argvs[1+slices.Index(modes, "single")])
 	}
 
 	// Start every variant and check that it answers with what direct answers.
@@ -331,13 +370,16 @@ func run(argv []string, stdout io.Writer) error {
 		Server: srv.Argv, Tool: *tool, Read: *read, Operation: *op, Args: json.RawMessage(*argsJSON),
 		N: *n, Warmup: *warmup, Rounds: *rounds,
 		Stats: map[string]Stats{}, Added: map[string]Added{},
-		RoundP50: map[string][]float64{}, RoundP99: map[string][]float64{},
+		RoundP50: map[string][]float64{}, RoundP99: map[string][]float64{}, ProxyCPU: map[string]float64{},
 	}
+	serverComm := filepath.Base(srv.Argv[0])
+	serverComm = serverComm[:min(len(serverComm), 15)] // the kernel keeps 15 bytes of a command's name
 	for r := range *rounds {
 		order := append(slices.Clone(variants[r%len(variants):]), variants[:r%len(variants)]...)
 		var names []string
 		for _, v := range order {
 			names = append(names, v.Name)
+			cpuBefore := proxyCPU(v.sess.Pid, serverComm)
 			stop := busy(v)
 			for range per {
 				d, err := call(v)
@@ -350,6 +392,7 @@ func run(argv []string, stdout io.Writer) error {
 			if err := stop(); err != nil {
 				return err
 			}
+			v.cpu += proxyCPU(v.sess.Pid, serverComm) - cpuBefore
 		}
 		rep.RoundOrders = append(rep.RoundOrders, names)
 	}
@@ -376,6 +419,7 @@ func run(argv []string, stdout io.Writer) error {
 		if v == direct {
 			continue
 		}
+		rep.ProxyCPU[v.Name] = float64(v.cpu.Microseconds()) / float64(len(v.all))
 		var d50, d99 []float64
 		for r := range *rounds {
 			d50 = append(d50, rep.RoundP50[v.Name][r]-rep.RoundP50[direct.Name][r])
@@ -413,20 +457,21 @@ func writeMarkdown(w io.Writer, rep *Report) {
 	}
 	fmt.Fprintf(w, "%s via %s; %d calls per variant in %d interleaved rounds (+%d warmup); %s, %d CPUs\n\n",
 		what, strings.Join(rep.Server, " "), rep.N, rep.Rounds, rep.Warmup, rep.GoVersion, rep.NumCPU)
-	fmt.Fprintln(w, "| variant | p50 µs | p90 µs | p99 µs | mean µs | added p50 µs (range over rounds) | added p99 µs (range over rounds) | ratio p50 | ratio mean |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| variant | p50 µs | p90 µs | p99 µs | mean µs | added p50 µs (range over rounds) | added p99 µs (range over rounds) | ratio p50 | ratio mean | proxy CPU µs/call |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, name := range rep.Variants {
 		s := rep.Stats[name]
 		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.0f |", name, s.P50, s.P90, s.P99, s.Mean)
 		if a, ok := rep.Added[name]; ok {
-			fmt.Fprintf(w, " %+.0f (%+.0f … %+.0f) | %+.0f (%+.0f … %+.0f) | %.2f× | %.2f× |\n",
-				a.P50, a.P50Min, a.P50Max, a.P99, a.P99Min, a.P99Max, a.RatioP50, a.RatioMean)
+			fmt.Fprintf(w, " %+.0f (%+.0f … %+.0f) | %+.0f (%+.0f … %+.0f) | %.2f× | %.2f× | %.0f |\n",
+				a.P50, a.P50Min, a.P50Max, a.P99, a.P99Min, a.P99Max, a.RatioP50, a.RatioMean, rep.ProxyCPU[name])
 		} else {
-			fmt.Fprintln(w, " — | — | 1.00× | 1.00× |")
+			fmt.Fprintln(w, " — | — | 1.00× | 1.00× | — |")
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "added = median over rounds of (variant round percentile − direct round percentile); ratio = whole-run variant / direct.")
+	fmt.Fprintln(w, "added = median over rounds of (variant round percentile − direct round percentile); ratio = whole-run variant / direct;")
+	fmt.Fprintln(w, "proxy CPU = on-CPU time of the proxy's processes (every thread, the server's process excluded) over the measured calls, per call.")
 }
 
 func summarise(ds []time.Duration) Stats {
@@ -515,4 +560,51 @@ func appendFile(path, text string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// multiFlag is a flag that may be given more than once.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// proxyCPU is the on-CPU time so far of root and its descendants, but
+// the processes named server (the MCP server the proxy runs): every
+// thread's, from /proc/PID/task/TID/schedstat (nanoseconds; /proc/PID/stat
+// counts in 10 ms ticks, too coarse for a round). Linux only; elsewhere
+// it is zero.
+func proxyCPU(root int, server string) time.Duration {
+	procs := procstat.All()
+	children := map[int][]procstat.Proc{}
+	var self *procstat.Proc
+	for i, p := range procs {
+		children[p.Ppid] = append(children[p.Ppid], p)
+		if p.Pid == root {
+			self = &procs[i]
+		}
+	}
+	if self == nil {
+		return 0
+	}
+	var total time.Duration
+	queue := []procstat.Proc{*self}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = append(queue[1:], children[p.Pid]...)
+		if p.Name == server && p.Pid != root {
+			continue
+		}
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.Pid))
+		for _, t := range tasks {
+			raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", p.Pid, t.Name()))
+			if err != nil {
+				continue
+			}
+			if f := strings.Fields(string(raw)); len(f) > 0 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				total += time.Duration(ns)
+			}
+		}
+	}
+	return total
 }
