@@ -1,9 +1,10 @@
-// Command soak makes many sequential tools/calls through one aqlguard
-// (transparent mode, audit on, default sync) and reports how many took
+// Command soak makes many tools/calls through one aqlguard (transparent
+// mode, audit on, default sync), one after another or -c at a time as a
+// client that calls tools in parallel does, and reports how many took
 // longer than a bound — a stall such as a lost wakeup shows up here and
 // nowhere in a percentile — and the slowest.
 //
-//	soak -aqlguard BIN -server BIN [-server-args "..."] -tool echo -args '{"message":"hello"}' -n 500000
+//	soak -aqlguard BIN -server BIN [-server-args "..."] -tool echo -args '{"message":"hello"}' -n 500000 [-c 8]
 package main
 
 import (
@@ -14,6 +15,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aqlguard/aqlguard/bench/internal/harness"
@@ -38,6 +41,7 @@ func run(argv []string) error {
 		n          = fs.Int("n", 500000, "calls")
 		slow       = fs.Duration("slow", time.Second, "a call that takes longer is counted as slow")
 		callTO     = fs.Duration("call-timeout", time.Minute, "timeout of one call")
+		parallel   = fs.Int("c", 1, "calls in flight at once (one session)")
 	)
 	if err := fs.Parse(argv); err != nil {
 		return err
@@ -69,25 +73,46 @@ func run(argv []string) error {
 	defer s.Close()
 	durs := make([]time.Duration, 0, *n)
 	var slowCalls []string
+	var (
+		mu      sync.Mutex
+		next    atomic.Int64
+		firstEr error
+		wg      sync.WaitGroup
+	)
 	began := time.Now()
-	for i := range *n {
-		callCtx, cancel := context.WithTimeout(ctx, *callTO)
-		t0 := time.Now()
-		_, err := s.CallText(callCtx, *tool, args)
-		d := time.Since(t0)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("call %d: %w", i+1, s.Errorf("%v", err))
-		}
-		durs = append(durs, d)
-		if d > *slow {
-			slowCalls = append(slowCalls, fmt.Sprintf("call %d: %s", i+1, d.Round(time.Millisecond)))
-		}
+	for range max(1, *parallel) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i > *n {
+					return
+				}
+				callCtx, cancel := context.WithTimeout(ctx, *callTO)
+				t0 := time.Now()
+				_, err := s.CallText(callCtx, *tool, args)
+				d := time.Since(t0)
+				cancel()
+				mu.Lock()
+				if err != nil && firstEr == nil {
+					firstEr = fmt.Errorf("call %d: %w", i, s.Errorf("%v", err))
+					next.Store(int64(*n)) // the others stop
+				}
+				durs = append(durs, d)
+				if d > *slow {
+					slowCalls = append(slowCalls, fmt.Sprintf("call %d: %s", i, d.Round(time.Millisecond)))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstEr != nil {
+		return firstEr
 	}
 	total := time.Since(began)
 	slices.Sort(durs)
 	pct := func(p float64) time.Duration { return durs[min(len(durs)-1, int(p*float64(len(durs))))] }
-	fmt.Printf("%d sequential tools/call %s through aqlguard transparent in %s (%.0f calls/s)\n", *n, *tool, total.Round(time.Second), float64(*n)/total.Seconds())
+	fmt.Printf("%d tools/call %s, %d at a time, through aqlguard transparent in %s (%.0f calls/s)\n", *n, *tool, max(1, *parallel), total.Round(time.Second), float64(*n)/total.Seconds())
 	fmt.Printf("p50 %s  p99 %s  p99.9 %s  p99.99 %s  max %s\n", pct(0.5).Round(time.Microsecond), pct(0.99).Round(time.Microsecond),
 		pct(0.999).Round(time.Microsecond), pct(0.9999).Round(time.Microsecond), durs[len(durs)-1].Round(time.Microsecond))
 	fmt.Printf("calls slower than %s: %d\n", *slow, len(slowCalls))
