@@ -388,10 +388,13 @@ func lookupLocked(ctx context.Context, g *Guard, token string) (*Confirmation, *
 
 // awayHuman never answers: each question stays on the screen until its
 // context ends, which it reports on ended.
-type awayHuman struct{ ended chan error }
+// awayHuman never answers: asked says a question is up, ended how it
+// ended.
+type awayHuman struct{ asked, ended chan error }
 
 func (*awayHuman) Name() string { return "away" }
 func (h *awayHuman) Ask(ctx context.Context, _ verify.Request) (verify.Answer, error) {
+	h.asked <- nil
 	<-ctx.Done()
 	h.ended <- ctx.Err()
 	return verify.None, nil
@@ -403,15 +406,20 @@ func (*awayHuman) Show(context.Context, verify.Request) error { return nil }
 // after the call returned; not when the call only waited its inline
 // wait, whose retry would pick the answer up.
 func TestQuestionsAreWithdrawnWithTheirCaller(t *testing.T) {
-	h := &awayHuman{ended: make(chan error, 4)}
+	h := &awayHuman{asked: make(chan error, 4), ended: make(chan error, 4)}
 	g := newGuard(t, approvalPolicy, h)
 	g.InlineWait = 200 * time.Millisecond
 
-	// The client cancels its call.
+	// The client cancels its call once its question is up (a fixed
+	// sleep here once cancelled it before, on a loaded machine).
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Verdict, 1)
 	go func() { done <- g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})) }()
-	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-h.asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the question was never asked")
+	}
 	cancel()
 	if v := <-done; v.Proceed {
 		t.Fatal("a cancelled call ran")
