@@ -96,11 +96,7 @@ func oneClientOneProcessor(args []string) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return
 	}
-	verb := "run"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		verb = args[0]
-	}
-	if verb == "run" || verb == "wrap" {
+	if verb, _ := verbOf(args); verb == "run" || verb == "wrap" {
 		runtime.GOMAXPROCS(1)
 	}
 }
@@ -109,10 +105,7 @@ func oneClientOneProcessor(args []string) {
 // so runs under a supervisor (downstream.Supervise) that ends them and
 // everything they started however aqlguard ends.
 func supervisesServers(args []string) bool {
-	verb := "run"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		verb = args[0]
-	}
+	verb, _ := verbOf(args)
 	switch verb {
 	case "run", "serve", "wrap", "doctor", "policy":
 		return true
@@ -235,10 +228,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
-	verb := "run"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		verb, args = args[0], args[1:]
-	}
+	verb, args := verbOf(args)
 	c, ok := lookupCommand(verb)
 	if !ok {
 		fmt.Fprintf(stderr, "aqlguard: unknown verb %q; the verbs are %s\n\n%s", verb, verbNames(), usage())
@@ -249,6 +239,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return c.run(args, stdin, stdout, stderr)
+}
+
+// verbOf splits the command line into its verb (run when the first word
+// is a flag or there is none) and what follows it.
+func verbOf(args []string) (verb string, rest []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "run", args
 }
 
 // strayWord checks the first word after a verb that takes sub-commands:
