@@ -31,23 +31,11 @@ func TestRestartedServerKeepsWhatItsClientsSet(t *testing.T) {
 			quiet := connectShared(t, s.url, "quiet", nil)
 			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 			defer cancel()
-			//lint:ignore SA1019 this client speaks 2025-11-25, where servers log
-			if err := loud.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
-				t.Fatal(err)
-			}
-			//lint:ignore SA1019 as above
-			if err := quiet.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "error"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := loud.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///x"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := quiet.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///gone"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := quiet.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "file:///gone"}); err != nil {
-				t.Fatal(err)
-			}
+			loud.setLevel(t, "debug")
+			quiet.setLevel(t, "error")
+			loud.subscribe(t, "file:///x", true)
+			quiet.subscribe(t, "file:///gone", true)
+			quiet.subscribe(t, "file:///gone", false)
 
 			before := loud.call(t, "pid", nil, nil)
 			_, _ = loud.cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}})

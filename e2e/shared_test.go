@@ -100,6 +100,34 @@ func connectShared(t *testing.T, url, name string, elicit func(context.Context, 
 	return c
 }
 
+// setLevel sets the session's log level (logging/setLevel).
+func (c *sharedClient) setLevel(t *testing.T, level string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	//lint:ignore SA1019 this client speaks 2025-11-25, where servers log
+	if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)}); err != nil {
+		t.Fatalf("%s: logging/setLevel %s: %v", c.name, level, err)
+	}
+}
+
+// subscribe subscribes the session to uri's updates, or unsubscribes it
+// (on false).
+func (c *sharedClient) subscribe(t *testing.T, uri string, on bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	var err error
+	if on {
+		err = c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	} else {
+		err = c.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	}
+	if err != nil {
+		t.Fatalf("%s: (un)subscribing %s: %v", c.name, uri, err)
+	}
+}
+
 func (c *sharedClient) call(t *testing.T, tool string, args map[string]any, meta mcp.Meta) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -162,16 +190,8 @@ func TestSharedServerLogLevels(t *testing.T) {
 	s := startServeOn(t, sharedConfig(t, ""), "")
 	quiet := connectShared(t, s.url, "quiet", nil)
 	loud := connectShared(t, s.url, "loud", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	//lint:ignore SA1019 as above
-	if err := quiet.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "error"}); err != nil {
-		t.Fatal(err)
-	}
-	//lint:ignore SA1019 as above
-	if err := loud.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
-		t.Fatal(err)
-	}
+	quiet.setLevel(t, "error")
+	loud.setLevel(t, "debug")
 	loud.call(t, "log", map[string]any{"level": "debug", "text": "loud-debug"}, nil)
 	quiet.call(t, "log", map[string]any{"level": "debug", "text": "quiet-debug"}, nil)
 	quiet.call(t, "log", map[string]any{"level": "warning", "text": "quiet-warning"}, nil)
@@ -221,14 +241,8 @@ func TestSharedServerSubscriptions(t *testing.T) {
 	s := startServeOn(t, sharedConfig(t, ""), "")
 	a := connectShared(t, s.url, "a", nil)
 	b := connectShared(t, s.url, "b", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	if err := a.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///x"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///y"}); err != nil {
-		t.Fatal(err)
-	}
+	a.subscribe(t, "file:///x", true)
+	b.subscribe(t, "file:///y", true)
 	b.call(t, "touch", map[string]any{"uri": "file:///x"}, nil)
 	b.call(t, "touch", map[string]any{"uri": "file:///y"}, nil)
 	waitFor(t, "both updates", func() bool {
@@ -237,14 +251,10 @@ func TestSharedServerSubscriptions(t *testing.T) {
 		return len(ua) >= 1 && len(ub) >= 1
 	})
 	// b unsubscribes what it never subscribed: a's subscription stays.
-	if err := b.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "file:///x"}); err != nil {
-		t.Fatal(err)
-	}
+	b.subscribe(t, "file:///x", false)
 	b.call(t, "touch", map[string]any{"uri": "file:///x"}, nil)
 	waitFor(t, "the second update of x", func() bool { _, ua, _ := a.seen(); return len(ua) >= 2 })
-	if err := a.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "file:///x"}); err != nil {
-		t.Fatal(err)
-	}
+	a.subscribe(t, "file:///x", false)
 	a.call(t, "touch", map[string]any{"uri": "file:///x"}, nil)
 	time.Sleep(300 * time.Millisecond)
 	_, ua, _ := a.seen()
