@@ -82,9 +82,11 @@ type pending struct {
 // when state changed. It returns the generation after the commit.
 //
 // Concurrent commits of this process share one transaction (see above).
-// A commit alone is two round trips when decide reads only what the
-// snapshot holds: BEGIN with the head's lock, then the writes with
-// COMMIT.
+// A commit alone, when nobody else moved the head since this process's
+// last commit (guess) and decide reads only what the snapshot holds, is
+// one round trip: BEGIN, the head's conditional move, the writes and
+// COMMIT in one batch; otherwise two: BEGIN with the head's lock, then
+// the writes with COMMIT.
 func (s *State) Commit(ctx context.Context, decide func(store.View) (store.Changes, error)) (uint64, error) {
 	p := &pending{ctx: ctx, decide: decide, lead: make(chan struct{}), done: make(chan struct{})}
 	s.gmu.Lock()
