@@ -23,10 +23,14 @@ const (
 	// contents, a message's body). Text patterns see it only where a
 	// rule says so (roles = ["content"], or an argument rule naming it).
 	RoleContent
+	// RoleIdentifier names a thing the tool acts on (an entity, an issue
+	// number, a repository): text patterns see it like any role but
+	// content.
+	RoleIdentifier
 	roleCount
 )
 
-var roleNames = [roleCount]string{"other", "command", "code", "query", "path", "url", "content"}
+var roleNames = [roleCount]string{"other", "command", "code", "query", "path", "url", "content", "identifier"}
 
 func (r Role) String() string {
 	if r < roleCount {
@@ -60,7 +64,8 @@ func (s RoleSet) With(r Role) RoleSet { return s | 1<<r }
 // TextRoles are the roles a text pattern of deny, refuse,
 // requires_approval or a risk rule sees when no rule names roles: all
 // but content.
-const TextRoles RoleSet = 1<<RoleOther | 1<<RoleCommand | 1<<RoleCode | 1<<RoleQuery | 1<<RolePath | 1<<RoleURL
+const TextRoles RoleSet = 1<<RoleOther | 1<<RoleCommand | 1<<RoleCode | 1<<RoleQuery | 1<<RolePath | 1<<RoleURL |
+	1<<RoleIdentifier
 
 // roleByName are the argument names whose role a convention gives,
 // compared in SnakeName form.

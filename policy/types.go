@@ -313,6 +313,11 @@ type Server struct {
 	CallTimeout Duration `toml:"call_timeout"`
 	// Categories overrides the semantic category of named tools.
 	Categories map[string]string `toml:"categories"`
+	// Effects says what named tools do (tool = "read" | "write" |
+	// "delete" | "execute" | "send" | "none", or several separated by
+	// commas), over the shipped profiles and what the tools' schemas
+	// and descriptions say (package effects).
+	Effects map[string]string `toml:"effects"`
 	// Arguments declares the role of this server's arguments
 	// ("[TOOL:]ARGUMENT" = "command" | "code" | "query" | "path" | "url" |
 	// "content" | "other"), over what the schema and the names say.

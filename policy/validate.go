@@ -760,6 +760,19 @@ func (v *validator) servers(list []Server) {
 			}
 			s.Categories[tool] = string(c)
 		}
+		for _, tool := range slices.Sorted(maps.Keys(s.Effects)) {
+			ek := joinKey(k+".effects", tool)
+			if tool == "" {
+				v.errf(ek, "a tool name is required")
+				continue
+			}
+			e, err := ParseEffects(s.Effects[tool])
+			if err != nil {
+				v.errf(ek, "%v", err)
+				continue
+			}
+			s.Effects[tool] = e.String()
+		}
 		for _, arg := range slices.Sorted(maps.Keys(s.Arguments)) {
 			ak := joinKey(k+".arguments", arg)
 			if _, err := ParseArgumentSpec(arg); err != nil {
