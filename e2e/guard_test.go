@@ -82,9 +82,10 @@ func TestGuardRefusesAndNeverForwards(t *testing.T) {
 	}
 	t.Run("allowed", func(t *testing.T) {
 		g := startGuard(t, guardedConfig("enforcing", 1000))
-		// UPDATE scores 40: the confirm tier pauses for a human under the
-		// default (moderate) tolerance, and nobody can be asked here.
-		res, _ := g.callAQL(t, "mcp_aql_update", "ts_update_note", map[string]any{"id": "n", "input": map[string]any{}})
+		// A tool that runs a command scores 45: the confirm tier pauses
+		// for a human under the default (moderate) tolerance, and nobody
+		// can be asked here.
+		res, _ := g.callAQL(t, "mcp_aql_execute", "ts_run_command", map[string]any{"command": "ls"})
 		if code, _ := errCode(t, res); code != "CONFIRMATION_REQUIRED" {
 			t.Fatalf("confirm tier: %s", jsonString(res))
 		}

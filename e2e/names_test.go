@@ -26,8 +26,9 @@ func refusedUnrun(t *testing.T, g *guard, tool string, args map[string]any, log,
 // TestServerNamedLikeAVerb (issue 19, item 4): the verb conventions read
 // a tool's own name, never the name of its server. A server named
 // "search" does not make its run_command a search (auto_approve
-// "search_*"), nor one named "count" its echo a count (the safe-name
-// convention count_*, which caps the risk).
+// "search_*"), nor one named "count" its delete_note a count (the
+// safe-name convention count_*, which capped the risk before tools were
+// judged by their effects).
 func TestServerNamedLikeAVerb(t *testing.T) {
 	h := newHuman(t)
 	h.answer(t, "deny")
@@ -47,7 +48,7 @@ command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/count.jsonl"]
 `)
 	refusedUnrun(t, g, "search__run_command", map[string]any{"command": "ls"}, g.dir+"/search.jsonl", "run_command")
-	refusedUnrun(t, g, "count__echo", map[string]any{"message": "hi"}, g.dir+"/count.jsonl", "echo")
+	refusedUnrun(t, g, "count__delete_note", map[string]any{"id": "n1"}, g.dir+"/count.jsonl", "delete_note")
 	// The conventions still read the tool's own name, on any server.
 	if res, err := g.callRaw("search__get_item", map[string]any{"id": "a1"}); err != nil || res.IsError {
 		t.Errorf("get_item (auto_approve get_*): %v %s", err, jsonString(res))

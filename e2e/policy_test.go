@@ -119,7 +119,7 @@ pattern = "100"
 	}
 	// What the defaults allow still runs.
 	if res, _ := g.callAQL(t, "mcp_aql", "ts_get_item", map[string]any{"id": "a1"}); res["success"] != true {
-		t.Errorf("an auto-approved read: %s", jsonString(res))
+		t.Errorf("a read: %s", jsonString(res))
 	}
 }
 
@@ -141,11 +141,11 @@ func TestAllowForSession(t *testing.T) {
 	if res, _ := g.callAQL(t, "mcp_aql", "ts_delete_note", map[string]any{"id": "n2"}); res["success"] != true {
 		t.Fatalf("the same tool again: %s", jsonString(res))
 	}
-	if res, _ := g.callAQL(t, "mcp_aql", "ts_update_note", map[string]any{"id": "n2", "input": map[string]any{}}); res["success"] != false {
+	if res, _ := g.callAQL(t, "mcp_aql", "ts_run_command", map[string]any{"command": "ls"}); res["success"] != false {
 		t.Fatalf("another tool went through: %s", jsonString(res))
 	}
 	if n := len(h.requests(t)); n != 2 {
-		t.Errorf("the human was asked %d times, want 2 (the first delete, then update_note)", n)
+		t.Errorf("the human was asked %d times, want 2 (the first delete, then run_command)", n)
 	}
 	out, _, _ := admin(t, g, "approvals", "list")
 	if !strings.Contains(out, "ts.delete_note") || !strings.Contains(out, "policy-agent") {
@@ -348,7 +348,7 @@ pattern = "x"
 	if code != 0 {
 		t.Fatalf("explain: %s", errOut)
 	}
-	for _, want := range []string{"interpreter_code ask", "ts.delete_note", "delete_*", "asks", "ts.get_item", "get_*", "allowed", "ts.drop_database", "refuses"} {
+	for _, want := range []string{"interpreter_code ask", "ts.delete_note", "delete_*", "asks", "ts.get_item", "EFFECTS", "read (schema)", "allowed", "ts.drop_database", "refuses"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain lacks %q:\n%s", want, out)
 		}

@@ -55,6 +55,46 @@ func BaseRisk(cat policy.Category) int {
 	return unknownCategoryRisk
 }
 
+// effectRisk is the base risk of each effect: reading and writing where
+// the guard judges the place (paths against roots, stage 3) is advisory;
+// sending data out is at the top of the advisory tier (a conservative
+// tolerance asks); running commands, deleting, and what could do
+// anything are in the confirm tier.
+var effectRisk = []struct {
+	effect policy.Effect
+	score  int
+}{
+	{policy.EffectRead, 10},
+	{policy.EffectWrite, 25},
+	{policy.EffectSend, 30},
+	{policy.EffectExecute, 45},
+	{policy.EffectUnknown, 45},
+	{policy.EffectDelete, 55},
+}
+
+// EffectsRisk is the base risk of a set of effects: the highest of its
+// effects', 0 for a tool that does nothing outside itself.
+func EffectsRisk(e policy.Effects) int {
+	score := 0
+	for _, r := range effectRisk {
+		if e.Has(r.effect) {
+			score = max(score, r.score)
+		}
+	}
+	return score
+}
+
+// effectsRisk is a modelled step's base risk and the factor that says
+// what it does and how the guard knows.
+func effectsRisk(s *Step, factors []string) (int, []string) {
+	score := EffectsRisk(s.Effects)
+	f := "risk: effects " + s.Effects.String() + " (" + s.EffectSource.String() + "), base " + strconv.Itoa(score)
+	if s.EffectWhy != "" {
+		f += ": it " + s.EffectWhy
+	}
+	return score, append(factors, f)
+}
+
 // unknownCategoryRisk applies when a step has no (or an unknown) category:
 // danger-levels.md 7.1 forbids treating unlabelled operations as safe, and
 // "could do anything" is what EXECUTE means.
@@ -95,18 +135,27 @@ func (c *call) score(p *policy.Policy) int {
 // reports, or the risk stage.
 func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 	s := &c.s
+	modeled := s.EffectSource != policy.SourceNone
 	cat := policy.Category(strings.ToUpper(strings.TrimSpace(string(s.Category))))
-	base, known := baseRiskOf(cat)
-	score := base.score
-	if known {
-		factors = append(factors, base.factor)
+	var score int
+	if modeled {
+		score, factors = effectsRisk(s, factors)
 	} else {
-		score = unknownCategoryRisk
-		factors = append(factors, "risk: category unknown, base "+strconv.Itoa(score)+" (as EXECUTE)")
+		base, known := baseRiskOf(cat)
+		score = base.score
+		if known {
+			factors = append(factors, base.factor)
+		} else {
+			score = unknownCategoryRisk
+			factors = append(factors, "risk: category unknown, base "+strconv.Itoa(score)+" (as EXECUTE)")
+		}
 	}
 
 	destructive := isTrue(s.Annotations.Destructive)
-	if isTrue(s.Annotations.ReadOnly) {
+	// A server's word never lowers the guard's judgement of a tool it
+	// has a model of; without one (a reported step, a policy test case),
+	// readOnlyHint is all there is.
+	if isTrue(s.Annotations.ReadOnly) && !modeled {
 		if cat == policy.Delete {
 			factors = append(factors, "risk: readOnlyHint ignored for a DELETE")
 		} else if score > readOnlyCap {
@@ -125,8 +174,10 @@ func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 
 	nr := c.nameRisk()
 	// A reassuring name must not talk a declared destructive tool, or a
-	// DELETE, down: names are chosen by whoever wrote the server.
-	if !destructive && cat != policy.Delete && score > safeNameCap {
+	// DELETE, down: names are chosen by whoever wrote the server. A tool
+	// the guard has a model of is judged by what it does, never by a
+	// name that sounds safe.
+	if !modeled && !destructive && cat != policy.Delete && score > safeNameCap {
 		if h := nr.safe; h.ok {
 			score = safeNameCap
 			factors = append(factors, "risk: "+h.what+" matches safe pattern "+h.pat+", capped at "+strconv.Itoa(score))

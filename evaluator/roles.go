@@ -7,10 +7,13 @@ import (
 )
 
 // roles decides the role of a call's arguments: what the policy declares
-// ([servers.arguments], shell_arguments), else what the tool's schema
-// says (Step.Roles, top level only), else what the argument's own name
-// says (policy.RoleByConvention). A value below an argument that has a
-// role keeps it; below one that has none, its own name may give one.
+// ([servers.arguments], shell_arguments), else the tool's effect model
+// (Step.Roles of a Modeled step: every declared argument, nested ones
+// by their path; an argument the tool does not declare has no role),
+// else, for a step without a model, what the schema says (Step.Roles,
+// top level only) and then what the argument's own name says
+// (policy.RoleByConvention). A value below an argument that has a role
+// keeps it; below one that has none, its own may give one.
 type roles struct {
 	p     *policy.Policy
 	s     *Step
@@ -29,6 +32,9 @@ func (r roles) of(name, path string) policy.Role {
 	}
 	if role, ok := r.declared(path); ok {
 		return role
+	}
+	if r.s.Modeled {
+		return r.s.Roles[path] // RoleOther when the tool does not declare it
 	}
 	if path == name {
 		if role, ok := r.s.Roles[name]; ok {

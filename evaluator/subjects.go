@@ -149,7 +149,9 @@ func (w *walker) arguments(args map[string]any) {
 		roles = append(roles, r)
 		where = where || policy.NamesWhereItWrites(name, r)
 	}
-	w.content = policy.ContentFor(w.roles.s.Category, where)
+	// A modelled tool's roles say already what is content (the model
+	// made content of nothing for a tool that neither writes nor sends).
+	w.content = w.roles.s.Modeled || policy.ContentFor(w.roles.s.Category, where)
 	for i, mb := range members {
 		p := policy.SnakeName(mb.key)
 		*w.out = append(*w.out, Value{Path: p, Text: policy.Normalize(mb.key), Raw: mb.key, Key: true, String: true})

@@ -24,10 +24,22 @@ type Step struct {
 	ManagedCategory policy.Category
 	Annotations     Annotations
 	Arguments       map[string]any // decoded arguments, as the server will receive them
-	// Roles are the roles the tool's schema gives its arguments (format
-	// uri: url), by SnakeName; [servers.arguments] and the names' own
-	// conventions fill in the rest (see Value.Role).
+	// Effects is what the tool does and EffectSource where the guard has
+	// that from (package effects); EffectWhy says it in plain words.
+	// With SourceNone (a reported step, a policy test case that names
+	// no effects) the risk stage scores the step by its Category.
+	Effects      policy.Effects
+	EffectSource policy.EffectSource
+	EffectWhy    string
+	// Roles are the roles of the tool's arguments, by SnakeName path.
+	// Modeled: Roles holds every argument the tool declares (its effect
+	// model), and an argument it does not hold has no role, whatever its
+	// name: the model chose the names it sends, the tool's schema did
+	// not. Otherwise Roles holds what the schema says (format uri: url)
+	// and the names' own conventions fill in the rest. [servers.arguments]
+	// is over both (see Value.Role).
 	Roles      map[string]policy.Role
+	Modeled    bool
 	ActionHint string // a reported step's next_action_hint; patterns match it (not used for proxied calls)
 	Outcome    string // previous step outcome: "", success, failure, skipped
 	StepNumber int    // 1-based count of this principal's steps, including this one

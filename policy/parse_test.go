@@ -407,8 +407,13 @@ func TestDefault(t *testing.T) {
 	if a.Path != "" || a.Mode != "semantic" || a.Agent != "default" || len(a.Servers) != 0 || a.Safety.Loop != "enforcing" {
 		t.Errorf("Default() = %+v", a)
 	}
-	if len(a.Safety.Deny) == 0 || len(a.Safety.RequiresApproval) == 0 || len(a.Safety.AutoApprove) == 0 {
+	if len(a.Safety.Deny) == 0 || len(a.Safety.RequiresApproval) == 0 {
 		t.Errorf("Default() has empty pattern lists: %+v", a.Safety)
+	}
+	// Names never approve by default: a rogue get_* runs commands as
+	// well as any (issue 29).
+	if len(a.Safety.AutoApprove) != 0 {
+		t.Errorf("Default() auto-approves by name: %v", a.Safety.AutoApprove)
 	}
 	a.Safety.Deny[0] = "mutated"
 	if b := Default(); b.Safety.Deny[0] == "mutated" {

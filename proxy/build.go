@@ -39,9 +39,11 @@ func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.
 		}
 	}
 	overrides := map[string]map[string]string{}
+	effectsOf := map[string]map[string]string{}
 	managed := map[string]bool{}
 	for _, s := range cfg.Servers {
 		overrides[s.Name] = s.Categories
+		effectsOf[s.Name] = s.Effects
 		managed[s.Name] = s.Managed || cfg.Managed == nil
 	}
 	for _, s := range servers {
@@ -52,7 +54,7 @@ func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.
 		if st.Status != downstream.Ready && (st.Status != downstream.Restarting || len(st.Tools) == 0) {
 			continue
 		}
-		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: st.Tools, Categories: overrides[s.Name], Policy: pol,
+		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: st.Tools, Categories: overrides[s.Name], Effects: effectsOf[s.Name], Policy: pol,
 			OverridesManaged: managed[s.Name]})
 	}
 	return cat, nil

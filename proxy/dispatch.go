@@ -148,7 +148,8 @@ func toolCall(session string, op *catalog.Operation, args map[string]any, token 
 	return guard.Request{Method: guard.MethodToolsCall, Base: base, Action: guard.Action{Session: session, Operation: op.Name,
 		Server: op.Server, Tool: op.Tool.Name, Category: op.Category, ManagedCategory: op.ManagedCategory,
 		Annotations: guard.Annotations(op.Tool.Annotations), Arguments: args, Token: token,
-		Secrets: op.SecretArguments(), Roles: op.ArgumentRoles()}}
+		Secrets: op.SecretArguments(), Roles: op.Model.Roles, Modeled: true,
+		Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why}}
 }
 
 // downstreamArgs drops what aqlguard consumed and restores the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/aqlguard/aqlguard/effects"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/guard"
@@ -12,25 +13,28 @@ import (
 )
 
 // JudgeTool is the guard's own judgement of one definition of a server's
-// tool (pins.Judge): the category the catalog gives it (the
-// configuration's override, else its annotations, else the verb of its
-// own name) and the risk the evaluator scores a call of it at, with no
-// arguments, under the policy in force. Tool pinning accepts a change
-// without a human only if it does not lower this.
+// tool (pins.Judge): the category the catalog routes it by, the base
+// risk of what it does (its effects, package effects) and the risk the
+// evaluator scores a call of it at, with no arguments, under the policy
+// in force. Tool pinning accepts a change without a human only if it
+// does not lower this.
 func (sh *Shared) JudgeTool(server string, definition json.RawMessage) (pins.Judgement, error) {
 	var t mcp.Tool
 	if err := json.Unmarshal(definition, &t); err != nil {
 		return pins.Judgement{}, fmt.Errorf("judging %s's tool: %w", server, err)
 	}
 	var override string
+	var declared map[string]string
 	for _, s := range sh.CurrentConfig().Servers {
 		if s.Name == server {
-			override = s.Categories[t.Name]
+			override, declared = s.Categories[t.Name], s.Effects
 		}
 	}
 	cat, _ := catalog.Classify(&t, override)
+	model := effects.Resolve(catalog.Definition(&t), effects.Config{Effects: declared})
 	pol := sh.Guard.CurrentPolicy()
 	risk, _ := evaluator.Risk(pol, evaluator.Step{Principal: pol.Principal, Operation: server + "_" + catalog.Snake(t.Name),
-		Server: server, Tool: t.Name, Category: cat, Annotations: guard.Annotations(t.Annotations)})
-	return pins.Judgement{Category: string(cat), Base: evaluator.BaseRisk(cat), Risk: risk}, nil
+		Server: server, Tool: t.Name, Category: cat, Annotations: guard.Annotations(t.Annotations),
+		Effects: model.Effects, EffectSource: model.Source, EffectWhy: model.Why, Roles: model.Roles, Modeled: true})
+	return pins.Judgement{Category: string(cat), Base: evaluator.EffectsRisk(model.Effects), Risk: risk}, nil
 }

@@ -81,7 +81,7 @@ func (s *server) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 					"requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}},
 			"serverInfo": map[string]any{"name": s.name, "version": "1.0.0"}})
 	case "tools/list":
-		return json.RawMessage(`{"tools":[{"name":"work","description":"Works for ms milliseconds, then says NAME: LABEL.",` +
+		return json.RawMessage(`{"tools":[{"name":"work","description":"Waits ms milliseconds, then says NAME: LABEL.",` +
 			`"inputSchema":{"type":"object","properties":{"label":{"type":"string"},"ms":{"type":"integer"}}},` +
 			`"annotations":{"readOnlyHint":true},"execution":{"taskSupport":"optional"}}]}`), nil
 	case "tools/call":

@@ -5,10 +5,12 @@
 package catalog
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/aqlguard/aqlguard/effects"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,6 +33,9 @@ type Operation struct {
 	// ManagedCategory is the category a managed policy layer reads: the
 	// tool's own classification where the override is the user's.
 	ManagedCategory policy.Category
+	// Model is what the tool does and what each of its arguments is
+	// (package effects): the guard judges calls by it, not by Category.
+	Model effects.Model
 
 	// Server and Tool bind a downstream operation to its tool; both are
 	// empty for built-in operations.
@@ -77,6 +82,8 @@ type ServerTools struct {
 	Server     string
 	Tools      []*mcp.Tool
 	Categories map[string]string // tool name → category override
+	// Effects are the server's [servers.effects] (tool name → effects).
+	Effects map[string]string
 	// OverridesManaged says the overrides are the managed layer's (or
 	// there is no managed layer): a managed policy reads the categories
 	// as they say; otherwise it reads the tools' own classification.
@@ -140,6 +147,7 @@ func (c *Catalog) AddServer(st ServerTools) {
 	opNames := operationNames(st.Server, names)
 	for _, t := range st.Tools {
 		op := derive(st.Server, opNames[t.Name], t, st.Categories[t.Name])
+		op.Model = effects.Resolve(Definition(t), effects.Config{Effects: st.Effects})
 		op.ManagedCategory = op.Category
 		if !st.OverridesManaged && st.Categories[t.Name] != "" {
 			op.ManagedCategory, _ = Classify(t, "")
@@ -311,19 +319,41 @@ func (o *Operation) SecretArguments() []string {
 	return out
 }
 
-// ArgumentRoles are the roles the tool's schema gives its arguments (by
-// SnakeName of the server's spelling): a string of format uri is a URL.
-// The names and [servers.arguments] say the rest (evaluator roles).
-func (o *Operation) ArgumentRoles() map[string]policy.Role {
-	var out map[string]policy.Role
-	for _, p := range o.Params {
-		switch p.Format {
-		case "uri", "uri-reference", "iri", "iri-reference", "url":
-			if out == nil {
-				out = map[string]policy.Role{}
-			}
-			out[policy.SnakeName(p.ServerName())] = policy.RoleURL
+// Definition is what a tool's definition says of it, as package effects
+// reads it.
+func Definition(t *mcp.Tool) effects.Definition {
+	d := effects.Definition{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schemaMap(t.InputSchema)}
+	if a := t.Annotations; a != nil {
+		// The SDK decodes readOnlyHint as a plain bool: only true says
+		// anything.
+		if a.ReadOnlyHint {
+			yes := true
+			d.ReadOnly = &yes
+		}
+		d.Destructive, d.OpenWorld = a.DestructiveHint, a.OpenWorldHint
+		if d.Title == "" {
+			d.Title = a.Title
 		}
 	}
-	return out
+	return d
+}
+
+// schemaMap is a tool's schema as decoded JSON, whichever form the SDK
+// holds it in (nil when it is none or not an object).
+func schemaMap(schema any) map[string]any {
+	switch s := schema.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		return s
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
 }

@@ -250,7 +250,8 @@ func stepFor(a Action, principal string, steps int, failurePause bool) evaluator
 		Principal: principal, Session: a.Session, Operation: op,
 		Server: a.Server, Tool: a.Tool, Category: a.Category, ManagedCategory: a.ManagedCategory, Annotations: a.Annotations,
 		Arguments: a.Arguments, ActionHint: a.Hint, Outcome: outcome, StepNumber: steps,
-		Roles: a.Roles, Unresolved: a.Unresolved,
+		Roles: a.Roles, Modeled: a.Modeled, Effects: a.Effects, EffectSource: a.EffectSource, EffectWhy: a.EffectWhy,
+		Unresolved: a.Unresolved,
 	}
 }
 

@@ -136,9 +136,13 @@ type Action struct {
 	// SharedSession says the session has no client of its own to bind a
 	// session-wide approval to (WithSharedSession).
 	SharedSession bool
-	// Roles are what the tool's schema says of its arguments
-	// (evaluator.Step.Roles).
-	Roles map[string]policy.Role
+	// Effects, EffectSource, EffectWhy, Roles and Modeled are the tool's
+	// effect model (evaluator.Step has them).
+	Effects      policy.Effects
+	EffectSource policy.EffectSource
+	EffectWhy    string
+	Roles        map[string]policy.Role
+	Modeled      bool
 	// Unresolved says what of the call could not be read exactly; the
 	// evaluator then asks a human (evaluator.Step.Unresolved).
 	Unresolved string

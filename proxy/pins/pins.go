@@ -88,18 +88,18 @@ func pretty(raw json.RawMessage) string {
 }
 
 // Judgement is the guard's own view of one tool definition: the category
-// the catalog gives it, that category's base risk, and the risk the
-// evaluator scores a call of it at (no arguments), under the
-// configuration and policy in force.
+// the catalog gives it, the base risk of what it does (its effects), and
+// the risk the evaluator scores a call of it at (no arguments), under
+// the configuration and policy in force.
 type Judgement struct {
 	Category string
 	Base     int
 	Risk     int
 }
 
-// AtLeast reports whether j guards at least as much as old: a category no
-// less dangerous (by base risk: READ < CREATE < UPDATE < EXECUTE <
-// DELETE) and a risk no lower.
+// AtLeast reports whether j guards at least as much as old: effects no
+// less dangerous (by base risk: none < read < write < send < execute <
+// delete) and a risk no lower.
 func (j Judgement) AtLeast(old Judgement) bool { return j.Base >= old.Base && j.Risk >= old.Risk }
 
 // Judge judges one definition (as the server sent it) of a server's tool.
