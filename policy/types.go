@@ -313,6 +313,11 @@ type Server struct {
 	CallTimeout Duration `toml:"call_timeout"`
 	// Categories overrides the semantic category of named tools.
 	Categories map[string]string `toml:"categories"`
+	// TrustFirstSight pins the tools this server lists the first time as
+	// they are, without the human's first-sight review (the behaviour
+	// before reviews existed); their descriptions are still scanned, and
+	// a later change still waits for a human.
+	TrustFirstSight bool `toml:"trust_first_sight"`
 	// Effects says what named tools do (tool = "read" | "write" |
 	// "delete" | "execute" | "send" | "none", or several separated by
 	// commas), over the shipped profiles and what the tools' schemas

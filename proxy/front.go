@@ -212,16 +212,25 @@ func (f *Front) refreshServer(server string) {
 // approval): the listing, and the wait for one in progress.
 const refreshTimeout = 30 * time.Second
 
-// pinRefusal refuses a call to a tool whose change waits for a human. It
-// reads the pin again first: the change may have been approved since (at
-// the command line, in another process); then the tools are refreshed and
-// op is the tool as it is now.
+// pinRefusal refuses a call to a tool whose change, or whose new
+// server's first-sight review, waits for a human. It reads the pin again
+// first: the change may have been approved since (at the command line,
+// in another process); then the tools are refreshed and op is the tool
+// as it is now. A call to a tool under review brings the review question
+// back if it is not on screen, and waits for the answer as long as a
+// call waits for a human (inline_wait).
 func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog.Operation, *aql.Error) {
 	srv, ok := f.Pool.Server(op.Server)
 	if !ok || !srv.State().Withheld[op.Tool.Name] {
 		return op, nil
 	}
-	still, err := f.pins.Pending(ctx, op.Server, op.Tool.Name)
+	still, review, err := f.pins.Waiting(ctx, op.Server, op.Tool.Name)
+	if err == nil && still && review {
+		f.pins.RemindReview(ctx, op.Server)
+		if f.pins.WaitApproved(ctx, op.Server, op.Tool.Name, f.shared.CurrentConfig().Verify.InlineWait.Duration) {
+			still = false
+		}
+	}
 	if err == nil && !still {
 		f.refreshServer(op.Server)
 		if srv.State().Withheld[op.Tool.Name] {
@@ -235,7 +244,11 @@ func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog
 			}
 		}
 	}
-	return nil, refusalError(guard.Stop(guard.RefusalToolChanged, "", map[string]any{"operation": op.Name, "server": op.Server,
+	kind := guard.RefusalToolChanged
+	if review {
+		kind = guard.RefusalToolReview
+	}
+	return nil, refusalError(guard.Stop(kind, "", map[string]any{"operation": op.Name, "server": op.Server,
 		"tool": op.Tool.Name}, time.Time{}, time.Time{}), f.voice())
 }
 

@@ -25,9 +25,10 @@ func (sh *Shared) JudgeTool(server string, definition json.RawMessage) (pins.Jud
 	}
 	var override string
 	var declared map[string]string
+	trusted := false
 	for _, s := range sh.CurrentConfig().Servers {
 		if s.Name == server {
-			override, declared = s.Categories[t.Name], s.Effects
+			override, declared, trusted = s.Categories[t.Name], s.Effects, s.TrustFirstSight
 		}
 	}
 	cat, _ := catalog.Classify(&t, override)
@@ -36,5 +37,13 @@ func (sh *Shared) JudgeTool(server string, definition json.RawMessage) (pins.Jud
 	risk, _ := evaluator.Risk(pol, evaluator.Step{Principal: pol.Principal, Operation: server + "_" + catalog.Snake(t.Name),
 		Server: server, Tool: t.Name, Category: cat, Annotations: guard.Annotations(t.Annotations),
 		Effects: model.Effects, EffectSource: model.Source, EffectWhy: model.Why, Roles: model.Roles, Modeled: true})
-	return pins.Judgement{Category: string(cat), Base: evaluator.EffectsRisk(model.Effects), Risk: risk}, nil
+	j := pins.Judgement{Category: string(cat), Base: evaluator.EffectsRisk(model.Effects), Risk: risk,
+		Says: model.Why, Concerns: model.Claims}
+	switch {
+	case model.Profile != "":
+		j.Sight = pins.SightProfile
+	case trusted:
+		j.Sight = pins.SightTrusted
+	}
+	return j, nil
 }

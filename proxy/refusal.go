@@ -93,7 +93,7 @@ var refusalCodes = map[guard.RefusalKind]aql.Code{
 	guard.RefusalBlocked: aql.CodeAgentBlocked, guard.RefusalPaused: aql.CodeVerification,
 	guard.RefusalPending: aql.CodeConfirmation, guard.RefusalDenied: aql.CodePermissionDenied,
 	guard.RefusalRefused: aql.CodePermissionDenied, guard.RefusalCheckins: aql.CodePermissionDenied,
-	guard.RefusalToolChanged: aql.CodePermissionDenied, guard.RefusalTokenInvalid: aql.CodeTokenInvalid,
+	guard.RefusalToolChanged: aql.CodePermissionDenied, guard.RefusalToolReview: aql.CodePermissionDenied, guard.RefusalTokenInvalid: aql.CodeTokenInvalid,
 	guard.RefusalTokenExpired: aql.CodeTokenExpired, guard.RefusalTokenUsed: aql.CodeTokenUsed,
 	guard.RefusalTokenScope: aql.CodeTokenScope, guard.RefusalRateLimited: aql.CodeRateLimit,
 	guard.RefusalVerifyFailed: aql.CodeVerifyFailed, guard.RefusalNotFound: aql.CodeNotFoundResource,

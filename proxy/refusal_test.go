@@ -40,7 +40,7 @@ func voices() map[string]Voice {
 
 // stopKinds are the refusals that stop the agent or wait for a human.
 var stopKinds = []guard.RefusalKind{guard.RefusalBlocked, guard.RefusalPaused, guard.RefusalPending, guard.RefusalDenied,
-	guard.RefusalRefused, guard.RefusalCheckins, guard.RefusalToolChanged}
+	guard.RefusalRefused, guard.RefusalCheckins, guard.RefusalToolChanged, guard.RefusalToolReview}
 
 // sampleParts are a refusal's parts, as long as real ones.
 type sampleParts struct{ reason, verification, token, why string }
@@ -63,7 +63,7 @@ func sample(k guard.RefusalKind, why string) (*guard.Refusal, sampleParts) {
 		f["confirmation_token"], f["danger_level"], until = p.token, "destructive", at
 	case guard.RefusalDenied:
 		when, until = at, at.Add(5*time.Minute)
-	case guard.RefusalToolChanged:
+	case guard.RefusalToolChanged, guard.RefusalToolReview:
 		f["server"], f["tool"] = "filesystem", "write_file"
 	}
 	return guard.Stop(k, why, f, when, until), p
@@ -102,7 +102,7 @@ func TestRefusalsAreTerse(t *testing.T) {
 					quoted, _ := aql.Marshal(part)
 					n := strings.Count(text, strings.Trim(string(quoted), `"`))
 					if part == p.why && (kind == guard.RefusalDenied || kind == guard.RefusalRefused ||
-						kind == guard.RefusalCheckins || kind == guard.RefusalToolChanged) {
+						kind == guard.RefusalCheckins || kind == guard.RefusalToolChanged || kind == guard.RefusalToolReview) {
 						want = 0 // no human is reached in these: why has nothing to say
 					}
 					if n != want {

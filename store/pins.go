@@ -19,9 +19,15 @@ type Pin struct {
 	Definition json.RawMessage `json:"definition"`
 	FirstSeen  time.Time       `json:"first_seen"`
 	ApprovedAt time.Time       `json:"approved_at"`
-	// ApprovedBy says how: "first sight", "narrowed", "human",
-	// "admin <os user>".
+	// ApprovedBy says how: "first sight" (the configuration trusts it,
+	// or it was pinned before first sights were reviewed), "profile" (a
+	// shipped profile was made from it), "narrowed", "human", "admin <os
+	// user>".
 	ApprovedBy string `json:"approved_by"`
+	// Reviewed says a human approved the tool as it is (at a first-sight
+	// review or a change since; a narrowing keeps it): only then may the
+	// server's own word about it inform the guard.
+	Reviewed bool `json:"reviewed,omitempty"`
 	// Pending is a changed definition waiting for a human, if any.
 	Pending *PendingChange `json:"pending,omitempty"`
 }
@@ -31,6 +37,10 @@ type PendingChange struct {
 	Hash       string          `json:"hash"`
 	Definition json.RawMessage `json:"definition"`
 	SeenAt     time.Time       `json:"seen_at"`
+	// Review says the tool was seen at its server's first sight and
+	// waits for the human's review of the server (listed meanwhile, but
+	// not callable).
+	Review bool `json:"review,omitempty"`
 }
 
 func pinKey(server, tool string) string { return server + "\x00" + tool }

@@ -67,7 +67,7 @@ type Request struct {
 // says it ("Claude Code wants to delete 3 files in ~/project with the fs
 // server."); "" for a request that is not about one call.
 func (r Request) Summary() string {
-	if r.Server == "" || r.Operation == OperationToolChange {
+	if r.Server == "" || r.Operation == OperationToolChange || r.Operation == OperationToolReview {
 		return ""
 	}
 	return summary(r)
@@ -76,6 +76,11 @@ func (r Request) Summary() string {
 // OperationToolChange is the Operation of a question about a server
 // that changed a tool since it was approved (tool pinning).
 const OperationToolChange = "tool change"
+
+// OperationToolReview is the Operation of a question about a server seen
+// for the first time, whose tools no shipped profile vouches for (tool
+// pinning's first-sight review).
+const OperationToolReview = "tool review"
 
 // Answer is the human's reply to a confirmation question.
 type Answer string

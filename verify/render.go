@@ -51,6 +51,10 @@ func questionText(r Request, now time.Time, capped bool) (string, error) {
 		sections = append(sections, wrapWords(fmt.Sprintf("The %s server changed its tool %s since you approved it. "+
 			"Until you approve the change, the agent sees the tool as it was, and calls to it are refused.",
 			visible(r.Server, false), visible(r.Tool, false)), ""))
+	case OperationToolReview:
+		sections = append(sections, wrapWords(fmt.Sprintf("The %s server is new to aqlguard. Look at what its tools can do "+
+			"before the agent uses them: until you approve, calls to them wait.",
+			visible(r.Server, false)), ""))
 	default:
 		sections = append(sections, wrapWords(summary(r), ""))
 	}
@@ -65,7 +69,11 @@ func questionText(r Request, now time.Time, capped bool) (string, error) {
 				detail = cut + fmt.Sprintf("\n… %d more characters not shown (aqlguard pins list shows them all)", more)
 			}
 		}
-		sections = append(sections, "Change (- as approved, + as the server sends it now):\n"+detail)
+		head := "Change (- as approved, + as the server sends it now):\n"
+		if r.Operation == OperationToolReview {
+			head = "Its tools, and what each can do (aqlguard's reading of the server's words):\n"
+		}
+		sections = append(sections, head+detail)
 	case r.Server != "" && len(r.Arguments) == 0:
 		sections = append(sections, "Arguments: none")
 	case len(r.Arguments) > 0:
@@ -93,6 +101,9 @@ func questionText(r Request, now time.Time, capped bool) (string, error) {
 		buttons = append(buttons, fmt.Sprintf("%q lifts the pause: the agent may go on after its failed step.", allowOnceLabel))
 	case OperationToolChange:
 		buttons = append(buttons, fmt.Sprintf("%q approves the changed tool: the agent sees it as it is now and may call it.", allowOnceLabel))
+	case OperationToolReview:
+		buttons = append(buttons, fmt.Sprintf("%q approves these tools as they are: the agent may call them, each call still judged "+
+			"by the policy; a later change asks again.", allowOnceLabel))
 	default:
 		buttons = append(buttons, fmt.Sprintf("%q lets this one call run.", allowOnceLabel))
 		if r.AllowSession {

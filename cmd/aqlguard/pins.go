@@ -13,7 +13,7 @@ import (
 )
 
 const pinsUsage = `usage: aqlguard pins list [SERVER] [--state-dir DIR]
-       aqlguard pins approve SERVER TOOL [--state-dir DIR]
+       aqlguard pins approve SERVER [TOOL] [--state-dir DIR]
        aqlguard pins reset SERVER [TOOL] | --every [--state-dir DIR]
 `
 
@@ -49,6 +49,20 @@ func cmdPins(args []string, stdout, stderr io.Writer) int {
 			server = rest[0]
 		}
 		return pinsList(ctx, st, server, stdout, stderr)
+	case verb == "approve" && len(rest) == 1:
+		// A new server's first-sight review: every tool that waits for it.
+		p := &pins.Pinner{State: st, Process: processName()}
+		n, err := p.ApproveReview(ctx, rest[0], nil, "admin "+osUser())
+		if errors.Is(err, pins.ErrNoChange) {
+			fmt.Fprintf(stderr, "aqlguard pins approve: no tool of %s waits for its first-sight review; name the tool to approve a change\n", rest[0])
+			return 1
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "approved %d tool(s) of the new server %s as they are; running aqlguards use them at the next call\n", n, rest[0])
+		return 0
 	case verb == "approve" && len(rest) == 2:
 		p := &pins.Pinner{State: st, Process: processName()}
 		err := p.Approve(ctx, rest[0], rest[1], "", "admin "+osUser())
@@ -98,6 +112,8 @@ func pinsList(ctx context.Context, st store.State, server string, stdout, stderr
 	for _, p := range list {
 		status, approved, hash := "pinned", p.ApprovedAt.Local().Format(time.RFC3339), p.Hash
 		switch {
+		case p.Hash == "" && p.Pending != nil && p.Pending.Review: // a new server's tool
+			status, approved, hash = "NEW, waiting for review", "-", "-"
 		case p.Hash == "": // never approved: a tool the server added
 			status, approved, hash = "ADDED, waiting for approval", "-", "-"
 		case p.Pending != nil:
@@ -106,7 +122,18 @@ func pinsList(ctx context.Context, st store.State, server string, stdout, stderr
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Server, p.Tool, status, approved, orDash(p.ApprovedBy), hash[:min(12, len(hash))])
 	}
 	_ = w.Flush()
+	reviews := map[string]bool{}
 	for _, p := range list {
+		if p.Pending != nil && p.Pending.Review && !reviews[p.Server] {
+			reviews[p.Server] = true
+			fmt.Fprintf(stdout, "\n%s is a new server: its tools wait for a review (look at them with `aqlguard policy explain`);\n"+
+				"approve them all with: aqlguard pins approve %s\n", p.Server, p.Server)
+		}
+	}
+	for _, p := range list {
+		if p.Pending != nil && p.Pending.Review {
+			continue
+		}
 		if p.Pending != nil {
 			what := "changed"
 			if p.Hash == "" {

@@ -128,7 +128,7 @@ func decisionWord(v Verdict) string {
 		return "verify"
 	case RefusalBlocked:
 		return "block"
-	case RefusalDenied, RefusalRefused, RefusalCheckins, RefusalToolChanged:
+	case RefusalDenied, RefusalRefused, RefusalCheckins, RefusalToolChanged, RefusalToolReview:
 		return "deny"
 	}
 	return "refuse"

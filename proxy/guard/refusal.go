@@ -46,6 +46,9 @@ const (
 	// RefusalToolChanged: the server changed the tool since it was
 	// approved (tool pinning, the front's).
 	RefusalToolChanged
+	// RefusalToolReview: the tool's server is new and its tools wait
+	// for the human's first-sight review (tool pinning, the front's).
+	RefusalToolReview
 	// The token, challenge and execution refusals of the loop's own
 	// operations, and the fail-closed one (RefusalFailed: the state, a
 	// random source or the audit log failed; nothing more is said).
@@ -64,7 +67,7 @@ const (
 // record's result): the MCP-AQL code names, as the log has always said.
 var refusalWords = [...]string{RefusalBlocked: "PERMISSION_AGENT_BLOCKED", RefusalPaused: "PERMISSION_VERIFICATION_REQUIRED",
 	RefusalPending: "CONFIRMATION_REQUIRED", RefusalDenied: "PERMISSION_DENIED", RefusalRefused: "PERMISSION_DENIED",
-	RefusalCheckins: "PERMISSION_DENIED", RefusalToolChanged: "PERMISSION_DENIED", RefusalTokenInvalid: "TOKEN_INVALID",
+	RefusalCheckins: "PERMISSION_DENIED", RefusalToolChanged: "PERMISSION_DENIED", RefusalToolReview: "PERMISSION_DENIED", RefusalTokenInvalid: "TOKEN_INVALID",
 	RefusalTokenExpired: "TOKEN_EXPIRED", RefusalTokenUsed: "TOKEN_ALREADY_USED", RefusalTokenScope: "TOKEN_SCOPE_MISMATCH",
 	RefusalRateLimited: "RATE_LIMIT_EXCEEDED", RefusalVerifyFailed: "PERMISSION_VERIFICATION_FAILED",
 	RefusalNotFound: "NOT_FOUND_RESOURCE", RefusalConflict: "CONFLICT_INVALID_STATE", RefusalFailed: "INTERNAL_ERROR"}
@@ -118,6 +121,7 @@ var (
 		RefusalRefused:     "The policy does not allow this call. Nothing ran; you may go on with other work.",
 		RefusalCheckins:    "This call needed more human check-ins than one call may. Nothing ran; try it again.",
 		RefusalToolChanged: "The server changed this tool since the user approved it; it cannot be used until they approve the change. Nothing ran.",
+		RefusalToolReview:  "This tool's server is new to aqlguard and the user has not reviewed its tools yet; they cannot be used until the user approves them. Nothing ran; try again once they have.",
 	}
 	unheardWords = map[RefusalKind]string{
 		RefusalBlocked: "aqlguard stopped this agent, and could not show the user a verification code ({why}). " +

@@ -90,12 +90,42 @@ func pretty(raw json.RawMessage) string {
 // Judgement is the guard's own view of one tool definition: the category
 // the catalog gives it, the base risk of what it does (its effects), and
 // the risk the evaluator scores a call of it at (no arguments), under
-// the configuration and policy in force.
+// the configuration and policy in force; and what a human reviewing it
+// at first sight is shown.
 type Judgement struct {
 	Category string
 	Base     int
 	Risk     int
+	// Sight says how the tool is taken when its server is seen for the
+	// first time: the zero value waits for a human's review.
+	Sight Sight
+	// Says is what the tool does, in plain words (effects.Model.Why).
+	Says string
+	// Concerns are what the human should look at, in plain words: what
+	// the server claims and the guard does not believe, and what the
+	// description scan found ("description: tells the assistant to ...").
+	Concerns []string
+	// Hide says a finding is certain enough that the tool stays out of
+	// tools/list until a human approves it (an instruction aimed at the
+	// model in its description, hidden Unicode).
+	Hide bool
 }
+
+// Sight is how a tool seen at its server's first sight is taken.
+type Sight uint8
+
+const (
+	// SightReview: the tool waits for one human review of its server
+	// (as SSH asks about a new host key); it is listed, unless Hide,
+	// and calls to it wait.
+	SightReview Sight = iota
+	// SightProfile: a shipped profile of a well-known server was made
+	// from exactly this definition: pinned as it is.
+	SightProfile
+	// SightTrusted: the server's configuration trusts its first sight
+	// (trust_first_sight): pinned as it is, as before reviews existed.
+	SightTrusted
+)
 
 // AtLeast reports whether j guards at least as much as old: effects no
 // less dangerous (by base risk: none < read < write < send < execute <
@@ -297,8 +327,13 @@ type Result struct {
 	Tools []*mcp.Tool
 	Raws  []json.RawMessage
 	// Pending names the tools whose change waits for a human: the client
-	// sees their approved definition, and calls to them are refused.
+	// sees their approved definition (or, at first sight, the definition
+	// under review), and calls to them are refused.
 	Pending map[string]bool
+	// Reviewed names the tools a human approved as they are now (at a
+	// first-sight review, or a change since): their server's word may
+	// then inform the guard (effects.Config.Reviewed).
+	Reviewed map[string]bool
 }
 
 func (p *Pinner) clock() time.Time {
@@ -356,7 +391,18 @@ func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool, ra
 			what = "a server added a tool since its tools were approved; the tool waits for a human"
 		}
 		p.Log.Warn(what, "server", server, "tool", a.tool, "approve", "aqlguard pins approve "+server+" "+a.tool)
-		go p.ask(server, a.tool, a.old, a.new, a.hash)
+		go p.ask(server, a.tool, a.old, a.new, a.hash, a.judgement)
+	}
+	if len(plan.reviews) > 0 {
+		hidden := 0
+		for _, r := range plan.reviews {
+			if r.judgement.Hide {
+				hidden++
+			}
+		}
+		p.Log.Warn("a server seen for the first time: its tools wait for a human's review", "server", server,
+			"tools", len(plan.reviews), "not listed meanwhile", hidden, "approve", "aqlguard pins approve "+server)
+		go p.askReview(server, plan.reviews)
 	}
 	return plan.res, nil
 }
@@ -367,6 +413,15 @@ type checkPlan struct {
 	res    Result
 	writes []pinWrite
 	asks   []ask
+	// reviews are the tools of a server seen for the first time that
+	// wait for one human review of the server.
+	reviews []reviewItem
+}
+
+// reviewItem is one tool in a first-sight review.
+type reviewItem struct {
+	tool, hash string
+	judgement  Judgement
 }
 
 type pinWrite struct {
@@ -375,28 +430,46 @@ type pinWrite struct {
 }
 
 type ask struct {
-	tool     string
-	old, new json.RawMessage // old nil: a tool the server added
-	hash     string
+	tool      string
+	old, new  json.RawMessage // old nil: a tool the server added
+	hash      string
+	judgement Judgement
 }
 
 // plan decides, reading the pins in v, what a listing of server's tools
 // does.
 func (p *Pinner) plan(v store.View, server string, tools []*mcp.Tool, raws []json.RawMessage, now time.Time) (checkPlan, error) {
-	plan := checkPlan{res: Result{Pending: map[string]bool{}}}
+	plan := checkPlan{res: Result{Pending: map[string]bool{}, Reviewed: map[string]bool{}}}
 	known, err := v.Pins(server)
 	if err != nil {
 		return plan, err
 	}
-	// A server none of whose tools is pinned is seen for the first time
-	// (or its pins were reset): what it offers now is trusted.
-	firstSight := len(known) == 0
+	// A server none of whose tools is approved is seen for the first
+	// time (or its pins were reset, or its first review is still open):
+	// what it offers now is reviewed by a human, unless a profile or its
+	// configuration vouches for a tool.
+	firstSight := !slices.ContainsFunc(known, func(k store.Pin) bool { return k.Hash != "" })
 	judge := p.judgeFor(server)
 	keep := func(t *mcp.Tool, raw json.RawMessage) {
 		plan.res.Tools, plan.res.Raws = append(plan.res.Tools, t), append(plan.res.Raws, raw)
 	}
 	write := func(pin store.Pin, result, hash string) {
 		plan.writes = append(plan.writes, pinWrite{pin, result, hash})
+	}
+	review := func(t *mcp.Tool, raw json.RawMessage, hash string, j Judgement, pin *store.Pin) {
+		if pin == nil || pin.Pending == nil || pin.Pending.Hash != hash || !pin.Pending.Review {
+			np := store.Pin{Server: server, Tool: t.Name, FirstSeen: now}
+			if pin != nil {
+				np = pin.Clone()
+			}
+			np.Pending = &store.PendingChange{Hash: hash, Definition: raw, SeenAt: now, Review: true}
+			write(np, "seen at first sight: waiting for a human's review", hash)
+		}
+		if !j.Hide {
+			keep(t, raw)
+		}
+		plan.res.Pending[t.Name] = true
+		plan.reviews = append(plan.reviews, reviewItem{tool: t.Name, hash: hash, judgement: j})
 	}
 	seen := make(map[string]bool, len(tools))
 	for i, t := range tools {
@@ -415,16 +488,26 @@ func (p *Pinner) plan(v store.View, server string, tools []*mcp.Tool, raws []jso
 		if err != nil {
 			return plan, err
 		}
+		j := sightOf(judge, raw)
 		switch {
-		case pin == nil && firstSight:
-			write(store.Pin{Server: server, Tool: t.Name, Hash: hash, Definition: raw, FirstSeen: now, ApprovedAt: now,
-				ApprovedBy: "first sight"}, "pinned at first sight", hash)
-			keep(t, raw)
+		case (pin == nil || pin.Hash == "") && firstSight:
+			switch {
+			case j.Hide || j.Sight == SightReview:
+				review(t, raw, hash, j, pin)
+			case j.Sight == SightProfile:
+				write(store.Pin{Server: server, Tool: t.Name, Hash: hash, Definition: raw, FirstSeen: now, ApprovedAt: now,
+					ApprovedBy: "profile"}, "pinned at first sight: a shipped profile was made from this definition", hash)
+				keep(t, raw)
+			default:
+				write(store.Pin{Server: server, Tool: t.Name, Hash: hash, Definition: raw, FirstSeen: now, ApprovedAt: now,
+					ApprovedBy: "first sight"}, "pinned at first sight", hash)
+				keep(t, raw)
+			}
 		case pin == nil || pin.Hash == "":
 			// Added after the server's tools were approved: not listed
 			// (there is no approved definition to show) until a human
 			// approves it.
-			if pin == nil || pin.Pending == nil || pin.Pending.Hash != hash {
+			if pin == nil || pin.Pending == nil || pin.Pending.Hash != hash || pin.Pending.Review {
 				np := store.Pin{Server: server, Tool: t.Name, FirstSeen: now}
 				if pin != nil {
 					np.FirstSeen = pin.FirstSeen
@@ -432,18 +515,26 @@ func (p *Pinner) plan(v store.View, server string, tools []*mcp.Tool, raws []jso
 				np.Pending = &store.PendingChange{Hash: hash, Definition: raw, SeenAt: now}
 				write(np, "added after the server's tools were approved: waiting for a human", hash)
 			}
-			plan.asks = append(plan.asks, ask{tool: t.Name, new: raw, hash: hash})
+			plan.asks = append(plan.asks, ask{tool: t.Name, new: raw, hash: hash, judgement: j})
+		case pin.Hash == hash && j.Hide && !pin.Reviewed:
+			// Approved without a human (a trusted first sight, or before
+			// descriptions were scanned), and the scan finds an
+			// instruction aimed at the model in it: not listed until a
+			// human has looked.
+			review(t, raw, hash, j, pin)
 		case pin.Hash == hash:
 			if pin.Pending != nil { // the server went back to what was approved
 				back := *pin
 				back.Pending = nil
 				write(back, "back to the approved definition", hash)
 			}
+			plan.res.Reviewed[t.Name] = pin.Reviewed
 			keep(t, raw)
-		case Narrows(pin.Definition, raw, judge):
+		case !j.Hide && Narrows(pin.Definition, raw, judge):
 			narrowed := *pin
 			narrowed.Hash, narrowed.Definition, narrowed.ApprovedAt, narrowed.ApprovedBy, narrowed.Pending = hash, raw, now, "narrowed", nil
 			write(narrowed, "changed, only narrowing: accepted", hash)
+			plan.res.Reviewed[t.Name] = pin.Reviewed
 			keep(t, raw)
 		default:
 			if pin.Pending == nil || pin.Pending.Hash != hash {
@@ -457,10 +548,23 @@ func (p *Pinner) plan(v store.View, server string, tools []*mcp.Tool, raws []jso
 			}
 			keep(&old, pin.Definition)
 			plan.res.Pending[t.Name] = true
-			plan.asks = append(plan.asks, ask{tool: t.Name, old: pin.Definition, new: raw, hash: hash})
+			plan.asks = append(plan.asks, ask{tool: t.Name, old: pin.Definition, new: raw, hash: hash, judgement: j})
 		}
 	}
 	return plan, nil
+}
+
+// sightOf is the judgement of a definition at first sight; without a
+// judge, or one that fails, the tool waits for a human.
+func sightOf(judge func(json.RawMessage) (Judgement, error), raw json.RawMessage) Judgement {
+	if judge == nil {
+		return Judgement{Sight: SightReview}
+	}
+	j, err := judge(raw)
+	if err != nil {
+		return Judgement{Sight: SightReview, Concerns: []string{"aqlguard could not read this definition"}}
+	}
+	return j
 }
 
 // judgeFor is the Pinner's judge bound to one server; nil without one.
@@ -477,7 +581,7 @@ const maxRefused = 1024
 // ask puts a pending change to the human, one question per tool at a
 // time, never again one the human refused in this process; an approval
 // is recorded as the human's.
-func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string) {
+func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string, j Judgement) {
 	if p.Human == nil {
 		return
 	}
@@ -508,7 +612,7 @@ func (p *Pinner) ask(server, tool string, old, new json.RawMessage, hash string)
 	req := verify.Request{Kind: verify.KindConfirmation, Agent: p.principal(), Operation: verify.OperationToolChange,
 		Server: server, Tool: tool, Action: server + "." + tool + " changed its definition",
 		Reason: "the server changed this tool since it was approved; a changed tool can carry new instructions for the agent or do something else than before",
-		Detail: Diff(tool, old, new), ExpiresAt: p.clock().Add(wait)}
+		Detail: Diff(tool, old, new) + concerns(j), ExpiresAt: p.clock().Add(wait)}
 	if old == nil {
 		req.Action = server + " added the tool " + tool
 		req.Reason = "the server offers a tool it did not offer when its tools were approved; a new tool can carry instructions for the agent " +
@@ -572,7 +676,7 @@ func (p *Pinner) Approve(ctx context.Context, server, tool, hash, by string) err
 		now := p.clock()
 		approved := pin.Clone() // the view's own stays as it was read
 		approved.Hash, approved.Definition, approved.ApprovedAt, approved.ApprovedBy = pin.Pending.Hash, pin.Pending.Definition, now, by
-		approved.Pending = nil
+		approved.Pending, approved.Reviewed = nil, true
 		return store.Changes{Pins: []store.Pin{approved},
 			Records: []store.Record{p.record(now, p.principal(), server, tool, "change approved by "+by, approved.Hash)}}, nil
 	})
