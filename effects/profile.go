@@ -38,6 +38,11 @@ type Profile struct {
 	// names no roots.
 	Roots struct {
 		ArgsAfter []string `json:"args_after,omitempty"`
+		// Options, when set, narrows ArgsAfter: of the arguments after,
+		// only the values of these options are roots, written as
+		// "--repository DIR", "--repository=DIR" or "-r DIR" (the git
+		// server's --repository). Other arguments are not roots.
+		Options []string `json:"options,omitempty"`
 	} `json:"roots"`
 	// Tools are the profile's tools by name.
 	Tools map[string]ProfileTool `json:"tools"`
