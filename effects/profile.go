@@ -66,7 +66,10 @@ type ProfileTool struct {
 	roles   map[string]policy.Role
 }
 
-//go:embed profiles
+// Only the profiles: their captures (profiles/testdata) are what tests
+// and the generator read, not what the guard ships.
+//
+//go:embed profiles/*.json
 var profileFiles embed.FS
 
 var (
