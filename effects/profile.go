@@ -38,6 +38,11 @@ type Profile struct {
 	// names no roots.
 	Roots struct {
 		ArgsAfter []string `json:"args_after,omitempty"`
+		// Options, when set, narrows ArgsAfter: of the arguments after,
+		// only the values of these options are roots, written as
+		// "--repository DIR", "--repository=DIR" or "-r DIR" (the git
+		// server's --repository). Other arguments are not roots.
+		Options []string `json:"options,omitempty"`
 	} `json:"roots"`
 	// Tools are the profile's tools by name.
 	Tools map[string]ProfileTool `json:"tools"`
@@ -61,7 +66,10 @@ type ProfileTool struct {
 	roles   map[string]policy.Role
 }
 
-//go:embed profiles
+// Only the profiles: their captures (profiles/testdata) are what tests
+// and the generator read, not what the guard ships.
+//
+//go:embed profiles/*.json
 var profileFiles embed.FS
 
 var (
