@@ -39,6 +39,7 @@ inline_wait = "30s"
 
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `)
 

@@ -46,14 +46,14 @@ func TestConformanceSuite(t *testing.T) {
 		compareConformance(t, want, runConformance(t, node, suite, url))
 	})
 	t.Run("serve, server over HTTP", func(t *testing.T) {
-		url := startServe(t, human+"[[servers]]\nname = \"everything\"\nurl = \"http://"+direct+"/\"\n")
+		url := startServe(t, human+"[[servers]]\nname = \"everything\"\ntrust_first_sight = true\nurl = \"http://"+direct+"/\"\n")
 		compareConformance(t, want, runConformance(t, node, suite, url))
 	})
 	t.Run("stdio front", func(t *testing.T) {
 		inner := filepath.Join(t.TempDir(), "inner.toml")
 		writeFile(t, inner, "state_dir = "+tomlString(filepath.Join(filepath.Dir(inner), "state"))+"\n"+human+
 			everythingServer())
-		url := startServe(t, human+"[[servers]]\nname = \"inner\"\ncommand = "+tomlString(bins.aqlguard)+
+		url := startServe(t, human+"[[servers]]\nname = \"inner\"\ntrust_first_sight = true\ncommand = "+tomlString(bins.aqlguard)+
 			"\nargs = [\"run\", \"--config\", "+tomlString(inner)+"]\n")
 		compareConformance(t, want, runConformance(t, node, suite, url))
 	})
@@ -99,13 +99,13 @@ func TestConformanceSuite2026(t *testing.T) {
 		compareConformance2026(t, want, got, nil)
 	})
 	t.Run("2026-07-28 server over HTTP", func(t *testing.T) {
-		url := startServe(t, human+"[[servers]]\nname = \"everything\"\nurl = \"http://"+modern+"/\"\n")
+		url := startServe(t, human+"[[servers]]\nname = \"everything\"\ntrust_first_sight = true\nurl = \"http://"+modern+"/\"\n")
 		compareConformance2026(t, want, runConformance(t, node, suite, url, args...), nil)
 	})
 	t.Run("2025-11-25 server over HTTP", func(t *testing.T) {
 		direct := runConformance(t, node, suite, "http://"+legacy+"/", args...)
 		t.Logf("directly, the 2025-11-25 server passes %d of %d checks", count(direct, "SUCCESS"), len(direct))
-		url := startServe(t, human+"[[servers]]\nname = \"everything\"\nurl = \"http://"+legacy+"/\"\n")
+		url := startServe(t, human+"[[servers]]\nname = \"everything\"\ntrust_first_sight = true\nurl = \"http://"+legacy+"/\"\n")
 		got := runConformance(t, node, suite, url, args...)
 		if diffs := conformanceDiffs(want, got, translationGaps); len(diffs) > 0 && onlyTimed(diffs) {
 			// A probe that waits under a second for its answer, on a

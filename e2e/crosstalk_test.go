@@ -48,7 +48,7 @@ const twinMeta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.mod
 // token, as two instances of one SDK do; each POST gets the progress of
 // its own call only.
 func TestModernProgressReachesItsOwnPost(t *testing.T) {
-	url := startServe(t, "mode = \"transparent\"\n"+allowingServe(t)+"[[servers]]\nname = \"notes\"\ncommand = "+tomlString(bins.testserver)+"\n")
+	url := startServe(t, "mode = \"transparent\"\n"+allowingServe(t)+"[[servers]]\nname = \"notes\"\ntrust_first_sight = true\ncommand = "+tomlString(bins.testserver)+"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
 	defer cancel()
 	// The session's servers start on its first request.

@@ -30,6 +30,7 @@ inline_wait = "45s"
 requires_approval = ["ts_delete_note"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl"]
 `, Env: []string{"DISPLAY=" + display}})
@@ -110,6 +111,7 @@ deny = ["*drop_database*"]
 auto_approve = ["ts_echo"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl"]
 `, Env: []string{"DISPLAY=" + display}, TapStdout: true})

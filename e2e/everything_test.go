@@ -105,6 +105,7 @@ agent = "everything-agent"
 ` + h.config() + `
 [[servers]]
 name = "everything"
+trust_first_sight = true
 command = ` + tomlString(node) + `
 args = [` + tomlString(server) + `]
 `})

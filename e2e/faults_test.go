@@ -31,6 +31,7 @@ deny = ["*drop_database*"]
 auto_approve = ["ts_echo"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `
 
@@ -171,6 +172,7 @@ command = ["/bin/sleep", "600"]
 inline_wait = "60s"
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `)
 	for i := range 3 {
@@ -220,6 +222,7 @@ agent = "faults"
 auto_approve = ["*"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-exit-after", "300ms"]
 `)

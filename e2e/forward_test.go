@@ -36,6 +36,7 @@ batch = 7
 
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `
 	g := startGuard(t, config)

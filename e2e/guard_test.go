@@ -28,6 +28,7 @@ score = 70
 reason = "notes are precious"
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", {{toml .dir}}]
 `

@@ -109,6 +109,7 @@ max_sessions = 128
 
 [[servers]]
 name = "ts"
+trust_first_sight = true
 url = `+tomlString(down)+`
 `)
 	for _, c := range clients {

@@ -63,6 +63,7 @@ scopes = ["mcp"]
 
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = ` + tomlString(bins.testserver) + `
 `
 	// serve token add, as a user would, on a config file.

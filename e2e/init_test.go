@@ -104,6 +104,9 @@ func TestInitWrapsRealClientConfigs(t *testing.T) {
 			if !hasTool(listTools(t, cs), "get_item") || hasTool(listTools(t, cs), "ts_get_item") {
 				t.Error("the wrapped server must keep its own tool names")
 			}
+			// The wrapped server is new to aqlguard: its tools wait for the
+			// human's review, given here at the command line.
+			approveReview(t, cmd.Env, "get_item")
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_item", Arguments: map[string]any{"id": "a1"}})
 			if err != nil || res.IsError {
 				t.Fatalf("a harmless call through the wrap: %v %s", err, jsonString(res))
@@ -257,6 +260,9 @@ mcpServers:
 			if got := cs.InitializeResult().ServerInfo.Name; got != "notes" {
 				t.Errorf("server name through the wrap: %q", got)
 			}
+			// The wrapped server is new to aqlguard: its tools wait for the
+			// human's review, given here at the command line.
+			approveReview(t, cmd.Env, "get_item")
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_item", Arguments: map[string]any{"id": "a1"}})
 			if err != nil || res.IsError {
 				t.Fatalf("a harmless call through the wrap: %v %s", err, jsonString(res))
@@ -321,4 +327,31 @@ func readAnyEntry(t *testing.T, client string, data []byte, name string) anyEntr
 		t.Fatalf("the config is not plain JSON: %v\n%s", err, data)
 	}
 	return doc.MCPServers[name]
+}
+
+// approveReview approves, as the user would at the command line with
+// `aqlguard pins approve SERVER`, the first-sight review of the server
+// whose tool tool a wrapped aqlguard (started with env) lists as new.
+func approveReview(t *testing.T, env []string, tool string) {
+	t.Helper()
+	cmd := exec.Command(bins.aqlguard, "pins", "list")
+	cmd.Env = env
+	list, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pins list: %v\n%s", err, list)
+	}
+	server := ""
+	for _, line := range strings.Split(string(list), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[1] == tool && f[2] == "NEW," {
+			server = f[0]
+		}
+	}
+	if server == "" {
+		t.Fatalf("no server's %s waits for its review:\n%s", tool, list)
+	}
+	cmd = exec.Command(bins.aqlguard, "pins", "approve", server)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "approved") {
+		t.Fatalf("pins approve %s: %v\n%s", server, err, out)
+	}
 }

@@ -116,6 +116,7 @@ pattern = "ts_create_note"
 score = 70
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl"]
 `
@@ -502,6 +503,7 @@ requires_approval = ["ts_delete_note"]
 deny = ["*drop_database*"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl"]
 `, Env: []string{"DISPLAY=", "WAYLAND_DISPLAY="}})

@@ -80,6 +80,7 @@ command = ["/bin/echo"]
 
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl"]
 arguments = { "run_command:command" = "content" }

@@ -230,7 +230,7 @@ func retryCannotBeForged(t *testing.T, server, tool string, args map[string]any,
 
 // everythingServer configures the go-sdk everything-server behind aqlguard.
 func everythingServer() string {
-	return "\n[[servers]]\nname = \"everything\"\ncommand = " + tomlString(bins.everything) + "\n"
+	return "\n[[servers]]\nname = \"everything\"\ntrust_first_sight = true\ncommand = " + tomlString(bins.everything) + "\n"
 }
 
 // legacyEverythingServer is everythingServer spoken to in 2025-11-25

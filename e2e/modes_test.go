@@ -17,9 +17,11 @@ max_autonomous_steps = 100000
 auto_approve = ["*"]
 [[servers]]
 name = "ev"
+trust_first_sight = true
 command = {{toml .everything}}
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-stderr-noise"]
 `

@@ -40,10 +40,12 @@ mode = "transparent"
 auto_approve = ["search_*", "get_*"]
 [[servers]]
 name = "search"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/search.jsonl"]
 [[servers]]
 name = "count"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/count.jsonl"]
 `)
@@ -74,14 +76,17 @@ mode = "transparent"
 auto_approve = ["fs.*", "fs_*"]
 [[servers]]
 name = "fs"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/fs.jsonl"]
 [[servers]]
 name = "dotted"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/dotted.jsonl", "-tool-prefix", "fs."]
 [[servers]]
 name = "under"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/under.jsonl", "-tool-prefix", "fs_"]
 `)

@@ -82,6 +82,12 @@ func TestRemoteServerBehindOAuth(t *testing.T) {
 		t.Fatalf("connecting: %v\n%s", err, log.String())
 	}
 	defer cs.Close()
+	// The server is new to aqlguard: its tools wait for the human's
+	// review, given here at the command line as a user without a window
+	// would give it.
+	if out := run("pins", "approve", "remote"); !strings.Contains(out, "approved 1 tool(s) of the new server remote") {
+		t.Fatalf("pins approve: %s", out)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	var responses []string

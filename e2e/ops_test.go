@@ -46,6 +46,7 @@ metrics_listen = "`+metricsAddr+`"
 traces_endpoint = "`+spans.url+`/v1/traces"
 [[servers]]
 name = "ts"
+trust_first_sight = true
 url = "`+down.url()+`"
 auth = "none"
 `, "")
@@ -411,6 +412,7 @@ auto_approve = ["ts_*"]
 metrics_listen = "`+metricsAddr+`"
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = `+tomlString(bins.testserver)+`
 `, "")
 	cs, err := connectHTTP(t, s.url, bearerClient(serveTokenOf(t, s.dir)))

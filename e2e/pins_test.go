@@ -29,6 +29,7 @@ agent = "pin-agent"
 auto_approve = ["echo", "change_echo", "list_items"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-rug-pull", "-log", "{{.dir}}/calls.jsonl"` + serverArgs + `]
 `
@@ -193,6 +194,7 @@ agent = "pin-agent"
 auto_approve = ["change_echo"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-rug-pull", "-log", "{{.dir}}/calls.jsonl"]
 `
@@ -216,9 +218,12 @@ func TestToolChangeThatLowersTheRiskWaits(t *testing.T) {
 		t.Fatalf("%s is not listed", name)
 		return nil
 	}
+	// (readOnlyHint added to echo, which its description already says
+	// returns its message, lowers nothing the guard believes since tools
+	// are judged by their effects; proxy's TestToolChangesJudgedByTheGuard
+	// has readOnlyHint added to a tool it would lower.)
 	for _, tt := range []struct{ kind, tool string }{
-		{"readonly", "echo"},            // EXECUTE 45 -> READ 10
-		{"undestructive", "add_record"}, // EXECUTE 50 (destructive) -> CREATE 25 (its verb)
+		{"undestructive", "add_record"}, // destructive: at least 50 -> a write, 25
 		{"unannotate", "add_record"},
 	} {
 		before := tool(tt.tool)
@@ -346,6 +351,7 @@ agent = "pin-agent"
 auto_approve = ["echo", "change_echo"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 url = "`+url+`"
 `)
 	before := echoTool(t, g)
@@ -408,6 +414,7 @@ state_lock_timeout = "10s"
 auto_approve = ["echo", "change_echo"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-rug-pull", "-log", "{{.dir}}/calls.jsonl", "-list-log", "{{.dir}}/lists.jsonl"]
 `)
@@ -476,10 +483,12 @@ max_autonomous_steps = 10000
 auto_approve = ["echo", "storm", "stats", "storm_stop"]
 [[servers]]
 name = "storm"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-storm"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl"]
 `)

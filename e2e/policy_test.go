@@ -35,6 +35,7 @@ agent = "policy-agent"
 ` + shippedSafety(t) + extra + `
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl"]
 `
@@ -260,6 +261,7 @@ agent = "fs-agent"
 `+shippedSafety(t)+`
 [[servers]]
 name = "fs"
+trust_first_sight = true
 command = `+tomlString(command)+`
 args = `+tomlArray(append(args, root)...)+`
 `)

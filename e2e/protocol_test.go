@@ -24,6 +24,7 @@ max_nesting_depth = 8
 max_response_size = 1048576
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `
 

@@ -21,6 +21,7 @@ agent = "reload-agent"
 ` + h.config() + `
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `
 	g := startGuard(t, base+"[safety]\nauto_approve = [\"*\"]\n")
@@ -44,6 +45,7 @@ command = {{toml .testserver}}
 requires_approval = ["*echo*"]
 [[servers]]
 name = "two"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-name", "two"]
 `, g.dir))

@@ -39,6 +39,7 @@ agent = "resilience"
 auto_approve = ["*"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `)
 	first := serverPID(t, g)
@@ -98,6 +99,7 @@ agent = "reaper"
 auto_approve = ["*"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-spawn-detached"]
 `
@@ -216,6 +218,7 @@ agent = "timeouts"
 auto_approve = ["*"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 call_timeout = "1s"
 `)
@@ -244,6 +247,7 @@ agent = "sse"
 auto_approve = ["*"]
 [[servers]]
 name = "legacy"
+trust_first_sight = true
 url = "`+url+`"
 transport = "sse"
 start_timeout = "1s"

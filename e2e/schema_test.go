@@ -93,6 +93,7 @@ mode = "all"
 agent = "e2e"
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `)
 	res, _ := g.callAQL(t, "mcp_aql", "introspect", map[string]any{"query": "operations"})
@@ -131,6 +132,7 @@ auto_approve = ["ts_get_item", "ts_echo", "ts_list_items", "ts_fail"]
 max_response_size = 1048576
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `)
 	calls := []map[string]any{

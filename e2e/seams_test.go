@@ -31,6 +31,7 @@ deny = ["*.resource:file:///etc/*", "*/etc/shadow*"]
 auto_approve = ["*.resource:file:///tmp/*", "*.prompt:*", "echo"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-resources", "-wire-log", "{{.dir}}/wire.jsonl"]
 `
@@ -210,6 +211,7 @@ agent = "team-agent"
 `+team+`
 [[servers]]
 name = "fs"
+trust_first_sight = true
 command = `+tomlString(command)+`
 args = `+tomlArray(append(args, root)...)+`
 `)
@@ -304,6 +306,7 @@ mode = "transparent"
 auto_approve = ["get_environment"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = `+tomlString(bins.testserver)+`
 env = { AQLGUARD_TEST_VALUE = "configured" }
 `, "", "AQLGUARD_SERVE_TOKEN="+token, "AQLGUARD_OTHER=x")

@@ -19,6 +19,7 @@ func serveConfig(extra string) string {
 	return extra + `
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = ` + tomlString(bins.testserver) + `
 `
 }

@@ -22,18 +22,22 @@ agent = "e2e"
 auto_approve = ["*"]
 [[servers]]
 name = "missing"
+trust_first_sight = true
 command = "/nonexistent/mcp-server"
 [[servers]]
 name = "crash"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-fail-start"]
 [[servers]]
 name = "hang"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-hang-start"]
 start_timeout = "1s"
 [[servers]]
 name = "good"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-stderr-noise"]
 `)
@@ -87,6 +91,7 @@ agent = "e2e"
 auto_approve = ["*"]
 [[servers]]
 name = "noisy"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-stderr-noise"]
 `)
@@ -111,6 +116,7 @@ auto_approve = ["remote_echo"]
 deny = ["*drop_database*"]
 [[servers]]
 name = "remote"
+trust_first_sight = true
 url = "`+url+`"
 headers = { "X-Aqlguard-Test" = "yes" }
 `)
@@ -200,6 +206,7 @@ auto_approve = ["fs.read_*", "fs.list_*"]
 deny = ["fs.write_file"]
 [[servers]]
 name = "fs"
+trust_first_sight = true
 command = `+tomlString(command)+`
 args = `+tomlArray(args...)+`
 start_timeout = "60s"
@@ -248,6 +255,7 @@ deny = ["ok", "{unclosed"]
 
 [[servers]]
 name = "Bad_Name"
+trust_first_sight = true
 command = "x"
 `)
 	cmd := exec.Command(bins.aqlguard, "policy", "check", "--config", bad)
@@ -274,6 +282,7 @@ auto_approve = ["ts_get_environment"]
 deny = ["ts_drop_database"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 cwd = `+tomlString(work)+`
 env = { AQLGUARD_TEST_VALUE = "configured" }
@@ -299,9 +308,11 @@ agent = "e2e"
 auto_approve = ["*"]
 [[servers]]
 name = "doomed"
+trust_first_sight = true
 command = {{toml .testserver}}
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `)
 	res, _ := g.callAQL(t, "mcp_aql", "doomed_crash", nil)

@@ -28,6 +28,7 @@ auto_approve = ["*"]
 deny = ["*drop_database*"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = ` + tomlString(bins.testserver) + `
 args = ["-session-tools"]
 share = true
@@ -595,7 +596,7 @@ func TestSharedEverythingServer(t *testing.T) {
 func TestSharedFilesystemServerGetsPinnedRoots(t *testing.T) {
 	cmd, args := fsServer(t)
 	pinned, declared := t.TempDir(), t.TempDir()
-	s := startServeOn(t, "mode = \"transparent\"\n"+allowingServe(t)+"[safety]\nauto_approve = [\"*\"]\n[[servers]]\nname = \"fs\"\ncommand = "+
+	s := startServeOn(t, "mode = \"transparent\"\n"+allowingServe(t)+"[safety]\nauto_approve = [\"*\"]\n[[servers]]\nname = \"fs\"\ntrust_first_sight = true\ncommand = "+
 		tomlString(cmd)+"\nargs = "+tomlArray(args...)+"\nshare = true\nroots = ["+tomlString("file://"+pinned)+"]\n", "")
 	for _, name := range []string{"a", "b"} {
 		c := connectShared(t, s.url, name, nil, "file://"+declared)
@@ -638,7 +639,7 @@ func TestSharedServerProgressIsPerSession(t *testing.T) {
 // with share = true serves it, with its pinned roots, not the client's.
 func TestSharedServerUnderRun(t *testing.T) {
 	client := &mcp.ClientOptions{}
-	g, err := launchGuard(t, guardOptions{Client: client, Config: "mode = \"transparent\"\n[safety]\nauto_approve = [\"*\"]\n[[servers]]\nname = \"ts\"\ncommand = " +
+	g, err := launchGuard(t, guardOptions{Client: client, Config: "mode = \"transparent\"\n[safety]\nauto_approve = [\"*\"]\n[[servers]]\nname = \"ts\"\ntrust_first_sight = true\ncommand = " +
 		tomlString(bins.testserver) + "\nargs = [\"-session-tools\"]\nshare = true\nroots = [\"file:///srv/pinned\"]\n"})
 	if err != nil {
 		t.Fatal(err)

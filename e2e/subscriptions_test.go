@@ -41,8 +41,8 @@ func startRawGuard(t *testing.T, alphaArgs ...string) *rawGuard {
 	}
 	config := "state_dir = " + tomlString(filepath.Join(dir, "state")) + "\nmode = \"transparent\"\n" +
 		strings.TrimPrefix(allowingServe(t), "[serve]\nauth = \"none\"\n") +
-		"[[servers]]\nname = \"alpha\"\ncommand = " + tomlString(bins.resserver) + "\nargs = " + args("alpha", alphaArgs) + "\n" +
-		"[[servers]]\nname = \"beta\"\ncommand = " + tomlString(bins.resserver) + "\nargs = " + args("beta", nil) + "\n"
+		"[[servers]]\nname = \"alpha\"\ntrust_first_sight = true\ncommand = " + tomlString(bins.resserver) + "\nargs = " + args("alpha", alphaArgs) + "\n" +
+		"[[servers]]\nname = \"beta\"\ntrust_first_sight = true\ncommand = " + tomlString(bins.resserver) + "\nargs = " + args("beta", nil) + "\n"
 	g := &rawGuard{}
 	g.peer = startRawRun(t, dir, config, func(req *jsonrpc.Request) {
 		g.mu.Lock()
@@ -368,7 +368,7 @@ func TestListenStreamsConcurrently(t *testing.T) {
 func TestListenStreamsOfClientsAlike(t *testing.T) {
 	config := "mode = \"transparent\"\n" + allowingServe(t)
 	for _, name := range []string{"alpha", "beta"} {
-		config += "[[servers]]\nname = " + tomlString(name) + "\ncommand = " + tomlString(bins.resserver) + "\nargs = [\"-name\", " + tomlString(name) + "]\n"
+		config += "[[servers]]\nname = " + tomlString(name) + "\ntrust_first_sight = true\ncommand = " + tomlString(bins.resserver) + "\nargs = [\"-name\", " + tomlString(name) + "]\n"
 	}
 	url := startServe(t, config)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)

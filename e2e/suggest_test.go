@@ -23,6 +23,7 @@ agent = "dev"
 ` + h.config() + `
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl"]
 `

@@ -21,8 +21,8 @@ func TestTasksAcrossServers(t *testing.T) {
 	dir := t.TempDir()
 	config := "state_dir = " + tomlString(filepath.Join(dir, "state")) + "\nmode = \"transparent\"\n" +
 		"[safety]\ndeny = [\"*forbidden*\"]\n" +
-		"[[servers]]\nname = \"alpha\"\ncommand = " + tomlString(bins.taskserver) + "\nargs = [\"-name\", \"alpha\"]\n" +
-		"[[servers]]\nname = \"beta\"\ncommand = " + tomlString(bins.taskserver) + "\nargs = [\"-name\", \"beta\"]\n"
+		"[[servers]]\nname = \"alpha\"\ntrust_first_sight = true\ncommand = " + tomlString(bins.taskserver) + "\nargs = [\"-name\", \"alpha\"]\n" +
+		"[[servers]]\nname = \"beta\"\ntrust_first_sight = true\ncommand = " + tomlString(bins.taskserver) + "\nargs = [\"-name\", \"beta\"]\n"
 	statuses := make(chan json.RawMessage, 16)
 	peer := startRawRun(t, dir, config, func(req *jsonrpc.Request) {
 		if req.Method == "notifications/tasks/status" {

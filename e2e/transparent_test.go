@@ -27,6 +27,7 @@ deny = ["*drop_database*"]
 auto_approve = ["echo", "get_*", "list_*"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl", "-name", "the-real-server"]
 `, Client: &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -121,6 +122,7 @@ agent = "transparent-agent"
 requires_approval = ["delete_*"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl"]
 `)

@@ -29,10 +29,15 @@ type Model struct {
 	Claims []string
 }
 
-// Config is what a server's configuration says of its tools.
+// Config is what a server's configuration says of its tools, and what
+// the human said of this one.
 type Config struct {
 	// Effects are [servers.effects] (tool name → effects as written).
 	Effects map[string]string
+	// Reviewed says a human approved this tool as it is (pins): then,
+	// and only then, its server's readOnlyHint may say what the tool
+	// does where nothing else does.
+	Reviewed bool
 }
 
 // Resolve makes the model of one tool: the configuration's effects,
@@ -63,6 +68,12 @@ func Resolve(d Definition, cfg Config) Model {
 	}
 	if m.Source == policy.SourceNone {
 		m.Effects, m.Source, m.Why = inferred.effects, inferred.source, inferred.why
+		if cfg.Reviewed && d.ReadOnly != nil && *d.ReadOnly && (m.Source == policy.SourceGuess || m.Source == policy.SourceUnknown) {
+			// Nothing but its name or nothing at all says what it does;
+			// a human looked at it and its server says it only reads.
+			m.Effects, m.Source = policy.Effects(policy.EffectRead), policy.SourceSchema
+			m.Why = "reads (its server says so with readOnlyHint, and a human reviewed the tool)"
+		}
 	}
 	if !matched {
 		// A role the schema gives and the effects do not account for: the

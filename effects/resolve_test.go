@@ -162,3 +162,30 @@ func TestEffectsParseAndSay(t *testing.T) {
 		t.Error(policy.EffectNames())
 	}
 }
+
+func TestRootsOf(t *testing.T) {
+	fs, git := ProfileNamed("filesystem"), ProfileNamed("git")
+	if fs == nil || git == nil {
+		t.Fatal("the filesystem and git profiles are shipped")
+	}
+	cases := []struct {
+		p       *Profile
+		command string
+		args    []string
+		want    []string
+	}{
+		{fs, "npx", []string{"-y", "@modelcontextprotocol/server-filesystem", "/home/u/proj", "~/notes"}, []string{"/home/u/proj", "~/notes"}},
+		{fs, "node", []string{"/opt/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "/srv"}, []string{"/srv"}},
+		{fs, "/usr/local/bin/mcp-server-filesystem", []string{"/a"}, []string{"/a"}},
+		{fs, "docker", []string{"run", "-i", "mcp/filesystem", "/projects"}, nil},
+		{git, "uvx", []string{"mcp-server-git", "--repository", "/home/u/repo"}, []string{"/home/u/repo"}},
+		{git, "python", []string{"-m", "mcp_server_git", "-r=/r"}, []string{"/r"}},
+		{git, "uvx", []string{"mcp-server-git"}, nil},
+	}
+	for _, c := range cases {
+		got := c.p.RootsOf(c.command, c.args)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %v: %v, want %v", c.command, c.args, got, c.want)
+		}
+	}
+}

@@ -60,7 +60,7 @@ func (c *call) markValues(vi *policy.ValueIndex, content bool) policy.Candidates
 	set := c.newSet(vi.Words() * 64)
 	for i := range c.sub.Values {
 		v := &c.sub.Values[i]
-		if (v.Role == policy.RoleContent) != content {
+		if (v.Role == policy.RoleContent || v.Inert) != content {
 			continue
 		}
 		if !v.unfolded || !vi.MarkFolding(v.Raw, set) {
@@ -221,7 +221,7 @@ func (c *call) restrictsArguments(pat policy.Pattern) hit {
 		return hit{}
 	}
 	for i := range c.sub.Values {
-		if v := &c.sub.Values[i]; v.Role != policy.RoleContent && pat.MatchNormalized(c.text(i)) {
+		if v := &c.sub.Values[i]; v.Role != policy.RoleContent && !v.Inert && pat.MatchNormalized(c.text(i)) {
 			return hit{describeValue(v), true, definite}
 		}
 	}

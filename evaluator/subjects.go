@@ -56,6 +56,12 @@ type Value struct {
 	// (a path cleaned, a URI canonical), not a value the server gets:
 	// restrictive patterns see both, an approving rule needs both.
 	Derived bool
+	// Inert says the value is a query given to a tool that changes
+	// nothing (its effects are at most reading and sending): the text
+	// a search looks for, which runs nothing. Text patterns pass it by,
+	// as they pass content ("drop table" searched for drops nothing);
+	// rules that name its role or its argument see it.
+	Inert bool
 
 	// unfolded says Text is not made yet: a decision folds a string
 	// only when a pattern is matched against it (call.text), and finds
@@ -100,7 +106,7 @@ func subjectsWith(s Step, names policy.CallNames, values []Value, lazy bool, rol
 		if sub.Values == nil {
 			sub.Values = make([]Value, 0, 2*len(s.Arguments))
 		}
-		w := walker{out: &sub.Values, lazy: lazy, roles: roles}
+		w := walker{out: &sub.Values, lazy: lazy, roles: roles, inert: changesNothing(&s)}
 		w.arguments(s.Arguments)
 	}
 	return sub
@@ -114,6 +120,8 @@ type walker struct {
 	// content says content-named arguments are content for this tool
 	// (policy.ContentFor), decided from its top-level arguments.
 	content bool
+	// inert says the tool's queries run nothing (Value.Inert).
+	inert bool
 }
 
 // member is one member of an object, for walking in sorted order.
@@ -194,7 +202,7 @@ func (w *walker) value(path string, v any, element bool, role policy.Role) {
 			w.value(path, e, true, role)
 		}
 	case string:
-		w.leaf(Value{Path: path, Raw: v, String: true, Element: element, Role: role})
+		w.leaf(Value{Path: path, Raw: v, String: true, Element: element, Role: role, Inert: w.inert && role == policy.RoleQuery})
 		switch role {
 		case policy.RolePath:
 			for _, form := range canonical.Path(v) {
@@ -212,6 +220,14 @@ func (w *walker) value(path string, v any, element bool, role policy.Role) {
 			*w.out = append(*w.out, Value{Path: path, Text: text, Element: element, Role: role})
 		}
 	}
+}
+
+// changesNothing reports whether a modelled step's tool neither writes,
+// deletes nor runs anything (nor could, as far as the guard knows): its
+// queries are inert (Value.Inert).
+func changesNothing(s *Step) bool {
+	const changes = policy.Effects(policy.EffectWrite | policy.EffectDelete | policy.EffectExecute | policy.EffectUnknown)
+	return s.Modeled && s.EffectSource != policy.SourceNone && s.Effects&changes == 0
 }
 
 // leaf appends a string value, folded now or, when lazy, when a pattern

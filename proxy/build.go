@@ -15,7 +15,7 @@ import (
 // the pool; on error it is closed already and nil.
 func StartCatalog(ctx context.Context, cfg *policy.Config, pol *policy.Policy, version string, log *slog.Logger) (*catalog.Catalog, *downstream.Pool, error) {
 	pool := downstream.Start(ctx, cfg.Servers, downstream.Options{Version: version, Log: log})
-	cat, err := BuildCatalog(cfg, pol, pool.Servers())
+	cat, err := BuildCatalog(cfg, pol, pool.Servers(), nil)
 	if err != nil {
 		_ = pool.Close()
 		return nil, nil, err
@@ -25,10 +25,11 @@ func StartCatalog(ctx context.Context, cfg *policy.Config, pol *policy.Policy, v
 
 // BuildCatalog derives the operation catalog: introspection, the safety
 // loop's operations for the policy's loop mode, and the operations of
-// every ready server, with the config's category overrides. Notes (tools
+// every ready server, with the config's category overrides and effects,
+// and what a human reviewed (reviewed; nil: nothing was). Notes (tools
 // the config names that do not exist, patterns RE2 cannot compile) are in
 // the catalog's Notes.
-func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.Server) (*catalog.Catalog, error) {
+func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.Server, reviewed func(server, tool string) bool) (*catalog.Catalog, error) {
 	cat := catalog.New()
 	if err := cat.Add(catalog.IntrospectOperation()); err != nil {
 		return nil, err
@@ -54,7 +55,13 @@ func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.
 		if st.Status != downstream.Ready && (st.Status != downstream.Restarting || len(st.Tools) == 0) {
 			continue
 		}
-		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: st.Tools, Categories: overrides[s.Name], Effects: effectsOf[s.Name], Policy: pol,
+		var rev func(string) bool
+		if reviewed != nil {
+			name := s.Name
+			rev = func(tool string) bool { return reviewed(name, tool) }
+		}
+		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: st.Tools, Categories: overrides[s.Name], Effects: effectsOf[s.Name],
+			Reviewed: rev, Policy: pol,
 			OverridesManaged: managed[s.Name]})
 	}
 	return cat, nil

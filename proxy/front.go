@@ -254,7 +254,11 @@ func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog
 
 // rebuild derives the catalog from what the servers offer now.
 func (f *Front) rebuild() error {
-	cat, err := BuildCatalog(f.shared.CurrentConfig(), f.Guard.CurrentPolicy(), f.Pool.Servers())
+	var reviewed func(server, tool string) bool
+	if f.pins != nil {
+		reviewed = f.pins.Reviewed
+	}
+	cat, err := BuildCatalog(f.shared.CurrentConfig(), f.Guard.CurrentPolicy(), f.Pool.Servers(), reviewed)
 	if err != nil {
 		return fmt.Errorf("building the operation catalog: %w", err)
 	}

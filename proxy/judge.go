@@ -32,7 +32,11 @@ func (sh *Shared) JudgeTool(server string, definition json.RawMessage) (pins.Jud
 		}
 	}
 	cat, _ := catalog.Classify(&t, override)
-	model := effects.Resolve(catalog.Definition(&t), effects.Config{Effects: declared})
+	// Judged as if a human had reviewed it, so that a hint which would
+	// then lower what the guard believes (readOnlyHint added) is a change
+	// that lowers the judgement, and waits for the human: a narrowing
+	// keeps a pin's review.
+	model := effects.Resolve(catalog.Definition(&t), effects.Config{Effects: declared, Reviewed: true})
 	pol := sh.Guard.CurrentPolicy()
 	risk, _ := evaluator.Risk(pol, evaluator.Step{Principal: pol.Principal, Operation: server + "_" + catalog.Snake(t.Name),
 		Server: server, Tool: t.Name, Category: cat, Annotations: guard.Annotations(t.Annotations),

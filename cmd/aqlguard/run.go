@@ -55,9 +55,10 @@ func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	name := fs.String("name", "", "the server's name (as the client config calls it)")
 	url := fs.String("url", "", "a remote server's URL (Streamable HTTP), instead of a command")
 	auth := fs.String("auth", "oauth", `with --url: "oauth" (authorize in the browser when the server asks) or "none"`)
+	trust := fs.Bool("trust-first-sight", false, "pin the server's tools as it first lists them, without a human's review (trust_first_sight)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: aqlguard wrap [--name NAME] [--agent AGENT] [--config FILE] [--state-dir DIR] -- COMMAND [ARGS...]\n"+
-			"       aqlguard wrap --name NAME --url URL [--auth oauth|none]   (headers: "+clientconfig.WrapHeadersEnv+", a JSON object)\n")
+		fmt.Fprint(stderr, "usage: aqlguard wrap [--name NAME] [--agent AGENT] [--config FILE] [--state-dir DIR] [--trust-first-sight] -- COMMAND [ARGS...]\n"+
+			"       aqlguard wrap --name NAME --url URL [--auth oauth|none] [--trust-first-sight]   (headers: "+clientconfig.WrapHeadersEnv+", a JSON object)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -72,13 +73,20 @@ func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	wrap := func(base *policy.Config) (*policy.Config, error) {
-		if *url != "" {
-			if len(argv) > 0 {
-				return nil, errors.New("give --url or a command after --, not both")
-			}
-			return policy.WrapRemote(base, *name, *url, *auth, headers)
+		var cfg *policy.Config
+		var err error
+		switch {
+		case *url != "" && len(argv) > 0:
+			return nil, errors.New("give --url or a command after --, not both")
+		case *url != "":
+			cfg, err = policy.WrapRemote(base, *name, *url, *auth, headers)
+		default:
+			cfg, err = policy.Wrap(base, *name, argv)
 		}
-		return policy.Wrap(base, *name, argv)
+		if err == nil {
+			cfg.Servers[0].TrustFirstSight = *trust
+		}
+		return cfg, err
 	}
 	base, err := loadConfig(g)
 	if err != nil {

@@ -84,6 +84,9 @@ type ServerTools struct {
 	Categories map[string]string // tool name → category override
 	// Effects are the server's [servers.effects] (tool name → effects).
 	Effects map[string]string
+	// Reviewed reports whether a human approved a tool as it is now
+	// (tool pinning); nil: none was.
+	Reviewed func(tool string) bool
 	// OverridesManaged says the overrides are the managed layer's (or
 	// there is no managed layer): a managed policy reads the categories
 	// as they say; otherwise it reads the tools' own classification.
@@ -147,7 +150,7 @@ func (c *Catalog) AddServer(st ServerTools) {
 	opNames := operationNames(st.Server, names)
 	for _, t := range st.Tools {
 		op := derive(st.Server, opNames[t.Name], t, st.Categories[t.Name])
-		op.Model = effects.Resolve(Definition(t), effects.Config{Effects: st.Effects})
+		op.Model = effects.Resolve(Definition(t), effects.Config{Effects: st.Effects, Reviewed: st.Reviewed != nil && st.Reviewed(t.Name)})
 		op.ManagedCategory = op.Category
 		if !st.OverridesManaged && st.Categories[t.Name] != "" {
 			op.ManagedCategory, _ = Classify(t, "")

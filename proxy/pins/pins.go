@@ -287,6 +287,9 @@ type Pinner struct {
 
 	mu     sync.Mutex
 	asking map[string]bool // server\x00tool: a question about it is up
+	// reviewed are, per server, the tools a human approved as they were
+	// listed last (Result.Reviewed of the last Check).
+	reviewed map[string]map[string]bool
 	// refused are the changes (server\x00tool\x00hash) a human refused in
 	// this process: not asked about again, however often the server sends
 	// them (one that alternates between two definitions, each listing).
@@ -393,6 +396,12 @@ func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool, ra
 		p.Log.Warn(what, "server", server, "tool", a.tool, "approve", "aqlguard pins approve "+server+" "+a.tool)
 		go p.ask(server, a.tool, a.old, a.new, a.hash, a.judgement)
 	}
+	p.mu.Lock()
+	if p.reviewed == nil {
+		p.reviewed = map[string]map[string]bool{}
+	}
+	p.reviewed[server] = plan.res.Reviewed
+	p.mu.Unlock()
 	if len(plan.reviews) > 0 {
 		hidden := 0
 		for _, r := range plan.reviews {
@@ -490,7 +499,10 @@ func (p *Pinner) plan(v store.View, server string, tools []*mcp.Tool, raws []jso
 		}
 		j := sightOf(judge, raw)
 		switch {
-		case (pin == nil || pin.Hash == "") && firstSight:
+		case pin != nil && pin.Hash == "" && pin.Pending != nil && pin.Pending.Review,
+			(pin == nil || pin.Hash == "") && firstSight:
+			// Seen at the server's first sight (now, or its review is
+			// still open).
 			switch {
 			case j.Hide || j.Sight == SightReview:
 				review(t, raw, hash, j, pin)

@@ -276,3 +276,11 @@ func (p *Pinner) WaitApproved(ctx context.Context, server, tool string, wait tim
 		}
 	}
 }
+
+// Reviewed reports whether a human approved a server's tool as the
+// server listed it last (in this process's last Check of it).
+func (p *Pinner) Reviewed(server, tool string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reviewed[server][tool]
+}

@@ -86,7 +86,7 @@ func WriteConfig(dir, mode string, servers []Server) (string, error) {
 		for i, a := range s.Argv[1:] {
 			args[i] = q(a)
 		}
-		fmt.Fprintf(&b, "\n[[servers]]\nname = %s\ncommand = %s\nargs = [%s]\n",
+		fmt.Fprintf(&b, "\n[[servers]]\nname = %s\ntrust_first_sight = true\ncommand = %s\nargs = [%s]\n",
 			q(s.Name), q(s.Argv[0]), strings.Join(args, ", "))
 	}
 	path := dir + "/aqlguard-" + mode + ".toml"
