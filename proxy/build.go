@@ -39,10 +39,11 @@ func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.
 		}
 	}
 	overrides := map[string]map[string]string{}
-	managed := map[string]bool{}
+	managed, open := map[string]bool{}, map[string]bool{}
 	for _, s := range cfg.Servers {
 		overrides[s.Name] = s.Categories
 		managed[s.Name] = s.Managed || cfg.Managed == nil
+		open[s.Name] = s.AllowUndeclaredArguments
 	}
 	for _, s := range servers {
 		st := s.State()
@@ -53,7 +54,7 @@ func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.
 			continue
 		}
 		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: st.Tools, Categories: overrides[s.Name], Policy: pol,
-			OverridesManaged: managed[s.Name]})
+			OverridesManaged: managed[s.Name], AllowUndeclared: open[s.Name]})
 	}
 	return cat, nil
 }
