@@ -187,3 +187,33 @@ func TestTransparentArgumentsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestUndeclaredThroughTheEndpoints: the MCP-AQL endpoints and
+// passthrough refuse an undeclared parameter; a server whose entry allows
+// undeclared arguments gets it forwarded as sent, beside the declared
+// ones in its own spelling, and what aqlguard consumes stays behind.
+func TestUndeclaredThroughTheEndpoints(t *testing.T) {
+	schema := map[string]any{"type": "object", "properties": map[string]any{"filePath": map[string]any{"type": "string"}}}
+	cat := catalog.New()
+	for _, allow := range []bool{false, true} {
+		server := map[bool]string{false: "closed", true: "open"}[allow]
+		cat.AddServer(catalog.ServerTools{Server: server, Tools: []*mcp.Tool{{Name: "read", InputSchema: schema}}, AllowUndeclared: allow})
+	}
+	params := map[string]any{"file_path": "/a", "extra": json.Number("1"), catalog.TokenParam: "tok"}
+	closed, _ := cat.Lookup("closed_read")
+	if _, err := validate(closed, params); err == nil || err.Code != aql.CodeUnknownParam || !strings.Contains(err.Message, "extra") {
+		t.Fatalf("closed: %v", err)
+	}
+	open, _ := cat.Lookup("open_read")
+	got, err := validate(open, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := downstreamArgs(open, got)
+	if len(args) != 2 || args["filePath"] != "/a" || args["extra"] != json.Number("1") {
+		t.Fatalf("forwarded %v", args)
+	}
+	if _, err := validate(open, map[string]any{"file_path": 7}); err == nil || err.Code != aql.CodeInvalidType {
+		t.Fatalf("a declared parameter's type on an open server: %v", err)
+	}
+}
