@@ -217,3 +217,37 @@ func TestUndeclaredThroughTheEndpoints(t *testing.T) {
 		t.Fatalf("a declared parameter's type on an open server: %v", err)
 	}
 }
+
+// BenchmarkTransparentArguments prices reading a transparent call's
+// arguments (the limits, the scan, the schema check) for an edit of the
+// filesystem server; BenchmarkParseArguments is the reading alone.
+func BenchmarkTransparentArguments(b *testing.B) {
+	op, raw := benchEdit(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := transparentArguments("edit_file", op, raw, aql.DefaultLimits()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseArguments(b *testing.B) {
+	_, raw := benchEdit(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := aql.ParseArguments(raw, aql.DefaultLimits()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchEdit(b *testing.B) (*catalog.Operation, json.RawMessage) {
+	var schema any
+	if err := json.Unmarshal([]byte(`{"type":"object","required":["path","edits"],"properties":{"dryRun":{"type":"boolean"},
+		"path":{"type":"string"},"edits":{"type":"array","items":{"type":"object","required":["oldText","newText"],
+		"properties":{"newText":{"type":"string"},"oldText":{"type":"string"}}}}}}`), &schema); err != nil {
+		b.Fatal(err)
+	}
+	op := &catalog.Operation{Tool: &mcp.Tool{Name: "edit_file"}, Input: catalog.InputShape(schema, false)}
+	return op, json.RawMessage(`{"path":"/home/alice/projects/app/src/main.go","edits":[{"oldText":"func main() {","newText":"func main() {\n\tlog.Println(\"start\")"}],"dryRun":false}`)
+}
