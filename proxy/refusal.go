@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
@@ -209,7 +211,11 @@ func argumentsSentence(tool string, e *aql.Error) string {
 		}
 		return fmt.Sprintf("%sthe argument %s of %s must be %s, not %s.", not, aql.Quoted(param), name, typeWords(expected), typeWords(actual))
 	}
-	return not + strings.TrimSuffix(e.Message, ".") + "."
+	msg := strings.TrimSuffix(e.Message, ".")
+	if r, size := utf8.DecodeRuneInString(msg); unicode.IsUpper(r) {
+		msg = string(unicode.ToLower(r)) + msg[size:]
+	}
+	return not + msg + "."
 }
 
 // typeWords says JSON types ("integer | null", as aql renders them) in

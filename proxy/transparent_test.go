@@ -161,6 +161,12 @@ func TestTransparentArgumentsRefused(t *testing.T) {
 		{name: "allowed by the server's entry", schema: command, args: `{"command":"ls","path":"/x"}`, allow: true},
 		{name: "not an object", schema: command, args: `["ls"]`,
 			want: "aqlguard did not send this call: the arguments of run must be a JSON object, not an array."},
+		{name: "not JSON", schema: command, args: `{"command":`,
+			want: "aqlguard did not send this call: the arguments of run are not one valid JSON object."},
+		{name: "over a limit", schema: command, args: `{"command":"` + strings.Repeat("x", 2<<20) + `"}`,
+			want: "aqlguard did not send this call: payload exceeds request_size limit of 1048576."},
+		{name: "not UTF-8", schema: command, args: "{\"command\":\"\xff\"}",
+			want: "aqlguard did not send this call: invalid character encoding in request."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
