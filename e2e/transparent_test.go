@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +163,137 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 	}
 	if got := strings.Join(calledTools(t, g), ","); got != "delete_note" {
 		t.Errorf("the server saw %s", got)
+	}
+}
+
+// TestTransparentSchemaValidation (issue 29, item 2): in transparent
+// mode an argument the tool's schema does not declare (an extra path,
+// a lookalike of a declared name) and a value of another type than the
+// schema declares are refused with one sentence that names them, and
+// never reach the server; honest calls run, with the arguments as sent.
+func TestTransparentSchemaValidation(t *testing.T) {
+	g := startGuard(t, `
+agent = "schema-agent"
+[safety]
+max_autonomous_steps = 100000
+auto_approve = ["*"]
+[[servers]]
+name = "ts"
+command = {{toml .testserver}}
+args = ["-log", "{{.dir}}/calls.jsonl"]
+`)
+	refused := []struct {
+		tool string
+		args any
+		says []string
+	}{
+		{"run_command", map[string]any{"command": "echo hi", "path": "/etc/shadow"}, []string{"run_command does not declare an argument path", "it takes command, cwd"}},
+		{"list_items", map[string]any{"limit": "5"}, []string{"the argument limit of list_items must be an integer, not a string"}},
+		{"Read_File", map[string]any{"p\u0430th": "/etc/shadow"}, []string{`does not declare an argument p\u0430th`, "it takes path"}},
+		{"crash", map[string]any{"now": true}, []string{"crash does not declare an argument now; it takes no arguments"}},
+	}
+	for _, c := range refused {
+		res, err := g.callRaw(c.tool, c.args)
+		if err != nil {
+			t.Fatalf("%s: %v", c.tool, err)
+		}
+		text := resultText(t, res)
+		if !res.IsError || !strings.HasPrefix(text, "aqlguard did not send this call: ") {
+			t.Errorf("%s %s: not refused: %s", c.tool, jsonString(c.args), text)
+			continue
+		}
+		for _, s := range c.says {
+			if !strings.Contains(text, s) {
+				t.Errorf("%s: %q does not say %q", c.tool, text, s)
+			}
+		}
+	}
+	// A member named twice, the second a lookalike of nothing: the relay
+	// refuses it before anything reads the arguments (relay.CheckParams).
+	if res, err := g.callRaw("echo", json.RawMessage(`{"message":"hello","message":"rm -rf ~"}`)); err == nil ||
+		!strings.Contains(err.Error(), `"message" appears more than once`) {
+		t.Errorf("a member named twice: %v %s", err, jsonString(res))
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"echo", map[string]any{"message": "hello"}},
+		{"list_items", map[string]any{"limit": 5, "status": "active"}},
+		{"update_note", map[string]any{"id": "n1", "input": map[string]any{"title": "free-form", "x": []any{1, nil}}}},
+	} {
+		if res, err := g.callRaw(c.tool, c.args); err != nil || res.IsError {
+			t.Errorf("%s: an honest call: %v %s", c.tool, err, jsonString(res))
+		}
+	}
+	if got := strings.Join(calledTools(t, g), ","); got != "echo,list_items,update_note" {
+		t.Errorf("the server saw %s", got)
+	}
+}
+
+// TestTransparentSchemaValidationRealServers: every tool of the npm
+// filesystem server and the go-sdk everything-server's tools without
+// parameters, called honestly through transparent mode, reach their
+// server: what the schema check refuses is what they do not take.
+func TestTransparentSchemaValidationRealServers(t *testing.T) {
+	command, args := fsServer(t)
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a.txt"), "one\ntwo\n")
+	fs := startGuard(t, `
+agent = "schema-agent"
+[safety]
+max_autonomous_steps = 100000
+auto_approve = ["*"]
+[[servers]]
+name = "fs"
+command = `+tomlString(command)+`
+args = `+tomlArray(append(args, root)...)+`
+`)
+	a, b, sub := filepath.Join(root, "a.txt"), filepath.Join(root, "b.txt"), filepath.Join(root, "sub")
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"list_allowed_directories", nil},
+		{"read_text_file", map[string]any{"path": a, "head": 1}},
+		{"read_file", map[string]any{"path": a, "tail": 1}},
+		{"read_multiple_files", map[string]any{"paths": []any{a}}},
+		{"write_file", map[string]any{"path": b, "content": "new\n"}},
+		{"edit_file", map[string]any{"path": b, "edits": []any{map[string]any{"oldText": "new", "newText": "edited"}}, "dryRun": false}},
+		{"create_directory", map[string]any{"path": sub}},
+		{"move_file", map[string]any{"source": b, "destination": filepath.Join(sub, "b.txt")}},
+		{"list_directory", map[string]any{"path": root}},
+		{"list_directory_with_sizes", map[string]any{"path": root, "sortBy": "size"}},
+		{"directory_tree", map[string]any{"path": root, "excludePatterns": []any{"*.log"}}},
+		{"search_files", map[string]any{"path": root, "pattern": "*.txt", "excludePatterns": []any{}}},
+		{"get_file_info", map[string]any{"path": a}},
+	} {
+		res, err := fs.callRaw(c.tool, c.args)
+		if err != nil || res.IsError {
+			t.Errorf("fs %s: %v %s", c.tool, err, jsonString(res))
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(sub, "b.txt")); err != nil || string(b) != "edited\n" {
+		t.Errorf("the honest session did not happen: %q %v", b, err)
+	}
+
+	ev := startGuard(t, `
+agent = "schema-agent"
+[safety]
+max_autonomous_steps = 100000
+auto_approve = ["*"]
+[[servers]]
+name = "ev"
+command = {{toml .everything}}
+`)
+	for _, tool := range []string{"test_simple_text", "test_image_content", "test_multiple_content_types", "test_error_handling"} {
+		res, err := ev.callRaw(tool, map[string]any{})
+		if err != nil || res.IsError && strings.HasPrefix(resultText(t, res), "aqlguard did not send") {
+			t.Errorf("everything %s: %v %s", tool, err, jsonString(res))
+		}
+	}
+	res, err := ev.callRaw("test_elicitation", map[string]any{"message": "hi", "extra": 1})
+	if err != nil || !strings.Contains(resultText(t, res), "does not declare an argument extra; it takes message") {
+		t.Errorf("everything test_elicitation with an extra argument: %v %s", err, jsonString(res))
 	}
 }

@@ -193,6 +193,7 @@ func TestParseErrors(t *testing.T) {
 			{13, "servers[2].roots", "only applies with share = true"},
 			{18, "servers[3].roots[1]", "not an absolute URI"},
 		}},
+		{"server allow_undeclared_arguments", "[[servers]]\nname = \"a\"\ncommand = \"x\"\nallow_undeclared_arguments = \"yes\"\n", []want{{4, "servers[0].allow_undeclared_arguments", "expected a boolean"}}},
 		{"server start timeout", "[[servers]]\nname = \"a\"\ncommand = \"x\"\nstart_timeout = \"-1s\"\n", []want{{4, "servers[0].start_timeout", "not positive"}}},
 		{"server categories", "[[servers]]\nname = \"a\"\ncommand = \"x\"\n[servers.categories]\nok = \"read\"\nbad = \"WRITE\"\n", []want{{6, "servers[0].categories.bad", `"CREATE", "READ", "UPDATE", "DELETE" or "EXECUTE"`}}},
 

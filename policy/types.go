@@ -327,6 +327,11 @@ type Server struct {
 	// ("[TOOL:]ARGUMENT" = "command" | "code" | "query" | "path" | "url" |
 	// "content" | "other"), over what the schema and the names say.
 	Arguments map[string]string `toml:"arguments"`
+	// AllowUndeclaredArguments lets a call pass arguments its tool's
+	// input schema does not declare (a server whose tools take free-form
+	// arguments); they are forwarded as sent, their roles read from
+	// their names. Default false: such a call is refused, naming them.
+	AllowUndeclaredArguments bool `toml:"allow_undeclared_arguments"`
 	// Share lets `aqlguard serve` run one process of this stdio server
 	// for all its client sessions instead of one per session; aqlguard
 	// routes what MCP scopes to a session (docs/design.md, "Shared

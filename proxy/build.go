@@ -41,11 +41,12 @@ func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.
 	}
 	overrides := map[string]map[string]string{}
 	effectsOf := map[string]map[string]string{}
-	managed := map[string]bool{}
+	managed, open := map[string]bool{}, map[string]bool{}
 	for _, s := range cfg.Servers {
 		overrides[s.Name] = s.Categories
 		effectsOf[s.Name] = s.Effects
 		managed[s.Name] = s.Managed || cfg.Managed == nil
+		open[s.Name] = s.AllowUndeclaredArguments
 	}
 	for _, s := range servers {
 		st := s.State()
@@ -61,8 +62,7 @@ func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.
 			rev = func(tool string) bool { return reviewed(name, tool) }
 		}
 		cat.AddServer(catalog.ServerTools{Server: s.Name, Tools: st.Tools, Categories: overrides[s.Name], Effects: effectsOf[s.Name],
-			Reviewed: rev, Policy: pol,
-			OverridesManaged: managed[s.Name]})
+			Reviewed: rev, Policy: pol, OverridesManaged: managed[s.Name], AllowUndeclared: open[s.Name]})
 	}
 	return cat, nil
 }

@@ -90,7 +90,7 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 			return aql.Failure(refusal)
 		}
 	}
-	params, verr := aql.Validate(op.Name, op.Params, req.Params)
+	params, verr := validate(op, req.Params)
 	if verr != nil {
 		return aql.Failure(verr)
 	}
@@ -152,18 +152,49 @@ func toolCall(session string, op *catalog.Operation, args map[string]any, token 
 		Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why}}
 }
 
+// validate checks an operation's parameters (aql.Validate); on a server
+// whose entry allows undeclared arguments, those are kept as sent.
+func validate(op *catalog.Operation, params map[string]any) (map[string]any, *aql.Error) {
+	if op.AllowUndeclared {
+		return aql.ValidateAllowingUnknown(op.Name, op.Params, params)
+	}
+	return aql.Validate(op.Name, op.Params, params)
+}
+
 // downstreamArgs drops what aqlguard consumed and restores the
-// downstream tool's own argument names.
+// downstream tool's own argument names; on a server whose entry allows
+// undeclared arguments, those are forwarded as sent.
 func downstreamArgs(op *catalog.Operation, params map[string]any) map[string]any {
 	out := make(map[string]any, len(params))
+	defined := 0
 	for _, p := range op.Params {
 		v, ok := params[p.Name]
-		if !ok || p.Consumed {
+		if !ok {
 			continue
 		}
-		out[p.ServerName()] = v
+		defined++
+		if !p.Consumed {
+			out[p.ServerName()] = v
+		}
+	}
+	if op.AllowUndeclared && defined < len(params) {
+		for k, v := range params {
+			if _, taken := out[k]; !taken && !definedParam(op, k) {
+				out[k] = v
+			}
+		}
 	}
 	return out
+}
+
+// definedParam reports whether op defines a parameter named name.
+func definedParam(op *catalog.Operation, name string) bool {
+	for _, p := range op.Params {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // toolResult turns a downstream CallToolResult into an OperationResult:
@@ -228,7 +259,7 @@ func (f *Front) handlePassthrough(ctx context.Context, session string, op *catal
 	if perr != nil {
 		return f.wire(aql.Failure(perr))
 	}
-	params, verr := aql.Validate(op.Name, op.Params, args)
+	params, verr := validate(op, args)
 	if verr != nil {
 		return f.wire(aql.Failure(verr))
 	}

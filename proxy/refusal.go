@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The guard says no in its own terms (guard.Refusal: a kind, fixed
@@ -21,7 +24,11 @@ import (
 //   - transparent and passthrough tools: the same result as the tool's
 //     text, with isError (Front.wire);
 //   - resources/read and prompts/get: refusedRPC, a JSON-RPC error
-//     (CodeRefused) whose data is that result.
+//     (CodeRefused) whose data is that result;
+//   - arguments a transparent tool does not take, before the guard:
+//     argumentsRefused, a tool error of one sentence, as a tool's own
+//     error reads (the model there speaks the tool's schema, not
+//     MCP-AQL).
 //
 // What varies by mode and channel (the tools the model has, how the human
 // was reached) is the Voice, so the words match what the model and the
@@ -158,4 +165,69 @@ func refusedRPC(r *guard.Refusal, v Voice) *jsonrpc.Error {
 	res := refused(r, v)
 	data, _ := json.Marshal(res)
 	return &jsonrpc.Error{Code: CodeRefused, Message: "aqlguard: " + res.Err.Message, Data: data}
+}
+
+// argumentsRefused is a transparent tool call whose arguments aqlguard
+// refused before judging them (aql.ParseArguments, aql.CheckArguments):
+// a tool error whose text is one sentence the model can act on, naming
+// what is wrong and what the tool takes. Names are said as Quoted says
+// them (a lookalike shows its escapes).
+func argumentsRefused(tool string, e *aql.Error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: argumentsSentence(tool, e)}}}
+}
+
+func argumentsSentence(tool string, e *aql.Error) string {
+	const not = "aqlguard did not send this call: "
+	name := aql.Quoted(tool)
+	param, _ := e.Details["param_name"].(string)
+	switch e.Code {
+	case aql.CodeUnknownParam:
+		unknown, _ := e.Details["unknown_params"].([]string)
+		valid, _ := e.Details["valid_params"].([]string)
+		what := "an argument"
+		if len(unknown) > 1 {
+			what = "arguments"
+		}
+		takes := "it takes no arguments"
+		switch obj, _ := e.Details["object"].(string); {
+		case obj != "" && len(valid) == 0:
+			takes = aql.Quoted(obj) + " takes no members"
+		case obj != "":
+			takes = aql.Quoted(obj) + " takes " + aql.QuotedList(valid, 20)
+		case len(valid) > 0:
+			takes = "it takes " + aql.QuotedList(valid, 20)
+		}
+		return fmt.Sprintf("%s%s does not declare %s %s; %s.", not, name, what, aql.QuotedList(unknown, 20), takes)
+	case aql.CodeInvalidType:
+		expected, _ := e.Details["expected_type"].(string)
+		actual, _ := e.Details["actual_type"].(string)
+		switch {
+		case e.Details["duplicate"] == true:
+			return fmt.Sprintf("%sthe argument %s is given more than once; send each argument once.", not, aql.Quoted(param))
+		case param == "arguments" && actual == "invalid JSON":
+			return fmt.Sprintf("%sthe arguments of %s are not one valid JSON object.", not, name)
+		case param == "arguments":
+			return fmt.Sprintf("%sthe arguments of %s must be a JSON object, not %s.", not, name, typeWords(actual))
+		}
+		return fmt.Sprintf("%sthe argument %s of %s must be %s, not %s.", not, aql.Quoted(param), name, typeWords(expected), typeWords(actual))
+	}
+	msg := strings.TrimSuffix(e.Message, ".")
+	if r, size := utf8.DecodeRuneInString(msg); unicode.IsUpper(r) {
+		msg = string(unicode.ToLower(r)) + msg[size:]
+	}
+	return not + msg + "."
+}
+
+// typeWords says JSON types ("integer | null", as aql renders them) in
+// words: "an integer or null".
+func typeWords(types string) string {
+	article := map[string]string{"integer": "an integer", "number": "a number", "string": "a string",
+		"boolean": "a boolean", "array": "an array", "object": "an object", "null": "null"}
+	parts := strings.Split(types, " | ")
+	for i, t := range parts {
+		if w, ok := article[t]; ok {
+			parts[i] = w
+		}
+	}
+	return strings.Join(parts, " or ")
 }

@@ -134,9 +134,12 @@ func (f *Front) transparentTools(ctx context.Context) []json.RawMessage {
 }
 
 // callTransparent serves one tool call in transparent mode: the
-// arguments as the client sent them (within the payload limits), the
-// guard, then the server's own answer, result or JSON-RPC error, as the
-// server sent it.
+// arguments as the client sent them, if they are within the payload
+// limits and what the tool's schema declares (catalog.InputShape: no
+// argument it does not declare, each of its declared type), the guard,
+// then the server's own answer, result or JSON-RPC error, as the server
+// sent it. What the guard judges is what is forwarded: the arguments as
+// decoded once, re-encoded.
 func (f *Front) callTransparent(ctx context.Context, session string, p callParams, params json.RawMessage) (json.RawMessage, error) {
 	if p.Name == VerifyTool {
 		return f.callVerify(ctx, session, p.Arguments)
@@ -154,9 +157,9 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 	if refusal != nil {
 		return f.wire(aql.Failure(refusal))
 	}
-	args, perr := aql.ParseArguments(p.Arguments, f.Limits)
+	args, perr := transparentArguments(p.Name, op, p.Arguments, f.Limits)
 	if perr != nil {
-		return f.wire(aql.Failure(perr))
+		return f.encodeRaw(argumentsRefused(p.Name, perr))
 	}
 	base, token := withoutToken(params)
 	out := f.Guard.Call(ctx, toolCall(session, op, args, token, base))
@@ -164,6 +167,22 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 		defer f.syncVerifyTool(context.Background(), true)
 	}
 	return f.onTheWire(op, out)
+}
+
+// transparentArguments reads a transparent call's arguments once
+// (aql.ParseArguments: the payload limits, UTF-8, no member named twice)
+// and checks them against what the tool declares (aql.CheckArguments);
+// name is the tool as the client calls it. The map returned is what the
+// guard judges and the server receives.
+func transparentArguments(name string, op *catalog.Operation, raw json.RawMessage, lim aql.Limits) (map[string]any, *aql.Error) {
+	args, err := aql.ParseArguments(raw, lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := aql.CheckArguments(name, op.Input, args); err != nil {
+		return nil, err
+	}
+	return args, nil
 }
 
 // withoutToken returns the call's params without the members aqlguard

@@ -28,6 +28,11 @@ type Request struct {
 	Action string
 	// Arguments are shown readably in a dialog; may be nil.
 	Arguments map[string]any
+	// Roles say what each argument is to the tool, by its name in
+	// Arguments ("command", "code", "query", "path", "url", or another
+	// role aqlguard knows): what runs and where it acts are shown first
+	// and say what the call does. An argument not in it: its name says.
+	Roles map[string]string
 	// Reason says why a human is needed (the evaluator's reason).
 	Reason    string
 	Token     string // confirmation token (KindConfirmation)

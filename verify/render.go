@@ -77,7 +77,7 @@ func questionText(r Request, now time.Time, capped bool) (string, error) {
 	case r.Server != "" && len(r.Arguments) == 0:
 		sections = append(sections, "Arguments: none")
 	case len(r.Arguments) > 0:
-		args, err := renderArguments(r.Arguments, r.Commands, capped)
+		args, err := renderArguments(r.Arguments, r.Roles, r.Commands, capped)
 		if err != nil {
 			// Fail closed: a human must not approve what they cannot see.
 			return "", fmt.Errorf("rendering the arguments: %w", err)
@@ -186,7 +186,7 @@ func codeText(r Request, now time.Time, code string) string {
 	}
 	if len(r.Arguments) > 0 {
 		// Cut to what fits, with an exact count of the rest.
-		if args, err := renderArguments(r.Arguments, r.Commands, true); err == nil {
+		if args, err := renderArguments(r.Arguments, r.Roles, r.Commands, true); err == nil {
 			sections = append(sections, strings.TrimSuffix(args, "\n"))
 		}
 	} else if r.Action != "" {
@@ -235,7 +235,7 @@ func what(r Request) string {
 		"EXECUTE": "run"}[r.Category]
 	tool := visible(r.Tool, false)
 	var object string
-	args := ordered(r.Arguments)
+	args := ordered(r.Arguments, r.Roles)
 	for _, a := range args {
 		s, ok := a.value.(string)
 		switch {
@@ -246,7 +246,7 @@ func what(r Request) string {
 		case a.role == roleQuery:
 			object, verb = "a database query", "run"
 		case a.role == rolePath:
-			object = pathsPhrase(paths(r.Arguments), nounOf(r.Tool))
+			object = pathsPhrase(paths(r.Arguments, r.Roles), nounOf(r.Tool))
 		case a.role == roleURL && ok:
 			// Quoted: text from the model, which must not read as ours.
 			u, _ := capRunes(visible(s, false), 80)
@@ -317,9 +317,9 @@ func nounOf(tool string) string {
 }
 
 // paths are the path-like argument values of a call, home shortened.
-func paths(args map[string]any) []string {
+func paths(args map[string]any, roles map[string]string) []string {
 	var out []string
-	for _, a := range ordered(args) {
+	for _, a := range ordered(args, roles) {
 		if a.role != rolePath {
 			continue
 		}
@@ -454,6 +454,29 @@ const (
 	roleOther
 )
 
+// roleIn is the role of the argument name: as roles say (the guard's
+// reading of the tool, Request.Roles), else as its name says.
+func roleIn(roles map[string]string, name string) role {
+	said, ok := roles[name]
+	if !ok {
+		return roleOf(name)
+	}
+	switch said {
+	case "command":
+		return roleCommand
+	case "code":
+		return roleCode
+	case "query":
+		return roleQuery
+	case "path":
+		return rolePath
+	case "url":
+		return roleURL
+	}
+	return roleOther
+}
+
+// roleOf is the role an argument's name says.
 func roleOf(name string) role {
 	switch strings.ToLower(name) {
 	case "command", "cmd", "script", "shell", "cmdline", "command_line", "shell_command", "bash_command":
@@ -477,11 +500,11 @@ type argument struct {
 	role  role
 }
 
-// ordered are the arguments by role, then by name.
-func ordered(args map[string]any) []argument {
+// ordered are the arguments by role (roleIn), then by name.
+func ordered(args map[string]any, roles map[string]string) []argument {
 	out := make([]argument, 0, len(args))
 	for k, v := range args {
-		out = append(out, argument{k, v, roleOf(k)})
+		out = append(out, argument{k, v, roleIn(roles, k)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].role != out[j].role {
@@ -498,7 +521,7 @@ func ordered(args map[string]any) []argument {
 // it has more than one (so a broken long line cannot pass for a line
 // break), anything else as indented JSON. What is left out is counted
 // exactly, per argument.
-func renderArguments(args map[string]any, commands []string, capped bool) (string, error) {
+func renderArguments(args map[string]any, roles map[string]string, commands []string, capped bool) (string, error) {
 	var b strings.Builder
 	if len(commands) > 0 {
 		b.WriteString("Runs:\n")
@@ -513,7 +536,7 @@ func renderArguments(args map[string]any, commands []string, capped bool) (strin
 	}
 	b.WriteString("Arguments (secrets are shown as digests):\n")
 	lines := 0
-	for _, a := range ordered(args) {
+	for _, a := range ordered(args, roles) {
 		text, err := renderValue(a.value, capped)
 		if err != nil {
 			return "", err

@@ -7,7 +7,9 @@ package aql
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Code is a machine-readable MCP-AQL error code (error-codes.md).
@@ -78,13 +80,13 @@ func InvalidType(name, expected, actual string, value any) *Error {
 		d["value"] = value
 	}
 	return &Error{Code: CodeInvalidType,
-		Message: fmt.Sprintf("Parameter '%s' expected '%s', got '%s'", name, expected, actual), Details: d}
+		Message: fmt.Sprintf("Parameter '%s' expected '%s', got '%s'", Quoted(name), expected, actual), Details: d}
 }
 
 // UnknownParams reports parameters the operation does not define.
 func UnknownParams(op string, unknown, valid []string) *Error {
 	return &Error{Code: CodeUnknownParam,
-		Message: fmt.Sprintf("Unknown parameter(s) for operation '%s': %s", op, strings.Join(unknown, ", ")),
+		Message: fmt.Sprintf("Unknown parameter(s) for operation '%s': %s", op, QuotedList(unknown, maxNamesSaid)),
 		Details: map[string]any{"operation": op, "unknown_params": unknown, "valid_params": valid}}
 }
 
@@ -157,4 +159,71 @@ func firstSentence(s string) string {
 		s = s[:i]
 	}
 	return strings.TrimSuffix(s, ".")
+}
+
+// DuplicateMember reports an object that names a member twice (location
+// is the member's path, "path" or "options.force"): the decoder would
+// keep one of the values, a server might read the other.
+func DuplicateMember(location string) *Error {
+	return &Error{Code: CodeInvalidType,
+		Message: fmt.Sprintf("Parameter '%s' is given more than once; send each parameter once", Quoted(location)),
+		Details: map[string]any{"param_name": location, "expected_type": "object with unique member names",
+			"actual_type": "object naming a member twice", "duplicate": true}}
+}
+
+// maxNamesSaid bounds the names one message lists.
+const maxNamesSaid = 20
+
+// maxNameSaid bounds the characters of one name in a message.
+const maxNameSaid = 64
+
+// Quoted renders a name the model or a server chose for a message: as it
+// is when it is plain (printable ASCII, no quote or backslash, at most
+// maxNameSaid bytes), else with every other character escaped and cut
+// to maxNameSaid characters, so that a lookalike ("p\u0430th", with a
+// Cyrillic a) or an invisible character cannot pass for another name and
+// a huge name cannot swell the answer.
+func Quoted(name string) string {
+	plain := len(name) <= maxNameSaid
+	for i := 0; plain && i < len(name); i++ {
+		c := name[i]
+		plain = c > ' ' && c < 0x7f && c != '\'' && c != '"' && c != '\\'
+	}
+	if plain {
+		return name
+	}
+	cut := name
+	if utf8.RuneCountInString(name) > maxNameSaid {
+		n := 0
+		for i := range name {
+			if n == maxNameSaid {
+				cut = name[:i]
+				break
+			}
+			n++
+		}
+	}
+	q := strconv.QuoteToASCII(cut)
+	q = strings.ReplaceAll(q[1:len(q)-1], "'", "\\'")
+	if cut != name {
+		q += "..."
+	}
+	return q
+}
+
+// QuotedList renders names for a message (Quoted), comma-separated, at
+// most max of them and then how many more.
+func QuotedList(names []string, max int) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i == max {
+			fmt.Fprintf(&b, " and %d more", len(names)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(Quoted(n))
+	}
+	return b.String()
 }

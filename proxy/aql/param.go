@@ -46,6 +46,10 @@ type Param struct {
 	// MapTo is the downstream spelling when it differs from Name (a
 	// camelCase argument exposed under its snake_case name, spec 4.3).
 	MapTo string `json:"-"`
+	// Shape is what the tool's schema says of the value (catalog
+	// deriveShape): validation checks inside it (an array's items, an
+	// object's members) by it; nil: Types and ItemTypes only.
+	Shape *Shape `json:"-"`
 
 	re *regexp.Regexp
 }
@@ -94,6 +98,18 @@ func renderTypes(ts []string) string {
 // defaults, so a typo is reported before any default hides it. It returns
 // a new map; params is not modified.
 func Validate(op string, defs []*Param, params map[string]any) (map[string]any, *Error) {
+	return validate(op, defs, params, false)
+}
+
+// ValidateAllowingUnknown is Validate for a tool whose server's entry
+// allows undeclared arguments (allow_undeclared_arguments): a parameter
+// defs do not define is kept as sent, unchecked; everything else is
+// checked as Validate checks it.
+func ValidateAllowingUnknown(op string, defs []*Param, params map[string]any) (map[string]any, *Error) {
+	return validate(op, defs, params, true)
+}
+
+func validate(op string, defs []*Param, params map[string]any, allowUnknown bool) (map[string]any, *Error) {
 	byName := make(map[string]*Param, len(defs))
 	alias := map[string]string{}
 	for _, d := range defs {
@@ -119,14 +135,14 @@ func Validate(op string, defs []*Param, params map[string]any) (map[string]any, 
 	}
 	for _, d := range defs {
 		if v, ok := out[d.Name]; ok {
-			if err := d.checkType(d.Name, v); err != nil {
+			if err := d.checkType(op, v); err != nil {
 				return nil, err
 			}
 		}
 	}
 	var unknown []string
 	for _, k := range sortedKeys(out) {
-		if _, ok := byName[k]; !ok {
+		if _, ok := byName[k]; !ok && !allowUnknown {
 			unknown = append(unknown, k)
 		}
 	}
@@ -136,6 +152,13 @@ func Validate(op string, defs []*Param, params map[string]any) (map[string]any, 
 			valid = append(valid, d.Name)
 		}
 		return nil, UnknownParams(op, unknown, valid)
+	}
+	for _, d := range defs {
+		if v, ok := out[d.Name]; ok && d.Shape != nil {
+			if err := undeclaredBelow(op, d.Name, d.Shape, v); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, d := range defs {
 		if v, ok := out[d.Name]; ok && v != nil {
@@ -157,9 +180,13 @@ func Validate(op string, defs []*Param, params map[string]any) (map[string]any, 
 	return out, nil
 }
 
-func (p *Param) checkType(name string, v any) *Error {
+func (p *Param) checkType(op string, v any) *Error {
+	name := p.Name
 	if err := typeCheck(name, p.Types, v, p.Sensitive); err != nil {
 		return err
+	}
+	if p.Shape != nil {
+		return p.Shape.inside(op, name, v, p.Sensitive)
 	}
 	if arr, ok := v.([]any); ok && len(p.ItemTypes) > 0 {
 		for i, e := range arr {

@@ -2,6 +2,7 @@ package aql
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -54,6 +55,26 @@ func TestParse(t *testing.T) {
 		{name: "valid surrogate pair", raw: `{"operation":"get","params":{"s":"\ud83d\ude00"}}`, wantOp: "get",
 			want: map[string]any{"s": "😀"}},
 		{name: "invalid utf8 in key", raw: "{\"operation\":\"get\",\"params\":{\"k\xff\":1}}", wantCode: CodeInvalidEncoding},
+		// A member named twice: encoding/json keeps the last, a server
+		// may read the first (issue 29, item 2).
+		{name: "duplicate member", raw: `{"operation":"get","params":{"path":"/tmp/a","path":"/etc/shadow"}}`,
+			wantCode: CodeInvalidType, details: map[string]any{"param_name": "params.path", "duplicate": true}},
+		{name: "duplicate spelled with an escape", raw: `{"operation":"get","params":{"path":"/tmp/a","pa\u0074h":"/etc/shadow"}}`,
+			wantCode: CodeInvalidType, details: map[string]any{"param_name": "params.path"}},
+		{name: "duplicate operation", raw: `{"operation":"get","operation":"delete"}`, wantCode: CodeInvalidType,
+			details: map[string]any{"param_name": "operation"}},
+		{name: "duplicate nested", raw: `{"operation":"get","params":{"o":{"a":1,"b":{"c":1},"a":2}}}`, wantCode: CodeInvalidType,
+			details: map[string]any{"param_name": "params.o.a"}},
+		{name: "duplicate in an array's object", raw: `{"operation":"get","params":{"l":[{"a":1},{"a":1,"a":2}]}}`, wantCode: CodeInvalidType,
+			details: map[string]any{"param_name": "params.l[1].a"}},
+		{name: "duplicate among many members", raw: `{"operation":"get","params":{` + manyMembers(40) + `,"m7":0}}`, wantCode: CodeInvalidType,
+			details: map[string]any{"param_name": "params.m7"}},
+		{name: "same name in two objects", raw: `{"operation":"get","params":{"a":{"x":1},"b":{"x":1},"x":1}}`, wantOp: "get",
+			want: map[string]any{"a": map[string]any{"x": json.Number("1")}, "b": map[string]any{"x": json.Number("1")}, "x": json.Number("1")}},
+		{name: "escapes are names of their own", raw: `{"operation":"get","params":{"a\nb":1,"anb":2,"a\\nb":3}}`, wantOp: "get",
+			want: map[string]any{"a\nb": json.Number("1"), "anb": json.Number("2"), "a\\nb": json.Number("3")}},
+		{name: "a lookalike is another name", raw: `{"operation":"get","params":{"path":1,"p\u0430th":2}}`, wantOp: "get",
+			want: map[string]any{"path": json.Number("1"), "p\u0430th": json.Number("2")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,4 +152,13 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// manyMembers is n members "m0":0 … of an object's body.
+func manyMembers(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = `"m` + strconv.Itoa(i) + `":0`
+	}
+	return strings.Join(parts, ",")
 }

@@ -8,14 +8,18 @@ import (
 // scanRaw walks the raw request bytes once, before any decoding, and
 // rejects what encoding/json would silently repair or choke on: bytes that
 // are not UTF-8 (including overlong forms and UTF-8-encoded surrogates),
-// \u escapes that leave a lone surrogate, and nesting deeper than maxDepth.
-// It does not validate JSON syntax; the decoder does that afterwards.
+// \u escapes that leave a lone surrogate, nesting deeper than maxDepth,
+// and an object that names a member twice (encoding/json keeps the last
+// one; the server behind may read the first: one request must not say
+// two things, RFC 8259 4, RFC 7493 2.3). It does not validate JSON
+// syntax; the decoder does that afterwards.
 func scanRaw(raw []byte, maxDepth int) *Error {
 	type frame struct {
 		object    bool
 		expectKey bool
 		key       string
 		index     int
+		keys      memberNames
 	}
 	var stack []frame
 	path := func() string {
@@ -69,6 +73,10 @@ func scanRaw(raw []byte, maxDepth int) *Error {
 				return InvalidEncoding(loc, bad)
 			}
 			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
+				if stack[n-1].keys.add(s) {
+					stack[n-1].key = "" // path() is then the object's own
+					return DuplicateMember(keyPath(path(), s))
+				}
 				stack[n-1].key = s
 			}
 			i = next
@@ -86,10 +94,42 @@ func scanRaw(raw []byte, maxDepth int) *Error {
 	return nil
 }
 
+// memberNames are the member names an object has shown so far: a list
+// while it is short (the usual arguments), a set beyond.
+type memberNames struct {
+	list []string
+	set  map[string]struct{}
+}
+
+// add records name and reports whether the object named it already.
+func (m *memberNames) add(name string) bool {
+	if m.set != nil {
+		if _, dup := m.set[name]; dup {
+			return true
+		}
+		m.set[name] = struct{}{}
+		return false
+	}
+	for _, k := range m.list {
+		if k == name {
+			return true
+		}
+	}
+	m.list = append(m.list, name)
+	if len(m.list) > 16 {
+		m.set = make(map[string]struct{}, 2*len(m.list))
+		for _, k := range m.list {
+			m.set[k] = struct{}{}
+		}
+		m.list = nil
+	}
+	return false
+}
+
 // scanString reads a JSON string body starting after its opening quote. It
-// returns the (approximately) decoded text for use in paths, the index
-// after the closing quote, and the byte offset of the first invalid
-// sequence or -1.
+// returns the decoded text (as encoding/json decodes it, for a string that
+// is valid JSON: member names are compared in it), the index after the
+// closing quote, and the byte offset of the first invalid sequence or -1.
 func scanString(raw []byte, i int) (string, int, int) {
 	var buf []byte
 	for i < len(raw) {
@@ -102,7 +142,7 @@ func scanString(raw []byte, i int) (string, int, int) {
 				return string(buf), len(raw), -1
 			}
 			if raw[i+1] != 'u' {
-				buf = append(buf, raw[i+1])
+				buf = append(buf, unescape(raw[i+1]))
 				i += 2
 				continue
 			}
@@ -140,6 +180,24 @@ func scanString(raw []byte, i int) (string, int, int) {
 		}
 	}
 	return string(buf), len(raw), -1
+}
+
+// unescape is the byte a one-character escape stands for (\n, \t, ...);
+// an invalid escape is left to the decoder to report.
+func unescape(c byte) byte {
+	switch c {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return c // " \\ / stand for themselves
 }
 
 func hex4(raw []byte, i int) (int, bool) {

@@ -41,6 +41,12 @@ type Operation struct {
 	// empty for built-in operations.
 	Server string
 	Tool   *mcp.Tool
+	// Input is what aqlguard checks of the tool's arguments as the tool
+	// names them (InputShape): transparent mode checks them by it.
+	Input *aql.Shape
+	// AllowUndeclared says the server's entry lets arguments the tool's
+	// schema does not declare through (allow_undeclared_arguments).
+	AllowUndeclared bool
 	// Builtin operations are answered by aqlguard itself.
 	Builtin bool
 	// Selectable READ operations accept the fields parameter.
@@ -94,6 +100,9 @@ type ServerTools struct {
 	// Policy says which arguments are secret (Policy.SecretArgument);
 	// nil: by name and schema only.
 	Policy *policy.Policy
+	// AllowUndeclared lets arguments the tools' schemas do not declare
+	// through (the server's allow_undeclared_arguments).
+	AllowUndeclared bool
 }
 
 // Catalog holds every operation, in name order.
@@ -151,6 +160,7 @@ func (c *Catalog) AddServer(st ServerTools) {
 	for _, t := range st.Tools {
 		op := derive(st.Server, opNames[t.Name], t, st.Categories[t.Name])
 		op.Model = effects.Resolve(Definition(t), effects.Config{Effects: st.Effects, Reviewed: st.Reviewed != nil && st.Reviewed(t.Name)})
+		op.Input, op.AllowUndeclared = InputShape(t.InputSchema, st.AllowUndeclared), st.AllowUndeclared
 		op.ManagedCategory = op.Category
 		if !st.OverridesManaged && st.Categories[t.Name] != "" {
 			op.ManagedCategory, _ = Classify(t, "")

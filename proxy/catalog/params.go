@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -54,7 +55,7 @@ func deriveParams(schema any) []*aql.Param {
 }
 
 func paramFromSchema(s map[string]any) *aql.Param {
-	p := &aql.Param{Types: schemaTypes(s)}
+	p := &aql.Param{Types: schemaTypes(s), Shape: deriveShape(s, 1)}
 	p.Description, _ = s["description"].(string)
 	if p.Description == "" {
 		p.Description, _ = s["title"].(string)
@@ -84,6 +85,95 @@ func paramFromSchema(s map[string]any) *aql.Param {
 		p.Type = "any"
 	}
 	return p
+}
+
+// maxShapeDepth bounds how deep deriveShape reads a schema: below, a
+// value is anything. A request cannot nest deeper than the nesting limit
+// (spec 4.7.5: at most 100 levels, 32 by default), and checking less
+// never refuses an honest call.
+const maxShapeDepth = 32
+
+// InputShape is what aqlguard checks of a tool's arguments (aql.Shape):
+// the members its inputSchema's properties declare, closed at the top
+// level (an argument the schema does not declare is refused) unless
+// allowUndeclared (the server's allow_undeclared_arguments). A schema
+// without properties declares no argument: {"type":"object"} is a tool
+// that takes none, whatever additionalProperties says; a server whose
+// tools take free-form arguments needs allow_undeclared_arguments.
+func InputShape(schema any, allowUndeclared bool) *aql.Shape {
+	s, _ := schema.(map[string]any)
+	shape := deriveShape(s, 0)
+	if shape == nil {
+		shape = &aql.Shape{}
+	}
+	shape.Types = nil // the arguments are an object (aql.ParseArguments)
+	shape.Closed = !allowUndeclared
+	return shape
+}
+
+// deriveShape reads what aqlguard checks of a value from its JSON Schema
+// (see aql.Shape for what, and how deep); nil where it says nothing
+// aqlguard checks (no schema, $ref, or below maxShapeDepth). "nullable"
+// (OpenAPI's spelling) accepts null.
+func deriveShape(s map[string]any, depth int) *aql.Shape {
+	if s == nil || depth > maxShapeDepth {
+		return nil
+	}
+	shape := &aql.Shape{Types: schemaTypes(s), Secret: policy.SecretSchema(s)}
+	if s["nullable"] == true && len(shape.Types) > 0 && !slices.Contains(shape.Types, "null") {
+		shape.Types = append(shape.Types, "null")
+	}
+	if items, ok := s["items"].(map[string]any); ok {
+		shape.Items = deriveShape(items, depth+1)
+	}
+	if props, ok := s["properties"].(map[string]any); ok {
+		shape.Properties = make(map[string]*aql.Shape, len(props))
+		for name, raw := range props {
+			ps := deriveShape(asSchema(raw), depth+1)
+			if ps == nil {
+				ps = &aql.Shape{}
+			}
+			ps.Secret = ps.Secret || policy.SecretName(name)
+			shape.Properties[name] = ps
+		}
+		if rs, ok := s["required"].([]any); ok {
+			for _, r := range rs {
+				if name, ok := r.(string); ok {
+					if shape.Required == nil {
+						shape.Required = map[string]bool{}
+					}
+					shape.Required[name] = true
+				}
+			}
+		}
+	}
+	// additionalProperties false (or {"not": {}}, its spelling as a
+	// schema) closes the object; patternProperties reopen it to names
+	// aqlguard does not match (the server does).
+	if _, patterns := s["patternProperties"]; !patterns && closedSchema(s["additionalProperties"]) {
+		shape.Closed = true
+	}
+	return shape
+}
+
+// asSchema is a property's schema as an object; true (anything) and
+// other forms are nil (nothing checked).
+func asSchema(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// closedSchema reports whether an additionalProperties value admits no
+// member: false, or a schema that matches nothing ({"not": {}}).
+func closedSchema(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return !x
+	case map[string]any:
+		not, ok := x["not"].(map[string]any)
+		return ok && len(x) == 1 && len(not) == 0
+	}
+	return false
 }
 
 // markSecrets marks the parameters the policy declares secret

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -57,8 +58,10 @@ func approves(a verify.Answer) bool { return a == verify.Allow || a == verify.Al
 // await makes sure c is put to the human and waits at most wait for the
 // answer. It returns None (and, when the channel could not ask at all, a
 // factor saying why) if no answer came in time; the question stays up.
+// shown is what the human is shown of the call at hand (nil: none is at
+// hand, as for confirm_operation): it is used when c asks about that call.
 // g.mu must not be held.
-func (g *Guard) await(ctx context.Context, c *Confirmation, wait time.Duration) (verify.Answer, string) {
+func (g *Guard) await(ctx context.Context, c *Confirmation, wait time.Duration, shown *shownCall) (verify.Answer, string) {
 	g.mu.Lock()
 	g.init()
 	q := g.askings[c.Token]
@@ -79,7 +82,7 @@ func (g *Guard) await(ctx context.Context, c *Confirmation, wait time.Duration) 
 		qctx, cancel := context.WithDeadline(g.bg, c.ExpiresAt)
 		q = &asking{done: make(chan struct{}), session: c.Session, withdraw: cancel}
 		g.askings[c.Token] = q
-		req := g.question(c)
+		req := g.question(c, g.shownOf(c, shown))
 		g.asks.Add(1)
 		go g.runAsk(qctx, q, c, req)
 	}
@@ -127,8 +130,53 @@ func (g *Guard) withdrawSession(session string) {
 // arguments.
 const maxQuestionCommands = 20
 
-// question is the request the human sees for c. g.mu is held.
-func (g *Guard) question(c *Confirmation) verify.Request {
+// maxShownKept bounds the calls kept for questions asked again from
+// their token alone (shownOf).
+const maxShownKept = 64
+
+// shownOf is what the human is shown of the call c asks about: shown
+// when c asks about it (and then kept, until c expires, for the same
+// question asked again from its token alone), else what was kept for
+// c's token; nil when neither is: the question shows what the state
+// keeps (every secret a digest). g.mu is held.
+func (g *Guard) shownOf(c *Confirmation, shown *shownCall) *shownCall {
+	if !shown.of(c) {
+		if kept := g.shownFor[c.Token]; kept.call.of(c) {
+			return kept.call
+		}
+		return nil
+	}
+	now := g.now()
+	if g.shownFor == nil {
+		g.shownFor = map[string]keptCall{}
+	}
+	for token, k := range g.shownFor {
+		if !now.Before(k.until) {
+			delete(g.shownFor, token)
+		}
+	}
+	if len(g.shownFor) >= maxShownKept {
+		first := ""
+		for token, k := range g.shownFor {
+			if first == "" || k.until.Before(g.shownFor[first].until) {
+				first = token
+			}
+		}
+		delete(g.shownFor, first)
+	}
+	g.shownFor[c.Token] = keptCall{call: shown, until: c.ExpiresAt}
+	return shown
+}
+
+// keptCall is a call's shownCall kept for its question until it expires.
+type keptCall struct {
+	call  *shownCall
+	until time.Time
+}
+
+// question is the request the human sees for c, showing the call as
+// shown says (nil: as the state keeps it). g.mu is held.
+func (g *Guard) question(c *Confirmation, shown *shownCall) verify.Request {
 	var args map[string]any
 	if len(c.Arguments) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(c.Arguments))
@@ -141,9 +189,17 @@ func (g *Guard) question(c *Confirmation) verify.Request {
 		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession,
 		Category: c.Category, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
 	}
+	var roles map[string]policy.Role
+	if shown != nil {
+		args, roles = shown.args, shown.stepRoles
+		r.Arguments, r.Roles, r.Action = shown.args, shown.roles, shown.preview
+		if c.Kind != kindAction {
+			r.Action = c.Operation + " (next action: " + shown.preview + ")"
+		}
+	}
 	if c.Kind == kindAction {
 		r.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: c.Operation, Server: c.Server, Tool: c.Tool,
-			Arguments: args}, maxQuestionCommands)
+			Arguments: args, Roles: roles}, maxQuestionCommands)
 	}
 	if c.Kind == kindSteps {
 		r.Steps = g.pol().MaxSteps

@@ -49,9 +49,10 @@ func (g *Guard) newChallenge(a Action, d evaluator.Directive) (*challengeCode, e
 		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: secret, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt,
 		Arguments: a.redacted, Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		VerifyTool: g.VerifyTool}
-	if a.Server != "" {
+	if shown := g.showing(a); shown != nil {
+		req.Arguments, req.Action, req.Roles = shown.args, shown.preview, shown.roles
 		req.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: a.Operation, Server: a.Server, Tool: a.Tool,
-			Arguments: a.redacted}, maxQuestionCommands)
+			Arguments: shown.args, Roles: a.Roles}, maxQuestionCommands)
 	}
 	return &challengeCode{challenge: rec, req: req}, nil
 }

@@ -204,7 +204,7 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*C
 	if c.Status == statusApproved && c.Kind == kindAction {
 		return g.confirmed(c), nil
 	}
-	answer, why := g.await(ctx, c, g.AskTimeout)
+	answer, why := g.await(ctx, c, g.AskTimeout, nil)
 	switch {
 	case approves(answer):
 		if c.Kind != kindAction {

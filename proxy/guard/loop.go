@@ -92,6 +92,10 @@ type Guard struct {
 	// them (each question records how it ended).
 	asks sync.WaitGroup
 
+	// shownFor keeps, by token, what the human is shown of the call an
+	// open question asks about (ask.go shownOf); g.mu.
+	shownFor map[string]keptCall
+
 	// beforeCommit, when set (by tests), runs once, before the next
 	// commit: another process's write lands before a decision reads.
 	beforeCommit atomic.Pointer[func()]
@@ -329,7 +333,10 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 		if asks == maxAsks {
 			return g.refuseAsks(rctx, a, began)
 		}
-		answer, why := g.await(requestOf(rctx), out.ask, g.InlineWait)
+		if c.shown == nil {
+			c.shown = g.showing(a)
+		}
+		answer, why := g.await(requestOf(rctx), out.ask, g.InlineWait, c.shown)
 		if c.asked == nil {
 			c.asked = map[string]answered{}
 		}
@@ -369,6 +376,8 @@ type check struct {
 	asked map[string]answered
 	// reported says the step's reported failure is in force (committed).
 	reported bool
+	// shown is what a human is shown of the call, once one is asked.
+	shown *shownCall
 	// judged memoises the evaluator by what of the memory it reads
 	// (a commit run again, a check-in, the next commit after a question).
 	judged []judgedStep

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,6 +20,17 @@ import (
 //
 // Nothing is redacted by substring: run_python {"code": ...} must leave a
 // trace of what ran.
+//
+// What the human is shown is what runs: an argument in a role shown in
+// full (shownInFull: a command, code, a path, a URL) is shown whole in a
+// question, a verification code's window and the command channel's
+// request, whatever makes it secret (a schema's writeOnly or format
+// password, its name, secret_arguments). A human who approves a digest
+// approves something unseen, and a server that marks its command
+// writeOnly would have them do just that. Secrets in other roles stay
+// digests there too, and the audit log, the state database and the
+// previews kept with confirmations, approvals and blocks keep every
+// secret a digest (showing: only what is put before the human changes).
 
 // redactor replaces the secrets of one call's arguments.
 type redactor struct {
@@ -27,6 +39,9 @@ type redactor struct {
 	names   policy.CallNames // the call's names, for secret_arguments
 	schema  map[string]bool
 	redacts int
+	// whole are the top-level arguments kept whole, secret or not (what
+	// a human is shown of a role shown in full); nil: none.
+	whole map[string]bool
 }
 
 func (g *Guard) redactorFor(a Action) *redactor {
@@ -56,6 +71,10 @@ func (r *redactor) redact(args map[string]any) map[string]any {
 	}
 	out := make(map[string]any, len(args))
 	for k, v := range args {
+		if r.whole[k] {
+			out[k] = v
+			continue
+		}
 		path := []string{policy.SnakeName(k)}
 		if r.schema[k] || r.secret(path) {
 			out[k] = r.digest(v)
@@ -87,6 +106,133 @@ func (r *redactor) walk(v any, path []string) any {
 		return out
 	}
 	return v
+}
+
+// shownInFull reports whether an argument in role r is always shown to
+// a human whole: what runs and where it acts.
+func shownInFull(r policy.Role) bool {
+	switch r {
+	case policy.RoleCommand, policy.RoleCode, policy.RolePath, policy.RoleURL:
+		return true
+	}
+	return false
+}
+
+// displayRole is the role in which the argument name (as the server
+// spells it) of a is shown to a human, as the evaluator reads it: the
+// policy's [servers.arguments], then shell_arguments, then the tool's
+// effect model (Action.Roles of a modelled action: an argument the tool
+// does not declare has none), else, for an action without a model, the
+// schema's and the argument's name. It is the one place that says
+// where a role for display comes from.
+func displayRole(pol *policy.Policy, a Action, name string) policy.Role {
+	snake := policy.SnakeName(name)
+	if pol != nil && (len(pol.ArgumentRoles) > 0 || len(pol.ShellArguments) > 0) {
+		names, path := policy.NameForms(a.Operation, a.Server, a.Tool), []string{snake}
+		for _, spec := range pol.ArgumentRoles {
+			if spec.Server == a.Server && spec.Spec.AppliesTo(names, path) {
+				return spec.Role
+			}
+		}
+		for _, spec := range pol.ShellArguments {
+			if spec.AppliesTo(names, path) {
+				return policy.RoleCommand
+			}
+		}
+	}
+	if a.Modeled {
+		return a.Roles[snake]
+	}
+	if r, ok := a.Roles[snake]; ok {
+		return r
+	}
+	return policy.RoleByConvention(snake)
+}
+
+// shownCall is what a human is shown of one proxied call.
+type shownCall struct {
+	tool, server string
+	// digest binds the call's arguments (Action.argsDigest).
+	digest string
+	// stored is the call's arguments as the state keeps them (the
+	// canonical JSON of their redaction, Confirmation.Arguments): a
+	// question built from a confirmation shows this call only when its
+	// stored arguments are these.
+	stored json.RawMessage
+	// args are the arguments shown: secrets as digests, but not in a
+	// role shown in full; preview is the one-line call made of them.
+	args    map[string]any
+	preview string
+	// roles are the role of each argument as the human is shown it
+	// (displayRole; verify.Request.Roles), and stepRoles the tool's own
+	// (Action.Roles), for the commands the question lists.
+	roles     map[string]string
+	stepRoles map[string]policy.Role
+}
+
+// showing is what a human is shown of a's call; nil for a reported step
+// (its hint is shown as it is) and an action without a server.
+func (g *Guard) showing(a Action) *shownCall {
+	if a.reported() || a.Server == "" {
+		return nil
+	}
+	a = g.prepare(a)
+	s := &shownCall{tool: a.Tool, server: a.Server, digest: a.digest, stepRoles: a.Roles, args: a.redacted, preview: a.preview}
+	if len(a.redacted) > 0 {
+		s.stored, _ = canonicalJSON(a.redacted)
+	}
+	pol := g.pol()
+	r := g.redactorFor(a)
+	r.whole = map[string]bool{}
+	s.roles = make(map[string]string, len(a.Arguments))
+	for k := range a.Arguments {
+		role := displayRole(pol, a, k)
+		s.roles[k] = role.String()
+		if shownInFull(role) {
+			r.whole[k] = true
+		}
+	}
+	if len(r.whole) > 0 {
+		s.args = r.redact(a.Arguments)
+		s.preview = actionPreview(a, s.args)
+	}
+	return s
+}
+
+// of reports whether c asks about the call s shows: the same tool and
+// the same arguments, by the digest that binds a call's question, or,
+// for a check-in (which binds no arguments), by the arguments it keeps
+// (equal redactions are equal arguments: a secret's digest is keyed, so
+// equal digests are equal secrets).
+func (s *shownCall) of(c *Confirmation) bool {
+	if s == nil || c.Tool != s.tool || c.Server != "" && c.Server != s.server {
+		return false
+	}
+	if c.Kind == kindAction {
+		return c.Digest == s.digest
+	}
+	return sameJSON(c.Arguments, s.stored)
+}
+
+// sameJSON reports whether a and b encode the same value (a store may
+// keep JSON in another spelling than it was given).
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	decode := func(raw json.RawMessage) ([]byte, bool) {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil {
+			return nil, false
+		}
+		out, err := canonicalJSON(v)
+		return out, err == nil
+	}
+	ca, okA := decode(a)
+	cb, okB := decode(b)
+	return okA && okB && bytes.Equal(ca, cb)
 }
 
 func (r *redactor) secret(path []string) bool {
