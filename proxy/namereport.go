@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/names"
 	"github.com/aqlguard/aqlguard/store"
 )
@@ -219,3 +221,53 @@ func (r *NameReport) report(about []string, others []store.ServerNames) {
 		r.Log.Warn("a server's name passes for another's: check that each is the server you meant to install", "imitation", im.String())
 	}
 }
+
+// Listed is what a started server offers, as names: its tools as its
+// state holds them, and its prompts, listed now (every page, up to
+// maxListedPages) if it declared them. For the commands that look at
+// servers without a client (doctor, policy check --servers); a server
+// that is not ready offers nothing.
+func Listed(ctx context.Context, srv *downstream.Server) names.Listing {
+	l := names.Listing{Server: srv.Name}
+	st := srv.State()
+	if st.Status != downstream.Ready {
+		return l
+	}
+	for _, t := range st.Tools {
+		l.Tools = append(l.Tools, t.Name)
+	}
+	if raw, ok := st.Capabilities["prompts"]; !ok || string(raw) == "null" {
+		return l
+	}
+	cursor := ""
+	for range maxListedPages {
+		params := json.RawMessage(`{}`)
+		if cursor != "" {
+			params, _ = json.Marshal(map[string]string{"cursor": cursor})
+		}
+		res, err := srv.Request(ctx, "prompts/list", params)
+		if err != nil {
+			return l
+		}
+		var page struct {
+			Prompts []struct {
+				Name string `json:"name"`
+			} `json:"prompts"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if json.Unmarshal(res, &page) != nil {
+			return l
+		}
+		for _, p := range page.Prompts {
+			l.Prompts = append(l.Prompts, p.Name)
+		}
+		if page.NextCursor == "" || page.NextCursor == cursor {
+			return l
+		}
+		cursor = page.NextCursor
+	}
+	return l
+}
+
+// maxListedPages bounds the pages Listed reads of a server's prompts.
+const maxListedPages = 64
