@@ -101,7 +101,7 @@ func nameChecks(ctx context.Context, in Input, started []startedServer) []Check 
 		"(%d server(s) of %d agent(s), started here or recorded by aqlguard processes)", servers, len(order))}
 	if len(collisions) > 0 {
 		nameCheck = Check{Warn, "names", strings.Join(collisions, "; ") +
-			" (the model cannot tell whose it calls, and one server may be passing for the other: remove the one you do not trust)"}
+			"; the model cannot tell whose it calls, and one server may be passing for the other: remove the one you do not trust"}
 	}
 	if problem != "" {
 		nameCheck.Level = Warn
@@ -109,7 +109,7 @@ func nameChecks(ctx context.Context, in Input, started []startedServer) []Check 
 	}
 	serverCheck := Check{OK, "server names", "no server name passes for another's or a well-known server's"}
 	if len(imitations) > 0 {
-		serverCheck = Check{Warn, "server names", strings.Join(imitations, "; ") + " (check that each is the server you meant to install)"}
+		serverCheck = Check{Warn, "server names", strings.Join(imitations, "; ") + "; check that each is the server you meant to install"}
 	}
 	return []Check{nameCheck, serverCheck}
 }
