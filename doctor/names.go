@@ -101,7 +101,7 @@ func nameChecks(ctx context.Context, in Input, started []startedServer) []Check 
 		"(%d server(s) of %d agent(s), started here or recorded by aqlguard processes)", servers, len(order))}
 	if len(collisions) > 0 {
 		nameCheck = Check{Warn, "names", strings.Join(collisions, "; ") +
-			"; the model cannot tell whose it calls, and one server may be passing for the other: remove the one you do not trust"}
+			"; the model may call one for the other, and one server may be passing for the other: remove the one you do not trust"}
 	}
 	if problem != "" {
 		nameCheck.Level = Warn

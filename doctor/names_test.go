@@ -36,7 +36,7 @@ func TestNameChecks(t *testing.T) {
 		t.Fatalf("checks: %+v", checks)
 	}
 	if c := checks[0]; c.Level != Warn || c.Detail != `agent claude-desktop: tool "read_file" is offered by servers filesystem and helper`+
-		`; the model cannot tell whose it calls, and one server may be passing for the other: remove the one you do not trust` {
+		`; the model may call one for the other, and one server may be passing for the other: remove the one you do not trust` {
 		t.Errorf("names: %+v", c)
 	}
 	if c := checks[1]; c.Level != Warn || !strings.Contains(c.Detail, `agent claude-desktop: server name "githb" passes for the well-known server "github"`) ||

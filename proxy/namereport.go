@@ -203,8 +203,8 @@ func (r *NameReport) report(about []string, others []store.ServerNames) {
 		if other != nil {
 			attrs = append(attrs, "recorded_by_other_processes", other)
 		}
-		r.Log.Warn("two servers of this client offer one name: the model cannot tell whose it calls, and one may be "+
-			"passing for the other (aqlguard doctor lists every such name)", attrs...)
+		r.Log.Warn("two servers of this client offer one name, or names that look alike: the model may call one for the other, "+
+			"and one may be passing for the other (aqlguard doctor lists every such name)", attrs...)
 	}
 	all := slices.Clone(mine)
 	for _, n := range others {

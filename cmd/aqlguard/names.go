@@ -40,7 +40,7 @@ func reportNames(cfg *policy.Config, live bool, listings []names.Listing, stderr
 		n++
 	}
 	for _, c := range names.Collisions(listings) {
-		fmt.Fprintf(stderr, "%s: servers: %s: the model cannot tell whose it calls\n", source(cfg), c)
+		fmt.Fprintf(stderr, "%s: servers: %s: the model may call one for the other\n", source(cfg), c)
 		n++
 	}
 	return n

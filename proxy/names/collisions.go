@@ -29,7 +29,7 @@ type Offer struct {
 }
 
 // Collision is a name, or names that look alike, that several servers
-// offer one client: the model reading them cannot tell whose is whose,
+// offer one client: the model reading them may call one for the other,
 // and a server that names a tool as another server's does (tool
 // shadowing, name squatting) waits for the model to mistake it.
 type Collision struct {
