@@ -35,9 +35,11 @@ type NameReport struct {
 
 	mu       sync.Mutex
 	reported map[string]bool
-	// mine are the names this process's servers listed last.
-	mine map[string]store.ServerNames
-	wg   sync.WaitGroup
+	// mine are the names this process's servers listed last, and
+	// checked when each server's tools or prompts were last compared.
+	mine    map[string]store.ServerNames
+	checked map[string]time.Time
+	wg      sync.WaitGroup
 }
 
 // RecordedWithin is how long a server recorded by another process counts
@@ -51,6 +53,11 @@ const reseenEvery = 24 * time.Hour
 
 // reportTimeout bounds one report's reads and writes of the state.
 const reportTimeout = 10 * time.Second
+
+// recheckAfter is how soon an unchanged listing is compared again: the
+// sessions of serve each list their servers, and a client may list
+// prompts as often as it likes.
+const recheckAfter = time.Minute
 
 func (r *NameReport) clock() time.Time {
 	if r.now != nil {
@@ -86,6 +93,21 @@ func (r *NameReport) Listed(server string, kind names.Kind, list []string) {
 	if list == nil {
 		list = []string{}
 	}
+	r.mu.Lock()
+	n, key, now := r.mine[server], server+"\x00"+string(kind), r.clock()
+	had := n.Tools
+	if kind == names.Prompt {
+		had = n.Prompts
+	}
+	if (kind == names.Tool || n.PromptsListed) && had != nil && slices.Equal(had, list) && now.Sub(r.checked[key]) < recheckAfter {
+		r.mu.Unlock()
+		return // unchanged, and compared a moment ago
+	}
+	if r.checked == nil {
+		r.checked = map[string]time.Time{}
+	}
+	r.checked[key] = now
+	r.mu.Unlock()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
