@@ -69,8 +69,8 @@ func nameChecks(ctx context.Context, in Input, started []startedServer) []Check 
 			now = time.Now()
 		}
 		for _, n := range recorded {
-			if now.Sub(n.SeenAt) >= proxy.RecordedWithin {
-				continue
+			if now.Sub(n.SeenAt) >= proxy.RecordedWithin || len(in.Clients) > 0 && !slices.Contains(in.Clients, n.Principal) {
+				continue // gone, or of a client not asked about (init's --agent is the client's id)
 			}
 			c := client(n.Principal)
 			if c.started[n.Server] {

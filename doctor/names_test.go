@@ -44,6 +44,14 @@ func TestNameChecks(t *testing.T) {
 		t.Errorf("server names: %+v", c)
 	}
 
+	// --client cursor: cursor's servers alone.
+	in.Clients = []string{"cursor"}
+	checks = nameChecks(context.Background(), in, nil)
+	if checks[0].Level != OK || !strings.Contains(checks[0].Detail, "2 server(s) of 1 agent(s)") {
+		t.Errorf("one client: %+v", checks)
+	}
+	in.Clients = nil
+
 	// Nothing to compare, nothing found, a state that cannot be read.
 	if checks := nameChecks(context.Background(), Input{}, nil); len(checks) != 1 || checks[0].Level != OK {
 		t.Errorf("nothing to compare: %+v", checks)

@@ -31,7 +31,7 @@ type promptTable struct {
 	// does not install what it read.
 	era uint64
 	// pages are the names of a single server's pages listed so far, from
-	// its first page on (promptsListed).
+	// its first page on (promptsPage).
 	pages []string
 }
 
