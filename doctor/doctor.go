@@ -2,7 +2,9 @@
 // way a new user would otherwise find out one failure at a time: where
 // the binary is, which client configs exist and are wrapped, whether the
 // policy loads, whether the state directory is private, whether a human
-// can be reached, and whether the configured servers start.
+// can be reached, whether the configured servers start, and whether two
+// servers of one client offer one tool or prompt name or have names that
+// pass for each other.
 package doctor
 
 import (
@@ -18,6 +20,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -56,6 +59,12 @@ type Input struct {
 	// StartTimeout bounds each server's start (default DefaultStartTimeout).
 	StartTimeout time.Duration
 	Version      string
+	// RecordedNames reads the names aqlguard processes recorded of their
+	// servers in the state (store.ServerNames); nil reads none.
+	RecordedNames func(ctx context.Context) ([]store.ServerNames, error)
+	// Now is the time (time.Now when zero): what was recorded more than
+	// proxy.RecordedWithin before it no longer counts.
+	Now time.Time
 }
 
 // DefaultStartTimeout is how long doctor waits for a server to start:
@@ -71,7 +80,9 @@ func Run(ctx context.Context, in Input) []Check {
 	out = append(out, stateDir(in)...)
 	out = append(out, sharedState(ctx, in)...)
 	out = append(out, channel(in)...)
-	out = append(out, servers(ctx, in)...)
+	checks, started := servers(ctx, in)
+	out = append(out, checks...)
+	out = append(out, nameChecks(ctx, in, started)...)
 	return out
 }
 
@@ -87,12 +98,22 @@ func binary(in Input) []Check {
 	return []Check{c}
 }
 
+// origin is where doctor found a server it starts: the client whose
+// config runs it (none: aqlguard's own config), the principal its
+// aqlguard runs as, its name as aqlguard wrap records it, and as the
+// client config writes it.
+type origin struct {
+	client, agent, name, entry string
+}
+
 // wrappedServers are the servers the guarded client entries run, with
-// a label for each ("filesystem (claude-code)") by its server name.
-func wrappedServers(in Input) ([]policy.Server, map[string]string, []Check) {
+// a label for each ("filesystem (claude-code)") and where each is from,
+// by its server name.
+func wrappedServers(in Input) ([]policy.Server, map[string]string, map[string]origin, []Check) {
 	var out []policy.Server
 	var remote []Check
 	labels := map[string]string{}
+	origins := map[string]origin{}
 	for _, f := range clientconfig.Detect(in.Env, in.Clients...) {
 		data, err := os.ReadFile(f.Path)
 		if err != nil {
@@ -105,13 +126,32 @@ func wrappedServers(in Input) ([]policy.Server, map[string]string, []Check) {
 				out = append(out, policy.Server{Name: name, Command: argv[0],
 					Args: argv[1:], Env: e.Env, Transport: "stdio"})
 				labels[name] = e.Label() + " (" + f.Client + ")"
+				origins[name] = origin{client: f.Client, agent: wrapFlag(e.Args, "--agent", f.Client),
+					name: policy.ServerNameFrom(wrapFlag(e.Args, "--name", e.Name)), entry: e.Name}
 			} else if url := remoteURL(e.Args); e.Wrapped(in.Self) && url != "" {
 				remote = append(remote, Check{OK, "server " + e.Label() + " (" + f.Client + ")",
 					"remote, " + url + ": aqlguard connects when the client starts it (doctor does not; a server that wants OAuth asks for your consent in the browser on its first call)"})
 			}
 		}
 	}
-	return out, labels, remote
+	return out, labels, origins, remote
+}
+
+// wrapFlag is the value of a wrapped entry's flag (--name, --agent), or
+// def.
+func wrapFlag(args []string, flag, def string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+	}
+	return def
 }
 
 // remoteURL is the URL a wrapped remote entry connects to (its --url),
@@ -320,18 +360,23 @@ func channel(in Input) []Check {
 	return []Check{{OK, "human channel", "dialog (a display and a trusted dialog program are there)"}}
 }
 
-func servers(ctx context.Context, in Input) []Check {
+// servers starts the configured and wrapped servers: a check each, and
+// what each offers, by where it is from.
+func servers(ctx context.Context, in Input) ([]Check, []startedServer) {
 	var cfgs []policy.Server
+	wrapped, labels, origins, remote := wrappedServers(in)
 	if in.Config != nil && len(in.Clients) == 0 {
 		cfgs = append(cfgs, in.Config.Servers...)
+		for _, s := range in.Config.Servers {
+			origins[s.Name] = origin{agent: in.Config.Agent, name: s.Name, entry: s.Name}
+		}
 	}
-	wrapped, labels, remote := wrappedServers(in)
 	cfgs = append(cfgs, wrapped...)
 	if len(cfgs) == 0 {
 		if len(remote) > 0 {
-			return remote
+			return remote, nil
 		}
-		return []Check{{OK, "servers", "none configured or wrapped yet"}}
+		return []Check{{OK, "servers", "none configured or wrapped yet"}}, nil
 	}
 	timeout := in.StartTimeout
 	if timeout <= 0 {
@@ -350,7 +395,13 @@ func servers(ctx context.Context, in Input) []Check {
 		argv[c.Name] = append([]string{c.Command}, c.Args...)
 	}
 	var out []Check
+	var started []startedServer
 	for _, s := range pool.Servers() {
+		if o, ok := origins[s.Name]; ok {
+			l := proxy.Listed(ctx, s)
+			l.Server = o.name
+			started = append(started, startedServer{origin: o, listing: l})
+		}
 		label := "server " + s.Name
 		if l, ok := labels[s.Name]; ok {
 			label = "server " + l
@@ -365,7 +416,7 @@ func servers(ctx context.Context, in Input) []Check {
 			out = append(out, Check{Fail, label, detail})
 		}
 	}
-	return append(out, remote...)
+	return append(out, remote...), started
 }
 
 // packageRunners are the programs that fetch a package on its first run

@@ -19,6 +19,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/names"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/relay"
@@ -61,6 +62,9 @@ type Shared struct {
 	Log    *slog.Logger
 	// Pins holds the approved tool definitions; nil pins nothing.
 	Pins *pins.Pinner
+	// Names records the names the servers offer and reports collisions
+	// and imitations; nil reports nothing.
+	Names *NameReport
 	// Version is aqlguard's.
 	Version string
 	// Auth authorizes to remote servers with auth = "oauth".
@@ -115,6 +119,9 @@ func (sh *Shared) RelayConfig() *relay.Config {
 		Auth:             sh.Auth,
 		Log:              sh.Log,
 	}
+	if sh.Names != nil {
+		rc.PromptsListed = func(server string, list []string) { sh.Names.Listed(server, names.Prompt, list) }
+	}
 	if sh.Mode != ModeTransparent {
 		rc.Instructions = "Every tool call passes aqlguard's safety evaluator. Discover operations with " +
 			`{"operation":"introspect","params":{"query":"operations"}}.`
@@ -125,12 +132,23 @@ func (sh *Shared) RelayConfig() *relay.Config {
 // vetTools is tool pinning as the downstream servers' vetting: every
 // listing of a server's tools is checked against the pins before the
 // server's state holds it, so no session ever lists, or routes a call
-// to, a definition no human approved. nil without pins.
+// to, a definition no human approved. The names the server listed are
+// recorded (Names). nil without pins and names.
 func (sh *Shared) vetTools() downstream.Vet {
-	if sh.Pins == nil {
+	if sh.Pins == nil && sh.Names == nil {
 		return nil
 	}
 	return func(ctx context.Context, server string, l downstream.Listing) (downstream.Listing, error) {
+		if sh.Names != nil {
+			list := make([]string, len(l.Tools))
+			for i, t := range l.Tools {
+				list[i] = t.Name
+			}
+			sh.Names.Listed(server, names.Tool, list)
+		}
+		if sh.Pins == nil {
+			return l, nil
+		}
 		res, err := sh.Pins.Check(ctx, server, l.Tools, l.Raws)
 		if err != nil {
 			return downstream.Listing{}, err

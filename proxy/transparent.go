@@ -7,6 +7,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/names"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,43 +43,17 @@ const VerifyTool = guard.TransparentVerifyTool
 
 // transparentNames gives each downstream operation the name the client
 // sees in transparent mode: the tool's own, or <server>__<tool> where two
-// operations would share one, or where it is VerifyTool. A prefixed name
-// is unique (a server's name holds no '_'), but it can be another tool's
-// own name (a server offering "fs__read" beside two servers' "read"),
-// which is then prefixed too, until no two operations share a name. Each
-// operation is prefixed at most once, so a server's list of tools named
-// to chain such collisions costs time linear in its length.
+// operations would share one, or where it is VerifyTool (names.Shown,
+// the rule prompts follow too).
 func transparentNames(ops []*catalog.Operation) map[*catalog.Operation]string {
+	items := make([]names.Item, len(ops))
+	for i, op := range ops {
+		items[i] = names.Item{Server: op.Server, Name: op.Tool.Name}
+	}
+	shown := names.Shown(items, func(name string) bool { return name == VerifyTool })
 	out := make(map[*catalog.Operation]string, len(ops))
-	holders := make(map[string][]*catalog.Operation, len(ops)) // name → the operations shown under it
-	prefixed := func(op *catalog.Operation) string { return op.Server + "__" + op.Tool.Name }
-	var todo []*catalog.Operation
-	clash := func(name string) { // every holder of name not prefixed yet is to be
-		if hs := holders[name]; len(hs) > 1 || name == VerifyTool {
-			for _, h := range hs {
-				if out[h] != prefixed(h) {
-					todo = append(todo, h)
-				}
-			}
-		}
-	}
-	for _, op := range ops {
-		out[op] = op.Tool.Name
-		holders[op.Tool.Name] = append(holders[op.Tool.Name], op)
-	}
-	for name := range holders {
-		clash(name)
-	}
-	for len(todo) > 0 {
-		op := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		name := prefixed(op)
-		if out[op] == name {
-			continue // queued twice
-		}
-		out[op] = name
-		holders[name] = append(holders[name], op)
-		clash(name)
+	for i, op := range ops {
+		out[op] = shown[i]
 	}
 	return out
 }
@@ -87,11 +62,11 @@ func transparentNames(ops []*catalog.Operation) map[*catalog.Operation]string {
 // Built with the catalog, so a call does not derive every name again.
 func transparentIndex(cat *catalog.Catalog) map[string]*catalog.Operation {
 	ops := cat.Downstream()
-	names := transparentNames(ops)
+	shown := transparentNames(ops)
 	index := make(map[string]*catalog.Operation, len(ops))
 	for _, op := range ops {
-		if _, taken := index[names[op]]; !taken { // a server listing one tool twice: its first
-			index[names[op]] = op
+		if _, taken := index[shown[op]]; !taken { // a server listing one tool twice: its first
+			index[shown[op]] = op
 		}
 	}
 	return index
@@ -102,16 +77,16 @@ func transparentIndex(cat *catalog.Catalog) map[string]*catalog.Operation {
 // verification is pending.
 func (f *Front) transparentTools(ctx context.Context) []json.RawMessage {
 	ops := f.Catalog().Downstream()
-	names := map[[2]string]string{} // server, tool → the name the client sees
+	shown := map[[2]string]string{} // server, tool → the name the client sees
 	for op, name := range transparentNames(ops) {
-		names[[2]string{op.Server, op.Tool.Name}] = name
+		shown[[2]string{op.Server, op.Tool.Name}] = name
 	}
 	// In the servers' order, each server's tools in its own order.
 	var out []json.RawMessage
 	for _, srv := range f.Pool.Servers() {
 		st := srv.State()
 		for i, t := range st.Tools {
-			name, ok := names[[2]string{srv.Name, t.Name}]
+			name, ok := shown[[2]string{srv.Name, t.Name}]
 			if !ok {
 				continue
 			}

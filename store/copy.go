@@ -11,7 +11,8 @@ import (
 // CopySummary says what Copy moved.
 type CopySummary struct {
 	// Rows is how many state rows (blocks, challenges, confirmations,
-	// approvals, executions, failure budgets, pins) were copied.
+	// approvals, executions, failure budgets, pins, server names) were
+	// copied.
 	Rows int
 	// Records is how many audit records were copied, byte for byte: the
 	// source's chain up to Head.
@@ -66,7 +67,7 @@ func Copy(ctx context.Context, from, to State, by string, now time.Time) (CopySu
 	}
 	head, err := from.Export(ctx, func(c Changes) error {
 		sum.Rows += len(c.Blocks) + len(c.Challenges) + len(c.Confirmations) + len(c.Approvals) + len(c.Executions) +
-			len(c.Failures) + len(c.Pins)
+			len(c.Failures) + len(c.Pins) + len(c.ServerNames)
 		_, err := to.Commit(ctx, func(View) (Changes, error) { return c, nil })
 		return err
 	})

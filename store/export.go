@@ -72,6 +72,9 @@ func (s *Store) Export(ctx context.Context, fn func(Changes) error) (Head, error
 		if err == nil {
 			err = each(bucketPins, func(c *Changes, _, v []byte) error { return decodeInto(v, &c.Pins) })
 		}
+		if err == nil && tx.tx.Bucket(bucketServerNames) != nil {
+			err = each(bucketServerNames, func(c *Changes, _, v []byte) error { return decodeInto(v, &c.ServerNames) })
+		}
 		if err == nil {
 			err = each(bucketFailures, func(c *Changes, k, v []byte) error {
 				var f Failures

@@ -369,6 +369,14 @@ func (v *commitView) Failures(principal string) (Failures, bool, error) {
 	return tx.Failures(principal)
 }
 
+func (v *commitView) ServerNames(principal string) ([]ServerNames, error) {
+	tx, err := v.read()
+	if err != nil {
+		return nil, err
+	}
+	return tx.ServerNames(principal)
+}
+
 func (v *commitView) Execution(id string) (*Execution, error) {
 	tx, err := v.read()
 	if err != nil {

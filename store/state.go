@@ -111,6 +111,9 @@ type View interface {
 	// every server's), by server and tool.
 	Pin(server, tool string) (*Pin, error)
 	Pins(server string) ([]Pin, error)
+	// ServerNames lists the names recorded of a principal's servers
+	// ("": every principal's), by principal and server.
+	ServerNames(principal string) ([]ServerNames, error)
 	// PolicyVersion is the policy version the state's processes last
 	// recorded ("" before any).
 	PolicyVersion() (string, error)
@@ -148,6 +151,9 @@ type Changes struct {
 	Pins     []Pin
 	// Unpin lists pins forgotten.
 	Unpin []PinKey
+	// ServerNames are the names of servers' tools and prompts, recorded
+	// (each replaces the record of its principal and server).
+	ServerNames []ServerNames
 	// PolicyVersion, when set, is recorded as the state's policy version.
 	PolicyVersion string
 	// PruneBefore, when set, prunes what expired or finished before it
@@ -171,6 +177,7 @@ type Changes struct {
 func (c *Changes) ChangesState() bool {
 	return len(c.Blocks) > 0 || len(c.Unblock) > 0 || len(c.Challenges) > 0 || len(c.Confirmations) > 0 ||
 		len(c.Approvals) > 0 || len(c.Executions) > 0 || len(c.Failures) > 0 || len(c.Pins) > 0 || len(c.Unpin) > 0 ||
+		len(c.ServerNames) > 0 ||
 		c.PolicyVersion != "" || !c.PruneBefore.IsZero()
 }
 
@@ -218,6 +225,11 @@ func (c *Changes) write(tx *Tx) error {
 	}
 	for _, k := range c.Unpin {
 		if err := tx.DeletePin(k.Server, k.Tool); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.ServerNames {
+		if err := tx.PutServerNames(n); err != nil {
 			return err
 		}
 	}

@@ -196,7 +196,10 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		}
 		if !writesAtOpen {
 			for _, b := range buckets {
-				if b := string(b); b != string(bucketAudit) && tx.tx.Bucket([]byte(b)) == nil && s.history == nil {
+				// (server names are newer than the databases they may be
+				// read in: Tx.ServerNames reads none from a database
+				// without them)
+				if b := string(b); b != string(bucketAudit) && b != string(bucketServerNames) && tx.tx.Bucket([]byte(b)) == nil && s.history == nil {
 					return fmt.Errorf("state database %s: bucket %s is missing: it is not an aqlguard database, or it is damaged", s.path, b)
 				}
 			}
@@ -614,8 +617,9 @@ var (
 	bucketMeta          = []byte("meta")
 	bucketApprovals     = []byte("approvals")
 	bucketPins          = []byte("pins")
+	bucketServerNames   = []byte("server_names")
 	buckets             = [][]byte{bucketApprovals, bucketBlocks, bucketChallenges, bucketFailures, bucketExecutions,
-		bucketConfirmations, bucketAudit, bucketMeta, bucketPins}
+		bucketConfirmations, bucketAudit, bucketMeta, bucketPins, bucketServerNames}
 )
 
 // bucket returns a bucket Open created; its absence means the file is not

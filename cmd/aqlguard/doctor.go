@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -54,6 +58,9 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		cfg := in.Config
 		in.OpenState = func(ctx context.Context) (store.State, error) { return openPostgres(ctx, cfg, nil) }
 	}
+	if in.Config != nil {
+		in.RecordedNames = recordedNames(in.Config, in.StateDir)
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	checks := doctor.Run(ctx, in)
@@ -70,4 +77,29 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// recordedNames reads the server names aqlguard processes recorded in the
+// state cfg names (the state directory dir, read only: a state that does
+// not exist yet holds none).
+func recordedNames(cfg *policy.Config, dir string) func(ctx context.Context) ([]store.ServerNames, error) {
+	return func(ctx context.Context) ([]store.ServerNames, error) {
+		var st store.State
+		var err error
+		if cfg.State.Backend == policy.StatePostgres {
+			st, err = openPostgres(ctx, cfg, nil)
+		} else {
+			if _, serr := os.Stat(filepath.Join(dir, store.FileName)); errors.Is(serr, fs.ErrNotExist) {
+				return nil, nil
+			}
+			c := *cfg
+			c.StateDir = dir
+			st, err = openStateDir(ctx, &c, store.Options{ReadOnly: true})
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		return doctor.RecordedNames(ctx, st)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/names"
 )
 
 const policyUsage = `usage: aqlguard policy check [--servers] [--strict] [--config FILE] [--managed FILE]
@@ -104,7 +105,10 @@ func source(cfg *policy.Config) string {
 // [agents.NAME] override, so a pattern that only one agent sees is checked
 // too, and lints each: dead and shadowed rules are warnings, errors with
 // --strict. --servers connects to the configured servers and checks
-// against their real tools. Exit status 1 on any error.
+// against their real tools. Server names that pass for another's are
+// reported, and with --servers the tool and prompt names two servers
+// offer (reports, never a failure: names.go). Exit status 1 on any
+// error.
 func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	fs, g := newFlags("policy check", stderr)
 	servers := fs.Bool("servers", false, "connect to the configured servers and check the rules against their tools")
@@ -122,6 +126,7 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	failed := false
 	var tools []policy.Tool
+	var listings []names.Listing
 	for i, p := range principals(cfg) {
 		pol, err := policy.Compile(cfg, p)
 		if err != nil {
@@ -139,6 +144,9 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 			tools = cat.PolicyTools()
+			for _, s := range pool.Servers() {
+				listings = append(listings, proxy.Listed(context.Background(), s))
+			}
 			_ = pool.Close()
 		}
 	}
@@ -171,6 +179,7 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%d warning(s), failing: --strict\n", warnings)
 		return 1
 	}
+	reports := reportNames(cfg, *servers, listings, stderr)
 	checked := "patterns alone"
 	if *servers {
 		checked = fmt.Sprintf("%d tool(s) of the configured servers", len(tools))
@@ -183,8 +192,8 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	if pol, err := policy.Compile(cfg, cfg.Agent); err == nil {
 		loop, code = string(pol.Loop), string(pol.InterpreterCode)
 	}
-	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s, interpreter_code %s%s; %d warning(s), checked against %s)\n",
-		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), loop, code, managed, warnings, checked)
+	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s, interpreter_code %s%s; %d warning(s), %d name report(s), checked against %s)\n",
+		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), loop, code, managed, warnings, reports, checked)
 	return 0
 }
 

@@ -230,6 +230,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	}
 	remote := &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(stateDir(cfg), "oauth")}, Log: log}
 	sh := newShared(cfg, pol, st, remote, log)
+	sh.Names.Start(ctx)
 	in := &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st, forwarding: func() {}}
 	// Servers with share = true: one process for all sessions (serve's;
 	// run has one session, which the shared server serves alike).
@@ -264,6 +265,14 @@ func newShared(cfg *policy.Config, pol *policy.Policy, st store.State, remote *r
 	gd.Downstream = sh // each allowed call goes to its own session's server
 	gd.SessionClient = sh.SessionClient
 	sh.Pins.Judge = sh.JudgeTool
+	sh.Names = &proxy.NameReport{State: st, Principal: pol.Principal, Process: processName(), Log: log,
+		Servers: func() []string {
+			var out []string
+			for _, s := range sh.CurrentConfig().Servers {
+				out = append(out, s.Name)
+			}
+			return out
+		}}
 	return sh
 }
 
@@ -303,9 +312,12 @@ func (in *instance) close() {
 	in.othersMu.Lock()
 	for _, p := range in.others {
 		p.shared.Guard.Close()
+		p.shared.Names.Close()
 	}
 	in.othersMu.Unlock()
 	in.shared.Guard.Close()
+	// The names being recorded, before the store closes.
+	in.shared.Names.Close()
 	in.forwarding()      // what the guard recorded last, delivered if the collector takes it
 	_ = in.store.Close() // the audit log's last records fsync'd
 }

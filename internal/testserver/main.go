@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	testserver [-http ADDR [-require-header NAME=VALUE]] [-log FILE] [-list-log FILE] [-name NAME] [-rug-pull] [-storm] [-fail-start] [-hang-start] [-stderr-noise] [-exit-after D]
+//	testserver [-http ADDR [-require-header NAME=VALUE]] [-log FILE] [-list-log FILE] [-name NAME] [-named-tools NAMES] [-prompts NAMES] [-rug-pull] [-storm] [-fail-start] [-hang-start] [-stderr-noise] [-exit-after D]
 //
 // Without -http it serves MCP over stdio. With -http it serves Streamable HTTP
 // at /mcp and prints "listening on http://HOST:PORT/mcp" to stderr, so
@@ -62,6 +62,8 @@ func main() {
 		resources   = flag.Bool("resources", false, "offer the resource template file:///{+path} (its text names the URI read) and the prompt greet(name)")
 		wireLog     = flag.String("wire-log", "", "with stdio: append every message received, as the SDK reads it (params as sent), to `FILE`")
 		toolPrefix  = flag.String("tool-prefix", "", "put `PREFIX` before every tool's name (\"fs.\": fs.echo, ...)")
+		namedTools  = flag.String("named-tools", "", "also offer the tools `NAMES` (comma-separated, no prefix), each an echo of its message")
+		prompts     = flag.String("prompts", "", "offer the prompts `NAMES` (comma-separated), each answering \"<-name>:<prompt>\"")
 		listLog     = flag.String("list-log", "", "append one line per tools/list received to `FILE` (fsync'd before the answer)")
 		stormMode   = flag.Bool("storm", false, "serve storm, storm_stop, stats and echo over stdio, sending tools/list_changed in a loop on request")
 		sessionTls  = flag.Bool("session-tools", false, "offer ask, log, touch, roots and pid, and resource subscriptions (what MCP scopes to a session)")
@@ -130,6 +132,7 @@ func main() {
 		if *resources {
 			addResources(s)
 		}
+		addNamed(s, calls, *name, *namedTools, *prompts)
 		if lists != nil {
 			s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {

@@ -352,3 +352,25 @@ func addResources(s *mcp.Server) {
 				{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["name"]}}}}, nil
 		})
 }
+
+// addNamed offers the tools and prompts the -named-tools and -prompts
+// flags name (comma-separated): each tool an echo of its message, each
+// prompt answering "<server>:<prompt>", so a test sees which server a
+// name reached.
+func addNamed(s *mcp.Server, calls *callLog, server, toolNames, promptNames string) {
+	for _, name := range strings.Split(toolNames, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			addTool(s, calls, toolDef{name, "Return message unchanged (a tool named by -named-tools).",
+				`{"type":"object","properties":{"message":{"type":"string"}}}`,
+				nil, func(_ context.Context, a map[string]any) *mcp.CallToolResult { return textResult(str(a, "message")) }})
+		}
+	}
+	for _, name := range strings.Split(promptNames, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			text := server + ":" + name
+			s.AddPrompt(&mcp.Prompt{Name: name}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+			})
+		}
+	}
+}

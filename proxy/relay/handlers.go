@@ -83,7 +83,7 @@ func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMess
 	case "resources/templates/list":
 		return s.list(ctx, "resourceTemplates", req)
 	case "prompts/list":
-		return s.list(ctx, "prompts", req)
+		return s.listPrompts(ctx, req)
 	case "resources/read":
 		return s.readResource(ctx, req)
 	case "resources/subscribe", "resources/unsubscribe":
@@ -228,6 +228,7 @@ func (u *upstream) ServerRestarted(srv *downstream.Server) {
 	default:
 		return
 	}
+	s.routes.forgetPrompts() // its prompts may differ too
 	if s.tools != nil && s.tools.ToolsChanged(context.Background(), srv) {
 		s.NotifyClient("notifications/tools/list_changed", json.RawMessage(`{}`))
 	}

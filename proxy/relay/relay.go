@@ -85,6 +85,10 @@ type Config struct {
 	// Hub runs the servers configured with share = true, one process for
 	// every session (serve); nil starts them per session.
 	Hub *downstream.Hub
+	// PromptsListed, when set, is told the names of each server's
+	// prompts, all of them, as the session lists them (aqlguard's record
+	// of the names a client sees: proxy/names).
+	PromptsListed func(server string, names []string)
 	// FinishOnEOF answers the requests a client sent before its input
 	// ended (MCP's stdio shutdown: the client closes stdin, then waits
 	// for the exit) instead of cancelling them; see link.Peer.
@@ -231,7 +235,6 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.log = cfg.Log.With("session", s.ID)
-	s.routes.prompts = map[string]promptRoute{}
 	s.routes.resources = map[string]string{}
 	s.client = link.New(conn, (*clientHandler)(s), s.log)
 	s.client.IDPrefix = "aqlguard-"

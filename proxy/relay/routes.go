@@ -18,22 +18,12 @@ type routes struct {
 	mu        sync.Mutex
 	resources map[string]string // uri → server
 	templates []templateRoute
-	prompts   map[string]promptRoute // the name the client sees → server and the server's name
+	prompts   promptTable
 }
 
 type templateRoute struct {
 	prefix string // the template's literal text before its first expression
 	server string
-}
-
-type promptRoute struct {
-	server, name string
-}
-
-func (r *routes) forgetPrompts() {
-	r.mu.Lock()
-	r.prompts = map[string]promptRoute{}
-	r.mu.Unlock()
 }
 
 // CodeResourceNotFound is MCP's error for a resource no server has.
@@ -48,29 +38,25 @@ type spanCursor struct {
 	Cursor string `json:"c,omitempty"`
 }
 
-// list serves resources/list, resources/templates/list and prompts/list.
-// With one server that has the feature, the request and the answer pass
-// through as they are. With several, pages are the servers' own, one
-// server after the other, under a cursor of ours; prompts that two
-// servers both name are told apart as <server>__<name>.
+// list serves resources/list and resources/templates/list (prompts/list
+// is listPrompts'). With one server that has resources, the request and
+// the answer pass through as they are. With several, pages are the
+// servers' own, one server after the other, under a cursor of ours.
 func (s *Session) list(ctx context.Context, field string, req *jsonrpc.Request) (json.RawMessage, error) {
-	feature := "resources"
-	if field == "prompts" {
-		feature = "prompts"
-	}
-	servers := s.serversWith(feature)
+	servers := s.serversWith("resources")
 	if len(servers) == 0 {
 		return json.Marshal(map[string]any{field: []any{}})
 	}
 	if len(servers) == 1 {
 		res, err := s.Forward(ctx, servers[0], req.Method, req.Params)
 		if err == nil {
-			s.learn(servers[0], field, res, false)
+			s.learn(servers[0], field, res)
 		}
 		return res, err
 	}
 	return s.spanPages(ctx, req, servers, func(srv *downstream.Server, res json.RawMessage) json.RawMessage {
-		return s.learn(srv, field, res, true)
+		s.learn(srv, field, res)
+		return res
 	})
 }
 
@@ -142,25 +128,22 @@ func decodeCursor(s string) (spanCursor, bool) {
 	return c, json.Unmarshal(b, &c) == nil
 }
 
-// learn records the routes of one page of a list and, for prompts of
-// several servers, renames the ones another server also names.
-func (s *Session) learn(srv *downstream.Server, field string, res json.RawMessage, several bool) json.RawMessage {
+// learn records the routes of one page of a resource list.
+func (s *Session) learn(srv *downstream.Server, field string, res json.RawMessage) {
 	var page map[string]json.RawMessage
 	if json.Unmarshal(res, &page) != nil {
-		return res
+		return
 	}
 	var items []json.RawMessage
 	if json.Unmarshal(page[field], &items) != nil {
-		return res
+		return
 	}
 	s.routes.mu.Lock()
 	defer s.routes.mu.Unlock()
-	changed := false
-	for i, item := range items {
+	for _, item := range items {
 		var it struct {
 			URI         string `json:"uri"`
 			URITemplate string `json:"uriTemplate"`
-			Name        string `json:"name"`
 		}
 		if json.Unmarshal(item, &it) != nil {
 			continue
@@ -173,36 +156,8 @@ func (s *Session) learn(srv *downstream.Server, field string, res json.RawMessag
 		case "resourceTemplates":
 			prefix, _, _ := strings.Cut(it.URITemplate, "{")
 			s.routes.templates = append(s.routes.templates, templateRoute{prefix: prefix, server: srv.Name})
-		case "prompts":
-			visible := it.Name
-			if several && s.promptNameTaken(srv, it.Name) {
-				visible = srv.Name + "__" + it.Name
-				if renamed, err := setMember(item, "name", visible); err == nil {
-					items[i], changed = renamed, true
-				}
-			}
-			s.routes.prompts[visible] = promptRoute{server: srv.Name, name: it.Name}
 		}
 	}
-	if !changed {
-		return res
-	}
-	list, err := json.Marshal(items)
-	if err != nil {
-		return res
-	}
-	out, err := setMember(res, field, json.RawMessage(list))
-	if err != nil {
-		return res
-	}
-	return out
-}
-
-// promptNameTaken reports whether another server already offered a
-// prompt of this name (routes.mu held).
-func (s *Session) promptNameTaken(srv *downstream.Server, name string) bool {
-	r, ok := s.routes.prompts[name]
-	return ok && r.server != srv.Name
 }
 
 // uriOf is the uri of a resources/read, subscribe or unsubscribe, read
@@ -257,25 +212,6 @@ func (s *Session) readResource(ctx context.Context, req *jsonrpc.Request) (json.
 	return s.gated(ctx, srv, "resource", uri, nil, req.Method, req.Params)
 }
 
-// getPrompt serves prompts/get: route (undoing a rename), gate, forward.
-func (s *Session) getPrompt(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-	p, err := promptParams(req.Params)
-	if err != nil {
-		return nil, err
-	}
-	srv, name, err := s.promptServer(ctx, p.Name)
-	if err != nil {
-		return nil, err
-	}
-	params := req.Params
-	if name != p.Name {
-		if params, err = setMember(params, "name", name); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-		}
-	}
-	return s.gated(ctx, srv, "prompt", name, p.Arguments, req.Method, params)
-}
-
 // gated puts a read to the Gate, which forwards it if it is allowed.
 func (s *Session) gated(ctx context.Context, srv *downstream.Server, kind, name string, args map[string]any, method string, params json.RawMessage) (json.RawMessage, error) {
 	if s.cfg.Gate == nil {
@@ -284,33 +220,6 @@ func (s *Session) gated(ctx context.Context, srv *downstream.Server, kind, name 
 	return s.cfg.Gate.Forward(ctx, s, srv.Name, kind, name, args, func(ctx context.Context) (json.RawMessage, error) {
 		return s.Forward(ctx, srv, method, params)
 	})
-}
-
-// promptServer finds the server of a prompt the client names, and the
-// server's own name for it.
-func (s *Session) promptServer(ctx context.Context, visible string) (*downstream.Server, string, error) {
-	servers := s.serversWith("prompts")
-	if len(servers) == 1 {
-		return servers[0], visible, nil
-	}
-	s.routes.mu.Lock()
-	r, ok := s.routes.prompts[visible]
-	s.routes.mu.Unlock()
-	if !ok {
-		// Not listed yet in this session: a server__name the client
-		// knows from elsewhere, or a name only one server could mean.
-		if server, name, cut := strings.Cut(visible, "__"); cut {
-			if srv, found := s.pool.Server(server); found {
-				return srv, name, nil
-			}
-		}
-		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt: " + visible}
-	}
-	srv, found := s.pool.Server(r.server)
-	if !found {
-		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt: " + visible}
-	}
-	return srv, r.name, nil
 }
 
 // complete serves completion/complete, routed by what is completed: a

@@ -256,6 +256,39 @@ func (v *view) Pins(server string) ([]store.Pin, error) {
 	return out, err
 }
 
+// serverNamesKey is a server names row's key: the JSON of its principal
+// and server, as pinKey.
+func serverNamesKey(principal, server string) string {
+	b, _ := json.Marshal([2]string{principal, server})
+	return string(b)
+}
+
+func (v *view) ServerNames(principal string) ([]store.ServerNames, error) {
+	where, args := "", []any(nil)
+	if principal != "" {
+		if !validKey(principal) {
+			return nil, nil
+		}
+		where, args = ` WHERE principal = $1`, []any{principal}
+	}
+	m, err := all[store.ServerNames](v, v.s.t.serverNames, where, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.ServerNames, 0, len(m))
+	for k, r := range m {
+		v.read[rowID(v.s.t.serverNames, k)] = r.version
+		out = append(out, r.v)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Principal != out[j].Principal {
+			return out[i].Principal < out[j].Principal
+		}
+		return out[i].Server < out[j].Server
+	})
+	return out, nil
+}
+
 func (v *view) PolicyVersion() (string, error) {
 	v.snap.mu.Lock()
 	defer v.snap.mu.Unlock()
@@ -489,6 +522,9 @@ func (w *writer) changes(c *store.Changes) error {
 	}
 	for _, p := range c.Pins {
 		add(t.pins, out{key: pinKey(p.Server, p.Tool), body: p})
+	}
+	for _, n := range c.ServerNames {
+		add(t.serverNames, out{key: serverNamesKey(n.Principal, n.Server), body: n, principal: n.Principal})
 	}
 	for _, r := range rows {
 		if !validKey(r.r.key) {

@@ -44,6 +44,9 @@ func rowsOf(t *testing.T, st store.State) ([]string, store.Head) {
 		for _, x := range c.Pins {
 			add("pin", x)
 		}
+		for _, x := range c.ServerNames {
+			add("server names", x)
+		}
 		for k, x := range c.Failures {
 			add("failures "+k, x)
 		}
@@ -106,6 +109,7 @@ func TestCopyBetweenBackends(t *testing.T) {
 			Executions:    []store.Execution{{ID: fmt.Sprint("exec_", i), Principal: "claude", Steps: i}},
 			Failures:      map[string]store.Failures{fmt.Sprint("agent-", i): {Tokens: 1.5, Violations: i}},
 			Pins:          []store.Pin{{Server: "fs", Tool: fmt.Sprint("tool\x00", i), Hash: "h", Definition: json.RawMessage(`{"x":1}`)}},
+			ServerNames:   []store.ServerNames{{Principal: "claude", Server: fmt.Sprint("s", i), Tools: []string{"read", "r\x00"}, SeenAt: t0}},
 			PolicyVersion: fmt.Sprint("pv-", i),
 		}
 		for j := i; j < min(i+100, records); j++ {
@@ -122,8 +126,8 @@ func TestCopyBetweenBackends(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bbolt → PostgreSQL: %v", err)
 	}
-	if sum.Records != records || sum.Rows != 13*7 {
-		t.Fatalf("bbolt → PostgreSQL copied %+v; want %d records and %d rows", sum, records, 13*7)
+	if sum.Records != records || sum.Rows != 13*8 {
+		t.Fatalf("bbolt → PostgreSQL copied %+v; want %d records and %d rows", sum, records, 13*8)
 	}
 	back := openBolt(t, t.TempDir())
 	if _, err := store.Copy(ctx, pg, back, "bob", t0); err != nil {

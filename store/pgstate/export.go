@@ -63,6 +63,7 @@ func (s *State) Export(ctx context.Context, fn func(store.Changes) error) (store
 		{s.t.approvals, func(_ string, b []byte) error { return appendJSON(b, &c.Approvals) }},
 		{s.t.executions, func(_ string, b []byte) error { return appendJSON(b, &c.Executions) }},
 		{s.t.pins, func(_ string, b []byte) error { return appendJSON(b, &c.Pins) }},
+		{s.t.serverNames, func(_ string, b []byte) error { return appendJSON(b, &c.ServerNames) }},
 		{s.t.failures, func(k string, b []byte) error {
 			var f store.Failures
 			if err := json.Unmarshal(b, &f); err != nil {

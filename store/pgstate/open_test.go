@@ -54,6 +54,46 @@ func TestOpenMigratesOnce(t *testing.T) {
 	}
 }
 
+// A state of schema version 1 (before server names) is migrated at the
+// next open, keeping what it held, and takes server names from then on.
+func TestOpenMigratesVersion1(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Shared(t).Database(t)
+	st := openIn(t, dsn)
+	for _, stmt := range []string{`DROP TABLE ` + st.t.serverNames, `DELETE FROM ` + st.t.version + ` WHERE version > 1`} {
+		if _, err := st.pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Commit(ctx, func(store.View) (store.Changes, error) {
+		return store.Changes{Blocks: []store.Block{{Principal: "claude", Reason: "deny rule"}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st = openIn(t, dsn)
+	defer st.Close()
+	if _, err := st.Commit(ctx, func(store.View) (store.Changes, error) {
+		return store.Changes{ServerNames: []store.ServerNames{{Principal: "claude", Server: "fs", Tools: []string{"read"}}}}, nil
+	}); err != nil {
+		t.Fatalf("server names after the migration: %v", err)
+	}
+	err := st.Load(ctx, func(v store.View) error {
+		b, err := v.Block("claude")
+		if err != nil || b == nil {
+			return errors.Join(errors.New("the block did not survive the migration"), err)
+		}
+		ns, err := v.ServerNames("claude")
+		if err != nil || len(ns) != 1 {
+			return errors.Join(errors.New("server names not read back"), err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A schema a newer aqlguard wrote is refused, naming both versions.
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	dsn := pgtest.Shared(t).Database(t)

@@ -17,19 +17,23 @@ type tables struct {
 	conflict string
 	// kinds are the tables of state rows (key, version, body), by kind.
 	blocks, challenges, failures, confirmations, approvals, executions, pins string
+	// serverNames (schema version 2) are the names servers offered.
+	serverNames string
 }
 
 func tablesIn(schema string) tables {
 	q := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	return tables{version: q("schema_version"), meta: q("meta"), head: q("state_head"), records: q("audit_records"),
 		cursors: q("forward_cursors"), conflict: q("conflict"), blocks: q("blocks"), challenges: q("challenges"), failures: q("failures"),
-		confirmations: q("confirmations"), approvals: q("approvals"), executions: q("executions"), pins: q("pins")}
+		confirmations: q("confirmations"), approvals: q("approvals"), executions: q("executions"), pins: q("pins"),
+		serverNames: q("server_names")}
 }
 
 // conflictCode is the SQLSTATE conflict raises: serialization_failure.
 const conflictCode = "40001"
 
-// kindTables lists the tables of state rows.
+// kindTables lists the tables of state rows version 1 made (a later
+// version's are made by its migration).
 func (t tables) kindTables() []string {
 	return []string{t.blocks, t.challenges, t.failures, t.confirmations, t.approvals, t.executions, t.pins}
 }
@@ -67,7 +71,14 @@ func (t tables) migrations() [][]string {
 	// batch queued after it (a write of no rows is no error by itself).
 	v1 = append(v1, `CREATE FUNCTION `+t.conflict+`(what text) RETURNS bigint LANGUAGE plpgsql AS $$
 		BEGIN RAISE EXCEPTION 'aqlguard: % changed under the commit that read it', what USING ERRCODE = '`+conflictCode+`'; END $$`)
-	return [][]string{v1}
+	// Version 2: the names of the tools and prompts each server offered
+	// a principal's client (store.ServerNames), looked up by principal.
+	v2 := []string{
+		`CREATE TABLE ` + t.serverNames + ` (key text PRIMARY KEY, version bigint NOT NULL, body json NOT NULL, ` +
+			`principal text, expires timestamptz)`,
+		`CREATE INDEX ON ` + t.serverNames + ` (principal)`,
+	}
+	return [][]string{v1, v2}
 }
 
 // SchemaVersion is the schema version this aqlguard writes.

@@ -47,6 +47,7 @@ func Run(t *testing.T, b Backend) {
 		{"prune removes what can no longer be used", prune},
 		{"what a view hands out is the caller's to change", handedOut},
 		{"Then runs in commit order, before the next commit decides, and only for commits written", thenInOrder},
+		{"server names: one record per principal and server, replaced, read by every process", serverNames},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, b) })
@@ -98,6 +99,8 @@ func everything() store.Changes {
 		Executions:    []store.Execution{{ID: "exec_1", Principal: "claude", Status: "running", Steps: 3, StartedAt: t0}},
 		Failures:      map[string]store.Failures{"claude": {Tokens: 3, At: t0, Violations: 1}},
 		Pins:          []store.Pin{{Server: "fs", Tool: "read\x00odd", Hash: "h1", Definition: []byte(`{"name":"read"}`), ApprovedAt: t0}},
+		ServerNames: []store.ServerNames{{Principal: "claude", Server: "fs", Tools: []string{"read"}, SeenAt: t0},
+			{Principal: "claude\x00x", Server: "fs", Tools: []string{"x"}, Prompts: []string{}, PromptsListed: true, SeenAt: t0}},
 		PolicyVersion: "pv-1",
 		Records:       []store.Record{rec("decision", "blocked")},
 	}
@@ -175,6 +178,15 @@ func commitAtomic(t *testing.T, b Backend) {
 		}
 		if ps, err := v.Pins("other"); err != nil || len(ps) != 0 {
 			say("another server's pins %+v %v", ps, err)
+		}
+		if ns, err := v.ServerNames("claude"); err != nil || len(ns) != 1 || len(ns[0].Tools) != 1 || !ns[0].SeenAt.Equal(t0) {
+			say("server names %+v %v", ns, err)
+		}
+		if ns, err := v.ServerNames(""); err != nil || len(ns) != 2 || ns[0].Principal != "claude" || !ns[1].PromptsListed {
+			say("every principal's server names %+v %v", ns, err)
+		}
+		if ns, err := v.ServerNames("other"); err != nil || len(ns) != 0 {
+			say("another principal's server names %+v %v", ns, err)
 		}
 		if pv, err := v.PolicyVersion(); err != nil || pv != "pv-1" {
 			say("policy version %q %v", pv, err)
@@ -580,6 +592,9 @@ func hostileKeys(t *testing.T, b Backend) {
 			if cs, err := v.Confirmations(k, ""); err != nil || len(cs) != 0 {
 				return fmt.Errorf("confirmations: %v %v", cs, err)
 			}
+			if ns, err := v.ServerNames(k); err != nil || len(ns) != 0 && k != "" {
+				return fmt.Errorf("server names: %v %v", ns, err)
+			}
 			return nil
 		})
 		if err != nil {
@@ -846,6 +861,48 @@ func thenInOrder(t *testing.T, b Backend) {
 	for i, e := range entries {
 		if e.Record.Result != fmt.Sprint("step ", i+1) {
 			t.Fatalf("record %d says %q: a commit decided before the one before it ran its Then", i+1, e.Record.Result)
+		}
+	}
+}
+
+// serverNames: a server's names are one record per principal and
+// server, which a later commit replaces; another process reads the last.
+func serverNames(t *testing.T, b Backend) {
+	ctx := context.Background()
+	open := b.Fresh(t)
+	st, other := opened(t, open), opened(t, open)
+	put := func(st store.State, n store.ServerNames) {
+		t.Helper()
+		if _, err := st.Commit(ctx, func(store.View) (store.Changes, error) {
+			return store.Changes{ServerNames: []store.ServerNames{n}}, nil
+		}); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+	}
+	read := func(st store.State, principal string) []store.ServerNames {
+		t.Helper()
+		var out []store.ServerNames
+		if err := st.Load(ctx, func(v store.View) (err error) { out, err = v.ServerNames(principal); return }); err != nil {
+			t.Fatalf("ServerNames: %v", err)
+		}
+		return out
+	}
+	put(st, store.ServerNames{Principal: "claude", Server: "github", Tools: []string{"create_issue"}, Process: "h/1", SeenAt: t0})
+	put(other, store.ServerNames{Principal: "claude", Server: "evil", Tools: []string{"create_issue", "x"}, Process: "h/2", SeenAt: t0})
+	put(other, store.ServerNames{Principal: "cursor", Server: "github", Tools: []string{"y"}, Process: "h/2", SeenAt: t0})
+	put(st, store.ServerNames{Principal: "claude", Server: "evil", Tools: []string{"x"}, Prompts: []string{"p"}, PromptsListed: true,
+		Process: "h/1", SeenAt: t0.Add(time.Minute)})
+	for _, s := range []store.State{st, other} {
+		got := read(s, "claude")
+		if len(got) != 2 || got[0].Server != "evil" || got[1].Server != "github" ||
+			len(got[0].Tools) != 1 || got[0].Prompts[0] != "p" || !got[0].SeenAt.Equal(t0.Add(time.Minute)) {
+			t.Errorf("claude's server names: %+v", got)
+		}
+		if got := read(s, ""); len(got) != 3 {
+			t.Errorf("every principal's server names: %+v", got)
+		}
+		if got := read(s, "cursor"); len(got) != 1 || got[0].Tools[0] != "y" {
+			t.Errorf("cursor's server names: %+v", got)
 		}
 	}
 }
