@@ -29,7 +29,9 @@ func Load(path string) (*Config, error) {
 // Default returns the built-in configuration (default.toml in this
 // package): semantic mode, agent "default", no servers, an enforcing loop and
 // a small documented set of deny / requires_approval / auto_approve
-// patterns. Each call returns a fresh Config the caller may modify.
+// patterns. Each call returns a fresh Config the caller may modify. Its
+// lists are the shipped rules, which Compile puts beneath any
+// configuration (shipped.go): compiled, they are in force once.
 func Default() *Config {
 	cfg, err := Parse(defaultTOML, "default.toml")
 	if err != nil {

@@ -198,6 +198,11 @@ type Forward struct {
 
 // Safety is the [safety] table: the evaluator's configuration.
 type Safety struct {
+	// Inherit says whether the shipped rules (default.toml's lists) are
+	// in force beneath this file's: true (the default, also when nil)
+	// adds this file's lists to them; false starts from nothing, only
+	// what the file says (see shipped.go).
+	Inherit            *bool  `toml:"inherit"`
 	Loop               string `toml:"loop"`
 	MaxAutonomousSteps int    `toml:"max_autonomous_steps"`
 	RiskTolerance      string `toml:"risk_tolerance"`
