@@ -220,7 +220,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseDefaults(t *testing.T) {
-	cfg, err := Parse([]byte("[[servers]]\nname = \"fs\"\ncommand = \"npx\"\n[[servers]]\nname = \"gh\"\nurl = \"https://h/mcp\"\n[[servers]]\nname = \"old\"\nurl = \"http://h/sse\"\ntransport = \"sse\"\n"), "d.toml")
+	cfg, err := Parse([]byte("[[servers]]\nname = \"fs\"\ncommand = \"npx\"\n[[servers]]\nname = \"gh\"\nurl = \"https://h/mcp\"\n[[servers]]\nname = \"old\"\nurl = \"http://localhost/sse\"\ntransport = \"sse\"\n"), "d.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -311,6 +311,11 @@ type Server struct {
 	// authorization server beforehand; without it aqlguard registers
 	// itself (dynamic client registration).
 	OAuthClientID string `toml:"oauth_client_id"`
+	// Insecure accepts a url that is plain http:// to a host that is not
+	// this machine, which is otherwise an error; credentials (auth =
+	// "oauth", headers that carry one, a user name or password in the
+	// url) are never sent over it (transport.go).
+	Insecure bool `toml:"insecure"`
 	// StartTimeout bounds connect + initialize + tools/list.
 	StartTimeout Duration `toml:"start_timeout"`
 	// CallTimeout bounds one request to the server (a tool call, a read);
