@@ -84,7 +84,11 @@ func serverTables(names ...string) string {
 }
 
 func TestDefaultAndExampleLintClean(t *testing.T) {
-	for _, cfg := range []*Config{Default(), mustLoad(t, "../config.example.toml")} {
+	shippedFile, err := Parse(defaultTOML, ShippedName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []*Config{shippedFile, Default(), mustLoad(t, "../config.example.toml")} {
 		for _, p := range []string{cfg.Agent, "ci-bot"} {
 			if w := Lint(cfg, p, nil); len(w) > 0 {
 				t.Errorf("%s (%s): %v", cfg.Path, p, w)

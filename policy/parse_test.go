@@ -407,15 +407,28 @@ func TestDefault(t *testing.T) {
 	if a.Path != "" || a.Mode != "semantic" || a.Agent != "default" || len(a.Servers) != 0 || a.Safety.Loop != "enforcing" {
 		t.Errorf("Default() = %+v", a)
 	}
-	if len(a.Safety.Deny) == 0 || len(a.Safety.RequiresApproval) == 0 || len(a.Safety.AutoApprove) == 0 {
-		t.Errorf("Default() has empty pattern lists: %+v", a.Safety)
+	// No file holds none of its own rules: the shipped ones are beneath it.
+	if len(a.Safety.Deny)+len(a.Safety.RequiresApproval)+len(a.Safety.AutoApprove) > 0 {
+		t.Errorf("Default() has rules of its own: %+v", a.Safety)
 	}
-	a.Safety.Deny[0] = "mutated"
-	if b := Default(); b.Safety.Deny[0] == "mutated" {
+	if _, wrote := a.wrote("safety.deny"); wrote {
+		t.Error("Default() says it wrote safety.deny")
+	}
+	p, err := Compile(a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Deny) == 0 || len(p.RequiresApproval) == 0 || len(p.AutoApprove) == 0 {
+		t.Errorf("Default() compiles to empty pattern lists: %+v", p)
+	}
+	for _, r := range p.InForce {
+		if r.Origin.Layer != LayerShipped || r.Origin.File != ShippedName || r.Origin.Line == 0 || len(r.Also) > 0 {
+			t.Errorf("%s: want the shipped file's line, once", r)
+		}
+	}
+	a.Agent = "mutated"
+	if b := Default(); b.Agent == "mutated" {
 		t.Error("Default() shares state between calls")
-	}
-	if _, err := Compile(a, ""); err != nil {
-		t.Error(err)
 	}
 }
 
