@@ -251,6 +251,9 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		p := build(principal, user.settings, append(base, user), cfg.Servers)
 		return p, nil
 	}
+	if len(base) > 0 {
+		base[0] = base[0].underManaged(cfg.Managed)
+	}
 	mv := &validator{file: cfg.Managed.Path}
 	managed := cfg.Managed.layerOf(principal, mv)
 	if len(mv.errs) > 0 {

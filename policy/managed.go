@@ -37,6 +37,9 @@ import (
 //     hide what ran from the audit the security team reads.
 //   - Whether the shipped rules (default.toml) are in force is the
 //     managed file's inherit: a user's inherit = false is not in effect.
+//     Beneath the user's rules, the shipped ones lose what the user's
+//     would (layerInput.underManaged): their secret_arguments, and their
+//     approvals where the managed file locks them.
 //   - A server of the managed file cannot be redefined.
 //   - locked lists keys the user's file may not set at all.
 //

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,6 +104,27 @@ func ShippedNotInForce(cfg *Config, p *Policy) []RuleInForce {
 func shippedLayer(servers map[string]bool) layerInput {
 	in := shipped().layerOf("", &validator{file: ShippedName})
 	in.layer, in.servers = LayerShipped, servers
+	return in
+}
+
+// underManaged is the shipped layer under a managed one: what the managed
+// file keeps from the user's file it keeps from the shipped rules too,
+// where that would let a call through. Their secret_arguments are not in
+// effect (they would hide what ran from the managed audit), nor, where
+// the managed file locks safety.auto_approve (or safety.rules, or
+// safety), their auto_approve entries (auto_approve rules). Their
+// restrictions stay: they only add to the managed layer's.
+func (in layerInput) underManaged(m *Config) layerInput {
+	locked := func(key string) bool {
+		return slices.ContainsFunc(m.Locked, func(l string) bool { return key == l || under(key, l) })
+	}
+	in.secretArgs = nil
+	if locked("safety.auto_approve") {
+		in.auto = nil
+	}
+	if locked("safety.rules") {
+		in.rules = slices.DeleteFunc(slices.Clone(in.rules), func(r keyedRule) bool { return Action(r.r.Action) == ActionAutoApprove })
+	}
 	return in
 }
 

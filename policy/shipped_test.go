@@ -315,3 +315,51 @@ score = 80
 		t.Errorf("shell %d secret %d rules %d risk %d", len(p.ShellArguments), len(p.SecretArguments), len(p.Rules), len(p.RiskRules))
 	}
 }
+
+// TestShippedUnderAManagedLock: a managed file that locks the user's
+// approvals does not get the shipped ones in their place (on f3570ff a
+// user without a file had the shipped lists as their own, and the lock
+// cleared them), and never the shipped secret_arguments; the shipped
+// restrictions stay.
+func TestShippedUnderAManagedLock(t *testing.T) {
+	withShipped(t, `[safety]
+deny = ["*rm -rf /"]
+auto_approve = ["read_*"]
+secret_arguments = ["db.*:dsn"]
+[[safety.rules]]
+action = "auto_approve"
+argument = "command"
+pattern = "ls"
+[[safety.rules]]
+action = "deny"
+argument = "branch"
+pattern = "main"
+`)
+	tests := []struct {
+		locked               string
+		auto, rules, secrets int
+	}{
+		{"", 1, 2, 0},
+		{`"safety.auto_approve"`, 0, 2, 0},
+		{`"safety.rules"`, 1, 1, 0},
+		{`"safety"`, 0, 1, 0},
+		{`"safety.auto_approve", "safety.rules"`, 0, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.locked, func(t *testing.T) {
+			eff, _ := Overlay(mustManaged(t, "locked = ["+tt.locked+"]\n"), Default())
+			p, err := Compile(eff, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.AutoApprove) != tt.auto || len(p.Rules) != tt.rules || len(p.SecretArguments) != tt.secrets || len(p.Deny) != 1 {
+				t.Errorf("auto_approve %d, rules %d, secret_arguments %d, deny %d; want %d, %d, %d, 1",
+					len(p.AutoApprove), len(p.Rules), len(p.SecretArguments), len(p.Deny), tt.auto, tt.rules, tt.secrets)
+			}
+		})
+	}
+	// Without a managed layer the shipped secret_arguments are in force.
+	if p, _ := Compile(Default(), ""); len(p.SecretArguments) != 1 {
+		t.Errorf("secret_arguments %d, want 1", len(p.SecretArguments))
+	}
+}
