@@ -158,7 +158,8 @@ score = 70
 				continue
 			}
 			if name := tomlName(f); lists[name] != 1 {
-				t.Errorf("%s: %d shipped entries in force, want 1", name, lists[name])
+				t.Errorf("%s: %d shipped entries in force, want 1 (a new list of [safety]: give it an entry in this test's "+
+					"shipped file, and take it from each layer in layerOf and build)", name, lists[name])
 			}
 		}
 	}

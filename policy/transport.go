@@ -53,10 +53,10 @@ var credentialHeaderName = regexp.MustCompile(`(?i)key|token|secret|auth|cookie|
 // authorization, under whatever name they are sent.
 var credentialHeaderValue = regexp.MustCompile(`(?i)^\s*(bearer|basic|digest|token|negotiate|ntlm|aws4-hmac-sha256|splunk)\s`)
 
-// CredentialHeader reports whether an HTTP header carries a credential,
+// credentialHeader reports whether an HTTP header carries a credential,
 // by its name or by its value (the value as configured: ${NAME} is not
 // expanded).
-func CredentialHeader(name, value string) bool {
+func credentialHeader(name, value string) bool {
 	return credentialHeaderName.MatchString(name) || credentialHeaderValue.MatchString(value)
 }
 
@@ -106,7 +106,7 @@ func (v *validator) noCredentials(k string, u *url.URL, headers map[string]strin
 			redactURL(u), host, tail)
 	}
 	for _, name := range slices.Sorted(maps.Keys(headers)) {
-		if CredentialHeader(name, headers[name]) {
+		if credentialHeader(name, headers[name]) {
 			v.errf(joinKey(k+".headers", name), "%q carries a credential, which plain http to %s shows to anyone on the network path; %s",
 				name, host, tail)
 		}

@@ -135,8 +135,8 @@ func TestCredentialHeader(t *testing.T) {
 		{"X-MCP-Toolsets", "repos"}: false, {"Accept", "application/json"}: false, {"User-Agent", "aqlguard"}: false,
 		{"X-Request-Id", "bearer"}: false,
 	} {
-		if got := CredentialHeader(name[0], name[1]); got != want {
-			t.Errorf("CredentialHeader(%q, %q) = %v, want %v", name[0], name[1], got, want)
+		if got := credentialHeader(name[0], name[1]); got != want {
+			t.Errorf("credentialHeader(%q, %q) = %v, want %v", name[0], name[1], got, want)
 		}
 	}
 }
