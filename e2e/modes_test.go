@@ -7,12 +7,15 @@ import (
 	"testing"
 )
 
-// permissive lets every call through the evaluator (auto_approve "*"), so
-// these tests see the protocol layer and the forwarding, not policy.
+// permissive lets every call through the evaluator (auto_approve "*",
+// and none of the shipped rules, which would ask for delete_* and refuse
+// drop_*), so these tests see the protocol layer and the forwarding, not
+// policy.
 const permissive = `
 mode = %q
 agent = "e2e"
 [safety]
+inherit = false
 max_autonomous_steps = 100000
 auto_approve = ["*"]
 [[servers]]

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -364,5 +365,43 @@ pattern = "x"
 	}
 	if _, _, code := admin(t, g, "policy", "check", "--servers", "--strict"); code != 1 {
 		t.Errorf("check --strict with a warning: exit %d, want 1", code)
+	}
+}
+
+// TestPolicyOfAShortFileKeepsTheShippedRules: a configuration file that
+// names an agent and a server, and nothing of [safety], runs under the
+// shipped rules (issue 29, item 8); on f3570ff it had none, and
+// drop_database was judged by its name's risk alone. policy check lists
+// where each rule in force comes from.
+func TestPolicyOfAShortFileKeepsTheShippedRules(t *testing.T) {
+	h := newHuman(t)
+	h.answer(t, "deny")
+	g := startGuard(t, `
+mode = "all"
+agent = "short"
+`+h.config()+`
+[[servers]]
+name = "ts"
+command = {{toml .testserver}}
+`)
+	for _, c := range []struct {
+		op, factor string
+		params     map[string]any
+	}{
+		{"ts_drop_database", `pattern: refuse "drop_*"`, map[string]any{"name": "x"}},
+		{"ts_delete_note", `pattern: requires_approval "delete_*"`, map[string]any{"id": "x"}},
+	} {
+		res, _ := g.callAQL(t, "mcp_aql", c.op, c.params)
+		if code, _ := errCode(t, res); code != "PERMISSION_DENIED" {
+			t.Errorf("%s: %s", c.op, jsonString(res))
+		}
+		factors := fmt.Sprint(decisionRecord(t, g, c.op)["factors"])
+		if !strings.Contains(factors, c.factor) {
+			t.Errorf("%s was not decided by the shipped rule %s: %s", c.op, c.factor, factors)
+		}
+	}
+	out, errOut, code := admin(t, g, "policy", "check")
+	if code != 0 || !strings.Contains(out, `"drop_*"`) || !strings.Contains(out, "shipped default.toml:") {
+		t.Errorf("policy check: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -25,6 +25,7 @@ func compile(t testing.TB, doc, principal string) *policy.Policy {
 
 const testPolicy = `
 [safety]
+inherit = false # these cases are about the rules below alone
 max_autonomous_steps = 10
 risk_tolerance = "moderate"
 deny = ["drop_*", "*.drop_*", "*drop table*", "rm -rf /"]
@@ -514,6 +515,7 @@ auto_approve = ["*.get_*"]
 func TestShellArguments(t *testing.T) {
 	p := compile(t, `
 [safety]
+inherit = false
 deny = ["*rm -rf /"]
 requires_approval = ["*git push*"]
 shell_arguments = ["runner.*:job.steps"]

@@ -115,6 +115,8 @@ command = "runner"
 // its canonical form both under /tmp.
 func TestApprovalNeedsEveryForm(t *testing.T) {
 	p := compile(t, `
+[safety]
+inherit = false # the shipped auto_approve "read_*" would approve every read_file
 [[safety.rules]]
 action = "auto_approve"
 operation = "fs.read_file"

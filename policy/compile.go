@@ -110,6 +110,13 @@ type Policy struct {
 	// ArgumentRoles are the roles [servers.arguments] declares.
 	ArgumentRoles []RoleSpec
 
+	// InForce lists the entries of the lists above (deny to
+	// secret_arguments), in that order, each with where it comes from:
+	// the shipped rules, the user's file, an [agents.NAME] table, the
+	// managed layer. What `policy check` prints; not part of Version,
+	// which the entries themselves decide.
+	InForce []RuleInForce
+
 	// Version is the hex SHA-256 of the canonical form of everything above.
 	// Approvals are bound to it, so editing the policy voids outstanding
 	// approvals, while reordering whitespace or comments in the file does not.
@@ -203,6 +210,11 @@ type CompiledRiskRule struct {
 // over anything it adds). Zero values in a Config built in Go take the
 // documented defaults. Errors are reported as Errors without line numbers.
 //
+// The shipped rules (default.toml) come first, unless the file or its
+// managed layer says inherit = false (shipped.go): a configuration adds
+// to them, the first of two equal entries stands, and Policy.InForce
+// says where each entry in force comes from.
+//
 // With a managed layer (cfg.Managed, see Overlay) the managed file's own
 // [safety] and [agents.<principal>] come first, marked as the managed
 // layer's; its settings are floors the user's can only tighten (see
@@ -229,9 +241,18 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 	if len(v.errs) > 0 {
 		return nil, v.errs
 	}
+	// The shipped rules, beneath the user's file (shipped.go), read for
+	// the same servers as the user's own rules.
+	var base []layerInput
+	if cfg.inherits() {
+		base = append(base, shippedLayer(user.servers))
+	}
 	if cfg.Managed == nil {
-		p := build(principal, user.settings, []layerInput{user}, cfg.Servers)
+		p := build(principal, user.settings, append(base, user), cfg.Servers)
 		return p, nil
+	}
+	if len(base) > 0 {
+		base[0] = base[0].underManaged(cfg.Managed)
 	}
 	mv := &validator{file: cfg.Managed.Path}
 	managed := cfg.Managed.layerOf(principal, mv)
@@ -243,7 +264,7 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 	// its roles, its settings.
 	alone := build(principal, managed.settings, []layerInput{managed}, managedServers(cfg))
 	settings, from := floor(managed.settings, user.settings)
-	p := build(principal, settings, []layerInput{managed, user}, cfg.Servers)
+	p := build(principal, settings, append(append([]layerInput{managed}, base...), user), cfg.Servers)
 	p.Managed, p.SettingLayers = alone, from
 	p.Version = p.digest() // the layers' marks included
 	return p, nil
@@ -273,15 +294,28 @@ type settings struct {
 }
 
 // layerInput is what one configuration layer says for one principal:
-// its [safety] with its [agents.<principal>] on top.
+// its [safety] with its [agents.<principal>] on top, each entry with its
+// key path in file (lines says where each is).
 type layerInput struct {
 	settings
 	layer                       Layer
+	file                        string
+	lines                       map[string]int
 	servers                     map[string]bool // the servers that decide what its name patterns read
-	deny, refuse, approve, auto []string
-	rules                       []ArgRule
-	risk                        []RiskRule
-	shellArgs, secretArgs       []string
+	deny, refuse, approve, auto []keyed
+	rules                       []keyedRule
+	risk                        []keyedRisk
+	shellArgs, secretArgs       []keyed
+}
+
+type keyedRule struct {
+	key string
+	r   ArgRule
+}
+
+// origin is where the entry at key comes from.
+func (in *layerInput) origin(key string) Origin {
+	return Origin{Layer: in.layer, File: in.file, Line: in.lines[key], Key: key}
 }
 
 // layerOf is cfg's [safety] merged with its [agents.<principal>],
@@ -291,9 +325,23 @@ func (cfg *Config) layerOf(principal string, v *validator) layerInput {
 	v.safety(&s) // defaults and value checks for hand-built configs
 	in := layerInput{
 		settings: settings{loop: s.Loop, steps: s.MaxAutonomousSteps, tol: s.RiskTolerance, code: s.InterpreterCode},
-		deny:     s.Deny, refuse: s.Refuse, approve: s.RequiresApproval, auto: s.AutoApprove,
-		rules: s.Rules, risk: s.RiskRules, shellArgs: s.ShellArguments, secretArgs: s.SecretArguments,
+		file:     cfg.Path, lines: cfg.lines,
 	}
+	add := func(table string, deny, refuse, approve, auto []string, rules []ArgRule, risk []RiskRule, shellArgs, secretArgs []string) {
+		in.deny = appendKeyed(in.deny, table+".deny", deny)
+		in.refuse = appendKeyed(in.refuse, table+".refuse", refuse)
+		in.approve = appendKeyed(in.approve, table+".requires_approval", approve)
+		in.auto = appendKeyed(in.auto, table+".auto_approve", auto)
+		for i, r := range rules {
+			in.rules = append(in.rules, keyedRule{index(table+".rules", i), r})
+		}
+		for i, r := range risk {
+			in.risk = append(in.risk, keyedRisk{index(table+".risk_rules", i), r})
+		}
+		in.shellArgs = appendKeyed(in.shellArgs, table+".shell_arguments", shellArgs)
+		in.secretArgs = appendKeyed(in.secretArgs, table+".secret_arguments", secretArgs)
+	}
+	add("safety", s.Deny, s.Refuse, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules, s.ShellArguments, s.SecretArguments)
 	if o, ok := cfg.Agents[principal]; ok {
 		okey := joinKey("agents", principal)
 		v.override(okey, o)
@@ -309,21 +357,24 @@ func (cfg *Config) layerOf(principal string, v *validator) layerInput {
 		if o.InterpreterCode != nil {
 			in.code = *o.InterpreterCode
 		}
-		// Full slice expressions: never append into the Config's arrays.
-		in.deny = append(in.deny[:len(in.deny):len(in.deny)], o.Deny...)
-		in.refuse = append(in.refuse[:len(in.refuse):len(in.refuse)], o.Refuse...)
-		in.approve = append(in.approve[:len(in.approve):len(in.approve)], o.RequiresApproval...)
-		in.auto = append(in.auto[:len(in.auto):len(in.auto)], o.AutoApprove...)
-		in.rules = append(in.rules[:len(in.rules):len(in.rules)], o.Rules...)
-		in.risk = append(in.risk[:len(in.risk):len(in.risk)], o.RiskRules...)
-		in.shellArgs = append(in.shellArgs[:len(in.shellArgs):len(in.shellArgs)], o.ShellArguments...)
-		in.secretArgs = append(in.secretArgs[:len(in.secretArgs):len(in.secretArgs)], o.SecretArguments...)
+		add(okey, o.Deny, o.Refuse, o.RequiresApproval, o.AutoApprove, o.Rules, o.RiskRules, o.ShellArguments, o.SecretArguments)
 	}
 	return in
 }
 
+// appendKeyed appends list's entries, each with its key path (key[i]).
+func appendKeyed(to []keyed, key string, list []string) []keyed {
+	for i, src := range list {
+		to = append(to, keyed{index(key, i), src})
+	}
+	return to
+}
+
 // build compiles the layers' lists, in order, under settings s. servers
-// are the configured servers whose [servers.arguments] declare roles.
+// are the configured servers whose [servers.arguments] declare roles. An
+// entry that an earlier entry already says (the same pattern, rule, risk
+// rule or argument in the same list, as the digest sees it) is dropped:
+// the first stands, and InForce records where else it is written.
 func build(principal string, s settings, layers []layerInput, servers []Server) *Policy {
 	threshold, _ := Threshold(s.tol) // validated
 	p := &Policy{
@@ -335,33 +386,50 @@ func build(principal string, s settings, layers []layerInput, servers []Server) 
 
 		InterpreterCode: InterpreterCode(s.code),
 	}
-	seen := [4]map[string]bool{{}, {}, {}, {}}
-	for _, in := range layers {
+	// seen maps an entry (its list and its digest form) to its place in
+	// p.InForce.
+	seen := map[string]int{}
+	var same string
+	first := func(list, form string, in *layerInput, key string) bool {
+		same = list + "\x00" + form
+		if i, dup := seen[same]; dup {
+			p.InForce[i].Also = append(p.InForce[i].Also, in.origin(key))
+			return false
+		}
+		seen[same] = len(p.InForce)
+		return true
+	}
+	inForce := func(list, rule string, in *layerInput, key string) { // after first
+		p.InForce = append(p.InForce, RuleInForce{List: list, Rule: rule, Origin: in.origin(key), same: same})
+	}
+	for i := range layers {
+		in := &layers[i]
 		namePattern := func(src string) (Pattern, error) {
 			pat, err := CompilePattern(src)
 			pat.forServers(in.servers)
 			pat.layer = in.layer
 			return pat, err
 		}
-		compileList := func(list []Pattern, srcs []string, seen map[string]bool) []Pattern {
-			for _, src := range srcs {
-				pat, err := namePattern(src)
+		compileList := func(list []Pattern, name string, srcs []keyed) []Pattern {
+			for _, e := range srcs {
+				pat, err := namePattern(e.src)
 				if err != nil { // already reported by validation
 					continue
 				}
-				if seen[pat.norm] { // the first layer's stands
+				if !first(name, pat.norm, in, e.key) {
 					continue
 				}
-				seen[pat.norm] = true
+				inForce(name, pat.Quoted(), in, e.key)
 				list = append(list, pat)
 			}
 			return list
 		}
-		p.Deny = compileList(p.Deny, in.deny, seen[0])
-		p.Refuse = compileList(p.Refuse, in.refuse, seen[1])
-		p.RequiresApproval = compileList(p.RequiresApproval, in.approve, seen[2])
-		p.AutoApprove = compileList(p.AutoApprove, in.auto, seen[3])
-		for _, r := range in.rules {
+		p.Deny = compileList(p.Deny, "deny", in.deny)
+		p.Refuse = compileList(p.Refuse, "refuse", in.refuse)
+		p.RequiresApproval = compileList(p.RequiresApproval, "requires_approval", in.approve)
+		p.AutoApprove = compileList(p.AutoApprove, "auto_approve", in.auto)
+		for _, e := range in.rules {
+			r := e.r
 			op := r.Operation
 			if op == "" {
 				op = "*"
@@ -390,9 +458,14 @@ func build(principal string, s settings, layers []layerInput, servers []Server) 
 			if opPat.norm != "*" {
 				rule.Source = "operation~" + strconv.Quote(op) + " " + rule.Source
 			}
+			if !first("rules", rule.sameForm(), in, e.key) {
+				continue
+			}
+			inForce("rules", string(rule.Action)+" "+rule.Source, in, e.key)
 			p.Rules = append(p.Rules, rule)
 		}
-		for _, r := range in.risk {
+		for _, e := range in.risk {
+			r := e.r
 			pat, err := namePattern(r.Pattern)
 			if err != nil {
 				continue
@@ -405,22 +478,36 @@ func build(principal string, s settings, layers []layerInput, servers []Server) 
 				}
 				src = r.Argument + "~" + src
 			}
-			p.RiskRules = append(p.RiskRules, CompiledRiskRule{Pattern: pat, Argument: r.Argument, Path: path,
-				Score: r.Score, Reason: r.Reason, Source: src, Layer: in.layer})
-		}
-		specs := func(srcs []string) []ArgumentSpec {
-			out := make([]ArgumentSpec, 0, len(srcs))
-			for _, src := range srcs {
-				if spec, err := ParseArgumentSpec(src); err == nil {
-					spec.Tool.forServers(in.servers)
-					out = append(out, spec)
-				}
+			rr := CompiledRiskRule{Pattern: pat, Argument: r.Argument, Path: path,
+				Score: r.Score, Reason: r.Reason, Source: src, Layer: in.layer}
+			if !first("risk_rules", rr.sameForm(), in, e.key) {
+				continue
 			}
-			return out
+			inForce("risk_rules", "score "+strconv.Itoa(r.Score)+" "+src, in, e.key)
+			p.RiskRules = append(p.RiskRules, rr)
 		}
-		p.ShellArguments = append(p.ShellArguments, specs(in.shellArgs)...)
-		p.SecretArguments = append(p.SecretArguments, specs(in.secretArgs)...)
+		specs := func(list []ArgumentSpec, name string, srcs []keyed) []ArgumentSpec {
+			for _, e := range srcs {
+				spec, err := ParseArgumentSpec(e.src)
+				if err != nil {
+					continue
+				}
+				spec.Tool.forServers(in.servers)
+				if !first(name, spec.sameForm(), in, e.key) {
+					continue
+				}
+				inForce(name, strconv.Quote(e.src), in, e.key)
+				list = append(list, spec)
+			}
+			return list
+		}
+		p.ShellArguments = specs(p.ShellArguments, "shell_arguments", in.shellArgs)
+		p.SecretArguments = specs(p.SecretArguments, "secret_arguments", in.secretArgs)
 	}
+	// Listed as evaluation reads them: by list, each in layer order.
+	slices.SortStableFunc(p.InForce, func(a, b RuleInForce) int {
+		return slices.Index(inForceLists, a.List) - slices.Index(inForceLists, b.List)
+	})
 	for _, srv := range servers {
 		for _, key := range slices.Sorted(maps.Keys(srv.Arguments)) {
 			spec, err1 := ParseArgumentSpec(key)
@@ -433,6 +520,25 @@ func build(principal string, s settings, layers []layerInput, servers []Server) 
 	p.Version = p.digest()
 	p.index = newIndexes(p)
 	return p
+}
+
+// sameForm is a rule as duplicates are found: the same action on the
+// same names, argument or roles and pattern, folded, is the same rule,
+// whichever layer writes it (the first stands).
+func (r Rule) sameForm() string {
+	b, _ := json.Marshal([]any{r.Action, r.Operation.norm, strings.Join(r.Path, "."), r.Pattern.norm, r.Roles})
+	return string(b)
+}
+
+// sameForm is a risk rule as duplicates are found.
+func (r CompiledRiskRule) sameForm() string {
+	b, _ := json.Marshal([]any{r.Pattern.norm, strings.Join(r.Path, "."), r.Score})
+	return string(b)
+}
+
+// sameForm is an argument declaration as duplicates are found.
+func (a ArgumentSpec) sameForm() string {
+	return a.Tool.norm + "\x00" + strings.Join(a.Path, ".")
 }
 
 // digestForm is a pattern as the digest sees it: its folded source, and,

@@ -26,6 +26,7 @@ func mustParse(t *testing.T, doc string) *Config {
 
 const mergeDoc = `agent = "alice"
 [safety]
+inherit = false # this test is about [safety] and [agents], not the shipped rules
 loop = "enforcing"
 max_autonomous_steps = 50
 risk_tolerance = "moderate"
@@ -127,7 +128,7 @@ func TestCompileMerge(t *testing.T) {
 
 func TestCompileAppendDoesNotAlias(t *testing.T) {
 	cfg := &Config{
-		Safety: Safety{Deny: make([]string, 1, 10)},
+		Safety: Safety{Inherit: new(false), Deny: make([]string, 1, 10)},
 		Agents: map[string]AgentOverride{"a": {Deny: []string{"a_*"}}, "b": {Deny: []string{"b_*"}}},
 	}
 	cfg.Safety.Deny[0] = "x_*"

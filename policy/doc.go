@@ -46,6 +46,15 @@
 // calls whose operation name or server-qualified name matches the rule's
 // operation glob.
 //
+// # The shipped rules
+//
+// default.toml's lists (deny, refuse, requires_approval, auto_approve,
+// rules, risk_rules, shell_arguments, secret_arguments) are a layer of
+// their own beneath every configuration ([LayerShipped], shipped.go): a
+// file's lists are added to them, and a file that says inherit = false
+// under [safety] starts from nothing. [Policy.InForce] lists each entry in
+// force with its [Origin].
+//
 // # Merging agent overrides
 //
 // [Compile] produces the effective [Policy] of one principal: [safety],
@@ -55,6 +64,9 @@
 // to [safety]'s, duplicates dropped. Because evaluation resolves deny >
 // requires_approval > auto_approve, an agent table can exempt calls from the
 // remaining stages but can never lift a [safety] deny or requires_approval.
-// Policy.Version is a digest of the effective policy that approvals are
-// bound to.
+// The same holds for the shipped rules beneath [safety]: nothing a file
+// adds lifts a shipped deny, refuse or requires_approval. An entry written
+// twice (in two layers, or twice in one) is in force once, where it was
+// first written. Policy.Version is a digest of the effective policy that
+// approvals are bound to, shipped rules included.
 package policy

@@ -3,8 +3,9 @@ package policy
 import "strconv"
 
 // Layer is where a rule or a setting comes from: the user's own
-// configuration file, or the managed policy file a security team ships
-// (managed.go). The zero Layer is the user's.
+// configuration file, the managed policy file a security team ships
+// (managed.go), or the rules aqlguard ships (default.toml, shipped.go).
+// The zero Layer is the user's.
 type Layer uint8
 
 const (
@@ -13,6 +14,10 @@ const (
 	// LayerManaged is the managed policy file (/etc/aqlguard/managed.toml
 	// or --managed), read first; nothing in the user's file weakens it.
 	LayerManaged
+	// LayerShipped is the rules aqlguard ships (policy/default.toml),
+	// in force under every configuration file unless one says
+	// inherit = false; a file adds to them.
+	LayerShipped
 )
 
 func (l Layer) String() string {
@@ -21,6 +26,8 @@ func (l Layer) String() string {
 		return "user"
 	case LayerManaged:
 		return "managed"
+	case LayerShipped:
+		return "shipped"
 	}
 	return "layer(" + strconv.Itoa(int(l)) + ")"
 }

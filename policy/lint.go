@@ -19,7 +19,10 @@ type Tool struct {
 // call, argument rules on arguments no tool declares, and risk rules an
 // auto_approve shadows. With tools (the configured servers' real tools)
 // it checks against them; without, only what the patterns alone show. It
-// checks the effective policy of principal (its [agents] table merged).
+// checks the effective policy of principal (its [agents] table merged),
+// the file's own entries; of the shipped rules beneath them, the
+// auto_approve entries that shadow the file's risk rules, when the tools
+// are known.
 // Findings are warnings: the policy still works, just not as written.
 func Lint(cfg *Config, principal string, tools []Tool) []Error {
 	l := linter{cfg: cfg, tools: tools, servers: cfg.serverNames()}
@@ -42,6 +45,22 @@ func Lint(cfg *Config, principal string, tools []Tool) []Error {
 		}
 		for i, r := range o.RiskRules {
 			risks = append(risks, keyedRisk{index(k+".risk_rules", i), r})
+		}
+	}
+	// The shipped auto_approve entries decide first too (those the file
+	// does not write itself): checked against the tools, where the
+	// finding names them; the file's own rules are what Lint checks.
+	if cfg.inherits() {
+		own := map[string]bool{}
+		for _, a := range autos {
+			if pat, err := l.compile(a.src); err == nil {
+				own[pat.norm] = true
+			}
+		}
+		for i, a := range shipped().Safety.AutoApprove {
+			if pat, err := l.compile(a); err == nil && !own[pat.norm] {
+				autos = append(autos, keyed{ShippedName + " " + index("safety.auto_approve", i), a})
+			}
 		}
 	}
 	l.shadows(autos, risks)
@@ -286,7 +305,7 @@ func (l *linter) shadows(autos []keyed, risks []keyedRisk) {
 				continue
 			}
 			if l.tools == nil {
-				if rk.r.Argument != "" {
+				if rk.r.Argument != "" && !strings.HasPrefix(a.key, ShippedName+" ") {
 					l.warn(rk.key, "auto_approve %q (%s) decides first for the tools it matches, so this risk rule never raises their risk", a.src, a.key)
 				}
 				continue

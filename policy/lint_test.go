@@ -34,6 +34,11 @@ func TestLint(t *testing.T) {
 		{"argument in the server's spelling", "[[safety.rules]]\naction = \"deny\"\noperation = \"*.write*\"\nargument = \"Path\"\npattern = \"x\"\n", tools, nil},
 		{"shadowed risk rule, against the tools", "[safety]\nauto_approve = [\"read_*\"]\n[[safety.risk_rules]]\npattern = \"*.env\"\nargument = \"path\"\nscore = 70\n", tools,
 			[]string{`decides first for fs.read_file`}},
+		// The shipped auto_approve entries decide first too (issue 29, item 8).
+		{"shadowed by a shipped auto_approve, against the tools", "[[safety.risk_rules]]\npattern = \"*.env\"\nargument = \"path\"\nscore = 70\n", tools,
+			[]string{`auto_approve "read_*" (default.toml safety.auto_approve[0]) decides first for fs.read_file`}},
+		{"but not statically", "[[safety.risk_rules]]\npattern = \"*.env\"\nargument = \"path\"\nscore = 70\n", nil, nil},
+		{"nor with inherit = false", "[safety]\ninherit = false\n[[safety.risk_rules]]\npattern = \"*.env\"\nargument = \"path\"\nscore = 70\n", tools, nil},
 		// Names that collide (issue 19, item 4).
 		{"a server named like a verb", "[safety]\nauto_approve = [\"search_*\"]\n" + serverTables("fs", "search"), nil,
 			[]string{`servers[1].name: warning: the server name "search" is also a verb of tool names`}},
@@ -51,6 +56,7 @@ func TestLint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			withShipped(t, "[safety]\nauto_approve = [\"read_*\", \"list_*\"]\n")
 			cfg, err := Parse([]byte(tt.doc), "p.toml")
 			if err != nil {
 				t.Fatal(err)
@@ -78,7 +84,11 @@ func serverTables(names ...string) string {
 }
 
 func TestDefaultAndExampleLintClean(t *testing.T) {
-	for _, cfg := range []*Config{Default(), mustLoad(t, "../config.example.toml")} {
+	shippedFile, err := Parse(defaultTOML, ShippedName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []*Config{shippedFile, Default(), mustLoad(t, "../config.example.toml")} {
 		for _, p := range []string{cfg.Agent, "ci-bot"} {
 			if w := Lint(cfg, p, nil); len(w) > 0 {
 				t.Errorf("%s (%s): %v", cfg.Path, p, w)

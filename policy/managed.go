@@ -35,6 +35,11 @@ import (
 //     managed file writes is fixed.
 //   - secret_arguments of the user's file are not in effect: they would
 //     hide what ran from the audit the security team reads.
+//   - Whether the shipped rules (default.toml) are in force is the
+//     managed file's inherit: a user's inherit = false is not in effect.
+//     Beneath the user's rules, the shipped ones lose what the user's
+//     would (layerInput.underManaged): their secret_arguments, and their
+//     approvals where the managed file locks them.
 //   - A server of the managed file cannot be redefined.
 //   - locked lists keys the user's file may not set at all.
 //
@@ -364,6 +369,12 @@ func (l *layering) safety() {
 		}
 	}
 	check("safety", base, set)
+	if !us.Inherits() && l.managed.Safety.Inherits() {
+		// The managed layer may count on the shipped rules beneath it.
+		l.report("safety.inherit", "false would take away the rules aqlguard ships (%s), which %s keeps in force; not in effect",
+			ShippedName, l.managedName())
+		l.eff.Safety.Inherit = nil
+	}
 	for i := range us.SecretArguments {
 		l.report(index("safety.secret_arguments", i), "secret arguments are declared in %s alone: "+
 			"one declared here would hide what ran from the audit it keeps; not in effect", l.managedName())

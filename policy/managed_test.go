@@ -141,11 +141,18 @@ command = "mcp-fs"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.MaxSteps != 20 || p.Tolerance != "conservative" || p.InterpreterCode != CodeDeny || len(p.Deny) != 2 {
+	shippedDeny := len(shipped().Safety.Deny)
+	if p.MaxSteps != 20 || p.Tolerance != "conservative" || p.InterpreterCode != CodeDeny || len(p.Deny) != 2+shippedDeny {
 		t.Fatalf("policy: %d %s %s %d", p.MaxSteps, p.Tolerance, p.InterpreterCode, len(p.Deny))
 	}
-	if p.Deny[0].Layer() != LayerManaged || p.Deny[1].Layer() != LayerUser {
-		t.Fatalf("layers: %v %v", p.Deny[0].Layer(), p.Deny[1].Layer())
+	// The managed layer's first, then the shipped rules, then the user's.
+	if last := p.Deny[len(p.Deny)-1]; p.Deny[0].Layer() != LayerManaged || last.Layer() != LayerUser || last.Source != "*shutdown*" {
+		t.Fatalf("layers: %v %v", p.Deny[0].Layer(), last.Layer())
+	}
+	for _, d := range p.Deny[1 : 1+shippedDeny] {
+		if d.Layer() != LayerShipped {
+			t.Fatalf("%s: layer %v, want shipped", d.Source, d.Layer())
+		}
 	}
 	if user.Servers[0].Managed || len(user.NotInEffect) > 0 || user.Managed != nil {
 		t.Fatal("Overlay changed the user's Config")
@@ -226,6 +233,7 @@ func TestMergeRulesCoverEveryKey(t *testing.T) {
 		"shell_arguments", "secret_arguments"} {
 		covered["safety."+k] = true // lists: added after the managed layer's; secret_arguments dropped
 	}
+	covered["safety.inherit"] = true // the managed file's (layering.safety)
 	var walk func(prefix string, t reflect.Type)
 	walk = func(prefix string, typ reflect.Type) {
 		typ = deref(typ)

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,7 +184,8 @@ func TestNameReadings(t *testing.T) {
 // whether it matches the call's names.
 func checkReading(t *testing.T, pattern string, servers []string, op, server, tool string, want bool) {
 	t.Helper()
-	pat := compileDoc(t, "[safety]\nauto_approve = ["+strconv.Quote(pattern)+"]\n"+serverTables(servers...)).AutoApprove[0]
+	pol := compileDoc(t, "[safety]\nauto_approve = ["+strconv.Quote(pattern)+"]\n"+serverTables(servers...))
+	pat := pol.AutoApprove[slices.IndexFunc(pol.AutoApprove, func(p Pattern) bool { return p.norm == Normalize(pattern) })]
 	names := NameForms(op, server, tool)
 	if got := pat.MatchesName(names); got != want {
 		t.Errorf("%q (servers %v, read against %s) on %v = %v, want %v", pattern, servers, pat.Reading(), names.Forms, got, want)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -26,12 +27,14 @@ func Load(path string) (*Config, error) {
 	return Parse(data, path)
 }
 
-// Default returns the built-in configuration (default.toml in this
-// package): semantic mode, agent "default", no servers, an enforcing loop and
-// a small documented set of deny / requires_approval / auto_approve
-// patterns. Each call returns a fresh Config the caller may modify.
+// Default returns the configuration of no file at all: default.toml's
+// settings (semantic mode, agent "default", no servers, an enforcing
+// loop, the dialog channel). Its [safety] lists are empty, because the
+// shipped rules (default.toml's lists) are beneath every configuration
+// already: Compile puts them there (shipped.go), and this one holds none
+// of its own. Each call returns a fresh Config the caller may modify.
 func Default() *Config {
-	cfg, err := Parse(defaultTOML, "default.toml")
+	cfg, err := Parse(defaultTOML, ShippedName)
 	if err != nil {
 		// The embedded file is a build input checked by TestDefault; reaching
 		// this means the binary was built from a broken tree, and running
@@ -39,6 +42,19 @@ func Default() *Config {
 		panic("policy: embedded default.toml is invalid: " + err.Error())
 	}
 	cfg.Path = ""
+	s := reflect.ValueOf(&cfg.Safety).Elem()
+	for i := range s.NumField() {
+		if s.Field(i).Kind() != reflect.Slice {
+			continue
+		}
+		s.Field(i).SetZero()
+		key := "safety." + tomlName(s.Type().Field(i))
+		for k := range cfg.lines {
+			if k == key || under(k, key) {
+				delete(cfg.lines, k)
+			}
+		}
+	}
 	return cfg
 }
 

@@ -221,7 +221,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseDefaults(t *testing.T) {
-	cfg, err := Parse([]byte("[[servers]]\nname = \"fs\"\ncommand = \"npx\"\n[[servers]]\nname = \"gh\"\nurl = \"https://h/mcp\"\n[[servers]]\nname = \"old\"\nurl = \"http://h/sse\"\ntransport = \"sse\"\n"), "d.toml")
+	cfg, err := Parse([]byte("[[servers]]\nname = \"fs\"\ncommand = \"npx\"\n[[servers]]\nname = \"gh\"\nurl = \"https://h/mcp\"\n[[servers]]\nname = \"old\"\nurl = \"http://localhost/sse\"\ntransport = \"sse\"\n"), "d.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,20 +408,33 @@ func TestDefault(t *testing.T) {
 	if a.Path != "" || a.Mode != "semantic" || a.Agent != "default" || len(a.Servers) != 0 || a.Safety.Loop != "enforcing" {
 		t.Errorf("Default() = %+v", a)
 	}
-	if len(a.Safety.Deny) == 0 || len(a.Safety.RequiresApproval) == 0 {
-		t.Errorf("Default() has empty pattern lists: %+v", a.Safety)
+	// No file holds none of its own rules: the shipped ones are beneath it.
+	if len(a.Safety.Deny)+len(a.Safety.RequiresApproval)+len(a.Safety.AutoApprove) > 0 {
+		t.Errorf("Default() has rules of its own: %+v", a.Safety)
+	}
+	if _, wrote := a.wrote("safety.deny"); wrote {
+		t.Error("Default() says it wrote safety.deny")
+	}
+	p, err := Compile(a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Deny) == 0 || len(p.RequiresApproval) == 0 {
+		t.Errorf("Default() compiles to empty pattern lists: %+v", p)
 	}
 	// Names never approve by default: a rogue get_* runs commands as
 	// well as any (issue 29).
-	if len(a.Safety.AutoApprove) != 0 {
-		t.Errorf("Default() auto-approves by name: %v", a.Safety.AutoApprove)
+	if len(p.AutoApprove) != 0 {
+		t.Errorf("Default() auto-approves by name: %v", p.AutoApprove)
 	}
-	a.Safety.Deny[0] = "mutated"
-	if b := Default(); b.Safety.Deny[0] == "mutated" {
+	for _, r := range p.InForce {
+		if r.Origin.Layer != LayerShipped || r.Origin.File != ShippedName || r.Origin.Line == 0 || len(r.Also) > 0 {
+			t.Errorf("%s: want the shipped file's line, once", r)
+		}
+	}
+	a.Agent = "mutated"
+	if b := Default(); b.Agent == "mutated" {
 		t.Error("Default() shares state between calls")
-	}
-	if _, err := Compile(a, ""); err != nil {
-		t.Error(err)
 	}
 }
 

@@ -198,6 +198,11 @@ type Forward struct {
 
 // Safety is the [safety] table: the evaluator's configuration.
 type Safety struct {
+	// Inherit says whether the shipped rules (default.toml's lists) are
+	// in force beneath this file's: true (the default, also when nil)
+	// adds this file's lists to them; false starts from nothing, only
+	// what the file says (see shipped.go).
+	Inherit            *bool  `toml:"inherit"`
 	Loop               string `toml:"loop"`
 	MaxAutonomousSteps int    `toml:"max_autonomous_steps"`
 	RiskTolerance      string `toml:"risk_tolerance"`
@@ -306,6 +311,11 @@ type Server struct {
 	// authorization server beforehand; without it aqlguard registers
 	// itself (dynamic client registration).
 	OAuthClientID string `toml:"oauth_client_id"`
+	// Insecure accepts a url that is plain http:// to a host that is not
+	// this machine, which is otherwise an error; credentials (auth =
+	// "oauth", headers that carry one, a user name or password in the
+	// url) are never sent over it (transport.go).
+	Insecure bool `toml:"insecure"`
 	// StartTimeout bounds connect + initialize + tools/list.
 	StartTimeout Duration `toml:"start_timeout"`
 	// CallTimeout bounds one request to the server (a tool call, a read);

@@ -205,8 +205,12 @@ func (v *validator) serve(s *Serve) {
 		}
 	}
 	if s.TracesEndpoint != "" {
-		if u, err := url.Parse(s.TracesEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		switch u, err := url.Parse(s.TracesEndpoint); {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			v.errf("serve.traces_endpoint", "%q is not an http:// or https:// URL (e.g. \"http://127.0.0.1:4318/v1/traces\")", s.TracesEndpoint)
+		case plainRemote(u) && u.User != nil:
+			v.errf("serve.traces_endpoint", "%q has a user name or password in it, which plain http to %s shows to anyone on the network path; "+
+				"use an https:// url", redactURL(u), u.Hostname())
 		}
 	}
 	v.serveClients(s.Clients)
@@ -312,14 +316,6 @@ func (v *validator) serveOAuth(o *ServeOAuth) {
 			v.errf(index("serve.oauth.algorithms", i), "%q is not accepted; use %s (HMAC and none are never accepted)", a, oneOf(SignatureAlgorithms))
 		}
 	}
-}
-
-func loopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // stateSchema is what [state] schema may be (store/pgstate checks it
@@ -466,6 +462,8 @@ func (v *validator) forward(f *Forward) {
 			v.errf(k+".url", "is required with to = %q: the collector's endpoint", f.To)
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			v.errf(k+".url", "%q is not an http:// or https:// URL", f.URL)
+		case plainRemote(u):
+			v.noCredentials(k, u, f.Headers, "a collector that is sent credentials")
 		}
 	case "file":
 		switch {
@@ -696,6 +694,7 @@ func (v *validator) servers(list []Server) {
 				v.errf(k+".url", "%q is not an http:// or https:// URL", s.URL)
 			}
 		}
+		v.serverTransport(k, s)
 		if !hasCmd {
 			// These only make sense for a process we start; on a remote
 			// server they would be silently ignored.

@@ -25,6 +25,17 @@ func TestRun(t *testing.T) {
 	if err := os.WriteFile(goodConfig, []byte("mode = \"transparent\"\n[safety]\ndeny = [\"*.drop_*\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Issue 29, item 8: a short file keeps the shipped rules, and policy
+	// check says where each rule in force comes from.
+	twoLines := filepath.Join(t.TempDir(), "two.toml")
+	if err := os.WriteFile(twoLines, []byte("agent = \"me\"\n[[servers]]\nname = \"shell\"\ncommand = \"mcp-shell\"\n"+
+		"[agents.me]\ndeny = [\"*halt*\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noInherit := filepath.Join(t.TempDir(), "alone.toml")
+	if err := os.WriteFile(noInherit, []byte("[safety]\ninherit = false\nrefuse = [\"drop_*\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// One blocked agent to list and lift.
 	st, err := store.Open(context.Background(), dir, store.Options{})
 	if err != nil {
@@ -86,6 +97,17 @@ func TestRun(t *testing.T) {
 		{name: "a config error names its line", args: []string{"policy", "check", "--config", badConfig}, code: 1,
 			stderr: "bad.toml:3"},
 		{name: "a good config checks", args: []string{"policy", "check", "--config", goodConfig}, stdout: "transparent"},
+		{name: "policy check lists a rule of the file with its line", args: []string{"policy", "check", "--config", goodConfig},
+			stdout: goodConfig + `:3 (safety.deny[0])`},
+		{name: "and the shipped rules beneath a two-line file", args: []string{"policy", "check", "--config", twoLines},
+			stdout: `shipped default.toml:`},
+		{name: "and an agent table's", args: []string{"policy", "check", "--config", twoLines},
+			stdout: twoLines + `:6 (agents.me.deny[0])`},
+		{name: "inherit = false is said loudly", args: []string{"policy", "check", "--config", noInherit},
+			stdout: "shipped rules NOT in force (inherit = false)",
+			stderr: noInherit + `:2: safety.inherit: warning: inherit = false: the rules aqlguard ships (default.toml) are not in force`},
+		{name: "naming the shipped rules not in force, without failing --strict", args: []string{"policy", "check", "--strict", "--config", noInherit},
+			stderr: `shipped rule(s) not in force: deny "*rm -rf /"`, absent: `shipped default.toml`},
 		{name: "a config named but missing is an error, not the defaults",
 			args: []string{"policy", "check", "--config", filepath.Join(dir, "missing.toml")}, code: 1, stderr: "missing.toml"},
 		{name: "pins reset on an empty state", args: []string{"pins", "reset", "--state-dir", dir, "--every"}, stdout: "forgot 0 pin(s)"},

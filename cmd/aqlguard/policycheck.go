@@ -103,12 +103,14 @@ func source(cfg *policy.Config) string {
 // cmdPolicyCheck loads a config and reports every error with its line. It
 // compiles the effective policy of the configured agent and of every
 // [agents.NAME] override, so a pattern that only one agent sees is checked
-// too, and lints each: dead and shadowed rules are warnings, errors with
-// --strict. --servers connects to the configured servers and checks
-// against their real tools. Server names that pass for another's are
-// reported, and with --servers the tool and prompt names two servers
-// offer (reports, never a failure: names.go). Exit status 1 on any
-// error.
+// too, lists the rules in force for each with where each comes from, and
+// lints each: dead and shadowed rules are warnings, errors with --strict.
+// A file that turns the shipped rules off (inherit = false) is warned
+// about, naming the shipped rules not in force. --servers connects to
+// the configured servers and checks against their real tools. Server
+// names that pass for another's are reported, and with --servers the
+// tool and prompt names two servers offer (reports, never a failure:
+// names.go). Exit status 1 on any error.
 func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	fs, g := newFlags("policy check", stderr)
 	servers := fs.Bool("servers", false, "connect to the configured servers and check the rules against their tools")
@@ -127,6 +129,7 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	failed := false
 	var tools []policy.Tool
 	var listings []names.Listing
+	var first *policy.Policy
 	for i, p := range principals(cfg) {
 		pol, err := policy.Compile(cfg, p)
 		if err != nil {
@@ -134,6 +137,10 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 			failed = true
 			continue
 		}
+		if i == 0 {
+			first = pol
+		}
+		printInForce(stdout, pol)
 		if *verbose {
 			printReading(stdout, pol)
 		}
@@ -164,6 +171,18 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		fmt.Fprint(stdout, readingLegend+"\n")
 	}
+	inherit := ""
+	if where, off := cfg.InheritOff(); off && first != nil {
+		// Said loudly, but not a --strict failure: starting from nothing
+		// is a choice the file makes in so many words.
+		var names []string
+		for _, r := range policy.ShippedNotInForce(cfg, first) {
+			names = append(names, r.List+" "+r.Rule)
+		}
+		where.Msg = "warning: " + where.Msg + fmt.Sprintf("; %d shipped rule(s) not in force: %s", len(names), strings.Join(names, ", "))
+		fmt.Fprintln(stderr, where.Error())
+		inherit = ", shipped rules NOT in force (inherit = false)"
+	}
 	warnings := 0
 	seen := map[string]bool{}
 	for _, p := range principals(cfg) {
@@ -192,9 +211,32 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	if pol, err := policy.Compile(cfg, cfg.Agent); err == nil {
 		loop, code = string(pol.Loop), string(pol.InterpreterCode)
 	}
-	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s, interpreter_code %s%s; %d warning(s), %d name report(s), checked against %s)\n",
-		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), loop, code, managed, warnings, reports, checked)
+	fmt.Fprintf(stdout, "%s: OK (mode %s, agent %s, %d server(s), loop %s, interpreter_code %s%s%s; %d warning(s), %d name report(s), checked against %s)\n",
+		source(cfg), cfg.Mode, cfg.Agent, len(cfg.Servers), loop, code, managed, inherit, warnings, reports, checked)
 	return 0
+}
+
+// printInForce prints the rules in force for pol's principal, each with
+// where it comes from: the shipped rules, the file and line, an
+// [agents.NAME] table, the managed layer.
+func printInForce(w io.Writer, pol *policy.Policy) {
+	fmt.Fprintf(w, "rules in force for agent %s (policy %s):\n", pol.Principal, pol.Version[:12])
+	if len(pol.InForce) == 0 {
+		fmt.Fprintln(w, "  none")
+		fmt.Fprintln(w)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  LIST\tRULE\tFROM")
+	for _, r := range pol.InForce {
+		from := r.Origin.String()
+		for _, o := range r.Also {
+			from += "; also " + o.String()
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.List, r.Rule, from)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
 }
 
 // printReading prints, per list, each pattern and rule of pol as the
