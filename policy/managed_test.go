@@ -223,7 +223,7 @@ func TestMergeRulesCoverEveryKey(t *testing.T) {
 		covered["safety."+s.key] = true
 	}
 	for _, k := range []string{"deny", "refuse", "requires_approval", "auto_approve", "rules", "risk_rules",
-		"shell_arguments", "secret_arguments"} {
+		"shell_arguments", "secret_arguments", "sensitive_paths"} {
 		covered["safety."+k] = true // lists: added after the managed layer's; secret_arguments dropped
 	}
 	var walk func(prefix string, t reflect.Type)
