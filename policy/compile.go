@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/aqlguard/aqlguard/policy/paths"
 )
 
 // LoopMode is the execution safety loop mode (MCP-AQL 8.6.1).
@@ -109,6 +111,12 @@ type Policy struct {
 	SecretArguments []ArgumentSpec
 	// ArgumentRoles are the roles [servers.arguments] declares.
 	ArgumentRoles []RoleSpec
+	// SensitivePaths are the places where secrets are kept: the shipped
+	// list, then each layer's sensitive_paths, then aqlguard's own
+	// configuration files and state directory where they are not the
+	// default ones (paths.Guard). Compiled once; a nil list (a Policy
+	// not built by Compile) is the shipped one.
+	SensitivePaths *paths.List
 
 	// InForce lists the entries of the lists above (deny to
 	// secret_arguments), in that order, each with where it comes from:
@@ -129,6 +137,9 @@ type Policy struct {
 	Managed *Policy
 	// SettingLayers say which layer each setting above comes from.
 	SettingLayers SettingLayers
+
+	// sensitive are the configured sensitive_paths, for the digest.
+	sensitive []string
 
 	// index narrows the lists to the patterns that can match a call
 	// (Indexes); built by Compile, so the lists must not change after.
@@ -306,6 +317,9 @@ type layerInput struct {
 	rules                       []keyedRule
 	risk                        []keyedRisk
 	shellArgs, secretArgs       []keyed
+	// sensitive are the layer's sensitive_paths; own its own files
+	// (the config file, the state directory), kept from the agent.
+	sensitive, own []string
 }
 
 type keyedRule struct {
@@ -326,6 +340,7 @@ func (cfg *Config) layerOf(principal string, v *validator) layerInput {
 	in := layerInput{
 		settings: settings{loop: s.Loop, steps: s.MaxAutonomousSteps, tol: s.RiskTolerance, code: s.InterpreterCode},
 		file:     cfg.Path, lines: cfg.lines,
+		sensitive: s.SensitivePaths, own: []string{cfg.Path, cfg.StateDir},
 	}
 	add := func(table string, deny, refuse, approve, auto []string, rules []ArgRule, risk []RiskRule, shellArgs, secretArgs []string) {
 		in.deny = appendKeyed(in.deny, table+".deny", deny)
@@ -517,6 +532,7 @@ func build(principal string, s settings, layers []layerInput, servers []Server) 
 			}
 		}
 	}
+	p.SensitivePaths, p.sensitive = sensitivePaths(layers)
 	p.Version = p.digest()
 	p.index = newIndexes(p)
 	return p
@@ -539,6 +555,34 @@ func (r CompiledRiskRule) sameForm() string {
 // sameForm is an argument declaration as duplicates are found.
 func (a ArgumentSpec) sameForm() string {
 	return a.Tool.norm + "\x00" + strings.Join(a.Path, ".")
+}
+
+// sensitivePaths compiles the shipped sensitive places with those the
+// layers add, and returns the added patterns as the digest sees them.
+func sensitivePaths(layers []layerInput) (*paths.List, []string) {
+	list := slices.Clone(paths.Shipped)
+	var forms []string
+	for _, in := range layers {
+		reason := "the configuration names it a sensitive place ([safety] sensitive_paths)"
+		if in.layer == LayerManaged {
+			reason = "the managed policy names it a sensitive place ([safety] sensitive_paths)"
+		}
+		for _, src := range in.sensitive {
+			if paths.CheckPattern(src) != nil {
+				continue // reported by validation
+			}
+			list = append(list, paths.Sensitive{Pattern: src, Reason: reason})
+			form := src
+			if in.layer == LayerManaged {
+				form += "\x00managed"
+			}
+			forms = append(forms, form)
+		}
+	}
+	for _, in := range layers {
+		list = append(list, paths.Guard(in.own...)...)
+	}
+	return paths.MustCompile(list), forms
 }
 
 // digestForm is a pattern as the digest sees it: its folded source, and,
@@ -603,6 +647,7 @@ func (p *Policy) digest() string {
 		// Only when it is not the default: policies that do not set it
 		// keep the version they had.
 		InterpreterCode InterpreterCode `json:",omitempty"`
+		SensitivePaths  []string        `json:",omitempty"`
 	}{
 		Format: "aqlguard-policy/2", Principal: p.Principal, Loop: p.Loop, MaxSteps: p.MaxSteps,
 		Tolerance: p.Tolerance, Threshold: p.Threshold,
@@ -613,6 +658,7 @@ func (p *Policy) digest() string {
 	if p.InterpreterCode != CodeAsk {
 		c.InterpreterCode = p.InterpreterCode
 	}
+	c.SensitivePaths = p.sensitive
 	for _, r := range p.Rules {
 		c.Rules = append(c.Rules, rule{string(r.Action), r.Operation.digestForm(), strings.Join(r.Path, "."), r.Pattern.norm, r.Roles})
 	}

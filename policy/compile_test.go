@@ -215,3 +215,81 @@ func TestRuleAppliesTo(t *testing.T) {
 		t.Error(`"*" must cover a reported step, which has no names`)
 	}
 }
+
+// TestCompileSensitivePaths: [safety] sensitive_paths adds to the
+// shipped places (which stay), the managed layer's too, and aqlguard's
+// own files are kept from the agent; a pattern that cannot match a clean
+// absolute path is a config error at its index; the patterns are part
+// of the policy's version.
+func TestCompileSensitivePaths(t *testing.T) {
+	cfg := mustParse(t, "state_dir = \"/srv/aqlguard-state\"\n[safety]\nsensitive_paths = [\"~/work/secrets/**\", \"**/credentials.json\"]\n")
+	cfg.Path = "/opt/conf/aqlguard.toml"
+	p, err := Compile(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for clean, want := range map[string]string{
+		"/home/u/work/secrets/prod.yaml": "sensitive_paths",
+		"/home/u/proj/credentials.json":  "sensitive_paths",
+		"/home/u/.ssh/id_rsa":            "SSH",
+		"/srv/aqlguard-state/state.db":   "aqlguard",
+		"/opt/conf/aqlguard.toml":        "aqlguard",
+		"/home/u/work/public/notes.md":   "",
+		"/opt/conf/other.toml":           "",
+	} {
+		got, ok := p.SensitivePaths.Match(clean, "/home/u")
+		if ok != (want != "") || !strings.Contains(got.Reason, want) {
+			t.Errorf("Match(%q) = %+v, %v; want %q", clean, got, ok, want)
+		}
+	}
+	plain, err := Compile(mustParse(t, "[safety]\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Version == p.Version {
+		t.Error("sensitive_paths did not change the version")
+	}
+	if _, ok := plain.SensitivePaths.Match("/home/u/.aws/credentials", "/home/u"); !ok {
+		t.Error("a config without sensitive_paths lost the shipped places")
+	}
+	if _, ok := plain.SensitivePaths.Match("/home/u/work/secrets/x", "/home/u"); ok {
+		t.Error("another config's place leaked into this one")
+	}
+
+	_, err = Parse([]byte("[safety]\nsensitive_paths = [\"~/ok/**\", \"secrets/**\", \"~/a//b\"]\n"), "t.toml")
+	for _, want := range []string{"safety.sensitive_paths[1]", "does not start with", "safety.sensitive_paths[2]", "clean path"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse of bad sensitive_paths: %v; want %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "[0]") {
+		t.Errorf("a good pattern was reported: %v", err)
+	}
+
+	managed := mustManaged(t, "[safety]\nsensitive_paths = [\"/srv/vault/**\"]\n")
+	eff, _ := Overlay(managed, mustUser(t, "[safety]\nsensitive_paths = [\"~/mine/**\"]\n"))
+	mp, err := Compile(eff, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for clean, want := range map[string]string{"/srv/vault/k": "managed policy", "/home/u/mine/x": "the configuration", "/etc/aqlguard/managed.toml": "aqlguard"} {
+		if got, ok := mp.SensitivePaths.Match(clean, "/home/u"); !ok || !strings.Contains(got.Reason, want) {
+			t.Errorf("managed + user: Match(%q) = %+v, %v; want %q", clean, got, ok, want)
+		}
+	}
+	if got, ok := mp.Managed.SensitivePaths.Match("/srv/vault/k", "/home/u"); !ok || !strings.Contains(got.Reason, "managed") {
+		t.Errorf("the managed layer alone: Match = %+v, %v", got, ok)
+	}
+}
+
+// RootPaths are the clean paths of a server's file: roots, on every
+// server: the roots its path arguments are judged against.
+func TestServerRootPaths(t *testing.T) {
+	cfg := mustParse(t, "[[servers]]\nname = \"fs\"\ncommand = \"x\"\nroots = [\"file:///home/alice/projects/\", \"FILE://localhost/srv//data\", \"https://example.com/repo\"]\n")
+	if got, want := cfg.Servers[0].RootPaths(), []string{"/home/alice/projects", "/srv/data"}; !slices.Equal(got, want) {
+		t.Errorf("RootPaths() = %q, want %q", got, want)
+	}
+	if got := (Server{}).RootPaths(); got != nil {
+		t.Errorf("RootPaths() of a server without roots = %q", got)
+	}
+}

@@ -230,7 +230,7 @@ func TestMergeRulesCoverEveryKey(t *testing.T) {
 		covered["safety."+s.key] = true
 	}
 	for _, k := range []string{"deny", "refuse", "requires_approval", "auto_approve", "rules", "risk_rules",
-		"shell_arguments", "secret_arguments"} {
+		"shell_arguments", "secret_arguments", "sensitive_paths"} {
 		covered["safety."+k] = true // lists: added after the managed layer's; secret_arguments dropped
 	}
 	covered["safety.inherit"] = true // the managed file's (layering.safety)

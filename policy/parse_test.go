@@ -187,10 +187,10 @@ func TestParseErrors(t *testing.T) {
 			{4, `servers[0].env."A=B"`, "not a valid environment variable name"},
 			{8, `servers[1].headers."Bad Header"`, "not a valid HTTP header name"},
 		}},
-		{"server share and roots", "[[servers]]\nname = \"a\"\nurl = \"https://h/\"\nshare = true\n[[servers]]\nname = \"b\"\ncommand = \"x\"\nprotocol = \"2026-07-28\"\nshare = true\n[[servers]]\nname = \"c\"\ncommand = \"x\"\nroots = [\"file:///a\"]\n[[servers]]\nname = \"d\"\ncommand = \"x\"\nshare = true\nroots = [\"file:///a\", \"relative/path\"]\n", []want{
+		{"server share and roots", "[[servers]]\nname = \"a\"\nurl = \"https://h/\"\nshare = true\n[[servers]]\nname = \"b\"\ncommand = \"x\"\nprotocol = \"2026-07-28\"\nshare = true\n[[servers]]\nname = \"c\"\ncommand = \"x\"\nroots = [\"file:///a\", \"file://otherhost/a\"]\n[[servers]]\nname = \"d\"\ncommand = \"x\"\nshare = true\nroots = [\"file:///a\", \"relative/path\"]\n", []want{
 			{4, "servers[0].share", "only applies to stdio servers"},
 			{9, "servers[1].share", `cannot be shared with protocol = "2026-07-28"`},
-			{13, "servers[2].roots", "only applies with share = true"},
+			{13, "servers[2].roots[1]", "another host"}, // roots apply to every server
 			{18, "servers[3].roots[1]", "not an absolute URI"},
 		}},
 		{"server allow_undeclared_arguments", "[[servers]]\nname = \"a\"\ncommand = \"x\"\nallow_undeclared_arguments = \"yes\"\n", []want{{4, "servers[0].allow_undeclared_arguments", "expected a boolean"}}},

@@ -154,7 +154,10 @@ score = 70
 			}
 		}
 		for f := range reflect.TypeFor[Safety]().Fields() {
-			if f.Type.Kind() != reflect.Slice {
+			if f.Type.Kind() != reflect.Slice || tomlName(f) == "sensitive_paths" {
+				// (The shipped sensitive places are paths.Shipped, each
+				// with the reason the human is told; default.toml writes
+				// none. TestShippedSensitivePlacesAreInForce holds them.)
 				continue
 			}
 			if name := tomlName(f); lists[name] != 1 {
@@ -362,5 +365,20 @@ pattern = "main"
 	// Without a managed layer the shipped secret_arguments are in force.
 	if p, _ := Compile(Default(), ""); len(p.SecretArguments) != 1 {
 		t.Errorf("secret_arguments %d, want 1", len(p.SecretArguments))
+	}
+}
+
+// TestShippedSensitivePlacesAreInForce: a file that says nothing of
+// sensitive places keeps the shipped ones, and one that adds a place
+// keeps them too.
+func TestShippedSensitivePlacesAreInForce(t *testing.T) {
+	for _, doc := range []string{"agent = \"me\"\n", "[safety]\nsensitive_paths = [\"~/work/secrets/**\"]\n"} {
+		p, err := Compile(mustParse(t, doc), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := p.SensitivePaths.Match("/home/u/.ssh/id_rsa", "/home/u"); !ok {
+			t.Errorf("%q: ~/.ssh is not a sensitive place", doc)
+		}
 	}
 }

@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"strings"
 	"time"
+
+	"github.com/aqlguard/aqlguard/policy/paths"
 )
 
 // Config is one aqlguard configuration file, decoded and checked.
@@ -225,6 +228,12 @@ type Safety struct {
 	// SecretArguments name arguments whose values are never written to
 	// the audit log or shown in full ("[TOOL:]ARGUMENT").
 	SecretArguments []string `toml:"secret_arguments"`
+	// SensitivePaths are places where secrets are kept, added to the
+	// shipped ones (policy/paths.Shipped, which no config removes): a
+	// path argument there asks a human. Patterns over clean absolute
+	// paths: `~/` for the home directory, `*` within a directory, `**`
+	// across them ("~/work/secrets/**").
+	SensitivePaths []string `toml:"sensitive_paths"`
 }
 
 // ArgRule is an argument-aware pattern: it matches the value of one named
@@ -347,15 +356,32 @@ type Server struct {
 	// routes what MCP scopes to a session (docs/design.md, "Shared
 	// servers").
 	Share bool `toml:"share"`
-	// Roots, with share, pins the roots the shared server is given
-	// (roots/list is answered with them, never asked of a client); nil
-	// when not set. Without it, sessions that declare different roots
-	// cannot share the server.
+	// Roots are the roots this server works in (absolute URIs, such as
+	// file:///home/alice/projects): its path arguments are judged
+	// against them (RootPaths). With share, they are also pinned: the
+	// shared server is given them (roots/list is answered with them,
+	// never asked of a client); without share, the server's roots/list
+	// is still its client's to answer. nil when not set; with share and
+	// no roots, sessions that declare different roots cannot share the
+	// server.
 	Roots []string `toml:"roots"`
 
 	// Managed says the server is the managed layer's (Overlay): its
 	// categories and argument roles are the managed layer's own.
 	Managed bool `toml:"-"`
+}
+
+// RootPaths are the clean absolute paths of the server's file: roots
+// (others name no local place), for judging its path arguments; nil when
+// no roots are configured.
+func (s Server) RootPaths() []string {
+	var out []string
+	for _, r := range s.Roots {
+		if p := paths.Canonical(r, "", ""); p.OK && strings.HasPrefix(strings.ToLower(r), "file:") {
+			out = append(out, p.Clean)
+		}
+	}
+	return out
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").

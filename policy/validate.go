@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aqlguard/aqlguard/policy/paths"
 )
 
 // Allowed values. They are part of the file format, so they are spelled out
@@ -403,6 +405,11 @@ func (v *validator) safety(s *Safety) {
 	v.lists("safety", s.Deny, s.Refuse, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
 	v.argumentSpecs("safety.shell_arguments", s.ShellArguments)
 	v.argumentSpecs("safety.secret_arguments", s.SecretArguments)
+	for i, src := range s.SensitivePaths {
+		if err := paths.CheckPattern(src); err != nil {
+			v.errf(index("safety.sensitive_paths", i), "%v (a pattern such as \"~/work/secrets/**\" or \"**/credentials.json\")", err)
+		}
+	}
 }
 
 func (v *validator) argumentSpecs(key string, list []string) {
@@ -788,16 +795,27 @@ func (v *validator) servers(list []Server) {
 // shared server, so it must be one aqlguard starts (stdio), spoken to
 // in a revision whose per-session state aqlguard can route (2025-11-25:
 // 2026-07-28 carries the log level and subscriptions per request and
-// stream), and its roots, pinned, must be URIs.
+// stream). Roots, on any server, are the roots it works in, which its
+// path arguments are judged against; pinned on a shared server, they are
+// also what it is given. Each is an absolute URI, and a file: one names
+// one local path.
 func (v *validator) share(k string, s *Server, hasCmd bool) {
 	pinned := s.Roots != nil || v.present(k+".roots")
 	if pinned && s.Roots == nil {
 		s.Roots = []string{}
 	}
-	if !s.Share {
-		if pinned {
-			v.errf(k+".roots", "only applies with share = true: a server that is not shared asks its own client for its roots")
+	for i, r := range s.Roots {
+		u, err := url.Parse(r)
+		switch {
+		case err != nil || u.Scheme == "" || !u.IsAbs():
+			v.errf(index(k+".roots", i), "%q is not an absolute URI (a root is a URI such as file:///home/alice/projects)", r)
+		case strings.EqualFold(u.Scheme, "file"):
+			if p := paths.Canonical(r, "", ""); !p.OK {
+				v.errf(index(k+".roots", i), "%q: %s", r, p.Why)
+			}
 		}
+	}
+	if !s.Share {
 		return
 	}
 	switch {
@@ -805,11 +823,5 @@ func (v *validator) share(k string, s *Server, hasCmd bool) {
 		v.errf(k+".share", "only applies to stdio servers (command): a remote server already serves each session on a connection of its own")
 	case s.Protocol == "2026-07-28":
 		v.errf(k+".share", `cannot be shared with protocol = "2026-07-28": that revision keeps the log level and subscriptions per request and stream, which one shared process cannot keep apart; use protocol = "2025-11-25" or "auto" (a shared server is spoken to in 2025-11-25)`)
-	}
-	for i, r := range s.Roots {
-		u, err := url.Parse(r)
-		if err != nil || u.Scheme == "" || !u.IsAbs() {
-			v.errf(index(k+".roots", i), "%q is not an absolute URI (a root is a URI such as file:///home/alice/projects)", r)
-		}
 	}
 }

@@ -36,16 +36,7 @@ func URI(raw string) (string, bool) {
 	scheme = strings.ToLower(scheme)
 	rest, fragment, hasFragment := strings.Cut(rest, "#")
 	rest, query, hasQuery := strings.Cut(rest, "?")
-	var authority string
-	hasAuthority := strings.HasPrefix(rest, "//")
-	if hasAuthority {
-		rest = rest[2:]
-		end := strings.IndexByte(rest, '/')
-		if end < 0 {
-			end = len(rest)
-		}
-		authority, rest = rest[:end], rest[end:]
-	}
+	authority, rest, hasAuthority := splitAuthority(rest)
 	if scheme == "file" {
 		return fileURI(authority, hasAuthority, rest, hasQuery || hasFragment)
 	}
@@ -91,11 +82,51 @@ func URI(raw string) (string, bool) {
 	return b.String(), true
 }
 
+// splitAuthority splits "//authority/path" (RFC 3986 3.2); has is false
+// for a URI without an authority.
+func splitAuthority(rest string) (authority, p string, has bool) {
+	if !strings.HasPrefix(rest, "//") {
+		return "", rest, false
+	}
+	rest = rest[2:]
+	end := strings.IndexByte(rest, '/')
+	if end < 0 {
+		end = len(rest)
+	}
+	return rest[:end], rest[end:], true
+}
+
+// FilePath is the local path a file: URI names, its escapes decoded and
+// its segments as written: `.` and `..` are not applied, so that a
+// caller can tell a URI that climbs (file:///proj/../etc) from one that
+// does not; path.Clean of it is the path of URI's canonical form. ok is
+// false where URI finds no canonical form, and for any other scheme.
+func FilePath(raw string) (p string, ok bool) {
+	scheme, rest, ok := splitScheme(raw)
+	if !ok || !strings.EqualFold(scheme, "file") {
+		return "", false
+	}
+	if strings.ContainsAny(rest, "?#") {
+		return "", false // a query or fragment: not a path a server is sure to ignore
+	}
+	authority, rest, hasAuthority := splitAuthority(rest)
+	return filePath(authority, hasAuthority, rest)
+}
+
 // fileURI is the canonical form of a file: URI's parts.
 func fileURI(authority string, hasAuthority bool, p string, extra bool) (string, bool) {
 	if extra {
 		return "", false // a query or fragment: not a path a server is sure to ignore
 	}
+	decoded, ok := filePath(authority, hasAuthority, p)
+	if !ok {
+		return "", false
+	}
+	return "file://" + encodePath(path.Clean(decoded)), true
+}
+
+// filePath is the decoded path of a file: URI's parts, not cleaned.
+func filePath(authority string, hasAuthority bool, p string) (string, bool) {
 	if hasAuthority {
 		host, ok := decode(authority)
 		if !ok || host != "" && !strings.EqualFold(host, "localhost") {
@@ -117,7 +148,7 @@ func fileURI(authority string, hasAuthority bool, p string, extra bool) (string,
 	if !ok || strings.ContainsRune(decoded, 0) || !utf8.ValidString(decoded) || !strings.HasPrefix(decoded, "/") {
 		return "", false
 	}
-	return "file://" + encodePath(path.Clean(decoded)), true
+	return decoded, true
 }
 
 // Path is the lexical canonical form of a file path as a tool receives

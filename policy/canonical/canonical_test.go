@@ -59,6 +59,33 @@ func TestURI(t *testing.T) {
 	}
 }
 
+// FilePath names the path URI's canonical form names, before its dot
+// segments are applied, and nothing where URI finds no canonical form.
+func TestFilePath(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"file:///proj/../etc/passwd", "/proj/../etc/passwd"},
+		{"file://localhost/a//b/./c", "/a//b/./c"},
+		{"FILE:///%2E%2E/x", "/../x"},
+		{"file:///tmp/a%20b", "/tmp/a b"},
+		{"file://", "/"},
+		{"file://server/share", ""},
+		{"file:///etc%2fshadow", ""},
+		{"file:///etc/shadow?x", ""},
+		{"file:relative", ""},
+		{"https://example.com/x", ""},
+		{"/etc/shadow", ""},
+	} {
+		got, ok := FilePath(tc.in)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("FilePath(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
+		}
+		canon, cok := URI(tc.in)
+		if ok && (!cok || canon != "file://"+encodePath(path.Clean(got))) {
+			t.Errorf("FilePath(%q) = %q, but URI gives %q, %v", tc.in, got, canon, cok)
+		}
+	}
+}
+
 func TestPath(t *testing.T) {
 	for in, want := range map[string]string{
 		"/tmp/../etc/shadow": "/etc/shadow",
@@ -88,6 +115,10 @@ func FuzzCanonicalURI(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		canon, ok := URI(raw)
+		if fp, fok := FilePath(raw); fok != (ok && strings.HasPrefix(canon, "file:")) ||
+			fok && canon != "file://"+encodePath(path.Clean(fp)) {
+			t.Fatalf("FilePath(%q) = %q, %v, but URI gives %q, %v", raw, fp, fok, canon, ok)
+		}
 		if !ok {
 			return
 		}

@@ -178,7 +178,10 @@ func (s *Session) park(x *exchange, asking []*inputRequest) (json.RawMessage, er
 			requests[ir.id] = ir.raw
 			continue
 		}
-		r := map[string]any{"method": ir.method}
+		// params always: a server's roots/list may have none, and a
+		// client that reads an input request's params as an object (the
+		// Go SDK) fails on the retry's whole call without them.
+		r := map[string]any{"method": ir.method, "params": json.RawMessage(`{}`)}
 		if len(ir.params) > 0 && string(ir.params) != "null" {
 			r["params"] = ir.params
 		}
@@ -293,6 +296,17 @@ func (s *Session) askInCall(ctx context.Context, srv *downstream.Server, req *js
 	if !can {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the client did not declare the capability " + req.Method + " needs"}
 	}
+	gen := s.roots.generation()
+	res, err := s.putInCall(ctx, x, req)
+	if err == nil {
+		s.noteRoots(req.Method, gen, res)
+	}
+	return res, err
+}
+
+// putInCall makes req a question of the exchange's next round and waits
+// for the client's answer to it.
+func (s *Session) putInCall(ctx context.Context, x *exchange, req *jsonrpc.Request) (json.RawMessage, error) {
 	ir := &inputRequest{id: "aqlguard-i-" + strconv.FormatInt(s.inputN.Add(1), 10), method: req.Method,
 		params: req.Params, answer: make(chan json.RawMessage, 1)}
 	x.mu.Lock()

@@ -123,6 +123,8 @@ func (h *clientHandler) Notification(ctx context.Context, req *jsonrpc.Request) 
 		return // each server got its own when its handshake ended
 	case link.MethodCancelled:
 		return // the link cancelled the request; our own cancellation follows downstream
+	case "notifications/roots/list_changed":
+		s.roots.forget() // and every server hears of it, below
 	}
 	if !s.started() {
 		return
@@ -157,6 +159,7 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "aqlguard refuses a request whose task ids are spelled ambiguously: " + err.Error()}
 	}
+	gen := s.roots.generation()
 	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, params)
 	if err != nil {
 		var werr *jsonrpc.Error
@@ -165,6 +168,7 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("aqlguard could not pass %s to the client: %v", req.Method, err)}
 	}
+	s.noteRoots(req.Method, gen, res)
 	return res, nil
 }
 

@@ -184,6 +184,8 @@ type Session struct {
 	calling   []serverCall             // the client's requests being forwarded, oldest first
 	routes    routes
 	subs      subscriptions
+	// roots are the client's, as it last answered roots/list.
+	roots clientRoots
 
 	// life ends with the session: the work of its calls runs under it.
 	life    context.Context
@@ -220,6 +222,10 @@ type initParams struct {
 		Name  string `json:"name"`
 		Title string `json:"title"`
 	} `json:"clientInfo"`
+	// Capabilities are the client's, raw (roots: whether it may be
+	// asked), so that a client whose capabilities aqlguard cannot read
+	// still initializes.
+	Capabilities json.RawMessage `json:"capabilities"`
 }
 
 // Serve runs one session on conn until the client goes away or ctx ends;

@@ -104,7 +104,11 @@ func (s *Session) ask(ctx context.Context, request jsonrpc.ID, asked []rawjson.M
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("aqlguard: the server's input request %q names no method", m.Key)}
 		}
 		wg.Go(func() {
+			gen := s.roots.generation()
 			res, err := s.client.Call(link.WithRelated(ctx, request), r.Method, r.Params)
+			if err == nil {
+				s.noteRoots(r.Method, gen, res)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
