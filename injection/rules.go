@@ -1,0 +1,316 @@
+package injection
+
+import (
+	"sort"
+	"strings"
+)
+
+// A phrase rule is a sequence of word sets matched against the words of
+// one sentence, in folded form (lower case, look-alike letters mapped to
+// Latin, invisible characters and diacritics dropped), each set allowed
+// to come a few words after the one before. Phrases are written in a
+// small language, one element after another separated by spaces:
+//
+//	ignore|disregard ~4 previous|prior ~2 instructions|rules
+//
+// "a|b" is a set of words; "~N" lets up to N other words come before
+// the next set; "^" before the first set anchors the rule at the start
+// of a sentence (or after a colon or a list bullet); a word ending in
+// "+" stands for its regular inflections (use+: use, uses, used,
+// using). Contractions are split before matching ("don't" is "do not").
+type phraseRule struct {
+	id   string
+	kind Kind
+	// def and data are the confidence in a definition and in data (0:
+	// the rule does not report there).
+	def, data Confidence
+	say       string
+	phrases   []string
+}
+
+// phraseRules is the table of phrase rules. The line between honest and
+// hostile is written in doc.go; every High rule here is something no
+// honest description measured does (see corpus_test.go).
+var phraseRules = []phraseRule{
+	// Instructions that take over the assistant.
+	{id: "override", kind: Instruction, def: High, data: High,
+		say: "tells the assistant to ignore its instructions",
+		phrases: []string{
+			"ignore+|disregard+|forget|forgets|forgot|forgetting|bypass+|neglect+|circumvent+ ~4 previous|prior|above|earlier|preceding|former|original|your|system|safety|security|existing|initial|developer|developers ~2 instruction+|direction+|guideline+|guidance|prompt+|directive+|rule+|command+|description+|safeguard+|restriction+|polic+|policy|constraint+|check+|guardrail+|message+|tool+",
+			"ignore+|disregard+|forget|forgets|bypass+|neglect+|circumvent+ ~2 all|any|other|every|these|those ~3 instruction+|direction+|guideline+|prompt+|directive+|description+|safeguard+|restriction+|guardrail+|tool+",
+			"ignore+|disregard+|bypass+ ~1 tool ~1 description+|instruction+|restriction+|safeguard+|rule+|check+|guardrail+",
+			"override+|overrode|disable+|turn ~2 safety|security|off ~1 check+|restriction+|safeguard+|guardrail+|filter+",
+			"supersede+|override+|overrode ~3 previous|prior|all|any|other|your|earlier ~2 instruction+|directive+|guideline+",
+			"forget|forgets|forgetting ~2 everything|all ~2 you|above|before|previous|prior|instruction+|told",
+		}},
+	{id: "new-instructions", kind: Instruction, def: High, data: High,
+		say: "claims to give the assistant new instructions",
+		phrases: []string{
+			"your new|real|actual|true|next|updated instruction+|task+|order+|directive+|mission|goal+|command+",
+			"from now on ~1 you",
+			"instruction+|description+|guideline+ ~3 are|were|is|have|has|been ~2 outdated|obsolete|compromised|fake|invalid|wrong|incorrect|superseded|untrusted|void",
+			"take+|took precedence|priority over ~3 instruction+|prompt+|guideline+|directive+",
+			"restriction+|safeguard+|guardrail+ ~3 lifted|suspended|waived|bypassed",
+			"safety|security ~2 check+|guideline+|rule+|restriction+ ~2 are|is|have|has|been ~2 disabled|suspended|lifted|waived",
+		}},
+	{id: "secrecy", kind: Instruction, def: High, data: High,
+		say: "tells the assistant to keep something from the user",
+		phrases: []string{
+			"do|does|must|should not ~2 tell+|mention+|inform+|notify|notifies|notified|notifying|alert+|reveal+|disclose+|say ~4 user|users|human|humans|anyone|anybody|them",
+			"never ~2 tell+|mention+|inform+|notify|notifies|notifying|alert+|reveal+|disclose+ ~4 user|users|human|humans|anyone|anybody",
+			"do|does|must|should not|never let ~2 user|users|human|anyone|them ~1 know|see|notice",
+			"without ~2 telling|informing|notifying|alerting|letting|warning ~2 user|users|human|them|anyone",
+			"do|does|must|should not|never ~1 mention+|reveal+|disclose+ ~3 that|this|it|these|step|steps|instruction+",
+			"user|users ~2 must|should not|never ~1 know|notice|learn",
+			"keep ~3 secret|hidden ~1 from",
+			"hidden|invisible|concealed ~1 from ~1 user|users",
+			"silently|secretly|quietly|covertly|discreetly ~4 send+|post+|forward+|upload+|copy|copies|include+|pass+|add+|transmit+|bcc|cc|email+|read+|leak+|exfiltrate+",
+		}},
+	{id: "address-ai", kind: Instruction, def: Low, data: High,
+		say: "addresses the assistant directly",
+		phrases: []string{
+			"note+|message+|attention|instruction+|reminder+ to|for ~1 ai|assistant+|model+|llm+|agent+|claude|chatgpt|gpt|gemini|copilot",
+			"dear ai|assistant|model|llm|agent|claude|chatgpt",
+		}},
+	{id: "address-ai-if", kind: Instruction, def: Low, data: Low,
+		say:     "addresses the assistant directly",
+		phrases: []string{"if you are ~1 ai|llm|assistant|chatbot|bot|agent|language"}},
+	{id: "other-tools", kind: Instruction, def: High, data: High,
+		say: "tells the assistant what to do whenever it uses other tools",
+		phrases: []string{
+			"before|after|whenever|when|every|each|while ~2 use+|call+|run|runs|running|invoke+|execute+ ~2 any|every|each|all|another|other ~2 tool+|function+|command+|server+|mcp",
+			"for|on all|every|any|each ~1 other ~1 tool|function ~1 call|calls|invocation+",
+			"all|every|any|each ~2 command+ ~2 must|should|need|needs ~2 include|start|begin|contain|be|have ~1 prefix+|prefixed|with",
+		}},
+	{id: "tamper", kind: Instruction, def: High, data: High,
+		say: "tells the assistant to change what another operation gives or takes",
+		phrases: []string{
+			"replace+|modify|modifies|modified|modifying|change+|alter+|overwrite+|correct+|adjust+|fix|fixes ~2 value+|result+|output+|answer+|response+|argument+|parameter+|number+|input+ ~1 of|from|returned|produced ~3 tool|tools|function+|operation+|call|calls",
+			"replace+ ~3 value+|result+|argument+|parameter+|number+|input+ ~1 with ~3 response+|result+|output+|answer+|return+",
+			"replace+|modify|modifies|modified|change+|alter+|overwrite+|correct+|adjust+|fix|fixes ~2 wrong|incorrect|erroneous|false ~1 value+|result+|output+|answer+|response+",
+		}},
+	{id: "elsewhere", kind: Instruction, def: High, data: Low,
+		say:     "tells the assistant to take its instructions from elsewhere",
+		phrases: []string{"get|read|find|load+|fetch+|take ~2 your ~2 instruction+|command+|order+|task+"}},
+	{id: "follow-elsewhere", kind: Instruction, def: Low,
+		say:     "tells the assistant to follow instructions kept elsewhere",
+		phrases: []string{"follow+|obey+|execute+|carry|perform+ ~2 instruction+|command+|direction+|order+ ~2 in|from|inside|within|contained|written|found"}},
+	{id: "redirect", kind: SendData, def: High, data: Low,
+		say: "tells the assistant to change where a message or email goes",
+		phrases: []string{
+			"change+|set|sets|setting|replace+|redirect+|switch+|update+ ~2 recipient+|destination+|receiver+|addressee+ ~3 to",
+			"always|also|silently|secretly|additionally ~2 bcc|cc|blind",
+		}},
+	{id: "conversation", kind: SendData, def: High, data: High,
+		say: "asks for the conversation to be put into an argument or sent",
+		phrases: []string{
+			"include+|pass+|send+|put|puts|putting|add+|append+|attach+|provide+|insert+|copy|copies|populate+|fill+|forward+|upload+|post+|paste+|contain+|with|dump+|share+ ~6 conversation|chat|dialog|dialogue ~1 history|histories|transcript+|log|logs",
+			"include+|pass+|send+|put|add+|append+|attach+|provide+|insert+|copy|forward+|upload+|post+|paste+|contain+|with|dump+|share+ ~4 entire|full|whole|complete|previous|prior|earlier|all|every ~1 conversation|chat|exchange+|transcript+",
+			"include+|pass+|send+|put|add+|append+|attach+|provide+|insert+|copy|forward+|upload+|post+|paste+|dump+|share+|reveal+|repeat+ ~4 system|your ~1 prompt+",
+			"include+|pass+|send+|put|add+|append+|attach+|provide+|insert+|copy|forward+|upload+|post+|paste+|dump+|share+ ~3 previous|prior|earlier ~1 message+|exchange+|turn+",
+		}},
+	{id: "secret-data", kind: SendData, def: High, data: Low,
+		say: "asks for secrets to be read or sent",
+		phrases: []string{
+			"read+|include+|pass+|send+|upload+|attach+|append+|collect+|grab+|extract+|exfiltrate+|leak+|dump+|forward+|post+|cat ~4 ssh|private ~1 key|keys",
+			"include+|pass+|send+|upload+|attach+|append+|exfiltrate+|leak+|forward+|post+ ~3 all|every|any|stored|saved ~2 credential+|password+|secret+|token+|cookie+",
+			"include+|pass+|send+|upload+|attach+|append+|exfiltrate+|leak+|forward+|post+ ~2 all|every ~2 environment|env ~1 variable+|vars",
+		}},
+	{id: "read-and-pass", kind: SendData, def: High, data: Low,
+		say: "tells the assistant to read something and pass it on",
+		phrases: []string{
+			"read+|open+|load+|cat|fetch+ ~6 and|then ~2 pass+|include+|put|send+|add+|provide+|supply+|attach+|append+ ~3 its|their|the|that|this|whole|entire|full ~1 content+|text|data",
+		}},
+
+	// What honest descriptions say too: shown to the reviewer, never
+	// enough to hold a tool back.
+	{id: "imperative", kind: Instruction, def: Low,
+		say: "tells the assistant what it must do",
+		phrases: []string{
+			"you must|shall|should",
+			"you are required|expected|obliged",
+			"make sure",
+			"be sure to",
+			"ensure ~1 you",
+			"it is ~1 mandatory|required|essential|critical|imperative ~1 that|to",
+			"^ always|never",
+		}},
+	{id: "before-using", kind: Instruction, def: Low,
+		say:     "tells the assistant what to do before using this tool",
+		phrases: []string{"before|prior ~1 using|calling|invoking|running|executing|use ~1 this ~1 tool|function"}},
+	{id: "instead", kind: Instruction, def: Low,
+		say: "steers the assistant away from another tool",
+		phrases: []string{
+			"instead of|rather than ~1 using|calling|invoking|running",
+			"do not|never ~1 use|call|invoke ~2 other|another|any",
+		}},
+	{id: "without-asking", kind: Instruction, def: Low,
+		say:     "acts without asking the user",
+		phrases: []string{"without ~2 asking|confirming|confirmation|consent|approval|permission"}},
+}
+
+// wordClass marks words whose presence in a sentence other rules weigh:
+// a secret place next to "read" is a request to read it.
+type wordClass uint16
+
+const (
+	classRead     wordClass = 1 << iota // read, open, cat, load, …
+	classPass                           // pass, include, send, attach, …
+	classSend                           // send, forward, post, upload, bcc, …
+	classCovert                         // also, copy, every, silently, …
+	classCall                           // call, use, invoke, run, …
+	classToolNoun                       // tool, function, command, method
+	classControl                        // must, always, never, before, instead, …
+	classYou                            // you, your
+)
+
+var classWords = []struct {
+	class wordClass
+	words string
+}{
+	{classRead, "read+ open+ cat load+ access+ fetch+ get gets getting grab+ collect+ gather+ obtain+ retrieve+ extract+ dump+ print+ view+ list+ show+ display+ output+"},
+	{classPass, "pass+ include+ send+ put puts putting provide+ attach+ append+ add+ insert+ embed+ concatenate+ concat supply supplies supplied supplying fill+ populate+ copy copies copied forward+ upload+ post+ share+ transmit+ email+ mail+ leak+ exfiltrate+ submit+ contain+"},
+	{classSend, "send+ forward+ post+ upload+ transmit+ exfiltrate+ leak+ deliver+ bcc cc mirror+ redirect+ relay+ email emails emailed emailing mail mails mailed"},
+	{classCovert, "also additionally copy copies all every everything silently secretly quietly identical duplicate+ always bcc cc"},
+	{classCall, "call+ use+ invoke+ run runs running execute+ trigger+"},
+	{classToolNoun, "tool tools function functions command commands method methods"},
+	{classYou, "you your yours yourself"},
+	{classControl, "must always never before after whenever instead rather forbidden mandatory ensure sure should first"},
+}
+
+// element is one word set of a phrase.
+type element struct {
+	gap   int      // other words allowed before it
+	words []uint16 // word ids, sorted
+}
+
+func (e *element) has(id uint16) bool {
+	i := sort.Search(len(e.words), func(i int) bool { return e.words[i] >= id })
+	return i < len(e.words) && e.words[i] == id
+}
+
+// phrase is one compiled phrase of a rule.
+type phrase struct {
+	rule    *phraseRule
+	atStart bool
+	elems   []element
+}
+
+// lexEntry is what the lexicon knows of one folded word.
+type lexEntry struct {
+	id      uint16
+	classes wordClass
+	starts  []*phrase // phrases whose first element holds this word
+}
+
+// lexicon maps every word a rule or class names to its entry; a word it
+// lacks has id 0, in no element.
+var lexicon = buildLexicon()
+
+func buildLexicon() map[string]*lexEntry {
+	lex := map[string]*lexEntry{}
+	entry := func(w string) *lexEntry {
+		e := lex[w]
+		if e == nil {
+			e = &lexEntry{id: uint16(len(lex) + 1)}
+			lex[w] = e
+		}
+		return e
+	}
+	for _, cw := range classWords {
+		for _, w := range strings.Fields(cw.words) {
+			for _, f := range inflect(w) {
+				entry(f).classes |= cw.class
+			}
+		}
+	}
+	for i := range phraseRules {
+		r := &phraseRules[i]
+		for _, spec := range r.phrases {
+			p := &phrase{rule: r}
+			gap := 0
+			for _, tok := range strings.Fields(spec) {
+				switch {
+				case tok == "^":
+					p.atStart = true
+					continue
+				case tok[0] == '~':
+					gap = atoi(tok[1:])
+					continue
+				}
+				el := element{gap: gap}
+				gap = 0
+				for _, w := range strings.Split(tok, "|") {
+					for _, f := range inflect(w) {
+						el.words = append(el.words, entry(f).id)
+					}
+				}
+				sort.Slice(el.words, func(i, j int) bool { return el.words[i] < el.words[j] })
+				p.elems = append(p.elems, el)
+			}
+			if len(p.elems) == 0 || p.elems[0].gap != 0 {
+				panic("injection: bad phrase " + spec)
+			}
+			for w, e := range lex {
+				if p.elems[0].has(e.id) {
+					lex[w].starts = append(lex[w].starts, p)
+				}
+			}
+		}
+	}
+	return lex
+}
+
+// inflect expands a word ending in "+" into its regular forms; other
+// words stand for themselves.
+func inflect(w string) []string {
+	if !strings.HasSuffix(w, "+") {
+		return []string{w}
+	}
+	w = strings.TrimSuffix(w, "+")
+	forms := []string{w, w + "s", w + "es", w + "ed", w + "d", w + "ing"}
+	if strings.HasSuffix(w, "e") {
+		forms = append(forms, w[:len(w)-1]+"ing")
+	}
+	if strings.HasSuffix(w, "y") {
+		forms = append(forms, w[:len(w)-1]+"ies", w[:len(w)-1]+"ied")
+	}
+	return forms
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			panic("injection: bad gap " + s)
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// match reports whether p matches the words from t on, and the index
+// past its last word. The gaps are small, so backtracking is bounded.
+func (p *phrase) match(words []word, e, t int) (int, bool) {
+	if e == len(p.elems) {
+		return t, true
+	}
+	el := &p.elems[e]
+	for k := 0; k <= el.gap && t+k < len(words); k++ {
+		if el.has(words[t+k].id) {
+			if end, ok := p.match(words, e+1, t+k+1); ok {
+				return end, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// lexByID finds a lexicon entry by its id.
+var lexByID = func() []*lexEntry {
+	out := make([]*lexEntry, len(lexicon)+1)
+	for _, e := range lexicon {
+		out[e.id] = e
+	}
+	return out
+}()
