@@ -386,8 +386,48 @@ func (st *state) toolMention(ci, firstWord int, core []byte, marked bool, h hit)
 	}
 }
 
+// shells are the programs that run a script piped into them.
+var shells = []string{"bash", "sh", "zsh", "dash", "ksh", "fish", "python", "python3", "perl", "ruby", "node", "iex", "pwsh", "powershell"}
+
+// pipeToShell finds a download piped into a shell ("curl … | bash"):
+// the offsets of the download and of the shell, or -1.
+func pipeToShell(fb []byte) (int, int) {
+	dl := -1
+	for _, w := range []string{"curl ", "wget ", "iwr ", "invoke-webrequest ", "irm "} {
+		if i := bytes.Index(fb, []byte(w)); i >= 0 && (dl < 0 || i < dl) {
+			dl = i
+		}
+	}
+	if dl < 0 {
+		return -1, -1
+	}
+	for i := dl; i < len(fb); i++ {
+		if fb[i] != '|' {
+			continue
+		}
+		j := i + 1
+		for j < len(fb) && fb[j] == ' ' {
+			j++
+		}
+		for _, sh := range shells {
+			if bytes.HasPrefix(fb[j:], []byte(sh)) && (j+len(sh) == len(fb) || !isWordByte(fb[j+len(sh)])) {
+				return dl, j + len(sh)
+			}
+		}
+	}
+	return -1, -1
+}
+
 // judge weighs what the sentence mentions against what it says.
 func (st *state) judge() {
+	if a, b := pipeToShell(st.fb[:st.report]); a >= 0 {
+		conf := High
+		if st.data {
+			conf = Low // install instructions in a README
+		}
+		st.add(Finding{Kind: Instruction, Confidence: conf, Rule: "remote-script", Excerpt: st.excerptOf(int32(a), int32(b)),
+			Say: "tells the assistant to run a script downloaded from the internet"})
+	}
 	s := &st.sentence
 	read := s.classes&classRead != 0
 	pass := s.classes&classPass != 0
