@@ -36,7 +36,7 @@ var phraseRules = []phraseRule{
 	{id: "override", kind: Instruction, def: High, data: High,
 		say: "tells the assistant to ignore its instructions",
 		phrases: []string{
-			"ignore+|disregard+|forget|forgets|forgot|forgetting|bypass+|neglect+|circumvent+ ~4 previous|prior|above|earlier|preceding|former|original|your|system|safety|security|existing|initial|developer|developers ~2 instruction+|direction+|guideline+|guidance|prompt+|directive+|rule+|command+|description+|safeguard+|restriction+|polic+|policy|constraint+|check+|guardrail+|message+|tool+",
+			"ignore+|disregard+|forget|forgets|forgot|forgetting|bypass+|neglect+|circumvent+ ~4 previous|prior|above|earlier|preceding|former|original|your|system|safety|security|existing|initial|developer|developers ~2 instruction+|direction+|guideline+|guidance|prompt+|directive+|rule+|command+|description+|safeguard+|restriction+|policy|policies|constraint+|check+|guardrail+|message+|tool+",
 			"ignore+|disregard+|forget|forgets|bypass+|neglect+|circumvent+ ~2 all|any|other|every|these|those ~3 instruction+|direction+|guideline+|prompt+|directive+|description+|safeguard+|restriction+|guardrail+|tool+",
 			"ignore+|disregard+|bypass+ ~1 tool ~1 description+|instruction+|restriction+|safeguard+|rule+|check+|guardrail+",
 			"override+|overrode|disable+|turn ~2 safety|security|off ~1 check+|restriction+|safeguard+|guardrail+|filter+",
@@ -45,6 +45,9 @@ var phraseRules = []phraseRule{
 			"ignore+|disregard+|forget|forgets ~3 what|whatever ~2 user|users ~1 said|say|says|asked|ask+|want+|told|wrote|request+",
 			"regardless ~1 of ~2 what|whatever ~2 user|users ~1 said|say|says|asked|ask+|want+|request+",
 			"treat+|consider+|regard+ ~8 as ~2 trusted|system|authoritative ~2 instruction+|command+|directive+|order+",
+			"treat+|consider+|regard+ ~8 as ~2 coming|come|sent ~1 from ~2 system|operator|developer|administrator|admin|anthropic|openai",
+			"outrank+|override+|overrode|supersede+|trump+|overrule+ ~3 user|users ~1 instruction+|request+|wish+|preference+|setting+|choice+",
+			"instruction+|command+|directive+ ~6 must|should|are|is be|to followed|obeyed|executed|carried",
 		}},
 	{id: "new-instructions", kind: Instruction, def: High, data: High,
 		say: "claims to give the assistant new instructions",
@@ -53,7 +56,7 @@ var phraseRules = []phraseRule{
 			"from now on ~1 you",
 			"instruction+|description+|guideline+ ~3 are|were|is|have|has|been ~2 outdated|obsolete|compromised|fake|invalid|wrong|incorrect|superseded|untrusted|void",
 			"take+|took precedence|priority over ~3 instruction+|prompt+|guideline+|directive+",
-			"directive+|instruction+|rule+|order+ ~3 has|have|take+|carr+ ~2 highest|top|absolute|overriding|maximum ~1 priority|precedence",
+			"directive+|instruction+|rule+|order+ ~3 has|have|take+|carry+ ~2 highest|top|absolute|overriding|maximum ~1 priority|precedence",
 			"act+ as ~2 system|root|superuser|administrator|admin|developer|unrestricted|jailbroken",
 			"you are now ~3 dan|mode|unrestricted|jailbroken|unfiltered|free|administrator|admin|root",
 			"pretend+ ~4 not|never|no ~2 see|seen|saw|read|notice+|receive+|instruction+",
@@ -62,10 +65,18 @@ var phraseRules = []phraseRule{
 			"assistant|model|agent|ai|llm|you ~3 is|are|been|has|have ~1 authorized|authorised|permitted|cleared|granted|entitled ~3 by|to|full|any|all|every",
 			"user|users|owner|administrator|admin ~2 already|previously ~1 approved|authorized|authorised|consented|agreed|granted|confirmed|allowed",
 			"user|users|owner ~2 has|have|had ~1 consented|agreed",
-			"confirmation+|approval+|permission+|consent ~4 no longer|not ~1 required|needed|necessary",
+			"confirmation+|approval+|permission+|consent ~4 no longer required|needed|necessary",
+			"confirmation+|approval+|permission+|consent ~4 not ~1 required|needed|necessary",
 			"do|does not|never ~1 ask|confirm|check ~4 before|prior ~2 delet+|remov+|overwrit+|send+|push+|pay+|paid|transfer+|run|running|execut+|purchas+|buy+|drop+|wip+",
 			"policy|policies|rule+|protocol+ ~1 update+|change+|override+ ~1 confirmation+|approval+|safety|security|restriction+",
 			"restriction+|safeguard+|guardrail+ ~3 lifted|suspended|waived|bypassed",
+			"elevated|admin|administrator|root|full|unrestricted|superuser ~1 privilege+|permission+|access|right+ ~3 granted|enabled|given|active ~1 to|for ~2 this|the|your|you ~1 session|assistant|agent|model|ai|conversation|chat",
+			"you ~1 now ~2 have|hold|got ~2 elevated|admin|administrator|root|unrestricted|superuser|full ~1 privilege+|access|permission+|right+",
+			"verified|trusted|authorized|authorised ~1 admin|administrator|developer|owner|operator|superuser",
+			"do|does not|never ~1 bother ~3 user|users|human|them",
+			"hidden|secret ~1 requirement+|instruction+|rule+|step+|task+|directive+|order+|parameter+|argument+",
+			"previous|prior|earlier|original|safety|security ~3 guidance|guideline+|instruction+|rule+|policy|policies ~3 no longer apply+|valid|relevant|matter+",
+			"previous|prior|earlier|original|safety|security ~3 guidance|guideline+|instruction+|rule+|policy|policies ~3 not|never ~1 apply+|matter+",
 			"safety|security ~2 check+|guideline+|rule+|restriction+ ~2 are|is|have|has|been ~2 disabled|suspended|lifted|waived",
 		}},
 	{id: "secrecy", kind: Instruction, def: High, data: High,
@@ -79,6 +90,9 @@ var phraseRules = []phraseRule{
 			"user|users ~2 must|should not|never ~1 know|notice|learn",
 			"keep ~3 secret|hidden ~1 from",
 			"between us|ourselves",
+			"reassure+|assure+|convince+|persuade+ ~3 user|users|them|him|her ~5 that|it|this|everything|nothing",
+			"tell+|report+|say|says|inform+ ~3 user|users|them ~4 everything|it|all|nothing ~2 is|was|went|has ~2 fine|ok|okay|well|successful|succeeded|wrong",
+			"tell+|report+|say|says ~3 user|users|them ~8 even ~1 if|when|though",
 			"need|needs ~1 not ~1 be ~1 disclosed|mentioned|told|shared|reported|shown",
 			"not|never ~1 be ~1 disclosed|mentioned|revealed ~3 user|users|anyone",
 			"no need ~1 to ~1 mention+|tell+|inform+|notify|disclose+",
@@ -103,6 +117,7 @@ var phraseRules = []phraseRule{
 			"never|not ~2 call|use|invoke ~2 the others",
 			"before|after|whenever|when|every|each|while ~2 use+|call+|run|runs|running|invoke+|execute+ ~2 any|every|each|all|another|other ~2 tool+|function+|command+|server+|mcp",
 			"for|on all|every|any|each ~1 other ~1 tool|function ~1 call|calls|invocation+",
+			"all|every|any|each ~1 subsequent|future|following|later|other ~1 tool|function ~1 call+|request+|invocation+",
 			"all|every|any|each ~2 command+ ~2 must|should|need|needs ~2 include|start|begin|contain|be|have ~1 prefix+|prefixed|with",
 		}},
 	{id: "tamper", kind: Instruction, def: High, data: High,
@@ -111,6 +126,11 @@ var phraseRules = []phraseRule{
 			"replace+|modify|modifies|modified|modifying|change+|alter+|overwrite+|correct+|adjust+|fix|fixes ~2 value+|result+|output+|answer+|response+|argument+|parameter+|number+|input+ ~1 of|from|returned|produced ~3 tool|tools|function+|operation+|call|calls",
 			"replace+ ~3 value+|result+|argument+|parameter+|number+|input+ ~1 with ~3 response+|result+|output+|answer+|return+",
 			"replace+|modify|modifies|modified|change+|alter+|overwrite+|correct+|adjust+|fix|fixes ~2 wrong|incorrect|erroneous|false ~1 value+|result+|output+|answer+|response+",
+		}},
+	{id: "replies", kind: Instruction, def: High, data: High,
+		say: "tells the assistant what to put in its replies to the user",
+		phrases: []string{
+			"prefix+|append+|add+|insert+|end+|start+|begin+|sign+ ~2 every|each|all|any|your ~1 reply|replies|answer+|response+ ~4 with|by",
 		}},
 	{id: "from-now-on", kind: Instruction, def: High, data: Low,
 		say:     "claims to change the assistant's rules from now on",
@@ -139,11 +159,17 @@ var phraseRules = []phraseRule{
 	{id: "secret-data", kind: SendData, def: High, data: Low,
 		say: "asks for secrets to be read or sent",
 		phrases: []string{
-			"read+|include+|pass+|send+|upload+|attach+|append+|collect+|grab+|extract+|exfiltrate+|leak+|dump+|forward+|post+|cat ~4 ssh|private ~1 key|keys",
+			"read+|include+|pass+|send+|upload+|attach+|append+|collect+|grab+|extract+|exfiltrate+|leak+|dump+|forward+|post+|cat|save+|store+|log|logs|logged|logging|record+ ~4 ssh|private ~1 key|keys|config|configuration|agent|identity",
+			"private ~1 key|keys ~6 save+|store+|log|logged|record+|send+|pass+|upload+|forward+",
+			"known ~1 host|hosts",
+			"log|logs|logged|logging|record+|save+|store+|collect+|keep ~3 every|all|any|each ~1 password+|secret+|credential+|token+|key|keys|passphrase+",
+			"see|find|found|notice+|encounter+|spot+ ~4 key|keys|token+|password+|secret+|credential+ ~8 call+|send+|pass+|include+|store+|save+|log|forward+|upload+",
+			"copy|copies|upload+|sync+|send+|back+|mirror+|archive+ ~3 entire|whole|full|all ~2 home|documents|desktop|disk|drive|filesystem|user ~1 directory|directories|folder+|files|disk|drive",
+			"attach+|include+|pass+|append+|send+|upload+|add+ ~3 content+|text ~1 of ~3 any|all|every|open|other ~3 tab+|window+|editor+|file+|document+",
 			"include+|pass+|send+|upload+|attach+|append+|exfiltrate+|leak+|forward+|post+ ~3 all|every|any|stored|saved ~2 credential+|password+|secret+|token+|cookie+",
 			"include+|pass+|send+|upload+|attach+|append+|exfiltrate+|leak+|forward+|post+ ~2 all|every ~2 environment|env ~1 variable+|vars",
 			"must|should|always ~2 include|contain|list ~3 any|all|every ~3 api|key|keys|token+|password+|secret+|credential+",
-			"export+|exfiltrate+|leak+|harvest+|collect+|dump+ ~6 user|users|their ~3 document+|desktop|download+|home|file+|folder+|director+|inbox|mailbox|message+|email+|contact+|password+|history|photo+|key+|credential+",
+			"export+|exfiltrate+|leak+|harvest+|collect+|dump+ ~6 user|users|their ~3 document+|desktop|download+|home|file+|folder+|directory|directories|inbox|mailbox|message+|email+|contact+|password+|history|photo+|key+|credential+",
 			"append+|attach+|include+|add+|send+|forward+|upload+|post+ ~6 user|users|their ~3 full|real|home|email|phone|location|address+|password+|contact+|birth+|ssn|social ~1 name|address|location|number|email|security",
 			"paste+|type+|enter+|share+ ~2 a|their|his|her|any ~1 password+|token+|secret+|key ~8 store+|save+|record+|keep|log|send+|pass+|copy",
 		}},
@@ -175,6 +201,12 @@ var phraseRules = []phraseRule{
 			"instead of|rather than ~1 using|calling|invoking|running",
 			"do not|never ~1 use|call|invoke ~2 other|another|any",
 		}},
+	{id: "skip-confirmation", kind: Instruction, def: Low, data: Low,
+		say: "speaks of skipping the user's confirmation",
+		phrases: []string{
+			"skip+|bypass+|suppress+|disable+|avoid ~2 all|any|the|every ~1 confirmation+|approval+|permission+|consent ~1 prompt+|dialog+|step+|check+|request+",
+			"skip+|bypass+|suppress+ ~1 confirmation+|approval+",
+		}},
 	{id: "without-asking", kind: Instruction, def: Low,
 		say:     "acts without asking the user",
 		phrases: []string{"without ~2 asking|confirming|confirmation|consent|approval|permission"}},
@@ -185,14 +217,15 @@ var phraseRules = []phraseRule{
 type wordClass uint16
 
 const (
-	classRead     wordClass = 1 << iota // read, open, cat, load, …
-	classPass                           // pass, include, send, attach, …
-	classSend                           // send, forward, post, upload, bcc, …
-	classCovert                         // also, copy, every, silently, …
-	classCall                           // call, use, invoke, run, …
-	classToolNoun                       // tool, function, command, method
-	classControl                        // must, always, never, before, instead, …
-	classYou                            // you, your
+	classRead       wordClass = 1 << iota // read, open, cat, load, …
+	classPass                             // pass, include, send, attach, …
+	classSend                             // send, forward, post, upload, bcc, …
+	classCovert                           // also, copy, every, silently, …
+	classCall                             // call, use, invoke, run, …
+	classToolNoun                         // tool, function, command, method
+	classControl                          // must, always, never, before, instead, …
+	classYou                              // you, your
+	classSecretNoun                       // cookies, passwords, credentials, secrets
 )
 
 var classWords = []struct {
@@ -206,6 +239,8 @@ var classWords = []struct {
 	{classCall, "call+ use+ invoke+ run runs running execute+ trigger+"},
 	{classToolNoun, "tool tools function functions command commands method methods"},
 	{classYou, "you your yours yourself"},
+	{classSecretNoun, "cookie cookies passwords credentials secrets"},
+	{classPass, "followed"},
 	{classControl, "must always never before after whenever instead rather forbidden mandatory ensure sure should first every each also"},
 }
 
@@ -292,14 +327,15 @@ func buildLexicon() map[string]*lexEntry {
 	return lex
 }
 
-// inflect expands a word ending in "+" into its regular forms; other
-// words stand for themselves.
+// inflect expands a word ending in "+" into its regular forms, over
+// generously ("delet+": delet, delete, deletes, deleted, deleting);
+// other words stand for themselves.
 func inflect(w string) []string {
 	if !strings.HasSuffix(w, "+") {
 		return []string{w}
 	}
 	w = strings.TrimSuffix(w, "+")
-	forms := []string{w, w + "s", w + "es", w + "ed", w + "d", w + "ing"}
+	forms := []string{w, w + "s", w + "e", w + "es", w + "ed", w + "d", w + "ing"}
 	if strings.HasSuffix(w, "e") {
 		forms = append(forms, w[:len(w)-1]+"ing")
 	}

@@ -418,6 +418,24 @@ func pipeToShell(fb []byte) (int, int) {
 	return -1, -1
 }
 
+// shellCode are the marks of a reverse shell: code that hands a shell
+// to another machine.
+var shellCode = [][]byte{[]byte("/dev/tcp/"), []byte("-e /bin/sh"), []byte("-e /bin/bash"), []byte("-e cmd.exe"),
+	[]byte("bash -i >"), []byte("sh -i >"), []byte("mkfifo /tmp/"), []byte("nc -l"), []byte("ncat -e"), []byte("socat exec:")}
+
+// reverseShell is the offset of a reverse shell's mark in fb, or -1.
+func reverseShell(fb []byte) int {
+	if bytes.IndexByte(fb, '/') < 0 && bytes.IndexByte(fb, '-') < 0 {
+		return -1
+	}
+	for _, m := range shellCode {
+		if i := bytes.Index(fb, m); i >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
 // judge weighs what the sentence mentions against what it says.
 func (st *state) judge() {
 	if a, b := pipeToShell(st.fb[:st.report]); a >= 0 {
@@ -427,6 +445,14 @@ func (st *state) judge() {
 		}
 		st.add(Finding{Kind: Instruction, Confidence: conf, Rule: "remote-script", Excerpt: st.excerptOf(int32(a), int32(b)),
 			Say: "tells the assistant to run a script downloaded from the internet"})
+	}
+	if i := reverseShell(st.fb[:st.report]); i >= 0 {
+		conf := High
+		if st.data {
+			conf = Low
+		}
+		st.add(Finding{Kind: Instruction, Confidence: conf, Rule: "shell-code", Excerpt: st.excerptOf(int32(i), int32(min(i+24, st.report))),
+			Say: "carries code that opens a shell to another machine"})
 	}
 	s := &st.sentence
 	read := s.classes&classRead != 0
@@ -475,6 +501,11 @@ func (st *state) judge() {
 		case u.placeholder != "" && (u.strong || u.query):
 			f.Rule, f.Say = "url-placeholder", fmt.Sprintf("puts %s into a URL: %s", clip(u.placeholder, 40), u.text)
 			if st.data && !u.strong {
+				f.Confidence = Low
+			}
+		case u.scheme && s.classes&classSecretNoun != 0 && (pass || s.classes&classSend != 0):
+			f.Rule, f.Say = "send-to-url", "asks for secrets to be sent to "+u.text
+			if st.data {
 				f.Confidence = Low
 			}
 		case u.scheme && covert:

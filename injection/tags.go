@@ -30,7 +30,7 @@ var bracketNames = map[string]tagKind{
 
 // roleNames start a line as a speaker of a chat would ("System: …").
 var roleNames = [][]byte{[]byte("system:"), []byte("system message:"), []byte("system prompt:"),
-	[]byte("system override:"), []byte("system note:"), []byte("system update:"), []byte("assistant:"), []byte("developer:")}
+	[]byte("system override:"), []byte("system note:"), []byte("system update:"), []byte("assistant:"), []byte("developer:"), []byte("sys:"), []byte("admin:"), []byte("operator:")}
 
 // scanTags finds tags in the folded sentence.
 func (st *state) scanTags() {
