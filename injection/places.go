@@ -150,7 +150,7 @@ var strongPlaceholders = []string{"content", "secret", "password", "passwd", "cr
 
 // weakPlaceholders name data that is private when it rides in a query.
 var weakPlaceholders = []string{"data", "file", "user", "email", "info", "context", "note", "text", "body", "summary",
-	"env", "key", "token", "result", "output", "payload"}
+	"env", "key", "token", "result", "output", "payload", "session"}
 
 // parseURL reads a chunk as a URL (scheme://, www., or host?query) and
 // finds a placeholder for data in it: {x}, <x>, [x], ${x}, $x.
@@ -215,4 +215,34 @@ func (u *urlHit) consider(name []byte, inQuery bool) {
 			return
 		}
 	}
+}
+
+// secretVariable: a chunk written as an environment variable (upper case
+// in the raw text, with an underscore) whose name says it holds a
+// secret: OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD.
+func secretVariable(raw string, fo []int32, a, b int, core []byte) bool {
+	if bytes.IndexByte(core, '_') < 0 || len(core) > 64 {
+		return false
+	}
+	named := false
+	for _, w := range []string{"key", "token", "secret", "password", "passwd", "credential"} {
+		if bytes.Contains(core, []byte(w)) {
+			named = true
+			break
+		}
+	}
+	if !named {
+		return false
+	}
+	from, to := int(fo[a]), int(fo[b-1])+1
+	if to > len(raw) {
+		return false
+	}
+	for i := from; i < to; i++ {
+		c := raw[i]
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c == '{' || c == '}') {
+			return false
+		}
+	}
+	return true
 }

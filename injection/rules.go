@@ -47,7 +47,14 @@ var phraseRules = []phraseRule{
 			"treat+|consider+|regard+ ~8 as ~2 trusted|system|authoritative ~2 instruction+|command+|directive+|order+",
 			"treat+|consider+|regard+ ~8 as ~2 coming|come|sent ~1 from ~2 system|operator|developer|administrator|admin|anthropic|openai",
 			"outrank+|override+|overrode|supersede+|trump+|overrule+ ~3 user|users ~1 instruction+|request+|wish+|preference+|setting+|choice+",
-			"instruction+|command+|directive+ ~6 must|should|are|is be|to followed|obeyed|executed|carried",
+			"instruction+|command+|directive+ ~10 must|should|are|is be|to followed|obeyed|executed|carried",
+			"follow+|obey+|execute+|run ~2 its|this|the ~1 answer+|output+|response+|reply|result+ ~1 without|blindly|exactly|verbatim|instead|always",
+			"follow+|obey+ ~2 its ~1 answer+|output+|response+|reply",
+			"execute+|run ~6 without ~1 review+|reviewing|checking|inspecting|reading|looking",
+			"trusted|god|unrestricted|unfiltered|jailbreak|jailbroken|dan ~1 mode",
+			"has|have|had authorized|authorised|permitted|allowed|cleared you ~1 to",
+			"turn+|switch+ off ~1 any|all|every ~2 sandbox+|sandboxing|firewall+|antivirus|protection+|security|safety|filter+|guardrail+|monitoring",
+			"disable+|bypass+|deactivate+|circumvent+ ~1 any|all|every ~2 sandbox+|sandboxing|firewall+|antivirus|protection+|security|safety|filter+|guardrail+|monitoring",
 		}},
 	{id: "new-instructions", kind: Instruction, def: High, data: High,
 		say: "claims to give the assistant new instructions",
@@ -63,7 +70,7 @@ var phraseRules = []phraseRule{
 			"approve+ ~2 every|all|any|each ~1 request+|action+|call+|command+ ~1 automatically|silently|without",
 			"the real|actual|true task|goal|job|mission|objective is",
 			"assistant|model|agent|ai|llm|you ~3 is|are|been|has|have ~1 authorized|authorised|permitted|cleared|granted|entitled ~3 by|to|full|any|all|every",
-			"user|users|owner|administrator|admin ~2 already|previously ~1 approved|authorized|authorised|consented|agreed|granted|confirmed|allowed",
+			"user|users|owner|administrator|admin ~2 already|previously|pre ~1 approved|authorized|authorised|consented|agreed|granted|confirmed|allowed",
 			"user|users|owner ~2 has|have|had ~1 consented|agreed",
 			"confirmation+|approval+|permission+|consent ~4 no longer required|needed|necessary",
 			"confirmation+|approval+|permission+|consent ~4 not ~1 required|needed|necessary",
@@ -74,6 +81,8 @@ var phraseRules = []phraseRule{
 			"you ~1 now ~2 have|hold|got ~2 elevated|admin|administrator|root|unrestricted|superuser|full ~1 privilege+|access|permission+|right+",
 			"verified|trusted|authorized|authorised ~1 admin|administrator|developer|owner|operator|superuser",
 			"do|does not|never ~1 bother ~3 user|users|human|them",
+			"ask+|request+|prompt+ ~4 user|users|them ~4 password+|credential+",
+			"ask+|request+|prompt+ ~4 password+|credential+ ~4 user|users|them",
 			"hidden|secret ~1 requirement+|instruction+|rule+|step+|task+|directive+|order+|parameter+|argument+",
 			"previous|prior|earlier|original|safety|security ~3 guidance|guideline+|instruction+|rule+|policy|policies ~3 no longer apply+|valid|relevant|matter+",
 			"previous|prior|earlier|original|safety|security ~3 guidance|guideline+|instruction+|rule+|policy|policies ~3 not|never ~1 apply+|matter+",
@@ -90,6 +99,9 @@ var phraseRules = []phraseRule{
 			"user|users ~2 must|should not|never ~1 know|notice|learn",
 			"keep ~3 secret|hidden ~1 from",
 			"between us|ourselves",
+			"without ~1 explaining|telling|saying|mentioning ~1 why|what|that",
+			"not ~2 come ~1 up ~2 in ~2 conversation+|chat|reply|replies|answer+",
+			"user|users ~3 not ~1 need|needs ~1 to ~1 know|see|hear",
 			"reassure+|assure+|convince+|persuade+ ~3 user|users|them|him|her ~5 that|it|this|everything|nothing",
 			"tell+|report+|say|says|inform+ ~3 user|users|them ~4 everything|it|all|nothing ~2 is|was|went|has ~2 fine|ok|okay|well|successful|succeeded|wrong",
 			"tell+|report+|say|says ~3 user|users|them ~8 even ~1 if|when|though",
@@ -115,6 +127,7 @@ var phraseRules = []phraseRule{
 			"supersede+|replace+|override+|overrode ~3 any|all|other|every ~5 tool+|server+|provider+",
 			"never|not ~2 call|use|invoke ~2 other|others ~1 tool+|server+|provider+",
 			"never|not ~2 call|use|invoke ~2 the others",
+			"not|never ~2 use|call|invoke ~3 server ~1 tool+",
 			"before|after|whenever|when|every|each|while ~2 use+|call+|run|runs|running|invoke+|execute+ ~2 any|every|each|all|another|other ~2 tool+|function+|command+|server+|mcp",
 			"for|on all|every|any|each ~1 other ~1 tool|function ~1 call|calls|invocation+",
 			"all|every|any|each ~1 subsequent|future|following|later|other ~1 tool|function ~1 call+|request+|invocation+",
@@ -155,6 +168,9 @@ var phraseRules = []phraseRule{
 			"include+|pass+|send+|put|add+|append+|attach+|provide+|insert+|copy|forward+|upload+|post+|paste+|dump+|share+|reveal+|repeat+ ~4 system|your ~1 prompt+",
 			"include+|pass+|send+|put|add+|append+|attach+|provide+|insert+|copy|forward+|upload+|post+|paste+|dump+|share+ ~3 previous|prior|earlier ~1 message+|exchange+|turn+",
 			"include+|pass+|send+|append+|attach+|forward+|upload+|post+|contain+|copy ~3 user|users|their ~2 last|recent|previous|prior ~2 message+|chat+|email+|conversation+",
+			"include+|pass+|send+|put|add+|append+|attach+|provide+|insert+|copy|forward+|upload+|post+|paste+|dump+|share+ ~4 context ~1 window",
+			"summary|summari+|summarize+|record+|log|report+ ~3 what|everything ~2 user|users ~2 doing|does|did|typed|types|visit+|view+",
+			"store+|save+|log|record+|collect+|track+ ~3 every|all|each|any ~2 url+|site+|page+|website+|message+|search+|query|queries|keystroke+ ~3 user|users",
 		}},
 	{id: "secret-data", kind: SendData, def: High, data: Low,
 		say: "asks for secrets to be read or sent",
@@ -170,7 +186,8 @@ var phraseRules = []phraseRule{
 			"include+|pass+|send+|upload+|attach+|append+|exfiltrate+|leak+|forward+|post+ ~2 all|every ~2 environment|env ~1 variable+|vars",
 			"must|should|always ~2 include|contain|list ~3 any|all|every ~3 api|key|keys|token+|password+|secret+|credential+",
 			"export+|exfiltrate+|leak+|harvest+|collect+|dump+ ~6 user|users|their ~3 document+|desktop|download+|home|file+|folder+|directory|directories|inbox|mailbox|message+|email+|contact+|password+|history|photo+|key+|credential+",
-			"append+|attach+|include+|add+|send+|forward+|upload+|post+ ~6 user|users|their ~3 full|real|home|email|phone|location|address+|password+|contact+|birth+|ssn|social ~1 name|address|location|number|email|security",
+			"append+|attach+|include+|add+|send+|forward+|upload+|post+|pass+ ~6 user|users|their ~3 full|real|home|email|phone|location|address+|password+|contact+|birth+|ssn|social|bank|account|card|credit|iban|passport ~1 name|address|location|number|email|security|account|details",
+			"gather+|collect+|find|harvest+|grab+ ~3 any|all|every ~1 credential+|password+|secret+|token+|key|keys|cookie+",
 			"paste+|type+|enter+|share+ ~2 a|their|his|her|any ~1 password+|token+|secret+|key ~8 store+|save+|record+|keep|log|send+|pass+|copy",
 		}},
 	{id: "read-and-pass", kind: SendData, def: High, data: Low,
@@ -226,6 +243,7 @@ const (
 	classControl                          // must, always, never, before, instead, …
 	classYou                              // you, your
 	classSecretNoun                       // cookies, passwords, credentials, secrets
+	classNegation                         // never, not, avoid, blocked, …
 )
 
 var classWords = []struct {
@@ -240,6 +258,7 @@ var classWords = []struct {
 	{classToolNoun, "tool tools function functions command commands method methods"},
 	{classYou, "you your yours yourself"},
 	{classSecretNoun, "cookie cookies passwords credentials secrets"},
+	{classNegation, "never not avoid avoids block blocks blocked refuse refuses refused reject rejects rejected deny denies denied forbid forbids forbidden prevent prevents prevented"},
 	{classPass, "followed"},
 	{classControl, "must always never before after whenever instead rather forbidden mandatory ensure sure should first every each also"},
 }

@@ -11,6 +11,7 @@ import (
 type sentenceNotes struct {
 	classes  wordClass
 	paths    []hit
+	vars     []hit // environment variables that hold secrets
 	addrs    []hit
 	urls     []urlHit
 	mentions []mention
@@ -74,7 +75,7 @@ func (st *state) flush(forced bool) {
 	st.fb, st.fo = st.fb[:n], st.fo[:n]
 	s := &st.sentence
 	s.classes = 0
-	s.paths, s.addrs, s.urls, s.mentions, s.matched = s.paths[:0], s.addrs[:0], s.urls[:0], s.mentions[:0], s.matched[:0]
+	s.paths, s.addrs, s.urls, s.mentions, s.matched, s.vars = s.paths[:0], s.addrs[:0], s.urls[:0], s.mentions[:0], s.matched[:0], s.vars[:0]
 }
 
 func isWordByte(c byte) bool {
@@ -311,6 +312,10 @@ func (st *state) scanChunks() {
 			h.text = st.rawText(h.a, h.b, 60)
 			st.sentence.paths = append(st.sentence.paths, h)
 		}
+		if secretVariable(st.raw, st.fo, a, b, core) {
+			h.text = st.rawText(h.a, h.b, 60)
+			st.sentence.vars = append(st.sentence.vars, h)
+		}
 		if at && isEmail(core) || core[0] == '+' && isPhone(core) {
 			if !exampleAddress(core) {
 				h.text = st.rawText(h.a, h.b, 60)
@@ -436,6 +441,22 @@ func reverseShell(fb []byte) int {
 	return -1
 }
 
+// destructiveCommands destroy a home, a disk or a machine.
+var destructiveCommands = [][]byte{[]byte("rm -rf ~"), []byte("rm -rf /"), []byte("rm -rf $home"), []byte("rm -rf *"),
+	[]byte("rm -fr ~"), []byte("rm -fr /"), []byte("rm -rf --no-preserve-root"), []byte("mkfs."), []byte("of=/dev/sd"),
+	[]byte("of=/dev/nvme"), []byte(":(){"), []byte("chmod -r 777 /"), []byte("chmod -r 777 ~"), []byte("chmod -r 0666 ~"),
+	[]byte("chmod -r 0777 ~"), []byte("del /s /q c:"), []byte("format c:")}
+
+// destructive is the offset of a destructive command in fb, or -1.
+func destructive(fb []byte) int {
+	for _, m := range destructiveCommands {
+		if i := bytes.Index(fb, m); i >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
 // judge weighs what the sentence mentions against what it says.
 func (st *state) judge() {
 	if a, b := pipeToShell(st.fb[:st.report]); a >= 0 {
@@ -454,6 +475,14 @@ func (st *state) judge() {
 		st.add(Finding{Kind: Instruction, Confidence: conf, Rule: "shell-code", Excerpt: st.excerptOf(int32(i), int32(min(i+24, st.report))),
 			Say: "carries code that opens a shell to another machine"})
 	}
+	if i := destructive(st.fb[:st.report]); i >= 0 {
+		conf := Low
+		if !st.data && st.sentence.classes&classCall != 0 && st.sentence.classes&classNegation == 0 {
+			conf = High
+		}
+		st.add(Finding{Kind: Instruction, Confidence: conf, Rule: "destructive-command", Excerpt: st.excerptOf(int32(i), int32(min(i+24, st.report))),
+			Say: "tells the assistant to run a command that destroys data"})
+	}
 	s := &st.sentence
 	read := s.classes&classRead != 0
 	pass := s.classes&classPass != 0
@@ -471,6 +500,12 @@ func (st *state) judge() {
 			f.Confidence = Low
 		}
 		st.add(f)
+	}
+	for _, v := range s.vars {
+		if pass && !st.data {
+			st.add(Finding{Kind: SecretFile, Confidence: High, Rule: "send-secret-variable", Excerpt: st.excerptOf(v.a, v.b),
+				Say: "asks for the secret in " + v.text + " to be sent"})
+		}
 	}
 	covert := s.classes&classSend != 0 && s.classes&classCovert != 0
 	for _, a := range s.addrs {
