@@ -9,7 +9,11 @@ import (
 
 // excerpt is raw around [from, to): some context before, the match,
 // some after, made safe to show (see safe) and at most MaxExcerpt bytes.
-func excerpt(raw string, from, to int) string {
+func excerpt(raw string, from, to int) string { return excerptOf(raw, from, to, false) }
+
+// excerptOf is excerpt; foreign: letters of other scripts that look
+// Latin are written as \u{…} too.
+func excerptOf(raw string, from, to int, foreign bool) string {
 	const before = 32
 	if from < 0 {
 		from = 0
@@ -39,7 +43,7 @@ func excerpt(raw string, from, to int) string {
 	if start > 0 {
 		b.WriteString("…")
 	}
-	cut := writeSafe(&b, raw[start:end], MaxExcerpt-len("…"))
+	cut := writeSafe(&b, raw[start:end], MaxExcerpt-len("…"), foreign)
 	if cut || end < len(raw) {
 		s := b.String()
 		if len(s)+len("…") > MaxExcerpt {
@@ -57,7 +61,7 @@ func excerpt(raw string, from, to int) string {
 // code points) written as \u{…}.
 func clip(s string, n int) string {
 	var b strings.Builder
-	if writeSafe(&b, s, n-len("…")) {
+	if writeSafe(&b, s, n-len("…"), false) {
 		return strings.TrimRight(b.String(), " ") + "…"
 	}
 	return b.String()
@@ -65,7 +69,7 @@ func clip(s string, n int) string {
 
 // writeSafe writes s made safe into b, stopping before b would pass max
 // bytes; it reports whether it stopped early.
-func writeSafe(b *strings.Builder, s string, max int) bool {
+func writeSafe(b *strings.Builder, s string, max int, foreign bool) bool {
 	space := false
 	for _, r := range s {
 		var piece string
@@ -79,6 +83,8 @@ func writeSafe(b *strings.Builder, s string, max int) bool {
 			}
 			piece = escapeRune(r) // a space that is not ' ' is shown for what it is
 		case invisible(r):
+			piece = escapeRune(r)
+		case foreign && r >= 0x370 && isConfusable(r):
 			piece = escapeRune(r)
 		default:
 			piece = string(r)
@@ -126,6 +132,13 @@ func escapeRune(r rune) string {
 	return `\u{` + strings.ToUpper(strconv.FormatInt(int64(r), 16)) + `}`
 }
 
+// isConfusable: r is a letter of another script that looks Latin.
+func isConfusable(r rune) bool {
+	r = unicode.ToLower(r)
+	_, ok := confusables[r]
+	return ok && !unicode.Is(unicode.Latin, r)
+}
+
 // clipBytes cuts s to at most n bytes at a rune boundary.
 func clipBytes(s string, n int) string {
 	if len(s) <= n {
@@ -142,7 +155,7 @@ func clipBytes(s string, n int) string {
 func escapeForeign(w string) string {
 	var b strings.Builder
 	for _, r := range w {
-		if _, ok := confusables[unicode.ToLower(r)]; ok || invisible(r) {
+		if isConfusable(r) || invisible(r) {
 			b.WriteString(escapeRune(r))
 			continue
 		}

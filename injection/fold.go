@@ -48,6 +48,10 @@ type state struct {
 
 	prev rune // the rune before, visible or not
 
+	// innerScans counts the scans of decoded hidden text: a text of a
+	// million tiny runs is one finding, not a million scans.
+	innerScans int
+
 	// Runs of invisible characters that carry data.
 	tagRun             []byte
 	tagN, tagAt        int
@@ -91,6 +95,8 @@ const (
 	// manyZeroWidth zero-width characters inside words are hiding, not
 	// a stray paste.
 	manyZeroWidth = 3
+	// maxInnerScans bounds the scans of hidden text per text.
+	maxInnerScans = 16
 )
 
 func (st *state) reset(b *Batch, where, raw string, hidden bool) {
@@ -566,12 +572,16 @@ func (st *state) endSelectors() {
 // invisibleText reports n invisible characters at off that carry
 // decoded, and scans what they say.
 func (st *state) invisibleText(rule, say string, off, n int, decoded string) {
+	if st.seen(rule, High) && len(decoded) < 2 {
+		return
+	}
 	shown := printable(decoded)
 	if shown != "" {
 		say += ": “" + clip(shown, 60) + "”"
 	}
 	st.add(Finding{Kind: Invisible, Confidence: High, Rule: rule, Excerpt: excerpt(st.raw, off, off+n*4), Say: say})
-	if !st.hidden && shown != "" && len(decoded) >= 2 {
+	if !st.hidden && shown != "" && len(decoded) >= 2 && st.innerScans < maxInnerScans {
+		st.innerScans++
 		inner := getState(st.b, st.where, decoded, true)
 		inner.run()
 		putState(inner)
@@ -616,8 +626,11 @@ func (st *state) confusable() {
 	if st.data {
 		conf = Low
 	}
+	if st.seen("mixed-script", conf) {
+		return
+	}
 	st.add(Finding{Kind: Confusable, Confidence: conf, Rule: "mixed-script",
-		Excerpt: escapeForeign(excerpt(st.raw, st.wAt, end)),
+		Excerpt: excerptOf(st.raw, st.wAt, end, true),
 		Say: fmt.Sprintf("mixes look-alike %s letters into the Latin word “%s”",
 			scriptOf(st.wForeign), clip(escapeForeign(w), 48))})
 }
@@ -686,6 +699,17 @@ func (st *state) padding(off int) {
 	}
 	st.add(Finding{Kind: Invisible, Confidence: conf, Rule: "padding", Excerpt: excerpt(st.raw, off, off),
 		Say: "pads with " + what + ", pushing the text after it out of view"})
+}
+
+// seen reports whether rule already has a finding at this place at
+// least as confident as conf, and if so counts this one: a text that
+// repeats a thing a hundred thousand times must not build a hundred
+// thousand excerpts.
+func (st *state) seen(rule string, conf Confidence) bool {
+	if st.hidden {
+		return false // rare, and its rule is renamed in add
+	}
+	return st.b.counted(st.where, rule, conf)
 }
 
 // add records a finding of this text: where it is, and for text decoded

@@ -202,7 +202,7 @@ func (u *urlHit) consider(name []byte, inQuery bool) {
 	}
 	for _, p := range strongPlaceholders {
 		if bytes.Contains(name, []byte(p)) {
-			u.placeholder, u.strong, u.query = string(name), true, inQuery
+			u.placeholder, u.strong, u.query = name, true, inQuery
 			return
 		}
 	}
@@ -211,7 +211,7 @@ func (u *urlHit) consider(name []byte, inQuery bool) {
 	}
 	for _, p := range weakPlaceholders {
 		if bytes.Contains(name, []byte(p)) {
-			u.placeholder, u.query = string(name), true
+			u.placeholder, u.query = name, true
 			return
 		}
 	}

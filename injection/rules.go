@@ -244,6 +244,7 @@ const (
 	classYou                              // you, your
 	classSecretNoun                       // cookies, passwords, credentials, secrets
 	classNegation                         // never, not, avoid, blocked, …
+	classShell                            // rm, curl, chmod, nc, bash, …: a command may follow
 )
 
 var classWords = []struct {
@@ -258,6 +259,7 @@ var classWords = []struct {
 	{classToolNoun, "tool tools function functions command commands method methods"},
 	{classYou, "you your yours yourself"},
 	{classSecretNoun, "cookie cookies passwords credentials secrets"},
+	{classShell, "rm chmod mkfs dd del format curl wget iwr irm invoke nc ncat socat bash sh mkfifo tcp"},
 	{classNegation, "never not avoid avoids block blocks blocked refuse refuses refused reject rejects rejected deny denies denied forbid forbids forbidden prevent prevents prevented"},
 	{classPass, "followed"},
 	{classControl, "must always never before after whenever instead rather forbidden mandatory ensure sure should first every each also"},
@@ -291,6 +293,36 @@ type lexEntry struct {
 // lexicon maps every word a rule or class names to its entry; a word it
 // lacks has id 0, in no element.
 var lexicon = buildLexicon()
+
+// lexFilter has a bit set for the hash of every word of the lexicon:
+// most words of a text are not in it, and a 16-bit FNV hash says so
+// for most of them at a fraction of a map lookup's cost.
+var lexFilter = func() (f [1 << 16 / 64]uint64) {
+	for w := range lexicon {
+		k := lexHash([]byte(w))
+		f[k/64] |= 1 << (k % 64)
+	}
+	return f
+}()
+
+func lexHash(w []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range w {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return (h ^ h>>16) & 0xffff
+}
+
+// lookup is the lexicon's entry for w, or nil.
+func lookup(w []byte) *lexEntry {
+	if len(w) == 0 || len(w) > 24 {
+		return nil // the lexicon's longest word is shorter
+	}
+	if k := lexHash(w); lexFilter[k/64]&(1<<(k%64)) == 0 {
+		return nil
+	}
+	return lexicon[string(w)]
+}
 
 func buildLexicon() map[string]*lexEntry {
 	lex := map[string]*lexEntry{}

@@ -18,6 +18,14 @@ type Scanner struct {
 	// tools maps a tool name, folded to its letters and digits, to how
 	// it may be mentioned; own holds the folded names of OwnTools.
 	tools map[string]toolName
+	// toolEnds has a bit set for the last two bytes of every key of
+	// tools: a name must end a chunk, and most chunks end otherwise.
+	toolEnds [1 << 16 / 64]uint64
+}
+
+func (s *Scanner) mayEndTool(a, b byte) bool {
+	k := uint16(a)<<8 | uint16(b)
+	return s.toolEnds[k/64]&(1<<(k%64)) != 0
 }
 
 // toolName is one name of another server's tool.
@@ -52,6 +60,8 @@ func New(opts Options) *Scanner {
 		}
 		if _, dup := s.tools[k]; !dup {
 			s.tools[k] = toolName{name: n, plain: isPlainName(n)}
+			e := uint16(k[len(k)-2])<<8 | uint16(k[len(k)-1])
+			s.toolEnds[e/64] |= 1 << (e % 64)
 		}
 	}
 	return s
@@ -105,6 +115,10 @@ type Batch struct {
 	cut  int
 	// cutWhere is the first text that was not read to its end.
 	cutWhere string
+	// depth is how deep the walk of a JSON value is; tooDeep: a value
+	// went deeper than maxDepth (and was said to).
+	depth   int
+	tooDeep bool
 }
 
 type findingKey struct{ where, rule string }
@@ -163,6 +177,25 @@ func (b *Batch) Findings() []Finding {
 	out := slices.Clone(b.findings)
 	slices.SortStableFunc(out, func(x, y Finding) int { return int(y.Confidence) - int(x.Confidence) })
 	return out
+}
+
+// counted counts a finding of rule at where if one at least as
+// confident is recorded already (or, the batch being full, one of the
+// rule anywhere), and reports whether it did.
+func (b *Batch) counted(where, rule string, conf Confidence) bool {
+	if i, ok := b.index[findingKey{where, rule}]; ok && b.findings[i].Confidence >= conf {
+		b.findings[i].Count++
+		return true
+	}
+	if len(b.findings) >= maxFindings {
+		for i := range b.findings {
+			if g := &b.findings[i]; g.Rule == rule && g.Confidence >= conf {
+				g.Count++
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // add records f, or counts it against the same rule at the same place.

@@ -2,8 +2,6 @@ package injection
 
 import (
 	"bytes"
-	"fmt"
-	"strings"
 )
 
 // sentenceNotes is what the current sentence mentions, weighed together
@@ -21,21 +19,19 @@ type sentenceNotes struct {
 }
 
 // hit is something a chunk of the sentence is, at fb[a:b].
-type hit struct {
-	a, b int32
-	text string // what to call it in a finding (made safe)
-}
+type hit struct{ a, b int32 }
 
 // mention is a name of another server's tool; called: the sentence
 // calls or uses it as a tool.
 type mention struct {
 	hit
+	name   string
 	called bool
 }
 
 type urlHit struct {
 	hit
-	placeholder string // the name of a placeholder for data, if any
+	placeholder []byte // the name of a placeholder for data, if any (in fb)
 	strong      bool   // the placeholder names private data
 	query       bool   // the placeholder is in the query
 	scheme      bool   // an absolute URL (scheme:// or www.)
@@ -123,11 +119,11 @@ func (st *state) tokenize() {
 				}
 				j = k // 's, 're, 'll, 've, 'd: the word without them
 			}
-			if pair, ok := contractions[string(fb[wa:wb])]; ok {
+			if pair, ok := contractions[string(fb[wa:wb])]; ok && wb-wa > 3 && fb[wb-1] == 't' && fb[wb-2] == 'n' {
 				st.addWord(lexicon[pair[0]], int32(wa), int32(wb), ci, start)
 				st.addWord(lexicon[pair[1]], int32(wa), int32(wb), ci, false)
 			} else {
-				st.addWord(lexicon[string(fb[wa:wb])], int32(wa), int32(wb), ci, start)
+				st.addWord(lookup(fb[wa:wb]), int32(wa), int32(wb), ci, start)
 			}
 			start = false
 		}
@@ -156,7 +152,7 @@ func negStem(b []byte) *lexEntry {
 	case "sha":
 		return lexicon["shall"]
 	}
-	return lexicon[string(b)]
+	return lookup(b)
 }
 
 // contractions written without their apostrophe.
@@ -212,7 +208,7 @@ func (st *state) phraseFinding(r *phraseRule, t, end int) {
 	if st.data {
 		conf = r.data
 	}
-	if conf == 0 {
+	if conf == 0 || st.seen(r.id, conf) {
 		return
 	}
 	st.add(Finding{Kind: r.kind, Confidence: conf, Rule: r.id, Excerpt: st.excerptOf(st.words[t].a, st.words[end-1].b), Say: r.say})
@@ -247,6 +243,15 @@ const (
 	chunkTrail = "`'\")]}>*,.;:!?"
 )
 
+var isChunkLead, isChunkTrail = byteSet(chunkLead), byteSet(chunkTrail)
+
+func byteSet(s string) (t [256]bool) {
+	for i := 0; i < len(s); i++ {
+		t[s[i]] = true
+	}
+	return t
+}
+
 // opener is the opening bracket of a closing one, or 0.
 func opener(c byte) byte {
 	switch c {
@@ -276,11 +281,11 @@ func (st *state) scanChunks() {
 		}
 		a, b := int(c.a), int(c.b)
 		quoted := false
-		for a < b && strings.IndexByte(chunkLead, fb[a]) >= 0 {
+		for a < b && isChunkLead[fb[a]] {
 			quoted = quoted || fb[a] == '`' || fb[a] == '\'' || fb[a] == '"'
 			a++
 		}
-		for b > a && strings.IndexByte(chunkTrail, fb[b-1]) >= 0 {
+		for b > a && isChunkTrail[fb[b-1]] {
 			if open := opener(fb[b-1]); open != 0 && bytes.Count(fb[a:b], []byte{open}) >= bytes.Count(fb[a:b], []byte{fb[b-1]}) {
 				break // a placeholder's end: {content}
 			}
@@ -309,22 +314,19 @@ func (st *state) scanChunks() {
 		}
 		h := hit{a: int32(a), b: int32(b)}
 		if pathy && secretPath(core) {
-			h.text = st.rawText(h.a, h.b, 60)
 			st.sentence.paths = append(st.sentence.paths, h)
 		}
 		if secretVariable(st.raw, st.fo, a, b, core) {
-			h.text = st.rawText(h.a, h.b, 60)
 			st.sentence.vars = append(st.sentence.vars, h)
 		}
 		if at && isEmail(core) || core[0] == '+' && isPhone(core) {
 			if !exampleAddress(core) {
-				h.text = st.rawText(h.a, h.b, 60)
 				st.sentence.addrs = append(st.sentence.addrs, h)
 			}
 		}
 		if url || bytes.HasPrefix(core, []byte("www.")) {
 			if u, ok := parseURL(core); ok {
-				u.hit = hit{a: h.a, b: h.b, text: st.rawText(h.a, h.b, 80)}
+				u.hit = h
 				st.sentence.urls = append(st.sentence.urls, u)
 			}
 		}
@@ -339,6 +341,13 @@ func (st *state) scanChunks() {
 // that mcp_tool_send_email names send_email; a plain word names a tool
 // only where the text treats it as a name.
 func (st *state) toolMention(ci, firstWord int, core []byte, marked bool, h hit) {
+	end := len(core)
+	for end > 0 && isSeparator(core[end-1]) {
+		end--
+	}
+	if end < 2 || !st.b.s.mayEndTool(core[end-2], core[end-1]) {
+		return
+	}
 	for _, x := range core {
 		if !(isWordByte(x) && x < 0x80 || x == '_' || x == '-' || x == '.' || x == ':' || x == '/') {
 			return
@@ -346,12 +355,15 @@ func (st *state) toolMention(ci, firstWord int, core []byte, marked bool, h hit)
 	}
 	var parts [8][]byte
 	n := 0
-	for _, p := range bytes.FieldsFunc(core, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == ':' || r == '/' }) {
-		if n == len(parts) {
-			break
+	for start, i := 0, 0; i <= len(core) && n < len(parts); i++ {
+		if i < len(core) && !isSeparator(core[i]) {
+			continue
 		}
-		parts[n] = p
-		n++
+		if i > start {
+			parts[n] = core[start:i]
+			n++
+		}
+		start = i + 1
 	}
 	var key [96]byte
 	for i := 0; i < n; i++ {
@@ -386,7 +398,7 @@ func (st *state) toolMention(ci, firstWord int, core []byte, marked bool, h hit)
 		if t.plain && (n > 1 || !(marked || verb || noun)) {
 			return
 		}
-		st.sentence.mentions = append(st.sentence.mentions, mention{hit: hit{a: h.a, b: h.b, text: clip(t.name, 60)}, called: verb || noun})
+		st.sentence.mentions = append(st.sentence.mentions, mention{hit: h, name: t.name, called: verb || noun})
 		return
 	}
 }
@@ -394,163 +406,203 @@ func (st *state) toolMention(ci, firstWord int, core []byte, marked bool, h hit)
 // shells are the programs that run a script piped into them.
 var shells = []string{"bash", "sh", "zsh", "dash", "ksh", "fish", "python", "python3", "perl", "ruby", "node", "iex", "pwsh", "powershell"}
 
-// pipeToShell finds a download piped into a shell ("curl … | bash"):
-// the offsets of the download and of the shell, or -1.
-func pipeToShell(fb []byte) (int, int) {
-	dl := -1
-	for _, w := range []string{"curl ", "wget ", "iwr ", "invoke-webrequest ", "irm "} {
-		if i := bytes.Index(fb, []byte(w)); i >= 0 && (dl < 0 || i < dl) {
-			dl = i
-		}
-	}
-	if dl < 0 {
-		return -1, -1
-	}
-	for i := dl; i < len(fb); i++ {
-		if fb[i] != '|' {
-			continue
-		}
-		j := i + 1
-		for j < len(fb) && fb[j] == ' ' {
-			j++
-		}
-		for _, sh := range shells {
-			if bytes.HasPrefix(fb[j:], []byte(sh)) && (j+len(sh) == len(fb) || !isWordByte(fb[j+len(sh)])) {
-				return dl, j + len(sh)
-			}
-		}
-	}
-	return -1, -1
-}
-
-// shellCode are the marks of a reverse shell: code that hands a shell
-// to another machine.
-var shellCode = [][]byte{[]byte("/dev/tcp/"), []byte("-e /bin/sh"), []byte("-e /bin/bash"), []byte("-e cmd.exe"),
-	[]byte("bash -i >"), []byte("sh -i >"), []byte("mkfifo /tmp/"), []byte("nc -l"), []byte("ncat -e"), []byte("socat exec:")}
-
-// reverseShell is the offset of a reverse shell's mark in fb, or -1.
-func reverseShell(fb []byte) int {
-	if bytes.IndexByte(fb, '/') < 0 && bytes.IndexByte(fb, '-') < 0 {
+// pipedToShell finds, after a download at the start of s, its pipe
+// into a shell ("curl … | bash"): the offset past the shell's name, or
+// -1. Only the first pipe within 256 bytes counts.
+func pipedToShell(s []byte) int {
+	i := bytes.IndexByte(s[:min(len(s), 256)], '|')
+	if i < 0 {
 		return -1
 	}
-	for _, m := range shellCode {
-		if i := bytes.Index(fb, m); i >= 0 {
-			return i
+	j := i + 1
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	for _, sh := range shells {
+		if bytes.HasPrefix(s[j:], []byte(sh)) && (j+len(sh) == len(s) || !isWordByte(s[j+len(sh)])) {
+			return j + len(sh)
 		}
 	}
 	return -1
+}
+
+// destructive reports whether the command at the start of s destroys a
+// home, a disk or a machine (window: s's first bytes).
+func destructive(s, window []byte) bool {
+	for _, m := range destructiveCommands {
+		if bytes.HasPrefix(s, m) {
+			return true
+		}
+	}
+	return bytes.HasPrefix(s, []byte("dd ")) && bytes.Contains(window, []byte("of=/dev/"))
 }
 
 // destructiveCommands destroy a home, a disk or a machine.
 var destructiveCommands = [][]byte{[]byte("rm -rf ~"), []byte("rm -rf /"), []byte("rm -rf $home"), []byte("rm -rf *"),
-	[]byte("rm -fr ~"), []byte("rm -fr /"), []byte("rm -rf --no-preserve-root"), []byte("mkfs."), []byte("of=/dev/sd"),
-	[]byte("of=/dev/nvme"), []byte(":(){"), []byte("chmod -r 777 /"), []byte("chmod -r 777 ~"), []byte("chmod -r 0666 ~"),
-	[]byte("chmod -r 0777 ~"), []byte("del /s /q c:"), []byte("format c:")}
+	[]byte("rm -fr ~"), []byte("rm -fr /"), []byte("rm -rf --no-preserve-root"), []byte("mkfs"), []byte("chmod -r 777 /"),
+	[]byte("chmod -r 777 ~"), []byte("chmod -r 0666 ~"), []byte("chmod -r 0777 ~"), []byte("del /s /q c:"), []byte("format c:")}
 
-// destructive is the offset of a destructive command in fb, or -1.
-func destructive(fb []byte) int {
-	for _, m := range destructiveCommands {
-		if i := bytes.Index(fb, m); i >= 0 {
-			return i
-		}
+// reverseShell reports whether the word at fb[at:] (s, and window its
+// first bytes) starts code that hands a shell to another machine.
+func reverseShell(fb []byte, at int, s, window []byte) bool {
+	switch {
+	case bytes.HasPrefix(s, []byte("tcp/")):
+		return at >= 5 && bytes.Equal(fb[at-5:at], []byte("/dev/"))
+	case bytes.HasPrefix(s, []byte("nc ")), bytes.HasPrefix(s, []byte("ncat ")):
+		return bytes.Contains(window, []byte(" -e /bin/")) || bytes.Contains(window, []byte(" -e cmd")) ||
+			bytes.Contains(window, []byte(" -c /bin/")) || bytes.HasPrefix(s, []byte("nc -l"))
+	case bytes.HasPrefix(s, []byte("socat ")):
+		return bytes.Contains(window, []byte("exec:"))
+	case bytes.HasPrefix(s, []byte("bash -i >")), bytes.HasPrefix(s, []byte("sh -i >")):
+		return true
+	case bytes.HasPrefix(s, []byte("mkfifo /tmp/")):
+		return true
 	}
-	return -1
+	return false
 }
 
 // judge weighs what the sentence mentions against what it says.
 func (st *state) judge() {
-	if a, b := pipeToShell(st.fb[:st.report]); a >= 0 {
-		conf := High
-		if st.data {
-			conf = Low // install instructions in a README
-		}
-		st.add(Finding{Kind: Instruction, Confidence: conf, Rule: "remote-script", Excerpt: st.excerptOf(int32(a), int32(b)),
-			Say: "tells the assistant to run a script downloaded from the internet"})
+	fb := st.fb[:st.report]
+	if st.sentence.classes&classShell != 0 {
+		st.commands(fb)
 	}
-	if i := reverseShell(st.fb[:st.report]); i >= 0 {
-		conf := High
-		if st.data {
-			conf = Low
-		}
-		st.add(Finding{Kind: Instruction, Confidence: conf, Rule: "shell-code", Excerpt: st.excerptOf(int32(i), int32(min(i+24, st.report))),
-			Say: "carries code that opens a shell to another machine"})
-	}
-	if i := destructive(st.fb[:st.report]); i >= 0 {
-		conf := Low
-		if !st.data && st.sentence.classes&classCall != 0 && st.sentence.classes&classNegation == 0 {
-			conf = High
-		}
-		st.add(Finding{Kind: Instruction, Confidence: conf, Rule: "destructive-command", Excerpt: st.excerptOf(int32(i), int32(min(i+24, st.report))),
-			Say: "tells the assistant to run a command that destroys data"})
-	}
+
 	s := &st.sentence
 	read := s.classes&classRead != 0
 	pass := s.classes&classPass != 0
 	for _, p := range s.paths {
-		f := Finding{Kind: SecretFile, Confidence: High, Excerpt: st.excerptOf(p.a, p.b)}
+		conf := High
+		if st.data && !(read && pass) {
+			conf = Low
+		}
 		switch {
 		case read:
-			f.Rule, f.Say = "read-secret", "tells the assistant to read "+p.text
+			if !st.seen("read-secret", conf) {
+				st.found(SecretFile, conf, "read-secret", p.a, p.b, "tells the assistant to read "+st.rawText(p.a, p.b, 60))
+			}
 		case pass:
-			f.Rule, f.Say = "send-secret", "asks for "+p.text+" to be sent"
+			if !st.seen("send-secret", conf) {
+				st.found(SecretFile, conf, "send-secret", p.a, p.b, "asks for "+st.rawText(p.a, p.b, 60)+" to be sent")
+			}
 		default:
-			f.Rule, f.Say = "secret-path", "mentions "+p.text+", a place where secrets are kept"
+			if !st.seen("secret-path", conf) {
+				st.found(SecretFile, conf, "secret-path", p.a, p.b, "mentions "+st.rawText(p.a, p.b, 60)+", a place where secrets are kept")
+			}
 		}
-		if st.data && !(read && pass) {
-			f.Confidence = Low
-		}
-		st.add(f)
 	}
 	for _, v := range s.vars {
-		if pass && !st.data {
-			st.add(Finding{Kind: SecretFile, Confidence: High, Rule: "send-secret-variable", Excerpt: st.excerptOf(v.a, v.b),
-				Say: "asks for the secret in " + v.text + " to be sent"})
+		if pass && !st.data && !st.seen("send-secret-variable", High) {
+			st.found(SecretFile, High, "send-secret-variable", v.a, v.b, "asks for the secret in "+st.rawText(v.a, v.b, 60)+" to be sent")
 		}
 	}
 	covert := s.classes&classSend != 0 && s.classes&classCovert != 0
 	for _, a := range s.addrs {
-		f := Finding{Kind: SendData, Confidence: Low, Rule: "address", Excerpt: st.excerptOf(a.a, a.b),
-			Say: "mentions the address " + a.text}
-		if covert {
-			f.Confidence, f.Rule, f.Say = High, "send-to-address", "tells the assistant to send data to "+a.text
+		switch {
+		case covert:
+			conf := High
 			if st.data {
-				f.Confidence = Low
+				conf = Low
 			}
-		} else if st.data {
-			continue
+			if !st.seen("send-to-address", conf) {
+				st.found(SendData, conf, "send-to-address", a.a, a.b, "tells the assistant to send data to "+st.rawText(a.a, a.b, 60))
+			}
+		case !st.data:
+			if !st.seen("address", Low) {
+				st.found(SendData, Low, "address", a.a, a.b, "mentions the address "+st.rawText(a.a, a.b, 60))
+			}
 		}
-		st.add(f)
 	}
 	control := s.classes&classControl != 0
 	for _, m := range s.mentions {
-		f := Finding{Kind: OtherTool, Confidence: Low, Rule: "other-tool", Excerpt: st.excerptOf(m.a, m.b),
-			Say: "mentions " + m.text + ", a tool of another server"}
 		if control && (!st.data || m.called) {
-			f.Confidence, f.Say = High, "tells the assistant how to use "+m.text+", a tool of another server"
+			if !st.seen("other-tool", High) {
+				st.found(OtherTool, High, "other-tool", m.a, m.b, "tells the assistant how to use "+clip(m.name, 60)+", a tool of another server")
+			}
+		} else if !st.seen("other-tool", Low) {
+			st.found(OtherTool, Low, "other-tool", m.a, m.b, "mentions "+clip(m.name, 60)+", a tool of another server")
 		}
-		st.add(f)
 	}
 	for _, u := range s.urls {
-		f := Finding{Kind: SendData, Confidence: High, Excerpt: st.excerptOf(u.a, u.b)}
+		conf, rule := High, "send-to-url"
 		switch {
-		case u.placeholder != "" && (u.strong || u.query):
-			f.Rule, f.Say = "url-placeholder", fmt.Sprintf("puts %s into a URL: %s", clip(u.placeholder, 40), u.text)
+		case len(u.placeholder) > 0 && (u.strong || u.query):
+			rule = "url-placeholder"
 			if st.data && !u.strong {
-				f.Confidence = Low
+				conf = Low
 			}
-		case u.scheme && s.classes&classSecretNoun != 0 && (pass || s.classes&classSend != 0):
-			f.Rule, f.Say = "send-to-url", "asks for secrets to be sent to "+u.text
+		case u.scheme && (covert || s.classes&classSecretNoun != 0 && (pass || s.classes&classSend != 0)):
 			if st.data {
-				f.Confidence = Low
-			}
-		case u.scheme && covert:
-			f.Rule, f.Say = "send-to-url", "tells the assistant to send a copy to "+u.text
-			if st.data {
-				f.Confidence = Low
+				conf = Low
 			}
 		default:
 			continue
 		}
-		st.add(f)
+		if st.seen(rule, conf) {
+			continue
+		}
+		say := "tells the assistant to send a copy to " + st.rawText(u.a, u.b, 80)
+		switch {
+		case rule == "url-placeholder":
+			say = "puts " + clip(string(u.placeholder), 40) + " into a URL: " + st.rawText(u.a, u.b, 80)
+		case !covert:
+			say = "asks for secrets to be sent to " + st.rawText(u.a, u.b, 80)
+		}
+		st.found(SendData, conf, rule, u.a, u.b, say)
 	}
 }
+
+// commands judges the commands a sentence with a shell's word carries:
+// a download piped into a shell, a reverse shell, a command that
+// destroys a home or a disk. Each is looked for where its word is.
+func (st *state) commands(fb []byte) {
+	for i := range st.words {
+		w := &st.words[i]
+		if w.classes&classShell == 0 || int(w.a) >= len(fb) {
+			continue
+		}
+		rest := fb[w.a:]
+		window := rest[:min(len(rest), 96)]
+		switch string(fb[w.a:w.b]) {
+		case "curl", "wget", "iwr", "irm", "invoke":
+			if end := pipedToShell(rest); end >= 0 {
+				conf := High
+				if st.data {
+					conf = Low // install instructions in a README
+				}
+				if !st.seen("remote-script", conf) {
+					st.found(Instruction, conf, "remote-script", w.a, w.a+int32(end), "tells the assistant to run a script downloaded from the internet")
+				}
+			}
+		case "rm", "chmod", "mkfs", "dd", "del", "format":
+			if !destructive(rest, window) {
+				continue
+			}
+			conf := Low
+			if !st.data && st.sentence.classes&classCall != 0 && st.sentence.classes&classNegation == 0 {
+				conf = High
+			}
+			if !st.seen("destructive-command", conf) {
+				st.found(Instruction, conf, "destructive-command", w.a, int32(min(int(w.a)+24, len(fb))), "tells the assistant to run a command that destroys data")
+			}
+		default: // nc, ncat, socat, bash, sh, mkfifo, tcp
+			if !reverseShell(fb, int(w.a), rest, window) {
+				continue
+			}
+			conf := High
+			if st.data {
+				conf = Low
+			}
+			if !st.seen("shell-code", conf) {
+				st.found(Instruction, conf, "shell-code", w.a, int32(min(int(w.a)+24, len(fb))), "carries code that opens a shell to another machine")
+			}
+		}
+	}
+}
+
+// found records a finding at fb[a:b].
+func (st *state) found(kind Kind, conf Confidence, rule string, a, b int32, say string) {
+	st.add(Finding{Kind: kind, Confidence: conf, Rule: rule, Excerpt: st.excerptOf(a, b), Say: say})
+}
+
+func isSeparator(c byte) bool { return c == '_' || c == '-' || c == '.' || c == ':' || c == '/' }

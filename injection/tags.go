@@ -102,7 +102,7 @@ func (st *state) angleTag(i int) {
 	rest := fb[i:]
 	switch {
 	case bytes.HasPrefix(rest, []byte("<!--")):
-		body := rest[4:]
+		body := rest[4:min(len(rest), 4+256)] // a letter near the start will do
 		if end := bytes.Index(body, []byte("-->")); end >= 0 {
 			body = body[:end]
 		}
@@ -189,12 +189,20 @@ func tagRule(name string) string {
 	return "emphasis"
 }
 
-// wordsUntil counts the words in b before the byte stop.
+// wordsUntil counts the words in b before the byte stop, up to 3.
 func wordsUntil(b []byte, stop byte) int {
-	if i := bytes.IndexByte(b, stop); i >= 0 {
-		b = b[:i]
+	n, in := 0, false
+	for _, c := range b {
+		if c == stop || n == 3 {
+			break
+		}
+		space := c == ' ' || c == '\n'
+		if !space && !in {
+			n++
+		}
+		in = !space
 	}
-	return len(bytes.Fields(b))
+	return n
 }
 
 // tag reports a tag at fb[a:b].
@@ -203,7 +211,7 @@ func (st *state) tag(rule string, a, b int32, def, data Confidence, say string) 
 	if st.data {
 		conf = data
 	}
-	if conf == 0 {
+	if conf == 0 || st.seen(rule, conf) {
 		return
 	}
 	st.add(Finding{Kind: Tag, Confidence: conf, Rule: rule, Excerpt: st.excerptOf(a, b), Say: say})

@@ -55,6 +55,7 @@ func (s *Scanner) ScanTool(def map[string]any) []Finding {
 // Tool scans a tool definition into the batch, its places under prefix
 // (for a listing: "tools[3].").
 func (b *Batch) Tool(prefix string, def map[string]any) {
+	b.depth = 0
 	if name, ok := def["name"].(string); ok {
 		b.name(prefix+"name", name)
 	}
@@ -77,6 +78,10 @@ func (b *Batch) Tool(prefix string, def map[string]any) {
 // name of its objects, under where: a tool result's structuredContent,
 // a resource's JSON.
 func (b *Batch) Value(where string, v any) {
+	if b.deeper(where) {
+		return
+	}
+	defer b.up()
 	switch x := v.(type) {
 	case string:
 		b.Text(where, x)
@@ -96,6 +101,10 @@ func (b *Batch) Value(where string, v any) {
 // schema scans a JSON Schema: the values of keywords that hold text, the
 // names of properties, and anything a keyword does not explain.
 func (b *Batch) schema(where string, v any) {
+	if b.deeper(where) {
+		return
+	}
+	defer b.up()
 	switch x := v.(type) {
 	case string:
 		b.Text(where, x)
@@ -139,6 +148,10 @@ func (b *Batch) schema(where string, v any) {
 // examples): they are text the model reads, but a value that is also
 // another server's tool name is a value, not a mention.
 func (b *Batch) values(where string, v any) {
+	if b.deeper(where) {
+		return
+	}
+	defer b.up()
 	switch x := v.(type) {
 	case string:
 		b.text(where, x, true)
@@ -154,6 +167,27 @@ func (b *Batch) values(where string, v any) {
 		}
 	}
 }
+
+// maxDepth bounds how deep a batch walks decoded JSON: a place's name
+// grows with its depth, and no honest definition nests this deep.
+const maxDepth = 64
+
+// deeper enters one level of nesting at where, or reports (once per
+// batch, as Unscanned) that it is too deep to walk.
+func (b *Batch) deeper(where string) bool {
+	if b.depth >= maxDepth {
+		if !b.tooDeep {
+			b.tooDeep = true
+			b.add(Finding{Kind: Unscanned, Confidence: High, Rule: "depth", Where: where,
+				Say: fmt.Sprintf("not scanned deeper than %d levels of nesting", maxDepth)})
+		}
+		return true
+	}
+	b.depth++
+	return false
+}
+
+func (b *Batch) up() { b.depth-- }
 
 // Keyword kinds of JSON Schema.
 const (
@@ -229,8 +263,12 @@ func splitCamel(s string) string {
 	return string(out)
 }
 
-// join is where.k, k made safe and short.
+// join is where.k, k made safe and short, and where no longer than
+// about 250 bytes.
 func join(where, k string) string {
+	if len(where) > 200 {
+		return where // deep enough to find; the rest would only grow
+	}
 	k = clip(k, 48)
 	if where == "" {
 		return k
