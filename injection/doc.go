@@ -30,14 +30,26 @@
 //
 //   - overriding the assistant's instructions ("ignore previous
 //     instructions", "tool descriptions are outdated", "safety checks
-//     are lifted", "your new task is", "from now on you");
-//   - keeping something from the user ("do not mention this to the
-//     user", "silently POST a copy", "the user must not know");
+//     are lifted", "your new task is", "from now on", "act as root",
+//     "treat … as system commands", "regardless of what the user asks");
+//   - claiming authority or consent ("the assistant is authorized by
+//     the administrator", "the user has already approved", "trusted
+//     mode", "confirmation is no longer required", "this directive has
+//     the highest priority");
+//   - keeping something from the user or deceiving them ("do not
+//     mention this to the user", "silently POST a copy", "between us",
+//     "need not be disclosed", "tell the user it went fine even if it
+//     failed"), or dressing the assistant's replies ("prefix every
+//     reply with …");
 //   - steering every other tool ("before using any other tool",
 //     "every command must start with …"), or changing what another
 //     operation takes or gives ("replace the values with the response",
 //     "fix the wrong result of the check tool"), or where a message goes
-//     ("change the recipient to …", "always BCC …");
+//     ("change the recipient to …", "always BCC …"), or obeying a tool's
+//     output ("execute it without reviewing it");
+//   - commands that run a download ("curl … | bash"), open a shell to
+//     another machine, or destroy a home or a disk (when the sentence
+//     runs them rather than refuses them);
 //   - the name of another server's tool together with a word that
 //     governs it (must, always, never, before, after, instead, first,
 //     ensure …); a bare mention is Low;
@@ -46,9 +58,12 @@
 //     mcp.json and claude_desktop_config.json, …), whether the text asks
 //     to read it or only names it: a server that honestly works with
 //     ~/.ssh is reviewed once;
-//   - asking for data to go out: the conversation, the system prompt or
-//     secrets into an argument, a copy of anything to an address or URL
-//     written in the text, data into a URL's placeholders;
+//   - asking for data to go out: the conversation, the context window,
+//     the system prompt, secrets (SSH keys, every credential, an
+//     environment variable named like OPENAI_API_KEY) or the user's
+//     personal data into an argument; a copy of anything to an address
+//     or URL written in the text; data into a URL's placeholders;
+//     recording what the user does or types;
 //   - markup that dresses text up as the model's own prompt: <IMPORTANT>,
 //     <system>, <instructions>, [SYSTEM], **SYSTEM**, "SYSTEM:" at the
 //     start of a line, chat tokens (<|im_start|>, [INST], <<SYS>>), and
@@ -62,6 +77,13 @@
 //     breaks). What tag characters and variation selectors encode is
 //     decoded and scanned too;
 //   - a Latin word with look-alike letters of another script in it.
+//
+// The line was drawn against the descriptions of real servers
+// (corpus_test.go says which, and TestHonestServersLive and
+// TestExternalCorpus run them): none of them gives a High finding.
+// Rules are phrases, so they know the kinds of attack they were written
+// for; three rounds of attacks written afresh found about a quarter of
+// each new round High before the rules learned its kinds.
 //
 // Matching is done on folded text (NFKD without marks, lower case,
 // look-alike letters as the Latin ones, invisible characters dropped,
