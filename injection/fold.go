@@ -101,10 +101,11 @@ const (
 
 func (st *state) reset(b *Batch, where, raw string, hidden bool) {
 	nb, fb, fo, words, chunks, tagRun, vsRun := st.nb[:0], st.fb[:0], st.fo[:0], st.words[:0], st.chunks[:0], st.tagRun[:0], st.vsRun[:0]
-	paths, addrs, urls, mentions := st.sentence.paths[:0], st.sentence.addrs[:0], st.sentence.urls[:0], st.sentence.mentions[:0]
+	notes := st.sentence
 	*st = state{b: b, where: where, raw: raw, data: b.s.opts.Data, hidden: hidden,
 		nb: nb, fb: fb, fo: fo, words: words, chunks: chunks, tagRun: tagRun, vsRun: vsRun}
-	st.sentence.paths, st.sentence.addrs, st.sentence.urls, st.sentence.mentions = paths, addrs, urls, mentions
+	st.sentence = sentenceNotes{paths: notes.paths[:0], vars: notes.vars[:0], addrs: notes.addrs[:0],
+		urls: notes.urls[:0], mentions: notes.mentions[:0], matched: notes.matched[:0]}
 }
 
 // ascii classes of the rune loop.
@@ -153,7 +154,7 @@ func (st *state) run() {
 			continue
 		}
 		if st.tagN > 0 || st.vsN > 0 {
-			st.endRuns(rune(c))
+			st.endRuns()
 		}
 		switch asciiClass[c] {
 		case aLetter:
@@ -190,7 +191,7 @@ func (st *state) run() {
 		st.prev = rune(c)
 		i++
 	}
-	st.endRuns(0)
+	st.endRuns()
 	st.endWord()
 	st.flush(false)
 	st.finish()
@@ -338,7 +339,7 @@ func (st *state) nonASCII(r rune, off, n int) {
 	isTag := r >= 0xE0000 && r <= 0xE007F
 	isVS := r >= 0xFE00 && r <= 0xFE0F || r >= 0xE0100 && r <= 0xE01EF
 	if st.tagN > 0 && !isTag || st.vsN > 0 && !isVS {
-		st.endRuns(r)
+		st.endRuns()
 	}
 	switch {
 	case isTag:
@@ -514,9 +515,8 @@ func punctuation(r rune) byte {
 	return '#'
 }
 
-// endRuns ends runs of tag characters and variation selectors; next is
-// the rune after them (0 at the end of the text).
-func (st *state) endRuns(next rune) {
+// endRuns ends runs of tag characters and variation selectors.
+func (st *state) endRuns() {
 	if st.tagN > 0 {
 		st.endTags()
 	}

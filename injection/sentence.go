@@ -119,7 +119,7 @@ func (st *state) tokenize() {
 				}
 				j = k // 's, 're, 'll, 've, 'd: the word without them
 			}
-			if pair, ok := contractions[string(fb[wa:wb])]; ok && wb-wa > 3 && fb[wb-1] == 't' && fb[wb-2] == 'n' {
+			if pair, ok := contraction(fb[wa:wb]); ok {
 				st.addWord(lexicon[pair[0]], int32(wa), int32(wb), ci, start)
 				st.addWord(lexicon[pair[1]], int32(wa), int32(wb), ci, false)
 			} else {
@@ -153,6 +153,16 @@ func negStem(b []byte) *lexEntry {
 		return lexicon["shall"]
 	}
 	return lookup(b)
+}
+
+// contraction is the two words of a contraction written without its
+// apostrophe ("dont").
+func contraction(w []byte) ([2]string, bool) {
+	if len(w) < 4 || w[len(w)-1] != 't' || w[len(w)-2] != 'n' {
+		return [2]string{}, false
+	}
+	pair, ok := contractions[string(w)]
+	return pair, ok
 }
 
 // contractions written without their apostrophe.
