@@ -2,6 +2,7 @@ package injection
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -300,12 +301,7 @@ func escapeLen(s string) (n int, conceal bool) {
 			i++
 		}
 		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
-			if s[i] == 'm' {
-				for _, p := range splitParams(s[2:i]) {
-					conceal = conceal || p == "8"
-				}
-			}
-			return i + 1, conceal
+			return i + 1, s[i] == 'm' && hasParam(s[2:i], "8")
 		}
 		return i, false
 	case ']': // OSC: up to BEL or ST
@@ -322,16 +318,20 @@ func escapeLen(s string) (n int, conceal bool) {
 	return 2, false
 }
 
-func splitParams(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ';' || s[i] == ':' {
-			out = append(out, s[start:i])
-			start = i + 1
+// hasParam reports whether the parameters of an escape sequence (split
+// at ';' and ':') hold p.
+func hasParam(params, p string) bool {
+	for params != "" {
+		end := strings.IndexAny(params, ";:")
+		if end < 0 {
+			return params == p
 		}
+		if params[:end] == p {
+			return true
+		}
+		params = params[end+1:]
 	}
-	return out
+	return false
 }
 
 // nonASCII handles one rune beyond ASCII, n bytes at off.
@@ -436,8 +436,14 @@ func (st *state) joinerInPlace(r rune, off, n int) bool {
 
 // letters folds a visible rune beyond ASCII into the sentence.
 func (st *state) letters(r rune, off, n int) {
-	st.nb = norm.NFKD.AppendString(st.nb[:0], st.raw[off:off+n])
-	for _, d := range string(st.nb) {
+	// The compatibility decomposition, from the tables: no allocation
+	// (NFKD of a whole string would reorder marks, which are dropped).
+	dec := norm.NFKD.PropertiesString(st.raw[off : off+n]).Decomposition()
+	if len(dec) == 0 {
+		st.nb = append(st.nb[:0], st.raw[off:off+n]...)
+		dec = st.nb
+	}
+	for _, d := range string(dec) {
 		if unicode.In(d, unicode.Mn, unicode.Me) {
 			continue
 		}
@@ -529,12 +535,12 @@ func (st *state) endRuns() {
 // a flag: U+1F3F4 followed by a region's letters in tags and CANCEL TAG
 // (the flags of England, Scotland, Wales).
 func (st *state) endTags() {
-	n, decoded := st.tagN, string(st.tagRun)
-	st.tagN, st.tagRun = 0, st.tagRun[:0]
-	if st.tagBase == 0x1F3F4 && n >= 3 && n <= 8 && isFlagTags(st.raw[st.tagAt:], n) {
-		return
+	n := st.tagN
+	st.tagN = 0
+	if !(st.tagBase == 0x1F3F4 && n >= 3 && n <= 8 && isFlagTags(st.raw[st.tagAt:], n)) {
+		st.invisibleText("unicode-tags", st.tagAt, n, st.tagRun)
 	}
-	st.invisibleText("unicode-tags", "hides text in invisible Unicode tag characters", st.tagAt, n, decoded)
+	st.tagRun = st.tagRun[:0]
 }
 
 func isFlagTags(s string, n int) bool {
@@ -557,57 +563,53 @@ func isFlagTags(s string, n int) bool {
 // and carry a byte each.
 func (st *state) endSelectors() {
 	n := st.vsN
-	raw := st.vsRun
-	st.vsN, st.vsRun = 0, st.vsRun[:0]
-	if n < 2 {
-		return
+	st.vsN = 0
+	if n >= 2 {
+		st.invisibleText("variation-selectors", st.vsAt, n, st.vsRun)
 	}
-	decoded := ""
-	if utf8.Valid(raw) {
-		decoded = string(raw)
-	}
-	st.invisibleText("variation-selectors", fmt.Sprintf("hides %d bytes of data in variation selectors", n), st.vsAt, n, decoded)
+	st.vsRun = st.vsRun[:0]
 }
 
 // invisibleText reports n invisible characters at off that carry
-// decoded, and scans what they say.
-func (st *state) invisibleText(rule, say string, off, n int, decoded string) {
-	if st.seen(rule, High) && len(decoded) < 2 {
-		return
+// decoded (the first 4 KiB of it), and scans what they say when it is
+// text: the first maxInnerScans times in a text.
+func (st *state) invisibleText(rule string, off, n int, decoded []byte) {
+	readable := printable(decoded)
+	if !st.seen(rule, High) {
+		say := "hides text in invisible Unicode tag characters"
+		if rule == "variation-selectors" {
+			say = fmt.Sprintf("hides %d bytes of data in variation selectors", n)
+		}
+		if readable {
+			say += ": “" + clip(string(decoded), 60) + "”"
+		}
+		st.add(Finding{Kind: Invisible, Confidence: High, Rule: rule, Excerpt: excerpt(st.raw, off, off+n*4), Say: say})
 	}
-	shown := printable(decoded)
-	if shown != "" {
-		say += ": “" + clip(shown, 60) + "”"
-	}
-	st.add(Finding{Kind: Invisible, Confidence: High, Rule: rule, Excerpt: excerpt(st.raw, off, off+n*4), Say: say})
-	if !st.hidden && shown != "" && len(decoded) >= 2 && st.innerScans < maxInnerScans {
+	if readable && !st.hidden && len(decoded) >= 2 && st.innerScans < maxInnerScans {
 		st.innerScans++
-		inner := getState(st.b, st.where, decoded, true)
+		inner := getState(st.b, st.where, string(decoded), true)
 		inner.run()
 		putState(inner)
 	}
 }
 
-// printable is s if it is text a person can read (letters, digits,
-// punctuation, spaces), else "".
-func printable(s string) string {
-	if s == "" || !utf8.ValidString(s) {
-		return ""
+// printable reports whether b is text a person can read (letters,
+// digits, punctuation, spaces, at least one letter or digit).
+func printable(b []byte) bool {
+	if len(b) == 0 || !utf8.Valid(b) {
+		return false
 	}
 	letters := 0
-	for _, r := range s {
+	for _, r := range string(b) {
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			letters++
 		case unicode.IsPunct(r) || unicode.IsSymbol(r) || r == ' ' || r == '\n' || r == '\t':
 		default:
-			return ""
+			return false
 		}
 	}
-	if letters == 0 {
-		return ""
-	}
-	return s
+	return letters > 0
 }
 
 // confusable reports the word that just ended.

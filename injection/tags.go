@@ -54,17 +54,17 @@ func (st *state) scanTags() {
 			}
 			name, k := tagName(fb, j, true)
 			if k < len(fb) && fb[k] == ']' {
-				if name == "inst" {
-					st.tag("role-token", int32(i), int32(k+1), High, High, "uses a model's chat markup ([INST])")
-				} else if kind := bracketNames[name]; kind != 0 {
-					st.tag("tag-"+tagRule(name), int32(i), int32(k+1), High, Low, "dresses text up as instructions with ["+name+"]")
+				if string(name) == "inst" {
+					st.tag("role-token", int32(i), int32(k+1), High, High, func() string { return "uses a model's chat markup ([INST])" })
+				} else if kind := bracketNames[string(name)]; kind != 0 {
+					st.tag(tagRule(name), int32(i), int32(k+1), High, Low, func() string { return "dresses text up as instructions with [" + string(name) + "]" })
 				}
 			}
 		case '*':
 			if i+1 < len(fb) && fb[i+1] == '*' {
 				name, k := tagName(fb, i+2, true)
-				if k+1 < len(fb) && fb[k] == '*' && fb[k+1] == '*' && (name == "system" || name == "admin" || bracketNames[name] == tagPrompt) {
-					st.tag("tag-"+tagRule(name), int32(i), int32(k+2), High, Low, "dresses text up as instructions with **"+name+"**")
+				if k+1 < len(fb) && fb[k] == '*' && fb[k+1] == '*' && (string(name) == "system" || string(name) == "admin" || bracketNames[string(name)] == tagPrompt) {
+					st.tag(tagRule(name), int32(i), int32(k+2), High, Low, func() string { return "dresses text up as instructions with **" + string(name) + "**" })
 				}
 				i++
 			}
@@ -78,8 +78,9 @@ func (st *state) lineStart(i int) {
 	fb := st.fb[i:]
 	for _, role := range roleNames {
 		if bytes.HasPrefix(fb, role) {
-			st.tag("role-prefix", int32(i), int32(i+len(role)), High, Low,
-				"writes a line as if the "+string(role[:bytes.IndexAny(role, " :")])+" of the chat spoke it")
+			st.tag("role-prefix", int32(i), int32(i+len(role)), High, Low, func() string {
+				return "writes a line as if the " + string(role[:bytes.IndexAny(role, " :")]) + " of the chat spoke it"
+			})
 			return
 		}
 	}
@@ -91,8 +92,8 @@ func (st *state) lineStart(i int) {
 		j++
 	}
 	name, k := tagName(fb, j, true)
-	if (k == len(fb) || fb[k] == ':' || fb[k] == '\n') && (bracketNames[name] == tagPrompt || name == "system prompt") {
-		st.tag("tag-heading", int32(i), int32(i+k), High, Low, "heads text as “"+name+"”, as if it were the model's own prompt")
+	if (k == len(fb) || fb[k] == ':' || fb[k] == '\n') && (bracketNames[string(name)] == tagPrompt || string(name) == "system prompt") {
+		st.tag("tag-heading", int32(i), int32(i+k), High, Low, func() string { return "heads text as “" + string(name) + "”, as if it were the model's own prompt" })
 	}
 }
 
@@ -109,19 +110,19 @@ func (st *state) angleTag(i int) {
 		for _, c := range body {
 			if c >= 'a' && c <= 'z' || c >= 0x80 {
 				end := i + 4 + len(body)
-				st.tag("html-comment", int32(i), int32(end), High, Low, "hides text in an HTML comment, which a rendered view does not show")
+				st.tag("html-comment", int32(i), int32(end), High, Low, func() string { return "hides text in an HTML comment, which a rendered view does not show" })
 				return
 			}
 		}
 		return
 	case bytes.HasPrefix(rest, []byte("<|")):
 		name, k := tagName(fb, i+2, false)
-		if name != "" && k+1 < len(fb) && fb[k] == '|' && fb[k+1] == '>' {
-			st.tag("role-token", int32(i), int32(k+2), High, High, "uses a model's chat markup (<|"+name+"|>)")
+		if len(name) > 0 && k+1 < len(fb) && fb[k] == '|' && fb[k+1] == '>' {
+			st.tag("role-token", int32(i), int32(k+2), High, High, func() string { return "uses a model's chat markup (<|" + string(name) + "|>)" })
 		}
 		return
 	case bytes.HasPrefix(rest, []byte("<<sys>>")):
-		st.tag("role-token", int32(i), int32(i+7), High, High, "uses a model's chat markup (<<SYS>>)")
+		st.tag("role-token", int32(i), int32(i+7), High, High, func() string { return "uses a model's chat markup (<<SYS>>)" })
 		return
 	}
 	j := i + 1
@@ -135,7 +136,7 @@ func (st *state) angleTag(i int) {
 	if k >= len(fb) || fb[k] != '>' {
 		return
 	}
-	kind := tagNames[name]
+	kind := tagNames[string(name)]
 	if kind == 0 {
 		return
 	}
@@ -150,16 +151,17 @@ func (st *state) angleTag(i int) {
 			data = Low
 		}
 	}
-	say := "dresses text up as instructions with an <" + name + "> tag"
-	if kind == tagPrompt {
-		say = "dresses text up as the model's own prompt with a <" + name + "> tag"
-	}
-	st.tag("tag-"+tagRule(name), int32(i), int32(k+1), def, data, say)
+	st.tag(tagRule(name), int32(i), int32(k+1), def, data, func() string {
+		if kind == tagPrompt {
+			return "dresses text up as the model's own prompt with a <" + string(name) + "> tag"
+		}
+		return "dresses text up as instructions with an <" + string(name) + "> tag"
+	})
 }
 
 // tagName reads a tag's name at fb[j:]: letters, digits, '_' and '-',
 // and with spaces (up to two words) when spaced.
-func tagName(fb []byte, j int, spaced bool) (string, int) {
+func tagName(fb []byte, j int, spaced bool) ([]byte, int) {
 	k := j
 	words := 1
 	for k < len(fb) {
@@ -176,17 +178,17 @@ func tagName(fb []byte, j int, spaced bool) (string, int) {
 		break
 	}
 	if k-j > 32 {
-		return "", j
+		return nil, j
 	}
-	return string(bytes.TrimRight(fb[j:k], " ")), k
+	return bytes.TrimRight(fb[j:k], " "), k
 }
 
-// tagRule is the rule id for a tag name: its kind of tag.
-func tagRule(name string) string {
-	if kind := tagNames[name]; kind == tagPrompt || bracketNames[name] == tagPrompt || name == "system" || name == "admin" {
-		return "prompt"
+// tagRule is the rule of a tag name: its kind of tag.
+func tagRule(name []byte) string {
+	if kind := tagNames[string(name)]; kind == tagPrompt || bracketNames[string(name)] == tagPrompt || string(name) == "system" || string(name) == "admin" {
+		return "tag-prompt"
 	}
-	return "emphasis"
+	return "tag-emphasis"
 }
 
 // wordsUntil counts the words in b before the byte stop, up to 3.
@@ -205,8 +207,9 @@ func wordsUntil(b []byte, stop byte) int {
 	return n
 }
 
-// tag reports a tag at fb[a:b].
-func (st *state) tag(rule string, a, b int32, def, data Confidence, say string) {
+// tag reports a tag at fb[a:b]; say is called only for a finding that
+// is not a repeat.
+func (st *state) tag(rule string, a, b int32, def, data Confidence, say func() string) {
 	conf := def
 	if st.data {
 		conf = data
@@ -214,5 +217,5 @@ func (st *state) tag(rule string, a, b int32, def, data Confidence, say string) 
 	if conf == 0 || st.seen(rule, conf) {
 		return
 	}
-	st.add(Finding{Kind: Tag, Confidence: conf, Rule: rule, Excerpt: st.excerptOf(a, b), Say: say})
+	st.add(Finding{Kind: Tag, Confidence: conf, Rule: rule, Excerpt: st.excerptOf(a, b), Say: say()})
 }
