@@ -103,7 +103,8 @@ func (s *Scanner) Scan(text string) []Finding {
 }
 
 // Batch scans several texts against one budget: the members of one tool
-// definition, the content blocks of one tool result.
+// definition, the content blocks of one tool result (Text for each
+// block, Value for structuredContent). A Batch belongs to one goroutine.
 type Batch struct {
 	s         *Scanner
 	remaining int
