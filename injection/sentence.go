@@ -1,0 +1,618 @@
+package injection
+
+import (
+	"bytes"
+)
+
+// sentenceNotes is what the current sentence mentions, weighed together
+// when it ends: a secret place is worse next to "read".
+type sentenceNotes struct {
+	classes  wordClass
+	paths    []hit
+	vars     []hit // environment variables that hold secrets
+	addrs    []hit
+	urls     []urlHit
+	mentions []mention
+	// matched holds, per rule already reported in this sentence, where
+	// its match ended: an overlapping match is the same one.
+	matched []ruleEnd
+}
+
+// hit is something a chunk of the sentence is, at fb[a:b].
+type hit struct{ a, b int32 }
+
+// mention is a name of another server's tool; called: the sentence
+// calls or uses it as a tool.
+type mention struct {
+	hit
+	name   string
+	called bool
+}
+
+type urlHit struct {
+	hit
+	placeholder []byte // the name of a placeholder for data, if any (in fb)
+	strong      bool   // the placeholder names private data
+	query       bool   // the placeholder is in the query
+	scheme      bool   // an absolute URL (scheme:// or www.)
+}
+
+type ruleEnd struct {
+	rule *phraseRule
+	end  int
+}
+
+// flush matches the current sentence and starts the next. forced: the
+// sentence is cut because it is long; its last sentenceOverlap bytes
+// start the next part and are reported there.
+func (st *state) flush(forced bool) {
+	if len(st.fb) == 0 {
+		return
+	}
+	st.report = len(st.fb)
+	if forced && len(st.fb) > sentenceOverlap {
+		cut := len(st.fb) - sentenceOverlap
+		if i := bytes.IndexByte(st.fb[cut:], ' '); i >= 0 && i < sentenceOverlap/2 {
+			cut += i + 1
+		}
+		st.report = cut
+	}
+	st.tokenize()
+	st.matchPhrases()
+	st.scanChunks()
+	st.scanTags()
+	st.judge()
+
+	n := 0
+	if st.report < len(st.fb) {
+		n = copy(st.fb, st.fb[st.report:])
+		copy(st.fo, st.fo[st.report:])
+	}
+	st.fb, st.fo = st.fb[:n], st.fo[:n]
+	s := &st.sentence
+	s.classes = 0
+	s.paths, s.addrs, s.urls, s.mentions, s.matched, s.vars = s.paths[:0], s.addrs[:0], s.urls[:0], s.mentions[:0], s.matched[:0], s.vars[:0]
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+// tokenize splits the sentence into chunks (runs without spaces) and
+// words (runs of letters and digits), splitting contractions.
+func (st *state) tokenize() {
+	st.words, st.chunks = st.words[:0], st.chunks[:0]
+	fb := st.fb
+	start := true
+	for i := 0; i < len(fb); {
+		if fb[i] == ' ' || fb[i] == '\n' {
+			i++
+			continue
+		}
+		ca := i
+		for i < len(fb) && fb[i] != ' ' && fb[i] != '\n' {
+			i++
+		}
+		ci := int32(len(st.chunks))
+		st.chunks = append(st.chunks, chunk{int32(ca), int32(i)})
+		for j := ca; j < i; {
+			if !isWordByte(fb[j]) {
+				j++
+				continue
+			}
+			wa := j
+			for j < i && isWordByte(fb[j]) {
+				j++
+			}
+			wb := j
+			if j+1 < i && fb[j] == '\'' && isWordByte(fb[j+1]) {
+				k := j + 1
+				for k < i && isWordByte(fb[k]) {
+					k++
+				}
+				if k == j+2 && fb[j+1] == 't' && fb[wb-1] == 'n' && wb-1 > wa {
+					st.addWord(negStem(fb[wa:wb-1]), int32(wa), int32(wb-1), ci, start)
+					st.addWord(lexicon["not"], int32(wb-1), int32(k), ci, false)
+					start = false
+					j = k
+					continue
+				}
+				j = k // 's, 're, 'll, 've, 'd: the word without them
+			}
+			if pair, ok := contraction(fb[wa:wb]); ok {
+				st.addWord(lexicon[pair[0]], int32(wa), int32(wb), ci, start)
+				st.addWord(lexicon[pair[1]], int32(wa), int32(wb), ci, false)
+			} else {
+				st.addWord(lookup(fb[wa:wb]), int32(wa), int32(wb), ci, start)
+			}
+			start = false
+		}
+		last := fb[i-1]
+		start = last == ':' || i-ca == 1 && (last == '-' || last == '*' || last == '>')
+	}
+}
+
+func (st *state) addWord(e *lexEntry, a, b, chunk int32, start bool) {
+	w := word{a: a, b: b, start: start, chunk: chunk}
+	if e != nil {
+		w.id, w.classes = e.id, e.classes
+		st.sentence.classes |= e.classes
+	}
+	st.words = append(st.words, w)
+}
+
+// negStem is the entry of the word before "n't": "do" of "don't", "can"
+// of "can't", "will" of "won't".
+func negStem(b []byte) *lexEntry {
+	switch string(b) {
+	case "ca":
+		return lexicon["can"]
+	case "wo":
+		return lexicon["will"]
+	case "sha":
+		return lexicon["shall"]
+	}
+	return lookup(b)
+}
+
+// contraction is the two words of a contraction written without its
+// apostrophe ("dont").
+func contraction(w []byte) ([2]string, bool) {
+	if len(w) < 4 || w[len(w)-1] != 't' || w[len(w)-2] != 'n' {
+		return [2]string{}, false
+	}
+	pair, ok := contractions[string(w)]
+	return pair, ok
+}
+
+// contractions written without their apostrophe.
+var contractions = map[string][2]string{
+	"dont": {"do", "not"}, "doesnt": {"does", "not"}, "didnt": {"did", "not"}, "cant": {"can", "not"},
+	"wont": {"will", "not"}, "shouldnt": {"should", "not"}, "mustnt": {"must", "not"}, "isnt": {"is", "not"},
+}
+
+// matchPhrases runs the phrase rules over the sentence's words.
+func (st *state) matchPhrases() {
+	words := st.words
+	for t := range words {
+		w := &words[t]
+		if int(w.a) >= st.report {
+			break
+		}
+		if w.id == 0 {
+			continue
+		}
+		e := lexByID[w.id]
+		for _, p := range e.starts {
+			if p.atStart && !w.start {
+				continue
+			}
+			end, ok := p.match(words, 0, t)
+			if !ok || st.matchedBefore(p.rule, t, end) {
+				continue
+			}
+			st.phraseFinding(p.rule, t, end)
+		}
+	}
+}
+
+// matchedBefore reports whether rule already matched words overlapping
+// [t, end), and notes this match.
+func (st *state) matchedBefore(r *phraseRule, t, end int) bool {
+	m := st.sentence.matched
+	for i := range m {
+		if m[i].rule == r {
+			if t < m[i].end {
+				return true
+			}
+			m[i].end = end
+			return false
+		}
+	}
+	st.sentence.matched = append(m, ruleEnd{r, end})
+	return false
+}
+
+func (st *state) phraseFinding(r *phraseRule, t, end int) {
+	conf := r.def
+	if st.data {
+		conf = r.data
+	}
+	if conf == 0 || st.seen(r.id, conf) {
+		return
+	}
+	st.add(Finding{Kind: r.kind, Confidence: conf, Rule: r.id, Excerpt: st.excerptOf(st.words[t].a, st.words[end-1].b), Say: r.say})
+}
+
+// excerptOf is the excerpt of fb[a:b].
+func (st *state) excerptOf(a, b int32) string {
+	from, to := st.rawSpan(a, b)
+	return excerpt(st.raw, from, to)
+}
+
+// rawSpan is the raw text fb[a:b] came from.
+func (st *state) rawSpan(a, b int32) (int, int) {
+	from := int(st.fo[a])
+	to := int(st.fo[b-1]) + 1
+	for to < len(st.raw) && st.raw[to]&0xC0 == 0x80 {
+		to++
+	}
+	return from, to
+}
+
+// rawText is the raw text of fb[a:b], made safe and cut to n bytes.
+func (st *state) rawText(a, b int32, n int) string {
+	from, to := st.rawSpan(a, b)
+	return clip(st.raw[from:to], n)
+}
+
+// chunkTrim is what is trimmed from a chunk's ends to find the name,
+// path or address in it.
+const (
+	chunkLead  = "`'\"([{<*"
+	chunkTrail = "`'\")]}>*,.;:!?"
+)
+
+var isChunkLead, isChunkTrail = byteSet(chunkLead), byteSet(chunkTrail)
+
+func byteSet(s string) (t [256]bool) {
+	for i := 0; i < len(s); i++ {
+		t[s[i]] = true
+	}
+	return t
+}
+
+// opener is the opening bracket of a closing one, or 0.
+func opener(c byte) byte {
+	switch c {
+	case ')':
+		return '('
+	case ']':
+		return '['
+	case '}':
+		return '{'
+	case '>':
+		return '<'
+	}
+	return 0
+}
+
+// scanChunks looks at every chunk for what a phrase cannot see: paths,
+// addresses, URLs, and the names of other servers' tools.
+func (st *state) scanChunks() {
+	fb := st.fb
+	w := 0 // first word of the current chunk
+	for ci, c := range st.chunks {
+		if int(c.a) >= st.report {
+			break
+		}
+		for w < len(st.words) && int(st.words[w].chunk) < ci {
+			w++
+		}
+		a, b := int(c.a), int(c.b)
+		quoted := false
+		for a < b && isChunkLead[fb[a]] {
+			quoted = quoted || fb[a] == '`' || fb[a] == '\'' || fb[a] == '"'
+			a++
+		}
+		for b > a && isChunkTrail[fb[b-1]] {
+			if open := opener(fb[b-1]); open != 0 && bytes.Count(fb[a:b], []byte{open}) >= bytes.Count(fb[a:b], []byte{fb[b-1]}) {
+				break // a placeholder's end: {content}
+			}
+			quoted = quoted || fb[b-1] == '`' || fb[b-1] == '\'' || fb[b-1] == '"'
+			b--
+		}
+		call := false
+		if b-a > 2 && fb[b-2] == '(' && fb[b-1] == ')' {
+			b -= 2
+			call = true
+		}
+		if a >= b {
+			continue
+		}
+		core := fb[a:b]
+		var pathy, at, url bool
+		for _, x := range core {
+			switch x {
+			case '/', '\\', '~', '.', '_':
+				pathy = true
+			case '@':
+				at = true
+			case '?', ':':
+				url = true
+			}
+		}
+		h := hit{a: int32(a), b: int32(b)}
+		if pathy && secretPath(core) {
+			st.sentence.paths = append(st.sentence.paths, h)
+		}
+		if secretVariable(st.raw, st.fo, a, b, core) {
+			st.sentence.vars = append(st.sentence.vars, h)
+		}
+		if at && isEmail(core) || core[0] == '+' && isPhone(core) {
+			if !exampleAddress(core) {
+				st.sentence.addrs = append(st.sentence.addrs, h)
+			}
+		}
+		if url || bytes.HasPrefix(core, []byte("www.")) {
+			if u, ok := parseURL(core); ok {
+				u.hit = h
+				st.sentence.urls = append(st.sentence.urls, u)
+			}
+		}
+		if st.b.s.tools != nil && !st.noTools {
+			st.toolMention(ci, w, core, quoted || call, h)
+		}
+	}
+}
+
+// toolMention reports a chunk that names another server's tool. Its
+// parts (split at _ - . : /) are matched in every contiguous run, so
+// that mcp_tool_send_email names send_email; a plain word names a tool
+// only where the text treats it as a name.
+func (st *state) toolMention(ci, firstWord int, core []byte, marked bool, h hit) {
+	end := len(core)
+	for end > 0 && isSeparator(core[end-1]) {
+		end--
+	}
+	if end < 2 || !st.b.s.mayEndTool(core[end-2], core[end-1]) {
+		return
+	}
+	for _, x := range core {
+		if !(isWordByte(x) && x < 0x80 || x == '_' || x == '-' || x == '.' || x == ':' || x == '/') {
+			return
+		}
+	}
+	var parts [8][]byte
+	n := 0
+	for start, i := 0, 0; i <= len(core) && n < len(parts); i++ {
+		if i < len(core) && !isSeparator(core[i]) {
+			continue
+		}
+		if i > start {
+			parts[n] = core[start:i]
+			n++
+		}
+		start = i + 1
+	}
+	var key [96]byte
+	for i := 0; i < n; i++ {
+		// The name is the chunk, or its end: a client writes a server's
+		// or its own prefix before a tool's name (mcp_tool_send_email,
+		// github.create_issue), while create_project_view is another
+		// name than create_project.
+		k := 0
+		for j := i; j < n; j++ {
+			if k+len(parts[j]) > len(key) {
+				k = -1
+				break
+			}
+			k += copy(key[k:], parts[j])
+		}
+		if k <= 0 {
+			continue
+		}
+		t, ok := st.b.s.tools[string(key[:k])]
+		if !ok {
+			continue
+		}
+		// Context: a call verb before, "tool" after.
+		verb := firstWord > 0 && st.words[firstWord-1].classes&classCall != 0
+		noun := false
+		for x := firstWord; x < len(st.words); x++ {
+			if int(st.words[x].chunk) > ci {
+				noun = st.words[x].classes&classToolNoun != 0
+				break
+			}
+		}
+		if t.plain && (n > 1 || !(marked || verb || noun)) {
+			return
+		}
+		st.sentence.mentions = append(st.sentence.mentions, mention{hit: h, name: t.name, called: verb || noun})
+		return
+	}
+}
+
+// shells are the programs that run a script piped into them.
+var shells = []string{"bash", "sh", "zsh", "dash", "ksh", "fish", "python", "python3", "perl", "ruby", "node", "iex", "pwsh", "powershell"}
+
+// pipedToShell finds, after a download at the start of s, its pipe
+// into a shell ("curl … | bash"): the offset past the shell's name, or
+// -1. Only the first pipe within 256 bytes counts.
+func pipedToShell(s []byte) int {
+	i := bytes.IndexByte(s[:min(len(s), 256)], '|')
+	if i < 0 {
+		return -1
+	}
+	j := i + 1
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	for _, sh := range shells {
+		if bytes.HasPrefix(s[j:], []byte(sh)) && (j+len(sh) == len(s) || !isWordByte(s[j+len(sh)])) {
+			return j + len(sh)
+		}
+	}
+	return -1
+}
+
+// destructive reports whether the command at the start of s destroys a
+// home, a disk or a machine (window: s's first bytes).
+func destructive(s, window []byte) bool {
+	for _, m := range destructiveCommands {
+		if bytes.HasPrefix(s, m) {
+			return true
+		}
+	}
+	return bytes.HasPrefix(s, []byte("dd ")) && bytes.Contains(window, []byte("of=/dev/"))
+}
+
+// destructiveCommands destroy a home, a disk or a machine.
+var destructiveCommands = [][]byte{[]byte("rm -rf ~"), []byte("rm -rf /"), []byte("rm -rf $home"), []byte("rm -rf *"),
+	[]byte("rm -fr ~"), []byte("rm -fr /"), []byte("rm -rf --no-preserve-root"), []byte("mkfs"), []byte("chmod -r 777 /"),
+	[]byte("chmod -r 777 ~"), []byte("chmod -r 0666 ~"), []byte("chmod -r 0777 ~"), []byte("del /s /q c:"), []byte("format c:")}
+
+// reverseShell reports whether the word at fb[at:] (s, and window its
+// first bytes) starts code that hands a shell to another machine.
+func reverseShell(fb []byte, at int, s, window []byte) bool {
+	switch {
+	case bytes.HasPrefix(s, []byte("tcp/")):
+		return at >= 5 && bytes.Equal(fb[at-5:at], []byte("/dev/"))
+	case bytes.HasPrefix(s, []byte("nc ")), bytes.HasPrefix(s, []byte("ncat ")):
+		return bytes.Contains(window, []byte(" -e /bin/")) || bytes.Contains(window, []byte(" -e cmd")) ||
+			bytes.Contains(window, []byte(" -c /bin/")) || bytes.HasPrefix(s, []byte("nc -l"))
+	case bytes.HasPrefix(s, []byte("socat ")):
+		return bytes.Contains(window, []byte("exec:"))
+	case bytes.HasPrefix(s, []byte("bash -i >")), bytes.HasPrefix(s, []byte("sh -i >")):
+		return true
+	case bytes.HasPrefix(s, []byte("mkfifo /tmp/")):
+		return true
+	}
+	return false
+}
+
+// judge weighs what the sentence mentions against what it says.
+func (st *state) judge() {
+	fb := st.fb[:st.report]
+	if st.sentence.classes&classShell != 0 {
+		st.commands(fb)
+	}
+
+	s := &st.sentence
+	read := s.classes&classRead != 0
+	pass := s.classes&classPass != 0
+	for _, p := range s.paths {
+		conf := High
+		if st.data && !(read && pass) {
+			conf = Low
+		}
+		switch {
+		case read:
+			if !st.seen("read-secret", conf) {
+				st.found(SecretFile, conf, "read-secret", p.a, p.b, "tells the assistant to read "+st.rawText(p.a, p.b, 60))
+			}
+		case pass:
+			if !st.seen("send-secret", conf) {
+				st.found(SecretFile, conf, "send-secret", p.a, p.b, "asks for "+st.rawText(p.a, p.b, 60)+" to be sent")
+			}
+		default:
+			if !st.seen("secret-path", conf) {
+				st.found(SecretFile, conf, "secret-path", p.a, p.b, "mentions "+st.rawText(p.a, p.b, 60)+", a place where secrets are kept")
+			}
+		}
+	}
+	for _, v := range s.vars {
+		if pass && !st.data && !st.seen("send-secret-variable", High) {
+			st.found(SecretFile, High, "send-secret-variable", v.a, v.b, "asks for the secret in "+st.rawText(v.a, v.b, 60)+" to be sent")
+		}
+	}
+	covert := s.classes&classSend != 0 && s.classes&classCovert != 0
+	for _, a := range s.addrs {
+		switch {
+		case covert:
+			conf := High
+			if st.data {
+				conf = Low
+			}
+			if !st.seen("send-to-address", conf) {
+				st.found(SendData, conf, "send-to-address", a.a, a.b, "tells the assistant to send data to "+st.rawText(a.a, a.b, 60))
+			}
+		case !st.data:
+			if !st.seen("address", Low) {
+				st.found(SendData, Low, "address", a.a, a.b, "mentions the address "+st.rawText(a.a, a.b, 60))
+			}
+		}
+	}
+	control := s.classes&classControl != 0
+	for _, m := range s.mentions {
+		if control && (!st.data || m.called) {
+			if !st.seen("other-tool", High) {
+				st.found(OtherTool, High, "other-tool", m.a, m.b, "tells the assistant how to use "+clip(m.name, 60)+", a tool of another server")
+			}
+		} else if !st.seen("other-tool", Low) {
+			st.found(OtherTool, Low, "other-tool", m.a, m.b, "mentions "+clip(m.name, 60)+", a tool of another server")
+		}
+	}
+	for _, u := range s.urls {
+		conf, rule := High, "send-to-url"
+		switch {
+		case len(u.placeholder) > 0 && (u.strong || u.query):
+			rule = "url-placeholder"
+			if st.data && !u.strong {
+				conf = Low
+			}
+		case u.scheme && (covert || s.classes&classSecretNoun != 0 && (pass || s.classes&classSend != 0)):
+			if st.data {
+				conf = Low
+			}
+		default:
+			continue
+		}
+		if st.seen(rule, conf) {
+			continue
+		}
+		say := "tells the assistant to send a copy to " + st.rawText(u.a, u.b, 80)
+		switch {
+		case rule == "url-placeholder":
+			say = "puts " + clip(string(u.placeholder), 40) + " into a URL: " + st.rawText(u.a, u.b, 80)
+		case !covert:
+			say = "asks for secrets to be sent to " + st.rawText(u.a, u.b, 80)
+		}
+		st.found(SendData, conf, rule, u.a, u.b, say)
+	}
+}
+
+// commands judges the commands a sentence with a shell's word carries:
+// a download piped into a shell, a reverse shell, a command that
+// destroys a home or a disk. Each is looked for where its word is.
+func (st *state) commands(fb []byte) {
+	for i := range st.words {
+		w := &st.words[i]
+		if w.classes&classShell == 0 || int(w.a) >= len(fb) {
+			continue
+		}
+		rest := fb[w.a:]
+		window := rest[:min(len(rest), 96)]
+		switch string(fb[w.a:w.b]) {
+		case "curl", "wget", "iwr", "irm", "invoke":
+			if end := pipedToShell(rest); end >= 0 {
+				conf := High
+				if st.data {
+					conf = Low // install instructions in a README
+				}
+				if !st.seen("remote-script", conf) {
+					st.found(Instruction, conf, "remote-script", w.a, w.a+int32(end), "tells the assistant to run a script downloaded from the internet")
+				}
+			}
+		case "rm", "chmod", "mkfs", "dd", "del", "format":
+			if !destructive(rest, window) {
+				continue
+			}
+			conf := Low
+			if !st.data && st.sentence.classes&classCall != 0 && st.sentence.classes&classNegation == 0 {
+				conf = High
+			}
+			if !st.seen("destructive-command", conf) {
+				st.found(Instruction, conf, "destructive-command", w.a, int32(min(int(w.a)+24, len(fb))), "tells the assistant to run a command that destroys data")
+			}
+		default: // nc, ncat, socat, bash, sh, mkfifo, tcp
+			if !reverseShell(fb, int(w.a), rest, window) {
+				continue
+			}
+			conf := High
+			if st.data {
+				conf = Low
+			}
+			if !st.seen("shell-code", conf) {
+				st.found(Instruction, conf, "shell-code", w.a, int32(min(int(w.a)+24, len(fb))), "carries code that opens a shell to another machine")
+			}
+		}
+	}
+}
+
+// found records a finding at fb[a:b].
+func (st *state) found(kind Kind, conf Confidence, rule string, a, b int32, say string) {
+	st.add(Finding{Kind: kind, Confidence: conf, Rule: rule, Excerpt: st.excerptOf(a, b), Say: say})
+}
+
+func isSeparator(c byte) bool { return c == '_' || c == '-' || c == '.' || c == ':' || c == '/' }
