@@ -458,7 +458,10 @@ func (p *Pinner) plan(v store.View, server string, tools []*mcp.Tool, raws []jso
 	// what it offers now is reviewed by a human, unless a profile or its
 	// configuration vouches for a tool.
 	firstSight := !slices.ContainsFunc(known, func(k store.Pin) bool { return k.Hash != "" })
-	judge := p.judgeFor(server)
+	judge, err := p.scanningJudge(v, server, tools)
+	if err != nil {
+		return plan, err
+	}
 	keep := func(t *mcp.Tool, raw json.RawMessage) {
 		plan.res.Tools, plan.res.Raws = append(plan.res.Tools, t), append(plan.res.Raws, raw)
 	}
@@ -542,7 +545,7 @@ func (p *Pinner) plan(v store.View, server string, tools []*mcp.Tool, raws []jso
 			}
 			plan.res.Reviewed[t.Name] = pin.Reviewed
 			keep(t, raw)
-		case !j.Hide && Narrows(pin.Definition, raw, judge):
+		case !j.Hide && Narrows(pin.Definition, raw, p.judgeFor(server)):
 			narrowed := *pin
 			narrowed.Hash, narrowed.Definition, narrowed.ApprovedAt, narrowed.ApprovedBy, narrowed.Pending = hash, raw, now, "narrowed", nil
 			write(narrowed, "changed, only narrowing: accepted", hash)
@@ -574,7 +577,7 @@ func sightOf(judge func(json.RawMessage) (Judgement, error), raw json.RawMessage
 	}
 	j, err := judge(raw)
 	if err != nil {
-		return Judgement{Sight: SightReview, Concerns: []string{"aqlguard could not read this definition"}}
+		return Judgement{Sight: SightReview, Hide: j.Hide, Concerns: append(j.Concerns, "aqlguard could not judge this definition")}
 	}
 	return j
 }

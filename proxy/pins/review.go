@@ -2,11 +2,15 @@ package pins
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/aqlguard/aqlguard/injection"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -223,9 +227,16 @@ func (p *Pinner) RemindReview(ctx context.Context, server string) {
 		return
 	}
 	var items []reviewItem
-	judge := p.judgeFor(server)
 	err := p.State.Load(ctx, func(v store.View) error {
 		list, err := v.Pins(server)
+		if err != nil {
+			return err
+		}
+		var tools []*mcp.Tool
+		for _, pin := range list {
+			tools = append(tools, &mcp.Tool{Name: pin.Tool})
+		}
+		judge, err := p.scanningJudge(v, server, tools)
 		if err != nil {
 			return err
 		}
@@ -283,4 +294,59 @@ func (p *Pinner) Reviewed(server, tool string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.reviewed[server][tool]
+}
+
+// scanningJudge is the Pinner's judge bound to server, with each
+// definition's description scan added to its judgement: what the scan
+// finds is shown to the human (Concerns), and a High finding keeps the
+// tool out of tools/list until a human approves it (Hide). The tools of
+// the other servers on the state (every server's pins) are what an
+// instruction to use another server's tool is recognised by. It scans
+// every listing, so a change is scanned as it is seen.
+func (p *Pinner) scanningJudge(v store.View, server string, tools []*mcp.Tool) (func(json.RawMessage) (Judgement, error), error) {
+	all, err := v.Pins("")
+	if err != nil {
+		return nil, err
+	}
+	var others, own []string
+	for _, pin := range all {
+		if pin.Server != server {
+			others = append(others, pin.Tool)
+		}
+	}
+	for _, t := range tools {
+		own = append(own, t.Name)
+	}
+	scanner := injection.New(injection.Options{OtherTools: others, OwnTools: own})
+	judge := p.judgeFor(server)
+	return func(raw json.RawMessage) (Judgement, error) {
+		var j Judgement
+		var err error
+		if judge != nil {
+			j, err = judge(raw)
+		}
+		findings, serr := scanner.ScanToolJSON(raw)
+		if serr != nil {
+			// Not a definition the scanner can read: a human looks.
+			return Judgement{Sight: SightReview, Hide: true, Concerns: []string{"aqlguard could not read this definition"}}, nil
+		}
+		for _, f := range findings {
+			where := f.Where
+			if where == "" {
+				where = "definition"
+			}
+			say := where + ": " + f.Say
+			if f.Confidence == injection.High {
+				j.Hide = true
+				say = "instructions for the model? " + say
+			}
+			j.Concerns = append(j.Concerns, say)
+		}
+		if judge == nil {
+			// No judgement of the guard's own: nothing vouches for the
+			// tool at first sight.
+			j.Sight = SightReview
+		}
+		return j, err
+	}, nil
 }
