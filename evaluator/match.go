@@ -589,6 +589,9 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 		return match{action: policy.ActionRequiresApproval, source: "unresolved", display: "unresolved",
 			subject: "the call", why: c.s.Unresolved + "; a human must look at it", argumentBound: true}, true
 	}
+	if m, ok := c.judgePlaces(p); ok {
+		return m, true
+	}
 	if ixs != nil {
 		autoC = c.candidates(ixs, ixs.AutoApprove, -1, byNames.auto, false)
 	}

@@ -151,10 +151,17 @@ func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 		}
 	}
 
-	destructive := isTrue(s.Annotations.Destructive)
 	// A server's word never lowers the guard's judgement of a tool it
 	// has a model of; without one (a reported step, a policy test case),
-	// readOnlyHint is all there is.
+	// readOnlyHint is all there is. Where a person said what the tool
+	// does (the configuration, a shipped profile), the hints say nothing
+	// more: a filesystem's write_file is destructive (it overwrites), and
+	// its writes are judged by where they land, not asked about all.
+	if s.EffectSource == policy.SourceConfig || s.EffectSource == policy.SourceProfile {
+		factors = append(factors, "risk: annotations not read ("+s.EffectSource.String()+" says what it does)")
+		return c.finishRisk(p, score, false, factors)
+	}
+	destructive := isTrue(s.Annotations.Destructive)
 	if isTrue(s.Annotations.ReadOnly) && !modeled {
 		if cat == policy.Delete {
 			factors = append(factors, "risk: readOnlyHint ignored for a DELETE")
@@ -172,6 +179,15 @@ func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 		factors = append(factors, "risk: openWorldHint adds "+strconv.Itoa(openWorldBonus)+" ("+strconv.Itoa(score)+")")
 	}
 
+	return c.finishRisk(p, score, destructive, factors)
+}
+
+// finishRisk applies the naming conventions and the risk rules to a
+// base score (destructive: the tool says so, and the guard reads it).
+func (c *call) finishRisk(p *policy.Policy, score int, destructive bool, factors []string) (int, []string) {
+	s := &c.s
+	modeled := s.EffectSource != policy.SourceNone
+	cat := policy.Category(strings.ToUpper(strings.TrimSpace(string(s.Category))))
 	nr := c.nameRisk()
 	// A reassuring name must not talk a declared destructive tool, or a
 	// DELETE, down: names are chosen by whoever wrote the server. A tool

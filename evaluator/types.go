@@ -38,8 +38,16 @@ type Step struct {
 	// not. Otherwise Roles holds what the schema says (format uri: url)
 	// and the names' own conventions fill in the rest. [servers.arguments]
 	// is over both (see Value.Role).
-	Roles      map[string]policy.Role
-	Modeled    bool
+	Roles   map[string]policy.Role
+	Modeled bool
+	// Places are the call's path arguments as its caller read them
+	// (PathValues, then paths and symbolic links), judged against Roots,
+	// the clean absolute roots of the server (RootsKnown false: none are
+	// known), and Home, the home directory its paths' "~" is (places.go).
+	Places     []Place
+	Roots      []string
+	RootsKnown bool
+	Home       string
 	ActionHint string // a reported step's next_action_hint; patterns match it (not used for proxied calls)
 	Outcome    string // previous step outcome: "", success, failure, skipped
 	StepNumber int    // 1-based count of this principal's steps, including this one

@@ -106,7 +106,9 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 		sel = s
 	}
 	token, _ := params[catalog.TokenParam].(string)
-	out := f.Guard.Call(ctx, toolCall(session, op, downstreamArgs(op, params), token, nil))
+	call := toolCall(session, op, downstreamArgs(op, params), token, nil)
+	f.readPlaces(ctx, &call, op)
+	out := f.Guard.Call(ctx, call)
 	if out.Refusal != nil {
 		return refused(out.Refusal, f.voice())
 	}
@@ -265,7 +267,9 @@ func (f *Front) handlePassthrough(ctx context.Context, session string, op *catal
 	}
 	token, _ := params[catalog.TokenParam].(string)
 	base, _ := relay.DeleteMember(callParams, "arguments")
-	return f.onTheWire(op, f.Guard.Call(ctx, toolCall(session, op, downstreamArgs(op, params), token, base)))
+	req := toolCall(session, op, downstreamArgs(op, params), token, base)
+	f.readPlaces(ctx, &req, op)
+	return f.onTheWire(op, f.Guard.Call(ctx, req))
 }
 
 // onTheWire is a guarded call's answer as the client gets it in

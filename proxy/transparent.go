@@ -137,7 +137,9 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 		return f.encodeRaw(argumentsRefused(p.Name, perr))
 	}
 	base, token := withoutToken(params)
-	out := f.Guard.Call(ctx, toolCall(session, op, args, token, base))
+	req := toolCall(session, op, args, token, base)
+	f.readPlaces(ctx, &req, op)
+	out := f.Guard.Call(ctx, req)
 	if out.Refusal != nil {
 		defer f.syncVerifyTool(context.Background(), true)
 	}

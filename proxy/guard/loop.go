@@ -147,6 +147,12 @@ type Action struct {
 	EffectWhy    string
 	Roles        map[string]policy.Role
 	Modeled      bool
+	// Places, Roots, RootsKnown and Home are the call's paths and the
+	// server's roots, read by the front (evaluator.Step has them).
+	Places     []evaluator.Place
+	Roots      []string
+	RootsKnown bool
+	Home       string
 	// Unresolved says what of the call could not be read exactly; the
 	// evaluator then asks a human (evaluator.Step.Unresolved).
 	Unresolved string

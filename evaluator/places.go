@@ -1,0 +1,126 @@
+package evaluator
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/policy/paths"
+)
+
+// Paths are judged against the roots of the server a call goes to (its
+// configuration's roots, else the roots its command line names and its
+// client declares): honest work inside them runs, reads, new files,
+// edits and moves alike. A write outside them, a path that climbs out of
+// them with "..", a path that cannot be read as one place, and a read or
+// a write of a sensitive place (the shipped list: SSH and cloud keys,
+// .env files, keychains, browser profiles, ...) ask a human, saying why
+// in plain words. Reads outside the roots that are none of these run:
+// the server keeps its own bounds, and its sandbox others.
+
+// Place is one path argument of a call as its caller read it: the
+// evaluator does no I/O, so the caller (the front) reads each value the
+// roles say is a path (PathValues) and follows its symbolic links.
+type Place struct {
+	// Arg is the argument's path (SnakeName parts joined by '.').
+	Arg string
+	// Lexical is the value read as written (paths.Canonical); Resolved
+	// is the same with its symbolic links followed, the place the server
+	// reaches (Lexical again where no link is on the way).
+	Lexical, Resolved paths.Place
+}
+
+// PathValue is one string a call hands a tool in a path role.
+type PathValue struct {
+	Arg, Raw string
+}
+
+// PathValues are the strings of s's arguments in a path role, as the
+// evaluator reads roles (the policy's declarations, the tool's model):
+// what the caller reads as Places.
+func PathValues(p *policy.Policy, s Step) []PathValue {
+	names := namesOf(s)
+	sub := subjectsWith(s, names, nil, true, newRoles(p, &s, names))
+	var out []PathValue
+	for _, v := range sub.Values {
+		if v.Role == policy.RolePath && v.String && !v.Key && !v.Derived {
+			out = append(out, PathValue{Arg: v.Path, Raw: v.Raw})
+		}
+	}
+	return out
+}
+
+// writes reports whether the step's tool writes or deletes where its
+// paths say: a modelled tool whose effects say so. (A tool that could
+// do anything asks anyway.)
+func writes(s *Step) bool {
+	return s.EffectSource != policy.SourceNone && (s.Effects.Has(policy.EffectWrite) || s.Effects.Has(policy.EffectDelete))
+}
+
+// judgePlaces is stage 3's question about the call's paths, if one of
+// them needs a human: the first place that does, in argument order.
+func (c *call) judgePlaces(p *policy.Policy) (match, bool) {
+	s := &c.s
+	if len(s.Places) == 0 {
+		return match{}, false
+	}
+	w := writes(s)
+	verb := "reads"
+	if w {
+		verb = "writes"
+	}
+	for _, pl := range s.Places {
+		if why, ok := placeQuestion(p, s, pl, w, verb); ok {
+			return match{action: policy.ActionRequiresApproval, source: "place", display: "place",
+				subject: "argument " + strconv.Quote(pl.Arg), why: why, argumentBound: true}, true
+		}
+	}
+	return match{}, false
+}
+
+// placeQuestion says why a place needs a human, if it does.
+func placeQuestion(p *policy.Policy, s *Step, pl Place, writes bool, verb string) (string, bool) {
+	arg := "argument " + strconv.Quote(pl.Arg)
+	for _, form := range []paths.Place{pl.Lexical, pl.Resolved} {
+		if !form.OK {
+			return "the path " + strconv.Quote(pl.Lexical.Raw) + " in " + arg + " cannot be read as one place (" + form.Why + ")", true
+		}
+	}
+	for i, form := range []paths.Place{pl.Lexical, pl.Resolved} {
+		if i == 1 && form.Clean == pl.Lexical.Clean {
+			break
+		}
+		if sens, ok := p.SensitivePaths.Match(form.Clean, s.Home); ok {
+			where := form.Clean
+			if i == 1 {
+				where = pl.Lexical.Clean + ", a link to " + form.Clean
+			}
+			return "it " + verb + " " + where + ": " + sens.Reason, true
+		}
+	}
+	inside := s.RootsKnown && paths.Within(pl.Lexical.Clean, s.Roots) && paths.Within(pl.Resolved.Clean, s.Roots)
+	roots := strings.Join(s.Roots, ", ")
+	switch {
+	case writes && !s.RootsKnown:
+		return "it writes " + pl.Lexical.Clean + ", and no roots are known for the " + s.Server +
+			" server to judge that by (its entry's roots, its command line or its client's roots)", true
+	case writes && !inside:
+		where := pl.Lexical.Clean
+		if pl.Resolved.Clean != pl.Lexical.Clean {
+			where += " (a link to " + pl.Resolved.Clean + ")"
+		}
+		return "it writes " + where + ", outside the " + s.Server + " server's roots (" + roots + ")", true
+	case pl.Lexical.Climbs && !inside:
+		return "the path " + strconv.Quote(pl.Lexical.Raw) + " climbs out with \"..\" to " + pl.Lexical.Clean + placeRoots(s, roots), true
+	}
+	return "", false
+}
+
+// placeRoots says where the roots are, for a question ("" when none
+// are known).
+func placeRoots(s *Step, roots string) string {
+	if !s.RootsKnown {
+		return ""
+	}
+	return ", outside the " + s.Server + " server's roots (" + roots + ")"
+}

@@ -1,0 +1,83 @@
+package evaluator
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/policy/paths"
+)
+
+// TestPlacesJudged (issue 29, item 3): a call's paths are judged against
+// its server's roots and the sensitive places, by what the tool does.
+func TestPlacesJudged(t *testing.T) {
+	p := defaultPolicy(t)
+	const home, root = "/home/u", "/home/u/proj"
+	place := func(raw string) Place {
+		lex := paths.Canonical(raw, home, root)
+		return Place{Arg: "path", Lexical: lex, Resolved: lex}
+	}
+	linked := func(raw, to string) Place {
+		pl := place(raw)
+		pl.Resolved = paths.Canonical(to, home, root)
+		return pl
+	}
+	cases := []struct {
+		name    string
+		effects string
+		pl      Place
+		roots   []string
+		want    Decision
+		why     string
+	}{
+		{"a read inside", "read", place("/home/u/proj/main.go"), []string{root}, Allow, ""},
+		{"a relative read inside", "read", place("src/main.go"), []string{root}, Allow, ""},
+		{"a write inside", "write", place("/home/u/proj/new.txt"), []string{root}, Allow, ""},
+		{"a read outside, plain", "read", place("/usr/share/dict/words"), []string{root}, Allow, ""},
+		{"a write outside", "write", place("/home/u/.bashrc2"), []string{root}, NeedsConfirm, "outside the srv server's roots"},
+		{"a write with no roots known", "write", place("/home/u/proj/x"), nil, NeedsConfirm, "no roots are known"},
+		{"a climb out", "read", place("/home/u/proj/../other/secret.txt"), []string{root}, NeedsConfirm, `climbs out with ".."`},
+		{"a climb that stays inside", "read", place("/home/u/proj/a/../b.txt"), []string{root}, Allow, ""},
+		{"an SSH key", "read", place("~/.ssh/id_ed25519"), []string{root}, NeedsConfirm, "it reads /home/u/.ssh/id_ed25519: SSH private keys"},
+		{"a cloud credential", "read", place("/home/u/.aws/credentials"), []string{"/"}, NeedsConfirm, "it reads /home/u/.aws/credentials"},
+		{"/etc/shadow", "read", place("/etc/shadow"), []string{"/"}, NeedsConfirm, "/etc/shadow"},
+		{"a .env inside the root", "read", place("/home/u/proj/.env"), []string{root}, NeedsConfirm, ".env"},
+		{"a link inside to a key", "read", linked("/home/u/proj/k", "/home/u/.ssh/authorized_keys"), []string{root}, NeedsConfirm, "a link to"},
+		{"a link inside to outside, written", "write", linked("/home/u/proj/out", "/tmp/elsewhere"), []string{root}, NeedsConfirm, "a link to /tmp/elsewhere"},
+		{"not one place", "read", place("/proj/a\x00b"), []string{root}, NeedsConfirm, "cannot be read as one place"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := Step{Principal: "default", Operation: "srv_tool", Server: "srv", Tool: "tool", Category: policy.Read,
+				Effects: effects(t, c.effects), EffectSource: policy.SourceProfile, Modeled: true,
+				Roles: map[string]policy.Role{"path": policy.RolePath}, Arguments: map[string]any{"path": c.pl.Lexical.Raw},
+				Places: []Place{c.pl}, Roots: c.roots, RootsKnown: len(c.roots) > 0, Home: home, StepNumber: 1}
+			d := Evaluate(p, s)
+			if d.Decision != c.want {
+				t.Fatalf("%s, want %s: %s", d.Decision, c.want, d.Reason)
+			}
+			if c.why != "" && !strings.Contains(d.Reason, c.why) {
+				t.Errorf("the reason %q does not say %q", d.Reason, c.why)
+			}
+		})
+	}
+}
+
+// TestPathValuesReadRolesAsTheDecisionDoes: the strings the front reads
+// as places are those the decision reads in a path role, nested ones
+// and array elements included; an undeclared argument named "path" is
+// none.
+func TestPathValuesReadRolesAsTheDecisionDoes(t *testing.T) {
+	s := Step{Server: "fs", Tool: "move", Operation: "fs_move", Modeled: true, EffectSource: policy.SourceProfile,
+		Effects:   effects(t, "write"),
+		Roles:     map[string]policy.Role{"source": policy.RolePath, "destination": policy.RolePath, "paths": policy.RolePath},
+		Arguments: map[string]any{"source": "/a", "destination": "/b", "paths": []any{"/c", "/d"}, "path": "/not-declared"}}
+	var got []string
+	for _, v := range PathValues(nil, s) {
+		got = append(got, v.Arg+"="+v.Raw)
+	}
+	want := "destination=/b paths=/c paths=/d source=/a"
+	if strings.Join(got, " ") != want {
+		t.Errorf("PathValues = %v, want %s", got, want)
+	}
+}
