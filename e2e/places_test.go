@@ -118,3 +118,36 @@ args = `+tomlArray(append(args, root)...)+`
 		t.Error("the denied write outside the root reached the server")
 	}
 }
+
+// TestSensitiveResourceReadAsks: a resources/read of a file: URI is a
+// read of the place it names: an SSH key asks (and, denied, is not
+// read); an ordinary file is read.
+func TestSensitiveResourceReadAsks(t *testing.T) {
+	h := newHuman(t)
+	h.answer(t, "deny")
+	g := startGuard(t, `
+mode = "transparent"
+`+h.config()+`
+[[servers]]
+name = "ts"
+trust_first_sight = true
+command = {{toml .testserver}}
+args = ["-resources", "-log", "{{.dir}}/calls.jsonl"]
+`)
+	home := filepath.Join(g.dir, "home")
+	ctx := context.Background()
+	if _, err := g.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///srv/readme.txt"}); err != nil {
+		t.Fatalf("an ordinary file: %v", err)
+	}
+	if n := len(h.requests(t)); n != 0 {
+		t.Fatalf("an ordinary read asked %d times", n)
+	}
+	_, err := g.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file://" + home + "/.ssh/id_rsa"})
+	if err == nil {
+		t.Fatal("the SSH key was read")
+	}
+	reqs := h.requests(t)
+	if len(reqs) != 1 || !strings.Contains(reqs[0]["reason"].(string), "SSH") {
+		t.Errorf("the human was asked %v", reqs)
+	}
+}

@@ -3,6 +3,11 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"strings"
+
+	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/policy/paths"
 
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/relay"
@@ -26,8 +31,11 @@ func (g gate) Forward(ctx context.Context, sess *relay.Session, server, kind, na
 	if kind == "resource" {
 		method = guard.MethodResourcesRead
 	}
-	out := g.guard.Call(ctx, guard.Request{Method: method, Action: guard.Action{Session: sess.ID, Server: server, Arguments: args},
-		Name: name, Forward: forward})
+	action := guard.Action{Session: sess.ID, Server: server, Arguments: args}
+	if kind == "resource" {
+		readFilePlace(&action, sess, name)
+	}
+	out := g.guard.Call(ctx, guard.Request{Method: method, Action: action, Name: name, Forward: forward})
 	switch {
 	case out.Refusal != nil:
 		return nil, refusedRPC(out.Refusal, VoiceFor(g.mode, g.guard.Channel))
@@ -37,4 +45,21 @@ func (g gate) Forward(ctx context.Context, sess *relay.Session, server, kind, na
 		return nil, out.Failed
 	}
 	return out.Raw, nil
+}
+
+// readFilePlace reads a resources/read of a file: URI as the place it
+// names, for the guard to judge as any path a tool is handed: a
+// sensitive place, one that is not one place, a climb out of the
+// client's roots ask. Other URIs name no local place.
+func readFilePlace(a *guard.Action, sess *relay.Session, uri string) {
+	if len(uri) < 5 || !strings.EqualFold(uri[:5], "file:") {
+		return
+	}
+	home, _ := os.UserHomeDir()
+	lex := paths.Canonical(uri, home, "")
+	a.Home = home
+	a.Places = []evaluator.Place{{Arg: "uri", Lexical: lex, Resolved: ResolvePlace(lex)}}
+	if roots, known := sess.ClientRoots(); known && len(roots) > 0 {
+		a.Roots, a.RootsKnown = ResolveRoots(roots), true
+	}
 }
