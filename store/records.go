@@ -167,8 +167,11 @@ type Confirmation struct {
 	// What the human's question says in words is made of these (the
 	// question may be asked by another process): the client, the tool's
 	// category, the deciding stage and rule, and the risk.
-	Client    string    `json:"client,omitempty"`
-	Category  string    `json:"category,omitempty"`
+	Client   string `json:"client,omitempty"`
+	Category string `json:"category,omitempty"`
+	// Does is what the tool does in words, as the guard believes it
+	// (its effect model: "writes a file (the filesystem profile)").
+	Does      string    `json:"does,omitempty"`
 	Stage     string    `json:"stage,omitempty"`
 	Rule      string    `json:"rule,omitempty"`
 	Risk      int       `json:"risk,omitempty"`

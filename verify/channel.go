@@ -59,7 +59,11 @@ type Request struct {
 	// evaluator stage that decided (pattern, safety_tier, ...), the rule
 	// as the policy writes it, and the risk score (0..100).
 	Category, Stage, Rule string
-	Risk                  int
+	// Does is what the tool does in words, as the guard believes it (its
+	// effects, and where it has them from: a profile, the tool's own
+	// schema, a guess from its name); "" for a call without a model.
+	Does string
+	Risk int
 	// Commands are the commands the call's shell arguments would run,
 	// shown before the arguments.
 	Commands []string

@@ -93,8 +93,11 @@ type confirmationStdin struct {
 	Steps int `json:"steps"`
 	// Summary is the request in one plain sentence (Request.Summary).
 	Summary string `json:"summary"`
-	// Detail is the diff of a changed tool (operation "tool change").
+	// Detail is the diff of a changed tool (operation "tool change"),
+	// or a new server's tools (operation "tool review").
 	Detail string `json:"detail,omitempty"`
+	// Does is what the tool does, as the guard believes it.
+	Does string `json:"does,omitempty"`
 }
 
 type challengeStdin struct {
@@ -121,7 +124,7 @@ func (c *CommandChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	in := confirmationStdin{Kind: KindConfirmation, Token: r.Token, Agent: r.Agent, Operation: r.Operation,
 		Action: r.Action, ExpiresAt: rfc3339(r.ExpiresAt), Reason: r.Reason, Tier: r.Tier, Arguments: r.Arguments,
 		Answers: []Answer{Allow, Deny}, Client: r.Client, Server: r.Server, Tool: r.Tool, Steps: r.Steps, Detail: r.Detail,
-		Summary: r.Summary()}
+		Summary: r.Summary(), Does: r.Does}
 	if in.Arguments == nil {
 		in.Arguments = map[string]any{}
 	}

@@ -379,13 +379,21 @@ func home(p string) string {
 func plainWhy(r Request) string {
 	switch r.Stage {
 	case "pattern":
-		if r.Tier == "danger_zone" || r.Tier == "verify" {
+		switch {
+		case r.Tier == "danger_zone" || r.Tier == "verify":
 			return "your policy never lets an agent do this on its own."
+		case r.Rule == "place" || r.Rule == "unresolved":
+			// aqlguard's own question (a path, a command it cannot
+			// read): the reason says what, in words.
+			return strings.TrimPrefix(r.Reason, "Action requires approval: ") + "."
 		}
 		return "your policy asks a person before calls like this."
 	case "safety_tier", "risk_tolerance":
 		does := map[string]string{"READ": "it reads data", "CREATE": "it creates something", "UPDATE": "it changes what exists",
 			"DELETE": "it deletes", "EXECUTE": "it runs something that could do anything"}[r.Category]
+		if r.Does != "" {
+			does = "it " + r.Does
+		}
 		if does == "" {
 			does = "it could change things"
 		}
@@ -411,6 +419,10 @@ func decidedBy(r Request) string {
 		parts = append(parts, "rule "+r.Rule)
 	case r.Tier == "danger_zone" && r.Stage == "pattern":
 		parts = append(parts, fmt.Sprintf("deny %q", r.Rule))
+	case r.Rule == "place":
+		parts = append(parts, "aqlguard's check of paths against the server's roots and the sensitive places")
+	case r.Rule == "unresolved":
+		parts = append(parts, "aqlguard's own check: what it cannot read exactly, a person looks at")
 	default:
 		parts = append(parts, fmt.Sprintf("requires_approval %q", r.Rule))
 	}

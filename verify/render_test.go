@@ -312,3 +312,33 @@ func TestExpiry(t *testing.T) {
 		t.Errorf("%q, want %q", got, want)
 	}
 }
+
+// TestQuestionSaysWhatTheToolDoes (issue 29): a question says what the
+// tool does as the guard believes it, and, for the guard's own questions
+// about paths, why in plain words, not "could do anything".
+func TestQuestionSaysWhatTheToolDoes(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	base := Request{Kind: KindConfirmation, Agent: "a", Client: "Claude Code", Server: "fs", Tool: "run_job", Operation: "fs_run_job",
+		Category: "EXECUTE", ExpiresAt: at.Add(time.Minute), Arguments: map[string]any{"x": "1"}}
+	byEffects := base
+	byEffects.Stage, byEffects.Tier, byEffects.Risk = "risk_tolerance", "confirm", 45
+	byEffects.Does = `runs commands or code (a guess from its name "run_job")`
+	place := base
+	place.Stage, place.Tier, place.Rule = "pattern", "confirm", "place"
+	place.Reason = "Action requires approval: it writes /etc/cron.d/x, outside the fs server's roots (/home/u/proj)"
+	for _, c := range []struct {
+		r          Request
+		want, not string
+	}{
+		{byEffects, `it runs commands or code (a guess from its name "run_job")`, "could do anything"},
+		{place, "it writes /etc/cron.d/x, outside the fs server's roots (/home/u/proj).", "your policy asks"},
+	} {
+		text, err := questionText(c.r, at, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text, c.want) || strings.Contains(text, c.not) {
+			t.Errorf("the question does not say %q (or says %q):\n%s", c.want, c.not, text)
+		}
+	}
+}

@@ -187,7 +187,7 @@ func (g *Guard) question(c *Confirmation, shown *shownCall) verify.Request {
 		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: c.Server, Tool: c.Tool,
 		Operation: c.Operation, Action: c.Action, Arguments: args, Reason: c.Reason, Token: c.Token,
 		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession,
-		Category: c.Category, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
+		Category: c.Category, Does: c.Does, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
 	}
 	var roles map[string]policy.Role
 	if shown != nil {

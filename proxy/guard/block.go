@@ -47,7 +47,7 @@ func (g *Guard) newChallenge(a Action, d evaluator.Directive) (*challengeCode, e
 		Salt: sealed.Salt, Hash: sealed.Hash, CreatedAt: ch.CreatedAt, ExpiresAt: ch.ExpiresAt}
 	req := verify.Request{Kind: verify.KindChallenge, Agent: g.pol().Principal, Client: a.Client, Server: a.Server, Tool: a.Tool, Operation: a.Operation,
 		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: secret, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt,
-		Arguments: a.redacted, Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
+		Arguments: a.redacted, Category: string(a.Category), Does: a.EffectWhy, Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		VerifyTool: g.VerifyTool}
 	if shown := g.showing(a); shown != nil {
 		req.Arguments, req.Action, req.Roles = shown.args, shown.preview, shown.roles

@@ -849,7 +849,7 @@ func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b binding, d evalu
 		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
 		Digest:       b.digest, PolicyVersion: pol.Version, Session: a.Session,
 		Action: a.preview, Arguments: args, Reason: d.Reason, Tier: string(d.Tier),
-		Category: string(a.Category), Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
+		Category: string(a.Category), Does: a.EffectWhy, Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(g.ConfirmTTL),
 	}
 	if b.kind != kindAction {
