@@ -327,7 +327,7 @@ func TestQuestionSaysWhatTheToolDoes(t *testing.T) {
 	place.Stage, place.Tier, place.Rule = "pattern", "confirm", "place"
 	place.Reason = "Action requires approval: it writes /etc/cron.d/x, outside the fs server's roots (/home/u/proj)"
 	for _, c := range []struct {
-		r          Request
+		r         Request
 		want, not string
 	}{
 		{byEffects, `it runs commands or code (a guess from its name "run_job")`, "could do anything"},
