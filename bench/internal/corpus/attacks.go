@@ -217,7 +217,7 @@ func (w *world) settle() {
 		if m := len(w.human.questions()); m != n {
 			n, quiet = m, time.Now()
 		}
-		if time.Since(quiet) >= 200*time.Millisecond {
+		if time.Since(quiet) >= 150*time.Millisecond {
 			return
 		}
 	}
@@ -354,7 +354,7 @@ func (w *world) runStep(ctx context.Context, live *guards, st Step, asked *int) 
 	switch {
 	case sr.Reached:
 		sr.Verdict = Passed
-	case len(sr.Asked) > 0, !sr.Visible:
+	case askedHuman(sr.Asked), !sr.Visible:
 		sr.Verdict = Flagged
 	case unavailable(out.Text):
 		sr.Verdict = Broken
@@ -362,6 +362,18 @@ func (w *world) runStep(ctx context.Context, live *guards, st Step, asked *int) 
 		sr.Verdict = Stopped
 	}
 	return sr
+}
+
+// askedHuman says whether one of the questions asked for a decision: a
+// challenge only shows the human the code that lifts a block (the call was
+// stopped, not put to anyone).
+func askedHuman(qs []Question) bool {
+	for _, q := range qs {
+		if q.Kind != "challenge" {
+			return true
+		}
+	}
+	return false
 }
 
 // unavailable says whether an answer means the server was not there,
@@ -444,7 +456,7 @@ func (r Result) judge() Result {
 			reached = append(reached, s.Step)
 		case Flagged:
 			all = false
-			if len(s.Asked) > 0 {
+			if askedHuman(s.Asked) {
 				flagged = append(flagged, "asked about "+s.Step+" ("+s.Asked[0].Reason+")")
 			} else {
 				flagged = append(flagged, "withheld "+s.Step)

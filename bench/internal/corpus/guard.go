@@ -27,7 +27,7 @@ type guard struct {
 	servers []string // the servers it guards
 	cmd     *exec.Cmd
 	cs      *mcp.ClientSession
-	stderr  *lockedBuffer
+	stderr  *logFile // aqlguard's stderr: its log
 	config  string
 
 	semantic bool                 // the client sees mcp_aql_* endpoints
@@ -61,11 +61,17 @@ func (w *world) writeConfig(name string, specs []ServerSpec, readOnly bool, extr
 // that fails (aqlguard refused the config, or died) is an error whose
 // text holds aqlguard's stderr.
 func (w *world) startGuard(ctx context.Context, name, config string, servers []string, extraEnv ...string) (*guard, error) {
-	g := &guard{name: name, servers: servers, config: config, stderr: &lockedBuffer{}, changed: make(chan struct{}, 16)}
+	// stderr goes to a file, not a pipe: waiting for aqlguard to end then
+	// waits for aqlguard alone, not for every server that inherited the pipe.
+	stderr, err := os.CreateTemp(w.dir, "aqlguard-"+name+"-*.log")
+	if err != nil {
+		return nil, err
+	}
+	g := &guard{name: name, servers: servers, config: config, stderr: &logFile{f: stderr}, changed: make(chan struct{}, 16)}
 	g.cmd = exec.Command(w.env.Aqlguard, "run", "--config", config, "--state-dir", w.state)
 	g.cmd.Dir = w.dir
 	g.cmd.Env = w.environ(extraEnv...)
-	g.cmd.Stderr = g.stderr
+	g.cmd.Stderr = stderr
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	g.cmd.WaitDelay = 3 * time.Second
 	client := mcp.NewClient(&mcp.Implementation{Name: "corpus-agent", Version: "1.0.0"}, &mcp.ClientOptions{
@@ -118,10 +124,11 @@ func (g *guard) abort() {
 }
 
 func (g *guard) kill() {
-	if g.cmd != nil && g.cmd.Process != nil {
+	if g.cmd != nil && g.cmd.Process != nil && g.cmd.ProcessState == nil {
 		_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
 		_ = g.cmd.Wait()
 	}
+	g.stderr.close()
 }
 
 // list reads what the client sees: tools (and, in semantic mode, the
@@ -326,7 +333,18 @@ func machineWarning(line string) bool {
 	return strings.Contains(line, "audit anchors are off")
 }
 
-// lockedBuffer is a goroutine-safe buffer for a process's stderr.
+// logFile is a process's stderr written to a file.
+type logFile struct{ f *os.File }
+
+// String is what was written so far.
+func (l *logFile) String() string {
+	b, _ := os.ReadFile(l.f.Name())
+	return string(b)
+}
+
+func (l *logFile) close() { _ = l.f.Close() }
+
+// lockedBuffer is a goroutine-safe buffer for a process's output.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder

@@ -194,7 +194,7 @@ func runServeAttack(ctx context.Context, w *world, v Variant, r Result) Result {
 		switch {
 		case sr.Reached:
 			sr.Verdict = Passed
-		case len(sr.Asked) > 0:
+		case askedHuman(sr.Asked):
 			sr.Verdict = Flagged
 		default:
 			sr.Verdict = Stopped
