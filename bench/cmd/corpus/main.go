@@ -46,6 +46,7 @@ func main() {
 		noHonest  = flag.Bool("no-honest", false, "skip the precision corpus")
 		verbose   = flag.Bool("v", false, "a line per variant and per honest session on stderr")
 		check     = flag.Bool("check", false, "exit 3 when a target is missed")
+		extra     = flag.String("extra-config", "", "add the TOML in `FILE` to every config (a comparison: no longer the default policy)")
 	)
 	flag.StringVar(&env.Aqlguard, "aqlguard", "bench/out/bin/aqlguard", "the aqlguard `BINARY` under test")
 	flag.StringVar(&env.Rogue, "rogueserver", "bench/out/bin/rogueserver", "internal/rogueserver's `BINARY`")
@@ -55,6 +56,14 @@ func main() {
 	flag.StringVar(&env.Everything, "everything-server", os.Getenv("AQLGUARD_E2E_EVERYTHING_SERVER"), "server-everything's dist/index.js (`FILE`)")
 	flag.StringVar(&env.Memory, "memory-server", os.Getenv("AQLGUARD_E2E_MEMORY_SERVER"), "server-memory's dist/index.js (`FILE`)")
 	flag.Parse()
+	if *extra != "" {
+		b, err := os.ReadFile(*extra)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "corpus:", err)
+			os.Exit(1)
+		}
+		env.ExtraConfig = string(b)
+	}
 	if err := run(env, *dir, *scratch, *jsonOut, *mdOut, *passes, *jobs, *only, !*noAttacks, !*noHonest, *verbose, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "corpus:", err)
 		if err == errMissed {

@@ -42,6 +42,9 @@ type guard struct {
 func (w *world) writeConfig(name string, specs []ServerSpec, readOnly bool, extra string) (string, error) {
 	var b strings.Builder
 	b.WriteString("# bench/cmd/corpus: the servers and the human channel; the policy is the default.\n")
+	if w.env.ExtraConfig != "" {
+		b.WriteString("# -extra-config: NOT the default policy\n" + w.env.ExtraConfig + "\n")
+	}
 	if extra != "" {
 		b.WriteString(w.expand(extra) + "\n")
 	}

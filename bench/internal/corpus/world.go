@@ -26,6 +26,10 @@ type Env struct {
 	Memory     string // @modelcontextprotocol/server-memory's dist/index.js
 	// Logf, if set, gets a line per variant and per honest session.
 	Logf func(format string, args ...any)
+	// ExtraConfig is TOML added to every config: not the default policy
+	// any more, for a comparison only (say, the shipped [safety] lists laid
+	// over a config that would otherwise drop them).
+	ExtraConfig string
 }
 
 // world is the directory one variant (or the honest run) lives in: the
