@@ -25,7 +25,8 @@ import (
 //     refused or blocked.
 //
 // With -short it runs the trusted pass alone (the harder one: the rogue
-// servers are no longer unknown) and stays under a minute on two cores.
+// servers are no longer unknown) and every other GTFOBins program, to stay
+// under a minute on two cores.
 // It needs the npm servers (AQLGUARD_E2E_NODE, _FS_SERVER,
 // _EVERYTHING_SERVER, _MEMORY_SERVER) and skips loudly without them,
 // unless AQLGUARD_E2E_REQUIRE_NPM=1. The report is in the log; bench/RESULTS.md
@@ -51,9 +52,9 @@ func TestCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	passes := "first-sight,trusted"
+	passes, every := "first-sight,trusted", "1"
 	if testing.Short() {
-		passes = "trusted"
+		passes, every = "trusted", "2"
 	}
 	report := filepath.Join(dir, "corpus.json")
 	md := filepath.Join(dir, "corpus.md")
@@ -61,7 +62,7 @@ func TestCorpus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, runner, "-aqlguard", bins.aqlguard, "-rogueserver", rogue, "-testserver", bins.testserver,
-		"-corpus", "../bench/corpus", "-passes", passes, "-j", "8", "-json", report, "-md", md, "-out", filepath.Join(dir, "runs"))
+		"-corpus", "../bench/corpus", "-passes", passes, "-gtfobins-every", every, "-j", "8", "-json", report, "-md", md, "-out", filepath.Join(dir, "runs"))
 	cmd.Env = append(append(os.Environ(), env...), mark)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()

@@ -48,6 +48,7 @@ func main() {
 		check     = flag.Bool("check", false, "exit 3 when a target is missed")
 		extra     = flag.String("extra-config", "", "add the TOML in `FILE` to every config (a comparison: no longer the default policy)")
 	)
+	flag.IntVar(&env.GTFOBinsEvery, "gtfobins-every", 1, "run every `N`th GTFOBins program only (a quicker run)")
 	flag.StringVar(&env.Aqlguard, "aqlguard", "bench/out/bin/aqlguard", "the aqlguard `BINARY` under test")
 	flag.StringVar(&env.Rogue, "rogueserver", "bench/out/bin/rogueserver", "internal/rogueserver's `BINARY`")
 	flag.StringVar(&env.Testserver, "testserver", "bench/out/bin/testserver", "internal/testserver's `BINARY`")

@@ -84,6 +84,9 @@ func RunAttacks(ctx context.Context, env Env, c *Corpus, dir string, passes []st
 		if len(only) > 0 && !slices.Contains(only, v.Attack.ID) && !slices.Contains(only, v.Attack.Class) && !slices.Contains(only, v.ID()) {
 			continue
 		}
+		if env.GTFOBinsEvery > 1 && v.Attack.Class == "gtfobins" && gtfoProgram(c, v.Attack)%env.GTFOBinsEvery != 0 {
+			continue
+		}
 		for _, p := range passes {
 			todo = append(todo, job{v, p, len(todo)})
 		}
@@ -109,6 +112,25 @@ func RunAttacks(ctx context.Context, env Env, c *Corpus, dir string, passes []st
 	close(ch)
 	wg.Wait()
 	return out
+}
+
+// gtfoProgram is the index of an attack's GTFOBins program: its id
+// without the tool it is sent to, in the corpus's order.
+func gtfoProgram(c *Corpus, a *Attack) int {
+	prog := func(id string) string { return id[:strings.LastIndex(id, "-")] }
+	n := -1
+	seen := map[string]bool{}
+	for _, b := range c.Attacks {
+		if b.Class != "gtfobins" || seen[prog(b.ID)] {
+			continue
+		}
+		seen[prog(b.ID)] = true
+		n++
+		if prog(b.ID) == prog(a.ID) {
+			return n
+		}
+	}
+	return n
 }
 
 func runVariant(ctx context.Context, env Env, c *Corpus, v Variant, pass, dir string) Result {

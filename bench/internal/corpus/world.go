@@ -30,6 +30,9 @@ type Env struct {
 	// any more, for a comparison only (say, the shipped [safety] lists laid
 	// over a config that would otherwise drop them).
 	ExtraConfig string
+	// GTFOBinsEvery, above 1, runs every nth GTFOBins program only (a
+	// quicker run: e2e TestCorpus with -short).
+	GTFOBinsEvery int
 }
 
 // world is the directory one variant (or the honest run) lives in: the
