@@ -146,8 +146,6 @@ func runVariant(ctx context.Context, env Env, c *Corpus, v Variant, pass, dir st
 	switch a.Kind {
 	case "session":
 		return runSessionAttack(ctx, w, v, pass, r)
-	case "config":
-		return runConfigAttack(ctx, w, v, r)
 	case "serve":
 		return runServeAttack(ctx, w, v, r)
 	case "oauth":

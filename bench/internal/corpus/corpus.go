@@ -34,9 +34,9 @@ type Attack struct {
 	Title  string `json:"title"`
 	Source string `json:"source"`
 	// Kind says how it is tried: "session" (the default: a client session
-	// through `aqlguard run`), "config" (the config itself is the attack:
-	// policy check, doctor and a start), "serve" (HTTP requests to `aqlguard
-	// serve`), "oauth" (a remote server whose OAuth metadata is the attack).
+	// through `aqlguard run`; a config aqlguard refuses to start on stops
+	// it), "serve" (HTTP requests to `aqlguard serve`), "oauth" (a remote
+	// server whose OAuth metadata is the attack).
 	Kind    string       `json:"kind,omitempty"`
 	Servers []ServerSpec `json:"servers"`
 	// Layouts are how the client runs aqlguard over several servers:
@@ -50,8 +50,8 @@ type Attack struct {
 	// readOnlyHint is run too; default: whenever a rogue server has tools.
 	ReadOnly *bool  `json:"read_only_variant,omitempty"`
 	Steps    []Step `json:"steps,omitempty"`
-	// Config is TOML the attack adds (kind "config" and "serve" only): the
-	// drifted or insecure configuration that is the attack.
+	// Config is TOML the attack adds (kind "serve" only): the drifted
+	// configuration that is the attack.
 	Config string `json:"config,omitempty"`
 	// Listen is serve's --listen for kind "serve" (default 127.0.0.1:PORT).
 	Listen string `json:"listen,omitempty"`
@@ -81,9 +81,7 @@ type ServerSpec struct {
 	// Root is the filesystem server's allowed directory: "project" (the
 	// default) or "home".
 	Root string `json:"root,omitempty"`
-	// TOML is the body of the [[servers]] entry for a server that is
-	// only configured (kind "config": url, headers, ...), or what is added
-	// to a testserver-http entry (headers).
+	// TOML is what is added to a testserver-http entry (headers, say).
 	TOML string `json:"toml,omitempty"`
 
 	scenario json.RawMessage // resolved by Load
@@ -258,12 +256,12 @@ func (a *Attack) resolve(scenarios map[string]json.RawMessage) error {
 	switch a.Kind {
 	case "":
 		a.Kind = "session"
-	case "session", "config", "serve", "oauth":
+	case "session", "serve", "oauth":
 	default:
 		return bad("unknown kind %q", a.Kind)
 	}
-	if (a.Config != "") && a.Kind != "config" && a.Kind != "serve" {
-		return bad("config is for kind config and serve only")
+	if a.Config != "" && a.Kind != "serve" {
+		return bad("config is for kind serve only")
 	}
 	names := map[string]bool{}
 	for i := range a.Servers {
@@ -294,10 +292,10 @@ func (a *Attack) resolve(scenarios map[string]json.RawMessage) error {
 			}
 		}
 		if s.TOML != "" && s.Real != "testserver-http" {
-			n++
+			return bad("server %s: toml adds to a testserver-http entry only", s.Name)
 		}
 		if n != 1 && a.Kind != "oauth" {
-			return bad("server %s: want exactly one of rogue, real, toml (toml may add to testserver-http's entry)", s.Name)
+			return bad("server %s: want exactly one of rogue and real", s.Name)
 		}
 		if s.Root != "" && s.Root != "home" && s.Root != "project" {
 			return bad("server %s: root %q", s.Name, s.Root)

@@ -70,56 +70,6 @@ func (w *world) startHTTPServer(argv ...string) (*exec.Cmd, string, error) {
 	}
 }
 
-// runConfigAttack: the configuration is the attack. Stopped if policy
-// check or the start refuses it, flagged if a warning names it, passed if
-// aqlguard starts on it without a word.
-func runConfigAttack(ctx context.Context, w *world, v Variant, r Result) Result {
-	a := v.Attack
-	config, err := w.writeConfig("all", a.Servers, false, a.Config)
-	if err != nil {
-		return r.broken(err)
-	}
-	if out, code := w.aqlguardStatus(ctx, "policy", "check", "--config", config); code != 0 {
-		r.Verdict, r.Why = Stopped, "policy check refuses it: "+lastLines(out, 2)
-		return r
-	}
-	g, err := w.startGuard(ctx, "all", config, nil)
-	if err != nil {
-		return r.startRefused(err)
-	}
-	g.stop()
-	r.Warnings = naming(warnings(g.stderr.String()), a.names())
-	r.Warnings = append(r.Warnings, naming(w.doctor(ctx, config), a.names())...)
-	r.Warnings = append(r.Warnings, naming(w.policyCheck(ctx, config), a.names())...)
-	if len(r.Warnings) > 0 {
-		r.Verdict, r.Why = Flagged, "warned: "+shorten(r.Warnings[0], 160)
-	} else {
-		r.Verdict, r.Why = Passed, "aqlguard starts on it without a word"
-	}
-	return r
-}
-
-// aqlguardStatus runs an aqlguard command: its stdout and stderr together,
-// and its exit status.
-func (w *world) aqlguardStatus(ctx context.Context, args ...string) (string, int) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, w.env.Aqlguard, args...)
-	cmd.Dir, cmd.Env = w.dir, w.environ()
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 3 * time.Second
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &exit):
-		return out.String(), exit.ExitCode()
-	}
-	return out.String() + err.Error(), -1
-}
-
 // runServeAttack runs `aqlguard serve` and makes the attack's HTTP
 // requests to it.
 func runServeAttack(ctx context.Context, w *world, v Variant, r Result) Result {
