@@ -133,7 +133,11 @@ func runServeAttack(ctx context.Context, w *world, v Variant, r Result) Result {
 		}
 		server := a.Servers[0].Name
 		before := len(receivedBy(w.logs[server]))
-		status, body := w.httpSession(ctx, base, port, strings.TrimSpace(string(token)), st.HTTP)
+		hs := *st.HTTP
+		if hs.Arguments, err = w.expandJSON(hs.Arguments); err != nil {
+			return r.broken(err)
+		}
+		status, body := w.httpSession(ctx, base, port, strings.TrimSpace(string(token)), &hs)
 		sr := StepResult{Step: describe(st), Harmful: st.Harmful, Visible: true, Answer: fmt.Sprintf("HTTP %d %s", status, shorten(body, 200))}
 		for _, rec := range receivedBy(w.logs[server])[before:] {
 			if rec.Method == "tools/call" && rec.Name == st.HTTP.Tool {
