@@ -138,7 +138,7 @@ func requireEnv(t *testing.T, name string) string {
 	if os.Getenv("AQLGUARD_E2E_REQUIRE_NPM") == "1" {
 		t.Fatalf("%s is not set but AQLGUARD_E2E_REQUIRE_NPM=1", name)
 	}
-	msg := fmt.Sprintf("SKIPPING: npm @modelcontextprotocol/server-filesystem not installed; run .ci/run (%s unset)", name)
+	msg := fmt.Sprintf("SKIPPING: Node.js or an npm @modelcontextprotocol server is not installed; run .ci/run (%s unset)", name)
 	fmt.Fprintf(os.Stderr, "\n!!!!!!!! %s: %s !!!!!!!!\n\n", t.Name(), msg)
 	t.Skip(msg)
 	return ""

@@ -1,0 +1,162 @@
+package corpus
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// The outcomes of an honest call.
+const (
+	Allowed = "allowed" // reached the server, nobody asked
+	Asked   = "asked"   // a human was asked (and allowed it)
+	Refused = "refused" // did not reach the server, nobody asked
+	Blocked = "blocked" // the agent was blocked (a deny pattern, danger_zone)
+)
+
+// HonestCall is what became of one honest call.
+type HonestCall struct {
+	Server  string     `json:"server"`
+	Call    string     `json:"call"`
+	Outcome string     `json:"outcome"`
+	Asked   []Question `json:"asked,omitempty"`
+	// ServerError is the server's own error, when the call reached it and
+	// failed there (a flaw of the corpus, not of the guard).
+	ServerError string `json:"server_error,omitempty"`
+	Answer      string `json:"answer,omitempty"` // what the client got, when not allowed
+}
+
+// HonestResult is the precision run.
+type HonestResult struct {
+	Calls []HonestCall `json:"calls"`
+	// FirstSight are the questions asked when each server was first
+	// listed, before any call (they count as asks).
+	FirstSight []Question `json:"first_sight,omitempty"`
+	Allowed    int        `json:"allowed"`
+	Asked      int        `json:"asked"` // calls that asked, plus the first-sight questions
+	Refused    int        `json:"refused"`
+	Blocked    int        `json:"blocked"`
+	Questions  int        `json:"questions"` // every question, first sight included
+	ServerErrs int        `json:"server_errors"`
+}
+
+// Per100 is n per 100 honest calls.
+func (h HonestResult) Per100(n int) float64 {
+	if len(h.Calls) == 0 {
+		return 0
+	}
+	return float64(n) * 100 / float64(len(h.Calls))
+}
+
+// RunHonest runs every honest session, one after the other, each through
+// an aqlguard of its own sharing one state directory (as `aqlguard init`
+// wraps a client's servers), the human answering "allow".
+func RunHonest(ctx context.Context, env Env, c *Corpus, dir string) (HonestResult, error) {
+	var res HonestResult
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return res, err
+	}
+	w, err := newWorld(env, dir, c.Home)
+	if err != nil {
+		return res, err
+	}
+	if err := w.human.answer("allow"); err != nil {
+		return res, err
+	}
+	asked := 0
+	for _, s := range c.Honest {
+		start := time.Now()
+		spec := ServerSpec{Name: s.Server, Real: s.Real}
+		config, err := w.writeConfig(s.Server, []ServerSpec{spec}, false, "")
+		if err != nil {
+			return res, err
+		}
+		g, err := w.startGuard(ctx, s.Server, config, []string{s.Server})
+		if err != nil {
+			return res, fmt.Errorf("honest session %s: %w", s.Server, err)
+		}
+		if err := g.list(ctx); err != nil {
+			g.stop()
+			return res, fmt.Errorf("honest session %s: %w", s.Server, err)
+		}
+		w.settle()
+		res.FirstSight = append(res.FirstSight, w.newQuestions(&asked)...)
+		n := len(res.Calls)
+		for _, st := range s.Calls {
+			res.Calls = append(res.Calls, w.honestCall(ctx, g, s.Server, st, &asked))
+		}
+		g.stop()
+		if env.Logf != nil {
+			env.Logf("honest %-12s %3d calls (%s)", s.Server, len(res.Calls)-n, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	for _, c := range res.Calls {
+		switch c.Outcome {
+		case Allowed:
+			res.Allowed++
+		case Asked:
+			res.Asked++
+		case Refused:
+			res.Refused++
+		case Blocked:
+			res.Blocked++
+		}
+		res.Questions += len(c.Asked)
+		if c.ServerError != "" {
+			res.ServerErrs++
+		}
+	}
+	res.Asked += len(res.FirstSight)
+	res.Questions += len(res.FirstSight)
+	return res, nil
+}
+
+func (w *world) honestCall(ctx context.Context, g *guard, server string, st Step, asked *int) HonestCall {
+	hc := HonestCall{Server: server, Call: server + "." + strings.TrimPrefix(describe(st), server+" ")}
+	before := len(receivedBy(w.logs[server]))
+	args, err := w.expandJSON(st.Arguments)
+	if err != nil {
+		hc.Outcome, hc.Answer = Refused, "corpus: "+err.Error()
+		return hc
+	}
+	var out outcome
+	switch {
+	case st.Call != "":
+		out = g.call(ctx, server, st.Call, args)
+	case st.Read != "":
+		out = g.read(ctx, w.expand(st.Read))
+	case st.Prompt != "":
+		out = g.prompt(ctx, st.Prompt, args)
+	}
+	reached := false
+	for _, rec := range receivedBy(w.logs[server])[before:] {
+		if rec.Method == "tools/call" && rec.Name == st.Call || rec.Method == "resources/read" && st.Read != "" ||
+			rec.Method == "prompts/get" && rec.Name == st.Prompt {
+			reached = true
+		}
+	}
+	hc.Asked = w.newQuestions(asked)
+	blocked := strings.Contains(out.Text, "PERMISSION_AGENT_BLOCKED")
+	for _, q := range hc.Asked {
+		blocked = blocked || q.Kind == "challenge"
+	}
+	switch {
+	case blocked:
+		hc.Outcome = Blocked
+	case reached && len(hc.Asked) == 0:
+		hc.Outcome = Allowed
+	case len(hc.Asked) > 0:
+		hc.Outcome = Asked
+	default:
+		hc.Outcome = Refused
+	}
+	if reached && out.IsError {
+		hc.ServerError = shorten(out.Text, 200)
+	}
+	if hc.Outcome != Allowed {
+		hc.Answer = shorten(out.Text, 200)
+	}
+	return hc
+}
