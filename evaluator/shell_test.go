@@ -152,3 +152,34 @@ func TestHonestShellCommandsRun(t *testing.T) {
 		t.Errorf("xargs rm: %s (%s)", d.Decision, d.Reason)
 	}
 }
+
+// A value in a command role that does not parse is unresolved and asks,
+// whatever gave it the role: a shell runs the lines before the one it
+// cannot parse (`rm -r -f /`, then a stray quote), so such a value is
+// never read as plain text, whose patterns it would slip past. (Issue
+// 29, item 6; on f3570ff these were auto-approved as text.)
+func TestUnparsableCommandAsks(t *testing.T) {
+	p := teamPolicy(t, "")
+	for _, line := range []string{
+		"rm -r -f /\n'", "ls\n'", "rm -r -f / \"", "ls )", "echo ${x", "if true; then", "ls &&", "rm -r -f /\ncase x in",
+		"cat <<EOF\nrm -r -f /", "ls; ;", "[[ -f", "echo $((",
+	} {
+		d := runCommand(p, line)
+		if d.Decision != NeedsConfirm || d.Matched != "shell: unresolved" || !d.ArgumentBound {
+			t.Errorf("%q: %s %q (%s)", line, d.Decision, d.Matched, d.Reason)
+		}
+	}
+	// A command role the tool's schema gives (or the policy declares) is
+	// read as a command line whatever the argument is called: the deny
+	// sees `rm -r -f /` in it.
+	d := Evaluate(p, Step{Principal: "team", Operation: "shell_exec", Server: "shell", Tool: "exec", Category: policy.Execute,
+		Arguments: map[string]any{"line": "nice rm -r -f /"}, Roles: map[string]policy.Role{"line": policy.RoleCommand}, StepNumber: 1})
+	if d.Decision != Block || !strings.HasPrefix(d.Matched, "*rm -rf ") {
+		t.Errorf("a command role from the schema: %s %q (%s)", d.Decision, d.Matched, d.Reason)
+	}
+	// Prose that parses is still a command line (as it was); a value that
+	// runs nothing (a comment) is text.
+	if d := runCommand(p, "# nothing to run"); d.Matched == "shell: unresolved" {
+		t.Errorf("a comment: %s %q (%s)", d.Decision, d.Matched, d.Reason)
+	}
+}
