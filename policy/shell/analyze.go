@@ -296,6 +296,16 @@ func (s *Script) walk(f *syntax.File, via []string, depth int) {
 					}
 				}
 			}
+		case *syntax.DeclClause:
+			s.declaration(n)
+		case *syntax.UnaryTest:
+			if n.Op == syntax.TsVarSet {
+				if w, ok := n.X.(*syntax.Word); ok {
+					f := s.unquote(w)
+					f.word = w
+					s.evaluatedName(f, "[[ -v ]]")
+				}
+			}
 		case *syntax.Assign:
 			// x=1 cmd, export x=1, declare x=1: the value may be a
 			// program's configuration that runs code (GIT_SSH_COMMAND).
