@@ -377,6 +377,10 @@ type field struct {
 	word   *syntax.Word // the word as written, printed for messages only
 	src    string       // or its text, for words made here
 	quoted bool         // some part was quoted (a glob character there is literal)
+	// procSubst: the word is one process substitution, <(…) or >(…),
+	// which the shell replaces with the path of a descriptor (/dev/fd/63):
+	// never an option, and what a command prints or reads.
+	procSubst bool
 }
 
 // whyGlob is the why of a word made dynamic by an unquoted glob alone.
@@ -494,6 +498,11 @@ func (s *Script) unquote(w *syntax.Word) field {
 				return field{dynamic: true, why: "a quoted string that cannot be decoded"}
 			}
 			b.WriteString(v)
+		case *syntax.ProcSubst:
+			// Replaced by a descriptor's path: its static start is that.
+			f.becomes(dynamicWhy(p), b.String()+"/dev/fd/")
+			f.procSubst = len(w.Parts) == 1
+			b.WriteString(s.print(&syntax.Word{Parts: []syntax.WordPart{p}}))
 		default:
 			f.becomes(dynamicWhy(p), b.String())
 			b.WriteString(s.print(&syntax.Word{Parts: []syntax.WordPart{p}}))

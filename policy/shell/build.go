@@ -87,8 +87,12 @@ func makeCommand(s *Script, c *invocation) {
 		s.codeOf(c, "--eval", o.value)
 	}
 	for _, o := range r.values("file", "makefile") {
-		if !o.value.dynamic && (o.value.text == "-" || stdinFiles[o.value.text]) {
+		switch {
+		case !o.value.dynamic && o.value.text == "-":
 			s.stdinCode(c, nil)
+		case s.programOperand(c, o.value, nil):
+		default:
+			s.runs(o.value)
 		}
 	}
 	for _, k := range r.operands {

@@ -22,16 +22,10 @@ func (s *Script) codeOf(c *invocation, form string, f field) {
 
 // stdinCode records the code an interpreter reads from stdin: a
 // here-document or here-string, else code not known statically (a pipe,
-// the caller). A file redirected in is a program file, not ours to read.
+// the caller). A file redirected in is a program file, not ours to read
+// (unless the line wrote it).
 func (s *Script) stdinCode(c *invocation, runs func(string) bool) {
-	text, known, file := heredoc(s, c.redirs)
-	switch {
-	case file:
-	case !known || text.dynamic && text.why != whyGlob:
-		s.addCode(c, "stdin", "", true)
-	case runs == nil || runs(text.text):
-		s.addCode(c, "stdin", text.text, false)
-	}
+	s.codeFrom(c, s.inputOf(c.redirs, 0), "stdin", runs)
 }
 
 // interpreter reads the words of a language's interpreter: where its
@@ -112,6 +106,12 @@ func (in *interpreter) follow(s *Script, c *invocation) {
 			s.bestEffort(o.value.text, c.under(c.name+" "+optionForm(o.name)), c.depth)
 		}
 	}
+	for _, o := range r.values(in.files...) {
+		// awk -f FILE: a program file, or a descriptor's.
+		if !s.programOperand(c, o.value, runs) {
+			s.runs(o.value)
+		}
+	}
 	ops := r.operands
 	switch {
 	case in.program && !given && !r.has(in.files...):
@@ -126,8 +126,10 @@ func (in *interpreter) follow(s *Script, c *invocation) {
 	case in.program:
 	case r.has(in.interactive...):
 		s.stdinCode(c, runs)
-	case !in.stdin || given || r.has(in.nostdin...):
-	case len(ops) == 0, !c.args[ops[0]].dynamic && (c.args[ops[0]].text == "-" || stdinFiles[c.args[ops[0]].text]):
+	case given || r.has(in.nostdin...):
+	case len(ops) > 0 && s.programOperand(c, c.args[ops[0]], runs):
+	case !in.stdin:
+	case len(ops) == 0, !c.args[ops[0]].dynamic && c.args[ops[0]].text == "-":
 		s.stdinCode(c, runs)
 	default:
 		s.runs(c.args[ops[0]]) // a script file: not ours to read, unless the line wrote it

@@ -598,14 +598,11 @@ func sourceCommand(s *Script, c *invocation) {
 		return
 	}
 	f := c.args[0]
-	switch {
-	case f.dynamic:
-		s.unresolved(c.name + " of a file that is not static: " + s.source(f))
-	case stdinFiles[f.text] || f.text == "-":
+	if !f.dynamic && f.text == "-" {
 		s.stdin(c.redirs, c.under(c.name), c.depth, bashFlavour.lang)
-	default:
-		s.runs(f)
+		return
 	}
+	s.scriptOperand(f, c.redirs, c.under(c.name), c.depth, bashFlavour.lang)
 }
 
 // mapfileCommand: mapfile -C CALLBACK runs CALLBACK as a script.
