@@ -82,6 +82,8 @@ type Script struct {
 	printer *syntax.Printer // made on demand: most words are never printed
 	calls   int             // simple commands followed so far
 	files   files           // what the line writes and runs (files.go)
+	names   names           // the names the line gives other meanings (names.go)
+	known   names           // in the second reading, the names the first found
 }
 
 // print renders a word as written, for messages.
@@ -207,7 +209,7 @@ func (c Command) String() string {
 func Analyze(src string) (s *Script) {
 	s = &Script{}
 	defer func() {
-		s.printer, s.calls, s.files = nil, 0, files{} // helpers of the analysis, not part of its result
+		s.printer, s.calls, s.files, s.names, s.known = nil, 0, files{}, nil, nil // helpers of the analysis, not part of its result
 		// The parser and expander are well tested, but a panic in them
 		// must not take the guard down: a script we could not read is
 		// one we cannot allow.
@@ -216,6 +218,14 @@ func Analyze(src string) (s *Script) {
 		}
 	}()
 	s.script(src, nil, 0)
+	if len(s.names) > 0 {
+		// The line makes names run other programs (hash -p, alias): read
+		// it again, judging every command of those names also as what
+		// they were made to run, wherever it stands (names.go).
+		known := s.names
+		*s = Script{known: known}
+		s.script(src, nil, 0)
+	}
 	s.runsWhatItWrote()
 	return s
 }
@@ -307,6 +317,7 @@ func (s *Script) walk(f *syntax.File, via []string, depth int) {
 				}
 			}
 		case *syntax.Assign:
+			s.defines(n)
 			// x=1 cmd, export x=1, declare x=1: the value may be a
 			// program's configuration that runs code (GIT_SSH_COMMAND).
 			if n.Name != nil && n.Value != nil && !n.Append {
@@ -579,6 +590,9 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 	}
 	if h != nil {
 		h(s, &invocation{name: name, args: fs[1:], redirs: redirs, via: via, depth: depth})
+	}
+	if file == "" && s.known != nil {
+		s.redefined(name, fs, redirs, via, depth)
 	}
 }
 

@@ -583,9 +583,12 @@ func aliasCommand(s *Script, c *invocation) {
 			s.cannot(c, "a word that is not static: "+s.source(f))
 			continue
 		}
-		if _, v, ok := strings.Cut(f.text, "="); ok {
+		if name, v, ok := strings.Cut(f.text, "="); ok {
 			value := field{text: v, dynamic: f.dynamic, why: f.why, word: f.word}
 			s.scriptField(value, c.under("alias"), c.depth, "an alias that is not static")
+			if !f.dynamic && name != "" {
+				s.define(name, definition{alias: v})
+			}
 		}
 	}
 }
