@@ -577,7 +577,11 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 		}
 		return
 	}
-	s.Commands = append(s.Commands, Command{Name: name, Path: file, Args: normalise(name, fs[1:]), Via: via})
+	spelled, problem, at := longOptions(name, fs[1:])
+	if problem != "" {
+		s.unresolved(name + ": " + problem + ": " + s.source(fs[1+at]))
+	}
+	s.Commands = append(s.Commands, Command{Name: name, Path: file, Args: normalise(name, fs[1:], spelled), Via: via})
 	if file != "" {
 		s.runs(head)
 	}
@@ -688,17 +692,22 @@ var synonyms = map[string]map[string]string{
 	"git":   {"--force": "-f"},
 }
 
-// normalise turns a command's fields into normalised arguments.
-func normalise(name string, fs []field) []Arg {
+// normalise turns a command's fields into normalised arguments; spelled,
+// when not nil, holds the long options as the program reads them
+// (longOptions), "" for the other words.
+func normalise(name string, fs []field, spelled []string) []Arg {
 	out := make([]Arg, 0, len(fs))
 	syn := synonyms[name]
 	operands := false
-	for _, f := range fs {
+	for i, f := range fs {
 		if f.dynamic {
 			out = append(out, Arg{Text: textfold.Fold(f.text), Dynamic: true, Kind: guessKind(f.text)})
 			continue
 		}
 		t := f.text
+		if spelled != nil && spelled[i] != "" {
+			t = spelled[i]
+		}
 		switch {
 		case operands || t == "-" || !strings.HasPrefix(t, "-"):
 			out = append(out, Arg{Text: cleanPath(textfold.Fold(t)), Kind: Operand})

@@ -30,6 +30,19 @@ func init() {
 	for name, h := range special {
 		handlers[name] = h
 	}
+	for name, w := range wrappers {
+		tables[name] = w.opts
+	}
+	for name, in := range interpreters {
+		if in.opts != nil {
+			tables[name] = in.opts
+		}
+	}
+	for _, m := range []map[string]*getopt{optionTables, handlerTables} {
+		for name, g := range m {
+			tables[name] = g
+		}
+	}
 }
 
 // special are the commands with handlers of their own.
