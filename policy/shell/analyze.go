@@ -587,10 +587,16 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 	}
 	s.redirected(redirs)
 	s.writers(name, fs[1:])
+	if projectFiles[name] != nil && !contains(s.files.readers, name) {
+		s.files.readers = append(s.files.readers, name)
+	}
 	h := handlers[name]
 	if h == nil {
 		// python3.12, perl5.36, lua5.4: an interpreter by its versioned name.
 		h = handlers[strings.TrimRight(name, "0123456789.-")]
+	}
+	if h == nil && isLoader(name) {
+		h = loaderCommand
 	}
 	if h != nil {
 		h(s, &invocation{name: name, args: fs[1:], redirs: redirs, via: via, depth: depth})

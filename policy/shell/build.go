@@ -131,6 +131,9 @@ func goCommand(s *Script, c *invocation) {
 		t := a.text
 		if !strings.HasPrefix(t, "-") {
 			if run {
+				if strings.HasSuffix(t, ".go") {
+					s.runs(a) // a file, not ours to read, unless the line wrote it
+				}
 				return // the program; the rest are its arguments
 			}
 			continue

@@ -37,6 +37,9 @@ type interpreter struct {
 	cluster *cluster
 	// code are the options whose value is code (-c, -e, --eval).
 	code []string
+	// codeFlag are options without a value that make the first operand
+	// code (elvish -c).
+	codeFlag []string
 	// exits are the options with which no code runs (--version, -h).
 	exits []string
 	// files are options naming a program file (awk -f): with one the
@@ -113,6 +116,15 @@ func (in *interpreter) follow(s *Script, c *invocation) {
 		}
 	}
 	ops := r.operands
+	if r.has(in.codeFlag...) && len(ops) > 0 {
+		given = true
+		f := c.args[ops[0]]
+		s.codeOf(c, optionForm(in.codeFlag[0]), f)
+		if in.also && !f.dynamic {
+			s.bestEffort(f.text, c.under(c.name+" "+optionForm(in.codeFlag[0])), c.depth)
+		}
+		ops = ops[1:]
+	}
 	switch {
 	case in.program && !given && !r.has(in.files...):
 		if len(ops) == 0 {
@@ -378,7 +390,7 @@ func init() {
 	interpreters["xonsh"] = &interpreter{opts: opts("+c: i|interactive l|login no-rc no-env D: st|shell-type: timings V|version h|help"),
 		code: []string{"c"}, exits: []string{"help", "version"}, interactive: []string{"interactive"}, also: true, stdin: true}
 	interpreters["elvish"] = &interpreter{opts: opts("=+c norc i compileonly deprecation-level: help version buildinfo json log: rc: sock: db: daemon"),
-		code: []string{"c"}, exits: []string{"help", "version", "buildinfo", "compileonly"}, also: true, stdin: true}
+		codeFlag: []string{"c"}, exits: []string{"help", "version", "buildinfo", "compileonly"}, also: true, stdin: true}
 	lua := &interpreter{opts: opts("+e: l: i v E W j: O:: b"), code: []string{"e", "j"}, exits: []string{"v"},
 		nostdin: []string{"b"}, interactive: []string{"i"}, stdin: true}
 	for _, n := range []string{"lua", "luajit", "lua5.1", "lua5.2", "lua5.3", "lua5.4"} {

@@ -14,6 +14,31 @@ import (
 type files struct {
 	written map[string]bool
 	ran     []string
+	ranDirs []string // directories whose programs the line runs
+	readers []string // programs that read project files of their own (projectFiles)
+}
+
+// projectFiles are the files a program reads by itself, without the line
+// naming them, whose content runs commands: a project's scripts, its
+// build, hooks, a tool's configuration. A line that writes one and runs
+// the program runs what it wrote.
+var projectFiles = map[string][]string{
+	"npm": {"package.json", ".npmrc"}, "npx": {"package.json", ".npmrc"}, "pnpm": {"package.json", ".npmrc"},
+	"yarn": {"package.json", ".yarnrc", ".yarnrc.yml"}, "bun": {"package.json", "bunfig.toml"},
+	"composer": {"composer.json"}, "bundle": {"Gemfile", "gems.rb"}, "make": {"Makefile", "makefile", "GNUmakefile"},
+	"gmake": {"Makefile", "makefile", "GNUmakefile"}, "cmake": {"CMakeLists.txt"},
+	"autoconf": {"configure.ac", "configure.in"}, "autoheader": {"configure.ac", "configure.in"},
+	"autoreconf": {"configure.ac", "configure.in"}, "autom4te": {"configure.ac", "configure.in"},
+	"pip": {"setup.py", "pyproject.toml", "setup.cfg"}, "pip3": {"setup.py", "pyproject.toml", "setup.cfg"},
+	"easy_install": {"setup.py"}, "cargo": {"build.rs", "Cargo.toml", "config.toml"}, "less": {".lessfilter", ".lesskey"},
+	"top": {"toprc", ".toprc"}, "rtorrent": {".rtorrent.rc", "rtorrent.rc"}, "vagrant": {"Vagrantfile"},
+	"rake": {"Rakefile", "rakefile"}, "git": {".gitattributes", ".gitmodules", ".gitconfig"},
+}
+
+// gitHook: a file written in a directory named hooks is one git runs, and
+// a repository's configuration may run anything.
+func gitHook(p string) bool {
+	return strings.Contains("/"+p, "/hooks/") || strings.HasSuffix("/"+p, "/.git/config")
 }
 
 // wrote notes a file the line writes.
@@ -89,6 +114,25 @@ func (s *Script) runsWhatItWrote() {
 		if s.files.written[f] {
 			s.unresolved("runs a file the command line itself writes: " + f)
 			return
+		}
+	}
+	// A program given a directory of its code or configuration
+	// (facter --custom-dir, rustup toolchain link) runs what is in it.
+	s.files.ranDirs = append(s.files.ranDirs, s.files.ran...)
+	for _, name := range s.files.readers {
+		for w := range s.files.written {
+			if contains(projectFiles[name], path.Base(w)) || name == "git" && gitHook(w) {
+				s.unresolved(name + " runs what a file it reads holds, and the command line itself writes it: " + w)
+				return
+			}
+		}
+	}
+	for _, d := range s.files.ranDirs {
+		for w := range s.files.written {
+			if strings.HasPrefix(w, d+"/") {
+				s.unresolved("runs the programs of a directory the command line itself writes in: " + d)
+				return
+			}
 		}
 	}
 }

@@ -694,6 +694,8 @@ func systemdRunChecks(s *Script, c *invocation, r *readOpts) {
 		}
 	}
 	if r.has("shell") {
+		// -S: the user's shell, interactive, on the caller's terminal.
+		s.stdin(c.redirs, c.under("systemd-run -S"), c.depth, bashFlavour.lang)
 		return
 	}
 	i := r.first(len(c.args))
