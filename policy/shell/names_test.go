@@ -42,3 +42,15 @@ func TestNamesMadeToRunOtherPrograms(t *testing.T) {
 		}
 	}
 }
+
+// A shell run by its versioned name (bash5, zsh5.9) is read as that
+// shell. (On f3570ff the analyser panicked on it, and the recovered
+// panic left the line unresolved, the rm unseen; FuzzPlainWords found it.)
+func TestVersionedShellNames(t *testing.T) {
+	p := mustPattern(t, "*rm -rf /")
+	for _, src := range []string{"zsh5.9 -c 'rm -rf /'", "bash5 <<< 'rm -rf /'", "sh0 -c 'rm -rf /'", "ksh93 -c 'rm -rf /'"} {
+		if s := Analyze(src); best(p, s) != Definite || slices.Contains(s.Unresolved, "the shell parser failed on this script") {
+			t.Errorf("%q: commands %v, unresolved %q", src, s.Commands, s.Unresolved)
+		}
+	}
+}

@@ -51,6 +51,14 @@ var posixShells = map[string]*shellFlavour{
 // here-document or here-string read here, else unresolved).
 func shell(s *Script, c *invocation) {
 	fl := posixShells[c.name]
+	if fl == nil {
+		// bash5, zsh5.9: a shell by its versioned name (the handler was
+		// found so).
+		fl = posixShells[strings.TrimRight(c.name, "0123456789.-")]
+	}
+	if fl == nil {
+		fl = bashFlavour
+	}
 	args := c.args
 	cmd, stdin := false, false
 	i := 0
