@@ -83,7 +83,7 @@ type Script struct {
 	calls   int             // simple commands followed so far
 	files   files           // what the line writes and runs (files.go)
 	names   names           // the names the line gives other meanings (names.go)
-	known   names           // in the second reading, the names the first found
+	again   bool            // the second reading, which judges names by names
 }
 
 // print renders a word as written, for messages.
@@ -209,7 +209,7 @@ func (c Command) String() string {
 func Analyze(src string) (s *Script) {
 	s = &Script{}
 	defer func() {
-		s.printer, s.calls, s.files, s.names, s.known = nil, 0, files{}, nil, nil // helpers of the analysis, not part of its result
+		s.printer, s.calls, s.files, s.names, s.again = nil, 0, files{}, nil, false // helpers of the analysis, not part of its result
 		// The parser and expander are well tested, but a panic in them
 		// must not take the guard down: a script we could not read is
 		// one we cannot allow.
@@ -222,8 +222,7 @@ func Analyze(src string) (s *Script) {
 		// The line makes names run other programs (hash -p, alias): read
 		// it again, judging every command of those names also as what
 		// they were made to run, wherever it stands (names.go).
-		known := s.names
-		*s = Script{known: known}
+		*s = Script{names: s.names, again: true}
 		s.script(src, nil, 0)
 	}
 	s.runsWhatItWrote()
@@ -587,9 +586,6 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 	}
 	s.redirected(redirs)
 	s.writers(name, fs[1:])
-	if projectFiles[name] != nil && !contains(s.files.readers, name) {
-		s.files.readers = append(s.files.readers, name)
-	}
 	h := handlers[name]
 	if h == nil {
 		// python3.12, perl5.36, lua5.4: an interpreter by its versioned name.
@@ -601,7 +597,7 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 	if h != nil {
 		h(s, &invocation{name: name, args: fs[1:], redirs: redirs, via: via, depth: depth})
 	}
-	if file == "" && s.known != nil {
+	if file == "" && s.again {
 		s.redefined(name, fs, redirs, via, depth)
 	}
 }

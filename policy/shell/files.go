@@ -14,8 +14,6 @@ import (
 type files struct {
 	written map[string]bool
 	ran     []string
-	ranDirs []string // directories whose programs the line runs
-	readers []string // programs that read project files of their own (projectFiles)
 }
 
 // projectFiles are the files a program reads by itself, without the line
@@ -108,29 +106,35 @@ func (s *Script) writers(name string, args []field) {
 }
 
 // runsWhatItWrote is the verdict: unresolved when the line runs a file it
-// writes.
+// writes: one it names, one a program it runs reads by itself
+// (projectFiles), or one in a directory whose programs or code it runs
+// (facter --custom-dir, rustup toolchain link, fail2ban-client -c).
 func (s *Script) runsWhatItWrote() {
+	if len(s.files.written) == 0 {
+		return
+	}
 	for _, f := range s.files.ran {
 		if s.files.written[f] {
 			s.unresolved("runs a file the command line itself writes: " + f)
 			return
 		}
 	}
-	// A program given a directory of its code or configuration
-	// (facter --custom-dir, rustup toolchain link) runs what is in it.
-	s.files.ranDirs = append(s.files.ranDirs, s.files.ran...)
-	for _, name := range s.files.readers {
+	for _, c := range s.Commands {
+		read := projectFiles[c.Name]
+		if read == nil {
+			continue
+		}
 		for w := range s.files.written {
-			if contains(projectFiles[name], path.Base(w)) || name == "git" && gitHook(w) {
-				s.unresolved(name + " runs what a file it reads holds, and the command line itself writes it: " + w)
+			if contains(read, path.Base(w)) || c.Name == "git" && gitHook(w) {
+				s.unresolved(c.Name + " runs what a file it reads holds, and the command line itself writes it: " + w)
 				return
 			}
 		}
 	}
-	for _, d := range s.files.ranDirs {
+	for _, d := range s.files.ran {
 		for w := range s.files.written {
 			if strings.HasPrefix(w, d+"/") {
-				s.unresolved("runs the programs of a directory the command line itself writes in: " + d)
+				s.unresolved("runs the programs or code of a directory the command line itself writes in: " + d)
 				return
 			}
 		}

@@ -1336,11 +1336,7 @@ var latexmkPrograms = set2(`latex pdflatex lualatex xelatex dvilualatex hilatex 
 
 // runsDir notes a directory whose programs the line runs: a file the
 // line writes in it makes the line unresolved (files.go).
-func (s *Script) runsDir(f field) {
-	if !f.dynamic && f.text != "" {
-		s.files.ranDirs = append(s.files.ranDirs, path.Clean(f.text))
-	}
-}
+func (s *Script) runsDir(f field) { s.runs(f) }
 
 func init() {
 	// Shells of other languages: their scripts are code, also read as sh

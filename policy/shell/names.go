@@ -48,7 +48,7 @@ func (s *Script) define(name string, d definition) {
 // redefined follows what a command run by its name (not a path) was
 // made to run, in the line's second reading.
 func (s *Script) redefined(name string, fs []field, redirs []*syntax.Redirect, via []string, depth int) {
-	for _, d := range s.known[name] {
+	for _, d := range s.names[name] {
 		if d.alias == "" {
 			words := append([]field{d.program}, fs[1:]...)
 			s.call(words, redirs, append(via[:len(via):len(via)], "hash -p "+name), depth+1)
