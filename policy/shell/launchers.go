@@ -397,7 +397,7 @@ var launchers = map[string]*launcher{
 	"nmap":             launch("file: script; console: interactive"),
 	// Package files whose scripts run when they are installed: files,
 	// not ours to read (as python3 script.py), unless the line made them.
-	"dpkg": launch("file: i install").with(roleNone, noStdin),
+	"dpkg": launch("").with(roleFile, noStdin),
 	"snap": launch("").with(roleFile, noStdin),
 	"dnf":  launch("").with(roleFile, noStdin),
 	"yum":  launch("").with(roleFile, noStdin),
