@@ -58,6 +58,46 @@ var tables = map[string]*getopt{}
 // analyser has none.
 func tableOf(name string) *getopt { return tables[name] }
 
+// gitSubcommandTables are the long options of the git subcommands whose
+// flags policies name (push --force, reset --hard, clean --force, branch
+// --delete): git's parse-options takes an unambiguous prefix too.
+var gitSubcommandTables = map[string]*getopt{
+	"push": opts("all branches prune mirror n|dry-run porcelain d|delete tags follow-tags signed:: no-signed atomic no-atomic " +
+		"o|push-option: receive-pack: exec: force-with-lease:: no-force-with-lease f|force force-if-includes " +
+		"no-force-if-includes repo: u|set-upstream thin no-thin q|quiet v|verbose progress recurse-submodules: " +
+		"no-recurse-submodules verify no-verify 4|ipv4 6|ipv6"),
+	"reset": opts("soft mixed hard merge keep q|quiet no-quiet refresh no-refresh recurse-submodules:: no-recurse-submodules " +
+		"p|patch N|intent-to-add pathspec-from-file: pathspec-file-nul U|unified: inter-hunk-context:"),
+	"clean": opts("f|force i|interactive n|dry-run q|quiet e|exclude: x X d"),
+	"checkout": opts("q|quiet progress no-progress f|force ours theirs m|merge conflict: detach orphan: " +
+		"ignore-skip-worktree-bits overwrite-ignore no-overwrite-ignore recurse-submodules no-recurse-submodules " +
+		"ignore-other-worktrees guess no-guess t|track:: no-track p|patch overlay no-overlay pathspec-from-file: " +
+		"pathspec-file-nul b: B: l"),
+	"branch": opts("d|delete D f|force m|move M c|copy C l|list a|all r|remotes v|verbose q|quiet abbrev: no-abbrev " +
+		"column:: no-column sort: merged:: no-merged:: contains:: no-contains:: points-at: format: color:: no-color " +
+		"i|ignore-case omit-empty create-reflog t|track:: no-track u|set-upstream-to: unset-upstream edit-description " +
+		"show-current recurse-submodules"),
+	"rm": opts("f|force n|dry-run r cached ignore-unmatch q|quiet sparse pathspec-from-file: pathspec-file-nul"),
+}
+
+// gitSubcommandAt is the index of git's subcommand among its words
+// (after its own options), -1 when there is none.
+func gitSubcommandAt(fs []field) int {
+	for i := 0; i < len(fs); i++ {
+		f := fs[i]
+		if f.dynamic {
+			return -1
+		}
+		if !strings.HasPrefix(f.text, "-") {
+			return i
+		}
+		if takes := gitGlobalOpts[f.text]; takes {
+			i++ // -C DIR, -c KEY=VALUE, --git-dir DIR
+		}
+	}
+	return -1
+}
+
 // longOptions spells each long option of a command's words as its
 // program reads it (the whole option's name for a prefix), or reports
 // the problem that makes the words unreadable: an ambiguous prefix. It
@@ -74,14 +114,21 @@ func longOptions(name string, fs []field) (spelled []string, problem string, at 
 		return nil, "", 0
 	}
 	g := tableOf(name)
+	off := 0
+	if name == "git" {
+		if i := gitSubcommandAt(fs); i >= 0 {
+			g, off = gitSubcommandTables[fs[i].text], i+1
+		}
+	}
 	if g == nil {
 		return nil, "", 0
 	}
-	r := g.read(fs)
+	r := g.read(fs[off:])
 	if strings.HasPrefix(r.problem, "an abbreviated option") {
-		return nil, r.problem, r.problemAt
+		return nil, r.problem, off + r.problemAt
 	}
 	for _, o := range r.opts {
+		o.at += off
 		f := fs[o.at]
 		if f.dynamic || !strings.HasPrefix(f.text, "--") || len(o.name) < 2 {
 			continue

@@ -32,6 +32,14 @@ func TestAbbreviatedLongOptions(t *testing.T) {
 		{"*shred --remove=wipe *", "shred --rem=wipe /dev/sda"},
 		{"*sudo --user*", "sudo --us root id"},
 		{"*tar --to-command*", "tar xf a.tar --to-com=x"},
+		// git's subcommands read as git's parse-options does.
+		{"*git reset --hard*", "git reset --ha HEAD~1"},
+		{"*git reset --hard*", "git -C /repo reset --har"},
+		{"*git push --delete*", "git push --del origin x"},
+		{"*git push --force-with-lease*", "git push --force-w origin"},
+		{"*git clean -f*", "git clean --for -dx"},
+		{"*git checkout -f*", "git checkout --for main"},
+		{"*git branch --delete*", "git branch --del x"},
 	} {
 		s := Analyze(tt.src)
 		if m := best(mustPattern(t, tt.pattern), s); m != Definite {
@@ -40,7 +48,7 @@ func TestAbbreviatedLongOptions(t *testing.T) {
 	}
 	// Ambiguous prefixes are errors of the program: unresolved.
 	for _, src := range []string{"cp --re a b", "mv --no a b", "env --ign rm -rf /", "sudo --p x id", "chown --no root x",
-		"chown --re root /"} {
+		"chown --re root /", "git push --forc origin"} {
 		if s := Analyze(src); !strings.Contains(strings.Join(s.Unresolved, "; "), "could be more than one") &&
 			!strings.Contains(strings.Join(s.Unresolved, "; "), "does not know") {
 			t.Errorf("%q: resolved: %v, unresolved %q", src, s.Commands, s.Unresolved)
@@ -65,7 +73,14 @@ func TestAbbreviatedLongOptions(t *testing.T) {
 // Every table reads each of its long options by its shortest unique
 // prefix as that option.
 func TestTablesReadPrefixes(t *testing.T) {
+	all := map[string]*getopt{}
 	for name, g := range tables {
+		all[name] = g
+	}
+	for sub, g := range gitSubcommandTables {
+		all["git "+sub] = g
+	}
+	for name, g := range all {
 		if g.exact || g.anyLong {
 			continue
 		}
