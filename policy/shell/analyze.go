@@ -576,9 +576,13 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 		}
 		return
 	}
-	spelled, problem, at := longOptions(name, fs[1:])
-	if problem != "" {
-		s.unresolved(name + ": " + problem + ": " + s.source(fs[1+at]))
+	var spelled []string
+	if hasLongOption(fs[1:]) {
+		var problem string
+		var at int
+		if spelled, problem, at = longOptions(name, fs[1:]); problem != "" {
+			s.unresolved(name + ": " + problem + ": " + s.source(fs[1+at]))
+		}
 	}
 	s.Commands = append(s.Commands, Command{Name: name, Path: file, Args: normalise(name, fs[1:], spelled), Via: via})
 	if file != "" {
@@ -591,7 +595,7 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 		// python3.12, perl5.36, lua5.4: an interpreter by its versioned name.
 		h = handlers[strings.TrimRight(name, "0123456789.-")]
 	}
-	if h == nil && isLoader(name) {
+	if h == nil && name[0] == 'l' && isLoader(name) {
 		h = loaderCommand
 	}
 	if h != nil {

@@ -98,21 +98,22 @@ func gitSubcommandAt(fs []field) int {
 	return -1
 }
 
+// hasLongOption reports whether any of a command's words is a long
+// option, which longOptions may spell otherwise: most commands have none.
+func hasLongOption(fs []field) bool {
+	for i := range fs {
+		if t := fs[i].text; len(t) > 2 && t[0] == '-' && t[1] == '-' && !fs[i].dynamic {
+			return true
+		}
+	}
+	return false
+}
+
 // longOptions spells each long option of a command's words as its
 // program reads it (the whole option's name for a prefix), or reports
 // the problem that makes the words unreadable: an ambiguous prefix. It
 // returns nil when nothing is to be respelled.
 func longOptions(name string, fs []field) (spelled []string, problem string, at int) {
-	abbreviated := false
-	for _, f := range fs {
-		if !f.dynamic && len(f.text) > 2 && strings.HasPrefix(f.text, "--") {
-			abbreviated = true
-			break
-		}
-	}
-	if !abbreviated {
-		return nil, "", 0
-	}
 	g := tableOf(name)
 	off := 0
 	if name == "git" {
