@@ -233,8 +233,11 @@ func (l *launcher) follow(s *Script, c *invocation) {
 			s.stdinCode(c, l.runs)
 		}
 	}
-	if flagged != nil {
+	switch {
+	case flagged != nil && len(operands) > 0:
 		s.addCode(c, flagged.form, joinTexts(operands), anyDynamic(operands))
+	case flagged != nil:
+		s.stdinCode(c, nil) // the document it reads from stdin
 	}
 	switch l.operands {
 	case roleFile:
