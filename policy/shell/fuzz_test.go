@@ -82,7 +82,12 @@ func variant(choices []byte) string {
 // (matched Definitely, or the script is unresolved, which asks a human;
 // never a plain miss).
 func FuzzShellRule(f *testing.F) {
-	for _, seed := range [][]byte{{}, {1, 2, 3}, {5, 7, 2, 1, 3, 0, 1}, {12, 11, 9, 4, 3, 2, 1, 4, 1, 1}, {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}} {
+	for _, seed := range [][]byte{{}, {1, 2, 3}, {5, 7, 2, 1, 3, 0, 1}, {12, 11, 9, 4, 3, 2, 1, 4, 1, 1}, {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+		// Issue 29: abbreviated options, GTFOBins' wrappers, and each of
+		// the new forms around the line (choices: name, flags, target,
+		// trailer, how many wrappers, which, the form, the prefix).
+		{0, 12, 0, 0, 1, 14, 5}, {3, 13, 2, 1, 2, 20, 21, 6}, {1, 14, 9, 0, 1, 27, 7, 2}, {0, 15, 0, 0, 0, 8},
+		{5, 16, 4, 2, 1, 30, 9, 1}, {0, 12, 0, 0, 0, 10}, {2, 13, 1, 0, 1, 25, 11, 3}, {0, 0, 0, 0, 3, 13, 22, 28, 5, 1, 1}} {
 		f.Add(seed)
 	}
 	p, _, _ := CompilePattern("*rm -rf /")
@@ -292,7 +297,10 @@ func (w fuzzWrapper) unknownToken(b []byte) string {
 // (both ask).
 func FuzzShellFailsClosed(f *testing.F) {
 	for _, seed := range [][]byte{{}, {1}, {0, 1, 2, 3}, {5, 200, 7, 2, 1, 3, 9, 9}, {27, 3, 14, 1, 1, 4, 0, 2, 7},
-		{30, 255, 0, 3, 3, 3, 3, 3, 3, 3, 3}, {29, 1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}} {
+		{30, 255, 0, 3, 3, 3, 3, 3, 3, 3, 3}, {29, 1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+		// Issue 29: GTFOBins' wrappers, with options they know and do not.
+		{0, 0, 31, 2, 0, 1, 1, 4, 65, 66}, {1, 1, 32, 1, 0, 33, 3, 1, 2, 1, 7}, {2, 2, 34, 1, 1, 35, 0, 36, 2, 0, 1, 1, 3, 88},
+		{0, 0, 37, 3, 0, 1, 2, 1, 9, 97, 98, 99}, {1, 0, 38, 1, 2}} {
 		f.Add(seed)
 	}
 	p, _, _ := CompilePattern("*rm -rf /")
