@@ -43,16 +43,10 @@ func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 		if v.Key || !v.String || done[v.Path] {
 			continue
 		}
-		declared := false
-		if p != nil && len(p.ShellArguments) > 0 {
-			path := strings.Split(v.Path, ".")
-			for _, spec := range p.ShellArguments {
-				if spec.AppliesTo(sub.Names, path) {
-					declared = true
-					break
-				}
-			}
-		}
+		// A command role comes from the policy (shell_arguments,
+		// [servers.arguments]), the tool's schema or the argument's name
+		// (policy.RoleByConvention); a few more names are guessed.
+		declared := v.Role == policy.RoleCommand
 		last := v.Path[strings.LastIndexByte(v.Path, '.')+1:]
 		if !declared && !guessedShell(last) {
 			continue
@@ -70,7 +64,12 @@ func analyzeShellArgs(p *policy.Policy, sub Subjects) shellArgs {
 			continue
 		}
 		sc := scripts.analyze(line)
-		if !declared && !sc.LooksLikeShell() {
+		// A value that runs nothing (a comment, an assignment) is text. One
+		// that does not parse is a shell value all the same, unresolved: a
+		// shell runs the commands before the line it cannot parse
+		// (`rm -r -f /` and then a stray quote), so it is never read as
+		// plain text, whose patterns it would slip past.
+		if !declared && len(sc.Commands) == 0 && len(sc.Unresolved) == 0 && len(sc.Code) == 0 {
 			continue
 		}
 		out = append(out, shellValue{path: v.Path, script: sc})

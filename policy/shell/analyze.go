@@ -82,6 +82,8 @@ type Script struct {
 	printer *syntax.Printer // made on demand: most words are never printed
 	calls   int             // simple commands followed so far
 	files   files           // what the line writes and runs (files.go)
+	names   names           // the names the line gives other meanings (names.go)
+	again   bool            // the second reading, which judges names by names
 }
 
 // print renders a word as written, for messages.
@@ -207,7 +209,7 @@ func (c Command) String() string {
 func Analyze(src string) (s *Script) {
 	s = &Script{}
 	defer func() {
-		s.printer, s.calls, s.files = nil, 0, files{} // helpers of the analysis, not part of its result
+		s.printer, s.calls, s.files, s.names, s.again = nil, 0, files{}, nil, false // helpers of the analysis, not part of its result
 		// The parser and expander are well tested, but a panic in them
 		// must not take the guard down: a script we could not read is
 		// one we cannot allow.
@@ -216,6 +218,13 @@ func Analyze(src string) (s *Script) {
 		}
 	}()
 	s.script(src, nil, 0)
+	if len(s.names) > 0 {
+		// The line makes names run other programs (hash -p, alias): read
+		// it again, judging every command of those names also as what
+		// they were made to run, wherever it stands (names.go).
+		*s = Script{names: s.names, again: true}
+		s.script(src, nil, 0)
+	}
 	s.runsWhatItWrote()
 	return s
 }
@@ -296,7 +305,18 @@ func (s *Script) walk(f *syntax.File, via []string, depth int) {
 					}
 				}
 			}
+		case *syntax.DeclClause:
+			s.declaration(n)
+		case *syntax.UnaryTest:
+			if n.Op == syntax.TsVarSet {
+				if w, ok := n.X.(*syntax.Word); ok {
+					f := s.unquote(w)
+					f.word = w
+					s.evaluatedName(f, "[[ -v ]]")
+				}
+			}
 		case *syntax.Assign:
+			s.defines(n)
 			// x=1 cmd, export x=1, declare x=1: the value may be a
 			// program's configuration that runs code (GIT_SSH_COMMAND).
 			if n.Name != nil && n.Value != nil && !n.Append {
@@ -367,6 +387,10 @@ type field struct {
 	word   *syntax.Word // the word as written, printed for messages only
 	src    string       // or its text, for words made here
 	quoted bool         // some part was quoted (a glob character there is literal)
+	// procSubst: the word is one process substitution, <(…) or >(…),
+	// which the shell replaces with the path of a descriptor (/dev/fd/63):
+	// never an option, and what a command prints or reads.
+	procSubst bool
 }
 
 // whyGlob is the why of a word made dynamic by an unquoted glob alone.
@@ -484,6 +508,11 @@ func (s *Script) unquote(w *syntax.Word) field {
 				return field{dynamic: true, why: "a quoted string that cannot be decoded"}
 			}
 			b.WriteString(v)
+		case *syntax.ProcSubst:
+			// Replaced by a descriptor's path: its static start is that.
+			f.becomes(dynamicWhy(p), b.String()+"/dev/fd/")
+			f.procSubst = len(w.Parts) == 1
+			b.WriteString(s.print(&syntax.Word{Parts: []syntax.WordPart{p}}))
 		default:
 			f.becomes(dynamicWhy(p), b.String())
 			b.WriteString(s.print(&syntax.Word{Parts: []syntax.WordPart{p}}))
@@ -547,7 +576,15 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 		}
 		return
 	}
-	s.Commands = append(s.Commands, Command{Name: name, Path: file, Args: normalise(name, fs[1:]), Via: via})
+	var spelled []string
+	if hasLongOption(fs[1:]) {
+		var problem string
+		var at int
+		if spelled, problem, at = longOptions(name, fs[1:]); problem != "" {
+			s.unresolved(name + ": " + problem + ": " + s.source(fs[1+at]))
+		}
+	}
+	s.Commands = append(s.Commands, Command{Name: name, Path: file, Args: normalise(name, fs[1:], spelled), Via: via})
 	if file != "" {
 		s.runs(head)
 	}
@@ -558,8 +595,14 @@ func (s *Script) call(fs []field, redirs []*syntax.Redirect, via []string, depth
 		// python3.12, perl5.36, lua5.4: an interpreter by its versioned name.
 		h = handlers[strings.TrimRight(name, "0123456789.-")]
 	}
+	if h == nil && name[0] == 'l' && isLoader(name) {
+		h = loaderCommand
+	}
 	if h != nil {
 		h(s, &invocation{name: name, args: fs[1:], redirs: redirs, via: via, depth: depth})
+	}
+	if file == "" && s.again {
+		s.redefined(name, fs, redirs, via, depth)
 	}
 }
 
@@ -655,17 +698,22 @@ var synonyms = map[string]map[string]string{
 	"git":   {"--force": "-f"},
 }
 
-// normalise turns a command's fields into normalised arguments.
-func normalise(name string, fs []field) []Arg {
+// normalise turns a command's fields into normalised arguments; spelled,
+// when not nil, holds the long options as the program reads them
+// (longOptions), "" for the other words.
+func normalise(name string, fs []field, spelled []string) []Arg {
 	out := make([]Arg, 0, len(fs))
 	syn := synonyms[name]
 	operands := false
-	for _, f := range fs {
+	for i, f := range fs {
 		if f.dynamic {
 			out = append(out, Arg{Text: textfold.Fold(f.text), Dynamic: true, Kind: guessKind(f.text)})
 			continue
 		}
 		t := f.text
+		if spelled != nil && spelled[i] != "" {
+			t = spelled[i]
+		}
 		switch {
 		case operands || t == "-" || !strings.HasPrefix(t, "-"):
 			out = append(out, Arg{Text: cleanPath(textfold.Fold(t)), Kind: Operand})

@@ -198,3 +198,104 @@ func (e *evaluated) verdict() string {
 	}
 	return ""
 }
+
+// Bash evaluates the array subscript of a variable's name wherever a
+// builtin takes a name to assign or test: printf -v 'a[$(rm -rf /)]' 1,
+// read NAME, [[ -v NAME ]], test -v NAME, declare 'a[$(…)]=1' and a
+// nameref's target all run the $(…). So such a name is resolved only
+// when it is static with a subscript of digits at most (a[0]); a name
+// made at run time, or one whose subscript holds more, is unresolved.
+// declare reads a quoted word as an assignment again (declare -a "$x"
+// with x='a=($(rm -rf /))' runs rm), so a word of declare that is not
+// static, or holds $ or `, is unresolved too.
+
+// evaluatedName checks a name a builtin (what) assigns or tests.
+func (s *Script) evaluatedName(f field, what string) {
+	if f.dynamic && f.why == whyGlob && !strings.ContainsAny(f.text, "*?") {
+		// a[0] unquoted is a bracket glob, which only a file a0 matches:
+		// a name either way.
+		f.dynamic = false
+	}
+	if f.dynamic {
+		s.unresolved(what + " of a name that is not static, whose array subscript bash evaluates (running $(…) in it): " + s.source(f))
+		return
+	}
+	name, sub, ok := strings.Cut(f.text, "[")
+	if !ok && isName(name) {
+		return
+	}
+	if ok && isName(name) && strings.HasSuffix(sub, "]") && (isNumber(field{text: sub[:len(sub)-1]}) || sub == "@]" || sub == "*]") {
+		return
+	}
+	if ok || strings.ContainsAny(f.text, "$`") {
+		s.unresolved(what + " of a name whose array subscript bash evaluates (running $(…) in it): " + f.text)
+	}
+}
+
+// declaration checks the words of declare, local, export, readonly and
+// typeset: see evaluatedName.
+func (s *Script) declaration(d *syntax.DeclClause) {
+	what := d.Variant.Value
+	nameref := what == "nameref"
+	for _, a := range d.Args {
+		switch {
+		case a.Naked && a.Name == nil && a.Value != nil:
+			f := s.unquote(a.Value)
+			f.word = a.Value
+			if !f.dynamic && (strings.HasPrefix(f.text, "-") || strings.HasPrefix(f.text, "+")) {
+				nameref = nameref || strings.ContainsRune(f.text[1:], 'n')
+				continue
+			}
+			if f.dynamic || strings.ContainsAny(f.text, "$`") {
+				s.unresolved(what + " of a word that is not static, which bash reads as an assignment again (running $(…) in it): " + s.source(f))
+				continue
+			}
+			s.evaluatedName(field{text: strings.SplitN(f.text, "=", 2)[0]}, what)
+		case nameref && a.Name != nil && a.Value != nil:
+			f := s.unquote(a.Value)
+			f.word = a.Value
+			s.evaluatedName(f, what+" -n")
+		}
+	}
+}
+
+// nameArguments checks the names read, printf -v and test -v take.
+func nameArguments(s *Script, c *invocation) {
+	args := c.args
+	switch c.name {
+	case "printf":
+		for i := 0; i+1 < len(args); i++ {
+			if t := args[i].text; args[i].dynamic || !strings.HasPrefix(t, "-") || t == "--" {
+				return
+			}
+			if args[i].text == "-v" {
+				s.evaluatedName(args[i+1], "printf -v")
+				i++
+			}
+		}
+	case "read":
+		r := readBuiltinOpts.read(args)
+		if r.problem != "" {
+			s.badOptions(c, r)
+			return
+		}
+		for _, k := range r.operands {
+			s.evaluatedName(args[k], "read")
+		}
+	case "test", "[":
+		for i := 0; i+1 < len(args); i++ {
+			if !args[i].dynamic && args[i].text == "-v" {
+				s.evaluatedName(args[i+1], c.name+" -v")
+			}
+		}
+	}
+}
+
+// readBuiltinOpts are bash's read's options (5.3: -E).
+var readBuiltinOpts = opts("+a: d: e E i: n: N: p: r s t: u:")
+
+func init() {
+	for _, name := range []string{"printf", "read", "test", "["} {
+		special[name] = nameArguments
+	}
+}

@@ -87,8 +87,12 @@ func makeCommand(s *Script, c *invocation) {
 		s.codeOf(c, "--eval", o.value)
 	}
 	for _, o := range r.values("file", "makefile") {
-		if !o.value.dynamic && (o.value.text == "-" || stdinFiles[o.value.text]) {
+		switch {
+		case !o.value.dynamic && o.value.text == "-":
 			s.stdinCode(c, nil)
+		case s.programOperand(c, o.value, nil):
+		default:
+			s.runs(o.value)
 		}
 	}
 	for _, k := range r.operands {
@@ -127,6 +131,9 @@ func goCommand(s *Script, c *invocation) {
 		t := a.text
 		if !strings.HasPrefix(t, "-") {
 			if run {
+				if strings.HasSuffix(t, ".go") {
+					s.runs(a) // a file, not ours to read, unless the line wrote it
+				}
 				return // the program; the rest are its arguments
 			}
 			continue

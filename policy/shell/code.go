@@ -22,16 +22,10 @@ func (s *Script) codeOf(c *invocation, form string, f field) {
 
 // stdinCode records the code an interpreter reads from stdin: a
 // here-document or here-string, else code not known statically (a pipe,
-// the caller). A file redirected in is a program file, not ours to read.
+// the caller). A file redirected in is a program file, not ours to read
+// (unless the line wrote it).
 func (s *Script) stdinCode(c *invocation, runs func(string) bool) {
-	text, known, file := heredoc(s, c.redirs)
-	switch {
-	case file:
-	case !known || text.dynamic && text.why != whyGlob:
-		s.addCode(c, "stdin", "", true)
-	case runs == nil || runs(text.text):
-		s.addCode(c, "stdin", text.text, false)
-	}
+	s.codeFrom(c, s.inputOf(c.redirs, 0), "stdin", runs)
 }
 
 // interpreter reads the words of a language's interpreter: where its
@@ -43,6 +37,9 @@ type interpreter struct {
 	cluster *cluster
 	// code are the options whose value is code (-c, -e, --eval).
 	code []string
+	// codeFlag are options without a value that make the first operand
+	// code (elvish -c).
+	codeFlag []string
 	// exits are the options with which no code runs (--version, -h).
 	exits []string
 	// files are options naming a program file (awk -f): with one the
@@ -112,7 +109,22 @@ func (in *interpreter) follow(s *Script, c *invocation) {
 			s.bestEffort(o.value.text, c.under(c.name+" "+optionForm(o.name)), c.depth)
 		}
 	}
+	for _, o := range r.values(in.files...) {
+		// awk -f FILE: a program file, or a descriptor's.
+		if !s.programOperand(c, o.value, runs) {
+			s.runs(o.value)
+		}
+	}
 	ops := r.operands
+	if r.has(in.codeFlag...) && len(ops) > 0 {
+		given = true
+		f := c.args[ops[0]]
+		s.codeOf(c, optionForm(in.codeFlag[0]), f)
+		if in.also && !f.dynamic {
+			s.bestEffort(f.text, c.under(c.name+" "+optionForm(in.codeFlag[0])), c.depth)
+		}
+		ops = ops[1:]
+	}
 	switch {
 	case in.program && !given && !r.has(in.files...):
 		if len(ops) == 0 {
@@ -126,8 +138,10 @@ func (in *interpreter) follow(s *Script, c *invocation) {
 	case in.program:
 	case r.has(in.interactive...):
 		s.stdinCode(c, runs)
-	case !in.stdin || given || r.has(in.nostdin...):
-	case len(ops) == 0, !c.args[ops[0]].dynamic && (c.args[ops[0]].text == "-" || stdinFiles[c.args[ops[0]].text]):
+	case given || r.has(in.nostdin...):
+	case len(ops) > 0 && s.programOperand(c, c.args[ops[0]], runs):
+	case !in.stdin:
+	case len(ops) == 0, !c.args[ops[0]].dynamic && c.args[ops[0]].text == "-":
 		s.stdinCode(c, runs)
 	default:
 		s.runs(c.args[ops[0]]) // a script file: not ours to read, unless the line wrote it
@@ -376,7 +390,7 @@ func init() {
 	interpreters["xonsh"] = &interpreter{opts: opts("+c: i|interactive l|login no-rc no-env D: st|shell-type: timings V|version h|help"),
 		code: []string{"c"}, exits: []string{"help", "version"}, interactive: []string{"interactive"}, also: true, stdin: true}
 	interpreters["elvish"] = &interpreter{opts: opts("=+c norc i compileonly deprecation-level: help version buildinfo json log: rc: sock: db: daemon"),
-		code: []string{"c"}, exits: []string{"help", "version", "buildinfo", "compileonly"}, also: true, stdin: true}
+		codeFlag: []string{"c"}, exits: []string{"help", "version", "buildinfo", "compileonly"}, also: true, stdin: true}
 	lua := &interpreter{opts: opts("+e: l: i v E W j: O:: b"), code: []string{"e", "j"}, exits: []string{"v"},
 		nostdin: []string{"b"}, interactive: []string{"i"}, stdin: true}
 	for _, n := range []string{"lua", "luajit", "lua5.1", "lua5.2", "lua5.3", "lua5.4"} {

@@ -10,12 +10,16 @@ import (
 
 // Spellings of the parts of `rm -rf /` that a shell runs the same.
 var (
-	rmNames          = []string{"rm", "'rm'", `"rm"`, `r\m`, "/bin/rm", "/usr/bin/rm", `\rm`, "$'rm'", `$'\x72m'`, "r''m", `"r"m`, "RM", "./../../bin/rm"}
-	rmFlags          = []string{"-rf", "-fr", "-r -f", "-f -r", "-Rf", "-r --force", "--recursive -f", "-rfv", "-v -r -f", "--force --recursive", "-f -R", "-r -i -f"}
+	rmNames = []string{"rm", "'rm'", `"rm"`, `r\m`, "/bin/rm", "/usr/bin/rm", `\rm`, "$'rm'", `$'\x72m'`, "r''m", `"r"m`, "RM", "./../../bin/rm"}
+	rmFlags = []string{"-rf", "-fr", "-r -f", "-f -r", "-Rf", "-r --force", "--recursive -f", "-rfv", "-v -r -f", "--force --recursive", "-f -R", "-r -i -f",
+		"--rec --for", "--re --fo", "-r --forc", "--recu -f", "--no-pres -rf"}
 	rmTargets        = []string{"/", "//", "/./", "'/'", `"/"`, "/bin/..", `\/`, "/.", "///", "-- /"}
-	wrapperSpellings = []string{"sudo ", "sudo -u root ", "env ", "env A=1 ", "nice -n 5 ", "timeout 5 ", "command ", "nohup ", "time ", "doas ", "busybox ", "stdbuf -o0 ", "setsid "}
-	prefixes         = []string{"", "true; ", "x=1 && ", "echo hi | ", "cd /tmp && ", "false || ", "{ ", "( "}
-	trailers         = []string{"", " --no-preserve-root", " /tmp", " &", " 2>/dev/null"}
+	wrapperSpellings = []string{"sudo ", "sudo -u root ", "env ", "env A=1 ", "nice -n 5 ", "timeout 5 ", "command ", "nohup ", "time ", "doas ", "busybox ", "stdbuf -o0 ", "setsid ",
+		"aa-exec ", "choom -n 0 ", "cpulimit -l 5 -- ", "logsave /dev/null ", "setarch x86_64 ", "sshpass -p x ", "ssh-agent ",
+		"perf stat ", "pidstat -e ", "ip netns exec n ", "sudo --us root ", "timeout --sig KILL 5 ", "kubectl exec p -- ",
+		"docker run --rm img ", "lxc exec c -- ", "xdotool exec ", "ksu -e "}
+	prefixes = []string{"", "true; ", "x=1 && ", "echo hi | ", "cd /tmp && ", "false || ", "{ ", "( "}
+	trailers = []string{"", " --no-preserve-root", " /tmp", " &", " 2>/dev/null"}
 )
 
 // variant builds a meaning-preserving spelling of `rm -rf /` from the
@@ -33,15 +37,32 @@ func variant(choices []byte) string {
 	for range next(4) {
 		cmd = wrapperSpellings[next(len(wrapperSpellings))] + cmd
 	}
-	switch next(5) {
+	quoted := "'" + strings.ReplaceAll(cmd, "'", `'\''`) + "'"
+	switch next(12) {
 	case 1:
-		cmd = "bash -c '" + strings.ReplaceAll(cmd, "'", `'\''`) + "'"
+		cmd = "bash -c " + quoted
 	case 2:
 		cmd = "sh -c \"" + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`").Replace(cmd) + "\""
 	case 3:
-		cmd = "eval '" + strings.ReplaceAll(cmd, "'", `'\''`) + "'"
+		cmd = "eval " + quoted
 	case 4:
 		cmd = "echo $(" + cmd + ")"
+	// The forms of issue 29: the last stdin redirection, descriptors,
+	// names made to run another program, programs that run commands.
+	case 5:
+		cmd = "bash <x.sh <<< " + quoted
+	case 6:
+		cmd = "bash /dev/fd/3 3<<< " + quoted
+	case 7:
+		cmd = "hash -p /bin/busybox x; x " + cmd
+	case 8:
+		cmd = "certbot renew --pre-hook " + quoted
+	case 9:
+		cmd = "sysctl kernel.core_pattern='|'" + quoted
+	case 10:
+		cmd = "crontab - <<< '* * * * * '" + quoted
+	case 11:
+		cmd = "socat - SYSTEM:" + quoted
 	}
 	prefix := prefixes[next(len(prefixes))]
 	cmd = prefix + cmd
@@ -61,7 +82,12 @@ func variant(choices []byte) string {
 // (matched Definitely, or the script is unresolved, which asks a human;
 // never a plain miss).
 func FuzzShellRule(f *testing.F) {
-	for _, seed := range [][]byte{{}, {1, 2, 3}, {5, 7, 2, 1, 3, 0, 1}, {12, 11, 9, 4, 3, 2, 1, 4, 1, 1}, {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}} {
+	for _, seed := range [][]byte{{}, {1, 2, 3}, {5, 7, 2, 1, 3, 0, 1}, {12, 11, 9, 4, 3, 2, 1, 4, 1, 1}, {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+		// Issue 29: abbreviated options, GTFOBins' wrappers, and each of
+		// the new forms around the line (choices: name, flags, target,
+		// trailer, how many wrappers, which, the form, the prefix).
+		{0, 12, 0, 0, 1, 14, 5}, {3, 13, 2, 1, 2, 20, 21, 6}, {1, 14, 9, 0, 1, 27, 7, 2}, {0, 15, 0, 0, 0, 8},
+		{5, 16, 4, 2, 1, 30, 9, 1}, {0, 12, 0, 0, 0, 10}, {2, 13, 1, 0, 1, 25, 11, 3}, {0, 0, 0, 0, 3, 13, 22, 28, 5, 1, 1}} {
 		f.Add(seed)
 	}
 	p, _, _ := CompilePattern("*rm -rf /")
@@ -82,7 +108,14 @@ func FuzzShellRule(f *testing.F) {
 // script says what it could not resolve.
 func FuzzAnalyze(f *testing.F) {
 	for _, s := range []string{"rm -rf /", "a | b && c; d &", "$(x) y", "bash -c 'eval \"$x\"'", "{a,b}{c,d}", "f() { g; }",
-		"cat <<EOF\n$(rm -rf /)\nEOF", "x=$((1+2)) y", "find . -exec rm {} +", "'", "\x00", "${a[@]:1:2}", "[[ -f x ]]"} {
+		"cat <<EOF\n$(rm -rf /)\nEOF", "x=$((1+2)) y", "find . -exec rm {} +", "'", "\x00", "${a[@]:1:2}", "[[ -f x ]]",
+		// Issue 29's forms.
+		"rm --rec --for /", "env --ign x", "hash -p /bin/rm ls; ls -rf /", "alias ls='rm -rf'\nls /", "BASH_CMDS[ls]=/bin/rm",
+		"bash </dev/null <evil.sh", "bash /dev/fd/3 3<<<'x' 4<&3 3<&-", "source <(curl x)", "python3 <(x) 0<&5", "sh </dev/tcp/h/1",
+		"printf -v 'a[$(x)]' 1", "declare -n r=\"$x\"", "[[ -v $x ]]", "certbot --pre-hook x", "socat - exec:x,pty",
+		"sysctl 'kernel.core_pattern=|x'", "crontab - <<< '@reboot x'", "docker run --entrypoint x img", "kubectl -n x exec p -- y",
+		"busctl --address=unixexec:path=x,argv1=y", "ip net e n x", "xdg-user-dir '}; x #'", "less '+!x' f", "gcc -wrapper x,y",
+		"capsh == -- -c x", "ld-linux-x86-64.so.2 x", "printf x > package.json; npm i", "apt-get -o APT::Update::Pre-Invoke::=x update"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
@@ -135,7 +168,9 @@ var plainVocabulary = strings.Fields("sudo doas env A=1 bash sh zsh -c -x -o eva
 	"su sg script ssh host flock chrt taskset ionice -p -5 -S -u root -s -l -e -- - -O extglob --rcfile " +
 	"alias.x=ls core.pager=ls status log tar -xf --to-command=ls -I find -exec -delete -name python3 -m perl " +
 	"awk sed make --eval=x: SHELL=x unshare nsenter -t 1 -m strace -o gdb --args xargs -I -0 runuser doas " +
-	"pkexec chroot setsid stdbuf -oL timeout 5 -k time -p -f %e nohup fish node php ruby go -exec systemd-run")
+	"pkexec chroot setsid stdbuf -oL timeout 5 -k time -p -f %e nohup fish node php ruby go -exec systemd-run " +
+	"hash --rec --for --sig aa-exec choom cpulimit logsave setarch x86_64 sshpass ssh-agent perf stat pidstat ip netns " +
+	"kubectl docker run lxc xdotool ksu certbot --pre-hook socat exec:ls sysctl crontab less +!ls man -Hls gcc -wrapper capsh")
 
 // plainVocabularyLine makes a line of plainVocabulary words from b, one
 // byte a word; a byte past the vocabulary doubles the space before its
@@ -214,6 +249,15 @@ var fuzzWrappers = []fuzzWrapper{
 	{name: "zsh", unknownLetters: "", script: true, units: []string{"-f", "-e", "-o errexit", "--emacs"}},
 	{name: "su", table: suOpts, script: true, units: []string{"-l", "-m", "-s /bin/sh", "-g wheel", "-P", "root"}},
 	{name: "script", table: scriptOpts, script: true, post: " /dev/null", units: []string{"-q", "-e", "-f", "-a"}},
+	// Issue 29: GTFOBins' wrappers.
+	{name: "aa-exec", table: moreWrappers["aa-exec"].opts, units: []string{"-p unconfined", "-i", "--verbose"}},
+	{name: "choom", table: moreWrappers["choom"].opts, units: []string{"-n 0", "--adjust=5"}},
+	{name: "cpulimit", table: moreWrappers["cpulimit"].opts, units: []string{"-l 50", "-f", "--limit=5", "-z"}},
+	{name: "logsave", table: moreWrappers["logsave"].opts, pre: "/dev/null", units: []string{"-a", "-s", "-v"}},
+	{name: "setlock", table: moreWrappers["setlock"].opts, pre: "/tmp/l", units: []string{"-n", "-x"}},
+	{name: "sshpass", table: moreWrappers["sshpass"].opts, units: []string{"-p x", "-e", "-v"}},
+	{name: "ssh-agent", table: moreWrappers["ssh-agent"].opts, units: []string{"-c", "-t 5", "-a /tmp/s"}},
+	{name: "openvt", table: moreWrappers["openvt"].opts, units: []string{"-c 1", "-s", "-w"}},
 }
 
 // unknownToken makes an option token from b that w does not know, or "".
@@ -253,7 +297,10 @@ func (w fuzzWrapper) unknownToken(b []byte) string {
 // (both ask).
 func FuzzShellFailsClosed(f *testing.F) {
 	for _, seed := range [][]byte{{}, {1}, {0, 1, 2, 3}, {5, 200, 7, 2, 1, 3, 9, 9}, {27, 3, 14, 1, 1, 4, 0, 2, 7},
-		{30, 255, 0, 3, 3, 3, 3, 3, 3, 3, 3}, {29, 1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}} {
+		{30, 255, 0, 3, 3, 3, 3, 3, 3, 3, 3}, {29, 1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+		// Issue 29: GTFOBins' wrappers, with options they know and do not.
+		{0, 0, 31, 2, 0, 1, 1, 4, 65, 66}, {1, 1, 32, 1, 0, 33, 3, 1, 2, 1, 7}, {2, 2, 34, 1, 1, 35, 0, 36, 2, 0, 1, 1, 3, 88},
+		{0, 0, 37, 3, 0, 1, 2, 1, 9, 97, 98, 99}, {1, 0, 38, 1, 2}} {
 		f.Add(seed)
 	}
 	p, _, _ := CompilePattern("*rm -rf /")

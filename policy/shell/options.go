@@ -33,10 +33,13 @@ type getopt struct {
 	// from the next word).
 	anyLong bool
 	short   [128]arity
-	// shortName maps a letter to the option's name.
-	shortName [128]string
-	long      map[string]longOpt
-	longNames []string // sorted, for prefix matches
+	// shortName maps a letter to the option's name, as an index into
+	// shortNames plus one (0: none): a table of strings per letter would
+	// be 2 KiB of pointers per program for the collector to scan.
+	shortName  [128]uint8
+	shortNames []string
+	long       map[string]longOpt
+	longNames  []string // sorted, for prefix matches
 }
 
 type arity uint8
@@ -97,7 +100,9 @@ func opts(spec string) *getopt {
 				if n[0] >= 128 || g.short[n[0]] != unknown {
 					panic("shell: bad or repeated short option " + item)
 				}
-				g.short[n[0]], g.shortName[n[0]] = a, name
+				g.short[n[0]] = a
+				g.shortNames = append(g.shortNames, name)
+				g.shortName[n[0]] = uint8(len(g.shortNames))
 			default:
 				if _, dup := g.long[n]; dup {
 					panic("shell: repeated long option " + n)
@@ -264,7 +269,7 @@ func (g *getopt) option(t string, a field, next *field) ([]option, int, string) 
 		if c >= 128 || g.short[c] == unknown {
 			return nil, 0, "an option the analyser does not know: -" + string(rune(c))
 		}
-		o := option{name: g.shortName[c]}
+		o := option{name: g.shortNames[g.shortName[c]-1]}
 		switch g.short[c] {
 		case flag:
 			out = append(out, o)

@@ -148,7 +148,7 @@ func TestRealTools(t *testing.T) {
 			for _, w := range words[1:] {
 				fs = append(fs, field{text: w, src: w})
 			}
-			args := normalise("probe", fs)
+			args := normalise("probe", fs, nil)
 			if !asks && !slices.ContainsFunc(reported, func(c Command) bool { return argsMatch(c.Args, args, tt.appends) }) {
 				t.Errorf("%q ran probe %q, which the analysis does not report (reported %v, unresolved %q)", tt.line, words[1:], reported, s.Unresolved)
 			}

@@ -47,13 +47,18 @@ var posixShells = map[string]*shellFlavour{
 	"zsh":  zshFlavour,
 }
 
-// stdinFiles name a shell's own standard input as a script file.
-var stdinFiles = map[string]bool{"/dev/stdin": true, "/dev/fd/0": true, "/proc/self/fd/0": true}
-
 // shell follows what a POSIX shell runs: -c SCRIPT, a file, or stdin (a
 // here-document or here-string read here, else unresolved).
 func shell(s *Script, c *invocation) {
 	fl := posixShells[c.name]
+	if fl == nil {
+		// bash5, zsh5.9: a shell by its versioned name (the handler was
+		// found so).
+		fl = posixShells[strings.TrimRight(c.name, "0123456789.-")]
+	}
+	if fl == nil {
+		fl = bashFlavour
+	}
 	args := c.args
 	cmd, stdin := false, false
 	i := 0
@@ -124,57 +129,17 @@ options:
 		s.parseAs(f.text, fl.lang, c.under(c.name+" -c"), c.depth+1)
 	case stdin || i >= len(args):
 		s.stdin(c.redirs, c.under(c.name), c.depth, fl.lang)
-	case args[i].dynamic:
-		s.unresolved(c.name + " runs a script file that is not static: " + s.source(args[i]))
-	case stdinFiles[args[i].text]:
-		s.stdin(c.redirs, c.under(c.name), c.depth, fl.lang)
 	default:
-		// A script file: what it holds is not ours to see, unless the
-		// line wrote it.
-		s.runs(args[i])
+		s.scriptOperand(args[i], c.redirs, c.under(c.name), c.depth, fl.lang)
 	}
 }
 
-// stdin is a shell reading its commands from standard input: a
-// here-document or here-string is read; a file redirected in is a script
-// file; anything else (a pipe, the caller's stdin) is unresolved.
+// stdin is a shell reading its commands from standard input, by the
+// command's redirections (input.go): a here-document or here-string is
+// read; a file redirected in is a script file; anything else (a pipe, the
+// caller's stdin) is unresolved.
 func (s *Script) stdin(redirs []*syntax.Redirect, via []string, depth int, lang syntax.LangVariant) {
-	text, known, file := heredoc(s, redirs)
-	switch {
-	case file:
-	case !known:
-		s.unresolved("a shell reads its commands from stdin (a pipe or the caller)")
-	case text.dynamic && text.why != whyGlob:
-		s.unresolved("a shell reads a here-document or here-string that is not static")
-	default:
-		s.parseAs(text.text, lang, via, depth+1)
-	}
-}
-
-// heredoc is what a command reads on stdin from its redirections: the
-// text of a here-document or here-string (known), or a file (file).
-func heredoc(s *Script, redirs []*syntax.Redirect) (text field, known, file bool) {
-	for _, r := range redirs {
-		switch r.Op {
-		case syntax.Hdoc, syntax.DashHdoc:
-			if r.Hdoc == nil {
-				continue
-			}
-			return s.unquote(r.Hdoc), true, false
-		case syntax.WordHdoc:
-			f := s.unquote(r.Word)
-			if f.dynamic && f.why == whyGlob {
-				// A here-string is not globbed.
-				f.dynamic = false
-			}
-			return f, true, false
-		case syntax.RdrIn:
-			if r.N == nil || r.N.Value == "0" {
-				return field{}, false, true
-			}
-		}
-	}
-	return field{}, false, false
+	s.shellScript(redirs, 0, false, via, depth, lang)
 }
 
 // parseAs analyses src as a script in a shell language: zsh's has

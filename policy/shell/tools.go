@@ -385,9 +385,10 @@ func rsyncCommand(s *Script, c *invocation) {
 	s.watchedScripts(c, map[string]string{"rsh": "rsh", "rsync-path": "rsync-path"}, map[byte]string{'e': "rsh"})
 }
 
-// manCommand: man -P PAGER (--pager) and --html=BROWSER run commands.
+// manCommand: man -P PAGER (--pager) and -HBROWSER (--html=BROWSER) run
+// commands.
 func manCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"pager": "pager", "html": "html"}, map[byte]string{'P': "pager"})
+	found, problem, at := watched(c.args, map[string]string{"pager": "pager", "html": "html"}, map[byte]string{'P': "pager", 'H': "html"})
 	if problem != "" {
 		s.cannot(c, problem+": "+s.source(c.args[at]))
 		return
@@ -400,45 +401,157 @@ func manCommand(s *Script, c *invocation) {
 	}
 }
 
-// kubectlCommand: kubectl exec POD -- COMMAND runs COMMAND in the pod.
+// kubectlCommand: kubectl exec POD [--] COMMAND runs COMMAND in the pod
+// (without --, a deprecated form kubectl still runs); --kubeconfig names
+// a file whose users can run commands (exec credential plugins). Its
+// flags (pflag) may come anywhere and are never abbreviated.
 func kubectlCommand(s *Script, c *invocation) {
-	sub := -1
 	for i, a := range c.args {
-		if a.dynamic {
-			s.cannot(c, "a word that is not static: "+s.source(a))
-			return
-		}
-		if !strings.HasPrefix(a.text, "-") {
-			sub = i
-			break
+		// Anywhere among the words, as pflag reads it.
+		if v, ok := strings.CutPrefix(a.text, "--kubeconfig="); ok && !a.dynamic {
+			s.launchedFile(c, field{text: v, src: v}, nil)
+		} else if a.text == "--kubeconfig" && i+1 < len(c.args) {
+			s.launchedFile(c, c.args[i+1], nil)
 		}
 	}
-	if sub < 0 || c.args[sub].text != "exec" {
+	r, ok := s.options(c, kubectlOpts)
+	if !ok {
 		return
 	}
-	for i := sub + 1; i < len(c.args); i++ {
-		if c.args[i].text == "--" {
-			s.run(c, c.args[i+1:], "kubectl exec")
+	if len(r.operands) == 0 {
+		return
+	}
+	sub := c.args[r.operands[0]]
+	if sub.dynamic {
+		s.cannot(c, "a subcommand that is not static: "+s.source(sub))
+		return
+	}
+	if sub.text != "exec" {
+		return
+	}
+	rest := c.args[r.operands[0]+1:]
+	inner := &invocation{name: "kubectl exec", args: rest, redirs: c.redirs, via: c.via, depth: c.depth}
+	r, ok = s.options(inner, kubectlExecOpts)
+	if !ok || len(r.operands) < 2 && !r.has("filename") {
+		return
+	}
+	ops := r.operands[1:] // after the pod
+	if r.has("filename") {
+		ops = r.operands
+	}
+	words := make([]field, 0, len(ops))
+	for _, k := range ops {
+		words = append(words, rest[k])
+	}
+	if len(words) > 0 {
+		s.run(inner, words, "kubectl exec")
+	}
+}
+
+// kubectlGlobal are kubectl's global flags (1.33).
+const kubectlGlobal = "n|namespace: as: as-group: as-uid: cache-dir: certificate-authority: client-certificate: client-key: " +
+	"cluster: context: kubeconfig: match-server-version password: profile: profile-output: request-timeout: s|server: " +
+	"tls-server-name: token: user: username: v: vmodule: insecure-skip-tls-verify disable-compression warnings-as-errors " +
+	"log-flush-frequency: log-backtrace-at: log-dir: log-file: log-file-max-size: logtostderr alsologtostderr one-output " +
+	"skip-headers skip-log-headers stderrthreshold: add-dir-header h|help "
+
+var (
+	// kubectlOpts reads up to the subcommand: flags of subcommands may
+	// come before it too, but those with values are among the globals
+	// or after it.
+	kubectlOpts     = opts("=+" + kubectlGlobal + "version")
+	kubectlExecOpts = opts("=" + kubectlGlobal + "c|container: f|filename: i|stdin t|tty q|quiet pod-running-timeout:")
+)
+
+// containerCommand: docker, podman and nerdctl exec CONTAINER COMMAND
+// and run (or create) IMAGE COMMAND run COMMAND in the container
+// (--entrypoint's program first, --health-cmd besides). Their global
+// options come first; podman's --runtime, --conmon and the like name
+// programs it runs.
+func containerCommand(s *Script, c *invocation) {
+	global := dockerGlobalOpts
+	if c.name == "podman" {
+		global = podmanGlobalOpts
+	}
+	r, ok := s.options(c, global)
+	if !ok {
+		return
+	}
+	for _, o := range r.values("runtime", "conmon", "network-cmd-path", "hooks-dir", "module", "config", "runtime-flag") {
+		s.cannot(c, "--"+o.name+", which names programs or configuration it runs: "+s.source(o.value))
+		return
+	}
+	i := r.first(len(c.args))
+	if i >= len(c.args) || c.args[i].dynamic {
+		if i < len(c.args) {
+			s.cannot(c, "a subcommand that is not static: "+s.source(c.args[i]))
+		}
+		return
+	}
+	sub := c.args[i].text
+	rest := c.args[i+1:]
+	if sub == "container" && len(rest) > 0 && !rest[0].dynamic {
+		sub, rest = rest[0].text, rest[1:] // docker container run
+	}
+	inner := &invocation{name: c.name + " " + sub, args: rest, redirs: c.redirs, via: c.via, depth: c.depth}
+	switch sub {
+	case "exec":
+		r, ok := s.options(inner, containerExecOpts)
+		if !ok {
 			return
+		}
+		if i := r.first(len(rest)) + 1; i < len(rest) {
+			s.run(inner, rest[i:], inner.name)
+		}
+	case "run", "create":
+		r, ok := s.options(inner, containerRunOpts)
+		if !ok {
+			return
+		}
+		for _, o := range r.values("health-cmd", "health-startup-cmd") {
+			s.runScript(inner, o.value, inner.name+" --"+o.name)
+		}
+		var words []field
+		for _, o := range r.values("entrypoint") {
+			words = []field{o.value}
+		}
+		if i := r.first(len(rest)) + 1; i < len(rest) {
+			words = append(words, rest[i:]...)
+		}
+		if len(words) > 0 {
+			s.run(inner, words, inner.name)
 		}
 	}
 }
 
-// containerCommand: docker, podman and nerdctl exec CONTAINER COMMAND
-// run COMMAND in the container.
-func containerCommand(s *Script, c *invocation) {
-	if len(c.args) == 0 || c.args[0].dynamic || c.args[0].text != "exec" {
-		return
-	}
-	inner := &invocation{name: c.name + " exec", args: c.args[1:], redirs: c.redirs, via: c.via, depth: c.depth}
-	r, ok := s.options(inner, containerExecOpts)
-	if !ok {
-		return
-	}
-	if i := r.first(len(inner.args)) + 1; i < len(inner.args) {
-		s.run(inner, inner.args[i:], inner.name)
-	}
-}
+var (
+	dockerGlobalOpts = opts("=+config: c|context: D|debug H|host: l|log-level: tls tlscacert: tlscert: tlskey: tlsverify " +
+		"v|version help address: namespace: n snapshotter: cgroup-manager: cni-path: cni-netconfpath: data-root: " +
+		"debug-full experimental host-gateway-ip: hosts-dir: insecure-registry: storage-driver: kube-hide-dupe")
+	podmanGlobalOpts = opts("=+cdi-spec-dir: cgroup-manager: config: conmon: connection: c|context: db-backend: events-backend: " +
+		"help h hooks-dir: identity: imagestore: log-level: module: network-cmd-path: network-config-dir: out: r|remote " +
+		"root: runroot: runtime: runtime-flag: ssh: storage-driver: storage-opt: syslog tmpdir: transient-store url: " +
+		"volumepath: v|version")
+	containerRunOpts = opts("=+a|attach: add-host: annotation: blkio-weight: blkio-weight-device: cap-add: cap-drop: " +
+		"cgroup-parent: cgroupns: cidfile: cpu-period: cpu-quota: cpu-rt-period: cpu-rt-runtime: c|cpu-shares: cpus: " +
+		"cpuset-cpus: cpuset-mems: device: device-cgroup-rule: device-read-bps: device-read-iops: device-write-bps: " +
+		"device-write-iops: dns: dns-option: dns-opt: dns-search: domainname: entrypoint: e|env: env-file: expose: gpus: " +
+		"group-add: health-cmd: health-interval: health-retries: health-start-interval: health-start-period: " +
+		"health-timeout: h|hostname: ip: ip6: ipc: isolation: kernel-memory: l|label: label-file: link: link-local-ip: " +
+		"log-driver: log-opt: mac-address: m|memory: memory-reservation: memory-swap: memory-swappiness: mount: name: " +
+		"network: net: network-alias: net-alias: oom-score-adj: pid: pids-limit: platform: p|publish: pull: restart: " +
+		"runtime: security-opt: shm-size: stop-signal: stop-timeout: storage-opt: sysctl: tmpfs: ulimit: u|user: userns: " +
+		"uts: v|volume: volume-driver: volumes-from: w|workdir: detach-keys: d|detach disable-content-trust init " +
+		"i|interactive no-healthcheck oom-kill-disable P|publish-all privileged q|quiet read-only rm sig-proxy t|tty help " +
+		"arch: authfile: cgroup-conf: cgroups: chrootdirs: conmon-pidfile: decryption-key: env-host env-merge: gidmap: " +
+		"group-entry: hostuser: http-proxy image-volume: init-path: passwd-entry: personality: pod: pod-id-file: " +
+		"preserve-fds: preserve-fd: requires: rootfs rdt-class: sdnotify: seccomp-policy: secret: subgidname: subuidname: " +
+		"systemd: timeout: tls-verify uidmap: umask: unsetenv: unsetenv-all variant: os: no-hosts hosts-file: " +
+		"health-on-failure: health-log-destination: health-max-log-count: health-max-log-size: health-startup-cmd: " +
+		"health-startup-interval: health-startup-retries: health-startup-success: health-startup-timeout: replace " +
+		"read-only-tmpfs passwd retry: retry-delay: cpu-count: cpu-percent: io-maxbandwidth: io-maxiops: " +
+		"use-api-socket")
+)
 
 var containerExecOpts = opts("+d|detach detach-keys: e|env: env-file: i|interactive privileged t|tty u|user: w|workdir: " +
 	"l|latest preserve-fds: preserve-fd: cidfile: help")
@@ -484,6 +597,14 @@ var runners = map[string]*runner{
 	"pnpm": {global: opts("+C|dir: w|workspace-root r|recursive filter: parallel s|silent reporter:"), subs: []string{"exec", "dlx"},
 		opts: opts("+c|shell-mode package: r|recursive parallel no-reporter-hide-prefix report-summary resume-from: filter:")},
 	"bunx": {opts: opts("+bun p|package:")},
+	"yarn": {global: opts("+cwd: verbose offline prefer-offline s|silent no-progress no-default-rc use-yarnrc: " +
+		"frozen-lockfile pure-lockfile ignore-scripts ignore-engines mutex: network-timeout: registry: h|help v|version"),
+		subs: []string{"exec", "dlx"}, opts: opts("+p|package: q|quiet")},
+	"cabal": {global: opts("+v|verbose:: config-file: ignore-expiry http-transport: nix store-dir: active-repositories: " +
+		"h|help V|version numeric-version"),
+		subs: []string{"exec", "v2-exec", "new-exec"}, opts: opts("+project-file: project-dir: builddir: distdir: v|verbose:: " +
+			"with-compiler: w: with-hc-pkg: ignore-project z offline enable-profiling disable-profiling O|enable-optimization:: " +
+			"disable-optimization j|jobs:: keep-going h|help")},
 }
 
 // follow reads a runner's words and follows the command they run.

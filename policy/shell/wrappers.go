@@ -30,6 +30,19 @@ func init() {
 	for name, h := range special {
 		handlers[name] = h
 	}
+	for name, w := range wrappers {
+		tables[name] = w.opts
+	}
+	for name, in := range interpreters {
+		if in.opts != nil {
+			tables[name] = in.opts
+		}
+	}
+	for _, m := range []map[string]*getopt{optionTables, handlerTables} {
+		for name, g := range m {
+			tables[name] = g
+		}
+	}
 }
 
 // special are the commands with handlers of their own.
@@ -583,9 +596,12 @@ func aliasCommand(s *Script, c *invocation) {
 			s.cannot(c, "a word that is not static: "+s.source(f))
 			continue
 		}
-		if _, v, ok := strings.Cut(f.text, "="); ok {
+		if name, v, ok := strings.Cut(f.text, "="); ok {
 			value := field{text: v, dynamic: f.dynamic, why: f.why, word: f.word}
 			s.scriptField(value, c.under("alias"), c.depth, "an alias that is not static")
+			if !f.dynamic && name != "" {
+				s.define(name, definition{alias: v})
+			}
 		}
 	}
 }
@@ -598,14 +614,11 @@ func sourceCommand(s *Script, c *invocation) {
 		return
 	}
 	f := c.args[0]
-	switch {
-	case f.dynamic:
-		s.unresolved(c.name + " of a file that is not static: " + s.source(f))
-	case stdinFiles[f.text] || f.text == "-":
+	if !f.dynamic && f.text == "-" {
 		s.stdin(c.redirs, c.under(c.name), c.depth, bashFlavour.lang)
-	default:
-		s.runs(f)
+		return
 	}
+	s.scriptOperand(f, c.redirs, c.under(c.name), c.depth, bashFlavour.lang)
 }
 
 // mapfileCommand: mapfile -C CALLBACK runs CALLBACK as a script.
@@ -681,6 +694,8 @@ func systemdRunChecks(s *Script, c *invocation, r *readOpts) {
 		}
 	}
 	if r.has("shell") {
+		// -S: the user's shell, interactive, on the caller's terminal.
+		s.stdin(c.redirs, c.under("systemd-run -S"), c.depth, bashFlavour.lang)
 		return
 	}
 	i := r.first(len(c.args))
