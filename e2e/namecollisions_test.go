@@ -87,6 +87,7 @@ func TestNameCollisionsAcrossWraps(t *testing.T) {
 agent = "claude-desktop"
 [[servers]]
 name = "filesystem"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-tool-prefix", "fs_", "-named-tools", "read_file", "-prompts", "review"]
 `, dir))

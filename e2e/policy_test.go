@@ -351,7 +351,7 @@ pattern = "x"
 	if code != 0 {
 		t.Fatalf("explain: %s", errOut)
 	}
-	for _, want := range []string{"interpreter_code ask", "ts.delete_note", "delete_*", "asks", "ts.get_item", "EFFECTS", "read (schema)", "allowed", "ts.drop_database", "refuses"} {
+	for _, want := range []string{"interpreter_code ask", "ts.delete_note", "delete (schema)", "asks", "ts.get_item", "EFFECTS", "read (schema)", "allowed", "ts.drop_database", "refuses"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain lacks %q:\n%s", want, out)
 		}
@@ -382,6 +382,7 @@ agent = "short"
 `+h.config()+`
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 `)
 	for _, c := range []struct {
@@ -389,7 +390,7 @@ command = {{toml .testserver}}
 		params     map[string]any
 	}{
 		{"ts_drop_database", `pattern: refuse "drop_*"`, map[string]any{"name": "x"}},
-		{"ts_delete_note", `pattern: requires_approval "delete_*"`, map[string]any{"id": "x"}},
+		{"ts_run_command", `pattern: requires_approval "*git push*"`, map[string]any{"command": "git push origin main"}},
 	} {
 		res, _ := g.callAQL(t, "mcp_aql", c.op, c.params)
 		if code, _ := errCode(t, res); code != "PERMISSION_DENIED" {

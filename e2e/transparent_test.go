@@ -179,6 +179,7 @@ max_autonomous_steps = 100000
 auto_approve = ["*"]
 [[servers]]
 name = "ts"
+trust_first_sight = true
 command = {{toml .testserver}}
 args = ["-log", "{{.dir}}/calls.jsonl"]
 `)
@@ -246,6 +247,7 @@ max_autonomous_steps = 100000
 auto_approve = ["*"]
 [[servers]]
 name = "fs"
+trust_first_sight = true
 command = `+tomlString(command)+`
 args = `+tomlArray(append(args, root)...)+`
 `)
@@ -284,6 +286,7 @@ max_autonomous_steps = 100000
 auto_approve = ["*"]
 [[servers]]
 name = "ev"
+trust_first_sight = true
 command = {{toml .everything}}
 `)
 	for _, tool := range []string{"test_simple_text", "test_image_content", "test_multiple_content_types", "test_error_handling"} {

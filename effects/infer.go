@@ -197,6 +197,13 @@ func infer(d Definition, roles map[string]policy.Role) inference {
 		e = e.Union(de)
 		because = append(because, "its description says it "+what)
 	}
+	if ve, ok := verbEffects(policy.SnakeName(d.Name)); ok && len(because) > 0 && ve&^e != 0 {
+		// Its name is the server's word too: it may add what the schema
+		// and the description left out (delete_x described as reading),
+		// never take away.
+		e = e.Union(ve)
+		because = append(because, "its name "+strconv.Quote(d.Name)+" says it "+sayEffects(ve))
+	}
 	if len(because) > 0 {
 		return inference{e, policy.SourceSchema, sayEffects(e) + " (" + strings.Join(because, "; ") + ")"}
 	}

@@ -19,6 +19,9 @@ type Model struct {
 	Why string
 	// Profile names the profile that matched ("" for none).
 	Profile string
+	// Confined says the tool's writes and deletes land only in the
+	// server's own store (ProfileTool.Confined).
+	Confined bool
 	// Roles are the roles of every argument the tool declares, by
 	// SnakeName path ("path", "edits.old_text"). An argument the tool
 	// does not declare has none: whatever its name, it is RoleOther.
@@ -65,6 +68,7 @@ func Resolve(d Definition, cfg Config) Model {
 	if m.Source == policy.SourceNone && matched {
 		m.Effects, m.Source = pt.ProfileEffects(), policy.SourceProfile
 		m.Why = pt.Why + " (the " + prof.Name + " profile)"
+		m.Confined = pt.Confined
 	}
 	if m.Source == policy.SourceNone {
 		m.Effects, m.Source, m.Why = inferred.effects, inferred.source, inferred.why

@@ -58,6 +58,11 @@ type ProfileTool struct {
 	Arguments map[string]string `json:"arguments,omitempty"`
 	// Why says in plain words what the tool does, for the human.
 	Why string `json:"why"`
+	// Confined says the tool's writes and deletes land only in the
+	// server's own store (the memory server's graph, a notes server's
+	// memo), not in the user's files, a database they name or a remote
+	// service: undoing them costs the server's data, nothing else.
+	Confined bool `json:"confined,omitempty"`
 	// Definitions are the MatchKeys of the definitions the profile was
 	// made from.
 	Definitions []string `json:"definitions"`

@@ -72,13 +72,24 @@ var effectRisk = []struct {
 	{policy.EffectDelete, 55},
 }
 
+// confinedDeleteRisk is the base risk of a delete that lands only in
+// the server's own store (the memory server's graph): what it costs is
+// the server's data, nothing of the user's files or services; it runs
+// under the default tolerance and asks under a conservative one.
+const confinedDeleteRisk = 30
+
 // EffectsRisk is the base risk of a set of effects: the highest of its
-// effects', 0 for a tool that does nothing outside itself.
-func EffectsRisk(e policy.Effects) int {
+// effects', 0 for a tool that does nothing outside itself. confined:
+// its writes and deletes land only in the server's own store.
+func EffectsRisk(e policy.Effects, confined bool) int {
 	score := 0
 	for _, r := range effectRisk {
 		if e.Has(r.effect) {
-			score = max(score, r.score)
+			s := r.score
+			if confined && r.effect == policy.EffectDelete {
+				s = confinedDeleteRisk
+			}
+			score = max(score, s)
 		}
 	}
 	return score
@@ -87,8 +98,11 @@ func EffectsRisk(e policy.Effects) int {
 // effectsRisk is a modelled step's base risk and the factor that says
 // what it does and how the guard knows.
 func effectsRisk(s *Step, factors []string) (int, []string) {
-	score := EffectsRisk(s.Effects)
+	score := EffectsRisk(s.Effects, s.Confined)
 	f := "risk: effects " + s.Effects.String() + " (" + s.EffectSource.String() + "), base " + strconv.Itoa(score)
+	if s.Confined {
+		f = "risk: effects " + s.Effects.String() + " in the server's own store (" + s.EffectSource.String() + "), base " + strconv.Itoa(score)
+	}
 	if s.EffectWhy != "" {
 		f += ": it " + s.EffectWhy
 	}
@@ -174,7 +188,8 @@ func (c *call) risk(p *policy.Policy, factors []string) (int, []string) {
 		score = destructiveMin
 		factors = append(factors, "risk: destructiveHint raises to "+strconv.Itoa(score))
 	}
-	if isTrue(s.Annotations.OpenWorld) {
+	if isTrue(s.Annotations.OpenWorld) && !s.Effects.Has(policy.EffectSend) {
+		// (A tool that sends data out is open to the world already.)
 		score += openWorldBonus
 		factors = append(factors, "risk: openWorldHint adds "+strconv.Itoa(openWorldBonus)+" ("+strconv.Itoa(score)+")")
 	}

@@ -56,11 +56,13 @@ type Value struct {
 	// (a path cleaned, a URI canonical), not a value the server gets:
 	// restrictive patterns see both, an approving rule needs both.
 	Derived bool
-	// Inert says the value is a query given to a tool that changes
-	// nothing (its effects are at most reading and sending): the text
-	// a search looks for, which runs nothing. Text patterns pass it by,
-	// as they pass content ("drop table" searched for drops nothing);
-	// rules that name its role or its argument see it.
+	// Inert says the value runs nothing: a query given to a tool that
+	// changes nothing (its effects are at most reading and sending), the
+	// text a search looks for, and any word but a path or URL of such a
+	// tool whose effects a person stated (a profile, the configuration).
+	// Text patterns pass it by, as they pass content ("drop table"
+	// searched for drops nothing); rules that name its role or its
+	// argument see it.
 	Inert bool
 
 	// unfolded says Text is not made yet: a decision folds a string
@@ -106,7 +108,9 @@ func subjectsWith(s Step, names policy.CallNames, values []Value, lazy bool, rol
 		if sub.Values == nil {
 			sub.Values = make([]Value, 0, 2*len(s.Arguments))
 		}
-		w := walker{out: &sub.Values, lazy: lazy, roles: roles, inert: changesNothing(&s)}
+		inert := changesNothing(&s)
+		w := walker{out: &sub.Values, lazy: lazy, roles: roles, inert: inert,
+			known: inert && (s.EffectSource == policy.SourceProfile || s.EffectSource == policy.SourceConfig)}
 		w.arguments(s.Arguments)
 	}
 	return sub
@@ -120,8 +124,10 @@ type walker struct {
 	// content says content-named arguments are content for this tool
 	// (policy.ContentFor), decided from its top-level arguments.
 	content bool
-	// inert says the tool's queries run nothing (Value.Inert).
-	inert bool
+	// inert says the tool's queries run nothing (Value.Inert); known
+	// says a person said so (a profile, the configuration), so that its
+	// other words run nothing either.
+	inert, known bool
 }
 
 // member is one member of an object, for walking in sorted order.
@@ -202,7 +208,7 @@ func (w *walker) value(path string, v any, element bool, role policy.Role) {
 			w.value(path, e, true, role)
 		}
 	case string:
-		w.leaf(Value{Path: path, Raw: v, String: true, Element: element, Role: role, Inert: w.inert && role == policy.RoleQuery})
+		w.leaf(Value{Path: path, Raw: v, String: true, Element: element, Role: role, Inert: w.inertRole(role)})
 		switch role {
 		case policy.RolePath:
 			for _, form := range canonical.Path(v) {
@@ -220,6 +226,21 @@ func (w *walker) value(path string, v any, element bool, role policy.Role) {
 			*w.out = append(*w.out, Value{Path: path, Text: text, Element: element, Role: role})
 		}
 	}
+}
+
+// inertRole says a value of role r runs nothing (Value.Inert): a query
+// of a tool that changes nothing, and, where a person said what the tool
+// does (a profile, the configuration), its other words too (an echo's
+// message, an issue's number). Paths and URLs stay seen: where a read
+// goes is what a pattern on them is about.
+func (w *walker) inertRole(r policy.Role) bool {
+	switch r {
+	case policy.RoleQuery:
+		return w.inert
+	case policy.RoleOther, policy.RoleIdentifier:
+		return w.known
+	}
+	return false
 }
 
 // changesNothing reports whether a modelled step's tool neither writes,

@@ -31,6 +31,9 @@ type Step struct {
 	Effects      policy.Effects
 	EffectSource policy.EffectSource
 	EffectWhy    string
+	// Confined says the tool's writes and deletes land only in its
+	// server's own store (a profile says so: effects.Model.Confined).
+	Confined bool
 	// Roles are the roles of the tool's arguments, by SnakeName path.
 	// Modeled: Roles holds every argument the tool declares (its effect
 	// model), and an argument it does not hold has no role, whatever its

@@ -24,11 +24,11 @@ func TestDefaultsStayOn(t *testing.T) {
 	}{
 		{"a two-line file keeps the shipped deny", twoLines, "run_command", policy.Execute, rmRoot, "blocks", "*rm -rf /"},
 		{"and the shipped refuse", twoLines, "drop_table", policy.Delete, nil, "refuses", "drop_*"},
-		{"and the shipped requires_approval", twoLines, "delete_file", policy.Delete, map[string]any{"path": "/tmp/x"}, "asks", "delete_*"},
+		{"and the shipped requires_approval", twoLines, "deploy_app", policy.Execute, map[string]any{"path": "/tmp/x"}, "asks", "deploy_*"},
 		{"an auto_approve of the file does not lift a shipped deny",
 			twoLines + "[safety]\nauto_approve = [\"shell.*\"]\n", "run_command", policy.Execute, rmRoot, "blocks", "*rm -rf /"},
 		{"nor a shipped requires_approval",
-			twoLines + "[safety]\nauto_approve = [\"delete_*\"]\n", "delete_file", policy.Delete, nil, "asks", "delete_*"},
+			twoLines + "[safety]\nauto_approve = [\"deploy_*\"]\n", "deploy_app", policy.Execute, nil, "asks", "deploy_*"},
 		{"nor an agent table's auto_approve rule",
 			twoLines + "[[agents.me.rules]]\naction = \"auto_approve\"\nargument = \"command\"\npattern = \"*\"\n",
 			"run_command", policy.Execute, rmRoot, "blocks", "*rm -rf /"},

@@ -59,7 +59,7 @@ func TestShippedRulesStayOn(t *testing.T) {
 		{name: "a file's lists are added", doc: twoLines + "[safety]\ndeny = [\"*shutdown*\"]\nauto_approve = [\"*.run_tests\"]\n",
 			user: []string{`deny "*shutdown*"`, `auto_approve "*.run_tests"`}},
 		{name: "an entry the file repeats counts once, as the shipped one",
-			doc:  twoLines + "[safety]\nrequires_approval = [\"DELETE_*\", \"*reboot*\"]\n",
+			doc:  twoLines + "[safety]\nrequires_approval = [\"DEPLOY_*\", \"*reboot*\"]\n",
 			user: []string{`requires_approval "*reboot*"`}},
 		{name: "rules and risk rules are added", doc: twoLines + "[[safety.rules]]\naction = \"deny\"\nargument = \"branch\"\npattern = \"main\"\n" +
 			"[[safety.risk_rules]]\npattern = \"*prod*\"\nscore = 80\n",

@@ -151,7 +151,7 @@ func toolCall(session string, op *catalog.Operation, args map[string]any, token 
 		Server: op.Server, Tool: op.Tool.Name, Category: op.Category, ManagedCategory: op.ManagedCategory,
 		Annotations: guard.Annotations(op.Tool.Annotations), Arguments: args, Token: token,
 		Secrets: op.SecretArguments(), Roles: op.Model.Roles, Modeled: true,
-		Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why}}
+		Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why, Confined: op.Model.Confined}}
 }
 
 // validate checks an operation's parameters (aql.Validate); on a server

@@ -31,7 +31,8 @@ func Explain(p *policy.Policy, cat *catalog.Catalog) []Explanation {
 	for _, op := range cat.Downstream() {
 		s := evaluator.Step{Principal: p.Principal, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
 			Category: op.Category, Annotations: guard.Annotations(op.Tool.Annotations), StepNumber: 1,
-			Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why, Roles: op.Model.Roles, Modeled: true}
+			Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why, Roles: op.Model.Roles, Modeled: true,
+			Confined: op.Model.Confined}
 		e := Explanation{Operation: op.Name, Server: op.Server, Tool: op.Tool.Name, Category: op.Category,
 			ClassifiedBy: op.ClassifiedBy, Model: op.Model, Directive: evaluator.Evaluate(p, s)}
 		names := policy.NameForms(op.Name, op.Server, op.Tool.Name)

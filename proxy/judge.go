@@ -40,8 +40,9 @@ func (sh *Shared) JudgeTool(server string, definition json.RawMessage) (pins.Jud
 	pol := sh.Guard.CurrentPolicy()
 	risk, _ := evaluator.Risk(pol, evaluator.Step{Principal: pol.Principal, Operation: server + "_" + catalog.Snake(t.Name),
 		Server: server, Tool: t.Name, Category: cat, Annotations: guard.Annotations(t.Annotations),
-		Effects: model.Effects, EffectSource: model.Source, EffectWhy: model.Why, Roles: model.Roles, Modeled: true})
-	j := pins.Judgement{Category: string(cat), Base: evaluator.EffectsRisk(model.Effects), Risk: risk,
+		Effects: model.Effects, EffectSource: model.Source, EffectWhy: model.Why, Roles: model.Roles, Modeled: true,
+		Confined: model.Confined})
+	j := pins.Judgement{Category: string(cat), Base: evaluator.EffectsRisk(model.Effects, model.Confined), Risk: risk,
 		Says: model.Why, Concerns: model.Claims}
 	switch {
 	case model.Profile != "":

@@ -251,7 +251,7 @@ func stepFor(a Action, principal string, steps int, failurePause bool) evaluator
 		Server: a.Server, Tool: a.Tool, Category: a.Category, ManagedCategory: a.ManagedCategory, Annotations: a.Annotations,
 		Arguments: a.Arguments, ActionHint: a.Hint, Outcome: outcome, StepNumber: steps,
 		Roles: a.Roles, Modeled: a.Modeled, Effects: a.Effects, EffectSource: a.EffectSource, EffectWhy: a.EffectWhy,
-		Places: a.Places, Roots: a.Roots, RootsKnown: a.RootsKnown, Home: a.Home,
+		Places: a.Places, Roots: a.Roots, RootsKnown: a.RootsKnown, Home: a.Home, Confined: a.Confined,
 		Unresolved: a.Unresolved,
 	}
 }

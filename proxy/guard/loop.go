@@ -145,6 +145,7 @@ type Action struct {
 	Effects      policy.Effects
 	EffectSource policy.EffectSource
 	EffectWhy    string
+	Confined     bool
 	Roles        map[string]policy.Role
 	Modeled      bool
 	// Places, Roots, RootsKnown and Home are the call's paths and the
