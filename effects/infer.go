@@ -91,8 +91,10 @@ func propertyRole(name string, prop map[string]any) policy.Role {
 		}
 	}
 	snake := policy.SnakeName(name)
-	if r := policy.RoleByConvention(snake); r != policy.RoleOther {
-		return r
+	for _, form := range nameForms(snake) {
+		if r := policy.RoleByConvention(form); r != policy.RoleOther {
+			return r
+		}
 	}
 	if isIdentifierName(snake) {
 		return policy.RoleIdentifier
@@ -135,6 +137,55 @@ func roleFromWords(ws []string) (policy.Role, bool) {
 		}
 	}
 	return 0, false
+}
+
+// nameForms are an argument's name and the names it is a list of
+// (fileslist, file_list and filenames are lists of files).
+func nameForms(snake string) []string {
+	out := []string{snake}
+	for _, suffix := range []string{"_list", "list", "_array", "s"} {
+		if base, ok := strings.CutSuffix(snake, suffix); ok && base != "" {
+			out = append(out, base)
+			if b, ok := strings.CutSuffix(base, "s"); ok && b != "" {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// revealWords are the words, and revealPairs the pairs of words, that in
+// a tool's own name say it hands out secrets ("token" alone is also what
+// a language model counts).
+var (
+	revealWords = map[string]string{
+		"credential": "credentials", "credentials": "credentials", "password": "passwords", "passwords": "passwords",
+		"passwd": "passwords", "secret": "secrets", "secrets": "secrets", "apikey": "API keys", "apikeys": "API keys",
+		"privatekey": "private keys", "keychain": "a keychain", "keyring": "a keyring",
+	}
+	revealPairs = map[string]string{
+		"api_key": "API keys", "api_keys": "API keys", "private_key": "private keys", "private_keys": "private keys",
+		"access_key": "access keys", "access_keys": "access keys", "ssh_key": "SSH keys", "ssh_keys": "SSH keys",
+		"access_token": "access tokens", "auth_token": "tokens", "api_token": "API tokens", "bearer_token": "tokens",
+		"refresh_token": "tokens", "session_token": "tokens", "oauth_token": "tokens",
+	}
+)
+
+// reveals says what secrets a tool's own name says it hands out ("" for
+// none): a tool that shows credentials is a read of a sensitive place.
+func reveals(name string) string {
+	words := strings.Split(policy.SnakeName(name), "_")
+	for i, w := range words {
+		if what, ok := revealWords[w]; ok {
+			return what
+		}
+		if i+1 < len(words) {
+			if what, ok := revealPairs[w+"_"+words[i+1]]; ok {
+				return what
+			}
+		}
+	}
+	return ""
 }
 
 // isIdentifierName reports whether an argument's own name says it

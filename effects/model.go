@@ -26,6 +26,11 @@ type Model struct {
 	// SnakeName path ("path", "edits.old_text"). An argument the tool
 	// does not declare has none: whatever its name, it is RoleOther.
 	Roles map[string]policy.Role
+	// Reveals says, for a tool no person described (no profile, no
+	// configuration), what secrets its own name says it hands out
+	// ("credentials"): a call of it asks a human, as a read of a
+	// sensitive place does. "" for none.
+	Reveals string
 	// Claims are what the server says of the tool that the guard does
 	// not believe, in plain words ("says it only reads (readOnlyHint),
 	// but takes a command"): shown in the first-sight review.
@@ -84,6 +89,9 @@ func Resolve(d Definition, cfg Config) Model {
 		// content of a tool that neither writes nor sends is text the
 		// patterns must see.
 		m.Roles = gateContent(m.Roles, m.Effects)
+	}
+	if m.Source != policy.SourceConfig && m.Source != policy.SourceProfile {
+		m.Reveals = reveals(d.Name)
 	}
 	m.Claims = claims(d, m)
 	return m

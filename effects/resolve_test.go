@@ -189,3 +189,23 @@ func TestRootsOf(t *testing.T) {
 		}
 	}
 }
+
+// TestListNamesAndReveals: a list of files named as one word is a path,
+// and a tool no person described whose name says it hands out secrets
+// says so (a call of it asks).
+func TestListNamesAndReveals(t *testing.T) {
+	m := Resolve(Definition{Name: "get_and_read_all_files", Description: "This function will read the file in the list.",
+		InputSchema: schema(t, `{"type":"object","properties":{"fileslist":{"type":"array","items":{"type":"string"}}}}`)}, Config{})
+	if m.Roles["fileslist"] != policy.RolePath {
+		t.Errorf("fileslist: %v", m.Roles)
+	}
+	for name, want := range map[string]string{"show_credentials": "credentials", "getApiKey": "API keys", "read_secret": "secrets",
+		"count_tokens": "", "get_access_token": "access tokens", "list_items": ""} {
+		if got := Resolve(Definition{Name: name}, Config{}).Reveals; got != want {
+			t.Errorf("%s reveals %q, want %q", name, got, want)
+		}
+	}
+	if got := Resolve(Definition{Name: "show_credentials"}, Config{Effects: map[string]string{"show_credentials": "read"}}).Reveals; got != "" {
+		t.Errorf("the configuration said what the tool does, and it still reveals %q", got)
+	}
+}

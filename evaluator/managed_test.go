@@ -67,7 +67,7 @@ func TestManagedLayerCannotBeLoosened(t *testing.T) {
 	// content, which text patterns do not read.
 	send := call("chat", "send", policy.Create, map[string]any{"text": "rm -rf /"})
 	send.ManagedCategory = policy.Execute
-	key := call("fs2", "write_file", policy.Create, map[string]any{"path": "/tmp/k", "content": "-----BEGIN RSA PRIVATE KEY-----"})
+	key := call("fs2", "write_file", policy.Create, map[string]any{"path": "/tmp/k", "content": "BEGIN RSA PRIVATE KEY"})
 
 	tests := []struct {
 		name string

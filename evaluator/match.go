@@ -592,6 +592,9 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	if m, ok := c.judgePlaces(p); ok {
 		return m, true
 	}
+	if m, ok := c.judgeURLs(); ok {
+		return m, true
+	}
 	if ixs != nil {
 		autoC = c.candidates(ixs, ixs.AutoApprove, -1, byNames.auto, false)
 	}

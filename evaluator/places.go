@@ -124,3 +124,56 @@ func placeRoots(s *Step, roots string) string {
 	}
 	return ", outside the " + s.Server + " server's roots (" + roots + ")"
 }
+
+// metadataHosts are the addresses at which a cloud instance hands its
+// own credentials to whoever asks from it (AWS, GCP, Azure, Oracle,
+// DigitalOcean and OpenStack at 169.254.169.254; AWS ECS task roles at
+// 169.254.170.2; AWS over IPv6; Alibaba; GCP's names). A request for
+// one from a server on this machine is a read of a sensitive place.
+var metadataHosts = map[string]bool{
+	"169.254.169.254": true, "169.254.170.2": true, "fd00:ec2::254": true, "100.100.100.200": true,
+	"metadata.google.internal": true, "metadata.goog": true, "metadata": true,
+}
+
+// judgeURLs is stage 3's question about the call's URLs, if one needs a
+// human: a cloud instance's metadata address, where credentials are
+// handed out.
+func (c *call) judgeURLs() (match, bool) {
+	for i := range c.sub.Values {
+		v := &c.sub.Values[i]
+		if v.Role != policy.RoleURL || !v.String || v.Key {
+			continue
+		}
+		if host := urlHost(v.Raw); metadataHosts[host] {
+			return match{action: policy.ActionRequiresApproval, source: "place", display: "place",
+				subject: "argument " + strconv.Quote(v.Path), argumentBound: true,
+				why: "it sends a request to " + host + ", where a cloud instance hands out its credentials"}, true
+		}
+	}
+	return match{}, false
+}
+
+// urlHost is a URL's host in lower case, without a port or brackets;
+// "" when there is none. Lexical: a scheme-less "host/path" is read as
+// its host too, as a fetching server would.
+func urlHost(raw string) string {
+	s := strings.TrimSpace(raw)
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[i+3:]
+	}
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.LastIndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	if strings.HasPrefix(s, "[") {
+		if i := strings.IndexByte(s, ']'); i > 0 {
+			return strings.ToLower(s[1:i])
+		}
+	}
+	if i := strings.LastIndexByte(s, ':'); i >= 0 && strings.Count(s, ":") == 1 {
+		s = s[:i]
+	}
+	return strings.TrimSuffix(strings.ToLower(s), ".")
+}

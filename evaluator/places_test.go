@@ -81,3 +81,64 @@ func TestPathValuesReadRolesAsTheDecisionDoes(t *testing.T) {
 		t.Errorf("PathValues = %v, want %s", got, want)
 	}
 }
+
+// TestURLsJudged: a request for a cloud instance's metadata address asks
+// (credentials are handed out there), whatever the spelling.
+func TestURLsJudged(t *testing.T) {
+	p := defaultPolicy(t)
+	for url, want := range map[string]Decision{
+		"http://169.254.169.254/latest/meta-data/iam/security-credentials/": NeedsConfirm,
+		"http://[fd00:ec2::254]/latest/":                                    NeedsConfirm,
+		"http://metadata.google.internal./computeMetadata/v1/":              NeedsConfirm,
+		"169.254.169.254:80/latest":                                         NeedsConfirm,
+		"https://go.dev/doc/effective_go":                                   Allow,
+	} {
+		s := Step{Principal: "default", Operation: "web_fetch", Server: "web", Tool: "fetch", Category: policy.Read,
+			Effects: effects(t, "send"), EffectSource: policy.SourceProfile, Modeled: true,
+			Roles: map[string]policy.Role{"url": policy.RoleURL}, Arguments: map[string]any{"url": url}, StepNumber: 1}
+		if d := Evaluate(p, s); d.Decision != want {
+			t.Errorf("%s: %s, want %s (%s)", url, d.Decision, want, d.Reason)
+		}
+	}
+}
+
+// TestResourceQuestions: a resource URI that climbs with ".." or says it
+// holds secrets asks; an ordinary one does not.
+func TestResourceQuestions(t *testing.T) {
+	for uri, asks := range map[string]bool{
+		"document://../../.ssh/id_rsa":       true,
+		"document://notes/%2e%2e/%2e%2e/etc": true,
+		"internal://credentials":             true,
+		"vault://team/api-key":               true,
+		"docs://tokenizer/readme":            false,
+		"file:///srv/readme.txt":             false,
+		"memo://insights":                    false,
+	} {
+		if got := Read("s", uri).Unresolved != ""; got != asks {
+			t.Errorf("%s: asks %v, want %v (%q)", uri, got, asks, Read("s", uri).Unresolved)
+		}
+	}
+}
+
+// TestSendingGivenText: a tool known only from its own words that sends
+// text it is given out of the machine asks; one a profile describes, or
+// one that sends only its URL, runs.
+func TestSendingGivenText(t *testing.T) {
+	p := defaultPolicy(t)
+	for _, c := range []struct {
+		source policy.EffectSource
+		roles  map[string]policy.Role
+		want   Decision
+	}{
+		{policy.SourceSchema, map[string]policy.Role{"recipient": policy.RoleOther, "body": policy.RoleContent}, NeedsConfirm},
+		{policy.SourceProfile, map[string]policy.Role{"recipient": policy.RoleOther, "body": policy.RoleContent}, Allow},
+		{policy.SourceSchema, map[string]policy.Role{"url": policy.RoleURL}, Allow},
+	} {
+		s := Step{Principal: "default", Operation: "mail_send_email", Server: "mail", Tool: "send_email", Category: policy.Execute,
+			Effects: effects(t, "send"), EffectSource: c.source, Modeled: true, Roles: c.roles,
+			Arguments: map[string]any{}, StepNumber: 1}
+		if d := Evaluate(p, s); d.Decision != c.want {
+			t.Errorf("%s %v: %s, want %s (%s)", c.source, c.roles, d.Decision, c.want, d.Reason)
+		}
+	}
+}

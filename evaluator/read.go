@@ -1,7 +1,9 @@
 package evaluator
 
 import (
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/policy/canonical"
@@ -26,9 +28,51 @@ func Read(server, uri string) Step {
 	default:
 		s.Arguments = map[string]any{"uri": canon}
 	}
+	if s.Unresolved == "" {
+		s.Unresolved = resourceQuestion(uri)
+	}
 	s.Tool = policy.ResourcePrefix + canon
 	s.Operation = server + "." + s.Tool
 	return s
+}
+
+// resourceQuestion says why a resource URI needs a human before it is
+// read ("" when it does not): a path in it that climbs with ".." (a
+// server that joins it to a directory of its own reads outside it), or
+// words that say it holds secrets. (A file: URI is also judged as the
+// place it names: evaluator/places.go.)
+func resourceQuestion(uri string) string {
+	decoded := uri
+	if d, err := url.PathUnescape(uri); err == nil {
+		decoded = d
+	}
+	if _, rest, ok := strings.Cut(decoded, ":"); ok {
+		for _, seg := range strings.FieldsFunc(rest, func(r rune) bool { return r == '/' || r == '\\' || r == '?' || r == '#' }) {
+			if seg == ".." {
+				return "the resource URI " + strconv.Quote(uri) + " climbs with \"..\": a server that joins it to a directory reads outside it"
+			}
+		}
+	}
+	words := strings.FieldsFunc(strings.ToLower(decoded), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	})
+	for i, w := range words {
+		pair := ""
+		if i+1 < len(words) {
+			pair = w + " " + words[i+1]
+		}
+		said := ""
+		switch {
+		case secretPairs[pair]:
+			said = pair
+		case secretWords[w]:
+			said = w
+		}
+		if said != "" {
+			return "the resource URI " + strconv.Quote(uri) + " says it holds secrets (" + strconv.Quote(said) + ")"
+		}
+	}
+	return ""
 }
 
 // Prompt is how a prompts/get of name from server is judged: a READ step
@@ -40,3 +84,12 @@ func Prompt(server, name string, args map[string]any) Step {
 	tool := policy.PromptPrefix + name
 	return Step{Server: server, Tool: tool, Operation: server + "." + tool, Category: policy.Read, Arguments: args}
 }
+
+// secretWords and secretPairs are what, in a resource URI, say it holds
+// secrets ("token" alone is also what a language model counts).
+var (
+	secretWords = map[string]bool{"credential": true, "credentials": true, "password": true, "passwords": true, "passwd": true,
+		"secret": true, "secrets": true, "apikey": true, "apikeys": true, "privatekey": true}
+	secretPairs = map[string]bool{"api key": true, "api keys": true, "private key": true, "access key": true, "access token": true,
+		"auth token": true, "api token": true, "ssh key": true}
+)

@@ -72,6 +72,20 @@ var effectRisk = []struct {
 	{policy.EffectDelete, 55},
 }
 
+// publishRisk is the base risk of a tool no person described that sends
+// text it is given out of the machine: in the confirm tier.
+const publishRisk = 40
+
+// hasRole reports whether any argument has role r.
+func hasRole(roles map[string]policy.Role, r policy.Role) bool {
+	for _, x := range roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
 // confinedDeleteRisk is the base risk of a delete that lands only in
 // the server's own store (the memory server's graph): what it costs is
 // the server's data, nothing of the user's files or services; it runs
@@ -99,6 +113,15 @@ func EffectsRisk(e policy.Effects, confined bool) int {
 // what it does and how the guard knows.
 func effectsRisk(s *Step, factors []string) (int, []string) {
 	score := EffectsRisk(s.Effects, s.Confined)
+	if s.Effects.Has(policy.EffectSend) && score < publishRisk && s.EffectSource != policy.SourceProfile &&
+		s.EffectSource != policy.SourceConfig && hasRole(s.Roles, policy.RoleContent) {
+		// A tool known only from its own words that sends text it is
+		// given (a message's body, a comment) out of the machine: the
+		// human sees what leaves. A fetch sends its URL alone and runs.
+		score = publishRisk
+		return score, append(factors, "risk: effects "+s.Effects.String()+" ("+s.EffectSource.String()+"), base "+
+			strconv.Itoa(score)+": it sends the text it is given out of this machine; "+s.EffectWhy)
+	}
 	f := "risk: effects " + s.Effects.String() + " (" + s.EffectSource.String() + "), base " + strconv.Itoa(score)
 	if s.Confined {
 		f = "risk: effects " + s.Effects.String() + " in the server's own store (" + s.EffectSource.String() + "), base " + strconv.Itoa(score)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/aqlguard/aqlguard/evaluator"
@@ -151,7 +152,8 @@ func toolCall(session string, op *catalog.Operation, args map[string]any, token 
 		Server: op.Server, Tool: op.Tool.Name, Category: op.Category, ManagedCategory: op.ManagedCategory,
 		Annotations: guard.Annotations(op.Tool.Annotations), Arguments: args, Token: token,
 		Secrets: op.SecretArguments(), Roles: op.Model.Roles, Modeled: true,
-		Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why, Confined: op.Model.Confined}}
+		Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why, Confined: op.Model.Confined,
+		Unresolved: revealsUnresolved(op)}}
 }
 
 // validate checks an operation's parameters (aql.Validate); on a server
@@ -362,4 +364,14 @@ func (f *Front) protocol() map[string]any {
 			"human_channel":        f.channelName(),
 		},
 	}
+}
+
+// revealsUnresolved is the question a tool's own name raises: one whose
+// name says it hands out secrets (effects.Model.Reveals) asks a human,
+// as a read of a sensitive place does.
+func revealsUnresolved(op *catalog.Operation) string {
+	if op.Model.Reveals == "" {
+		return ""
+	}
+	return "its name " + strconv.Quote(op.Tool.Name) + " says it hands out " + op.Model.Reveals
 }
