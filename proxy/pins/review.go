@@ -65,12 +65,15 @@ func firstNonEmpty(s, alt string) string {
 	return s
 }
 
-// askReview puts a server's first-sight review to the human, one
-// question per server at a time; an approval approves exactly the
-// definitions shown.
-func (p *Pinner) askReview(server string, items []reviewItem) {
+// startReview puts a server's first-sight review to the human in the
+// background, one question per server at a time, never again for the
+// definitions the human refused in this process, and returns a channel
+// closed when the question on screen for the server ends (nil when none
+// is: no human to ask, or the human refused these). An approval
+// approves exactly the definitions shown.
+func (p *Pinner) startReview(server string, items []reviewItem) <-chan struct{} {
 	if p.Human == nil {
-		return
+		return nil
 	}
 	key := server + "\x00"
 	shown := map[string]string{}
@@ -79,20 +82,40 @@ func (p *Pinner) askReview(server string, items []reviewItem) {
 	}
 	refusal := key + reviewKey(shown)
 	p.mu.Lock()
-	if p.asking == nil {
-		p.asking = map[string]bool{}
+	defer p.mu.Unlock()
+	if done, up := p.reviewing[key]; up {
+		return done
 	}
-	if p.asking[key] || p.refused[refusal] {
-		p.mu.Unlock()
-		return
+	if p.refused[refusal] {
+		return nil
 	}
-	p.asking[key] = true
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.asking, key)
-		p.mu.Unlock()
+	if p.reviewing == nil {
+		p.reviewing = map[string]chan struct{}{}
+	}
+	done := make(chan struct{})
+	p.reviewing[key] = done
+	go func() {
+		defer func() {
+			p.mu.Lock()
+			delete(p.reviewing, key)
+			p.mu.Unlock()
+			close(done)
+		}()
+		p.askReview(server, items, shown, refusal)
 	}()
+	return done
+}
+
+// reviewUp is the channel of the review question on screen for server
+// (nil: none is).
+func (p *Pinner) reviewUp(server string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reviewing[server+"\x00"]
+}
+
+// askReview asks the human the review startReview claimed.
+func (p *Pinner) askReview(server string, items []reviewItem, shown map[string]string, refusal string) {
 	wait := p.AskFor
 	if wait <= 0 {
 		wait = 5 * time.Minute
@@ -220,10 +243,7 @@ func (p *Pinner) Waiting(ctx context.Context, server, tool string) (waits, revie
 // or could not be asked): as SSH asks at every connection, a call to a
 // tool under review brings the question back. It returns at once.
 func (p *Pinner) RemindReview(ctx context.Context, server string) {
-	p.mu.Lock()
-	up := p.asking[server+"\x00"]
-	p.mu.Unlock()
-	if up || p.Human == nil {
+	if p.reviewUp(server) != nil || p.Human == nil {
 		return
 	}
 	var items []reviewItem
@@ -251,7 +271,7 @@ func (p *Pinner) RemindReview(ctx context.Context, server string) {
 	if err != nil || len(items) == 0 {
 		return
 	}
-	go p.askReview(server, items)
+	p.startReview(server, items)
 }
 
 // WaitApproved waits at most wait for a tool's pending change or review
@@ -273,6 +293,13 @@ func (p *Pinner) WaitApproved(ctx context.Context, server, tool string, wait tim
 	defer timer.Stop()
 	poll := time.NewTicker(500 * time.Millisecond)
 	defer poll.Stop()
+	asked := p.reviewUp(server) // the question a human may answer while we wait
+	if asked == nil {
+		// No question is up (the human refused these, or none can be
+		// asked): only an approval already given counts.
+		waits, _, err := p.Waiting(ctx, server, tool)
+		return err == nil && !waits
+	}
 	for {
 		if waits, _, err := p.Waiting(ctx, server, tool); err == nil && !waits {
 			return true
@@ -280,6 +307,11 @@ func (p *Pinner) WaitApproved(ctx context.Context, server, tool string, wait tim
 		select {
 		case <-changed:
 		case <-poll.C:
+		case <-asked:
+			// The question ended (refused, unanswered): one more look,
+			// for an approval given just then.
+			waits, _, err := p.Waiting(ctx, server, tool)
+			return err == nil && !waits
 		case <-timer.C:
 			return false
 		case <-ctx.Done():

@@ -43,9 +43,11 @@ type Result struct {
 	Verdict  string `json:"verdict"`
 	// Why is the verdict in one line: what stopped or flagged it, or
 	// which harmful request reached its server.
-	Why      string       `json:"why"`
-	Expected string       `json:"expected"`
-	Steps    []StepResult `json:"steps,omitempty"`
+	Why      string `json:"why"`
+	Expected string `json:"expected"`
+	// Gap is the attack's known gap (Attack.Gap), if any.
+	Gap   string       `json:"gap,omitempty"`
+	Steps []StepResult `json:"steps,omitempty"`
 	// Warnings are the warnings that name the attack: aqlguard's log at
 	// start, doctor and policy check.
 	Warnings []string `json:"warnings,omitempty"`
@@ -135,7 +137,7 @@ func gtfoProgram(c *Corpus, a *Attack) int {
 
 func runVariant(ctx context.Context, env Env, c *Corpus, v Variant, pass, dir string) Result {
 	a := v.Attack
-	r := Result{ID: v.ID(), Attack: a.ID, Class: a.Class, Layout: v.Layout, ReadOnly: v.ReadOnly, Pass: pass, Expected: a.Expected}
+	r := Result{ID: v.ID(), Attack: a.ID, Class: a.Class, Layout: v.Layout, ReadOnly: v.ReadOnly, Pass: pass, Expected: a.Expected, Gap: a.Gap}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return r.broken(err)
 	}

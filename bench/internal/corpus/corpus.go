@@ -64,6 +64,12 @@ type Attack struct {
 	Names []string `json:"flag_names,omitempty"`
 	// Expected is which mechanism should stop it (for the report only).
 	Expected string `json:"expected"`
+	// Gap, when set, says in words why the guard is known not to stop
+	// the attack once the human trusted its servers (the issue that will
+	// give it what it lacks): its trusted pass may pass, and the report
+	// and e2e TestCorpus hold it apart from a miss. At first sight it is
+	// held like any other.
+	Gap string `json:"gap,omitempty"`
 }
 
 // ServerSpec is one server of an attack, by its name in aqlguard's config.

@@ -100,7 +100,11 @@ func (rep *Report) WriteMarkdown(w io.Writer) {
 			var passed []string
 			for _, r := range rep.Attacks {
 				if r.Pass == p && r.Verdict != Stopped && r.Verdict != Flagged {
-					passed = append(passed, fmt.Sprintf("- `%s` (%s) %s: %s", r.ID, r.Class, r.Verdict, r.Why))
+					line := fmt.Sprintf("- `%s` (%s) %s: %s", r.ID, r.Class, r.Verdict, r.Why)
+					if r.Gap != "" && p == "trusted" {
+						line += "\n  known gap: " + r.Gap
+					}
+					passed = append(passed, line)
 				}
 			}
 			fmt.Fprintf(w, "%s, not stopped or flagged (%d):\n\n%s\n\n", p, len(passed), strings.Join(passed, "\n"))
