@@ -247,12 +247,13 @@ func TestAuditKeepsWhatRanAndHidesSecrets(t *testing.T) {
 
 // TestDestructiveFilesystemCallsAsk: the npm filesystem server's
 // destructive tools (write_file, edit_file, move_file: destructiveHint)
-// ask a human under the shipped defaults; nothing happens on disk when
-// the human says no; reads run.
+// ask a human under the shipped defaults when they write outside the
+// server's roots (inside, honest work runs: e2e TestPathsJudgedAgainstRoots);
+// nothing happens on disk when the human says no; reads run.
 func TestDestructiveFilesystemCallsAsk(t *testing.T) {
 	command, args := fsServer(t)
-	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "a.txt"), "original\n")
+	root, other := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(other, "a.txt"), "original\n")
 	h := newHuman(t)
 	h.answer(t, "deny")
 	g := startGuard(t, `
@@ -264,16 +265,19 @@ agent = "fs-agent"
 name = "fs"
 trust_first_sight = true
 command = `+tomlString(command)+`
-args = `+tomlArray(append(args, root)...)+`
+args = `+tomlArray(append(args, root, other)...)+`
+roots = [`+tomlString("file://"+root)+`]
 `)
-	a := filepath.Join(root, "a.txt")
+	// The server may write both directories; the entry's roots say the
+	// agent's work is in root, so a write in other asks.
+	a := filepath.Join(other, "a.txt")
 	for _, c := range []struct {
 		tool string
 		args map[string]any
 	}{
 		{"fs_write_file", map[string]any{"path": a, "content": "overwritten"}},
 		{"fs_edit_file", map[string]any{"path": a, "edits": []any{map[string]any{"oldText": "original", "newText": "edited"}}}},
-		{"fs_move_file", map[string]any{"source": a, "destination": filepath.Join(root, "b.txt")}},
+		{"fs_move_file", map[string]any{"source": a, "destination": filepath.Join(other, "b.txt")}},
 	} {
 		res, _ := g.call(t, c.tool, c.args)
 		if code, _ := errCode(t, res); code != "PERMISSION_DENIED" {

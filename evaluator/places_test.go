@@ -112,6 +112,7 @@ func TestResourceQuestions(t *testing.T) {
 		"vault://team/api-key":               true,
 		"docs://tokenizer/readme":            false,
 		"file:///srv/readme.txt":             false,
+		"file:///notes/secret-plan.txt":      false,
 		"memo://insights":                    false,
 	} {
 		if got := Read("s", uri).Unresolved != ""; got != asks {

@@ -39,8 +39,8 @@ func Read(server, uri string) Step {
 // resourceQuestion says why a resource URI needs a human before it is
 // read ("" when it does not): a path in it that climbs with ".." (a
 // server that joins it to a directory of its own reads outside it), or
-// words that say it holds secrets. (A file: URI is also judged as the
-// place it names: evaluator/places.go.)
+// words that say it holds secrets, but for a file: URI, which is judged
+// as the place it names (evaluator/places.go).
 func resourceQuestion(uri string) string {
 	decoded := uri
 	if d, err := url.PathUnescape(uri); err == nil {
@@ -52,6 +52,11 @@ func resourceQuestion(uri string) string {
 				return "the resource URI " + strconv.Quote(uri) + " climbs with \"..\": a server that joins it to a directory reads outside it"
 			}
 		}
+	}
+	if len(uri) >= 5 && strings.EqualFold(uri[:5], "file:") {
+		// A file is judged as the place it names (its path against the
+		// sensitive places), not by the words of its name.
+		return ""
 	}
 	words := strings.FieldsFunc(strings.ToLower(decoded), func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')

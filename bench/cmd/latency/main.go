@@ -150,6 +150,7 @@ func run(argv []string, stdout io.Writer) error {
 		contend    = fs.Bool("contend", false, "add a variant measured while a second aqlguard process on the same state directory serves calls non-stop")
 		read       = fs.String("read", "", "measure resources/read of this URI instead of tools/call (direct and transparent only)")
 		baseline   = fs.String("baseline-aqlguard", "", "another aqlguard binary (an earlier commit) to measure in transparent mode in the same run")
+		legacy     = fs.Bool("baseline-legacy", false, "the -baseline-aqlguard binary predates trust_first_sight (before 2026-11-28): its config leaves the key out")
 		floor      = fs.String("floor", "", "a line copier (bench/cmd/linecopy) to measure in front of the server: the floor of any stdio proxy")
 		fwd        = fs.Bool("forward", false, "add a transparent variant whose audit log is shipped ([audit.forward], OTLP/HTTP) to a collector in this process")
 		modeList   = fs.String("modes", "transparent,single,passthrough", "the aqlguard modes to measure (comma separated)")
@@ -225,7 +226,11 @@ func run(argv []string, stdout io.Writer) error {
 		if err := os.MkdirAll(dir+"/baseline", 0o700); err != nil {
 			return err
 		}
-		cfg, err := harness.WriteConfig(dir+"/baseline", "transparent", []harness.Server{srv})
+		write := harness.WriteConfig
+		if *legacy {
+			write = harness.WriteLegacyConfig
+		}
+		cfg, err := write(dir+"/baseline", "transparent", []harness.Server{srv})
 		if err != nil {
 			return err
 		}

@@ -76,7 +76,22 @@ func (s *Servers) Set(v string) error {
 // its own state directory there) and returns its path. The safety loop is
 // enforcing but approves everything, so every call is allowed after passing
 // the whole evaluator path.
+//
+// Each server's first sight is trusted (trust_first_sight), as a test
+// server's must be for calls to run without a human's review; an
+// aqlguard built before that key existed rejects it, and a config for one
+// says legacy.
 func WriteConfig(dir, mode string, servers []Server) (string, error) {
+	return writeConfig(dir, mode, servers, false)
+}
+
+// WriteLegacyConfig is WriteConfig for an aqlguard built before
+// trust_first_sight existed (one that pinned every first sight).
+func WriteLegacyConfig(dir, mode string, servers []Server) (string, error) {
+	return writeConfig(dir, mode, servers, true)
+}
+
+func writeConfig(dir, mode string, servers []Server, legacy bool) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "mode = %s\nagent = \"bench\"\nstate_dir = %s\n\n", q(mode), q(dir+"/state"))
 	b.WriteString("[safety]\nloop = \"enforcing\"\nmax_autonomous_steps = 1000000\n" +
@@ -86,8 +101,12 @@ func WriteConfig(dir, mode string, servers []Server) (string, error) {
 		for i, a := range s.Argv[1:] {
 			args[i] = q(a)
 		}
-		fmt.Fprintf(&b, "\n[[servers]]\nname = %s\ntrust_first_sight = true\ncommand = %s\nargs = [%s]\n",
-			q(s.Name), q(s.Argv[0]), strings.Join(args, ", "))
+		trust := "trust_first_sight = true\n"
+		if legacy {
+			trust = ""
+		}
+		fmt.Fprintf(&b, "\n[[servers]]\nname = %s\n%scommand = %s\nargs = [%s]\n",
+			q(s.Name), trust, q(s.Argv[0]), strings.Join(args, ", "))
 	}
 	path := dir + "/aqlguard-" + mode + ".toml"
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)
