@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/policy/paths"
 )
 
 // benchPolicy builds a policy with n patterns in a realistic mix: 30% deny,
@@ -163,6 +164,9 @@ func BenchmarkEvaluateDefaultPolicy(b *testing.B) {
 			StepNumber: 5, Arguments: map[string]any{"path": "/home/alice/notes/todo.md", "content": strings.Repeat("- buy milk\n", 20)}},
 		"shell": {Operation: "shell_exec", Server: "shell", Tool: "exec", Category: policy.Execute,
 			StepNumber: 5, Arguments: map[string]any{"command": "go test ./...", "timeout": json.Number("120")}},
+		// As the front hands a call of the filesystem server's profiled
+		// read_text_file: its effect model and its path read as a place.
+		"read modelled": modelledRead(),
 	} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -171,4 +175,17 @@ func BenchmarkEvaluateDefaultPolicy(b *testing.B) {
 			}
 		})
 	}
+}
+
+// modelledRead is a read of the filesystem server as the front hands it
+// to the guard: the profile's model and the path read as a place.
+func modelledRead() Step {
+	const path = "/home/alice/notes/todo.md"
+	pl := paths.Canonical(path, "/home/alice", "/home/alice")
+	return Step{Operation: "fs_read_text_file", Server: "fs", Tool: "read_text_file", Category: policy.Read, StepNumber: 5,
+		Arguments: map[string]any{"path": path}, Modeled: true, Effects: policy.Effects(policy.EffectRead),
+		EffectSource: policy.SourceProfile, EffectWhy: "reads a file (the filesystem profile)",
+		Roles:  map[string]policy.Role{"path": policy.RolePath, "head": policy.RoleOther, "tail": policy.RoleOther},
+		Places: []Place{{Arg: "path", Lexical: pl, Resolved: pl}}, Roots: []string{"/home/alice/notes"}, RootsKnown: true,
+		Home: "/home/alice"}
 }

@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
@@ -39,6 +40,9 @@ type PathValue struct {
 // evaluator reads roles (the policy's declarations, the tool's model):
 // what the caller reads as Places.
 func PathValues(p *policy.Policy, s Step) []PathValue {
+	if out, ok := topLevelPaths(p, &s); ok {
+		return out
+	}
 	names := namesOf(s)
 	sub := subjectsWith(s, names, nil, true, newRoles(p, &s, names))
 	var out []PathValue
@@ -48,6 +52,49 @@ func PathValues(p *policy.Policy, s Step) []PathValue {
 		}
 	}
 	return out
+}
+
+// topLevelPaths is PathValues read straight from the arguments, where
+// that gives the same: a modelled step whose path roles are all of
+// top-level arguments, under a policy that declares no roles of its own
+// (the walk of every value is then not needed to find them). ok is false
+// where it would not give the same.
+func topLevelPaths(p *policy.Policy, s *Step) ([]PathValue, bool) {
+	if !s.Modeled || p != nil && (len(p.ArgumentRoles) > 0 || len(p.ShellArguments) > 0) {
+		return nil, false
+	}
+	var out []PathValue
+	for arg, role := range s.Roles {
+		if role != policy.RolePath {
+			continue
+		}
+		if strings.IndexByte(arg, '.') >= 0 {
+			return nil, false // a nested path: the walk finds it
+		}
+		for key, v := range s.Arguments {
+			if policy.SnakeName(key) != arg {
+				continue
+			}
+			switch v := v.(type) {
+			case string:
+				out = append(out, PathValue{Arg: arg, Raw: v})
+			case []any:
+				for _, e := range v {
+					if str, ok := e.(string); ok {
+						out = append(out, PathValue{Arg: arg, Raw: str})
+					} else if _, nested := e.(map[string]any); nested {
+						return nil, false
+					}
+				}
+			case map[string]any:
+				return nil, false
+			}
+		}
+	}
+	if len(out) > 1 {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Arg < out[j].Arg })
+	}
+	return out, true
 }
 
 // writes reports whether the step's tool writes or deletes where its

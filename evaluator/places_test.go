@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -140,6 +141,36 @@ func TestSendingGivenText(t *testing.T) {
 			Arguments: map[string]any{}, StepNumber: 1}
 		if d := Evaluate(p, s); d.Decision != c.want {
 			t.Errorf("%s %v: %s, want %s (%s)", c.source, c.roles, d.Decision, c.want, d.Reason)
+		}
+	}
+}
+
+// TestTopLevelPathsAsTheWalk: the shortcut that reads top-level path
+// arguments straight gives what the walk of every value gives.
+func TestTopLevelPathsAsTheWalk(t *testing.T) {
+	roles := map[string]policy.Role{"path": policy.RolePath, "paths": policy.RolePath, "file_path": policy.RolePath, "mode": policy.RoleOther}
+	for _, args := range []map[string]any{
+		{"path": "/a"},
+		{"paths": []any{"/b", "/a", 3}, "mode": "x"},
+		{"filePath": "/c", "file_path": "/d", "path": "/e"},
+		{"path": 7, "paths": []any{}},
+		{},
+	} {
+		s := Step{Server: "fs", Tool: "t", Operation: "fs_t", Modeled: true, EffectSource: policy.SourceProfile,
+			Effects: effects(t, "read"), Roles: roles, Arguments: args}
+		fast, ok := topLevelPaths(nil, &s)
+		if !ok {
+			t.Fatalf("%v: no shortcut", args)
+		}
+		names := namesOf(s)
+		var walked []PathValue
+		for _, v := range subjectsWith(s, names, nil, true, newRoles(nil, &s, names)).Values {
+			if v.Role == policy.RolePath && v.String && !v.Key && !v.Derived {
+				walked = append(walked, PathValue{Arg: v.Path, Raw: v.Raw})
+			}
+		}
+		if fmt.Sprint(fast) != fmt.Sprint(walked) {
+			t.Errorf("%v: shortcut %v, walk %v", args, fast, walked)
 		}
 	}
 }

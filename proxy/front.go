@@ -174,8 +174,11 @@ type Front struct {
 	// transparent finds an operation by the name transparent mode shows;
 	// derived from catalog, with it.
 	transparent map[string]*catalog.Operation
-	pins        *pins.Pinner
-	unwatch     func()
+	// places are what reading each server's paths takes from its entry
+	// (placesOf), kept with the catalog.
+	places  map[string]serverPlaces
+	pins    *pins.Pinner
+	unwatch func()
 
 	verifyMu     sync.Mutex
 	verifyListed bool
@@ -285,7 +288,7 @@ func (f *Front) rebuild() error {
 	}
 	index := transparentIndex(cat)
 	f.mu.Lock()
-	f.catalog, f.transparent = cat, index
+	f.catalog, f.transparent, f.places = cat, index, nil
 	f.mu.Unlock()
 	return nil
 }

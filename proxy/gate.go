@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 
 	"github.com/aqlguard/aqlguard/evaluator"
@@ -55,11 +54,11 @@ func readFilePlace(a *guard.Action, sess *relay.Session, uri string) {
 	if len(uri) < 5 || !strings.EqualFold(uri[:5], "file:") {
 		return
 	}
-	home, _ := os.UserHomeDir()
+	home := ownHome()
 	lex := paths.Canonical(uri, home, "")
 	a.Home = home
 	a.Places = []evaluator.Place{{Arg: "uri", Lexical: lex, Resolved: ResolvePlace(lex)}}
 	if roots, known := sess.ClientRoots(); known && len(roots) > 0 {
-		a.Roots, a.RootsKnown = ResolveRoots(roots), true
+		a.Roots, a.RootsKnown = resolvedRoots(roots), true
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -75,6 +76,9 @@ func (d disk) resolvePlace(p paths.Place) paths.Place {
 	if !p.OK {
 		return p
 	}
+	if r, ok := d.resolveInRecentDir(p); ok {
+		return r
+	}
 	if stuck.Load() >= maxStuck {
 		return unresolved(p, fmt.Sprintf("%d lookups of paths on disk are stuck (a file system that does not answer?)", maxStuck))
 	}
@@ -117,6 +121,15 @@ func (d disk) resolve(p paths.Place) paths.Place {
 	clean, ok := d.follow(p.Clean)
 	if !ok {
 		return p
+	}
+	if d.realpath != nil && !p.Climbs {
+		// The directory, for the calls of the next second
+		// (resolveInRecentDir).
+		if dir, base := path.Split(p.Clean); dir != "" && base != "" {
+			if cdir, ok := d.follow(path.Clean(dir)); ok {
+				keepDir(dir, cdir)
+			}
+		}
 	}
 	if q := paths.Canonical(clean, "", ""); !q.OK || q.Clean != clean {
 		p.OK = false
@@ -226,4 +239,73 @@ func ResolveRoots(roots []string) []string {
 		}
 	}
 	return out
+}
+
+// A call's path is most often in a directory an earlier call of the last
+// second resolved: its links are then taken as they were (dirsResolved),
+// and only the last component is looked up, in place, since the file
+// system answered for that directory a moment ago. A lookup costs a
+// system call, and on a virtual machine a system call is a sizeable
+// part of a guarded call's CPU (bench/RESULTS.md (af)). What the second
+// costs: a directory replaced by a link within that second of an earlier
+// call is read as it was; the lookup and the server's own use of a path
+// are apart in time anyway.
+const dirsResolvedFor = time.Second
+
+// maxDirsResolved bounds the directories kept (a call of a new one when
+// full starts the cache over).
+const maxDirsResolved = 256
+
+type dirResolved struct {
+	clean string // the directory with its links followed
+	until time.Time
+}
+
+var dirsResolved struct {
+	sync.Mutex
+	byDir map[string]dirResolved
+}
+
+// resolveInRecentDir resolves p from its directory's recent resolution;
+// ok is false when there is none (or p climbs with "..", or its last
+// component is a link: the whole lookup then runs, bounded).
+func (d disk) resolveInRecentDir(p paths.Place) (paths.Place, bool) {
+	if p.Climbs || d.realpath == nil {
+		return p, false
+	}
+	dir, base := path.Split(p.Clean)
+	if base == "" || dir == "" {
+		return p, false
+	}
+	now := time.Now()
+	dirsResolved.Lock()
+	r, ok := dirsResolved.byDir[dir]
+	dirsResolved.Unlock()
+	if !ok || now.After(r.until) {
+		return p, false
+	}
+	next := path.Join(r.clean, base)
+	fi, err := d.lstat(next)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+	case err != nil:
+		return p, false
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return p, false
+	}
+	if q := paths.Canonical(next, "", ""); !q.OK || q.Clean != next {
+		return p, false
+	}
+	p.Clean = next
+	return p, true
+}
+
+// keepDir keeps a directory's resolution for dirsResolvedFor.
+func keepDir(dir, clean string) {
+	dirsResolved.Lock()
+	defer dirsResolved.Unlock()
+	if dirsResolved.byDir == nil || len(dirsResolved.byDir) >= maxDirsResolved {
+		dirsResolved.byDir = map[string]dirResolved{}
+	}
+	dirsResolved.byDir[dir] = dirResolved{clean: clean, until: time.Now().Add(dirsResolvedFor)}
 }

@@ -223,3 +223,36 @@ func TestResolvePlaceConcurrent(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestResolveInRecentDir: a path in a directory resolved a moment ago
+// is resolved from it, a link as its last component is still followed,
+// and a link through the directory is what it was when it was resolved.
+func TestResolveInRecentDir(t *testing.T) {
+	dir, secret := t.TempDir(), t.TempDir()
+	writeTemp := func(p string) {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTemp(filepath.Join(dir, "a.txt"))
+	writeTemp(filepath.Join(secret, "id_rsa"))
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ResolvePlace(paths.Canonical(filepath.Join(dir, "a.txt"), "/", "/"))
+	if !first.OK || first.Clean != filepath.Join(real, "a.txt") {
+		t.Fatalf("first: %+v", first)
+	}
+	// The directory is kept: a new file in it, and a link in it.
+	if got := ResolvePlace(paths.Canonical(filepath.Join(dir, "new.txt"), "/", "/")); !got.OK || got.Clean != filepath.Join(real, "new.txt") {
+		t.Errorf("a new file in a recent directory: %+v", got)
+	}
+	if err := os.Symlink(filepath.Join(secret, "id_rsa"), filepath.Join(dir, "key")); err != nil {
+		t.Fatal(err)
+	}
+	realSecret, _ := filepath.EvalSymlinks(secret)
+	if got := ResolvePlace(paths.Canonical(filepath.Join(dir, "key"), "/", "/")); !got.OK || got.Clean != filepath.Join(realSecret, "id_rsa") {
+		t.Errorf("a link as the last component in a recent directory is not followed: %+v", got)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/aqlguard/aqlguard/effects"
 	"github.com/aqlguard/aqlguard/evaluator"
@@ -32,57 +34,123 @@ func (f *Front) readPlaces(ctx context.Context, r *guard.Request, op *catalog.Op
 	if len(values) == 0 {
 		return
 	}
-	srv := f.serverEntry(a.Server)
-	local := srv.URL == "" // a remote server's paths are not this machine's
-	home, cwd := "", ""
-	if local {
-		home, cwd = serverHome(srv), serverCwd(srv)
-	}
-	a.Home = home
+	sp := f.placesOf(a.Server, op.Model.Profile)
+	a.Home = sp.home
 	needRoots := a.EffectSource != policy.SourceNone &&
 		(a.Effects.Has(policy.EffectWrite) || a.Effects.Has(policy.EffectDelete))
 	a.Places = make([]evaluator.Place, len(values))
 	for i, v := range values {
-		lex := paths.Canonical(v.Raw, home, cwd)
+		lex := paths.Canonical(v.Raw, sp.home, sp.cwd)
 		resolved := lex
-		if local {
+		if sp.local {
 			resolved = ResolvePlace(lex)
 		}
 		a.Places[i] = evaluator.Place{Arg: v.Arg, Lexical: lex, Resolved: resolved}
 		needRoots = needRoots || lex.Climbs
 	}
-	a.Roots = f.rootsOf(ctx, srv, op, home, cwd, needRoots)
-	a.RootsKnown = len(a.Roots) > 0
-	if local {
-		a.Roots = ResolveRoots(a.Roots)
-	}
-}
-
-// rootsOf are the clean roots of a server: its entry's, else those its
-// command line names with those its client declares (asked of the
-// client when ask and none are known yet).
-func (f *Front) rootsOf(ctx context.Context, srv policy.Server, op *catalog.Operation, home, cwd string, ask bool) []string {
-	if configured := srv.RootPaths(); len(configured) > 0 {
-		return configured
-	}
-	var roots []string
-	if prof := effects.ProfileNamed(op.Model.Profile); prof != nil && srv.Command != "" {
-		for _, r := range prof.RootsOf(srv.Command, srv.Args) {
-			if p := paths.Canonical(r, home, cwd); p.OK {
-				roots = append(roots, p.Clean)
+	roots, added := sp.roots, false
+	if !sp.configured {
+		// The client's roots add to the command line's (asked of the
+		// client only when a write or a climb needs them and none are
+		// known).
+		client, known := f.Session.ClientRoots()
+		if !known && needRoots && len(roots) == 0 {
+			client, _ = f.Session.AskClientRoots(ctx)
+		}
+		for _, c := range client {
+			if !slices.Contains(roots, c) {
+				roots, added = append(slices.Clip(roots), c), true
 			}
 		}
 	}
-	client, known := f.Session.ClientRoots()
-	if !known && ask && len(roots) == 0 {
-		client, _ = f.Session.AskClientRoots(ctx)
+	a.Roots, a.RootsKnown = roots, len(roots) > 0
+	switch {
+	case !sp.local || !a.RootsKnown:
+	case added:
+		a.Roots = resolvedRoots(roots)
+	default:
+		a.Roots = sp.resolved
 	}
-	for _, r := range client {
-		if !slices.Contains(roots, r) {
-			roots = append(roots, r)
+}
+
+// serverPlaces is what reading a server's paths takes from its entry,
+// worked out once per catalog: the home and working directory its
+// paths are read with, whether it runs on this machine, and its roots
+// (its entry's, else those its command line names, as its profile says).
+type serverPlaces struct {
+	home, cwd  string
+	local      bool
+	roots      []string
+	configured bool
+	// resolved are roots with their links resolved beside them
+	// (ResolveRoots), for a server on this machine.
+	resolved []string
+}
+
+// placesOf is server's serverPlaces (profile: the profile its tools
+// match), kept with the catalog.
+func (f *Front) placesOf(server, profile string) serverPlaces {
+	key := server + "\x00" + profile
+	f.mu.RLock()
+	sp, ok := f.places[key]
+	f.mu.RUnlock()
+	if ok {
+		return sp
+	}
+	srv := f.serverEntry(server)
+	sp.local = srv.URL == "" // a remote server's paths are not this machine's
+	if sp.local {
+		sp.home, sp.cwd = serverHome(srv), serverCwd(srv)
+	}
+	if configured := srv.RootPaths(); len(configured) > 0 {
+		sp.roots, sp.configured = configured, true
+	} else if prof := effects.ProfileNamed(profile); prof != nil && srv.Command != "" {
+		for _, r := range prof.RootsOf(srv.Command, srv.Args) {
+			if p := paths.Canonical(r, sp.home, sp.cwd); p.OK {
+				sp.roots = append(sp.roots, p.Clean)
+			}
 		}
 	}
-	return roots
+	if sp.local {
+		sp.resolved = ResolveRoots(sp.roots)
+	}
+	f.mu.Lock()
+	if f.places == nil {
+		f.places = map[string]serverPlaces{}
+	}
+	f.places[key] = sp
+	f.mu.Unlock()
+	return sp
+}
+
+// rootsResolved keeps each set of roots with their links followed
+// (ResolveRoots), by the roots joined: a server's roots are the same call
+// after call, and looking them up on disk each time was a third of what
+// reading a call's paths cost. Bounded: a client that changes its roots
+// often starts the cache over.
+var rootsResolved struct {
+	sync.Mutex
+	byRoots map[string][]string
+}
+
+const maxRootsResolved = 64
+
+func resolvedRoots(roots []string) []string {
+	key := strings.Join(roots, "\x00")
+	rootsResolved.Lock()
+	got, ok := rootsResolved.byRoots[key]
+	rootsResolved.Unlock()
+	if ok {
+		return got
+	}
+	got = ResolveRoots(roots)
+	rootsResolved.Lock()
+	if rootsResolved.byRoots == nil || len(rootsResolved.byRoots) >= maxRootsResolved {
+		rootsResolved.byRoots = map[string][]string{}
+	}
+	rootsResolved.byRoots[key] = got
+	rootsResolved.Unlock()
+	return got
 }
 
 // serverEntry is the configured entry of a server (zero if none).
@@ -101,8 +169,7 @@ func serverHome(s policy.Server) string {
 	if h := s.Env["HOME"]; h != "" {
 		return h
 	}
-	h, _ := os.UserHomeDir()
-	return h
+	return ownHome()
 }
 
 // serverCwd is the directory a stdio server resolves relative paths in:
@@ -111,6 +178,12 @@ func serverCwd(s policy.Server) string {
 	if s.Cwd != "" {
 		return s.Cwd
 	}
-	d, _ := os.Getwd()
-	return d
+	return ownCwd()
 }
+
+// ownHome and ownCwd are aqlguard's own home and working directory, read
+// once: neither changes while it runs (os.Getwd is two system calls).
+var (
+	ownHome = sync.OnceValue(func() string { h, _ := os.UserHomeDir(); return h })
+	ownCwd  = sync.OnceValue(func() string { d, _ := os.Getwd(); return d })
+)
