@@ -246,7 +246,7 @@ func infer(d Definition, roles map[string]policy.Role) inference {
 	}
 	if de, what, ok := fromDescription(d.Description); ok {
 		e = e.Union(de)
-		because = append(because, "its description says it "+what)
+		because = append(because, "its description says so ("+what+")")
 	}
 	if ve, ok := verbEffects(policy.SnakeName(d.Name)); ok && len(because) > 0 && ve&^e != 0 {
 		// Its name is the server's word too: it may add what the schema
@@ -340,8 +340,8 @@ var fillers = map[string]bool{
 }
 
 // fromDescription reads a description's effects: the verb that leads
-// its first sentence, and the words that count anywhere. what says which
-// words, for the human.
+// its first sentence, and the words that count anywhere. what quotes
+// those words, for the human.
 func fromDescription(desc string) (policy.Effects, string, bool) {
 	first := desc
 	if i := strings.IndexAny(first, ".\n"); i >= 0 {
@@ -377,7 +377,7 @@ func fromDescription(desc string) (policy.Effects, string, bool) {
 	if !found {
 		return 0, "", false
 	}
-	return e, sayEffects(e) + " (" + strings.Join(said, ", ") + ")", true
+	return e, strings.Join(said, ", "), true
 }
 
 // stem reduces a verb's third person, gerund and past ("reads",

@@ -129,7 +129,7 @@ func reasons(r Request, why string) string {
 	if w := plainWhy(r); w != "" {
 		field(&b, why, w)
 	}
-	if d := decidedBy(r); d != "" {
+	if d := decidedBy(r); d != "" && d != r.Reason {
 		field(&b, "Decided by", d)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
@@ -446,7 +446,10 @@ func identity(r Request) string {
 		parts = append(parts, "client: "+visible(r.Client, false))
 	}
 	if r.Server != "" {
-		parts = append(parts, "server: "+visible(r.Server, false), "tool: "+visible(r.Tool, false))
+		parts = append(parts, "server: "+visible(r.Server, false))
+		if r.Tool != "" {
+			parts = append(parts, "tool: "+visible(r.Tool, false))
+		}
 	} else if r.Operation != "" {
 		parts = append(parts, "operation: "+visible(r.Operation, false))
 	}
