@@ -121,7 +121,7 @@ var (
 		RefusalRefused:     "The policy does not allow this call. Nothing ran; you may go on with other work.",
 		RefusalCheckins:    "This call needed more human check-ins than one call may. Nothing ran; try it again.",
 		RefusalToolChanged: "The server changed this tool since the user approved it; it cannot be used until they approve the change. Nothing ran.",
-		RefusalToolReview:  "This tool's server is new to aqlguard and the user has not reviewed its tools yet; they cannot be used until the user approves them. Nothing ran; try again once they have.",
+		RefusalToolReview:  "This tool's server {server} is new to aqlguard and the user has not reviewed its tools yet; they cannot be used until the user approves them (aqlguard asks them, or they run `aqlguard pins approve {server}`). Nothing ran; try again once they have.",
 	}
 	unheardWords = map[RefusalKind]string{
 		RefusalBlocked: "aqlguard stopped this agent, and could not show the user a verification code ({why}). " +
