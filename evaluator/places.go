@@ -64,6 +64,7 @@ func topLevelPaths(p *policy.Policy, s *Step) ([]PathValue, bool) {
 		return nil, false
 	}
 	var out []PathValue
+	var keys []string // the argument each value of out is from, in the walk's order
 	for arg, role := range s.Roles {
 		if role != policy.RolePath {
 			continue
@@ -77,11 +78,11 @@ func topLevelPaths(p *policy.Policy, s *Step) ([]PathValue, bool) {
 			}
 			switch v := v.(type) {
 			case string:
-				out = append(out, PathValue{Arg: arg, Raw: v})
+				out, keys = append(out, PathValue{Arg: arg, Raw: v}), append(keys, key)
 			case []any:
 				for _, e := range v {
 					if str, ok := e.(string); ok {
-						out = append(out, PathValue{Arg: arg, Raw: str})
+						out, keys = append(out, PathValue{Arg: arg, Raw: str}), append(keys, key)
 					} else if _, nested := e.(map[string]any); nested {
 						return nil, false
 					}
@@ -92,7 +93,17 @@ func topLevelPaths(p *policy.Policy, s *Step) ([]PathValue, bool) {
 		}
 	}
 	if len(out) > 1 {
-		sort.SliceStable(out, func(i, j int) bool { return out[i].Arg < out[j].Arg })
+		// The walk's order: by argument, as the server spells it.
+		idx := make([]int, len(out))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(i, j int) bool { return keys[idx[i]] < keys[idx[j]] })
+		sorted := make([]PathValue, len(out))
+		for i, k := range idx {
+			sorted[i] = out[k]
+		}
+		out = sorted
 	}
 	return out, true
 }
