@@ -123,18 +123,17 @@ func ansibleTestCommand(s *Script, c *invocation) {
 // by default): command, shell and raw run their arguments as a command
 // line; another module's arguments are code of ansible's.
 func ansibleCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"module-name": "m", "args": "a"}, map[byte]string{'m': "m", 'a': "a"})
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	found, ok := s.given(c, map[string]string{"module-name": "m", "args": "a"}, map[byte]string{'m': "m", 'a': "a"})
+	if !ok {
 		return
 	}
 	module := "command"
 	var margs []field
 	for _, o := range found {
 		switch {
-		case o.name == "m" && o.has:
+		case o.name == "m":
 			module = strings.TrimPrefix(strings.TrimPrefix(o.value.text, "ansible.builtin."), "ansible.legacy.")
-		case o.name == "a" && o.has:
+		case o.name == "a":
 			margs = append(margs, o.value)
 		}
 	}

@@ -369,14 +369,13 @@ func gitDifftool(s *Script, c *invocation) {
 }
 
 func gitGrep(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"open-files-in-pager": "open-files-in-pager"}, map[byte]string{'O': "open-files-in-pager"})
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	found, ok := s.given(c, map[string]string{"open-files-in-pager": "open-files-in-pager"}, map[byte]string{'O': "open-files-in-pager"})
+	if !ok {
 		return
 	}
 	for _, o := range found {
 		// The pager is attached to -O or after = only.
-		if o.has && !o.sep {
+		if !o.sep {
 			s.runScript(c, o.value, "git grep -O")
 		}
 	}
@@ -402,15 +401,11 @@ func gitTransport(s *Script, c *invocation) {
 		long["template"] = "template"
 		short['c'] = "config"
 	}
-	found, problem, at := watched(c.args, long, short)
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	found, ok := s.given(c, long, short)
+	if !ok {
 		return
 	}
 	for _, o := range found {
-		if !o.has {
-			continue
-		}
 		switch o.name {
 		case "config":
 			if o.value.dynamic {

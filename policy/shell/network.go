@@ -11,15 +11,11 @@ import (
 // busctlCommand: busctl --address=unixexec:path=P,argv1=A,... starts P
 // with those words.
 func busctlCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"address": "address"}, nil)
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	found, ok := s.given(c, map[string]string{"address": "address"}, nil)
+	if !ok {
 		return
 	}
 	for _, o := range found {
-		if !o.has {
-			continue
-		}
 		v := o.value
 		if v.dynamic {
 			s.cannot(c, "an address that is not static: "+s.source(v))
@@ -102,16 +98,12 @@ func socatCommand(s *Script, c *invocation) {
 // netcatCommand: nc -e PROG and ncat --exec PROG run PROG; -c and
 // --sh-exec run a command line; --lua-exec runs Lua.
 func netcatCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"exec": "e", "sh-exec": "c", "lua-exec": "lua-exec"},
+	found, ok := s.given(c, map[string]string{"exec": "e", "sh-exec": "c", "lua-exec": "lua-exec"},
 		map[byte]string{'e': "e", 'c': "c"})
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	if !ok {
 		return
 	}
 	for _, o := range found {
-		if !o.has {
-			continue
-		}
 		switch o.name {
 		case "lua-exec":
 			s.launchedFile(c, o.value, nil)
@@ -125,15 +117,11 @@ func netcatCommand(s *Script, c *invocation) {
 // sshfsCommand: sshfs -o OPT[,OPT]...: ssh_command= runs a command
 // instead of ssh, and ssh's own options pass through (ProxyCommand=).
 func sshfsCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"ssh_command": "ssh_command"}, map[byte]string{'o': "o"})
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	found, ok := s.given(c, map[string]string{"ssh_command": "ssh_command"}, map[byte]string{'o': "o"})
+	if !ok {
 		return
 	}
 	for _, o := range found {
-		if !o.has {
-			continue
-		}
 		if o.value.dynamic {
 			s.cannot(c, "an option that is not static: "+s.source(o.value))
 			return
@@ -163,16 +151,12 @@ func sshfsCommand(s *Script, c *invocation) {
 // Python; --ssh and --remotecmd run commands too. Any other key it does
 // not know leaves the line unresolved, as git's do.
 func hgCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"config": "config", "ssh": "ssh", "remotecmd": "remotecmd"},
+	found, ok := s.given(c, map[string]string{"config": "config", "ssh": "ssh", "remotecmd": "remotecmd"},
 		map[byte]string{'e': "ssh"})
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	if !ok {
 		return
 	}
 	for _, o := range found {
-		if !o.has {
-			continue
-		}
 		if o.name != "config" {
 			s.runScript(c, o.value, "hg --"+o.name)
 			continue
@@ -224,16 +208,12 @@ var moshOpts = opts("+client: server: predict: o|predict-overwrite a n family: 4
 // .wgetrc command, of which use_askpass runs one too; --config reads a
 // file of them.
 func wgetCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"use-askpass": "use-askpass", "execute": "e", "config": "config"},
+	found, ok := s.given(c, map[string]string{"use-askpass": "use-askpass", "execute": "e", "config": "config"},
 		map[byte]string{'e': "e"})
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	if !ok {
 		return
 	}
 	for _, o := range found {
-		if !o.has {
-			continue
-		}
 		switch o.name {
 		case "use-askpass":
 			s.runScript(c, o.value, "wget --use-askpass")
@@ -256,15 +236,13 @@ func wgetCommand(s *Script, c *invocation) {
 // RESTIC_PASSWORD_COMMAND), and -o rclone.program, rclone.args,
 // sftp.command and sftp.args set the commands of its backends.
 func resticCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"password-command": "password-command", "option": "o"},
+	found, ok := s.given(c, map[string]string{"password-command": "password-command", "option": "o"},
 		map[byte]string{'o': "o"})
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	if !ok {
 		return
 	}
 	for _, o := range found {
 		switch {
-		case !o.has:
 		case o.name == "password-command":
 			s.runScript(c, o.value, "restic --password-command")
 		case o.value.dynamic:
@@ -286,15 +264,13 @@ func resticCommand(s *Script, c *invocation) {
 // checkBySSHCommand: the Nagios plugin check_by_ssh runs -C COMMAND
 // remotely, through ssh with -o options.
 func checkBySSHCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"command": "C", "ssh-option": "o"}, map[byte]string{'C': "C", 'o': "o"})
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	found, ok := s.given(c, map[string]string{"command": "C", "ssh-option": "o"}, map[byte]string{'C': "C", 'o': "o"})
+	if !ok {
 		return
 	}
 	var o []option
 	for _, f := range found {
 		switch {
-		case !f.has:
 		case f.name == "C":
 			s.runScript(c, f.value, "check_by_ssh -C")
 		default:

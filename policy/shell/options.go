@@ -398,14 +398,29 @@ func watched(args []field, long map[string]string, short map[byte]string) (found
 
 // watchedScripts follows the values of the watched options as scripts.
 func (s *Script) watchedScripts(c *invocation, long map[string]string, short map[byte]string) {
-	found, problem, at := watched(c.args, long, short)
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	found, ok := s.given(c, long, short)
+	if !ok {
 		return
 	}
 	for _, o := range found {
+		s.runScript(c, o.value, c.name+" --"+o.name)
+	}
+}
+
+// given are the watched options (watched) given on c's line; ok is
+// false when its options cannot be read, and the command is then
+// unresolved: every handler that watches a few options reads them so.
+func (s *Script) given(c *invocation, long map[string]string, short map[byte]string) ([]option, bool) {
+	found, problem, at := watched(c.args, long, short)
+	if problem != "" {
+		s.cannot(c, problem+": "+s.source(c.args[at]))
+		return nil, false
+	}
+	out := found[:0]
+	for _, o := range found {
 		if o.has {
-			s.runScript(c, o.value, c.name+" --"+o.name)
+			out = append(out, o)
 		}
 	}
+	return out, true
 }

@@ -415,14 +415,12 @@ func runPartsCommand(s *Script, c *invocation) {
 // DPkg::), DPkg::Pre-Install-Pkgs and the proxy detector run commands
 // through the shell; Dir:: and DPkg::Tools:: change what programs run.
 func aptCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"option": "o", "config-file": "c"}, map[byte]string{'o': "o", 'c': "c"})
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	found, ok := s.given(c, map[string]string{"option": "o", "config-file": "c"}, map[byte]string{'o': "o", 'c': "c"})
+	if !ok {
 		return
 	}
 	for _, o := range found {
 		switch {
-		case !o.has:
 		case o.name == "c":
 			s.launchedFile(c, o.value, nil)
 		case o.value.dynamic:

@@ -388,14 +388,13 @@ func rsyncCommand(s *Script, c *invocation) {
 // manCommand: man -P PAGER (--pager) and -HBROWSER (--html=BROWSER) run
 // commands.
 func manCommand(s *Script, c *invocation) {
-	found, problem, at := watched(c.args, map[string]string{"pager": "pager", "html": "html"}, map[byte]string{'P': "pager", 'H': "html"})
-	if problem != "" {
-		s.cannot(c, problem+": "+s.source(c.args[at]))
+	found, ok := s.given(c, map[string]string{"pager": "pager", "html": "html"}, map[byte]string{'P': "pager", 'H': "html"})
+	if !ok {
 		return
 	}
 	for _, o := range found {
 		// --html takes its browser after = only.
-		if o.has && (o.name == "pager" || !o.sep) {
+		if o.name == "pager" || !o.sep {
 			s.runScript(c, o.value, "man --"+o.name)
 		}
 	}
