@@ -13,6 +13,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/internal/long"
 	"github.com/aqlguard/aqlguard/internal/xtest"
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -129,6 +130,13 @@ func TestReadmeQuickStart(t *testing.T) {
 			defer cs.Close()
 			if got := cs.InitializeResult().ServerInfo.Name; got != f.entry {
 				t.Errorf("server name through the wrap: %q", got)
+			}
+			// The server is new to aqlguard: its tools wait for one review,
+			// given here as the README says, at the command line.
+			approve := exec.Command(self, "pins", "approve", policy.ServerNameFrom(f.entry))
+			approve.Env = env
+			if out, err := approve.CombinedOutput(); err != nil {
+				t.Fatalf("pins approve: %v\n%s", err, out)
 			}
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_item", Arguments: map[string]any{"id": "a1"}})
 			if err != nil || res.IsError {
