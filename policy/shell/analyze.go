@@ -206,7 +206,13 @@ func (c Command) String() string {
 
 // Analyze parses src and returns every command it would run. The
 // Script is not changed after Analyze returns: callers may share it.
-func Analyze(src string) (s *Script) {
+func Analyze(src string) *Script {
+	return analyze(func(s *Script) { s.script(src, nil, 0) })
+}
+
+// analyze is Analyze with the first reading of the line given: the fuzz
+// test reads a line of plain words both ways and compares.
+func analyze(read func(*Script)) (s *Script) {
 	s = &Script{}
 	defer func() {
 		s.printer, s.calls, s.files, s.names, s.again = nil, 0, files{}, nil, false // helpers of the analysis, not part of its result
@@ -217,13 +223,13 @@ func Analyze(src string) (s *Script) {
 			s.unresolved("the shell parser failed on this script")
 		}
 	}()
-	s.script(src, nil, 0)
+	read(s)
 	if len(s.names) > 0 {
 		// The line makes names run other programs (hash -p, alias): read
 		// it again, judging every command of those names also as what
 		// they were made to run, wherever it stands (names.go).
 		*s = Script{names: s.names, again: true}
-		s.script(src, nil, 0)
+		read(s)
 	}
 	s.runsWhatItWrote()
 	return s

@@ -151,9 +151,7 @@ func FuzzPlainWords(f *testing.F) {
 				continue
 			}
 			got := Analyze(line)
-			want := &Script{}
-			want.parse(line, nil, 0)
-			want.runsWhatItWrote()
+			want := analyze(func(s *Script) { s.parse(line, nil, 0) })
 			if !slices.EqualFunc(got.Commands, want.Commands, equalCommand) || !slices.Equal(got.Unresolved, want.Unresolved) ||
 				!slices.EqualFunc(got.Code, want.Code, equalCode) {
 				t.Fatalf("%q:\nplain  %+v %v %q\nparsed %+v %v %q", line, got.Commands, got.Code, got.Unresolved, want.Commands, want.Code, want.Unresolved)
