@@ -26,6 +26,10 @@ type HonestCall struct {
 	// failed there (a flaw of the corpus, not of the guard).
 	ServerError string `json:"server_error,omitempty"`
 	Answer      string `json:"answer,omitempty"` // what the client got, when not allowed
+	// Notice says the result came back with aqlguard's notice that it
+	// holds instructions for the model (NoticeText, shortened).
+	Notice     bool   `json:"notice,omitempty"`
+	NoticeText string `json:"notice_text,omitempty"`
 }
 
 // HonestResult is the precision run.
@@ -40,6 +44,10 @@ type HonestResult struct {
 	Blocked    int        `json:"blocked"`
 	Questions  int        `json:"questions"` // every question, first sight included
 	ServerErrs int        `json:"server_errors"`
+	// Notices are the honest results that came back with aqlguard's
+	// notice to the model that they hold instructions (issue 30): no
+	// question, but a false finding of the result scan all the same.
+	Notices int `json:"notices"`
 }
 
 // Per100 is n per 100 honest calls.
@@ -68,28 +76,12 @@ func RunHonest(ctx context.Context, env Env, c *Corpus, dir string) (HonestResul
 	asked := 0
 	for _, s := range c.Honest {
 		start := time.Now()
-		spec := ServerSpec{Name: s.Server, Real: s.Real}
-		config, err := w.writeConfig(s.Server, []ServerSpec{spec}, false, "")
-		if err != nil {
+		n := len(res.Calls)
+		if err := w.honestSession(ctx, s, &res, &asked); err != nil {
 			return res, err
 		}
-		g, err := w.startGuard(ctx, s.Server, config, []string{s.Server})
-		if err != nil {
-			return res, fmt.Errorf("honest session %s: %w", s.Server, err)
-		}
-		if err := g.list(ctx); err != nil {
-			g.stop()
-			return res, fmt.Errorf("honest session %s: %w", s.Server, err)
-		}
-		w.settle()
-		res.FirstSight = append(res.FirstSight, w.newQuestions(&asked)...)
-		n := len(res.Calls)
-		for _, st := range s.Calls {
-			res.Calls = append(res.Calls, w.honestCall(ctx, g, s.Server, st, &asked))
-		}
-		g.stop()
 		if env.Logf != nil {
-			env.Logf("honest %-12s %3d calls (%s)", s.Server, len(res.Calls)-n, time.Since(start).Round(time.Millisecond))
+			env.Logf("honest %-12s %3d calls (%s)", s.name(), len(res.Calls)-n, time.Since(start).Round(time.Millisecond))
 		}
 	}
 	for _, c := range res.Calls {
@@ -107,10 +99,59 @@ func RunHonest(ctx context.Context, env Env, c *Corpus, dir string) (HonestResul
 		if c.ServerError != "" {
 			res.ServerErrs++
 		}
+		if c.Notice {
+			res.Notices++
+		}
 	}
 	res.Asked += len(res.FirstSight)
 	res.Questions += len(res.FirstSight)
 	return res, nil
+}
+
+// name is the session's server, or its servers joined.
+func (s *Session) name() string {
+	var names []string
+	for _, sp := range s.specs {
+		names = append(names, sp.Name)
+	}
+	return strings.Join(names, "+")
+}
+
+// honestSession runs one session: its servers' aqlguards (one per server,
+// or one for all as its layout says), first listed, then its calls.
+func (w *world) honestSession(ctx context.Context, s *Session, res *HonestResult, asked *int) error {
+	layout := s.Layout
+	if layout == "" {
+		layout = "separate"
+	}
+	gs := groups(Variant{Attack: &Attack{Servers: s.Specs()}, Layout: layout})
+	configs := map[string]string{}
+	for _, g := range gs {
+		path, err := w.writeConfig(g.name, g.specs, false, "")
+		if err != nil {
+			return err
+		}
+		configs[g.name] = path
+	}
+	live, err := w.startAll(ctx, configs, gs)
+	if err != nil {
+		return fmt.Errorf("honest session %s: %w", s.name(), err)
+	}
+	defer live.stop()
+	w.settle()
+	res.FirstSight = append(res.FirstSight, w.newQuestions(asked)...)
+	for _, st := range s.Calls {
+		server, tool := s.Server, st.Call
+		if len(s.Servers) > 0 {
+			server, tool, _ = strings.Cut(st.Call, ".")
+			if st.Call == "" {
+				server = st.Server
+			}
+		}
+		st.Call = tool
+		res.Calls = append(res.Calls, w.honestCall(ctx, live.byServer[server], server, st, asked))
+	}
+	return nil
 }
 
 func (w *world) honestCall(ctx context.Context, g *guard, server string, st Step, asked *int) HonestCall {
@@ -158,5 +199,6 @@ func (w *world) honestCall(ctx context.Context, g *guard, server string, st Step
 	if hc.Outcome != Allowed {
 		hc.Answer = shorten(out.Text, 200)
 	}
+	hc.Notice, hc.NoticeText = out.Notice != "", shorten(out.Notice, 200)
 	return hc
 }
