@@ -220,7 +220,7 @@ func (rep *Report) writeFlows(w io.Writer) {
 		got := r.FlowGot
 		switch {
 		case got == "":
-			got = "— (" + r.Verdict + " before the session read anything)"
+			got = "— (a question the human denied came before the exit)"
 		case !r.FlowMet:
 			got = "**" + got + "** (want " + r.Flow + ")"
 		}
