@@ -124,8 +124,9 @@ func TestCorpus(t *testing.T) {
 	var broken, missed, gaps, flows []string
 	heldAlways := map[string]bool{"indirect-prompt-injection": true, "tool-poisoning": true, "prompt-injection": true}
 	for _, a := range rep.Attacks {
+		gapPassed := a.Gap != "" && a.Pass == "trusted" && a.Verdict == "passed" && !heldAlways[a.Class]
 		switch {
-		case a.Flow != "" && a.FlowGot != "" && !a.FlowMet:
+		case a.Flow != "" && a.FlowGot != "" && !a.FlowMet && !gapPassed:
 			flows = append(flows, fmt.Sprintf("%s (%s): want %s at the exit, got %s: %s", a.ID, a.Pass, a.Flow, a.FlowGot, a.Why))
 		case a.Flow != "" && a.FlowGot == "" && a.Pass == "trusted" && a.Verdict != "broken":
 			broken = append(broken, fmt.Sprintf("%s (%s): its flow cannot be told (a question denied before the exit): %s", a.ID, a.Pass, a.Why))

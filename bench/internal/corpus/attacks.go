@@ -90,6 +90,8 @@ type StepResult struct {
 	Notice string `json:"notice,omitempty"`
 	// Human is the step's own answer to what it asks (Step.Human).
 	Human string `json:"human,omitempty"`
+	// Server is the server the step went to.
+	Server string `json:"server,omitempty"`
 }
 
 // RunAttacks runs every variant in every pass, jobs at a time, each in a
@@ -362,6 +364,7 @@ func (w *world) runStep(ctx context.Context, live *guards, st Step, asked *int) 
 		return sr
 	}
 	g := live.byServer[server]
+	sr.Server = server
 	if st.Human != "" {
 		// The human answers this step's questions otherwise; the pass's
 		// answer (deny: an attack) comes back after it.
@@ -611,12 +614,20 @@ func (r Result) flow() (string, bool) {
 	for _, b := range r.Steps[:exit] {
 		noticed = noticed || b.Notice != ""
 	}
+	// One aqlguard per server: a secret read through another server's
+	// aqlguard stays in that process's memory (issue 30 keeps secrets
+	// nowhere else), so the exit's aqlguard knows only what the processes
+	// of the client share (what was read, not the secret) and asks.
+	elsewhere := false
+	for _, b := range r.Steps[:exit] {
+		elsewhere = elsewhere || r.Layout == "separate" && b.Server != "" && b.Server != s.Server
+	}
 	met := false
 	switch r.Flow {
 	case "ask":
 		met = got == "asked"
 	case "refuse":
-		met = got == "refused"
+		met = got == "refused" || elsewhere && got == "asked"
 	case "notice":
 		met = noticed
 	}

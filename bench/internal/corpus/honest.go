@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -44,6 +45,9 @@ type HonestResult struct {
 	Blocked    int        `json:"blocked"`
 	Questions  int        `json:"questions"` // every question, first sight included
 	ServerErrs int        `json:"server_errors"`
+	// OneClient says every session ran as one client (one state
+	// directory), not each as a client of its own.
+	OneClient bool `json:"one_client,omitempty"`
 	// Notices are the honest results that came back with aqlguard's
 	// notice to the model that they hold instructions (issue 30): no
 	// question, but a false finding of the result scan all the same.
@@ -58,11 +62,20 @@ func (h HonestResult) Per100(n int) float64 {
 	return float64(n) * 100 / float64(len(h.Calls))
 }
 
-// RunHonest runs every honest session, one after the other, each through
-// an aqlguard of its own sharing one state directory (as `aqlguard init`
-// wraps a client's servers), the human answering "allow".
-func RunHonest(ctx context.Context, env Env, c *Corpus, dir string) (HonestResult, error) {
-	var res HonestResult
+// RunHonest runs every honest session, one after the other, its servers
+// each through an aqlguard of its own (as `aqlguard init` wraps a client's
+// servers) or one for all (its layout), the human answering "allow".
+//
+// Each session is a client of its own: its own state directory, so that
+// what one session read does not count in the next (issue 30: a new
+// session starts clean; the aqlguard processes of one client share what
+// their sessions read through the state directory). With oneClient, every
+// session shares one state directory: one client all day, whose
+// processes aqlguard cannot tell from one long session (a client such as
+// Claude Desktop keeps its servers, and so their aqlguards, from one
+// conversation to the next).
+func RunHonest(ctx context.Context, env Env, c *Corpus, dir string, oneClient bool) (HonestResult, error) {
+	res := HonestResult{OneClient: oneClient}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return res, err
 	}
@@ -74,9 +87,15 @@ func RunHonest(ctx context.Context, env Env, c *Corpus, dir string) (HonestResul
 		return res, err
 	}
 	asked := 0
-	for _, s := range c.Honest {
+	for i, s := range c.Honest {
 		start := time.Now()
 		n := len(res.Calls)
+		if !oneClient {
+			w.state = filepath.Join(dir, fmt.Sprintf("state-%02d", i))
+			if err := os.MkdirAll(w.state, 0o700); err != nil {
+				return res, err
+			}
+		}
 		if err := w.honestSession(ctx, s, &res, &asked); err != nil {
 			return res, err
 		}
