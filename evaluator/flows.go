@@ -1,0 +1,93 @@
+package evaluator
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/aqlguard/aqlguard/policy"
+)
+
+// A session that has read private data and untrusted content is one
+// injected instruction away from sending the first out (the "lethal
+// trifecta"): the guard keeps, per session, what of each it read (the
+// caller fills Step.Flow), and a call that sends data out then asks a
+// human, saying where both came from. A call whose arguments carry a
+// secret the session was handed in a result is refused: no honest call
+// needs to send a credential it read back out through a tool.
+
+// Flow is what the step's session has read that counts for where data
+// may go, as the guard tracked it.
+type Flow struct {
+	// Private and Untrusted say what the session read, each in words
+	// with where and when ("~/.ssh/id_rsa with filesystem.read_file at
+	// 17:04"), oldest first.
+	Private, Untrusted []string
+	// Carried says, in words, which argument carries a secret the
+	// session saw in a result, and how ("argument \"url\" carries the
+	// github-pat secret read with filesystem.read_file at 17:04, base64
+	// encoded"); "" when none does.
+	Carried string
+}
+
+// Exit reports whether the step sends data out of the machine: its
+// effects say send, or [flows] exits lists it.
+func Exit(p *policy.Policy, s Step) bool {
+	if s.Effects.Has(policy.EffectSend) {
+		return true
+	}
+	return p != nil && p.Flows.FlowRoleOf(namesOf(s)).Exit
+}
+
+// judgeFlow is stage 3's flow judgement: a carried secret refuses, an
+// exit after private data and untrusted content asks.
+func (c *call) judgeFlow(p *policy.Policy) (match, bool) {
+	f := &c.s.Flow
+	if f.Carried != "" {
+		return match{action: policy.ActionRefuse, source: "flow", display: "flow", subject: "the call", argumentBound: true,
+			why: f.Carried + "; a secret a tool handed this session does not leave through another"}, true
+	}
+	if len(f.Private) == 0 || len(f.Untrusted) == 0 || !Exit(p, c.s) {
+		return match{}, false
+	}
+	return match{action: policy.ActionRequiresApproval, source: "flow", display: "flow", subject: "the call", argumentBound: true,
+		why: "after reading " + sayRead(f.Private) + " and " + sayRead(f.Untrusted) + ", this call sends data " + c.destination()}, true
+}
+
+// sayRead is a list of what was read, the first two and how many more.
+func sayRead(list []string) string {
+	switch len(list) {
+	case 1:
+		return list[0]
+	case 2:
+		return list[0] + " and " + list[1]
+	}
+	return list[0] + ", " + list[1] + " and " + strconv.Itoa(len(list)-2) + " more"
+}
+
+// destination says where the call sends data: the hosts of its URL
+// arguments, else its server.
+func (c *call) destination() string {
+	var hosts []string
+	for i := range c.sub.Values {
+		v := &c.sub.Values[i]
+		if v.Role != policy.RoleURL || !v.String || v.Key {
+			continue
+		}
+		if h := urlHost(v.Raw); h != "" && !contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	if len(hosts) > 0 {
+		return "to " + strings.Join(hosts, ", ")
+	}
+	return "out through the " + c.s.Server + " server's " + c.s.Tool
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
