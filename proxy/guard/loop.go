@@ -92,6 +92,10 @@ type Guard struct {
 	// them (each question records how it ended).
 	asks sync.WaitGroup
 
+	// flows are the flows of this principal's sessions, by session
+	// (flows.go); g.mu.
+	flows map[string]*sessionFlow
+
 	// shownFor keeps, by token, what the human is shown of the call an
 	// open question asks about (ask.go shownOf); g.mu.
 	shownFor map[string]keptCall
@@ -146,8 +150,11 @@ type Action struct {
 	EffectSource policy.EffectSource
 	EffectWhy    string
 	Confined     bool
-	Roles        map[string]policy.Role
-	Modeled      bool
+	// PrivateSource and UntrustedSource say what the tool's results are
+	// to the session's flows, by its profile (effects.Model).
+	PrivateSource, UntrustedSource bool
+	Roles                          map[string]policy.Role
+	Modeled                        bool
 	// Places, Roots, RootsKnown and Home are the call's paths and the
 	// server's roots, read by the front (evaluator.Step has them).
 	Places     []evaluator.Place
@@ -157,6 +164,9 @@ type Action struct {
 	// Unresolved says what of the call could not be read exactly; the
 	// evaluator then asks a human (evaluator.Step.Unresolved).
 	Unresolved string
+	// Flow is what the session has read that counts (flows.go): the
+	// guard fills it in.
+	Flow evaluator.Flow
 
 	// redacted and preview are what may be stored and shown of the
 	// arguments (see redact.go), digest what binds them, and written
