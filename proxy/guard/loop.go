@@ -592,6 +592,10 @@ func (c *check) rule(r ruling, m *memory, out *round, then *[]func()) Verdict {
 			if ans.answer == verify.AllowSession {
 				d.Factors = append(d.Factors, "approval: and allowed "+a.Server+"."+a.Tool+" for the rest of this session")
 			}
+			if ans.answer == verify.AllowForget && q.Forget {
+				d.Factors = append(d.Factors, "flows: and cleared what this session had read")
+				*then = append(*then, func() { g.ForgetFlows(a.Session) })
+			}
 		} else {
 			d.Factors = append(d.Factors, "confirmation: approved by a human ("+q.Token+")")
 		}
@@ -858,6 +862,7 @@ func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b binding, d evalu
 	c := &Confirmation{
 		Token: token, Kind: b.kind, Principal: pol.Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
 		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
+		Forget:       b.kind == kindAction && d.Matched == "flow" && a.Flow.Carried == "" && a.Session != "" && !a.SharedSession,
 		Digest:       b.digest, PolicyVersion: pol.Version, Session: a.Session,
 		Action: a.preview, Arguments: args, Reason: d.Reason, Tier: string(d.Tier),
 		Category: string(a.Category), Does: a.EffectWhy, Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
