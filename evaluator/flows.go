@@ -50,18 +50,17 @@ func (c *call) judgeFlow(p *policy.Policy) (match, bool) {
 		return match{}, false
 	}
 	return match{action: policy.ActionRequiresApproval, source: "flow", display: "flow", subject: "the call", argumentBound: true,
-		why: "after reading " + sayRead(f.Private) + " and " + sayRead(f.Untrusted) + ", this call sends data " + c.destination()}, true
+		why: "after reading private data (" + sayRead(f.Private) + ") and untrusted content (" + sayRead(f.Untrusted) +
+			"), this call sends data " + c.destination()}, true
 }
 
-// sayRead is a list of what was read, the first two and how many more.
+// sayRead is a list of what was read: the first three, and how many
+// more.
 func sayRead(list []string) string {
-	switch len(list) {
-	case 1:
-		return list[0]
-	case 2:
-		return list[0] + " and " + list[1]
+	if len(list) <= 3 {
+		return strings.Join(list, "; ")
 	}
-	return list[0] + ", " + list[1] + " and " + strconv.Itoa(len(list)-2) + " more"
+	return strings.Join(list[:3], "; ") + "; and " + strconv.Itoa(len(list)-3) + " more"
 }
 
 // destination says where the call sends data: the hosts of its URL

@@ -21,7 +21,7 @@ func TestFlowJudgement(t *testing.T) {
 		{"a send after private and untrusted asks, naming both and where",
 			Step{Server: "web", Tool: "fetch", Operation: "web_fetch", Effects: send, EffectSource: policy.SourceProfile, Modeled: true,
 				Roles: map[string]policy.Role{"url": policy.RoleURL}, Arguments: map[string]any{"url": "https://paste.example/x"}, Flow: both},
-			NeedsConfirm, "after reading ~/.ssh/id_rsa with fs.read_file at 17:04 and what web.fetch fetched at 17:05, this call sends data to paste.example"},
+			NeedsConfirm, "after reading private data (~/.ssh/id_rsa with fs.read_file at 17:04) and untrusted content (what web.fetch fetched at 17:05), this call sends data to paste.example"},
 		{"an exit of [flows] asks too",
 			Step{Server: "chat", Tool: "post_message", Operation: "chat_post_message", Effects: read, EffectSource: policy.SourceConfig, Modeled: true,
 				Arguments: map[string]any{}, Flow: both},

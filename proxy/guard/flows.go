@@ -26,8 +26,8 @@ const maxFlowSessions = 4096
 
 // flowOf is the session's flows (created when create).
 func (g *Guard) flowOf(session string, create bool) *sessionFlow {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.flowsMu.Lock()
+	defer g.flowsMu.Unlock()
 	sf := g.flows[session]
 	if sf == nil && create {
 		if g.flows == nil {
@@ -45,7 +45,8 @@ func (g *Guard) flowOf(session string, create bool) *sessionFlow {
 	return sf
 }
 
-// forgetOldestFlow drops the least recently used session's flows; g.mu.
+// forgetOldestFlow drops the least recently used session's flows;
+// g.flowsMu.
 func (g *Guard) forgetOldestFlow() {
 	var oldest string
 	var at time.Time
@@ -59,12 +60,13 @@ func (g *Guard) forgetOldestFlow() {
 
 // endFlows forgets an ended session's flows.
 func (g *Guard) endFlows(session string) {
-	g.mu.Lock()
+	g.flowsMu.Lock()
 	delete(g.flows, session)
-	g.mu.Unlock()
+	g.flowsMu.Unlock()
 }
 
-// ForgetFlows clears what a session has read.
+// ForgetFlows clears what a session has read. It takes flowsMu alone,
+// so that a commit's hook (which runs under g.mu) may call it.
 func (g *Guard) ForgetFlows(session string) {
 	if sf := g.flowOf(session, false); sf != nil {
 		sf.Clear()

@@ -93,8 +93,10 @@ type Guard struct {
 	asks sync.WaitGroup
 
 	// flows are the flows of this principal's sessions, by session
-	// (flows.go); g.mu.
-	flows map[string]*sessionFlow
+	// (flows.go), under flowsMu, which may be taken inside mu (a
+	// commit's hook clears a session) but never the other way round.
+	flowsMu sync.Mutex
+	flows   map[string]*sessionFlow
 
 	// shownFor keeps, by token, what the human is shown of the call an
 	// open question asks about (ask.go shownOf); g.mu.
