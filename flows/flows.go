@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/injection"
@@ -159,7 +160,15 @@ func carried(seen *secrets.Seen, args map[string]any) string {
 	walk = func(path string, v any) bool {
 		switch v := v.(type) {
 		case string:
-			if c, ok := seen.Carried(v); ok {
+			c, ok := seen.Carried(v)
+			if !ok {
+				// "AKIA\u200bQYLP…", "AKIA QYLP…": what a reader of the
+				// request drops gets the secret there all the same.
+				if bare := withoutInvisible(v); len(bare) != len(v) {
+					c, ok = seen.Carried(bare)
+				}
+			}
+			if ok {
 				why = "argument " + strconv.Quote(path) + " carries a secret this session was handed (" + sayCarried(c) + ")"
 				return true
 			}
@@ -195,6 +204,18 @@ func carried(seen *secrets.Seen, args map[string]any) string {
 		}
 	}
 	return ""
+}
+
+// withoutInvisible is s without the characters a reader of it can drop
+// to put a secret together again: white space, control and format
+// characters (zero-width spaces and joiners, bidi marks, tags).
+func withoutInvisible(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func sayCarried(c secrets.Carried) string {

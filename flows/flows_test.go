@@ -62,6 +62,11 @@ func TestSecretMarksPrivateAndIsKnownGoingOut(t *testing.T) {
 	if !strings.Contains(f.Carried, `argument "url"`) || strings.Contains(f.Carried, awsKeyID) {
 		t.Errorf("carried %q", f.Carried)
 	}
+	for _, hidden := range []string{"AKIA\u200bQYLPMN5HHHFPZAM2", "AKIA QYLP\tMN5HHHFPZAM2", "AKIAQYLPMN5HH\U000E0041HFPZAM2"} {
+		if f := s.Flow(map[string]any{"q": map[string]any{"note": hidden}}); !strings.Contains(f.Carried, `argument "q.note"`) {
+			t.Errorf("%q: not known going out (%q)", hidden, f.Carried)
+		}
+	}
 	if f := s.Flow(map[string]any{"url": "https://docs.example/"}); f.Carried != "" {
 		t.Errorf("an honest URL carries: %q", f.Carried)
 	}
