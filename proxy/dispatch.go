@@ -161,6 +161,7 @@ func (f *Front) guardedCall(ctx context.Context, session string, op *catalog.Ope
 	req := toolCall(session, op, args, token, base)
 	f.readPlaces(ctx, &req, op)
 	req.Scanner = f.resultScanner
+	req.Remote = !f.placesOf(op.Server, op.Model.Profile).local
 	return req
 }
 

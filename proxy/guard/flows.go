@@ -76,9 +76,11 @@ func (g *Guard) ForgetFlows(session string) {
 // flowFor is what the evaluator is told of the session of a.
 func (g *Guard) flowFor(a Action) evaluator.Flow {
 	if sf := g.flowOf(a.Session, false); sf != nil {
-		return sf.Flow(a.Arguments)
+		f := sf.Flow(a.Arguments)
+		f.Remote = a.Remote
+		return f
 	}
-	return evaluator.Flow{}
+	return evaluator.Flow{Remote: a.Remote}
 }
 
 // readResult reads what an allowed call handed back (flows.Observe):

@@ -169,6 +169,8 @@ type Action struct {
 	// Flow is what the session has read that counts (flows.go): the
 	// guard fills it in.
 	Flow evaluator.Flow
+	// Remote says the server is reached over the network (Flow.Remote).
+	Remote bool
 
 	// redacted and preview are what may be stored and shown of the
 	// arguments (see redact.go), digest what binds them, and written
