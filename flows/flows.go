@@ -101,15 +101,39 @@ type Session struct {
 	private, untrusted   []source
 	nPrivate, nUntrusted int
 	seen                 secrets.Seen
+	board                *Board
+}
+
+// Share makes the session one of the sessions of a client that shares
+// b with its other aqlguard processes: what it reads is published there,
+// and what they read counts as its own (board.go).
+func (s *Session) Share(b *Board) {
+	s.mu.Lock()
+	s.board = b
+	s.mu.Unlock()
 }
 
 // Clear forgets what the session has read: the human's answer that it
 // is fine.
 func (s *Session) Clear() {
+	s.clearHere()
+	if b := s.sharedBoard(); b != nil {
+		_ = b.Clear(time.Now()) // a board that cannot be written: the others keep their marks, which only asks more
+	}
+}
+
+// clearHere clears what this process's session read.
+func (s *Session) clearHere() {
 	s.mu.Lock()
 	s.private, s.untrusted, s.nPrivate, s.nUntrusted = nil, nil, 0, 0
 	s.mu.Unlock()
 	s.seen.Clear()
+}
+
+func (s *Session) sharedBoard() *Board {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.board
 }
 
 // Flow is what the evaluator is told of the session for a call with
@@ -117,6 +141,18 @@ func (s *Session) Clear() {
 // was handed.
 func (s *Session) Flow(args map[string]any) evaluator.Flow {
 	var f evaluator.Flow
+	var others Marks
+	if b := s.sharedBoard(); b != nil {
+		var err error
+		if others, err = b.Others(); err != nil {
+			// What the client's other processes read is unknown: count it
+			// as untrusted, never as nothing.
+			others = Marks{Untrusted: []string{"what the client's other aqlguard processes read (their board cannot be read: " + err.Error() + ")"}}
+		}
+		if others.Cleared {
+			s.clearHere()
+		}
+	}
 	s.mu.Lock()
 	for _, x := range s.private {
 		f.Private = append(f.Private, x.say())
@@ -131,6 +167,8 @@ func (s *Session) Flow(args map[string]any) evaluator.Flow {
 		f.Untrusted = append(f.Untrusted, sayMore(n))
 	}
 	s.mu.Unlock()
+	f.Private = append(f.Private, others.Private...)
+	f.Untrusted = append(f.Untrusted, others.Untrusted...)
 	if s.seen.Len() > 0 {
 		f.Carried = carried(&s.seen, args)
 	}
@@ -348,7 +386,16 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 	for _, w := range untrusted {
 		s.untrusted, s.nUntrusted = add(s.untrusted, s.nUntrusted, w, r.At)
 	}
+	board := s.board
 	s.mu.Unlock()
+	if board != nil {
+		for _, w := range private {
+			_ = board.Publish(true, w, r.At) // unwritten: this process still judges by it; the others ask less
+		}
+		for _, w := range untrusted {
+			_ = board.Publish(false, w, r.At)
+		}
+	}
 	quarantine := injected && fl != nil && fl.Quarantine
 	switch {
 	case quarantine:

@@ -37,6 +37,9 @@ func (g *Guard) flowOf(session string, create bool) *sessionFlow {
 			g.forgetOldestFlow()
 		}
 		sf = &sessionFlow{}
+		if g.Board != nil {
+			sf.Share(g.Board)
+		}
 		g.flows[session] = sf
 	}
 	if sf != nil {
@@ -75,7 +78,9 @@ func (g *Guard) ForgetFlows(session string) {
 
 // flowFor is what the evaluator is told of the session of a.
 func (g *Guard) flowFor(a Action) evaluator.Flow {
-	if sf := g.flowOf(a.Session, false); sf != nil {
+	// With a board, a session that has read nothing yet still holds what
+	// the client's other processes read.
+	if sf := g.flowOf(a.Session, g.Board != nil); sf != nil {
 		f := sf.Flow(a.Arguments)
 		f.Remote = a.Remote
 		return f

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/flows"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -59,6 +60,9 @@ type Guard struct {
 	VerifyTool string
 	// Log receives the guard's log lines; nil discards them.
 	Log *slog.Logger
+	// Board, when set, is shared with the client's other aqlguard
+	// processes (flows.Board: a client that runs one per server).
+	Board *flows.Board
 	// Watch sees every tool call (metrics, traces); nil for none.
 	Watch Watcher
 	// Now and Evaluate default to time.Now and evaluator.Evaluate.
