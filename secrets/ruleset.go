@@ -198,53 +198,13 @@ func parseRuleset(data []byte) (*ruleset, error) {
 			// rather than report their primary part alone.
 			return nil, fmt.Errorf("secrets: rule %s: [[rules.required]] is not supported", tr.ID)
 		}
-		switch {
-		case tr.SkipReport:
-			rs.skipped[tr.ID] = "skipReport: only reported as part of a composite rule"
-			continue
-		case tr.Regex == "" && tr.Path != "":
-			rs.skipped[tr.ID] = "path only: a result has no file path"
-			continue
-		case tr.Path != "":
-			// gitleaks checks the path first and returns nothing when it
-			// does not match; a result has no path to match.
-			rs.skipped[tr.ID] = "needs a file path matching " + tr.Path
-			continue
-		case tr.Regex == "":
-			return nil, fmt.Errorf("secrets: rule %s has neither regex nor path", tr.ID)
-		}
-		re, err := regexp.Compile(tr.Regex)
+		r, skip, err := compileRule(tr)
 		if err != nil {
-			return nil, fmt.Errorf("secrets: rule %s: %w", tr.ID, err)
+			return nil, err
 		}
-		if tr.SecretGroup < 0 || tr.SecretGroup > re.NumSubexp() {
-			return nil, fmt.Errorf("secrets: rule %s: secretGroup %d, the regex has %d groups", tr.ID, tr.SecretGroup, re.NumSubexp())
-		}
-		r := &rule{
-			id:          tr.ID,
-			description: tr.Description,
-			re:          re,
-			secretGroup: tr.SecretGroup,
-			entropy:     tr.Entropy,
-		}
-		for _, k := range tr.Keywords {
-			r.keywords = append(r.keywords, strings.ToLower(k))
-		}
-		lists := tr.Allowlists
-		if tr.Allowlist != nil {
-			if len(lists) > 0 {
-				return nil, fmt.Errorf("secrets: rule %s: [rules.allowlist] cannot be used alongside [[rules.allowlists]]", tr.ID)
-			}
-			lists = []tomlAllowlist{*tr.Allowlist}
-		}
-		for i, ta := range lists {
-			a, err := compileAllowlist(ta)
-			if err != nil {
-				return nil, fmt.Errorf("secrets: rule %s: allowlist %d: %w", tr.ID, i+1, err)
-			}
-			if a != nil {
-				r.allow = append(r.allow, a)
-			}
+		if skip != "" {
+			rs.skipped[tr.ID] = skip
+			continue
 		}
 		rs.rules = append(rs.rules, r)
 	}
@@ -259,6 +219,57 @@ func parseRuleset(data []byte) (*ruleset, error) {
 		}
 	}
 	return rs, nil
+}
+
+// compileRule compiles one rule, or says why it cannot apply to a
+// result (skip).
+func compileRule(tr tomlRule) (r *rule, skip string, err error) {
+	switch {
+	case tr.SkipReport:
+		return nil, "skipReport: only reported as part of a composite rule", nil
+	case tr.Regex == "" && tr.Path != "":
+		return nil, "path only: a result has no file path", nil
+	case tr.Path != "":
+		// gitleaks checks the path first and returns nothing when it
+		// does not match; a result has no path to match.
+		return nil, "needs a file path matching " + tr.Path, nil
+	case tr.Regex == "":
+		return nil, "", fmt.Errorf("secrets: rule %s has neither regex nor path", tr.ID)
+	}
+	re, err := regexp.Compile(tr.Regex)
+	if err != nil {
+		return nil, "", fmt.Errorf("secrets: rule %s: %w", tr.ID, err)
+	}
+	if tr.SecretGroup < 0 || tr.SecretGroup > re.NumSubexp() {
+		return nil, "", fmt.Errorf("secrets: rule %s: secretGroup %d, the regex has %d groups", tr.ID, tr.SecretGroup, re.NumSubexp())
+	}
+	r = &rule{
+		id:          tr.ID,
+		description: tr.Description,
+		re:          re,
+		secretGroup: tr.SecretGroup,
+		entropy:     tr.Entropy,
+	}
+	for _, k := range tr.Keywords {
+		r.keywords = append(r.keywords, strings.ToLower(k))
+	}
+	lists := tr.Allowlists
+	if tr.Allowlist != nil {
+		if len(lists) > 0 {
+			return nil, "", fmt.Errorf("secrets: rule %s: [rules.allowlist] cannot be used alongside [[rules.allowlists]]", tr.ID)
+		}
+		lists = []tomlAllowlist{*tr.Allowlist}
+	}
+	for i, ta := range lists {
+		a, err := compileAllowlist(ta)
+		if err != nil {
+			return nil, "", fmt.Errorf("secrets: rule %s: allowlist %d: %w", tr.ID, i+1, err)
+		}
+		if a != nil {
+			r.allow = append(r.allow, a)
+		}
+	}
+	return r, "", nil
 }
 
 // compileAllowlist compiles one allowlist, or returns nil when it can
