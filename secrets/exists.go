@@ -178,6 +178,32 @@ func (p *existsProg) exists(r *existsRun, text string, q, limit int) bool {
 	return len(out) > 0 || r.cut
 }
 
+// anywhere reports whether the regex matches somewhere in text: an
+// unanchored search, from every position at once.
+func (p *existsProg) anywhere(r *existsRun, text string) bool {
+	r.text, r.limit, r.cut = text, len(text), false
+	r.arena = r.arena[:0]
+	// Every position Go's regexp would start at: it steps a rune at a
+	// time, an invalid byte being one rune.
+	for i := 0; ; {
+		if p.root.nullable || (i < len(text) && p.root.first[text[i]]) {
+			r.arena = append(r.arena, i)
+		}
+		if i >= len(text) {
+			break
+		}
+		if text[i] < utf8.RuneSelf {
+			i++
+		} else {
+			_, w := utf8.DecodeRuneInString(text[i:])
+			i += w
+		}
+	}
+	n := len(r.arena)
+	out := r.eval(p.root, r.arena[0:n:n])
+	return len(out) > 0
+}
+
 // eval returns the positions n can end at from any position in in
 // (sorted, without duplicates), appended to the arena.
 func (r *existsRun) eval(n *enode, in []int) []int {
@@ -246,11 +272,17 @@ func (r *existsRun) eval(n *enode, in []int) []int {
 		}
 		return cur
 	case syntax.OpAlternate:
-		start := len(r.arena)
+		// The children's results go through a slice of their own: each
+		// child's evaluation appends its own working sets to the arena.
+		var outs []int
 		for _, s := range n.sub {
-			out := r.eval(s, in)
-			r.arena = append(r.arena, out...)
+			outs = append(outs, r.eval(s, in)...)
 		}
+		if len(outs) == 0 {
+			return nil
+		}
+		start := len(r.arena)
+		r.arena = append(r.arena, outs...)
 		return r.sorted(start)
 	case syntax.OpRepeat:
 		if n.sub[0].single {
@@ -283,7 +315,16 @@ func (r *existsRun) runs(n *enode, in []int) []int {
 	sub := n.sub[0]
 	last := -1
 	unsorted := false
+	// For an unbounded run, a start inside the last walk stops where
+	// that walk stopped, and gives nothing that walk did not (the
+	// positions are on one grid of runes): an unanchored search tries
+	// every position, and this keeps it linear.
+	walked, stop := -1, -1
 	for _, p := range in {
+		if n.max < 0 && walked >= 0 && p <= stop {
+			continue
+		}
+		walked = p
 		k, at := 0, p
 		for {
 			if k >= n.min {
@@ -310,6 +351,7 @@ func (r *existsRun) runs(n *enode, in []int) []int {
 			k++
 			at += w
 		}
+		stop = at
 	}
 	if unsorted {
 		return r.sorted(start)
@@ -443,13 +485,15 @@ func (r *existsRun) assert(op syntax.Op, p int) bool {
 	switch op {
 	case syntax.OpBeginText:
 		return p == 0
-	case syntax.OpEndText:
-		if p >= r.limit && p < len(t) {
-			r.cut = true
-		}
-		return p == len(t)
 	case syntax.OpBeginLine:
 		return p == 0 || t[p-1] == '\n'
+	}
+	if p >= r.limit && p < len(t) {
+		r.cut = true // the end, a line's end or a word's edge is past limit
+	}
+	switch op {
+	case syntax.OpEndText:
+		return p == len(t)
 	case syntax.OpEndLine:
 		return p == len(t) || t[p] == '\n'
 	}

@@ -92,7 +92,7 @@ func referenceScan(s *Scanner, text string) []found {
 			continue
 		}
 		for _, loc := range r.re.FindAllStringIndex(text, -1) {
-			s.judge(sc, ri, text, loc[0], loc[1])
+			s.judge(sc, ri, text, loc[0], loc[1], nil)
 		}
 	}
 	fs := s.dedupeGeneric(text, dropRefuted(sc.found, sc.refuted))
@@ -145,7 +145,7 @@ func TestGitleaksSamples(t *testing.T) {
 	// Samples this package decides otherwise, with the reason.
 	exceptions := map[string]string{
 		"'Authorization': 'Bearer glsa_pITqMOBIfNH2KL4PkXJqmTyQl0D9QGxF_486f63e1'": "its last 8 hex digits are not the CRC-32 of the rest: made up (check.go)",
-		"sourcegraph: 6d2FabeB6ADd229Bc199FabA28fD3efb57dF0bD3":                      "bare 40 hex digits, a git commit name's shape, is no longer a Sourcegraph token (tuning.go)",
+		"sourcegraph: 6d2FabeB6ADd229Bc199FabA28fD3efb57dF0bD3":                    "bare 40 hex digits, a git commit name's shape, is no longer a Sourcegraph token (tuning.go)",
 	}
 	// The JWT samples whose header was edited by hand ("alg":"eee…) no
 	// longer decode to JSON, which checkJWT requires.

@@ -15,10 +15,23 @@ const maxKeywordLen = 64
 // the keywords use. Safe for concurrent use once built.
 type keywordIndex struct {
 	words  []string // folded keywords; an occurrence names one by index
+	plain  bool     // fold ASCII only (no K and ſ): strings.ToLower's way
 	class  [256]uint8
 	nclass int
 	next   []uint16 // state*nclass + class -> state
 	out    [][]uint16
+}
+
+// contains reports whether text holds one of the keywords.
+func (k *keywordIndex) contains(text string) bool {
+	s := 0
+	for i := 0; i < len(text); i++ {
+		s = int(k.next[s*k.nclass+int(k.class[text[i]])])
+		if len(k.out[s]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // occurrence is a keyword found at byte offset pos of a text.
@@ -124,7 +137,7 @@ func (k *keywordIndex) find(text string, from, to int, occ []occurrence) []occur
 		start := i
 		c := text[i]
 		i++
-		if c >= 0x80 {
+		if c >= 0x80 && !k.plain {
 			switch {
 			case c == 0xe2 && i+1 < to && text[i] == 0x84 && text[i+1] == 0xaa:
 				c = 'k'

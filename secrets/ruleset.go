@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -87,12 +90,17 @@ type allowlist struct {
 	and       bool
 	target    int
 	re        *regexp.Regexp // the regexes joined by |, nil when none
+	// ex answers for re when Go's regexp would be slow at it (no
+	// literal prefix to look for) and re cannot match empty: gitleaks'
+	// generic allowlist is one alternation of forty words under (?i).
+	ex *existsProg
 	stopwords []string       // lower case
+	stopIndex *keywordIndex  // the stop words, when all are ASCII
 }
 
 // allowed reports whether the allowlist lets a finding pass, as
 // gitleaks' checkFindingAllowed does.
-func (a *allowlist) allowed(secret, match, line string) bool {
+func (a *allowlist) allowed(run *existsRun, secret, match, line string) bool {
 	t := secret
 	switch a.target {
 	case targetMatch:
@@ -104,8 +112,12 @@ func (a *allowlist) allowed(secret, match, line string) bool {
 	if a.re != nil && t != "" {
 		// gitleaks tests re.FindString(t) != "": an empty leftmost match
 		// does not count.
-		loc := a.re.FindStringIndex(t)
-		reOK = loc != nil && loc[1] > loc[0]
+		if a.ex != nil {
+			reOK = a.ex.anywhere(run, t)
+		} else {
+			loc := a.re.FindStringIndex(t)
+			reOK = loc != nil && loc[1] > loc[0]
+		}
 	}
 	swOK := a.hasStopword(secret)
 	if a.and {
@@ -124,6 +136,17 @@ func (a *allowlist) hasStopword(secret string) bool {
 	if len(a.stopwords) == 0 || secret == "" {
 		return false
 	}
+	if a.stopIndex != nil {
+		// ASCII stop words in a secret lowered the ASCII way: what
+		// strings.ToLower and Contains find, except in a secret with a
+		// non-ASCII letter that lowers to ASCII (İ, K), looked at below.
+		if a.stopIndex.contains(secret) {
+			return true
+		}
+		if isASCII(secret) {
+			return false
+		}
+	}
 	s := strings.ToLower(secret)
 	for _, w := range a.stopwords {
 		if strings.Contains(s, w) {
@@ -131,6 +154,15 @@ func (a *allowlist) hasStopword(secret string) bool {
 		}
 	}
 	return false
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // ruleset is a compiled gitleaks configuration.
@@ -312,11 +344,19 @@ func compileAllowlist(ta tomlAllowlist) (*allowlist, error) {
 		// gitleaks joins them as (?:a|b|...), so that flags set at the
 		// top of one pattern, such as the (?i) of the global list's first,
 		// hold for the patterns after it too. Kept as it is.
-		re, err := regexp.Compile("(?:" + strings.Join(ta.Regexes, "|") + ")")
+		joined := "(?:" + strings.Join(ta.Regexes, "|") + ")"
+		re, err := regexp.Compile(joined)
 		if err != nil {
 			return nil, fmt.Errorf("regexes: %w", err)
 		}
 		a.re = re
+		if prefix, _ := re.LiteralPrefix(); prefix == "" {
+			if tree, err := syntax.Parse(joined, syntax.Perl); err == nil {
+				if ex := compileExists(tree); !ex.root.nullable {
+					a.ex = ex
+				}
+			}
+		}
 	}
 	dup := map[string]bool{}
 	for _, w := range ta.StopWords {
@@ -324,6 +364,12 @@ func compileAllowlist(ta tomlAllowlist) (*allowlist, error) {
 		if !dup[w] {
 			dup[w] = true
 			a.stopwords = append(a.stopwords, w)
+		}
+	}
+	if len(a.stopwords) > 0 && slices.IndexFunc(a.stopwords, func(w string) bool { return !isASCII(w) }) < 0 {
+		if k, err := newKeywordIndex(a.stopwords); err == nil {
+			k.plain = true
+			a.stopIndex = k
 		}
 	}
 	if a.and && (len(ta.Commits) > 0 || len(ta.Paths) > 0) {

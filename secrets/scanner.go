@@ -121,6 +121,9 @@ const (
 	windowOverlap = 8 << 10
 )
 
+// shortReach is the first input length an anchored regex is tried on.
+const shortReach = 320
+
 // lineCap bounds the line a line-target allowlist is matched against,
 // on each side of the match.
 const lineCap = 4 << 10
@@ -143,7 +146,8 @@ type scratch struct {
 type pending struct {
 	next       int // index of the next candidate to try
 	start, end int
-	q          int // the anchor of the match
+	groups     []int // the match's groups, offsets into the text
+	q          int   // the anchor of the match
 	ok, done   bool
 }
 
@@ -322,7 +326,7 @@ func (s *Scanner) runAnchored(sc *scratch, ri int, text string) {
 		pd := &sc.pend[best]
 		pd.ok = false
 		sc.cursor[ri] = pd.end
-		s.judge(sc, ri, text, pd.start, pd.end)
+		s.judge(sc, ri, text, pd.start, pd.end, pd.groups)
 	}
 }
 
@@ -355,14 +359,30 @@ func (s *Scanner) nextMatch(sc *scratch, ri, b int, text string) {
 			_, k := utf8.DecodeLastRuneInString(text[:q])
 			from = q - k
 		}
-		if !br.exists.exists(&sc.ex, text, q, end) {
+		// Try the shortest input that decides: when no path of X reads
+		// past it, Go's regexp finds over it what it finds over the
+		// whole text, and a short input lets it use its backtracker
+		// instead of the slower NFA.
+		short, reach, possible := end, shortReach, false
+		for {
+			short = min(end, q+reach)
+			for short < end && !utf8.RuneStart(text[short]) {
+				short++
+			}
+			possible = br.exists.exists(&sc.ex, text, q, short)
+			if !possible || !sc.ex.cut || short == end {
+				break
+			}
+			reach *= 8
+		}
+		if !possible {
 			continue
 		}
 		var loc []int
 		if q == 0 {
-			loc = br.at0.FindStringIndex(text[:end])
+			loc = br.at0.FindStringSubmatchIndex(text[:short])
 		} else {
-			loc = br.at1.FindStringIndex(text[from:end])
+			loc = br.at1.FindStringSubmatchIndex(text[from:short])
 		}
 		if loc == nil {
 			continue
@@ -384,8 +404,13 @@ func (s *Scanner) nextMatch(sc *scratch, ri, b int, text string) {
 				start -= k
 			}
 		}
+		for i := range loc {
+			if loc[i] >= 0 {
+				loc[i] += from
+			}
+		}
 		pd.next++
-		*pd = pending{next: pd.next, start: start, end: e, q: q, ok: true}
+		*pd = pending{next: pd.next, start: start, end: e, groups: loc, q: q, ok: true}
 		return
 	}
 	pd.done = true
@@ -395,8 +420,13 @@ func (s *Scanner) nextMatch(sc *scratch, ri, b int, text string) {
 // over a fragment, and keeps the matches the window owns.
 func (s *Scanner) runWhole(sc *scratch, ri int, text string, ws, we, own int) {
 	r := s.rules[ri]
-	for _, loc := range r.re.FindAllStringIndex(text[ws:we], -1) {
-		start, end := ws+loc[0], ws+loc[1]
+	for _, loc := range r.re.FindAllStringSubmatchIndex(text[ws:we], -1) {
+		for i := range loc {
+			if loc[i] >= 0 {
+				loc[i] += ws
+			}
+		}
+		start, end := loc[0], loc[1]
 		if start >= own {
 			break
 		}
@@ -404,14 +434,15 @@ func (s *Scanner) runWhole(sc *scratch, ri int, text string, ws, we, own int) {
 			continue
 		}
 		sc.cursor[ri] = end
-		s.judge(sc, ri, text, start, end)
+		s.judge(sc, ri, text, start, end, loc)
 	}
 }
 
 // judge applies to one match what gitleaks' detectRule applies after
 // the regex: the secret group, entropy, the global and the rule's
-// allowlists; then the format's own check.
-func (s *Scanner) judge(sc *scratch, ri int, text string, start, end int) {
+// allowlists; then the format's own check. groups are the match's
+// groups as the regex found them in the text (offsets into it), or nil.
+func (s *Scanner) judge(sc *scratch, ri int, text string, start, end int, groups []int) {
 	r := s.rules[ri]
 	m := text[start:end]
 	match := strings.Trim(m, "\n")
@@ -423,8 +454,21 @@ func (s *Scanner) judge(sc *scratch, ri int, text string, start, end int) {
 	if r.re.NumSubexp() > 0 {
 		// gitleaks runs the regex again over the trimmed match for its
 		// groups: the secret is secretGroup, or the first group that
-		// matched something.
-		if g := r.re.FindStringSubmatchIndex(match); g != nil {
+		// matched something. When nothing was trimmed, the groups found
+		// in the text are those (TestPlansAgreeWithGitleaks compares).
+		var g []int
+		if groups != nil && len(match) == len(m) {
+			g = make([]int, len(groups))
+			for i, o := range groups {
+				g[i] = -1
+				if o >= 0 {
+					g[i] = o - start
+				}
+			}
+		} else {
+			g = r.re.FindStringSubmatchIndex(match)
+		}
+		if g != nil {
 			if r.secretGroup > 0 {
 				a, b := g[2*r.secretGroup], g[2*r.secretGroup+1]
 				if a < 0 || a == b {
@@ -451,7 +495,7 @@ func (s *Scanner) judge(sc *scratch, ri int, text string, start, end int) {
 			if a.target == targetLine && line == "" {
 				line = lineAround(text, start, end)
 			}
-			if a.allowed(secret, match, line) {
+			if a.allowed(&sc.ex, secret, match, line) {
 				return
 			}
 		}
