@@ -125,6 +125,7 @@ func (f *fakes) huggingface() string {
 }
 func (f *fakes) sendgrid() string { return "SG." + f.chars(urlsafe, 22) + "." + f.chars(urlsafe, 43) }
 func (f *fakes) shopify() string  { return "shpat_" + f.chars(hexdigits, 32) }
+
 // generic draws from make until the value is one gitleaks' generic rule
 // takes: it ignores a value holding one of its 1,446 stop words
 // ("tech", "vpn", …), which about 2% of random 40-character keys do,

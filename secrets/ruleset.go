@@ -87,15 +87,15 @@ const (
 // so are AND allowlists that name a path or a commit, since a result
 // has neither and AND needs every condition.
 type allowlist struct {
-	and       bool
-	target    int
-	re        *regexp.Regexp // the regexes joined by |, nil when none
+	and    bool
+	target int
+	re     *regexp.Regexp // the regexes joined by |, nil when none
 	// ex answers for re when Go's regexp would be slow at it (no
 	// literal prefix to look for) and re cannot match empty: gitleaks'
 	// generic allowlist is one alternation of forty words under (?i).
-	ex *existsProg
-	stopwords []string       // lower case
-	stopIndex *keywordIndex  // the stop words, when all are ASCII
+	ex        *existsProg
+	stopwords []string      // lower case
+	stopIndex *keywordIndex // the stop words, when all are ASCII
 }
 
 // allowed reports whether the allowlist lets a finding pass, as
