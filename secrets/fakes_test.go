@@ -129,7 +129,8 @@ func (f *fakes) shopify() string  { return "shpat_" + f.chars(hexdigits, 32) }
 // generic draws from make until the value is one gitleaks' generic rule
 // takes: it ignores a value holding one of its 1,446 stop words
 // ("tech", "vpn", …), which about 2% of random 40-character keys do,
-// and one that starts with + or /.
+// one without a digit (its allowlist ^[a-zA-Z_.-]+$), and one that
+// starts with + or /.
 func (f *fakes) generic(make func() string) string {
 	var stop []string
 	for _, r := range Default().rules {
@@ -142,7 +143,8 @@ func (f *fakes) generic(make func() string) string {
 	for {
 		v := make()
 		low := strings.ToLower(v)
-		if v[0] == '+' || v[0] == '/' || slices.ContainsFunc(stop, func(w string) bool { return strings.Contains(low, w) }) {
+		if v[0] == '+' || v[0] == '/' || !strings.ContainsAny(v, digits) ||
+			slices.ContainsFunc(stop, func(w string) bool { return strings.Contains(low, w) }) {
 			continue
 		}
 		return v

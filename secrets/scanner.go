@@ -121,12 +121,20 @@ const (
 	windowOverlap = 8 << 10
 )
 
-// shortReach is the first input length an anchored regex is tried on.
+// shortReach is the input an anchored regex is tried on first: when no
+// path of its existence check reads past it, Go's regexp gets that much
+// and uses its backtracker, not its slower NFA.
 const shortReach = 320
 
+// anchoredBudget bounds, in windows, what a rule's anchored regexes
+// may read past shortReach in one window before the rest of the window
+// is run gitleaks' way (runAnchored).
+const anchoredBudget = 2
+
 // lineCap bounds the line a line-target allowlist is matched against,
-// on each side of the match.
-const lineCap = 4 << 10
+// on each side of the match: gitleaks' line allowlists look for what
+// stands beside a key (--mount=type=secret, an import statement).
+const lineCap = 512
 
 // scratch is one Scan's working memory, reused through a pool.
 type scratch struct {
@@ -135,6 +143,8 @@ type scratch struct {
 	gated   []bool    // per rule: one of its keywords is in the window
 	hit     []bool    // per rule: in touched
 	cursor  []int     // per rule: where its last match ended
+	spent   []int     // per rule: bytes its anchored regexes read past shortReach
+	budget  int       // what spent may reach in this window
 	touched []int
 	pend    []pending
 	ex      existsRun
@@ -168,6 +178,7 @@ func (s *Scanner) getScratch() *scratch {
 		gated:  make([]bool, len(s.rules)),
 		hit:    make([]bool, len(s.rules)),
 		cursor: make([]int, len(s.rules)),
+		spent:  make([]int, len(s.rules)),
 	}
 	for i, r := range s.rules {
 		sc.cand[i] = make([][]int, len(r.plan.branches))
@@ -275,7 +286,7 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 		r := s.rules[ri]
 		if sc.gated[ri] {
 			if r.plan.kind == planAnchored {
-				s.runAnchored(sc, ri, text)
+				s.runAnchored(sc, ri, text, ws, we, own)
 			} else {
 				s.runWhole(sc, ri, text, ws, we, own)
 			}
@@ -292,8 +303,15 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 // each branch's next match from the cursor on, the leftmost of them
 // taken (the first branch on a tie), the cursor moved past it, as
 // FindAll over the text would (plan.go).
-func (s *Scanner) runAnchored(sc *scratch, ri int, text string) {
+//
+// When the regexes read far past their anchors (an unbounded branch,
+// such as curl's header rule on a megabyte of one line that says curl
+// again and again), more than anchoredBudget times the window, the
+// rest of the window is run gitleaks' way instead, which reads it once.
+func (s *Scanner) runAnchored(sc *scratch, ri int, text string, ws, we, own int) {
 	r := s.rules[ri]
+	sc.spent[ri] = 0
+	sc.budget = anchoredBudget * (we - ws)
 	nb := len(r.plan.branches)
 	sc.pend = append(sc.pend[:0], make([]pending, nb)...)
 	for b := range nb {
@@ -319,6 +337,10 @@ func (s *Scanner) runAnchored(sc *scratch, ri int, text string) {
 			if best < 0 || pd.start < sc.pend[best].start {
 				best = b
 			}
+		}
+		if sc.spent[ri] > sc.budget {
+			s.runWhole(sc, ri, text, ws, we, own)
+			return
 		}
 		if best < 0 {
 			return
@@ -363,20 +385,22 @@ func (s *Scanner) nextMatch(sc *scratch, ri, b int, text string) {
 		// past it, Go's regexp finds over it what it finds over the
 		// whole text, and a short input lets it use its backtracker
 		// instead of the slower NFA.
-		short, reach, possible := end, shortReach, false
-		for {
-			short = min(end, q+reach)
-			for short < end && !utf8.RuneStart(text[short]) {
-				short++
-			}
-			possible = br.exists.exists(&sc.ex, text, q, short)
-			if !possible || !sc.ex.cut || short == end {
-				break
-			}
-			reach *= 8
+		short := min(end, q+shortReach)
+		for short < end && !utf8.RuneStart(text[short]) {
+			short++
 		}
-		if !possible {
+		if !br.exists.exists(&sc.ex, text, q, short) {
 			continue
+		}
+		if sc.ex.cut {
+			// A path reads past short: Go's regexp gets the whole reach,
+			// and what it may read past shortReach is counted.
+			short = end
+			sc.spent[ri] += max(0, end-q-shortReach)
+			if sc.spent[ri] > sc.budget {
+				pd.done = true // runAnchored goes the whole window's way
+				return
+			}
 		}
 		var loc []int
 		if q == 0 {
