@@ -335,8 +335,24 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 	batch := scannerFor(&r, budget).Batch()
 	var found []secretAt
 	left, unscanned := budget, 0
+	// A text met twice (a tool's text and the same in its structured
+	// content) is read once, and its secrets found in each place.
+	var read map[string]int
 	for i, p := range res.Pieces {
 		text := p.Text
+		if text == "" {
+			continue
+		}
+		if j, again := read[text]; again {
+			for _, x := range found {
+				if x.piece == j {
+					f := x.f
+					f.Where = p.Where
+					found = append(found, secretAt{i, f})
+				}
+			}
+			continue
+		}
 		if len(text) > left {
 			unscanned += len(text) - left
 			text = text[:left]
@@ -345,7 +361,15 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 		if text == "" {
 			continue
 		}
-		batch.Text(p.Where, text)
+		if len(text) >= 64 {
+			if read == nil {
+				read = map[string]int{}
+			}
+			read[p.Text] = i
+		}
+		if !plainToken(text) {
+			batch.Text(p.Where, text)
+		}
 		for _, f := range secrets.Default().Scan(p.Where, text) {
 			found = append(found, secretAt{i, f})
 		}
@@ -411,6 +435,22 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 		return nil, append(findings, Finding{Kind: "unwritable", Rule: "results"})
 	}
 	return out, findings
+}
+
+// plainToken: a short text of printable ASCII with no space ("text",
+// "image/png", an id), which gives no instruction and hides nothing: the
+// injection detector has nothing to read in it (secrets are still
+// looked for).
+func plainToken(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // secretAt is a secret found in the result's piece.

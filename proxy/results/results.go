@@ -65,34 +65,71 @@ var ErrNotAResult = errors.New("the result is not a JSON object")
 
 // Read reads raw, the result of method.
 func Read(method string, raw json.RawMessage) (*Result, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var doc map[string]any
-	if err := d.Decode(&doc); err != nil || doc == nil {
+	switch method {
+	case ToolsCall, ResourcesRead, PromptsGet:
+	default:
+		return nil, fmt.Errorf("results: %q is no method whose result is read", method)
+	}
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(raw) {
 		return nil, ErrNotAResult
 	}
-	r := &Result{method: method, doc: doc, raw: raw}
+	r := &Result{method: method, raw: raw}
 	var amb *rawjson.AmbiguousError
 	switch err := rawjson.UnambiguousValid(raw); {
 	case errors.As(err, &amb) && amb.Other != amb.Name:
 		// "text" and "Text": exact decoders read one, Go's struct
 		// decoder may read the other; no writing of it is safe.
+		if err := r.decode(); err != nil {
+			return nil, err
+		}
 		r.Ambiguous = amb.Name + " and " + amb.Other
 		r.Withhold(NoticeAmbiguous)
 		return r, nil
 	case err != nil || !utf8.Valid(raw):
 		r.rewrite = true // repeated members: every decoder can read the one written
 	}
-	switch method {
-	case ToolsCall, ResourcesRead, PromptsGet:
-	default:
-		return nil, fmt.Errorf("results: %q is no method whose result is read", method)
-	}
 	// Every string is read, whatever member holds it: a client may show
 	// a member this version does not know, and a decoder that folds case
-	// reads "Text" as "text".
-	r.walk("", doc, nil, 0)
+	// reads "Text" as "text". Read from the bytes (fast.go) when they can
+	// be read only one way; else from the decoded document.
+	if !r.rewrite && r.readRaw() {
+		return r, nil
+	}
+	if err := r.decode(); err != nil {
+		return nil, err
+	}
+	r.Pieces, r.Binary = nil, 0
+	r.walk("", r.doc, nil, 0)
 	return r, nil
+}
+
+// decode decodes the document (once): what is changed is changed in it.
+func (r *Result) decode() error {
+	if r.doc != nil {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(r.raw))
+	d.UseNumber()
+	var doc map[string]any
+	if err := d.Decode(&doc); err != nil || doc == nil {
+		return ErrNotAResult
+	}
+	r.doc = doc
+	return nil
+}
+
+// writable makes the pieces writable: read from the decoded document,
+// in the same order, with the place each is written to.
+func (r *Result) writable() {
+	if r.doc != nil {
+		return
+	}
+	if r.decode() != nil {
+		return // valid JSON (Read checked): cannot happen
+	}
+	r.Pieces, r.Binary = nil, 0
+	r.walk("", r.doc, nil, 0)
 }
 
 // maxDepth bounds the walk of structured content; what lies deeper is
@@ -147,9 +184,11 @@ func (r *Result) blob(where, s string, m map[string]any) {
 		r.Binary += len(s)
 		return
 	}
-	r.Pieces = append(r.Pieces, Piece{Where: where + " (decoded)", Text: string(b), set: func(t string) {
-		m["blob"] = base64.StdEncoding.EncodeToString([]byte(t))
-	}})
+	p := Piece{Where: where + " (decoded)", Text: string(b)}
+	if m != nil {
+		p.set = func(t string) { m["blob"] = base64.StdEncoding.EncodeToString([]byte(t)) }
+	}
+	r.Pieces = append(r.Pieces, p)
 }
 
 // plainName: a member name of letters, digits, '_' and '-' with a
@@ -190,6 +229,7 @@ func index(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" 
 // piece with no place of its own (a member name, a value deeper than
 // the walk goes) cannot be replaced: false.
 func (r *Result) Replace(i int, text string) bool {
+	r.writable()
 	p := &r.Pieces[i]
 	if p.set == nil {
 		return false
@@ -204,6 +244,7 @@ func (r *Result) Replace(i int, text string) bool {
 // last: a text block after a tool's content, a text entry after a
 // resource's contents, a message after a prompt's.
 func (r *Result) Notice(text string) {
+	r.writable()
 	r.rewrite = true
 	key := map[string]string{ToolsCall: "content", ResourcesRead: "contents", PromptsGet: "messages"}[r.method]
 	for k := range r.doc {
@@ -240,6 +281,7 @@ const NoticeURI = "aqlguard:notice"
 // structured content against the tool's output schema does not for an
 // error), a resource's contents and a prompt's messages that one text.
 func (r *Result) Withhold(text string) {
+	r.writable()
 	r.rewrite = true
 	switch r.method {
 	case ToolsCall:

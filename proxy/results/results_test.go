@@ -141,10 +141,27 @@ func FuzzRead(f *testing.F) {
 	f.Add(ToolsCall, `{"content":[{"type":"text","text":"a"}],"structuredContent":{"a":[1,"b"]}}`)
 	f.Add(ResourcesRead, `{"contents":[{"uri":"a","blob":"aGVsbG8="}]}`)
 	f.Add(PromptsGet, `{"messages":[{"role":"user","content":{"type":"text","text":"m"}}]}`)
+	f.Add(ToolsCall, `{"content":[{"type":"image","data":"AAAA"},{"data":"x","type":"audio"},{"type":"text","text":"a\u00e9\"b"}],"z":[1,true,null,{"Ünï":"x"}],"blob":"aGk="}`)
+	f.Add(ToolsCall, ` { "content" : [ ] , "structuredContent" : { "a b" : [ "x" , -1.5e3 ] } } `)
+	f.Add(ToolsCall, `{"content":[{"type":"text","text":"\ud83d\ude00 \ud800 x \udc00\ud800\u0041 \u0000\/\b\f"}]}`)
 	f.Fuzz(func(t *testing.T, method, raw string) {
 		r, err := Read(method, json.RawMessage(raw))
 		if err != nil {
 			return
+		}
+		// The bytes read as the decoded document reads: the same pieces.
+		if r.doc == nil {
+			fast := append([]Piece(nil), r.Pieces...)
+			binary := r.Binary
+			r.writable()
+			if len(fast) != len(r.Pieces) || binary != r.Binary {
+				t.Fatalf("%s: %d pieces (binary %d) from the bytes, %d (binary %d) from the document", raw, len(fast), binary, len(r.Pieces), r.Binary)
+			}
+			for i := range fast {
+				if fast[i].Where != r.Pieces[i].Where || fast[i].Text != r.Pieces[i].Text {
+					t.Fatalf("%s: piece %d: %q=%q from the bytes, %q=%q from the document", raw, i, fast[i].Where, fast[i].Text, r.Pieces[i].Where, r.Pieces[i].Text)
+				}
+			}
 		}
 		r.Notice("N")
 		for i := range r.Pieces {
