@@ -18,6 +18,9 @@ import (
 // never says no where Go's regexp matches.
 type existsProg struct {
 	root *enode
+	// begins: the regex begins with \A (or ^ outside (?m)), so an
+	// unanchored search needs to try the start only.
+	begins bool
 }
 
 type enode struct {
@@ -34,10 +37,24 @@ type enode struct {
 	// in it are dropped before n is tried.
 	nullable bool
 	first    [256]bool
+	mask     [4]uint64 // first, as bits
 }
 
 func compileExists(re *syntax.Regexp) *existsProg {
-	return &existsProg{root: compileENode(re)}
+	p := &existsProg{root: compileENode(re)}
+	for first := re; ; {
+		switch first.Op {
+		case syntax.OpBeginText:
+			p.begins = true
+		case syntax.OpConcat, syntax.OpCapture:
+			if len(first.Sub) > 0 {
+				first = first.Sub[0]
+				continue
+			}
+		}
+		break
+	}
+	return p
 }
 
 func compileENode(re *syntax.Regexp) *enode {
@@ -71,6 +88,11 @@ func compileENode(re *syntax.Regexp) *enode {
 		n.sub = append(n.sub, compileENode(s))
 	}
 	n.setFirst()
+	for i, ok := range n.first {
+		if ok {
+			n.mask[i/64] |= 1 << (i % 64)
+		}
+	}
 	return n
 }
 
@@ -166,6 +188,8 @@ type existsRun struct {
 	limit int  // positions past limit are not read
 	cut   bool // a path reached limit short of the text's end
 	arena []int
+	occ   []occurrence // anySearch's words
+	tried []bool       // anySearch's alternatives
 }
 
 // exists reports whether the regex can match text anchored at q,
@@ -181,6 +205,9 @@ func (p *existsProg) exists(r *existsRun, text string, q, limit int) bool {
 // anywhere reports whether the regex matches somewhere in text: an
 // unanchored search, from every position at once.
 func (p *existsProg) anywhere(r *existsRun, text string) bool {
+	if p.begins {
+		return p.exists(r, text, 0, len(text))
+	}
 	r.text, r.limit, r.cut = text, len(text), false
 	r.arena = r.arena[:0]
 	// Every position Go's regexp would start at: it steps a rune at a
@@ -272,10 +299,23 @@ func (r *existsRun) eval(n *enode, in []int) []int {
 		}
 		return cur
 	case syntax.OpAlternate:
+		// A child that cannot begin with any byte at the positions is
+		// passed over without a look at each (gitleaks' allowlists are
+		// alternations of dozens of words, tried at every position).
+		var present [4]uint64
+		for _, p := range in {
+			if p < len(r.text) {
+				c := r.text[p]
+				present[c/64] |= 1 << (c % 64)
+			}
+		}
 		// The children's results go through a slice of their own: each
 		// child's evaluation appends its own working sets to the arena.
 		var outs []int
 		for _, s := range n.sub {
+			if !s.nullable && s.mask[0]&present[0]|s.mask[1]&present[1]|s.mask[2]&present[2]|s.mask[3]&present[3] == 0 {
+				continue
+			}
 			outs = append(outs, r.eval(s, in)...)
 		}
 		if len(outs) == 0 {
@@ -509,4 +549,179 @@ func (r *existsRun) assert(op syntax.Op, p int) bool {
 		return b
 	}
 	return !b
+}
+
+// anySearch answers whether any of a set of alternatives matches
+// anywhere in a text, as an existsProg of each; an alternative that
+// requires a word (factors) the text does not hold is not tried, so
+// that gitleaks' generic allowlist, forty alternatives, costs what the
+// two or three whose words are in the match cost.
+type anySearch struct {
+	alts    []*existsProg
+	always  []int         // alternatives without a required word
+	words   *keywordIndex // the required words of the others
+	wordAlt [][]int       // word id -> alternatives
+}
+
+// newAnySearch compiles re, whose top-level alternatives are tried
+// separately. It returns nil when one of them can match the empty
+// string (then only Go's regexp answers as gitleaks asks).
+func newAnySearch(re *syntax.Regexp) *anySearch {
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpAlternate {
+		subs = re.Sub
+	}
+	a := &anySearch{}
+	ids := map[string]int{}
+	var words []string
+	for i, sub := range subs {
+		p := compileExists(sub)
+		if p.root.nullable {
+			return nil
+		}
+		a.alts = append(a.alts, p)
+		fs := factors(sub)
+		if fs == nil {
+			a.always = append(a.always, i)
+			continue
+		}
+		for _, w := range fs {
+			id, ok := ids[w]
+			if !ok {
+				id = len(words)
+				ids[w] = id
+				words = append(words, w)
+				a.wordAlt = append(a.wordAlt, nil)
+			}
+			a.wordAlt[id] = append(a.wordAlt[id], i)
+		}
+	}
+	if len(words) > 0 {
+		k, err := newKeywordIndex(words)
+		if err != nil {
+			return nil
+		}
+		a.words = k
+	}
+	return a
+}
+
+func (a *anySearch) match(run *existsRun, text string) bool {
+	for _, i := range a.always {
+		if a.alts[i].anywhere(run, text) {
+			return true
+		}
+	}
+	if a.words == nil {
+		return false
+	}
+	run.occ = a.words.find(text, 0, len(text), run.occ[:0])
+	if len(run.occ) == 0 {
+		return false
+	}
+	if cap(run.tried) < len(a.alts) {
+		run.tried = make([]bool, len(a.alts))
+	}
+	tried := run.tried[:len(a.alts)]
+	clear(tried)
+	for _, o := range run.occ {
+		for _, i := range a.wordAlt[o.id] {
+			if !tried[i] {
+				tried[i] = true
+				if a.alts[i].anywhere(run, text) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// factors returns words, folded as the keyword prefilter folds text, one
+// of which every match of re holds somewhere, each at least
+// minAnchorLen bytes of ASCII; nil when none is known.
+func factors(re *syntax.Regexp) []string {
+	best := func(cands ...[]string) []string {
+		var b []string
+		bm := 0
+		for _, c := range cands {
+			if len(c) == 0 {
+				continue
+			}
+			m := len(c[0])
+			for _, s := range c {
+				m = min(m, len(s))
+			}
+			if m > bm || (m == bm && len(c) < len(b)) {
+				b, bm = c, m
+			}
+		}
+		return b
+	}
+	switch re.Op {
+	case syntax.OpCapture:
+		return factors(re.Sub[0])
+	case syntax.OpPlus:
+		return factors(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return factors(re.Sub[0])
+		}
+		return nil
+	case syntax.OpAlternate:
+		var out []string
+		for _, s := range re.Sub {
+			f := factors(s)
+			if f == nil {
+				return nil
+			}
+			out = append(out, f...)
+		}
+		return dedupe(out)
+	case syntax.OpLiteral, syntax.OpConcat:
+		// The strings a suffix of the concatenation begins with are
+		// words of the whole; so are a required child's words.
+		subs := []*syntax.Regexp{re}
+		if re.Op == syntax.OpConcat {
+			subs = re.Sub
+		}
+		var cands [][]string
+		for i := range subs {
+			tail := &syntax.Regexp{Op: syntax.OpConcat, Flags: re.Flags, Sub: subs[i:]}
+			if set, _ := prefixes(tail); len(set) > 0 {
+				cands = append(cands, asciiWords(set))
+			}
+			if re.Op == syntax.OpConcat {
+				cands = append(cands, factors(subs[i]))
+			}
+		}
+		return best(cands...)
+	}
+	return nil
+}
+
+// asciiWords cuts each string at its first non-ASCII byte, and returns
+// nil when one is then shorter than minAnchorLen.
+func asciiWords(set []string) []string {
+	out := make([]string, 0, len(set))
+	for _, s := range set {
+		for i := 0; i < len(s); i++ {
+			if s[i] >= utf8.RuneSelf {
+				s = s[:i]
+				break
+			}
+		}
+		if len(s) < minAnchorLen {
+			return nil
+		}
+		out = append(out, min64(s))
+	}
+	return dedupe(out)
+}
+
+func min64(s string) string {
+	if len(s) > maxKeywordLen {
+		return s[:maxKeywordLen]
+	}
+	return s
 }

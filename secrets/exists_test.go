@@ -8,11 +8,12 @@ import (
 	"unicode/utf8"
 )
 
-// existsCase is one regex the scanner answers with an existsProg: an
+// existsCase is one regex the scanner answers with position sets: an
 // anchored branch X of a rule, or an allowlist's joined regexes.
 type existsCase struct {
 	name     string
 	ex       *existsProg
+	any      *anySearch
 	anchored *regexp.Regexp // ^(?s:.)(?:X) for a branch; nil for an allowlist
 	re       *regexp.Regexp // the allowlist's regex
 }
@@ -24,14 +25,14 @@ func existsCases(s *Scanner) []existsCase {
 			out = append(out, existsCase{name: r.id + " branch " + string(rune('0'+i)), ex: b.exists, anchored: b.at1})
 		}
 		for _, a := range r.allow {
-			if a.ex != nil {
-				out = append(out, existsCase{name: r.id + " allowlist", ex: a.ex, re: a.re})
+			if a.any != nil {
+				out = append(out, existsCase{name: r.id + " allowlist", any: a.any, re: a.re})
 			}
 		}
 	}
 	for _, a := range s.global {
-		if a.ex != nil {
-			out = append(out, existsCase{name: "global allowlist", ex: a.ex, re: a.re})
+		if a.any != nil {
+			out = append(out, existsCase{name: "global allowlist", any: a.any, re: a.re})
 		}
 	}
 	return out
@@ -46,7 +47,7 @@ func checkExists(t *testing.T, c existsCase, text string, run *existsRun) {
 	if c.anchored == nil {
 		loc := c.re.FindStringIndex(text)
 		want := loc != nil && loc[1] > loc[0]
-		if got := c.ex.anywhere(run, text); got != want {
+		if got := c.any.match(run, text); got != want {
 			t.Errorf("%s: anywhere(%.60q) = %v, regexp says %v", c.name, text, got, want)
 		}
 		return

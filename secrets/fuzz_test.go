@@ -32,7 +32,9 @@ func FuzzScan(f *testing.F) {
 				t.Fatalf("finding %+v cuts a rune", fd)
 			}
 		}
-		if len(text) < windowSize {
+		// The reference runs Go's regexp over the whole text for every
+		// gated rule, slow on long texts: compared up to 4 KiB.
+		if len(text) <= 4<<10 {
 			if got, want, ok := sameAsReference(s, text); !ok {
 				t.Fatalf("scan %q, reference %q", got, want)
 			}

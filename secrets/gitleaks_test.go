@@ -67,9 +67,10 @@ func compileDefault(t testing.TB, keep func(id string) bool) *Scanner {
 }
 
 // referenceScan finds what gitleaks' Detect finds, its way: each rule
-// whose keyword is in the text runs FindAll over the whole text; what
-// follows the regex (secret group, entropy, allowlists, checks, the
-// generic rule's dedupe) is the Scanner's own. Keywords are folded as
+// whose keyword is in the text runs FindAll over the whole text, and
+// the groups come from running it again over the trimmed match; what
+// follows (entropy, allowlists, checks, the generic rule's dedupe) is
+// the Scanner's own. Keywords are folded as
 // the Scanner folds them (foldRune), so that the comparison is of how
 // the regexes are run.
 func referenceScan(s *Scanner, text string) []found {
@@ -92,7 +93,7 @@ func referenceScan(s *Scanner, text string) []found {
 			continue
 		}
 		for _, loc := range r.re.FindAllStringIndex(text, -1) {
-			s.judge(sc, ri, text, loc[0], loc[1], nil)
+			s.judgeAs(sc, ri, text, loc[0], loc[1], nil, true)
 		}
 	}
 	fs := s.dedupeGeneric(text, dropRefuted(sc.found, sc.refuted))

@@ -90,10 +90,10 @@ type allowlist struct {
 	and    bool
 	target int
 	re     *regexp.Regexp // the regexes joined by |, nil when none
-	// ex answers for re when Go's regexp would be slow at it (no
+	// any answers for re when Go's regexp would be slow at it (no
 	// literal prefix to look for) and re cannot match empty: gitleaks'
 	// generic allowlist is one alternation of forty words under (?i).
-	ex        *existsProg
+	any       *anySearch
 	stopwords []string      // lower case
 	stopIndex *keywordIndex // the stop words, when all are ASCII
 }
@@ -112,8 +112,8 @@ func (a *allowlist) allowed(run *existsRun, secret, match, line string) bool {
 	if a.re != nil && t != "" {
 		// gitleaks tests re.FindString(t) != "": an empty leftmost match
 		// does not count.
-		if a.ex != nil {
-			reOK = a.ex.anywhere(run, t)
+		if a.any != nil {
+			reOK = a.any.match(run, t)
 		} else {
 			loc := a.re.FindStringIndex(t)
 			reOK = loc != nil && loc[1] > loc[0]
@@ -352,9 +352,7 @@ func compileAllowlist(ta tomlAllowlist) (*allowlist, error) {
 		a.re = re
 		if prefix, _ := re.LiteralPrefix(); prefix == "" {
 			if tree, err := syntax.Parse(joined, syntax.Perl); err == nil {
-				if ex := compileExists(tree); !ex.root.nullable {
-					a.ex = ex
-				}
+				a.any = newAnySearch(tree)
 			}
 		}
 	}

@@ -467,6 +467,12 @@ func (s *Scanner) runWhole(sc *scratch, ri int, text string, ws, we, own int) {
 // allowlists; then the format's own check. groups are the match's
 // groups as the regex found them in the text (offsets into it), or nil.
 func (s *Scanner) judge(sc *scratch, ri int, text string, start, end int, groups []int) {
+	s.judgeAs(sc, ri, text, start, end, groups, false)
+}
+
+// judgeAs is judge; literal takes the groups as gitleaks does, from
+// Go's regexp over the trimmed match (the reference of the tests).
+func (s *Scanner) judgeAs(sc *scratch, ri int, text string, start, end int, groups []int, literal bool) {
 	r := s.rules[ri]
 	m := text[start:end]
 	match := strings.Trim(m, "\n")
@@ -481,7 +487,7 @@ func (s *Scanner) judge(sc *scratch, ri int, text string, start, end int, groups
 		// matched something. When nothing was trimmed, the groups found
 		// in the text are those (TestPlansAgreeWithGitleaks compares).
 		var g []int
-		if groups != nil && len(match) == len(m) {
+		if groups != nil && len(match) == len(m) && !literal {
 			g = make([]int, len(groups))
 			for i, o := range groups {
 				g[i] = -1
@@ -489,8 +495,10 @@ func (s *Scanner) judge(sc *scratch, ri int, text string, start, end int, groups
 					g[i] = o - start
 				}
 			}
-		} else {
+		} else if literal {
 			g = r.re.FindStringSubmatchIndex(match)
+		} else {
+			g = s.groupsIn(ri, match)
 		}
 		if g != nil {
 			if r.secretGroup > 0 {
@@ -544,6 +552,63 @@ func (s *Scanner) judge(sc *scratch, ri int, text string, start, end int, groups
 	})
 }
 
+// groupsIn returns what rule ri's regex's FindStringSubmatchIndex(m)
+// returns, found the anchored way when the rule has an anchored plan
+// (the whole regex's leftmost match: each branch's first, the leftmost
+// of them, the first branch on a tie), which spares Go's NFA the
+// semi-generic regexes (tens of µs for a line).
+func (s *Scanner) groupsIn(ri int, m string) []int {
+	r := s.rules[ri]
+	if r.plan.kind != planAnchored {
+		return r.re.FindStringSubmatchIndex(m)
+	}
+	occ := s.words.find(m, 0, len(m), nil)
+	sort.SliceStable(occ, func(i, j int) bool { return occ[i].pos < occ[j].pos })
+	var best []int
+	for b := range r.plan.branches {
+		br := &r.plan.branches[b]
+		for _, o := range occ {
+			if !slices.Contains(s.anchorOf[o.id], branchRef{ri, b}) {
+				continue
+			}
+			q := o.pos
+			var loc []int
+			from := q
+			if q == 0 {
+				loc = br.at0.FindStringSubmatchIndex(m)
+			} else {
+				_, k := utf8.DecodeLastRuneInString(m[:q])
+				from = q - k
+				loc = br.at1.FindStringSubmatchIndex(m[from:])
+			}
+			if loc == nil {
+				continue
+			}
+			for i := range loc {
+				if loc[i] >= 0 {
+					loc[i] += from
+				}
+			}
+			start := q
+			if br.pre {
+				for n := 0; n < br.preMax && start > 0; n++ {
+					c, k := utf8.DecodeLastRuneInString(m[:start])
+					if !br.inPre(c) {
+						break
+					}
+					start -= k
+				}
+			}
+			loc[0] = start
+			if best == nil || start < best[0] {
+				best = loc
+			}
+			break
+		}
+	}
+	return best
+}
+
 // dropRefuted drops the findings without a check of their own whose
 // secret overlaps one a format's check refuted.
 func dropRefuted(fs []found, refuted [][2]int) []found {
@@ -592,61 +657,70 @@ func lineAround(text string, start, end int) string {
 }
 
 // dedupeGeneric drops a finding of a generic rule when a finding of
-// another, specific rule on the same line holds its secret, as
-// gitleaks' filter does.
+// another, specific rule whose match starts on the same line holds its
+// secret, as gitleaks' filter does. A line break belongs to the line
+// after it, as in gitleaks' location. On a line with more than
+// maxSpecificPerLine specific findings, only those that overlap the
+// generic one are looked at, which keeps a line of thousands of
+// findings from costing their square.
 func (s *Scanner) dedupeGeneric(text string, fs []found) []found {
 	generic := func(f found) bool { return strings.Contains(s.rules[f.rule].id, "generic") }
-	has := false
+	nGeneric := 0
 	for _, f := range fs {
 		if generic(f) {
-			has = true
-			break
+			nGeneric++
 		}
 	}
-	if !has {
+	if nGeneric == 0 || nGeneric == len(fs) {
 		return fs
 	}
-	var specific []found
+	// The line of each match start, in one pass over the text.
+	starts := make([]int, 0, len(fs))
+	for _, f := range fs {
+		starts = append(starts, f.matchStart)
+	}
+	slices.Sort(starts)
+	starts = slices.Compact(starts)
+	lineOf := make(map[int]int, len(starts))
+	line, at := 0, 0
+	for _, p := range starts {
+		line += strings.Count(text[at:p+1], "\n") // the break at p is on the line after it
+		at = p + 1
+		lineOf[p] = line
+	}
+	specific := map[int][]found{}
 	for _, f := range fs {
 		if !generic(f) {
-			specific = append(specific, f)
+			l := lineOf[f.matchStart]
+			specific[l] = append(specific[l], f)
 		}
 	}
-	sort.Slice(specific, func(i, j int) bool { return specific[i].matchStart < specific[j].matchStart })
 	out := fs[:0:0]
 	for _, f := range fs {
-		if generic(f) && s.heldBySpecific(text, f, specific) {
-			continue
+		if generic(f) {
+			secret := text[f.start:f.end]
+			same := specific[lineOf[f.matchStart]]
+			held := false
+			for _, g := range same {
+				if len(same) > maxSpecificPerLine && (g.end <= f.start || f.end <= g.start) {
+					continue
+				}
+				if g.rule != f.rule && strings.Contains(text[g.start:g.end], secret) {
+					held = true
+					break
+				}
+			}
+			if held {
+				continue
+			}
 		}
 		out = append(out, f)
 	}
 	return out
 }
 
-// heldBySpecific reports whether a finding in specific (sorted by
-// where its match starts) has its match start on the line f's match
-// starts on and holds f's secret. A line break belongs to the line
-// after it, as in gitleaks' location.
-func (s *Scanner) heldBySpecific(text string, f found, specific []found) bool {
-	lo := max(0, strings.LastIndexByte(text[:f.matchStart+1], '\n'))
-	hi := len(text)
-	if i := strings.IndexByte(text[f.matchStart+1:], '\n'); i >= 0 {
-		hi = f.matchStart + 1 + i
-	}
-	secret := text[f.start:f.end]
-	i := sort.Search(len(specific), func(i int) bool { return specific[i].matchStart >= lo })
-	for ; i < len(specific) && specific[i].matchStart < hi; i++ {
-		g := specific[i]
-		a, b := min(f.matchStart, g.matchStart), max(f.matchStart, g.matchStart)
-		if strings.IndexByte(text[a+1:b+1], '\n') >= 0 {
-			continue
-		}
-		if g.rule != f.rule && strings.Contains(text[g.start:g.end], secret) {
-			return true
-		}
-	}
-	return false
-}
+// maxSpecificPerLine: see dedupeGeneric.
+const maxSpecificPerLine = 64
 
 // shannonEntropy is gitleaks' shannonEntropy: bits per character over
 // the secret's runes, divided by its length in bytes.
