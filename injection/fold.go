@@ -165,12 +165,22 @@ func (st *state) run() {
 			}
 			st.wLatin = true
 			st.put(c|0x20, i)
+			if !st.b.s.full {
+				i = st.asciiWord(i + 1)
+				st.prev = rune(raw[i-1])
+				continue
+			}
 		case aDigit:
 			st.visible(c, i)
 			if !st.inWord {
 				st.inWord, st.wAt = true, i
 			}
 			st.put(c, i)
+			if !st.b.s.full {
+				i = st.asciiWord(i + 1)
+				st.prev = rune(raw[i-1])
+				continue
+			}
 		case aPunct:
 			st.visible(c, i)
 			st.endWord()
@@ -196,6 +206,42 @@ func (st *state) run() {
 	st.endWord()
 	st.flush(false)
 	st.finish()
+}
+
+// asciiWord folds the rest of a word of ASCII letters and digits from
+// raw[i:] at once and returns where it ends. Inside a word the loop of
+// run would only do the same byte by byte: no white space ends there,
+// and the sentence is cut at maxSentence as visible would cut it (the
+// word stops short of it, and run's next byte cuts).
+func (st *state) asciiWord(i int) int {
+	raw := st.raw
+	end := min(len(raw), i+maxSentence-len(st.fb))
+	j := i
+	letters := false
+	for ; j < end; j++ {
+		c := raw[j]
+		if c >= utf8.RuneSelf {
+			break
+		}
+		k := asciiClass[c]
+		if k != aLetter && k != aDigit {
+			break
+		}
+		letters = letters || k == aLetter
+	}
+	if j == i {
+		return i
+	}
+	n := len(st.fb)
+	st.fb = append(st.fb, raw[i:j]...)
+	for x := n; x < len(st.fb); x++ {
+		st.fb[x] |= 0x20 // lower case; digits have the bit already
+	}
+	for off := i; off < j; off++ {
+		st.fo = append(st.fo, int32(off))
+	}
+	st.wLatin = st.wLatin || letters
+	return j
 }
 
 // put appends one folded byte from raw offset off.
