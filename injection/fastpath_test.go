@@ -113,3 +113,22 @@ func FuzzFastPaths(f *testing.F) {
 		sameFindings(t, text)
 	})
 }
+
+// TestLexTable: the table finds every word of the lexicon, and what the
+// map finds for words near them.
+func TestLexTable(t *testing.T) {
+	for w, e := range lexicon {
+		for _, v := range []string{w, w + "s", "x" + w, w[1:], strings.ToUpper(w)} {
+			want := lexicon[v]
+			if len(v) > 24 {
+				want = nil
+			}
+			if got := lookup([]byte(v), false); got != want {
+				t.Errorf("lookup(%q) = %v, want %v", v, got, want)
+			}
+		}
+		if lookup([]byte(w), false) != e {
+			t.Errorf("lookup(%q) misses its entry", w)
+		}
+	}
+}
