@@ -2,6 +2,7 @@ package injection
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -80,8 +81,12 @@ type word struct {
 	chunk   int32 // the chunk it is in
 }
 
-// chunk is a run of fb without spaces: a path, an address, a name.
-type chunk struct{ a, b int32 }
+// chunk is a run of fb without spaces: a path, an address, a name;
+// has ORs the chunkByte classes of its bytes.
+type chunk struct {
+	a, b int32
+	has  uint8
+}
 
 const (
 	// maxSentence bounds a sentence in folded bytes: a longer one is
@@ -233,12 +238,11 @@ func (st *state) asciiWord(i int) int {
 		return i
 	}
 	n := len(st.fb)
-	st.fb = append(st.fb, raw[i:j]...)
-	for x := n; x < len(st.fb); x++ {
-		st.fb[x] |= 0x20 // lower case; digits have the bit already
-	}
-	for off := i; off < j; off++ {
-		st.fo = append(st.fo, int32(off))
+	st.fb, st.fo = slices.Grow(st.fb, j-i)[:n+j-i], slices.Grow(st.fo, j-i)[:n+j-i]
+	fb, fo := st.fb[n:], st.fo[n:]
+	for x := range fb {
+		fb[x] = raw[i+x] | 0x20 // lower case; digits have the bit already
+		fo[x] = int32(i + x)
 	}
 	st.wLatin = st.wLatin || letters
 	return j

@@ -90,11 +90,13 @@ func (st *state) tokenize() {
 			continue
 		}
 		ca := i
+		var has uint8
 		for i < len(fb) && fb[i] != ' ' && fb[i] != '\n' {
+			has |= chunkByte[fb[i]]
 			i++
 		}
 		ci := int32(len(st.chunks))
-		st.chunks = append(st.chunks, chunk{int32(ca), int32(i)})
+		st.chunks = append(st.chunks, chunk{int32(ca), int32(i), has})
 		for j := ca; j < i; {
 			if !isWordByte(fb[j]) {
 				j++
@@ -290,6 +292,14 @@ func (st *state) scanChunks() {
 			w++
 		}
 		a, b := int(c.a), int(c.b)
+		if c.has == 0 && !st.b.s.full {
+			// Letters, digits and hyphens (most chunks: words): nothing
+			// to trim, no path, address or URL, perhaps a tool's name.
+			if st.b.s.tools != nil && !st.noTools {
+				st.toolMention(ci, w, fb[a:b], false, hit{a: c.a, b: c.b})
+			}
+			continue
+		}
 		quoted := false
 		for a < b && isChunkLead[fb[a]] {
 			quoted = quoted || fb[a] == '`' || fb[a] == '\'' || fb[a] == '"'
