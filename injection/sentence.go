@@ -326,7 +326,7 @@ func (st *state) scanChunks() {
 			has |= chunkByte[x]
 		}
 		h := hit{a: int32(a), b: int32(b)}
-		if has&cbPath != 0 && secretPath(core) {
+		if has&cbPath != 0 && secretPath(core, st.b.s.full) {
 			st.sentence.paths = append(st.sentence.paths, h)
 		}
 		if has&cbUnderscore != 0 && secretVariable(st.raw, st.fo, a, b, core) {
