@@ -133,6 +133,7 @@ func OCSF(r store.Record, product string) map[string]any {
 	set("tier", r.Tier, r.Tier != "")
 	set("risk", r.Risk, r.Tier != "" || r.Risk != 0)
 	set("factors", r.Factors, len(r.Factors) > 0)
+	set("findings", r.Findings, len(r.Findings) > 0)
 	set("args", r.Args, len(r.Args) > 0)
 	set("args_text", r.ArgsText, r.ArgsText != "")
 	set("args_bytes", r.ArgsBytes, r.ArgsBytes > 0)

@@ -216,7 +216,16 @@ func WriteReport(w io.Writer, recs []store.Record, o ReportOptions) error {
 			}
 		case "outcome":
 			// What the allowed calls did is in the log; the report counts
-			// decisions.
+			// decisions, and shows what a result held (issue 30's
+			// findings: a secret, instructions aimed at the assistant).
+			if len(r.Findings) > 0 {
+				x.What = "result held:"
+				x.Factors = nil
+				for _, f := range r.Findings {
+					x.Factors = append(x.Factors, strings.TrimSpace(f.Kind+" "+f.Rule+" at "+f.Where))
+				}
+				v.Other = append(v.Other, x)
+			}
 		default:
 			v.Other = append(v.Other, x)
 		}

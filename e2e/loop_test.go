@@ -38,6 +38,7 @@ printf '%s\n' "$req" >> "$dir/requests.jsonl"
 case "$(cat "$dir/answer" 2>/dev/null)" in
   allow) echo allow ;;
   allow_session) echo allow_session ;;
+  allow_forget) echo allow_forget ;;
   deny) echo deny ;;
   garbage) echo "sure, why not" ;;
   sleep)

@@ -22,6 +22,9 @@ type Model struct {
 	// Confined says the tool's writes and deletes land only in the
 	// server's own store (ProfileTool.Confined).
 	Confined bool
+	// Private and Untrusted say what the tool's results are to a
+	// session's flows, by its profile (ProfileTool.Flow).
+	Private, Untrusted bool
 	// Roles are the roles of every argument the tool declares, by
 	// SnakeName path ("path", "edits.old_text"). An argument the tool
 	// does not declare has none: whatever its name, it is RoleOther.
@@ -74,6 +77,7 @@ func Resolve(d Definition, cfg Config) Model {
 		m.Effects, m.Source = pt.ProfileEffects(), policy.SourceProfile
 		m.Why = pt.Why + " (the " + prof.Name + " profile)"
 		m.Confined = pt.Confined
+		m.Private, m.Untrusted, _ = ParseFlow(pt.Flow) // checked when read
 	}
 	if m.Source == policy.SourceNone {
 		m.Effects, m.Source, m.Why = inferred.effects, inferred.source, inferred.why

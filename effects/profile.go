@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/aqlguard/aqlguard/policy"
@@ -63,6 +64,12 @@ type ProfileTool struct {
 	// memo), not in the user's files, a database they name or a remote
 	// service: undoing them costs the server's data, nothing else.
 	Confined bool `json:"confined,omitempty"`
+	// Flow says what the tool's results are to a session's flows:
+	// "private" (private data: a repository's files, a database's rows,
+	// cookies), "untrusted" (text anyone may have written: an issue, a
+	// web page), or both. A tool whose effects say send is untrusted
+	// without it (what it fetches comes from outside).
+	Flow string `json:"flow,omitempty"`
 	// Definitions are the MatchKeys of the definitions the profile was
 	// made from.
 	Definitions []string `json:"definitions"`
@@ -154,6 +161,9 @@ func ParseProfile(b []byte) (*Profile, error) {
 		if t.Why == "" {
 			return nil, fmt.Errorf("tool %s: why is required (what the human is shown)", name)
 		}
+		if _, _, err := ParseFlow(t.Flow); err != nil {
+			return nil, fmt.Errorf("tool %s: %w", name, err)
+		}
 		p.Tools[name] = t
 	}
 	return &p, nil
@@ -176,3 +186,20 @@ func (t *ProfileTool) ProfileEffects() policy.Effects { return t.effects }
 // Roles are the tool's argument roles, parsed, by the path the profile
 // writes.
 func (t *ProfileTool) Roles() map[string]policy.Role { return t.roles }
+
+// ParseFlow reads a profile tool's flow: "private", "untrusted", both
+// (comma-separated) or "".
+func ParseFlow(s string) (private, untrusted bool, err error) {
+	for w := range strings.SplitSeq(s, ",") {
+		switch strings.TrimSpace(w) {
+		case "":
+		case "private":
+			private = true
+		case "untrusted":
+			untrusted = true
+		default:
+			return false, false, fmt.Errorf("flow %q: write private, untrusted or both", s)
+		}
+	}
+	return private, untrusted, nil
+}

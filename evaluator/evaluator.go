@@ -134,6 +134,9 @@ func decidePattern(p *policy.Policy, c *call, m match, d *Directive) {
 		d.Decision, d.Risk = Refuse, c.score(p)
 		d.Tier = TierFor(d.Risk)
 		d.Reason = "Action matches refuse pattern " + m.display
+		if m.source == "flow" {
+			d.Reason = "Action refused: " + m.why
+		}
 	case policy.ActionRequiresApproval:
 		d.Decision, d.Tier = NeedsConfirm, Confirm
 		d.Reason = "Action requires approval (" + m.display + ")"

@@ -557,6 +557,11 @@ func (c *call) matchPatterns(p *policy.Policy) (match, bool) {
 	if hasCode && code.action == policy.ActionRefuse {
 		return code, true
 	}
+	// Where data goes, before any ask of a pattern: the human is told
+	// why this call is different from the tool's other calls.
+	if m, ok := c.judgeFlow(p); ok {
+		return m, true
+	}
 	if ixs != nil {
 		approveC = c.candidates(ixs, ixs.RequiresApproval, policy.ListRequiresApproval, byNames.approve, true)
 	}

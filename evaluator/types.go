@@ -51,6 +51,9 @@ type Step struct {
 	Roots      []string
 	RootsKnown bool
 	Home       string
+	// Flow is what the step's session has read that counts for where
+	// data may go (flows.go); empty for a session that read nothing of it.
+	Flow       Flow
 	ActionHint string // a reported step's next_action_hint; patterns match it (not used for proxied calls)
 	Outcome    string // previous step outcome: "", success, failure, skipped
 	StepNumber int    // 1-based count of this principal's steps, including this one

@@ -29,6 +29,125 @@ func prose(n int) string {
 	return strings.Repeat(para, n/len(para)+1)[:n]
 }
 
+// goCode is ordinary Go source, as a tool that reads files returns it.
+const goCode = `// Package cache keeps recent answers per user.
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Cache maps a key to a value until it expires.
+type Cache struct {
+	mu      sync.Mutex
+	entries map[string]entry
+	ttl     time.Duration
+}
+
+type entry struct {
+	value   []byte
+	expires time.Time
+}
+
+// Get returns the value of key, if it has not expired.
+func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || time.Now().After(e.expires) {
+		delete(c.entries, key)
+		return nil, false
+	}
+	return e.value, true
+}
+
+// Put stores value under key for the cache's TTL.
+func (c *Cache) Put(key string, value []byte) error {
+	if len(value) > 1<<20 {
+		return fmt.Errorf("cache: value of %d bytes is too large", len(value))
+	}
+	c.mu.Lock()
+	c.entries[key] = entry{value: value, expires: time.Now().Add(c.ttl)}
+	c.mu.Unlock()
+	return nil
+}
+
+`
+
+// jsonOutput is a tool's JSON output: a list of repositories.
+const jsonOutput = `{"total_count":2,"items":[{"id":1296269,"node_id":"MDEwOlJlcG9zaXRvcnkxMjk2MjY5",` +
+	`"name":"Hello-World","full_name":"octocat/Hello-World","private":false,"owner":{"login":"octocat","id":1,` +
+	`"avatar_url":"https://github.com/images/error/octocat_happy.gif","type":"User","site_admin":false},` +
+	`"html_url":"https://github.com/octocat/Hello-World","description":"This your first repo!","fork":false,` +
+	`"url":"https://api.github.com/repos/octocat/Hello-World","created_at":"2011-01-26T19:01:12Z",` +
+	`"updated_at":"2011-01-26T19:14:43Z","size":108,"stargazers_count":80,"language":"Go","has_issues":true,` +
+	`"topics":["octocat","atom","electron","api"],"license":{"key":"mit","name":"MIT License","spdx_id":"MIT"}},` +
+	`{"id":1300192,"name":"Spoon-Knife","full_name":"octocat/Spoon-Knife","private":false,` +
+	`"description":"This repo is for demonstration purposes only.","default_branch":"main","open_issues_count":0}]}` + "\n"
+
+// issueThread is an issue and its comments, as a tracker returns them.
+const issueThread = `## Crash when the config file is empty
+
+**Describe the bug**
+Starting the server with an empty ` + "`config.toml`" + ` panics with a nil map.
+
+**To reproduce**
+1. Create an empty config file.
+2. Run ` + "`server --config config.toml`" + `.
+3. See the panic in the log:
+
+` + "```" + `
+panic: assignment to entry in nil map
+goroutine 1 [running]:
+main.load(0xc000010000)
+	/src/server/config.go:42 +0x1d
+` + "```" + `
+
+**Expected behavior**
+An empty file should give the defaults, or a clear error.
+
+> I can reproduce this on v1.4.2 and on main. Looks like load() never makes the map.
+
+@maintainer: would a PR that initialises the map in New() be welcome? I'd add a test too.
+
+Thanks, yes please! Make sure the test covers a file with only comments as well.
+
+`
+
+// ordinary is n bytes of an ordinary text of the kind named.
+func ordinary(kind string, n int) string {
+	unit := map[string]string{"prose": prose(4 << 10), "go": goCode, "json": jsonOutput, "issue": issueThread}[kind]
+	return strings.Repeat(unit, n/len(unit)+1)[:n]
+}
+
+// BenchmarkScanOrdinary scans the texts tools return most, at the size
+// of a small result and at the default budget.
+func BenchmarkScanOrdinary(b *testing.B) {
+	s := New(Options{Data: true, OtherTools: manyTools(200)})
+	for _, size := range []int{1 << 10, 1 << 20} {
+		for _, kind := range []string{"prose", "go", "json", "issue"} {
+			text := ordinary(kind, size)
+			b.Run(fmt.Sprintf("%s-%s", kind, size2(size)), func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(text)))
+				for b.Loop() {
+					s.Scan(text)
+				}
+			})
+		}
+	}
+}
+
+func size2(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}
+
 func BenchmarkScanDescription(b *testing.B) {
 	s := New(Options{OtherTools: manyTools(200)})
 	b.ReportAllocs()

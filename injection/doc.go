@@ -105,4 +105,28 @@
 // the text. A Batch reads at most Options.Budget bytes (1 MiB by
 // default); what lies past it is an Unscanned finding, never skipped
 // silently.
+//
+// The work that cannot change a finding is skipped: a word of ASCII
+// letters is folded at once, the lexicon is an open-addressed table
+// behind a hash filter, a chunk of letters and hyphens goes straight to
+// the tool-name check, a sentence without '<', '[' or '*' is not walked
+// for tags, and a path's components reach the secret-name maps only
+// when their length and last byte end one of those names. Scanner.full
+// turns these shortcuts off; TestFastPathsCorpus, TestFastPathsRandom
+// and FuzzFastPaths want the same findings both ways.
+//
+// Measured (BenchmarkScanOrdinary's texts, Options{Data: true} with 200
+// other tools; the fastest of many short batches on a shared 2-core
+// AMD EPYC, before and after in one run), ns per scan:
+//
+//	         1 KiB before   after    1 MiB before     after
+//	prose          19 140  14 166      21 490 463  14 929 602
+//	Go code        19 518  14 929      28 259 022  16 351 852
+//	JSON           14 559  12 947      26 664 878  14 594 706
+//	issue thread   19 904  15 426      24 889 374  16 072 618
+//
+// That is 1.1 to 1.4 times faster at 1 KiB and 1.4 to 1.8 at 1 MiB:
+// about 14 µs per KiB, linear. What remains is spread over the passes
+// a sentence takes (folding, words and chunks, lexicon, phrases), none
+// of them more than a quarter.
 package injection

@@ -2,6 +2,7 @@ package injection
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -80,8 +81,12 @@ type word struct {
 	chunk   int32 // the chunk it is in
 }
 
-// chunk is a run of fb without spaces: a path, an address, a name.
-type chunk struct{ a, b int32 }
+// chunk is a run of fb without spaces: a path, an address, a name;
+// has ORs the chunkByte classes of its bytes.
+type chunk struct {
+	a, b int32
+	has  uint8
+}
 
 const (
 	// maxSentence bounds a sentence in folded bytes: a longer one is
@@ -165,12 +170,22 @@ func (st *state) run() {
 			}
 			st.wLatin = true
 			st.put(c|0x20, i)
+			if !st.b.s.full {
+				i = st.asciiWord(i + 1)
+				st.prev = rune(raw[i-1])
+				continue
+			}
 		case aDigit:
 			st.visible(c, i)
 			if !st.inWord {
 				st.inWord, st.wAt = true, i
 			}
 			st.put(c, i)
+			if !st.b.s.full {
+				i = st.asciiWord(i + 1)
+				st.prev = rune(raw[i-1])
+				continue
+			}
 		case aPunct:
 			st.visible(c, i)
 			st.endWord()
@@ -196,6 +211,41 @@ func (st *state) run() {
 	st.endWord()
 	st.flush(false)
 	st.finish()
+}
+
+// asciiWord folds the rest of a word of ASCII letters and digits from
+// raw[i:] at once and returns where it ends. Inside a word the loop of
+// run would only do the same byte by byte: no white space ends there,
+// and the sentence is cut at maxSentence as visible would cut it (the
+// word stops short of it, and run's next byte cuts).
+func (st *state) asciiWord(i int) int {
+	raw := st.raw
+	end := min(len(raw), i+maxSentence-len(st.fb))
+	j := i
+	letters := false
+	for ; j < end; j++ {
+		c := raw[j]
+		if c >= utf8.RuneSelf {
+			break
+		}
+		k := asciiClass[c]
+		if k != aLetter && k != aDigit {
+			break
+		}
+		letters = letters || k == aLetter
+	}
+	if j == i {
+		return i
+	}
+	n := len(st.fb)
+	st.fb, st.fo = slices.Grow(st.fb, j-i)[:n+j-i], slices.Grow(st.fo, j-i)[:n+j-i]
+	fb, fo := st.fb[n:], st.fo[n:]
+	for x := range fb {
+		fb[x] = raw[i+x] | 0x20 // lower case; digits have the bit already
+		fo[x] = int32(i + x)
+	}
+	st.wLatin = st.wLatin || letters
+	return j
 }
 
 // put appends one folded byte from raw offset off.

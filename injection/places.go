@@ -35,8 +35,30 @@ var secretPairs = map[string]bool{
 // (a parameter called content_from_reading_ssh_id_rsa).
 var keyFiles = []string{"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"}
 
-// secretPath reports whether a chunk names a secret place.
-func secretPath(core []byte) bool {
+// secretNameEnds and secretPairEnds hold the length and the last byte
+// of every key of secretNames and secretPairs: most components of the
+// paths in a text (src, main.go, v1.2) are none of them, and need no
+// map to say so.
+var secretNameEnds, secretPairEnds = endsOf(secretNames), endsOf(secretPairs)
+
+// nameEnds has a bit per length (up to 64) and last byte of names.
+type nameEnds [65][256 / 64]uint64
+
+func endsOf(names map[string]bool) (t nameEnds) {
+	for name := range names {
+		n, c := len(name), name[len(name)-1]
+		t[n][c/64] |= 1 << (c % 64)
+	}
+	return t
+}
+
+func (t *nameEnds) has(n int, c byte) bool {
+	return n < len(t) && t[n][c/64]&(1<<(c%64)) != 0
+}
+
+// secretPath reports whether a chunk names a secret place. full: ask
+// the maps of every component (Scanner.full).
+func secretPath(core []byte, full bool) bool {
 	var prev []byte
 	rest := core
 	for len(rest) > 0 {
@@ -50,10 +72,11 @@ func secretPath(core []byte) bool {
 		if len(comp) == 0 {
 			continue
 		}
-		if secretNames[string(comp)] || bytes.HasPrefix(comp, []byte(".env.")) {
+		last := comp[len(comp)-1]
+		if (full || secretNameEnds.has(len(comp), last)) && secretNames[string(comp)] || bytes.HasPrefix(comp, []byte(".env.")) {
 			return true
 		}
-		if prev != nil && len(prev)+1+len(comp) <= 64 {
+		if prev != nil && len(prev)+1+len(comp) <= 64 && (full || secretPairEnds.has(len(prev)+1+len(comp), last)) {
 			var pair [64]byte
 			n := copy(pair[:], prev)
 			pair[n] = '/'

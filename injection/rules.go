@@ -1,6 +1,7 @@
 package injection
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -272,8 +273,8 @@ type element struct {
 }
 
 func (e *element) has(id uint16) bool {
-	i := sort.Search(len(e.words), func(i int) bool { return e.words[i] >= id })
-	return i < len(e.words) && e.words[i] == id
+	_, ok := slices.BinarySearch(e.words, id)
+	return ok
 }
 
 // phrase is one compiled phrase of a rule.
@@ -313,16 +314,60 @@ func lexHash(w []byte) uint32 {
 	return (h ^ h>>16) & 0xffff
 }
 
-// lookup is the lexicon's entry for w, or nil.
-func lookup(w []byte) *lexEntry {
+// lookup is the lexicon's entry for w, or nil. full: from the map, not
+// the table (Scanner.full).
+func lookup(w []byte, full bool) *lexEntry {
 	if len(w) == 0 || len(w) > 24 {
 		return nil // the lexicon's longest word is shorter
 	}
-	if k := lexHash(w); lexFilter[k/64]&(1<<(k%64)) == 0 {
+	k := lexHash(w)
+	if lexFilter[k/64]&(1<<(k%64)) == 0 {
 		return nil
 	}
-	return lexicon[string(w)]
+	if full {
+		return lexicon[string(w)]
+	}
+	for i := k & lexTableMask; ; i = (i + 1) & lexTableMask {
+		id := lexTable[i]
+		if id == 0 {
+			return nil
+		}
+		if lexWords[id] == string(w) {
+			return lexByID[id]
+		}
+	}
 }
+
+// lexTable holds the ids of the lexicon's words again, open-addressed
+// by lexHash and a quarter full: a word that passed the filter is found
+// with the hash the filter computed and a comparison or two, where the
+// map would hash it once more. Every word of a text that is in the
+// lexicon ("the", "with", "all") comes here, so this is much of what a
+// word costs.
+var lexTable = func() (t [lexTableMask + 1]uint16) {
+	if len(lexicon) > len(t)/2 {
+		panic("injection: the lexicon outgrew its table")
+	}
+	for w, e := range lexicon {
+		i := lexHash([]byte(w)) & lexTableMask
+		for t[i] != 0 {
+			i = (i + 1) & lexTableMask
+		}
+		t[i] = e.id
+	}
+	return t
+}()
+
+const lexTableMask = 1<<13 - 1
+
+// lexWords is the word of each lexicon id.
+var lexWords = func() []string {
+	out := make([]string, len(lexicon)+1)
+	for w, e := range lexicon {
+		out[e.id] = w
+	}
+	return out
+}()
 
 func buildLexicon() map[string]*lexEntry {
 	lex := map[string]*lexEntry{}

@@ -21,6 +21,11 @@ type Scanner struct {
 	// toolEnds has a bit set for the last two bytes of every key of
 	// tools: a name must end a chunk, and most chunks end otherwise.
 	toolEnds [1 << 16 / 64]uint64
+	// full: take the full path everywhere, none of the shortcuts that
+	// skip work which cannot change a finding (whole ASCII words folded
+	// at once, the lexicon's table, sentences without markup). Only the
+	// differential tests set it, to prove the shortcuts change nothing.
+	full bool
 }
 
 func (s *Scanner) mayEndTool(a, b byte) bool {

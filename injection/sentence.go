@@ -90,11 +90,13 @@ func (st *state) tokenize() {
 			continue
 		}
 		ca := i
+		var has uint8
 		for i < len(fb) && fb[i] != ' ' && fb[i] != '\n' {
+			has |= chunkByte[fb[i]]
 			i++
 		}
 		ci := int32(len(st.chunks))
-		st.chunks = append(st.chunks, chunk{int32(ca), int32(i)})
+		st.chunks = append(st.chunks, chunk{int32(ca), int32(i), has})
 		for j := ca; j < i; {
 			if !isWordByte(fb[j]) {
 				j++
@@ -111,7 +113,7 @@ func (st *state) tokenize() {
 					k++
 				}
 				if k == j+2 && fb[j+1] == 't' && fb[wb-1] == 'n' && wb-1 > wa {
-					st.addWord(negStem(fb[wa:wb-1]), int32(wa), int32(wb-1), ci, start)
+					st.addWord(negStem(fb[wa:wb-1], st.b.s.full), int32(wa), int32(wb-1), ci, start)
 					st.addWord(lexicon["not"], int32(wb-1), int32(k), ci, false)
 					start = false
 					j = k
@@ -123,7 +125,7 @@ func (st *state) tokenize() {
 				st.addWord(lexicon[pair[0]], int32(wa), int32(wb), ci, start)
 				st.addWord(lexicon[pair[1]], int32(wa), int32(wb), ci, false)
 			} else {
-				st.addWord(lookup(fb[wa:wb]), int32(wa), int32(wb), ci, start)
+				st.addWord(lookup(fb[wa:wb], st.b.s.full), int32(wa), int32(wb), ci, start)
 			}
 			start = false
 		}
@@ -143,7 +145,7 @@ func (st *state) addWord(e *lexEntry, a, b, chunk int32, start bool) {
 
 // negStem is the entry of the word before "n't": "do" of "don't", "can"
 // of "can't", "will" of "won't".
-func negStem(b []byte) *lexEntry {
+func negStem(b []byte, full bool) *lexEntry {
 	switch string(b) {
 	case "ca":
 		return lexicon["can"]
@@ -152,7 +154,7 @@ func negStem(b []byte) *lexEntry {
 	case "sha":
 		return lexicon["shall"]
 	}
-	return lookup(b)
+	return lookup(b, full)
 }
 
 // contraction is the two words of a contraction written without its
@@ -290,6 +292,14 @@ func (st *state) scanChunks() {
 			w++
 		}
 		a, b := int(c.a), int(c.b)
+		if c.has == 0 && !st.b.s.full {
+			// Letters, digits and hyphens (most chunks: words): nothing
+			// to trim, no path, address or URL, perhaps a tool's name.
+			if st.b.s.tools != nil && !st.noTools {
+				st.toolMention(ci, w, fb[a:b], false, hit{a: c.a, b: c.b})
+			}
+			continue
+		}
 		quoted := false
 		for a < b && isChunkLead[fb[a]] {
 			quoted = quoted || fb[a] == '`' || fb[a] == '\'' || fb[a] == '"'
@@ -311,42 +321,66 @@ func (st *state) scanChunks() {
 			continue
 		}
 		core := fb[a:b]
-		var pathy, at, url bool
+		var has uint8
 		for _, x := range core {
-			switch x {
-			case '/', '\\', '~', '.', '_':
-				pathy = true
-			case '@':
-				at = true
-			case '?', ':':
-				url = true
-			}
+			has |= chunkByte[x]
 		}
 		h := hit{a: int32(a), b: int32(b)}
-		if pathy && secretPath(core) {
+		if has&cbPath != 0 && secretPath(core, st.b.s.full) {
 			st.sentence.paths = append(st.sentence.paths, h)
 		}
-		if secretVariable(st.raw, st.fo, a, b, core) {
+		if has&cbUnderscore != 0 && secretVariable(st.raw, st.fo, a, b, core) {
 			st.sentence.vars = append(st.sentence.vars, h)
 		}
-		if at && isEmail(core) || core[0] == '+' && isPhone(core) {
+		if has&cbAt != 0 && isEmail(core) || core[0] == '+' && isPhone(core) {
 			if !exampleAddress(core) {
 				st.sentence.addrs = append(st.sentence.addrs, h)
 			}
 		}
-		if url || bytes.HasPrefix(core, []byte("www.")) {
+		if has&cbURL != 0 || bytes.HasPrefix(core, []byte("www.")) {
 			if u, ok := parseURL(core); ok {
 				u.hit = h
 				st.sentence.urls = append(st.sentence.urls, u)
 			}
 		}
-		if st.b.s.tools != nil && !st.noTools {
+		if st.b.s.tools != nil && !st.noTools && has&cbNotName == 0 {
 			st.toolMention(ci, w, core, quoted || call, h)
 		}
 	}
 }
 
-// toolMention reports a chunk that names another server's tool. Its
+// chunkByte classes the bytes of a chunk: ORed over a chunk's core, it
+// says which of the checks of scanChunks can find anything there, and
+// most chunks of a text are words that none of them can.
+var chunkByte = func() (t [256]uint8) {
+	for c := range 256 {
+		switch c {
+		case '/', '\\', '~', '.':
+			t[c] |= cbPath
+		case '_':
+			t[c] |= cbPath | cbUnderscore
+		case '@':
+			t[c] |= cbAt
+		case '?', ':':
+			t[c] |= cbURL
+		}
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':' || c == '/') {
+			t[c] |= cbNotName
+		}
+	}
+	return t
+}()
+
+const (
+	cbPath       = 1 << iota // a path's separators: secretPath
+	cbUnderscore             // an environment variable's: secretVariable
+	cbAt                     // an email address
+	cbURL                    // a URL without www.
+	cbNotName                // a byte no tool's name (folded) holds
+)
+
+// toolMention reports a chunk that names another server's tool (the
+// caller saw that it holds only the bytes of names). Its
 // parts (split at _ - . : /) are matched in every contiguous run, so
 // that mcp_tool_send_email names send_email; a plain word names a tool
 // only where the text treats it as a name.
@@ -357,11 +391,6 @@ func (st *state) toolMention(ci, firstWord int, core []byte, marked bool, h hit)
 	}
 	if end < 2 || !st.b.s.mayEndTool(core[end-2], core[end-1]) {
 		return
-	}
-	for _, x := range core {
-		if !(isWordByte(x) && x < 0x80 || x == '_' || x == '-' || x == '.' || x == ':' || x == '/') {
-			return
-		}
 	}
 	var parts [8][]byte
 	n := 0

@@ -32,6 +32,16 @@ var bracketNames = map[string]tagKind{
 var roleNames = [][]byte{[]byte("system:"), []byte("system message:"), []byte("system prompt:"),
 	[]byte("system override:"), []byte("system note:"), []byte("system update:"), []byte("assistant:"), []byte("developer:"), []byte("sys:"), []byte("admin:"), []byte("operator:")}
 
+// startsLineTag holds the first bytes of what lineStart looks for: a
+// role's name or a heading.
+var startsLineTag = func() (t [256]bool) {
+	for _, role := range roleNames {
+		t[role[0]] = true
+	}
+	t['#'] = true
+	return t
+}()
+
 // scanTags finds tags in the folded sentence.
 func (st *state) scanTags() {
 	fb := st.fb
@@ -43,7 +53,19 @@ func (st *state) scanTags() {
 		}
 		line += next + 1
 	}
-	for i := 0; i < st.report && i < len(fb); i++ {
+	end := min(st.report, len(fb))
+	from := 0
+	if !st.b.s.full {
+		// Most sentences have no markup: three searches that skip 16
+		// bytes at a time say so, or where the first mark is.
+		from = end
+		for _, c := range []byte("<[*") {
+			if i := bytes.IndexByte(fb[:from], c); i >= 0 {
+				from = i
+			}
+		}
+	}
+	for i := from; i < end; i++ {
 		switch fb[i] {
 		case '<':
 			st.angleTag(i)
@@ -76,6 +98,9 @@ func (st *state) scanTags() {
 // ("System:") or a heading ("### System").
 func (st *state) lineStart(i int) {
 	fb := st.fb[i:]
+	if !st.b.s.full && !startsLineTag[fb[0]] {
+		return
+	}
 	for _, role := range roleNames {
 		if bytes.HasPrefix(fb, role) {
 			st.tag("role-prefix", int32(i), int32(i+len(role)), High, Low, func() string {

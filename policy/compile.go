@@ -117,6 +117,9 @@ type Policy struct {
 	// default ones (paths.Guard). Compiled once; a nil list (a Policy
 	// not built by Compile) is the shipped one.
 	SensitivePaths *paths.List
+	// Flows is [flows] compiled (flows.go); nil for a Policy not built
+	// by Compile, which has no flow lists.
+	Flows *FlowPolicy
 
 	// InForce lists the entries of the lists above (deny to
 	// secret_arguments), in that order, each with where it comes from:
@@ -320,6 +323,8 @@ type layerInput struct {
 	// sensitive are the layer's sensitive_paths; own its own files
 	// (the config file, the state directory), kept from the agent.
 	sensitive, own []string
+	// flows is the layer's [flows] (the file's, for every principal).
+	flows Flows
 }
 
 type keyedRule struct {
@@ -341,6 +346,7 @@ func (cfg *Config) layerOf(principal string, v *validator) layerInput {
 		settings: settings{loop: s.Loop, steps: s.MaxAutonomousSteps, tol: s.RiskTolerance, code: s.InterpreterCode},
 		file:     cfg.Path, lines: cfg.lines,
 		sensitive: s.SensitivePaths, own: []string{cfg.Path, cfg.StateDir},
+		flows: cfg.Flows,
 	}
 	add := func(table string, deny, refuse, approve, auto []string, rules []ArgRule, risk []RiskRule, shellArgs, secretArgs []string) {
 		in.deny = appendKeyed(in.deny, table+".deny", deny)
@@ -533,6 +539,7 @@ func build(principal string, s settings, layers []layerInput, servers []Server) 
 		}
 	}
 	p.SensitivePaths, p.sensitive = sensitivePaths(layers)
+	p.Flows = compileFlows(layers)
 	p.Version = p.digest()
 	p.index = newIndexes(p)
 	return p
@@ -648,6 +655,7 @@ func (p *Policy) digest() string {
 		// keep the version they had.
 		InterpreterCode InterpreterCode `json:",omitempty"`
 		SensitivePaths  []string        `json:",omitempty"`
+		Flows           string          `json:",omitempty"`
 	}{
 		Format: "aqlguard-policy/2", Principal: p.Principal, Loop: p.Loop, MaxSteps: p.MaxSteps,
 		Tolerance: p.Tolerance, Threshold: p.Threshold,
@@ -659,6 +667,9 @@ func (p *Policy) digest() string {
 		c.InterpreterCode = p.InterpreterCode
 	}
 	c.SensitivePaths = p.sensitive
+	if f := p.Flows.digestForm(); f != (&FlowPolicy{ScanBytes: DefaultFlowScanBytes}).digestForm() && f != (&FlowPolicy{}).digestForm() {
+		c.Flows = f // only when set: policies without [flows] keep their version
+	}
 	for _, r := range p.Rules {
 		c.Rules = append(c.Rules, rule{string(r.Action), r.Operation.digestForm(), strings.Join(r.Path, "."), r.Pattern.norm, r.Roles})
 	}

@@ -65,6 +65,9 @@ const (
 	higherIsStricter
 	// ranked: the higher rank of the two (rank).
 	ranked
+	// addedUp: a list whose entries of both layers are in force, each
+	// compiled as its layer's ([flows] lists: compileFlows).
+	addedUp
 )
 
 // mergeRules cover every setting outside [safety], [agents], [[servers]]
@@ -104,6 +107,12 @@ var mergeRules = []struct {
 	{"state.schema", fixedIfWritten, nil},
 	{"serve.metrics_listen", fixedIfWritten, nil},
 	{"serve.traces_endpoint", fixedIfWritten, nil},
+	{"flows.private", addedUp, nil},
+	{"flows.untrusted", addedUp, nil},
+	{"flows.exits", addedUp, nil},
+	{"flows.secrets", ranked, map[string]int{FlowSecretsMark: 0, FlowSecretsRedact: 1}},
+	{"flows.injected", ranked, map[string]int{FlowInjectedFlag: 0, FlowInjectedQuarantine: 1}},
+	{"flows.scan_bytes", higherIsStricter, nil},
 }
 
 // safetySettings are the [safety] and [agents.NAME] settings Compile
@@ -248,6 +257,8 @@ func (l *layering) settings() {
 		_, userWrote := l.user.wrote(r.key)
 		_, managedWrote := l.managed.wrote(r.key)
 		switch r.rule {
+		case addedUp:
+			continue
 		case fixedIfWritten, managedAlways:
 			if r.rule == fixedIfWritten && !managedWrote {
 				continue

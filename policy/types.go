@@ -24,6 +24,7 @@ type Config struct {
 	Limits  Limits                   `toml:"limits"`
 	Audit   Audit                    `toml:"audit"`
 	Safety  Safety                   `toml:"safety"`
+	Flows   Flows                    `toml:"flows"`
 	Agents  map[string]AgentOverride `toml:"agents"`
 	Verify  Verify                   `toml:"verify"`
 	Serve   Serve                    `toml:"serve"`

@@ -175,6 +175,7 @@ func (v *validator) config(c *Config) {
 	v.limits(&c.Limits)
 	v.audit(&c.Audit)
 	v.safety(&c.Safety)
+	v.flows(&c.Flows)
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		key := joinKey("agents", name)
 		if !ValidAgentName(name) {

@@ -107,8 +107,7 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 		sel = s
 	}
 	token, _ := params[catalog.TokenParam].(string)
-	call := toolCall(session, op, downstreamArgs(op, params), token, nil)
-	f.readPlaces(ctx, &call, op)
+	call := f.guardedCall(ctx, session, op, downstreamArgs(op, params), token, nil)
 	out := f.Guard.Call(ctx, call)
 	if out.Refusal != nil {
 		return refused(out.Refusal, f.voice())
@@ -153,7 +152,17 @@ func toolCall(session string, op *catalog.Operation, args map[string]any, token 
 		Annotations: guard.Annotations(op.Tool.Annotations), Arguments: args, Token: token,
 		Secrets: op.SecretArguments(), Roles: op.Model.Roles, Modeled: true,
 		Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why, Confined: op.Model.Confined,
-		Unresolved: revealsUnresolved(op)}}
+		PrivateSource: op.Model.Private, UntrustedSource: op.Model.Untrusted, Unresolved: revealsUnresolved(op)}}
+}
+
+// guardedCall is toolCall with what the front adds: the paths read
+// (readPlaces) and the scanner for the result.
+func (f *Front) guardedCall(ctx context.Context, session string, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) guard.Request {
+	req := toolCall(session, op, args, token, base)
+	f.readPlaces(ctx, &req, op)
+	req.Scanner = f.resultScanner
+	req.Remote = !f.placesOf(op.Server, op.Model.Profile).local
+	return req
 }
 
 // validate checks an operation's parameters (aql.Validate); on a server
@@ -269,8 +278,7 @@ func (f *Front) handlePassthrough(ctx context.Context, session string, op *catal
 	}
 	token, _ := params[catalog.TokenParam].(string)
 	base, _ := relay.DeleteMember(callParams, "arguments")
-	req := toolCall(session, op, downstreamArgs(op, params), token, base)
-	f.readPlaces(ctx, &req, op)
+	req := f.guardedCall(ctx, session, op, downstreamArgs(op, params), token, base)
 	return f.onTheWire(op, f.Guard.Call(ctx, req))
 }
 

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"strings"
+
 	"github.com/aqlguard/aqlguard/effects"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
@@ -22,6 +24,43 @@ type Explanation struct {
 	Model         effects.Model
 	Directive     evaluator.Directive
 	ArgumentRules []string
+	// Flow is what the tool is to a session's flows: "private source",
+	// "untrusted source", "exit", joined by ", "; "-" for none
+	// (FlowRole).
+	Flow string
+}
+
+// FlowRole says what a tool is to a session's flows, and from where:
+// its results private data or untrusted content, its calls an exit
+// (its effects, its profile, [flows]).
+func FlowRole(p *policy.Policy, op *catalog.Operation) string {
+	role := p.Flows.FlowRoleOf(policy.NameForms(op.Name, op.Server, op.Tool.Name))
+	var out []string
+	switch {
+	case role.Private:
+		out = append(out, "private source ([flows])")
+	case op.Model.Private:
+		out = append(out, "private source (the "+op.Model.Profile+" profile)")
+	}
+	send := op.Model.Effects.Has(policy.EffectSend)
+	switch {
+	case role.Untrusted:
+		out = append(out, "untrusted source ([flows])")
+	case op.Model.Untrusted:
+		out = append(out, "untrusted source (the "+op.Model.Profile+" profile)")
+	case send:
+		out = append(out, "untrusted source (it sends: what it fetches comes from outside)")
+	}
+	switch {
+	case send:
+		out = append(out, "exit (it sends)")
+	case role.Exit:
+		out = append(out, "exit ([flows])")
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ", ")
 }
 
 // Explain evaluates every downstream operation of cat under p, as the
@@ -34,7 +73,7 @@ func Explain(p *policy.Policy, cat *catalog.Catalog) []Explanation {
 			Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why, Roles: op.Model.Roles, Modeled: true,
 			Confined: op.Model.Confined}
 		e := Explanation{Operation: op.Name, Server: op.Server, Tool: op.Tool.Name, Category: op.Category,
-			ClassifiedBy: op.ClassifiedBy, Model: op.Model, Directive: evaluator.Evaluate(p, s)}
+			ClassifiedBy: op.ClassifiedBy, Model: op.Model, Directive: evaluator.Evaluate(p, s), Flow: FlowRole(p, op)}
 		names := policy.NameForms(op.Name, op.Server, op.Tool.Name)
 		for _, r := range p.Rules {
 			if r.AppliesTo(names) {

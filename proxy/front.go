@@ -182,6 +182,9 @@ type Front struct {
 
 	verifyMu     sync.Mutex
 	verifyListed bool
+
+	scanMu sync.Mutex
+	scanState
 }
 
 // NewFront builds the front of one session, once its servers are up.

@@ -137,8 +137,7 @@ func (f *Front) callTransparent(ctx context.Context, session string, p callParam
 		return f.encodeRaw(argumentsRefused(p.Name, perr))
 	}
 	base, token := withoutToken(params)
-	req := toolCall(session, op, args, token, base)
-	f.readPlaces(ctx, &req, op)
+	req := f.guardedCall(ctx, session, op, args, token, base)
 	out := f.Guard.Call(ctx, req)
 	if out.Refusal != nil {
 		defer f.syncVerifyTool(context.Background(), true)

@@ -99,11 +99,29 @@ type Record struct {
 	Execution   string   `json:"execution,omitempty"`
 	Result      string   `json:"result,omitempty"`
 	DurationMS  float64  `json:"duration_ms,omitempty"`
+	// Findings are what the call's result held that the guard acts on
+	// (issue 30: secrets, instructions aimed at the assistant, what was
+	// past the scan budget): each by kind, rule and place, never what
+	// was found.
+	Findings []Finding `json:"findings,omitempty"`
 	// Gap is what an `audit seal` or a `state reset` record acknowledges:
 	// a torn tail, or records missing from the chain.
 	Gap  *Gap   `json:"gap,omitempty"`
 	Prev string `json:"prev"`
 	Hash string `json:"hash,omitempty"`
+}
+
+// Finding is one thing a result held: Kind "secret" (Rule is the
+// ruleset's id, Digest a keyed digest of the secret), "injection"
+// (instructions aimed at the assistant; Rule the detector's),
+// "unscanned" (past the scan budget), "withheld", "unwritable". Where
+// is the place in the result ("content[0].text").
+type Finding struct {
+	Kind   string `json:"kind"`
+	Rule   string `json:"rule,omitempty"`
+	Where  string `json:"where,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	Count  int    `json:"count,omitempty"`
 }
 
 // Gap is damage to the log that a human acknowledged, named exactly, so

@@ -156,6 +156,9 @@ type Confirmation struct {
 	Operation    string `json:"operation"`
 	Digest       string `json:"digest,omitempty"`
 	AllowSession bool   `json:"allow_session,omitempty"`
+	// Forget: the human is offered to clear what the session has read
+	// (a question about where data goes).
+	Forget bool `json:"forget,omitempty"`
 	// Arguments are the call's arguments with every secret replaced by
 	// its keyed digest, for the human's question in any process.
 	Arguments     json.RawMessage `json:"arguments,omitempty"`

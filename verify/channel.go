@@ -53,6 +53,10 @@ type Request struct {
 	// besides "allow once" (KindConfirmation of a tool call whose decision
 	// does not rest on its arguments).
 	AllowSession bool
+	// Forget offers the human "allow once, and forget what this session
+	// has read" (a question about where data goes: the flows of the
+	// session are cleared). Never with AllowSession.
+	Forget bool
 
 	// What the question says in words comes from these: the tool's
 	// semantic category (READ, CREATE, UPDATE, DELETE, EXECUTE), the
@@ -99,7 +103,10 @@ const (
 	// AllowSession allows this action and, from now on, every call of
 	// the same tool in the same MCP session (only when it was offered).
 	AllowSession Answer = "allow_session"
-	Deny         Answer = "deny" // refuse it
+	// AllowForget allows this action and clears what the session has
+	// read (only when it was offered: Request.Forget).
+	AllowForget Answer = "allow_forget"
+	Deny        Answer = "deny" // refuse it
 	// None means no answer in time. It is not an approval.
 	None Answer = "none"
 )

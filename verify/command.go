@@ -128,8 +128,11 @@ func (c *CommandChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	if in.Arguments == nil {
 		in.Arguments = map[string]any{}
 	}
-	if r.AllowSession {
+	switch {
+	case r.AllowSession:
 		in.Answers = []Answer{Allow, AllowSession, Deny}
+	case r.Forget:
+		in.Answers = []Answer{Allow, AllowForget, Deny}
 	}
 	body, err := json.Marshal(in)
 	if err != nil {
@@ -144,8 +147,8 @@ func (c *CommandChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	}
 	line, _, _ := strings.Cut(string(res.stdout), "\n")
 	switch answer := Answer(strings.ToLower(strings.TrimSpace(line))); answer {
-	case Allow, AllowSession:
-		if answer == AllowSession && !r.AllowSession {
+	case Allow, AllowSession, AllowForget:
+		if answer == AllowSession && !r.AllowSession || answer == AllowForget && !r.Forget {
 			return None, nil // not offered: not an answer
 		}
 		if res.exit == 0 {

@@ -16,6 +16,9 @@ const (
 	// AllowSessionLabel is the question dialog's third button, offered
 	// when a standing approval of the tool may answer it.
 	AllowSessionLabel = "Allow for this session"
+	// ForgetLabel is the third button of a question about where data
+	// goes (Request.Forget).
+	ForgetLabel = "Allow, and forget what this chat read"
 )
 
 // DialogChannel asks and shows in native dialogs: on Linux and the BSDs

@@ -23,8 +23,11 @@ func (d *DialogChannel) ask(ctx context.Context, r Request) (Answer, error) {
 	}
 	opts := []zenity.Option{zenity.Title(QuestionTitle), zenity.OKLabel(allowOnceLabel), zenity.CancelLabel(denyLabel),
 		zenity.DefaultCancel(), zenity.NoWrap(), zenity.Context(ctx)}
-	if r.AllowSession {
+	switch {
+	case r.AllowSession:
 		opts = append(opts, zenity.ExtraButton(AllowSessionLabel))
+	case r.Forget:
+		opts = append(opts, zenity.ExtraButton(ForgetLabel))
 	}
 	err = zenity.Question(text, opts...)
 	switch {
@@ -34,6 +37,8 @@ func (d *DialogChannel) ask(ctx context.Context, r Request) (Answer, error) {
 		return Allow, nil
 	case r.AllowSession && errors.Is(err, zenity.ErrExtraButton):
 		return AllowSession, nil
+	case r.Forget && errors.Is(err, zenity.ErrExtraButton):
+		return AllowForget, nil
 	case errors.Is(err, zenity.ErrCanceled):
 		return Deny, nil
 	}

@@ -140,8 +140,11 @@ func (d *DialogChannel) ask(ctx context.Context, r Request) (Answer, error) {
 	args := []string{"--text-info", "--title=" + QuestionTitle,
 		"--width=" + strconv.Itoa(dialogWidth), "--height=" + strconv.Itoa(dialogHeight),
 		"--ok-label=" + denyLabel, "--cancel-label=" + cancelLabel, "--extra-button=" + allowOnceLabel}
-	if r.AllowSession {
+	switch {
+	case r.AllowSession:
 		args = append(args, "--extra-button="+AllowSessionLabel)
+	case r.Forget:
+		args = append(args, "--extra-button="+ForgetLabel)
 	}
 	out, code, err := runDialog(ctx, program, args, text, true)
 	switch {
@@ -158,6 +161,10 @@ func (d *DialogChannel) ask(ctx context.Context, r Request) (Answer, error) {
 		case AllowSessionLabel:
 			if r.AllowSession {
 				return AllowSession, nil
+			}
+		case ForgetLabel:
+			if r.Forget {
+				return AllowForget, nil
 			}
 		}
 		return Deny, nil // Cancel, Escape, the window's close button

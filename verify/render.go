@@ -114,6 +114,10 @@ func questionText(r Request, now time.Time, capped bool) (string, error) {
 			buttons = append(buttons, fmt.Sprintf("%q also lets later calls of %s run without asking while this chat lasts "+
 				"(calls judged on their arguments still ask).", AllowSessionLabel, visible(tool, false)))
 		}
+		if r.Forget {
+			buttons = append(buttons, fmt.Sprintf("%q also clears what this chat has read: until it reads private data and "+
+				"untrusted content again, sending data out does not ask.", ForgetLabel))
+		}
 	}
 	buttons = append(buttons, fmt.Sprintf("%q (highlighted; also Return or Escape) refuses it, as does closing the window.", denyLabel))
 	for i, l := range buttons {

@@ -539,10 +539,24 @@ func auditList(ctx context.Context, st store.State, n int, f audit.Filter, w io.
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tAGENT\tOPERATION\tDECISION\tRESULT\tCHALLENGE")
 	for _, r := range ring {
+		result := r.Result
+		if len(r.Findings) > 0 {
+			result += " (" + findingsLine(r.Findings) + ")"
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.RFC3339), r.Kind,
-			r.Principal, r.Operation, r.Decision, r.Result, r.ChallengeID)
+			r.Principal, r.Operation, r.Decision, result, r.ChallengeID)
 	}
 	return tw.Flush()
+}
+
+// findingsLine says what a result held, by kind and rule ("secret
+// aws-access-token, injection override").
+func findingsLine(fs []store.Finding) string {
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		parts = append(parts, strings.TrimSpace(f.Kind+" "+f.Rule))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func auditShow(_ context.Context, st store.State, seq uint64, w io.Writer) error {

@@ -327,7 +327,7 @@ func cmdPolicyExplain(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tEFFECTS\tCATEGORY\tRISK\tTIER\tDECIDED BY\tWHEN CALLED\tARGUMENT RULES")
+	fmt.Fprintln(tw, "TOOL\tEFFECTS\tFLOW\tCATEGORY\tRISK\tTIER\tDECIDED BY\tWHEN CALLED\tARGUMENT RULES")
 	for _, e := range ex {
 		d := e.Directive
 		tier := string(d.Tier)
@@ -338,14 +338,17 @@ func cmdPolicyExplain(args []string, stdout, stderr io.Writer) int {
 		if len(e.ArgumentRules) > 0 {
 			rules = strings.Join(e.ArgumentRules, "; ")
 		}
-		fmt.Fprintf(tw, "%s.%s\t%s (%s)\t%s (%s)\t%d\t%s\t%s\t%s\t%s\n", e.Server, e.Tool, e.Model.Effects, e.Model.Source,
-			e.Category, e.ClassifiedBy, d.Risk, tier, policytest.Decider(d), d.Outcome(), rules)
+		fmt.Fprintf(tw, "%s.%s\t%s (%s)\t%s\t%s (%s)\t%d\t%s\t%s\t%s\t%s\n", e.Server, e.Tool, e.Model.Effects, e.Model.Source,
+			e.Flow, e.Category, e.ClassifiedBy, d.Risk, tier, policytest.Decider(d), d.Outcome(), rules)
 	}
 	if err := tw.Flush(); err != nil {
 		return 1
 	}
 	fmt.Fprintln(stdout, "\nEFFECTS is what the tool does and where aqlguard has it from (config, profile,")
 	fmt.Fprintln(stdout, "schema, guess: a guess from its name); the call is judged by it, not by its name.")
+	fmt.Fprintln(stdout, "FLOW is what its results are to a session (private data, untrusted content) and")
+	fmt.Fprintln(stdout, "whether it sends data out: a send after both asks; a secret a result handed the")
+	fmt.Fprintln(stdout, "session is refused on its way out (docs/policy.md, Flows).")
 	fmt.Fprintln(stdout, "WHEN CALLED is for a call with no arguments; text patterns, argument rules and")
 	fmt.Fprintln(stdout, "paths judged against the server's roots can make a call ask or block depending")
 	fmt.Fprintln(stdout, "on what it carries (aqlguard policy test).")

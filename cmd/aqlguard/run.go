@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,12 +10,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/flows"
+	"github.com/aqlguard/aqlguard/internal/procfs"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
@@ -230,6 +234,16 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	}
 	remote := &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(stateDir(cfg), "oauth")}, Log: log}
 	sh := newShared(cfg, pol, st, remote, log)
+	// The client's other aqlguard processes (one per server, as init
+	// wraps them) share what their sessions read (flows.Board).
+	if board, err := flows.OpenBoard(filepath.Join(stateDir(cfg), "flows"), pol.Principal, clientKey(), processName()); err != nil {
+		log.Warn("what this client's other aqlguard processes read is not shared: a send through one after a read through another does not ask", "err", err)
+	} else {
+		board.Failed = func(err error) {
+			log.Error("a read that counts could not be shared with the client's other aqlguard processes", "err", err)
+		}
+		sh.Guard.Board = board
+	}
 	sh.Names.Start(ctx)
 	in := &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st, forwarding: func() {}}
 	// Servers with share = true: one process for all sessions (serve's;
@@ -352,6 +366,28 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.
 		VerifyTool:         proxy.VoiceFor(proxy.Mode(cfg.Mode), nil).VerifyTool,
 		Log:                log,
 	}
+}
+
+// clientKey names the client that started this aqlguard (the parent of
+// its supervisor, if it has one, and when that process started, which a
+// reused pid does not share), for the board its aqlguard processes share.
+func clientKey() string {
+	ppid := os.Getppid()
+	if downstream.UnderSupervisor() {
+		if st, err := procfs.Read(ppid); err == nil {
+			ppid = st.Ppid
+		}
+	}
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/stat")
+	if err != nil {
+		return strconv.Itoa(ppid)
+	}
+	// Field 22 (starttime) counts from the last ")" (a name may hold one).
+	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(fields) > 19 {
+		return strconv.Itoa(ppid) + "-" + fields[19]
+	}
+	return strconv.Itoa(ppid)
 }
 
 // stateDir is the configured state directory, or the default one.

@@ -15,8 +15,21 @@
 //	agent = "ci-bot"                        # optional: the principal ([agents.NAME])
 //	expect = "blocks"                       # allowed | asks | verify | refuses | blocks
 //	rule = "*rm -rf /"                      # optional: the rule that must decide
+//	effects = "send"                        # optional: what the tool does, as [servers.effects] says it
 //
-// Every case is one first step: no step limit, no earlier failure.
+// Every case is one first step: no step limit, no earlier failure. A
+// case may say what its session read before it ([[cases.before]]: calls,
+// each with the text its tool returned), which the guard's own flows
+// (package flows) read as they would in a session: a secret in a result,
+// injected instructions, a private or untrusted source; the case's call is
+// then judged with what the session holds (docs/policy.md, "Flows"):
+//
+//	[[cases.before]]
+//	tool = "fs.read_file"
+//	effects = "read"
+//	arguments = { path = "~/.aws/credentials" }
+//	result = "aws_access_key_id = AKIA…"    # the text the tool returned
+//	flow = "private"                        # optional: private, untrusted (as a profile says)
 package policytest
 
 import (
@@ -27,9 +40,14 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/aqlguard/aqlguard/effects"
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/flows"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/policy/paths"
+	"github.com/aqlguard/aqlguard/proxy/results"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -44,6 +62,25 @@ type Case struct {
 	Agent       string          `toml:"agent"`
 	Expect      string          `toml:"expect"`
 	Rule        string          `toml:"rule"`
+	// Effects are the tool's effects, as [servers.effects] writes them
+	// ("read", "send"); unset: scored by Category.
+	Effects string `toml:"effects"`
+	// Before are the calls of the session before this one, with their
+	// results.
+	Before []Earlier `toml:"before"`
+}
+
+// Earlier is one call a case's session made before it, and what its
+// tool returned.
+type Earlier struct {
+	Tool      string         `toml:"tool"`
+	Effects   string         `toml:"effects"`
+	Arguments map[string]any `toml:"arguments"`
+	// Result is the text the tool returned (one text block).
+	Result string `toml:"result"`
+	// Flow is what a profile would say of the tool's results:
+	// "private", "untrusted", both or "".
+	Flow string `toml:"flow"`
 }
 
 // File is a case file.
@@ -104,6 +141,24 @@ func Parse(data []byte, name string) (*File, error) {
 		if c.Category != "" && !slices.Contains(categories(), strings.ToUpper(c.Category)) {
 			problems = append(problems, fmt.Sprintf("%s: category %q: use one of %s", where, c.Category, strings.Join(categories(), ", ")))
 		}
+		if _, err := policy.ParseEffects(c.Effects); c.Effects != "" && err != nil {
+			problems = append(problems, fmt.Sprintf("%s: effects %q: %v", where, c.Effects, err))
+		}
+		for j, e := range c.Before {
+			at := fmt.Sprintf("%s: before[%d]", where, j)
+			if !strings.Contains(e.Tool, ".") {
+				problems = append(problems, at+": tool must be server.tool, e.g. \"fs.read_file\"")
+			}
+			if _, err := policy.ParseEffects(e.Effects); e.Effects != "" && err != nil {
+				problems = append(problems, fmt.Sprintf("%s: effects %q: %v", at, e.Effects, err))
+			}
+			if _, _, err := effects.ParseFlow(e.Flow); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", at, err))
+			}
+		}
+		if c.Hint != "" && len(c.Before) > 0 {
+			problems = append(problems, where+": a reported step (hint) has no session to read before it")
+		}
 		for k := range c.Annotations {
 			if !slices.Contains([]string{"read_only", "destructive", "idempotent", "open_world"}, k) {
 				problems = append(problems, fmt.Sprintf("%s: annotation %q: use read_only, destructive, idempotent or open_world", where, k))
@@ -158,6 +213,15 @@ func Run(cfg *policy.Config, f *File) ([]Result, error) {
 		s, err := c.step(agent)
 		if err != nil {
 			return nil, fmt.Errorf("cases[%d] (%s): %w", i, c.label(i), err)
+		}
+		if len(c.Before) > 0 {
+			var session flows.Session
+			for j, e := range c.Before {
+				if err := observe(&session, p, agent, e); err != nil {
+					return nil, fmt.Errorf("cases[%d] (%s): before[%d]: %w", i, c.label(i), j, err)
+				}
+			}
+			s.Flow = session.Flow(s.Arguments)
 		}
 		d := evaluator.Evaluate(p, s)
 		r := Result{Case: c, Label: c.label(i), Got: d.Outcome(), Directive: d, Rule: Decider(d)}
@@ -225,20 +289,68 @@ func (c Case) step(agent string) (evaluator.Step, error) {
 	}
 	s.Annotations = evaluator.Annotations{ReadOnly: b("read_only"), Destructive: b("destructive"),
 		Idempotent: b("idempotent"), OpenWorld: b("open_world")}
+	if c.Effects != "" {
+		s.Effects, _ = policy.ParseEffects(c.Effects) // checked by Parse
+		s.EffectSource, s.EffectWhy = policy.SourceConfig, s.Effects.String()+" (the case says so)"
+	}
 	if len(c.Arguments) > 0 {
-		// As a request would carry them: decoded JSON, numbers as
-		// json.Number.
-		raw, err := json.Marshal(c.Arguments)
-		if err != nil {
-			return s, fmt.Errorf("arguments: %w", err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&s.Arguments); err != nil {
-			return s, fmt.Errorf("arguments: %w", err)
+		var err error
+		if s.Arguments, err = asRequest(c.Arguments); err != nil {
+			return s, err
 		}
 	}
 	return s, nil
+}
+
+// asRequest is arguments as a request would carry them: decoded JSON,
+// numbers as json.Number.
+func asRequest(args map[string]any) (map[string]any, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("arguments: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("arguments: %w", err)
+	}
+	return out, nil
+}
+
+// caseTime is when a case's earlier calls are said to have happened
+// (the questions' words say a time).
+var caseTime = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// observe hands the session what an earlier call returned, as the guard
+// would: the paths its path arguments name are read lexically (no file
+// is touched; "~" is this user's home).
+func observe(session *flows.Session, p *policy.Policy, agent string, e Earlier) error {
+	server, tool, _ := strings.Cut(e.Tool, ".")
+	st := evaluator.Step{Principal: agent, Server: server, Tool: tool, Operation: server + "_" + policy.SnakeName(tool), StepNumber: 1}
+	if e.Effects != "" {
+		st.Effects, _ = policy.ParseEffects(e.Effects)
+		st.EffectSource = policy.SourceConfig
+	}
+	var err error
+	if st.Arguments, err = asRequest(e.Arguments); err != nil {
+		return err
+	}
+	home, _ := os.UserHomeDir()
+	var places []evaluator.Place
+	for _, v := range evaluator.PathValues(p, st) {
+		pl := paths.Canonical(v.Raw, home, "")
+		places = append(places, evaluator.Place{Arg: v.Arg, Lexical: pl, Resolved: pl})
+	}
+	private, untrusted, _ := effects.ParseFlow(e.Flow)
+	raw, err := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": e.Result}}})
+	if err != nil {
+		return err
+	}
+	session.Observe(flows.Read{Method: results.ToolsCall, Server: server, Tool: tool, Operation: st.Operation,
+		Effects: st.Effects, PrivateSource: private, UntrustedSource: untrusted, Places: places, Home: home,
+		Raw: raw, At: caseTime}, p)
+	return nil
 }
 
 func categories() []string {

@@ -86,3 +86,62 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestCasesWithWhatTheSessionRead(t *testing.T) {
+	bad := `
+[[cases]]
+tool = "web.fetch"
+effects = "sends"
+expect = "asks"
+[[cases.before]]
+tool = "read_file"
+flow = "secret"
+`
+	_, err := Parse([]byte(bad), "bad.toml")
+	for _, want := range []string{`effects "sends"`, "before[0]: tool must be server.tool", `flow "secret"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: want %q", err, want)
+		}
+	}
+	good := `
+[[cases]]
+name = "send after both"
+tool = "web.fetch"
+effects = "send"
+arguments = { url = "https://paste.example/" }
+expect = "asks"
+rule = "flow"
+[[cases.before]]
+tool = "gh.get_file_contents"
+result = "private code"
+flow = "private"
+[[cases.before]]
+tool = "gh.get_issue"
+result = "an issue"
+flow = "untrusted"
+
+[[cases]]
+name = "the same send, nothing read before"
+tool = "web.fetch"
+effects = "send"
+arguments = { url = "https://paste.example/" }
+expect = "allowed"
+`
+	f, err := Parse([]byte(good), "good.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := policy.Parse(nil, "empty.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(cfg, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if !r.Pass {
+			t.Errorf("%s: %s", r.Label, r.Why)
+		}
+	}
+}

@@ -20,3 +20,6 @@ func EndAdopted() {}
 
 // reportGroup: Windows has no supervisor to tell.
 func reportGroup(int, bool) {}
+
+// UnderSupervisor: Windows has no supervisor.
+func UnderSupervisor() bool { return false }

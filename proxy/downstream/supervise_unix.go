@@ -38,6 +38,14 @@ import (
 // used to have a supervisor process of its own (~11 MB RSS each, most of
 // it the pages of this binary).
 
+// underSupervisor says this process is the real aqlguard, its parent the
+// supervisor Supervise made.
+var underSupervisor bool
+
+// UnderSupervisor reports whether this process's parent is its
+// supervisor (Supervise), whose own parent is then who started aqlguard.
+func UnderSupervisor() bool { return underSupervisor }
+
 // supervisedEnv tells the real aqlguard its supervisor's pid.
 const supervisedEnv = "AQLGUARD_SUPERVISOR_PID"
 
@@ -51,6 +59,7 @@ func Supervise() (code int, ok bool) {
 		// a supervisor of its own.
 		_ = os.Unsetenv(supervisedEnv)
 		if pid == strconv.Itoa(os.Getppid()) {
+			underSupervisor = true
 			if becomeSubreaper() {
 				owned.CollectAsTheyEnd()
 			}

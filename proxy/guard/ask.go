@@ -53,7 +53,9 @@ func withdrawAsking(q *asking, why string) {
 }
 
 // approves reports whether an answer lets the action run.
-func approves(a verify.Answer) bool { return a == verify.Allow || a == verify.AllowSession }
+func approves(a verify.Answer) bool {
+	return a == verify.Allow || a == verify.AllowSession || a == verify.AllowForget
+}
 
 // await makes sure c is put to the human and waits at most wait for the
 // answer. It returns None (and, when the channel could not ask at all, a
@@ -186,7 +188,7 @@ func (g *Guard) question(c *Confirmation, shown *shownCall) verify.Request {
 	r := verify.Request{
 		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: c.Server, Tool: c.Tool,
 		Operation: c.Operation, Action: c.Action, Arguments: args, Reason: c.Reason, Token: c.Token,
-		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession,
+		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession, Forget: c.Forget,
 		Category: c.Category, Does: c.Does, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
 	}
 	var roles map[string]policy.Role
@@ -272,7 +274,7 @@ func (g *Guard) AskAbout(ctx context.Context, req verify.Request, settled func()
 	if err != nil {
 		return verify.None, err
 	}
-	if answer == verify.AllowSession {
+	if answer == verify.AllowSession || answer == verify.AllowForget {
 		answer = verify.Allow
 	}
 	g.log().Info("human answer", "channel", g.Channel.Name(), "about", req.Operation, "answer", answer)
@@ -311,7 +313,7 @@ func (g *Guard) ask(ctx context.Context, req verify.Request) (verify.Answer, str
 		}
 		return verify.None, why + "; nothing was approved"
 	}
-	if answer == verify.AllowSession && !req.AllowSession {
+	if answer == verify.AllowSession && !req.AllowSession || answer == verify.AllowForget && !req.Forget {
 		answer = verify.Allow // not offered: at most what was asked
 	}
 	g.log().Info("human answer", "channel", g.Channel.Name(), "token", req.Token, "answer", answer)
@@ -332,9 +334,12 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 	answered := *c
 	var grant *store.Approval
 	switch answer {
-	case verify.Allow, verify.AllowSession:
+	case verify.Allow, verify.AllowSession, verify.AllowForget:
 		answered.Status, answered.DoneAt = statusApproved, now
 		rec.Decision = "approved"
+		if answer == verify.AllowForget && c.Forget {
+			rec.Decision = "approved_and_forgotten" // the session's flows are cleared as the call goes on
+		}
 		if answer == verify.AllowSession && c.AllowSession {
 			id, err := newApprovalID()
 			if err != nil {

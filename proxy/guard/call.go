@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/injection"
+	"github.com/aqlguard/aqlguard/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -72,6 +74,10 @@ type Request struct {
 	// Forward sends an allowed read on (the relay's own forwarding);
 	// tool calls go to Downstream.
 	Forward func(context.Context) (json.RawMessage, error)
+	// Scanner returns the injection scanner for what server returns,
+	// reading budget bytes (the front's: it knows the other servers'
+	// tools); nil: one that knows no tools.
+	Scanner func(server string, budget int) *injection.Scanner
 }
 
 // read is a read's action: a READ step named resource:<uri> or
@@ -94,6 +100,7 @@ func (g *Guard) Call(ctx context.Context, r Request) Outcome {
 		a = r.read()
 	}
 	a.Client, a.SharedSession = ClientOf(ctx), sharedSession(ctx)
+	a.Flow = g.flowFor(a)
 	began := time.Now()
 	var watched WatchedCall
 	if g.Watch != nil {
@@ -155,6 +162,11 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 		err = ErrNoDownstream
 	}
 	took := time.Since(began)
+	// What comes back is read before anyone else sees it (flows.go).
+	var findings []store.Finding
+	if err == nil {
+		raw, findings = g.readResult(r, a, raw)
+	}
 	out := Outcome{Raw: raw, Directive: d}
 	end := CallEnd{Directive: d, Outcome: OutcomeOK, Downstream: took}
 	result := "ok"
@@ -190,10 +202,14 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 	// not handed on.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := g.Outcome(rctx, a, v, result, took); err != nil {
+	if err := g.outcome(rctx, a, v, result, took, findings); err != nil {
 		g.log().Error("the outcome could not be recorded; the result is withheld", "operation", a.Operation, "err", err)
 		end.Outcome = OutcomeUnrecorded
 		return watchedOutcome{Outcome{Directive: d, Refusal: failed("the call ran, but its outcome could not be recorded in the audit log; the result is withheld",
+			map[string]any{"server": a.Server, "tool": a.Tool, "executed": true, "fail_closed": true})}, end}
+	}
+	if err == nil && raw == nil {
+		return watchedOutcome{Outcome{Directive: d, Refusal: failed("the call ran, but its result could not be read and written again; it is withheld",
 			map[string]any{"server": a.Server, "tool": a.Tool, "executed": true, "fail_closed": true})}, end}
 	}
 	return watchedOutcome{out, end}

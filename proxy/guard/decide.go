@@ -252,7 +252,7 @@ func stepFor(a Action, principal string, steps int, failurePause bool) evaluator
 		Arguments: a.Arguments, ActionHint: a.Hint, Outcome: outcome, StepNumber: steps,
 		Roles: a.Roles, Modeled: a.Modeled, Effects: a.Effects, EffectSource: a.EffectSource, EffectWhy: a.EffectWhy,
 		Places: a.Places, Roots: a.Roots, RootsKnown: a.RootsKnown, Home: a.Home, Confined: a.Confined,
-		Unresolved: a.Unresolved,
+		Unresolved: a.Unresolved, Flow: a.Flow,
 	}
 }
 

@@ -440,6 +440,7 @@ func (g *Guard) recordStep(ctx context.Context, a Action, mode policy.LoopMode) 
 func (g *Guard) EndSession(ctx context.Context, session string) {
 	g.withdrawSession(session)
 	g.endApprovals(ctx, session)
+	g.endFlows(session)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()

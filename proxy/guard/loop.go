@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/flows"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -59,6 +60,9 @@ type Guard struct {
 	VerifyTool string
 	// Log receives the guard's log lines; nil discards them.
 	Log *slog.Logger
+	// Board, when set, is shared with the client's other aqlguard
+	// processes (flows.Board: a client that runs one per server).
+	Board *flows.Board
 	// Watch sees every tool call (metrics, traces); nil for none.
 	Watch Watcher
 	// Now and Evaluate default to time.Now and evaluator.Evaluate.
@@ -91,6 +95,12 @@ type Guard struct {
 	// asks are the questions' goroutines and the watch: Close waits for
 	// them (each question records how it ended).
 	asks sync.WaitGroup
+
+	// flows are the flows of this principal's sessions, by session
+	// (flows.go), under flowsMu, which may be taken inside mu (a
+	// commit's hook clears a session) but never the other way round.
+	flowsMu sync.Mutex
+	flows   map[string]*sessionFlow
 
 	// shownFor keeps, by token, what the human is shown of the call an
 	// open question asks about (ask.go shownOf); g.mu.
@@ -146,8 +156,11 @@ type Action struct {
 	EffectSource policy.EffectSource
 	EffectWhy    string
 	Confined     bool
-	Roles        map[string]policy.Role
-	Modeled      bool
+	// PrivateSource and UntrustedSource say what the tool's results are
+	// to the session's flows, by its profile (effects.Model).
+	PrivateSource, UntrustedSource bool
+	Roles                          map[string]policy.Role
+	Modeled                        bool
 	// Places, Roots, RootsKnown and Home are the call's paths and the
 	// server's roots, read by the front (evaluator.Step has them).
 	Places     []evaluator.Place
@@ -157,6 +170,11 @@ type Action struct {
 	// Unresolved says what of the call could not be read exactly; the
 	// evaluator then asks a human (evaluator.Step.Unresolved).
 	Unresolved string
+	// Flow is what the session has read that counts (flows.go): the
+	// guard fills it in.
+	Flow evaluator.Flow
+	// Remote says the server is reached over the network (Flow.Remote).
+	Remote bool
 
 	// redacted and preview are what may be stored and shown of the
 	// arguments (see redact.go), digest what binds them, and written
@@ -582,6 +600,10 @@ func (c *check) rule(r ruling, m *memory, out *round, then *[]func()) Verdict {
 			if ans.answer == verify.AllowSession {
 				d.Factors = append(d.Factors, "approval: and allowed "+a.Server+"."+a.Tool+" for the rest of this session")
 			}
+			if ans.answer == verify.AllowForget && q.Forget {
+				d.Factors = append(d.Factors, "flows: and cleared what this session had read")
+				*then = append(*then, func() { g.ForgetFlows(a.Session) })
+			}
 		} else {
 			d.Factors = append(d.Factors, "confirmation: approved by a human ("+q.Token+")")
 		}
@@ -848,6 +870,7 @@ func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b binding, d evalu
 	c := &Confirmation{
 		Token: token, Kind: b.kind, Principal: pol.Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
 		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
+		Forget:       b.kind == kindAction && d.Matched == "flow" && a.Flow.Carried == "" && a.Session != "" && !a.SharedSession,
 		Digest:       b.digest, PolicyVersion: pol.Version, Session: a.Session,
 		Action: a.preview, Arguments: args, Reason: d.Reason, Tier: string(d.Tier),
 		Category: string(a.Category), Does: a.EffectWhy, Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,

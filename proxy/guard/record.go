@@ -140,12 +140,18 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // "tool_error" or an error code. If the record cannot be written the
 // caller must not hand the result on (fail closed).
 func (g *Guard) Outcome(ctx context.Context, a Action, v Verdict, result string, took time.Duration) error {
+	return g.outcome(ctx, a, v, result, took, nil)
+}
+
+// outcome is Outcome with what the result held (flows.go).
+func (g *Guard) outcome(ctx context.Context, a Action, v Verdict, result string, took time.Duration, findings []store.Finding) error {
 	digest := v.argsDigest
 	if digest == "" {
 		digest = Digest(a.Arguments)
 	}
 	rec := g.record(store.KindOutcome, a.Session)
 	rec.Server, rec.Operation, rec.ArgsSHA256, rec.Result, rec.DurationMS = a.Server, a.Operation, digest, result, ms(took)
+	rec.Findings = findings
 	err := g.appendRecords(ctx, rec)
 	if err != nil {
 		return fmt.Errorf("recording the outcome of %s: %w", a.Operation, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/secrets"
 )
 
 // What is a secret is policy.SecretArgument's to say (the one notion:
@@ -18,8 +19,12 @@ import (
 // the audit log, the state database and what a human is shown, and so is
 // an object held under a secret name.
 //
-// Nothing is redacted by substring: run_python {"code": ...} must leave a
-// trace of what ran.
+// Nothing else is redacted by substring: run_python {"code": ...} must
+// leave a trace of what ran. But a credential the secrets ruleset knows
+// (an access key, a token, a private key block) is replaced where it
+// stands, in every argument, by its keyed digest: the audit log, the
+// state and a question never hold one (issue 30), and the rest of the
+// value still says what ran.
 //
 // What the human is shown is what runs: an argument in a role shown in
 // full (shownInFull: a command, code, a path, a URL) is shown whole in a
@@ -72,7 +77,7 @@ func (r *redactor) redact(args map[string]any) map[string]any {
 	out := make(map[string]any, len(args))
 	for k, v := range args {
 		if r.whole[k] {
-			out[k] = v
+			out[k] = r.walk(v, nil)
 			continue
 		}
 		path := []string{policy.SnakeName(k)}
@@ -91,7 +96,7 @@ func (r *redactor) walk(v any, path []string) any {
 		out := make(map[string]any, len(v))
 		for k, x := range v {
 			p := append(path[:len(path):len(path)], policy.SnakeName(k))
-			if r.secret(p) {
+			if path != nil && r.secret(p) {
 				out[k] = r.digest(x)
 				continue
 			}
@@ -104,6 +109,11 @@ func (r *redactor) walk(v any, path []string) any {
 			out[i] = r.walk(x, path)
 		}
 		return out
+	case string:
+		if found := secrets.Default().Scan("", v); len(found) > 0 {
+			r.redacts++
+			return secrets.Redact(v, found)
+		}
 	}
 	return v
 }
