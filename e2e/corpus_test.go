@@ -182,7 +182,7 @@ func TestCorpus(t *testing.T) {
 		}
 	}
 	if len(notices) > 0 {
-		t.Logf("%d honest results came back with aqlguard's notice to the model (no question; the result scan's false findings):\n%s",
+		t.Logf("%d honest results came back with aqlguard's notice to the model (no question was asked; each is a text an honest server returned that the scan reads as instructions to the assistant):\n%s",
 			len(notices), strings.Join(notices, "\n"))
 	}
 	h := rep.Honest

@@ -233,6 +233,8 @@ func (rep *Report) writeFlows(w io.Writer) {
 		switch {
 		case got == "":
 			got = "— (a question the human denied came before the exit)"
+		case r.Gap != "" && r.Pass == Trusted && r.Verdict == Passed:
+			got += " (a known gap)"
 		case !r.FlowMet:
 			got = "**" + got + "** (want " + r.Flow + ")"
 		}
