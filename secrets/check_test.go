@@ -82,8 +82,8 @@ func TestJWTCheck(t *testing.T) {
 		enc([]byte(`{"typ":"JWT"}`)) + "." + enc([]byte(`{"sub":"1"}`)) + ".sig":       false, // no alg
 		enc([]byte(`{"alg":"HS256"}`)) + "." + enc([]byte(`[1,2]`)) + ".sig":           false, // payload not an object
 		enc([]byte(`{"alg":"HS256"`)) + "." + enc([]byte(`{"sub":"1"}`)) + ".sig":      false,
-		enc([]byte(`{"alg":"HS256"}`)):                                                  false,
-		`eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0\/x.sig`:                                   false, // \/ decodes, payload then is not JSON
+		enc([]byte(`{"alg":"HS256"}`)):                                                 false,
+		`eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0\/x.sig`:                                  false, // \/ decodes, payload then is not JSON
 		enc([]byte(`{"alg":"HS256"}`)) + "==." + enc([]byte(`{"sub":"1"}`)) + "==.sig": true,
 	}
 	for tok, want := range cases {
