@@ -367,11 +367,9 @@ func (s *Scanner) nextMatch(sc *scratch, ri, b int, text string) {
 		// The input: one rune before q (at1) or none (at0), through one
 		// rune past the longest match X can have, so that $ and \b at a
 		// match's end see what follows it.
-		end := len(text)
+		end := min(len(text), q+unboundedReach)
 		if br.maxLen >= 0 {
 			end = min(len(text), q+br.maxLen+1)
-		} else {
-			end = min(len(text), q+unboundedReach)
 		}
 		for end < len(text) && !utf8.RuneStart(text[end]) {
 			end++

@@ -108,17 +108,6 @@ var changes = []change{
 	},
 }
 
-// droppedRules is the set of rules tune removes.
-var droppedRules = func() map[string]bool {
-	m := map[string]bool{}
-	for _, c := range changes {
-		if c.drop {
-			m[c.rule] = true
-		}
-	}
-	return m
-}()
-
 // tune applies changes to a freshly parsed ruleset.
 func tune(rs *ruleset) error {
 	for _, c := range changes {
