@@ -2,7 +2,6 @@ package secrets
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 )
 
@@ -135,17 +134,12 @@ func tune(rs *ruleset) error {
 			rs.rules = slices.Delete(rs.rules, i, i+1)
 			rs.skipped[c.rule] = "dropped by aqlguard: " + c.why
 		case c.regexFrom != "":
-			if r.re.String() != c.regexFrom {
-				return fmt.Errorf("secrets: tuning of %s expects the regex %s; the ruleset has %s: review the change", c.rule, c.regexFrom, r.re.String())
+			if r.expr != c.regexFrom {
+				return fmt.Errorf("secrets: tuning of %s expects the regex %s; the ruleset has %s: review the change", c.rule, c.regexFrom, r.expr)
 			}
-			re, err := regexp.Compile(c.regexTo)
-			if err != nil {
+			if err := r.setRegex(c.regexTo); err != nil {
 				return fmt.Errorf("secrets: tuning of %s: %w", c.rule, err)
 			}
-			if r.secretGroup > re.NumSubexp() {
-				return fmt.Errorf("secrets: tuning of %s: secretGroup %d, the new regex has %d groups", c.rule, r.secretGroup, re.NumSubexp())
-			}
-			r.re = re
 		}
 		for _, ta := range c.allow {
 			a, err := compileAllowlist(ta)

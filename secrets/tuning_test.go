@@ -1,7 +1,6 @@
 package secrets
 
 import (
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -121,7 +120,7 @@ func TestTuneRefusesAChangedRule(t *testing.T) {
 	}
 	for _, r := range rs.rules {
 		if r.id == "sourcegraph-access-token" {
-			r.re = regexp.MustCompile(r.re.String() + "x")
+			r.expr += "x"
 		}
 	}
 	if err := tune(rs); err == nil || !strings.Contains(err.Error(), "review the change") {
