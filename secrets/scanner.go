@@ -17,7 +17,7 @@ type Finding struct {
 	Description string // the rule's words ("GitHub Personal Access Token"); safe to show
 	Where       string // the location the caller gave
 	Start, End  int    // byte offsets of the secret in the text scanned (redaction, Seen.Add)
-	Checked     bool   // the format's checksum verified
+	Checked     bool   // the format's checksum verified (for PyPI and JWT, its structure; check.go)
 	Digest      string // keyed digest (HMAC-SHA256, per-process key from crypto/rand), e.g. "hmac:1a2b3c4d5e6f"; never the secret
 }
 
