@@ -126,7 +126,7 @@
 //
 // Ordinary texts are not secrets. testdata/ordinary (its README says
 // where each text comes from) holds issue bodies, a commit log, design
-// notes, go.sum, an npm lockfile, minified JavaScript, Go source, API
+// notes, Go's documentation and an HTML page of it, go.sum, an npm lockfile, minified JavaScript, Go source, API
 // responses of GitHub and Linear, code and configuration that name keys
 // and tokens without holding any, URLs, UUIDs, git names, SHA sums and
 // integrity hashes; corpus_test.go adds hashes, ids and encodings of
@@ -136,7 +136,8 @@
 // each with its reason and a test: generic-api-key learns names of
 // metadata about keys (…_type, …_hash, …_id, …_fingerprint, timestamps)
 // and keys that are no credentials (idempotency, cache, partition, sort,
-// object keys, pagination tokens) and module and integrity hashes;
+// object keys, pagination tokens), module and integrity hashes, and
+// prose ("key exchange mechanisms:" and a name on the next line);
 // sourcegraph-access-token loses its bare 40-hex alternative (every git
 // commit name); jwt.io's example tokens are allowed; and a rule of
 // aqlguard's own, database-url-password, finds the password of a

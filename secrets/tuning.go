@@ -33,7 +33,8 @@ var changes = []change{
 			"(idempotency, cache, partition and sort keys, object keys, pagination tokens), are " +
 			"everywhere in API responses; with a hash or an id as their value gitleaks' generic rule " +
 			"reports them. Also module and subresource-integrity hashes (go.sum's h1:, SRI's sha384-), " +
-			"which a result from a package registry holds and gitleaks skips by file name.",
+			"which a result from a package registry holds and gitleaks skips by file name; and prose " +
+			"(\"post-quantum key exchange mechanisms:\" and, on the next line, an algorithm's name).",
 		allow: []tomlAllowlist{
 			{
 				Description: "aqlguard: names of metadata about a credential",
@@ -54,6 +55,13 @@ var changes = []change{
 						`cursor|page|next_?page|continuation|pagination|sync|resume|composite|unique|surrogate|` +
 						`translation|i18n|message|react)[_.-]?(?:key|token)`,
 					`(?i)key[_.-]?stroke`,
+				},
+			},
+			{
+				Description: "aqlguard: prose, a keyword and two more words before a colon that ends the line",
+				RegexTarget: "match",
+				Regexes: []string{
+					`(?i)(?:access|auth|api|credentials?|creds|key|passw(?:or)?d|secret|token)[\w.-]*(?:[ \t]+[a-z][\w.-]*){2,}:[ \t]*\r?\n`,
 				},
 			},
 			{
