@@ -22,17 +22,17 @@ func existsCases(s *Scanner) []existsCase {
 	var out []existsCase
 	for _, r := range s.rules {
 		for i, b := range r.plan.branches {
-			out = append(out, existsCase{name: r.id + " branch " + string(rune('0'+i)), ex: b.exists, anchored: b.at1})
+			out = append(out, existsCase{name: r.id + " branch " + string(rune('0'+i)), ex: b.exists, anchored: b.at1()})
 		}
 		for _, a := range r.allow {
 			if a.any != nil {
-				out = append(out, existsCase{name: r.id + " allowlist", any: a.any, re: a.re})
+				out = append(out, existsCase{name: r.id + " allowlist", any: a.any, re: a.re()})
 			}
 		}
 	}
 	for _, a := range s.global {
 		if a.any != nil {
-			out = append(out, existsCase{name: "global allowlist", any: a.any, re: a.re})
+			out = append(out, existsCase{name: "global allowlist", any: a.any, re: a.re()})
 		}
 	}
 	return out

@@ -92,7 +92,7 @@ func referenceScan(s *Scanner, text string) []found {
 		if !gated {
 			continue
 		}
-		for _, loc := range r.re.FindAllStringIndex(text, -1) {
+		for _, loc := range r.re().FindAllStringIndex(text, -1) {
 			s.judgeAs(sc, ri, text, loc[0], loc[1], nil, true)
 		}
 	}

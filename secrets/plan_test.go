@@ -27,6 +27,8 @@ func TestPlans(t *testing.T) {
 			if len(b.anchors) == 0 {
 				t.Errorf("%s: a branch without anchors", r.id)
 			}
+			b.at0() // compiled on first use in a scan: must not panic there
+			b.at1()
 		}
 	}
 	slices.Sort(whole)
