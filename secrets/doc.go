@@ -165,18 +165,22 @@
 //
 // # Cost
 //
-// Measured on this machine (2 shared cores, AMD EPYC, go1.26; see the
-// benchmarks in bench_test.go; they vary with the load of the machine):
+// Measured on this machine (2 cores shared with other work, AMD EPYC,
+// go1.26): CPU time per operation, which the load of the machine moves
+// less than wall time (the benchmarks of bench_test.go give wall time;
+// under a load of 12 it was 2 to 3 times these):
 //
-//	compiling the ruleset (Default's first call)   ~35 ms, 11 MB allocated, 2.3 MB kept
-//	Scan, 1 KB of a GitHub issue (ordinary)        ~10 µs, 144 B, 18 allocs
-//	Scan, 1 KB of Go source                        ~4 µs
-//	Scan, 1 KB holding a GitHub token              ~25 µs, 1.5 KB
-//	Scan, 1 MiB of the ordinary corpus             ~7 ms (linear: ~7 µs per KB)
-//	Carried, 1 KB argument, 10 seen secrets        ~3.5 µs, 0 B
-//	Carried, the same percent-encoded              ~10 µs, 1 KB
+//	compiling the ruleset (Default's first call)   ~30 ms, 12.7 MB allocated, 2.3 MB kept
+//	Scan, 1 KB of a GitHub issue (ordinary)        ~6 µs, 144 B, 18 allocs
+//	Scan, 1 KB of Go source                        ~3.5 µs, 24 B, 3 allocs
+//	Scan, 1 KB holding a GitHub token              ~20-30 µs, 1.5 KB, 47 allocs
+//	Scan, 1 MiB of the ordinary corpus             ~7-10 ms (7-10 µs per KB), 260 KB
+//	Carried, 1 KB argument, 10 seen secrets        ~3-4 µs, 0 B
+//	Carried, the same percent-encoded              ~9 µs (wall), 1 KB
 //
-// Texts made to be hard (256 KiB each): a line repeating "curl" (an
-// unbounded rule's anchors, run the whole-window way) ~1.5 µs per byte,
-// a key=value every 28 bytes (a finding each) ~12 µs per finding.
+// Texts made to be hard (256 KiB each, wall time under load): a line
+// repeating "curl" (an unbounded rule's anchors, which falls back to
+// the whole-window way) ~190 ms; a key=value every 28 bytes ~110 ms
+// (~11 µs for each of its 9,362 findings); private key headers without
+// bodies ~30 ms.
 package secrets

@@ -313,7 +313,11 @@ func (s *Scanner) runAnchored(sc *scratch, ri int, text string, ws, we, own int)
 	sc.spent[ri] = 0
 	sc.budget = anchoredBudget * (we - ws)
 	nb := len(r.plan.branches)
-	sc.pend = append(sc.pend[:0], make([]pending, nb)...)
+	if cap(sc.pend) < nb {
+		sc.pend = make([]pending, nb)
+	}
+	sc.pend = sc.pend[:nb]
+	clear(sc.pend)
 	for b := range nb {
 		c := sc.cand[ri][b]
 		if !sort.IntsAreSorted(c) {
