@@ -36,9 +36,12 @@ type enode struct {
 	// byte a match of n can begin with, and positions whose byte is not
 	// in it are dropped before n is tried.
 	nullable bool
-	first    [256]bool
-	mask     [4]uint64 // first, as bits
+	first    [4]uint64 // bits
 }
+
+func (n *enode) begins(c byte) bool { return n.first[c/64]&(1<<(c%64)) != 0 }
+
+func (n *enode) addFirst(c int) { n.first[c/64] |= 1 << (c % 64) }
 
 func compileExists(re *syntax.Regexp) *existsProg {
 	p := &existsProg{root: compileENode(re)}
@@ -88,29 +91,23 @@ func compileENode(re *syntax.Regexp) *enode {
 		n.sub = append(n.sub, compileENode(s))
 	}
 	n.setFirst()
-	for i, ok := range n.first {
-		if ok {
-			n.mask[i/64] |= 1 << (i % 64)
-		}
-	}
 	return n
 }
 
 // setFirst computes nullable and first from n's children.
 func (n *enode) setFirst() {
-	all := func() {
-		for i := range n.first {
-			n.first[i] = true
-		}
-	}
+	all := func() { n.first = [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)} }
 	addRune := func(r rune) {
 		if r < utf8.RuneSelf {
-			n.first[r] = true
+			n.addFirst(int(r))
 			return
 		}
 		var b [utf8.UTFMax]byte
 		utf8.EncodeRune(b[:], r)
-		n.first[b[0]] = true
+		n.addFirst(int(b[0]))
+	}
+	high := func() { // every byte past ASCII: leading bytes, and invalid ones, which match as U+FFFD
+		n.first[2], n.first[3] = ^uint64(0), ^uint64(0)
 	}
 	switch n.op {
 	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText,
@@ -130,29 +127,22 @@ func (n *enode) setFirst() {
 			}
 		}
 		if r == utf8.RuneError {
-			for i := 0x80; i < 256; i++ {
-				n.first[i] = true
-			}
+			high()
 		}
 	case syntax.OpCharClass:
-		for c := 0; c < 128; c++ {
-			n.first[c] = n.ascii[c/64]&(1<<(c%64)) != 0
-		}
+		n.first[0], n.first[1] = n.ascii[0], n.ascii[1]
 		if n.nonASCII {
-			// Any leading byte, and invalid bytes, which match as U+FFFD.
-			for i := 0x80; i < 256; i++ {
-				n.first[i] = true
-			}
+			high()
 		}
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
 		all()
 	case syntax.OpCapture:
-		*n = enodeWithFirst(n, n.sub[0].nullable, &n.sub[0].first)
+		n.nullable, n.first = n.sub[0].nullable, n.sub[0].first
 	case syntax.OpConcat:
 		n.nullable = true
 		for _, s := range n.sub {
-			for i, ok := range s.first {
-				n.first[i] = n.first[i] || ok
+			for i := range n.first {
+				n.first[i] |= s.first[i]
 			}
 			if !s.nullable {
 				n.nullable = false
@@ -161,8 +151,8 @@ func (n *enode) setFirst() {
 		}
 	case syntax.OpAlternate:
 		for _, s := range n.sub {
-			for i, ok := range s.first {
-				n.first[i] = n.first[i] || ok
+			for i := range n.first {
+				n.first[i] |= s.first[i]
 			}
 			n.nullable = n.nullable || s.nullable
 		}
@@ -172,13 +162,6 @@ func (n *enode) setFirst() {
 	default:
 		n.nullable = true
 	}
-}
-
-func enodeWithFirst(n *enode, nullable bool, first *[256]bool) enode {
-	c := *n
-	c.nullable = nullable
-	c.first = *first
-	return c
 }
 
 // existsRun is one question's working memory: an arena the position
@@ -213,7 +196,7 @@ func (p *existsProg) anywhere(r *existsRun, text string) bool {
 	// Every position Go's regexp would start at: it steps a rune at a
 	// time, an invalid byte being one rune.
 	for i := 0; ; {
-		if p.root.nullable || (i < len(text) && p.root.first[text[i]]) {
+		if p.root.nullable || (i < len(text) && p.root.begins(text[i])) {
 			r.arena = append(r.arena, i)
 		}
 		if i >= len(text) {
@@ -240,7 +223,7 @@ func (r *existsRun) eval(n *enode, in []int) []int {
 	if !n.nullable {
 		keep := 0
 		for _, p := range in {
-			if p < len(r.text) && n.first[r.text[p]] {
+			if p < len(r.text) && n.begins(r.text[p]) {
 				keep++
 			}
 		}
@@ -250,7 +233,7 @@ func (r *existsRun) eval(n *enode, in []int) []int {
 		if keep < len(in) {
 			start := len(r.arena)
 			for _, p := range in {
-				if p < len(r.text) && n.first[r.text[p]] {
+				if p < len(r.text) && n.begins(r.text[p]) {
 					r.arena = append(r.arena, p)
 				}
 			}
@@ -313,7 +296,7 @@ func (r *existsRun) eval(n *enode, in []int) []int {
 		// child's evaluation appends its own working sets to the arena.
 		var outs []int
 		for _, s := range n.sub {
-			if !s.nullable && s.mask[0]&present[0]|s.mask[1]&present[1]|s.mask[2]&present[2]|s.mask[3]&present[3] == 0 {
+			if !s.nullable && s.first[0]&present[0]|s.first[1]&present[1]|s.first[2]&present[2]|s.first[3]&present[3] == 0 {
 				continue
 			}
 			outs = append(outs, r.eval(s, in)...)

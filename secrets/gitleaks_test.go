@@ -92,7 +92,7 @@ func referenceScan(s *Scanner, text string) []found {
 		if !gated {
 			continue
 		}
-		for _, loc := range r.re.FindAllStringIndex(text, -1) {
+		for _, loc := range r.re().FindAllStringIndex(text, -1) {
 			s.judgeAs(sc, ri, text, loc[0], loc[1], nil, true)
 		}
 	}
@@ -129,7 +129,10 @@ func TestPlansAgreeWithGitleaks(t *testing.T) {
 		texts = append(texts, smp.text)
 	}
 	n := 0
-	for _, text := range texts {
+	for i, text := range texts {
+		if testing.Short() && (len(text) > 16<<10 || i%3 != 0) {
+			continue // -short: a third of the short texts
+		}
 		got, want, ok := sameAsReference(s, text)
 		if !ok {
 			t.Errorf("text %.80q:\n scan      %q\n reference %q", text, got, want)

@@ -19,15 +19,20 @@ type keywordIndex struct {
 	class  [256]uint8
 	nclass int
 	next   []uint16 // state*nclass + class -> state
-	out    [][]uint16
+	// row is next for the search loops: the target's row (state*nclass)
+	// with outFlag set when keywords end there, which spares a multiply
+	// and a look at out for each byte.
+	row []uint32
+	out [][]uint16
 }
 
 // contains reports whether text holds one of the keywords.
 func (k *keywordIndex) contains(text string) bool {
-	s := 0
+	row, class := k.row, &k.class
+	r := uint32(0)
 	for i := 0; i < len(text); i++ {
-		s = int(k.next[s*k.nclass+int(k.class[text[i]])])
-		if len(k.out[s]) > 0 {
+		r = row[r+uint32(class[text[i]])]
+		if r&outFlag != 0 {
 			return true
 		}
 	}
@@ -122,8 +127,17 @@ func newKeywordIndex(words []string) (*keywordIndex, error) {
 			}
 		}
 	}
+	k.row = make([]uint32, len(k.next))
+	for i, t := range k.next {
+		k.row[i] = uint32(t) * uint32(n)
+		if len(k.out[t]) > 0 {
+			k.row[i] |= outFlag
+		}
+	}
 	return k, nil
 }
+
+const outFlag = 1 << 31
 
 // find appends to occ every keyword occurrence that starts at or after
 // from and ends at or before to (offsets into text), in the order of
@@ -131,8 +145,9 @@ func newKeywordIndex(words []string) (*keywordIndex, error) {
 // (?i) matches them (see foldRune).
 func (k *keywordIndex) find(text string, from, to int, occ []occurrence) []occurrence {
 	var starts [maxKeywordLen]int
-	s, n := 0, 0
-	next, class, nc := k.next, &k.class, k.nclass
+	n := 0
+	row, class, nc := k.row, &k.class, uint32(k.nclass)
+	r := uint32(0)
 	for i := from; i < to; {
 		start := i
 		c := text[i]
@@ -149,9 +164,9 @@ func (k *keywordIndex) find(text string, from, to int, occ []occurrence) []occur
 		}
 		starts[n&(maxKeywordLen-1)] = start
 		n++
-		s = int(next[s*nc+int(class[c])])
-		if out := k.out[s]; len(out) > 0 {
-			for _, id := range out {
+		r = row[r&^outFlag+uint32(class[c])]
+		if r&outFlag != 0 {
+			for _, id := range k.out[(r&^outFlag)/nc] {
 				l := len(k.words[id])
 				occ = append(occ, occurrence{pos: starts[(n-l)&(maxKeywordLen-1)], id: id})
 			}

@@ -6,6 +6,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -69,8 +70,10 @@ type branch struct {
 	inPre   func(rune) bool
 	// at0 is ^(?:X), for an anchor at the start of the text; at1 is
 	// ^(?s:.)(?:X), run from the rune before the anchor, so that \b and
-	// ^ inside X see what precedes it.
-	at0, at1 *regexp.Regexp
+	// ^ inside X see what precedes it. Both are compiled on first use:
+	// most rules never match in a session, and Go's programs for them
+	// would be most of the ruleset's memory.
+	at0, at1 func() *regexp.Regexp
 	// maxLen is the most bytes a match of X can span, or -1 when X is
 	// unbounded (then it is tried on at most unboundedReach bytes).
 	maxLen int
@@ -186,14 +189,11 @@ func makeBranch(re *syntax.Regexp, keywords []string) (branch, string, error) {
 			b.anchors = append(b.anchors, a)
 		}
 	}
-	xs := x.String()
-	var err error
-	if b.at0, err = regexp.Compile(`^(?:` + xs + `)`); err != nil {
-		return b, "", fmt.Errorf("anchoring: %w", err)
-	}
-	if b.at1, err = regexp.Compile(`^(?s:.)(?:` + xs + `)`); err != nil {
-		return b, "", fmt.Errorf("anchoring: %w", err)
-	}
+	// Written out and compiled on first use (TestPlans compiles every
+	// one): String alone is half the cost of compiling the ruleset.
+	xs := sync.OnceValue(x.String)
+	b.at0 = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:` + xs() + `)`) })
+	b.at1 = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?s:.)(?:` + xs() + `)`) })
 	b.maxLen = maxLen(x)
 	b.exists = compileExists(x)
 	return b, "", nil

@@ -7,6 +7,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2"
@@ -65,13 +66,31 @@ type tomlRequired struct {
 type rule struct {
 	id          string
 	description string
-	re          *regexp.Regexp
+	expr        string                // the regex
+	ncap        int                   // its groups
+	re          func() *regexp.Regexp // compiled on first use (setRegex)
 	secretGroup int
 	entropy     float64
 	keywords    []string // lower case, as gitleaks folds them
 	allow       []*allowlist
 	check       checker // the format's own check; nil when it has none
 	plan        plan    // how the regex is run (plan.go)
+}
+
+// setRegex sets the rule's regex. It is parsed now and compiled when
+// first needed: an anchored rule runs it only over a match it found,
+// to take its groups, and most rules never match.
+func (r *rule) setRegex(expr string) error {
+	tree, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return err
+	}
+	if r.secretGroup < 0 || r.secretGroup > tree.MaxCap() {
+		return fmt.Errorf("secretGroup %d, the regex has %d groups", r.secretGroup, tree.MaxCap())
+	}
+	r.expr, r.ncap = expr, tree.MaxCap()
+	r.re = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+	return nil
 }
 
 // What an allowlist's regexes are matched against.
@@ -89,10 +108,12 @@ const (
 type allowlist struct {
 	and    bool
 	target int
-	re     *regexp.Regexp // the regexes joined by |, nil when none
-	// any answers for re when Go's regexp would be slow at it (no
-	// literal prefix to look for) and re cannot match empty: gitleaks'
-	// generic allowlist is one alternation of forty words under (?i).
+	// re is the regexes joined by |, nil when none; compiled on first
+	// use, when any cannot answer.
+	re func() *regexp.Regexp
+	// any answers for re unless it can match the empty string, cheaper
+	// than Go's regexp: gitleaks' generic allowlist is one alternation of
+	// forty words under (?i), with no literal prefix to look for.
 	any       *anySearch
 	stopwords []string      // lower case
 	stopIndex *keywordIndex // the stop words, when all are ASCII
@@ -115,7 +136,7 @@ func (a *allowlist) allowed(run *existsRun, secret, match, line string) bool {
 		if a.any != nil {
 			reOK = a.any.match(run, t)
 		} else {
-			loc := a.re.FindStringIndex(t)
+			loc := a.re().FindStringIndex(t)
 			reOK = loc != nil && loc[1] > loc[0]
 		}
 	}
@@ -268,19 +289,14 @@ func compileRule(tr tomlRule) (r *rule, skip string, err error) {
 	case tr.Regex == "":
 		return nil, "", fmt.Errorf("secrets: rule %s has neither regex nor path", tr.ID)
 	}
-	re, err := regexp.Compile(tr.Regex)
-	if err != nil {
-		return nil, "", fmt.Errorf("secrets: rule %s: %w", tr.ID, err)
-	}
-	if tr.SecretGroup < 0 || tr.SecretGroup > re.NumSubexp() {
-		return nil, "", fmt.Errorf("secrets: rule %s: secretGroup %d, the regex has %d groups", tr.ID, tr.SecretGroup, re.NumSubexp())
-	}
 	r = &rule{
 		id:          tr.ID,
 		description: tr.Description,
-		re:          re,
 		secretGroup: tr.SecretGroup,
 		entropy:     tr.Entropy,
+	}
+	if err := r.setRegex(tr.Regex); err != nil {
+		return nil, "", fmt.Errorf("secrets: rule %s: %w", tr.ID, err)
 	}
 	for _, k := range tr.Keywords {
 		r.keywords = append(r.keywords, strings.ToLower(k))
@@ -345,16 +361,12 @@ func compileAllowlist(ta tomlAllowlist) (*allowlist, error) {
 		// top of one pattern, such as the (?i) of the global list's first,
 		// hold for the patterns after it too. Kept as it is.
 		joined := "(?:" + strings.Join(ta.Regexes, "|") + ")"
-		re, err := regexp.Compile(joined)
+		tree, err := syntax.Parse(joined, syntax.Perl)
 		if err != nil {
 			return nil, fmt.Errorf("regexes: %w", err)
 		}
-		a.re = re
-		if prefix, _ := re.LiteralPrefix(); prefix == "" {
-			if tree, err := syntax.Parse(joined, syntax.Perl); err == nil {
-				a.any = newAnySearch(tree)
-			}
-		}
+		a.re = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(joined) })
+		a.any = newAnySearch(tree)
 	}
 	dup := map[string]bool{}
 	for _, w := range ta.StopWords {

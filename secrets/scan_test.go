@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -151,4 +152,42 @@ func TestChecksFail(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestScanConcurrent: one Scanner, many goroutines (go test -race),
+// each finding what it finds alone; the regexes compiled on first use
+// are compiled once.
+func TestScanConcurrent(t *testing.T) {
+	s := compileDefault(t, nil)
+	f := newFakes(91)
+	var texts []string
+	var want [][]Finding
+	for _, fam := range families {
+		text := "token: " + fam.make(f, t) + "\n"
+		texts = append(texts, text)
+	}
+	for _, text := range texts {
+		want = append(want, Default().Scan("", text))
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := range texts {
+				j := (i + g) % len(texts)
+				got := s.Scan("", texts[j])
+				if len(got) != len(want[j]) {
+					t.Errorf("%q: %d findings, want %d", texts[j], len(got), len(want[j]))
+					return
+				}
+				for k := range got {
+					if got[k].Rule != want[j][k].Rule || got[k].Start != want[j][k].Start || got[k].End != want[j][k].End {
+						t.Errorf("%q: %+v, want %+v", texts[j], got[k], want[j][k])
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }

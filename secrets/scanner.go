@@ -17,7 +17,7 @@ type Finding struct {
 	Description string // the rule's words ("GitHub Personal Access Token"); safe to show
 	Where       string // the location the caller gave
 	Start, End  int    // byte offsets of the secret in the text scanned (redaction, Seen.Add)
-	Checked     bool   // the format's checksum verified
+	Checked     bool   // the format's checksum verified (for PyPI and JWT, its structure; check.go)
 	Digest      string // keyed digest (HMAC-SHA256, per-process key from crypto/rand), e.g. "hmac:1a2b3c4d5e6f"; never the secret
 }
 
@@ -78,7 +78,7 @@ func newScanner(rs *ruleset) (*Scanner, error) {
 		return id
 	}
 	for i, r := range rs.rules {
-		p, err := makePlan(r.re.String(), r.keywords)
+		p, err := makePlan(r.expr, r.keywords)
 		if err != nil {
 			return nil, fmt.Errorf("secrets: rule %s: %w", r.id, err)
 		}
@@ -313,7 +313,11 @@ func (s *Scanner) runAnchored(sc *scratch, ri int, text string, ws, we, own int)
 	sc.spent[ri] = 0
 	sc.budget = anchoredBudget * (we - ws)
 	nb := len(r.plan.branches)
-	sc.pend = append(sc.pend[:0], make([]pending, nb)...)
+	if cap(sc.pend) < nb {
+		sc.pend = make([]pending, nb)
+	}
+	sc.pend = sc.pend[:nb]
+	clear(sc.pend)
 	for b := range nb {
 		c := sc.cand[ri][b]
 		if !sort.IntsAreSorted(c) {
@@ -367,11 +371,9 @@ func (s *Scanner) nextMatch(sc *scratch, ri, b int, text string) {
 		// The input: one rune before q (at1) or none (at0), through one
 		// rune past the longest match X can have, so that $ and \b at a
 		// match's end see what follows it.
-		end := len(text)
+		end := min(len(text), q+unboundedReach)
 		if br.maxLen >= 0 {
 			end = min(len(text), q+br.maxLen+1)
-		} else {
-			end = min(len(text), q+unboundedReach)
 		}
 		for end < len(text) && !utf8.RuneStart(text[end]) {
 			end++
@@ -404,9 +406,9 @@ func (s *Scanner) nextMatch(sc *scratch, ri, b int, text string) {
 		}
 		var loc []int
 		if q == 0 {
-			loc = br.at0.FindStringSubmatchIndex(text[:short])
+			loc = br.at0().FindStringSubmatchIndex(text[:short])
 		} else {
-			loc = br.at1.FindStringSubmatchIndex(text[from:short])
+			loc = br.at1().FindStringSubmatchIndex(text[from:short])
 		}
 		if loc == nil {
 			continue
@@ -444,7 +446,7 @@ func (s *Scanner) nextMatch(sc *scratch, ri, b int, text string) {
 // over a fragment, and keeps the matches the window owns.
 func (s *Scanner) runWhole(sc *scratch, ri int, text string, ws, we, own int) {
 	r := s.rules[ri]
-	for _, loc := range r.re.FindAllStringSubmatchIndex(text[ws:we], -1) {
+	for _, loc := range r.re().FindAllStringSubmatchIndex(text[ws:we], -1) {
 		for i := range loc {
 			if loc[i] >= 0 {
 				loc[i] += ws
@@ -481,7 +483,7 @@ func (s *Scanner) judgeAs(sc *scratch, ri int, text string, start, end int, grou
 	}
 	lead := len(m) - len(strings.TrimLeft(m, "\n"))
 	secStart, secEnd := lead, lead+len(match) // within m
-	if r.re.NumSubexp() > 0 {
+	if r.ncap > 0 {
 		// gitleaks runs the regex again over the trimmed match for its
 		// groups: the secret is secretGroup, or the first group that
 		// matched something. When nothing was trimmed, the groups found
@@ -496,7 +498,7 @@ func (s *Scanner) judgeAs(sc *scratch, ri int, text string, start, end int, grou
 				}
 			}
 		} else if literal {
-			g = r.re.FindStringSubmatchIndex(match)
+			g = r.re().FindStringSubmatchIndex(match)
 		} else {
 			g = s.groupsIn(ri, match)
 		}
@@ -560,7 +562,7 @@ func (s *Scanner) judgeAs(sc *scratch, ri int, text string, start, end int, grou
 func (s *Scanner) groupsIn(ri int, m string) []int {
 	r := s.rules[ri]
 	if r.plan.kind != planAnchored {
-		return r.re.FindStringSubmatchIndex(m)
+		return r.re().FindStringSubmatchIndex(m)
 	}
 	occ := s.words.find(m, 0, len(m), nil)
 	sort.SliceStable(occ, func(i, j int) bool { return occ[i].pos < occ[j].pos })
@@ -575,11 +577,11 @@ func (s *Scanner) groupsIn(ri int, m string) []int {
 			var loc []int
 			from := q
 			if q == 0 {
-				loc = br.at0.FindStringSubmatchIndex(m)
+				loc = br.at0().FindStringSubmatchIndex(m)
 			} else {
 				_, k := utf8.DecodeLastRuneInString(m[:q])
 				from = q - k
-				loc = br.at1.FindStringSubmatchIndex(m[from:])
+				loc = br.at1().FindStringSubmatchIndex(m[from:])
 			}
 			if loc == nil {
 				continue

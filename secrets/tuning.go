@@ -2,7 +2,6 @@ package secrets
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 )
 
@@ -34,7 +33,8 @@ var changes = []change{
 			"(idempotency, cache, partition and sort keys, object keys, pagination tokens), are " +
 			"everywhere in API responses; with a hash or an id as their value gitleaks' generic rule " +
 			"reports them. Also module and subresource-integrity hashes (go.sum's h1:, SRI's sha384-), " +
-			"which a result from a package registry holds and gitleaks skips by file name.",
+			"which a result from a package registry holds and gitleaks skips by file name; and prose " +
+			"(\"post-quantum key exchange mechanisms:\" and, on the next line, an algorithm's name).",
 		allow: []tomlAllowlist{
 			{
 				Description: "aqlguard: names of metadata about a credential",
@@ -55,6 +55,13 @@ var changes = []change{
 						`cursor|page|next_?page|continuation|pagination|sync|resume|composite|unique|surrogate|` +
 						`translation|i18n|message|react)[_.-]?(?:key|token)`,
 					`(?i)key[_.-]?stroke`,
+				},
+			},
+			{
+				Description: "aqlguard: prose, a keyword and two more words before a colon that ends the line",
+				RegexTarget: "match",
+				Regexes: []string{
+					`(?i)(?:access|auth|api|credentials?|creds|key|passw(?:or)?d|secret|token)[\w.-]*(?:[ \t]+[a-z][\w.-]*){2,}:[ \t]*\r?\n`,
 				},
 			},
 			{
@@ -108,17 +115,6 @@ var changes = []change{
 	},
 }
 
-// droppedRules is the set of rules tune removes.
-var droppedRules = func() map[string]bool {
-	m := map[string]bool{}
-	for _, c := range changes {
-		if c.drop {
-			m[c.rule] = true
-		}
-	}
-	return m
-}()
-
 // tune applies changes to a freshly parsed ruleset.
 func tune(rs *ruleset) error {
 	for _, c := range changes {
@@ -146,17 +142,12 @@ func tune(rs *ruleset) error {
 			rs.rules = slices.Delete(rs.rules, i, i+1)
 			rs.skipped[c.rule] = "dropped by aqlguard: " + c.why
 		case c.regexFrom != "":
-			if r.re.String() != c.regexFrom {
-				return fmt.Errorf("secrets: tuning of %s expects the regex %s; the ruleset has %s: review the change", c.rule, c.regexFrom, r.re.String())
+			if r.expr != c.regexFrom {
+				return fmt.Errorf("secrets: tuning of %s expects the regex %s; the ruleset has %s: review the change", c.rule, c.regexFrom, r.expr)
 			}
-			re, err := regexp.Compile(c.regexTo)
-			if err != nil {
+			if err := r.setRegex(c.regexTo); err != nil {
 				return fmt.Errorf("secrets: tuning of %s: %w", c.rule, err)
 			}
-			if r.secretGroup > re.NumSubexp() {
-				return fmt.Errorf("secrets: tuning of %s: secretGroup %d, the new regex has %d groups", c.rule, r.secretGroup, re.NumSubexp())
-			}
-			r.re = re
 		}
 		for _, ta := range c.allow {
 			a, err := compileAllowlist(ta)

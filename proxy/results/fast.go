@@ -13,19 +13,29 @@ import (
 // the same pieces, in the same order, as walk of the decoded document.
 // raw is valid UTF-8 JSON whose objects name no member twice. It reports
 // false where it leaves the reading to walk (nesting past maxDepth).
-func (r *Result) readRaw() bool {
-	p := rawReader{b: r.raw}
+func (r *Result) readRaw() (ok bool) {
+	defer func() {
+		// Bytes that are no valid JSON run off their end: the decoder
+		// reads them instead, and refuses them.
+		if recover() != nil {
+			ok = false
+		}
+		if !ok {
+			r.Pieces, r.Binary = nil, 0
+		}
+	}()
+	p := rawReader{b: r.raw, seen: map[string]string{}}
 	p.space()
-	ok := p.value(r, "", 0)
-	if !ok {
-		r.Pieces, r.Binary = nil, 0
-	}
-	return ok
+	return p.value(r, "", 0)
 }
 
 type rawReader struct {
 	b []byte
 	i int
+	// seen are the long strings with escapes already decoded, by their
+	// bytes: a tool's text and the same as structured content are
+	// decoded once.
+	seen map[string]string
 }
 
 func (p *rawReader) space() {
@@ -38,10 +48,19 @@ func (p *rawReader) space() {
 func (p *rawReader) str() string {
 	start := p.i
 	escaped := p.pass()
+	body := p.b[start+1 : p.i-1]
 	if !escaped {
-		return string(p.b[start+1 : p.i-1])
+		return string(body)
 	}
-	return unquote(p.b[start+1 : p.i-1])
+	if len(body) < 64 {
+		return unquote(body)
+	}
+	if s, ok := p.seen[string(body)]; ok {
+		return s
+	}
+	s := unquote(body)
+	p.seen[string(body)] = s
+	return s
 }
 
 // pass passes over the string at p.i, and says whether it holds an
@@ -183,7 +202,7 @@ func (p *rawReader) value(r *Result, where string, depth int) bool {
 		binary := false
 		for _, m := range members {
 			if m.key == "type" && p.b[m.start] == '"' {
-				t := (&rawReader{b: p.b, i: m.start}).str()
+				t := (&rawReader{b: p.b, i: m.start, seen: p.seen}).str()
 				binary = t == "image" || t == "audio"
 			}
 		}
@@ -192,7 +211,7 @@ func (p *rawReader) value(r *Result, where string, depth int) bool {
 			if !plainName(m.key) {
 				r.Pieces = append(r.Pieces, Piece{Where: at + " (its name)", Text: m.key})
 			}
-			sub := &rawReader{b: p.b, i: m.start}
+			sub := &rawReader{b: p.b, i: m.start, seen: p.seen}
 			if p.b[m.start] == '"' {
 				switch {
 				case binary && m.key == "data":

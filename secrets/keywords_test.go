@@ -1,0 +1,111 @@
+package secrets
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// naiveOccurrences finds keywords as gitleaks would in a folded text.
+func naiveOccurrences(words []string, text string) []occurrence {
+	var out []occurrence
+	low := strings.ToLower(text) // ASCII-only test texts: offsets agree
+	for id, w := range words {
+		for i := 0; ; {
+			j := strings.Index(low[i:], w)
+			if j < 0 {
+				break
+			}
+			out = append(out, occurrence{pos: i + j, id: uint16(id)})
+			i += j + 1
+		}
+	}
+	slices.SortFunc(out, func(a, b occurrence) int {
+		if a.pos != b.pos {
+			return a.pos - b.pos
+		}
+		return int(a.id) - int(b.id)
+	})
+	return out
+}
+
+func sortOcc(o []occurrence) []occurrence {
+	o = slices.Clone(o)
+	slices.SortFunc(o, func(a, b occurrence) int {
+		if a.pos != b.pos {
+			return a.pos - b.pos
+		}
+		return int(a.id) - int(b.id)
+	})
+	return o
+}
+
+func TestKeywordIndex(t *testing.T) {
+	words := []string{"api", "key", "apikey", "pi", "token", "xoxe-", "xoxe.xoxb-", "s.", "ey", "-----begin"}
+	k, err := newKeywordIndex(words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"", "API_KEY=abc", "apikeyapikey", "xoxe.xoxb-1 xoxe-2", "They say: s.key TOKEN", "-----BEGIN KEY", "aaaapiii"}
+	for _, text := range texts {
+		got := sortOcc(k.find(text, 0, len(text), nil))
+		want := naiveOccurrences(words, text)
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: %v, want %v", text, got, want)
+		}
+		if k.contains(text) != (len(want) > 0) {
+			t.Errorf("%q: contains %v", text, k.contains(text))
+		}
+	}
+	// K KELVIN SIGN and ſ LONG S count as k and s, at the byte offset
+	// where they start.
+	text := "API_\u212aEY tokens.x"
+	got := sortOcc(k.find(text, 0, len(text), nil))
+	var ids []string
+	for _, o := range got {
+		ids = append(ids, words[o.id]+"@"+string(rune('0'+o.pos%10)))
+	}
+	if !slices.Contains(ids, "key@4") || !slices.Contains(ids, "ey@7") {
+		t.Errorf("Kelvin: %v", ids)
+	}
+	if o := k.find("ſ.", 0, 3, nil); len(o) != 1 || words[o[0].id] != "s." || o[0].pos != 0 {
+		t.Errorf("long s: %v", o)
+	}
+	if _, err := newKeywordIndex([]string{"Upper"}); err == nil {
+		t.Error("an unfolded keyword is taken")
+	}
+}
+
+// TestWindows: a text of several windows, with secrets at and around
+// the cuts, has every secret found once.
+func TestWindows(t *testing.T) {
+	f := newFakes(81)
+	filler := strings.Repeat("an ordinary line of a long log, with nothing in it\n", 1+3*windowSize/50)
+	var toks []string
+	var b strings.Builder
+	for i := 0; i < 12; i++ {
+		tok := f.github("ghp")
+		toks = append(toks, tok)
+		// Put one just before, at and after each nominal cut.
+		at := (i/3+1)*(windowSize-windowOverlap) + (i%3-1)*30
+		for b.Len() < at-len("token: ") {
+			b.WriteString(filler[:min(len(filler), at-len("token: ")-b.Len())])
+		}
+		b.WriteString("token: " + tok + "\n")
+	}
+	b.WriteString(filler)
+	text := b.String()
+	fs := Default().Scan("", text)
+	seen := map[string]int{}
+	for _, fd := range fs {
+		seen[text[fd.Start:fd.End]]++
+	}
+	for _, tok := range toks {
+		if seen[tok] != 1 {
+			t.Errorf("token found %d times", seen[tok])
+		}
+	}
+	if len(fs) != len(toks) {
+		t.Errorf("%d findings for %d tokens", len(fs), len(toks))
+	}
+}
