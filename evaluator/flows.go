@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,20 +36,25 @@ type Flow struct {
 	Remote bool
 }
 
-// Exit reports whether the step sends data out of the machine: its
-// effects say send, or [flows] exits lists it.
-func Exit(p *policy.Policy, s Step) bool {
-	if s.Effects.Has(policy.EffectSend) {
+// exit reports whether the call sends data out of the machine: its
+// effects say send, or [flows] exits lists it (by the names the call
+// was prepared with).
+func (c *call) exit(p *policy.Policy) bool {
+	if c.s.Effects.Has(policy.EffectSend) {
 		return true
 	}
-	return p != nil && p.Flows.FlowRoleOf(namesOf(s)).Exit
+	return p != nil && p.Flows.FlowRoleOf(c.sub.Names).Exit
 }
 
 // judgeFlow is stage 3's flow judgement: a carried secret refuses, an
-// exit after private data and untrusted content asks.
+// exit after private data and untrusted content asks. A session that
+// read neither costs a call nothing here.
 func (c *call) judgeFlow(p *policy.Policy) (match, bool) {
 	f := &c.s.Flow
-	exit := Exit(p, c.s)
+	if f.Carried == "" && (len(f.Private) == 0 || len(f.Untrusted) == 0) {
+		return match{}, false
+	}
+	exit := c.exit(p)
 	if f.Carried != "" {
 		switch {
 		case exit:
@@ -95,7 +101,7 @@ func (c *call) destination() string {
 		if v.Role != policy.RoleURL || !v.String || v.Key {
 			continue
 		}
-		if h := urlHost(v.Raw); h != "" && !contains(hosts, h) {
+		if h := urlHost(v.Raw); h != "" && !slices.Contains(hosts, h) {
 			hosts = append(hosts, h)
 		}
 	}
@@ -103,13 +109,4 @@ func (c *call) destination() string {
 		return "to " + strings.Join(hosts, ", ")
 	}
 	return "out through the " + c.s.Server + " server's " + c.s.Tool
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

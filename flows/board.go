@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -240,19 +241,10 @@ func (b *Board) readNew() error {
 			}
 		case m.Process == b.self:
 		case m.Kind == "private" || m.Kind == "untrusted":
-			if !hasMark(b.marks, m) {
+			if !slices.ContainsFunc(b.marks, func(x boardMark) bool { return x.Kind == m.Kind && x.What == m.What && x.Process == m.Process }) {
 				b.marks = append(b.marks, m)
 			}
 		}
 	}
 	return nil
-}
-
-func hasMark(list []boardMark, m boardMark) bool {
-	for _, x := range list {
-		if x.Kind == m.Kind && x.What == m.What && x.Process == m.Process {
-			return true
-		}
-	}
-	return false
 }

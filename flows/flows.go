@@ -16,6 +16,8 @@ package flows
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -211,7 +213,7 @@ func carried(seen *secrets.Seen, args map[string]any) string {
 				return true
 			}
 		case map[string]any:
-			for _, k := range sortedKeys(v) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				if c, ok := seen.Carried(k); ok {
 					why = "a member name in argument " + strconv.Quote(path) + " carries a secret this session was handed (" + sayCarried(c) + ")"
 					return true
@@ -229,7 +231,7 @@ func carried(seen *secrets.Seen, args map[string]any) string {
 		}
 		return false
 	}
-	for _, k := range sortedKeys(args) {
+	for _, k := range slices.Sorted(maps.Keys(args)) {
 		if walk(k, args[k]) {
 			return why
 		}
@@ -262,15 +264,6 @@ func sayCarried(c secrets.Carried) string {
 		s += ", " + c.Encoding + "-encoded"
 	}
 	return s
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // plainScanner is the scanner of a Read that brings none, by budget.
@@ -393,7 +386,7 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 		for _, x := range found {
 			s.seen.Add(res.Pieces[x.piece].Text, x.f)
 			findings = append(findings, Finding{Kind: "secret", Rule: x.f.Rule, Where: x.f.Where, Digest: x.f.Digest})
-			if !contains(rules, x.f.Rule) {
+			if !slices.Contains(rules, x.f.Rule) {
 				rules = append(rules, x.f.Rule)
 			}
 		}
@@ -508,13 +501,4 @@ func sourceName(r Read) string {
 func remoteURI(uri string) bool {
 	u := strings.ToLower(uri)
 	return strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -19,15 +19,7 @@ func TestStarterCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := Run(cfg, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range results {
-		if !r.Pass {
-			t.Errorf("%s: %s", r.Label, r.Why)
-		}
-	}
+	results := runPassing(t, cfg, f)
 	covered := Covered(results)
 	for _, agent := range []string{cfg.Agent, "ci-bot"} {
 		p, err := policy.Compile(cfg, agent)
@@ -135,6 +127,13 @@ expect = "allowed"
 	if err != nil {
 		t.Fatal(err)
 	}
+	runPassing(t, cfg, f)
+}
+
+// runPassing runs f against cfg and fails the test for every case that
+// does not pass.
+func runPassing(t *testing.T, cfg *policy.Config, f *File) []Result {
+	t.Helper()
 	results, err := Run(cfg, f)
 	if err != nil {
 		t.Fatal(err)
@@ -144,4 +143,5 @@ expect = "allowed"
 			t.Errorf("%s: %s", r.Label, r.Why)
 		}
 	}
+	return results
 }
