@@ -104,6 +104,7 @@ type Session struct {
 	nPrivate, nUntrusted int
 	seen                 secrets.Seen
 	board                *Board
+	clears               int // the board's Marks.Clears the session has applied
 }
 
 // Share makes the session one of the sessions of a client that shares
@@ -132,6 +133,31 @@ func (s *Session) clearHere() {
 	s.seen.Clear()
 }
 
+// others reads the board the session shares, if any: what the client's
+// other processes read, and their clears since the session last looked,
+// which clear it too.
+func (s *Session) others() Marks {
+	b := s.sharedBoard()
+	if b == nil {
+		return Marks{}
+	}
+	m, err := b.Others()
+	if err != nil {
+		// What the client's other processes read is unknown: count it as
+		// private and untrusted, never as nothing.
+		unknown := "what the client's other aqlguard processes read (their board cannot be read: " + err.Error() + ")"
+		return Marks{Private: []string{unknown}, Untrusted: []string{unknown}}
+	}
+	s.mu.Lock()
+	cleared := m.Clears != s.clears
+	s.clears = m.Clears
+	s.mu.Unlock()
+	if cleared {
+		s.clearHere()
+	}
+	return m
+}
+
 func (s *Session) sharedBoard() *Board {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -143,18 +169,7 @@ func (s *Session) sharedBoard() *Board {
 // was handed.
 func (s *Session) Flow(args map[string]any) evaluator.Flow {
 	var f evaluator.Flow
-	var others Marks
-	if b := s.sharedBoard(); b != nil {
-		var err error
-		if others, err = b.Others(); err != nil {
-			// What the client's other processes read is unknown: count it
-			// as untrusted, never as nothing.
-			others = Marks{Untrusted: []string{"what the client's other aqlguard processes read (their board cannot be read: " + err.Error() + ")"}}
-		}
-		if others.Cleared {
-			s.clearHere()
-		}
-	}
+	others := s.others()
 	s.mu.Lock()
 	for _, x := range s.private {
 		f.Private = append(f.Private, x.say())
@@ -173,6 +188,9 @@ func (s *Session) Flow(args map[string]any) evaluator.Flow {
 	f.Untrusted = append(f.Untrusted, others.Untrusted...)
 	if s.seen.Len() > 0 {
 		f.Carried = carried(&s.seen, args)
+	}
+	if f.Carried == "" && others.Secrets.Len() > 0 {
+		f.Carried = carried(others.Secrets, args)
 	}
 	return f
 }
@@ -193,8 +211,14 @@ func sayMore(n int) string {
 
 func (x source) say() string { return x.what + " at " + x.at.Format("15:04") }
 
+// carrier knows secrets going out: a session's own (secrets.Seen), or
+// the fingerprints of the client's other processes' (secrets.PrintSet).
+type carrier interface {
+	Carried(text string) (secrets.Carried, bool)
+}
+
 // carried says which argument carries a seen secret, if one does.
-func carried(seen *secrets.Seen, args map[string]any) string {
+func carried(seen carrier, args map[string]any) string {
 	var why string
 	var walk func(path string, v any) bool
 	walk = func(path string, v any) bool {
@@ -209,13 +233,13 @@ func carried(seen *secrets.Seen, args map[string]any) string {
 				}
 			}
 			if ok {
-				why = "argument " + strconv.Quote(path) + " carries a secret this session was handed (" + sayCarried(c) + ")"
+				why = "argument " + strconv.Quote(path) + " carries " + sayCarried(c)
 				return true
 			}
 		case map[string]any:
 			for _, k := range slices.Sorted(maps.Keys(v)) {
 				if c, ok := seen.Carried(k); ok {
-					why = "a member name in argument " + strconv.Quote(path) + " carries a secret this session was handed (" + sayCarried(c) + ")"
+					why = "a member name in argument " + strconv.Quote(path) + " carries " + sayCarried(c)
 					return true
 				}
 				if walk(path+"."+k, v[k]) {
@@ -240,7 +264,7 @@ func carried(seen *secrets.Seen, args map[string]any) string {
 	// in the JSON of them all.
 	if b, err := json.Marshal(args); err == nil {
 		if c, ok := seen.Carried(string(b)); ok {
-			return "the arguments carry a secret this session was handed (" + sayCarried(c) + ")"
+			return "the arguments carry " + sayCarried(c)
 		}
 	}
 	return ""
@@ -258,12 +282,18 @@ func withoutInvisible(s string) string {
 	}, s)
 }
 
+// sayCarried names a carried secret: "a secret this session was handed
+// (github-pat hmac:…, base64-encoded)", or one another process was, with
+// where it read it (Carried.From); never the secret.
 func sayCarried(c secrets.Carried) string {
-	s := c.Rule + " " + c.Digest
+	whose, s := "this session was handed", c.Rule+" "+c.Digest
+	if c.From != "" {
+		whose, s = "read through another aqlguard of this client", s+", in "+c.From
+	}
 	if c.Encoding != "" && c.Encoding != "plain" {
 		s += ", " + c.Encoding + "-encoded"
 	}
-	return s
+	return "a secret " + whose + " (" + s + ")"
 }
 
 // plainScanner is the scanner of a Read that brings none, by budget.
@@ -297,6 +327,7 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 	if pol != nil {
 		fl = pol.Flows
 	}
+	s.others() // a clear by another process comes before what this result adds
 	from := sourceName(r)
 	var private, untrusted []string
 	var findings []Finding
@@ -383,8 +414,12 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 	}
 	if len(found) > 0 {
 		var rules []string
+		board := s.sharedBoard()
 		for _, x := range found {
 			s.seen.Add(res.Pieces[x.piece].Text, x.f)
+			if board != nil { // before a redaction rewrites the piece
+				_ = board.PublishSecret(res.Pieces[x.piece].Text, x.f, "the result of "+from, r.At) // unwritten: Failed says so
+			}
 			findings = append(findings, Finding{Kind: "secret", Rule: x.f.Rule, Where: x.f.Where, Digest: x.f.Digest})
 			if !slices.Contains(rules, x.f.Rule) {
 				rules = append(rules, x.f.Rule)

@@ -73,7 +73,13 @@ type needle struct {
 
 // Carried says that a text carries a secret a session has seen, and
 // how, without the secret.
-type Carried struct{ Rule, Digest, Encoding string } // Encoding: "plain", "base64", "hex", "url", ... (no secret)
+type Carried struct {
+	Rule, Digest, Encoding string // Encoding: "plain", "base64", "hex", "url", ... (no secret)
+	// From says where and when the secret was read, when not by this
+	// session (a PrintSet's: another process's read, in words); "" for
+	// Seen's.
+	From string
+}
 
 // needleIndex finds needles by their first 8 bytes.
 type needleIndex struct {
@@ -207,14 +213,18 @@ func (s *Seen) Carried(text string) (Carried, bool) {
 	return s.st.carried(text)
 }
 
-func (s *seenState) carried(text string) (Carried, bool) {
-	if c, ok := s.find(text, ""); ok {
+func (s *seenState) carried(text string) (Carried, bool) { return views(text, s.spaced, s.find) }
+
+// views looks with find in text as it is and in the views of it an
+// encoding makes: percent-decoded, once or twice; and as a form encodes,
+// with + for a space, when spaced (a secret has one: a private key
+// block). find's via names the view ("" or "url").
+func views(text string, spaced bool, find func(text, via string) (Carried, bool)) (Carried, bool) {
+	if c, ok := find(text, ""); ok {
 		return c, true
 	}
-	// Percent-encoded, once or twice; and as a form encodes, with + for
-	// a space, when a secret has one (a private key block).
 	for _, plus := range []bool{false, true} {
-		if plus && (!s.spaced || strings.IndexByte(text, '+') < 0) {
+		if plus && (!spaced || strings.IndexByte(text, '+') < 0) {
 			continue
 		}
 		v := text
@@ -224,7 +234,7 @@ func (s *seenState) carried(text string) (Carried, bool) {
 				break
 			}
 			v = dec
-			if c, ok := s.find(v, "url"); ok {
+			if c, ok := find(v, "url"); ok {
 				return c, true
 			}
 		}
@@ -265,15 +275,7 @@ func (s *seenState) find(text, via string) (Carried, bool) {
 
 func (s *seenState) report(n *needle, via string) Carried {
 	e := s.entries[n.entry]
-	enc := n.enc
-	if via != "" {
-		if enc == "plain" {
-			enc = via
-		} else {
-			enc = via + "+" + enc
-		}
-	}
-	return Carried{Rule: e.rule, Digest: e.digest, Encoding: enc}
+	return Carried{Rule: e.rule, Digest: e.digest, Encoding: viaEncoding(via, n.enc)}
 }
 
 // hasPrefixFold is strings.HasPrefix without regard to ASCII case;
