@@ -614,20 +614,12 @@ func (r Result) flow() (string, bool) {
 	for _, b := range r.Steps[:exit] {
 		noticed = noticed || b.Notice != ""
 	}
-	// One aqlguard per server: a secret read through another server's
-	// aqlguard stays in that process's memory (issue 30 keeps secrets
-	// nowhere else), so the exit's aqlguard knows only what the processes
-	// of the client share (what was read, not the secret) and asks.
-	elsewhere := false
-	for _, b := range r.Steps[:exit] {
-		elsewhere = elsewhere || r.Layout == "separate" && b.Server != "" && b.Server != s.Server
-	}
 	met := false
 	switch r.Flow {
 	case "ask":
 		met = got == "asked"
 	case "refuse":
-		met = got == "refused" || elsewhere && got == "asked"
+		met = got == "refused"
 	case "notice":
 		met = noticed
 	}

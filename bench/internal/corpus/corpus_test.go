@@ -193,7 +193,7 @@ func TestFlow(t *testing.T) {
 	}{
 		{"refused at the exit", "one", "refuse", []StepResult{noticed, privateAllowed, refused}, nil, "refused, noticed", true, Stopped, false},
 		{"asked at the exit, refusal wanted", "one", "refuse", []StepResult{noticed, privateElsewhere, asked}, nil, "asked, noticed", false, Flagged, false},
-		{"asked at the exit, the secret read through another aqlguard", "separate", "refuse", []StepResult{noticed, privateElsewhere, asked}, nil, "asked, noticed", true, Flagged, false},
+		{"asked at the exit, the secret read through another aqlguard", "separate", "refuse", []StepResult{noticed, privateElsewhere, asked}, nil, "asked, noticed", false, Flagged, false},
 		{"asked at the exit, the secret read through the same aqlguard", "separate", "refuse", []StepResult{noticed, privateAllowed, asked}, nil, "asked, noticed", false, Flagged, false},
 		{"asked at the exit", "one", "ask", []StepResult{privateAllowed, asked}, nil, "asked", true, Flagged, false},
 		{"reached the exit", "one", "ask", []StepResult{noticed, privateAllowed, reached}, nil, "reached, noticed", false, Flagged, true},
