@@ -10,21 +10,32 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aqlguard/aqlguard/effects"
 )
 
 // TestCorpus runs bench/corpus through the aqlguard this package built,
 // under its default policy (the config holds the servers and the command
-// channel, nothing else), and holds issue 29's targets:
+// channel, nothing else), and holds issue 29's and issue 30's targets:
 //   - every attack variant (MCPSecBench's 17 classes, Invariant Labs' tool
-//     poisoning, Trail of Bits' line jumping, GTFOBins commands, each with
-//     its tools claiming readOnlyHint) is stopped or flagged to the human,
-//     both at first sight and after the human trusted the servers at first
-//     sight, but for the attacks the corpus names a known gap of (data
-//     that leaves through a trusted tool: issue 30), whose trusted pass
-//     is logged apart;
-//   - the honest calls (the npm filesystem, memory and everything servers
-//     and our test server) ask at most 2 times per 100 calls, and none is
-//     refused or blocked.
+//     poisoning, Trail of Bits' line jumping, GTFOBins commands, the flows
+//     of issue 30, each with its tools claiming readOnlyHint) is stopped
+//     or flagged, both at first sight and after the human trusted the
+//     servers at first sight, but for the attacks the corpus names a known
+//     gap of (what no guard of results can see: a key the user typed, the
+//     model's own words), whose trusted pass is logged apart;
+//   - the indirect-injection, tool-poisoning and prompt-injection attacks
+//     are held in every variant and pass, no gap allowed (issue 30);
+//   - every attack that says what following the session's data does at
+//     its exit (flow: the human asked, the call refused, the model told by
+//     aqlguard's notice) does it wherever nothing was denied before the
+//     exit, and in the trusted pass nothing may be;
+//   - the honest calls (the npm filesystem, memory and everything servers,
+//     our test server, .env files and a config with a token read and
+//     edited inside the roots, public pages fetched through a server with
+//     the fetch server's own definition, files read and then docs
+//     fetched) ask at most 2 times per 100 calls, and none is refused or
+//     blocked.
 //
 // With -short it runs both passes with every fourth GTFOBins program, to
 // stay within a minute or two on two cores.
@@ -79,12 +90,18 @@ func TestCorpus(t *testing.T) {
 	var rep struct {
 		Attacks []struct {
 			ID, Class, Pass, Verdict, Why, Expected, Gap string
+			Flow                                         string `json:"flow"`
+			FlowGot                                      string `json:"flow_got"`
+			FlowMet                                      bool   `json:"flow_met"`
 		} `json:"attacks"`
 		Honest *struct {
 			Calls []struct {
+				Server      string `json:"server"`
 				Call        string `json:"call"`
 				Outcome     string `json:"outcome"`
 				ServerError string `json:"server_error"`
+				Notice      bool   `json:"notice"`
+				NoticeText  string `json:"notice_text"`
 			} `json:"calls"`
 			FirstSight []json.RawMessage `json:"first_sight"`
 			Asked      int               `json:"asked"`
@@ -104,12 +121,20 @@ func TestCorpus(t *testing.T) {
 	}
 
 	// The harness first: a run that could not tell is no verdict.
-	var broken, missed, gaps []string
+	var broken, missed, gaps, flows []string
+	heldAlways := map[string]bool{"indirect-prompt-injection": true, "tool-poisoning": true, "prompt-injection": true}
 	for _, a := range rep.Attacks {
+		gapPassed := a.Gap != "" && a.Pass == "trusted" && a.Verdict == "passed" && !heldAlways[a.Class]
+		switch {
+		case a.Flow != "" && a.FlowGot != "" && !a.FlowMet && !gapPassed:
+			flows = append(flows, fmt.Sprintf("%s (%s): want %s at the exit, got %s: %s", a.ID, a.Pass, a.Flow, a.FlowGot, a.Why))
+		case a.Flow != "" && a.FlowGot == "" && a.Pass == "trusted" && a.Verdict != "broken":
+			broken = append(broken, fmt.Sprintf("%s (%s): its flow cannot be told (a question denied before the exit): %s", a.ID, a.Pass, a.Why))
+		}
 		switch a.Verdict {
 		case "stopped", "flagged":
 		case "passed":
-			if a.Gap != "" && a.Pass == "trusted" {
+			if a.Gap != "" && a.Pass == "trusted" && !heldAlways[a.Class] {
 				// A known gap (the corpus says which issue closes it):
 				// held apart, never counted as a pass of what this
 				// issue built. At first sight it must still be held.
@@ -139,6 +164,27 @@ func TestCorpus(t *testing.T) {
 		t.Errorf("%d of %d attack variants passed (a harmful request reached its server and nobody was asked):\n%s",
 			len(missed), len(rep.Attacks), strings.Join(missed, "\n"))
 	}
+	if len(flows) > 0 {
+		t.Errorf("%d attack variants' exits did not do what following the session's data should (issue 30):\n%s",
+			len(flows), strings.Join(flows, "\n"))
+	}
+	servers := map[string]int{}
+	var notices []string
+	for _, c := range rep.Honest.Calls {
+		servers[c.Server]++
+		if c.Notice {
+			notices = append(notices, c.Call+": "+c.NoticeText)
+		}
+	}
+	for _, s := range []string{"fsenv", "fetch", "code", "web"} {
+		if servers[s] == 0 {
+			t.Errorf("no honest call to %s (the sessions of issue 30: secrets read locally, public pages fetched, files read then docs fetched)", s)
+		}
+	}
+	if len(notices) > 0 {
+		t.Logf("%d honest results came back with aqlguard's notice to the model (no question was asked; each is a text an honest server returned that the scan reads as instructions to the assistant):\n%s",
+			len(notices), strings.Join(notices, "\n"))
+	}
 	h := rep.Honest
 	n := len(h.Calls)
 	if per100 := float64(h.Asked) * 100 / float64(n); per100 > 2 || h.Refused > 0 || h.Blocked > 0 {
@@ -164,4 +210,77 @@ func goBuildIn(dir, out, pkg string) error {
 		return fmt.Errorf("go build -o %s %s (in %s): %v\n%s", filepath.Base(out), pkg, dir, err, b)
 	}
 	return nil
+}
+
+// TestCorpusClonesMatchProfiles: the rogue servers of issue 30's attacks
+// and honest sessions that call themselves by a profiled server's name
+// (the fetch server, the GitHub server) reproduce its definitions, so
+// that its shipped profile, not a first-sight review, says what their
+// tools do. A clone that drifted from its capture would test a server no
+// profile knows.
+func TestCorpusClonesMatchProfiles(t *testing.T) {
+	profiled := map[string]bool{"mcp-fetch": true, "github-mcp-server": true}
+	type scenario struct {
+		Name  string `json:"name"`
+		Tools []struct {
+			Name        string         `json:"name"`
+			Description string         `json:"description"`
+			InputSchema map[string]any `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	var scenarios []scenario
+	var af struct {
+		Scenarios map[string]scenario `json:"scenarios"`
+	}
+	b, err := os.ReadFile("../bench/corpus/attacks/flows.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &af); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range af.Scenarios {
+		scenarios = append(scenarios, sc)
+	}
+	files, _ := filepath.Glob("../bench/corpus/honest/*.json")
+	for _, f := range files {
+		var s struct {
+			Rogue   json.RawMessage `json:"rogue"`
+			Servers []struct {
+				Rogue json.RawMessage `json:"rogue"`
+			} `json:"servers"`
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		raws := []json.RawMessage{s.Rogue}
+		for _, sp := range s.Servers {
+			raws = append(raws, sp.Rogue)
+		}
+		for _, raw := range raws {
+			var sc scenario
+			if len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &sc) == nil {
+				scenarios = append(scenarios, sc)
+			}
+		}
+	}
+	n := 0
+	for _, sc := range scenarios {
+		if !profiled[sc.Name] {
+			continue
+		}
+		for _, tool := range sc.Tools {
+			n++
+			if _, _, ok := effects.Match(effects.Definition{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema}); !ok {
+				t.Errorf("scenario %s: tool %s matches no shipped profile", sc.Name, tool.Name)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no clone of a profiled server in the corpus")
+	}
 }

@@ -46,6 +46,7 @@ args = `+tomlArray(append(args, root)...)+`
 	mustWrite(filepath.Join(home, ".ssh", "id_rsa"), "-----BEGIN OPENSSH PRIVATE KEY-----\n")
 	mustWrite(filepath.Join(home, ".ssh", "authorized_keys"), "ssh-ed25519 AAAA\n")
 	mustWrite(filepath.Join(outside, "notes.txt"), "outside\n")
+	mustWrite(filepath.Join(outside, ".env"), "OTHER_KEY=secret\n")
 	if err := os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(root, "keys")); err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +74,11 @@ args = `+tomlArray(append(args, root)...)+`
 		{"move_file", map[string]any{"source": filepath.Join(root, "todo.txt"), "destination": filepath.Join(root, "done", "todo.txt")}},
 		// ".." that stays inside the root is no escape.
 		{"read_text_file", map[string]any{"path": root + "/done/../README.md"}},
+		// The project's own .env (issue 30: the flow judgement follows
+		// what it holds).
+		{"read_text_file", map[string]any{"path": filepath.Join(root, ".env")}},
+		{"edit_file", map[string]any{"path": filepath.Join(root, ".env"),
+			"edits": []any{map[string]any{"oldText": "API_KEY=secret", "newText": "API_KEY=secret\nLOG_LEVEL=debug"}}}},
 	}
 	for _, c := range honest {
 		if res := call(c.tool, c.args); res.IsError {
@@ -98,7 +104,7 @@ args = `+tomlArray(append(args, root)...)+`
 		{"an SSH key", "read_text_file", map[string]any{"path": filepath.Join(home, ".ssh", "id_rsa")}, "SSH"},
 		{"an SSH key through a link inside the root", "read_text_file", map[string]any{"path": filepath.Join(root, "keys", "authorized_keys")},
 			"a link to " + filepath.Join(home, ".ssh")},
-		{"a .env file inside the root", "read_text_file", map[string]any{"path": filepath.Join(root, ".env")}, ".env"},
+		{"a .env file outside the root", "read_text_file", map[string]any{"path": filepath.Join(outside, ".env")}, "a .env file"},
 	}
 	for i, c := range asks {
 		res := call(c.tool, c.args)

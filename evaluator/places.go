@@ -15,8 +15,10 @@ import (
 // edits and moves alike. A write outside them, a path that climbs out of
 // them with "..", a path that cannot be read as one place, and a read or
 // a write of a sensitive place (the shipped list: SSH and cloud keys,
-// .env files, keychains, browser profiles, ...) ask a human, saying why
-// in plain words. Reads outside the roots that are none of these run:
+// keychains, browser profiles, ...) ask a human, saying why in plain
+// words. An application's .env inside the roots is the project's own
+// (paths.Sensitive.Project): it runs, and the flow judgement follows
+// what it held (flows). Reads outside the roots that are none of these run:
 // the server keeps its own bounds, and its sandbox others.
 
 // Place is one path argument of a call as its caller read it: the
@@ -144,19 +146,33 @@ func placeQuestion(p *policy.Policy, s *Step, pl Place, writes bool, verb string
 			return "the path " + strconv.Quote(pl.Lexical.Raw) + " in " + arg + " cannot be read as one place (" + form.Why + ")", true
 		}
 	}
+	inside := s.RootsKnown && paths.Within(pl.Lexical.Clean, s.Roots) && paths.Within(pl.Resolved.Clean, s.Roots)
+	// A place no project keeps is said first, from either form: a .env
+	// that links to an SSH key is the key.
+	projectWhy := ""
 	for i, form := range []paths.Place{pl.Lexical, pl.Resolved} {
 		if i == 1 && form.Clean == pl.Lexical.Clean {
 			break
 		}
-		if sens, ok := p.SensitivePaths.Match(form.Clean, s.Home); ok {
-			where := form.Clean
-			if i == 1 {
-				where = pl.Lexical.Clean + ", a link to " + form.Clean
-			}
-			return "it " + verb + " " + where + ": " + sens.Reason, true
+		sens, ok := p.SensitivePaths.Match(form.Clean, s.Home)
+		if !ok {
+			continue
+		}
+		where := form.Clean
+		if i == 1 {
+			where = pl.Lexical.Clean + ", a link to " + form.Clean
+		}
+		why := "it " + verb + " " + where + ": " + sens.Reason
+		if !sens.Project {
+			return why, true
+		}
+		if projectWhy == "" || i == 1 {
+			projectWhy = why
 		}
 	}
-	inside := s.RootsKnown && paths.Within(pl.Lexical.Clean, s.Roots) && paths.Within(pl.Resolved.Clean, s.Roots)
+	if projectWhy != "" && !inside {
+		return projectWhy, true
+	}
 	roots := strings.Join(s.Roots, ", ")
 	switch {
 	case writes && !s.RootsKnown:

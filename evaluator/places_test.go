@@ -42,7 +42,17 @@ func TestPlacesJudged(t *testing.T) {
 		{"an SSH key", "read", place("~/.ssh/id_ed25519"), []string{root}, NeedsConfirm, "it reads /home/u/.ssh/id_ed25519: SSH private keys"},
 		{"a cloud credential", "read", place("/home/u/.aws/credentials"), []string{"/"}, NeedsConfirm, "it reads /home/u/.aws/credentials"},
 		{"/etc/shadow", "read", place("/etc/shadow"), []string{"/"}, NeedsConfirm, "/etc/shadow"},
-		{"a .env inside the root", "read", place("/home/u/proj/.env"), []string{root}, NeedsConfirm, ".env"},
+		// An application's .env is its project's own (issue 30): inside
+		// the roots it runs, read or edited; the flow judgement follows it.
+		{"a .env inside the root", "read", place("/home/u/proj/.env"), []string{root}, Allow, ""},
+		{"a .env inside the root, edited", "write", place("/home/u/proj/.env.production"), []string{root}, Allow, ""},
+		{"a .env outside the root", "read", place("/home/u/other/.env"), []string{root}, NeedsConfirm, "it reads /home/u/other/.env: a .env file"},
+		{"a .env climbing out", "read", place("/home/u/proj/../other/.env"), []string{root}, NeedsConfirm, "a .env file"},
+		{"a .env with no roots known", "read", place("/home/u/proj/.env"), nil, NeedsConfirm, "a .env file"},
+		{"a .env inside, a link to one outside", "read", linked("/home/u/proj/.env", "/home/u/other/.env"), []string{root}, NeedsConfirm, "a link to /home/u/other/.env"},
+		{"a .env inside, a link to a key", "read", linked("/home/u/proj/.env", "/home/u/.ssh/id_rsa"), []string{root}, NeedsConfirm, "SSH"},
+		{"a .env the roots hold under a key's place", "read", place("/home/u/.aws/.env"), []string{home}, NeedsConfirm, "AWS credentials"},
+		{"a .env under a root of /", "read", place("/srv/app/.env"), []string{"/"}, Allow, ""},
 		{"a link inside to a key", "read", linked("/home/u/proj/k", "/home/u/.ssh/authorized_keys"), []string{root}, NeedsConfirm, "a link to"},
 		{"a link inside to outside, written", "write", linked("/home/u/proj/out", "/tmp/elsewhere"), []string{root}, NeedsConfirm, "a link to /tmp/elsewhere"},
 		{"not one place", "read", place("/proj/a\x00b"), []string{root}, NeedsConfirm, "cannot be read as one place"},

@@ -191,6 +191,18 @@ var phraseRules = []phraseRule{
 			"gather+|collect+|find|harvest+|grab+ ~3 any|all|every ~1 credential+|password+|secret+|token+|key|keys|cookie+",
 			"paste+|type+|enter+|share+ ~2 a|their|his|her|any ~1 password+|token+|secret+|key ~8 store+|save+|record+|keep|log|send+|pass+|copy",
 		}},
+	// Invariant Labs' GitHub toxic flow: an issue that waives the
+	// owner's privacy and asks for everything found to be published. A
+	// page may say someone does not care about privacy; it does not go
+	// on to tell its reader to publish everything, so the rule asks for
+	// both, or for "everything you find" put somewhere.
+	{id: "publish-everything", kind: SendData, def: High, data: High,
+		say: "tells the assistant to publish everything it finds, privacy waived",
+		phrases: []string{
+			"not|never ~1 care+ ~2 about ~2 privacy|confidentiality|secrecy ~6 put|puts|include+|add+|share+|post+|publish+|dump+|write+|list+|paste+|upload+|leak+|expose+",
+			"go|goes ahead ~2 put|include+|add+|share+|post+|publish+|dump+|write+|list+|paste+|upload+|leak+|expose+ ~2 everything|anything|all ~1 you|that ~2 find|found|know|learn|see|discover+|get|can",
+			"put|include+|add+|share+|post+|publish+|dump+|paste+|upload+|leak+|expose+ ~2 everything|anything ~1 you ~2 find|found|know|learn|discover+|dig ~2 about|on|in|from",
+		}},
 	{id: "read-and-pass", kind: SendData, def: High, data: Low,
 		say: "tells the assistant to read something and pass it on",
 		phrases: []string{

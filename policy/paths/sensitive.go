@@ -27,6 +27,15 @@ type Sensitive struct {
 	// Except are patterns, written as Pattern is, of the paths Pattern
 	// matches that hold nothing secret (.env.example of .env.*).
 	Except []string
+	// Project says a project keeps such a file among its own (an
+	// application's .env): inside the roots of the server a call goes
+	// to, reading or editing it is the project's own work and runs, and
+	// the session then holds private data, which the flow judgement
+	// follows to any exit (a secret read there is refused on its way
+	// out). Outside the roots it asks like any other place. A config's
+	// own places are never Project: a team that wants every .env asked
+	// about lists "**/.env" in [safety] sensitive_paths.
+	Project bool
 }
 
 // Shipped is the list aqlguard ships. A config adds to it
@@ -96,11 +105,12 @@ var Shipped = []Sensitive{
 	{Pattern: "**/.pgpass", Reason: "PostgreSQL passwords are kept there"},
 	{Pattern: "**/.my.cnf", Reason: "MySQL passwords are kept there"},
 
-	// An application's secrets.
-	{Pattern: "**/.env", Reason: "a .env file holds an application's secrets (API keys, database passwords)"},
+	// An application's secrets, which its project keeps (Project): asked
+	// about outside the roots only.
+	{Pattern: "**/.env", Reason: "a .env file holds an application's secrets (API keys, database passwords)", Project: true},
 	{Pattern: "**/.env.*", Reason: "a .env file holds an application's secrets (API keys, database passwords)",
-		Except: []string{"**/.env.{example,sample,template,dist,defaults}"}},
-	{Pattern: "**/.envrc", Reason: "direnv's .envrc sets an application's environment, often with its secrets"},
+		Except: []string{"**/.env.{example,sample,template,dist,defaults}"}, Project: true},
+	{Pattern: "**/.envrc", Reason: "direnv's .envrc sets an application's environment, often with its secrets", Project: true},
 
 	// Password stores, keychains and browser profiles.
 	{Pattern: "~/.password-store/**", Reason: "pass keeps its passwords there"},
@@ -554,7 +564,8 @@ var shipped = MustCompile(Shipped)
 func ShippedList() *List { return shipped }
 
 // Match reports the first place of the list that clean, an absolute
-// clean path, is in, and whether there is one; home is the user's home
+// clean path, is in (one a project keeps, Project, only where no other
+// names it), and whether there is one; home is the user's home
 // directory ("" when not known: a `~/` pattern then matches below any
 // directory, every place it could be).
 //
@@ -608,6 +619,10 @@ func (l *List) Match(clean, home string) (Sensitive, bool) {
 	if i := strings.LastIndexByte(last, '.'); i >= 0 {
 		mark(l.byExt[last[i+1:]])
 	}
+	// A place a project keeps (Project) counts only where no other
+	// entry names the path: a .env under ~/.aws is AWS's.
+	var project Sensitive
+	found := false
 	for i := range l.entries {
 		e := &l.entries[i]
 		if !e.always && maybe[i/64]&(1<<(i%64)) == 0 || !e.match[0].matches(&s) {
@@ -620,11 +635,17 @@ func (l *List) Match(clean, home string) (Sensitive, bool) {
 				break
 			}
 		}
-		if !excepted {
+		if excepted {
+			continue
+		}
+		if !e.Project {
 			return e.Sensitive, true
 		}
+		if !found {
+			project, found = e.Sensitive, true
+		}
 	}
-	return Sensitive{}, false
+	return project, found
 }
 
 // Len is the number of places the list names.

@@ -301,3 +301,32 @@ func BenchmarkMatch(b *testing.B) {
 		})
 	}
 }
+
+// TestProjectPlaces: an application's .env is a place its project keeps
+// (Project), but only where no other entry names the path, and a
+// config's own entry for it is not.
+func TestProjectPlaces(t *testing.T) {
+	const home = "/home/u"
+	cases := []struct {
+		path    string
+		project bool
+		reason  string
+	}{
+		{"/home/u/proj/.env", true, ".env file"},
+		{"/home/u/proj/.env.production", true, ".env file"},
+		{"/home/u/proj/.envrc", true, "direnv"},
+		{"/home/u/.aws/.env", false, "AWS"},
+		{"/home/u/.ssh/.env", false, "SSH"},
+		{"/home/u/.config/aqlguard/.env", false, "aqlguard"},
+	}
+	for _, c := range cases {
+		s, ok := ShippedList().Match(c.path, home)
+		if !ok || s.Project != c.project || !strings.Contains(s.Reason, c.reason) {
+			t.Errorf("%s: %v %+v, want project=%v and a reason with %q", c.path, ok, s, c.project, c.reason)
+		}
+	}
+	own := MustCompile(append(slices.Clone(Shipped), Sensitive{Pattern: "**/.env", Reason: "the team asks"}))
+	if s, ok := own.Match("/home/u/proj/.env", home); !ok || s.Project || s.Reason != "the team asks" {
+		t.Errorf("a config's **/.env: %v %+v, want the config's entry", ok, s)
+	}
+}

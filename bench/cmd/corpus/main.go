@@ -13,8 +13,9 @@
 // -memory-server, by default AQLGUARD_E2E_NODE, AQLGUARD_E2E_FS_SERVER,
 // AQLGUARD_E2E_EVERYTHING_SERVER and AQLGUARD_E2E_MEMORY_SERVER (.ci/env.sh).
 // It exits 3 when -check is given and a target is missed: an attack
-// variant neither stopped nor flagged, more than 2 asks per 100 honest
-// calls, or any honest call refused or blocked.
+// variant neither stopped nor flagged or whose exit did not do what its
+// flow says, more than 2 asks per 100 honest calls (each session a client
+// of its own), or any honest call refused or blocked.
 package main
 
 import (
@@ -44,6 +45,7 @@ func main() {
 		only      = flag.String("only", "", "run only these attacks, variants or classes (comma-separated)")
 		noAttacks = flag.Bool("no-attacks", false, "skip the attack corpus")
 		noHonest  = flag.Bool("no-honest", false, "skip the precision corpus")
+		oneClient = flag.Bool("one-client", true, "also run the honest sessions as one client all day, one state directory (reported, not a target)")
 		verbose   = flag.Bool("v", false, "a line per variant and per honest session on stderr")
 		check     = flag.Bool("check", false, "exit 3 when a target is missed")
 		extra     = flag.String("extra-config", "", "add the TOML in `FILE` to every config (a comparison: no longer the default policy)")
@@ -65,7 +67,7 @@ func main() {
 		}
 		env.ExtraConfig = string(b)
 	}
-	if err := run(env, *dir, *scratch, *jsonOut, *mdOut, *passes, *jobs, *only, !*noAttacks, !*noHonest, *verbose, *check); err != nil {
+	if err := run(env, *dir, *scratch, *jsonOut, *mdOut, *passes, *jobs, *only, !*noAttacks, !*noHonest, *oneClient, *verbose, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "corpus:", err)
 		if err == errMissed {
 			os.Exit(3)
@@ -76,7 +78,7 @@ func main() {
 
 var errMissed = fmt.Errorf("a target is missed")
 
-func run(env corpus.Env, dir, scratch, jsonOut, mdOut, passes string, jobs int, only string, attacks, honest, verbose, check bool) error {
+func run(env corpus.Env, dir, scratch, jsonOut, mdOut, passes string, jobs int, only string, attacks, honest, oneClient, verbose, check bool) error {
 	for _, p := range []*string{&env.Aqlguard, &env.Rogue, &env.Testserver} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
@@ -123,11 +125,18 @@ func run(env corpus.Env, dir, scratch, jsonOut, mdOut, passes string, jobs int, 
 		rep.Attacks = corpus.RunAttacks(ctx, env, c, filepath.Join(scratch, "attacks"), rep.Passes, jobs, filter)
 	}
 	if honest {
-		h, err := corpus.RunHonest(ctx, env, c, filepath.Join(scratch, "honest"))
+		h, err := corpus.RunHonest(ctx, env, c, filepath.Join(scratch, "honest"), false)
 		if err != nil {
 			return err
 		}
 		rep.Honest = &h
+		if oneClient {
+			h, err := corpus.RunHonest(ctx, env, c, filepath.Join(scratch, "honest-one-client"), true)
+			if err != nil {
+				return err
+			}
+			rep.HonestOneClient = &h
+		}
 	}
 	if verbose {
 		fmt.Fprintf(os.Stderr, "corpus: done in %s\n", time.Since(start).Round(time.Millisecond))

@@ -64,6 +64,16 @@ type Attack struct {
 	Names []string `json:"flag_names,omitempty"`
 	// Expected is which mechanism should stop it (for the report only).
 	Expected string `json:"expected"`
+	// Flow is what following a session's data (issue 30) does at the
+	// attack's exit, its last harmful step, once no first-sight question
+	// stands in the way: "ask" (the session holds private data and
+	// untrusted content, and the step sends data out: the human is
+	// asked), "refuse" (the step carries a secret the session saw in a
+	// result: refused without a question) or "notice" (a result of the
+	// chain carried aqlguard's notice to the model that it holds
+	// instructions). The report and e2e TestCorpus hold each variant to
+	// it (Result.FlowGot).
+	Flow string `json:"flow,omitempty"`
 	// Gap, when set, says in words why the guard is known not to stop
 	// the attack once the human trusted its servers (the issue that will
 	// give it what it lacks): its trusted pass may pass, and the report
@@ -108,8 +118,13 @@ type Step struct {
 	// HTTP is a request to `aqlguard serve` (kind "serve").
 	HTTP *HTTPStep `json:"http,omitempty"`
 	// Harmful marks the steps whose arrival at the server is the harm.
-	Harmful bool   `json:"harmful,omitempty"`
-	Note    string `json:"note,omitempty"`
+	Harmful bool `json:"harmful,omitempty"`
+	// Human is what the human answers to the questions this step asks,
+	// when it is not the pass's answer ("deny" in an attack): "allow"
+	// is the human who lets the agent read ~/.ssh/id_rsa because it gave
+	// a reason, so that what comes after is judged with the key read.
+	Human string `json:"human,omitempty"`
+	Note  string `json:"note,omitempty"`
 }
 
 // HTTPStep is a session opened on `aqlguard serve` with these headers, and
@@ -143,14 +158,31 @@ func (v Variant) ID() string {
 	return id
 }
 
-// Session is one honest session: one server and the calls made to it, in
-// order, as a developer's agent makes them.
+// Session is one honest session: a server and the calls made to it, in
+// order, as a developer's agent makes them; or several servers, whose
+// calls name "server.tool", run as Layout says.
 type Session struct {
-	Server string `json:"server"` // its name in aqlguard's config
-	Real   string `json:"real"`   // filesystem, memory, everything, testserver
+	Server string `json:"server,omitempty"` // its name in aqlguard's config
+	Real   string `json:"real,omitempty"`   // filesystem, memory, everything, testserver
+	// Rogue is a scenario (internal/rogueserver) in place of a real
+	// server: the name of one in an attack file's "scenarios", or one
+	// written in place. Honest, here: a server that reproduces a
+	// profiled server's definitions (the fetch server) and answers what
+	// the real one would.
+	Rogue json.RawMessage `json:"rogue,omitempty"`
+	// Servers, instead of Server, Real and Rogue: several servers in one
+	// session (a client that has them all).
+	Servers []ServerSpec `json:"servers,omitempty"`
+	// Layout is how the client runs aqlguard over Servers: "separate"
+	// (the default) or "one", as for an attack.
+	Layout string `json:"layout,omitempty"`
 	Calls  []Step `json:"calls"`
 	file   string
+	specs  []ServerSpec // the servers, their scenarios resolved (check)
 }
+
+// Specs are the session's servers, as Load resolved them.
+func (s *Session) Specs() []ServerSpec { return s.specs }
 
 // Corpus is everything under a corpus directory.
 type Corpus struct {
@@ -220,7 +252,7 @@ func Load(dir string) (*Corpus, error) {
 			return nil, err
 		}
 		s.file = f
-		if err := s.check(); err != nil {
+		if err := s.check(scenarios); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		c.Honest = append(c.Honest, &s)
@@ -279,16 +311,8 @@ func (a *Attack) resolve(scenarios map[string]json.RawMessage) error {
 		n := 0
 		if len(s.Rogue) > 0 {
 			n++
-			if s.Rogue[0] == '"' {
-				var ref string
-				_ = json.Unmarshal(s.Rogue, &ref)
-				sc, ok := scenarios[ref]
-				if !ok {
-					return bad("no scenario %q", ref)
-				}
-				s.scenario = sc
-			} else {
-				s.scenario = s.Rogue
+			if err := s.resolve(scenarios); err != nil {
+				return bad("%v", err)
 			}
 		}
 		if s.Real != "" {
@@ -330,6 +354,17 @@ func (a *Attack) resolve(scenarios map[string]json.RawMessage) error {
 		if st.Harmful {
 			harmful++
 		}
+		if st.Human != "" && st.Human != "allow" && st.Human != "deny" {
+			return bad("step %d: human %q (allow or deny)", i, st.Human)
+		}
+	}
+	switch a.Flow {
+	case "", "ask", "refuse", "notice":
+	default:
+		return bad("flow %q (ask, refuse or notice)", a.Flow)
+	}
+	if a.Flow != "" && a.Kind != "session" {
+		return bad("flow is for kind session only")
 	}
 	switch a.Kind {
 	case "session", "serve":
@@ -349,20 +384,84 @@ func (a *Attack) resolve(scenarios map[string]json.RawMessage) error {
 	return nil
 }
 
-func (s *Session) check() error {
-	if s.Server == "" || !slices.Contains([]string{"filesystem", "memory", "everything", "testserver"}, s.Real) {
-		return errors.New("server and real (filesystem, memory, everything, testserver) are required")
+// resolve finds a rogue server's scenario: a name in scenarios, or the
+// object written in place.
+func (s *ServerSpec) resolve(scenarios map[string]json.RawMessage) error {
+	if s.Rogue[0] != '"' {
+		s.scenario = s.Rogue
+		return nil
+	}
+	var ref string
+	_ = json.Unmarshal(s.Rogue, &ref)
+	sc, ok := scenarios[ref]
+	if !ok {
+		return fmt.Errorf("no scenario %q", ref)
+	}
+	s.scenario = sc
+	return nil
+}
+
+// honestReal are the real servers an honest session may use.
+var honestReal = []string{"filesystem", "memory", "everything", "testserver"}
+
+func (s *Session) check(scenarios map[string]json.RawMessage) error {
+	several := len(s.Servers) > 0
+	if several {
+		if s.Server != "" || s.Real != "" || len(s.Rogue) > 0 {
+			return errors.New("servers, or server with real or rogue: not both")
+		}
+		s.specs = slices.Clone(s.Servers)
+	} else {
+		if s.Server == "" || s.Layout != "" {
+			return errors.New("server is required (layout is for servers)")
+		}
+		s.specs = []ServerSpec{{Name: s.Server, Real: s.Real, Rogue: s.Rogue}}
+	}
+	names := map[string]bool{}
+	for i := range s.specs {
+		sp := &s.specs[i]
+		if sp.Name == "" || names[sp.Name] {
+			return fmt.Errorf("server %q: no name, or twice", sp.Name)
+		}
+		names[sp.Name] = true
+		if err := checkHonestServer(sp, scenarios); err != nil {
+			return err
+		}
+	}
+	if s.Layout != "" && s.Layout != "separate" && s.Layout != "one" {
+		return fmt.Errorf("layout %q", s.Layout)
 	}
 	for i, c := range s.Calls {
 		if count(c.Call != "", c.Read != "", c.Prompt != "") != 1 {
 			return fmt.Errorf("call %d: want exactly one of call, read, prompt", i)
 		}
-		if c.Call != "" && strings.Contains(c.Call, ".") {
+		server, _, dotted := strings.Cut(c.Call, ".")
+		switch {
+		case c.Call != "" && several && (!dotted || !names[server]):
+			return fmt.Errorf("call %d: %q: a session of several servers names server.tool", i, c.Call)
+		case c.Call != "" && !several && dotted:
 			return fmt.Errorf("call %d: %q: honest calls name the tool alone", i, c.Call)
+		case c.Call == "" && several && !names[c.Server]:
+			return fmt.Errorf("call %d: a read or a prompt names its server", i)
 		}
-		if c.RugPull != "" || c.HTTP != nil || c.Harmful {
+		if c.RugPull != "" || c.HTTP != nil || c.Harmful || c.Human != "" {
 			return fmt.Errorf("call %d: an honest call is a call, a read or a prompt", i)
 		}
+	}
+	return nil
+}
+
+// checkHonestServer checks one server of an honest session: a real one
+// of honestReal, or a rogue scenario.
+func checkHonestServer(sp *ServerSpec, scenarios map[string]json.RawMessage) error {
+	if len(sp.Rogue) > 0 {
+		if sp.Real != "" {
+			return fmt.Errorf("server %s: want one of real and rogue", sp.Name)
+		}
+		return sp.resolve(scenarios)
+	}
+	if !slices.Contains(honestReal, sp.Real) {
+		return fmt.Errorf("server %s: real (filesystem, memory, everything, testserver) or rogue is required", sp.Name)
 	}
 	return nil
 }

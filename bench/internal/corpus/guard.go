@@ -196,6 +196,59 @@ type outcome struct {
 	IsError bool   // a tool error, or a JSON-RPC error
 	RPC     bool   // a JSON-RPC error
 	Visible bool   // the tool was in tools/list (or the operation in introspection)
+	// Notice is aqlguard's notice to the model beside the content (a
+	// text item of its own that starts with "aqlguard:", issue 30): the
+	// result holds instructions aimed at the model. "" when none.
+	Notice string
+}
+
+// noticePrefix starts the text item aqlguard adds beside a result that
+// holds instructions for the model.
+const noticePrefix = "aqlguard:"
+
+// notice finds aqlguard's notice in a result (a tool result, a resource's
+// contents, a prompt's messages): a "text" member of its own that starts
+// with noticePrefix, also inside a text that is JSON (semantic mode hands
+// the client the server's content inside its JSON envelope).
+func notice(res any) string {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	var find func(any) string
+	find = func(v any) string {
+		switch x := v.(type) {
+		case map[string]any:
+			if t, ok := x["text"].(string); ok {
+				if strings.HasPrefix(t, noticePrefix) {
+					return t
+				}
+				var inner any
+				if t = strings.TrimSpace(t); (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Unmarshal([]byte(t), &inner) == nil {
+					if n := find(inner); n != "" {
+						return n
+					}
+				}
+			}
+			for _, e := range x {
+				if n := find(e); n != "" {
+					return n
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if n := find(e); n != "" {
+					return n
+				}
+			}
+		}
+		return ""
+	}
+	return find(v)
 }
 
 // call makes a tools/call as the model would: the tool by the name the
@@ -244,7 +297,7 @@ func (g *guard) call(ctx context.Context, server, tool string, args json.RawMess
 	if err != nil {
 		return outcome{Text: err.Error(), IsError: true, RPC: true, Visible: visible}
 	}
-	return outcome{Text: text(res), IsError: res.IsError, Visible: visible}
+	return outcome{Text: text(res), IsError: res.IsError, Visible: visible, Notice: notice(res)}
 }
 
 // read is a resources/read.
@@ -256,7 +309,7 @@ func (g *guard) read(ctx context.Context, uri string) outcome {
 		return outcome{Text: err.Error(), IsError: true, RPC: true, Visible: true}
 	}
 	b, _ := json.Marshal(res)
-	return outcome{Text: string(b), Visible: true}
+	return outcome{Text: string(b), Visible: true, Notice: notice(res)}
 }
 
 // prompt is a prompts/get.
@@ -272,7 +325,7 @@ func (g *guard) prompt(ctx context.Context, name string, args json.RawMessage) o
 		return outcome{Text: err.Error(), IsError: true, RPC: true, Visible: g.prompts[name]}
 	}
 	b, _ := json.Marshal(res)
-	return outcome{Text: string(b), Visible: g.prompts[name]}
+	return outcome{Text: string(b), Visible: g.prompts[name], Notice: notice(res)}
 }
 
 // text is a result's text blocks joined (its JSON when it has none).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -26,6 +27,10 @@ type HonestCall struct {
 	// failed there (a flaw of the corpus, not of the guard).
 	ServerError string `json:"server_error,omitempty"`
 	Answer      string `json:"answer,omitempty"` // what the client got, when not allowed
+	// Notice says the result came back with aqlguard's notice that it
+	// holds instructions for the model (NoticeText, shortened).
+	Notice     bool   `json:"notice,omitempty"`
+	NoticeText string `json:"notice_text,omitempty"`
 }
 
 // HonestResult is the precision run.
@@ -40,6 +45,13 @@ type HonestResult struct {
 	Blocked    int        `json:"blocked"`
 	Questions  int        `json:"questions"` // every question, first sight included
 	ServerErrs int        `json:"server_errors"`
+	// OneClient says every session ran as one client (one state
+	// directory), not each as a client of its own.
+	OneClient bool `json:"one_client,omitempty"`
+	// Notices are the honest results that came back with aqlguard's
+	// notice to the model that they hold instructions (issue 30): no
+	// question, but a false finding of the result scan all the same.
+	Notices int `json:"notices"`
 }
 
 // Per100 is n per 100 honest calls.
@@ -50,11 +62,20 @@ func (h HonestResult) Per100(n int) float64 {
 	return float64(n) * 100 / float64(len(h.Calls))
 }
 
-// RunHonest runs every honest session, one after the other, each through
-// an aqlguard of its own sharing one state directory (as `aqlguard init`
-// wraps a client's servers), the human answering "allow".
-func RunHonest(ctx context.Context, env Env, c *Corpus, dir string) (HonestResult, error) {
-	var res HonestResult
+// RunHonest runs every honest session, one after the other, its servers
+// each through an aqlguard of its own (as `aqlguard init` wraps a client's
+// servers) or one for all (its layout), the human answering "allow".
+//
+// Each session is a client of its own: its own state directory, so that
+// what one session read does not count in the next (issue 30: a new
+// session starts clean; the aqlguard processes of one client share what
+// their sessions read through the state directory). With oneClient, every
+// session shares one state directory: one client all day, whose
+// processes aqlguard cannot tell from one long session (a client such as
+// Claude Desktop keeps its servers, and so their aqlguards, from one
+// conversation to the next).
+func RunHonest(ctx context.Context, env Env, c *Corpus, dir string, oneClient bool) (HonestResult, error) {
+	res := HonestResult{OneClient: oneClient}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return res, err
 	}
@@ -66,30 +87,20 @@ func RunHonest(ctx context.Context, env Env, c *Corpus, dir string) (HonestResul
 		return res, err
 	}
 	asked := 0
-	for _, s := range c.Honest {
+	for i, s := range c.Honest {
 		start := time.Now()
-		spec := ServerSpec{Name: s.Server, Real: s.Real}
-		config, err := w.writeConfig(s.Server, []ServerSpec{spec}, false, "")
-		if err != nil {
+		n := len(res.Calls)
+		if !oneClient {
+			w.state = filepath.Join(dir, fmt.Sprintf("state-%02d", i))
+			if err := os.MkdirAll(w.state, 0o700); err != nil {
+				return res, err
+			}
+		}
+		if err := w.honestSession(ctx, s, &res, &asked); err != nil {
 			return res, err
 		}
-		g, err := w.startGuard(ctx, s.Server, config, []string{s.Server})
-		if err != nil {
-			return res, fmt.Errorf("honest session %s: %w", s.Server, err)
-		}
-		if err := g.list(ctx); err != nil {
-			g.stop()
-			return res, fmt.Errorf("honest session %s: %w", s.Server, err)
-		}
-		w.settle()
-		res.FirstSight = append(res.FirstSight, w.newQuestions(&asked)...)
-		n := len(res.Calls)
-		for _, st := range s.Calls {
-			res.Calls = append(res.Calls, w.honestCall(ctx, g, s.Server, st, &asked))
-		}
-		g.stop()
 		if env.Logf != nil {
-			env.Logf("honest %-12s %3d calls (%s)", s.Server, len(res.Calls)-n, time.Since(start).Round(time.Millisecond))
+			env.Logf("honest %-12s %3d calls (%s)", s.name(), len(res.Calls)-n, time.Since(start).Round(time.Millisecond))
 		}
 	}
 	for _, c := range res.Calls {
@@ -107,10 +118,59 @@ func RunHonest(ctx context.Context, env Env, c *Corpus, dir string) (HonestResul
 		if c.ServerError != "" {
 			res.ServerErrs++
 		}
+		if c.Notice {
+			res.Notices++
+		}
 	}
 	res.Asked += len(res.FirstSight)
 	res.Questions += len(res.FirstSight)
 	return res, nil
+}
+
+// name is the session's server, or its servers joined.
+func (s *Session) name() string {
+	var names []string
+	for _, sp := range s.specs {
+		names = append(names, sp.Name)
+	}
+	return strings.Join(names, "+")
+}
+
+// honestSession runs one session: its servers' aqlguards (one per server,
+// or one for all as its layout says), first listed, then its calls.
+func (w *world) honestSession(ctx context.Context, s *Session, res *HonestResult, asked *int) error {
+	layout := s.Layout
+	if layout == "" {
+		layout = "separate"
+	}
+	gs := groups(Variant{Attack: &Attack{Servers: s.Specs()}, Layout: layout})
+	configs := map[string]string{}
+	for _, g := range gs {
+		path, err := w.writeConfig(g.name, g.specs, false, "")
+		if err != nil {
+			return err
+		}
+		configs[g.name] = path
+	}
+	live, err := w.startAll(ctx, configs, gs)
+	if err != nil {
+		return fmt.Errorf("honest session %s: %w", s.name(), err)
+	}
+	defer live.stop()
+	w.settle()
+	res.FirstSight = append(res.FirstSight, w.newQuestions(asked)...)
+	for _, st := range s.Calls {
+		server, tool := s.Server, st.Call
+		if len(s.Servers) > 0 {
+			server, tool, _ = strings.Cut(st.Call, ".")
+			if st.Call == "" {
+				server = st.Server
+			}
+		}
+		st.Call = tool
+		res.Calls = append(res.Calls, w.honestCall(ctx, live.byServer[server], server, st, asked))
+	}
+	return nil
 }
 
 func (w *world) honestCall(ctx context.Context, g *guard, server string, st Step, asked *int) HonestCall {
@@ -158,5 +218,6 @@ func (w *world) honestCall(ctx context.Context, g *guard, server string, st Step
 	if hc.Outcome != Allowed {
 		hc.Answer = shorten(out.Text, 200)
 	}
+	hc.Notice, hc.NoticeText = out.Notice != "", shorten(out.Notice, 200)
 	return hc
 }
