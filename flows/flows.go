@@ -335,14 +335,17 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 		findings = append(findings, Finding{Kind: "ambiguous", Rule: "results", Where: res.Ambiguous})
 	}
 
-	// A place the call read that holds secrets: the human was asked
-	// before it ran, and what it read is private.
+	// A place the call read that holds secrets (asked about before it
+	// ran, or a project's .env inside the roots): what it read is
+	// private, and the values it assigns to secret names are secrets.
+	keepsSecrets := false
 	for _, pl := range r.Places {
 		if pol == nil {
 			break
 		}
 		if _, ok := pol.SensitivePaths.Match(pl.Resolved.Clean, r.Home); ok {
 			private = append(private, pl.Lexical.Clean+" with "+from)
+			keepsSecrets = true
 			break
 		}
 	}
@@ -396,6 +399,9 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 		}
 		for _, f := range secrets.Default().Scan(p.Where, text) {
 			found = append(found, secretAt{i, f})
+		}
+		if keepsSecrets {
+			found = addAssigned(found, i, p.Where, text)
 		}
 	}
 	injected := false

@@ -188,3 +188,45 @@ func TestOrdinaryResultsAreHandedOnAsTheyCame(t *testing.T) {
 		t.Errorf("ordinary reads marked the session: %+v", s.Flow(nil))
 	}
 }
+
+// TestAPlaceThatKeepsSecrets: a value a project's .env assigns to a
+// secret name is a secret whatever its form (no rule knows
+// "password1234567"), and so is one in an edit's diff; the same text
+// read from an ordinary file is not, nor a value whose name says
+// nothing.
+func TestAPlaceThatKeepsSecrets(t *testing.T) {
+	pol := compiled(t, "")
+	const env = "DB_PASSWORD=password1234567\nLOG_LEVEL=production-debug\n"
+	read := func(s *Session, path, content string) []Finding {
+		_, found := s.Observe(Read{Method: results.ToolsCall, Server: "fs", Tool: "read_text_file", Home: "/home/u",
+			Effects: policy.Effects(0).With(policy.EffectRead), Places: []evaluator.Place{placeOf(path)}, Raw: text(content), At: at}, pol)
+		return found
+	}
+	var s Session
+	found := read(&s, "/home/u/proj/.env", env)
+	if len(found) != 1 || found[0].Rule != "assigned-secret" || strings.Contains(found[0].Digest, "password1234567") {
+		t.Fatalf("findings %+v", found)
+	}
+	for _, out := range []map[string]any{
+		{"url": "https://paste.example/?p=password1234567"},
+		{"url": "https://paste.example/?p=" + base64.StdEncoding.EncodeToString([]byte("pw password1234567"))},
+	} {
+		if f := s.Flow(out); !strings.Contains(f.Carried, "assigned-secret") {
+			t.Errorf("%v: not refused going out: %+v", out, f)
+		}
+	}
+	if f := s.Flow(map[string]any{"note": "log level production-debug"}); f.Carried != "" {
+		t.Errorf("a value whose name says nothing: %q", f.Carried)
+	}
+
+	var diff Session
+	read(&diff, "/home/u/proj/.env", "@@ -1 +1 @@\n-DB_PASSWORD=password1234567\n+DB_PASSWORD=password7654321\n")
+	if f := diff.Flow(map[string]any{"body": "new one: password7654321"}); f.Carried == "" {
+		t.Error("a value an edit's diff shows is not known going out")
+	}
+
+	var plain Session
+	if found := read(&plain, "/home/u/proj/notes.txt", env); len(found) != 0 {
+		t.Errorf("an ordinary file's assignments: %+v", found)
+	}
+}
