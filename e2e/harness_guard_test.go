@@ -47,7 +47,9 @@ type guardOptions struct {
 	// Config is the TOML config. It is first expanded as a text/template (see
 	// renderConfig), then written to Dir/config.toml.
 	Config string
-	// Args are appended after `run --config FILE`.
+	// Verb is aqlguard's verb: "run" (default) or "wrap".
+	Verb string
+	// Args are appended after `VERB --config FILE`.
 	Args []string
 	// Env is added (KEY=VALUE) to aqlguard's environment, which otherwise is
 	// the test's environment without AQLGUARD_* and with HOME and
@@ -106,7 +108,10 @@ func launchGuard(t *testing.T, o guardOptions) (*guard, error) {
 		}
 	})
 
-	g.cmd = exec.Command(bins.aqlguard, append([]string{"run", "--config", g.config}, o.Args...)...)
+	if o.Verb == "" {
+		o.Verb = "run"
+	}
+	g.cmd = exec.Command(bins.aqlguard, append([]string{o.Verb, "--config", g.config}, o.Args...)...)
 	g.cmd.Dir = o.Dir
 	g.mark = processMark()
 	g.cmd.Env = append(append(isolatedEnv(t, o.Dir), o.Env...), g.mark)
