@@ -89,6 +89,13 @@ func TestNoSecretLeavesTheGuard(t *testing.T) {
 	if out.Refusal == nil || !strings.Contains(out.Refusal.Say+fmt.Sprint(out.Refusal.Factors), "carries a secret") {
 		t.Fatalf("the carried secret: %+v", out.Refusal)
 	}
+	// A password no rule knows, written into a local file: it runs, and
+	// the records hold its digest.
+	const password = "password1234567"
+	write := policy.Effects(0).With(policy.EffectWrite)
+	if out := do(act("write_file", write, map[string]any{"path": "notes.env", "content": "DB_PASSWORD=" + password + "\n"})); out.Refusal != nil {
+		t.Fatalf("the local write: %+v", out.Refusal)
+	}
 	h.say(verify.Deny)
 	if out := do(act("fetch", send, map[string]any{"url": "https://docs.example/next"})); out.Refusal == nil || len(h.asked) != 1 {
 		t.Fatalf("the send after both: %+v, asked %d", out.Refusal, len(h.asked))
@@ -105,7 +112,7 @@ func TestNoSecretLeavesTheGuard(t *testing.T) {
 		"a log line": logs.String(), "the audit log": audit, "a metric or trace label": strings.Join(w.seen, "\n"),
 		"a question (the dialog's and the command channel's text)": string(question), "a refusal the model reads": strings.Join(told, "\n"),
 	} {
-		if strings.Contains(text, key) {
+		if strings.Contains(text, key) || strings.Contains(text, password) {
 			t.Errorf("%s holds the secret:\n%s", what, text)
 		}
 	}

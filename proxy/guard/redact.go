@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aqlguard/aqlguard/policy"
@@ -21,7 +22,8 @@ import (
 //
 // Nothing else is redacted by substring: run_python {"code": ...} must
 // leave a trace of what ran. But a credential the secrets ruleset knows
-// (an access key, a token, a private key block) is replaced where it
+// (an access key, a token, a private key block), and a value assigned
+// to a name that says secret (secrets.Assigned), is replaced where it
 // stands, in every argument, by its keyed digest: the audit log, the
 // state and a question never hold one (issue 30), and the rest of the
 // value still says what ran.
@@ -110,7 +112,14 @@ func (r *redactor) walk(v any, path []string) any {
 		}
 		return out
 	case string:
-		if found := secrets.Default().Scan("", v); len(found) > 0 {
+		found := secrets.Default().Scan("", v)
+		if strings.ContainsAny(v, "=:") {
+			// A value assigned to a secret name (DB_PASSWORD=…), whatever
+			// its form: the edit of a .env keeps its password out of the
+			// records as the read of it keeps it in the session.
+			found = append(found, secrets.Assigned("", v)...)
+		}
+		if len(found) > 0 {
 			r.redacts++
 			return secrets.Redact(v, found)
 		}
