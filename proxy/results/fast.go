@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"unicode/utf16"
@@ -64,31 +65,46 @@ func (p *rawReader) str() string {
 }
 
 // pass passes over the string at p.i, and says whether it holds an
-// escape.
+// escape. The body is passed eight bytes at a time where none of them
+// is '"' or '\\'.
 func (p *rawReader) pass() (escaped bool) {
-	p.i++ // the opening quote
+	b, i := p.b, p.i+1 // past the opening quote
 	for {
-		j := bytes.IndexAny(p.b[p.i:], "\"\\")
-		p.i += j
-		if p.b[p.i] == '"' {
-			p.i++
-			return escaped
+		for i+8 <= len(b) && quiet8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
 		}
-		escaped = true
-		p.i += 2
+		switch b[i] {
+		case '"':
+			p.i = i + 1
+			return escaped
+		case '\\':
+			escaped = true
+			i += 2
+		default:
+			i++
+		}
 	}
 }
 
-// unquote decodes the escapes of a valid JSON string's body.
+// quiet8 reports whether none of the eight bytes of x is '"' or '\\'.
+func quiet8(x uint64) bool {
+	quote := x ^ (lows * '"')
+	backslash := x ^ (lows * '\\')
+	return ((quote-lows)&^quote|(backslash-lows)&^backslash)&highs == 0
+}
+
+// unquote decodes the escapes of a valid JSON string's body, copying
+// the runs between them whole.
 func unquote(s []byte) string {
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
+		j := bytes.IndexByte(s[i:], '\\')
+		if j < 0 {
+			out = append(out, s[i:]...)
+			break
 		}
-		i++
+		out = append(out, s[i:i+j]...)
+		i += j + 1
 		switch s[i] {
 		case 'b':
 			out = append(out, '\b')
@@ -137,41 +153,26 @@ func hex4(s []byte) rune {
 	return r
 }
 
-// skip passes over the value at p.i.
+// skip passes over the number, true, false or null at p.i.
 func (p *rawReader) skip() {
-	switch p.b[p.i] {
-	case '"':
-		p.pass()
-	case '{', '[':
-		depth := 0
-		for {
-			switch p.b[p.i] {
-			case '"':
-				p.pass()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			p.i++
-			if depth == 0 {
-				return
-			}
-		}
-	default:
-		for p.i < len(p.b) && !strings.ContainsRune(",}] \t\r\n", rune(p.b[p.i])) {
-			p.i++
-		}
+	for p.i < len(p.b) && !strings.ContainsRune(",}] \t\r\n", rune(p.b[p.i])) {
+		p.i++
 	}
 }
 
+// rawMember is a member of an object as read: its name, the pieces it
+// gave (r.Pieces[from:to], its name's piece first), and where its value
+// is when that is a string whose reading waits for the object's "type"
+// (a "data" or "blob").
 type rawMember struct {
-	key        string
-	start, end int // the value's bytes
+	key      string
+	from, to int
+	waits    int // the value's first byte; -1: read in place
 }
 
-// value reads the value at p.i into r's pieces, as walk does.
+// value reads the value at p.i into r's pieces, as walk does: one pass
+// over the bytes, an object's members read where they stand and their
+// pieces put in the order of their names after.
 func (p *rawReader) value(r *Result, where string, depth int) bool {
 	if depth > maxDepth {
 		return false
@@ -180,7 +181,10 @@ func (p *rawReader) value(r *Result, where string, depth int) bool {
 	case '"':
 		r.Pieces = append(r.Pieces, Piece{Where: where, Text: p.str()})
 	case '{':
-		var members []rawMember
+		var small [4]rawMember
+		members := small[:0]
+		base := len(r.Pieces)
+		binary, waits := false, false
 		p.i++
 		p.space()
 		for p.b[p.i] != '}' {
@@ -188,9 +192,25 @@ func (p *rawReader) value(r *Result, where string, depth int) bool {
 			p.space()
 			p.i++ // ':'
 			p.space()
-			start := p.i
-			p.skip()
-			members = append(members, rawMember{key, start, p.i})
+			at := join(where, key)
+			m := rawMember{key: key, from: len(r.Pieces), waits: -1}
+			if !plainName(key) {
+				r.Pieces = append(r.Pieces, Piece{Where: at + " (its name)", Text: key})
+			}
+			isString := p.b[p.i] == '"'
+			switch {
+			case isString && (key == "data" || key == "blob"):
+				m.waits = p.i
+				waits = true
+				p.pass()
+			case !p.value(r, at, depth+1):
+				return false
+			case isString && key == "type":
+				t := r.Pieces[len(r.Pieces)-1].Text
+				binary = t == "image" || t == "audio"
+			}
+			m.to = len(r.Pieces)
+			members = append(members, m)
 			p.space()
 			if p.b[p.i] == ',' {
 				p.i++
@@ -198,32 +218,27 @@ func (p *rawReader) value(r *Result, where string, depth int) bool {
 			}
 		}
 		p.i++
-		slices.SortFunc(members, func(a, b rawMember) int { return strings.Compare(a.key, b.key) })
-		binary := false
-		for _, m := range members {
-			if m.key == "type" && p.b[m.start] == '"' {
-				t := (&rawReader{b: p.b, i: m.start, seen: p.seen}).str()
-				binary = t == "image" || t == "audio"
-			}
+		byName := func(a, b rawMember) int { return strings.Compare(a.key, b.key) }
+		if !waits && slices.IsSortedFunc(members, byName) {
+			break
 		}
+		got := slices.Clone(r.Pieces[base:])
+		r.Pieces = r.Pieces[:base]
+		slices.SortFunc(members, byName)
 		for _, m := range members {
+			r.Pieces = append(r.Pieces, got[m.from-base:m.to-base]...)
+			if m.waits < 0 {
+				continue
+			}
+			s := (&rawReader{b: p.b, i: m.waits, seen: p.seen}).str()
 			at := join(where, m.key)
-			if !plainName(m.key) {
-				r.Pieces = append(r.Pieces, Piece{Where: at + " (its name)", Text: m.key})
-			}
-			sub := &rawReader{b: p.b, i: m.start, seen: p.seen}
-			if p.b[m.start] == '"' {
-				switch {
-				case binary && m.key == "data":
-					r.Binary += len(sub.str())
-					continue
-				case m.key == "blob":
-					r.blob(at, sub.str(), nil)
-					continue
-				}
-			}
-			if !sub.value(r, at, depth+1) {
-				return false
+			switch {
+			case binary && m.key == "data":
+				r.Binary += len(s)
+			case m.key == "blob":
+				r.blob(at, s, nil)
+			default:
+				r.Pieces = append(r.Pieces, Piece{Where: at, Text: s})
 			}
 		}
 	case '[':

@@ -71,7 +71,7 @@ func Read(method string, raw json.RawMessage) (*Result, error) {
 		return nil, fmt.Errorf("results: %q is no method whose result is read", method)
 	}
 	trimmed := bytes.TrimLeft(raw, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(raw) {
+	if len(trimmed) == 0 || trimmed[0] != '{' || !valid(raw) {
 		return nil, ErrNotAResult
 	}
 	r := &Result{method: method, raw: raw}
