@@ -2,7 +2,7 @@ package results
 
 import (
 	"bytes"
-	"encoding/binary"
+	"errors"
 	"slices"
 	"strings"
 	"unicode/utf16"
@@ -12,9 +12,13 @@ import (
 // readRaw reads the pieces from the bytes as they came, without decoding
 // the document (what every result pays; a change decodes it, writable):
 // the same pieces, in the same order, as walk of the decoded document.
-// raw is valid UTF-8 JSON whose objects name no member twice. It reports
-// false where it leaves the reading to walk (nesting past maxDepth).
-func (r *Result) readRaw() (ok bool) {
+// raw is valid UTF-8 JSON. With names, it reports false at a member
+// name beyond ASCII or one that an object holds twice in one or two
+// cases, which rawjson.UnambiguousValid judges instead (so that the
+// bytes are passed once when no name can be read two ways); without,
+// raw's objects name no member twice. It reports false where it leaves
+// the reading to walk (nesting past maxDepth).
+func (r *Result) readRaw(names bool) (ok bool) {
 	defer func() {
 		// Bytes that are no valid JSON run off their end: the decoder
 		// reads them instead, and refuses them.
@@ -25,9 +29,13 @@ func (r *Result) readRaw() (ok bool) {
 			r.Pieces, r.Binary = nil, 0
 		}
 	}()
-	p := rawReader{b: r.raw, seen: map[string]string{}}
+	p := rawReader{b: r.raw, seen: map[string]string{}, names: names}
 	p.space()
-	return p.value(r, "", 0)
+	if !p.value(r, "", 0) {
+		return false
+	}
+	p.space()
+	return p.i == len(p.b)
 }
 
 type rawReader struct {
@@ -37,7 +45,54 @@ type rawReader struct {
 	// bytes: a tool's text and the same as structured content are
 	// decoded once.
 	seen map[string]string
+	// names: check that an object's member names are ASCII and
+	// distinct in any case (readRaw).
+	names bool
 }
+
+// distinct reports whether key, a name of an object whose earlier names
+// are members, is ASCII and differs from each of them in any case;
+// folded holds those names in upper case once the object has many.
+func distinct(key string, members []rawMember, folded *map[string]struct{}) bool {
+	for i := 0; i < len(key); i++ {
+		if key[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	const few = 16
+	if len(members) < few {
+		for _, m := range members {
+			if len(m.key) == len(key) && asciiEqualFold(m.key, key) {
+				return false
+			}
+		}
+		return true
+	}
+	if *folded == nil {
+		*folded = make(map[string]struct{}, 2*few)
+		for _, m := range members {
+			(*folded)[upper(m.key)] = struct{}{}
+		}
+	}
+	u := upper(key)
+	if _, dup := (*folded)[u]; dup {
+		return false
+	}
+	(*folded)[u] = struct{}{}
+	return true
+}
+
+func asciiEqualFold(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x != y && x|0x20 != y|0x20 || x != y && (x|0x20 < 'a' || x|0x20 > 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+func upper(s string) string { return strings.ToUpper(s) }
 
 func (p *rawReader) space() {
 	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
@@ -65,32 +120,25 @@ func (p *rawReader) str() string {
 }
 
 // pass passes over the string at p.i, and says whether it holds an
-// escape. The body is passed eight bytes at a time where none of them
-// is '"' or '\\'.
+// escape; it panics where the bytes are no JSON string (readRaw).
 func (p *rawReader) pass() (escaped bool) {
-	b, i := p.b, p.i+1 // past the opening quote
-	for {
-		for i+8 <= len(b) && quiet8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		switch b[i] {
-		case '"':
-			p.i = i + 1
-			return escaped
-		case '\\':
-			escaped = true
-			i += 2
-		default:
-			i++
-		}
+	end, escaped := stringEnd(p.b, p.i)
+	if end < 0 {
+		panic(errInvalid)
 	}
+	p.i = end
+	return escaped
 }
 
-// quiet8 reports whether none of the eight bytes of x is '"' or '\\'.
-func quiet8(x uint64) bool {
-	quote := x ^ (lows * '"')
-	backslash := x ^ (lows * '\\')
-	return ((quote-lows)&^quote|(backslash-lows)&^backslash)&highs == 0
+// errInvalid: the bytes are no valid JSON.
+var errInvalid = errors.New("results: invalid JSON")
+
+// want passes over the byte c at p.i, and panics at any other.
+func (p *rawReader) want(c byte) {
+	if p.b[p.i] != c {
+		panic(errInvalid)
+	}
+	p.i++
 }
 
 // unquote decodes the escapes of a valid JSON string's body, copying
@@ -153,11 +201,24 @@ func hex4(s []byte) rune {
 	return r
 }
 
-// skip passes over the number, true, false or null at p.i.
+// skip passes over the number, true, false or null at p.i, and panics
+// at anything else.
 func (p *rawReader) skip() {
-	for p.i < len(p.b) && !strings.ContainsRune(",}] \t\r\n", rune(p.b[p.i])) {
-		p.i++
+	end := -1
+	switch c := p.b[p.i]; {
+	case c == '-' || c >= '0' && c <= '9':
+		end = numberEnd(p.b, p.i)
+	case c == 't':
+		end = literalEnd(p.b, p.i, "true")
+	case c == 'f':
+		end = literalEnd(p.b, p.i, "false")
+	case c == 'n':
+		end = literalEnd(p.b, p.i, "null")
 	}
+	if end < 0 {
+		panic(errInvalid)
+	}
+	p.i = end
 }
 
 // rawMember is a member of an object as read: its name, the pieces it
@@ -187,10 +248,17 @@ func (p *rawReader) value(r *Result, where string, depth int) bool {
 		binary, waits := false, false
 		p.i++
 		p.space()
+		var folded map[string]struct{}
 		for p.b[p.i] != '}' {
+			if p.b[p.i] != '"' {
+				panic(errInvalid)
+			}
 			key := p.str()
+			if p.names && !distinct(key, members, &folded) {
+				return false
+			}
 			p.space()
-			p.i++ // ':'
+			p.want(':')
 			p.space()
 			at := join(where, key)
 			m := rawMember{key: key, from: len(r.Pieces), waits: -1}
@@ -212,12 +280,16 @@ func (p *rawReader) value(r *Result, where string, depth int) bool {
 			m.to = len(r.Pieces)
 			members = append(members, m)
 			p.space()
-			if p.b[p.i] == ',' {
-				p.i++
-				p.space()
+			if p.b[p.i] != ',' {
+				break
+			}
+			p.i++
+			p.space()
+			if p.b[p.i] != '"' {
+				panic(errInvalid) // {"a":1,}
 			}
 		}
-		p.i++
+		p.want('}')
 		byName := func(a, b rawMember) int { return strings.Compare(a.key, b.key) }
 		if !waits && slices.IsSortedFunc(members, byName) {
 			break
@@ -249,12 +321,16 @@ func (p *rawReader) value(r *Result, where string, depth int) bool {
 				return false
 			}
 			p.space()
-			if p.b[p.i] == ',' {
-				p.i++
-				p.space()
+			if p.b[p.i] != ',' {
+				break
+			}
+			p.i++
+			p.space()
+			if p.b[p.i] == ']' {
+				panic(errInvalid) // [1,]
 			}
 		}
-		p.i++
+		p.want(']')
 	default:
 		p.skip() // a number, true, false, null: nothing to read
 	}

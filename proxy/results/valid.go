@@ -1,6 +1,9 @@
 package results
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Every result is validated before it is read (fast.go walks bytes it
 // trusts to be valid JSON, and rawjson.UnambiguousValid panics on any
@@ -42,7 +45,7 @@ func valid(b []byte) bool {
 			}
 			continue
 		case c == '"':
-			i = stringEnd(b, i)
+			i, _ = stringEnd(b, i)
 		case c == '-' || c >= '0' && c <= '9':
 			i = numberEnd(b, i)
 		case c == 't':
@@ -92,7 +95,7 @@ func member(b []byte, i int) int {
 	if i >= len(b) || b[i] != '"' {
 		return -1
 	}
-	if i = stringEnd(b, i); i < 0 {
+	if i, _ = stringEnd(b, i); i < 0 {
 		return -1
 	}
 	i = space(b, i)
@@ -114,54 +117,59 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plain8 reports whether none of the eight bytes of x is a control
-// character, '"' or '\\': bytes a string's body holds as they are.
-func plain8(x uint64) bool {
+// special8 marks, in the high bit of each of the eight bytes of x (the
+// first eight bytes from a string's body on, little-endian), a byte
+// that is a control character, '"' or '\\': where a string's body stops
+// being plain. The lowest mark is exact (the classic "has a zero byte"
+// test borrows only into the bytes above a true one), so
+// bits.TrailingZeros64(m)/8 is the first such byte.
+func special8(x uint64) uint64 {
 	quote := x ^ (lows * '"')
 	backslash := x ^ (lows * '\\')
-	// A byte is zero, or below 0x20, where subtracting sets its high bit
-	// that was clear (the classic "has zero byte" test, exact for
-	// whether any byte is).
-	bad := (quote-lows)&^quote | (backslash-lows)&^backslash | (x-lows*0x20)&^x
-	return bad&highs == 0
+	return ((quote-lows)&^quote | (backslash-lows)&^backslash | (x-lows*0x20)&^x) & highs
 }
 
 // stringEnd is the index just past the string that starts at b[i] (-1:
-// invalid).
-func stringEnd(b []byte, i int) int {
+// invalid), and whether it holds an escape.
+func stringEnd(b []byte, i int) (end int, escaped bool) {
 	i++ // the opening quote
 	for {
-		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
+		for i+8 <= len(b) {
+			if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
 			i += 8
 		}
 		if i >= len(b) {
-			return -1
+			return -1, escaped
 		}
 		switch c := b[i]; {
 		case c == '"':
-			return i + 1
+			return i + 1, escaped
 		case c == '\\':
+			escaped = true
 			if i+1 >= len(b) {
-				return -1
+				return -1, escaped
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) {
-					return -1
+					return -1, escaped
 				}
 				for _, h := range b[i+2 : i+6] {
 					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return -1
+						return -1, escaped
 					}
 				}
 				i += 6
 			default:
-				return -1
+				return -1, escaped
 			}
 		case c < 0x20:
-			return -1
+			return -1, escaped
 		default:
 			i++
 		}
