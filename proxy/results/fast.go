@@ -144,45 +144,46 @@ func (p *rawReader) want(c byte) {
 // unquote decodes the escapes of a valid JSON string's body, copying
 // the runs between them whole.
 func unquote(s []byte) string {
-	out := make([]byte, 0, len(s))
+	var out strings.Builder // one allocation: its String does not copy
+	out.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		j := bytes.IndexByte(s[i:], '\\')
 		if j < 0 {
-			out = append(out, s[i:]...)
+			out.Write(s[i:])
 			break
 		}
-		out = append(out, s[i:i+j]...)
+		out.Write(s[i : i+j])
 		i += j + 1
 		switch s[i] {
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
 			r := hex4(s[i+1:])
 			i += 4
 			if utf16.IsSurrogate(r) {
 				if i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
 					if r2 := utf16.DecodeRune(r, hex4(s[i+3:])); r2 != utf8.RuneError {
-						out = utf8.AppendRune(out, r2)
+						out.WriteRune(r2)
 						i += 6
 						continue
 					}
 				}
 				r = utf8.RuneError // a lone surrogate, as encoding/json decodes it
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 		default: // '"', '\\', '/'
-			out = append(out, s[i])
+			out.WriteByte(s[i])
 		}
 	}
-	return string(out)
+	return out.String()
 }
 
 func hex4(s []byte) rune {
