@@ -221,32 +221,48 @@ func (st *state) run() {
 func (st *state) asciiWord(i int) int {
 	raw := st.raw
 	end := min(len(raw), i+maxSentence-len(st.fb))
-	j := i
-	letters := false
-	for ; j < end; j++ {
-		c := raw[j]
-		if c >= utf8.RuneSelf {
-			break
-		}
-		k := asciiClass[c]
-		if k != aLetter && k != aDigit {
-			break
-		}
-		letters = letters || k == aLetter
-	}
-	if j == i {
+	if end <= i {
 		return i
 	}
 	n := len(st.fb)
-	st.fb, st.fo = slices.Grow(st.fb, j-i)[:n+j-i], slices.Grow(st.fo, j-i)[:n+j-i]
-	fb, fo := st.fb[n:], st.fo[n:]
-	for x := range fb {
-		fb[x] = raw[i+x] | 0x20 // lower case; digits have the bit already
-		fo[x] = int32(i + x)
+	// The sentence grows by at most end-i bytes (up to maxSentence):
+	// the word is folded as it is found.
+	st.fb, st.fo = slices.Grow(st.fb, end-i), slices.Grow(st.fo, end-i)
+	fb, fo := st.fb[n:n+end-i], st.fo[n:n+end-i]
+	var kinds uint8
+	j := i
+	for ; j < end; j++ {
+		c := raw[j]
+		k := wordByte[c]
+		if k == 0 {
+			break
+		}
+		kinds |= k
+		fb[j-i] = c | 0x20 // lower case; digits have the bit already
+		fo[j-i] = int32(j)
 	}
-	st.wLatin = st.wLatin || letters
+	st.fb, st.fo = st.fb[:n+j-i], st.fo[:n+j-i]
+	st.wLatin = st.wLatin || kinds&wordLetter != 0
 	return j
 }
+
+// wordByte classes the bytes of an ASCII word: letters and digits.
+const (
+	wordLetter = 1 << iota
+	wordDigit
+)
+
+var wordByte = func() (t [256]uint8) {
+	for c := range utf8.RuneSelf {
+		switch asciiClass[c] {
+		case aLetter:
+			t[c] = wordLetter
+		case aDigit:
+			t[c] = wordDigit
+		}
+	}
+	return t
+}()
 
 // put appends one folded byte from raw offset off.
 func (st *state) put(c byte, off int) {

@@ -282,9 +282,16 @@ var classWords = []struct {
 type element struct {
 	gap   int      // other words allowed before it
 	words []uint16 // word ids, sorted
+	// mask has bit id%64 set for every id of words: most words a phrase
+	// is tried against are in no element, and the mask says so for most
+	// of them without a search.
+	mask uint64
 }
 
 func (e *element) has(id uint16) bool {
+	if e.mask&(1<<(id%64)) == 0 {
+		return false
+	}
 	_, ok := slices.BinarySearch(e.words, id)
 	return ok
 }
@@ -420,6 +427,9 @@ func buildLexicon() map[string]*lexEntry {
 					}
 				}
 				sort.Slice(el.words, func(i, j int) bool { return el.words[i] < el.words[j] })
+				for _, id := range el.words {
+					el.mask |= 1 << (id % 64)
+				}
 				p.elems = append(p.elems, el)
 			}
 			if len(p.elems) == 0 || p.elems[0].gap != 0 {

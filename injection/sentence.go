@@ -79,8 +79,98 @@ func isWordByte(c byte) bool {
 }
 
 // tokenize splits the sentence into chunks (runs without spaces) and
-// words (runs of letters and digits), splitting contractions.
+// words (runs of letters and digits), splitting contractions. It reads
+// each byte once (tokenizeFull, the full path, reads a chunk again for
+// its words).
 func (st *state) tokenize() {
+	if st.b.s.full {
+		st.tokenizeFull()
+		return
+	}
+	st.words, st.chunks = st.words[:0], st.chunks[:0]
+	fb := st.fb
+	start := true
+	for i := 0; i < len(fb); {
+		if tokByte[fb[i]]&tkSpace != 0 {
+			i++
+			continue
+		}
+		ca := i
+		ci := int32(len(st.chunks))
+		st.chunks = append(st.chunks, chunk{a: int32(ca)})
+		var has uint8
+		for i < len(fb) {
+			t := tokByte[fb[i]]
+			if t&tkSpace != 0 {
+				break
+			}
+			if t&tkWord == 0 {
+				has |= t & tkChunk
+				i++
+				continue
+			}
+			wa := i
+			for i < len(fb) && tokByte[fb[i]]&tkWord != 0 {
+				has |= tokByte[fb[i]] & tkChunk
+				i++
+			}
+			wb := i
+			if i+1 < len(fb) && fb[i] == '\'' && isWordByte(fb[i+1]) {
+				k := i + 1
+				for k < len(fb) && isWordByte(fb[k]) {
+					k++
+				}
+				for ; i < k; i++ {
+					has |= tokByte[fb[i]] & tkChunk
+				}
+				if k == wb+2 && fb[wb+1] == 't' && fb[wb-1] == 'n' && wb-1 > wa {
+					st.addWord(negStem(fb[wa:wb-1], false), int32(wa), int32(wb-1), ci, start)
+					st.addWord(lexicon["not"], int32(wb-1), int32(k), ci, false)
+					start = false
+					continue
+				}
+				// 's, 're, 'll, 've, 'd: the word without them
+			}
+			if pair, ok := contraction(fb[wa:wb]); ok {
+				st.addWord(lexicon[pair[0]], int32(wa), int32(wb), ci, start)
+				st.addWord(lexicon[pair[1]], int32(wa), int32(wb), ci, false)
+			} else {
+				st.addWord(lookup(fb[wa:wb], false), int32(wa), int32(wb), ci, start)
+			}
+			start = false
+		}
+		st.chunks[ci].b, st.chunks[ci].has = int32(i), has
+		last := fb[i-1]
+		start = last == ':' || i-ca == 1 && (last == '-' || last == '*' || last == '>')
+	}
+}
+
+// tokByte classes the bytes of a sentence for tokenize: white space
+// between chunks, the bytes of words, and a chunk's chunkByte classes.
+const (
+	tkChunk = 0x1f // chunkByte's classes
+	tkWord  = 0x40
+	tkSpace = 0x80
+)
+
+var tokByte = func() (t [256]uint8) {
+	for c := range 256 {
+		t[c] = chunkByte[c]
+		if chunkByte[c]&^tkChunk != 0 {
+			panic("injection: chunkByte outgrew tokByte")
+		}
+		if isWordByte(byte(c)) {
+			t[c] |= tkWord
+		}
+		if c == ' ' || c == '\n' {
+			t[c] |= tkSpace
+		}
+	}
+	return t
+}()
+
+// tokenizeFull is tokenize along the full path.
+func (st *state) tokenizeFull() {
 	st.words, st.chunks = st.words[:0], st.chunks[:0]
 	fb := st.fb
 	start := true

@@ -3,6 +3,7 @@ package secrets
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // maxKeywordLen bounds a keyword's length in bytes (gitleaks' longest,
@@ -144,6 +145,33 @@ const outFlag = 1 << 31
 // their ends. K KELVIN SIGN and ſ LONG S count as k and s, as Go's
 // (?i) matches them (see foldRune).
 func (k *keywordIndex) find(text string, from, to int, occ []occurrence) []occurrence {
+	if !k.plain && foldsWide(text[from:to]) {
+		return k.findFolding(text, from, to, occ)
+	}
+	// Every symbol is one byte: a keyword of l bytes ending at i starts
+	// at i+1-l.
+	row, class, nc := k.row, &k.class, uint32(k.nclass)
+	r := uint32(0)
+	for i := from; i < to; i++ {
+		r = row[r&^outFlag+uint32(class[text[i]])]
+		if r&outFlag != 0 {
+			for _, id := range k.out[(r&^outFlag)/nc] {
+				occ = append(occ, occurrence{pos: i + 1 - len(k.words[id]), id: id})
+			}
+		}
+	}
+	return occ
+}
+
+// foldsWide reports whether s holds K KELVIN SIGN or ſ LONG S, the
+// runes of more than one byte that find folds to a keyword's letter.
+func foldsWide(s string) bool {
+	return strings.Contains(s, "\u212a") || strings.Contains(s, "\u017f")
+}
+
+// findFolding is find on a text that holds K or ſ: it notes where each
+// symbol starts.
+func (k *keywordIndex) findFolding(text string, from, to int, occ []occurrence) []occurrence {
 	var starts [maxKeywordLen]int
 	n := 0
 	row, class, nc := k.row, &k.class, uint32(k.nclass)

@@ -109,3 +109,29 @@ func TestWindows(t *testing.T) {
 		t.Errorf("%d findings for %d tokens", len(fs), len(toks))
 	}
 }
+
+// FuzzKeywordFind wants find, which takes every byte for a symbol where
+// no K or ſ is, to find what findFolding finds, over the ruleset's
+// keywords, in the same order, on any text and window.
+func FuzzKeywordFind(f *testing.F) {
+	for _, s := range []string{"", "token=abc", "AKIA key s. ey http://x", "Authorization: Bearer", "x\u212aey s\u017fecret \xe2\x84 \xc5", "\u212a"} {
+		f.Add(s, 0, len(s))
+	}
+	f.Fuzz(func(t *testing.T, text string, from, to int) {
+		if from < 0 || to > len(text) || from > to {
+			from, to = 0, len(text)
+		}
+		plain, err := newKeywordIndex(Default().words.words)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain.plain = true
+		for _, k := range []*keywordIndex{Default().words, plain} {
+			got := k.find(text, from, to, nil)
+			want := k.findFolding(text, from, to, nil)
+			if !slices.Equal(got, want) {
+				t.Fatalf("find(%q, %d, %d) = %v, findFolding %v", text, from, to, got, want)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"strings"
 	"unicode/utf16"
@@ -11,9 +12,13 @@ import (
 // readRaw reads the pieces from the bytes as they came, without decoding
 // the document (what every result pays; a change decodes it, writable):
 // the same pieces, in the same order, as walk of the decoded document.
-// raw is valid UTF-8 JSON whose objects name no member twice. It reports
-// false where it leaves the reading to walk (nesting past maxDepth).
-func (r *Result) readRaw() (ok bool) {
+// raw is valid UTF-8 JSON. With names, it reports false at a member
+// name beyond ASCII or one that an object holds twice in one or two
+// cases, which rawjson.UnambiguousValid judges instead (so that the
+// bytes are passed once when no name can be read two ways); without,
+// raw's objects name no member twice. It reports false where it leaves
+// the reading to walk (nesting past maxDepth).
+func (r *Result) readRaw(names bool) (ok bool) {
 	defer func() {
 		// Bytes that are no valid JSON run off their end: the decoder
 		// reads them instead, and refuses them.
@@ -24,9 +29,13 @@ func (r *Result) readRaw() (ok bool) {
 			r.Pieces, r.Binary = nil, 0
 		}
 	}()
-	p := rawReader{b: r.raw, seen: map[string]string{}}
+	p := rawReader{b: r.raw, seen: map[string]string{}, names: names}
 	p.space()
-	return p.value(r, "", 0)
+	if !p.value(r, "", 0) {
+		return false
+	}
+	p.space()
+	return p.i == len(p.b)
 }
 
 type rawReader struct {
@@ -36,7 +45,54 @@ type rawReader struct {
 	// bytes: a tool's text and the same as structured content are
 	// decoded once.
 	seen map[string]string
+	// names: check that an object's member names are ASCII and
+	// distinct in any case (readRaw).
+	names bool
 }
+
+// distinct reports whether key, a name of an object whose earlier names
+// are members, is ASCII and differs from each of them in any case;
+// folded holds those names in upper case once the object has many.
+func distinct(key string, members []rawMember, folded *map[string]struct{}) bool {
+	for i := 0; i < len(key); i++ {
+		if key[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	const few = 16
+	if len(members) < few {
+		for _, m := range members {
+			if len(m.key) == len(key) && asciiEqualFold(m.key, key) {
+				return false
+			}
+		}
+		return true
+	}
+	if *folded == nil {
+		*folded = make(map[string]struct{}, 2*few)
+		for _, m := range members {
+			(*folded)[upper(m.key)] = struct{}{}
+		}
+	}
+	u := upper(key)
+	if _, dup := (*folded)[u]; dup {
+		return false
+	}
+	(*folded)[u] = struct{}{}
+	return true
+}
+
+func asciiEqualFold(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x != y && x|0x20 != y|0x20 || x != y && (x|0x20 < 'a' || x|0x20 > 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+func upper(s string) string { return strings.ToUpper(s) }
 
 func (p *rawReader) space() {
 	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
@@ -64,61 +120,70 @@ func (p *rawReader) str() string {
 }
 
 // pass passes over the string at p.i, and says whether it holds an
-// escape.
+// escape; it panics where the bytes are no JSON string (readRaw).
 func (p *rawReader) pass() (escaped bool) {
-	p.i++ // the opening quote
-	for {
-		j := bytes.IndexAny(p.b[p.i:], "\"\\")
-		p.i += j
-		if p.b[p.i] == '"' {
-			p.i++
-			return escaped
-		}
-		escaped = true
-		p.i += 2
+	end, escaped := stringEnd(p.b, p.i)
+	if end < 0 {
+		panic(errInvalid)
 	}
+	p.i = end
+	return escaped
 }
 
-// unquote decodes the escapes of a valid JSON string's body.
+// errInvalid: the bytes are no valid JSON.
+var errInvalid = errors.New("results: invalid JSON")
+
+// want passes over the byte c at p.i, and panics at any other.
+func (p *rawReader) want(c byte) {
+	if p.b[p.i] != c {
+		panic(errInvalid)
+	}
+	p.i++
+}
+
+// unquote decodes the escapes of a valid JSON string's body, copying
+// the runs between them whole.
 func unquote(s []byte) string {
-	out := make([]byte, 0, len(s))
+	var out strings.Builder // one allocation: its String does not copy
+	out.Grow(len(s))
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
+		j := bytes.IndexByte(s[i:], '\\')
+		if j < 0 {
+			out.Write(s[i:])
+			break
 		}
-		i++
+		out.Write(s[i : i+j])
+		i += j + 1
 		switch s[i] {
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
 			r := hex4(s[i+1:])
 			i += 4
 			if utf16.IsSurrogate(r) {
 				if i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
 					if r2 := utf16.DecodeRune(r, hex4(s[i+3:])); r2 != utf8.RuneError {
-						out = utf8.AppendRune(out, r2)
+						out.WriteRune(r2)
 						i += 6
 						continue
 					}
 				}
 				r = utf8.RuneError // a lone surrogate, as encoding/json decodes it
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 		default: // '"', '\\', '/'
-			out = append(out, s[i])
+			out.WriteByte(s[i])
 		}
 	}
-	return string(out)
+	return out.String()
 }
 
 func hex4(s []byte) rune {
@@ -137,41 +202,39 @@ func hex4(s []byte) rune {
 	return r
 }
 
-// skip passes over the value at p.i.
+// skip passes over the number, true, false or null at p.i, and panics
+// at anything else.
 func (p *rawReader) skip() {
-	switch p.b[p.i] {
-	case '"':
-		p.pass()
-	case '{', '[':
-		depth := 0
-		for {
-			switch p.b[p.i] {
-			case '"':
-				p.pass()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			p.i++
-			if depth == 0 {
-				return
-			}
-		}
-	default:
-		for p.i < len(p.b) && !strings.ContainsRune(",}] \t\r\n", rune(p.b[p.i])) {
-			p.i++
-		}
+	end := -1
+	switch c := p.b[p.i]; {
+	case c == '-' || c >= '0' && c <= '9':
+		end = numberEnd(p.b, p.i)
+	case c == 't':
+		end = literalEnd(p.b, p.i, "true")
+	case c == 'f':
+		end = literalEnd(p.b, p.i, "false")
+	case c == 'n':
+		end = literalEnd(p.b, p.i, "null")
 	}
+	if end < 0 {
+		panic(errInvalid)
+	}
+	p.i = end
 }
 
+// rawMember is a member of an object as read: its name, the pieces it
+// gave (r.Pieces[from:to], its name's piece first), and where its value
+// is when that is a string whose reading waits for the object's "type"
+// (a "data" or "blob").
 type rawMember struct {
-	key        string
-	start, end int // the value's bytes
+	key      string
+	from, to int
+	waits    int // the value's first byte; -1: read in place
 }
 
-// value reads the value at p.i into r's pieces, as walk does.
+// value reads the value at p.i into r's pieces, as walk does: one pass
+// over the bytes, an object's members read where they stand and their
+// pieces put in the order of their names after.
 func (p *rawReader) value(r *Result, where string, depth int) bool {
 	if depth > maxDepth {
 		return false
@@ -180,50 +243,75 @@ func (p *rawReader) value(r *Result, where string, depth int) bool {
 	case '"':
 		r.Pieces = append(r.Pieces, Piece{Where: where, Text: p.str()})
 	case '{':
-		var members []rawMember
+		var small [4]rawMember
+		members := small[:0]
+		base := len(r.Pieces)
+		binary, waits := false, false
 		p.i++
 		p.space()
+		var folded map[string]struct{}
 		for p.b[p.i] != '}' {
-			key := p.str()
-			p.space()
-			p.i++ // ':'
-			p.space()
-			start := p.i
-			p.skip()
-			members = append(members, rawMember{key, start, p.i})
-			p.space()
-			if p.b[p.i] == ',' {
-				p.i++
-				p.space()
+			if p.b[p.i] != '"' {
+				panic(errInvalid)
 			}
-		}
-		p.i++
-		slices.SortFunc(members, func(a, b rawMember) int { return strings.Compare(a.key, b.key) })
-		binary := false
-		for _, m := range members {
-			if m.key == "type" && p.b[m.start] == '"' {
-				t := (&rawReader{b: p.b, i: m.start, seen: p.seen}).str()
+			key := p.str()
+			if p.names && !distinct(key, members, &folded) {
+				return false
+			}
+			p.space()
+			p.want(':')
+			p.space()
+			at := join(where, key)
+			m := rawMember{key: key, from: len(r.Pieces), waits: -1}
+			if !plainName(key) {
+				r.Pieces = append(r.Pieces, Piece{Where: at + " (its name)", Text: key})
+			}
+			isString := p.b[p.i] == '"'
+			switch {
+			case isString && (key == "data" || key == "blob"):
+				m.waits = p.i
+				waits = true
+				p.pass()
+			case !p.value(r, at, depth+1):
+				return false
+			case isString && key == "type":
+				t := r.Pieces[len(r.Pieces)-1].Text
 				binary = t == "image" || t == "audio"
 			}
+			m.to = len(r.Pieces)
+			members = append(members, m)
+			p.space()
+			if p.b[p.i] != ',' {
+				break
+			}
+			p.i++
+			p.space()
+			if p.b[p.i] != '"' {
+				panic(errInvalid) // {"a":1,}
+			}
 		}
+		p.want('}')
+		byName := func(a, b rawMember) int { return strings.Compare(a.key, b.key) }
+		if !waits && slices.IsSortedFunc(members, byName) {
+			break
+		}
+		got := slices.Clone(r.Pieces[base:])
+		r.Pieces = r.Pieces[:base]
+		slices.SortFunc(members, byName)
 		for _, m := range members {
+			r.Pieces = append(r.Pieces, got[m.from-base:m.to-base]...)
+			if m.waits < 0 {
+				continue
+			}
+			s := (&rawReader{b: p.b, i: m.waits, seen: p.seen}).str()
 			at := join(where, m.key)
-			if !plainName(m.key) {
-				r.Pieces = append(r.Pieces, Piece{Where: at + " (its name)", Text: m.key})
-			}
-			sub := &rawReader{b: p.b, i: m.start, seen: p.seen}
-			if p.b[m.start] == '"' {
-				switch {
-				case binary && m.key == "data":
-					r.Binary += len(sub.str())
-					continue
-				case m.key == "blob":
-					r.blob(at, sub.str(), nil)
-					continue
-				}
-			}
-			if !sub.value(r, at, depth+1) {
-				return false
+			switch {
+			case binary && m.key == "data":
+				r.Binary += len(s)
+			case m.key == "blob":
+				r.blob(at, s, nil)
+			default:
+				r.Pieces = append(r.Pieces, Piece{Where: at, Text: s})
 			}
 		}
 	case '[':
@@ -234,12 +322,16 @@ func (p *rawReader) value(r *Result, where string, depth int) bool {
 				return false
 			}
 			p.space()
-			if p.b[p.i] == ',' {
-				p.i++
-				p.space()
+			if p.b[p.i] != ',' {
+				break
+			}
+			p.i++
+			p.space()
+			if p.b[p.i] == ']' {
+				panic(errInvalid) // [1,]
 			}
 		}
-		p.i++
+		p.want(']')
 	default:
 		p.skip() // a number, true, false, null: nothing to read
 	}

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -180,6 +181,45 @@ func FuzzRead(f *testing.F) {
 		}
 		if again.rewrite {
 			t.Fatalf("%s: what was written (%s) is ambiguous", raw, out)
+		}
+	})
+}
+
+// FuzzReadOnePass wants a result read in one pass (names checked as the
+// bytes are read) read as the way that checks the names first reads it.
+func FuzzReadOnePass(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"type":"text","text":"a"}],"structuredContent":{"a":[1,"b"]}}`,
+		`{"a":1,"A":2}`, `{"a":1,"a":2}`, `{"k":1,"\u212a":2}`, `{"s":1,"ſ":2}`, `{"é":1,"É":2}`, `{"x":{"@":1,"` + "`" + `":2}}`,
+		`{"content":[{"type":"text","Text":"a","text":"b"}]}`, `{"content":[{"data":"AAAA","type":"image"}],"blob":"aGk="}`,
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"Q":18}`,
+		"{\"a\":\"\xff\"}", `{"\u0061":1,"a":2}`,
+		`{"a":1,}`, `{"a" 1}`, `{"a":[1,]}`, `{"a":01}`, "{\"a\":\"\x01\"}", `{} x`, `{"a":tru}`, `{"a":"\q"}`, `{"a":-}`, `{,}`, `{"a":1}}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		fast, err1 := read(ToolsCall, json.RawMessage(raw), true)
+		slow, err2 := read(ToolsCall, json.RawMessage(raw), false)
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("%s: error %v in one pass, %v otherwise", raw, err1, err2)
+		}
+		if err1 != nil {
+			return
+		}
+		if fast.Ambiguous != slow.Ambiguous || fast.rewrite != slow.rewrite || fast.Binary != slow.Binary || len(fast.Pieces) != len(slow.Pieces) {
+			t.Fatalf("%s: one pass: ambiguous %q rewrite %v binary %d pieces %d; otherwise %q %v %d %d", raw,
+				fast.Ambiguous, fast.rewrite, fast.Binary, len(fast.Pieces), slow.Ambiguous, slow.rewrite, slow.Binary, len(slow.Pieces))
+		}
+		for i := range fast.Pieces {
+			if fast.Pieces[i].Where != slow.Pieces[i].Where || fast.Pieces[i].Text != slow.Pieces[i].Text {
+				t.Fatalf("%s: piece %d: %q=%q in one pass, %q=%q otherwise", raw, i, fast.Pieces[i].Where, fast.Pieces[i].Text, slow.Pieces[i].Where, slow.Pieces[i].Text)
+			}
+		}
+		a, _ := fast.JSON()
+		b, _ := slow.JSON()
+		if !bytes.Equal(a, b) {
+			t.Fatalf("%s: written %s in one pass, %s otherwise", raw, a, b)
 		}
 	})
 }
