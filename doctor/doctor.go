@@ -271,6 +271,12 @@ func stateDir(in Input) []Check {
 	case !fi.IsDir():
 		return []Check{{Fail, "state", dir + " is not a directory"}}
 	}
+	if m, err := store.ReadCopyMark(dir); err != nil || m != nil {
+		if err == nil {
+			err = &store.IncompleteCopyError{Where: "state directory " + dir, Mark: *m}
+		}
+		return []Check{{Fail, "state", err.Error()}}
+	}
 	var problems []string
 	writable := false // by others: aqlguard refuses to start on it
 	if fi.Mode().Perm()&0o077 != 0 {

@@ -54,6 +54,12 @@ type State interface {
 	AuditKey() []byte
 	// StateID names the state (anchors, exports).
 	StateID() string
+	// CopyMark is the mark of an unfinished copy into this state (nil:
+	// none); SetCopyMark sets it, or with nil clears it, durably. A
+	// state that carries one is refused at open (*IncompleteCopyError)
+	// unless the opener is the copy.
+	CopyMark(ctx context.Context) (*CopyMark, error)
+	SetCopyMark(ctx context.Context, m *CopyMark) error
 	Close() error
 }
 

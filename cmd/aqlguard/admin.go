@@ -699,7 +699,7 @@ func describeGap(g store.Gap) string {
 }
 
 const stateUsage = `usage: aqlguard state reset --i-understand [--state-dir DIR]
-       aqlguard state copy --to postgres|bbolt [--state-dir DIR]   (aqlguard state copy -h)
+       aqlguard state copy --to postgres|bbolt [--resume] [--state-dir DIR]   (aqlguard state copy -h)
 
 Accepts the state directory as it is now, when aqlguard refuses to start
 because its database and its audit log do not tell the same history (a
