@@ -86,6 +86,8 @@ type CursorStore interface {
 	Load(ctx context.Context, name string) (ForwardCursor, bool, error)
 	Save(ctx context.Context, name string, c ForwardCursor) error
 	Lease(ctx context.Context, name string) (release func(), err error)
+	// Where names where a cursor is kept (a file, a row), for people.
+	Where(name string) string
 }
 
 var (
