@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/atomicfile"
 )
 
 // CopyMarkFile is the name, in a state directory, of the mark a `state
@@ -87,24 +89,8 @@ func (s *Store) SetCopyMark(_ context.Context, m *CopyMark) error {
 	if err != nil {
 		return fmt.Errorf("writing the copy mark: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, CopyMarkFile+".*")
-	if err != nil {
+	if err := atomicfile.Write(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("writing the copy mark: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the copy mark: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the copy mark: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing the copy mark: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing the copy mark: %w", err)
-	}
-	return syncDir(dir)
+	return nil
 }
