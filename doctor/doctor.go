@@ -62,6 +62,10 @@ type Input struct {
 	// RecordedNames reads the names aqlguard processes recorded of their
 	// servers in the state (store.ServerNames); nil reads none.
 	RecordedNames func(ctx context.Context) ([]store.ServerNames, error)
+	// Forwarding checks the [audit.forward] destination's cursor against
+	// the audit log (forward.CheckCursor): what it says when it matches,
+	// the error when it does not. Nil when nothing is forwarded.
+	Forwarding func(ctx context.Context) (string, error)
 	// Now is the time (time.Now when zero): what was recorded more than
 	// proxy.RecordedWithin before it no longer counts.
 	Now time.Time
@@ -79,6 +83,7 @@ func Run(ctx context.Context, in Input) []Check {
 	out = append(out, configCheck(in)...)
 	out = append(out, stateDir(in)...)
 	out = append(out, sharedState(ctx, in)...)
+	out = append(out, forwarding(ctx, in)...)
 	out = append(out, channel(in)...)
 	checks, started := servers(ctx, in)
 	out = append(out, checks...)
@@ -271,6 +276,12 @@ func stateDir(in Input) []Check {
 	case !fi.IsDir():
 		return []Check{{Fail, "state", dir + " is not a directory"}}
 	}
+	if m, err := store.ReadCopyMark(dir); err != nil || m != nil {
+		if err == nil {
+			err = &store.IncompleteCopyError{Where: "state directory " + dir, Mark: *m}
+		}
+		return []Check{{Fail, "state", err.Error()}}
+	}
 	var problems []string
 	writable := false // by others: aqlguard refuses to start on it
 	if fi.Mode().Perm()&0o077 != 0 {
@@ -305,6 +316,21 @@ func stateDir(in Input) []Check {
 		return []Check{{Warn, "state", strings.Join(problems, "; ")}}
 	}
 	return []Check{{OK, "state", dir + " is writable and private (0700, files 0600)"}}
+}
+
+// forwarding checks that the audit forwarder's cursor matches the log:
+// one that does not stops forwarding until it is reset.
+func forwarding(ctx context.Context, in Input) []Check {
+	if in.Forwarding == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	detail, err := in.Forwarding(ctx)
+	if err != nil {
+		return []Check{{Fail, "audit forwarding", err.Error()}}
+	}
+	return []Check{{OK, "audit forwarding", detail}}
 }
 
 // sharedState checks the PostgreSQL state replicas decide on: that it

@@ -308,6 +308,30 @@ func TestFaultBadLines(t *testing.T) {
 			t.Fatalf("the ping after line %d: %v", i, m)
 		}
 	}
+	// Over the limit (issue 32, item 4): answered under the request's
+	// own id wherever the line holds it (the go-sdk writes it first, the
+	// TypeScript SDK after the params), null when it holds none.
+	for i, tc := range []struct {
+		head string
+		size int
+		tail string
+		id   any
+	}{
+		{`{"method":"tools/call","params":{"name":"fault_echo","arguments":{"message":"`, 100 << 20, `"}},"jsonrpc":"2.0","id":"ts-\"7\""}`, `ts-"7"`},
+		{`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fault_echo","arguments":{"message":"`, 17 << 20, `"}}}`, float64(8)},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"fault_echo","arguments":{"message":"`, 17 << 20, `"}}}`, nil},
+	} {
+		send(tc.head + strings.Repeat("x", tc.size) + tc.tail)
+		m := next()
+		e, _ := m["error"].(map[string]any)
+		if e == nil || e["code"] != float64(-32600) || m["id"] != tc.id {
+			t.Fatalf("over-long line %d answered %v, want code -32600 id %v", i, m, tc.id)
+		}
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 200+i))
+		if m := next(); m["id"] != float64(200+i) || m["result"] == nil {
+			t.Fatalf("the ping after over-long line %d: %v", i, m)
+		}
+	}
 }
 
 // TestPipelinedClientIsServed: a client that sends initialize,

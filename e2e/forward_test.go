@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,4 +108,147 @@ command = {{toml .testserver}}
 	if calls.Load() < 20 || !strings.Contains(g2.stderr(), "forwarding the audit log") {
 		t.Fatalf("the test did not run as meant: %d calls\n%s", calls.Load(), g2.stderr())
 	}
+}
+
+// TestAuditForwardDamagedCursor (issue 32, item 3): a forwarding cursor
+// past the end of the log is said at start (an error naming the cursor's
+// file and what is wrong) and by doctor (a failing check), and nothing
+// is skipped silently; `audit forward reset --to SEQ` repairs it, says
+// what will be sent again, and the next start sends exactly that.
+func TestAuditForwardDamagedCursor(t *testing.T) {
+	c, err := collectortest.StartSyslog("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	config := `
+mode = "all"
+agent = "fwd"
+
+[safety]
+auto_approve = ["ts.echo"]
+
+[audit.forward]
+to = "syslog"
+address = "tcp://` + c.Addr() + `"
+
+[[servers]]
+name = "ts"
+trust_first_sight = true
+command = {{toml .testserver}}
+`
+	g := startGuard(t, config)
+	for range 3 {
+		if res := echo(t, g); res["success"] != true {
+			t.Fatalf("a call: %s", jsonString(res))
+		}
+	}
+	if err := g.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	recs := auditRecords(t, g)
+	n := uint64(recs[len(recs)-1]["seq"].(float64))
+	waitCollector(t, c, func(got map[uint64]int) bool { return len(got) >= int(n) })
+
+	cursors, _ := filepath.Glob(filepath.Join(stateDir(g.dir), "forward", "audit-*.json"))
+	if len(cursors) != 1 {
+		t.Fatalf("cursor files: %v", cursors)
+	}
+	writeFile(t, cursors[0], `{"seq":99999,"hash":"x","position":{"segment":7,"offset":123456},"destination":"syslog tcp://`+c.Addr()+`"}`)
+	problem := "is past the end of the audit log: it says record 99999 was delivered"
+
+	out, errOut, _ := aqlguardCLIEnv(t, g.dir, nil, "doctor", "--client", "cursor", "--config", g.config)
+	if line := lineWith(out, "audit forwarding"); !strings.Contains(line, "FAIL") || !strings.Contains(line, cursors[0]) || !strings.Contains(line, problem) {
+		t.Fatalf("doctor on a cursor past the end:\n%s%s", out, errOut)
+	}
+	g2, err := launchGuard(t, guardOptions{Config: config, Dir: g.dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntilTrue(t, "the error at start", func() bool { return strings.Contains(g2.stderr(), "the forwarding cursor does not match") })
+	if line := lineWith(g2.stderr(), "the forwarding cursor does not match"); !strings.Contains(line, "level=ERROR") ||
+		!strings.Contains(line, cursors[0]) || !strings.Contains(line, problem) || !strings.Contains(line, "audit forward reset") {
+		t.Fatalf("the start said:\n%s", line)
+	}
+	if res := echo(t, g2); res["success"] != true {
+		t.Fatalf("a call while forwarding waits for its cursor: %s", jsonString(res))
+	}
+	if err := g2.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	recs = auditRecords(t, g2)
+	last := uint64(recs[len(recs)-1]["seq"].(float64))
+
+	out, errOut, code := aqlguardCLIEnv(t, g.dir, nil, "audit", "forward", "reset", "--to", "2", "--config", g.config)
+	if want := fmt.Sprintf("records 3 to %d (%d records) are sent", last, last-2); code != 0 || !strings.Contains(out, want) ||
+		!strings.Contains(out, "was: "+problem) {
+		t.Fatalf("audit forward reset --to 2: exit %d, want %q:\n%s%s", code, want, out, errOut)
+	}
+	out, errOut, _ = aqlguardCLIEnv(t, g.dir, nil, "doctor", "--client", "cursor", "--config", g.config)
+	if line := lineWith(out, "audit forwarding"); !strings.HasPrefix(line, "ok") {
+		t.Fatalf("doctor after the reset:\n%s%s", out, errOut)
+	}
+	before := map[uint64]int{}
+	for _, r := range c.Got() {
+		before[r.Seq]++
+	}
+	g3, err := launchGuard(t, guardOptions{Config: config, Dir: g.dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Records 3 to last once more (the reset's own record among the new).
+	waitCollector(t, c, func(got map[uint64]int) bool {
+		for s := uint64(3); s <= last+1; s++ {
+			if got[s] <= before[s] {
+				return false
+			}
+		}
+		return true
+	})
+	got := map[uint64]int{}
+	for _, r := range c.Got() {
+		got[r.Seq]++
+	}
+	if got[1] != before[1] || got[2] != before[2] {
+		t.Fatalf("records before the reset point were sent again: %v (before %v)", got, before)
+	}
+	if err := g3.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitCollector waits until cond holds of the collector's records, by seq.
+func waitCollector(t *testing.T, c interface {
+	Got() []collectortest.Received
+}, cond func(map[uint64]int) bool) {
+	t.Helper()
+	waitUntilTrue(t, "the collector's records", func() bool {
+		got := map[uint64]int{}
+		for _, r := range c.Got() {
+			got[r.Seq]++
+		}
+		return cond(got)
+	})
+}
+
+// waitUntilTrue polls cond (a condition, not a time) until it holds.
+func waitUntilTrue(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lineWith is the first line of s that holds sub.
+func lineWith(s, sub string) string {
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			return line
+		}
+	}
+	return ""
 }

@@ -61,10 +61,31 @@ func (c ForwardCursors) Load(_ context.Context, name string) (cur ForwardCursor,
 		return cur, false, fmt.Errorf("forward cursor: %w", err)
 	}
 	if err := json.Unmarshal(b, &cur); err != nil {
-		return cur, false, fmt.Errorf("forward cursor %s is damaged: %w", path, err)
+		return cur, false, &CursorDamagedError{Where: path, Err: err}
 	}
 	return cur, true, nil
 }
+
+// Where is the file that keeps a destination's cursor.
+func (c ForwardCursors) Where(name string) string {
+	if path, err := c.path(name, ".json"); err == nil {
+		return path
+	}
+	return name
+}
+
+// CursorDamagedError is a cursor that does not read: truncated, or not
+// a cursor at all.
+type CursorDamagedError struct {
+	Where string // its file, or its row
+	Err   error
+}
+
+func (e *CursorDamagedError) Error() string {
+	return fmt.Sprintf("forward cursor %s is damaged: %v", e.Where, e.Err)
+}
+
+func (e *CursorDamagedError) Unwrap() error { return e.Err }
 
 // Save writes a destination's cursor durably.
 func (c ForwardCursors) Save(_ context.Context, name string, cur ForwardCursor) error {

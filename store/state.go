@@ -54,6 +54,12 @@ type State interface {
 	AuditKey() []byte
 	// StateID names the state (anchors, exports).
 	StateID() string
+	// CopyMark is the mark of an unfinished copy into this state (nil:
+	// none); SetCopyMark sets it, or with nil clears it, durably. A
+	// state that carries one is refused at open (*IncompleteCopyError)
+	// unless the opener is the copy.
+	CopyMark(ctx context.Context) (*CopyMark, error)
+	SetCopyMark(ctx context.Context, m *CopyMark) error
 	Close() error
 }
 
@@ -80,6 +86,8 @@ type CursorStore interface {
 	Load(ctx context.Context, name string) (ForwardCursor, bool, error)
 	Save(ctx context.Context, name string, c ForwardCursor) error
 	Lease(ctx context.Context, name string) (release func(), err error)
+	// Where names where a cursor is kept (a file, a row), for people.
+	Where(name string) string
 }
 
 var (

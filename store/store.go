@@ -60,6 +60,9 @@ type Options struct {
 	// (history.go), writing nothing at open: HistoryProblem then says
 	// what is wrong. For audit reads, `audit seal` and `state reset`.
 	Inspect bool
+	// IncompleteCopy opens the target of an unfinished copy (CopyMark),
+	// which is otherwise refused: for `state copy` alone.
+	IncompleteCopy bool
 }
 
 // Store is the state database. It is safe for concurrent use; the
@@ -113,6 +116,15 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs // the messages name it, and a command to run on it
+	}
+	if !o.IncompleteCopy {
+		m, err := ReadCopyMark(dir)
+		if err != nil {
+			return nil, fmt.Errorf("opening the state database: %w", err)
+		}
+		if m != nil {
+			return nil, &IncompleteCopyError{Where: "state directory " + dir, Mark: *m}
+		}
 	}
 	path := filepath.Join(dir, FileName)
 	st, statErr := os.Stat(path)

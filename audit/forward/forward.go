@@ -41,6 +41,8 @@ type Cursors interface {
 	Load(ctx context.Context, name string) (store.ForwardCursor, bool, error)
 	Save(ctx context.Context, name string, c store.ForwardCursor) error
 	Lease(ctx context.Context, name string) (release func(), err error)
+	// Where names where a cursor is kept (a file, a row), for people.
+	Where(name string) string
 }
 
 // Sink delivers batches to one collector. Send returns nil only when the
@@ -107,25 +109,55 @@ func (f *Forwarder) log() *slog.Logger {
 }
 
 // Run delivers until ctx ends, then tries once more, for at most
-// flushWithin, to deliver what is left.
+// flushWithin, to deliver what is left. A cursor that does not match the
+// log (CheckCursor) is logged as an error naming it and what is wrong,
+// and nothing is sent; Run looks at it again every Retry, without the
+// lease (so that `audit forward reset` can take it), and forwards once
+// it has been repaired.
 func (f *Forwarder) Run(ctx context.Context) error {
 	defer f.Log.Close()
 	defer f.Sink.Close()
 	name := CursorName(f.Sink.Destination())
-	release, err := f.Cursors.Lease(ctx, name)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+	var cur store.ForwardCursor
+	var release func()
+	for said := ""; ; {
+		var err error
+		release, err = f.Cursors.Lease(ctx, name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("forwarding the audit log to %s: %w", f.Sink.Destination(), err)
 		}
-		return fmt.Errorf("forwarding the audit log to %s: %w", f.Sink.Destination(), err)
+		cur, err = f.start(ctx, name)
+		var bad *CursorError
+		if !errors.As(err, &bad) {
+			if err != nil {
+				release()
+				return err
+			}
+			if said != "" {
+				f.log().Info("the forwarding cursor was repaired", "to", f.Sink.Destination(), "cursor", f.Cursors.Where(name))
+			}
+			break
+		}
+		release()
+		f.fail(err)
+		if bad.Problem != said {
+			f.log().Error("the forwarding cursor does not match the audit log; nothing is forwarded to this destination until it is repaired",
+				"to", f.Sink.Destination(), "cursor", bad.Where, "problem", bad.Problem, "repair", RepairHint)
+			said = bad.Problem
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(f.retry()):
+		}
 	}
 	defer release()
-	cur, err := f.start(ctx, name)
-	if err != nil {
-		return err
-	}
 	f.log().Info("forwarding the audit log", "to", f.Sink.Destination(), "from_seq", cur.Seq+1)
 	for {
+		var err error
 		cur, err = f.deliver(ctx, name, cur)
 		if ctx.Err() != nil {
 			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushWithin)
@@ -160,7 +192,7 @@ func (f *Forwarder) poll() time.Duration {
 // start loads the cursor, or makes one as Newest says, and checks that
 // the log still continues it where it says.
 func (f *Forwarder) start(ctx context.Context, name string) (store.ForwardCursor, error) {
-	cur, ok, err := f.Cursors.Load(ctx, name)
+	cur, ok, err := CheckCursor(ctx, f.Log, f.Cursors, f.Sink.Destination())
 	if err != nil {
 		return cur, err
 	}

@@ -189,9 +189,9 @@ func osUser() string {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // auditCommands are the words audit takes.
-var auditCommands = []string{"list", "show", "export", "tail", "verify", "seal", "report"}
+var auditCommands = []string{"list", "show", "export", "tail", "verify", "seal", "report", "forward"}
 
-const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal|report> [flags] [--state-dir DIR]
+const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal|report|forward> [flags] [--state-dir DIR]
   list [N]        the last N records (default 50), one line each
   show SEQ        one record in full
   export          every record, as JSON lines exactly as stored (hashes
@@ -208,6 +208,9 @@ const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal|rep
                   calls by decision, the calls stopped or asked about with their
                   arguments, answers, codes, policy and tool changes, and the
                   chain's status (default --since 24h)
+  forward reset --to start|end|SEQ  move the [audit.forward] destination's
+                  cursor (one that does not match the log stops forwarding
+                  until it is moved); says what will be sent (audited)
 filters (list, export, tail, report): --since T, --until T (RFC 3339, or a
 duration back from now: 2h), --agent NAME, --kind KIND. A filtered export
 leaves out records, so verify reports a gap in it.
@@ -246,6 +249,9 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sub := args[0]
+	if sub == "forward" {
+		return cmdAuditForward(args[1:], stdout, stderr)
+	}
 	fs, g := newFlags("audit "+sub, stderr)
 	var af auditFlags
 	fs.StringVar(&af.format, "format", "jsonl", "export and tail: jsonl or ocsf")
@@ -699,7 +705,7 @@ func describeGap(g store.Gap) string {
 }
 
 const stateUsage = `usage: aqlguard state reset --i-understand [--state-dir DIR]
-       aqlguard state copy --to postgres|bbolt [--state-dir DIR]   (aqlguard state copy -h)
+       aqlguard state copy --to postgres|bbolt [--resume] [--state-dir DIR]   (aqlguard state copy -h)
 
 Accepts the state directory as it is now, when aqlguard refuses to start
 because its database and its audit log do not tell the same history (a

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/doctor"
 	"github.com/aqlguard/aqlguard/policy"
@@ -60,6 +61,9 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	if in.Config != nil {
 		in.RecordedNames = recordedNames(in.Config, in.StateDir)
+		if in.Config.Audit.Forward != nil {
+			in.Forwarding = forwardingCheck(in.Config, in.StateDir)
+		}
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -101,5 +105,43 @@ func recordedNames(cfg *policy.Config, dir string) func(ctx context.Context) ([]
 		}
 		defer st.Close()
 		return doctor.RecordedNames(ctx, st)
+	}
+}
+
+// forwardingCheck checks the [audit.forward] destination's cursor against
+// the audit log of the state cfg names (read only).
+func forwardingCheck(cfg *policy.Config, dir string) func(ctx context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		var st store.State
+		var err error
+		if cfg.State.Backend == policy.StatePostgres {
+			st, err = openPostgres(ctx, cfg, nil)
+		} else {
+			if _, serr := os.Stat(filepath.Join(dir, store.FileName)); errors.Is(serr, fs.ErrNotExist) {
+				return "no audit log yet: forwarding starts with it", nil
+			}
+			c := *cfg
+			c.StateDir = dir
+			st, err = openStateDir(ctx, &c, store.Options{ReadOnly: true})
+		}
+		if err != nil {
+			return "", err
+		}
+		defer st.Close()
+		fw, err := forward.New(cfg.Audit.Forward, st, version(), nil)
+		if err != nil {
+			return "", err
+		}
+		defer fw.Log.Close()
+		defer fw.Sink.Close()
+		dest := fw.Sink.Destination()
+		cur, ok, err := forward.CheckCursor(ctx, fw.Log, fw.Cursors, dest)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "no cursor yet for " + dest + ": the forwarder starts one", nil
+		}
+		return fmt.Sprintf("%s delivered through record %d", dest, cur.Seq), nil
 	}
 }

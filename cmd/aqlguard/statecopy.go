@@ -11,7 +11,7 @@ import (
 	"github.com/aqlguard/aqlguard/store/pgstate"
 )
 
-const stateCopyUsage = `usage: aqlguard state copy --to postgres|bbolt [--state-dir DIR]
+const stateCopyUsage = `usage: aqlguard state copy --to postgres|bbolt [--resume] [--state-dir DIR]
 
 Moves a state between its two backends: every block, challenge,
 confirmation, approval, execution, failure budget and pin, and the audit
@@ -21,9 +21,20 @@ and both chains are verified. The target must be empty (a new state).
 Stop the aqlguard processes on the source first: what it records after
 the copy began is not copied.
 
+Until the last record and the final checks are in, the target is marked
+as an incomplete copy: run, serve, the admin commands (audit verify
+among them) and doctor refuse it, saying "incomplete copy". A copy that
+was stopped (killed, failed) is finished by running it again with
+--resume; without it the rerun says what happened and changes nothing.
+
   --to postgres   this state directory's state into the PostgreSQL state
                   of [state] dsn and schema (or AQLGUARD_STATE_DSN)
   --to bbolt      that PostgreSQL state into this state directory
+  --resume        finish an incomplete copy into the target: the same
+                  source, stopped, at the audit record it was at when the
+                  copy began; the rows are written again and the chain
+                  goes on after the last record the target holds (it
+                  continues, it does not start over)
 
 The connection string is never a flag (a flag is visible to every user of
 the machine): [state] dsn, or AQLGUARD_STATE_DSN.
@@ -34,6 +45,7 @@ the machine): [state] dsn, or AQLGUARD_STATE_DSN.
 func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 	fs, g := newFlags("state copy", stderr)
 	to := fs.String("to", "", `"postgres" or "bbolt": the backend the state moves to`)
+	resume := fs.Bool("resume", false, "finish an incomplete copy into the target (it continues where it stopped)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
@@ -52,7 +64,10 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	ctx := context.Background()
-	pg, err := openPostgres(ctx, cfg, nil)
+	// The target is opened as the copy, which may find it incomplete;
+	// the source must be whole.
+	pg, err := pgstate.Open(ctx, pgstate.Options{DSN: pgstate.DSN(cfg.State.DSN), Schema: cfg.State.Schema,
+		Timeout: cfg.StateLockTimeout.Duration, IncompleteCopy: *to == policy.StatePostgres})
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state copy: %v\n", err)
 		return 1
@@ -61,7 +76,7 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 	// The state directory's side, whatever backend the config runs on.
 	local := *cfg
 	local.Audit.Sync = string(store.SyncAlways) // a command's records are durable before it exits
-	bolt, err := openStateDir(ctx, &local, store.Options{ReadOnly: *to == policy.StatePostgres})
+	bolt, err := openStateDir(ctx, &local, store.Options{ReadOnly: *to == policy.StatePostgres, IncompleteCopy: *to == policy.StateBolt})
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state copy: %v\n", err)
 		return 1
@@ -73,7 +88,7 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 		from, into = pg, bolt
 		fromName, intoName = intoName, fromName
 	}
-	sum, err := store.Copy(ctx, from, into, osUser(), time.Now())
+	sum, err := store.Copy(ctx, from, into, osUser(), time.Now(), store.CopyOptions{Resume: *resume})
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state copy: %v\n", err)
 		return 1

@@ -69,8 +69,9 @@ type LineConn struct {
 
 type lineOrErr struct {
 	line []byte
-	bad  string // why the line is no JSON text ("" when it is one)
-	err  error  // the stream ended
+	bad  string          // why the line is no JSON text ("" when it is one)
+	id   json.RawMessage // a bad line's request id, when it could be read
+	err  error           // the stream ended
 }
 
 // lineBatch collects the responses to one incoming batch, which go out
@@ -116,12 +117,12 @@ func (c *LineConn) readLines() {
 		}
 	}
 	for {
-		line, tooLong, err := readLine(br, MaxLineLength)
+		line, tooLong, id, err := readLine(br, MaxLineLength)
 		text := bytes.TrimSpace(line)
 		switch {
 		case tooLong:
 			pending = nil
-			if !send(lineOrErr{line: text[:min(len(text), 64)], bad: badTooLong}) {
+			if !send(lineOrErr{line: text, bad: badTooLong, id: id}) {
 				return
 			}
 		case len(text) > 0:
@@ -155,19 +156,33 @@ func (c *LineConn) readLines() {
 
 // readLine reads through the next newline. A line longer than max is
 // read to its end and dropped (tooLong): the next line is the next
-// message.
-func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+// message. Of a dropped line only its first 64 bytes are kept (line),
+// and the id of the request it is (id, nil when it is none or the id
+// cannot be read), scanned as the line goes by (idScanner): what is
+// held stays bounded however long the line.
+func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, id json.RawMessage, err error) {
+	var scan *idScanner
 	for {
 		frag, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(frag) > max+1 {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, frag...)
+		switch {
+		case scan != nil:
+			scan.feed(frag)
+		case len(line)+len(frag) > max+1:
+			scan = &idScanner{}
+			scan.feed(line)
+			scan.feed(frag)
+			if len(line) < 64 {
+				line = append(line, frag[:min(len(frag), 64-len(line))]...)
 			}
+			tooLong, line = true, bytes.Clone(line[:min(len(line), 64)])
+		default:
+			line = append(line, frag...)
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, tooLong, err
+			if scan != nil {
+				id = scan.requestID()
+			}
+			return line, tooLong, id, err
 		}
 	}
 }
@@ -203,7 +218,7 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, in.err
 		}
 		if in.bad != "" {
-			c.badLine(in.line, in.bad, nil)
+			c.badLine(in.line, in.bad, in.id)
 			continue
 		}
 		if in.line[0] != '[' {
@@ -303,7 +318,11 @@ func errorLine(id json.RawMessage, why string) json.RawMessage {
 		id = json.RawMessage("null")
 	}
 	msg, _ := json.Marshal(why)
-	return json.RawMessage(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, code, msg))
+	data := ""
+	if why == badTooLong {
+		data = fmt.Sprintf(`,"data":{"max_line_bytes":%d}`, MaxLineLength)
+	}
+	return json.RawMessage(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s%s}}`, id, code, msg, data))
 }
 
 // idOf is a message's id when it is a valid one (a string or a number),

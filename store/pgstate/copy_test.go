@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -122,7 +123,7 @@ func TestCopyBetweenBackends(t *testing.T) {
 	}
 	pg := openIn(t, pgtest.Shared(t).Database(t))
 	defer pg.Close()
-	sum, err := store.Copy(ctx, src, pg, "alice", t0)
+	sum, err := store.Copy(ctx, src, pg, "alice", t0, store.CopyOptions{})
 	if err != nil {
 		t.Fatalf("bbolt → PostgreSQL: %v", err)
 	}
@@ -130,7 +131,7 @@ func TestCopyBetweenBackends(t *testing.T) {
 		t.Fatalf("bbolt → PostgreSQL copied %+v; want %d records and %d rows", sum, records, 13*8)
 	}
 	back := openBolt(t, t.TempDir())
-	if _, err := store.Copy(ctx, pg, back, "bob", t0); err != nil {
+	if _, err := store.Copy(ctx, pg, back, "bob", t0, store.CopyOptions{}); err != nil {
 		t.Fatalf("PostgreSQL → bbolt: %v", err)
 	}
 	want, _ := rowsOf(t, src)
@@ -157,10 +158,115 @@ func TestCopyBetweenBackends(t *testing.T) {
 		}
 	}
 	// Not into a state that has a history, nor into itself.
-	if _, err := store.Copy(ctx, src, pg, "alice", t0); err == nil || !strings.Contains(err.Error(), "not empty") {
+	if _, err := store.Copy(ctx, src, pg, "alice", t0, store.CopyOptions{}); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("a copy into a state with a history: %v", err)
 	}
-	if _, err := store.Copy(ctx, pg, pg, "alice", t0); err == nil {
+	if _, err := store.Copy(ctx, pg, pg, "alice", t0, store.CopyOptions{}); err == nil {
 		t.Error("a copy of a state into itself")
+	}
+}
+
+// fillBolt gives a new state directory n audit records and a block.
+func fillBolt(t *testing.T, n int) *store.Store {
+	t.Helper()
+	src := openBolt(t, t.TempDir())
+	c := store.Changes{Blocks: []store.Block{{Principal: "claude", Reason: "deny rule", VerificationID: "v1", BlockedAt: t0}}}
+	for j := range n {
+		c.Records = append(c.Records, store.Record{Time: t0.Add(time.Duration(j) * time.Millisecond), Kind: "decision",
+			Principal: "claude", Result: fmt.Sprint("call ", j)})
+	}
+	if _, err := src.Commit(context.Background(), func(store.View) (store.Changes, error) { return c, nil }); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// TestCopyStoppedHalfway (issue 32, item 2): a copy stopped at a record
+// boundary, into either backend, leaves a state that every open refuses
+// as an incomplete copy; a rerun says so and names --resume, which
+// finishes it; the finished copy is whole and opens.
+func TestCopyStoppedHalfway(t *testing.T) {
+	ctx := context.Background()
+	const records = 1234 // more than two batches: stopped after the first
+	stop := errors.New("stopped (as by kill -9)")
+	halfway := store.CopyOptions{AfterBatch: func(n uint64) error {
+		if n < records {
+			return stop
+		}
+		return nil
+	}}
+	cluster := pgtest.Shared(t)
+	for _, tc := range []struct {
+		name string
+		// from and to make the two states; reopen opens the target as a
+		// process after the copy would, with o.
+		run func(t *testing.T) (from, to store.State, reopen func(incomplete bool) (store.State, error))
+	}{
+		{"into PostgreSQL", func(t *testing.T) (store.State, store.State, func(bool) (store.State, error)) {
+			dsn := cluster.Database(t)
+			to := openIn(t, dsn)
+			t.Cleanup(func() { to.Close() })
+			return fillBolt(t, records), to, func(incomplete bool) (store.State, error) {
+				return Open(ctx, Options{DSN: dsn, Timeout: 30 * time.Second, IncompleteCopy: incomplete})
+			}
+		}},
+		{"into a state directory", func(t *testing.T) (store.State, store.State, func(bool) (store.State, error)) {
+			pg := openIn(t, cluster.Database(t))
+			t.Cleanup(func() { pg.Close() })
+			if _, err := store.Copy(ctx, fillBolt(t, records), pg, "alice", t0, store.CopyOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			return pg, openBolt(t, dir), func(incomplete bool) (store.State, error) {
+				return store.Open(ctx, dir, store.Options{Timeout: 30 * time.Second, ReadOnly: true, IncompleteCopy: incomplete})
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			from, to, reopen := tc.run(t)
+			if _, err := store.Copy(ctx, from, to, "alice", t0, halfway); !errors.Is(err, stop) {
+				t.Fatalf("the copy stopped halfway: %v", err)
+			}
+			var incomplete *store.IncompleteCopyError
+			if st, err := reopen(false); !errors.As(err, &incomplete) || !strings.Contains(err.Error(), "incomplete copy") ||
+				!strings.Contains(err.Error(), from.StateID()) || !strings.Contains(err.Error(), "--resume") {
+				if st != nil {
+					st.Close()
+				}
+				t.Fatalf("opening the target of a stopped copy: %v", err)
+			}
+			if _, err := store.Copy(ctx, from, to, "alice", t0, store.CopyOptions{}); err == nil ||
+				!strings.Contains(err.Error(), "incomplete copy of state "+from.StateID()) || !strings.Contains(err.Error(), "--resume") {
+				t.Fatalf("a rerun without --resume: %v", err)
+			}
+			sum, err := store.Copy(ctx, from, to, "bob", t0, store.CopyOptions{Resume: true})
+			if err != nil {
+				t.Fatalf("--resume: %v", err)
+			}
+			if got := len(rawChain(t, to)); sum.Head.Seq != uint64(got-1) {
+				t.Fatalf("after --resume the target holds %d records; the source's head is %d", got, sum.Head.Seq)
+			}
+			st, err := reopen(false)
+			if err != nil {
+				t.Fatalf("the finished copy does not open: %v", err)
+			}
+			defer st.Close()
+			if n, err := st.VerifyChain(ctx); err != nil || n != sum.Head.Seq+1 {
+				t.Fatalf("the finished copy verifies %d records: %v", n, err)
+			}
+			src, got := rawChain(t, from), rawChain(t, st)
+			for i := range src[:sum.Head.Seq] {
+				if !bytes.Equal(src[i], got[i]) {
+					t.Fatalf("record %d differs after the resumed copy", i+1)
+				}
+			}
+			want, _ := rowsOf(t, from)
+			if have, _ := rowsOf(t, st); strings.Join(have, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("the rows differ after the resumed copy")
+			}
+			if _, err := store.Copy(ctx, from, to, "bob", t0, store.CopyOptions{Resume: true}); err == nil || !strings.Contains(err.Error(), "no incomplete copy") {
+				t.Fatalf("--resume of a finished copy: %v", err)
+			}
+		})
 	}
 }

@@ -147,9 +147,14 @@ func (c cursors) Load(ctx context.Context, name string) (store.ForwardCursor, bo
 		return cur, false, c.s.wrap("reading forward cursor "+name, err)
 	}
 	if err := json.Unmarshal([]byte(raw), &cur); err != nil {
-		return cur, false, c.s.wrap("reading forward cursor "+name, err)
+		return cur, false, &store.CursorDamagedError{Where: c.Where(name), Err: err}
 	}
 	return cur, true, nil
+}
+
+// Where names a cursor's row.
+func (c cursors) Where(name string) string {
+	return fmt.Sprintf("row %q of %s", name, c.s.t.cursors)
 }
 
 func (c cursors) Save(ctx context.Context, name string, cur store.ForwardCursor) error {

@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,10 @@ type Options struct {
 	// Log receives what happens beside the calls (a lost LISTEN
 	// connection); slog.Default() when nil.
 	Log *slog.Logger
+	// IncompleteCopy opens the target of an unfinished copy
+	// (store.CopyMark), which is otherwise refused: for `state copy`
+	// alone.
+	IncompleteCopy bool
 }
 
 // ErrConflict means a row a commit read was changed by a writer that
@@ -134,6 +139,16 @@ func Open(ctx context.Context, o Options) (*State, error) {
 		s.pool.Close()
 		return nil, err
 	}
+	if !o.IncompleteCopy {
+		m, err := s.CopyMark(octx)
+		if err == nil && m != nil {
+			err = &store.IncompleteCopyError{Where: "PostgreSQL schema " + s.schema, Mark: *m}
+		}
+		if err != nil {
+			s.pool.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -180,6 +195,47 @@ func (s *State) readMeta(ctx context.Context) error {
 	}
 	if s.stateID == "" || s.auditKey == nil {
 		return s.wrap("reading the state id", errors.New("it is missing"))
+	}
+	return nil
+}
+
+// copyMarkKey is the meta row of an unfinished copy's mark.
+const copyMarkKey = "copy_incomplete"
+
+// CopyMark is the mark of an unfinished copy into this state (a row of
+// meta): nil when there is none.
+func (s *State) CopyMark(ctx context.Context) (*store.CopyMark, error) {
+	var raw string
+	err := s.pool.QueryRow(ctx, `SELECT value FROM `+s.t.meta+` WHERE key = $1`, copyMarkKey).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("reading the copy mark", err)
+	}
+	var m store.CopyMark
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return &store.CopyMark{Source: "(unreadable mark)"}, nil
+	}
+	return &m, nil
+}
+
+// SetCopyMark sets the mark of an unfinished copy into this state, or
+// with nil clears it (one statement, committed).
+func (s *State) SetCopyMark(ctx context.Context, m *store.CopyMark) error {
+	if m == nil {
+		if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.t.meta+` WHERE key = $1`, copyMarkKey); err != nil {
+			return s.wrap("clearing the copy mark", err)
+		}
+		return nil
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return s.wrap("writing the copy mark", err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO `+s.t.meta+` (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+		copyMarkKey, string(raw)); err != nil {
+		return s.wrap("writing the copy mark", err)
 	}
 	return nil
 }
