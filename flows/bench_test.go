@@ -3,8 +3,8 @@ package flows
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +87,7 @@ func evictCaches() {
 // comment, as content and as structured content.
 func netHTTPResult(b *testing.B) json.RawMessage {
 	b.Helper()
-	src, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "net", "http", "doc.go"))
+	src, err := readNetHTTPDoc()
 	if err != nil || len(src) < 1024 {
 		b.Skipf("Go's net/http source: %v", err)
 	}
@@ -139,4 +139,14 @@ func BenchmarkObserve1KiBWarm(b *testing.B) {
 	for b.Loop() {
 		s.Observe(Read{Method: results.ToolsCall, Server: "fs", Tool: "read_text_file", Raw: raw, At: time.Now()}, pol)
 	}
+}
+
+// readNetHTTPDoc reads Go's net/http/doc.go from the GOROOT of the go
+// command.
+func readNetHTTPDoc() ([]byte, error) {
+	root, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(filepath.Join(strings.TrimSpace(string(root)), "src", "net", "http", "doc.go"))
 }
