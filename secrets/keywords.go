@@ -206,15 +206,26 @@ func (k *keywordIndex) find(text string, from, to int, occ []occurrence) []occur
 // findIn is find's loop over a table of T. Every symbol is one byte: a
 // keyword of l bytes ending at i starts at i+1-l.
 func findIn[T uint16 | uint32](k *keywordIndex, row []T, text string, from, to int, occ []occurrence) []occurrence {
-	class, nc, outRow := &k.class, uint32(k.nclass), k.outRow
+	class, outRow := &k.class, k.outRow
+	t := text[from:to]
 	r := uint32(0)
-	for i := from; i < to; i++ {
-		r = uint32(row[r+uint32(class[text[i]])])
+	for j := 0; j < len(t); j++ {
+		r = uint32(row[r+uint32(class[t[j]])])
 		if r >= outRow {
-			for _, id := range k.out[r/nc] {
-				occ = append(occ, occurrence{pos: i + 1 - len(k.words[id]), id: id})
-			}
+			occ = k.ended(occ, r, from+j)
 		}
+	}
+	return occ
+}
+
+// ended appends the keywords that end at byte i, where the search
+// reached row r. Not inlined, so that the search loop keeps its few
+// values in registers.
+//
+//go:noinline
+func (k *keywordIndex) ended(occ []occurrence, r uint32, i int) []occurrence {
+	for _, id := range k.out[r/uint32(k.nclass)] {
+		occ = append(occ, occurrence{pos: i + 1 - len(k.words[id]), id: id})
 	}
 	return occ
 }
