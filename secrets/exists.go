@@ -24,19 +24,22 @@ type existsProg struct {
 }
 
 type enode struct {
-	op       syntax.Op
-	fold     bool
-	runes    []rune    // literal, or class ranges
-	ascii    [2]uint64 // class: which ASCII runes it holds
-	nonASCII bool      // class: holds runes past ASCII
-	single   bool      // matches exactly one rune (class, any, 1-rune literal)
-	min, max int       // repeats; max -1 is unbounded
-	sub      []*enode
+	// The fields eval reads at each node first, together in the node's
+	// first cache line.
+	//
 	// nullable: n may match the empty string; else first holds every
 	// byte a match of n can begin with, and positions whose byte is not
 	// in it are dropped before n is tried.
-	nullable bool
 	first    [4]uint64 // bits
+	op       syntax.Op
+	fold     bool
+	nullable bool
+	single   bool // matches exactly one rune (class, any, 1-rune literal)
+	nonASCII bool // class: holds runes past ASCII
+	min, max int  // repeats; max -1 is unbounded
+	sub      []*enode
+	runes    []rune    // literal, or class ranges
+	ascii    [2]uint64 // class: which ASCII runes it holds
 }
 
 func (n *enode) begins(c byte) bool { return n.first[c/64]&(1<<(c%64)) != 0 }
@@ -44,7 +47,7 @@ func (n *enode) begins(c byte) bool { return n.first[c/64]&(1<<(c%64)) != 0 }
 func (n *enode) addFirst(c int) { n.first[c/64] |= 1 << (c % 64) }
 
 func compileExists(re *syntax.Regexp) *existsProg {
-	p := &existsProg{root: compileENode(re)}
+	p := &existsProg{root: packENodes(compileENode(re))}
 	for first := re; ; {
 		switch first.Op {
 		case syntax.OpBeginText:
@@ -92,6 +95,48 @@ func compileENode(re *syntax.Regexp) *enode {
 	}
 	n.setFirst()
 	return n
+}
+
+// packENodes copies the tree of root into one array, in the order eval
+// walks it (a node, then its children's trees), with the children lists
+// and the runes in arrays of their own: the serving process comes to
+// a rule's program cold on each call, and a tree spread over the heap
+// costs a cache miss or two for each node it visits.
+func packENodes(root *enode) *enode {
+	var nodes, subs, runes int
+	var count func(n *enode)
+	count = func(n *enode) {
+		nodes++
+		subs += len(n.sub)
+		runes += len(n.runes)
+		for _, s := range n.sub {
+			count(s)
+		}
+	}
+	count(root)
+	nodeArr := make([]enode, 0, nodes)
+	subArr := make([]*enode, 0, subs)
+	runeArr := make([]rune, 0, runes)
+	var pack func(n *enode) *enode
+	pack = func(n *enode) *enode {
+		nodeArr = append(nodeArr, *n)
+		c := &nodeArr[len(nodeArr)-1]
+		if n.runes != nil {
+			at := len(runeArr)
+			runeArr = append(runeArr, n.runes...)
+			c.runes = runeArr[at:len(runeArr):len(runeArr)]
+		}
+		if n.sub != nil {
+			at := len(subArr)
+			subArr = append(subArr, make([]*enode, len(n.sub))...)
+			c.sub = subArr[at:len(subArr):len(subArr)]
+			for i, s := range n.sub {
+				c.sub[i] = pack(s)
+			}
+		}
+		return c
+	}
+	return pack(root)
 }
 
 // setFirst computes nullable and first from n's children.

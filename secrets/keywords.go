@@ -19,21 +19,34 @@ type keywordIndex struct {
 	plain  bool     // fold ASCII only (no K and ſ): strings.ToLower's way
 	class  [256]uint8
 	nclass int
-	next   []uint16 // state*nclass + class -> state
-	// row is next for the search loops: the target's row (state*nclass)
-	// with outFlag set when keywords end there, which spares a multiply
-	// and a look at out for each byte.
-	row []uint32
-	out [][]uint16
+	// The transition table, state*nclass + class -> the target's row
+	// (its state*nclass), which spares a multiply for each byte. States
+	// are numbered breadth first, those where no keyword ends before
+	// those where one does, so that the rows ordinary text walks (the
+	// root and the states a letter or two deep) lie together in a few
+	// cache lines, and a row at or past outRow means keywords end there.
+	// The table is of uint16 when it fits (every table the rulesets
+	// make: half the lines of uint32 to bring in when the serving
+	// process comes to it cold), of uint32 otherwise.
+	row16  []uint16
+	row32  []uint32
+	outRow uint32
+	out    [][]uint16 // by state: the keywords that end there
 }
 
 // contains reports whether text holds one of the keywords.
 func (k *keywordIndex) contains(text string) bool {
-	row, class := k.row, &k.class
+	if k.row16 != nil {
+		return containsIn(k.row16, &k.class, k.outRow, text)
+	}
+	return containsIn(k.row32, &k.class, k.outRow, text)
+}
+
+func containsIn[T uint16 | uint32](row []T, class *[256]uint8, outRow uint32, text string) bool {
 	r := uint32(0)
 	for i := 0; i < len(text); i++ {
-		r = row[r+uint32(class[text[i]])]
-		if r&outFlag != 0 {
+		r = uint32(row[r+uint32(class[text[i]])])
+		if r >= outRow {
 			return true
 		}
 	}
@@ -95,21 +108,22 @@ func newKeywordIndex(words []string) (*keywordIndex, error) {
 		}
 		nodes[s].out = append(nodes[s].out, uint16(id))
 	}
-	if len(nodes) > 1<<16 {
+	if uint64(len(nodes))*uint64(n) > 1<<31 {
 		return nil, fmt.Errorf("%d keyword states, more than the table holds", len(nodes))
 	}
 	// Breadth first: failure links, outputs along them, and the full
 	// transition table.
-	k.next = make([]uint16, len(nodes)*n)
+	next := make([]uint32, len(nodes)*n)
 	k.out = make([][]uint16, len(nodes))
 	fail := make([]int, len(nodes))
 	queue := []int{}
 	for c := 0; c < n; c++ {
 		if t, ok := nodes[0].child[uint8(c)]; ok {
-			k.next[c] = uint16(t)
+			next[c] = uint32(t)
 			queue = append(queue, t)
 		}
 	}
+	bfs := append([]int{0}, queue...)
 	k.out[0] = nodes[0].out
 	for len(queue) > 0 {
 		s := queue[0]
@@ -120,25 +134,60 @@ func newKeywordIndex(words []string) (*keywordIndex, error) {
 		k.out[s] = out
 		for c := 0; c < n; c++ {
 			if t, ok := nodes[s].child[uint8(c)]; ok {
-				fail[t] = int(k.next[fail[s]*n+c])
-				k.next[s*n+c] = uint16(t)
+				fail[t] = int(next[fail[s]*n+c])
+				next[s*n+c] = uint32(t)
 				queue = append(queue, t)
+				bfs = append(bfs, t)
 			} else {
-				k.next[s*n+c] = k.next[fail[s]*n+c]
+				next[s*n+c] = next[fail[s]*n+c]
 			}
 		}
 	}
-	k.row = make([]uint32, len(k.next))
-	for i, t := range k.next {
-		k.row[i] = uint32(t) * uint32(n)
-		if len(k.out[t]) > 0 {
-			k.row[i] |= outFlag
+	// Renumber: breadth first (the queue's order), the states where no
+	// keyword ends first.
+	order := make([]int, 0, len(nodes))
+	for _, outs := range []bool{false, true} {
+		for _, s := range bfs {
+			if (len(k.out[s]) > 0) == outs {
+				order = append(order, s)
+			}
+		}
+	}
+	renum := make([]uint32, len(nodes))
+	for i, s := range order {
+		renum[s] = uint32(i)
+	}
+	firstOut := len(order)
+	for i, s := range order {
+		if len(k.out[s]) > 0 {
+			firstOut = i
+			break
+		}
+	}
+	k.outRow = uint32(firstOut * n)
+	out := make([][]uint16, len(nodes))
+	for i, s := range order {
+		out[i] = k.out[s]
+	}
+	k.out = out
+	size := len(nodes) * n
+	if size <= 1<<16 {
+		k.row16 = make([]uint16, size)
+	} else {
+		k.row32 = make([]uint32, size)
+	}
+	for i, s := range order {
+		for c := 0; c < n; c++ {
+			t := renum[next[s*n+c]] * uint32(n)
+			if k.row16 != nil {
+				k.row16[i*n+c] = uint16(t)
+			} else {
+				k.row32[i*n+c] = t
+			}
 		}
 	}
 	return k, nil
 }
-
-const outFlag = 1 << 31
 
 // find appends to occ every keyword occurrence that starts at or after
 // from and ends at or before to (offsets into text), in the order of
@@ -148,17 +197,35 @@ func (k *keywordIndex) find(text string, from, to int, occ []occurrence) []occur
 	if !k.plain && foldsWide(text[from:to]) {
 		return k.findFolding(text, from, to, occ)
 	}
-	// Every symbol is one byte: a keyword of l bytes ending at i starts
-	// at i+1-l.
-	row, class, nc := k.row, &k.class, uint32(k.nclass)
+	if k.row16 != nil {
+		return findIn(k, k.row16, text, from, to, occ)
+	}
+	return findIn(k, k.row32, text, from, to, occ)
+}
+
+// findIn is find's loop over a table of T. Every symbol is one byte: a
+// keyword of l bytes ending at i starts at i+1-l.
+func findIn[T uint16 | uint32](k *keywordIndex, row []T, text string, from, to int, occ []occurrence) []occurrence {
+	class, outRow := &k.class, k.outRow
+	t := text[from:to]
 	r := uint32(0)
-	for i := from; i < to; i++ {
-		r = row[r&^outFlag+uint32(class[text[i]])]
-		if r&outFlag != 0 {
-			for _, id := range k.out[(r&^outFlag)/nc] {
-				occ = append(occ, occurrence{pos: i + 1 - len(k.words[id]), id: id})
-			}
+	for j := 0; j < len(t); j++ {
+		r = uint32(row[r+uint32(class[t[j]])])
+		if r >= outRow {
+			occ = k.ended(occ, r, from+j)
 		}
+	}
+	return occ
+}
+
+// ended appends the keywords that end at byte i, where the search
+// reached row r. Not inlined, so that the search loop keeps its few
+// values in registers.
+//
+//go:noinline
+func (k *keywordIndex) ended(occ []occurrence, r uint32, i int) []occurrence {
+	for _, id := range k.out[r/uint32(k.nclass)] {
+		occ = append(occ, occurrence{pos: i + 1 - len(k.words[id]), id: id})
 	}
 	return occ
 }
@@ -174,7 +241,13 @@ func foldsWide(s string) bool {
 func (k *keywordIndex) findFolding(text string, from, to int, occ []occurrence) []occurrence {
 	var starts [maxKeywordLen]int
 	n := 0
-	row, class, nc := k.row, &k.class, uint32(k.nclass)
+	class, nc, outRow := &k.class, uint32(k.nclass), k.outRow
+	step := func(r uint32, c byte) uint32 {
+		if k.row16 != nil {
+			return uint32(k.row16[r+uint32(class[c])])
+		}
+		return k.row32[r+uint32(class[c])]
+	}
 	r := uint32(0)
 	for i := from; i < to; {
 		start := i
@@ -192,9 +265,9 @@ func (k *keywordIndex) findFolding(text string, from, to int, occ []occurrence) 
 		}
 		starts[n&(maxKeywordLen-1)] = start
 		n++
-		r = row[r&^outFlag+uint32(class[c])]
-		if r&outFlag != 0 {
-			for _, id := range k.out[(r&^outFlag)/nc] {
+		r = step(r, c)
+		if r >= outRow {
+			for _, id := range k.out[r/nc] {
 				l := len(k.words[id])
 				occ = append(occ, occurrence{pos: starts[(n-l)&(maxKeywordLen-1)], id: id})
 			}

@@ -8,8 +8,12 @@ import (
 
 // naiveOccurrences finds keywords as gitleaks would in a folded text.
 func naiveOccurrences(words []string, text string) []occurrence {
+	return naiveIn(words, strings.ToLower(text)) // ASCII-only test texts: offsets agree
+}
+
+// naiveIn finds the keywords in a text already folded.
+func naiveIn(words []string, low string) []occurrence {
 	var out []occurrence
-	low := strings.ToLower(text) // ASCII-only test texts: offsets agree
 	for id, w := range words {
 		for i := 0; ; {
 			j := strings.Index(low[i:], w)
@@ -27,6 +31,29 @@ func naiveOccurrences(words []string, text string) []occurrence {
 		return int(a.id) - int(b.id)
 	})
 	return out
+}
+
+// asciiLower folds ASCII letters only, byte for byte.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// widened is k with its table in uint32, the form of a table too large
+// for uint16, so that both loops are tested on the same automaton.
+func widened(k *keywordIndex) *keywordIndex {
+	w := *k
+	w.row32 = make([]uint32, len(k.row16))
+	for i, t := range k.row16 {
+		w.row32[i] = uint32(t)
+	}
+	w.row16 = nil
+	return &w
 }
 
 func sortOcc(o []occurrence) []occurrence {
@@ -70,6 +97,9 @@ func TestKeywordIndex(t *testing.T) {
 	}
 	if o := k.find("ſ.", 0, 3, nil); len(o) != 1 || words[o[0].id] != "s." || o[0].pos != 0 {
 		t.Errorf("long s: %v", o)
+	}
+	if w := widened(k); !slices.Equal(sortOcc(w.find(text, 0, len(text), nil)), got) {
+		t.Errorf("the uint32 table finds other keywords")
 	}
 	if _, err := newKeywordIndex([]string{"Upper"}); err == nil {
 		t.Error("an unfolded keyword is taken")
@@ -126,11 +156,27 @@ func FuzzKeywordFind(f *testing.F) {
 			t.Fatal(err)
 		}
 		plain.plain = true
-		for _, k := range []*keywordIndex{Default().words, plain} {
+		for _, k := range []*keywordIndex{Default().words, plain, widened(Default().words)} {
 			got := k.find(text, from, to, nil)
 			want := k.findFolding(text, from, to, nil)
 			if !slices.Equal(got, want) {
 				t.Fatalf("find(%q, %d, %d) = %v, findFolding %v", text, from, to, got, want)
+			}
+			// contains folds ASCII only (the stopwords' way).
+			if (k.plain || !foldsWide(text[from:to])) && k.contains(text[from:to]) != (len(k.find(text[from:to], 0, to-from, nil)) > 0) {
+				t.Fatalf("contains(%q) = %v", text[from:to], !(len(got) > 0))
+			}
+		}
+		// Where no K or ſ is, every keyword is where an ASCII fold of the
+		// text has it (the automaton's table against strings.Index).
+		if !foldsWide(text[from:to]) {
+			got := sortOcc(Default().words.find(text, from, to, nil))
+			want := naiveIn(Default().words.words, asciiLower(text[from:to]))
+			for i := range want {
+				want[i].pos += from
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("find(%q, %d, %d) = %v, strings.Index finds %v", text, from, to, got, want)
 			}
 		}
 	})

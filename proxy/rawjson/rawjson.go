@@ -96,6 +96,38 @@ func Lookup(raw json.RawMessage, key string) (json.RawMessage, bool) {
 	}
 }
 
+// ValueSpan is Lookup for raw that is valid JSON already (its caller
+// validated it; this does not): where the value of the member of the
+// object raw named key lies in raw, raw[start:end] (the last of a
+// repeated name), and false when there is none or raw is not an object.
+// The results reader appends a notice to a result's content where it
+// stands instead of writing the whole result again. FuzzLookup holds
+// it to Lookup.
+func ValueSpan(raw json.RawMessage, key string) (start, end int, found bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return 0, 0, false
+	}
+	i = skipSpace(raw, i+1)
+	if raw[i] == '}' {
+		return 0, 0, false
+	}
+	for {
+		keyEnd := stringEnd(raw, i)
+		match := keyIs(raw[i:keyEnd], key)
+		i = skipSpace(raw, skipSpace(raw, keyEnd)+1) // past the colon
+		e := valueEnd(raw, i)
+		if match {
+			start, end, found = i, e, true
+		}
+		i = skipSpace(raw, e)
+		if raw[i] == '}' {
+			return start, end, found
+		}
+		i = skipSpace(raw, i+1) // past the comma
+	}
+}
+
 // keyIs reports whether the quoted member name reads as key, comparing
 // in place unless it has escapes or is not ASCII.
 func keyIs(quoted []byte, key string) bool {

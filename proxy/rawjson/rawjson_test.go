@@ -55,6 +55,12 @@ func FuzzLookup(f *testing.F) {
 		if ok != wok || string(got) != string(want) {
 			t.Fatalf("Lookup(%q, %q) = %s, %v; Get(Split) = %s, %v", raw, key, got, ok, want, wok)
 		}
+		if json.Valid([]byte(raw)) {
+			start, end, found := ValueSpan(json.RawMessage(raw), key)
+			if found != ok || found && raw[start:end] != string(got) {
+				t.Fatalf("ValueSpan(%q, %q) = %d, %d, %v; Lookup %s, %v", raw, key, start, end, found, got, ok)
+			}
+		}
 	})
 }
 

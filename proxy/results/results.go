@@ -49,6 +49,11 @@ type Result struct {
 	// rewrite says raw must not go out as it is (ambiguous JSON, or a
 	// change made).
 	rewrite bool
+	// notices are those Notice appends to raw's content array where it
+	// stands (appendAt), the document left undecoded: what JSON writes
+	// is raw with them, not the whole result decoded and written again
+	// (a result of a megabyte past the scan budget took tens of ms).
+	notices []string
 	// Pieces are the result's texts, in the order a reader meets them.
 	Pieces []Piece
 	// Ambiguous names two members spelled in two cases ("text and
@@ -144,6 +149,12 @@ func (r *Result) writable() {
 	}
 	r.Pieces, r.Binary = nil, 0
 	r.walk("", r.doc, nil, 0)
+	// Notices appended to raw go into the document now, in their order.
+	pending := r.notices
+	r.notices = nil
+	for _, text := range pending {
+		r.Notice(text)
+	}
 }
 
 // maxDepth bounds the walk of structured content; what lies deeper is
@@ -258,9 +269,15 @@ func (r *Result) Replace(i int, text string) bool {
 // last: a text block after a tool's content, a text entry after a
 // resource's contents, a message after a prompt's.
 func (r *Result) Notice(text string) {
+	if r.doc == nil && !r.rewrite {
+		if _, ok := r.appendAt(); ok {
+			r.notices = append(r.notices, text)
+			return
+		}
+	}
 	r.writable()
 	r.rewrite = true
-	key := map[string]string{ToolsCall: "content", ResourcesRead: "contents", PromptsGet: "messages"}[r.method]
+	key := noticeKey[r.method]
 	for k := range r.doc {
 		if k != key && strings.EqualFold(k, key) {
 			// "Content" beside the "content" the notice adds would be
@@ -270,17 +287,60 @@ func (r *Result) Notice(text string) {
 			return
 		}
 	}
-	switch r.method {
-	case ToolsCall:
-		list, _ := r.doc["content"].([]any)
-		r.doc["content"] = append(list, map[string]any{"type": "text", "text": text})
+	list, _ := r.doc[key].([]any)
+	r.doc[key] = append(list, noticeEntry(r.method, text))
+}
+
+// noticeKey is the member of a method's result a notice is added to.
+var noticeKey = map[string]string{ToolsCall: "content", ResourcesRead: "contents", PromptsGet: "messages"}
+
+// noticeEntry is a notice as an element of the method's list.
+func noticeEntry(method, text string) map[string]any {
+	switch method {
 	case ResourcesRead:
-		list, _ := r.doc["contents"].([]any)
-		r.doc["contents"] = append(list, map[string]any{"uri": NoticeURI, "mimeType": "text/plain", "text": text})
+		return map[string]any{"uri": NoticeURI, "mimeType": "text/plain", "text": text}
 	case PromptsGet:
-		list, _ := r.doc["messages"].([]any)
-		r.doc["messages"] = append(list, map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": text}})
+		return map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": text}}
 	}
+	return map[string]any{"type": "text", "text": text}
+}
+
+// appendAt is where in raw a notice goes when raw goes out as it came
+// but for notices: before the closing bracket of the array the
+// method's list member holds. false when there is none (no such member,
+// or not an array): the document is decoded and written again. Only
+// for a result read without rewrite, whose names no decoder reads two
+// ways, so no "Content" stands beside "content".
+func (r *Result) appendAt() (at int, ok bool) {
+	start, end, found := rawjson.ValueSpan(r.raw, noticeKey[r.method])
+	if !found || r.raw[start] != '[' {
+		return 0, false
+	}
+	return end - 1, true
+}
+
+// withNotices is raw with the notices appended to its list, each
+// element written as JSON would write it in the document.
+func (r *Result) withNotices() (json.RawMessage, error) {
+	at, ok := r.appendAt()
+	if !ok {
+		return nil, errors.New("writing the result again: its list moved") // cannot happen: raw does not change
+	}
+	before := bytes.TrimRight(r.raw[:at], " \t\r\n")
+	empty := before[len(before)-1] == '['
+	out := make([]byte, 0, len(r.raw)+len(r.notices)*256)
+	out = append(out, r.raw[:at]...)
+	for i, text := range r.notices {
+		b, err := rawjson.Marshal(noticeEntry(r.method, text))
+		if err != nil {
+			return nil, fmt.Errorf("writing the result again: %w", err)
+		}
+		if i > 0 || !empty {
+			out = append(out, ',')
+		}
+		out = append(out, b...)
+	}
+	return append(out, r.raw[at:]...), nil
 }
 
 // NoticeAmbiguous replaces a result whose members are spelled in two
@@ -315,6 +375,9 @@ func (r *Result) Withhold(text string) {
 // JSON is the result to hand on: raw as it came when nothing changed
 // and nothing could be read two ways, else written from what was read.
 func (r *Result) JSON() (json.RawMessage, error) {
+	if !r.rewrite && len(r.notices) > 0 {
+		return r.withNotices()
+	}
 	if !r.rewrite {
 		return r.raw, nil
 	}

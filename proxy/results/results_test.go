@@ -3,8 +3,11 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 )
 
 func TestPieces(t *testing.T) {
@@ -114,8 +117,15 @@ func TestNoticeReplaceWithhold(t *testing.T) {
 		t.Errorf("withheld: %s", out)
 	}
 	for _, c := range []struct{ method, raw, want string }{
-		{ResourcesRead, `{"contents":[{"uri":"a","text":"t"}]}`, `{"contents":[{"text":"t","uri":"a"},{"mimeType":"text/plain","text":"N","uri":"aqlguard:notice"}]}`},
+		// Nothing else changed: the notice is appended to the bytes as
+		// they came.
+		{ResourcesRead, `{"contents":[{"uri":"a","text":"t"}]}`, `{"contents":[{"uri":"a","text":"t"},{"mimeType":"text/plain","text":"N","uri":"aqlguard:notice"}]}`},
 		{PromptsGet, `{"messages":[]}`, `{"messages":[{"content":{"text":"N","type":"text"},"role":"user"}]}`},
+		{PromptsGet, `{"messages" : [ ] }`, `{"messages" : [ {"content":{"text":"N","type":"text"},"role":"user"}] }`},
+		{ToolsCall, ` {"z":1, "content" : [ {"type":"text","text":"\u0041"} ]}`, ` {"z":1, "content" : [ {"type":"text","text":"\u0041"} ,{"text":"N","type":"text"}]}`},
+		// No list to append to: the document is written again.
+		{ToolsCall, `{"z":1,"content":"x"}`, `{"content":[{"text":"N","type":"text"}],"z":1}`},
+		{ToolsCall, `{"z":1}`, `{"content":[{"text":"N","type":"text"}],"z":1}`},
 	} {
 		r, _ := Read(c.method, json.RawMessage(c.raw))
 		r.Notice("N")
@@ -145,11 +155,14 @@ func FuzzRead(f *testing.F) {
 	f.Add(ToolsCall, `{"content":[{"type":"image","data":"AAAA"},{"data":"x","type":"audio"},{"type":"text","text":"a\u00e9\"b"}],"z":[1,true,null,{"Ünï":"x"}],"blob":"aGk="}`)
 	f.Add(ToolsCall, ` { "content" : [ ] , "structuredContent" : { "a b" : [ "x" , -1.5e3 ] } } `)
 	f.Add(ToolsCall, `{"content":[{"type":"text","text":"\ud83d\ude00 \ud800 x \udc00\ud800\u0041 \u0000\/\b\f"}]}`)
+	f.Add(PromptsGet, ` {"messages" : [ ] , "x":[{"messages":[]}]} `)
+	f.Add(ToolsCall, `{"Content":[]}`)
 	f.Fuzz(func(t *testing.T, method, raw string) {
 		r, err := Read(method, json.RawMessage(raw))
 		if err != nil {
 			return
 		}
+		noticesAppended(t, method, raw)
 		// The bytes read as the decoded document reads: the same pieces.
 		if r.doc == nil {
 			fast := append([]Piece(nil), r.Pieces...)
@@ -183,6 +196,63 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("%s: what was written (%s) is ambiguous", raw, out)
 		}
 	})
+}
+
+// noticesAppended wants notices appended to the bytes of a result read
+// without decoding it (Result.notices) to write the document that
+// decoding it and adding them writes, with the notices written the same,
+// and the rest of the bytes as they came.
+func noticesAppended(t *testing.T, method, raw string) {
+	t.Helper()
+	fast, err1 := Read(method, json.RawMessage(raw))
+	slow, err2 := Read(method, json.RawMessage(raw))
+	if err1 != nil || err2 != nil {
+		t.Fatalf("%s: read once, not again: %v, %v", raw, err1, err2)
+	}
+	slow.writable()
+	texts := []string{"N", "M \"<>&\u2028 é"}
+	for _, text := range texts {
+		fast.Notice(text)
+		slow.Notice(text)
+	}
+	a, errA := fast.JSON()
+	b, errB := slow.JSON()
+	if (errA == nil) != (errB == nil) || fast.Ambiguous != slow.Ambiguous || len(fast.Pieces) != len(slow.Pieces) {
+		t.Fatalf("%s: appended: %v, %q, %d pieces; decoded: %v, %q, %d", raw, errA, fast.Ambiguous, len(fast.Pieces), errB, slow.Ambiguous, len(slow.Pieces))
+	}
+	if errA != nil {
+		return
+	}
+	if !json.Valid(a) {
+		t.Fatalf("%s: appended notices make invalid JSON %s", raw, a)
+	}
+	decode := func(b []byte) any {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		return v
+	}
+	if !reflect.DeepEqual(decode(a), decode(b)) {
+		t.Fatalf("%s: appended %s, decoded and written %s", raw, a, b)
+	}
+	if fast.doc != nil {
+		return // written again
+	}
+	// Appended: raw, with the notices as the document writes them
+	// inserted at one place.
+	var ins []byte
+	for _, text := range texts {
+		e, _ := rawjson.Marshal(noticeEntry(method, text))
+		ins = append(append(ins, ','), e...)
+	}
+	at, _ := fast.appendAt()
+	if !bytes.Equal(a[:at], []byte(raw[:at])) || !bytes.Equal(a[len(a)-(len(raw)-at):], []byte(raw[at:])) ||
+		!bytes.HasSuffix(ins, a[at:len(a)-(len(raw)-at)]) || len(a)-len(raw) < len(ins)-1 {
+		t.Fatalf("%s: appended as %s", raw, a)
+	}
 }
 
 // FuzzReadOnePass wants a result read in one pass (names checked as the
