@@ -155,3 +155,18 @@ func TestFlatLexicon(t *testing.T) {
 		}
 	}
 }
+
+// TestMayBeTool: the filter before the map of tools lets every key of
+// it through, whatever its length.
+func TestMayBeTool(t *testing.T) {
+	names := append(manyTools(300), "x_"+strings.Repeat("long", 20), "ab")
+	s := New(Options{OtherTools: names})
+	for k := range s.tools {
+		if !s.mayBeTool([]byte(k)) {
+			t.Errorf("mayBeTool(%q) = false", k)
+		}
+	}
+	if len(s.tools) < 300 {
+		t.Fatalf("only %d tools", len(s.tools))
+	}
+}

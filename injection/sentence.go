@@ -584,7 +584,7 @@ func (st *state) toolMention(ci, firstWord int, core []byte, marked bool, h hit)
 			}
 			k += copy(key[k:], parts[j])
 		}
-		if k <= 0 {
+		if k <= 0 || !st.b.s.full && !st.b.s.mayBeTool(key[:k]) {
 			continue
 		}
 		t, ok := st.b.s.tools[string(key[:k])]
