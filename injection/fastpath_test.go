@@ -3,6 +3,7 @@ package injection
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -114,21 +115,58 @@ func FuzzFastPaths(f *testing.F) {
 	})
 }
 
-// TestLexTable: the table finds every word of the lexicon, and what the
-// map finds for words near them.
-func TestLexTable(t *testing.T) {
+// TestFlatLexicon: the flat table finds every word of the lexicon, and
+// what the map finds for words near them; each id's classes and phrase
+// starts are the entry's.
+func TestFlatLexicon(t *testing.T) {
 	for w, e := range lexicon {
-		for _, v := range []string{w, w + "s", "x" + w, w[1:], strings.ToUpper(w)} {
-			want := lexicon[v]
-			if len(v) > 24 {
-				want = nil
+		for _, v := range []string{w, w + "s", "x" + w, w[1:], strings.ToUpper(w), w + "abcdefghijklmnopqrstuvwxyz"} {
+			var want uint16
+			if e := lookup([]byte(v)); e != nil {
+				want = e.id
 			}
-			if got := lookup([]byte(v), false); got != want {
-				t.Errorf("lookup(%q) = %v, want %v", v, got, want)
+			if got := flatLookup([]byte(v), flatHash([]byte(v))); got != want {
+				t.Errorf("flatLookup(%q) = %d, want %d", v, got, want)
 			}
 		}
-		if lookup([]byte(w), false) != e {
-			t.Errorf("lookup(%q) misses its entry", w)
+		fw := &flatWords[e.id]
+		if string(fw.w[:fw.n]) != w || fw.classes != e.classes || int(fw.startN) != len(e.starts) {
+			t.Errorf("flat entry of %q: %q, classes %b, %d starts; want classes %b, %d starts", w, fw.w[:fw.n], fw.classes, fw.startN, e.classes, len(e.starts))
+			continue
 		}
+		for i, p := range e.starts {
+			fp := flatPhrases[flatStarts[int(fw.startA)+i]]
+			if &phraseRules[fp.rule] != p.rule || fp.atStart != p.atStart || int(fp.elemN) != len(p.elems) {
+				t.Fatalf("flat phrase %d of %q differs", i, w)
+			}
+			for j, el := range p.elems {
+				fe := flatElems[int(fp.elemA)+j]
+				if int(fe.gap) != el.gap || fe.mask != el.mask || !slices.Equal(flatIDs[fe.idA:fe.idA+fe.idN], el.words) {
+					t.Fatalf("flat element %d of phrase %d of %q differs", j, i, w)
+				}
+			}
+		}
+	}
+	for _, c := range []string{"dont", "doesnt", "didnt", "cant", "wont", "shouldnt", "mustnt", "isnt", "client", "want"} {
+		pair, ok := contraction([]byte(c))
+		a, b, fok := flatContraction([]byte(c))
+		if ok != fok || ok && (a != idOf(pair[0]) || b != idOf(pair[1])) {
+			t.Errorf("flatContraction(%q) = %d %d %v; want %v %v", c, a, b, fok, pair, ok)
+		}
+	}
+}
+
+// TestMayBeTool: the filter before the map of tools lets every key of
+// it through, whatever its length.
+func TestMayBeTool(t *testing.T) {
+	names := append(manyTools(300), "x_"+strings.Repeat("long", 20), "ab")
+	s := New(Options{OtherTools: names})
+	for k := range s.tools {
+		if !s.mayBeTool([]byte(k)) {
+			t.Errorf("mayBeTool(%q) = false", k)
+		}
+	}
+	if len(s.tools) < 300 {
+		t.Fatalf("only %d tools", len(s.tools))
 	}
 }

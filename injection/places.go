@@ -41,6 +41,17 @@ var keyFiles = []string{"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"}
 // map to say so.
 var secretNameEnds, secretPairEnds = endsOf(secretNames), endsOf(secretPairs)
 
+// secretNameStarts holds the length and the first byte of every key of
+// secretNames: with secretNameEnds it keeps most components that end
+// like a secret name (net/http, ".go") from the map.
+var secretNameStarts = func() (t nameEnds) {
+	for name := range secretNames {
+		n, c := len(name), name[0]
+		t[n][c/64] |= 1 << (c % 64)
+	}
+	return t
+}()
+
 // nameEnds has a bit per length (up to 64) and last byte of names.
 type nameEnds [65][256 / 64]uint64
 
@@ -73,7 +84,7 @@ func secretPath(core []byte, full bool) bool {
 			continue
 		}
 		last := comp[len(comp)-1]
-		if (full || secretNameEnds.has(len(comp), last)) && secretNames[string(comp)] || bytes.HasPrefix(comp, []byte(".env.")) {
+		if (full || secretNameEnds.has(len(comp), last) && secretNameStarts.has(len(comp), comp[0])) && secretNames[string(comp)] || bytes.HasPrefix(comp, []byte(".env.")) {
 			return true
 		}
 		if prev != nil && len(prev)+1+len(comp) <= 64 && (full || secretPairEnds.has(len(prev)+1+len(comp), last)) {

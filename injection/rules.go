@@ -314,70 +314,14 @@ type lexEntry struct {
 // lacks has id 0, in no element.
 var lexicon = buildLexicon()
 
-// lexFilter has a bit set for the hash of every word of the lexicon:
-// most words of a text are not in it, and a 16-bit FNV hash says so
-// for most of them at a fraction of a map lookup's cost.
-var lexFilter = func() (f [1 << 16 / 64]uint64) {
-	for w := range lexicon {
-		k := lexHash([]byte(w))
-		f[k/64] |= 1 << (k % 64)
-	}
-	return f
-}()
-
-func lexHash(w []byte) uint32 {
-	h := uint32(2166136261)
-	for _, c := range w {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	return (h ^ h>>16) & 0xffff
-}
-
-// lookup is the lexicon's entry for w, or nil. full: from the map, not
-// the table (Scanner.full).
-func lookup(w []byte, full bool) *lexEntry {
+// lookup is the lexicon's entry for w, or nil: the full path's lookup
+// (the scan's own is flatLookup).
+func lookup(w []byte) *lexEntry {
 	if len(w) == 0 || len(w) > 24 {
 		return nil // the lexicon's longest word is shorter
 	}
-	k := lexHash(w)
-	if lexFilter[k/64]&(1<<(k%64)) == 0 {
-		return nil
-	}
-	if full {
-		return lexicon[string(w)]
-	}
-	for i := k & lexTableMask; ; i = (i + 1) & lexTableMask {
-		id := lexTable[i]
-		if id == 0 {
-			return nil
-		}
-		if lexWords[id] == string(w) {
-			return lexByID[id]
-		}
-	}
+	return lexicon[string(w)]
 }
-
-// lexTable holds the ids of the lexicon's words again, open-addressed
-// by lexHash and a quarter full: a word that passed the filter is found
-// with the hash the filter computed and a comparison or two, where the
-// map would hash it once more. Every word of a text that is in the
-// lexicon ("the", "with", "all") comes here, so this is much of what a
-// word costs.
-var lexTable = func() (t [lexTableMask + 1]uint16) {
-	if len(lexicon) > len(t)/2 {
-		panic("injection: the lexicon outgrew its table")
-	}
-	for w, e := range lexicon {
-		i := lexHash([]byte(w)) & lexTableMask
-		for t[i] != 0 {
-			i = (i + 1) & lexTableMask
-		}
-		t[i] = e.id
-	}
-	return t
-}()
-
-const lexTableMask = 1<<13 - 1
 
 // lexWords is the word of each lexicon id.
 var lexWords = func() []string {

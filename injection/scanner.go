@@ -21,11 +21,22 @@ type Scanner struct {
 	// toolEnds has a bit set for the last two bytes of every key of
 	// tools: a name must end a chunk, and most chunks end otherwise.
 	toolEnds [1 << 16 / 64]uint64
+	// toolFirst and toolLast have a bit per length and first (last)
+	// byte of every key of tools up to 64 bytes: a key that passes both
+	// may be a name, and only then is the map (a few cold cache lines
+	// per lookup in the serving process) asked.
+	toolFirst, toolLast nameEnds
 	// full: take the full path everywhere, none of the shortcuts that
 	// skip work which cannot change a finding (whole ASCII words folded
 	// at once, the lexicon's table, sentences without markup). Only the
 	// differential tests set it, to prove the shortcuts change nothing.
 	full bool
+}
+
+// mayBeTool: key may be a key of tools (false: it is not).
+func (s *Scanner) mayBeTool(key []byte) bool {
+	n := len(key)
+	return n >= len(s.toolLast) || s.toolFirst.has(n, key[0]) && s.toolLast.has(n, key[n-1])
 }
 
 func (s *Scanner) mayEndTool(a, b byte) bool {
@@ -67,6 +78,10 @@ func New(opts Options) *Scanner {
 			s.tools[k] = toolName{name: n, plain: isPlainName(n)}
 			e := uint16(k[len(k)-2])<<8 | uint16(k[len(k)-1])
 			s.toolEnds[e/64] |= 1 << (e % 64)
+			if n := len(k); n < len(s.toolLast) {
+				s.toolFirst[n][k[0]/64] |= 1 << (k[0] % 64)
+				s.toolLast[n][k[n-1]/64] |= 1 << (k[n-1] % 64)
+			}
 		}
 	}
 	return s

@@ -110,8 +110,14 @@ func (st *state) tokenize() {
 				continue
 			}
 			wa := i
-			for i < len(fb) && tokByte[fb[i]]&tkWord != 0 {
-				has |= tokByte[fb[i]] & tkChunk
+			h := uint32(flatOffset) // flatHash of the word, as it is found
+			for i < len(fb) {
+				t := tokByte[fb[i]]
+				if t&tkWord == 0 {
+					break
+				}
+				has |= t & tkChunk
+				h = flatStep(h, fb[i])
 				i++
 			}
 			wb := i
@@ -124,18 +130,18 @@ func (st *state) tokenize() {
 					has |= tokByte[fb[i]] & tkChunk
 				}
 				if k == wb+2 && fb[wb+1] == 't' && fb[wb-1] == 'n' && wb-1 > wa {
-					st.addWord(negStem(fb[wa:wb-1], false), int32(wa), int32(wb-1), ci, start)
-					st.addWord(lexicon["not"], int32(wb-1), int32(k), ci, false)
+					st.addID(flatNegStem(fb[wa:wb-1]), int32(wa), int32(wb-1), ci, start)
+					st.addID(flatNot, int32(wb-1), int32(k), ci, false)
 					start = false
 					continue
 				}
 				// 's, 're, 'll, 've, 'd: the word without them
 			}
-			if pair, ok := contraction(fb[wa:wb]); ok {
-				st.addWord(lexicon[pair[0]], int32(wa), int32(wb), ci, start)
-				st.addWord(lexicon[pair[1]], int32(wa), int32(wb), ci, false)
+			if a, b, ok := flatContraction(fb[wa:wb]); ok {
+				st.addID(a, int32(wa), int32(wb), ci, start)
+				st.addID(b, int32(wa), int32(wb), ci, false)
 			} else {
-				st.addWord(lookup(fb[wa:wb], false), int32(wa), int32(wb), ci, start)
+				st.addID(flatLookup(fb[wa:wb], h), int32(wa), int32(wb), ci, start)
 			}
 			start = false
 		}
@@ -203,7 +209,7 @@ func (st *state) tokenizeFull() {
 					k++
 				}
 				if k == j+2 && fb[j+1] == 't' && fb[wb-1] == 'n' && wb-1 > wa {
-					st.addWord(negStem(fb[wa:wb-1], st.b.s.full), int32(wa), int32(wb-1), ci, start)
+					st.addWord(negStem(fb[wa:wb-1]), int32(wa), int32(wb-1), ci, start)
 					st.addWord(lexicon["not"], int32(wb-1), int32(k), ci, false)
 					start = false
 					j = k
@@ -215,7 +221,7 @@ func (st *state) tokenizeFull() {
 				st.addWord(lexicon[pair[0]], int32(wa), int32(wb), ci, start)
 				st.addWord(lexicon[pair[1]], int32(wa), int32(wb), ci, false)
 			} else {
-				st.addWord(lookup(fb[wa:wb], st.b.s.full), int32(wa), int32(wb), ci, start)
+				st.addWord(lookup(fb[wa:wb]), int32(wa), int32(wb), ci, start)
 			}
 			start = false
 		}
@@ -233,9 +239,75 @@ func (st *state) addWord(e *lexEntry, a, b, chunk int32, start bool) {
 	st.words = append(st.words, w)
 }
 
+// addID is addWord for the word of id (0: none) in the flat lexicon.
+func (st *state) addID(id uint16, a, b, chunk int32, start bool) {
+	w := word{a: a, b: b, start: start, chunk: chunk}
+	if id != 0 {
+		w.id = id
+		w.classes = flatWords[id].classes
+		st.sentence.classes |= w.classes
+	}
+	st.words = append(st.words, w)
+}
+
+// flatNegStem is negStem's id in the flat lexicon.
+func flatNegStem(b []byte) uint16 {
+	switch string(b) {
+	case "ca":
+		return flatCan
+	case "wo":
+		return flatWill
+	case "sha":
+		return flatShall
+	}
+	return flatLookup(b, flatHash(b))
+}
+
+// flatContraction is contraction's pair as ids of the flat lexicon,
+// without a map: words ending in "nt" (client, content) are common.
+func flatContraction(w []byte) (a, b uint16, ok bool) {
+	if len(w) < 4 || w[len(w)-1] != 't' || w[len(w)-2] != 'n' {
+		return 0, 0, false
+	}
+	var first string
+	switch string(w) {
+	case "dont":
+		first = "do"
+	case "doesnt":
+		first = "does"
+	case "didnt":
+		first = "did"
+	case "cant":
+		first = "can"
+	case "wont":
+		first = "will"
+	case "shouldnt":
+		first = "should"
+	case "mustnt":
+		first = "must"
+	case "isnt":
+		first = "is"
+	default:
+		return 0, 0, false
+	}
+	return flatContractionFirst[first], flatNot, true
+}
+
+// flatContractionFirst holds the ids of the first words of contractions.
+var flatContractionFirst = func() map[string]uint16 {
+	m := map[string]uint16{}
+	for _, pair := range contractions {
+		if pair[1] != "not" {
+			panic("injection: a contraction the flat lexicon does not know")
+		}
+		m[pair[0]] = idOf(pair[0])
+	}
+	return m
+}()
+
 // negStem is the entry of the word before "n't": "do" of "don't", "can"
 // of "can't", "will" of "won't".
-func negStem(b []byte, full bool) *lexEntry {
+func negStem(b []byte) *lexEntry {
 	switch string(b) {
 	case "ca":
 		return lexicon["can"]
@@ -244,7 +316,7 @@ func negStem(b []byte, full bool) *lexEntry {
 	case "sha":
 		return lexicon["shall"]
 	}
-	return lookup(b, full)
+	return lookup(b)
 }
 
 // contraction is the two words of a contraction written without its
@@ -265,6 +337,10 @@ var contractions = map[string][2]string{
 
 // matchPhrases runs the phrase rules over the sentence's words.
 func (st *state) matchPhrases() {
+	if !st.b.s.full {
+		st.matchPhrasesFlat()
+		return
+	}
 	words := st.words
 	for t := range words {
 		w := &words[t]
@@ -508,7 +584,7 @@ func (st *state) toolMention(ci, firstWord int, core []byte, marked bool, h hit)
 			}
 			k += copy(key[k:], parts[j])
 		}
-		if k <= 0 {
+		if k <= 0 || !st.b.s.full && !st.b.s.mayBeTool(key[:k]) {
 			continue
 		}
 		t, ok := st.b.s.tools[string(key[:k])]
