@@ -3,13 +3,12 @@ package flows
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/internal/coldcache"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/results"
 )
@@ -65,33 +64,15 @@ func BenchmarkFlow(b *testing.B) {
 	}
 }
 
-// evictSink keeps the eviction walk from being optimised away.
-var evictSink byte
-
-// evictBuf is larger than the machine's last-level cache.
-var evictBuf = make([]byte, 16<<20)
-
-// evictCaches writes one byte per cache line of a 16 MiB buffer, which
-// pushes the tables and code of the previous call out of the caches, as
-// the serving process finds them after sleeping between calls while
-// other processes ran.
-func evictCaches() {
-	for i := 0; i < len(evictBuf); i += 64 {
-		evictBuf[i]++
-	}
-	evictSink += evictBuf[len(evictBuf)-64]
-}
-
 // netHTTPResult is the filesystem server's read_text_file result of
 // bench/RESULTS.md (ah) and (ai): the first KiB of Go's net/http package
 // comment, as content and as structured content.
 func netHTTPResult(b *testing.B) json.RawMessage {
 	b.Helper()
-	src, err := readNetHTTPDoc()
-	if err != nil || len(src) < 1024 {
+	text, err := coldcache.NetHTTP1KiB()
+	if err != nil {
 		b.Skipf("Go's net/http source: %v", err)
 	}
-	text := string(src[:1024])
 	raw, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}},
 		"structuredContent": map[string]any{"content": text}})
 	return raw
@@ -118,7 +99,7 @@ func BenchmarkObserve1KiBCold(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
-		evictCaches()
+		coldcache.Evict()
 		b.StartTimer()
 		s.Observe(read(), pol)
 	}
@@ -139,21 +120,6 @@ func BenchmarkObserve1KiBWarm(b *testing.B) {
 	for b.Loop() {
 		s.Observe(Read{Method: results.ToolsCall, Server: "fs", Tool: "read_text_file", Raw: raw, At: time.Now()}, pol)
 	}
-}
-
-// readNetHTTPDoc reads Go's net/http/doc.go from $GOROOT, or the GOROOT
-// of the go command (a run under valgrind sets GOROOT: it cannot follow
-// a child process).
-func readNetHTTPDoc() ([]byte, error) {
-	root := os.Getenv("GOROOT")
-	if root == "" {
-		out, err := exec.Command("go", "env", "GOROOT").Output()
-		if err != nil {
-			return nil, err
-		}
-		root = strings.TrimSpace(string(out))
-	}
-	return os.ReadFile(filepath.Join(root, "src", "net", "http", "doc.go"))
 }
 
 // BenchmarkObserve1MBPastBudget is a result 35 bytes past the default

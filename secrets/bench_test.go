@@ -2,10 +2,10 @@ package secrets
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aqlguard/aqlguard/internal/coldcache"
 )
 
 // ordinaryKB returns a realistic ordinary result of about 1 KB: the
@@ -129,33 +129,17 @@ func BenchmarkCarried(b *testing.B) {
 	})
 }
 
-// evictBuf is larger than the machine's last-level cache.
-var (
-	evictBuf  = make([]byte, 16<<20)
-	evictSink byte
-)
-
-// evictCaches writes one byte per cache line of a 16 MiB buffer: the
-// ruleset's tables and code leave the caches, as they do in the serving
-// process between calls (bench/RESULTS.md (ai)).
-func evictCaches() {
-	for i := 0; i < len(evictBuf); i += 64 {
-		evictBuf[i]++
-	}
-	evictSink += evictBuf[len(evictBuf)-64]
-}
-
 // BenchmarkScanCold: Scan of 1 KiB with the caches emptied before each
 // call. "net-http" is the text of bench/RESULTS.md (ah) and (ai), the
 // first KiB of Go's net/http package comment.
 func BenchmarkScanCold(b *testing.B) {
 	s := Default()
-	src, err := readNetHTTPDoc()
-	if err != nil || len(src) < 1024 {
+	netHTTP, err := coldcache.NetHTTP1KiB()
+	if err != nil {
 		b.Skipf("Go's net/http source: %v", err)
 	}
 	cases := []struct{ name, text string }{
-		{"net-http-1KiB", string(src[:1024])},
+		{"net-http-1KiB", netHTTP},
 		{"ordinary-1KB", ordinaryKB(b)},
 	}
 	for _, c := range cases {
@@ -165,7 +149,7 @@ func BenchmarkScanCold(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
-				evictCaches()
+				coldcache.Evict()
 				b.StartTimer()
 				s.Scan("bench", c.text)
 			}
@@ -177,19 +161,4 @@ func BenchmarkScanCold(b *testing.B) {
 			}
 		})
 	}
-}
-
-// readNetHTTPDoc reads Go's net/http/doc.go from $GOROOT, or the GOROOT
-// of the go command (a run under valgrind sets GOROOT: it cannot follow
-// a child process).
-func readNetHTTPDoc() ([]byte, error) {
-	root := os.Getenv("GOROOT")
-	if root == "" {
-		out, err := exec.Command("go", "env", "GOROOT").Output()
-		if err != nil {
-			return nil, err
-		}
-		root = strings.TrimSpace(string(out))
-	}
-	return os.ReadFile(filepath.Join(root, "src", "net", "http", "doc.go"))
 }
