@@ -2,7 +2,8 @@ package link
 
 import (
 	"encoding/json"
-	"unicode/utf8"
+
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
 )
 
 // maxScannedID bounds the id an over-long line is answered under, as
@@ -105,7 +106,7 @@ func (s *idScanner) feed(p []byte) {
 				s.st = scanValue
 				name := ""
 				if !s.keyLong {
-					name = memberName(s.key)
+					name = rawjson.MemberName(s.key)
 				}
 				s.isID = name == "id"
 				if name == "method" {
@@ -224,25 +225,6 @@ func (s *idScanner) requestID() json.RawMessage {
 		return nil
 	}
 	return s.id
-}
-
-// memberName is a quoted member name as JSON reads it.
-func memberName(quoted []byte) string {
-	plain := true
-	for _, c := range quoted[1 : len(quoted)-1] {
-		if c == '\\' || c >= utf8.RuneSelf {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return string(quoted[1 : len(quoted)-1])
-	}
-	var name string
-	if json.Unmarshal(quoted, &name) != nil {
-		return ""
-	}
-	return name
 }
 
 // validID is raw, copied, when it is a valid id (a string or a number

@@ -86,7 +86,7 @@ func ExactValid(raw json.RawMessage, names ...string) ([]json.RawMessage, error)
 				}
 				out[n] = raw[i:end:end]
 			case foldsTo(quoted, name):
-				return nil, &AmbiguousError{Name: name, Other: unquoteKey(quoted)}
+				return nil, &AmbiguousError{Name: name, Other: MemberName(quoted)}
 			}
 		}
 		i = skipSpace(raw, end)
@@ -107,7 +107,7 @@ func foldsTo(quoted []byte, name string) bool {
 		}
 		return foldEqual(string(key), name)
 	}
-	return foldEqual(unquoteKey(quoted), name)
+	return foldEqual(MemberName(quoted), name)
 }
 
 // plainKey is the member name inside its quotes, and whether it needs no
@@ -225,7 +225,7 @@ func checkObject(b []byte, i int) (int, error) {
 }
 
 func ambiguity(first, second []byte) error {
-	return &AmbiguousError{Name: unquoteKey(first), Other: unquoteKey(second)}
+	return &AmbiguousError{Name: MemberName(first), Other: MemberName(second)}
 }
 
 // sameFolded reports whether two quoted member names fold to the same.
@@ -243,7 +243,7 @@ func sameFolded(a, b []byte) bool {
 		}
 		return true
 	}
-	return foldEqual(unquoteKey(a), unquoteKey(b))
+	return foldEqual(MemberName(a), MemberName(b))
 }
 
 // foldHash is FNV-1a over a quoted member name's folded runes.
@@ -256,7 +256,7 @@ func foldHash(quoted []byte) uint64 {
 		}
 		return h
 	}
-	for _, r := range unquoteKey(quoted) {
+	for _, r := range MemberName(quoted) {
 		r = fold(r)
 		for r > 0 {
 			h = (h ^ uint64(r&0xff)) * prime

@@ -40,7 +40,7 @@ func Split(raw json.RawMessage) ([]Member, error) {
 	out := make([]Member, 0, 8) // a JSON-RPC message, most params: one allocation
 	for {
 		keyEnd := stringEnd(raw, i)
-		key := unquoteKey(raw[i:keyEnd])
+		key := MemberName(raw[i:keyEnd])
 		i = skipSpace(raw, skipSpace(raw, keyEnd)+1) // past the colon
 		end := valueEnd(raw, i)
 		out = append(out, Member{key, raw[i:end:end]})
@@ -134,7 +134,7 @@ func keyIs(quoted []byte, key string) bool {
 	name := quoted[1 : len(quoted)-1]
 	for _, c := range name {
 		if c == '\\' || c >= utf8.RuneSelf {
-			return unquoteKey(quoted) == key
+			return MemberName(quoted) == key
 		}
 	}
 	return string(name) == key
@@ -188,9 +188,11 @@ func valueEnd(b []byte, i int) int {
 	return j
 }
 
-// unquoteKey is a member name as encoding/json reads it: escapes undone,
-// invalid UTF-8 replaced.
-func unquoteKey(quoted []byte) string {
+// MemberName is a quoted member name (its quotes included) as
+// encoding/json reads it: escapes undone, invalid UTF-8 replaced; "" for
+// one that does not read as a JSON string. The one reader of names: the
+// link's scan of an over-long line reads them as the decoder does.
+func MemberName(quoted []byte) string {
 	plain := true
 	for _, c := range quoted[1 : len(quoted)-1] {
 		if c == '\\' || c >= utf8.RuneSelf {
@@ -202,7 +204,7 @@ func unquoteKey(quoted []byte) string {
 		return commonKey(quoted[1 : len(quoted)-1])
 	}
 	var s string
-	_ = json.Unmarshal(quoted, &s) // valid: json.Valid accepted the object
+	_ = json.Unmarshal(quoted, &s) // not a string: s stays ""
 	return s
 }
 
