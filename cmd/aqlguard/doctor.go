@@ -83,24 +83,36 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// openForDoctor opens the state cfg names read only (the state
+// directory dir on bbolt); nil, and no error, when a state directory
+// holds no database yet.
+func openForDoctor(ctx context.Context, cfg *policy.Config, dir string) (store.State, error) {
+	if cfg.State.Backend == policy.StatePostgres {
+		st, err := openPostgres(ctx, cfg, nil)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return st, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, store.FileName)); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	c := *cfg
+	c.StateDir = dir
+	st, err := openStateDir(ctx, &c, store.Options{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
 // recordedNames reads the server names aqlguard processes recorded in the
 // state cfg names (the state directory dir, read only: a state that does
 // not exist yet holds none).
 func recordedNames(cfg *policy.Config, dir string) func(ctx context.Context) ([]store.ServerNames, error) {
 	return func(ctx context.Context) ([]store.ServerNames, error) {
-		var st store.State
-		var err error
-		if cfg.State.Backend == policy.StatePostgres {
-			st, err = openPostgres(ctx, cfg, nil)
-		} else {
-			if _, serr := os.Stat(filepath.Join(dir, store.FileName)); errors.Is(serr, fs.ErrNotExist) {
-				return nil, nil
-			}
-			c := *cfg
-			c.StateDir = dir
-			st, err = openStateDir(ctx, &c, store.Options{ReadOnly: true})
-		}
-		if err != nil {
+		st, err := openForDoctor(ctx, cfg, dir)
+		if st == nil || err != nil {
 			return nil, err
 		}
 		defer st.Close()
@@ -112,20 +124,12 @@ func recordedNames(cfg *policy.Config, dir string) func(ctx context.Context) ([]
 // the audit log of the state cfg names (read only).
 func forwardingCheck(cfg *policy.Config, dir string) func(ctx context.Context) (string, error) {
 	return func(ctx context.Context) (string, error) {
-		var st store.State
-		var err error
-		if cfg.State.Backend == policy.StatePostgres {
-			st, err = openPostgres(ctx, cfg, nil)
-		} else {
-			if _, serr := os.Stat(filepath.Join(dir, store.FileName)); errors.Is(serr, fs.ErrNotExist) {
-				return "no audit log yet: forwarding starts with it", nil
-			}
-			c := *cfg
-			c.StateDir = dir
-			st, err = openStateDir(ctx, &c, store.Options{ReadOnly: true})
-		}
+		st, err := openForDoctor(ctx, cfg, dir)
 		if err != nil {
 			return "", err
+		}
+		if st == nil {
+			return "no audit log yet: forwarding starts with it", nil
 		}
 		defer st.Close()
 		fw, err := forward.New(cfg.Audit.Forward, st, version(), nil)
