@@ -93,6 +93,9 @@ type State struct {
 	stats groupStats
 	// snap is the newest snapshot read or written.
 	snap store.Kept[snapshot]
+	// locked, when set (tests), runs in a group once it holds the
+	// head's lock, before anything is written.
+	locked func()
 }
 
 var _ store.State = (*State)(nil)
@@ -122,6 +125,7 @@ func Open(ctx context.Context, o Options) (*State, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
+	bound(&cfg.ConnConfig.Config, o.Timeout, true)
 	s := &State{dsn: o.DSN, schema: o.Schema, channel: o.Schema + "_state", timeout: o.Timeout, log: o.Log, t: tablesIn(o.Schema)}
 	if s.log == nil {
 		s.log = slog.Default()
