@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -63,6 +64,9 @@ type Options struct {
 	// IncompleteCopy opens the target of an unfinished copy (CopyMark),
 	// which is otherwise refused: for `state copy` alone.
 	IncompleteCopy bool
+	// Log receives what happens beside the calls (a failed fsync of the
+	// audit log); slog.Default() when nil.
+	Log *slog.Logger
 }
 
 // Store is the state database. It is safe for concurrent use; the
@@ -158,7 +162,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if s.gen, err = openGeneration(filepath.Join(dir, GenerationFile), o.ReadOnly); err != nil {
 		return nil, err
 	}
-	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge, o.Anchor, !writesAtOpen); err != nil {
+	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge, o.Anchor, !writesAtOpen, o.Log); err != nil {
 		return nil, err
 	}
 	s.log.marker = s.gen

@@ -406,7 +406,7 @@ func openStore(ctx context.Context, cfg *policy.Config, log *slog.Logger) (store
 	if cfg.State.Backend == policy.StatePostgres {
 		return openPostgres(ctx, cfg, log)
 	}
-	return openState(ctx, cfg, store.Options{})
+	return openState(ctx, cfg, store.Options{Log: log})
 }
 
 // processName tells this process apart in audit records of a shared
