@@ -101,7 +101,6 @@ type auditLog struct {
 	log          *slog.Logger
 	syncFile     func(*os.File) error
 
-
 	stateID      string
 	anchored     uint64 // the last seq anchored
 	lastAnchorAt time.Time
