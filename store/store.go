@@ -121,6 +121,11 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs // the messages name it, and a command to run on it
 	}
+	s, err := open(ctx, dir, o)
+	return s, notWritable(dir, err)
+}
+
+func open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if !o.IncompleteCopy {
 		m, err := ReadCopyMark(dir)
 		if err != nil {
@@ -190,7 +195,11 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	}
 	// The lock file is made only once there is a database to lock, or
 	// one to make (a read of nothing creates nothing).
-	if s.lock, err = openLock(s.path + ".lock"); err != nil {
+	lock := openLock
+	if o.ReadOnly {
+		lock = openReadLock
+	}
+	if s.lock, err = lock(s.path + ".lock"); err != nil {
 		return fail(fmt.Errorf("opening the state database: %w", err))
 	}
 	if !dbExists && !writesAtOpen {
@@ -519,7 +528,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			txErr = err
 		}
 	}
-	return txErr
+	return notWritable(filepath.Dir(s.path), txErr)
 }
 
 // acquire takes this process's turn and the state directory's lock
