@@ -24,12 +24,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"regexp"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/aqlguard/aqlguard/store"
@@ -290,4 +292,22 @@ func DSN(config string) string {
 		return env
 	}
 	return config
+}
+
+// Unreachable says err is the database not answering (not running, not
+// reachable, starting up or shutting down, out of connections): what
+// waiting can cure, unlike a wrong password, a missing database or a
+// schema a newer aqlguard wrote.
+func Unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code[:min(2, len(pe.Code))] {
+		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
+			return true
+		}
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)
 }
