@@ -271,15 +271,16 @@ func (l *auditLog) adopt(n int) error {
 		if err := os.MkdirAll(l.dir, 0o700); err != nil {
 			return fmt.Errorf("audit log: creating %s: %w", l.dir, err)
 		}
+		// The segment closed is on disk before the next is named.
+		if err := l.closeFile(); err != nil {
+			return err
+		}
 		if l.marker != nil {
 			if err := l.marker.setSegment(n); err != nil {
 				return err
 			}
 		}
 		// Read-write, so that its last byte can be read (below).
-		if err := l.closeFile(); err != nil {
-			return err
-		}
 		f, err := os.OpenFile(filepath.Join(l.dir, segmentName(n)), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return fmt.Errorf("audit log: %w", err)

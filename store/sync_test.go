@@ -112,3 +112,45 @@ func waitDurable(t *testing.T, s *Store) {
 	}
 	t.Fatal("the audit log was not synced within 10s")
 }
+
+// The fsync of a segment closed at rotation is checked too: it used to
+// be dropped. A failed one refuses the append that rotates, and the
+// segment stays the one appended to until an fsync passes.
+func TestFailedFsyncAtRotation(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, t.TempDir(), Options{AuditSync: SyncGrouped, SegmentBytes: 1, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	appendOne := func(op string) error {
+		return AppendRecords(ctx, s, Record{Time: t0, Kind: "outcome", Principal: "p", Operation: op})
+	}
+	if err := appendOne("first"); err != nil {
+		t.Fatal(err)
+	}
+	var broken atomic.Bool
+	broken.Store(true)
+	s.log.mu.Lock()
+	s.log.syncFile = func(f *os.File) error {
+		if broken.Load() {
+			return &os.PathError{Op: "sync", Path: f.Name(), Err: syscall.EIO}
+		}
+		return f.Sync()
+	}
+	s.log.mu.Unlock()
+	if err := appendOne("rotates"); err == nil || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("an append whose rotation could not sync the closed segment: %v", err)
+	}
+	if s.SyncFailures() == 0 {
+		t.Fatal("not counted")
+	}
+	broken.Store(false)
+	if err := appendOne("after"); err != nil {
+		t.Fatal(err)
+	}
+	if ops := loggedOperations(t, s); strings.Join(ops, " ") != "first after" {
+		t.Fatalf("log %v, want first after", ops)
+	}
+	verify(t, s)
+}
