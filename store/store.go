@@ -122,7 +122,10 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		dir = abs // the messages name it, and a command to run on it
 	}
 	s, err := open(ctx, dir, o)
-	return s, notWritable(dir, err)
+	if !o.ReadOnly {
+		err = notWritable(dir, err) // (a reader's EACCES is a file it cannot read)
+	}
+	return s, err
 }
 
 func open(ctx context.Context, dir string, o Options) (*Store, error) {
@@ -527,6 +530,9 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 		if err := s.log.waitDurable(written); err != nil && txErr == nil {
 			txErr = err
 		}
+	}
+	if readOnly {
+		return txErr
 	}
 	return notWritable(filepath.Dir(s.path), txErr)
 }
