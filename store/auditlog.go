@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -88,7 +90,17 @@ type auditLog struct {
 	// lost is set once records this process wrote or saw are gone from
 	// the files (a segment deleted while aqlguard ran): nothing more is
 	// appended, rather than a new chain begun over the loss.
-	lost         error
+	lost error
+	// unsynced is the last fsync's failure (under mu), until an fsync
+	// succeeds: appends fail meanwhile (sync.go). durableSeq is the last
+	// record known on disk, syncFailures counts the failures, log says
+	// them, syncFile is (*os.File).Sync (tests fail it).
+	unsynced     error
+	durableSeq   uint64
+	syncFailures atomic.Uint64
+	log          *slog.Logger
+	syncFile     func(*os.File) error
+
 	stateID      string
 	anchored     uint64 // the last seq anchored
 	lastAnchorAt time.Time
@@ -110,7 +122,7 @@ func (l *auditLog) sendAnchor() {
 // openAuditLog prepares the log in dir. deferred: create nothing now
 // (a read-only store, or one opened for inspection, whose writes, if any,
 // come later and create what they need).
-func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duration, anchor func(string) error, deferred bool) (*auditLog, error) {
+func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duration, anchor func(string) error, deferred bool, log *slog.Logger) (*auditLog, error) {
 	if !deferred {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("audit log: creating %s: %w", dir, err)
@@ -125,8 +137,11 @@ func openAuditLog(dir string, mode SyncMode, maxBytes int64, maxAge time.Duratio
 	if maxAge <= 0 {
 		maxAge = DefaultSegmentAge
 	}
+	if log == nil {
+		log = slog.Default()
+	}
 	l := &auditLog{dir: dir, sync: mode, maxBytes: maxBytes, maxAge: maxAge, head: auditHead{Hash: GenesisHash},
-		anchor: anchor, stop: make(chan struct{}), stopped: make(chan struct{})}
+		anchor: anchor, stop: make(chan struct{}), stopped: make(chan struct{}), log: log, syncFile: (*os.File).Sync}
 	go l.flushLoop()
 	return l, nil
 }
@@ -236,6 +251,11 @@ func (l *auditLog) catchUpFromFiles() error {
 		return l.lost
 	}
 	l.head = head
+	if l.durable == l.written {
+		// Nothing of this process's waits for an fsync: what the files
+		// hold is not its to vouch for (syncFailed names its own).
+		l.durableSeq = head.Seq
+	}
 	if len(ns) == 0 {
 		return nil
 	}
@@ -251,6 +271,10 @@ func (l *auditLog) adopt(n int) error {
 		if err := os.MkdirAll(l.dir, 0o700); err != nil {
 			return fmt.Errorf("audit log: creating %s: %w", l.dir, err)
 		}
+		// The segment closed is on disk before the next is named.
+		if err := l.closeFile(); err != nil {
+			return err
+		}
 		if l.marker != nil {
 			if err := l.marker.setSegment(n); err != nil {
 				return err
@@ -261,7 +285,6 @@ func (l *auditLog) adopt(n int) error {
 		if err != nil {
 			return fmt.Errorf("audit log: %w", err)
 		}
-		l.closeFile()
 		l.f, l.n, l.next = f, n, filepath.Join(l.dir, segmentName(n+1))
 		l.first = time.Time{}
 		if first, err := firstLine(filepath.Join(l.dir, segmentName(n))); err == nil && first != nil {
@@ -290,12 +313,20 @@ func (l *auditLog) adopt(n int) error {
 	return nil
 }
 
-func (l *auditLog) closeFile() {
-	if l.f != nil {
-		_ = l.f.Sync()
-		_ = l.f.Close()
-		l.f = nil
+// closeFile fsyncs and closes the segment appended to. l.mu is held. A
+// failed fsync keeps it open (and is the caller's error): what it holds
+// is not on disk yet, and the next sync tries again.
+func (l *auditLog) closeFile() error {
+	if l.f == nil {
+		return nil
 	}
+	if err := l.syncFile(l.f); err != nil {
+		return l.syncFailed(err, l.head.Seq)
+	}
+	l.synced(l.written, l.head.Seq)
+	_ = l.f.Close()
+	l.f = nil
+	return nil
 }
 
 // append chains and writes records, one write each, rotating segments as
@@ -308,6 +339,9 @@ func (l *auditLog) append(recs []Record, seen *logMark) (int64, error) {
 	defer l.mu.Unlock()
 	if l.closed {
 		return 0, errors.New("audit log: closed")
+	}
+	if err := l.syncAgain(); err != nil {
+		return 0, err
 	}
 	if err := l.catchUp(seen); err != nil {
 		return 0, err
@@ -393,16 +427,15 @@ func (l *auditLog) flush(pos int64) error {
 		l.mu.Unlock()
 		return nil
 	}
-	f, upto := l.f, l.written
+	f, upto, seq, sync := l.f, l.written, l.head.Seq, l.syncFile
 	l.mu.Unlock()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("audit log: fsync: %w", err)
-	}
+	err := sync(f)
 	l.mu.Lock()
-	if upto > l.durable {
-		l.durable = upto
+	defer l.mu.Unlock()
+	if err != nil {
+		return l.syncFailed(err, seq)
 	}
-	l.mu.Unlock()
+	l.synced(upto, seq)
 	return nil
 }
 
@@ -424,7 +457,7 @@ func (l *auditLog) flushLoop() {
 		l.mu.Unlock()
 		if l.sync == SyncGrouped {
 			l.syncMu.Lock()
-			_ = l.flush(pending)
+			_ = l.flush(pending) // a failure is logged, counted and fails the next append (syncFailed)
 			l.syncMu.Unlock()
 		}
 	}
@@ -435,7 +468,7 @@ func (l *auditLog) close() {
 		close(l.stop)
 		<-l.stopped
 		l.mu.Lock()
-		l.closeFile()
+		_ = l.closeFile() // a failure is logged (syncFailed)
 		l.sendAnchor()
 		l.closed = true
 		l.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -391,7 +392,11 @@ func (s *Store) openDB(deadline time.Time, readOnly bool) (db *bolt.DB, err erro
 		return db, nil
 	case errors.As(err, &damaged), errors.Is(err, bolterrors.ErrTimeout):
 		return nil, err
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+	case !readOnly && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)):
+		// Not damage: a file system that turned read-only, or files
+		// that are not this user's to write.
+		return nil, notWritable(filepath.Dir(s.path), fmt.Errorf("opening the state database %s: %w", s.path, err))
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
 		return nil, fmt.Errorf("opening the state database %s: %w", s.path, err)
 	}
 	return nil, &DamagedError{Path: s.path, Cause: err.Error()}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,6 +33,26 @@ func openLock(path string) (*fileLock, error) {
 	return &fileLock{f: f}, nil
 }
 
+// openReadLock is openLock for a reader, which a copy it cannot write
+// (a backup on a read-only mount, another user's files) must not stop:
+// the lock file is then opened for reading (flock(2) needs no more),
+// and on a read-only file system that has none, there is no lock to
+// take: nobody can write there.
+func openReadLock(path string) (*fileLock, error) {
+	l, err := openLock(path)
+	if err == nil || !errors.Is(err, syscall.EROFS) && !errors.Is(err, fs.ErrPermission) {
+		return l, err
+	}
+	f, rerr := os.Open(path)
+	switch {
+	case rerr == nil:
+		return &fileLock{f: f}, nil
+	case errors.Is(rerr, fs.ErrNotExist) && errors.Is(err, syscall.EROFS):
+		return &fileLock{}, nil
+	}
+	return nil, err
+}
+
 const (
 	lockPollMin = 100 * time.Microsecond
 	lockPollMax = 2 * time.Millisecond
@@ -39,6 +60,9 @@ const (
 
 // lock takes the lock, shared for readers, until deadline.
 func (l *fileLock) lock(ctx context.Context, shared bool, deadline time.Time) error {
+	if l.f == nil {
+		return nil // a read-only file system: see openReadLock
+	}
 	how := syscall.LOCK_EX
 	if shared {
 		how = syscall.LOCK_SH
@@ -111,6 +135,9 @@ func unlinked(fi os.FileInfo) bool {
 }
 
 func (l *fileLock) unlock() error {
+	if l.f == nil {
+		return nil
+	}
 	return syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 }
 
@@ -139,7 +166,12 @@ func (l *fileLock) lockUntilDone(ctx context.Context) error {
 	}
 }
 
-func (l *fileLock) close() error { return l.f.Close() }
+func (l *fileLock) close() error {
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}
 
 // checkPrivate refuses a state directory that others can write or that
 // another user owns, as ssh refuses a key others can write: whoever can

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -63,6 +64,9 @@ type Options struct {
 	// IncompleteCopy opens the target of an unfinished copy (CopyMark),
 	// which is otherwise refused: for `state copy` alone.
 	IncompleteCopy bool
+	// Log receives what happens beside the calls (a failed fsync of the
+	// audit log); slog.Default() when nil.
+	Log *slog.Logger
 }
 
 // Store is the state database. It is safe for concurrent use; the
@@ -117,6 +121,14 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs // the messages name it, and a command to run on it
 	}
+	s, err := open(ctx, dir, o)
+	if !o.ReadOnly {
+		err = notWritable(dir, err) // (a reader's EACCES is a file it cannot read)
+	}
+	return s, err
+}
+
+func open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if !o.IncompleteCopy {
 		m, err := ReadCopyMark(dir)
 		if err != nil {
@@ -158,7 +170,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if s.gen, err = openGeneration(filepath.Join(dir, GenerationFile), o.ReadOnly); err != nil {
 		return nil, err
 	}
-	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge, o.Anchor, !writesAtOpen); err != nil {
+	if s.log, err = openAuditLog(filepath.Join(dir, AuditDir), o.AuditSync, o.SegmentBytes, o.SegmentAge, o.Anchor, !writesAtOpen, o.Log); err != nil {
 		return nil, err
 	}
 	s.log.marker = s.gen
@@ -186,7 +198,11 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	}
 	// The lock file is made only once there is a database to lock, or
 	// one to make (a read of nothing creates nothing).
-	if s.lock, err = openLock(s.path + ".lock"); err != nil {
+	lock := openLock
+	if o.ReadOnly {
+		lock = openReadLock
+	}
+	if s.lock, err = lock(s.path + ".lock"); err != nil {
 		return fail(fmt.Errorf("opening the state database: %w", err))
 	}
 	if !dbExists && !writesAtOpen {
@@ -515,7 +531,10 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			txErr = err
 		}
 	}
-	return txErr
+	if readOnly {
+		return txErr
+	}
+	return notWritable(filepath.Dir(s.path), txErr)
 }
 
 // acquire takes this process's turn and the state directory's lock

@@ -52,6 +52,10 @@ type Sources struct {
 	// Forward is the audit forwarder's status; nil when the audit is not
 	// forwarded.
 	Forward func() forward.Status
+	// SyncFailures counts the failed fsyncs of the audit log (a state
+	// directory's: store.Store.SyncFailures); nil on PostgreSQL, whose
+	// durability is the server's.
+	SyncFailures func() uint64
 	// Now defaults to time.Now.
 	Now func() time.Time
 }
@@ -94,6 +98,12 @@ func NewMetrics(src Sources) *Metrics {
 			now = time.Now
 		}
 		m.reg.MustRegister(&forwardCollector{status: src.Forward, now: now})
+	}
+	if src.SyncFailures != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "aqlguard_audit_fsync_failures_total",
+			Help: "Failed fsyncs of the audit log; after one, calls are refused until an fsync succeeds (the log names the records not known to be on disk).",
+		}, func() float64 { return float64(src.SyncFailures()) }))
 	}
 	return m
 }

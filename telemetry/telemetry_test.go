@@ -87,6 +87,24 @@ func TestForwardLag(t *testing.T) {
 	}
 }
 
+// TestFsyncFailures: the audit log's failed fsyncs are a counter,
+// present (at 0) from the start on a state directory, and absent where
+// there is none to count.
+func TestFsyncFailures(t *testing.T) {
+	var n uint64
+	m := NewMetrics(Sources{SyncFailures: func() uint64 { return n }})
+	if got := scrape(t, m)["aqlguard_audit_fsync_failures_total"].GetMetric(); len(got) != 1 || got[0].GetCounter().GetValue() != 0 {
+		t.Fatalf("before any failure: %v", got)
+	}
+	n = 3
+	if got := scrape(t, m)["aqlguard_audit_fsync_failures_total"].GetMetric()[0].GetCounter().GetValue(); got != 3 {
+		t.Fatalf("after three failures: %v", got)
+	}
+	if _, ok := scrape(t, NewMetrics(Sources{}))["aqlguard_audit_fsync_failures_total"]; ok {
+		t.Fatal("a counter of fsync failures without a state directory")
+	}
+}
+
 // TestMetaTraceContext: only a valid W3C traceparent in _meta is taken;
 // anything else leaves the call in the trace it came in.
 func TestMetaTraceContext(t *testing.T) {

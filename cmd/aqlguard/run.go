@@ -120,7 +120,7 @@ func serveStdio(g *globals, cfg *policy.Config, build func() (*policy.Config, er
 	if isTerminal(stdin) {
 		fmt.Fprintln(stderr, "aqlguard: waiting for an MCP client on stdin (this command is meant to be started by your MCP client; Ctrl-C to stop)")
 	}
-	in, code := startInstance(ctx, g, cfg, stderr)
+	in, code := startInstance(ctx, g, cfg, stderr, false)
 	if in == nil {
 		return code
 	}
@@ -190,7 +190,7 @@ type principal struct {
 
 // startInstance opens the state and builds what the sessions share. On
 // failure it returns nil and the exit code.
-func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr io.Writer) (*instance, int) {
+func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr io.Writer, waitForState bool) (*instance, int) {
 	log, err := newLogger(stderr, g.logLevel)
 	if err != nil {
 		fmt.Fprintln(stderr, "aqlguard:", err)
@@ -208,7 +208,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	if source == "" {
 		source = "embedded defaults"
 	}
-	st, err := openStore(ctx, cfg, log)
+	st, err := openStore(ctx, cfg, log, waitForState)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
@@ -402,11 +402,14 @@ func stateDir(cfg *policy.Config) string {
 // openStore opens the state run and serve decide on (openState): the
 // state directory, or the PostgreSQL state replicas share. Without it
 // nothing can be decided durably, so aqlguard does not start.
-func openStore(ctx context.Context, cfg *policy.Config, log *slog.Logger) (store.State, error) {
+func openStore(ctx context.Context, cfg *policy.Config, log *slog.Logger, wait bool) (store.State, error) {
 	if cfg.State.Backend == policy.StatePostgres {
+		if wait {
+			return waitForPostgres(ctx, cfg, log)
+		}
 		return openPostgres(ctx, cfg, log)
 	}
-	return openState(ctx, cfg, store.Options{})
+	return openState(ctx, cfg, store.Options{Log: log})
 }
 
 // processName tells this process apart in audit records of a shared

@@ -70,7 +70,10 @@ func cmdServe(args []string, stderr io.Writer) int {
 			"refusing to serve without authentication; use auth = \"token\", a loopback address or a unix socket\n", *listen)
 		return 1
 	}
-	in, code := startInstance(ctx, g, cfg, stderr)
+	// A replica may start before its database (a boot, an outage): it
+	// waits for it, saying so, rather than exit and leave the retries to
+	// a service manager that gives up.
+	in, code := startInstance(ctx, g, cfg, stderr, true)
 	if in == nil {
 		return code
 	}

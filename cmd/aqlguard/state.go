@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/store"
@@ -35,6 +36,51 @@ func openPostgres(ctx context.Context, cfg *policy.Config, log *slog.Logger) (*p
 			policy.StatePostgres, pgstate.DSNEnv)
 	}
 	return pgstate.Open(ctx, pgstate.Options{DSN: dsn, Schema: cfg.State.Schema, Timeout: cfg.StateLockTimeout.Duration, Log: log})
+}
+
+// Waits between attempts to reach the state database at start.
+const (
+	stateWaitMin = time.Second
+	stateWaitMax = 30 * time.Second
+)
+
+// waitForPostgres opens the configured PostgreSQL state, waiting while
+// the database cannot be reached (not running yet, starting up, out of
+// connections): each failed attempt is a log line, and the waits grow
+// from stateWaitMin to stateWaitMax. It gives up only when ctx ends
+// (the service is stopped), with the last error. An error that waiting
+// cannot cure (a wrong password, a missing database, a schema a newer
+// aqlguard wrote, an incomplete copy) ends it at once.
+func waitForPostgres(ctx context.Context, cfg *policy.Config, log *slog.Logger) (*pgstate.State, error) {
+	wait := stateWaitMin
+	for attempt := 1; ; attempt++ {
+		st, err := openPostgres(ctx, cfg, log)
+		if err == nil {
+			if attempt > 1 {
+				log.Info("the state database (PostgreSQL) answers", "attempts", attempt)
+			}
+			return st, nil
+		}
+		if ctx.Err() != nil || !pgstate.Unreachable(err) {
+			return nil, stateGaveUp(ctx, attempt, err)
+		}
+		log.Warn("waiting for the state database (PostgreSQL): it cannot be reached; nothing is served until it can",
+			"attempt", attempt, "retry_in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, stateGaveUp(ctx, attempt, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, stateWaitMax)
+	}
+}
+
+// stateGaveUp is the error that ends waitForPostgres.
+func stateGaveUp(ctx context.Context, attempts int, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("stopped while waiting for the state database (PostgreSQL), after %d attempts: %w", attempts, err)
 }
 
 // openStateDir opens the bbolt state in the configured state directory,

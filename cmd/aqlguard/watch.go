@@ -11,6 +11,7 @@ import (
 	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/telemetry"
 )
 
@@ -31,6 +32,9 @@ func (in *instance) watch(cfg *policy.Config) (stop func(), err error) {
 		src := telemetry.Sources{Guards: in.guardStatuses}
 		if fw := in.forwarder; fw != nil {
 			src.Forward = func() forward.Status { return fw.Status() }
+		}
+		if dir, ok := in.store.(*store.Store); ok {
+			src.SyncFailures = dir.SyncFailures
 		}
 		w.Metrics = telemetry.NewMetrics(src)
 		in.relay.Restarted = w.Metrics.Restarted

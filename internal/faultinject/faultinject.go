@@ -7,6 +7,7 @@ package faultinject
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,4 +122,51 @@ func HoldLock(t testing.TB, path string) (pid int, release func()) {
 	}
 	t.Fatal("flock(1) did not take the lock within 10s")
 	return 0, nil
+}
+
+// BindMount mounts src at a new directory (a bind mount) and returns it
+// with the function that makes that mount read-only or writable again,
+// as a file system that turns read-only under a running program does
+// (ext4's errors=remount-ro), or a backup mounted read-only. A mount
+// cannot turn read-only while files are open for writing on it, so the
+// switch puts a new mount over the old one (which stays, detached, for
+// the files already open): what is opened after it sees the new one. It
+// is unmounted when the test ends. A test that cannot mount (not root)
+// is skipped, saying so loudly.
+func BindMount(t testing.TB, src string) (dir string, readOnly func(bool)) {
+	t.Helper()
+	dir = t.TempDir()
+	if os.Geteuid() != 0 {
+		t.Skipf("SKIPPED, NOT TESTED: a read-only mount needs root (uid %d)", os.Geteuid())
+	}
+	mount := func(args ...string) error {
+		out, err := exec.Command("mount", args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("mount %v: %v: %s", args, err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	if err := mount("--bind", src, dir); err != nil {
+		t.Skipf("SKIPPED, NOT TESTED: a bind mount could not be made: %v", err)
+	}
+	mounts := 1
+	t.Cleanup(func() {
+		for range mounts {
+			if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+				t.Errorf("unmounting %s: %v: %s", dir, err, out)
+			}
+		}
+	})
+	return dir, func(ro bool) {
+		t.Helper()
+		if err := mount("--bind", src, dir); err != nil {
+			t.Fatal(err)
+		}
+		mounts++
+		if ro {
+			if err := mount("-o", "remount,bind,ro", dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

@@ -316,6 +316,8 @@ func stateProblem(err error) string {
 		return "the state database is damaged; the operator must restore it"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return "the disk under the state directory is full; the operator must free space"
+	case errors.Is(err, store.ErrReadOnly):
+		return "the state directory cannot be written (read-only); the operator must make it writable"
 	}
 	return "the state database is unavailable"
 }

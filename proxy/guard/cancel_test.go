@@ -102,4 +102,9 @@ func TestStoreProblemsReachTheModelAsFixedPhrases(t *testing.T) {
 		strings.Contains(v.Refusal.Say, "/home/u") {
 		t.Fatalf("a full disk is told %q", v.Refusal.Say)
 	}
+	ro := &store.ReadOnlyError{Dir: "/home/u/.local/state/aqlguard", Err: syscall.EROFS}
+	if v := (&Guard{}).unavailable(ro, "the action is refused"); !strings.Contains(v.Refusal.Say, "cannot be written (read-only)") ||
+		strings.Contains(v.Refusal.Say, "damaged") || strings.Contains(v.Refusal.Say, "/home/u") {
+		t.Fatalf("a read-only state directory is told %q", v.Refusal.Say)
+	}
 }

@@ -106,6 +106,10 @@ type Guard struct {
 	// open question asks about (ask.go shownOf); g.mu.
 	shownFor map[string]keptCall
 
+	// unwritten is a hard block decided while the state could not be
+	// written, held until it is (unwritten.go); g.mu.
+	unwritten *unwrittenBlock
+
 	// beforeCommit, when set (by tests), runs once, before the next
 	// commit: another process's write lands before a decision reads.
 	beforeCommit atomic.Pointer[func()]
@@ -338,8 +342,14 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 	defer cancel()
 	g.mu.Lock()
 	g.init()
+	unwritten := g.unwritten
 	g.mu.Unlock()
 	pol := g.pol() // one policy decides the whole check
+	if unwritten != nil {
+		if v, held := g.holdUnwritten(rctx, a, unwritten); held {
+			return v
+		}
+	}
 	c := &check{g: g, a: a, pol: pol, began: began}
 	for asks := 0; ; asks++ {
 		var out round
@@ -349,6 +359,9 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 		})
 		if err != nil {
 			g.log().Error("the decision could not be recorded; the action is refused", "operation", a.Operation, "err", err)
+			if v, ok := g.blockUnwritten(c, out, err); ok {
+				return v
+			}
 			return g.unavailable(err, "the action is refused")
 		}
 		c.reported = c.reported || out.reported

@@ -76,7 +76,7 @@ type Status struct {
 // read (a readiness probe's question).
 func (g *Guard) Status(ctx context.Context) (Status, error) {
 	g.mu.Lock()
-	pending := len(g.askings)
+	pending, unwritten := len(g.askings), g.unwritten != nil
 	g.mu.Unlock()
 	principal := g.pol().Principal
 	st := Status{Principal: principal, PendingQuestions: pending}
@@ -85,6 +85,7 @@ func (g *Guard) Status(ctx context.Context) (Status, error) {
 		st.Blocked = b != nil
 		return err
 	})
+	st.Blocked = st.Blocked || unwritten // a block not written yet holds here (unwritten.go)
 	return st, err
 }
 

@@ -21,6 +21,13 @@ func (s *State) Export(ctx context.Context, fn func(store.Changes) error) (store
 		return store.Head{}, s.wrap("exporting", err)
 	}
 	defer tx.Rollback(context.Background())
+	// The snapshot is held while fn writes each batch elsewhere (a copy's
+	// target), for as long as that takes: the bounds of a commit
+	// (bounds.go) are not this read's. It holds no lock a commit waits
+	// for, and keepalive still ends it if this process goes silent.
+	if _, err := tx.Exec(ctx, `SET LOCAL idle_in_transaction_session_timeout = 0; SET LOCAL statement_timeout = 0`); err != nil {
+		return store.Head{}, s.wrap("exporting", err)
+	}
 	head, _, err := s.readHead(ctx, tx, false)
 	if err != nil {
 		return head, err

@@ -276,6 +276,9 @@ func (s *State) runGroup() []*pending {
 	if err != nil {
 		return failAll(err)
 	}
+	if s.locked != nil {
+		s.locked()
+	}
 	group = append(group, s.take(maxGroup-len(group))...)
 	s.stats.groups.Add(1)
 	s.stats.commits.Add(int64(len(group)))

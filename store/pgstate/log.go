@@ -220,6 +220,7 @@ func (s *State) connect(ctx context.Context, app string) (*pgx.Conn, error) {
 		return nil, errors.New("the connection string does not parse")
 	}
 	cfg.RuntimeParams["application_name"] = app
+	bound(&cfg.Config, s.timeout, false)
 	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, 10*time.Second))
 	defer cancel()
 	return pgx.ConnectConfig(ctx, cfg)

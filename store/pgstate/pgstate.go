@@ -24,12 +24,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"regexp"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/aqlguard/aqlguard/store"
@@ -93,6 +95,9 @@ type State struct {
 	stats groupStats
 	// snap is the newest snapshot read or written.
 	snap store.Kept[snapshot]
+	// locked, when set (tests), runs in a group once it holds the
+	// head's lock, before anything is written.
+	locked func()
 }
 
 var _ store.State = (*State)(nil)
@@ -122,6 +127,7 @@ func Open(ctx context.Context, o Options) (*State, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
+	bound(&cfg.ConnConfig.Config, o.Timeout, true)
 	s := &State{dsn: o.DSN, schema: o.Schema, channel: o.Schema + "_state", timeout: o.Timeout, log: o.Log, t: tablesIn(o.Schema)}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -286,4 +292,22 @@ func DSN(config string) string {
 		return env
 	}
 	return config
+}
+
+// Unreachable says err is the database not answering (not running, not
+// reachable, starting up or shutting down, out of connections): what
+// waiting can cure, unlike a wrong password, a missing database or a
+// schema a newer aqlguard wrote.
+func Unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code[:min(2, len(pe.Code))] {
+		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
+			return true
+		}
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -93,6 +93,12 @@ func (s *State) migrate(ctx context.Context) error {
 		return s.wrap("connecting", err)
 	}
 	defer tx.Rollback(ctx)
+	// Replicas starting together wait here for the one migrating, and a
+	// migration takes what it takes: bounded by ctx, not by a commit's
+	// bounds (bounds.go).
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = 0; SET LOCAL statement_timeout = 0`); err != nil {
+		return s.wrap("connecting", err)
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "aqlguard schema "+s.schema); err != nil {
 		return s.wrap("locking the schema", err)
 	}
