@@ -224,17 +224,22 @@ func TestTLS(t *testing.T) {
 	if _, err := forward.NewSyslog("tls://"+c.Addr(), "", ""); err != nil {
 		t.Fatal(err)
 	}
+	w := newState(t)
+	w.write(t, 1, 0)
+	one, err := store.NewLogReader(w.dir).Read(store.LogPosition{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	untrusted, _ := forward.NewSyslog("tls://"+c.Addr(), "", "")
-	if err := untrusted.Send(context.Background(), nil); err == nil {
+	if _, err := untrusted.Send(context.Background(), one); err == nil {
 		t.Fatal("a collector whose certificate nobody trusts was sent to")
 	}
-	w := newState(t)
 	sink, err := forward.NewSyslog("tls://"+c.Addr(), ca, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	run(t, w, sink)
-	w.write(t, 50, 0)
+	w.write(t, 49, 0)
 	waitFor(t, c, 50)
 	if _, err := collectortest.Check(c.Got(), 50); err != nil {
 		t.Fatal(err)
@@ -249,7 +254,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := https.Send(context.Background(), nil); err != nil {
+	if _, err := https.Send(context.Background(), one); err != nil {
 		t.Fatalf("HTTPS with ca_file: %v", err)
 	}
 }

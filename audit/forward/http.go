@@ -77,8 +77,18 @@ func (h *HTTP) Close() error {
 	return nil
 }
 
-// Send posts one batch.
-func (h *HTTP) Send(ctx context.Context, batch []store.LogEntry) error {
+// Send posts one batch; the collector's 2xx answer confirms all of it.
+func (h *HTTP) Send(ctx context.Context, batch []store.LogEntry) (uint64, error) {
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	if err := h.post(ctx, batch); err != nil {
+		return 0, err
+	}
+	return batch[len(batch)-1].Record.Seq, nil
+}
+
+func (h *HTTP) post(ctx context.Context, batch []store.LogEntry) error {
 	var body []byte
 	var ctype string
 	var err error

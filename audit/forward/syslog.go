@@ -11,19 +11,23 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aqlguard/aqlguard/store"
 )
 
 // Syslog sends records as RFC 5424 messages over TCP, or TLS (RFC 5425),
-// framed by octet counting (RFC 6587 3.4.1). A batch goes on a
-// connection of its own, which aqlguard then closes for writing and the
-// collector closes in turn once it has read everything (rsyslog and
-// syslog-ng do): that end of stream is the confirmation plain syslog
-// lacks, and only then does the cursor move. A collector that dies with
-// records unread resets the connection instead, and the batch is sent
-// again.
+// framed by octet counting (RFC 6587 3.4.1), on one connection kept
+// open. Plain syslog has no acknowledgement, and a clean close proves
+// nothing (a buffering proxy such as haproxy accepts a connection,
+// reads it, and closes it cleanly when it cannot reach the collector),
+// so a batch counts as delivered only once the connection it went on
+// has stayed up for Settle after it: a collector that dies, and a proxy
+// that gives up on one, close the connection sooner. When the
+// connection is lost, everything not delivered by that rule is sent
+// again on a new one (Send's error): at least once, and a collector may
+// get records twice (each carries its seq and hash to drop them by).
 //
 // Each message: facility 13 (log audit), severity warning for a refused
 // or blocked call and notice otherwise; timestamp, host and process id
@@ -36,8 +40,59 @@ type Syslog struct {
 	Address string // tcp://HOST:PORT or tls://HOST:PORT
 	TLS     *tls.Config
 	State   string // the state's id, in every message
-	// Confirm bounds the wait for the collector to close its side.
-	Confirm time.Duration
+	// Settle is how long a connection must stay up after a batch before
+	// the batch counts as delivered (default DefaultSettle). It must be
+	// longer than a proxy in front of the collector takes to give up on
+	// it (haproxy: timeout connect times retries+1, plus a second between
+	// tries), and shorter than the proxy's idle timeout.
+	Settle time.Duration
+
+	conn *syslogConn
+}
+
+// DefaultSettle is Syslog.Settle's default.
+const DefaultSettle = 30 * time.Second
+
+// syslogConn is the connection kept open, and what went on it.
+type syslogConn struct {
+	net.Conn
+	mu     sync.Mutex
+	lostAt time.Time // when the peer closed it (zero: open)
+	lost   error
+	sent   []syslogSent
+}
+
+type syslogSent struct {
+	seq uint64
+	at  time.Time
+}
+
+// watch reads the connection until it ends: a syslog collector never
+// writes, so the end of reading is the peer closing it (or a reset).
+func (c *syslogConn) watch() {
+	_, err := io.Copy(io.Discard, c.Conn)
+	if err == nil {
+		err = io.EOF
+	}
+	c.mu.Lock()
+	c.lostAt, c.lost = time.Now(), err
+	c.mu.Unlock()
+}
+
+// settled drops the batches that stayed on an open connection for
+// settle and returns the last of them (0: none).
+func (c *syslogConn) settled(settle time.Duration) (delivered uint64, lost error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until := time.Now()
+	if c.lost != nil {
+		until = c.lostAt
+	}
+	for len(c.sent) > 0 && until.Sub(c.sent[0].at) >= settle {
+		delivered = c.sent[0].seq
+		c.sent = c.sent[1:]
+	}
+	return delivered, c.lost
 }
 
 // NewSyslog builds the sink for address; caFile ("" for none) adds
@@ -82,27 +137,43 @@ func tlsConfig(caFile string) (*tls.Config, error) {
 
 func (s *Syslog) Destination() string { return "syslog " + s.Address }
 
-func (s *Syslog) Close() error { return nil }
-
-// Send delivers one batch on a connection of its own.
-func (s *Syslog) Send(ctx context.Context, batch []store.LogEntry) error {
-	u, _ := url.Parse(s.Address)
-	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", u.Host)
-	if err != nil {
-		return err
+func (s *Syslog) Close() error {
+	if s.conn == nil {
+		return nil
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
-	var c net.Conn = conn
-	var closeWrite func() error = conn.(*net.TCPConn).CloseWrite
-	if s.TLS != nil {
-		tc := tls.Client(conn, s.TLS)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return fmt.Errorf("TLS: %w", err)
+	err := s.conn.Close()
+	s.conn = nil
+	return err
+}
+
+func (s *Syslog) settle() time.Duration {
+	if s.Settle > 0 {
+		return s.Settle
+	}
+	return DefaultSettle
+}
+
+// Send writes the batch on the connection (opened first if need be) and
+// returns the last record of the batches that have settled. A lost
+// connection is an error, after which the forwarder sends everything
+// not yet delivered again (on a new connection).
+func (s *Syslog) Send(ctx context.Context, batch []store.LogEntry) (uint64, error) {
+	var delivered uint64
+	if s.conn != nil {
+		var lost error
+		if delivered, lost = s.conn.settled(s.settle()); lost != nil {
+			s.Close()
+			return delivered, fmt.Errorf("the collector, or a proxy before it, closed the connection, "+
+				"so the records sent on it less than %s before it closed are not known delivered: %w", s.settle(), lost)
 		}
-		c, closeWrite = tc, tc.CloseWrite
+	}
+	if len(batch) == 0 {
+		return delivered, nil
+	}
+	if s.conn == nil {
+		if err := s.dial(ctx); err != nil {
+			return 0, err
+		}
 	}
 	var buf []byte
 	for _, e := range batch {
@@ -111,23 +182,38 @@ func (s *Syslog) Send(ctx context.Context, batch []store.LogEntry) error {
 		buf = append(buf, ' ')
 		buf = append(buf, msg...)
 	}
-	_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	if _, err := c.Write(buf); err != nil {
+	stop := context.AfterFunc(ctx, func() { s.conn.SetWriteDeadline(time.Now()) })
+	_ = s.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	_, err := s.conn.Write(buf)
+	stop()
+	if err != nil {
+		s.Close()
+		return delivered, err
+	}
+	s.conn.mu.Lock()
+	s.conn.sent = append(s.conn.sent, syslogSent{seq: batch[len(batch)-1].Record.Seq, at: time.Now()})
+	s.conn.mu.Unlock()
+	return delivered, nil
+}
+
+func (s *Syslog) dial(ctx context.Context) error {
+	u, _ := url.Parse(s.Address)
+	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
 		return err
 	}
-	if err := closeWrite(); err != nil {
-		return err
+	var c net.Conn = conn
+	if s.TLS != nil {
+		tc := tls.Client(conn, s.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return fmt.Errorf("TLS: %w", err)
+		}
+		c = tc
 	}
-	// The collector has read everything once it closes its side; a reset
-	// says it had not.
-	wait := s.Confirm
-	if wait <= 0 {
-		wait = 10 * time.Second
-	}
-	_ = c.SetReadDeadline(time.Now().Add(wait))
-	if _, err := io.Copy(io.Discard, c); err != nil {
-		return fmt.Errorf("the collector did not confirm the batch (it did not close its side of the connection after reading it): %w", err)
-	}
+	s.conn = &syslogConn{Conn: c}
+	go s.conn.watch()
 	return nil
 }
 
