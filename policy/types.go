@@ -174,12 +174,13 @@ type Audit struct {
 // as it is written, at least once, each record with its sequence number
 // and hashes.
 type Forward struct {
-	// To is "syslog" (RFC 5424 over TCP or TLS), "otlp" (OTLP/HTTP logs),
+	// To is "syslog" (RFC 5424 over RELP, TCP or TLS), "otlp" (OTLP/HTTP logs),
 	// "splunk" (Splunk HTTP Event Collector) or "file" (OCSF, one event
 	// per line).
 	To string `toml:"to"`
-	// Address is the syslog collector: "tcp://HOST:PORT" or
-	// "tls://HOST:PORT" (RFC 5425).
+	// Address is the syslog collector: "relp://HOST:PORT" or
+	// "relp+tls://HOST:PORT" (RELP: the collector confirms each record),
+	// "tcp://HOST:PORT" or "tls://HOST:PORT" (RFC 5425: no confirmation).
 	Address string `toml:"address"`
 	// URL is the HTTP collector's endpoint (otlp: .../v1/logs; splunk:
 	// .../services/collector/event).

@@ -459,9 +459,9 @@ func (v *validator) forward(f *Forward) {
 		u, err := url.Parse(f.Address)
 		switch {
 		case f.Address == "":
-			v.errf(k+".address", `is required with to = "syslog": "tcp://HOST:PORT" or "tls://HOST:PORT"`)
-		case err != nil || (u.Scheme != "tcp" && u.Scheme != "tls") || u.Host == "" || u.Port() == "" || u.Path != "":
-			v.errf(k+".address", `%q is not "tcp://HOST:PORT" or "tls://HOST:PORT"`, f.Address)
+			v.errf(k+".address", `is required with to = "syslog": "relp://HOST:PORT", "relp+tls://HOST:PORT", "tcp://HOST:PORT" or "tls://HOST:PORT"`)
+		case err != nil || !slices.Contains([]string{"relp", "relp+tls", "tcp", "tls"}, u.Scheme) || u.Host == "" || u.Port() == "" || u.Path != "":
+			v.errf(k+".address", `%q is not "relp://HOST:PORT", "relp+tls://HOST:PORT", "tcp://HOST:PORT" or "tls://HOST:PORT"`, f.Address)
 		}
 	case "otlp", "splunk":
 		u, err := url.Parse(f.URL)

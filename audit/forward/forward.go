@@ -1,11 +1,13 @@
 // Package forward ships the audit log to a collector as it is written:
-// syslog (RFC 5424 over TCP or TLS), OTLP/HTTP logs, Splunk's HTTP Event
+// syslog (RFC 5424 over RELP, TCP or TLS), OTLP/HTTP logs, Splunk's HTTP Event
 // Collector, or a file of OCSF events. Delivery is at least once and in
 // order: the forwarder reads the log behind the calls (store.LogReader:
-// no lock, no database, so a call never waits for it), sends a batch,
-// and only when the collector has confirmed it moves its durable cursor
-// (Cursors). After a crash, a kill -9 or a collector's outage it sends
-// again from the cursor; every record carries its sequence number, its
+// no lock, no database, so a call never waits for it), sends batches,
+// and moves its durable cursor (Cursors) only past what the collector
+// has confirmed (Sink.Send says how far: at once for a collector that
+// answers, later for plain syslog, which cannot tell). After a crash, a
+// kill -9, a lost connection or a collector's outage it sends again
+// everything after the cursor; every record carries its sequence number, its
 // hash and its predecessor's hash, so the receiver drops what it already
 // has and verifies the chain.
 package forward
@@ -319,6 +321,9 @@ func (f *Forwarder) deliver(ctx context.Context, name string, p *progress) error
 			p.head, p.last = last.Next, last.Record.Hash
 		}
 		f.confirmed(ctx, name, p, delivered)
+		if err != nil && ctx.Err() != nil {
+			return nil // stopping: Run's flush tries once more
+		}
 		if err != nil {
 			// Nothing after the cursor is known delivered: all of it again.
 			f.fail(err)

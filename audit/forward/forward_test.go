@@ -172,6 +172,21 @@ func TestSyslogOutage(t *testing.T) {
 	}
 }
 
+func TestRELPOutage(t *testing.T) {
+	c, err := collectortest.StartRELP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	outage(t, c, func() forward.Sink {
+		s, err := forward.NewSyslogSink("relp://"+c.Addr(), "", "state-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 func TestOTLPOutage(t *testing.T) {
 	c, err := collectortest.StartHTTP("127.0.0.1:0")
 	if err != nil {
@@ -245,6 +260,25 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	relp, err := collectortest.StartRELP("127.0.0.1:0", srv.TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relp.Stop()
+	untrustedRELP, _ := forward.NewRELP("relp+tls://"+relp.Addr(), "", "")
+	if _, err := untrustedRELP.Send(context.Background(), one); err == nil {
+		t.Fatal("a RELP collector whose certificate nobody trusts was sent to")
+	}
+	relpSink, err := forward.NewRELP("relp+tls://"+relp.Addr(), ca, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, w, relpSink)
+	waitFor(t, relp, 50)
+	if _, err := collectortest.Check(relp.Got(), 50); err != nil {
+		t.Fatal(err)
+	}
+
 	hs := httptest.NewUnstartedServer(nil)
 	hs.TLS = srv.TLS
 	hs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })
@@ -279,6 +313,34 @@ func TestCollectorRefusing(t *testing.T) {
 	c.FailWith(0)
 	waitFor(t, c, 40)
 	if _, err := collectortest.Check(c.Got(), 40); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOTLPPartialSuccess: a 200 whose partial_success rejects records
+// delivers nothing; once the collector takes them, everything arrives.
+func TestOTLPPartialSuccess(t *testing.T) {
+	c, err := collectortest.StartHTTP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	c.RejectOTLP(3)
+	w := newState(t)
+	s, _ := forward.NewHTTP("otlp", "http://"+c.Addr()+"/v1/logs", nil, "", "")
+	_, fw := runFW(t, w, s)
+	w.write(t, 20, 0)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(fw.Status().Failing, "rejected 3 of the"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v: want the rejection said", fw.Status())
+		}
+	}
+	if st := fw.Status(); st.Delivered != 0 {
+		t.Fatalf("a partial success counted as delivered: %+v", st)
+	}
+	c.RejectOTLP(0)
+	waitFor(t, c, 20)
+	if _, err := collectortest.Check(c.Got(), 20); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -106,14 +106,41 @@ func TestSyslogBehindAProxyOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	proxy := haproxy(t, c.Addr())
-	w := newState(t)
-	sink, err := forward.NewSyslog("tcp://"+proxy, "", "state-1")
+	proxyOutage(t, c, func(proxy string) forward.Sink {
+		sink, err := forward.NewSyslog("tcp://"+proxy, "", "state-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink.Settle = 4 * time.Second // above haproxy's time to give up (3 tries of 500 ms and its 1 s pauses)
+		return sink
+	})
+}
+
+// TestRELPBehindAProxyOutage: the same through RELP, whose answers come
+// from the collector alone.
+func TestRELPBehindAProxyOutage(t *testing.T) {
+	c, err := collectortest.StartRELP("127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink.Settle = 4 * time.Second // above haproxy's time to give up (3 tries of 500 ms and its 1 s pauses)
-	run(t, w, sink)
+	defer c.Stop()
+	proxyOutage(t, c, func(proxy string) forward.Sink {
+		sink, err := forward.NewRELP("relp://"+proxy, "", "state-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink.Confirm = 3 * time.Second
+		return sink
+	})
+}
+
+// proxyOutage runs c behind haproxy, writes records, crashes c, writes
+// 24 records, starts c again, writes more, and checks that c got every
+// one of them.
+func proxyOutage(t *testing.T, c *collectortest.Syslog, sink func(proxy string) forward.Sink) {
+	proxy := haproxy(t, c.Addr())
+	w := newState(t)
+	run(t, w, sink(proxy))
 	const before, during, after = 10, 24, 6
 	w.write(t, before, 0)
 	waitFor(t, c, before)
@@ -140,6 +167,9 @@ func TestSyslogBehindAProxyOutage(t *testing.T) {
 	dups, err := collectortest.Check(c.Got(), n)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if p := c.Problems(); len(p) > 0 {
+		t.Fatalf("malformed messages: %v", p)
 	}
 	t.Logf("%d records, %d sent twice", n, dups)
 }

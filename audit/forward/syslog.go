@@ -98,20 +98,47 @@ func (c *syslogConn) settled(settle time.Duration) (delivered uint64, lost error
 // NewSyslog builds the sink for address; caFile ("" for none) adds
 // certificate authorities to the system's for tls://.
 func NewSyslog(address, caFile, state string) (*Syslog, error) {
+	cfg, err := syslogAddress(address, caFile, "tcp", "tls")
+	if err != nil {
+		return nil, err
+	}
+	return &Syslog{Address: address, State: state, TLS: cfg}, nil
+}
+
+// NewRELP builds the RELP sink for address (relp:// or relp+tls://).
+func NewRELP(address, caFile, state string) (*RELP, error) {
+	cfg, err := syslogAddress(address, caFile, "relp", "relp+tls")
+	if err != nil {
+		return nil, err
+	}
+	return &RELP{Address: address, State: state, TLS: cfg}, nil
+}
+
+// NewSyslogSink is the sink for a syslog address: RELP for relp:// and
+// relp+tls://, plain syslog for tcp:// and tls://.
+func NewSyslogSink(address, caFile, state string) (Sink, error) {
+	if u, err := url.Parse(address); err == nil && (u.Scheme == "relp" || u.Scheme == "relp+tls") {
+		return NewRELP(address, caFile, state)
+	}
+	return NewSyslog(address, caFile, state)
+}
+
+// syslogAddress checks address's scheme (plain or secure, the latter
+// over TLS) and builds the TLS configuration for the secure one.
+func syslogAddress(address, caFile, plain, secure string) (*tls.Config, error) {
 	u, err := url.Parse(address)
-	if err != nil || (u.Scheme != "tcp" && u.Scheme != "tls") || u.Host == "" {
-		return nil, fmt.Errorf("syslog address %q: want tcp://HOST:PORT or tls://HOST:PORT", address)
+	if err != nil || (u.Scheme != plain && u.Scheme != secure) || u.Host == "" {
+		return nil, fmt.Errorf("syslog address %q: want %s://HOST:PORT or %s://HOST:PORT", address, plain, secure)
 	}
-	s := &Syslog{Address: address, State: state}
-	if u.Scheme == "tls" {
-		cfg, err := tlsConfig(caFile)
-		if err != nil {
-			return nil, err
-		}
-		cfg.ServerName = u.Hostname()
-		s.TLS = cfg
+	if u.Scheme == plain {
+		return nil, nil
 	}
-	return s, nil
+	cfg, err := tlsConfig(caFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ServerName = u.Hostname()
+	return cfg, nil
 }
 
 // tlsConfig trusts the system's roots and those in caFile.
@@ -182,39 +209,51 @@ func (s *Syslog) Send(ctx context.Context, batch []store.LogEntry) (uint64, erro
 		buf = append(buf, ' ')
 		buf = append(buf, msg...)
 	}
-	stop := context.AfterFunc(ctx, func() { s.conn.SetWriteDeadline(time.Now()) })
-	_ = s.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	_, err := s.conn.Write(buf)
+	conn := s.conn
+	stop := context.AfterFunc(ctx, func() { conn.SetWriteDeadline(time.Now()) })
+	_ = conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	_, err := conn.Write(buf)
 	stop()
 	if err != nil {
 		s.Close()
 		return delivered, err
 	}
-	s.conn.mu.Lock()
-	s.conn.sent = append(s.conn.sent, syslogSent{seq: batch[len(batch)-1].Record.Seq, at: time.Now()})
-	s.conn.mu.Unlock()
+	conn.mu.Lock()
+	conn.sent = append(conn.sent, syslogSent{seq: batch[len(batch)-1].Record.Seq, at: time.Now()})
+	conn.mu.Unlock()
 	return delivered, nil
 }
 
 func (s *Syslog) dial(ctx context.Context) error {
-	u, _ := url.Parse(s.Address)
-	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", u.Host)
+	conn, err := dial(ctx, s.Address, s.TLS)
 	if err != nil {
 		return err
 	}
-	var c net.Conn = conn
-	if s.TLS != nil {
-		tc := tls.Client(conn, s.TLS)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			conn.Close()
-			return fmt.Errorf("TLS: %w", err)
-		}
-		c = tc
-	}
-	s.conn = &syslogConn{Conn: c}
+	s.conn = &syslogConn{Conn: conn}
 	go s.conn.watch()
 	return nil
+}
+
+// dial connects to address's host, over TLS when cfg is not nil.
+func dial(ctx context.Context, address string, cfg *tls.Config) (net.Conn, error) {
+	u, err := url.Parse(address)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return conn, nil
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	return tc, nil
 }
 
 // message renders one record as an RFC 5424 message.
