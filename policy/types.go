@@ -199,6 +199,10 @@ type Forward struct {
 	// "oldest" (the whole log, the default) or "newest" (records from now
 	// on).
 	Start string `toml:"start"`
+	// AssumeDeliveredAfter is, for plain syslog (tcp://, tls://), which
+	// confirms nothing, how long a connection must stay open after a
+	// record before the record counts as delivered (default 30 s).
+	AssumeDeliveredAfter Duration `toml:"assume_delivered_after"`
 }
 
 // Safety is the [safety] table: the evaluator's configuration.

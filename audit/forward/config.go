@@ -18,6 +18,9 @@ func New(cfg *policy.Forward, st store.State, product string, log *slog.Logger) 
 	switch cfg.To {
 	case "syslog":
 		sink, err = NewSyslogSink(cfg.Address, cfg.CAFile, state)
+		if s, ok := sink.(*Syslog); ok {
+			s.Settle = cfg.AssumeDeliveredAfter.Duration
+		}
 	case "otlp", "splunk":
 		sink, err = NewHTTP(cfg.To, cfg.URL, cfg.Headers, cfg.CAFile, state)
 	case "file":

@@ -85,7 +85,7 @@ func (r *RELP) Send(ctx context.Context, batch []store.LogEntry) (uint64, error)
 
 // open connects and opens the RELP session.
 func (r *RELP) open(ctx context.Context) error {
-	conn, err := dial(ctx, r.Address, r.TLS)
+	conn, err := dial(ctx, r.Address, r.TLS, 0) // RELP's answers have their own deadline
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -41,7 +42,8 @@ type Syslog struct {
 	TLS     *tls.Config
 	State   string // the state's id, in every message
 	// Settle is how long a connection must stay up after a batch before
-	// the batch counts as delivered (default DefaultSettle). It must be
+	// the batch counts as delivered (default DefaultSettle; [audit.forward]
+	// assume_delivered_after). It must be
 	// longer than a proxy in front of the collector takes to give up on
 	// it (haproxy: timeout connect times retries+1, plus a second between
 	// tries), and shorter than the proxy's idle timeout.
@@ -50,8 +52,9 @@ type Syslog struct {
 	conn *syslogConn
 }
 
-// DefaultSettle is Syslog.Settle's default.
-const DefaultSettle = 30 * time.Second
+// DefaultSettle is Syslog.Settle's default ([audit.forward]
+// assume_delivered_after's).
+const DefaultSettle = policy.DefaultAssumeDeliveredAfter
 
 // syslogConn is the connection kept open, and what went on it.
 type syslogConn struct {
@@ -225,7 +228,9 @@ func (s *Syslog) Send(ctx context.Context, batch []store.LogEntry) (uint64, erro
 }
 
 func (s *Syslog) dial(ctx context.Context) error {
-	conn, err := dial(ctx, s.Address, s.TLS)
+	// Data a frozen collector never acknowledges ends the connection
+	// well within Settle, so it is not counted as delivered.
+	conn, err := dial(ctx, s.Address, s.TLS, s.settle()/2)
 	if err != nil {
 		return err
 	}
@@ -234,13 +239,18 @@ func (s *Syslog) dial(ctx context.Context) error {
 	return nil
 }
 
-// dial connects to address's host, over TLS when cfg is not nil.
-func dial(ctx context.Context, address string, cfg *tls.Config) (net.Conn, error) {
+// dial connects to address's host, over TLS when cfg is not nil; unacked
+// (when not 0) bounds how long sent data may stay unacknowledged before
+// the connection counts as lost (userTimeout).
+func dial(ctx context.Context, address string, cfg *tls.Config, unacked time.Duration) (net.Conn, error) {
 	u, err := url.Parse(address)
 	if err != nil {
 		return nil, err
 	}
 	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if unacked > 0 {
+		d.Control = userTimeout(unacked)
+	}
 	conn, err := d.DialContext(ctx, "tcp", u.Host)
 	if err != nil {
 		return nil, err
