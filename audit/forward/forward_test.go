@@ -144,6 +144,13 @@ func outage(t *testing.T, c collector, sink func() forward.Sink) {
 	}
 	<-done
 	waitFor(t, c, n)
+	checkReceived(t, c, n)
+}
+
+// checkReceived checks, as the receiver does, that c got records 1 to n
+// at least once, in order, their chain whole, and nothing malformed.
+func checkReceived(t *testing.T, c collector, n uint64) {
+	t.Helper()
 	dups, err := collectortest.Check(c.Got(), n)
 	if err != nil {
 		t.Fatal(err)

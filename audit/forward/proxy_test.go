@@ -1,14 +1,12 @@
 package forward_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +51,7 @@ listen syslog
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-db", "-f", cfg)
-	var out lockedBuffer
+	var out logBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -74,23 +72,6 @@ listen syslog
 			t.Fatalf("haproxy does not listen on %s:\n%s", listen, out.String())
 		}
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestSyslogBehindAProxyOutage: plain syslog over TCP through haproxy,
@@ -164,14 +145,7 @@ func proxyOutage(t *testing.T, c *collectortest.Syslog, sink func(proxy string) 
 		t.Fatalf("%d of the %d records written while the collector was down never reached it (and %d in all): %v",
 			len(inRange(lost, before+1, before+during)), during, len(lost), lost)
 	}
-	dups, err := collectortest.Check(c.Got(), n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := c.Problems(); len(p) > 0 {
-		t.Fatalf("malformed messages: %v", p)
-	}
-	t.Logf("%d records, %d sent twice", n, dups)
+	checkReceived(t, c, n)
 }
 
 // missing is the records of 1 to n the collector does not have.

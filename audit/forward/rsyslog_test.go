@@ -25,7 +25,7 @@ type rsyslog struct {
 	bin  string
 	conf string
 	cmd  *exec.Cmd
-	log  lockedBuffer
+	log  logBuffer
 	out  string
 	addr string
 }

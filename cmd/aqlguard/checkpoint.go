@@ -18,11 +18,7 @@ import (
 // auditKeygen is `audit seal --keygen FILE`: a new Ed25519 key pair for
 // signing checkpoints, never inside the state directory.
 func auditKeygen(g *globals, path string, stdout io.Writer) error {
-	cfg, err := loadConfig(g)
-	if err != nil {
-		return err
-	}
-	if err := audit.OutsideState(path, stateDir(cfg)); err != nil {
+	if err := keyOutsideState(g, path); err != nil {
 		return err
 	}
 	id, err := audit.GenerateKey(path)
@@ -37,11 +33,7 @@ func auditKeygen(g *globals, path string, stdout io.Writer) error {
 
 // auditSealKey is `audit seal --key FILE`: sign the chain's head.
 func auditSealKey(ctx context.Context, st store.State, g *globals, keyPath string, stdout io.Writer) error {
-	cfg, err := loadConfig(g)
-	if err != nil {
-		return err
-	}
-	if err := audit.OutsideState(keyPath, stateDir(cfg)); err != nil {
+	if err := keyOutsideState(g, keyPath); err != nil {
 		return err
 	}
 	key, err := audit.LoadSigningKey(keyPath)
@@ -55,6 +47,16 @@ func auditSealKey(ctx context.Context, st store.State, g *globals, keyPath strin
 	fmt.Fprintf(stdout, "checkpoint signed by %s: records 1 to %d (the last one's hash %s), in state %s; %d earlier checkpoints of this key still hold\n",
 		c.Key, c.Seq, c.Hash, c.State, len(earlier.Verified))
 	return nil
+}
+
+// keyOutsideState refuses a signing key inside the configured state
+// directory (audit.OutsideState).
+func keyOutsideState(g *globals, path string) error {
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return err
+	}
+	return audit.OutsideState(path, stateDir(cfg))
 }
 
 // verifyCheckpoints is `audit verify --key PUB`: every checkpoint PUB
