@@ -62,6 +62,7 @@ type syslogConn struct {
 	mu     sync.Mutex
 	lostAt time.Time // when the peer closed it (zero: open)
 	lost   error
+	wrote  time.Time // the last batch written
 	sent   []syslogSent
 }
 
@@ -80,6 +81,21 @@ func (c *syslogConn) watch() {
 	c.mu.Lock()
 	c.lostAt, c.lost = time.Now(), err
 	c.mu.Unlock()
+}
+
+// idleHint is how long a connection must have been quiet before its
+// loss is said to look like an idle timeout.
+const idleHint = 5 * time.Second
+
+// quiet is how long the connection had been without a write when it was
+// lost.
+func (c *syslogConn) quiet() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wrote.IsZero() || c.lostAt.IsZero() {
+		return 0
+	}
+	return c.lostAt.Sub(c.wrote)
 }
 
 // settled drops the batches that stayed on an open connection for
@@ -192,9 +208,14 @@ func (s *Syslog) Send(ctx context.Context, batch []store.LogEntry) (uint64, erro
 	if s.conn != nil {
 		var lost error
 		if delivered, lost = s.conn.settled(s.settle()); lost != nil {
+			hint := ""
+			if quiet := s.conn.quiet(); quiet >= idleHint {
+				hint = fmt.Sprintf(" (it was closed %s after the last write: if this repeats, something closes quiet connections "+
+					"sooner than assume_delivered_after, and the last records are sent again each time)", quiet.Round(time.Second))
+			}
 			s.Close()
 			return delivered, fmt.Errorf("the collector, or a proxy before it, closed the connection, "+
-				"so the records sent on it less than %s before it closed are not known delivered: %w", s.settle(), lost)
+				"so the records sent on it less than %s before it closed are not known delivered%s: %w", s.settle(), hint, lost)
 		}
 	}
 	if len(batch) == 0 {
@@ -223,6 +244,7 @@ func (s *Syslog) Send(ctx context.Context, batch []store.LogEntry) (uint64, erro
 	}
 	conn.mu.Lock()
 	conn.sent = append(conn.sent, syslogSent{seq: batch[len(batch)-1].Record.Seq, at: time.Now()})
+	conn.wrote = time.Now()
 	conn.mu.Unlock()
 	return delivered, nil
 }
