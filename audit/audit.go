@@ -144,6 +144,8 @@ func OCSF(r store.Record, product string) map[string]any {
 	set("execution", r.Execution, r.Execution != "")
 	set("result", r.Result, r.Result != "")
 	set("process", r.Process, r.Process != "")
+	set("gap", r.Gap, r.Gap != nil)
+	set("checkpoint", r.Checkpoint, r.Checkpoint != nil)
 	ev["unmapped"] = unmapped
 	return ev
 }
@@ -166,6 +168,8 @@ func activityName(kind string) string {
 		return "Admin Action"
 	case "approval":
 		return "Approval Change"
+	case "checkpoint":
+		return "Signed Checkpoint"
 	}
 	return "Other"
 }

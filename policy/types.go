@@ -174,12 +174,13 @@ type Audit struct {
 // as it is written, at least once, each record with its sequence number
 // and hashes.
 type Forward struct {
-	// To is "syslog" (RFC 5424 over TCP or TLS), "otlp" (OTLP/HTTP logs),
+	// To is "syslog" (RFC 5424 over RELP, TCP or TLS), "otlp" (OTLP/HTTP logs),
 	// "splunk" (Splunk HTTP Event Collector) or "file" (OCSF, one event
 	// per line).
 	To string `toml:"to"`
-	// Address is the syslog collector: "tcp://HOST:PORT" or
-	// "tls://HOST:PORT" (RFC 5425).
+	// Address is the syslog collector: "relp://HOST:PORT" or
+	// "relp+tls://HOST:PORT" (RELP: the collector confirms each record),
+	// "tcp://HOST:PORT" or "tls://HOST:PORT" (RFC 5425: no confirmation).
 	Address string `toml:"address"`
 	// URL is the HTTP collector's endpoint (otlp: .../v1/logs; splunk:
 	// .../services/collector/event).
@@ -198,6 +199,10 @@ type Forward struct {
 	// "oldest" (the whole log, the default) or "newest" (records from now
 	// on).
 	Start string `toml:"start"`
+	// AssumeDeliveredAfter is, for plain syslog (tcp://, tls://), which
+	// confirms nothing, how long a connection must stay open after a
+	// record before the record counts as delivered (default 30 s).
+	AssumeDeliveredAfter Duration `toml:"assume_delivered_after"`
 }
 
 // Safety is the [safety] table: the evaluator's configuration.

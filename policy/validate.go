@@ -445,6 +445,11 @@ func (v *validator) audit(a *Audit) {
 const (
 	DefaultForwardBatch = 500
 	MaxForwardBatch     = 10_000
+	// DefaultAssumeDeliveredAfter is longer than haproxy with common
+	// settings (timeout connect 5s, retries 3) takes to give up on a
+	// collector, and not longer than common idle timeouts.
+	DefaultAssumeDeliveredAfter = 30 * time.Second
+	MaxAssumeDeliveredAfter     = 10 * time.Minute
 )
 
 func (v *validator) forward(f *Forward) {
@@ -459,9 +464,9 @@ func (v *validator) forward(f *Forward) {
 		u, err := url.Parse(f.Address)
 		switch {
 		case f.Address == "":
-			v.errf(k+".address", `is required with to = "syslog": "tcp://HOST:PORT" or "tls://HOST:PORT"`)
-		case err != nil || (u.Scheme != "tcp" && u.Scheme != "tls") || u.Host == "" || u.Port() == "" || u.Path != "":
-			v.errf(k+".address", `%q is not "tcp://HOST:PORT" or "tls://HOST:PORT"`, f.Address)
+			v.errf(k+".address", `is required with to = "syslog": "relp://HOST:PORT", "relp+tls://HOST:PORT", "tcp://HOST:PORT" or "tls://HOST:PORT"`)
+		case err != nil || !slices.Contains([]string{"relp", "relp+tls", "tcp", "tls"}, u.Scheme) || u.Host == "" || u.Port() == "" || u.Path != "":
+			v.errf(k+".address", `%q is not "relp://HOST:PORT", "relp+tls://HOST:PORT", "tcp://HOST:PORT" or "tls://HOST:PORT"`, f.Address)
 		}
 	case "otlp", "splunk":
 		u, err := url.Parse(f.URL)
@@ -506,6 +511,15 @@ func (v *validator) forward(f *Forward) {
 		v.errf(k+".batch", "%d is out of range: use 1 to %d; default %d", f.Batch, MaxForwardBatch, DefaultForwardBatch)
 	}
 	v.enum(k+".start", &f.Start, []string{"oldest", "newest"}, "oldest")
+	if v.present(k + ".assume_delivered_after") {
+		if u, err := url.Parse(f.Address); f.To != "syslog" || err != nil || (u.Scheme != "tcp" && u.Scheme != "tls") {
+			v.errf(k+".assume_delivered_after", `only applies to plain syslog (to = "syslog" with a tcp:// or tls:// address): the other transports confirm what they get`)
+		}
+	}
+	v.duration(k+".assume_delivered_after", &f.AssumeDeliveredAfter, DefaultAssumeDeliveredAfter)
+	if d := f.AssumeDeliveredAfter.Duration; d > MaxAssumeDeliveredAfter || (d > 0 && d < time.Second) {
+		v.errf(k+".assume_delivered_after", "%s is out of range: use 1s to %s; default %s", d, MaxAssumeDeliveredAfter, DefaultAssumeDeliveredAfter)
+	}
 }
 
 func (v *validator) override(key string, o AgentOverride) {

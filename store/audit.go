@@ -35,6 +35,7 @@ const (
 	KindPin          RecordKind = "pin"          // a tool definition pinned, changed, reset
 	KindAdmin        RecordKind = "admin"        // an operator's command (unblock, revoke, reset, seal, import)
 	KindRollback     RecordKind = "rollback"     // records before it whose state change did not commit
+	KindCheckpoint   RecordKind = "checkpoint"   // a signed checkpoint of the chain (audit seal --key)
 )
 
 // NewRecord starts an audit record: when, what kind, whose, from which
@@ -106,9 +107,12 @@ type Record struct {
 	Findings []Finding `json:"findings,omitempty"`
 	// Gap is what an `audit seal` or a `state reset` record acknowledges:
 	// a torn tail, or records missing from the chain.
-	Gap  *Gap   `json:"gap,omitempty"`
-	Prev string `json:"prev"`
-	Hash string `json:"hash,omitempty"`
+	Gap *Gap `json:"gap,omitempty"`
+	// Checkpoint is what a checkpoint record carries: a head of the
+	// chain before it, signed with a key kept outside the state.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	Prev       string      `json:"prev"`
+	Hash       string      `json:"hash,omitempty"`
 }
 
 // Finding is one thing a result held: Kind "secret" (Rule is the
@@ -140,6 +144,21 @@ type Gap struct {
 	AfterHash  string `json:"after_hash,omitempty"`
 	ResumeSeq  uint64 `json:"resume_seq,omitempty"`
 	ResumePrev string `json:"resume_prev,omitempty"`
+}
+
+// Checkpoint is a signed head of the chain: record Seq has hash Hash,
+// in state State, said at Time by the holder of the Ed25519 key Key
+// (audit.KeyID) with signature Sig (base64) over audit.CheckpointMessage.
+// A checkpoint record carries the head of some record before it, so the
+// chain up to that record is as signed; a history rewritten below it no
+// longer hashes to Hash, and no one without the key can sign another.
+type Checkpoint struct {
+	Seq   uint64    `json:"seq"`
+	Hash  string    `json:"hash"`
+	State string    `json:"state"`
+	Time  time.Time `json:"time"`
+	Key   string    `json:"key"`
+	Sig   string    `json:"sig"`
 }
 
 // GenesisHash is the Prev of the first record.

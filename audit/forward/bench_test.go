@@ -42,7 +42,7 @@ func BenchmarkShipRecord(b *testing.B) {
 			pos = store.LogPosition{}
 			continue
 		}
-		if err := sink.Send(context.Background(), batch); err != nil {
+		if _, err := sink.Send(context.Background(), batch); err != nil {
 			b.Fatal(err)
 		}
 		pos = batch[len(batch)-1].Next

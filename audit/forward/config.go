@@ -17,7 +17,10 @@ func New(cfg *policy.Forward, st store.State, product string, log *slog.Logger) 
 	var err error
 	switch cfg.To {
 	case "syslog":
-		sink, err = NewSyslog(cfg.Address, cfg.CAFile, state)
+		sink, err = NewSyslogSink(cfg.Address, cfg.CAFile, state)
+		if s, ok := sink.(*Syslog); ok {
+			s.Settle = cfg.AssumeDeliveredAfter.Duration
+		}
 	case "otlp", "splunk":
 		sink, err = NewHTTP(cfg.To, cfg.URL, cfg.Headers, cfg.CAFile, state)
 	case "file":

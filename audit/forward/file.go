@@ -72,8 +72,18 @@ func cutTornTail(f *os.File) error {
 	return err
 }
 
-// Send appends the batch and fsyncs it.
-func (s *File) Send(_ context.Context, batch []store.LogEntry) error {
+// Send appends the batch and fsyncs it: then all of it is delivered.
+func (s *File) Send(_ context.Context, batch []store.LogEntry) (uint64, error) {
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	if err := s.write(batch); err != nil {
+		return 0, err
+	}
+	return batch[len(batch)-1].Record.Seq, nil
+}
+
+func (s *File) write(batch []store.LogEntry) error {
 	if err := s.open(); err != nil {
 		return err
 	}

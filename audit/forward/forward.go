@@ -1,11 +1,13 @@
 // Package forward ships the audit log to a collector as it is written:
-// syslog (RFC 5424 over TCP or TLS), OTLP/HTTP logs, Splunk's HTTP Event
+// syslog (RFC 5424 over RELP, TCP or TLS), OTLP/HTTP logs, Splunk's HTTP Event
 // Collector, or a file of OCSF events. Delivery is at least once and in
 // order: the forwarder reads the log behind the calls (store.LogReader:
-// no lock, no database, so a call never waits for it), sends a batch,
-// and only when the collector has confirmed it moves its durable cursor
-// (Cursors). After a crash, a kill -9 or a collector's outage it sends
-// again from the cursor; every record carries its sequence number, its
+// no lock, no database, so a call never waits for it), sends batches,
+// and moves its durable cursor (Cursors) only past what the collector
+// has confirmed (Sink.Send says how far: at once for a collector that
+// answers, later for plain syslog, which cannot tell). After a crash, a
+// kill -9, a lost connection or a collector's outage it sends again
+// everything after the cursor; every record carries its sequence number, its
 // hash and its predecessor's hash, so the receiver drops what it already
 // has and verifies the chain.
 package forward
@@ -45,15 +47,30 @@ type Cursors interface {
 	Where(name string) string
 }
 
-// Sink delivers batches to one collector. Send returns nil only when the
-// collector has the records: then the cursor moves past them.
+// Sink delivers batches to one collector, in order, each after the
+// ones before it.
 type Sink interface {
-	Send(ctx context.Context, batch []store.LogEntry) error
+	// Send puts batch on its way to the collector and returns the
+	// sequence number of the last record the collector is now known to
+	// have (0: none known yet); the cursor moves up to it. A collector
+	// that confirms what it got (an HTTP answer, RELP's, a file's
+	// fsync) confirms the whole batch; a transport that cannot tell
+	// (plain syslog over TCP or TLS) confirms it later, the last record
+	// of an earlier batch, and Send with no batch asks only that. An
+	// error means nothing after the last record confirmed is known
+	// delivered: the forwarder sends all of it again. Send never
+	// confirms a record in the middle of a batch.
+	Send(ctx context.Context, batch []store.LogEntry) (delivered uint64, err error)
 	// Destination names the collector for logs and the cursor (never a
 	// secret: no header, no credential).
 	Destination() string
 	Close() error
 }
+
+// maxUnconfirmed bounds the records sent and not yet confirmed: beyond
+// it the forwarder waits for confirmations before it sends more, so
+// that what is sent again after a lost connection stays bounded.
+const maxUnconfirmed = 100_000
 
 // Forwarder ships one state's audit log to one sink.
 type Forwarder struct {
@@ -156,12 +173,12 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	}
 	defer release()
 	f.log().Info("forwarding the audit log", "to", f.Sink.Destination(), "from_seq", cur.Seq+1)
+	p := &progress{cur: cur, head: cur.Position, last: cur.Hash}
 	for {
-		var err error
-		cur, err = f.deliver(ctx, name, cur)
+		err := f.deliver(ctx, name, p)
 		if ctx.Err() != nil {
 			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushWithin)
-			_, _ = f.deliver(flush, name, cur)
+			_ = f.deliver(flush, name, p)
 			cancel()
 			return nil
 		}
@@ -170,7 +187,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			// The log could not be read (a record that does not decode,
 			// an I/O error): said, and tried again, never skipped.
 			f.log().Error("the audit log could not be read for forwarding; trying again", "to", f.Sink.Destination(),
-				"after_seq", cur.Seq, "err", err)
+				"after_seq", p.cur.Seq, "err", err)
 			wait = f.retry()
 		}
 		select {
@@ -231,58 +248,134 @@ func (f *Forwarder) start(ctx context.Context, name string) (store.ForwardCursor
 	return cur, nil
 }
 
-// deliver sends everything the log has after cur, batch by batch,
-// retrying each until the collector confirms it or ctx ends.
-func (f *Forwarder) deliver(ctx context.Context, name string, cur store.ForwardCursor) (store.ForwardCursor, error) {
+// progress is how far delivery is: the cursor (the last record known
+// delivered), the position of the next record to send, and the batches
+// sent since the cursor that the collector has not confirmed yet.
+type progress struct {
+	cur     store.ForwardCursor
+	head    store.LogPosition
+	last    string // the hash of the last record sent
+	pending []sentBatch
+	wait    time.Duration // before the next try after a failure
+}
+
+// sentBatch is a batch sent and not yet confirmed: where the cursor goes
+// once it is, and when its first record was written (the lag).
+type sentBatch struct {
+	seq     uint64
+	hash    string
+	next    store.LogPosition
+	records int
+	oldest  time.Time
+}
+
+func (p *progress) unconfirmed() int {
+	n := 0
+	for _, b := range p.pending {
+		n += b.records
+	}
+	return n
+}
+
+// deliver sends everything the log has after what was sent, batch by
+// batch, and moves the cursor as the collector confirms. A failed send
+// goes back to the cursor and sends everything after it again (at
+// least once: the collector may get some records twice), after a
+// growing pause, until the collector confirms or ctx ends.
+func (f *Forwarder) deliver(ctx context.Context, name string, p *progress) error {
 	batchSize := f.Batch
 	if batchSize <= 0 {
 		batchSize = policy.DefaultForwardBatch
 	}
 	for {
-		batch, err := f.Log.Read(cur.Position, batchSize)
-		if errors.Is(err, store.ErrTornSkipped) {
-			f.log().Warn("the audit log has a torn record (a write cut short by a crash); forwarding goes on after it")
-		} else if err != nil {
-			f.fail(err)
-			return cur, err
-		}
-		if len(batch) == 0 {
-			return cur, nil
-		}
-		if cur.Seq > 0 && batch[0].Record.Prev != cur.Hash {
-			f.log().Error("the audit log's chain breaks here; forwarding it as it is", "after_seq", cur.Seq,
-				"seq", batch[0].Record.Seq)
-		}
-		f.mu.Lock()
-		f.status.Oldest = batch[0].Record.Time
-		f.mu.Unlock()
-		wait := 500 * time.Millisecond
-		for {
-			err := f.Sink.Send(ctx, batch)
-			if err == nil {
-				break
+		var batch []store.LogEntry
+		if p.unconfirmed() < maxUnconfirmed {
+			var err error
+			batch, err = f.Log.Read(p.head, batchSize)
+			if errors.Is(err, store.ErrTornSkipped) {
+				f.log().Warn("the audit log has a torn record (a write cut short by a crash); forwarding goes on after it")
+			} else if err != nil {
+				f.fail(err)
+				return err
 			}
+		}
+		if len(batch) == 0 && len(p.pending) == 0 {
+			return nil
+		}
+		if len(batch) > 0 {
+			if p.last != "" && batch[0].Record.Prev != p.last {
+				f.log().Error("the audit log's chain breaks here; forwarding it as it is", "after_seq", batch[0].Record.Seq-1,
+					"seq", batch[0].Record.Seq)
+			}
+			if len(p.pending) == 0 {
+				f.mu.Lock()
+				f.status.Oldest = batch[0].Record.Time
+				f.mu.Unlock()
+			}
+		}
+		delivered, err := f.Sink.Send(ctx, batch)
+		if len(batch) > 0 && err == nil {
+			last := batch[len(batch)-1]
+			p.pending = append(p.pending, sentBatch{seq: last.Record.Seq, hash: last.Record.Hash, next: last.Next,
+				records: len(batch), oldest: batch[0].Record.Time})
+			p.head, p.last = last.Next, last.Record.Hash
+		}
+		f.confirmed(ctx, name, p, delivered)
+		if err != nil && ctx.Err() != nil {
+			return nil // stopping: Run's flush tries once more
+		}
+		if err != nil {
+			// Nothing after the cursor is known delivered: all of it again.
 			f.fail(err)
-			f.log().Warn("audit forwarding failed; sending again", "to", f.Sink.Destination(), "seq", batch[0].Record.Seq,
-				"records", len(batch), "retry_in", wait, "err", err)
+			p.head, p.last, p.pending = p.cur.Position, p.cur.Hash, nil
+			if p.wait == 0 {
+				p.wait = 500 * time.Millisecond
+			}
+			f.log().Warn("audit forwarding failed; sending again everything after the last record the collector confirmed",
+				"to", f.Sink.Destination(), "from_seq", p.cur.Seq+1, "retry_in", p.wait, "err", err)
 			select {
 			case <-ctx.Done():
-				return cur, nil
-			case <-time.After(wait + rand.N(wait/4+1)):
+				return nil
+			case <-time.After(p.wait + rand.N(p.wait/4+1)):
 			}
-			wait = min(2*wait, f.retry())
+			p.wait = min(2*p.wait, f.retry())
+			continue
 		}
-		last := batch[len(batch)-1]
-		cur = store.ForwardCursor{Seq: last.Record.Seq, Hash: last.Record.Hash, Position: last.Next,
-			Destination: f.Sink.Destination(), At: time.Now().UTC()}
-		if err := f.Cursors.Save(context.WithoutCancel(ctx), name, cur); err != nil {
-			// Delivered, not remembered: sent again after a restart.
-			f.log().Error("the forwarding cursor could not be saved", "err", err)
-		}
+		p.wait = 0
 		f.mu.Lock()
-		f.status = Status{Delivered: cur.Seq, At: cur.At}
+		f.status.Failing = ""
 		f.mu.Unlock()
+		if len(batch) == 0 {
+			// Nothing new to send: what was sent is confirmed later.
+			return nil
+		}
 	}
+}
+
+// confirmed moves the cursor past the batches up to delivered and saves
+// it.
+func (f *Forwarder) confirmed(ctx context.Context, name string, p *progress, delivered uint64) {
+	n := 0
+	for n < len(p.pending) && p.pending[n].seq <= delivered {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	b := p.pending[n-1]
+	p.pending = p.pending[n:]
+	p.cur = store.ForwardCursor{Seq: b.seq, Hash: b.hash, Position: b.next, Destination: f.Sink.Destination(), At: time.Now().UTC()}
+	if err := f.Cursors.Save(context.WithoutCancel(ctx), name, p.cur); err != nil {
+		// Delivered, not remembered: sent again after a restart.
+		f.log().Error("the forwarding cursor could not be saved", "err", err)
+	}
+	st := Status{Delivered: p.cur.Seq, At: p.cur.At}
+	if len(p.pending) > 0 {
+		st.Oldest = p.pending[0].oldest
+	}
+	f.mu.Lock()
+	f.status = st
+	f.mu.Unlock()
 }
 
 func (f *Forwarder) retry() time.Duration {

@@ -144,6 +144,13 @@ func outage(t *testing.T, c collector, sink func() forward.Sink) {
 	}
 	<-done
 	waitFor(t, c, n)
+	checkReceived(t, c, n)
+}
+
+// checkReceived checks, as the receiver does, that c got records 1 to n
+// at least once, in order, their chain whole, and nothing malformed.
+func checkReceived(t *testing.T, c collector, n uint64) {
+	t.Helper()
 	dups, err := collectortest.Check(c.Got(), n)
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +177,21 @@ func TestSyslogOutage(t *testing.T) {
 	if sd := c.Structured(); sd[0]["state"] != "state-1" || sd[0]["prev"] == "" {
 		t.Fatalf("structured data: %v", sd[0])
 	}
+}
+
+func TestRELPOutage(t *testing.T) {
+	c, err := collectortest.StartRELP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	outage(t, c, func() forward.Sink {
+		s, err := forward.NewSyslogSink("relp://"+c.Addr(), "", "state-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
 
 func TestOTLPOutage(t *testing.T) {
@@ -224,19 +246,43 @@ func TestTLS(t *testing.T) {
 	if _, err := forward.NewSyslog("tls://"+c.Addr(), "", ""); err != nil {
 		t.Fatal(err)
 	}
+	w := newState(t)
+	w.write(t, 1, 0)
+	one, err := store.NewLogReader(w.dir).Read(store.LogPosition{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	untrusted, _ := forward.NewSyslog("tls://"+c.Addr(), "", "")
-	if err := untrusted.Send(context.Background(), nil); err == nil {
+	if _, err := untrusted.Send(context.Background(), one); err == nil {
 		t.Fatal("a collector whose certificate nobody trusts was sent to")
 	}
-	w := newState(t)
 	sink, err := forward.NewSyslog("tls://"+c.Addr(), ca, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	run(t, w, sink)
-	w.write(t, 50, 0)
+	w.write(t, 49, 0)
 	waitFor(t, c, 50)
 	if _, err := collectortest.Check(c.Got(), 50); err != nil {
+		t.Fatal(err)
+	}
+
+	relp, err := collectortest.StartRELP("127.0.0.1:0", srv.TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relp.Stop()
+	untrustedRELP, _ := forward.NewRELP("relp+tls://"+relp.Addr(), "", "")
+	if _, err := untrustedRELP.Send(context.Background(), one); err == nil {
+		t.Fatal("a RELP collector whose certificate nobody trusts was sent to")
+	}
+	relpSink, err := forward.NewRELP("relp+tls://"+relp.Addr(), ca, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, w, relpSink)
+	waitFor(t, relp, 50)
+	if _, err := collectortest.Check(relp.Got(), 50); err != nil {
 		t.Fatal(err)
 	}
 
@@ -249,7 +295,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := https.Send(context.Background(), nil); err != nil {
+	if _, err := https.Send(context.Background(), one); err != nil {
 		t.Fatalf("HTTPS with ca_file: %v", err)
 	}
 }
@@ -274,6 +320,34 @@ func TestCollectorRefusing(t *testing.T) {
 	c.FailWith(0)
 	waitFor(t, c, 40)
 	if _, err := collectortest.Check(c.Got(), 40); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOTLPPartialSuccess: a 200 whose partial_success rejects records
+// delivers nothing; once the collector takes them, everything arrives.
+func TestOTLPPartialSuccess(t *testing.T) {
+	c, err := collectortest.StartHTTP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	c.RejectOTLP(3)
+	w := newState(t)
+	s, _ := forward.NewHTTP("otlp", "http://"+c.Addr()+"/v1/logs", nil, "", "")
+	_, fw := runFW(t, w, s)
+	w.write(t, 20, 0)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(fw.Status().Failing, "rejected 3 of the"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v: want the rejection said", fw.Status())
+		}
+	}
+	if st := fw.Status(); st.Delivered != 0 {
+		t.Fatalf("a partial success counted as delivered: %+v", st)
+	}
+	c.RejectOTLP(0)
+	waitFor(t, c, 20)
+	if _, err := collectortest.Check(c.Got(), 20); err != nil {
 		t.Fatal(err)
 	}
 }

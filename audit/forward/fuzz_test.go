@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"strconv"
@@ -68,4 +69,40 @@ func FuzzSyslogMessage(f *testing.F) {
 			t.Fatal("no frame length")
 		}
 	})
+}
+
+// FuzzRELPFrame: whatever a collector (or whatever answers in its place)
+// sends, reading its answer returns a frame or an error, never more data
+// than the bound, and a frame read is the bytes it says.
+func FuzzRELPFrame(f *testing.F) {
+	f.Add([]byte("1 rsp 92 200 OK\nrelp_version=0\nrelp_software=librelp,1.11.0,https://librelp.adiscon.com\ncommands=syslog\n"))
+	f.Add([]byte("2 rsp 6 200 OK\n"))
+	f.Add([]byte("3 rsp 0\n"))
+	f.Add([]byte("0 serverclose 0\n"))
+	f.Add([]byte("4 rsp 999999999 500"))
+	f.Add([]byte("-1 rsp 6 200 OK\n"))
+	f.Add([]byte("1234567890 rsp 6 200 OK\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		fr, err := readRELPFrame(bufio.NewReader(bytes.NewReader(in)))
+		if err != nil {
+			return
+		}
+		if len(fr.data) > maxRELPAnswer || fr.txnr < 0 || fr.txnr > 999_999_999 {
+			t.Fatalf("frame %+v", fr)
+		}
+		head := strconv.Itoa(fr.txnr) + " " + fr.command + " " + strconv.Itoa(len(fr.data))
+		if !bytes.HasPrefix(in, []byte(head)) || !bytes.Contains(in, fr.data) {
+			t.Fatalf("frame %+v read from %q", fr, in)
+		}
+	})
+}
+
+func TestNextTxnr(t *testing.T) {
+	for _, tc := range []struct{ txnr, n, want int }{
+		{0, 1, 1}, {1, 1, 2}, {999_999_998, 1, 999_999_999}, {999_999_999, 1, 1}, {999_999_998, 3, 2},
+	} {
+		if got := nextTxnr(tc.txnr, tc.n); got != tc.want {
+			t.Errorf("nextTxnr(%d, %d) = %d, want %d", tc.txnr, tc.n, got, tc.want)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/store"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -22,7 +23,10 @@ import (
 
 // HTTP posts batches to an HTTP collector: OTLP/HTTP logs (protobuf) or
 // Splunk's HTTP Event Collector (its JSON event shape). A 2xx answer is
-// the confirmation; anything else, and no answer, is sent again.
+// the confirmation (for OTLP, one whose partial_success rejects no
+// record; for HEC, one whose code is 0); anything else, and no answer,
+// is sent again. A proxy in front answers 502 or 503 for a collector it
+// cannot reach, never a 2xx, so the answer is the collector's.
 type HTTP struct {
 	URL     string
 	Format  string // "otlp" or "splunk"
@@ -77,8 +81,18 @@ func (h *HTTP) Close() error {
 	return nil
 }
 
-// Send posts one batch.
-func (h *HTTP) Send(ctx context.Context, batch []store.LogEntry) error {
+// Send posts one batch; the collector's 2xx answer confirms all of it.
+func (h *HTTP) Send(ctx context.Context, batch []store.LogEntry) (uint64, error) {
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	if err := h.post(ctx, batch); err != nil {
+		return 0, err
+	}
+	return batch[len(batch)-1].Record.Seq, nil
+}
+
+func (h *HTTP) post(ctx context.Context, batch []store.LogEntry) error {
 	var body []byte
 	var ctype string
 	var err error
@@ -109,6 +123,20 @@ func (h *HTTP) Send(ctx context.Context, batch []store.LogEntry) error {
 	if resp.StatusCode/100 != 2 {
 		// The collector's words, cut short: never our headers.
 		return fmt.Errorf("the collector answered %s: %s", resp.Status, strings.TrimSpace(string(answer)))
+	}
+	if h.Format == "otlp" {
+		// A 2xx may still say that some records were rejected (OTLP's
+		// partial success): then the batch is not delivered.
+		var ack collogspb.ExportLogsServiceResponse
+		if len(answer) > 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-protobuf") {
+			if err := proto.Unmarshal(answer, &ack); err != nil {
+				return fmt.Errorf("the collector's answer does not read as OTLP: %w", err)
+			}
+		}
+		if p := ack.GetPartialSuccess(); p.GetRejectedLogRecords() > 0 {
+			return fmt.Errorf("the collector rejected %d of the %d records: %.200s", p.GetRejectedLogRecords(), len(batch),
+				printable(p.GetErrorMessage(), 200))
+		}
 	}
 	if h.Format == "splunk" {
 		var ack struct {

@@ -11,19 +11,24 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/store"
 )
 
 // Syslog sends records as RFC 5424 messages over TCP, or TLS (RFC 5425),
-// framed by octet counting (RFC 6587 3.4.1). A batch goes on a
-// connection of its own, which aqlguard then closes for writing and the
-// collector closes in turn once it has read everything (rsyslog and
-// syslog-ng do): that end of stream is the confirmation plain syslog
-// lacks, and only then does the cursor move. A collector that dies with
-// records unread resets the connection instead, and the batch is sent
-// again.
+// framed by octet counting (RFC 6587 3.4.1), on one connection kept
+// open. Plain syslog has no acknowledgement, and a clean close proves
+// nothing (a buffering proxy such as haproxy accepts a connection,
+// reads it, and closes it cleanly when it cannot reach the collector),
+// so a batch counts as delivered only once the connection it went on
+// has stayed up for Settle after it: a collector that dies, and a proxy
+// that gives up on one, close the connection sooner. When the
+// connection is lost, everything not delivered by that rule is sent
+// again on a new one (Send's error): at least once, and a collector may
+// get records twice (each carries its seq and hash to drop them by).
 //
 // Each message: facility 13 (log audit), severity warning for a refused
 // or blocked call and notice otherwise; timestamp, host and process id
@@ -36,27 +41,123 @@ type Syslog struct {
 	Address string // tcp://HOST:PORT or tls://HOST:PORT
 	TLS     *tls.Config
 	State   string // the state's id, in every message
-	// Confirm bounds the wait for the collector to close its side.
-	Confirm time.Duration
+	// Settle is how long a connection must stay up after a batch before
+	// the batch counts as delivered (default DefaultSettle; [audit.forward]
+	// assume_delivered_after). It must be
+	// longer than a proxy in front of the collector takes to give up on
+	// it (haproxy: timeout connect times retries+1, plus a second between
+	// tries), and shorter than the proxy's idle timeout.
+	Settle time.Duration
+
+	conn *syslogConn
+}
+
+// DefaultSettle is Syslog.Settle's default ([audit.forward]
+// assume_delivered_after's).
+const DefaultSettle = policy.DefaultAssumeDeliveredAfter
+
+// syslogConn is the connection kept open, and what went on it.
+type syslogConn struct {
+	net.Conn
+	mu     sync.Mutex
+	lostAt time.Time // when the peer closed it (zero: open)
+	lost   error
+	wrote  time.Time // the last batch written
+	sent   []syslogSent
+}
+
+type syslogSent struct {
+	seq uint64
+	at  time.Time
+}
+
+// watch reads the connection until it ends: a syslog collector never
+// writes, so the end of reading is the peer closing it (or a reset).
+func (c *syslogConn) watch() {
+	_, err := io.Copy(io.Discard, c.Conn)
+	if err == nil {
+		err = io.EOF
+	}
+	c.mu.Lock()
+	c.lostAt, c.lost = time.Now(), err
+	c.mu.Unlock()
+}
+
+// idleHint is how long a connection must have been quiet before its
+// loss is said to look like an idle timeout.
+const idleHint = 5 * time.Second
+
+// quiet is how long the connection had been without a write when it was
+// lost.
+func (c *syslogConn) quiet() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wrote.IsZero() || c.lostAt.IsZero() {
+		return 0
+	}
+	return c.lostAt.Sub(c.wrote)
+}
+
+// settled drops the batches that stayed on an open connection for
+// settle and returns the last of them (0: none).
+func (c *syslogConn) settled(settle time.Duration) (delivered uint64, lost error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until := time.Now()
+	if c.lost != nil {
+		until = c.lostAt
+	}
+	for len(c.sent) > 0 && until.Sub(c.sent[0].at) >= settle {
+		delivered = c.sent[0].seq
+		c.sent = c.sent[1:]
+	}
+	return delivered, c.lost
 }
 
 // NewSyslog builds the sink for address; caFile ("" for none) adds
 // certificate authorities to the system's for tls://.
 func NewSyslog(address, caFile, state string) (*Syslog, error) {
+	cfg, err := syslogAddress(address, caFile, "tcp", "tls")
+	if err != nil {
+		return nil, err
+	}
+	return &Syslog{Address: address, State: state, TLS: cfg}, nil
+}
+
+// NewRELP builds the RELP sink for address (relp:// or relp+tls://).
+func NewRELP(address, caFile, state string) (*RELP, error) {
+	cfg, err := syslogAddress(address, caFile, "relp", "relp+tls")
+	if err != nil {
+		return nil, err
+	}
+	return &RELP{Address: address, State: state, TLS: cfg}, nil
+}
+
+// NewSyslogSink is the sink for a syslog address: RELP for relp:// and
+// relp+tls://, plain syslog for tcp:// and tls://.
+func NewSyslogSink(address, caFile, state string) (Sink, error) {
+	if u, err := url.Parse(address); err == nil && (u.Scheme == "relp" || u.Scheme == "relp+tls") {
+		return NewRELP(address, caFile, state)
+	}
+	return NewSyslog(address, caFile, state)
+}
+
+// syslogAddress checks address's scheme (plain or secure, the latter
+// over TLS) and builds the TLS configuration for the secure one.
+func syslogAddress(address, caFile, plain, secure string) (*tls.Config, error) {
 	u, err := url.Parse(address)
-	if err != nil || (u.Scheme != "tcp" && u.Scheme != "tls") || u.Host == "" {
-		return nil, fmt.Errorf("syslog address %q: want tcp://HOST:PORT or tls://HOST:PORT", address)
+	if err != nil || (u.Scheme != plain && u.Scheme != secure) || u.Host == "" {
+		return nil, fmt.Errorf("syslog address %q: want %s://HOST:PORT or %s://HOST:PORT", address, plain, secure)
 	}
-	s := &Syslog{Address: address, State: state}
-	if u.Scheme == "tls" {
-		cfg, err := tlsConfig(caFile)
-		if err != nil {
-			return nil, err
-		}
-		cfg.ServerName = u.Hostname()
-		s.TLS = cfg
+	if u.Scheme == plain {
+		return nil, nil
 	}
-	return s, nil
+	cfg, err := tlsConfig(caFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ServerName = u.Hostname()
+	return cfg, nil
 }
 
 // tlsConfig trusts the system's roots and those in caFile.
@@ -82,27 +183,48 @@ func tlsConfig(caFile string) (*tls.Config, error) {
 
 func (s *Syslog) Destination() string { return "syslog " + s.Address }
 
-func (s *Syslog) Close() error { return nil }
-
-// Send delivers one batch on a connection of its own.
-func (s *Syslog) Send(ctx context.Context, batch []store.LogEntry) error {
-	u, _ := url.Parse(s.Address)
-	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", u.Host)
-	if err != nil {
-		return err
+func (s *Syslog) Close() error {
+	if s.conn == nil {
+		return nil
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
-	var c net.Conn = conn
-	var closeWrite func() error = conn.(*net.TCPConn).CloseWrite
-	if s.TLS != nil {
-		tc := tls.Client(conn, s.TLS)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return fmt.Errorf("TLS: %w", err)
+	err := s.conn.Close()
+	s.conn = nil
+	return err
+}
+
+func (s *Syslog) settle() time.Duration {
+	if s.Settle > 0 {
+		return s.Settle
+	}
+	return DefaultSettle
+}
+
+// Send writes the batch on the connection (opened first if need be) and
+// returns the last record of the batches that have settled. A lost
+// connection is an error, after which the forwarder sends everything
+// not yet delivered again (on a new connection).
+func (s *Syslog) Send(ctx context.Context, batch []store.LogEntry) (uint64, error) {
+	var delivered uint64
+	if s.conn != nil {
+		var lost error
+		if delivered, lost = s.conn.settled(s.settle()); lost != nil {
+			hint := ""
+			if quiet := s.conn.quiet(); quiet >= idleHint {
+				hint = fmt.Sprintf(" (it was closed %s after the last write: if this repeats, something closes quiet connections "+
+					"sooner than assume_delivered_after, and the last records are sent again each time)", quiet.Round(time.Second))
+			}
+			s.Close()
+			return delivered, fmt.Errorf("the collector, or a proxy before it, closed the connection, "+
+				"so the records sent on it less than %s before it closed are not known delivered%s: %w", s.settle(), hint, lost)
 		}
-		c, closeWrite = tc, tc.CloseWrite
+	}
+	if len(batch) == 0 {
+		return delivered, nil
+	}
+	if s.conn == nil {
+		if err := s.dial(ctx); err != nil {
+			return 0, err
+		}
 	}
 	var buf []byte
 	for _, e := range batch {
@@ -111,24 +233,59 @@ func (s *Syslog) Send(ctx context.Context, batch []store.LogEntry) error {
 		buf = append(buf, ' ')
 		buf = append(buf, msg...)
 	}
-	_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	if _, err := c.Write(buf); err != nil {
+	conn := s.conn
+	stop := context.AfterFunc(ctx, func() { conn.SetWriteDeadline(time.Now()) })
+	_ = conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	_, err := conn.Write(buf)
+	stop()
+	if err != nil {
+		s.Close()
+		return delivered, err
+	}
+	conn.mu.Lock()
+	conn.sent = append(conn.sent, syslogSent{seq: batch[len(batch)-1].Record.Seq, at: time.Now()})
+	conn.wrote = time.Now()
+	conn.mu.Unlock()
+	return delivered, nil
+}
+
+func (s *Syslog) dial(ctx context.Context) error {
+	// Data a frozen collector never acknowledges ends the connection
+	// well within Settle, so it is not counted as delivered.
+	conn, err := dial(ctx, s.Address, s.TLS, s.settle()/2)
+	if err != nil {
 		return err
 	}
-	if err := closeWrite(); err != nil {
-		return err
-	}
-	// The collector has read everything once it closes its side; a reset
-	// says it had not.
-	wait := s.Confirm
-	if wait <= 0 {
-		wait = 10 * time.Second
-	}
-	_ = c.SetReadDeadline(time.Now().Add(wait))
-	if _, err := io.Copy(io.Discard, c); err != nil {
-		return fmt.Errorf("the collector did not confirm the batch (it did not close its side of the connection after reading it): %w", err)
-	}
+	s.conn = &syslogConn{Conn: conn}
+	go s.conn.watch()
 	return nil
+}
+
+// dial connects to address's host, over TLS when cfg is not nil; unacked
+// (when not 0) bounds how long sent data may stay unacknowledged before
+// the connection counts as lost (userTimeout).
+func dial(ctx context.Context, address string, cfg *tls.Config, unacked time.Duration) (net.Conn, error) {
+	u, err := url.Parse(address)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if unacked > 0 {
+		d.Control = userTimeout(unacked)
+	}
+	conn, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return conn, nil
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	return tc, nil
 }
 
 // message renders one record as an RFC 5424 message.

@@ -202,8 +202,16 @@ const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal|rep
                   system log (journald, else /var/log), --anchors-from FILE
                   against the anchor lines in FILE; a torn tail (a write cut
                   short) is told apart from a changed record
+  verify --key PUB  also check every checkpoint signed by the Ed25519 public key
+                  PUB (audit seal --key): its signature, and that the chain still
+                  hashes to the head it signed; a rewritten history fails at
+                  the first checkpoint after the change
   seal            record the torn tails of the log as evidence (their bytes stay
                   where they are), so that verify passes again (audited)
+  seal --key FILE sign a checkpoint of the chain's head with the Ed25519 key FILE
+                  (kept outside the state directory), written as a record,
+                  after checking the chain and this key's earlier checkpoints
+  seal --keygen FILE  write a new key pair: FILE (0600) and FILE.pub
   report [-o FILE]  one self-contained HTML file for a reviewer: a timeline of
                   calls by decision, the calls stopped or asked about with their
                   arguments, answers, codes, policy and tool changes, and the
@@ -224,6 +232,7 @@ type auditFlags struct {
 	anchors                           bool
 	anchorsFrom                       string
 	out                               string
+	key, keygen                       string
 }
 
 func (a *auditFlags) filter(now time.Time) (audit.Filter, error) {
@@ -263,6 +272,8 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&af.anchors, "anchors", false, "verify: also check the log against the anchors in the system log")
 	fs.StringVar(&af.anchorsFrom, "anchors-from", "", "verify: check the log against the anchor lines in this file")
 	fs.StringVar(&af.out, "o", "", "report: write the HTML to this file (default: standard output)")
+	fs.StringVar(&af.key, "key", "", "seal: sign a checkpoint with this Ed25519 private key; verify: check the checkpoints of this public key")
+	fs.StringVar(&af.keygen, "keygen", "", "seal: write a new Ed25519 key pair to this file and FILE.pub")
 	rest, err := parseInterspersed(fs, args[1:])
 	if err != nil {
 		return 2
@@ -286,11 +297,32 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard audit %s: unexpected %q\n%s", sub, rest[most], auditUsage)
 		return 2
 	}
+	if (af.key != "" && sub != "seal" && sub != "verify") || (af.keygen != "" && sub != "seal") || (af.key != "" && af.keygen != "") {
+		fmt.Fprintf(stderr, "aqlguard audit %s: --key is for seal and verify, --keygen for seal alone, and not both\n", sub)
+		return 2
+	}
+	if sub == "seal" && af.keygen != "" {
+		if err := auditKeygen(g, af.keygen, stdout); err != nil {
+			fmt.Fprintf(stderr, "aqlguard audit seal --keygen: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if sub == "verify" && len(rest) == 1 {
-		return verifyExport(rest[0], stdout, stderr)
+		code := verifyExport(rest[0], stdout, stderr)
+		if code == 0 && af.key != "" {
+			if err := verifyCheckpoints(af.key, "", exportRecords(rest[0]), stdout); err != nil {
+				fmt.Fprintf(stderr, "aqlguard audit verify: %s: %v\n", rest[0], err)
+				return 1
+			}
+		}
+		return code
 	}
 	how := readHistory
-	if sub == "seal" {
+	switch {
+	case sub == "seal" && af.key != "":
+		how = writeState // signing writes a record, onto a history that adds up
+	case sub == "seal":
 		how = repairState
 	}
 	st, code := storeFor(g, how, stderr)
@@ -304,6 +336,10 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		if len(rest) > 0 {
 			fmt.Fprint(stderr, auditUsage)
 			return 2
+		}
+		if af.key != "" {
+			err = auditSealKey(ctx, st, g, af.key, stdout)
+			break
 		}
 		var dir *store.Store
 		if dir, err = stateDirOnly(st, "audit seal", "a database's chain has no torn tail (a record is written by the commit "+
@@ -351,6 +387,9 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		err = auditTail(sctx, st, af, filter, stdout)
 	case "verify":
 		err = auditVerify(ctx, st, af, stdout)
+		if err == nil && af.key != "" {
+			err = verifyCheckpoints(af.key, stateDirOf(st), audit.StateRecords(st), stdout)
+		}
 	case "report":
 		err = auditReport(ctx, st, filter, af.out, stdout, stderr)
 	default:

@@ -1,6 +1,7 @@
 // Package collectortest holds the collectors the audit forwarding tests
 // ship to: a syslog receiver over TCP (RFC 5424 messages framed by
-// octet counting, RFC 6587), an OTLP/HTTP logs receiver and a Splunk
+// octet counting, RFC 6587) or over RELP (each message answered once it
+// is received), an OTLP/HTTP logs receiver and a Splunk
 // HEC receiver, each of which a test can stop as a crashed collector
 // stops (connections reset, what was not read lost) and start again on
 // the same address; and the receiver's side of the bargain, Check: every
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/store"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -130,6 +132,7 @@ func (c *collector) track(conn net.Conn, on bool) {
 // a connection once the sender closed its side and everything is read.
 type Syslog struct {
 	collector
+	relp bool
 	// Structured are the structured data parameters of every message.
 	structured []map[string]string
 }
@@ -144,6 +147,14 @@ func StartSyslog(addr string) (*Syslog, error) {
 // certificate.
 func StartSyslogTLS(addr string, cfg *tls.Config) (*Syslog, error) {
 	s := &Syslog{collector: collector{addr: addr, tls: cfg}}
+	return s, s.Start()
+}
+
+// StartRELP receives the same messages over RELP, answering each
+// "syslog" command with "200 OK" once the message is received; cfg
+// (nil for none) puts it behind TLS.
+func StartRELP(addr string, cfg *tls.Config) (*Syslog, error) {
+	s := &Syslog{collector: collector{addr: addr, tls: cfg}, relp: true}
 	return s, s.Start()
 }
 
@@ -162,7 +173,11 @@ func (s *Syslog) Start() error {
 				return
 			}
 			s.track(conn, true)
-			go s.serve(conn)
+			if s.relp {
+				go s.serveRELP(conn)
+			} else {
+				go s.serve(conn)
+			}
 		}
 	}()
 	return nil
@@ -195,6 +210,105 @@ func (s *Syslog) serve(conn net.Conn) {
 			return // cut off: not received
 		}
 		s.message(msg)
+	}
+}
+
+// serveRELP is a RELP server's side of a session: open, syslog
+// commands, close.
+func (s *Syslog) serveRELP(conn net.Conn) {
+	defer s.track(conn, false)
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	answer := func(txnr int, data string) bool {
+		frame := strconv.Itoa(txnr) + " rsp " + strconv.Itoa(len(data))
+		if data != "" {
+			frame += " " + data
+		}
+		_, err := io.WriteString(conn, frame+"\n")
+		return err == nil
+	}
+	opened := false
+	for {
+		txnr, command, data, err := readFrame(rd)
+		if err != nil {
+			var bad frameError
+			if errors.As(err, &bad) {
+				s.problem("RELP: %v", err)
+			}
+			return // otherwise the connection ended: what was not answered was not received
+		}
+		switch {
+		case command == "open" && !opened:
+			if !bytes.Contains(data, []byte("commands=syslog")) {
+				s.problem("RELP open without commands=syslog: %q", data)
+			}
+			opened = true
+			if !answer(txnr, "200 OK\nrelp_version=0\nrelp_software=collectortest\ncommands=syslog") {
+				return
+			}
+		case command == "syslog" && opened:
+			s.message(data)
+			if !answer(txnr, "200 OK") {
+				return
+			}
+		case command == "close":
+			answer(txnr, "")
+			return
+		default:
+			s.problem("RELP command %q (opened: %v)", command, opened)
+			answer(txnr, "500 unexpected command")
+			return
+		}
+	}
+}
+
+// frameError is a malformed frame (other errors are the connection's).
+type frameError string
+
+func (e frameError) Error() string { return string(e) }
+
+// readFrame reads TXNR SP COMMAND SP DATALEN [SP DATA] LF.
+func readFrame(rd *bufio.Reader) (txnr int, command string, data []byte, err error) {
+	head, err := rd.ReadString(' ')
+	if err != nil {
+		return 0, "", nil, err
+	}
+	if txnr, err = strconv.Atoi(head[:len(head)-1]); err != nil {
+		return 0, "", nil, frameError(fmt.Sprintf("transaction number %q", head))
+	}
+	if command, err = rd.ReadString(' '); err != nil {
+		return 0, "", nil, err
+	}
+	command = command[:len(command)-1]
+	var lenText []byte
+	for {
+		c, err := rd.ReadByte()
+		if err != nil {
+			return 0, "", nil, err
+		}
+		if c == ' ' || c == '\n' {
+			n, err := strconv.Atoi(string(lenText))
+			if err != nil || n < 0 || n > 64<<20 {
+				return 0, "", nil, frameError(fmt.Sprintf("data length %q", lenText))
+			}
+			if c == '\n' {
+				if n != 0 {
+					return 0, "", nil, frameError(fmt.Sprintf("data length %d and no data", n))
+				}
+				return txnr, command, nil, nil
+			}
+			data = make([]byte, n)
+			if _, err := io.ReadFull(rd, data); err != nil {
+				return 0, "", nil, err
+			}
+			if c, err := rd.ReadByte(); err != nil {
+				return 0, "", nil, err
+			} else if c != '\n' {
+				return 0, "", nil, frameError("no newline after the data")
+			}
+			return txnr, command, data, nil
+		}
+		lenText = append(lenText, c)
 	}
 }
 
@@ -241,6 +355,9 @@ type HTTP struct {
 	srv *http.Server
 	// Fail, when set, answers a request with this status instead.
 	fail int
+	// reject, when set, is OTLP's partial success: so many records
+	// rejected, none kept.
+	reject int64
 	// Headers are the last request's headers.
 	headers http.Header
 }
@@ -284,6 +401,15 @@ func (h *HTTP) Stop() {
 func (h *HTTP) FailWith(status int) {
 	h.mu.Lock()
 	h.fail = status
+	h.mu.Unlock()
+}
+
+// RejectOTLP makes the OTLP receiver answer 200 with a partial success
+// that rejects n records, and keep none of the request's (0: accept
+// again).
+func (h *HTTP) RejectOTLP(n int64) {
+	h.mu.Lock()
+	h.reject = n
 	h.mu.Unlock()
 }
 
@@ -344,10 +470,19 @@ func (h *HTTP) otlp(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	h.mu.Lock()
+	reject := h.reject
+	h.mu.Unlock()
+	if reject > 0 {
+		answer, _ := proto.Marshal(&collogspb.ExportLogsServiceResponse{PartialSuccess: &collogspb.ExportLogsPartialSuccess{
+			RejectedLogRecords: reject, ErrorMessage: "rejected by the test"}})
+		w.Write(answer)
+		return
+	}
 	for _, rec := range got {
 		h.add(rec)
 	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
 }
 
 func (h *HTTP) hec(w http.ResponseWriter, r *http.Request) {

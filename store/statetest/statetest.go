@@ -5,6 +5,8 @@ package statetest
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/audit"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -48,6 +51,7 @@ func Run(t *testing.T, b Backend) {
 		{"what a view hands out is the caller's to change", handedOut},
 		{"Then runs in commit order, before the next commit decides, and only for commits written", thenInOrder},
 		{"server names: one record per principal and server, replaced, read by every process", serverNames},
+		{"signed checkpoints hold, and a re-chained rewrite fails at the first one after the edit", checkpoints},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, b) })
@@ -904,5 +908,69 @@ func serverNames(t *testing.T, b Backend) {
 		if got := read(s, "cursor"); len(got) != 1 || got[0].Tools[0] != "y" {
 			t.Errorf("cursor's server names: %+v", got)
 		}
+	}
+}
+
+// checkpoints: `audit seal --key` on the backend (audit.Seal) writes
+// checkpoint records that verify; someone who can write the state
+// rewrites one record and re-chains everything after it with the
+// backend's own append (a fresh state, every record appended again,
+// checkpoints included): the chain verifies, and the first checkpoint
+// after the edit does not; one before it still holds.
+func checkpoints(t *testing.T, b Backend) {
+	ctx := context.Background()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := opened(t, b.Fresh(t))
+	var cps []store.Checkpoint
+	for i := range 3 {
+		var recs []store.Record
+		for j := range 5 {
+			recs = append(recs, rec("decision", fmt.Sprintf("%d.%d", i, j)))
+		}
+		if err := store.AppendRecords(ctx, st, recs...); err != nil {
+			t.Fatal(err)
+		}
+		c, earlier, err := audit.Seal(ctx, st, key, "operator", "host/1", t0.Add(time.Duration(i)*time.Hour))
+		if err != nil || len(earlier.Verified) != i {
+			t.Fatalf("seal %d: %v (earlier checkpoints verified: %d)", i, err, len(earlier.Verified))
+		}
+		cps = append(cps, c)
+	}
+	// Records 1-5, checkpoint 6 (of 5), 7-11, checkpoint 12 (of 11), 13-17, checkpoint 18 (of 17).
+	if cps[1].Seq != 11 || cps[2].Seq != 17 {
+		t.Fatalf("checkpoints of %d, %d, %d", cps[0].Seq, cps[1].Seq, cps[2].Seq)
+	}
+	pub := key.Public().(ed25519.PublicKey)
+	got, err := audit.VerifyCheckpoints(pub, audit.StateRecords(st))
+	if err != nil || len(got.Verified) != 3 {
+		t.Fatalf("VerifyCheckpoints: %d, %v", len(got.Verified), err)
+	}
+
+	var all []store.Record
+	if err := audit.StateRecords(st)(func(r store.Record) error { all = append(all, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	all[8].Result = "nothing happened here" // record 9: after the first checkpoint, before the second
+	forged := opened(t, b.Fresh(t))
+	if err := store.AppendRecords(ctx, forged, all...); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := forged.VerifyChain(ctx); err != nil || n != uint64(len(all)) {
+		t.Fatalf("the rewritten chain should verify on its own (that is the attack): %d, %v", n, err)
+	}
+	_, err = audit.VerifyCheckpoints(pub, audit.StateRecords(forged))
+	var bad *audit.CheckpointError
+	if !errors.As(err, &bad) || bad.Record != 12 || bad.Checkpoint.Seq != 11 {
+		t.Fatalf("the rewritten history: %v; want the checkpoint in record 12 named", err)
+	}
+	if _, _, err := audit.Seal(ctx, forged, key, "operator", "host/1", t0.Add(5*time.Hour)); err == nil {
+		t.Fatal("seal signed a history that no longer matches its own earlier checkpoints")
+	}
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	if _, err := audit.VerifyCheckpoints(other.Public().(ed25519.PublicKey), audit.StateRecords(st)); !errors.Is(err, audit.ErrNoCheckpoint) {
+		t.Fatalf("another key: %v", err)
 	}
 }
