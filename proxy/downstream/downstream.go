@@ -965,12 +965,18 @@ func startProblem(ctx context.Context, err error, timeout time.Duration, c *conn
 	if c == nil {
 		return problem
 	}
+	exited := false
 	if c.exited != nil {
 		select {
 		case <-c.exited:
-			problem = startExit(c.exitErr)
+			problem, exited = startExit(c.exitErr), true
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	// The child's own last words say why (npm's 404, a missing module);
+	// one that is still running is quoted only when it wrote an error.
+	if cause, errorish := c.cause(); exited || errorish {
+		problem = withCause(problem, cause)
 	}
 	c.closeAll()
 	return problem
@@ -1013,6 +1019,8 @@ func describe(ctx context.Context, err error, timeout time.Duration) string {
 		return fmt.Sprintf("start timed out after %s", timeout)
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
 		return "command not found"
+	case netProblem(err) != "":
+		return netProblem(err)
 	case errors.As(err, &exitErr):
 		return fmt.Sprintf("process exited during start (exit code %d)", exitErr.ExitCode())
 	case errors.As(err, &werr):
