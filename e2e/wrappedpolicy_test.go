@@ -24,7 +24,7 @@ func TestPolicySeesWrappedServers(t *testing.T) {
 	}
 	for path, body := range map[string]string{
 		filepath.Join(home, ".config", "Claude", "claude_desktop_config.json"): `{"mcpServers": {` + entry("notes-desktop") + `}}`,
-		filepath.Join(home, ".cursor", "mcp.json"):                           `{"mcpServers": {` + entry("notes-cursor") + `, ` + entry("notes-desktop") + `}}`,
+		filepath.Join(home, ".cursor", "mcp.json"):                             `{"mcpServers": {` + entry("notes-cursor") + `, ` + entry("notes-desktop") + `}}`,
 	} {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			t.Fatal(err)
