@@ -210,7 +210,7 @@ const (
 )
 
 func newServer(c policy.Server, p *Pool, log *slog.Logger) *Server {
-	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: log.With("server", c.Name),
+	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: log.With("server", c.Label()),
 		listens: map[string]*listenStream{}, subscribed: map[string]*listenStream{},
 		listing: make(chan struct{}, 1), refreshPace: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
 	s.state.Status = Starting
@@ -777,9 +777,9 @@ func (s *Server) request(ctx context.Context, method string, params json.RawMess
 		if s.pool.opts.Restart {
 			status = Restarting
 		}
-		return nil, &UnavailableError{Server: s.Name, Status: status, During: method}
+		return nil, &UnavailableError{Server: s.Label(), Status: status, During: method}
 	case errors.Is(context.Cause(ctx), ErrCallTimeout):
-		return nil, &CallTimeoutError{Server: s.Name, Method: method, Limit: limit}
+		return nil, &CallTimeoutError{Server: s.Label(), Method: method, Limit: limit}
 	}
 	return res, err
 }
@@ -800,8 +800,12 @@ func (s *Server) Notify(ctx context.Context, method string, params json.RawMessa
 
 func (s *Server) unavailable() error {
 	st := s.State()
-	return &UnavailableError{Server: s.Name, Status: st.Status, Problem: st.Problem, Attempt: st.Attempt, Next: st.NextAttempt}
+	return &UnavailableError{Server: s.Label(), Status: st.Status, Problem: st.Problem, Attempt: st.Attempt, Next: st.NextAttempt}
 }
+
+// Label is the server's name for people (as its client config spells
+// it, hyphens and all: policy.Server.Label).
+func (s *Server) Label() string { return s.cfg.Label() }
 
 // ErrUnavailable is returned for calls to a server that is not ready.
 var ErrUnavailable = errors.New("downstream server unavailable")
