@@ -249,6 +249,10 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sub := args[0]
+	if asksForHelp(args[:1]) {
+		fmt.Fprint(stderr, auditUsage) // no state is opened to say how to use it
+		return 2
+	}
 	if sub == "forward" {
 		return cmdAuditForward(args[1:], stdout, stderr)
 	}
