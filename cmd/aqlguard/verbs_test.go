@@ -77,3 +77,26 @@ func TestServeHelpNamesServeToken(t *testing.T) {
 		t.Errorf("serve --help:\n%s", errOut.String())
 	}
 }
+
+// TestInitConfigIsDeprecated (issue 31, item 9): init and unwrap name a
+// client's file with --client-config; the old --config still does, and
+// says it is deprecated, since --config is aqlguard's own config
+// everywhere else.
+func TestInitConfigIsDeprecated(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(file, []byte(`{"mcpServers": {"notes": {"command": "npx", "args": ["-y", "notes-server"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--client-config", "--config"} {
+		var out, errOut bytes.Buffer
+		code := run([]string{"init", flag, file, "--client", "cursor", "--dry-run", "--state-dir", filepath.Join(dir, "state")}, strings.NewReader(""), &out, &errOut)
+		if code != 0 || !strings.Contains(out.String(), "notes") {
+			t.Errorf("init %s: exit %d\n%s%s", flag, code, out.String(), errOut.String())
+		}
+		deprecated := strings.Contains(errOut.String(), "--config FILE is deprecated for init") && strings.Contains(errOut.String(), "use --client-config")
+		if deprecated != (flag == "--config") {
+			t.Errorf("init %s: stderr %q", flag, errOut.String())
+		}
+	}
+}
