@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aqlguard/aqlguard/policy"
 )
 
 // TestEveryVerbsHelp (issue 31, item 9): `aqlguard VERB --help` and
@@ -97,6 +99,33 @@ func TestInitConfigIsDeprecated(t *testing.T) {
 		deprecated := strings.Contains(errOut.String(), "--config FILE is deprecated for init") && strings.Contains(errOut.String(), "use --client-config")
 		if deprecated != (flag == "--config") {
 			t.Errorf("init %s: stderr %q", flag, errOut.String())
+		}
+	}
+}
+
+// TestAnchorsWarnOnlyForSyslog (issue 31, item 9): no system log is
+// said on the start line, and warned about only where [audit.forward]
+// sends the log to syslog.
+func TestAnchorsWarnOnlyForSyslog(t *testing.T) {
+	plain := policy.Default()
+	syslogged := policy.Default()
+	syslogged.Audit.Forward = &policy.Forward{To: "syslog", Address: "tls://siem.example.com:6514"}
+	otlp := policy.Default()
+	otlp.Audit.Forward = &policy.Forward{To: "otlp", URL: "https://collector.example.com/v1/logs"}
+	for _, tt := range []struct {
+		name string
+		cfg  *policy.Config
+		off  string
+		said string
+		warn bool
+	}{
+		{"a system log", plain, "", "system log", false},
+		{"none, nothing forwarded", plain, "Unix syslog delivery error", "off (Unix syslog delivery error)", false},
+		{"none, forwarded to otlp", otlp, "Unix syslog delivery error", "off (Unix syslog delivery error)", false},
+		{"none, forwarded to syslog", syslogged, "Unix syslog delivery error", "off (Unix syslog delivery error)", true},
+	} {
+		if said, warn := anchorsSaid(tt.cfg, tt.off); said != tt.said || warn != tt.warn {
+			t.Errorf("%s: %q %v, want %q %v", tt.name, said, warn, tt.said, tt.warn)
 		}
 	}
 }
