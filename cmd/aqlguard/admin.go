@@ -192,7 +192,9 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 var auditCommands = []string{"list", "show", "export", "tail", "verify", "seal", "report", "forward"}
 
 const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal|report|forward> [flags] [--state-dir DIR]
-  list [N]        the last N records (default 50), one line each
+  list [N]        the last N records (default 50), one line each, fitting 100
+                  columns (--wide: whole); a server's tools pinned in a row are
+                  one line (--pins: one each)
   show SEQ        one record in full
   export          every record, as JSON lines exactly as stored (hashes
                   included), or --format ocsf: OCSF API Activity events
@@ -204,7 +206,8 @@ const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal|rep
                   short) is told apart from a changed record
   seal            record the torn tails of the log as evidence (their bytes stay
                   where they are), so that verify passes again (audited)
-  report [-o FILE]  one self-contained HTML file for a reviewer: a timeline of
+  report -o FILE  one self-contained HTML file for a reviewer (never printed to a
+                  terminal; -o - or a redirect for standard output): a timeline of
                   calls by decision, the calls stopped or asked about with their
                   arguments, answers, codes, policy and tool changes, and the
                   chain's status (default --since 24h)
@@ -224,6 +227,7 @@ type auditFlags struct {
 	anchors                           bool
 	anchorsFrom                       string
 	out                               string
+	pins, wide                        bool
 }
 
 func (a *auditFlags) filter(now time.Time) (audit.Filter, error) {
@@ -266,7 +270,9 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&af.n, "n", 10, "tail: how many records to print first")
 	fs.BoolVar(&af.anchors, "anchors", false, "verify: also check the log against the anchors in the system log")
 	fs.StringVar(&af.anchorsFrom, "anchors-from", "", "verify: check the log against the anchor lines in this file")
-	fs.StringVar(&af.out, "o", "", "report: write the HTML to this file (default: standard output)")
+	fs.StringVar(&af.out, "o", "", "report: write the HTML to this file (default: standard output, unless it is a terminal)")
+	fs.BoolVar(&af.pins, "pins", false, "list: one line per pin record (default: a server's run of them is one line)")
+	fs.BoolVar(&af.wide, "wide", false, "list: every column whole (default: fits 100 columns)")
 	rest, err := parseInterspersed(fs, args[1:])
 	if err != nil {
 		return 2
@@ -292,6 +298,10 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	}
 	if sub == "verify" && len(rest) == 1 {
 		return verifyExport(rest[0], stdout, stderr)
+	}
+	if sub == "report" && (af.out == "" && writesToTerminal(stdout)) {
+		fmt.Fprintln(stderr, "aqlguard audit report: the report is an HTML page, not for a terminal: write it to a file with -o report.html (or > report.html) and open that in a browser")
+		return 2
 	}
 	how := readHistory
 	if sub == "seal" {
@@ -331,7 +341,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 				return 2
 			}
 		}
-		err = auditList(ctx, st, n, filter, stdout)
+		err = auditList(ctx, st, n, filter, af.pins || af.kind == string(store.KindPin), af.wide, stdout)
 	case "show":
 		if len(rest) != 1 {
 			fmt.Fprint(stderr, auditUsage)
@@ -526,37 +536,6 @@ func auditTail(ctx context.Context, st store.State, af auditFlags, f audit.Filte
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func auditList(ctx context.Context, st store.State, n int, f audit.Filter, w io.Writer) error {
-	ring := make([]store.Record, 0, n)
-	err := eachRecord(st, 0, func(r store.Record, _ []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !f.Match(r) {
-			return nil
-		}
-		if len(ring) == n {
-			ring = ring[1:]
-		}
-		ring = append(ring, r)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tAGENT\tOPERATION\tDECISION\tRESULT\tCHALLENGE")
-	for _, r := range ring {
-		result := r.Result
-		if len(r.Findings) > 0 {
-			result += " (" + findingsLine(r.Findings) + ")"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.RFC3339), r.Kind,
-			r.Principal, r.Operation, r.Decision, result, r.ChallengeID)
-	}
-	return tw.Flush()
 }
 
 // findingsLine says what a result held, by kind and rule ("secret
