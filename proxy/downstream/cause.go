@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/aqlguard/aqlguard/injection"
 	"github.com/aqlguard/aqlguard/secrets"
 )
 
@@ -215,6 +216,11 @@ func (l *lineLogger) cause(known []string) (string, bool) {
 	c = redactLine(c, known)
 	if len(c) > maxCause {
 		c = strings.ToValidUTF8(c[:maxCause], "") + "…"
+	}
+	// The line is the server's own words and reaches the model: one
+	// that speaks to the assistant stays in the log only.
+	if fs := injection.Scan(c, injection.Options{}); len(fs) > 0 {
+		return "its last error line is withheld, since it holds text aimed at the assistant (" + fs[0].Rule + "); it is in aqlguard's log", errorish
 	}
 	return c, errorish
 }
