@@ -80,6 +80,7 @@ func Run(ctx context.Context, in Input) []Check {
 	var out []Check
 	out = append(out, binary(in)...)
 	out = append(out, clients(in)...)
+	out = append(out, logChecks(in)...)
 	out = append(out, configCheck(in)...)
 	out = append(out, stateDir(in)...)
 	out = append(out, sharedState(ctx, in)...)
@@ -119,58 +120,24 @@ func wrappedServers(in Input) ([]policy.Server, map[string]string, map[string]or
 	var remote []Check
 	labels := map[string]string{}
 	origins := map[string]origin{}
-	for _, f := range clientconfig.Detect(in.Env, in.Clients...) {
-		data, err := os.ReadFile(f.Path)
-		if err != nil {
+	for _, g := range clientconfig.GuardedServers(in.Env, in.Self, in.Clients...) {
+		f, e := g.File, g.Entry
+		label := e.Label() + " (" + f.Client + ")"
+		if g.URL != "" {
+			remote = append(remote, Check{OK, "server " + label,
+				"remote, " + g.URL + ": aqlguard connects when the client starts it (doctor does not; a server that wants OAuth asks for your consent in the browser on its first call)"})
 			continue
 		}
-		entries, _ := clientconfig.Entries(f, data)
-		for _, e := range entries {
-			if argv := e.Wrappee(); e.Wrapped(in.Self) && len(argv) > 0 {
-				name := policy.ServerNameFrom(f.Client + e.Name)
-				out = append(out, policy.Server{Name: name, Command: argv[0],
-					Args: argv[1:], Env: e.Env, Transport: "stdio"})
-				labels[name] = e.Label() + " (" + f.Client + ")"
-				origins[name] = origin{client: f.Client, agent: wrapFlag(e.Args, "--agent", f.Client),
-					name: policy.ServerNameFrom(wrapFlag(e.Args, "--name", e.Name)), entry: e.Name}
-			} else if url := remoteURL(e.Args); e.Wrapped(in.Self) && url != "" {
-				remote = append(remote, Check{OK, "server " + e.Label() + " (" + f.Client + ")",
-					"remote, " + url + ": aqlguard connects when the client starts it (doctor does not; a server that wants OAuth asks for your consent in the browser on its first call)"})
-			}
+		name := policy.ServerNameFrom(f.Client + e.Name)
+		out = append(out, policy.Server{Name: name, Command: g.Argv[0], Args: g.Argv[1:], Env: e.Env, Transport: "stdio"})
+		labels[name] = label
+		agent := g.Agent
+		if agent == "" {
+			agent = f.Client
 		}
+		origins[name] = origin{client: f.Client, agent: agent, name: policy.ServerNameFrom(g.Name), entry: e.Name}
 	}
 	return out, labels, origins, remote
-}
-
-// wrapFlag is the value of a wrapped entry's flag (--name, --agent), or
-// def.
-func wrapFlag(args []string, flag, def string) string {
-	for i, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == flag && i+1 < len(args) {
-			return args[i+1]
-		}
-		if v, ok := strings.CutPrefix(a, flag+"="); ok {
-			return v
-		}
-	}
-	return def
-}
-
-// remoteURL is the URL a wrapped remote entry connects to (its --url),
-// "" for a local one.
-func remoteURL(args []string) string {
-	for i, a := range args {
-		if a == "--" {
-			return ""
-		}
-		if a == "--url" && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
 }
 
 func clients(in Input) []Check {

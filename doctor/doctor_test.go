@@ -61,6 +61,10 @@ func TestDoctor(t *testing.T) {
 	if c := find(checks, "server w (cursor)"); c.Level != OK || !strings.Contains(c.Detail, "https://w.example.com/mcp") || !strings.Contains(c.Detail, "doctor does not") {
 		t.Errorf("the wrapped remote server's check: %+v", c)
 	}
+	// Where Cursor keeps aqlguard's log (issue 31, item 3).
+	if c := find(checks, "log cursor"); c.Level != OK || !strings.Contains(c.Detail, "MCP Logs") {
+		t.Errorf("the log check: %+v", c)
+	}
 }
 
 // A server that a package runner fetches first gets a hint when its

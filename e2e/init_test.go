@@ -19,7 +19,7 @@ import (
 )
 
 // TestInitWrapsRealClientConfigs: for Claude Code, Cursor and VS Code
-// configs naming our test server, `aqlguard init --config FILE` wraps the
+// configs naming our test server, `aqlguard init --client-config FILE` wraps the
 // entry in place; the wrapped entry, started exactly as the client would
 // start it, is a working guarded server that keeps the server's name and
 // tool names; `aqlguard unwrap` gives back every byte; init twice changes
@@ -68,7 +68,7 @@ func TestInitWrapsRealClientConfigs(t *testing.T) {
 			state := filepath.Join(dir, "state")
 			run := func(args ...string) string {
 				t.Helper()
-				cmd := exec.Command(bins.aqlguard, append(args, "--config", path, "--client", c.client, "--state-dir", state)...)
+				cmd := exec.Command(bins.aqlguard, append(args, "--client-config", path, "--client", c.client, "--state-dir", state)...)
 				cmd.Env = isolatedEnv(t, dir)
 				out, err := cmd.CombinedOutput()
 				if err != nil {
@@ -210,7 +210,7 @@ mcpServers:
 			state := filepath.Join(dir, "state")
 			run := func(args ...string) string {
 				t.Helper()
-				cmd := exec.Command(bins.aqlguard, append(args, "--config", path, "--client", c.client, "--state-dir", state)...)
+				cmd := exec.Command(bins.aqlguard, append(args, "--client-config", path, "--client", c.client, "--state-dir", state)...)
 				cmd.Env = isolatedEnv(t, dir)
 				out, err := cmd.CombinedOutput()
 				if err != nil {

@@ -53,7 +53,7 @@ func TestRemoteServerBehindOAuth(t *testing.T) {
 		}
 		return string(out)
 	}
-	run("init", "--config", clientFile)
+	run("init", "--client-config", clientFile)
 	data, _ := os.ReadFile(clientFile)
 	var cfg struct {
 		MCPServers map[string]struct {
@@ -144,7 +144,7 @@ func TestRemoteServerBehindOAuth(t *testing.T) {
 		t.Errorf("the log does not say the authorization was kept:\n%s", log.String())
 	}
 
-	run("unwrap", "--config", clientFile)
+	run("unwrap", "--client-config", clientFile)
 	if got, _ := os.ReadFile(clientFile); string(got) != orig {
 		t.Fatalf("unwrap is not byte-identical:\n%s\nwant\n%s", got, orig)
 	}

@@ -48,7 +48,7 @@ args = ["-stderr-noise"]
 	servers := data(t, res)["_protocol"].(map[string]any)["servers"].([]any)
 	want := map[string]string{
 		"missing": "command not found",
-		"crash":   "process exited during start (exit code 3)",
+		"crash":   "process exited during start (exit code 3): testserver: deliberate start failure (-fail-start)",
 		"hang":    "start timed out after 1s",
 		"good":    "",
 	}

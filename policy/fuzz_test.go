@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"github.com/aqlguard/aqlguard/internal/exampleconfig"
+
 	"errors"
 	"os"
 	"strings"
@@ -13,6 +15,9 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
+		f.Add(data)
+	}
+	if data, err := exampleconfig.WithExamples(); err == nil {
 		f.Add(data)
 	}
 	for _, s := range []string{

@@ -88,7 +88,7 @@ func TestDefaultAndExampleLintClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []*Config{shippedFile, Default(), mustLoad(t, "../config.example.toml")} {
+	for _, cfg := range []*Config{shippedFile, Default(), mustLoad(t, "../config.example.toml"), exampleWithExamples(t)} {
 		for _, p := range []string{cfg.Agent, "ci-bot"} {
 			if w := Lint(cfg, p, nil); len(w) > 0 {
 				t.Errorf("%s (%s): %v", cfg.Path, p, w)

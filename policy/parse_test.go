@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"github.com/aqlguard/aqlguard/internal/exampleconfig"
+
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -318,10 +321,7 @@ timeout = "90s"
 }
 
 func TestExampleConfig(t *testing.T) {
-	cfg, err := Load("../config.example.toml")
-	if err != nil {
-		t.Fatalf("config.example.toml: %v", err)
-	}
+	cfg := exampleWithExamples(t)
 	// Every documented table is exercised, so the example cannot rot.
 	if len(cfg.Servers) != 3 || cfg.Servers[0].Transport != "stdio" || cfg.Servers[1].Transport != "streamable" {
 		t.Errorf("servers = %+v", cfg.Servers)
@@ -339,6 +339,52 @@ func TestExampleConfig(t *testing.T) {
 	}
 	if _, err := Compile(cfg, ""); err != nil {
 		t.Errorf("Compile(default principal): %v", err)
+	}
+}
+
+// exampleWithExamples is config.example.toml with its examples turned
+// on (alice's state directory, servers, rules: exampleconfig).
+func exampleWithExamples(t *testing.T) *Config {
+	t.Helper()
+	data, err := exampleconfig.WithExamples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(data, "config.example.toml (examples on)")
+	if err != nil {
+		t.Fatalf("config.example.toml with its examples on: %v", err)
+	}
+	return cfg
+}
+
+// TestExampleConfigIsNeutral (issue 31, item 5): config.example.toml,
+// copied as it ships, is the embedded defaults: every setting it leaves
+// on is the default, and every choice of a user (a state directory, an
+// agent, servers, rules, a token file, a metrics port) is commented, so
+// copying it changes nothing a user did not choose.
+func TestExampleConfigIsNeutral(t *testing.T) {
+	cfg, err := Load("../config.example.toml")
+	if err != nil {
+		t.Fatalf("config.example.toml: %v", err)
+	}
+	def := Default()
+	cfg.Path, cfg.lines, def.lines = "", nil, nil
+	if i := cfg.Safety.Inherit; i != nil && *i {
+		cfg.Safety.Inherit = nil // inherit = true is the default, written out
+	}
+	if !reflect.DeepEqual(cfg, def) {
+		got, _ := json.MarshalIndent(cfg, "", " ")
+		want, _ := json.MarshalIndent(def, "", " ")
+		t.Errorf("config.example.toml is not the defaults:\n%s\nwant:\n%s", got, want)
+	}
+	data, err := os.ReadFile("../config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "#") && (strings.Contains(line, "/home/") || strings.Contains(line, "alice")) {
+			t.Errorf("config.example.toml:%d: a user's own value is on: %s", i+1, line)
+		}
 	}
 }
 

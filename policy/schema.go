@@ -482,6 +482,10 @@ func isBareKey(s string) bool {
 	return true
 }
 
+// Suggest returns the known name closest to a misspelt one ("" if none
+// is close): a name of another case, or one at most two edits away.
+func Suggest(name string, names []string) string { return suggest(name, names) }
+
 // suggest returns the known name closest to a misspelt one, if any is close.
 func suggest(name string, names []string) string {
 	best, bestD := "", 3

@@ -306,7 +306,11 @@ type Verify struct {
 
 // Server is one [[servers]] entry: a stdio command or a remote URL.
 type Server struct {
-	Name      string            `toml:"name"`
+	Name string `toml:"name"`
+	// Title is the name as the client config spells it ("notes-desktop"),
+	// when wrap made Name from it ("notesdesktop"): what messages and
+	// logs show (Label). Never read from a file.
+	Title     string            `toml:"-"`
 	Command   string            `toml:"command"`
 	Args      []string          `toml:"args"`
 	Env       map[string]string `toml:"env"`
@@ -406,3 +410,12 @@ const (
 
 // Categories lists the semantic categories in CRUDE order.
 var Categories = []Category{Create, Read, Update, Delete, Execute}
+
+// Label is the server's name for people: its Title where it has one,
+// else its Name.
+func (s Server) Label() string {
+	if s.Title != "" {
+		return s.Title
+	}
+	return s.Name
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"unicode"
 )
 
 // ServerNameFrom derives a valid server name (^[a-z][a-z0-9]{0,31}$) from
@@ -44,7 +45,7 @@ func Wrap(base *Config, name string, argv []string) (*Config, error) {
 	}
 	cfg := *base
 	cfg.Mode = "transparent"
-	cfg.Servers = []Server{{Name: ServerNameFrom(name), Command: argv[0], Args: append([]string(nil), argv[1:]...)}}
+	cfg.Servers = []Server{{Name: ServerNameFrom(name), Title: title(name), Command: argv[0], Args: append([]string(nil), argv[1:]...)}}
 	v := &validator{file: cfg.Path}
 	v.servers(cfg.Servers)
 	if len(v.errs) > 0 {
@@ -62,11 +63,27 @@ func WrapRemote(base *Config, name, url, auth string, headers map[string]string)
 	}
 	cfg := *base
 	cfg.Mode = "transparent"
-	cfg.Servers = []Server{{Name: ServerNameFrom(name), URL: url, Auth: auth, Headers: headers}}
+	cfg.Servers = []Server{{Name: ServerNameFrom(name), Title: title(name), URL: url, Auth: auth, Headers: headers}}
 	v := &validator{file: cfg.Path}
 	v.servers(cfg.Servers)
 	if len(v.errs) > 0 {
 		return nil, v.errs
 	}
 	return &cfg, nil
+}
+
+// title is the name wrap was given, kept for messages and logs when the
+// server's name had to drop some of it (hyphens, capitals): "" when it
+// is the name already, or holds what a log line must not (a control
+// character, a quote) or is longer than a name may be written.
+func title(name string) string {
+	if name == ServerNameFrom(name) || len(name) > 64 {
+		return ""
+	}
+	for _, r := range name {
+		if r < ' ' || r == 0x7f || r == '"' || r == '\\' || !unicode.IsPrint(r) {
+			return ""
+		}
+	}
+	return name
 }

@@ -192,7 +192,9 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 var auditCommands = []string{"list", "show", "export", "tail", "verify", "seal", "report", "forward"}
 
 const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal|report|forward> [flags] [--state-dir DIR]
-  list [N]        the last N records (default 50), one line each
+  list [N]        the last N records (default 50), one line each, fitting 100
+                  columns (--wide: whole); a server's tools pinned in a row are
+                  one line (--pins: one each)
   show SEQ        one record in full
   export          every record, as JSON lines exactly as stored (hashes
                   included), or --format ocsf: OCSF API Activity events
@@ -212,7 +214,8 @@ const auditUsage = `usage: aqlguard audit <list|show|export|tail|verify|seal|rep
                   (kept outside the state directory), written as a record,
                   after checking the chain and this key's earlier checkpoints
   seal --keygen FILE  write a new key pair: FILE (0600) and FILE.pub
-  report [-o FILE]  one self-contained HTML file for a reviewer: a timeline of
+  report -o FILE  one self-contained HTML file for a reviewer (never printed to a
+                  terminal; -o - or a redirect for standard output): a timeline of
                   calls by decision, the calls stopped or asked about with their
                   arguments, answers, codes, policy and tool changes, and the
                   chain's status (default --since 24h)
@@ -233,6 +236,7 @@ type auditFlags struct {
 	anchorsFrom                       string
 	out                               string
 	key, keygen                       string
+	pins, wide                        bool
 }
 
 func (a *auditFlags) filter(now time.Time) (audit.Filter, error) {
@@ -258,6 +262,10 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sub := args[0]
+	if asksForHelp(args[:1]) {
+		fmt.Fprint(stderr, auditUsage) // no state is opened to say how to use it
+		return 2
+	}
 	if sub == "forward" {
 		return cmdAuditForward(args[1:], stdout, stderr)
 	}
@@ -271,9 +279,11 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&af.n, "n", 10, "tail: how many records to print first")
 	fs.BoolVar(&af.anchors, "anchors", false, "verify: also check the log against the anchors in the system log")
 	fs.StringVar(&af.anchorsFrom, "anchors-from", "", "verify: check the log against the anchor lines in this file")
-	fs.StringVar(&af.out, "o", "", "report: write the HTML to this file (default: standard output)")
+	fs.StringVar(&af.out, "o", "", "report: write the HTML to this file (default: standard output, unless it is a terminal)")
 	fs.StringVar(&af.key, "key", "", "seal: sign a checkpoint with this Ed25519 private key; verify: check the checkpoints of this public key")
 	fs.StringVar(&af.keygen, "keygen", "", "seal: write a new Ed25519 key pair to this file and FILE.pub")
+	fs.BoolVar(&af.pins, "pins", false, "list: one line per pin record (default: a server's run of them is one line)")
+	fs.BoolVar(&af.wide, "wide", false, "list: every column whole (default: fits 100 columns)")
 	rest, err := parseInterspersed(fs, args[1:])
 	if err != nil {
 		return 2
@@ -317,6 +327,10 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		return code
+	}
+	if sub == "report" && (af.out == "" && writesToTerminal(stdout)) {
+		fmt.Fprintln(stderr, "aqlguard audit report: the report is an HTML page, not for a terminal: write it to a file with -o report.html (or > report.html) and open that in a browser")
+		return 2
 	}
 	how := readHistory
 	switch {
@@ -363,7 +377,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 				return 2
 			}
 		}
-		err = auditList(ctx, st, n, filter, stdout)
+		err = auditList(ctx, st, n, filter, af.pins || af.kind == string(store.KindPin), af.wide, stdout)
 	case "show":
 		if len(rest) != 1 {
 			fmt.Fprint(stderr, auditUsage)
@@ -561,37 +575,6 @@ func auditTail(ctx context.Context, st store.State, af auditFlags, f audit.Filte
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func auditList(ctx context.Context, st store.State, n int, f audit.Filter, w io.Writer) error {
-	ring := make([]store.Record, 0, n)
-	err := eachRecord(st, 0, func(r store.Record, _ []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !f.Match(r) {
-			return nil
-		}
-		if len(ring) == n {
-			ring = ring[1:]
-		}
-		ring = append(ring, r)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tAGENT\tOPERATION\tDECISION\tRESULT\tCHALLENGE")
-	for _, r := range ring {
-		result := r.Result
-		if len(r.Findings) > 0 {
-			result += " (" + findingsLine(r.Findings) + ")"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.RFC3339), r.Kind,
-			r.Principal, r.Operation, r.Decision, result, r.ChallengeID)
-	}
-	return tw.Flush()
 }
 
 // findingsLine says what a result held, by kind and rule ("secret

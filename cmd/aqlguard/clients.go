@@ -22,8 +22,8 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-const initUsage = `usage: aqlguard init [--client ID]... [--config FILE]... [--project DIR] [--dry-run] [--state-dir DIR]
-       aqlguard unwrap [--client ID]... [--config FILE]... [--project DIR] [--dry-run] [--force] [--state-dir DIR]
+const initUsage = `usage: aqlguard init [--client ID]... [--client-config FILE]... [--project DIR] [--dry-run] [--state-dir DIR]
+       aqlguard unwrap [--client ID]... [--client-config FILE]... [--project DIR] [--dry-run] [--force] [--state-dir DIR]
 
 clients: ` + "%s" + `
 `
@@ -33,7 +33,8 @@ func cmdInit(verb string, args []string, stdout, stderr io.Writer) int {
 	fs, g := newFlags(verb, stderr)
 	var clients, files listFlag
 	fs.Var(&clients, "client", "a client to edit (repeatable): "+strings.Join(clientconfig.ClientIDs(), ", "))
-	fs.Var(&files, "file", "a client config file to edit (repeatable; also --config FILE)")
+	fs.Var(&files, "client-config", "a client's config file to edit (repeatable)")
+	fs.Var(&files, "file", "the same as --client-config")
 	dryRun := fs.Bool("dry-run", false, "show the changes as a diff and change nothing")
 	force := fs.Bool("force", false, "unwrap: restore entries edited since they were wrapped")
 	project := fs.String("project", "", "the project directory for project-scoped configs (default: the current directory)")
@@ -48,8 +49,12 @@ func cmdInit(verb string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard %s: unexpected argument %q\n", verb, fs.Arg(0))
 		return 2
 	}
-	// For these verbs --config names client files, not aqlguard's own.
+	// --config is aqlguard's own config everywhere; here it once named a
+	// client's file, and still does, said to be deprecated (init does
+	// not read aqlguard's config).
 	if g.config != "" {
+		fmt.Fprintf(stderr, "aqlguard %s: --config FILE is deprecated for %s: it names aqlguard's own config everywhere else; use --client-config %s\n",
+			verb, verb, g.config)
 		files = append(files, g.config)
 	}
 	env := clientconfig.DefaultEnv()
@@ -83,7 +88,7 @@ func cmdInit(verb string, args []string, stdout, stderr io.Writer) int {
 	if len(files) == 0 {
 		targets = clientconfig.Detect(env, clients...)
 		if len(targets) == 0 {
-			fmt.Fprintf(stdout, "no MCP client config found (looked for %s); name one with --config FILE\n", strings.Join(clientconfig.ClientIDs(), ", "))
+			fmt.Fprintf(stdout, "no MCP client config found (looked for %s); name one with --client-config FILE\n", strings.Join(clientconfig.ClientIDs(), ", "))
 			return 0
 		}
 	}

@@ -231,14 +231,57 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	verb, args := verbOf(args)
 	c, ok := lookupCommand(verb)
 	if !ok {
-		fmt.Fprintf(stderr, "aqlguard: unknown verb %q; the verbs are %s\n\n%s", verb, verbNames(), usage())
+		fmt.Fprintf(stderr, "aqlguard: unknown verb %q%s; the verbs are %s\n\n%s", verb, didYouMean(verb), verbNames(), usage())
 		return 2
 	}
 	if msg := strayWord(c, args); msg != "" {
 		fmt.Fprintln(stderr, msg)
 		return 2
 	}
-	return c.run(args, stdin, stdout, stderr)
+	code := c.run(args, stdin, stdout, stderr)
+	if code == 2 && asksForHelp(args) {
+		return 0 // the usage it printed is what was asked for
+	}
+	return code
+}
+
+// asksForHelp reports whether a verb's arguments hold -h, -help or
+// --help before "--" (after it they are the wrapped command's).
+func asksForHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// didYouMean names the verb a mistyped one is closest to ("" if none
+// is close): a typo (`audt`), a verb's start (`pol`), another
+// spelling's case (`Doctor`).
+func didYouMean(word string) string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	best := policy.Suggest(word, names)
+	if best == "" && len(word) >= 2 {
+		for _, n := range names {
+			if strings.HasPrefix(n, strings.ToLower(word)) {
+				if best != "" {
+					return "" // two verbs start so: no guess
+				}
+				best = n
+			}
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
 // verbOf splits the command line into its verb (run when the first word
@@ -262,8 +305,12 @@ func strayWord(c command, args []string) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("aqlguard %s: %q is not one of its commands; %s takes %s (aqlguard help %s)",
-		c.name, args[0], c.name, strings.Join(c.subs, ", "), c.name)
+	guess := ""
+	if s := policy.Suggest(args[0], c.subs); s != "" {
+		guess = fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return fmt.Sprintf("aqlguard %s: %q is not one of its commands%s; %s takes %s (aqlguard help %s)",
+		c.name, args[0], guess, c.name, strings.Join(c.subs, ", "), c.name)
 }
 
 // noWords is for verbs that take flags only: what is left after the
@@ -284,9 +331,13 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	c, ok := lookupCommand(args[0])
-	if !ok || c.name == "help" {
-		fmt.Fprintf(stderr, "aqlguard help: unknown verb %q; the verbs are %s\n", args[0], verbNames())
+	if !ok {
+		fmt.Fprintf(stderr, "aqlguard help: unknown verb %q%s; the verbs are %s\n", args[0], didYouMean(args[0]), verbNames())
 		return 2
+	}
+	if c.name == "help" {
+		fmt.Fprint(stdout, usage())
+		return 0
 	}
 	if c.name == "version" {
 		fmt.Fprintln(stdout, "usage: aqlguard version (or --version): "+c.summary)

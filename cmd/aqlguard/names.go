@@ -22,6 +22,12 @@ import (
 // client) count as the client's too, with --servers. Reports, never a
 // failure: two servers may well both offer a "search".
 func reportNames(cfg *policy.Config, live bool, listings []names.Listing, stderr io.Writer) int {
+	return reportNamesOf(source(cfg), cfg, live, listings, stderr)
+}
+
+// reportNamesOf is reportNames for servers configured where from says
+// (the config, or the client configs whose entries aqlguard wraps).
+func reportNamesOf(from string, cfg *policy.Config, live bool, listings []names.Listing, stderr io.Writer) int {
 	servers := make([]string, 0, len(cfg.Servers))
 	for _, s := range cfg.Servers {
 		servers = append(servers, s.Name)
@@ -36,11 +42,11 @@ func reportNames(cfg *policy.Config, live bool, listings []names.Listing, stderr
 	}
 	n := 0
 	for _, im := range names.Imitations(servers) {
-		fmt.Fprintf(stderr, "%s: servers: %s: check that each is the server you meant to install\n", source(cfg), im)
+		fmt.Fprintf(stderr, "%s: servers: %s: check that each is the server you meant to install\n", from, im)
 		n++
 	}
 	for _, c := range names.Collisions(listings) {
-		fmt.Fprintf(stderr, "%s: servers: %s: the model may call one for the other\n", source(cfg), c)
+		fmt.Fprintf(stderr, "%s: servers: %s: the model may call one for the other\n", from, c)
 		n++
 	}
 	return n

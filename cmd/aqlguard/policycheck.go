@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/evaluator/policytest"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
@@ -128,7 +129,6 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	failed := false
 	var tools []policy.Tool
-	var listings []names.Listing
 	var first *policy.Policy
 	for i, p := range principals(cfg) {
 		pol, err := policy.Compile(cfg, p)
@@ -144,18 +144,36 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 		if *verbose {
 			printReading(stdout, pol)
 		}
-		if i == 0 && *servers {
-			cat, pool, err := connectServers(cfg, pol, stderr)
+	}
+	// The servers the rules are checked against: the config's own and
+	// those the client configs run behind aqlguard wrap.
+	lintCfg := cfg
+	var sets []serverSet
+	listings := map[int][]names.Listing{} // by set: a client sees its own servers only
+	if *servers && !failed {
+		var remote []string
+		sets, remote = serverSets(cfg, clientconfig.DefaultEnv())
+		for _, r := range remote {
+			fmt.Fprintf(stderr, "remote server %s: not connected (it may ask for consent in a browser); its tools are not checked\n", r)
+		}
+		for i, set := range sets {
+			pol, err := policy.Compile(set.cfg, set.agent)
+			if err != nil {
+				fmt.Fprintf(stderr, "agent %s: %v\n", set.agent, err)
+				return 1
+			}
+			cat, pool, err := connectServers(set.cfg, pol, stderr)
 			if err != nil {
 				fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 				return 1
 			}
-			tools = cat.PolicyTools()
+			tools = append(tools, cat.PolicyTools()...)
 			for _, s := range pool.Servers() {
-				listings = append(listings, proxy.Listed(context.Background(), s))
+				listings[i] = append(listings[i], proxy.Listed(context.Background(), s))
 			}
 			_ = pool.Close()
 		}
+		lintCfg = withAllServers(cfg, sets)
 	}
 	for _, e := range cfg.NotInEffect {
 		fmt.Fprintln(stderr, e.Error())
@@ -186,7 +204,7 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 	warnings := 0
 	seen := map[string]bool{}
 	for _, p := range principals(cfg) {
-		for _, w := range policy.Lint(cfg, p, tools) {
+		for _, w := range policy.Lint(lintCfg, p, tools) {
 			if line := w.Error(); !seen[line] {
 				seen[line] = true
 				fmt.Fprintln(stderr, line)
@@ -198,10 +216,24 @@ func cmdPolicyCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%d warning(s), failing: --strict\n", warnings)
 		return 1
 	}
-	reports := reportNames(cfg, *servers, listings, stderr)
+	var reports int
+	if len(sets) == 0 || sets[0].cfg != cfg { // no [[servers]] of its own: its names, and those recorded
+		reports += reportNames(cfg, *servers, nil, stderr)
+	}
+	for i, set := range sets {
+		if set.cfg == cfg {
+			reports += reportNames(cfg, true, listings[i], stderr)
+		} else {
+			reports += reportNamesOf(set.from, set.cfg, false, listings[i], stderr)
+		}
+	}
 	checked := "patterns alone"
 	if *servers {
-		checked = fmt.Sprintf("%d tool(s) of the configured servers", len(tools))
+		n := 0
+		for _, set := range sets {
+			n += len(set.cfg.Servers)
+		}
+		checked = fmt.Sprintf("%d tool(s) of %d server(s), the configured and those aqlguard init wrapped", len(tools), n)
 	}
 	managed := ""
 	if cfg.Managed != nil {
@@ -308,22 +340,63 @@ func cmdPolicyExplain(args []string, stdout, stderr io.Writer) int {
 	if cfg == nil {
 		return 1
 	}
-	pol, err := policy.Compile(cfg, cfg.Agent)
+	sets, remote := serverSets(cfg, clientconfig.DefaultEnv())
+	for _, r := range remote {
+		fmt.Fprintf(stderr, "remote server %s: not connected (it may ask for consent in a browser); judged when a client starts it\n", r)
+	}
+	if len(sets) == 0 {
+		pol, err := policy.Compile(cfg, cfg.Agent)
+		if err != nil {
+			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
+			return 1
+		}
+		explainHeader(stdout, cfg, pol)
+		fmt.Fprintln(stdout, noServers(cfg))
+		return 0
+	}
+	for i, set := range sets {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "== %s\n", set.from)
+		if code := explainSet(set, stdout, stderr); code != 0 {
+			return code
+		}
+	}
+	fmt.Fprintln(stdout, "\nEFFECTS is what the tool does and where aqlguard has it from (config, profile,")
+	fmt.Fprintln(stdout, "schema, guess: a guess from its name); the call is judged by it, not by its name.")
+	fmt.Fprintln(stdout, "FLOW is what its results are to a session (private data, untrusted content) and")
+	fmt.Fprintln(stdout, "whether it sends data out: a send after both asks; a secret a result handed the")
+	fmt.Fprintln(stdout, "session is refused on its way out (docs/policy.md, Flows).")
+	fmt.Fprintln(stdout, "WHEN CALLED is for a call with no arguments; text patterns, argument rules and")
+	fmt.Fprintln(stdout, "paths judged against the server's roots can make a call ask or block depending")
+	fmt.Fprintln(stdout, "on what it carries (aqlguard policy test).")
+	return 0
+}
+
+func explainHeader(w io.Writer, cfg *policy.Config, pol *policy.Policy) {
+	fmt.Fprintf(w, "%s, agent %s, risk_tolerance %s (a call above risk %d asks), loop %s, interpreter_code %s\n\n",
+		source(cfg), pol.Principal, pol.Tolerance, pol.Threshold, pol.Loop, pol.InterpreterCode)
+}
+
+// explainSet connects to one set's servers and prints, per tool, what
+// the policy does when it is called.
+func explainSet(set serverSet, stdout, stderr io.Writer) int {
+	pol, err := policy.Compile(set.cfg, set.agent)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
-	cat, pool, err := connectServers(cfg, pol, stderr)
+	cat, pool, err := connectServers(set.cfg, pol, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
 	defer pool.Close()
 	ex := proxy.Explain(pol, cat)
-	fmt.Fprintf(stdout, "%s, agent %s, risk_tolerance %s (a call above risk %d asks), loop %s, interpreter_code %s\n\n",
-		source(cfg), pol.Principal, pol.Tolerance, pol.Threshold, pol.Loop, pol.InterpreterCode)
+	explainHeader(stdout, set.cfg, pol)
 	if len(ex) == 0 {
-		fmt.Fprintln(stdout, "no tools: no server is configured, or none started")
+		fmt.Fprintln(stdout, "no tools: none of these servers started (see above)")
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -344,14 +417,6 @@ func cmdPolicyExplain(args []string, stdout, stderr io.Writer) int {
 	if err := tw.Flush(); err != nil {
 		return 1
 	}
-	fmt.Fprintln(stdout, "\nEFFECTS is what the tool does and where aqlguard has it from (config, profile,")
-	fmt.Fprintln(stdout, "schema, guess: a guess from its name); the call is judged by it, not by its name.")
-	fmt.Fprintln(stdout, "FLOW is what its results are to a session (private data, untrusted content) and")
-	fmt.Fprintln(stdout, "whether it sends data out: a send after both asks; a secret a result handed the")
-	fmt.Fprintln(stdout, "session is refused on its way out (docs/policy.md, Flows).")
-	fmt.Fprintln(stdout, "WHEN CALLED is for a call with no arguments; text patterns, argument rules and")
-	fmt.Fprintln(stdout, "paths judged against the server's roots can make a call ask or block depending")
-	fmt.Fprintln(stdout, "on what it carries (aqlguard policy test).")
 	return 0
 }
 

@@ -218,7 +218,8 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 			log.Warn(w)
 		}
 	}
-	if anchorsOff != "" {
+	anchors, warn := anchorsSaid(cfg, anchorsOff)
+	if warn {
 		log.Warn("audit anchors are off: the audit log's heads cannot be sent to the system log, so `aqlguard audit verify --anchors` "+
 			"has nothing to check a rewound log against", "why", anchorsOff)
 	}
@@ -228,7 +229,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 	}
 	log.Info("aqlguard starting", "version", version(), "config", source, "managed", managed, "mode", cfg.Mode,
 		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
-		"state", stateName(st))
+		"state", stateName(st), "anchors", anchors)
 	if len(cfg.NotInEffect) > 0 {
 		reportNotInEffect(ctx, cfg, pol, st, log)
 	}
@@ -425,6 +426,18 @@ type logWriter struct{ log *slog.Logger }
 func (w logWriter) Write(p []byte) (int, error) {
 	w.log.Info("human channel stderr", "text", strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// anchorsSaid is what the start line says of the audit anchors, and
+// whether their being off (off says why) is worth a warning: only where
+// the audit log is meant to go to syslog. A machine without a system
+// log (a container, a minimal VM) is not warned at every start.
+func anchorsSaid(cfg *policy.Config, off string) (said string, warn bool) {
+	if off == "" {
+		return "system log", false
+	}
+	f := cfg.Audit.Forward
+	return "off (" + off + ")", f != nil && f.To == "syslog"
 }
 
 // anchorIdent is the system log identifier of the audit anchors.

@@ -35,6 +35,11 @@ func cmdServe(args []string, stderr io.Writer) int {
 	}
 	fs, g := newFlags("serve", stderr)
 	listen := fs.String("listen", "127.0.0.1:8765", "address to listen on: HOST:PORT, or unix:/path/to/socket (created 0600)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: aqlguard serve [--listen ADDR] [--config FILE] [--state-dir DIR]   MCP over Streamable HTTP at /mcp\n"+
+			"       aqlguard serve token add|list|revoke ...   each client's own token and principal (aqlguard serve token -h)\n\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -1,6 +1,8 @@
 package policytest
 
 import (
+	"github.com/aqlguard/aqlguard/internal/exampleconfig"
+
 	"strings"
 	"testing"
 
@@ -11,7 +13,12 @@ import (
 // example config, and every rule of that config (and so every rule of the
 // built-in defaults, which it contains) decides or scores some case.
 func TestStarterCases(t *testing.T) {
-	cfg, err := policy.Load("../../config.example.toml")
+	// The cases are written for the example's own rules: its examples on.
+	data, err := exampleconfig.WithExamples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := policy.Parse(data, "config.example.toml (examples on)")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,19 @@ type conn struct {
 	// exited is closed when a stdio child has exited; exitErr then says how.
 	exited  chan struct{}
 	exitErr error
+	// stderr holds a stdio child's last lines; env is its configured
+	// environment, whose secrets its cause must not show.
+	stderr *lineLogger
+	env    map[string]string
+}
+
+// cause is what a stdio child's stderr says went wrong ("" if nothing),
+// and whether it reads as an error.
+func (c *conn) cause() (string, bool) {
+	if c.stderr == nil {
+		return "", false
+	}
+	return c.stderr.cause(knownSecrets(c.env, nil, os.Environ()))
 }
 
 // closeAll closes the connection and stops what is behind it.
@@ -81,7 +94,8 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 	cmd.Env = childEnv(os.Environ(), cfg.Env)
 	// stdout is the MCP stream; stderr is the server's log and goes to
 	// ours, line by line, never to the client.
-	cmd.Stderr = newLineLogger(log)
+	stderr := newLineLogger(log)
+	cmd.Stderr = stderr
 	// Grandchildren (npx → node) may hold stderr open after the child
 	// exits; do not let Wait block on them forever.
 	cmd.WaitDelay = terminateAfter
@@ -98,7 +112,7 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 		return nil, err
 	}
 	reportGroup(cmd.Process.Pid, true) // its group's id is its pid (ownProcessGroup)
-	c := &conn{exited: make(chan struct{})}
+	c := &conn{exited: make(chan struct{}), stderr: stderr, env: cfg.Env}
 	go func() {
 		c.exitErr = owned.Wait(cmd)
 		close(c.exited)

@@ -210,7 +210,7 @@ const (
 )
 
 func newServer(c policy.Server, p *Pool, log *slog.Logger) *Server {
-	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: log.With("server", c.Name),
+	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: log.With("server", c.Label()),
 		listens: map[string]*listenStream{}, subscribed: map[string]*listenStream{},
 		listing: make(chan struct{}, 1), refreshPace: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
 	s.state.Status = Starting
@@ -777,9 +777,9 @@ func (s *Server) request(ctx context.Context, method string, params json.RawMess
 		if s.pool.opts.Restart {
 			status = Restarting
 		}
-		return nil, &UnavailableError{Server: s.Name, Status: status, During: method}
+		return nil, &UnavailableError{Server: s.Label(), Status: status, During: method}
 	case errors.Is(context.Cause(ctx), ErrCallTimeout):
-		return nil, &CallTimeoutError{Server: s.Name, Method: method, Limit: limit}
+		return nil, &CallTimeoutError{Server: s.Label(), Method: method, Limit: limit}
 	}
 	return res, err
 }
@@ -800,8 +800,12 @@ func (s *Server) Notify(ctx context.Context, method string, params json.RawMessa
 
 func (s *Server) unavailable() error {
 	st := s.State()
-	return &UnavailableError{Server: s.Name, Status: st.Status, Problem: st.Problem, Attempt: st.Attempt, Next: st.NextAttempt}
+	return &UnavailableError{Server: s.Label(), Status: st.Status, Problem: st.Problem, Attempt: st.Attempt, Next: st.NextAttempt}
 }
+
+// Label is the server's name for people (as its client config spells
+// it, hyphens and all: policy.Server.Label).
+func (s *Server) Label() string { return s.cfg.Label() }
 
 // ErrUnavailable is returned for calls to a server that is not ready.
 var ErrUnavailable = errors.New("downstream server unavailable")
@@ -965,12 +969,18 @@ func startProblem(ctx context.Context, err error, timeout time.Duration, c *conn
 	if c == nil {
 		return problem
 	}
+	exited := false
 	if c.exited != nil {
 		select {
 		case <-c.exited:
-			problem = startExit(c.exitErr)
+			problem, exited = startExit(c.exitErr), true
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	// The child's own last words say why (npm's 404, a missing module);
+	// one that is still running is quoted only when it wrote an error.
+	if cause, errorish := c.cause(); exited || errorish {
+		problem = withCause(problem, cause)
 	}
 	c.closeAll()
 	return problem
@@ -1013,6 +1023,8 @@ func describe(ctx context.Context, err error, timeout time.Duration) string {
 		return fmt.Sprintf("start timed out after %s", timeout)
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
 		return "command not found"
+	case netProblem(err) != "":
+		return netProblem(err)
 	case errors.As(err, &exitErr):
 		return fmt.Sprintf("process exited during start (exit code %d)", exitErr.ExitCode())
 	case errors.As(err, &werr):

@@ -33,6 +33,14 @@ func TestMain(m *testing.M) {
 	case "crash":
 		fmt.Fprintln(os.Stderr, "config missing")
 		os.Exit(3)
+	case "npm404": // as npx does for a package that does not exist
+		fmt.Fprint(os.Stderr, npm10NotFound)
+		os.Exit(1)
+	case "leak": // a server that prints its credentials as it fails
+		fmt.Fprintf(os.Stderr, "Error: authentication failed for https://alice:s3cr3t@registry.example.com/?token=%s (%s)\n",
+			os.Getenv("NPM_TOKEN"), os.Getenv("CAUSE_TEST_GITHUB_TOKEN"))
+		fmt.Fprintln(os.Stderr, "    at main (/srv/x.js:1:1)")
+		os.Exit(1)
 	case "die":
 		// Starts, answers, and dies soon after: a crash loop.
 		after, err := time.ParseDuration(os.Getenv("AQLGUARD_DOWNSTREAM_DIE_AFTER"))

@@ -9,11 +9,13 @@ import (
 
 // lineLogger is an io.Writer that logs each complete line a downstream
 // server writes to its stderr. Overlong lines are cut so a chatty server
-// cannot grow our memory without bound.
+// cannot grow our memory without bound. The last lines are kept for
+// the cause of a failed start (cause.go).
 type lineLogger struct {
-	mu  sync.Mutex
-	log *slog.Logger
-	buf []byte
+	mu   sync.Mutex
+	log  *slog.Logger
+	buf  []byte
+	tail []string
 }
 
 const maxStderrLine = 8 << 10
@@ -44,4 +46,11 @@ func (l *lineLogger) emit(line []byte) {
 		line = line[:maxStderrLine]
 	}
 	l.log.Log(context.Background(), slog.LevelInfo, "downstream stderr", "line", string(line))
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if len(l.tail) == tailLines {
+		l.tail = append(l.tail[:0], l.tail[1:]...)
+	}
+	l.tail = append(l.tail, string(line[:min(len(line), 2*maxCause)]))
 }

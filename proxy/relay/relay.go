@@ -392,7 +392,7 @@ func (s *Session) start(ctx context.Context, params json.RawMessage) (json.RawMe
 		st := srv.State()
 		if st.Status != downstream.Ready {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: fmt.Sprintf("aqlguard: the server %s did not start: %s", srv.Name, st.Problem)}
+				Message: fmt.Sprintf("aqlguard: the server %s did not start: %s", srv.Label(), st.Problem)}
 		}
 	}
 	if s.tools, err = s.cfg.NewTools(s); err != nil {
