@@ -75,9 +75,15 @@ func (g *Guard) show(ctx context.Context, req *verify.Request) (factor, unshown 
 	g.mu.Lock()
 	g.init()
 	bg := g.bg
+	g.showingCodes++ // the guard is not parked while a code is on the screen
 	g.mu.Unlock()
 	showCtx, cancel := context.WithDeadline(bg, req.ExpiresAt)
 	go func() {
+		defer func() {
+			g.mu.Lock()
+			g.showingCodes--
+			g.mu.Unlock()
+		}()
 		defer cancel()
 		done <- g.Channel.Show(showCtx, *req)
 	}()
@@ -316,6 +322,8 @@ func stateProblem(err error) string {
 		return "the state database is damaged; the operator must restore it"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return "the disk under the state directory is full; the operator must free space"
+	case errors.Is(err, errParked):
+		return "this principal's guard was dropped while idle; retry the call"
 	}
 	return "the state database is unavailable"
 }

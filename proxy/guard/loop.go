@@ -106,6 +106,12 @@ type Guard struct {
 	// open question asks about (ask.go shownOf); g.mu.
 	shownFor map[string]keptCall
 
+	// showingCodes counts the codes being shown, about the questions about
+	// tools asked (AskAbout); parked says Park wrote the memory to the
+	// state, and every commit from then on is refused (park.go); g.mu.
+	showingCodes, about int
+	parked         bool
+
 	// beforeCommit, when set (by tests), runs once, before the next
 	// commit: another process's write lands before a decision reads.
 	beforeCommit atomic.Pointer[func()]
@@ -768,9 +774,12 @@ func (g *Guard) commit(ctx context.Context, decide func(store.View, *memory) (st
 	}
 	_, err := g.State.Commit(ctx, func(v store.View) (store.Changes, error) {
 		g.mu.Lock()
-		m := g.mem
+		m, parked := g.mem, g.parked
 		prune := g.now().Sub(g.prunedDB) >= time.Hour
 		g.mu.Unlock()
+		if parked {
+			return store.Changes{}, errParked
+		}
 		c, err := decide(v, &m)
 		if err != nil {
 			return c, err
