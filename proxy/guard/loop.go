@@ -110,7 +110,7 @@ type Guard struct {
 	// tools asked (AskAbout); parked says Park wrote the memory to the
 	// state, and every commit from then on is refused (park.go); g.mu.
 	showingCodes, about int
-	parked         bool
+	parked              bool
 
 	// beforeCommit, when set (by tests), runs once, before the next
 	// commit: another process's write lands before a decision reads.
