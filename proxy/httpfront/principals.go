@@ -1,0 +1,257 @@
+package httpfront
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/relay"
+)
+
+// Tenant is what the sessions of one principal share on serve: its guard
+// and the relay configuration built on it.
+type Tenant interface {
+	// Relay is the relay configuration of the principal's sessions.
+	Relay() *relay.Config
+	// Drop writes what must outlive the tenant to the state and ends it.
+	// An error (guard.ErrBusy: it holds what cannot be written yet; or the
+	// state unreachable) leaves it as it was, in use.
+	Drop(ctx context.Context) error
+}
+
+// Principals keeps one Tenant per principal while it is in use, and
+// drops one once nothing has held it for Idle: a gateway behind an
+// identity provider holds what its active principals need, not what
+// every principal it ever saw left behind.
+//
+// A tenant is held by every session of its principal (Hold, from a
+// session's initialize to its end; a 2026-07-28 client's shared session
+// and each of its POSTs alike), so a tenant with a session open or a
+// call in flight is never dropped; Drop itself refuses while the guard
+// holds what cannot be written (a question on the human's screen, a
+// verify pause in force). A principal that comes back while its tenant
+// is being dropped waits for the drop to end, then gets the tenant kept
+// (the drop failed) or a new one made after it (which takes over what
+// the drop wrote): never two tenants of one principal at once.
+type Principals[T Tenant] struct {
+	// Make builds the principal's tenant, taking over what a dropped one
+	// wrote to the state; an error refuses the session.
+	Make func(ctx context.Context, principal string) (T, error)
+	// Idle is how long a tenant nobody holds is kept (default
+	// DefaultPrincipalIdle).
+	Idle time.Duration
+	// Log receives a line per tenant made and dropped; nil discards.
+	Log *slog.Logger
+	// now defaults to time.Now (tests set it).
+	now func() time.Time
+
+	mu   sync.Mutex
+	held map[string]*tenant[T]
+}
+
+// DefaultPrincipalIdle is how long serve keeps an idle principal's guard
+// by default ([serve] principal_idle_timeout).
+const DefaultPrincipalIdle = 10 * time.Minute
+
+// tenant is one principal's entry.
+type tenant[T Tenant] struct {
+	t     T
+	ready chan struct{} // closed once made (err says whether)
+	err   error
+	refs  int       // holders now
+	since time.Time // when refs last fell to 0
+	// dropping is closed when a drop in progress ends; nil when none is.
+	dropping chan struct{}
+}
+
+func (p *Principals[T]) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
+func (p *Principals[T]) log() *slog.Logger {
+	if p.Log != nil {
+		return p.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Hold returns the principal's relay configuration, making its tenant
+// if it has none, and holds the tenant until release is called (once;
+// later calls do nothing).
+func (p *Principals[T]) Hold(ctx context.Context, principal string) (rc *relay.Config, release func(), err error) {
+	for {
+		p.mu.Lock()
+		if p.held == nil {
+			p.held = map[string]*tenant[T]{}
+		}
+		h := p.held[principal]
+		if h == nil {
+			h = &tenant[T]{ready: make(chan struct{}), refs: 1}
+			p.held[principal] = h
+			p.mu.Unlock()
+			return p.make(ctx, principal, h)
+		}
+		if wait := h.dropping; wait != nil {
+			p.mu.Unlock()
+			select {
+			case <-wait:
+				continue // kept, or gone: look again
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		}
+		h.refs++
+		p.mu.Unlock()
+		release = p.releaser(principal, h)
+		select {
+		case <-h.ready:
+		case <-ctx.Done():
+			release()
+			return nil, nil, ctx.Err()
+		}
+		if h.err != nil {
+			release()
+			return nil, nil, h.err
+		}
+		return h.t.Relay(), release, nil
+	}
+}
+
+// make builds h, held once by its maker.
+func (p *Principals[T]) make(ctx context.Context, principal string, h *tenant[T]) (*relay.Config, func(), error) {
+	t, err := p.Make(ctx, principal)
+	p.mu.Lock()
+	h.t, h.err = t, err
+	if err != nil && p.held[principal] == h {
+		delete(p.held, principal) // the next session tries again
+	}
+	n := len(p.held)
+	p.mu.Unlock()
+	close(h.ready)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.log().Info("a principal's guard was made", "principal", principal, "guards", n)
+	return t.Relay(), p.releaser(principal, h), nil
+}
+
+// releaser is the release of one hold of h.
+func (p *Principals[T]) releaser(principal string, h *tenant[T]) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if h.refs--; h.refs == 0 {
+				h.since = p.clock()
+			}
+		})
+	}
+}
+
+// Len is how many principals have a tenant now (being made or dropped
+// included).
+func (p *Principals[T]) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.held)
+}
+
+// Each calls fn with every tenant made (a reload, the metrics), outside
+// the lock.
+func (p *Principals[T]) Each(fn func(principal string, t T)) {
+	type one struct {
+		name string
+		t    T
+	}
+	var all []one
+	p.mu.Lock()
+	for name, h := range p.held {
+		select {
+		case <-h.ready:
+			if h.err == nil {
+				all = append(all, one{name, h.t})
+			}
+		default:
+		}
+	}
+	p.mu.Unlock()
+	for _, o := range all {
+		fn(o.name, o.t)
+	}
+}
+
+// Reap drops every tenant nobody has held for Idle and returns how many
+// it dropped. One whose Drop fails is kept, and tried again at the next
+// Reap.
+func (p *Principals[T]) Reap(ctx context.Context) int {
+	idle := p.Idle
+	if idle <= 0 {
+		idle = DefaultPrincipalIdle
+	}
+	type one struct {
+		name string
+		h    *tenant[T]
+	}
+	var idleOnes []one
+	now := p.clock()
+	p.mu.Lock()
+	for name, h := range p.held {
+		select {
+		case <-h.ready:
+		default:
+			continue // being made
+		}
+		if h.err == nil && h.refs == 0 && h.dropping == nil && now.Sub(h.since) >= idle {
+			h.dropping = make(chan struct{})
+			idleOnes = append(idleOnes, one{name, h})
+		}
+	}
+	p.mu.Unlock()
+	dropped := 0
+	for _, o := range idleOnes {
+		err := o.h.t.Drop(ctx)
+		p.mu.Lock()
+		if err == nil {
+			delete(p.held, o.name)
+			dropped++
+		}
+		close(o.h.dropping)
+		o.h.dropping = nil
+		n := len(p.held)
+		p.mu.Unlock()
+		switch {
+		case err == nil:
+			p.log().Info("an idle principal's guard was dropped", "principal", o.name, "idle_for", idle, "guards", n)
+		case errors.Is(err, guard.ErrBusy), errors.Is(err, context.Canceled):
+			p.log().Debug("an idle principal's guard is kept", "principal", o.name, "why", err)
+		default:
+			p.log().Warn("an idle principal's guard could not be dropped; it is kept, and dropped later", "principal", o.name, "err", err)
+		}
+	}
+	return dropped
+}
+
+// Run reaps every quarter of Idle (at most every minute) until ctx ends.
+func (p *Principals[T]) Run(ctx context.Context) {
+	idle := p.Idle
+	if idle <= 0 {
+		idle = DefaultPrincipalIdle
+	}
+	tick := time.NewTicker(max(min(idle/4, time.Minute), 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			p.Reap(ctx)
+		}
+	}
+}
