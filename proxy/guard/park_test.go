@@ -245,3 +245,27 @@ func TestParkedRowIsNoExecution(t *testing.T) {
 		t.Errorf("complete_execution on the parked row: %v", err)
 	}
 }
+
+// TestParkedAnswerIsFound: a question answered after its call stopped
+// waiting lives in the state; once the guard that asked it is dropped,
+// the principal's next guard finds the answer when the call is repeated,
+// and the human is not asked again.
+func TestParkedAnswerIsFound(t *testing.T) {
+	ctx := context.Background()
+	h := &slowHuman{delay: 200 * time.Millisecond, answer: verify.Allow}
+	g := newGuard(t, testPolicy, h)
+	g.InlineWait = 10 * time.Millisecond
+	del := call("db_delete_row", map[string]any{"id": "7"})
+	v := g.Check(ctx, del)
+	if v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+		t.Fatalf("question: %+v", v)
+	}
+	waitFor(t, func() bool { return g.Park(ctx) == nil }) // once the answer is recorded
+	n := nextGuard(t, g, h)
+	if v2 := n.Check(ctx, del); !v2.Proceed || v2.Token != v.Token {
+		t.Fatalf("the repeated call after the drop: %+v", v2)
+	}
+	if asked := h.asked.Load(); asked != 1 {
+		t.Errorf("the human was asked %d times", asked)
+	}
+}

@@ -137,7 +137,7 @@ func (p *Principals[T]) make(ctx context.Context, principal string, h *tenant[T]
 	if err != nil {
 		return nil, nil, err
 	}
-	p.log().Info("a principal's guard was made", "principal", principal, "guards", n)
+	p.log().Debug("a principal's guard was made", "principal", principal, "guards", n)
 	return t.Relay(), p.releaser(principal, h), nil
 }
 
