@@ -73,8 +73,8 @@ func (p *principalsSoak) run(ctx context.Context) error {
 	}
 	cmd := exec.Command(p.aqlguard, "serve", "--listen", listen, "--config", cfg, "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir)
-	var stderr tailBuffer
-	cmd.Stderr = &stderr
+	stderr := &harness.Tail{Max: 64 << 10}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (p *principalsSoak) run(ctx context.Context) error {
 func (p *principalsSoak) one(ctx context.Context, idp *issuer, resource, sub string) error {
 	ctx, cancel := context.WithTimeout(ctx, p.callTimeout)
 	defer cancel()
-	hc := &http.Client{Transport: bearer{token: idp.sign(sub, resource), base: http.DefaultTransport}}
+	hc := &http.Client{Transport: harness.Bearer{Token: idp.sign(sub, resource), Base: http.DefaultTransport}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "soak", Version: "1"}, nil).
 		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: resource, HTTPClient: hc, MaxRetries: -1},
 			// A session that the client ends (DELETE); a 2026-07-28
@@ -271,17 +271,6 @@ func (i *issuer) sign(sub, aud string) string {
 	return signing + "." + b64(sig)
 }
 
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
-
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -356,21 +345,3 @@ func guardsOf(metrics string) string {
 	}
 	return strconv.Itoa(n)
 }
-
-// tailBuffer keeps the last 64 KiB written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - 64<<10; over > 0 {
-		t.buf = t.buf[over:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { t.mu.Lock(); defer t.mu.Unlock(); return string(t.buf) }
