@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,6 +37,11 @@ type Tenant interface {
 // is being dropped waits for the drop to end, then gets the tenant kept
 // (the drop failed) or a new one made after it (which takes over what
 // the drop wrote): never two tenants of one principal at once.
+//
+// Idle tenants are also kept to MaxIdle: past it the longest idle are
+// dropped at once, however recently they were used (a drop loosens
+// nothing; it costs the principal's next session one read), so that
+// principals arriving faster than Idle lets them go cannot pile up.
 type Principals[T Tenant] struct {
 	// Make builds the principal's tenant, taking over what a dropped one
 	// wrote to the state; an error refuses the session.
@@ -43,6 +49,8 @@ type Principals[T Tenant] struct {
 	// Idle is how long a tenant nobody holds is kept (default
 	// DefaultPrincipalIdle).
 	Idle time.Duration
+	// MaxIdle bounds the tenants nobody holds (default DefaultMaxIdle).
+	MaxIdle int
 	// Log receives a line per tenant made and dropped; nil discards.
 	Log *slog.Logger
 	// now defaults to time.Now (tests set it).
@@ -50,11 +58,17 @@ type Principals[T Tenant] struct {
 
 	mu   sync.Mutex
 	held map[string]*tenant[T]
+	// kick asks Run to reap now: MaxIdle was passed.
+	kick chan struct{}
 }
 
 // DefaultPrincipalIdle is how long serve keeps an idle principal's guard
 // by default ([serve] principal_idle_timeout).
 const DefaultPrincipalIdle = 10 * time.Minute
+
+// DefaultMaxIdle is how many idle principals' guards serve keeps at most
+// (about 0.4 MiB each).
+const DefaultMaxIdle = 256
 
 // tenant is one principal's entry.
 type tenant[T Tenant] struct {
@@ -65,6 +79,31 @@ type tenant[T Tenant] struct {
 	since time.Time // when refs last fell to 0
 	// dropping is closed when a drop in progress ends; nil when none is.
 	dropping chan struct{}
+}
+
+func (p *Principals[T]) idle() time.Duration {
+	if p.Idle > 0 {
+		return p.Idle
+	}
+	return DefaultPrincipalIdle
+}
+
+func (p *Principals[T]) maxIdle() int {
+	if p.MaxIdle > 0 {
+		return p.MaxIdle
+	}
+	return DefaultMaxIdle
+}
+
+// idleCount counts the tenants nobody holds; p.mu is held.
+func (p *Principals[T]) idleCount() int {
+	n := 0
+	for _, h := range p.held {
+		if h.refs == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func (p *Principals[T]) clock() time.Time {
@@ -150,9 +189,23 @@ func (p *Principals[T]) releaser(principal string, h *tenant[T]) func() {
 			defer p.mu.Unlock()
 			if h.refs--; h.refs == 0 {
 				h.since = p.clock()
+				if p.held[principal] == h && p.idleCount() > p.maxIdle() {
+					select {
+					case p.kicker() <- struct{}{}:
+					default: // a reap is asked for already
+					}
+				}
 			}
 		})
 	}
+}
+
+// kicker is the channel that asks Run to reap; p.mu is held.
+func (p *Principals[T]) kicker() chan struct{} {
+	if p.kick == nil {
+		p.kick = make(chan struct{}, 1)
+	}
+	return p.kick
 }
 
 // Len is how many principals have a tenant now (being made or dropped
@@ -187,19 +240,16 @@ func (p *Principals[T]) Each(fn func(principal string, t T)) {
 	}
 }
 
-// Reap drops every tenant nobody has held for Idle and returns how many
-// it dropped. One whose Drop fails is kept, and tried again at the next
-// Reap.
+// Reap drops every tenant nobody has held for Idle, and the longest idle
+// beyond MaxIdle, and returns how many it dropped. One whose Drop fails
+// is kept, and tried again at the next Reap.
 func (p *Principals[T]) Reap(ctx context.Context) int {
-	idle := p.Idle
-	if idle <= 0 {
-		idle = DefaultPrincipalIdle
-	}
+	idle := p.idle()
 	type one struct {
 		name string
 		h    *tenant[T]
 	}
-	var idleOnes []one
+	var idleOnes, recent []one
 	now := p.clock()
 	p.mu.Lock()
 	for name, h := range p.held {
@@ -208,10 +258,21 @@ func (p *Principals[T]) Reap(ctx context.Context) int {
 		default:
 			continue // being made
 		}
-		if h.err == nil && h.refs == 0 && h.dropping == nil && now.Sub(h.since) >= idle {
-			h.dropping = make(chan struct{})
-			idleOnes = append(idleOnes, one{name, h})
+		if h.err != nil || h.refs > 0 || h.dropping != nil {
+			continue
 		}
+		if now.Sub(h.since) >= idle {
+			idleOnes = append(idleOnes, one{name, h})
+		} else {
+			recent = append(recent, one{name, h})
+		}
+	}
+	if over := len(recent) - p.maxIdle(); over > 0 {
+		slices.SortFunc(recent, func(a, b one) int { return a.h.since.Compare(b.h.since) })
+		idleOnes = append(idleOnes, recent[:over]...)
+	}
+	for _, o := range idleOnes {
+		o.h.dropping = make(chan struct{})
 	}
 	p.mu.Unlock()
 	dropped := 0
@@ -224,11 +285,11 @@ func (p *Principals[T]) Reap(ctx context.Context) int {
 		}
 		close(o.h.dropping)
 		o.h.dropping = nil
-		n := len(p.held)
+		n, idleFor := len(p.held), now.Sub(o.h.since).Round(time.Millisecond)
 		p.mu.Unlock()
 		switch {
 		case err == nil:
-			p.log().Info("an idle principal's guard was dropped", "principal", o.name, "idle_for", idle, "guards", n)
+			p.log().Info("an idle principal's guard was dropped", "principal", o.name, "idle_for", idleFor, "guards", n)
 		case errors.Is(err, guard.ErrBusy), errors.Is(err, context.Canceled):
 			p.log().Debug("an idle principal's guard is kept", "principal", o.name, "why", err)
 		default:
@@ -238,20 +299,21 @@ func (p *Principals[T]) Reap(ctx context.Context) int {
 	return dropped
 }
 
-// Run reaps every quarter of Idle (at most every minute) until ctx ends.
+// Run reaps every quarter of Idle (at most every minute), and at once
+// when MaxIdle is passed, until ctx ends.
 func (p *Principals[T]) Run(ctx context.Context) {
-	idle := p.Idle
-	if idle <= 0 {
-		idle = DefaultPrincipalIdle
-	}
-	tick := time.NewTicker(max(min(idle/4, time.Minute), 10*time.Millisecond))
+	tick := time.NewTicker(max(min(p.idle()/4, time.Minute), 10*time.Millisecond))
 	defer tick.Stop()
+	p.mu.Lock()
+	kick := p.kicker()
+	p.mu.Unlock()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			p.Reap(ctx)
+		case <-kick:
 		}
+		p.Reap(ctx)
 	}
 }

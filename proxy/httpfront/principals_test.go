@@ -280,3 +280,45 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestPrincipalsKeepMaxIdle: principals that arrive faster than Idle
+// lets their tenants go leave at most MaxIdle idle tenants behind: the
+// longest idle go first, and the held ones stay.
+func TestPrincipalsKeepMaxIdle(t *testing.T) {
+	ctx := context.Background()
+	p, clock, made := newPrincipals()
+	p.MaxIdle = 2
+	_, keep, _ := p.Hold(ctx, "held")
+	for i := range 5 {
+		_, release, err := p.Hold(ctx, fmt.Sprint("p", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.add(time.Second)
+		release()
+	}
+	if n := p.Reap(ctx); n != 3 || p.Len() != 3 {
+		t.Fatalf("%d dropped, %d left; want the 3 longest idle dropped", n, p.Len())
+	}
+	for i, want := range []bool{false, true, true, true, false, false} { // held, p0 … p4
+		if got := (*made)[i].dropped.Load(); got != want {
+			t.Errorf("%s dropped %v", (*made)[i].name, got)
+		}
+	}
+	keep()
+}
+
+// TestRunReapsPastMaxIdle: Run does not wait for its tick once MaxIdle is
+// passed.
+func TestRunReapsPastMaxIdle(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, _, _ := newPrincipals()
+	p.MaxIdle, p.Idle = 1, time.Hour
+	go p.Run(ctx)
+	for i := range 3 {
+		_, release, _ := p.Hold(ctx, fmt.Sprint("p", i))
+		release()
+	}
+	waitUntil(t, func() bool { return p.Len() <= 1 })
+}
