@@ -95,13 +95,13 @@ func parkedMemory(e *store.Execution) (steps int, failurePause, ok bool) {
 func (g *Guard) Park(ctx context.Context) error {
 	principal := g.Principal()
 	id := parkedID(principal)
-	var wrote bool
+	var wrote, closed bool
 	err := g.commit(ctx, func(v store.View, m *memory) (store.Changes, error) {
 		wrote = false
 		if why := g.busy(m); why != "" {
 			return store.Changes{}, fmt.Errorf("%w: %s", ErrBusy, why)
 		}
-		parked := func(uint64) { g.parked = true } // g.mu is held
+		parked := func(uint64) { g.parked, closed = true, true } // g.mu is held
 		cur, err := v.Execution(id)
 		if err != nil {
 			return store.Changes{}, err
@@ -129,6 +129,15 @@ func (g *Guard) Park(ctx context.Context) error {
 		return store.Changes{Executions: []store.Execution{row}, Records: []store.Record{rec}, Then: parked}, nil
 	})
 	if err != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if closed {
+			// The hook ran but the commit failed after it (a failed
+			// fsync, a failed group commit): the row may not be there,
+			// so the guard goes on with its memory, which is whole, and
+			// is parked again later (a row written after all is merged).
+			g.parked = false
+		}
 		return err
 	}
 	if wrote {
@@ -145,6 +154,10 @@ func (g *Guard) Park(ctx context.Context) error {
 // read. An error means the guard must not be used (fail closed: it
 // could be looser than the one dropped).
 func (g *Guard) Resume(ctx context.Context) error {
+	// Not the request's to end: a take-over that was written but whose
+	// answer never came back would lose what was parked.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWithin)
+	defer cancel()
 	principal := g.Principal()
 	id := parkedID(principal)
 	var row *store.Execution

@@ -68,6 +68,9 @@ func TestParkedBudgetContinues(t *testing.T) {
 	if e := parkedRow(t, g); e == nil || e.Status != statusParked || e.Steps != 2 {
 		t.Fatalf("parked row %+v", e)
 	}
+	if err := g.Park(ctx); err == nil {
+		t.Error("a parked guard parked again")
+	}
 	if v := g.Check(ctx, get); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalFailed {
 		t.Errorf("the parked guard decided: %+v", v)
 	}
