@@ -68,7 +68,7 @@ const DefaultPrincipalIdle = 10 * time.Minute
 
 // DefaultMaxIdle is how many idle principals' guards serve keeps at most
 // (about 0.4 MiB each).
-const DefaultMaxIdle = 256
+const DefaultMaxIdle = 64
 
 // tenant is one principal's entry.
 type tenant[T Tenant] struct {
