@@ -100,6 +100,7 @@ var mergeRules = []struct {
 	{"serve.token_file", fixedIfWritten, nil},
 	{"serve.max_sessions", fixedIfWritten, nil},
 	{"serve.session_idle_timeout", fixedIfWritten, nil},
+	{"serve.principal_idle_timeout", fixedIfWritten, nil},
 	{"serve.clients", fixedIfWritten, nil},
 	{"serve.oauth", fixedIfWritten, nil},
 	{"state.backend", fixedIfWritten, nil},

@@ -87,6 +87,10 @@ type Serve struct {
 	MaxSessions int `toml:"max_sessions"`
 	// SessionIdleTimeout ends a session nobody used for that long.
 	SessionIdleTimeout Duration `toml:"session_idle_timeout"`
+	// PrincipalIdleTimeout drops the guard of a principal (other than the
+	// configured agent) whose last session ended that long ago; what it
+	// owes is kept in the state for its next one (docs/deploy.md).
+	PrincipalIdleTimeout Duration `toml:"principal_idle_timeout"`
 	// MetricsListen is HOST:PORT of a listener of its own for Prometheus
 	// metrics (/metrics), /healthz and /readyz; "" for none.
 	MetricsListen string `toml:"metrics_listen"`

@@ -190,6 +190,11 @@ func (v *validator) config(c *Config) {
 	v.locked(c.Locked)
 }
 
+// DefaultPrincipalIdleTimeout is [serve] principal_idle_timeout's
+// default: how long serve keeps the guard of a principal none of whose
+// sessions is open.
+const DefaultPrincipalIdleTimeout = 10 * time.Minute
+
 func (v *validator) serve(s *Serve) {
 	v.enum("serve.auth", &s.Auth, []string{"token", "none"}, "token")
 	switch {
@@ -199,6 +204,7 @@ func (v *validator) serve(s *Serve) {
 		v.errf("serve.max_sessions", "%d is out of range: use 1 to 1024; default %d", s.MaxSessions, DefaultMaxSessions)
 	}
 	v.duration("serve.session_idle_timeout", &s.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	v.duration("serve.principal_idle_timeout", &s.PrincipalIdleTimeout, DefaultPrincipalIdleTimeout)
 	if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
 		v.errf("serve.token_file", "%q must be an absolute path", s.TokenFile)
 	}

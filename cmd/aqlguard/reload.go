@@ -52,15 +52,7 @@ func (in *instance) reload(ctx context.Context, build func() (*policy.Config, er
 	cfg, err := build()
 	once := func() (*policy.Config, error) { return cfg, err }
 	in.shared.Reload(ctx, in.relay, once, processName())
-	in.othersMu.Lock()
-	others := make([]*principal, 0, len(in.others))
-	for _, p := range in.others {
-		others = append(others, p)
-	}
-	in.othersMu.Unlock()
-	for _, p := range others {
-		p.shared.Reload(ctx, p.relay, once, processName())
-	}
+	in.eachPrincipal(func(p *principal) { p.shared.Reload(ctx, p.relay, once, processName()) })
 	if in.reloaded != nil {
 		in.reloaded(in.shared.CurrentConfig())
 	}

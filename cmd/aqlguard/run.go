@@ -23,6 +23,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/httpfront"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
@@ -173,11 +174,12 @@ type instance struct {
 	healthOnce  sync.Once
 	healthCheck *telemetry.Health
 
-	// others are the principals other than the configured agent that
-	// clients of `serve` authenticated as, each with its own guard:
-	// blocks, steps, approvals and the failure budget are theirs.
-	othersMu sync.Mutex
-	others   map[string]*principal
+	// principals are, on serve, the principals other than the configured
+	// agent that clients authenticated as, each with its own guard
+	// (blocks, steps, approvals and the failure budget are theirs), kept
+	// while in use (serve.go); nil for run. othersMu guards watcher.
+	othersMu   sync.Mutex
+	principals *httpfront.Principals[*principal]
 	// reloaded, when set, is told of each configuration put in force.
 	reloaded func(*policy.Config)
 }
@@ -324,12 +326,10 @@ func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Poli
 }
 
 func (in *instance) close() {
-	in.othersMu.Lock()
-	for _, p := range in.others {
+	in.eachPrincipal(func(p *principal) {
 		p.shared.Guard.Close()
 		p.shared.Names.Close()
-	}
-	in.othersMu.Unlock()
+	})
 	in.shared.Guard.Close()
 	// The names being recorded, before the store closes.
 	in.shared.Names.Close()

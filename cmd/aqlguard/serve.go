@@ -89,6 +89,8 @@ func cmdServe(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer stopWatching()
+	in.principals = &httpfront.Principals[*principal]{Make: in.makePrincipal, Idle: cfg.Serve.PrincipalIdleTimeout.Duration, Log: in.log}
+	go in.principals.Run(ctx)
 	opts := httpfront.Options{MaxBodyBytes: cfg.Limits.MaxRequestSize, MaxSessions: cfg.Serve.MaxSessions,
 		IdleTimeout: cfg.Serve.SessionIdleTimeout.Duration, Log: in.log, RelayFor: in.relayFor}
 	mux := http.NewServeMux()
@@ -128,7 +130,8 @@ func cmdServe(args []string, stderr io.Writer) int {
 		oauth = cfg.Serve.OAuth.Issuer
 	}
 	in.log.Info("listening", "url", url, "auth", cfg.Serve.Auth, "token", legacyFrom, "clients", len(cfg.Serve.Clients), "oauth", oauth,
-		"max_sessions", cfg.Serve.MaxSessions, "session_idle_timeout", cfg.Serve.SessionIdleTimeout.Duration)
+		"max_sessions", cfg.Serve.MaxSessions, "session_idle_timeout", cfg.Serve.SessionIdleTimeout.Duration,
+		"principal_idle_timeout", cfg.Serve.PrincipalIdleTimeout.Duration)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -148,36 +151,61 @@ func cmdServe(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// relayFor is the relay configuration of an identity's sessions: the
-// configured agent's, or a guard of the identity's principal's own, made
-// on its first session with the policy compiled for it ([agents.NAME]).
-func (in *instance) relayFor(id clientauth.Identity) (*relay.Config, error) {
+// relayFor is the relay configuration of an identity's sessions, held
+// until release: the configured agent's, or the guard of the identity's
+// principal's own (in.principals, made by makePrincipal).
+func (in *instance) relayFor(ctx context.Context, id clientauth.Identity) (*relay.Config, func(), error) {
 	if id.Principal == "" || id.Principal == in.shared.Guard.Principal() {
-		return in.relay, nil
+		return in.relay, func() {}, nil
 	}
-	in.othersMu.Lock()
-	defer in.othersMu.Unlock()
-	if p := in.others[id.Principal]; p != nil {
-		return p.relay, nil
-	}
+	return in.principals.Hold(ctx, id.Principal)
+}
+
+// makePrincipal makes a principal's guard, with the policy compiled for
+// it ([agents.NAME]), on its first session or its first since its last
+// guard was dropped; the guard takes over what that one parked.
+func (in *instance) makePrincipal(ctx context.Context, name string) (*principal, error) {
 	cfg := in.shared.CurrentConfig()
-	pol, err := policy.Compile(cfg, id.Principal)
+	pol, err := policy.Compile(cfg, name)
 	if err != nil {
 		return nil, err
 	}
 	sh := newShared(cfg, pol, in.store, in.shared.Auth, in.log)
-	sh.Principal = id.Principal
+	sh.Principal = name
 	// The principal's calls are watched as the others are.
+	in.othersMu.Lock()
 	sh.Guard.Watch = in.watcher
+	in.othersMu.Unlock()
+	if err := sh.Guard.Resume(ctx); err != nil {
+		sh.Guard.Close()
+		return nil, err
+	}
 	p := &principal{shared: sh, relay: sh.RelayConfig()}
 	p.relay.Restarted = in.relay.Restarted
 	p.relay.Hub = in.relay.Hub
-	if in.others == nil {
-		in.others = map[string]*principal{}
+	in.log.Info("a principal connected", "principal", name, "policy", pol.Version)
+	return p, nil
+}
+
+// Relay is the relay configuration of the principal's sessions.
+func (p *principal) Relay() *relay.Config { return p.relay }
+
+// Drop parks what the principal's guard owes in the state (guard.Park)
+// and ends it; guard.ErrBusy or a state error keeps it.
+func (p *principal) Drop(ctx context.Context) error {
+	if err := p.shared.Guard.Park(ctx); err != nil {
+		return err
 	}
-	in.others[id.Principal] = p
-	in.log.Info("a new principal connected", "principal", id.Principal, "client", id.Client, "policy", pol.Version)
-	return p.relay, nil
+	p.shared.Guard.Close()
+	p.shared.Names.Close()
+	return nil
+}
+
+// eachPrincipal calls fn with every principal's guard serve holds now.
+func (in *instance) eachPrincipal(fn func(*principal)) {
+	if in.principals != nil {
+		in.principals.Each(func(_ string, p *principal) { fn(p) })
+	}
 }
 
 // listenOn listens on HOST:PORT or unix:PATH and reports whether only

@@ -79,25 +79,21 @@ func (in *instance) watch(cfg *policy.Config) (stop func(), err error) {
 		in.othersMu.Lock()
 		in.watcher = &w
 		in.shared.Guard.Watch = &w
-		for _, p := range in.others {
+		in.othersMu.Unlock()
+		in.eachPrincipal(func(p *principal) {
 			p.shared.Guard.Watch = &w
 			p.relay.Restarted = in.relay.Restarted
-		}
-		in.othersMu.Unlock()
+		})
 	}
 	return stop, nil
 }
 
 // guardStatuses is the status of every principal's guard in this
 // process: the configured agent's, and those serve made for the
-// principals its clients authenticated as.
+// principals its clients authenticated as and has not dropped (idle).
 func (in *instance) guardStatuses(ctx context.Context) ([]guard.Status, error) {
-	in.othersMu.Lock()
 	guards := []*guard.Guard{in.shared.Guard}
-	for _, p := range in.others {
-		guards = append(guards, p.shared.Guard)
-	}
-	in.othersMu.Unlock()
+	in.eachPrincipal(func(p *principal) { guards = append(guards, p.shared.Guard) })
 	sts := make([]guard.Status, 0, len(guards))
 	for _, g := range guards {
 		st, err := g.Status(ctx)

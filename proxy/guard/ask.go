@@ -261,7 +261,13 @@ func (g *Guard) AskAbout(ctx context.Context, req verify.Request, settled func()
 	}
 	g.mu.Lock()
 	g.init()
+	g.about++ // the guard is not parked while it asks
 	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.about--
+		g.mu.Unlock()
+	}()
 	release, why := g.takeTurn(ctx)
 	if release == nil {
 		return verify.None, errors.New(why)

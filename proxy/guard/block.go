@@ -75,9 +75,15 @@ func (g *Guard) show(ctx context.Context, req *verify.Request) (factor, unshown 
 	g.mu.Lock()
 	g.init()
 	bg := g.bg
+	g.showingCodes++ // the guard is not parked while a code is on the screen
 	g.mu.Unlock()
 	showCtx, cancel := context.WithDeadline(bg, req.ExpiresAt)
 	go func() {
+		defer func() {
+			g.mu.Lock()
+			g.showingCodes--
+			g.mu.Unlock()
+		}()
 		defer cancel()
 		done <- g.Channel.Show(showCtx, *req)
 	}()
@@ -318,6 +324,8 @@ func stateProblem(err error) string {
 		return "the disk under the state directory is full; the operator must free space"
 	case errors.Is(err, store.ErrReadOnly):
 		return "the state directory cannot be written (read-only); the operator must make it writable"
+	case errors.Is(err, errParked):
+		return "this principal's guard was dropped while idle; retry the call"
 	}
 	return "the state database is unavailable"
 }

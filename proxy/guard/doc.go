@@ -53,5 +53,9 @@
 // confirmations, executions and the audit chain. Every decision is
 // written, with its audit record, before it is returned; when that fails
 // the action is refused. Step counts, the failure pause and verify pauses
-// are this process's own and end with it (spec 8.8.3 for verify pauses).
+// are this process's own and end with it (spec 8.8.3 for verify pauses),
+// except where serve drops an idle principal's guard: Park writes the
+// step count and the failure pause to the state and the principal's next
+// guard takes them over (Resume); a verify pause in force, a question on
+// the human's screen or a code being shown keeps the guard (park.go).
 package guard

@@ -222,6 +222,10 @@ func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op str
 // and return, and let go across the reads.
 func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *Refusal) {
 	if id != "" {
+		if isParkedID(id) {
+			// The principal's parked loop (park.go) is no execution.
+			return nil, notFoundExecution(id)
+		}
 		rec, aerr := g.readExecution(ctx, id)
 		if aerr != nil {
 			return nil, aerr

@@ -109,6 +109,11 @@ type Guard struct {
 	// unwritten is a hard block decided while the state could not be
 	// written, held until it is (unwritten.go); g.mu.
 	unwritten *unwrittenBlock
+	// showingCodes counts the codes being shown, about the questions about
+	// tools asked (AskAbout); parked says Park wrote the memory to the
+	// state, and every commit from then on is refused (park.go); g.mu.
+	showingCodes, about int
+	parked              bool
 
 	// beforeCommit, when set (by tests), runs once, before the next
 	// commit: another process's write lands before a decision reads.
@@ -781,9 +786,12 @@ func (g *Guard) commit(ctx context.Context, decide func(store.View, *memory) (st
 	}
 	_, err := g.State.Commit(ctx, func(v store.View) (store.Changes, error) {
 		g.mu.Lock()
-		m := g.mem
+		m, parked := g.mem, g.parked
 		prune := g.now().Sub(g.prunedDB) >= time.Hour
 		g.mu.Unlock()
+		if parked {
+			return store.Changes{}, errParked
+		}
 		c, err := decide(v, &m)
 		if err != nil {
 			return c, err

@@ -44,8 +44,11 @@ type Options struct {
 	// identity does not find it.
 	Auth *clientauth.Authenticator
 	// RelayFor is the relay configuration of an identity's sessions (its
-	// principal's guard); nil: the one New was given, for everyone.
-	RelayFor func(clientauth.Identity) (*relay.Config, error)
+	// principal's guard), held by the session until release is called
+	// (Principals.Hold: a principal's guard is not dropped while one of
+	// its sessions is open or a request is served); nil: the one New was
+	// given, for everyone.
+	RelayFor func(ctx context.Context, id clientauth.Identity) (rc *relay.Config, release func(), err error)
 	Log      *slog.Logger
 }
 
@@ -225,7 +228,7 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte, 
 		http.Error(w, "Bad Request: no "+headerSession+"; a new session starts with initialize", http.StatusBadRequest)
 		return
 	}
-	rc, err := f.relayFor(ident)
+	rc, release, err := f.relayFor(r.Context(), ident)
 	if err != nil {
 		f.log.Error("a new session was refused: its principal's guard could not be made", "principal", ident.Principal, "err", err)
 		http.Error(w, "Service Unavailable: this client's policy could not be loaded", http.StatusServiceUnavailable)
@@ -234,11 +237,13 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte, 
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
+		release()
 		http.Error(w, "Service Unavailable: shutting down", http.StatusServiceUnavailable)
 		return
 	}
 	if len(f.sessions)+len(f.stateless) >= f.opts.MaxSessions {
 		f.mu.Unlock()
+		release()
 		f.log.Warn("a new session was refused: too many sessions", "limit", f.opts.MaxSessions)
 		http.Error(w, "Service Unavailable: too many sessions", http.StatusServiceUnavailable)
 		return
@@ -253,6 +258,9 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte, 
 	f.mu.Unlock()
 	go func() {
 		defer close(s.done)
+		// The session holds its principal's guard until it has ended
+		// (its executions cancelled, its questions withdrawn).
+		defer release()
 		if err := relay.Serve(ctx, conn, rc); err != nil {
 			f.log.Debug("session ended", "err", err)
 		}
@@ -266,12 +274,13 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request, body []byte, 
 	conn.servePOST(w, r, body, true)
 }
 
-// relayFor is the relay configuration of ident's sessions.
-func (f *Front) relayFor(ident clientauth.Identity) (*relay.Config, error) {
+// relayFor is the relay configuration of ident's sessions, held until
+// release is called.
+func (f *Front) relayFor(ctx context.Context, ident clientauth.Identity) (*relay.Config, func(), error) {
 	if f.opts.RelayFor == nil {
-		return f.relay, nil
+		return f.relay, func() {}, nil
 	}
-	return f.opts.RelayFor(ident)
+	return f.opts.RelayFor(ctx, ident)
 }
 
 func (f *Front) end(id string, s *session) {

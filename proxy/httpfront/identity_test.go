@@ -33,11 +33,11 @@ func TestSessionsBelongToTheirIdentity(t *testing.T) {
 	base := newConfig()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f := New(ctx, base, Options{Auth: auth, RelayFor: func(id clientauth.Identity) (*relay.Config, error) {
+	f := New(ctx, base, Options{Auth: auth, RelayFor: func(_ context.Context, id clientauth.Identity) (*relay.Config, func(), error) {
 		if relays[id.Principal] == nil {
 			relays[id.Principal] = newConfig()
 		}
-		return relays[id.Principal], nil
+		return relays[id.Principal], func() {}, nil
 	}})
 	defer f.Close()
 	do := func(token, session, body string) *httptest.ResponseRecorder {

@@ -76,13 +76,16 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 		writeError(w, statusFor(werr), req.ID, werr)
 		return
 	}
-	rc, err := f.relayFor(ident)
+	// The POST holds its principal's guard while it is served; a session
+	// it starts holds it from then on, until the session ends.
+	_, release, err := f.relayFor(r.Context(), ident)
 	if err != nil {
 		f.log.Error("a new session was refused: its principal's guard could not be made", "principal", ident.Principal, "err", err)
 		writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "this client's policy could not be loaded"})
 		return
 	}
-	conn, err := f.statelessConn(clientKey(ident, meta), ident.Client, rc)
+	defer release()
+	conn, err := f.statelessConn(r.Context(), ident, clientKey(ident, meta))
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
 		return
@@ -189,25 +192,46 @@ func clientKey(ident clientauth.Identity, meta map[string]json.RawMessage) strin
 }
 
 // statelessConn is the session of the client key, started on first use.
-func (f *Front) statelessConn(key, credential string, rc *relay.Config) (*statelessConn, error) {
+// A session it starts holds its principal's guard until it ends.
+func (f *Front) statelessConn(rctx context.Context, ident clientauth.Identity, key string) (*statelessConn, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.closed {
+		f.mu.Unlock()
 		return nil, errors.New("shutting down")
 	}
 	if c, ok := f.stateless[key]; ok {
+		f.mu.Unlock()
+		return c, nil
+	}
+	f.mu.Unlock()
+	// The caller holds the guard: this hold of the session's own finds
+	// it at once.
+	rc, release, err := f.relayFor(rctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		release()
+		return nil, errors.New("shutting down")
+	}
+	if c, ok := f.stateless[key]; ok { // started meanwhile by another POST
+		release()
 		return c, nil
 	}
 	if len(f.sessions)+len(f.stateless) >= f.opts.MaxSessions {
+		release()
 		f.log.Warn("a new session was refused: too many sessions", "limit", f.opts.MaxSessions)
 		return nil, errors.New("too many sessions")
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
-	c := &statelessConn{inbox: newInbox(), done: make(chan struct{}), cancel: cancel, posts: map[string]*post{}, credential: credential}
+	c := &statelessConn{inbox: newInbox(), done: make(chan struct{}), cancel: cancel, posts: map[string]*post{}, credential: ident.Client}
 	c.touch()
 	f.stateless[key] = c
 	go func() {
 		defer close(c.done)
+		defer release()
 		if err := relay.Serve(ctx, c, rc); err != nil {
 			f.log.Debug("a stateless session ended", "err", err)
 		}

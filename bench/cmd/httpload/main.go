@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aqlguard/aqlguard/bench/internal/harness"
 	"github.com/aqlguard/aqlguard/bench/internal/procstat"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -48,17 +49,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "httpload:", err)
 		os.Exit(1)
 	}
-}
-
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
 }
 
 func run(argv []string) error {
@@ -108,7 +98,7 @@ func run(argv []string) error {
 		for _, ep := range order {
 			hc := &http.Client{Transport: http.DefaultTransport}
 			if ep.token != "" {
-				hc.Transport = bearer{ep.token, http.DefaultTransport}
+				hc.Transport = harness.Bearer{Token: ep.token, Base: http.DefaultTransport}
 			}
 			ctx := context.Background()
 			sessions := make([]*mcp.ClientSession, *clients)

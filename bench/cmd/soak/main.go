@@ -5,6 +5,14 @@
 // nowhere in a percentile — and the slowest.
 //
 //	soak -aqlguard BIN -server BIN [-server-args "..."] -tool echo -args '{"message":"hello"}' -n 500000 [-c 8]
+//
+// With -principals N it soaks `aqlguard serve` instead: N distinct JWT
+// principals (an identity provider of its own) each open a session, make
+// one call and close it, -c at a time, and the serve process's RSS (from
+// /proc) and its count of guards (from its metrics) are printed every
+// -every principals (principals.go).
+//
+//	soak -principals 10000 -aqlguard BIN -server BIN [-principal-idle 2s] [-every 500] [-settle 10s]
 package main
 
 import (
@@ -42,6 +50,10 @@ func run(argv []string) error {
 		slow       = fs.Duration("slow", time.Second, "a call that takes longer is counted as slow")
 		callTO     = fs.Duration("call-timeout", time.Minute, "timeout of one call")
 		parallel   = fs.Int("c", 1, "calls in flight at once (one session)")
+		principals = fs.Int("principals", 0, "soak `aqlguard serve` with this many distinct JWT principals instead (principals.go)")
+		every      = fs.Int("every", 500, "with -principals: sample the memory every this many principals")
+		idle       = fs.Duration("principal-idle", 2*time.Second, "with -principals: [serve] principal_idle_timeout (0: left out, for a binary that predates it)")
+		settle     = fs.Duration("settle", 10*time.Second, "with -principals: sample once more this long after the last principal")
 	)
 	if err := fs.Parse(argv); err != nil {
 		return err
@@ -52,6 +64,11 @@ func run(argv []string) error {
 	var args map[string]any
 	if err := json.Unmarshal([]byte(*argsJSON), &args); err != nil {
 		return fmt.Errorf("-args: %w", err)
+	}
+	if *principals > 0 {
+		p := &principalsSoak{aqlguard: *aqlguard, server: *server, serverArgs: strings.Fields(*serverArgs), tool: *tool, args: args,
+			principals: *principals, parallel: *parallel, every: max(1, *every), idle: *idle, callTimeout: *callTO, settle: *settle}
+		return p.run(context.Background())
 	}
 	dir, err := os.MkdirTemp("", "aqlguard-soak-")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -128,7 +129,7 @@ type Session struct {
 	*mcp.ClientSession
 	Tap    *Tap
 	Pid    int // the child's process id
-	stderr *tail
+	stderr *Tail
 	argv   []string
 }
 
@@ -136,7 +137,7 @@ type Session struct {
 // child's stderr is kept (its last 64 KiB) for error messages.
 func Start(ctx context.Context, argv []string) (*Session, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	stderr := &tail{max: 64 << 10}
+	stderr := &Tail{Max: 64 << 10}
 	cmd.Stderr = stderr
 	tap := &Tap{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: 3 * time.Second}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "aqlguard-bench", Version: "1"},
@@ -307,24 +308,37 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, err
 }
 
-// tail is an io.Writer that keeps the last max bytes written to it.
-type tail struct {
+// Tail is an io.Writer that keeps the last Max bytes written to it (a
+// child's stderr, for error messages).
+type Tail struct {
+	Max int
 	mu  sync.Mutex
-	max int
 	buf []byte
 }
 
-func (t *tail) Write(p []byte) (int, error) {
+func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
+	if over := len(t.buf) - t.Max; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
 	}
 	return len(p), nil
 }
 
-func (t *tail) String() string { t.mu.Lock(); defer t.mu.Unlock(); return string(t.buf) }
+func (t *Tail) String() string { t.mu.Lock(); defer t.mu.Unlock(); return string(t.buf) }
+
+// Bearer sends Token as a bearer token with every request through Base.
+type Bearer struct {
+	Token string
+	Base  http.RoundTripper
+}
+
+func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.Token)
+	return b.Base.RoundTrip(r)
+}
 
 // SnakeCase turns a tool name into the operation-name form aqlguard uses for
 // simple names (echo, test_simple_text, fetchRemoteData -> fetch_remote_data).
