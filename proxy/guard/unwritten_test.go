@@ -103,3 +103,23 @@ func TestDenyWhileTheStateIsDownStaysBlocked(t *testing.T) {
 		})
 	}
 }
+
+// A guard that holds a block the state has not taken yet is not parked:
+// a dropped guard would take the block with it, and the principal's
+// next guard would let it through.
+func TestUnwrittenBlockKeepsTheGuard(t *testing.T) {
+	ctx := context.Background()
+	g, _ := lockedGuard(t, &fakeHuman{})
+	st := &downAfterDeciding{State: g.State}
+	st.down.Store(true)
+	g.State = st
+	if deny := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); deny.Proceed || deny.Refusal == nil || deny.Refusal.Kind != RefusalBlocked {
+		t.Fatalf("a deny while the state is down: %+v %+v", deny.Directive, deny.Refusal)
+	}
+	if err := g.Park(ctx); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Park with an unwritten block: %v, want ErrBusy", err)
+	}
+	if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+		t.Fatalf("after the refused park: %+v %+v", v.Directive, v.Refusal)
+	}
+}
