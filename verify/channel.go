@@ -124,7 +124,9 @@ type Channel interface {
 	Show(ctx context.Context, r Request) error
 }
 
-// ErrNoDisplay is returned by the dialog channel on a machine without a
-// graphical display: zenity would report it as a Cancel, which must not
-// be mistaken for a human's answer.
-var ErrNoDisplay = errors.New("no graphical display (DISPLAY and WAYLAND_DISPLAY are unset)")
+// ErrNoDisplay is returned by the dialog channel when it finds no
+// graphical display to put a dialog on (FindDisplay), or the one it
+// found does not answer: zenity would report either as a Cancel, which
+// must not be mistaken for a human's answer. The error that wraps it
+// says where aqlguard looked.
+var ErrNoDisplay = errors.New("no graphical display")

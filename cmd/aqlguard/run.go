@@ -346,9 +346,13 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.
 		ch = c
 	default:
 		d := verify.NewDialog()
+		d.Reached = reachRecorder(cfg, pol, log)
+		if disp, err := d.Display(); err == nil {
+			log.Info("dialogs go to the graphical session", "display", disp.Where(), "from", disp.From)
+		}
 		if err := d.Check(); err != nil {
 			log.Warn("the dialog channel cannot reach a human: every question will go unanswered and every code unshown "+
-				"(nothing is approved; blocks stay). Fix it, or set [verify] channel = \"command\"", "problem", err)
+				"(nothing is approved; blocks stay). `aqlguard doctor` says how to fix it, or set [verify] channel = \"command\"", "problem", err)
 		}
 		ch = d
 	}
@@ -366,6 +370,46 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.
 		VerifyTool:         proxy.VoiceFor(proxy.Mode(cfg.Mode), nil).VerifyTool,
 		Log:                log,
 	}
+}
+
+// reachRecorder records, for doctor, where this aqlguard's dialogs
+// could go (verify.Reach), when it starts and whenever that changes.
+func reachRecorder(cfg *policy.Config, pol *policy.Policy, log *slog.Logger) func(verify.Display, error) {
+	var mu sync.Mutex
+	var last verify.Reach
+	written := false
+	dir := verify.ReachDir(stateDir(cfg))
+	by := clientProcess()
+	return func(d verify.Display, err error) {
+		r := verify.ReachOf(d, err)
+		r.Agent, r.StartedBy, r.PID, r.At = pol.Principal, by, os.Getpid(), time.Now().UTC()
+		mu.Lock()
+		defer mu.Unlock()
+		if written && r.Same(last) {
+			return
+		}
+		if err := verify.WriteReach(dir, r); err != nil {
+			log.Warn("doctor will not know what this aqlguard's dialogs could reach", "err", err)
+			return
+		}
+		last, written = r, true
+	}
+}
+
+// clientProcess names the process that started this aqlguard (the
+// parent of its supervisor, if it has one) as "node (pid 4242)".
+func clientProcess() string {
+	ppid := os.Getppid()
+	if downstream.UnderSupervisor() {
+		if st, err := procfs.Read(ppid); err == nil {
+			ppid = st.Ppid
+		}
+	}
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/comm")
+	if err != nil {
+		return fmt.Sprintf("pid %d", ppid)
+	}
+	return fmt.Sprintf("%s (pid %d)", strings.TrimSpace(string(comm)), ppid)
 }
 
 // clientKey names the client that started this aqlguard (the parent of

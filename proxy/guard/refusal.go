@@ -125,10 +125,11 @@ var (
 	}
 	unheardWords = map[RefusalKind]string{
 		RefusalBlocked: "aqlguard stopped this agent, and could not show the user a verification code ({why}). " +
-			"Tell the user the agent is stopped; aqlguard's log says more. Do not guess a code.",
+			"Tell the user the agent is stopped and that `aqlguard doctor` says how to fix this. Do not guess a code.",
 		RefusalPaused: "aqlguard paused this agent, and could not show the user a verification code ({why}). " +
-			"Tell the user the agent is paused; aqlguard's log says more. Do not guess a code.",
-		RefusalPending: "A human must approve this call, but none could be asked ({why}). Nothing ran; the same call asks again.",
+			"Tell the user the agent is paused and that `aqlguard doctor` says how to fix this. Do not guess a code.",
+		RefusalPending: "A human must approve this call, but none could be asked ({why}), so nothing ran: " +
+			"tell the user to run `aqlguard doctor`, which says how to fix this, then repeat the call.",
 	}
 )
 
