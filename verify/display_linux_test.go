@@ -13,19 +13,17 @@ import (
 // fakeSession is a /proc and socket directories of a test's own: the
 // processes that started aqlguard, and the sockets of sessions.
 type fakeSession struct {
-	t                      *testing.T
-	proc, x11Dir, runUser  string
-	owners                 map[string]int // by base name; files not listed are this user's
-	listeners              []net.Listener
-	uid                    int
-	procs                  map[int]bool
-	answering, notAnswered map[string]bool
+	t                     *testing.T
+	proc, x11Dir, runUser string
+	owners                map[string]int // by base name; files not listed are this user's
+	listeners             []net.Listener
+	uid                   int
 }
 
 func newFakeSession(t *testing.T) *fakeSession {
 	root := t.TempDir()
 	s := &fakeSession{t: t, proc: filepath.Join(root, "proc"), x11Dir: filepath.Join(root, "x11"), runUser: filepath.Join(root, "ru"),
-		owners: map[string]int{}, uid: 1000, procs: map[int]bool{}}
+		owners: map[string]int{}, uid: 1000}
 	for _, d := range []string{s.proc, s.x11Dir, s.runUser} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
