@@ -336,26 +336,35 @@ func (in *instance) close() {
 	_ = in.store.Close() // the audit log's last records fsync'd
 }
 
-// newGuard builds the guard and the channel to the human.
+// newGuard builds the guard and the channel to the human; what the
+// channel can reach is recorded for doctor.
 func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger) *guard.Guard {
-	var ch verify.Channel
+	return guardWith(cfg, pol, st, log, humanChannel(cfg, log, reachRecorder(cfg, pol, log)))
+}
+
+// humanChannel is the configured channel to the human; reached, when
+// set, is told what a dialog channel can reach (verify.DialogChannel).
+func humanChannel(cfg *policy.Config, log *slog.Logger, reached func(verify.Display, error)) verify.Channel {
 	switch cfg.Verify.Channel {
 	case "command":
 		c := verify.NewCommand(cfg.Verify.Command)
 		c.Stderr = logWriter{log.With("channel", "command")}
-		ch = c
-	default:
-		d := verify.NewDialog()
-		d.Reached = reachRecorder(cfg, pol, log)
-		if disp, err := d.Display(); err == nil {
-			log.Info("dialogs go to the graphical session", "display", disp.Where(), "from", disp.From)
-		}
-		if err := d.Check(); err != nil {
-			log.Warn("the dialog channel cannot reach a human: every question will go unanswered and every code unshown "+
-				"(nothing is approved; blocks stay). `aqlguard doctor` says how to fix it, or set [verify] channel = \"command\"", "problem", err)
-		}
-		ch = d
+		return c
 	}
+	d := verify.NewDialog()
+	d.Reached = reached
+	if disp, err := d.Display(); err == nil {
+		log.Info("dialogs go to the graphical session", "display", disp.Where(), "from", disp.From)
+	}
+	if err := d.Check(); err != nil {
+		log.Warn("the dialog channel cannot reach a human: every question will go unanswered and every code unshown "+
+			"(nothing is approved; blocks stay). `aqlguard doctor` says how to fix it, or set [verify] channel = \"command\"", "problem", err)
+	}
+	return d
+}
+
+// guardWith is the guard of pol on st, reaching the human through ch.
+func guardWith(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger, ch verify.Channel) *guard.Guard {
 	return &guard.Guard{
 		Policy:             pol,
 		State:              st,

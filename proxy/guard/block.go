@@ -75,11 +75,14 @@ func (g *Guard) show(ctx context.Context, req *verify.Request) (factor, unshown 
 	g.mu.Lock()
 	g.init()
 	bg := g.bg
+	g.holdCode(*req) // to be shown again (reshow.go)
 	g.mu.Unlock()
 	showCtx, cancel := context.WithDeadline(bg, req.ExpiresAt)
 	go func() {
 		defer cancel()
-		done <- g.Channel.Show(showCtx, *req)
+		err := g.Channel.Show(showCtx, *req)
+		g.codeClosed(req.Challenge, err == nil)
+		done <- err
 	}()
 	select {
 	case err := <-done:
@@ -232,6 +235,7 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 				g.seenBlock = ""
 			}
 			g.clearNotifications(id)
+			delete(g.held, id) // used: not to be shown again
 		}
 		return c, nil
 	})

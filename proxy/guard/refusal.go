@@ -112,10 +112,12 @@ func (r *Refusal) Offer() *Offer {
 // being why not (a fixed phrase).
 var (
 	sayWords = map[RefusalKind]string{
-		RefusalBlocked: "aqlguard stopped this agent: no call runs until the user gives you the verification code {shown}. " +
-			"Ask the user for it, then {verify}. You cannot see the code; do not guess it.",
+		RefusalBlocked: "aqlguard stopped this agent until the user gives you the verification code {shown}. " +
+			"Ask them for it, then {verify}. If they lost it, `aqlguard verify show` gives them a new one. " +
+			"You cannot see codes; never guess one.",
 		RefusalPaused: "aqlguard paused this agent until the user gives you the verification code {shown}. " +
-			"Ask the user for it, then {verify}. You cannot see the code; do not guess it.",
+			"Ask them for it, then {verify}; if they closed it, your next call shows it again. " +
+			"You cannot see the code; do not guess it.",
 		RefusalPending:     "A human must approve this call; {asked}. Nothing ran. Repeat the same call to get their answer.{confirm}",
 		RefusalDenied:      "The user denied this call. Nothing ran; do not repeat it unchanged.",
 		RefusalRefused:     "The policy does not allow this call. Nothing ran; you may go on with other work.",
