@@ -184,6 +184,7 @@ func codeText(r Request, now time.Time, code string) string {
 	sections = append(sections, wrapWords("To let it go on: type or paste the code into "+chat+"; the assistant passes it to aqlguard ("+
 		visible(tool, false)+") and never sees it any other way. In a terminal, `aqlguard unblock "+agent+"` does the same.", "")+
 		"\nIf you did not expect this, close this window and do not give the code.\n"+
+		wrapWords("Closed it too soon? The agent's next call shows it again, and `aqlguard verify show` in a terminal shows a new one.", "")+"\n"+
 		"This code expires "+expiry(r.ExpiresAt, now)+".")
 	if s := reasons(r, "Why"); s != "" {
 		sections = append(sections, s)
@@ -231,10 +232,14 @@ func summary(r Request) string {
 	return clientName(r.Client) + " wants to " + what(r)
 }
 
-// what is what the call does, in words, from its category and the
-// arguments that say what it acts on, and the server: "delete 3 files in
-// ~/project with the filesystem server."
+// what is what the call does, in words: in its effects' words when the
+// guard has a model of the tool (effectWhat), else from its category and
+// the arguments that say what it acts on, and the server: "delete 3
+// files in ~/project with the filesystem server."
 func what(r Request) string {
+	if s := effectWhat(r); s != "" {
+		return s
+	}
 	verb := map[string]string{"READ": "read", "CREATE": "create", "UPDATE": "change", "DELETE": "delete",
 		"EXECUTE": "run"}[r.Category]
 	tool := visible(r.Tool, false)
@@ -251,6 +256,9 @@ func what(r Request) string {
 			object, verb = "a database query", "run"
 		case a.role == rolePath:
 			object = pathsPhrase(paths(r.Arguments, r.Roles), nounOf(r.Tool))
+			if verb == "run" {
+				verb = "" // a path is not what runs: "use write_file on …"
+			}
 		case a.role == roleURL && ok:
 			// Quoted: text from the model, which must not read as ours.
 			u, _ := capRunes(visible(s, false), 80)

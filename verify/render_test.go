@@ -266,6 +266,8 @@ srv server (drop_table). Nothing it asks for runs until you decide.
 passes it to aqlguard (aqlguard_verify_challenge) and never sees it any other way. In a
 terminal, ` + "`aqlguard unblock claude`" + ` does the same.
 If you did not expect this, close this window and do not give the code.
+Closed it too soon? The agent's next call shows it again, and ` + "`aqlguard verify show`" + ` in a
+terminal shows a new one.
 This code expires ` + expiry(r.ExpiresAt, renderNow) + `.
 
 Why: your policy never lets an agent do this on its own.

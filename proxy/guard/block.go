@@ -51,6 +51,7 @@ func (g *Guard) newChallenge(a Action, d evaluator.Directive) (*challengeCode, e
 		VerifyTool: g.VerifyTool}
 	if shown := g.showing(a); shown != nil {
 		req.Arguments, req.Action, req.Roles = shown.args, shown.preview, shown.roles
+		req.Effects, req.Places, req.Roots = shown.effects, shown.places, shown.roots
 		req.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: a.Operation, Server: a.Server, Tool: a.Tool,
 			Arguments: shown.args, Roles: a.Roles}, maxQuestionCommands)
 	}
