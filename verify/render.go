@@ -394,9 +394,10 @@ func plainWhy(r Request) string {
 		switch {
 		case r.Tier == "danger_zone" || r.Tier == "verify":
 			return "your policy never lets an agent do this on its own."
-		case r.Rule == "place" || r.Rule == "unresolved":
+		case r.Rule == "place" || r.Rule == "unresolved" || r.Rule == "shell: unresolved" || r.Rule == "flow":
 			// aqlguard's own question (a path, a command it cannot
-			// read): the reason says what, in words.
+			// read, where data goes after what the chat read): the
+			// reason says why this call is unusual, in words.
 			return strings.TrimPrefix(r.Reason, "Action requires approval: ") + "."
 		}
 		return "your policy asks a person before calls like this."
@@ -433,8 +434,10 @@ func decidedBy(r Request) string {
 		parts = append(parts, fmt.Sprintf("deny %q", r.Rule))
 	case r.Rule == "place":
 		parts = append(parts, "aqlguard's check of paths against the server's roots and the sensitive places")
-	case r.Rule == "unresolved":
+	case r.Rule == "unresolved" || r.Rule == "shell: unresolved":
 		parts = append(parts, "aqlguard's own check: what it cannot read exactly, a person looks at")
+	case r.Rule == "flow":
+		parts = append(parts, "aqlguard's check of where data goes after what this chat has read")
 	default:
 		parts = append(parts, fmt.Sprintf("requires_approval %q", r.Rule))
 	}
