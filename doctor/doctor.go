@@ -407,7 +407,9 @@ func reaches(in Input) []Check {
 		when += " at " + r.At.Local().Format("2006-01-02 15:04")
 		switch {
 		case r.Channel == "command":
-			out = append(out, Check{OK, name, "command channel; " + when})
+			out = append(out, Check{OK, name, r.From + "; " + when})
+		case r.Reached && r.Where == "":
+			out = append(out, Check{OK, name, "dialogs: " + r.From + "; " + when})
 		case r.Reached:
 			out = append(out, Check{OK, name, "dialogs go to " + r.Where + " (" + r.From + "); " + when})
 		default:

@@ -56,12 +56,12 @@ func (r Reach) Same(o Reach) bool {
 // ReachOf is what a dialog channel's check found (Display's and
 // ready's result).
 func ReachOf(d Display, err error) Reach {
-	r := Reach{Channel: "dialog", Reached: err == nil, Where: d.Where(), From: d.From}
+	r := Reach{Channel: "dialog", Reached: err == nil, From: d.From}
+	if len(d.Vars) > 0 {
+		r.Where = d.Where()
+	}
 	if err != nil {
 		r.Problem = err.Error()
-		if len(d.Vars) == 0 {
-			r.Where = ""
-		}
 	}
 	return r
 }

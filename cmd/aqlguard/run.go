@@ -339,7 +339,13 @@ func (in *instance) close() {
 // newGuard builds the guard and the channel to the human; what the
 // channel can reach is recorded for doctor.
 func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger) *guard.Guard {
-	return guardWith(cfg, pol, st, log, humanChannel(cfg, log, reachRecorder(cfg, pol, log)))
+	reached := reachRecorder(cfg, pol, log)
+	if cfg.Verify.Channel == "command" {
+		// Whether the program answers is its own business; doctor says
+		// which channel the client's aqlguard had.
+		reached(verify.Display{From: "the command channel (" + cfg.Verify.Command[0] + ")"}, nil)
+	}
+	return guardWith(cfg, pol, st, log, humanChannel(cfg, log, reached))
 }
 
 // humanChannel is the configured channel to the human; reached, when
@@ -391,7 +397,7 @@ func reachRecorder(cfg *policy.Config, pol *policy.Policy, log *slog.Logger) fun
 	by := clientProcess()
 	return func(d verify.Display, err error) {
 		r := verify.ReachOf(d, err)
-		r.Agent, r.StartedBy, r.PID, r.At = pol.Principal, by, os.Getpid(), time.Now().UTC()
+		r.Agent, r.StartedBy, r.PID, r.At, r.Channel = pol.Principal, by, os.Getpid(), time.Now().UTC(), cfg.Verify.Channel
 		mu.Lock()
 		defer mu.Unlock()
 		if written && r.Same(last) {

@@ -42,16 +42,21 @@ type heldCode struct {
 // holdCode keeps req (with its code) while its window is up and until
 // it expires, dropping the codes that have. g.mu is held.
 func (g *Guard) holdCode(req verify.Request) {
-	now := g.now()
 	if g.held == nil {
 		g.held = map[string]*heldCode{}
 	}
+	g.pruneCodes()
+	g.held[req.Challenge] = &heldCode{req: req, up: true}
+}
+
+// pruneCodes forgets the codes that expired. g.mu is held.
+func (g *Guard) pruneCodes() {
+	now := g.now()
 	for id, h := range g.held {
 		if !now.Before(h.req.ExpiresAt) {
 			delete(g.held, id)
 		}
 	}
-	g.held[req.Challenge] = &heldCode{req: req, up: true}
 }
 
 // codeClosed notes that a code's window closed: shown is false when it
@@ -77,6 +82,7 @@ func (g *Guard) codeClosed(id string, shown bool) {
 // block or pause refused.
 func (g *Guard) showAgain(ctx context.Context, session, operation, id string) {
 	g.mu.Lock()
+	g.pruneCodes()
 	h := g.held[id]
 	now := g.now()
 	if h == nil || h.up || now.Sub(h.closedAt) < reshowAfter || !now.Before(h.req.ExpiresAt) {
