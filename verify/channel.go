@@ -152,6 +152,19 @@ type Channel interface {
 	Show(ctx context.Context, r Request) error
 }
 
+// Reopener is a channel that shows a code in a window a person may close
+// before they used it: the guard shows the code again at the agent's
+// next refused call (once the window is closed). A channel that
+// delivers a code elsewhere (the command channel: a pager, a spool) is
+// not one; its program decides what delivery means, and a code is not
+// delivered twice on an agent's retries.
+type Reopener interface {
+	Reopens() bool
+}
+
+// Reopens implements Reopener: a dialog is a window.
+func (*DialogChannel) Reopens() bool { return true }
+
 // ErrNoDisplay is returned by the dialog channel when it finds no
 // graphical display to put a dialog on (FindDisplay), or the one it
 // found does not answer: zenity would report either as a Cancel, which

@@ -15,10 +15,11 @@ import (
 // dialog ends too) while the model still asks them for "the code
 // aqlguard showed in a window". Two ways back:
 //
-//   - in this process, the code it showed is kept in memory (never
-//     written anywhere) until it expires, and the next call refused by
-//     its block or pause puts the window up again when it is closed
-//     (not more often than reshowAfter);
+//   - in this process, the code it showed in a window (a channel that
+//     is a verify.Reopener) is kept in memory (never written anywhere)
+//     until it expires, and the next call refused by its block or pause
+//     puts the window up again when it is closed (not more often than
+//     reshowAfter);
 //   - from any process, `aqlguard verify show` gives the block a fresh
 //     code and shows that one through the human channel (ShowCodeAgain):
 //     the code itself lives only in the process that made it, so a
@@ -81,6 +82,9 @@ func (g *Guard) codeClosed(id string, shown bool) {
 // it has not expired; it records that it did. It is for a call the
 // block or pause refused.
 func (g *Guard) showAgain(ctx context.Context, session, operation, id string) {
+	if r, ok := g.Channel.(verify.Reopener); !ok || !r.Reopens() {
+		return // delivered once; `aqlguard verify show` sends a new one
+	}
 	g.mu.Lock()
 	g.pruneCodes()
 	h := g.held[id]

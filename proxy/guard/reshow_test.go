@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,12 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// windowHuman is a fakeHuman whose codes are shown in windows a person
+// may close (verify.Reopener).
+type windowHuman struct{ fakeHuman }
+
+func (*windowHuman) Reopens() bool { return true }
+
 // shownCodes are the codes h was shown, in order.
 func shownCodes(h *fakeHuman) []verify.Request {
 	h.mu.Lock()
@@ -48,7 +55,7 @@ func shownCodes(h *fakeHuman) []verify.Request {
 // refusal or the audit log.
 func TestCodeCanBeSeenAgain(t *testing.T) {
 	ctx := context.Background()
-	h := &fakeHuman{}
+	h := &windowHuman{}
 	g := newGuard(t, testPolicy, h)
 	log := &lockedBuffer{}
 	g.Log = slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -74,11 +81,11 @@ func TestCodeCanBeSeenAgain(t *testing.T) {
 	waitShown := func(n int) []verify.Request {
 		t.Helper()
 		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-			if s := shownCodes(h); len(s) >= n {
+			if s := shownCodes(&h.fakeHuman); len(s) >= n {
 				return s
 			}
 		}
-		t.Fatalf("the code was not shown %d times: %+v", n, shownCodes(h))
+		t.Fatalf("the code was not shown %d times: %+v", n, shownCodes(&h.fakeHuman))
 		return nil
 	}
 	first := waitShown(1)[0]
@@ -86,7 +93,7 @@ func TestCodeCanBeSeenAgain(t *testing.T) {
 	// again at once.
 	check(get)
 	time.Sleep(50 * time.Millisecond)
-	if n := len(shownCodes(h)); n != 1 {
+	if n := len(shownCodes(&h.fakeHuman)); n != 1 {
 		t.Fatalf("shown %d times right after the window closed", n)
 	}
 	advance(reshowAfter + time.Second)
@@ -99,7 +106,7 @@ func TestCodeCanBeSeenAgain(t *testing.T) {
 	}
 
 	// From another process (or after a restart): a new code for the block.
-	other := newGuard(t, testPolicy, h)
+	other := newGuard(t, testPolicy, &h.fakeHuman)
 	onStoreOf(t, other, g, store.Options{})
 	var announced *store.Block
 	nb, err := other.ShowCodeAgain(ctx, "alice", func(b *store.Block) { announced = b })
@@ -158,4 +165,25 @@ func auditText(t *testing.T, g *Guard) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// A channel that delivers codes elsewhere (the command channel) gets a
+// code once: an agent's retries do not page the human again.
+func TestCodeIsNotDeliveredTwice(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	g := newGuard(t, testPolicy, h)
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	g.Now = func() time.Time { return time.Unix(0, clock.Load()) }
+	if v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+		t.Fatalf("block: %+v", v.Refusal)
+	}
+	time.Sleep(50 * time.Millisecond)
+	clock.Add(int64(time.Minute))
+	g.Check(ctx, call("db_get_row", map[string]any{"id": "1"}))
+	time.Sleep(50 * time.Millisecond)
+	if n := len(shownCodes(h)); n != 1 {
+		t.Errorf("the code was delivered %d times", n)
+	}
 }
