@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -48,7 +49,13 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
-	log, err := newLogger(stderr, g.logLevel)
+	level := "warn" // what the channel found is for a server's log, not this terminal
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "log-level" {
+			level = g.logLevel
+		}
+	})
+	log, err := newLogger(stderr, level)
 	if err != nil {
 		fmt.Fprintln(stderr, "aqlguard:", err)
 		return 2
