@@ -86,6 +86,7 @@ func Run(ctx context.Context, in Input) []Check {
 	out = append(out, sharedState(ctx, in)...)
 	out = append(out, forwarding(ctx, in)...)
 	out = append(out, channel(in)...)
+	out = append(out, reaches(in)...)
 	checks, started := servers(ctx, in)
 	out = append(out, checks...)
 	out = append(out, nameChecks(ctx, in, started)...)
@@ -347,10 +348,61 @@ func channel(in Input) []Check {
 		}
 		return []Check{{OK, "human channel", "command " + v.Command[0]}}
 	}
-	if err := verify.NewDialog().Check(); err != nil {
-		return []Check{{Fail, "human channel", err.Error() + ": nothing can be approved and no code shown"}}
+	d := verify.NewDialog()
+	if err := d.Check(); err != nil {
+		return []Check{{Fail, "human channel", "from this shell: " + err.Error() + ": nothing can be approved and no code shown"}}
 	}
-	return []Check{{OK, "human channel", "dialog (a display and a trusted dialog program are there)"}}
+	disp, _ := d.Display()
+	return []Check{{OK, "human channel", "from this shell: dialogs go to " + disp.Where() + " (" + disp.From + "); a trusted dialog program is there"}}
+}
+
+// reaches reports what the last start of each agent's aqlguard could
+// reach of the human (verify.Reach): a client may start aqlguard with
+// an environment that names no display, where this shell has one.
+func reaches(in Input) []Check {
+	rs, err := verify.ReadReaches(verify.ReachDir(in.StateDir))
+	var out []Check
+	if err != nil {
+		out = append(out, Check{Warn, "human channel", "a record of what a client's aqlguard could reach does not read: " + err.Error()})
+	}
+	for _, r := range rs {
+		name := "human channel (" + r.Agent + "'s aqlguard)"
+		when := "last started"
+		if r.StartedBy != "" {
+			when += " by " + r.StartedBy
+		}
+		when += " at " + r.At.Local().Format("2006-01-02 15:04")
+		switch {
+		case r.Channel == "command":
+			out = append(out, Check{OK, name, r.From + "; " + when})
+		case r.Reached && r.Where == "":
+			out = append(out, Check{OK, name, "dialogs: " + r.From + "; " + when})
+		case r.Reached:
+			out = append(out, Check{OK, name, "dialogs go to " + r.Where + " (" + r.From + "); " + when})
+		default:
+			out = append(out, Check{Fail, name, "no dialog could be put up, so nothing it asks can be approved: " + r.Problem +
+				" (" + when + "). Fix: " + displayFix()})
+		}
+	}
+	return out
+}
+
+// displayFix says how to give a client's aqlguard a display, with
+// this shell's when it has one.
+func displayFix() string {
+	const command = `on a machine nobody sits at, set [verify] channel = "command" (docs/command-channel.md)`
+	disp, err := verify.FindDisplay()
+	if err != nil {
+		return "start the client from your desktop session, so that aqlguard finds its display; " + command
+	}
+	var env []string
+	for _, name := range []string{"DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR"} {
+		if v := disp.Vars[name]; v != "" {
+			env = append(env, fmt.Sprintf("%q: %q", name, v))
+		}
+	}
+	return "start the client from your desktop session, or give aqlguard this shell's display in the client's entries for it " +
+		"(\"env\": {" + strings.Join(env, ", ") + "}), then restart the client; " + command
 }
 
 // servers starts the configured and wrapped servers: a check each, and

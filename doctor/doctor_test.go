@@ -10,6 +10,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/verify"
 )
 
 func find(checks []Check, name string) Check {
@@ -112,5 +113,44 @@ func TestDoctorOneClient(t *testing.T) {
 	}
 	if c := find(checks, "client claude-code"); c.Level != "" {
 		t.Errorf("claude-code was checked too: %+v", c)
+	}
+}
+
+// What the last start of each client's aqlguard could reach is
+// reported beside what doctor's own shell can, with the fix for one
+// that reached nobody.
+func TestDoctorReportsWhatClientsReached(t *testing.T) {
+	state := t.TempDir()
+	dir := verify.ReachDir(state)
+	at := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	for _, r := range []verify.Reach{
+		{Agent: "claude-desktop", StartedBy: "claude (pid 7)", PID: 8, At: at, Channel: "dialog", Reached: true,
+			Where: "DISPLAY=:0", From: "the environment of claude (pid 7), which started aqlguard"},
+		{Agent: "inspector", StartedBy: "node (pid 9)", PID: 10, At: at.Add(time.Minute), Channel: "dialog",
+			Problem: "dialog channel: no graphical display; neither aqlguard's environment nor the processes that started it name a display that answers"},
+	} {
+		if err := verify.WriteReach(dir, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("DISPLAY", ":7")
+	t.Setenv("WAYLAND_DISPLAY", "")
+	checks := reaches(Input{StateDir: state})
+	if len(checks) != 2 {
+		t.Fatalf("checks: %+v", checks)
+	}
+	if c := find(checks, "human channel (claude-desktop's aqlguard)"); c.Level != OK ||
+		!strings.Contains(c.Detail, "dialogs go to DISPLAY=:0 (the environment of claude (pid 7), which started aqlguard); last started by claude (pid 7)") {
+		t.Errorf("reached: %+v", c)
+	}
+	c := find(checks, "human channel (inspector's aqlguard)")
+	for _, want := range []string{"no dialog could be put up", "no graphical display", "last started by node (pid 9)",
+		`"env": {"DISPLAY": ":7"}`, `channel = "command"`} {
+		if c.Level != Fail || !strings.Contains(c.Detail, want) {
+			t.Errorf("not reached: %+v lacks %q", c, want)
+		}
+	}
+	if checks[0].Name != "human channel (inspector's aqlguard)" {
+		t.Errorf("not newest first: %+v", checks)
 	}
 }

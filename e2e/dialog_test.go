@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -147,5 +149,78 @@ args = ["-log", "{{.dir}}/calls.jsonl"]
 		if strings.Contains(strings.ToUpper(text), verify.NormalizeCode(code)) || strings.Contains(text, code) {
 			t.Errorf("the code leaked into aqlguard's %s", name)
 		}
+	}
+}
+
+// TestDialogSaysWhatWillHappen (issue 31, item 4): with the official
+// filesystem server (its profile: write_file writes a file) under the
+// default policy, a write outside the folder it was given puts up a
+// question whose first line says, in the effect's words, what will
+// happen: a new file is created, a file that is there is overwritten,
+// outside the folder (never "run"). Denied, nothing is written.
+func TestDialogSaysWhatWillHappen(t *testing.T) {
+	long.Test(t)
+	xtest.Require(t)
+	command, args := fsServer(t)
+	display := xtest.StartXvfb(t)
+	root, outside := t.TempDir(), t.TempDir()
+	existing := filepath.Join(outside, "plan.md")
+	if err := os.WriteFile(existing, []byte("# plan\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, err := launchGuard(t, guardOptions{Config: `
+mode = "transparent"
+agent = "words-agent"
+[verify]
+channel = "dialog"
+inline_wait = "30s"
+[[servers]]
+name = "filesystem"
+command = ` + tomlString(command) + `
+args = ` + tomlArray(append(args, root)...) + `
+`, Env: []string{"DISPLAY=" + display}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{filepath.Join(outside, "todo.txt"), `aqlguard-e2e wants to create the new file "` + filepath.Join(outside, "todo.txt") +
+			`" outside the folder you gave the filesystem server (` + root + `).`},
+		{existing, `aqlguard-e2e wants to overwrite "` + existing + `" outside the folder you gave the filesystem server (` + root + `).`},
+	} {
+		done := make(chan string, 1)
+		go func() {
+			res, err := g.callRaw("write_file", map[string]any{"path": tc.path, "content": "x"})
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- resultText(t, res)
+		}()
+		w := xtest.Window(t, verify.QuestionTitle)
+		text := xtest.CopySelection(t, w)
+		if first, _, _ := strings.Cut(text, "\n\n"); strings.Join(strings.Fields(first), " ") != tc.want {
+			t.Errorf("the question's first line:\n%s\nwant\n%s", first, tc.want)
+		}
+		if strings.Contains(text, "wants to run") || strings.Contains(text, "could do anything") {
+			t.Errorf("a write said as something that runs:\n%s", text)
+		}
+		xtest.Focus(t, w)
+		xtest.Keys(t, "Return") // Deny
+		select {
+		case got := <-done:
+			if !strings.Contains(got, "denied") {
+				t.Errorf("denied, but: %s", got)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("the call did not return")
+		}
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "# plan\n" {
+		t.Errorf("a denied write wrote: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "todo.txt")); err == nil {
+		t.Error("a denied write created the file")
 	}
 }

@@ -91,5 +91,9 @@ func isolatedEnv(t *testing.T, dir string) []string {
 	for k, v := range set {
 		env = append(env, k+"="+v)
 	}
-	return env
+	// Set, and empty: aqlguard then looks for no display of its own
+	// either (in the environment of the processes that started it, or
+	// this user's sessions: verify.FindDisplay). A test that wants one
+	// appends DISPLAY (the last value of a name counts).
+	return append(env, "DISPLAY=", "WAYLAND_DISPLAY=")
 }

@@ -418,3 +418,53 @@ state_lock_timeout = "300ms"`, 1)
 	}
 	assertNoLeak(t, h, filepath.Join(state, "aqlguard.db"), a, b)
 }
+
+// TestVerifyShowGivesANewCode (issue 31, item 6): a person who lost the
+// code (its window closed, the client restarted) runs `aqlguard verify
+// show`: the block gets a new code, shown through the human channel and
+// nowhere else (the command's output says only that it was shown); the
+// old code no longer lifts the block, the new one does. The refusal the
+// model reads points to the verb and holds no code.
+func TestVerifyShowGivesANewCode(t *testing.T) {
+	h := newHuman(t)
+	g, err := launchGuard(t, guardOptions{Config: blockingConfig(h), TapStdout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := block(t, g)
+	old := codeFor(t, h, id)
+	res := echo(t, g)
+	wantCode(t, res, "PERMISSION_AGENT_BLOCKED")
+	if !strings.Contains(errMessage(res), "`aqlguard verify show`") {
+		t.Errorf("the refusal does not say how to see the code again: %s", errMessage(res))
+	}
+
+	out, errOut, code := admin(t, g, "verify", "show")
+	if code != 0 || !strings.Contains(out, "a new verification code for loop-agent is shown through the command channel") {
+		t.Fatalf("verify show: exit %d\n%s%s", code, out, errOut)
+	}
+	var newID string
+	if _, after, ok := strings.Cut(out, "(verification "); ok {
+		newID, _, _ = strings.Cut(after, ")")
+	}
+	if !verify.ValidChallengeID(newID) || newID == id {
+		t.Fatalf("verify show named no new verification: %q", out)
+	}
+	fresh := codeFor(t, h, newID)
+	for _, c := range []string{old, fresh, verify.NormalizeCode(fresh)} {
+		if strings.Contains(out+errOut, c) {
+			t.Fatal("verify show printed a code")
+		}
+	}
+	wantCode(t, verifyCode(t, g, id, old), "TOKEN_ALREADY_USED")
+	if d := data(t, verifyCode(t, g, newID, fresh)); d["unblocked"] != true {
+		t.Fatalf("the new code: %v", d)
+	}
+	if r := echo(t, g); r["success"] != true {
+		t.Fatalf("after the new code: %s", jsonString(r))
+	}
+	if _, errOut, code := admin(t, g, "verify", "show"); code != 1 || !strings.Contains(errOut, "no agent is blocked") {
+		t.Errorf("verify show with nobody blocked: exit %d: %s", code, errOut)
+	}
+	assertNoLeak(t, h, dbPath(g.dir), g)
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Tool is what Lint knows of a downstream tool: its names and the
@@ -64,8 +65,31 @@ func Lint(cfg *Config, principal string, tools []Tool) []Error {
 		}
 	}
 	l.shadows(autos, risks)
+	l.waits()
 	slices.SortStableFunc(l.out, func(a, b Error) int { return a.Line - b.Line })
 	return l.out
+}
+
+// ClientTimeout is how long most MCP clients wait for a request's
+// answer before they give up on it: the TypeScript SDK's default
+// (DEFAULT_REQUEST_TIMEOUT_MSEC), which Claude Desktop, the Inspector
+// and most clients built on it keep.
+const ClientTimeout = 60 * time.Second
+
+// waits warns of a wait for a human longer than most clients wait for
+// the call: the client gives up first and sees a transport error where
+// aqlguard's pending answer would have said to repeat the call.
+func (l *linter) waits() {
+	for _, w := range []struct {
+		key string
+		d   time.Duration
+	}{{"verify.timeout", l.cfg.Verify.Timeout.Duration}, {"verify.inline_wait", l.cfg.Verify.InlineWait.Duration}} {
+		if w.d >= ClientTimeout {
+			l.warn(w.key, "%s is not below the %s most MCP clients wait for a call (the TypeScript SDK's default): "+
+				"the client gives up first and sees an error instead of aqlguard's answer that the call waits for a human; "+
+				"keep it below your client's timeout (default %s)", w.d, ClientTimeout, DefaultVerifyTimeout)
+		}
+	}
 }
 
 type keyed struct{ key, src string }

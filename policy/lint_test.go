@@ -3,6 +3,7 @@ package policy
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLint(t *testing.T) {
@@ -38,6 +39,11 @@ func TestLint(t *testing.T) {
 		{"shadowed by a shipped auto_approve, against the tools", "[[safety.risk_rules]]\npattern = \"*.env\"\nargument = \"path\"\nscore = 70\n", tools,
 			[]string{`auto_approve "read_*" (default.toml safety.auto_approve[0]) decides first for fs.read_file`}},
 		{"but not statically", "[[safety.risk_rules]]\npattern = \"*.env\"\nargument = \"path\"\nscore = 70\n", nil, nil},
+		// A wait for a human the client would not sit out (issue 31, item 2).
+		{"a wait longer than the client's", "[verify]\ntimeout = \"2m\"\ninline_wait = \"59s\"\n", nil,
+			[]string{`verify.timeout: warning: 2m0s is not below the 1m0s most MCP clients wait for a call`}},
+		{"an inline wait as long as the client's", "[verify]\ninline_wait = \"60s\"\n", nil,
+			[]string{`verify.inline_wait: warning: 1m0s is not below`}},
 		{"nor with inherit = false", "[safety]\ninherit = false\n[[safety.risk_rules]]\npattern = \"*.env\"\nargument = \"path\"\nscore = 70\n", tools, nil},
 		// Names that collide (issue 19, item 4).
 		{"a server named like a verb", "[safety]\nauto_approve = [\"search_*\"]\n" + serverTables("fs", "search"), nil,
@@ -104,4 +110,19 @@ func mustLoad(t *testing.T, path string) *Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// No call outwaits its client by default (issue 31, item 2): both waits
+// for a human answer before the TypeScript SDK's 60 s request timeout.
+func TestDefaultWaitsAreBelowTheClientTimeout(t *testing.T) {
+	cfg, err := Parse(nil, "empty.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]time.Duration{"verify.timeout": cfg.Verify.Timeout.Duration,
+		"verify.inline_wait": cfg.Verify.InlineWait.Duration} {
+		if d <= 0 || d > 50*time.Second || d >= ClientTimeout {
+			t.Errorf("%s defaults to %s; want at most 50s, below the clients' %s", name, d, ClientTimeout)
+		}
+	}
 }

@@ -242,7 +242,7 @@ func TestParseDefaults(t *testing.T) {
 	if s.Loop != "enforcing" || s.MaxAutonomousSteps != 100 || s.RiskTolerance != "moderate" {
 		t.Errorf("Safety = %+v", s)
 	}
-	if cfg.Verify.Channel != "dialog" || cfg.Verify.Timeout.Duration != 2*time.Minute {
+	if cfg.Verify.Channel != "dialog" || cfg.Verify.Timeout.Duration != 50*time.Second {
 		t.Errorf("Verify = %+v", cfg.Verify)
 	}
 	for i, want := range []string{"stdio", "streamable", "sse"} {

@@ -35,7 +35,7 @@ const (
 	DefaultMaxAutonomousSteps = 100
 	DefaultRiskTolerance      = "moderate"
 	DefaultChannel            = "dialog"
-	DefaultVerifyTimeout      = 2 * time.Minute
+	DefaultVerifyTimeout      = 50 * time.Second
 	DefaultInlineWait         = 10 * time.Second
 	DefaultConfirmationTTL    = 5 * time.Minute
 	MaxConfirmationTTL        = 15 * time.Minute

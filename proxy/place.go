@@ -118,10 +118,11 @@ func unresolved(p paths.Place, why string) paths.Place {
 }
 
 func (d disk) resolve(p paths.Place) paths.Place {
-	clean, ok := d.follow(p.Clean)
+	clean, found, ok := d.find(p.Clean)
 	if !ok {
 		return p
 	}
+	p.Looked, p.Exists = true, found
 	if d.realpath != nil && !p.Climbs {
 		// The directory, for the calls of the next second
 		// (resolveInRecentDir).
@@ -154,6 +155,13 @@ func (d disk) resolve(p paths.Place) paths.Place {
 // a directory, is kept as written (and so is what follows it, links
 // after a `..` included). ok is false for a loop or any other error.
 func (d disk) follow(p string) (string, bool) {
+	clean, _, ok := d.find(p)
+	return clean, ok
+}
+
+// find is follow, and whether something is at the end of the path
+// (found), from the same lookups.
+func (d disk) find(p string) (clean string, found, ok bool) {
 	start, rest := "/", p
 	if d.realpath != nil {
 		// The longest prefix that exists, as the kernel resolves it
@@ -163,6 +171,9 @@ func (d disk) follow(p string) (string, bool) {
 		for {
 			r, err := d.realpath(prefix)
 			if err == nil {
+				if tail == "" {
+					return r, true, true // all of it exists
+				}
 				start, rest = r, tail
 				break
 			}
@@ -170,7 +181,7 @@ func (d disk) follow(p string) (string, bool) {
 				break // the kernel would not say: walk it all
 			}
 			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-				return p, false
+				return p, false, false
 			}
 			i := strings.LastIndexByte(prefix, '/')
 			if i <= 0 {
@@ -183,11 +194,12 @@ func (d disk) follow(p string) (string, bool) {
 	return d.walk(start, rest)
 }
 
-// walk is follow from cur, a directory already resolved, through the
+// walk is find from cur, a directory already resolved, through the
 // components of rest.
-func (d disk) walk(cur, rest string) (string, bool) {
+func (d disk) walk(cur, rest string) (clean string, found, ok bool) {
 	todo := strings.Split(rest, "/")
 	links := 0
+	found = true // cur, so far
 	for len(todo) > 0 {
 		c := todo[0]
 		todo = todo[1:]
@@ -202,26 +214,26 @@ func (d disk) walk(cur, rest string) (string, bool) {
 		fi, err := d.lstat(next)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-			cur = next
+			cur, found = next, false
 		case err != nil:
-			return rest, false
+			return rest, false, false
 		case fi.Mode()&fs.ModeSymlink != 0:
 			if links++; links > maxLinks {
-				return rest, false
+				return rest, false, false
 			}
 			target, err := d.readlink(next)
 			if err != nil || target == "" {
-				return rest, false
+				return rest, false, false
 			}
 			if strings.HasPrefix(target, "/") {
 				cur = "/"
 			}
 			todo = append(strings.Split(target, "/"), todo...)
 		default:
-			cur = next
+			cur, found = next, true
 		}
 	}
-	return cur, true
+	return cur, found, true
 }
 
 // ResolveRoots are roots (clean absolute paths) with their links
@@ -296,7 +308,7 @@ func (d disk) resolveInRecentDir(p paths.Place) (paths.Place, bool) {
 	if q := paths.Canonical(next, "", ""); !q.OK || q.Clean != next {
 		return p, false
 	}
-	p.Clean = next
+	p.Clean, p.Looked, p.Exists = next, true, err == nil
 	return p, true
 }
 

@@ -256,3 +256,37 @@ func TestResolveInRecentDir(t *testing.T) {
 		t.Errorf("a link as the last component in a recent directory is not followed: %+v", got)
 	}
 }
+
+// What is at a place when the call is read is said to the human
+// ("create the new file", "overwrite"), from the lookups that resolve
+// it, by every way of looking it up (issue 31, item 4).
+func TestResolvePlaceSaysWhatIsThere(t *testing.T) {
+	home, proj := tree(t)
+	if err := os.WriteFile(filepath.Join(proj, "src", "a.go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path   string
+		exists bool
+	}{
+		{filepath.Join(proj, "src", "a.go"), true},
+		{filepath.Join(proj, "src", "new.go"), false},
+		{filepath.Join(proj, "nodir", "new.go"), false},
+		{filepath.Join(proj, "key"), true},     // a link to a file that is there
+		{filepath.Join(proj, "newkey"), false}, // a dangling link: a write creates its target
+		{filepath.Join(proj, "srclink", "a.go"), true},
+		{filepath.Join(home, ".ssh"), true},
+	} {
+		for _, dk := range disks {
+			for range 2 { // the second time from its directory's recent lookup
+				p := dk.d.resolvePlace(paths.Canonical(tc.path, home, proj))
+				if !p.OK || !p.Looked || p.Exists != tc.exists {
+					t.Errorf("%s (%s): OK %v, looked %v, exists %v; want exists %v", tc.path, dk.name, p.OK, p.Looked, p.Exists, tc.exists)
+				}
+			}
+		}
+	}
+	if p := paths.Canonical(filepath.Join(proj, "src", "a.go"), home, proj); p.Looked || p.Exists {
+		t.Error("a lexical reading says what is on disk")
+	}
+}

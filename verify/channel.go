@@ -71,9 +71,37 @@ type Request struct {
 	// Commands are the commands the call's shell arguments would run,
 	// shown before the arguments.
 	Commands []string
+	// Effects are what the tool does, as the guard's effect model says
+	// (policy.Effect names: "read", "write", "delete", "execute",
+	// "send", "unknown"; "none" for a tool that does nothing outside
+	// itself); nil when the call has no model. With Places and Roots
+	// they choose the words of the question's first line (words.go):
+	// "create the new file …", "overwrite … outside the folder you gave
+	// the filesystem server", "send … to example.com".
+	Effects []string
+	// Places are where the call acts on this machine: its path
+	// arguments, as aqlguard read them from disk.
+	Places []Place
+	// Roots are the folders the server was given (nil: none known).
+	Roots []string
 	// VerifyTool is the tool the model passes a code to, as the model
 	// knows it (aqlguard_verify_challenge, mcp_aql_create, ...).
 	VerifyTool string
+}
+
+// Place is one path a call acts on, as aqlguard read it.
+type Place struct {
+	// Arg is the argument it is in ("path", "destination").
+	Arg string
+	// Path is the absolute path the call names; Target, when not "",
+	// where its links lead.
+	Path, Target string
+	// Looked says aqlguard looked the path up when it read the call,
+	// and Exists what it found: a new file, or one that is there.
+	Looked, Exists bool
+	// Outside says it is outside every folder the server was given
+	// (Roots known).
+	Outside bool
 }
 
 // Summary is the request in one plain sentence, as a dialog's first line
@@ -124,7 +152,22 @@ type Channel interface {
 	Show(ctx context.Context, r Request) error
 }
 
-// ErrNoDisplay is returned by the dialog channel on a machine without a
-// graphical display: zenity would report it as a Cancel, which must not
-// be mistaken for a human's answer.
-var ErrNoDisplay = errors.New("no graphical display (DISPLAY and WAYLAND_DISPLAY are unset)")
+// Reopener is a channel that shows a code in a window a person may close
+// before they used it: the guard shows the code again at the agent's
+// next refused call (once the window is closed). A channel that
+// delivers a code elsewhere (the command channel: a pager, a spool) is
+// not one; its program decides what delivery means, and a code is not
+// delivered twice on an agent's retries.
+type Reopener interface {
+	Reopens() bool
+}
+
+// Reopens implements Reopener: a dialog is a window.
+func (*DialogChannel) Reopens() bool { return true }
+
+// ErrNoDisplay is returned by the dialog channel when it finds no
+// graphical display to put a dialog on (FindDisplay), or the one it
+// found does not answer: zenity would report either as a Cancel, which
+// must not be mistaken for a human's answer. The error that wraps it
+// says where aqlguard looked.
+var ErrNoDisplay = errors.New("no graphical display")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"time"
 )
@@ -37,6 +36,13 @@ type DialogChannel struct {
 	// program replaces the dialog program found in the system
 	// directories (tests run a fake).
 	program string
+	// find finds the display dialogs go on; nil means FindDisplay.
+	// Tests replace it.
+	find func() (Display, error)
+	// Reached, when set, is told where each dialog could be put, or why
+	// not, before it is put up (and at Check): aqlguard records it for
+	// doctor, which reports what the client's last start could reach.
+	Reached func(Display, error)
 }
 
 func (d *DialogChannel) clock() time.Time {
@@ -60,21 +66,43 @@ func (*DialogChannel) Name() string { return "dialog" }
 // Check reports why the channel cannot put a dialog in front of a human
 // (no display, no trusted dialog program), or nil. aqlguard warns at
 // start when it fails, and doctor reports it.
-func (d *DialogChannel) Check() error { return d.ready() }
+func (d *DialogChannel) Check() error {
+	_, err := d.ready()
+	return err
+}
 
-func waylandSession() bool { return os.Getenv("WAYLAND_DISPLAY") != "" }
+// Display is where the next dialog would go (FindDisplay), or why
+// nowhere: aqlguard logs it at start.
+func (d *DialogChannel) Display() (Display, error) {
+	if !needsDisplay() {
+		return Display{From: "the system's own dialogs"}, nil
+	}
+	if d.find != nil {
+		return d.find()
+	}
+	return FindDisplay()
+}
+
+// needsDisplay: macOS and Windows dialogs need no X or Wayland display.
+func needsDisplay() bool { return runtime.GOOS != "darwin" && runtime.GOOS != "windows" }
 
 // ready fails closed before any dialog program runs. Without a display
 // zenity exits 1, exactly as when a human presses Cancel, and that must
 // not be taken for a human's Deny (or, in Show, for a code that was seen).
-// Without a dialog program nothing could be asked at all.
-func (d *DialogChannel) ready() error {
-	// macOS and Windows dialogs need no X or Wayland display.
-	if runtime.GOOS != "darwin" && runtime.GOOS != "windows" &&
-		os.Getenv("DISPLAY") == "" && !waylandSession() {
-		return fmt.Errorf("dialog channel: %w", ErrNoDisplay)
+// Without a dialog program nothing could be asked at all. It returns
+// the display the dialog goes on (found again for every dialog: a
+// session may have ended or begun since).
+func (d *DialogChannel) ready() (Display, error) {
+	disp, err := d.Display()
+	if err == nil {
+		err = d.programCheck()
+	} else {
+		err = fmt.Errorf("dialog channel: %w", err)
 	}
-	return d.programCheck()
+	if d.Reached != nil {
+		d.Reached(disp, err)
+	}
+	return disp, err
 }
 
 func (d *DialogChannel) programCheck() error {
@@ -94,13 +122,14 @@ func (d *DialogChannel) Ask(ctx context.Context, r Request) (Answer, error) {
 	if r.Kind != KindConfirmation {
 		return None, fmt.Errorf("dialog channel: Ask needs a confirmation request, got kind %q", r.Kind)
 	}
-	if err := d.ready(); err != nil {
+	disp, err := d.ready()
+	if err != nil {
 		return None, err
 	}
 	if ctx.Err() != nil {
 		return None, nil // no time left for anyone to answer
 	}
-	return d.ask(ctx, r)
+	return d.ask(ctx, disp, r)
 }
 
 // Show implements Channel with a dialog that shows the code and its
@@ -120,11 +149,12 @@ func (d *DialogChannel) Show(ctx context.Context, r Request) error {
 	if r.Code == "" {
 		return errors.New("dialog channel: the challenge request has no code to show")
 	}
-	if err := d.ready(); err != nil {
+	disp, err := d.ready()
+	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("dialog channel: not shown: %w", err)
 	}
-	return d.showCode(ctx, r)
+	return d.showCode(ctx, disp, r)
 }

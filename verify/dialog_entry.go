@@ -16,7 +16,7 @@ func platformProgram() error { return nil }
 // ask uses the platform's question dialog through the library, with
 // Cancel (Deny) the default button. Its text is not scrollable there, so
 // long arguments are cut (questionText with capped).
-func (d *DialogChannel) ask(ctx context.Context, r Request) (Answer, error) {
+func (d *DialogChannel) ask(ctx context.Context, _ Display, r Request) (Answer, error) {
 	text, err := questionText(r, d.clock(), true)
 	if err != nil {
 		return None, fmt.Errorf("dialog channel: %w", err)
@@ -55,7 +55,7 @@ const (
 // puts it in no process's arguments: on macOS the library gives osascript
 // its script on stdin, and on Windows it draws the dialog in this
 // process. The field is pre-selected, so the human can copy the code.
-func (d *DialogChannel) showCode(ctx context.Context, r Request) error {
+func (d *DialogChannel) showCode(ctx context.Context, _ Display, r Request) error {
 	_, err := zenity.Entry(codeText(r, d.clock(), ""), zenity.Title(CodeTitle), zenity.EntryText(r.Code),
 		zenity.OKLabel("Close"), zenity.Context(ctx))
 	switch {

@@ -72,7 +72,19 @@ func (f fakeZenity) argv(t *testing.T) []string {
 func fakeDialog(t *testing.T, f fakeZenity) *DialogChannel {
 	t.Setenv("DISPLAY", ":99")
 	t.Setenv("WAYLAND_DISPLAY", "")
-	return &DialogChannel{available: func() error { return nil }, now: func() time.Time { return renderNow }, program: f.path}
+	return &DialogChannel{available: func() error { return nil }, now: func() time.Time { return renderNow }, program: f.path,
+		find: ownDisplayOnly}
+}
+
+// ownDisplayOnly finds the display the test's environment names, and
+// nothing beyond it: what the machine running the test has is not the
+// test's.
+func ownDisplayOnly() (Display, error) {
+	d, ok, err := ownDisplay(os.LookupEnv)
+	if !ok && err == nil {
+		err = noDisplay("the test's environment names none")
+	}
+	return d, err
 }
 
 var challengeReq = Request{Kind: KindChallenge, Agent: "agent_a", Action: `fs.delete_file {"path":"C:\\tmp\\x"}`,

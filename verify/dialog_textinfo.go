@@ -128,7 +128,7 @@ func styledEnv(hideCancel bool) ([]string, func()) {
 // ask runs the question dialog and maps its answer: OK (Deny, Return),
 // Cancel, Escape and closing the window deny; "Allow once" and "Allow for
 // this session" are extra buttons, told apart by the label zenity prints.
-func (d *DialogChannel) ask(ctx context.Context, r Request) (Answer, error) {
+func (d *DialogChannel) ask(ctx context.Context, disp Display, r Request) (Answer, error) {
 	program, err := d.dialogPath()
 	if err != nil {
 		return None, err
@@ -146,7 +146,7 @@ func (d *DialogChannel) ask(ctx context.Context, r Request) (Answer, error) {
 	case r.Forget:
 		args = append(args, "--extra-button="+ForgetLabel)
 	}
-	out, code, err := runDialog(ctx, program, args, text, true)
+	out, code, err := runDialog(ctx, disp, program, args, text, true)
 	switch {
 	case ctx.Err() != nil:
 		return None, nil // a late answer does not count
@@ -175,7 +175,7 @@ func (d *DialogChannel) ask(ctx context.Context, r Request) (Answer, error) {
 // showCode runs the code dialog: one button closes it, the other copies
 // the code to the clipboard (through xclip or wl-copy, on their stdin)
 // and closes it; Escape does the same as the second.
-func (d *DialogChannel) showCode(ctx context.Context, r Request) error {
+func (d *DialogChannel) showCode(ctx context.Context, disp Display, r Request) error {
 	program, err := d.dialogPath()
 	if err != nil {
 		return err
@@ -183,7 +183,7 @@ func (d *DialogChannel) showCode(ctx context.Context, r Request) error {
 	args := []string{"--text-info", "--title=" + CodeTitle,
 		"--width=" + strconv.Itoa(dialogWidth), "--height=" + strconv.Itoa(dialogHeight),
 		"--ok-label=" + closeLabel, "--cancel-label=" + copyAndCloseText}
-	_, code, err := runDialog(ctx, program, args, codeText(r, d.clock(), r.Code), false)
+	_, code, err := runDialog(ctx, disp, program, args, codeText(r, d.clock(), r.Code), false)
 	switch {
 	case ctx.Err() != nil:
 		return nil // the code was on screen until it expired
@@ -192,7 +192,7 @@ func (d *DialogChannel) showCode(ctx context.Context, r Request) error {
 	case code == 0:
 		return nil
 	case code == 1:
-		if err := copyToClipboard(ctx, r.Code); err != nil {
+		if err := copyToClipboard(ctx, disp, r.Code); err != nil {
 			return fmt.Errorf("dialog channel: the code was shown, but copying it to the clipboard failed: %s", redact(err.Error(), r.Code))
 		}
 		return nil
@@ -204,11 +204,14 @@ func (d *DialogChannel) showCode(ctx context.Context, r Request) error {
 // styledEnv), and returns what it printed, its exit status, and an error
 // only when it could not run. Its stderr (GTK warnings) is kept to
 // explain a failure.
-func runDialog(ctx context.Context, program string, args []string, text string, hideCancel bool) (string, int, error) {
+func runDialog(ctx context.Context, disp Display, program string, args []string, text string, hideCancel bool) (string, int, error) {
 	env, cleanup := styledEnv(hideCancel)
 	defer cleanup()
+	if env == nil {
+		env = os.Environ()
+	}
 	cmd := exec.CommandContext(ctx, program, args...)
-	cmd.Env = env
+	cmd.Env = disp.env(env)
 	cmd.Stdin = strings.NewReader(text)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedWriter{w: &stdout, n: maxStdout}
@@ -224,8 +227,8 @@ func runDialog(ctx context.Context, program string, args []string, text string, 
 	if code == 1 && displayUnreachable(stderr.String()) {
 		// zenity exits 1 when it cannot reach the display, exactly as
 		// when a human presses Cancel: that is no human's answer.
-		return "", code, fmt.Errorf("dialog channel: %s could not reach the display %q: %s", program,
-			os.Getenv("DISPLAY"), strings.TrimSpace(stderr.String()))
+		return "", code, fmt.Errorf("dialog channel: %s could not reach the display (%s, from %s): %w: %s", program,
+			disp.Where(), disp.From, ErrNoDisplay, strings.TrimSpace(stderr.String()))
 	}
 	if code > 1 {
 		msg := cmd.ProcessState.String()
@@ -246,9 +249,10 @@ func displayUnreachable(stderr string) bool {
 
 // copyToClipboard puts code on the clipboard with xclip (X11) or wl-copy
 // (Wayland), from a system directory, on the program's stdin.
-func copyToClipboard(ctx context.Context, code string) error {
-	if p, err := findSystemProgram("wl-copy"); err == nil && waylandSession() {
+func copyToClipboard(ctx context.Context, disp Display, code string) error {
+	if p, err := findSystemProgram("wl-copy"); err == nil && disp.wayland() {
 		cmd := exec.CommandContext(ctx, p)
+		cmd.Env = disp.env(os.Environ())
 		cmd.Stdin = strings.NewReader(code)
 		return cmd.Run()
 	}
@@ -257,6 +261,7 @@ func copyToClipboard(ctx context.Context, code string) error {
 		return fmt.Errorf("no clipboard program (xclip or wl-copy) in a system directory; select the code and copy it instead")
 	}
 	cmd := exec.CommandContext(ctx, p, "-selection", "clipboard")
+	cmd.Env = disp.env(os.Environ())
 	cmd.Stdin = strings.NewReader(code)
 	// xclip serves the selection from a child it forks; Run returns once
 	// the parent has handed over.

@@ -184,6 +184,7 @@ func codeText(r Request, now time.Time, code string) string {
 	sections = append(sections, wrapWords("To let it go on: type or paste the code into "+chat+"; the assistant passes it to aqlguard ("+
 		visible(tool, false)+") and never sees it any other way. In a terminal, `aqlguard unblock "+agent+"` does the same.", "")+
 		"\nIf you did not expect this, close this window and do not give the code.\n"+
+		wrapWords("Closed it too soon? The agent's next call shows it again, and `aqlguard verify show` in a terminal shows a new one.", "")+"\n"+
 		"This code expires "+expiry(r.ExpiresAt, now)+".")
 	if s := reasons(r, "Why"); s != "" {
 		sections = append(sections, s)
@@ -231,10 +232,14 @@ func summary(r Request) string {
 	return clientName(r.Client) + " wants to " + what(r)
 }
 
-// what is what the call does, in words, from its category and the
-// arguments that say what it acts on, and the server: "delete 3 files in
-// ~/project with the filesystem server."
+// what is what the call does, in words: in its effects' words when the
+// guard has a model of the tool (effectWhat), else from its category and
+// the arguments that say what it acts on, and the server: "delete 3
+// files in ~/project with the filesystem server."
 func what(r Request) string {
+	if s := effectWhat(r); s != "" {
+		return s
+	}
 	verb := map[string]string{"READ": "read", "CREATE": "create", "UPDATE": "change", "DELETE": "delete",
 		"EXECUTE": "run"}[r.Category]
 	tool := visible(r.Tool, false)
@@ -251,6 +256,9 @@ func what(r Request) string {
 			object, verb = "a database query", "run"
 		case a.role == rolePath:
 			object = pathsPhrase(paths(r.Arguments, r.Roles), nounOf(r.Tool))
+			if verb == "run" {
+				verb = "" // a path is not what runs: "use write_file on …"
+			}
 		case a.role == roleURL && ok:
 			// Quoted: text from the model, which must not read as ours.
 			u, _ := capRunes(visible(s, false), 80)
@@ -386,9 +394,10 @@ func plainWhy(r Request) string {
 		switch {
 		case r.Tier == "danger_zone" || r.Tier == "verify":
 			return "your policy never lets an agent do this on its own."
-		case r.Rule == "place" || r.Rule == "unresolved":
+		case r.Rule == "place" || r.Rule == "unresolved" || r.Rule == "shell: unresolved" || r.Rule == "flow":
 			// aqlguard's own question (a path, a command it cannot
-			// read): the reason says what, in words.
+			// read, where data goes after what the chat read): the
+			// reason says why this call is unusual, in words.
 			return strings.TrimPrefix(r.Reason, "Action requires approval: ") + "."
 		}
 		return "your policy asks a person before calls like this."
@@ -425,8 +434,10 @@ func decidedBy(r Request) string {
 		parts = append(parts, fmt.Sprintf("deny %q", r.Rule))
 	case r.Rule == "place":
 		parts = append(parts, "aqlguard's check of paths against the server's roots and the sensitive places")
-	case r.Rule == "unresolved":
+	case r.Rule == "unresolved" || r.Rule == "shell: unresolved":
 		parts = append(parts, "aqlguard's own check: what it cannot read exactly, a person looks at")
+	case r.Rule == "flow":
+		parts = append(parts, "aqlguard's check of where data goes after what this chat has read")
 	default:
 		parts = append(parts, fmt.Sprintf("requires_approval %q", r.Rule))
 	}

@@ -266,6 +266,8 @@ srv server (drop_table). Nothing it asks for runs until you decide.
 passes it to aqlguard (aqlguard_verify_challenge) and never sees it any other way. In a
 terminal, ` + "`aqlguard unblock claude`" + ` does the same.
 If you did not expect this, close this window and do not give the code.
+Closed it too soon? The agent's next call shows it again, and ` + "`aqlguard verify show`" + ` in a
+terminal shows a new one.
 This code expires ` + expiry(r.ExpiresAt, renderNow) + `.
 
 Why: your policy never lets an agent do this on its own.
@@ -326,12 +328,16 @@ func TestQuestionSaysWhatTheToolDoes(t *testing.T) {
 	place := base
 	place.Stage, place.Tier, place.Rule = "pattern", "confirm", "place"
 	place.Reason = "Action requires approval: it writes /etc/cron.d/x, outside the fs server's roots (/home/u/proj)"
+	flow := base
+	flow.Stage, flow.Tier, flow.Rule = "pattern", "confirm", "flow"
+	flow.Reason = "Action requires approval: after reading private data (github.get_file) and untrusted content (fetch.fetch), this call sends data to example.com"
 	for _, c := range []struct {
 		r         Request
 		want, not string
 	}{
 		{byEffects, `it runs commands or code (a guess from its name "run_job")`, "could do anything"},
 		{place, "it writes /etc/cron.d/x, outside the fs server's roots (/home/u/proj).", "your policy asks"},
+		{flow, "Why you are asked: after reading private data (github.get_file) and untrusted content\n    (fetch.fetch), this call sends data to example.com.\nDecided by: aqlguard's check of where data goes", "requires_approval"},
 	} {
 		text, err := questionText(c.r, at, false)
 		if err != nil {

@@ -151,6 +151,8 @@ func init() {
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdBlocks(a, out, errw) }},
 		{"unblock", nil, "AGENT", "lift an agent's hard block (admin override, audited)",
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdUnblock(a, out, errw) }},
+		{"verify", []string{"show"}, "show", "show a blocked agent's verification code again (a new one, through the human channel; never printed)",
+			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdVerify(a, out, errw) }},
 		{"approvals", []string{"list", "revoke"}, "list|revoke", `the standing "allow for this session" answers (revoking is audited)`,
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdApprovals(a, out, errw) }},
 		{"pins", []string{"list", "approve", "reset"}, "list|approve|reset", "approved tool definitions, changes waiting for a human (as diffs)",

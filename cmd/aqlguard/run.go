@@ -337,22 +337,41 @@ func (in *instance) close() {
 	_ = in.store.Close() // the audit log's last records fsync'd
 }
 
-// newGuard builds the guard and the channel to the human.
+// newGuard builds the guard and the channel to the human; what the
+// channel can reach is recorded for doctor.
 func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger) *guard.Guard {
-	var ch verify.Channel
+	reached := reachRecorder(cfg, pol, log)
+	if cfg.Verify.Channel == "command" {
+		// Whether the program answers is its own business; doctor says
+		// which channel the client's aqlguard had.
+		reached(verify.Display{From: "the command channel (" + cfg.Verify.Command[0] + ")"}, nil)
+	}
+	return guardWith(cfg, pol, st, log, humanChannel(cfg, log, reached))
+}
+
+// humanChannel is the configured channel to the human; reached, when
+// set, is told what a dialog channel can reach (verify.DialogChannel).
+func humanChannel(cfg *policy.Config, log *slog.Logger, reached func(verify.Display, error)) verify.Channel {
 	switch cfg.Verify.Channel {
 	case "command":
 		c := verify.NewCommand(cfg.Verify.Command)
 		c.Stderr = logWriter{log.With("channel", "command")}
-		ch = c
-	default:
-		d := verify.NewDialog()
-		if err := d.Check(); err != nil {
-			log.Warn("the dialog channel cannot reach a human: every question will go unanswered and every code unshown "+
-				"(nothing is approved; blocks stay). Fix it, or set [verify] channel = \"command\"", "problem", err)
-		}
-		ch = d
+		return c
 	}
+	d := verify.NewDialog()
+	d.Reached = reached
+	if disp, err := d.Display(); err == nil {
+		log.Info("dialogs go to the graphical session", "display", disp.Where(), "from", disp.From)
+	}
+	if err := d.Check(); err != nil {
+		log.Warn("the dialog channel cannot reach a human: every question will go unanswered and every code unshown "+
+			"(nothing is approved; blocks stay). `aqlguard doctor` says how to fix it, or set [verify] channel = \"command\"", "problem", err)
+	}
+	return d
+}
+
+// guardWith is the guard of pol on st, reaching the human through ch.
+func guardWith(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger, ch verify.Channel) *guard.Guard {
 	return &guard.Guard{
 		Policy:             pol,
 		State:              st,
@@ -367,6 +386,46 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.
 		VerifyTool:         proxy.VoiceFor(proxy.Mode(cfg.Mode), nil).VerifyTool,
 		Log:                log,
 	}
+}
+
+// reachRecorder records, for doctor, where this aqlguard's dialogs
+// could go (verify.Reach), when it starts and whenever that changes.
+func reachRecorder(cfg *policy.Config, pol *policy.Policy, log *slog.Logger) func(verify.Display, error) {
+	var mu sync.Mutex
+	var last verify.Reach
+	written := false
+	dir := verify.ReachDir(stateDir(cfg))
+	by := clientProcess()
+	return func(d verify.Display, err error) {
+		r := verify.ReachOf(d, err)
+		r.Agent, r.StartedBy, r.PID, r.At, r.Channel = pol.Principal, by, os.Getpid(), time.Now().UTC(), cfg.Verify.Channel
+		mu.Lock()
+		defer mu.Unlock()
+		if written && r.Same(last) {
+			return
+		}
+		if err := verify.WriteReach(dir, r); err != nil {
+			log.Warn("doctor will not know what this aqlguard's dialogs could reach", "err", err)
+			return
+		}
+		last, written = r, true
+	}
+}
+
+// clientProcess names the process that started this aqlguard (the
+// parent of its supervisor, if it has one) as "node (pid 4242)".
+func clientProcess() string {
+	ppid := os.Getppid()
+	if downstream.UnderSupervisor() {
+		if st, err := procfs.Read(ppid); err == nil {
+			ppid = st.Ppid
+		}
+	}
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/comm")
+	if err != nil {
+		return fmt.Sprintf("pid %d", ppid)
+	}
+	return fmt.Sprintf("%s (pid %d)", strings.TrimSpace(string(comm)), ppid)
 }
 
 // clientKey names the client that started this aqlguard (the parent of

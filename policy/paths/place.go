@@ -49,6 +49,12 @@ type Place struct {
 	Climbs bool
 	// Why says, in plain words, why Raw is not OK ("" when it is).
 	Why string
+	// Looked says the I/O side looked Clean up on disk
+	// (proxy.ResolvePlace), and Exists what it found there then: a
+	// human is told "create the new file" or "overwrite", not only
+	// "write". Nothing is judged on it (the disk may change before the
+	// server acts); Canonical leaves both false.
+	Looked, Exists bool
 }
 
 // Canonical reads raw, a path argument, as the one local path it names.

@@ -474,3 +474,124 @@ func TestQuestionsAreWithdrawnWithTheirCaller(t *testing.T) {
 		t.Errorf("the records say %q", why)
 	}
 }
+
+// heldHuman keeps each question on the screen until the test answers
+// it (answer), as a person who reads slowly would.
+type heldHuman struct {
+	asked   chan verify.Request
+	answers chan verify.Answer
+}
+
+func newHeldHuman() *heldHuman {
+	return &heldHuman{asked: make(chan verify.Request, 8), answers: make(chan verify.Answer, 8)}
+}
+
+func (*heldHuman) Name() string { return "held" }
+func (h *heldHuman) Ask(ctx context.Context, r verify.Request) (verify.Answer, error) {
+	h.asked <- r
+	select {
+	case a := <-h.answers:
+		return a, nil
+	case <-ctx.Done():
+		return verify.None, nil
+	}
+}
+func (*heldHuman) Show(context.Context, verify.Request) error { return nil }
+
+// question waits for the next question put to the human.
+func (h *heldHuman) question(t *testing.T) verify.Request {
+	t.Helper()
+	select {
+	case r := <-h.asked:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no question was put to the human")
+		return verify.Request{}
+	}
+}
+
+// No call outwaits its client (issue 31, item 2): a gated call answers
+// pending after its wait, the question stays up, and the human's later
+// answer is found by the same call repeated in the same session, once,
+// without asking again; a call with other arguments, or the same call
+// in another session, does not inherit it, and a denial refuses the
+// repeat without asking again.
+func TestPendingCallFindsItsAnswerLater(t *testing.T) {
+	ctx := context.Background()
+	h := newHeldHuman()
+	g := newGuard(t, approvalPolicy, h)
+	g.InlineWait, g.AskTimeout = 50*time.Millisecond, 50*time.Millisecond
+	del := call("db_delete_row", map[string]any{"id": "1"})
+	began := time.Now()
+	v := g.Check(ctx, del)
+	if v.Refusal == nil || v.Refusal.Kind != RefusalPending || !strings.Contains(v.Refusal.Say, "Repeat the same call") {
+		t.Fatalf("first: %+v", v.Refusal)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("the pending answer took %s", took)
+	}
+	q := h.question(t)
+	// confirm_operation waits its own bound, and answers pending too.
+	if res, r := g.ConfirmOperation(ctx, "s", v.Token); res != nil || r == nil || r.Kind != RefusalPending {
+		t.Fatalf("confirm_operation before the answer: %+v, %+v", res, r)
+	}
+	h.answers <- verify.Allow
+	waitStatus(t, g, q.Token, statusApproved)
+
+	other := call("db_delete_row", map[string]any{"id": "2"})
+	if v := g.Check(ctx, other); v.Proceed {
+		t.Fatal("a call with other arguments ran on the answer")
+	}
+	if own := h.question(t); own.Token == q.Token { // asked on its own
+		t.Errorf("a call with other arguments joined the answered question")
+	}
+	h.answers <- verify.Deny
+	elsewhere := del
+	elsewhere.Session = "s2"
+	if v := g.Check(ctx, elsewhere); v.Proceed {
+		t.Fatal("the same call in another session ran on the answer")
+	}
+	if own := h.question(t); own.Token == q.Token {
+		t.Errorf("the same call in another session joined the answered question")
+	}
+	h.answers <- verify.Deny
+	if v := g.Check(ctx, del); !v.Proceed || v.Token != q.Token {
+		t.Fatalf("the repeated call: %+v (token %s, want %s)", v.Refusal, v.Token, q.Token)
+	}
+	if v := g.Check(ctx, del); v.Proceed {
+		t.Fatal("one answer ran two calls")
+	}
+	if again := h.question(t); again.Token == q.Token { // the call once more: a question of its own
+		t.Errorf("the used answer was asked about again")
+	}
+	h.answers <- verify.Deny
+
+	// A denial: the repeated call is refused, and nobody is asked again.
+	rm := call("db_delete_row", map[string]any{"id": "3"})
+	v = g.Check(ctx, rm)
+	q = h.question(t)
+	if v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+		t.Fatalf("pending: %+v", v.Refusal)
+	}
+	h.answers <- verify.Deny
+	waitStatus(t, g, q.Token, statusDenied)
+	if v := g.Check(ctx, rm); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalDenied {
+		t.Fatalf("the repeated denied call: %+v", v.Refusal)
+	}
+	select {
+	case r := <-h.asked:
+		t.Errorf("asked again after the denial: %s", r.Action)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// waitStatus waits until the state holds the token's answer.
+func waitStatus(t *testing.T, g *Guard, token, status string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if c, _ := g.loadToken(context.Background(), token); c != nil && c.Status == status {
+			return
+		}
+	}
+	t.Fatalf("the token %s never became %s", token, status)
+}

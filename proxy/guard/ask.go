@@ -195,6 +195,7 @@ func (g *Guard) question(c *Confirmation, shown *shownCall) verify.Request {
 	if shown != nil {
 		args, roles = shown.args, shown.stepRoles
 		r.Arguments, r.Roles, r.Action = shown.args, shown.roles, shown.preview
+		r.Effects, r.Places, r.Roots = shown.effects, shown.places, shown.roots
 		if c.Kind != kindAction {
 			r.Action = c.Operation + " (next action: " + shown.preview + ")"
 		}

@@ -51,6 +51,7 @@ func (g *Guard) newChallenge(a Action, d evaluator.Directive) (*challengeCode, e
 		VerifyTool: g.VerifyTool}
 	if shown := g.showing(a); shown != nil {
 		req.Arguments, req.Action, req.Roles = shown.args, shown.preview, shown.roles
+		req.Effects, req.Places, req.Roots = shown.effects, shown.places, shown.roots
 		req.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: a.Operation, Server: a.Server, Tool: a.Tool,
 			Arguments: shown.args, Roles: a.Roles}, maxQuestionCommands)
 	}
@@ -76,6 +77,7 @@ func (g *Guard) show(ctx context.Context, req *verify.Request) (factor, unshown 
 	g.init()
 	bg := g.bg
 	g.showingCodes++ // the guard is not parked while a code is on the screen
+	g.holdCode(*req) // to be shown again (reshow.go)
 	g.mu.Unlock()
 	showCtx, cancel := context.WithDeadline(bg, req.ExpiresAt)
 	go func() {
@@ -85,7 +87,9 @@ func (g *Guard) show(ctx context.Context, req *verify.Request) (factor, unshown 
 			g.mu.Unlock()
 		}()
 		defer cancel()
-		done <- g.Channel.Show(showCtx, *req)
+		err := g.Channel.Show(showCtx, *req)
+		g.codeClosed(req.Challenge, err == nil)
+		done <- err
 	}()
 	select {
 	case err := <-done:
@@ -238,6 +242,7 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 				g.seenBlock = ""
 			}
 			g.clearNotifications(id)
+			delete(g.held, id) // used: not to be shown again
 		}
 		return c, nil
 	})

@@ -189,13 +189,16 @@ func decide(f facts, evaluate func(evaluator.Step) evaluator.Directive) ruling {
 		}
 	}
 	// The explicit token first; else any approval of exactly this
-	// binding will do (a binding is exact, so two are interchangeable).
+	// binding will do (a binding is exact, so two are interchangeable),
+	// given in this call's session: the identical call repeated later
+	// finds its answer, a call of another session (another chat) does
+	// not inherit it.
 	if c := f.explicit; c != nil && holds(c, statusApproved) {
 		r.kind, r.confirmation = approved, c
 		return r
 	}
 	for _, c := range h.open {
-		if holds(c, statusApproved) {
+		if holds(c, statusApproved) && (r.binding.kind != kindAction || c.Session == a.Session) {
 			r.kind, r.confirmation = approved, c
 			return r
 		}

@@ -147,6 +147,19 @@ func TestDecide(t *testing.T) {
 		{name: "any approval of exactly this call",
 			facts:     func(f *facts) { f.human.open = []*Confirmation{conf(statusApproved, nil)} },
 			directive: confirm, want: approved, evaluated: true, check: wantToken("conf_approved")},
+		{name: "another session's approval does not answer for this one",
+			facts: func(f *facts) {
+				f.human.open = []*Confirmation{conf(statusApproved, func(c *Confirmation) { c.Session = "s2" })}
+			},
+			directive: confirm, want: ask, evaluated: true, check: wantToken("")},
+		{name: "a check-in approved in another session lifts the principal's pause",
+			facts: func(f *facts) {
+				f.human.open = []*Confirmation{conf(statusApproved, func(c *Confirmation) {
+					c.Kind, c.Server, c.Operation, c.Digest, c.Session = kindSteps, "", "check-in: step limit", "", "s2"
+				})}
+			},
+			directive: evaluator.Directive{Decision: evaluator.NeedsConfirm, Stage: evaluator.StageStepLimit},
+			want:      approved, evaluated: true, check: wantToken("conf_approved")},
 		{name: "an approval of other arguments approves nothing",
 			facts: func(f *facts) {
 				f.human.open = []*Confirmation{conf(statusApproved, func(c *Confirmation) { c.Digest = "other" })}

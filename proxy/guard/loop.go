@@ -105,6 +105,9 @@ type Guard struct {
 	// shownFor keeps, by token, what the human is shown of the call an
 	// open question asks about (ask.go shownOf); g.mu.
 	shownFor map[string]keptCall
+	// held are the codes this process showed, by challenge, until they
+	// expire, to be shown again (reshow.go); g.mu.
+	held map[string]*heldCode
 
 	// unwritten is a hard block decided while the state could not be
 	// written, held until it is (unwritten.go); g.mu.
@@ -746,6 +749,9 @@ func (g *Guard) refuseAsks(ctx context.Context, a Action, began time.Time) Verdi
 func (g *Guard) shown(ctx context.Context, a Action, out round) Verdict {
 	v := out.verdict
 	if out.show == nil {
+		if r := v.Refusal; r != nil && v.VerificationID != "" && (r.Kind == RefusalBlocked || r.Kind == RefusalPaused) {
+			g.showAgain(ctx, a.Session, a.Operation, v.VerificationID)
+		}
 		return v
 	}
 	req := &out.show.req

@@ -220,6 +220,10 @@ func (g *Guard) busy(m *memory) string {
 		return "a verification code is being shown"
 	case g.about > 0:
 		return "a question about a tool's definition is being asked"
+	case g.holdsCode():
+		// Shown again at the next refused call until it expires
+		// (reshow.go): a dropped guard would forget it.
+		return "a verification code it showed has not expired"
 	case g.unwritten != nil:
 		// Held in memory only until the state takes it (unwritten.go):
 		// a dropped guard would drop the block with it.

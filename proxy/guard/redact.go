@@ -6,12 +6,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/policy/paths"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/secrets"
+	"github.com/aqlguard/aqlguard/verify"
 )
 
 // What is a secret is policy.SecretArgument's to say (the one notion:
@@ -187,6 +190,47 @@ type shownCall struct {
 	// (Action.Roles), for the commands the question lists.
 	roles     map[string]string
 	stepRoles map[string]policy.Role
+	// effects, places and roots say what the call will do in the
+	// effect's words (verify.Request.Effects, Places, Roots).
+	effects []string
+	places  []verify.Place
+	roots   []string
+}
+
+// effectWords are what a's call does, for the words of a question: the
+// tool's effects (nil without a model), the places it acts on, and the
+// server's roots.
+func effectWords(a Action) (effects []string, places []verify.Place, roots []string) {
+	if a.EffectSource != policy.SourceNone {
+		effects = []string{}
+		for _, e := range a.Effects.List() {
+			effects = append(effects, e.String())
+		}
+		if len(effects) == 0 {
+			effects = append(effects, "none")
+		}
+	}
+	for _, pl := range a.Places {
+		if !pl.Lexical.OK || !pl.Resolved.OK {
+			continue // not one place: the question's reason says so
+		}
+		p := verify.Place{Arg: pl.Arg, Path: pl.Lexical.Clean, Looked: pl.Resolved.Looked, Exists: pl.Resolved.Exists}
+		if pl.Resolved.Clean != pl.Lexical.Clean {
+			p.Target = pl.Resolved.Clean
+		}
+		if a.RootsKnown {
+			p.Outside = !paths.Within(pl.Lexical.Clean, a.Roots) || !paths.Within(pl.Resolved.Clean, a.Roots)
+		}
+		places = append(places, p)
+	}
+	if a.RootsKnown {
+		for _, r := range a.Roots {
+			if !slices.Contains(roots, r) {
+				roots = append(roots, r)
+			}
+		}
+	}
+	return effects, places, roots
 }
 
 // showing is what a human is shown of a's call; nil for a reported step
@@ -197,6 +241,7 @@ func (g *Guard) showing(a Action) *shownCall {
 	}
 	a = g.prepare(a)
 	s := &shownCall{tool: a.Tool, server: a.Server, digest: a.digest, stepRoles: a.Roles, args: a.redacted, preview: a.preview}
+	s.effects, s.places, s.roots = effectWords(a)
 	if len(a.redacted) > 0 {
 		s.stored, _ = canonicalJSON(a.redacted)
 	}

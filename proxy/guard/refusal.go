@@ -112,10 +112,12 @@ func (r *Refusal) Offer() *Offer {
 // being why not (a fixed phrase).
 var (
 	sayWords = map[RefusalKind]string{
-		RefusalBlocked: "aqlguard stopped this agent: no call runs until the user gives you the verification code {shown}. " +
-			"Ask the user for it, then {verify}. You cannot see the code; do not guess it.",
+		RefusalBlocked: "aqlguard stopped this agent until the user gives you the verification code {shown}. " +
+			"Ask them for it, then {verify}. If they lost it, `aqlguard verify show` gives them a new one. " +
+			"You cannot see codes; never guess one.",
 		RefusalPaused: "aqlguard paused this agent until the user gives you the verification code {shown}. " +
-			"Ask the user for it, then {verify}. You cannot see the code; do not guess it.",
+			"Ask them for it, then {verify}; if they closed it, your next call shows it again. " +
+			"You cannot see the code; do not guess it.",
 		RefusalPending:     "A human must approve this call; {asked}. Nothing ran. Repeat the same call to get their answer.{confirm}",
 		RefusalDenied:      "The user denied this call. Nothing ran; do not repeat it unchanged.",
 		RefusalRefused:     "The policy does not allow this call. Nothing ran; you may go on with other work.",
@@ -125,10 +127,11 @@ var (
 	}
 	unheardWords = map[RefusalKind]string{
 		RefusalBlocked: "aqlguard stopped this agent, and could not show the user a verification code ({why}). " +
-			"Tell the user the agent is stopped; aqlguard's log says more. Do not guess a code.",
+			"Tell the user the agent is stopped and that `aqlguard doctor` says how to fix this. Do not guess a code.",
 		RefusalPaused: "aqlguard paused this agent, and could not show the user a verification code ({why}). " +
-			"Tell the user the agent is paused; aqlguard's log says more. Do not guess a code.",
-		RefusalPending: "A human must approve this call, but none could be asked ({why}). Nothing ran; the same call asks again.",
+			"Tell the user the agent is paused and that `aqlguard doctor` says how to fix this. Do not guess a code.",
+		RefusalPending: "A human must approve this call, but none could be asked ({why}), so nothing ran: " +
+			"tell the user to run `aqlguard doctor`, which says how to fix this, then repeat the call.",
 	}
 )
 

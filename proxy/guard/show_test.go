@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/policy/paths"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -186,5 +188,53 @@ func TestTheCommandChannelSeesWhatRuns(t *testing.T) {
 	if req.Arguments["command"] != hidden().Arguments["command"] || !isDigest(req.Arguments["token"]) ||
 		!strings.Contains(req.Action, "evil.example") {
 		t.Errorf("the command channel was sent %s", b)
+	}
+}
+
+// The question and the code's window say what the call will do in its
+// effect's words, from the tool's model and its places as the front read
+// them (issue 31, item 4).
+func TestTheHumanIsToldWhatWillHappen(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOME", "/home/u")
+	place := func(p string, exists bool) evaluator.Place {
+		pl := paths.Canonical(p, "/home/u", "/home/u/proj")
+		resolved := pl
+		resolved.Looked, resolved.Exists = true, exists
+		return evaluator.Place{Arg: "path", Lexical: pl, Resolved: resolved}
+	}
+	write := func(p string, exists bool) Action {
+		a := Action{Session: "s", Operation: "fs_write_file", Server: "fs", Tool: "write_file", Category: policy.Execute,
+			Arguments: map[string]any{"path": p, "content": "x"}, Effects: policy.Effects(policy.EffectWrite),
+			EffectSource: policy.SourceProfile, EffectWhy: "writes a file (the filesystem profile)", Modeled: true,
+			Roles: map[string]policy.Role{"path": policy.RolePath, "content": policy.RoleContent},
+			Roots: []string{"/home/u/proj"}, RootsKnown: true, Home: "/home/u"}
+		a.Places = []evaluator.Place{place(p, exists)}
+		return a
+	}
+	for _, tc := range []struct {
+		a    Action
+		want string
+	}{
+		{write("/home/u/proj/todo.txt", false), `create the new file "~/proj/todo.txt" with the fs server.`},
+		{write("/etc/hosts", true), `overwrite "/etc/hosts" outside the folder you gave the fs server (~/proj).`},
+	} {
+		h := &fakeHuman{}
+		g := newGuard(t, "agent = \"unit\"\n[safety]\nrequires_approval = [\"fs_write_file\"]\n", h)
+		if v := g.Check(ctx, tc.a); v.Proceed {
+			t.Fatal("expected a question")
+		}
+		if len(h.asked) != 1 || !strings.HasSuffix(h.asked[0].Summary(), "wants to "+tc.want) {
+			t.Errorf("the question says %q, want %q", h.asked[0].Summary(), tc.want)
+		}
+	}
+	// The code's window says it too.
+	h := &fakeHuman{}
+	g := newGuard(t, "agent = \"unit\"\n[safety]\ndeny = [\"*hosts*\"]\n", h)
+	if v := g.Check(ctx, write("/etc/hosts", true)); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+		t.Fatalf("block: %+v", v.Refusal)
+	}
+	if len(h.shown) != 1 || !strings.HasSuffix(h.shown[0].Summary(), `overwrite "/etc/hosts" outside the folder you gave the fs server (~/proj).`) {
+		t.Errorf("the code's window says %q", h.shown[0].Summary())
 	}
 }
