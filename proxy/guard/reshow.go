@@ -50,9 +50,13 @@ func (g *Guard) holdCode(req verify.Request) {
 	g.held[req.Challenge] = &heldCode{req: req, up: true}
 }
 
-// holdsCode says a code this process showed has not expired. g.mu is
-// held.
+// holdsCode says a code this process showed has not expired and can be
+// put up again (a channel that reopens; another is delivered once, and
+// holds nothing to lose). g.mu is held.
 func (g *Guard) holdsCode() bool {
+	if r, ok := g.Channel.(verify.Reopener); !ok || !r.Reopens() {
+		return false
+	}
 	g.pruneCodes()
 	return len(g.held) > 0
 }

@@ -187,3 +187,29 @@ func TestCodeIsNotDeliveredTwice(t *testing.T) {
 		t.Errorf("the code was delivered %d times", n)
 	}
 }
+
+// A guard that holds a code it can put up again is not parked until the
+// code expires (a dropped guard would forget it); a channel that
+// delivers a code once holds nothing, and its guard parks at once.
+func TestHeldCodeKeepsTheGuard(t *testing.T) {
+	ctx := context.Background()
+	for _, reopens := range []bool{true, false} {
+		var h verify.Channel = &fakeHuman{}
+		if reopens {
+			h = &windowHuman{}
+		}
+		g := newGuard(t, testPolicy, h)
+		if v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+			t.Fatalf("block: %+v", v.Refusal)
+		}
+		if !reopens {
+			park(t, g)
+			continue
+		}
+		if err := g.Park(ctx); !errors.Is(err, ErrBusy) {
+			t.Fatalf("parked while the code it can show again lives: %v", err)
+		}
+		g.Now = func() time.Time { return time.Now().Add(g.ChallengeTTL + time.Minute) }
+		park(t, g)
+	}
+}
