@@ -52,7 +52,7 @@ func TestAdminVerbsOnPostgres(t *testing.T) {
 	if out, _ := run(0, "audit", "verify"); !strings.Contains(out, "audit chain verified") || !strings.Contains(out, "PostgreSQL schema") {
 		t.Fatalf("audit verify on PostgreSQL:\n%s", out)
 	}
-	if out, _ := run(0, "audit", "list", "5"); !strings.Contains(out, "state_import") {
+	if out, _ := run(0, "audit", "list", "5"); !strings.Contains(out, "state import") || !strings.Contains(out, "imported") {
 		t.Fatalf("audit list on PostgreSQL does not end with the import:\n%s", out)
 	}
 	if out, _ := run(0, "audit", "show", "1"); !strings.Contains(out, `"seq": 1`) {
