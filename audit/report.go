@@ -90,6 +90,11 @@ type row struct {
 	Bucket               int
 	Factors              []string
 	Session, ChallengeID string
+	// Why says in words why a call was stopped or put to a person (the
+	// stage that decided); Factors are the evaluator's own lines under
+	// it. Then says what became of it: the person's answer and whether
+	// the call ran (thenOf).
+	Why, Then string
 }
 
 type bar struct {
@@ -181,6 +186,7 @@ func WriteReport(w io.Writer, recs []store.Record, o ReportOptions) error {
 	for i := range counts {
 		counts[i] = map[string]int{}
 	}
+	after := indexAfter(recs)
 	for _, r := range recs {
 		b := int(r.Time.Sub(start) / size)
 		if b < 0 {
@@ -200,6 +206,8 @@ func WriteReport(w io.Writer, recs []store.Record, o ReportOptions) error {
 			counts[b][c]++
 			v.CallsData = append(v.CallsData, callPoint{B: b, C: c, A: x.Agent, S: x.Server, T: x.Tool})
 			if c != "allowed" {
+				x.Why = whyOf(r)
+				x.Then = after.thenOf(r)
 				v.Calls = append(v.Calls, x)
 			}
 		case "confirmation":
@@ -363,6 +371,123 @@ func decisive(r store.Record) []string {
 		out = append(out, f)
 	}
 	return out
+}
+
+// whyOf is the headline of a stopped or asked-about call's "Why": the
+// stage of the evaluator that decided, in words (the factors follow it).
+func whyOf(r store.Record) string {
+	risk := ""
+	if r.Risk > 0 {
+		risk = fmt.Sprintf(" (risk %d of 100)", r.Risk)
+	}
+	switch r.Stage {
+	case "pattern":
+		return "a rule of the policy names this call" + patternOf(r.Factors)
+	case "safety_tier":
+		return "what the call does" + risk + " is in the " + r.Tier + " tier, which a person decides"
+	case "risk_tolerance":
+		return "its risk" + risk + " is above what the agent may do without a person"
+	case "step_limit":
+		return "the agent used up the steps it may take without a person"
+	case "previous_outcome":
+		return "the call before it failed, and the agent was paused until a person looked"
+	}
+	switch r.Result {
+	case "":
+	case "PERMISSION_AGENT_BLOCKED":
+		return "the agent was already blocked: every call is refused until a person types the code"
+	default:
+		return "refused before the evaluator decided: " + strings.ToLower(strings.ReplaceAll(r.Result, "_", " "))
+	}
+	return ""
+}
+
+// patternOf is the rule a pattern-stage factor names (`pattern: deny
+// "*drop_database*" matched …`), as ` ("*drop_database*", deny)`.
+func patternOf(factors []string) string {
+	for _, f := range factors {
+		rest, ok := strings.CutPrefix(f, "pattern: ")
+		if !ok {
+			continue
+		}
+		action, rest, _ := strings.Cut(rest, " ")
+		if q := strings.Index(rest, `"`); q >= 0 {
+			if end := strings.Index(rest[q+1:], `"`); end >= 0 {
+				return " (" + rest[q:q+end+2] + ", " + action + ")"
+			}
+		}
+	}
+	return ""
+}
+
+// laterRecords finds, for a stopped or asked-about call, what came of it
+// later in the period: the person's answer to its question (the
+// confirmation record with its token) and the call's outcome (the
+// first outcome of the same session, operation and arguments after it).
+type laterRecords struct {
+	answers  map[string]store.Record // by token: the last answer
+	outcomes map[string][]store.Record
+}
+
+func outcomeKey(r store.Record) string {
+	return r.Principal + "\x00" + r.Session + "\x00" + r.Operation + "\x00" + r.ArgsSHA256
+}
+
+func indexAfter(recs []store.Record) laterRecords {
+	l := laterRecords{answers: map[string]store.Record{}, outcomes: map[string][]store.Record{}}
+	for _, r := range recs {
+		switch r.Kind {
+		case "confirmation":
+			if r.Token != "" {
+				l.answers[r.Token] = r
+			}
+		case "outcome":
+			if r.ArgsSHA256 != "" {
+				k := outcomeKey(r)
+				l.outcomes[k] = append(l.outcomes[k], r)
+			}
+		}
+	}
+	return l
+}
+
+// thenOf says what became of the decision r: "the person answered
+// approved at 17:04; the call ran: ok", "no answer in this period; the
+// call did not run", or nothing for a call nobody was asked about and
+// that did not run.
+func (l laterRecords) thenOf(r store.Record) string {
+	var said []string
+	approved := false
+	if r.Token != "" {
+		a, ok := l.answers[r.Token]
+		switch {
+		case !ok:
+			said = append(said, "no answer in this period")
+		case a.Decision == "no_answer":
+			said = append(said, "nobody answered (#"+fmt.Sprint(a.Seq)+"); the call did not run")
+			return strings.Join(said, "; ")
+		default:
+			said = append(said, "the person answered "+strings.ReplaceAll(a.Decision, "_", " ")+" at "+a.Time.Local().Format("15:04:05")+" (#"+fmt.Sprint(a.Seq)+")")
+			if approved = strings.HasPrefix(a.Decision, "approved"); !approved {
+				return strings.Join(append(said, "the call did not run"), "; ")
+			}
+		}
+	}
+	if r.ArgsSHA256 != "" {
+		for _, o := range l.outcomes[outcomeKey(r)] {
+			if o.Seq > r.Seq {
+				said = append(said, "the call ran: "+o.Result+" (#"+fmt.Sprint(o.Seq)+")")
+				return strings.Join(said, "; ")
+			}
+		}
+	}
+	switch {
+	case classOf(r) != "asked":
+		said = append(said, "the call did not run")
+	case len(said) > 0:
+		said = append(said, "no outcome in this period")
+	}
+	return strings.Join(said, "; ")
 }
 
 func stamp(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05 MST") }

@@ -51,6 +51,7 @@ func day(end time.Time) []store.Record {
 			r.Args = args(map[string]any{"command": "git push origin feature/login-form", "cwd": "/home/alice/project"})
 			r.Factors = []string{"step limit: step 12 of 100", "safety tier: risk 45 (confirm tier) asks under moderate tolerance"}
 			r.Token = fmt.Sprintf("conf_%032d", i)
+			r.ArgsSHA256 = fmt.Sprintf("%064x", i)
 		case i%91 == 0:
 			r.Decision, r.Result, r.Stage, r.Tier, r.Risk = "deny", "PERMISSION_DENIED", "pattern", "confirm", 50
 			r.Operation, r.Server = "fs_delete_file", "fs"
@@ -65,6 +66,13 @@ func day(end time.Time) []store.Record {
 			}
 			add(store.Record{Time: at.Add(40 * time.Second), Kind: "confirmation", Principal: agent, Session: "s-1",
 				Server: r.Server, Operation: r.Operation, Decision: answer, Tier: "confirm", Token: r.Token})
+			if answer == "approved" { // the model repeats the call, which runs
+				again := r
+				again.Time, again.Decision, again.Result, again.Approval, again.Token = at.Add(45*time.Second), "allow", "", r.Token, ""
+				add(again)
+				add(store.Record{Time: at.Add(47 * time.Second), Kind: "outcome", Principal: agent, Session: "s-1",
+					Server: r.Server, Operation: r.Operation, ArgsSHA256: r.ArgsSHA256, Result: "ok", DurationMS: 1840})
+			}
 		}
 	}
 	block := func(at time.Time, agent, cmd string) {
@@ -261,5 +269,56 @@ func TestReportInChromium(t *testing.T) {
 	}
 	if os.Getenv("AQLGUARD_UPDATE_DOCS") == "1" {
 		keep(filepath.Join("..", "docs", "screenshots"))
+	}
+}
+
+// A stopped or asked-about call says why in words, and what became of
+// it: the person's answer (by its question's token) and whether the
+// call then ran (the outcome of the same session, operation and
+// arguments after it).
+func TestReportSaysWhyAndThen(t *testing.T) {
+	at := time.Date(2026, 11, 29, 17, 4, 0, 0, time.Local)
+	rec := func(seq uint64, r store.Record) store.Record {
+		r.Seq, r.Time, r.Principal = seq, at.Add(time.Duration(seq)*time.Second), "dev"
+		if r.Session == "" {
+			r.Session = "s1"
+		}
+		return r
+	}
+	recs := []store.Record{
+		rec(1, store.Record{Kind: "decision", Decision: "confirm", Stage: "safety_tier", Tier: "confirm", Risk: 55,
+			Server: "fs", Operation: "fs_write_file", ArgsSHA256: "aa", Token: "T1", Result: "CONFIRMATION_REQUIRED",
+			Factors: []string{"step limit: step 1 of 100", "effect: overwrite outside the roots"}}),
+		rec(2, store.Record{Kind: "confirmation", Decision: "approved", Token: "T1", Server: "fs", Operation: "fs_write_file"}),
+		rec(3, store.Record{Kind: "decision", Decision: "allow", Server: "fs", Operation: "fs_write_file", ArgsSHA256: "aa", Approval: "T1"}),
+		rec(4, store.Record{Kind: "outcome", Server: "fs", Operation: "fs_write_file", ArgsSHA256: "aa", Result: "ok"}),
+		rec(5, store.Record{Kind: "decision", Decision: "block", Stage: "pattern", Tier: "danger_zone", Risk: 100,
+			Server: "db", Operation: "db_drop_database", ArgsSHA256: "bb", ChallengeID: "c1", Result: "PERMISSION_AGENT_BLOCKED",
+			Factors: []string{`pattern: deny "*drop_database*" matched the name "db_drop_database"`}}),
+		rec(6, store.Record{Kind: "decision", Decision: "confirm", Stage: "safety_tier", Tier: "confirm", Risk: 40,
+			Server: "fs", Operation: "fs_move_file", ArgsSHA256: "cc", Token: "T2", Result: "CONFIRMATION_REQUIRED"}),
+		rec(7, store.Record{Kind: "decision", Decision: "confirm", Stage: "safety_tier", Tier: "confirm", Risk: 45,
+			Server: "sh", Operation: "sh_run", ArgsSHA256: "dd", Token: "T3", Result: "CONFIRMATION_REQUIRED"}),
+		rec(8, store.Record{Kind: "confirmation", Decision: "denied", Token: "T3", Server: "sh", Operation: "sh_run"}),
+	}
+	var b bytes.Buffer
+	if err := WriteReport(&b, recs, ReportOptions{Generated: at.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	page := html.UnescapeString(b.String())
+	for _, want := range []string{
+		"what the call does (risk 55 of 100) is in the confirm tier, which a person decides",
+		"the person answered approved at " + at.Add(2*time.Second).Format("15:04:05") + " (#2); the call ran: ok (#4)",
+		`a rule of the policy names this call ("*drop_database*", deny)`,
+		"the call did not run",
+		"no answer in this period; no outcome in this period",
+		"the person answered denied at " + at.Add(8*time.Second).Format("15:04:05") + " (#8); the call did not run",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the report does not say %q", want)
+		}
+	}
+	if strings.Contains(page, "step limit: step 1 of 100") {
+		t.Error("the report shows the step count of a call the step limit did not decide")
 	}
 }
