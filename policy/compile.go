@@ -128,6 +128,12 @@ type Policy struct {
 	// which the entries themselves decide.
 	InForce []RuleInForce
 
+	// Titles are the servers' names as their client configs spell them
+	// ("notes-desktop"), by name ("notesdesktop"), where the two differ:
+	// what a person is shown (Title). Not part of Version: words, not
+	// rules.
+	Titles map[string]string
+
 	// Version is the hex SHA-256 of the canonical form of everything above.
 	// Approvals are bound to it, so editing the policy voids outstanding
 	// approvals, while reordering whitespace or comments in the file does not.
@@ -407,6 +413,14 @@ func build(principal string, s settings, layers []layerInput, servers []Server) 
 
 		InterpreterCode: InterpreterCode(s.code),
 	}
+	for _, srv := range servers {
+		if srv.Title != "" && srv.Title != srv.Name {
+			if p.Titles == nil {
+				p.Titles = map[string]string{}
+			}
+			p.Titles[srv.Name] = srv.Title
+		}
+	}
 	// seen maps an entry (its list and its digest form) to its place in
 	// p.InForce.
 	seen := map[string]int{}
@@ -610,6 +624,15 @@ func (p Pattern) digestForm() string {
 // digest hashes a canonical JSON rendering of the effective policy.
 // Patterns are hashed in normalised form: "DROP_*" and "drop_*" behave the
 // same, so they are the same policy.
+// Title is a server's name as a person knows it: as its client config
+// spells it, else its name.
+func (p *Policy) Title(server string) string {
+	if t, ok := p.Titles[server]; ok {
+		return t
+	}
+	return server
+}
+
 func (p *Policy) digest() string {
 	type rule struct {
 		Action, Operation, Argument, Pattern string

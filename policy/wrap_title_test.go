@@ -31,3 +31,22 @@ func TestWrapKeepsTheTitle(t *testing.T) {
 		t.Errorf("WrapRemote: %+v %v", cfg.Servers, err)
 	}
 }
+
+// A wrapped server's title reaches the compiled policy, which the guard
+// names it by to people; a server without one is named by its name.
+func TestPolicyTitles(t *testing.T) {
+	cfg, err := Wrap(Default(), "notes-desktop", []string{"npx", "server"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Title(cfg.Servers[0].Name); got != "notes-desktop" {
+		t.Errorf("Title(%q) = %q", cfg.Servers[0].Name, got)
+	}
+	if got := p.Title("fs"); got != "fs" {
+		t.Errorf("Title(fs) = %q", got)
+	}
+}

@@ -186,7 +186,7 @@ func (g *Guard) question(c *Confirmation, shown *shownCall) verify.Request {
 		_ = dec.Decode(&args) // damaged: the question shows the preview alone
 	}
 	r := verify.Request{
-		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: c.Server, Tool: c.Tool,
+		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: g.pol().Title(c.Server), Tool: c.Tool,
 		Operation: c.Operation, Action: c.Action, Arguments: args, Reason: c.Reason, Token: c.Token,
 		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession, Forget: c.Forget,
 		Category: c.Category, Does: c.Does, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
@@ -407,7 +407,7 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 		return verify.None, "confirmation: the question was settled meanwhile (its approval used, or expired, by another aqlguard process)"
 	}
 	if grant != nil {
-		g.log().Info("standing approval granted", "approval", grant.ID, "server", grant.Server, "tool", grant.Tool,
+		g.log().Info("standing approval granted", "approval", grant.ID, "server", g.pol().Title(grant.Server), "tool", grant.Tool,
 			"session", grant.Session, "expires", grant.ExpiresAt)
 	}
 	return answer, why

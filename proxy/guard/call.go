@@ -139,7 +139,7 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 	// allowed, stays at info. The factors behind an allowed call are at
 	// debug level; the audit log has them all.
 	if !v.Proceed {
-		g.log().Info("call refused", "principal", principal, "session", a.Session, "operation", a.Operation, "server", a.Server,
+		g.log().Info("call refused", "principal", principal, "session", a.Session, "operation", a.Operation, "server", g.pol().Title(a.Server),
 			"tool", a.Tool, "decision", d.Decision, "stopped", d.Stopped, "stage", d.Stage, "tier", d.Tier,
 			"risk", d.Risk, "matched", d.Matched, "enforced", d.Enforced, "factors", d.Factors)
 		// The model is told the refusal and its reason; the factors behind
@@ -191,10 +191,10 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 	}
 	if err != nil && rpcErr == nil {
 		g.log().Log(ctx, level, "call failed", "principal", principal, "session", a.Session, "operation", a.Operation,
-			"server", a.Server, "tool", a.Tool, "decision", d.Decision, "result", result, "err", err, "elapsed", took)
+			"server", g.pol().Title(a.Server), "tool", a.Tool, "decision", d.Decision, "result", result, "err", err, "elapsed", took)
 	} else {
 		g.log().Log(ctx, level, "call", "principal", principal, "session", a.Session, "operation", a.Operation,
-			"server", a.Server, "tool", a.Tool, "decision", d.Decision, "stage", d.Stage, "enforced", d.Enforced,
+			"server", g.pol().Title(a.Server), "tool", a.Tool, "decision", d.Decision, "stage", d.Stage, "enforced", d.Enforced,
 			"result", result, "elapsed", took)
 	}
 	// Every outcome is audited, with a context of its own: a call the

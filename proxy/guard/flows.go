@@ -110,7 +110,7 @@ func (g *Guard) readResult(r Request, a Action, raw json.RawMessage) (json.RawMe
 		records[i] = store.Finding{Kind: f.Kind, Rule: f.Rule, Where: f.Where, Digest: f.Digest, Count: f.Count}
 	}
 	if out == nil {
-		g.log().Error("a result could not be written again; it is withheld", "server", a.Server, "tool", a.Tool)
+		g.log().Error("a result could not be written again; it is withheld", "server", g.pol().Title(a.Server), "tool", a.Tool)
 	}
 	return out, records
 }

@@ -140,7 +140,7 @@ func (h *clientHandler) Notification(ctx context.Context, req *jsonrpc.Request) 
 	// roots/list_changed and anything newer: every server may care.
 	for _, srv := range s.readyServers() {
 		if err := srv.Notify(ctx, req.Method, req.Params); err != nil {
-			s.log.Debug("a notification could not be passed on", "server", srv.Name, "method", req.Method, "err", err)
+			s.log.Debug("a notification could not be passed on", "server", srv.Label(), "method", req.Method, "err", err)
 		}
 	}
 }
@@ -187,7 +187,7 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 	// related-task _meta): the client sees the task by the id it knows.
 	params, err := taskIDsFor(srv.Name, req.Params)
 	if err != nil {
-		s.log.Debug("a notification whose task ids are spelled ambiguously was dropped", "server", srv.Name, "method", req.Method)
+		s.log.Debug("a notification whose task ids are spelled ambiguously was dropped", "server", srv.Label(), "method", req.Method)
 		return
 	}
 	req = &jsonrpc.Request{Method: req.Method, Params: params}
@@ -197,7 +197,7 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 	case "notifications/progress":
 		params, request, ok := s.progressForClient(req.Params)
 		if !ok {
-			s.log.Debug("progress for no request of this session", "server", srv.Name)
+			s.log.Debug("progress for no request of this session", "server", srv.Label())
 			return
 		}
 		// To the request it belongs to, and no other: clients alike share
@@ -212,7 +212,7 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 	case "notifications/resources/updated":
 		uri, err := exactString(req.Params, "uri")
 		if err != nil || !s.subs.from(srv.Name, uri) {
-			s.log.Debug("a resource update nobody asked this server for", "server", srv.Name)
+			s.log.Debug("a resource update nobody asked this server for", "server", srv.Label())
 			return
 		}
 	case "notifications/message":

@@ -313,7 +313,7 @@ func (s *Session) setLogLevel(ctx context.Context, level string) {
 			continue
 		}
 		if _, err := srv.Request(ctx, "logging/setLevel", params); err != nil {
-			s.log.Debug("a log level could not be passed on", "server", srv.Name, "err", err)
+			s.log.Debug("a log level could not be passed on", "server", srv.Label(), "err", err)
 		}
 	}
 }

@@ -108,7 +108,7 @@ func (s *Session) gatherPrompts(ctx context.Context, servers []*downstream.Serve
 			if ctx.Err() != nil {
 				return nil, err
 			}
-			s.log.Warn("a server's prompts could not be listed; they are left out", "server", srv.Name, "err", err)
+			s.log.Warn("a server's prompts could not be listed; they are left out", "server", srv.Label(), "err", err)
 			continue
 		}
 		all = append(all, got...)
@@ -174,7 +174,7 @@ func (s *Session) serverPrompts(ctx context.Context, srv *downstream.Server) ([]
 		}
 		cursor = page.NextCursor
 	}
-	s.log.Warn("a server's prompts run past the pages aqlguard reads; the rest are left out", "server", srv.Name, "pages", maxPromptPages)
+	s.log.Warn("a server's prompts run past the pages aqlguard reads; the rest are left out", "server", srv.Label(), "pages", maxPromptPages)
 	return out, nil
 }
 
