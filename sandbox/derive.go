@@ -99,6 +99,10 @@ var runners = map[string]bool{"npx": true, "pnpx": true, "bunx": true, "uvx": tr
 // option; the script's project is read, not written.
 var interpreters = map[string]bool{"node": true, "python": true, "deno": true, "bun": true, "tsx": true, "ts-node": true, "ruby": true, "perl": true, "php": true, "bash": true, "sh": true}
 
+// scriptExt are the extensions of code a server runs: an argument that
+// names one is read, with its project, not written.
+var scriptExt = map[string]bool{".js": true, ".mjs": true, ".cjs": true, ".ts": true, ".mts": true, ".py": true, ".rb": true, ".pl": true, ".php": true, ".sh": true, ".jar": true}
+
 // runtimeName is a command's base name as the runtimes table spells it:
 // python3.12 is python.
 func runtimeName(cmd string) string {
@@ -134,7 +138,7 @@ func Derive(s policy.Server, env Env) Grant {
 	d.command(s)
 	d.arguments(s)
 	for _, r := range s.RootPaths() {
-		d.write(r, "its root "+r)
+		d.write(r, "its root "+r, true)
 	}
 	if s.Cwd != "" {
 		d.read(d.notHome(clean(s.Cwd, d.home, env.Dir), "its working directory"))
@@ -181,11 +185,31 @@ func (d *deriver) writeFile(p string) {
 	}
 }
 
-// write adds a place the entry names for the server to work in, unless
-// it is the home or above it, or a place of the system: those the entry
-// grants only in so many words ([servers.sandbox] write).
-func (d *deriver) write(p, what string) {
-	if p = d.notHome(p, what); p == "" {
+// made adds a directory the runtime makes on first use (a cache, a
+// state): granted whether or not it is there yet, and made by Prepare
+// when it is not (Landlock grants only what exists).
+func (d *deriver) made(p string) {
+	if p == "" {
+		return
+	}
+	d.g.Write = add(d.g.Write, p)
+	if _, err := os.Stat(p); err != nil {
+		d.g.Create = add(d.g.Create, p)
+	}
+}
+
+// write adds a place the entry names for the server to work in. The
+// root and places of the system are left out (with a note): those the
+// entry grants only in so many words ([servers.sandbox] write). So is
+// the home, or a place above it, unless the entry names it itself (the
+// filesystem server given ~): then it is granted, and the note says the
+// server has all of it.
+func (d *deriver) write(p, what string, itself bool) {
+	if p == "" {
+		return
+	}
+	if p == "/" {
+		d.g.Notes = append(d.g.Notes, what+" is /, everything: not granted; write it in [servers.sandbox] write if you mean it")
 		return
 	}
 	for _, sys := range []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/proc", "/sys", "/dev", "/boot"} {
@@ -193,6 +217,13 @@ func (d *deriver) write(p, what string) {
 			d.g.Notes = append(d.g.Notes, what+" is a place of the system: not granted for writing; grant it with [servers.sandbox] write if the server must write there")
 			return
 		}
+	}
+	if d.home != "" && within(d.home, p) {
+		if !itself {
+			d.g.Notes = append(d.g.Notes, what+" is "+p+", the home directory or above it: not granted; grant it with [servers.sandbox] write if the server must have all of it")
+			return
+		}
+		d.g.Notes = append(d.g.Notes, what+" names "+p+", the home directory or above it: the server may read and write all of it, ~/.ssh too")
 	}
 	d.g.Write = add(d.g.Write, p)
 }
@@ -230,6 +261,22 @@ func (d *deriver) command(s policy.Server) {
 		d.install(p)
 		names = append(names, runtimeName(p))
 	}
+	if slices.Contains(names, "aqlguard") {
+		// aqlguard in front of more servers (wrap inside a client that is
+		// itself guarded): its state and its config, as it finds them.
+		d.made(xdg(firstNonEmpty(s.Env["XDG_STATE_HOME"], d.getenv("XDG_STATE_HOME")), d.home, ".local/state", "aqlguard"))
+		d.read(xdg(firstNonEmpty(s.Env["XDG_CONFIG_HOME"], d.getenv("XDG_CONFIG_HOME")), d.home, ".config", "aqlguard"))
+		if cfg := optionValue(s.Args, "--config"); cfg != "" {
+			if c, err := policy.Load(clean(cfg, d.home, d.env.Dir)); err == nil {
+				if c.StateDir != "" {
+					d.made(clean(c.StateDir, d.home, d.env.Dir))
+				}
+				if len(c.Verify.Command) > 0 && filepath.IsAbs(c.Verify.Command[0]) {
+					d.install(c.Verify.Command[0]) // its human channel
+				}
+			}
+		}
+	}
 	cache := d.getenv("XDG_CACHE_HOME")
 	for _, n := range slices.Compact(names) {
 		rt, ok := runtimes[n]
@@ -243,16 +290,12 @@ func (d *deriver) command(s policy.Server) {
 			if cache != "" && strings.HasPrefix(p, "~/.cache/") {
 				p = filepath.Join(cache, strings.TrimPrefix(p, "~/.cache/"))
 			}
-			if c := clean(p, d.home, ""); c != "" {
-				// A cache the runtime makes on first use: granted whether
-				// or not it is there yet (Launch makes it).
-				d.g.Write = add(d.g.Write, c)
-			}
+			d.made(clean(p, d.home, ""))
 		}
 	}
 	for _, k := range []string{"npm_config_cache", "NPM_CONFIG_CACHE", "UV_CACHE_DIR", "PIP_CACHE_DIR"} {
 		if v := firstNonEmpty(s.Env[k], d.getenv(k)); filepath.IsAbs(v) {
-			d.write(filepath.Clean(v), k)
+			d.write(filepath.Clean(v), k, true)
 		}
 	}
 }
@@ -276,7 +319,8 @@ func (d *deriver) install(prog string) {
 }
 
 // arguments grants what the entry's arguments and environment name: an
-// interpreter's script, its project read; an existing directory, for
+// interpreter's script or a file of code, its project read; a program,
+// its install directory read; an existing directory, for
 // the server to work in (the filesystem server's, git's --repository);
 // an existing file, for it to use; a path not there yet, its directory
 // (a log, a database it creates).
@@ -294,10 +338,15 @@ func (d *deriver) arguments(s policy.Server) {
 			}
 			continue
 		}
-		if script && !strings.HasPrefix(a, "-") {
-			script = false
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-				d.read(d.project(p))
+		first := script && !strings.HasPrefix(a, "-")
+		script = script && !first
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			switch {
+			case first || scriptExt[filepath.Ext(p)]:
+				d.read(d.project(p)) // code it runs: read, never written
+				continue
+			case fi.Mode()&0o111 != 0:
+				d.install(p) // a program it runs (a wrapper's -- node ...)
 				continue
 			}
 		}
@@ -316,12 +365,22 @@ func (d *deriver) arguments(s policy.Server) {
 // named grants a place the entry names (see arguments).
 func (d *deriver) named(p, what string) {
 	if _, err := os.Stat(p); err == nil {
-		d.write(p, what) // a directory to work in, or a file to use
+		d.write(p, what, true) // a directory to work in, or a file to use
 		return
 	}
-	if parent, err := os.Stat(filepath.Dir(p)); err == nil && parent.IsDir() {
-		d.write(filepath.Dir(p), what+"'s directory")
+	parent := filepath.Dir(p)
+	if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
+		return
 	}
+	if d.home != "" && within(d.home, parent) && strings.Contains(filepath.Base(p)[1:], ".") {
+		// A file it makes (a log, a database) in the home or above it,
+		// whose directory is not granted: the file alone, made empty
+		// before it starts (Landlock grants only what exists).
+		d.g.Write = add(d.g.Write, p)
+		d.g.Create = add(d.g.Create, p)
+		return
+	}
+	d.write(parent, what+"'s directory", false)
 }
 
 // pathOf is v as a clean absolute path when it is written as one (/...,
@@ -423,13 +482,42 @@ func (d *deriver) profile(s policy.Server) {
 	for _, a := range s.Args {
 		for _, m := range sb.Match {
 			if i := strings.Index(a, "/"+m+"/"); i >= 0 && filepath.IsAbs(a) {
-				d.write(filepath.Dir(a), "the directory of its script, where it keeps its data")
+				d.write(filepath.Dir(a), "the directory of its script, where it keeps its data", false)
 				return
 			}
 		}
 	}
 	// Run through a package runner (npx): the script is in the runner's
 	// cache, which the runtime's grant already lets it write.
+}
+
+// optionValue is the value of a command line's option ("--config X",
+// "--config=X", and the one-dash spelling Go's flag package takes too),
+// "" when it has none.
+func optionValue(args []string, name string) string {
+	for i, a := range args {
+		for _, n := range []string{name, strings.TrimPrefix(name, "-")} {
+			if a == n && i+1 < len(args) {
+				return args[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, n+"="); ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// xdg is an XDG base directory's subdirectory: dir/sub, else
+// home/fallback/sub.
+func xdg(dir, home, fallback, sub string) string {
+	switch {
+	case filepath.IsAbs(dir):
+		return filepath.Join(dir, sub)
+	case home != "":
+		return filepath.Join(home, fallback, sub)
+	}
+	return ""
 }
 
 // proxyPort is the port of a proxy URL, 0 if none can be read.

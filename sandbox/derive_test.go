@@ -108,11 +108,17 @@ func TestDeriveByClientConfig(t *testing.T) {
 			write:   []string{h("repo")},
 			notRead: []string{h(".ssh")},
 			network: NetPorts, connect: []uint16{53, 443}, profile: "git"},
-		{name: "the whole home named is not granted, and said",
+		{name: "the whole home named is granted, and said",
 			server:  policy.Server{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "~"}},
-			notRead: []string{h(".ssh/id_rsa"), m.home},
+			write:   []string{m.home, h(".ssh/id_rsa")},
 			network: NetPorts, connect: []uint16{53, 443}, profile: "filesystem",
-			noteSays: "the home directory or above it"},
+			noteSays: "the server may read and write all of it, ~/.ssh too"},
+		{name: "a file it makes in the home: the file alone, made before it starts",
+			server:  policy.Server{Command: "node", Args: []string{h("code/srv/dist/index.js"), "--log", h("server.log")}, Env: map[string]string{"DATA": "/"}},
+			write:   []string{h("server.log")},
+			notRead: []string{h(".ssh"), h("other.log")},
+			network: NetPorts, connect: []uint16{53, 443},
+			noteSays: "is /, everything: not granted"},
 		{name: "roots, sandbox read and write, connect, a proxy",
 			server: policy.Server{Command: "docker", Args: []string{"run", "-i", "--rm", "mcp/thing"},
 				Roots:   []string{"file://" + h("projects")},
@@ -170,7 +176,7 @@ func TestDeriveByClientConfig(t *testing.T) {
 				t.Errorf("notes %q do not say %q", g.Notes, tc.noteSays)
 			}
 			for _, p := range g.Write {
-				if within(m.home, p) {
+				if within(m.home, p) && !slices.Contains(tc.write, m.home) {
 					t.Errorf("the grant writes %s, the home or above it", p)
 				}
 			}

@@ -36,6 +36,10 @@ type Grant struct {
 	// TempDir is the server's private temporary directory (TMPDIR), in
 	// Write; made at launch ("" until then).
 	TempDir string
+	// Create are places of Write that Prepare makes when they are not
+	// there: directories (the runtime's caches), and files with a dot in
+	// their name (a log its arguments name in the home).
+	Create  []string
 	Network Network
 	Connect []uint16
 	Bind    []uint16

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
 )
@@ -146,6 +147,10 @@ func TestProbeRefusedUnderAutoAndFreeUnconfined(t *testing.T) {
 		if !strings.HasPrefix(l, want[i]+": ok") {
 			t.Errorf("unconfined: %q, want %q: ok", l, want[i])
 		}
+	}
+	// The listener counts as it accepts, after the probe is done.
+	for deadline := time.Now().Add(10 * time.Second); w.accepted.Load() < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
 	}
 	if n := w.accepted.Load(); n != 2 {
 		t.Errorf("unconfined: %d connections accepted, want 2 (the probe's and its shell's)", n)

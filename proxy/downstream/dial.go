@@ -20,6 +20,7 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
+	"github.com/aqlguard/aqlguard/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -32,6 +33,9 @@ type conn struct {
 	// exited is closed when a stdio child has exited; exitErr then says how.
 	exited  chan struct{}
 	exitErr error
+	// sandbox watches a confined stdio child for what it was refused;
+	// nil for one that is not confined, and for remote servers.
+	sandbox *sandbox.Watch
 }
 
 // closeAll closes the connection and stops what is behind it.
@@ -44,12 +48,12 @@ func (c *conn) closeAll() {
 
 // dial connects to one configured server. ctx bounds only the dialing;
 // the connection lives until closed.
-func dial(ctx context.Context, cfg policy.Server, auth *remoteauth.Manager, log *slog.Logger) (*conn, error) {
+func dial(ctx context.Context, cfg policy.Server, auth *remoteauth.Manager, rec SandboxRecorder, log *slog.Logger) (*conn, error) {
 	switch cfg.Transport {
 	case "streamable", "sse":
 		return dialHTTP(ctx, cfg, auth)
 	case "stdio", "":
-		return dialStdio(cfg, log)
+		return dialStdio(cfg, rec, log)
 	}
 	return nil, fmt.Errorf("unknown transport %q", cfg.Transport)
 }
@@ -75,13 +79,37 @@ func childEnv(inherited []string, configured map[string]string) []string {
 	return env
 }
 
-func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
+func dialStdio(cfg policy.Server, rec SandboxRecorder, log *slog.Logger) (*conn, error) {
+	g := sandbox.Derive(cfg, sandbox.CurrentEnv(cfg))
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = cfg.Cwd
 	cmd.Env = childEnv(os.Environ(), cfg.Env)
+	c := &conn{exited: make(chan struct{})}
+	lines := newLineLogger(log)
+	if !g.Off {
+		tmp, err := sandbox.Prepare(&g)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if c.stop == nil { // not started
+				_ = os.RemoveAll(tmp)
+			}
+		}()
+		if _, set := cfg.Env["TMPDIR"]; !set {
+			cmd.Env = append(cmd.Env, "TMPDIR="+tmp, "TMP="+tmp, "TEMP="+tmp)
+		}
+		c.sandbox = sandbox.NewWatch(g)
+		lines.onLine = func(line string) {
+			for _, r := range c.sandbox.Read(line) {
+				reportRefusal(r, rec, log)
+			}
+		}
+	}
+	reportGrant(g, rec, log)
 	// stdout is the MCP stream; stderr is the server's log and goes to
 	// ours, line by line, never to the client.
-	cmd.Stderr = newLineLogger(log)
+	cmd.Stderr = lines
 	// Grandchildren (npx → node) may hold stderr open after the child
 	// exits; do not let Wait block on them forever.
 	cmd.WaitDelay = terminateAfter
@@ -94,15 +122,16 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := owned.Start(cmd); err != nil {
+	// Started from a thread confined to the grant, which waits for it
+	// (sandbox.Launch).
+	err = sandbox.Launch(g, cmd, func() error { return owned.Start(cmd) }, func() {
+		c.exitErr = owned.Wait(cmd)
+		close(c.exited)
+	})
+	if err != nil {
 		return nil, err
 	}
 	reportGroup(cmd.Process.Pid, true) // its group's id is its pid (ownProcessGroup)
-	c := &conn{exited: make(chan struct{})}
-	go func() {
-		c.exitErr = owned.Wait(cmd)
-		close(c.exited)
-	}()
 	mc := link.NewLineConn(stdout, stdin, func() error { return errors.Join(stdin.Close(), stdout.Close()) })
 	mc.OnBadLine = func(start []byte, why string) {
 		log.Warn("the server wrote a line to stdout that is not a JSON-RPC message; it is skipped (servers log to stderr)",
@@ -125,6 +154,9 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 			// Whatever the server left behind in its group goes too.
 			killGroup(cmd)
 			reportGroup(cmd.Process.Pid, false)
+			if g.TempDir != "" {
+				_ = os.RemoveAll(g.TempDir)
+			}
 		})
 	}
 	return c, nil

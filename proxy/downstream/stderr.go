@@ -14,6 +14,8 @@ type lineLogger struct {
 	mu  sync.Mutex
 	log *slog.Logger
 	buf []byte
+	// onLine, when set, is given each line too (the sandbox's watch).
+	onLine func(line string)
 }
 
 const maxStderrLine = 8 << 10
@@ -44,4 +46,7 @@ func (l *lineLogger) emit(line []byte) {
 		line = line[:maxStderrLine]
 	}
 	l.log.Log(context.Background(), slog.LevelInfo, "downstream stderr", "line", string(line))
+	if l.onLine != nil {
+		l.onLine(string(line))
+	}
 }

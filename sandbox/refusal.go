@@ -1,0 +1,169 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A Refusal is a path or a TCP port a server was refused that its grant
+// does not cover: what the sandbox refused, as far as the server's own
+// words say (Landlock tells no one but the process refused).
+type Refusal struct {
+	Server string
+	// Path is the place refused (clean, absolute); Port the TCP port,
+	// when it was a connection.
+	Path string
+	Port uint16
+	Addr string // the address as the server wrote it
+	// Readable says the grant lets the server read Path, so it was a
+	// write that was refused.
+	Readable bool
+}
+
+// String says what was refused, in words.
+func (r Refusal) String() string {
+	if r.Path == "" {
+		return "a connection to " + r.Addr + " (TCP port " + strconv.Itoa(int(r.Port)) + ")"
+	}
+	if r.Readable {
+		return "writing " + r.Path
+	}
+	return r.Path
+}
+
+// Fix is the command that grants it.
+func (r Refusal) Fix() string {
+	if r.Path == "" {
+		return "aqlguard sandbox grant " + r.Server + " " + strconv.Itoa(int(r.Port))
+	}
+	return "aqlguard sandbox grant " + r.Server + " " + shellQuote(r.Path)
+}
+
+// Sentence is what the client and the log are told.
+func (r Refusal) Sentence() string {
+	return "aqlguard: the sandbox of the server " + r.Server + " refused " + r.String() +
+		": it is outside what its entry grants. If the server needs it: " + r.Fix() +
+		" (then restart the client), or add it to [servers.sandbox] in the config."
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-~+@:,", c))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// deniedWords are how runtimes say EACCES and EPERM: Node ("EACCES:
+// permission denied, open '/x'", "connect EACCES 127.0.0.1:5432"),
+// Python ("[Errno 13] Permission denied: '/x'"), Go ("open /x:
+// permission denied"), shells ("cannot create /x: Permission denied").
+var deniedWords = []string{"permission denied", "eacces", "eperm", "operation not permitted", "errno 13", "errno 1]"}
+
+var (
+	quotedPath = regexp.MustCompile(`['"\x60](/[^'"\x60]*)['"\x60]`)
+	barePath   = regexp.MustCompile(`(?:^|[\s:(=,])(/[^\s'"\x60:,()]+)`)
+	address    = regexp.MustCompile(`(?:^|[\s(/=,'"])(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]|localhost|[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2,}):(\d{1,5})\b`)
+)
+
+// Refused reads text (a line of a server's stderr, or the text of a
+// failed result) for places and ports it says were denied, and returns
+// those g does not cover: the sandbox's refusals. A path the grant
+// covers was refused by something else (the file's own permissions).
+func Refused(text string, g Grant) []Refusal {
+	if g.Off {
+		return nil
+	}
+	var out []Refusal
+	for _, line := range strings.Split(text, "\n") {
+		low := strings.ToLower(line)
+		denied := false
+		for _, w := range deniedWords {
+			if strings.Contains(low, w) {
+				denied = true
+				break
+			}
+		}
+		if !denied {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, re := range []*regexp.Regexp{quotedPath, barePath} {
+			for _, m := range re.FindAllStringSubmatch(line, -1) {
+				p := filepath.Clean(m[1])
+				if seen[p] || p == "/" || strings.HasPrefix(p, "/dev/") || g.CanWrite(p) {
+					continue
+				}
+				seen[p] = true
+				out = append(out, Refusal{Server: g.Server, Path: p, Readable: g.CanRead(p)})
+			}
+		}
+		for _, m := range address.FindAllStringSubmatch(line, -1) {
+			n, err := strconv.ParseUint(m[2], 10, 16)
+			if err != nil || n == 0 || g.CanConnect(uint16(n)) || seen[m[0]] {
+				continue
+			}
+			seen[m[0]] = true
+			out = append(out, Refusal{Server: g.Server, Port: uint16(n), Addr: m[1] + ":" + m[2]})
+		}
+	}
+	return out
+}
+
+// Watch keeps a running server's refusals: each place once, with when
+// it was first seen, so a failed call can be told of those seen while it
+// ran.
+type Watch struct {
+	Grant Grant
+	mu    sync.Mutex
+	seen  map[string]time.Time
+	order []Refusal
+}
+
+// NewWatch watches a server confined to g.
+func NewWatch(g Grant) *Watch { return &Watch{Grant: g, seen: map[string]time.Time{}} }
+
+// Read reads text for refusals and returns those not seen before.
+func (w *Watch) Read(text string) []Refusal {
+	if w == nil {
+		return nil
+	}
+	rs := Refused(text, w.Grant)
+	if len(rs) == 0 {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var fresh []Refusal
+	for _, r := range rs {
+		k := r.String()
+		if _, ok := w.seen[k]; ok {
+			continue
+		}
+		w.seen[k] = time.Now()
+		w.order = append(w.order, r)
+		fresh = append(fresh, r)
+	}
+	return fresh
+}
+
+// Since are the refusals first seen at or after t.
+func (w *Watch) Since(t time.Time) []Refusal {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []Refusal
+	for _, r := range w.order {
+		if !w.seen[r.String()].Before(t) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
