@@ -128,8 +128,13 @@ func wrappedServers(in Input) ([]policy.Server, map[string]string, map[string]or
 		for _, e := range entries {
 			if argv := e.Wrappee(); e.Wrapped(in.Self) && len(argv) > 0 {
 				name := policy.ServerNameFrom(f.Client + e.Name)
-				out = append(out, policy.Server{Name: name, Command: argv[0],
-					Args: argv[1:], Env: e.Env, Transport: "stdio"})
+				srv := policy.Server{Name: name, Command: argv[0], Args: argv[1:], Env: e.Env, Transport: "stdio"}
+				for _, c := range configServers(in) {
+					if c.Name == policy.ServerNameFrom(wrapFlag(e.Args, "--name", e.Name)) && c.Command != "" {
+						srv.Sandbox = c.Sandbox // as aqlguard wrap takes it (policy.Wrap)
+					}
+				}
+				out = append(out, srv)
 				labels[name] = e.Label() + " (" + f.Client + ")"
 				origins[name] = origin{client: f.Client, agent: wrapFlag(e.Args, "--agent", f.Client),
 					name: policy.ServerNameFrom(wrapFlag(e.Args, "--name", e.Name)), entry: e.Name}
@@ -442,6 +447,7 @@ func servers(ctx context.Context, in Input) ([]Check, []startedServer) {
 			out = append(out, Check{Fail, label, detail})
 		}
 	}
+	out = append(out, sandboxChecks(cfgs, labels)...)
 	return append(out, remote...), started
 }
 
@@ -492,3 +498,11 @@ func shortDuration(d time.Duration) string {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// configServers are the config's servers (none without a config).
+func configServers(in Input) []policy.Server {
+	if in.Config == nil {
+		return nil
+	}
+	return in.Config.Servers
+}

@@ -143,11 +143,22 @@ func Derive(s policy.Server, env Env) Grant {
 	if s.Cwd != "" {
 		d.read(d.notHome(clean(s.Cwd, d.home, env.Dir), "its working directory"))
 	}
-	for _, p := range s.Sandbox.Read {
-		d.read(clean(p, d.home, ""))
-	}
-	for _, p := range s.Sandbox.Write {
-		d.g.Write = add(d.g.Write, clean(p, d.home, ""))
+	for _, list := range []struct {
+		places []string
+		write  bool
+	}{{s.Sandbox.Read, false}, {s.Sandbox.Write, true}} {
+		for _, p := range list.places {
+			c := clean(p, d.home, "")
+			if _, err := os.Stat(c); err != nil {
+				d.g.Notes = append(d.g.Notes, "[servers.sandbox] names "+c+", which is not there: not granted (Landlock grants only what exists; make it, and start the server again)")
+				continue
+			}
+			if list.write {
+				d.g.Write = add(d.g.Write, c)
+			} else {
+				d.g.Read = add(d.g.Read, c)
+			}
+		}
 	}
 	d.network(s)
 	d.profile(s)

@@ -67,6 +67,7 @@ var deniedWords = []string{"permission denied", "eacces", "eperm", "operation no
 
 var (
 	quotedPath = regexp.MustCompile(`['"\x60](/[^'"\x60]*)['"\x60]`)
+	speaker    = regexp.MustCompile(`^\s*(/[^\s:]+):`)
 	barePath   = regexp.MustCompile(`(?:^|[\s:(=,])(/[^\s'"\x60:,()]+)`)
 	address    = regexp.MustCompile(`(?:^|[\s(/=,'"])(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]|localhost|[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2,}):(\d{1,5})\b`)
 )
@@ -93,6 +94,11 @@ func Refused(text string, g Grant) []Refusal {
 			continue
 		}
 		seen := map[string]bool{}
+		// "/bin/sh: 1: cannot create /x: Permission denied": the first
+		// path is the program that speaks, not one it was refused.
+		if m := speaker.FindStringSubmatch(line); m != nil {
+			seen[filepath.Clean(m[1])] = true
+		}
 		for _, re := range []*regexp.Regexp{quotedPath, barePath} {
 			for _, m := range re.FindAllStringSubmatch(line, -1) {
 				p := filepath.Clean(m[1])
@@ -128,19 +134,19 @@ type Watch struct {
 // NewWatch watches a server confined to g.
 func NewWatch(g Grant) *Watch { return &Watch{Grant: g, seen: map[string]time.Time{}} }
 
-// Read reads text for refusals and returns those not seen before.
-func (w *Watch) Read(text string) []Refusal {
+// Read reads text for refusals: all it names, and those of them not
+// seen before (which are the ones to log and record).
+func (w *Watch) Read(text string) (all, fresh []Refusal) {
 	if w == nil {
-		return nil
+		return nil, nil
 	}
-	rs := Refused(text, w.Grant)
-	if len(rs) == 0 {
-		return nil
+	all = Refused(text, w.Grant)
+	if len(all) == 0 {
+		return nil, nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var fresh []Refusal
-	for _, r := range rs {
+	for _, r := range all {
 		k := r.String()
 		if _, ok := w.seen[k]; ok {
 			continue
@@ -149,7 +155,7 @@ func (w *Watch) Read(text string) []Refusal {
 		w.order = append(w.order, r)
 		fresh = append(fresh, r)
 	}
-	return fresh
+	return all, fresh
 }
 
 // Since are the refusals first seen at or after t.

@@ -35,6 +35,7 @@ const (
 	KindPin          RecordKind = "pin"          // a tool definition pinned, changed, reset
 	KindAdmin        RecordKind = "admin"        // an operator's command (unblock, revoke, reset, seal, import)
 	KindRollback     RecordKind = "rollback"     // records before it whose state change did not commit
+	KindSandbox      RecordKind = "sandbox"      // a stdio server started with its sandbox's grant, or refused something by it
 )
 
 // NewRecord starts an audit record: when, what kind, whose, from which

@@ -101,7 +101,8 @@ func dialStdio(cfg policy.Server, rec SandboxRecorder, log *slog.Logger) (*conn,
 		}
 		c.sandbox = sandbox.NewWatch(g)
 		lines.onLine = func(line string) {
-			for _, r := range c.sandbox.Read(line) {
+			_, fresh := c.sandbox.Read(line)
+			for _, r := range fresh {
 				reportRefusal(r, rec, log)
 			}
 		}

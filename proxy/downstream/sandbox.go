@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
@@ -60,13 +61,30 @@ func (s *Server) noteRefusals(method string, began time.Time, res json.RawMessag
 	if w == nil || method != "tools/call" {
 		return res, err
 	}
+	// What the failure names, and what the server was refused while it
+	// ran (its stderr), each once.
+	var named []sandbox.Refusal
+	read := func(text string) {
+		all, fresh := w.Read(text)
+		for _, r := range fresh {
+			reportRefusal(r, s.pool.opts.Sandbox, s.log)
+		}
+		named = append(named, all...)
+	}
+	refused := func() []sandbox.Refusal {
+		out := named
+		for _, r := range w.Since(began) {
+			if !slices.ContainsFunc(out, func(n sandbox.Refusal) bool { return n.String() == r.String() }) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
 	var werr *jsonrpc.Error
 	switch {
 	case errors.As(err, &werr):
-		for _, r := range w.Read(werr.Message) {
-			reportRefusal(r, s.pool.opts.Sandbox, s.log)
-		}
-		if rs := w.Since(began); len(rs) > 0 {
+		read(werr.Message)
+		if rs := refused(); len(rs) > 0 {
 			e := *werr
 			e.Message += " — " + sentences(rs)
 			return res, &e
@@ -86,12 +104,10 @@ func (s *Server) noteRefusals(method string, began time.Time, res json.RawMessag
 				Text string `json:"text"`
 			}
 			if json.Unmarshal(it, &t) == nil && t.Type == "text" {
-				for _, r := range w.Read(t.Text) {
-					reportRefusal(r, s.pool.opts.Sandbox, s.log)
-				}
+				read(t.Text)
 			}
 		}
-		rs := w.Since(began)
+		rs := refused()
 		if len(rs) == 0 {
 			return res, err
 		}

@@ -1,0 +1,94 @@
+package sandbox
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var testGrant = Grant{Server: "fs", Read: []string{"/usr", "/bin", "/srv/app"}, Write: []string{"/home/a/notes", "/dev/null"},
+	Network: NetPorts, Connect: []uint16{443}}
+
+// TestRefused: the runtimes' ways of saying EACCES, and which of the
+// places they name the grant leaves out.
+func TestRefused(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       []string // Refusal.String()
+	}{
+		{"node read", "Error: EACCES: permission denied, open '/home/a/.ssh/id_rsa'", []string{"/home/a/.ssh/id_rsa"}},
+		{"node mkdir", `Error: EACCES: permission denied, mkdir "/home/a/.cache/x"`, []string{"/home/a/.cache/x"}},
+		{"node connect", "Error: connect EACCES 127.0.0.1:5432", []string{"a connection to 127.0.0.1:5432 (TCP port 5432)"}},
+		{"python", "PermissionError: [Errno 13] Permission denied: '/etc/shadow'", []string{"/etc/shadow"}},
+		{"go", "open /home/a/secret.txt: permission denied", []string{"/home/a/secret.txt"}},
+		{"go dial", "dial tcp [::1]:6379: connect: permission denied", []string{"a connection to [::1]:6379 (TCP port 6379)"}},
+		{"shell names itself first", "/bin/sh: 1: cannot create /home/a/x.txt: Permission denied", []string{"/home/a/x.txt"}},
+		{"a write to a readable place", "EACCES: permission denied, open '/srv/app/config.json'", []string{"writing /srv/app/config.json"}},
+		{"granted: someone else's refusal", "EACCES: permission denied, open '/home/a/notes/locked.txt'", nil},
+		{"a granted port", "connect EACCES 10.0.0.1:443", nil},
+		{"no denial word", "reading /home/a/.ssh/id_rsa", nil},
+		{"two lines", "open /a/b: permission denied\nok\nconnect EACCES 127.0.0.1:22", []string{"/a/b", "a connection to 127.0.0.1:22 (TCP port 22)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, r := range Refused(tc.text, testGrant) {
+				got = append(got, r.String())
+				if !strings.Contains(r.Sentence(), r.Fix()) || !strings.HasPrefix(r.Fix(), "aqlguard sandbox grant fs ") {
+					t.Errorf("sentence %q, fix %q", r.Sentence(), r.Fix())
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if rs := Refused("open /x: permission denied", Grant{Off: true}); rs != nil {
+		t.Errorf("an unconfined server is refused nothing by its sandbox: %v", rs)
+	}
+}
+
+func TestRefusalFixQuotes(t *testing.T) {
+	r := Refusal{Server: "fs", Path: "/home/a/it's here"}
+	if got, want := r.Fix(), `aqlguard sandbox grant fs '/home/a/it'\''s here'`; got != want {
+		t.Errorf("fix %s, want %s", got, want)
+	}
+}
+
+func TestWatch(t *testing.T) {
+	w := NewWatch(testGrant)
+	before := time.Now()
+	all, fresh := w.Read("open /a/b: permission denied")
+	if len(all) != 1 || len(fresh) != 1 {
+		t.Fatalf("first: %v %v", all, fresh)
+	}
+	all, fresh = w.Read("open /a/b: permission denied")
+	if len(all) != 1 || len(fresh) != 0 {
+		t.Errorf("again: %v %v", all, fresh)
+	}
+	if got := w.Since(before); len(got) != 1 {
+		t.Errorf("since: %v", got)
+	}
+	if got := w.Since(time.Now().Add(time.Second)); len(got) != 0 {
+		t.Errorf("since later: %v", got)
+	}
+}
+
+// FuzzRefused: a server's stderr is anyone's text: reading it never
+// panics, and every refusal it finds is one the grant does not cover.
+func FuzzRefused(f *testing.F) {
+	f.Add("Error: EACCES: permission denied, open '/home/a/.ssh/id_rsa'")
+	f.Add("connect EACCES 127.0.0.1:5432")
+	f.Add("/bin/sh: 1: cannot create /x: Permission denied")
+	f.Add("dial tcp [::1]:99999: connect: permission denied")
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, r := range Refused(text, testGrant) {
+			if r.Path != "" && testGrant.CanWrite(r.Path) {
+				t.Errorf("%q: refused %s, which the grant lets it write", text, r.Path)
+			}
+			if r.Path == "" && testGrant.CanConnect(r.Port) {
+				t.Errorf("%q: refused port %d, which the grant lets it connect to", text, r.Port)
+			}
+		}
+	})
+}
