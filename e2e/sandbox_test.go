@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -115,9 +116,12 @@ mode = "` + mode + `"
 			"write " + filepath.Join(g.dir, "home", "probe-call.txt") + ": open",
 			"connect " + ln.Addr().String() + ": dial tcp",
 			// What the client is told, and how to grant it.
-			"aqlguard: the sandbox of the server probe refused " + filepath.Join(g.dir, "home", ".ssh", "id_rsa"),
-			"aqlguard sandbox grant probe " + filepath.Join(g.dir, "home", ".ssh", "id_rsa"),
+			// ~/.ssh is a sensitive place: no grant is suggested for it.
+			"aqlguard: the sandbox of the server probe refused " + filepath.Join(g.dir, "home", ".ssh", "id_rsa") + " (SSH private keys",
+			"aqlguard does not suggest granting it",
+			"aqlguard sandbox grant probe " + filepath.Join(g.dir, "home", "probe-call.txt"),
 			"refused a connection to " + ln.Addr().String(),
+			"aqlguard sandbox grant probe " + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port),
 		} {
 			if !strings.Contains(text, want) {
 				t.Errorf("the result lacks %q", want)
@@ -142,6 +146,9 @@ mode = "` + mode + `"
 			if !strings.Contains(out, want) {
 				t.Errorf("the audit log lacks %q", want)
 			}
+		}
+		if strings.Contains(text, "aqlguard sandbox grant probe "+filepath.Join(g.dir, "home", ".ssh")) {
+			t.Error("the client was told how to grant ~/.ssh")
 		}
 		if strings.Contains(out, "BEGIN FAKE KEY") || strings.Contains(text, "BEGIN FAKE KEY") {
 			t.Error("the secret's content got out")

@@ -117,7 +117,7 @@ func runtimeName(cmd string) string {
 // It reads the disk (which of the places the entry names exist, and are
 // directories or files) but changes nothing.
 func Derive(s policy.Server, env Env) Grant {
-	g := Grant{Server: s.Name}
+	g := Grant{Server: s.Name, Home: env.Home}
 	if s.Sandbox.Mode == "off" {
 		g.Off = true
 		return g

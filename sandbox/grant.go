@@ -27,6 +27,8 @@ const (
 // system: Derive fills one from a server's entry.
 type Grant struct {
 	Server string
+	// Home is the server's home directory ("~" in what it is told).
+	Home string
 	// Off says the server runs unconfined ([servers.sandbox] mode = "off").
 	Off bool
 	// Read are places the server may read and execute; Write those it may

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"github.com/aqlguard/aqlguard/policy/paths"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,6 +23,11 @@ type Refusal struct {
 	// Readable says the grant lets the server read Path, so it was a
 	// write that was refused.
 	Readable bool
+	// Sensitive says why Path is a sensitive place (SSH keys, cloud
+	// credentials: policy/paths' shipped list), "" when it is not. A
+	// server's text can name any path: the client is never told how to
+	// grant one of these.
+	Sensitive string
 }
 
 // String says what was refused, in words.
@@ -43,10 +49,16 @@ func (r Refusal) Fix() string {
 	return "aqlguard sandbox grant " + r.Server + " " + shellQuote(r.Path)
 }
 
-// Sentence is what the client and the log are told.
+// Sentence is what the client is told. For a sensitive place it does
+// not say how to grant it: the text that named the place is the
+// server's, and a server that wants ~/.ssh should not get aqlguard's
+// words to ask for it with.
 func (r Refusal) Sentence() string {
-	return "aqlguard: the sandbox of the server " + r.Server + " refused " + r.String() +
-		": it is outside what its entry grants. If the server needs it: " + r.Fix() +
+	s := "aqlguard: the sandbox of the server " + r.Server + " refused " + r.String()
+	if r.Sensitive != "" {
+		return s + " (" + r.Sensitive + "): it is outside what its entry grants, and a server rarely needs it. aqlguard does not suggest granting it."
+	}
+	return s + ": it is outside what its entry grants. If the server needs it: " + r.Fix() +
 		" (then restart the client), or add it to [servers.sandbox] in the config."
 }
 
@@ -106,7 +118,11 @@ func Refused(text string, g Grant) []Refusal {
 					continue
 				}
 				seen[p] = true
-				out = append(out, Refusal{Server: g.Server, Path: p, Readable: g.CanRead(p)})
+				r := Refusal{Server: g.Server, Path: p, Readable: g.CanRead(p)}
+				if sens, ok := paths.ShippedList().Match(p, g.Home); ok {
+					r.Sensitive = sens.Reason
+				}
+				out = append(out, r)
 			}
 		}
 		for _, m := range address.FindAllStringSubmatch(line, -1) {

@@ -34,7 +34,7 @@ func TestRefused(t *testing.T) {
 			var got []string
 			for _, r := range Refused(tc.text, testGrant) {
 				got = append(got, r.String())
-				if !strings.Contains(r.Sentence(), r.Fix()) || !strings.HasPrefix(r.Fix(), "aqlguard sandbox grant fs ") {
+				if (r.Sensitive == "") != strings.Contains(r.Sentence(), r.Fix()) || !strings.HasPrefix(r.Fix(), "aqlguard sandbox grant fs ") {
 					t.Errorf("sentence %q, fix %q", r.Sentence(), r.Fix())
 				}
 			}
@@ -91,4 +91,22 @@ func FuzzRefused(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRefusalOfASensitivePlace: a server's text can name any path; for
+// ~/.ssh the client is told it was refused, never how to grant it.
+func TestRefusalOfASensitivePlace(t *testing.T) {
+	g := testGrant
+	g.Home = "/home/a"
+	rs := Refused("Error: EACCES: permission denied, open '/home/a/.ssh/id_rsa'", g)
+	if len(rs) != 1 || rs[0].Sensitive == "" {
+		t.Fatalf("refusals %+v", rs)
+	}
+	if s := rs[0].Sentence(); strings.Contains(s, "sandbox grant") || !strings.Contains(s, "does not suggest granting it") {
+		t.Errorf("sentence %q", s)
+	}
+	rs = Refused("Error: EACCES: permission denied, open '/home/a/data/x.db'", g)
+	if len(rs) != 1 || rs[0].Sensitive != "" || !strings.Contains(rs[0].Sentence(), "aqlguard sandbox grant fs /home/a/data/x.db") {
+		t.Errorf("an ordinary place: %+v", rs)
+	}
 }

@@ -41,7 +41,7 @@ func reportGrant(g sandbox.Grant, rec SandboxRecorder, log *slog.Logger) {
 }
 
 func reportRefusal(r sandbox.Refusal, rec SandboxRecorder, log *slog.Logger) {
-	log.Warn("the sandbox refused the server something outside its grant", "refused", r.String(), "to_grant", r.Fix())
+	log.Warn("the sandbox refused the server something outside its grant", "refused", r.String(), "to_grant", r.Fix(), "sensitive", r.Sensitive)
 	if rec != nil {
 		rec.Refused(r)
 	}
