@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"github.com/aqlguard/aqlguard/policy/paths"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -28,6 +29,7 @@ type Refusal struct {
 	// server's text can name any path: the client is never told how to
 	// grant one of these.
 	Sensitive string
+	home      string // the server's, from its grant
 }
 
 // String says what was refused, in words.
@@ -41,12 +43,28 @@ func (r Refusal) String() string {
 	return r.Path
 }
 
-// Fix is the command that grants it.
+// Fix is the command that grants it: for a path not there (a file the
+// server was making), the directory it would be in, which is what a
+// grant can name (Landlock grants only what exists).
 func (r Refusal) Fix() string {
 	if r.Path == "" {
 		return "aqlguard sandbox grant " + r.Server + " " + strconv.Itoa(int(r.Port))
 	}
-	return "aqlguard sandbox grant " + r.Server + " " + shellQuote(r.Path)
+	return "aqlguard sandbox grant " + r.Server + " " + shellQuote(r.grantable())
+}
+
+// grantable is Path when it is there, else its directory when that is
+// there and is not the home or above it (a grant of which would be a
+// grant of everything in it): what a grant can name.
+func (r Refusal) grantable() string {
+	if _, err := os.Lstat(r.Path); err == nil {
+		return r.Path
+	}
+	dir := filepath.Dir(r.Path)
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() && dir != "/" && (r.home == "" || !within(r.home, dir)) {
+		return dir
+	}
+	return r.Path
 }
 
 // Sentence is what the client is told. For a sensitive place it does
@@ -118,7 +136,7 @@ func Refused(text string, g Grant) []Refusal {
 					continue
 				}
 				seen[p] = true
-				r := Refusal{Server: g.Server, Path: p, Readable: g.CanRead(p)}
+				r := Refusal{Server: g.Server, Path: p, Readable: g.CanRead(p), home: g.Home}
 				if sens, ok := paths.ShippedList().Match(p, g.Home); ok {
 					r.Sensitive = sens.Reason
 				}

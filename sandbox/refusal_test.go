@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,10 +50,23 @@ func TestRefused(t *testing.T) {
 	}
 }
 
-func TestRefusalFixQuotes(t *testing.T) {
-	r := Refusal{Server: "fs", Path: "/home/a/it's here"}
-	if got, want := r.Fix(), `aqlguard sandbox grant fs '/home/a/it'\''s here'`; got != want {
-		t.Errorf("fix %s, want %s", got, want)
+// TestRefusalFix: the place a grant can name (it must be there), quoted
+// for a shell; never the home or above it for a file it was making.
+func TestRefusalFix(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, "it's here")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ path, want string }{
+		{dir, "aqlguard sandbox grant fs '" + strings.ReplaceAll(dir, "'", `'\''`) + "'"},
+		{filepath.Join(dir, "new.tmp"), "aqlguard sandbox grant fs '" + strings.ReplaceAll(dir, "'", `'\''`) + "'"},
+		{filepath.Join(home, "memory.jsonl.123.tmp"), "aqlguard sandbox grant fs " + filepath.Join(home, "memory.jsonl.123.tmp")},
+	}
+	for _, tc := range tests {
+		if got := (Refusal{Server: "fs", Path: tc.path, home: home}).Fix(); got != tc.want {
+			t.Errorf("%s: fix %s, want %s", tc.path, got, tc.want)
+		}
 	}
 }
 
@@ -106,7 +121,7 @@ func TestRefusalOfASensitivePlace(t *testing.T) {
 		t.Errorf("sentence %q", s)
 	}
 	rs = Refused("Error: EACCES: permission denied, open '/home/a/data/x.db'", g)
-	if len(rs) != 1 || rs[0].Sensitive != "" || !strings.Contains(rs[0].Sentence(), "aqlguard sandbox grant fs /home/a/data/x.db") {
+	if len(rs) != 1 || rs[0].Sensitive != "" || !strings.Contains(rs[0].Sentence(), "aqlguard sandbox grant fs ") {
 		t.Errorf("an ordinary place: %+v", rs)
 	}
 }
