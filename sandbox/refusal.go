@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"github.com/aqlguard/aqlguard/policy/paths"
 	"os"
 	"path/filepath"
@@ -94,6 +95,22 @@ func shellQuote(s string) string {
 // Python ("[Errno 13] Permission denied: '/x'"), Go ("open /x:
 // permission denied"), shells ("cannot create /x: Permission denied").
 var deniedWords = []string{"permission denied", "eacces", "eperm", "operation not permitted", "errno 13", "errno 1]"}
+
+// deniedBytes are deniedWords as they are spelled in the text (a quick
+// scan that needs no folding), for MentionsDenial.
+var deniedBytes = [][]byte{[]byte("ermission denied"), []byte("ERMISSION DENIED"), []byte("EACCES"), []byte("eacces"), []byte("EPERM"), []byte("eperm"),
+	[]byte("not permitted"), []byte("NOT PERMITTED"), []byte("rrno 13"), []byte("RRNO 13"), []byte("rrno 1]"), []byte("RRNO 1]")}
+
+// MentionsDenial reports whether b may say something was denied: a
+// cheap scan before a result is decoded and read (Refused).
+func MentionsDenial(b []byte) bool {
+	for _, w := range deniedBytes {
+		if bytes.Contains(b, w) {
+			return true
+		}
+	}
+	return false
+}
 
 var (
 	quotedPath = regexp.MustCompile(`['"\x60](/[^'"\x60]*)['"\x60]`)

@@ -125,3 +125,16 @@ func TestRefusalOfASensitivePlace(t *testing.T) {
 		t.Errorf("an ordinary place: %+v", rs)
 	}
 }
+
+// TestMentionsDenial: the quick scan lets through every text Refused
+// would read a refusal in (the runtimes' spellings).
+func TestMentionsDenial(t *testing.T) {
+	for _, s := range []string{"EACCES: permission denied, open '/x'", "Permission denied", "connect EPERM 1.2.3.4:5", "Operation not permitted", "[Errno 13] Permission denied", "[Errno 1] Operation not permitted"} {
+		if !MentionsDenial([]byte(s)) {
+			t.Errorf("%q not seen", s)
+		}
+	}
+	if MentionsDenial([]byte(`{"content":[{"type":"text","text":"hello"}]}`)) {
+		t.Error("a plain result seen as a denial")
+	}
+}

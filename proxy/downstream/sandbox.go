@@ -61,6 +61,9 @@ func (s *Server) noteRefusals(method string, began time.Time, res json.RawMessag
 	if w == nil || method != "tools/call" {
 		return res, err
 	}
+	if err == nil && !sandbox.MentionsDenial(res) && len(w.Since(began)) == 0 {
+		return res, err // the common case: one scan of the bytes, no decoding
+	}
 	// What the failure names, and what the server was refused while it
 	// ran (its stderr), each once.
 	var named []sandbox.Refusal
