@@ -180,7 +180,15 @@ type Watch struct {
 	mu    sync.Mutex
 	seen  map[string]time.Time
 	order []Refusal
+	// full says maxRefusals were seen: a server's stderr is its own to
+	// write, and one that names a new path on every line must not fill
+	// the audit log.
+	full, told bool
 }
+
+// maxRefusals bounds the refusals one server process has logged and
+// recorded.
+const maxRefusals = 64
 
 // NewWatch watches a server confined to g.
 func NewWatch(g Grant) *Watch { return &Watch{Grant: g, seen: map[string]time.Time{}} }
@@ -202,11 +210,31 @@ func (w *Watch) Read(text string) (all, fresh []Refusal) {
 		if _, ok := w.seen[k]; ok {
 			continue
 		}
+		if len(w.order) >= maxRefusals {
+			w.full = true
+			break
+		}
 		w.seen[k] = time.Now()
 		w.order = append(w.order, r)
 		fresh = append(fresh, r)
 	}
 	return all, fresh
+}
+
+// Full reports, once, that the watch has recorded as many refusals as
+// it will: the caller says so, and later ones are only in the failed
+// results that name them.
+func (w *Watch) Full() bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.full && !w.told {
+		w.told = true
+		return true
+	}
+	return false
 }
 
 // Since are the refusals first seen at or after t.

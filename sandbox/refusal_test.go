@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +137,22 @@ func TestMentionsDenial(t *testing.T) {
 	}
 	if MentionsDenial([]byte(`{"content":[{"type":"text","text":"hello"}]}`)) {
 		t.Error("a plain result seen as a denial")
+	}
+}
+
+// TestWatchIsBounded: a server that names a new path on every line of
+// its stderr gets maxRefusals logged and recorded, and one notice.
+func TestWatchIsBounded(t *testing.T) {
+	w := NewWatch(testGrant)
+	n := 0
+	for i := range 1000 {
+		_, fresh := w.Read("open /x/" + strconv.Itoa(i) + ": permission denied")
+		n += len(fresh)
+	}
+	if n != maxRefusals {
+		t.Errorf("%d recorded, want %d", n, maxRefusals)
+	}
+	if !w.Full() || w.Full() {
+		t.Error("Full is not told exactly once")
 	}
 }

@@ -105,6 +105,9 @@ func dialStdio(cfg policy.Server, rec SandboxRecorder, log *slog.Logger) (*conn,
 			for _, r := range fresh {
 				reportRefusal(r, rec, log)
 			}
+			if c.sandbox.Full() {
+				log.Warn("the server's sandbox refused it so many things that no more are logged or recorded for this process")
+			}
 		}
 	}
 	reportGrant(g, rec, log)
