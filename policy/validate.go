@@ -859,7 +859,7 @@ func (v *validator) sandbox(k string, s *Server, hasCmd bool) {
 			}
 		}
 	}
-	if sb.Network != "auto" && len(sb.Connect) > 0 {
+	if (sb.Network == "none" || sb.Network == "any") && len(sb.Connect) > 0 {
 		v.errf(k+".connect", "only applies with network = \"auto\" (network = %q already says where it may connect)", sb.Network)
 	}
 	if sb.Network == "any" && len(sb.Bind) > 0 {
