@@ -21,7 +21,7 @@
 // of aqlguard's other threads is confined, and no second program runs.
 //
 // Landlock refuses with EACCES (files) or EACCES/EPERM (connect, bind)
-// and tells no one but the process refused. Denials reads a server's
-// stderr and its failed results for the paths and addresses it was
-// refused and says how to grant them.
+// and tells no one but the process refused. Refused (and a Watch over a
+// running server) reads a server's stderr and its failed results for the
+// paths and addresses it was refused, and says how to grant them.
 package sandbox

@@ -73,7 +73,7 @@ var fsAccess = landlock.V7.HandledAccessFS
 // rules is g as Landlock rules: each place by whether it is a directory
 // or a file (a rule with a directory's rights on a file is refused by
 // the kernel); places that are not there are left out.
-func rules(g Grant, v int) ([]landlock.Rule, error) {
+func rules(g Grant, v int) []landlock.Rule {
 	var out []landlock.Rule
 	for _, set := range []struct {
 		places []string
@@ -109,7 +109,7 @@ func rules(g Grant, v int) ([]landlock.Rule, error) {
 			out = append(out, landlock.BindTCP(port))
 		}
 	}
-	return out, nil
+	return out
 }
 
 // config is the Landlock ruleset's handled rights for g, best effort down
@@ -125,11 +125,7 @@ func config(g Grant) landlock.Config {
 // confineThread confines the calling OS thread, which the caller has
 // locked and never unlocks (it must end with its goroutine), to g.
 func confineThread(g Grant) error {
-	rs, err := rules(g, abi())
-	if err != nil {
-		return err
-	}
-	fd, flags, err := config(g).NewRulesetFD(rs...)
+	fd, flags, err := config(g).NewRulesetFD(rules(g, abi())...)
 	if err != nil {
 		return fmt.Errorf("building the Landlock ruleset: %w", err)
 	}

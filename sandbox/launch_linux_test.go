@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,15 +23,13 @@ import (
 func requireLandlock(t testing.TB, minABI int) {
 	t.Helper()
 	if v := abi(); v < minABI {
-		msg := "SKIP (sandbox not tested): this kernel's Landlock ABI is " + strconvItoa(v) + ", the test needs " + strconvItoa(minABI)
+		msg := "SKIP (sandbox not tested): this kernel's Landlock ABI is " + strconv.Itoa(v) + ", the test needs " + strconv.Itoa(minABI)
 		if os.Getenv("AQLGUARD_REQUIRE_LANDLOCK") == "1" {
 			t.Fatal(msg + " and AQLGUARD_REQUIRE_LANDLOCK=1")
 		}
 		t.Skip(msg)
 	}
 }
-
-func strconvItoa(n int) string { return string(rune('0' + n%10)) } // ABI versions are one digit
 
 var probeBin = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "sandboxprobe-bin-")
