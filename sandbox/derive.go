@@ -413,9 +413,9 @@ func (d *deriver) pathOf(v string) string {
 
 // project is the directory of the project a script belongs to: the
 // nearest directory above it with a package.json, pyproject.toml,
-// go.mod or .git, else the script's directory, under the outermost
-// node_modules when there is one (its packages are resolved there);
-// never the home or above.
+// go.mod or .git, else the script's directory (the script alone when
+// that is the home or above), under the outermost node_modules when
+// there is one (its packages are resolved there).
 func (d *deriver) project(script string) string {
 	dir := filepath.Dir(script)
 	if i := strings.Index(script, "/node_modules/"); i >= 0 {
@@ -428,7 +428,10 @@ func (d *deriver) project(script string) string {
 			}
 		}
 	}
-	return d.notHome(dir, "the script's directory")
+	if d.home != "" && within(d.home, dir) {
+		return script // a script in the home itself: the file alone
+	}
+	return dir
 }
 
 // network sets the grant's TCP rules: the entry's network, else its

@@ -28,6 +28,7 @@ func newMachine(t *testing.T) machine {
 		write(t, filepath.Join(m.bin, f))
 	}
 	write(t, filepath.Join(m.home, "code/srv/package.json"))
+	write(t, filepath.Join(m.home, "server.js"))
 	write(t, filepath.Join(m.home, "code/srv/dist/index.js"))
 	mkdir(t, filepath.Join(root, "npm/node_modules/@modelcontextprotocol/server-memory/dist"))
 	write(t, filepath.Join(root, "npm/node_modules/@modelcontextprotocol/server-memory/dist/index.js"))
@@ -97,6 +98,11 @@ func TestDeriveByClientConfig(t *testing.T) {
 			server:  policy.Server{Command: "node", Args: []string{h("code/srv/dist/index.js")}},
 			read:    []string{h("code/srv")},
 			notRead: []string{h("code"), h(".ssh")},
+			network: NetPorts, connect: []uint16{53, 443}},
+		{name: "a script in the home itself: the file alone",
+			server:  policy.Server{Command: "node", Args: []string{h("server.js")}},
+			read:    []string{h("server.js")},
+			notRead: []string{h("projects"), h(".ssh")},
 			network: NetPorts, connect: []uint16{53, 443}},
 		{name: "uvx fetch: any network, uv's cache",
 			server:  policy.Server{Command: "uvx", Args: []string{"mcp-server-fetch"}},

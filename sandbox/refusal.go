@@ -51,7 +51,14 @@ func (r Refusal) Fix() string {
 	if r.Path == "" {
 		return "aqlguard sandbox grant " + r.Server + " " + strconv.Itoa(int(r.Port))
 	}
-	return "aqlguard sandbox grant " + r.Server + " " + shellQuote(r.grantable())
+	p := r.grantable()
+	if _, err := os.Lstat(r.Path); err == nil && !r.Readable {
+		// A place that is there and was not readable: reading it is
+		// the least grant that may do (a write refused after it says
+		// so as "writing").
+		return "aqlguard sandbox grant " + r.Server + " " + shellQuote(p) + " --read"
+	}
+	return "aqlguard sandbox grant " + r.Server + " " + shellQuote(p)
 }
 
 // grantable is Path when it is there, else its directory when that is

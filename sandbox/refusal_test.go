@@ -60,7 +60,7 @@ func TestRefusalFix(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct{ path, want string }{
-		{dir, "aqlguard sandbox grant fs '" + strings.ReplaceAll(dir, "'", `'\''`) + "'"},
+		{dir, "aqlguard sandbox grant fs '" + strings.ReplaceAll(dir, "'", `'\''`) + "' --read"},
 		{filepath.Join(dir, "new.tmp"), "aqlguard sandbox grant fs '" + strings.ReplaceAll(dir, "'", `'\''`) + "'"},
 		{filepath.Join(home, "memory.jsonl.123.tmp"), "aqlguard sandbox grant fs " + filepath.Join(home, "memory.jsonl.123.tmp")},
 	}
