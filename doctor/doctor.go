@@ -130,7 +130,13 @@ func wrappedServers(in Input) ([]policy.Server, map[string]string, map[string]or
 			continue
 		}
 		name := policy.ServerNameFrom(f.Client + e.Name)
-		out = append(out, policy.Server{Name: name, Command: g.Argv[0], Args: g.Argv[1:], Env: e.Env, Transport: "stdio"})
+		srv := policy.Server{Name: name, Command: g.Argv[0], Args: g.Argv[1:], Env: e.Env, Transport: "stdio"}
+		for _, c := range configServers(in) {
+			if c.Name == policy.ServerNameFrom(g.Name) && c.Command != "" {
+				srv.Sandbox = c.Sandbox // as aqlguard wrap takes it (policy.Wrap)
+			}
+		}
+		out = append(out, srv)
 		labels[name] = label
 		agent := g.Agent
 		if agent == "" {
@@ -461,6 +467,7 @@ func servers(ctx context.Context, in Input) ([]Check, []startedServer) {
 			out = append(out, Check{Fail, label, detail})
 		}
 	}
+	out = append(out, sandboxChecks(cfgs, labels)...)
 	return append(out, remote...), started
 }
 
@@ -511,3 +518,11 @@ func shortDuration(d time.Duration) string {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// configServers are the config's servers (none without a config).
+func configServers(in Input) []policy.Server {
+	if in.Config == nil {
+		return nil
+	}
+	return in.Config.Servers
+}

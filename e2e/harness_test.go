@@ -45,6 +45,7 @@ var bins struct {
 	everything string // go-sdk conformance everything-server (stdio by default, -http ADDR serves at /)
 	taskserver string // internal/taskserver: a 2025-11-25 server that runs its tool as a task
 	resserver  string // internal/resserver: a 2025-11-25 server whose resource updates are not to be believed
+	probe      string // internal/sandboxprobe: a server that tries what its sandbox must refuse
 
 	aqlguardErr error // why aqlguard did not build; startGuard fails with it
 }
@@ -70,6 +71,7 @@ func runMain(m *testing.M) int {
 	bins.everything = filepath.Join(dir, "everything-server")
 	bins.taskserver = filepath.Join(dir, "taskserver")
 	bins.resserver = filepath.Join(dir, "resserver")
+	bins.probe = filepath.Join(dir, "sandboxprobe")
 	builds := []struct {
 		out, pkg string
 		err      error
@@ -79,6 +81,7 @@ func runMain(m *testing.M) int {
 		{bins.everything, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server", nil},
 		{bins.taskserver, "./internal/taskserver", nil},
 		{bins.resserver, "./internal/resserver", nil},
+		{bins.probe, "./internal/sandboxprobe", nil},
 	}
 	start := time.Now()
 	var wg sync.WaitGroup

@@ -47,6 +47,9 @@ type Profile struct {
 	} `json:"roots"`
 	// Tools are the profile's tools by name.
 	Tools map[string]ProfileTool `json:"tools"`
+	// Sandbox is what the server needs of its sandbox beyond what its
+	// entry implies; nil: nothing more.
+	Sandbox *ProfileSandbox `json:"sandbox,omitempty"`
 }
 
 // ProfileTool is one tool of a profile.
@@ -140,6 +143,9 @@ func ParseProfile(b []byte) (*Profile, error) {
 	}
 	if p.Name == "" || p.Package == "" || p.MadeFrom == "" {
 		return nil, fmt.Errorf("name, package and made_from are required")
+	}
+	if err := p.Sandbox.check(); err != nil {
+		return nil, err
 	}
 	for name, t := range p.Tools {
 		e, err := policy.ParseEffects(t.Effects)

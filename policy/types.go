@@ -379,11 +379,44 @@ type Server struct {
 	// no roots, sessions that declare different roots cannot share the
 	// server.
 	Roots []string `toml:"roots"`
+	// Sandbox is how the operating system confines this server, when
+	// aqlguard starts it (package sandbox): what it may read and write
+	// beyond what its entry implies, and where it may connect.
+	Sandbox Sandbox `toml:"sandbox"`
 
 	// Managed says the server is the managed layer's (Overlay): its
 	// categories and argument roles are the managed layer's own.
 	Managed bool `toml:"-"`
 }
+
+// Sandbox is a stdio server's [servers.sandbox]: its grant beyond what
+// its entry implies (package sandbox derives that: its command's own
+// directories, the directories its arguments name, its roots, the
+// runtime's caches, a private temporary directory).
+type Sandbox struct {
+	// Mode is "auto" (the default: confined where the operating system
+	// can, Landlock on Linux) or "off" (the server runs with everything
+	// its user may touch, which doctor says loudly).
+	Mode string `toml:"mode"`
+	// Read and Write are more places the server may read, or read and
+	// write: absolute paths, or ~/... in the server's home.
+	Read  []string `toml:"read"`
+	Write []string `toml:"write"`
+	// Network is "auto" (the default: TCP connections to the ports its
+	// runtime and profile need, 443, and those in Connect), "none" (no
+	// TCP connection or listening socket at all) or "any" (no rule).
+	Network string `toml:"network"`
+	// Connect and Bind are more TCP ports the server may connect to or
+	// listen on (Landlock's rules are by port, on any host).
+	Connect []int `toml:"connect"`
+	Bind    []int `toml:"bind"`
+}
+
+// SandboxModes and SandboxNetworks are the values mode and network take.
+var (
+	SandboxModes    = []string{"auto", "off"}
+	SandboxNetworks = []string{"auto", "none", "any"}
+)
 
 // RootPaths are the clean absolute paths of the server's file: roots
 // (others name no local place), for judging its path arguments; nil when

@@ -737,6 +737,7 @@ func (v *validator) servers(list []Server) {
 			}
 		}
 		v.share(k, s, hasCmd)
+		v.sandbox(k, s, hasCmd)
 		if !hasURL && len(s.Headers) > 0 {
 			v.errf(k+".headers", "only applies to servers with url")
 		}
@@ -844,5 +845,44 @@ func (v *validator) share(k string, s *Server, hasCmd bool) {
 		v.errf(k+".share", "only applies to stdio servers (command): a remote server already serves each session on a connection of its own")
 	case s.Protocol == "2026-07-28":
 		v.errf(k+".share", `cannot be shared with protocol = "2026-07-28": that revision keeps the log level and subscriptions per request and stream, which one shared process cannot keep apart; use protocol = "2025-11-25" or "auto" (a shared server is spoken to in 2025-11-25)`)
+	}
+}
+
+// sandbox checks [servers.sandbox]: the operating system confines only
+// the processes aqlguard starts, so it applies to stdio servers; places
+// are absolute or in the server's home (~/), ports are TCP ports.
+func (v *validator) sandbox(k string, s *Server, hasCmd bool) {
+	sb := &s.Sandbox
+	k += ".sandbox"
+	if !hasCmd && v.present(k) {
+		v.errf(k, "only applies to servers started with command: aqlguard confines the processes it starts")
+	}
+	v.enum(k+".mode", &sb.Mode, SandboxModes, "auto")
+	v.enum(k+".network", &sb.Network, SandboxNetworks, "auto")
+	for _, list := range []struct {
+		key   string
+		paths []string
+	}{{k + ".read", sb.Read}, {k + ".write", sb.Write}} {
+		for i, p := range list.paths {
+			if !filepath.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/") {
+				v.errf(index(list.key, i), "%q is not an absolute path or one in the server's home (~/...)", p)
+			}
+		}
+	}
+	for _, list := range []struct {
+		key   string
+		ports []int
+	}{{k + ".connect", sb.Connect}, {k + ".bind", sb.Bind}} {
+		for i, p := range list.ports {
+			if p < 1 || p > 65535 {
+				v.errf(index(list.key, i), "%d is not a TCP port (1-65535)", p)
+			}
+		}
+	}
+	if (sb.Network == "none" || sb.Network == "any") && len(sb.Connect) > 0 {
+		v.errf(k+".connect", "only applies with network = \"auto\" (network = %q already says where it may connect)", sb.Network)
+	}
+	if sb.Network == "any" && len(sb.Bind) > 0 {
+		v.errf(k+".bind", `does nothing with network = "any", which already lets it listen anywhere`)
 	}
 }

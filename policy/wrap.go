@@ -46,6 +46,13 @@ func Wrap(base *Config, name string, argv []string) (*Config, error) {
 	cfg := *base
 	cfg.Mode = "transparent"
 	cfg.Servers = []Server{{Name: ServerNameFrom(name), Title: title(name), Command: argv[0], Args: append([]string(nil), argv[1:]...)}}
+	for _, s := range base.Servers {
+		// The config's entry of the same name carries the wrapped
+		// server's sandbox: what `aqlguard sandbox grant` writes.
+		if s.Name == cfg.Servers[0].Name && s.Command != "" {
+			cfg.Servers[0].Sandbox = s.Sandbox
+		}
+	}
 	v := &validator{file: cfg.Path}
 	v.servers(cfg.Servers)
 	if len(v.errs) > 0 {

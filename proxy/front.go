@@ -119,6 +119,9 @@ func (sh *Shared) RelayConfig() *relay.Config {
 		Auth:             sh.Auth,
 		Log:              sh.Log,
 	}
+	if sh.Guard != nil && sh.Guard.State != nil {
+		rc.Sandbox = sandboxAudit{sh}
+	}
 	if sh.Names != nil {
 		rc.PromptsListed = func(server string, list []string) { sh.Names.Listed(server, names.Prompt, list) }
 	}

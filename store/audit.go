@@ -36,6 +36,7 @@ const (
 	KindAdmin        RecordKind = "admin"        // an operator's command (unblock, revoke, reset, seal, import)
 	KindRollback     RecordKind = "rollback"     // records before it whose state change did not commit
 	KindCheckpoint   RecordKind = "checkpoint"   // a signed checkpoint of the chain (audit seal --key)
+	KindSandbox      RecordKind = "sandbox"      // a stdio server started with its sandbox's grant, or refused something by it
 )
 
 // NewRecord starts an audit record: when, what kind, whose, from which

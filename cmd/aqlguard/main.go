@@ -19,6 +19,7 @@
 //	aqlguard approvals list|revoke                  standing approvals (allow for this session)
 //	aqlguard audit list|show|export|tail|verify|seal|report   read, check and report on the audit log
 //	aqlguard state reset --i-understand             accept a state whose database and log disagree (audited)
+//	aqlguard sandbox show|grant SERVER PATH|PORT     what each stdio server is confined to; grant it more
 //	aqlguard version                                version, commit and Go version (also --version)
 //	aqlguard help [VERB]                            every verb with one line, or one verb's flags
 package main
@@ -161,6 +162,8 @@ func init() {
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdAudit(a, out, errw) }},
 		{"state", []string{"reset", "copy"}, "reset|copy", "reset: accept a state directory whose database and audit log do not tell the same history (aqlguard refuses to start on it and says why); copy: move a state between bbolt and PostgreSQL; both audited",
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdState(a, out, errw) }},
+		{"sandbox", []string{"show", "grant"}, "show|grant", "what each stdio server is confined to (show), and more for one of them (grant SERVER PATH|PORT [--read]: edits the config)",
+			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdSandbox(a, out, errw) }},
 		{"service", []string{"install"}, "install", "run aqlguard serve as a systemd service under a system user of its own (--dry-run prints the unit)",
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdService(a, out, errw) }},
 		{"version", nil, "", "print the version, commit and Go version (also --version)",

@@ -20,6 +20,7 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
+	"github.com/aqlguard/aqlguard/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -36,6 +37,9 @@ type conn struct {
 	// environment, whose secrets its cause must not show.
 	stderr *lineLogger
 	env    map[string]string
+	// sandbox watches a confined stdio child for what it was refused;
+	// nil for one that is not confined, and for remote servers.
+	sandbox *sandbox.Watch
 }
 
 // cause is what a stdio child's stderr says went wrong ("" if nothing),
@@ -57,12 +61,12 @@ func (c *conn) closeAll() {
 
 // dial connects to one configured server. ctx bounds only the dialing;
 // the connection lives until closed.
-func dial(ctx context.Context, cfg policy.Server, auth *remoteauth.Manager, log *slog.Logger) (*conn, error) {
+func dial(ctx context.Context, cfg policy.Server, auth *remoteauth.Manager, rec SandboxRecorder, log *slog.Logger) (*conn, error) {
 	switch cfg.Transport {
 	case "streamable", "sse":
 		return dialHTTP(ctx, cfg, auth)
 	case "stdio", "":
-		return dialStdio(cfg, log)
+		return dialStdio(cfg, rec, log)
 	}
 	return nil, fmt.Errorf("unknown transport %q", cfg.Transport)
 }
@@ -88,14 +92,41 @@ func childEnv(inherited []string, configured map[string]string) []string {
 	return env
 }
 
-func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
+func dialStdio(cfg policy.Server, rec SandboxRecorder, log *slog.Logger) (*conn, error) {
+	g := sandbox.Derive(cfg, sandbox.CurrentEnv(cfg))
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = cfg.Cwd
 	cmd.Env = childEnv(os.Environ(), cfg.Env)
+	lines := newLineLogger(log)
+	c := &conn{exited: make(chan struct{}), stderr: lines, env: cfg.Env}
+	if !g.Off {
+		tmp, err := sandbox.Prepare(&g)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if c.stop == nil { // not started
+				_ = os.RemoveAll(tmp)
+			}
+		}()
+		if _, set := cfg.Env["TMPDIR"]; !set {
+			cmd.Env = append(cmd.Env, "TMPDIR="+tmp, "TMP="+tmp, "TEMP="+tmp)
+		}
+		c.sandbox = sandbox.NewWatch(g)
+		lines.onLine = func(line string) {
+			_, fresh := c.sandbox.Read(line)
+			for _, r := range fresh {
+				reportRefusal(r, rec, log)
+			}
+			if c.sandbox.Full() {
+				log.Warn("the server's sandbox refused it so many things that no more are logged or recorded for this process")
+			}
+		}
+	}
+	reportGrant(g, rec, log)
 	// stdout is the MCP stream; stderr is the server's log and goes to
 	// ours, line by line, never to the client.
-	stderr := newLineLogger(log)
-	cmd.Stderr = stderr
+	cmd.Stderr = lines
 	// Grandchildren (npx → node) may hold stderr open after the child
 	// exits; do not let Wait block on them forever.
 	cmd.WaitDelay = terminateAfter
@@ -108,15 +139,16 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := owned.Start(cmd); err != nil {
+	// Started from a thread confined to the grant, which waits for it
+	// (sandbox.Launch).
+	err = sandbox.Launch(g, cmd, func() error { return owned.Start(cmd) }, func() {
+		c.exitErr = owned.Wait(cmd)
+		close(c.exited)
+	})
+	if err != nil {
 		return nil, err
 	}
 	reportGroup(cmd.Process.Pid, true) // its group's id is its pid (ownProcessGroup)
-	c := &conn{exited: make(chan struct{}), stderr: stderr, env: cfg.Env}
-	go func() {
-		c.exitErr = owned.Wait(cmd)
-		close(c.exited)
-	}()
 	mc := link.NewLineConn(stdout, stdin, func() error { return errors.Join(stdin.Close(), stdout.Close()) })
 	mc.OnBadLine = func(start []byte, why string) {
 		log.Warn("the server wrote a line to stdout that is not a JSON-RPC message; it is skipped (servers log to stderr)",
@@ -139,6 +171,9 @@ func dialStdio(cfg policy.Server, log *slog.Logger) (*conn, error) {
 			// Whatever the server left behind in its group goes too.
 			killGroup(cmd)
 			reportGroup(cmd.Process.Pid, false)
+			if g.TempDir != "" {
+				_ = os.RemoveAll(g.TempDir)
+			}
 		})
 	}
 	return c, nil

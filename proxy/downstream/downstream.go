@@ -116,7 +116,11 @@ type Options struct {
 	// process for the pools of every session (shared.go). Without it a
 	// shared server is started per pool, as any other.
 	Hub *Hub
-	Log *slog.Logger
+	// Sandbox, when set, is told of each stdio server's start with the
+	// grant it is confined to, and of what its sandbox refused it (the
+	// audit log records both).
+	Sandbox SandboxRecorder
+	Log     *slog.Logger
 }
 
 // State is a server's state at one moment.
@@ -394,7 +398,7 @@ func (s *Server) failedStart(problem string, err error, restart bool) {
 // what the server sends on its own; modern says the client speaks
 // 2026-07-28.
 func (s *Server) connect(ctx context.Context, h link.Handler, modern bool) (State, *conn, *link.Peer, error) {
-	c, err := dial(ctx, s.cfg, s.pool.opts.Auth, s.log)
+	c, err := dial(ctx, s.cfg, s.pool.opts.Auth, s.pool.opts.Sandbox, s.log)
 	if err != nil {
 		return State{}, nil, nil, fmt.Errorf("connect: %w", err)
 	}
@@ -766,11 +770,13 @@ func (s *Server) request(ctx context.Context, method string, params json.RawMess
 	}
 	var res json.RawMessage
 	var err error
+	began := time.Now()
 	if m != nil {
 		res, err = m.request(ctx, peer, method, params)
 	} else {
 		res, err = peer.Call(ctx, method, params)
 	}
+	res, err = s.noteRefusals(method, began, res, err)
 	switch {
 	case errors.Is(err, link.ErrClosed):
 		status := Failed

@@ -16,6 +16,8 @@ type lineLogger struct {
 	log  *slog.Logger
 	buf  []byte
 	tail []string
+	// onLine, when set, is given each line too (the sandbox's watch).
+	onLine func(line string)
 }
 
 const maxStderrLine = 8 << 10
@@ -46,6 +48,9 @@ func (l *lineLogger) emit(line []byte) {
 		line = line[:maxStderrLine]
 	}
 	l.log.Log(context.Background(), slog.LevelInfo, "downstream stderr", "line", string(line))
+	if l.onLine != nil {
+		l.onLine(string(line))
+	}
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}

@@ -82,6 +82,9 @@ type Config struct {
 	Restarted func(server string)
 	// Auth authorizes to remote servers with auth = "oauth".
 	Auth *remoteauth.Manager
+	// Sandbox, when set, is told of each stdio server's start with its
+	// sandbox's grant and of what the sandbox refused it (the audit log).
+	Sandbox downstream.SandboxRecorder
 	// Hub runs the servers configured with share = true, one process for
 	// every session (serve); nil starts them per session.
 	Hub *downstream.Hub
@@ -386,7 +389,7 @@ func (s *Session) start(ctx context.Context, params json.RawMessage) (json.RawMe
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
 	}
 	s.pool = downstream.Start(ctx, s.cfg.servers(), downstream.Options{Version: s.cfg.Version, Initialize: down, Modern: s.modern.Load(), Auth: s.cfg.Auth,
-		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Restarted: s.cfg.Restarted, Vet: s.cfg.VetTools, Hub: s.cfg.Hub, Log: s.log})
+		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Restarted: s.cfg.Restarted, Vet: s.cfg.VetTools, Hub: s.cfg.Hub, Sandbox: s.cfg.Sandbox, Log: s.log})
 	if s.cfg.Transparent && len(s.pool.Servers()) == 1 {
 		srv := s.pool.Servers()[0]
 		st := srv.State()

@@ -216,8 +216,14 @@ func (w *world) realServer(s ServerSpec) ([]string, map[string]string, error) {
 		if err := errors.Join(need("Node.js", w.env.Node), need("@modelcontextprotocol/server-memory", w.env.Memory)); err != nil {
 			return nil, nil, err
 		}
-		// Its graph goes to the world, not beside the package.
-		return []string{w.env.Node, w.env.Memory}, map[string]string{"MEMORY_FILE_PATH": filepath.Join(w.dir, s.Name+".memory.jsonl")}, nil
+		// Its graph goes to the world, not beside the package: in a
+		// directory of its own, which aqlguard's sandbox grants it (the
+		// world's directory, above the home, it would not).
+		data := filepath.Join(w.dir, "data")
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			return nil, nil, err
+		}
+		return []string{w.env.Node, w.env.Memory}, map[string]string{"MEMORY_FILE_PATH": filepath.Join(data, s.Name+".memory.jsonl")}, nil
 	case "everything":
 		if err := errors.Join(need("Node.js", w.env.Node), need("@modelcontextprotocol/server-everything", w.env.Everything)); err != nil {
 			return nil, nil, err
