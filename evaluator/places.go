@@ -176,27 +176,27 @@ func placeQuestion(p *policy.Policy, s *Step, pl Place, writes bool, verb string
 	roots := strings.Join(s.Roots, ", ")
 	switch {
 	case writes && !s.RootsKnown:
-		return "it writes " + pl.Lexical.Clean + ", and no roots are known for the " + s.Server +
+		return "it writes " + pl.Lexical.Clean + ", and no roots are known for the " + p.Title(s.Server) +
 			" server to judge that by (its entry's roots, its command line or its client's roots)", true
 	case writes && !inside:
 		where := pl.Lexical.Clean
 		if pl.Resolved.Clean != pl.Lexical.Clean {
 			where += " (a link to " + pl.Resolved.Clean + ")"
 		}
-		return "it writes " + where + ", outside the " + s.Server + " server's roots (" + roots + ")", true
+		return "it writes " + where + ", outside the " + p.Title(s.Server) + " server's roots (" + roots + ")", true
 	case pl.Lexical.Climbs && !inside:
-		return "the path " + strconv.Quote(pl.Lexical.Raw) + " climbs out with \"..\" to " + pl.Lexical.Clean + placeRoots(s, roots), true
+		return "the path " + strconv.Quote(pl.Lexical.Raw) + " climbs out with \"..\" to " + pl.Lexical.Clean + placeRoots(p, s, roots), true
 	}
 	return "", false
 }
 
 // placeRoots says where the roots are, for a question ("" when none
 // are known).
-func placeRoots(s *Step, roots string) string {
+func placeRoots(p *policy.Policy, s *Step, roots string) string {
 	if !s.RootsKnown {
 		return ""
 	}
-	return ", outside the " + s.Server + " server's roots (" + roots + ")"
+	return ", outside the " + p.Title(s.Server) + " server's roots (" + roots + ")"
 }
 
 // metadataHosts are the addresses at which a cloud instance hands its

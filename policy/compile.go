@@ -627,6 +627,9 @@ func (p Pattern) digestForm() string {
 // Title is a server's name as a person knows it: as its client config
 // spells it, else its name.
 func (p *Policy) Title(server string) string {
+	if p == nil {
+		return server
+	}
 	if t, ok := p.Titles[server]; ok {
 		return t
 	}
