@@ -135,20 +135,22 @@ func (g Grant) Summary() string {
 	if g.Off {
 		return "off: unconfined"
 	}
-	return fmt.Sprintf("read %s; write %s; network %s", list(own(g.Read)), list(own(g.Write)), g.networkText())
+	return fmt.Sprintf("read %s; write %s; network %s", own(g.Read), own(g.Write), g.networkText())
 }
 
-// own are the places of ps that are not the system's every server is
-// given (systemRead, etcRead, devWrite): what a summary names, after
-// "the system's".
-func own(ps []string) []string {
-	out := []string{"(the system's)"}
+// own says the places of ps beyond the system's every server is given
+// (systemRead, etcRead, devWrite), which a summary does not list.
+func own(ps []string) string {
+	var out []string
 	for _, p := range ps {
 		if !slices.Contains(systemRead, p) && !slices.Contains(etcRead, p) && !slices.Contains(devWrite, p) {
 			out = append(out, p)
 		}
 	}
-	return out
+	if len(out) == 0 {
+		return "only the system's"
+	}
+	return "the system's and " + strings.Join(out, " ")
 }
 
 func (g Grant) networkText() string {
@@ -163,13 +165,6 @@ func (g Grant) networkText() string {
 		s += ", listen " + ports(g.Bind)
 	}
 	return s
-}
-
-func list(ps []string) string {
-	if len(ps) == 0 {
-		return "(none)"
-	}
-	return strings.Join(ps, " ")
 }
 
 func ports(ps []uint16) string {
