@@ -75,7 +75,9 @@ type runtimeNeeds struct {
 // runtimes by command name (the configured command's base name, and the
 // base name of what it resolves to).
 var runtimes = map[string]runtimeNeeds{
-	"node":   {read: []string{"~/.npmrc"}, write: []string{"~/.npm"}},
+	// node itself reads neither ~/.npmrc (which may hold a registry
+	// token) nor the npm cache: only npm, npx and their kin do.
+	"node":   {},
 	"npx":    {read: []string{"~/.npmrc", "~/.nvm"}, write: []string{"~/.npm"}},
 	"npm":    {read: []string{"~/.npmrc", "~/.nvm"}, write: []string{"~/.npm"}},
 	"pnpm":   {read: []string{"~/.npmrc"}, write: []string{"~/.local/share/pnpm", "~/.cache/pnpm"}},
