@@ -129,13 +129,11 @@ func wrappedServers(in Input) ([]policy.Server, map[string]string, map[string]or
 				"remote, " + g.URL + ": aqlguard connects when the client starts it (doctor does not; a server that wants OAuth asks for your consent in the browser on its first call)"})
 			continue
 		}
+		// As aqlguard wrap runs it (its sandbox included), under a name
+		// of its client's and entry's, unique among the clients here.
 		name := policy.ServerNameFrom(f.Client + e.Name)
-		srv := policy.Server{Name: name, Command: g.Argv[0], Args: g.Argv[1:], Env: e.Env, Transport: "stdio"}
-		for _, c := range configServers(in) {
-			if c.Name == policy.ServerNameFrom(g.Name) && c.Command != "" {
-				srv.Sandbox = c.Sandbox // as aqlguard wrap takes it (policy.Wrap)
-			}
-		}
+		srv := policy.WrappedServer(in.Config, g.Name, g.Argv)
+		srv.Name, srv.Env, srv.Transport = name, e.Env, "stdio"
 		out = append(out, srv)
 		labels[name] = label
 		agent := g.Agent
@@ -518,11 +516,3 @@ func shortDuration(d time.Duration) string {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// configServers are the config's servers (none without a config).
-func configServers(in Input) []policy.Server {
-	if in.Config == nil {
-		return nil
-	}
-	return in.Config.Servers
-}

@@ -45,20 +45,30 @@ func Wrap(base *Config, name string, argv []string) (*Config, error) {
 	}
 	cfg := *base
 	cfg.Mode = "transparent"
-	cfg.Servers = []Server{{Name: ServerNameFrom(name), Title: title(name), Command: argv[0], Args: append([]string(nil), argv[1:]...)}}
-	for _, s := range base.Servers {
-		// The config's entry of the same name carries the wrapped
-		// server's sandbox: what `aqlguard sandbox grant` writes.
-		if s.Name == cfg.Servers[0].Name && s.Command != "" {
-			cfg.Servers[0].Sandbox = s.Sandbox
-		}
-	}
+	cfg.Servers = []Server{WrappedServer(base, name, argv)}
 	v := &validator{file: cfg.Path}
 	v.servers(cfg.Servers)
 	if len(v.errs) > 0 {
 		return nil, v.errs
 	}
 	return &cfg, nil
+}
+
+// WrappedServer is the server `aqlguard wrap --name NAME -- ARGV` runs
+// on base (nil: no config): its name and title from name, and the
+// sandbox of base's stdio entry of that name, which is what `aqlguard
+// sandbox grant` writes. Wrap's, and doctor's for the entries init wrote.
+func WrappedServer(base *Config, name string, argv []string) Server {
+	s := Server{Name: ServerNameFrom(name), Title: title(name), Command: argv[0], Args: append([]string(nil), argv[1:]...)}
+	if base == nil {
+		return s
+	}
+	for _, c := range base.Servers {
+		if c.Name == s.Name && c.Command != "" {
+			s.Sandbox = c.Sandbox
+		}
+	}
+	return s
 }
 
 // WrapRemote is the configuration of `aqlguard wrap --url URL`: base's
