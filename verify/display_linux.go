@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/aqlguard/aqlguard/internal/procfs"
 )
 
 // displayFinder looks for the user's graphical session beyond
@@ -235,19 +237,8 @@ func (f displayFinder) answer(path string) bool {
 
 // parent is a process's parent, from /proc/PID/stat.
 func (f displayFinder) parent(pid int) (int, error) {
-	raw, err := os.ReadFile(filepath.Join(f.proc, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(raw, ')')
-	if i < 0 {
-		return 0, errors.New("no command name in stat")
-	}
-	fields := strings.Fields(string(raw[i+1:]))
-	if len(fields) < 2 {
-		return 0, errors.New("stat too short")
-	}
-	return strconv.Atoi(fields[1])
+	st, err := procfs.ReadIn(f.proc, pid)
+	return st.Ppid, err
 }
 
 // procUID is a process's real user id, from /proc/PID/status.

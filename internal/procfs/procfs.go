@@ -24,8 +24,11 @@ func (s Stat) Ended() bool { return s.State == 'Z' || s.State == 'X' }
 
 // Read reads one process. Its error wraps os.ErrNotExist when there is
 // no such process (or no /proc).
-func Read(pid int) (Stat, error) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+func Read(pid int) (Stat, error) { return ReadIn("/proc", pid) }
+
+// ReadIn is Read from a /proc mounted at proc (a test's own).
+func ReadIn(proc string, pid int) (Stat, error) {
+	raw, err := os.ReadFile(proc + "/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return Stat{}, err
 	}
