@@ -80,7 +80,7 @@ func assignedValue(text string, start, end int) (int, int, bool) {
 	for i < end && (text[i] == ' ' || text[i] == '\t') {
 		i++
 	}
-	if !secretName(name) {
+	if !SecretName(name) {
 		return 0, 0, false
 	}
 	a, b := i, end
@@ -104,7 +104,10 @@ func assignedValue(text string, start, end int) (int, int, bool) {
 	return a, b, true
 }
 
-func secretName(name string) bool {
+// SecretName says a variable or key of this name holds a secret (one of
+// secretNameParts in it, in any case): what Assigned reads a value by,
+// and what a server's failure line is redacted by (its environment).
+func SecretName(name string) bool {
 	lower := strings.ToLower(name)
 	for _, p := range secretNameParts {
 		if strings.Contains(lower, p) {

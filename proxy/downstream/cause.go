@@ -140,15 +140,10 @@ func redactURL(raw string) string {
 	return strings.ReplaceAll(out, "%5Bredacted%5D", "[redacted]")
 }
 
-// secretEnvName says a variable's value is a credential by its name.
+// secretEnvName says a variable's value is a credential by its name: a
+// secret name as secrets reads one, or a session's.
 func secretEnvName(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"key", "token", "secret", "pass", "pwd", "credential", "auth", "dsn", "cookie", "private", "session"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
+	return secrets.SecretName(name) || strings.Contains(strings.ToLower(name), "session")
 }
 
 // knownSecrets are the values a server's line must never carry: its
