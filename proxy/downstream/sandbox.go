@@ -61,8 +61,15 @@ func (s *Server) noteRefusals(method string, began time.Time, res json.RawMessag
 	if w == nil || method != "tools/call" {
 		return res, err
 	}
-	if err == nil && !sandbox.MentionsDenial(res) && len(w.Since(began)) == 0 {
-		return res, err // the common case: one scan of the bytes, no decoding
+	if err == nil {
+		// A result that did not fail gets no note, whatever it says: the
+		// common case, one look at its members and no scan of its text.
+		if isErr, _ := rawjson.Lookup(res, "isError"); string(isErr) != "true" {
+			return res, err
+		}
+		if !sandbox.MentionsDenial(res) && len(w.Since(began)) == 0 {
+			return res, err
+		}
 	}
 	// What the failure names, and what the server was refused while it
 	// ran (its stderr), each once.
@@ -92,10 +99,7 @@ func (s *Server) noteRefusals(method string, began time.Time, res json.RawMessag
 			e.Message += " — " + sentences(rs)
 			return res, &e
 		}
-	case err == nil:
-		if isErr, _ := rawjson.Lookup(res, "isError"); string(isErr) != "true" {
-			return res, err
-		}
+	case err == nil: // a failed result (isError, above)
 		content, _ := rawjson.Lookup(res, "content")
 		var items []json.RawMessage
 		if json.Unmarshal(content, &items) != nil {
