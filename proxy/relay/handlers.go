@@ -77,7 +77,11 @@ func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMess
 		}
 		return json.Marshal(map[string]any{"tools": tools})
 	case "tools/call":
-		return s.tools.CallTool(ctx, req.Params)
+		call, err := s.readToolCall(req.Params)
+		if err != nil {
+			return nil, err
+		}
+		return s.tools.CallTool(ctx, call)
 	case "resources/list":
 		return s.list(ctx, "resources", req)
 	case "resources/templates/list":

@@ -38,9 +38,10 @@ import (
 type Tools interface {
 	// ListTools returns the tool objects, as they go on the wire.
 	ListTools(ctx context.Context) ([]json.RawMessage, error)
-	// CallTool serves tools/call; params are the client's, raw. A
-	// *jsonrpc.Error is relayed as the answer's error.
-	CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// CallTool serves tools/call, read once by the relay; an allowed
+	// call goes on through call.Forward. A *jsonrpc.Error is relayed as
+	// the answer's error.
+	CallTool(ctx context.Context, call ToolCall) (json.RawMessage, error)
 	// ToolsChanged is called when a server's tools changed (list_changed,
 	// a restart); it reports whether the client should be told.
 	ToolsChanged(ctx context.Context, s *downstream.Server) bool

@@ -30,12 +30,8 @@ func (m rootsTools) ListTools(context.Context) ([]json.RawMessage, error) {
 	}, nil
 }
 
-func (m rootsTools) CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	var p struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(params, &p)
-	if p.Name == "guard_roots" {
+func (m rootsTools) CallTool(ctx context.Context, call ToolCall) (json.RawMessage, error) {
+	if call.Name == "guard_roots" {
 		roots, known := m.s.AskClientRoots(ctx)
 		text := "unknown"
 		if known {
@@ -43,7 +39,7 @@ func (m rootsTools) CallTool(ctx context.Context, params json.RawMessage) (json.
 		}
 		return json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
 	}
-	return m.s.Forward(ctx, m.s.Pool().Servers()[0], "tools/call", params)
+	return m.s.Forward(ctx, m.s.Pool().Servers()[0], "tools/call", call.Params)
 }
 
 func (rootsTools) ToolsChanged(context.Context, *downstream.Server) bool { return false }
