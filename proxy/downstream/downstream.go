@@ -26,6 +26,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -455,7 +456,7 @@ func (s *Server) initialize(ctx context.Context, peer *link.Peer) (State, error)
 		params, _ = json.Marshal(map[string]any{"protocolVersion": ProtocolVersion, "capabilities": map[string]any{},
 			"clientInfo": map[string]any{"name": "aqlguard", "version": s.pool.opts.Version}})
 	}
-	raw, err := peer.Call(ctx, "initialize", params)
+	raw, err := peer.Call(ctx, mcpmethod.Initialize, params)
 	if err != nil {
 		return State{}, fmt.Errorf("initialize: %w", err)
 	}
@@ -667,7 +668,7 @@ func listTools(ctx context.Context, call func(context.Context, string, json.RawM
 		if cursor != "" {
 			params, _ = json.Marshal(map[string]string{"cursor": cursor})
 		}
-		raw, err := call(ctx, "tools/list", params)
+		raw, err := call(ctx, mcpmethod.ToolsList, params)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -899,7 +900,7 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args map[string]an
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.Request(ctx, "tools/call", params)
+	raw, err := s.Request(ctx, mcpmethod.ToolsCall, params)
 	if err != nil {
 		return nil, fmt.Errorf("server %s: tools/call %s: %w", server, tool, err)
 	}
@@ -946,7 +947,7 @@ func (s *Server) stop() {
 type serverHandler struct{ s *Server }
 
 func (h serverHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-	if req.Method == "ping" {
+	if req.Method == mcpmethod.Ping {
 		return json.RawMessage(`{}`), nil
 	}
 	if up := h.s.pool.opts.Upstream; up != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/mcpheader"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -143,7 +144,7 @@ func legacyParams(params json.RawMessage) json.RawMessage {
 func (s *Server) discover(ctx context.Context, peer *link.Peer) (st State, modern bool, err error) {
 	pctx, cancel := context.WithTimeout(ctx, discoverTimeout)
 	defer cancel()
-	raw, err := peer.Call(pctx, "server/discover", s.modernParams(nil))
+	raw, err := peer.Call(pctx, mcpmethod.ServerDiscover, s.modernParams(nil))
 	if err != nil {
 		switch {
 		case errors.Is(err, link.ErrClosed):
@@ -277,7 +278,7 @@ func (s *Server) listen(peer *link.Peer, notifications map[string]any) *listenSt
 			s.listens[link.IDKey(id)] = ls
 			s.mu.Unlock()
 			params, _ := json.Marshal(map[string]any{"notifications": notifications})
-			_, err := peer.CallAs(ctx, id, "subscriptions/listen", s.modernParams(params))
+			_, err := peer.CallAs(ctx, id, mcpmethod.SubscriptionsListen, s.modernParams(params))
 			s.mu.Lock()
 			delete(s.listens, link.IDKey(id))
 			s.mu.Unlock()
@@ -337,7 +338,7 @@ func (s *Server) listenEnded(params json.RawMessage) bool {
 func (s *Server) Subscribe(ctx context.Context, uri string, params json.RawMessage) error {
 	st := s.State()
 	if !st.Modern {
-		_, err := s.Request(ctx, "resources/subscribe", params)
+		_, err := s.Request(ctx, mcpmethod.ResourcesSubscribe, params)
 		return err
 	}
 	s.mu.Lock()
@@ -375,7 +376,7 @@ func (s *Server) Subscribe(ctx context.Context, uri string, params json.RawMessa
 // Unsubscribe ends what Subscribe started.
 func (s *Server) Unsubscribe(ctx context.Context, uri string, params json.RawMessage) error {
 	if !s.State().Modern {
-		_, err := s.Request(ctx, "resources/unsubscribe", params)
+		_, err := s.Request(ctx, mcpmethod.ResourcesUnsubscribe, params)
 		return err
 	}
 	s.mu.Lock()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/mcpheader"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -263,20 +264,12 @@ func (c *streamableConn) modernHeaders(h http.Header, version string, call *json
 	h.Set("Mcp-Protocol-Version", version)
 	h.Set("Mcp-Method", call.Method)
 	ms := rawjson.Members(call.Params)
-	var member string
-	switch call.Method {
-	case "tools/call", "prompts/get":
-		member = "name"
-	case "resources/read":
-		member = "uri"
-	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result":
-		member = "taskId"
-	}
+	m := mcpmethod.Lookup(call.Method)
 	var name string
-	if member != "" && json.Unmarshal(ms[member], &name) == nil {
+	if m.Subject != "" && json.Unmarshal(ms[m.Subject], &name) == nil {
 		h.Set("Mcp-Name", mcpheader.Encode(name))
 	}
-	if call.Method == "tools/call" && c.bindings != nil {
+	if m.ParamHeaders && c.bindings != nil {
 		for k, v := range mcpheader.Headers(c.bindings(name), ms["arguments"]) {
 			h.Set(k, v)
 		}
@@ -398,7 +391,7 @@ func (c *streamableConn) take(data []byte, call *jsonrpc.Request) (answered, wel
 	if err != nil {
 		return false, false
 	}
-	if r, ok := m.(*jsonrpc.Response); ok && call != nil && call.Method == "initialize" && r.ID == call.ID && r.Error == nil {
+	if r, ok := m.(*jsonrpc.Response); ok && call != nil && call.Method == mcpmethod.Initialize && r.ID == call.ID && r.Error == nil {
 		var res struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 )
 
@@ -353,7 +354,7 @@ func isInitialize(body []byte) bool {
 		Method string `json:"method"`
 	}
 	if json.Unmarshal(body, &one) == nil {
-		return one.Method == "initialize"
+		return one.Method == mcpmethod.Initialize
 	}
 	var batch []struct {
 		Method string `json:"method"`
@@ -362,7 +363,7 @@ func isInitialize(body []byte) bool {
 		return false
 	}
 	for _, m := range batch {
-		if m.Method == "initialize" {
+		if m.Method == mcpmethod.Initialize {
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -129,16 +130,12 @@ func checkModernHeaders(r *http.Request, req *jsonrpc.Request, params, meta map[
 	case method != req.Method:
 		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body's method %q", headerMethod, method, req.Method)}
 	}
-	var field string
-	switch req.Method {
-	case "tools/call", "prompts/get":
-		field = "name"
-	case "resources/read":
-		field = "uri"
-	default:
+	// Mcp-Name is held to the body where the guard judges what it names.
+	m := mcpmethod.Lookup(req.Method)
+	if !m.Guarded || m.Subject == "" {
 		return nil
 	}
-	raw, present := params[field]
+	raw, present := params[m.Subject]
 	var inBody string
 	if present && json.Unmarshal(raw, &inBody) != nil {
 		present = false

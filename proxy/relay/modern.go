@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/mcpheader"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/propagation"
@@ -49,13 +50,6 @@ const (
 
 // modernVersions are the handshake-free versions the front speaks.
 var modernVersions = []string{ModernVersion}
-
-// removedMethods are the methods 2026-07-28 took out: a request for one
-// in that revision is answered method not found.
-var removedMethods = map[string]bool{
-	"initialize": true, "ping": true, "logging/setLevel": true,
-	"resources/subscribe": true, "resources/unsubscribe": true,
-}
 
 // parkedFor is how long a call answered input_required waits for the
 // client's retry before it is cancelled: long enough for a person to
@@ -154,7 +148,9 @@ func (s *Session) startModern(ctx context.Context, m requestMeta) error {
 
 // modernRequest serves a request of a 2026-07-28 client.
 func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m requestMeta) (json.RawMessage, error) {
-	if removedMethods[req.Method] {
+	// A method 2026-07-28 took out is answered method not found.
+	method := mcpmethod.Lookup(req.Method)
+	if !method.Since2026 {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%q is not part of protocol %s", req.Method, ModernVersion)}
 	}
 	if err := s.startModern(ctx, m); err != nil {
@@ -163,7 +159,7 @@ func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m req
 	if m.logLevel != "" {
 		s.setLogLevel(ctx, m.logLevel)
 	}
-	if h, ok := req.Extra.(*HTTPHeaders); ok && req.Method == "tools/call" {
+	if h, ok := req.Extra.(*HTTPHeaders); ok && method.ParamHeaders {
 		if err := s.checkParamHeaders(ctx, h.Header, req.Params); err != nil {
 			return nil, err
 		}
@@ -174,12 +170,12 @@ func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m req
 	clean := *req
 	var res json.RawMessage
 	var err error
-	switch req.Method {
-	case "server/discover":
+	switch {
+	case req.Method == mcpmethod.ServerDiscover:
 		res, err = s.discover()
-	case "subscriptions/listen":
+	case req.Method == mcpmethod.SubscriptionsListen:
 		res, err = s.listen(ctx, &clean)
-	case "tools/call", "prompts/get", "resources/read":
+	case method.Guarded:
 		res, err = s.exchangeCall(ctx, &clean, members(m.capabilities))
 	default:
 		res, err = s.serve(ctx, &clean)
@@ -250,10 +246,6 @@ func (s *Session) discover() (json.RawMessage, error) {
 	return json.Marshal(out)
 }
 
-// cacheable are the results that carry caching hints in 2026-07-28.
-var cacheable = map[string]bool{"server/discover": true, "tools/list": true, "prompts/list": true, "resources/list": true,
-	"resources/templates/list": true, "resources/read": true}
-
 // modernResult completes a result for a 2026-07-28 client: its
 // resultType, who answered (the server in transparent mode, aqlguard
 // otherwise), and, where the server gave none, caching hints that say
@@ -276,7 +268,7 @@ func (s *Session) modernResult(method string, res json.RawMessage) json.RawMessa
 		complete = string(raw) == `"complete"`
 	}
 	// Interim results (input_required) carry no caching hints.
-	if cacheable[method] && complete {
+	if mcpmethod.Lookup(method).Cacheable && complete {
 		if _, ok := ms["ttlMs"]; !ok {
 			set("ttlMs", 0)
 		}
@@ -285,7 +277,7 @@ func (s *Session) modernResult(method string, res json.RawMessage) json.RawMessa
 		}
 	}
 	meta := ms["_meta"]
-	if _, ok := members(meta)[metaServerInfo]; !ok && method != "subscriptions/listen" {
+	if _, ok := members(meta)[metaServerInfo]; !ok && method != mcpmethod.SubscriptionsListen {
 		if meta == nil {
 			meta = json.RawMessage(`{}`)
 		}
@@ -312,7 +304,7 @@ func (s *Session) setLogLevel(ctx context.Context, level string) {
 			srv.SetLogLevel(level) // its own requests carry it too
 			continue
 		}
-		if _, err := srv.Request(ctx, "logging/setLevel", params); err != nil {
+		if _, err := srv.Request(ctx, mcpmethod.LoggingSetLevel, params); err != nil {
 			s.log.Debug("a log level could not be passed on", "server", srv.Label(), "err", err)
 		}
 	}

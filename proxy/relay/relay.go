@@ -27,6 +27,7 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -553,10 +554,12 @@ func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method st
 		}()
 	}
 	res, err := srv.Request(ctx, method, params)
-	if err == nil && mayNeedInput[method] && srv.State().Modern {
+	// A guarded request is the one a 2026-07-28 server may answer
+	// input_required (SEP-2322).
+	if err == nil && mcpmethod.Lookup(method).Guarded && srv.State().Modern {
 		res, err = s.rounds(ctx, srv, request, method, params, res)
 	}
-	if err == nil && method == "tools/call" {
+	if err == nil && method == mcpmethod.ToolsCall {
 		// A task the client names back by <server>:<id>; every result
 		// is read, so that a "Task" is not left for a client to take
 		// for a task of another server's.

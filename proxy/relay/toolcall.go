@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -62,7 +63,7 @@ func (c ToolCall) Forward(server, tool string, args map[string]any, base json.Ra
 		if err != nil {
 			return nil, fmt.Errorf("encoding the call to %s on %s: %w", tool, server, err)
 		}
-		return c.session.Forward(ctx, srv, "tools/call", params)
+		return c.session.Forward(ctx, srv, mcpmethod.ToolsCall, params)
 	}
 }
 
