@@ -50,6 +50,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -237,7 +238,7 @@ func (p *sharedProc) start() {
 	defer cancel()
 	st, c, peer, err := p.srv.connect(ctx, sharedHandler{p}, false)
 	if err == nil && st.Modern {
-		err = errors.New("the server answered in " + ModernVersion + "; a shared server is spoken to in " + ProtocolVersion)
+		err = errors.New("the server answered in " + revision.Modern + "; a shared server is spoken to in " + ProtocolVersion)
 		_ = peer.Close()
 	}
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/mcpheader"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
@@ -248,9 +249,9 @@ func modernVersion(call *jsonrpc.Request) string {
 		return ""
 	}
 	meta, _ := rawjson.Lookup(call.Params, "_meta")
-	raw, ok := rawjson.Lookup(meta, MetaProtocolVersion)
+	raw, ok := rawjson.Lookup(meta, revision.MetaProtocolVersion)
 	var v string
-	if !ok || json.Unmarshal(raw, &v) != nil || v < ModernVersion {
+	if !ok || json.Unmarshal(raw, &v) != nil || v < revision.Modern {
 		return ""
 	}
 	return v

@@ -26,6 +26,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 )
 
 // Options bound what clients may do.
@@ -140,8 +141,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 		return
 	}
-	if v := r.Header.Get(headerProtocol); v != "" && v < relay.ModernVersion && !slices.Contains(f.relay.ProtocolVersions, v) {
-		http.Error(w, "Bad Request: unsupported protocol version (supported: "+relay.ModernVersion+", "+strings.Join(f.relay.ProtocolVersions, ", ")+")", http.StatusBadRequest)
+	if v := r.Header.Get(headerProtocol); v != "" && v < revision.Modern && !slices.Contains(f.relay.ProtocolVersions, v) {
+		http.Error(w, "Bad Request: unsupported protocol version (supported: "+revision.Modern+", "+strings.Join(f.relay.ProtocolVersions, ", ")+")", http.StatusBadRequest)
 		return
 	}
 	if r.Body != nil {
@@ -180,7 +181,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Not Found: no such session (it ended or never existed); initialize a new one", http.StatusNotFound)
 		return
 	}
-	if v := r.Header.Get(headerProtocol); v >= relay.ModernVersion {
+	if v := r.Header.Get(headerProtocol); v >= revision.Modern {
 		http.Error(w, "Bad Request: "+v+" has no sessions; send its requests without "+headerSession, http.StatusBadRequest)
 		return
 	}
@@ -317,7 +318,7 @@ func (f *Front) reapIdle() {
 		}
 		f.mu.Unlock()
 		for _, c := range idleStateless {
-			f.log.Info("ending an idle session", "idle_for", f.opts.IdleTimeout, "protocol", relay.ModernVersion)
+			f.log.Info("ending an idle session", "idle_for", f.opts.IdleTimeout, "protocol", revision.Modern)
 			c.cancel()
 		}
 		for _, id := range idle {

@@ -17,6 +17,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -38,7 +39,7 @@ const (
 // isModernPost reports whether a POST without a session is a 2026-07-28
 // request: its protocol version header or its _meta says so.
 func isModernPost(r *http.Request, body []byte) bool {
-	if v := r.Header.Get(headerProtocol); v >= relay.ModernVersion {
+	if v := r.Header.Get(headerProtocol); v >= revision.Modern {
 		return true
 	}
 	var msg struct {
@@ -47,7 +48,7 @@ func isModernPost(r *http.Request, body []byte) bool {
 	if json.Unmarshal(body, &msg) != nil {
 		return false
 	}
-	modern, err := relay.ParseRequestMeta(msg.Params, nil)
+	_, modern, err := revision.ParseMeta(msg.Params, nil)
 	return modern || err != nil // a malformed version is answered as 2026-07-28 answers it
 }
 
@@ -60,7 +61,7 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 	}
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		http.Error(w, "Bad Request: a "+relay.ModernVersion+" client sends requests, not responses", http.StatusBadRequest)
+		http.Error(w, "Bad Request: a "+revision.Modern+" client sends requests, not responses", http.StatusBadRequest)
 		return
 	}
 	if !req.IsCall() {
@@ -105,15 +106,15 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 // "name").
 func checkModernHeaders(r *http.Request, req *jsonrpc.Request, params, meta map[string]json.RawMessage, legacy []string) *jsonrpc.Error {
 	var metaVersion string
-	_ = json.Unmarshal(meta["io.modelcontextprotocol/protocolVersion"], &metaVersion)
+	_ = json.Unmarshal(meta[revision.MetaProtocolVersion], &metaVersion)
 	header := r.Header.Get(headerProtocol)
 	switch {
 	case header == "":
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: headerProtocol + " header is required for a " + relay.ModernVersion + " request"}
+		return &jsonrpc.Error{Code: revision.CodeHeaderMismatch, Message: headerProtocol + " header is required for a " + revision.Modern + " request"}
 	case metaVersion != "" && header != metaVersion:
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match _meta %q", headerProtocol, header, metaVersion)}
+		return &jsonrpc.Error{Code: revision.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match _meta %q", headerProtocol, header, metaVersion)}
 	}
-	if _, err := relay.ParseRequestMeta(req.Params, legacy); err != nil {
+	if _, _, err := revision.ParseMeta(req.Params, legacy); err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
 			return werr
@@ -121,14 +122,14 @@ func checkModernHeaders(r *http.Request, req *jsonrpc.Request, params, meta map[
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	if metaVersion == "" {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing or invalid _meta field io.modelcontextprotocol/protocolVersion"}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing or invalid _meta field " + revision.MetaProtocolVersion}
 	}
 	method := r.Header.Get(headerMethod)
 	switch {
 	case method == "":
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: "missing required " + headerMethod + " header"}
+		return &jsonrpc.Error{Code: revision.CodeHeaderMismatch, Message: "missing required " + headerMethod + " header"}
 	case method != req.Method:
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body's method %q", headerMethod, method, req.Method)}
+		return &jsonrpc.Error{Code: revision.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body's method %q", headerMethod, method, req.Method)}
 	}
 	// Mcp-Name is held to the body where the guard judges what it names.
 	m := mcpmethod.Lookup(req.Method)
@@ -143,9 +144,9 @@ func checkModernHeaders(r *http.Request, req *jsonrpc.Request, params, meta map[
 	name := r.Header.Get(headerName)
 	switch {
 	case name == "":
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: "missing required " + headerName + " header for " + req.Method}
+		return &jsonrpc.Error{Code: revision.CodeHeaderMismatch, Message: "missing required " + headerName + " header for " + req.Method}
 	case !present || inBody != name:
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body", headerName, name)}
+		return &jsonrpc.Error{Code: revision.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body", headerName, name)}
 	}
 	return nil
 }
@@ -155,7 +156,7 @@ func statusFor(werr *jsonrpc.Error) int {
 	switch werr.Code {
 	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
-	case jsonrpc.CodeInvalidParams, relay.CodeHeaderMismatch, relay.CodeMissingClientCapability, relay.CodeUnsupportedProtocolVersion:
+	case jsonrpc.CodeInvalidParams, revision.CodeHeaderMismatch, revision.CodeMissingClientCapability, revision.CodeUnsupportedProtocolVersion:
 		return http.StatusBadRequest
 	}
 	return http.StatusOK

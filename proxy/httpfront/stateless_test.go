@@ -9,6 +9,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -27,21 +28,21 @@ func TestCheckModernHeaders(t *testing.T) {
 		{"resources/read names its uri", "resources/read", `{"uri":"file:///a",` + modernMeta + `}`,
 			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "resources/read", "Mcp-Name": "file:///a"}, 0},
 		{"no version header", "tools/list", `{` + modernMeta + `}`,
-			map[string]string{"Mcp-Method": "tools/list"}, relay.CodeHeaderMismatch},
+			map[string]string{"Mcp-Method": "tools/list"}, revision.CodeHeaderMismatch},
 		{"version header differs", "tools/list", `{` + modernMeta + `}`,
-			map[string]string{"Mcp-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/list"}, relay.CodeHeaderMismatch},
+			map[string]string{"Mcp-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/list"}, revision.CodeHeaderMismatch},
 		{"no _meta", "tools/list", `{}`,
 			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}, jsonrpc.CodeInvalidParams},
 		{"no method header", "tools/list", `{` + modernMeta + `}`,
-			map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, relay.CodeHeaderMismatch},
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, revision.CodeHeaderMismatch},
 		{"method header is case-sensitive", "tools/list", `{` + modernMeta + `}`,
-			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "TOOLS/LIST"}, relay.CodeHeaderMismatch},
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "TOOLS/LIST"}, revision.CodeHeaderMismatch},
 		{"name header differs", "tools/call", `{"name":"t",` + modernMeta + `}`,
-			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "rm"}, relay.CodeHeaderMismatch},
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "rm"}, revision.CodeHeaderMismatch},
 		{"no name header", "tools/call", `{"name":"t",` + modernMeta + `}`,
-			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}, relay.CodeHeaderMismatch},
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}, revision.CodeHeaderMismatch},
 		{"the header names what runs, not a differently cased twin", "tools/call", `{"name":"t","Name":"other",` + modernMeta + `}`,
-			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "other"}, relay.CodeHeaderMismatch},
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "other"}, revision.CodeHeaderMismatch},
 	}
 	for _, tt := range tests {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
@@ -64,8 +65,8 @@ func TestCheckModernHeaders(t *testing.T) {
 func TestStatusFor(t *testing.T) {
 	for code, want := range map[int64]int{
 		jsonrpc.CodeMethodNotFound: http.StatusNotFound, jsonrpc.CodeInvalidParams: http.StatusBadRequest,
-		relay.CodeUnsupportedProtocolVersion: http.StatusBadRequest, relay.CodeHeaderMismatch: http.StatusBadRequest,
-		relay.CodeMissingClientCapability: http.StatusBadRequest, jsonrpc.CodeInternalError: http.StatusOK, -32001: http.StatusOK,
+		revision.CodeUnsupportedProtocolVersion: http.StatusBadRequest, revision.CodeHeaderMismatch: http.StatusBadRequest,
+		revision.CodeMissingClientCapability: http.StatusBadRequest, jsonrpc.CodeInternalError: http.StatusOK, -32001: http.StatusOK,
 	} {
 		if got := statusFor(&jsonrpc.Error{Code: code}); got != want {
 			t.Errorf("statusFor(%d) = %d, want %d", code, got, want)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -26,7 +27,7 @@ import (
 var everyRequest = []string{"_meta", "requestState", "inputResponses"}
 
 // metaJudged are the members of _meta that aqlguard reads.
-var metaJudged = []string{"progressToken", metaProtocolVersion, metaClientInfo, metaClientCapabilities, metaLogLevel}
+var metaJudged = []string{"progressToken", revision.MetaProtocolVersion, revision.MetaClientInfo, revision.MetaClientCapabilities, revision.MetaLogLevel}
 
 // CheckParams refuses, with -32602, a request whose params aqlguard would
 // read one way and a server another (see above). The HTTP front calls it

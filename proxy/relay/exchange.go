@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -288,7 +289,7 @@ func (s *Session) askInCall(ctx context.Context, srv *downstream.Server, req *js
 	s.xmu.Unlock()
 	if x == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-			Message: "the client speaks MCP " + ModernVersion + ": it takes " + req.Method + " only while one of its calls to this server runs"}
+			Message: "the client speaks MCP " + revision.Modern + ": it takes " + req.Method + " only while one of its calls to this server runs"}
 	}
 	x.mu.Lock()
 	can := clientCan(x.caps, req.Method)
@@ -346,12 +347,12 @@ func takeRetry(params json.RawMessage) (state string, responses map[string]json.
 		}
 	}
 	if raw, ok := ms["inputResponses"]; ok {
-		if !isObject(raw) {
+		if !revision.IsObject(raw) {
 			return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses must be an object"}
 		}
 		responses = members(raw)
 		for id, r := range responses {
-			if !isObject(r) {
+			if !revision.IsObject(r) {
 				return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses[" + strconv.Quote(id) + "] must be an object"}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -31,7 +32,7 @@ func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json
 	if werr := CheckParams(req.Method, req.Params); werr != nil {
 		return nil, werr
 	}
-	m, modern, err := parseMeta(req.Params, s.cfg.ProtocolVersions)
+	m, modern, err := revision.ParseMeta(req.Params, s.cfg.ProtocolVersions)
 	if err != nil {
 		return nil, err
 	}
@@ -40,11 +41,11 @@ func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json
 	}
 	if s.modern.Load() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: "missing _meta field " + metaProtocolVersion + ": this session speaks " + ModernVersion}
+			Message: "missing _meta field " + revision.MetaProtocolVersion + ": this session speaks " + revision.Modern}
 	}
 	if !mcpmethod.Lookup(req.Method).Before2026 {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-			Message: req.Method + " is part of protocol " + ModernVersion + "; send its _meta, or initialize"}
+			Message: req.Method + " is part of protocol " + revision.Modern + "; send its _meta, or initialize"}
 	}
 	switch req.Method {
 	case mcpmethod.Initialize:
@@ -184,7 +185,7 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 	s := (*Session)(u)
 	if s.modern.Load() {
 		// Only aqlguard tags what goes on the client's listen streams.
-		if params, tagged := downstream.Untagged(req.Params); tagged {
+		if params, tagged := revision.Untagged(req.Params); tagged {
 			req = &jsonrpc.Request{Method: req.Method, Params: params}
 		}
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -196,7 +197,7 @@ type Session struct {
 	life    context.Context
 	endLife context.CancelFunc
 
-	// A 2026-07-28 client (see ModernVersion).
+	// A 2026-07-28 client (see revision.Modern).
 	modern    atomic.Bool
 	logLevel  string      // the last one a request asked for; "" sends no log messages
 	listeners []*listener // open subscriptions/listen streams
@@ -371,7 +372,7 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) (json.
 	})
 	if !started {
 		if s.modern.Load() {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this session speaks " + ModernVersion + ", which has no initialize"}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this session speaks " + revision.Modern + ", which has no initialize"}
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize was already received on this session"}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -125,14 +126,14 @@ func TestClientRootsRecordedAndForgotten(t *testing.T) {
 
 // versions are the revisions a client may speak: 2025-11-25 is asked on
 // its connection, 2026-07-28 in an input_required round of its call.
-var versions = []string{"2025-11-25", ModernVersion}
+var versions = []string{"2025-11-25", revision.Modern}
 
 func clientRootsRecordedAndForgotten(t *testing.T, version string) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
 	client.AddRoots(&mcp.Root{URI: "file:///home/u/proj/"}, &mcp.Root{URI: "file://otherhost/share"},
 		&mcp.Root{URI: "https://example.com/repo"}, &mcp.Root{URI: "file:///srv/%64ata//x/.."})
 	cs, sess := session(t, client, version)
-	if sess.modern.Load() != (version == ModernVersion) {
+	if sess.modern.Load() != (version == revision.Modern) {
 		t.Fatalf("the session speaks modern = %v", sess.modern.Load())
 	}
 

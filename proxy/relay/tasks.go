@@ -10,6 +10,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -67,7 +68,7 @@ const tasksExtension = "io.modelcontextprotocol/tasks"
 func (s *Session) taskRequest(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 	if req.Method == mcpmethod.TasksResult && s.modern.Load() {
 		// The 2026-07-28 extension folds it into tasks/get.
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tasks/result is not part of the tasks extension of " + ModernVersion + "; tasks/get carries the result"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tasks/result is not part of the tasks extension of " + revision.Modern + "; tasks/get carries the result"}
 	}
 	taskID, err := exactString(req.Params, "taskId") // CheckParams refused other spellings
 	if err != nil || taskID == "" {
