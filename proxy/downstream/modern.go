@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/link"
-	"github.com/aqlguard/aqlguard/proxy/mcpheader"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/revision"
+	"github.com/aqlguard/aqlguard/proxy/revision/mcpheader"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/link"
-	"github.com/aqlguard/aqlguard/proxy/mcpheader"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/revision"
+	"github.com/aqlguard/aqlguard/proxy/revision/mcpheader"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
@@ -152,7 +152,7 @@ func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	}
 	if version != "" {
-		c.modernHeaders(req.Header, version, call)
+		revision.SetHeaders(req.Header, version, call, c.bindings)
 	} else {
 		c.headers(req.Header)
 	}
@@ -255,26 +255,6 @@ func modernVersion(call *jsonrpc.Request) string {
 		return ""
 	}
 	return v
-}
-
-// modernHeaders are what SEP-2243 mirrors of a 2026-07-28 request into
-// its POST's headers: the revision, the method, the name it is about
-// (tools/call, prompts/get, resources/read; a task's id for tasks/*) and
-// the tool's x-mcp-header arguments. It has no session.
-func (c *streamableConn) modernHeaders(h http.Header, version string, call *jsonrpc.Request) {
-	h.Set("Mcp-Protocol-Version", version)
-	h.Set("Mcp-Method", call.Method)
-	ms := rawjson.Members(call.Params)
-	m := mcpmethod.Lookup(call.Method)
-	var name string
-	if m.Subject != "" && json.Unmarshal(ms[m.Subject], &name) == nil {
-		h.Set("Mcp-Name", mcpheader.Encode(name))
-	}
-	if m.ParamHeaders && c.bindings != nil {
-		for k, v := range mcpheader.Headers(c.bindings(name), ms["arguments"]) {
-			h.Set(k, v)
-		}
-	}
 }
 
 // abort closes the stream of the 2026-07-28 request a

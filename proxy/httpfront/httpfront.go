@@ -165,7 +165,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		if isModernPost(r, body) {
+		if revision.IsModernPost(r.Header, body) {
 			f.serveStateless(w, r, body, ident)
 			return
 		}

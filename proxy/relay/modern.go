@@ -8,10 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aqlguard/aqlguard/proxy/mcpheader"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
-	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/revision"
+	"github.com/aqlguard/aqlguard/proxy/revision/mcpheader"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -188,38 +187,6 @@ type listener struct {
 	uris                      map[string]bool
 }
 
-// listenRequest is what a subscriptions/listen asks for.
-type listenRequest struct {
-	Notifications struct {
-		Tools, Prompts, Resources bool
-		URIs                      []string
-	}
-}
-
-// listenParams reads a subscriptions/listen's notifications exactly
-// (CheckParams refused other spellings of them).
-func listenParams(params json.RawMessage) (listenRequest, error) {
-	var p listenRequest
-	bad := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "subscriptions/listen: missing required 'notifications' field"}
-	v, err := rawjson.Exact(params, "notifications")
-	if err != nil || v[0] == nil || !revision.IsObject(v[0]) {
-		return p, bad
-	}
-	n, err := rawjson.Exact(v[0], "toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions")
-	if err != nil {
-		return p, bad
-	}
-	for i, dst := range []*bool{&p.Notifications.Tools, &p.Notifications.Prompts, &p.Notifications.Resources} {
-		if n[i] != nil && json.Unmarshal(n[i], dst) != nil {
-			return p, bad
-		}
-	}
-	if n[3] != nil && json.Unmarshal(n[3], &p.Notifications.URIs) != nil {
-		return p, bad
-	}
-	return p, nil
-}
-
 // listen serves subscriptions/listen: it acknowledges what it will send
 // (what the client asked for and the servers can do), subscribes the
 // servers to the resources named, and keeps the stream open until the
@@ -228,7 +195,7 @@ func (s *Session) listen(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 	if !req.ID.IsValid() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "subscriptions/listen needs a request id"}
 	}
-	p, err := listenParams(req.Params)
+	p, err := revision.Listen(req.Params)
 	if err != nil {
 		return nil, err
 	}
