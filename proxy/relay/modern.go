@@ -119,18 +119,17 @@ func (s *Session) checkParamHeaders(ctx context.Context, h http.Header, params j
 	if !ok {
 		return nil
 	}
-	ms := members(params)
-	var name string
-	if json.Unmarshal(ms["name"], &name) != nil {
+	call, err := s.readToolCall(params)
+	if err != nil {
 		return nil // the call itself will be refused
 	}
-	schema, ok := ts.ToolSchema(ctx, name)
+	schema, ok := ts.ToolSchema(ctx, call.Name)
 	if !ok {
 		return nil
 	}
 	bindings, err := mcpheader.Bindings(schema)
 	if err == nil {
-		err = mcpheader.Check(h, bindings, ms["arguments"])
+		err = mcpheader.Check(h, bindings, call.Arguments)
 	}
 	if err != nil {
 		return &jsonrpc.Error{Code: revision.CodeHeaderMismatch, Message: err.Error()}

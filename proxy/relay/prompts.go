@@ -229,7 +229,7 @@ func (s *Session) getPrompt(ctx context.Context, req *jsonrpc.Request) (json.Raw
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 	}
-	return s.gated(ctx, srv, "prompt", name, p.Arguments, req.Method, params)
+	return s.gated(ctx, srv, name, p.Arguments, req.Method, params)
 }
 
 // promptServer finds the server of a prompt the client names, and the

@@ -54,11 +54,12 @@ type Tools interface {
 // prompts/get ("server.prompt:<name>"). A refusal is returned as a
 // JSON-RPC error.
 type Gate interface {
-	// Forward decides on the read and, if it is allowed, forwards it
-	// with forward (under the context it hands it, which may carry the
-	// guard's trace span), and records how it ended. It returns the
-	// server's answer, or the refusal or the server's error.
-	Forward(ctx context.Context, sess *Session, server, kind, name string, args map[string]any,
+	// Forward decides on the read (method, a guarded one of the method
+	// table, naming name: a URI or a prompt) and, if it is allowed,
+	// forwards it with forward (under the context it hands it, which may
+	// carry the guard's trace span), and records how it ended. It
+	// returns the server's answer, or the refusal or the server's error.
+	Forward(ctx context.Context, sess *Session, server, method, name string, args map[string]any,
 		forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error)
 }
 
