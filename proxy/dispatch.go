@@ -19,15 +19,15 @@ import (
 
 // handleEndpoint serves one call of an MCP-AQL endpoint tool: parse,
 // then run the single request or the batch, then encode.
-func (f *Front) handleEndpoint(ctx context.Context, session, tool string, cat policy.Category, raw json.RawMessage) *mcp.CallToolResult {
+func (f *Front) handleEndpoint(ctx context.Context, call relay.ToolCall, tool string, cat policy.Category, raw json.RawMessage) *mcp.CallToolResult {
 	env, perr := aql.Parse(raw, f.Limits)
 	if perr != nil {
 		return f.encode(aql.Failure(perr))
 	}
 	if env.Single != nil {
-		return f.encode(f.execute(ctx, session, tool, cat, env.Single))
+		return f.encode(f.execute(ctx, call, tool, cat, env.Single))
 	}
-	return f.encode(f.batch(ctx, session, tool, cat, env))
+	return f.encode(f.batch(ctx, call, tool, cat, env))
 }
 
 // batch runs a batch in order (operations.txt 7.3). A failure does not
@@ -35,14 +35,14 @@ func (f *Front) handleEndpoint(ctx context.Context, session, tool string, cat po
 // not run is returned for continuation. halted_at and pending_operations
 // travel inside data because operation-result.schema.json allows no other
 // top-level members on a success.
-func (f *Front) batch(ctx context.Context, session, tool string, cat policy.Category, env *aql.Envelope) *aql.Result {
+func (f *Front) batch(ctx context.Context, call relay.ToolCall, tool string, cat policy.Category, env *aql.Envelope) *aql.Result {
 	res := &aql.Result{Success: true, Summary: &aql.Summary{Total: len(env.Batch)}}
 	for i, req := range env.Batch {
 		var r *aql.Result
 		if err := env.BatchErrs[i]; err != nil {
 			r = aql.Failure(err)
 		} else {
-			r = f.execute(ctx, session, tool, cat, req)
+			r = f.execute(ctx, call, tool, cat, req)
 		}
 		if !r.Success && r.Err.Code == aql.CodeConfirmation {
 			halted, pending := 1, len(env.Batch)-i-1
@@ -72,9 +72,10 @@ func (f *Front) batch(ctx context.Context, session, tool string, cat policy.Cate
 }
 
 // execute runs one request received on tool (cat is "" for the unified
-// endpoint): lookup, endpoint routing, validation, then the built-in
-// handler or the guard.
-func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Category, req *aql.Request) *aql.Result {
+// endpoint) of call: lookup, endpoint routing, validation, then the
+// built-in handler or the guard, which forwards an allowed request
+// through call.
+func (f *Front) execute(ctx context.Context, call relay.ToolCall, tool string, cat policy.Category, req *aql.Request) *aql.Result {
 	op, ok := f.Catalog().Lookup(req.Operation)
 	if !ok {
 		if e := f.withheld(req.Operation); e != nil {
@@ -96,7 +97,7 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 		return aql.Failure(verr)
 	}
 	if op.Builtin {
-		return f.builtin(ctx, session, op, params)
+		return f.builtin(ctx, f.Session.ID, op, params)
 	}
 	var sel *aql.Selection
 	if fv, has := params["fields"]; has && op.Selectable {
@@ -107,8 +108,7 @@ func (f *Front) execute(ctx context.Context, session, tool string, cat policy.Ca
 		sel = s
 	}
 	token, _ := params[catalog.TokenParam].(string)
-	call := f.guardedCall(ctx, session, op, downstreamArgs(op, params), token, nil)
-	out := f.Guard.Call(ctx, call)
+	out := f.Guard.Call(ctx, f.guardedCall(ctx, call, op, downstreamArgs(op, params), token, nil))
 	if out.Refusal != nil {
 		return refused(out.Refusal, f.voice())
 	}
@@ -156,9 +156,11 @@ func toolCall(session string, op *catalog.Operation, args map[string]any, token 
 }
 
 // guardedCall is toolCall with what the front adds: the paths read
-// (readPlaces) and the scanner for the result.
-func (f *Front) guardedCall(ctx context.Context, session string, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) guard.Request {
-	req := toolCall(session, op, args, token, base)
+// (readPlaces), the scanner for the result, and the way on: call's own
+// session, with args, the map the guard judges, as the arguments sent.
+func (f *Front) guardedCall(ctx context.Context, call relay.ToolCall, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) guard.Request {
+	req := toolCall(f.Session.ID, op, args, token, base)
+	req.Forward = call.Forward(op.Server, op.Tool.Name, args, base)
 	f.readPlaces(ctx, &req, op)
 	req.Scanner = f.resultScanner
 	req.Remote = !f.placesOf(op.Server, op.Model.Profile).local
@@ -263,12 +265,12 @@ func monitoringWarning(d evaluator.Directive) *aql.Warning {
 // handlePassthrough serves a passthrough tool: the client sends the
 // downstream tool's own arguments; the same limits, validation and guard
 // apply; an allowed call returns the server's answer as it sent it.
-func (f *Front) handlePassthrough(ctx context.Context, session string, op *catalog.Operation, raw, callParams json.RawMessage) (json.RawMessage, error) {
+func (f *Front) handlePassthrough(ctx context.Context, call relay.ToolCall, op *catalog.Operation) (json.RawMessage, error) {
 	op, refusal := f.pinRefusal(ctx, op)
 	if refusal != nil {
 		return f.wire(aql.Failure(refusal))
 	}
-	args, perr := aql.ParseArguments(raw, f.Limits)
+	args, perr := aql.ParseArguments(call.Arguments, f.Limits)
 	if perr != nil {
 		return f.wire(aql.Failure(perr))
 	}
@@ -277,8 +279,8 @@ func (f *Front) handlePassthrough(ctx context.Context, session string, op *catal
 		return f.wire(aql.Failure(verr))
 	}
 	token, _ := params[catalog.TokenParam].(string)
-	base, _ := relay.DeleteMember(callParams, "arguments")
-	req := f.guardedCall(ctx, session, op, downstreamArgs(op, params), token, base)
+	base, _ := relay.DeleteMember(call.Params, "arguments")
+	req := f.guardedCall(ctx, call, op, downstreamArgs(op, params), token, base)
 	return f.onTheWire(op, f.Guard.Call(ctx, req))
 }
 

@@ -21,7 +21,6 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/names"
 	"github.com/aqlguard/aqlguard/proxy/pins"
-	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -55,8 +54,8 @@ type Shared struct {
 	// Config is the configuration at start; SetConfig replaces it (a
 	// reload) and CurrentConfig reads it.
 	Config *policy.Config
-	// Guard judges every call that reaches a server; Shared routes the
-	// calls it allows to the session they came from (Guard.Downstream).
+	// Guard judges every call that reaches a server; each call carries
+	// its own way on to its session's server (relay.ToolCall.Forward).
 	Guard  *guard.Guard
 	Limits aql.Limits
 	Log    *slog.Logger
@@ -75,7 +74,7 @@ type Shared struct {
 
 	mu       sync.RWMutex
 	reloaded *policy.Config
-	sessions sync.Map // session id → *relay.Session, for CallTool
+	sessions sync.Map // session id → *relay.Session, for SessionClient
 }
 
 // CurrentConfig is the configuration in force.
@@ -381,61 +380,35 @@ func (f *Front) ToolSchema(ctx context.Context, name string) (json.RawMessage, b
 	return nil, false
 }
 
-// callParams are the members of tools/call params aqlguard reads.
-type callParams struct {
-	Name      string
-	Arguments json.RawMessage
-}
-
-// readCallParams reads a tools/call's name and arguments by their exact
-// names: the relay refused (relay.CheckParams) params that spell either
-// another way too, which a server's decoder could read instead.
-func readCallParams(params json.RawMessage) (callParams, error) {
-	v, err := rawjson.Exact(params, "name", "arguments")
-	if err != nil {
-		return callParams{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params must be an object whose name and arguments appear once each"}
-	}
-	var p callParams
-	if v[0] == nil || json.Unmarshal(v[0], &p.Name) != nil {
-		return callParams{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: name must be a string"}
-	}
-	p.Arguments = v[1]
-	return p, nil
-}
-
-// CallTool implements relay.Tools.
-func (f *Front) CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	p, err := readCallParams(params)
-	if err != nil {
-		return nil, err
-	}
+// CallTool implements relay.Tools: the call, as the relay read it, in
+// the session's mode; an allowed one goes on through call.Forward.
+func (f *Front) CallTool(ctx context.Context, call relay.ToolCall) (json.RawMessage, error) {
 	ctx = guard.WithClient(ctx, f.Session.ClientName())
 	if f.Session.Shared {
 		ctx = guard.WithSharedSession(ctx)
 	}
-	session := f.Session.ID
 	if f.Mode == ModeTransparent {
-		return f.callTransparent(ctx, session, p, params)
+		return f.callTransparent(ctx, call)
 	}
-	if p.Name == SingleTool && f.Mode != ModeSemantic {
-		return f.encodeRaw(f.handleEndpoint(ctx, session, SingleTool, "", p.Arguments))
+	if call.Name == SingleTool && f.Mode != ModeSemantic {
+		return f.encodeRaw(f.handleEndpoint(ctx, call, SingleTool, "", call.Arguments))
 	}
 	if f.Mode == ModeSemantic || f.Mode == ModeAll {
 		for _, cat := range policy.Categories {
-			if p.Name == semanticTool(cat) {
-				return f.encodeRaw(f.handleEndpoint(ctx, session, p.Name, cat, p.Arguments))
+			if call.Name == semanticTool(cat) {
+				return f.encodeRaw(f.handleEndpoint(ctx, call, call.Name, cat, call.Arguments))
 			}
 		}
 	}
 	if f.Mode == ModePassthrough {
-		if op, ok := f.Catalog().Lookup(p.Name); ok && !op.Builtin {
-			return f.handlePassthrough(ctx, session, op, p.Arguments, params)
+		if op, ok := f.Catalog().Lookup(call.Name); ok && !op.Builtin {
+			return f.handlePassthrough(ctx, call, op)
 		}
 	}
-	if e := f.withheld(p.Name); e != nil {
+	if e := f.withheld(call.Name); e != nil {
 		return f.wire(aql.Failure(e))
 	}
-	return nil, unknownTool(p.Name)
+	return nil, unknownTool(call.Name)
 }
 
 // withheld is the refusal of a call naming no tool of the session while

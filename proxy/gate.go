@@ -20,18 +20,14 @@ type gate struct {
 	mode  Mode
 }
 
-func (g gate) Forward(ctx context.Context, sess *relay.Session, server, kind, name string, args map[string]any,
+func (g gate) Forward(ctx context.Context, sess *relay.Session, server, method, name string, args map[string]any,
 	forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	ctx = guard.WithClient(ctx, sess.ClientName())
 	if sess.Shared {
 		ctx = guard.WithSharedSession(ctx)
 	}
-	method := guard.MethodPromptsGet
-	if kind == "resource" {
-		method = guard.MethodResourcesRead
-	}
 	action := guard.Action{Session: sess.ID, Server: server, Arguments: args}
-	if kind == "resource" {
+	if method == guard.MethodResourcesRead {
 		readFilePlace(&action, sess, name)
 	}
 	out := g.guard.Call(ctx, guard.Request{Method: method, Action: action, Name: name, Forward: forward})

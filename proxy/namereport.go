@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/names"
 	"github.com/aqlguard/aqlguard/store"
 )
@@ -267,7 +268,7 @@ func Listed(ctx context.Context, srv *downstream.Server) names.Listing {
 		if cursor != "" {
 			params, _ = json.Marshal(map[string]string{"cursor": cursor})
 		}
-		res, err := srv.Request(ctx, "prompts/list", params)
+		res, err := srv.Request(ctx, mcpmethod.PromptsList, params)
 		if err != nil {
 			return l
 		}

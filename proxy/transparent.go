@@ -115,29 +115,29 @@ func (f *Front) transparentTools(ctx context.Context) []json.RawMessage {
 // then the server's own answer, result or JSON-RPC error, as the server
 // sent it. What the guard judges is what is forwarded: the arguments as
 // decoded once, re-encoded.
-func (f *Front) callTransparent(ctx context.Context, session string, p callParams, params json.RawMessage) (json.RawMessage, error) {
-	if p.Name == VerifyTool {
-		return f.callVerify(ctx, session, p.Arguments)
+func (f *Front) callTransparent(ctx context.Context, call relay.ToolCall) (json.RawMessage, error) {
+	if call.Name == VerifyTool {
+		return f.callVerify(ctx, f.Session.ID, call.Arguments)
 	}
 	f.mu.RLock()
-	op := f.transparent[p.Name]
+	op := f.transparent[call.Name]
 	f.mu.RUnlock()
 	if op == nil {
-		if e := f.withheld(p.Name); e != nil {
+		if e := f.withheld(call.Name); e != nil {
 			return f.wire(aql.Failure(e))
 		}
-		return nil, unknownTool(p.Name)
+		return nil, unknownTool(call.Name)
 	}
 	op, refusal := f.pinRefusal(ctx, op)
 	if refusal != nil {
 		return f.wire(aql.Failure(refusal))
 	}
-	args, perr := transparentArguments(p.Name, op, p.Arguments, f.Limits)
+	args, perr := transparentArguments(call.Name, op, call.Arguments, f.Limits)
 	if perr != nil {
-		return f.encodeRaw(argumentsRefused(p.Name, perr))
+		return f.encodeRaw(argumentsRefused(call.Name, perr))
 	}
-	base, token := withoutToken(params)
-	req := f.guardedCall(ctx, session, op, args, token, base)
+	base, token := withoutToken(call.Params)
+	req := f.guardedCall(ctx, call, op, args, token, base)
 	out := f.Guard.Call(ctx, req)
 	if out.Refusal != nil {
 		defer f.syncVerifyTool(context.Background(), true)

@@ -279,7 +279,6 @@ func newShared(cfg *policy.Config, pol *policy.Policy, st store.State, remote *r
 		Version: version(),
 		Auth:    remote,
 	}
-	gd.Downstream = sh // each allowed call goes to its own session's server
 	gd.SessionClient = sh.SessionClient
 	sh.Pins.Judge = sh.JudgeTool
 	sh.Names = &proxy.NameReport{State: st, Principal: pol.Principal, Process: processName(), Log: log,

@@ -26,7 +26,9 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
@@ -93,7 +95,7 @@ type Options struct {
 	// Upstream receives what servers send on their own; nil answers their
 	// requests with "method not found" and drops their notifications.
 	Upstream Upstream
-	// Modern says the client speaks 2026-07-28 (ModernVersion). A server
+	// Modern says the client speaks 2026-07-28 (revision.Modern). A server
 	// set to protocol "auto" is spoken to in its client's revision when
 	// it speaks both — a server of both revisions serves each as that
 	// revision says (a tool that asks the client mid-call does so only
@@ -126,7 +128,7 @@ type Options struct {
 // State is a server's state at one moment.
 type State struct {
 	Status Status
-	// Modern is true for a server spoken to in 2026-07-28 (ModernVersion),
+	// Modern is true for a server spoken to in 2026-07-28 (revision.Modern),
 	// false for one initialized in an older revision (Protocol).
 	Modern bool
 	// Problem is a user-facing description of why the server is not
@@ -408,7 +410,7 @@ func (s *Server) connect(ctx context.Context, h link.Handler, modern bool) (Stat
 	peer := link.New(c, h, s.log)
 	peer.IDPrefix = "aqlguard-"
 	peer.Start()
-	tryModern := s.cfg.Protocol == ModernVersion || s.cfg.Protocol != ProtocolVersion && modern
+	tryModern := s.cfg.Protocol == revision.Modern || s.cfg.Protocol != ProtocolVersion && modern
 	if !tryModern && s.cfg.Protocol != ProtocolVersion {
 		// A client of an older revision: initialize first, and only a
 		// server that refuses it is asked whether it speaks 2026-07-28.
@@ -417,7 +419,7 @@ func (s *Server) connect(ctx context.Context, h link.Handler, modern bool) (Stat
 		if err == nil || !errors.As(err, &werr) {
 			return st, c, peer, err
 		}
-		s.log.Debug("initialize was refused; asking whether the server speaks "+ModernVersion, "err", err)
+		s.log.Debug("initialize was refused; asking whether the server speaks "+revision.Modern, "err", err)
 		tryModern = true
 	}
 	if tryModern {
@@ -438,8 +440,8 @@ func (s *Server) connect(ctx context.Context, h link.Handler, modern bool) (Stat
 				}
 			}
 			return st, c, peer, nil
-		case s.cfg.Protocol == ModernVersion:
-			return State{}, c, nil, errors.New("the server does not speak MCP " + ModernVersion + " (server/discover), which its protocol setting asks for")
+		case s.cfg.Protocol == revision.Modern:
+			return State{}, c, nil, errors.New("the server does not speak MCP " + revision.Modern + " (server/discover), which its protocol setting asks for")
 		}
 	}
 	st, err := s.initialize(ctx, peer)
@@ -455,7 +457,7 @@ func (s *Server) initialize(ctx context.Context, peer *link.Peer) (State, error)
 		params, _ = json.Marshal(map[string]any{"protocolVersion": ProtocolVersion, "capabilities": map[string]any{},
 			"clientInfo": map[string]any{"name": "aqlguard", "version": s.pool.opts.Version}})
 	}
-	raw, err := peer.Call(ctx, "initialize", params)
+	raw, err := peer.Call(ctx, mcpmethod.Initialize, params)
 	if err != nil {
 		return State{}, fmt.Errorf("initialize: %w", err)
 	}
@@ -667,7 +669,7 @@ func listTools(ctx context.Context, call func(context.Context, string, json.RawM
 		if cursor != "" {
 			params, _ = json.Marshal(map[string]string{"cursor": cursor})
 		}
-		raw, err := call(ctx, "tools/list", params)
+		raw, err := call(ctx, mcpmethod.ToolsList, params)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -760,7 +762,7 @@ func (s *Server) request(ctx context.Context, method string, params json.RawMess
 	if modern {
 		params = s.modernParams(params)
 	} else {
-		params = legacyParams(params)
+		params = revision.Legacy(params)
 	}
 	limit := s.cfg.CallTimeout.Duration
 	if limit > 0 {
@@ -899,7 +901,7 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args map[string]an
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.Request(ctx, "tools/call", params)
+	raw, err := s.Request(ctx, mcpmethod.ToolsCall, params)
 	if err != nil {
 		return nil, fmt.Errorf("server %s: tools/call %s: %w", server, tool, err)
 	}
@@ -946,7 +948,7 @@ func (s *Server) stop() {
 type serverHandler struct{ s *Server }
 
 func (h serverHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-	if req.Method == "ping" {
+	if req.Method == mcpmethod.Ping {
 		return json.RawMessage(`{}`), nil
 	}
 	if up := h.s.pool.opts.Upstream; up != nil {

@@ -9,37 +9,21 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/link"
-	"github.com/aqlguard/aqlguard/proxy/mcpheader"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
+	"github.com/aqlguard/aqlguard/proxy/revision/mcpheader"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ModernVersion is the MCP revision without a handshake (SEP-2575).
-// aqlguard speaks it to every server that says it does (server/discover):
+// aqlguard speaks MCP 2026-07-28 (revision.Modern, without a handshake:
+// SEP-2575) to every server that says it does (server/discover):
 // each request carries the client's version, identity and capabilities
 // in _meta, a server that needs the client answers input_required (the
 // relay fulfils it and retries), and what a server announces on its own
 // (list changes, resource updates) comes on subscriptions/listen streams
 // aqlguard keeps open for it.
-const ModernVersion = "2026-07-28"
-
-// The per-request _meta keys of 2026-07-28.
-const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-)
-
-// requestMetaKeys are the _meta keys that speak of the client in
-// 2026-07-28; to a server initialized in 2025-11-25 they mean nothing
-// (and one that also speaks 2026-07-28 would take them as a switch of
-// revision mid-session), so they are not sent there.
-var requestMetaKeys = map[string]bool{MetaProtocolVersion: true, MetaClientInfo: true,
-	MetaClientCapabilities: true, MetaLogLevel: true}
 
 // discoverTimeout bounds the probe: a server of an older revision may
 // answer nothing to a request before initialize (2026-07-28 says to fall
@@ -61,79 +45,15 @@ func (p *Pool) clientMeta() (info, caps json.RawMessage) {
 	return info, caps
 }
 
-// modernParams completes params for a 2026-07-28 server: the revision,
-// and the client's capabilities, identity and log level where the
-// request does not carry its own. Every other member, and every other
-// _meta key, stays as it was.
+// modernParams completes params for a 2026-07-28 server
+// (revision.Complete) with the client's capabilities, identity and the
+// log level asked of this server.
 func (s *Server) modernParams(params json.RawMessage) json.RawMessage {
-	if len(params) == 0 || string(params) == "null" {
-		params = json.RawMessage(`{}`)
-	}
-	ms := rawjson.Members(params)
-	if ms == nil {
-		return params // not an object: the server will say so
-	}
-	meta := ms["_meta"]
-	if rawjson.Members(meta) == nil {
-		meta = json.RawMessage(`{}`)
-	}
-	have := rawjson.Members(meta)
 	info, caps := s.pool.clientMeta()
-	set := func(key string, v any) {
-		if next, err := rawjson.Set(meta, key, v); err == nil {
-			meta = next
-		}
-	}
-	set(MetaProtocolVersion, ModernVersion)
-	if _, ok := have[MetaClientCapabilities]; !ok {
-		set(MetaClientCapabilities, caps)
-	}
-	if _, ok := have[MetaClientInfo]; !ok {
-		set(MetaClientInfo, info)
-	}
 	s.mu.RLock()
 	level := s.logLevel
 	s.mu.RUnlock()
-	if _, ok := have[MetaLogLevel]; !ok && level != "" {
-		set(MetaLogLevel, level)
-	}
-	out, err := rawjson.Set(params, "_meta", meta)
-	if err != nil {
-		return params
-	}
-	return out
-}
-
-// legacyParams removes the 2026-07-28 client keys from a request's _meta
-// for a server initialized in 2025-11-25.
-func legacyParams(params json.RawMessage) json.RawMessage {
-	meta, ok := rawjson.Lookup(params, "_meta")
-	if !ok {
-		return params
-	}
-	ms, err := rawjson.Split(meta)
-	if err != nil {
-		return params
-	}
-	kept := ms[:0:0]
-	for _, m := range ms {
-		if !requestMetaKeys[m.Key] {
-			kept = append(kept, m)
-		}
-	}
-	if len(kept) == len(ms) {
-		return params
-	}
-	var out json.RawMessage
-	if len(kept) == 0 {
-		out, err = rawjson.Delete(params, "_meta")
-	} else {
-		out, err = rawjson.Set(params, "_meta", rawjson.Encode(kept))
-	}
-	if err != nil {
-		return params
-	}
-	return out
+	return revision.Complete(params, info, caps, level)
 }
 
 // discover probes the server with server/discover. modern is true when it
@@ -143,7 +63,7 @@ func legacyParams(params json.RawMessage) json.RawMessage {
 func (s *Server) discover(ctx context.Context, peer *link.Peer) (st State, modern bool, err error) {
 	pctx, cancel := context.WithTimeout(ctx, discoverTimeout)
 	defer cancel()
-	raw, err := peer.Call(pctx, "server/discover", s.modernParams(nil))
+	raw, err := peer.Call(pctx, mcpmethod.ServerDiscover, s.modernParams(nil))
 	if err != nil {
 		switch {
 		case errors.Is(err, link.ErrClosed):
@@ -160,11 +80,11 @@ func (s *Server) discover(ctx context.Context, peer *link.Peer) (st State, moder
 		Instructions      string                     `json:"instructions"`
 		Meta              map[string]json.RawMessage `json:"_meta"`
 	}
-	if json.Unmarshal(raw, &res) != nil || !slices.Contains(res.SupportedVersions, ModernVersion) {
+	if json.Unmarshal(raw, &res) != nil || !slices.Contains(res.SupportedVersions, revision.Modern) {
 		s.log.Debug("server/discover does not offer 2026-07-28: the server is spoken to in 2025-11-25", "versions", res.SupportedVersions)
 		return State{}, false, nil
 	}
-	info := res.Meta[MetaServerInfo]
+	info := res.Meta[revision.MetaServerInfo]
 	if rawjson.Members(info) == nil {
 		info, _ = json.Marshal(map[string]string{"name": s.Name, "version": ""})
 	}
@@ -172,11 +92,11 @@ func (s *Server) discover(ctx context.Context, peer *link.Peer) (st State, moder
 	if res.Capabilities == nil {
 		caps = json.RawMessage(`{}`)
 	}
-	init := map[string]any{"protocolVersion": ModernVersion, "capabilities": json.RawMessage(caps), "serverInfo": info}
+	init := map[string]any{"protocolVersion": revision.Modern, "capabilities": json.RawMessage(caps), "serverInfo": info}
 	if res.Instructions != "" {
 		init["instructions"] = res.Instructions
 	}
-	st = State{Status: Ready, Protocol: ModernVersion, Modern: true, Capabilities: res.Capabilities, DiscoverRaw: raw}
+	st = State{Status: Ready, Protocol: revision.Modern, Modern: true, Capabilities: res.Capabilities, DiscoverRaw: raw}
 	st.InitRaw, _ = json.Marshal(init)
 	var decoded mcp.InitializeResult
 	_ = json.Unmarshal(st.InitRaw, &decoded)
@@ -277,7 +197,7 @@ func (s *Server) listen(peer *link.Peer, notifications map[string]any) *listenSt
 			s.listens[link.IDKey(id)] = ls
 			s.mu.Unlock()
 			params, _ := json.Marshal(map[string]any{"notifications": notifications})
-			_, err := peer.CallAs(ctx, id, "subscriptions/listen", s.modernParams(params))
+			_, err := peer.CallAs(ctx, id, mcpmethod.SubscriptionsListen, s.modernParams(params))
 			s.mu.Lock()
 			delete(s.listens, link.IDKey(id))
 			s.mu.Unlock()
@@ -298,7 +218,7 @@ func (s *Server) listen(peer *link.Peer, notifications map[string]any) *listenSt
 func (s *Server) acknowledged(params json.RawMessage) {
 	meta := rawjson.Members(rawjson.Members(params)["_meta"])
 	var id any
-	if json.Unmarshal(meta[MetaSubscriptionID], &id) != nil {
+	if json.Unmarshal(meta[revision.MetaSubscriptionID], &id) != nil {
 		return
 	}
 	rid, err := jsonrpc.MakeID(id)
@@ -337,7 +257,7 @@ func (s *Server) listenEnded(params json.RawMessage) bool {
 func (s *Server) Subscribe(ctx context.Context, uri string, params json.RawMessage) error {
 	st := s.State()
 	if !st.Modern {
-		_, err := s.Request(ctx, "resources/subscribe", params)
+		_, err := s.Request(ctx, mcpmethod.ResourcesSubscribe, params)
 		return err
 	}
 	s.mu.Lock()
@@ -375,7 +295,7 @@ func (s *Server) Subscribe(ctx context.Context, uri string, params json.RawMessa
 // Unsubscribe ends what Subscribe started.
 func (s *Server) Unsubscribe(ctx context.Context, uri string, params json.RawMessage) error {
 	if !s.State().Modern {
-		_, err := s.Request(ctx, "resources/unsubscribe", params)
+		_, err := s.Request(ctx, mcpmethod.ResourcesUnsubscribe, params)
 		return err
 	}
 	s.mu.Lock()
@@ -402,37 +322,9 @@ func (s *Server) modernNotification(req *jsonrpc.Request) (*jsonrpc.Request, boo
 			return nil, false
 		}
 	}
-	params, tagged := Untagged(req.Params)
+	params, tagged := revision.Untagged(req.Params)
 	if !tagged {
 		return req, true
 	}
 	return &jsonrpc.Request{Method: req.Method, Params: params}, true
-}
-
-// Untagged is params without the listen stream id in their _meta (and
-// without _meta if that was all it held), and whether there was one. The
-// ids on the client's side are aqlguard's to give: a server's
-// notification cannot name the stream it goes to.
-func Untagged(params json.RawMessage) (json.RawMessage, bool) {
-	meta, ok := rawjson.Lookup(params, "_meta")
-	if !ok {
-		return params, false
-	}
-	if _, tagged := rawjson.Lookup(meta, MetaSubscriptionID); !tagged {
-		return params, false
-	}
-	meta, err := rawjson.Delete(meta, MetaSubscriptionID)
-	if err != nil {
-		return params, false
-	}
-	var out json.RawMessage
-	if string(meta) == "{}" {
-		out, err = rawjson.Delete(params, "_meta")
-	} else {
-		out, err = rawjson.Set(params, "_meta", meta)
-	}
-	if err != nil {
-		return params, false
-	}
-	return out, true
 }

@@ -7,23 +7,8 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 )
-
-func TestLegacyParams(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"name":"t"}`, `{"name":"t"}`},
-		{`{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`, `{"name":"t"}`},
-		{`{"_meta":{"progressToken":7,"io.modelcontextprotocol/logLevel":"info","aqlguard/confirmation_token":"c"},"name":"t"}`,
-			`{"_meta":{"progressToken":7,"aqlguard/confirmation_token":"c"},"name":"t"}`},
-		{`{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"1"},"io.modelcontextprotocol/clientInfo":{}}}`,
-			`{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"1"}}}`},
-	}
-	for _, tt := range tests {
-		if got := legacyParams(json.RawMessage(tt.in)); string(got) != tt.want {
-			t.Errorf("legacyParams(%s) = %s, want %s", tt.in, got, tt.want)
-		}
-	}
-}
 
 // TestModernParams: a 2026-07-28 server gets every _meta key the client
 // sent, aqlguard's completing what is missing, never replacing what the
@@ -58,12 +43,12 @@ func FuzzOutgoingParams(f *testing.F) {
 		if rawjson.Members(raw) == nil {
 			return
 		}
-		legacy := legacyParams(raw)
+		legacy := revision.Legacy(raw)
 		if rawjson.Members(legacy) == nil {
 			t.Fatalf("legacyParams(%s) = %s: not an object", raw, legacy)
 		}
 		for k := range rawjson.Members(rawjson.Members(legacy)["_meta"]) {
-			if requestMetaKeys[k] {
+			if revision.IsClientKey(k) {
 				t.Fatalf("legacyParams(%s) kept %s", raw, k)
 			}
 		}

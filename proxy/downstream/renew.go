@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 )
 
 // What a client asks of a 2025-11-25 server may live in the server's
@@ -27,7 +29,7 @@ type asked struct {
 // livesInProcess reports whether method's effect is kept by the server
 // process.
 func livesInProcess(method string) bool {
-	return method == "logging/setLevel" || method == "resources/subscribe" || method == "resources/unsubscribe"
+	return method == mcpmethod.LoggingSetLevel || method == mcpmethod.ResourcesSubscribe || method == mcpmethod.ResourcesUnsubscribe
 }
 
 // requestRemembered sends a request livesInProcess names and remembers
@@ -38,10 +40,10 @@ func (s *Server) requestRemembered(ctx context.Context, method string, params js
 	s.asked.mu.Lock()
 	defer s.asked.mu.Unlock()
 	var uri string
-	if method != "logging/setLevel" {
+	if method != mcpmethod.LoggingSetLevel {
 		uri, _ = exactURI(params) // one the server cannot read either is not remembered
 	}
-	if method == "resources/unsubscribe" {
+	if method == mcpmethod.ResourcesUnsubscribe {
 		delete(s.asked.subs, uri)
 	}
 	res, err := s.request(ctx, method, params)
@@ -50,9 +52,9 @@ func (s *Server) requestRemembered(ctx context.Context, method string, params js
 	}
 	kept := append(json.RawMessage(nil), params...)
 	switch {
-	case method == "logging/setLevel":
+	case method == mcpmethod.LoggingSetLevel:
 		s.asked.level = kept
-	case method == "resources/subscribe" && uri != "":
+	case method == mcpmethod.ResourcesSubscribe && uri != "":
 		if s.asked.subs == nil {
 			s.asked.subs = map[string]json.RawMessage{}
 		}
@@ -81,13 +83,13 @@ func (s *Server) renew(ctx context.Context) {
 		return
 	}
 	if s.asked.level != nil {
-		if _, err := s.renewOne(ctx, "logging/setLevel", s.asked.level); err != nil {
+		if _, err := s.renewOne(ctx, mcpmethod.LoggingSetLevel, s.asked.level); err != nil {
 			s.log.Warn("the restarted server refused the log level its client had set", "err", err)
 			s.asked.level = nil
 		}
 	}
 	for uri, params := range s.asked.subs {
-		if _, err := s.renewOne(ctx, "resources/subscribe", params); err != nil {
+		if _, err := s.renewOne(ctx, mcpmethod.ResourcesSubscribe, params); err != nil {
 			s.log.Warn("the restarted server refused a resource subscription its client had made; no updates of it will come", "uri", uri, "err", err)
 			delete(s.asked.subs, uri)
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -58,7 +59,7 @@ func (s *Server) noteRefusals(method string, began time.Time, res json.RawMessag
 		w = s.conn.sandbox
 	}
 	s.mu.RUnlock()
-	if w == nil || method != "tools/call" {
+	if w == nil || method != mcpmethod.ToolsCall {
 		return res, err
 	}
 	if err == nil {

@@ -48,7 +48,9 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -236,7 +238,7 @@ func (p *sharedProc) start() {
 	defer cancel()
 	st, c, peer, err := p.srv.connect(ctx, sharedHandler{p}, false)
 	if err == nil && st.Modern {
-		err = errors.New("the server answered in " + ModernVersion + "; a shared server is spoken to in " + ProtocolVersion)
+		err = errors.New("the server answered in " + revision.Modern + "; a shared server is spoken to in " + ProtocolVersion)
 		_ = peer.Close()
 	}
 	if err != nil {
@@ -391,7 +393,7 @@ func (m *member) leave() {
 	ctx, cancel := context.WithTimeout(p.hub.ctx, 10*time.Second)
 	defer cancel()
 	for _, uri := range drop {
-		p.subscription(ctx, nil, "resources/unsubscribe", uri)
+		p.subscription(ctx, nil, mcpmethod.ResourcesUnsubscribe, uri)
 	}
 	if hadLevel {
 		if err := p.applyLevel(ctx); err != nil {
@@ -411,13 +413,13 @@ func (m *member) request(ctx context.Context, peer *link.Peer, method string, pa
 		return nil, err
 	}
 	switch {
-	case method == "resources/subscribe" || method == "resources/unsubscribe":
+	case method == mcpmethod.ResourcesSubscribe || method == mcpmethod.ResourcesUnsubscribe:
 		return m.subscription(ctx, method, params)
-	case method == "logging/setLevel":
+	case method == mcpmethod.LoggingSetLevel:
 		return m.setLevel(ctx, params)
 	case strings.HasPrefix(method, "tasks/"):
 		return nil, errTasksShared
-	case method == "tools/call":
+	case method == mcpmethod.ToolsCall:
 		if _, ok := rawjson.Lookup(params, "task"); ok {
 			return nil, errTasksShared
 		}
@@ -499,7 +501,7 @@ func (p *sharedProc) subscription(ctx context.Context, m *member, method, uri st
 	switch {
 	case m == nil:
 		atServer = len(subs) == 0
-	case method == "resources/subscribe":
+	case method == mcpmethod.ResourcesSubscribe:
 		// Recorded before the server is asked, so that an update it
 		// sends before it answers is not lost.
 		atServer = len(subs) == 0
@@ -524,7 +526,7 @@ func (p *sharedProc) subscription(ctx context.Context, m *member, method, uri st
 			if m == nil {
 				p.srv.log.Debug("a resource nobody is subscribed to any more could not be unsubscribed", "err", err)
 			}
-			if m != nil && method == "resources/subscribe" {
+			if m != nil && method == mcpmethod.ResourcesSubscribe {
 				p.mu.Lock()
 				if j := slices.Index(p.subs[uri], m); j >= 0 {
 					p.subs[uri] = slices.Delete(p.subs[uri], j, j+1)
@@ -602,7 +604,7 @@ func (p *sharedProc) applyLevel(ctx context.Context) error {
 		return nil
 	}
 	params, _ := json.Marshal(map[string]string{"level": want})
-	if _, err := p.peer.Call(ctx, "logging/setLevel", params); err != nil {
+	if _, err := p.peer.Call(ctx, mcpmethod.LoggingSetLevel, params); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -617,7 +619,7 @@ type sharedHandler struct{ p *sharedProc }
 func (h sharedHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 	p := h.p
 	switch req.Method {
-	case "ping":
+	case mcpmethod.Ping:
 		return json.RawMessage(`{}`), nil
 	case "roots/list":
 		return p.rootsAnswer(), nil

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/link"
-	"github.com/aqlguard/aqlguard/proxy/mcpheader"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
+	"github.com/aqlguard/aqlguard/proxy/revision/mcpheader"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
@@ -150,7 +152,7 @@ func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	}
 	if version != "" {
-		c.modernHeaders(req.Header, version, call)
+		revision.SetHeaders(req.Header, version, call, c.bindings)
 	} else {
 		c.headers(req.Header)
 	}
@@ -247,40 +249,12 @@ func modernVersion(call *jsonrpc.Request) string {
 		return ""
 	}
 	meta, _ := rawjson.Lookup(call.Params, "_meta")
-	raw, ok := rawjson.Lookup(meta, MetaProtocolVersion)
+	raw, ok := rawjson.Lookup(meta, revision.MetaProtocolVersion)
 	var v string
-	if !ok || json.Unmarshal(raw, &v) != nil || v < ModernVersion {
+	if !ok || json.Unmarshal(raw, &v) != nil || v < revision.Modern {
 		return ""
 	}
 	return v
-}
-
-// modernHeaders are what SEP-2243 mirrors of a 2026-07-28 request into
-// its POST's headers: the revision, the method, the name it is about
-// (tools/call, prompts/get, resources/read; a task's id for tasks/*) and
-// the tool's x-mcp-header arguments. It has no session.
-func (c *streamableConn) modernHeaders(h http.Header, version string, call *jsonrpc.Request) {
-	h.Set("Mcp-Protocol-Version", version)
-	h.Set("Mcp-Method", call.Method)
-	ms := rawjson.Members(call.Params)
-	var member string
-	switch call.Method {
-	case "tools/call", "prompts/get":
-		member = "name"
-	case "resources/read":
-		member = "uri"
-	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result":
-		member = "taskId"
-	}
-	var name string
-	if member != "" && json.Unmarshal(ms[member], &name) == nil {
-		h.Set("Mcp-Name", mcpheader.Encode(name))
-	}
-	if call.Method == "tools/call" && c.bindings != nil {
-		for k, v := range mcpheader.Headers(c.bindings(name), ms["arguments"]) {
-			h.Set(k, v)
-		}
-	}
 }
 
 // abort closes the stream of the 2026-07-28 request a
@@ -398,7 +372,7 @@ func (c *streamableConn) take(data []byte, call *jsonrpc.Request) (answered, wel
 	if err != nil {
 		return false, false
 	}
-	if r, ok := m.(*jsonrpc.Response); ok && call != nil && call.Method == "initialize" && r.ID == call.ID && r.Error == nil {
+	if r, ok := m.(*jsonrpc.Response); ok && call != nil && call.Method == mcpmethod.Initialize && r.ID == call.ID && r.Error == nil {
 		var res struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}

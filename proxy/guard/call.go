@@ -15,21 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Caller forwards a tools/call the loop allowed to a downstream server of
-// one client session (each session has servers of its own). The params
-// go out re-encoded from args, the very values the policy judged, with
-// base's other members (the client's _meta, members aqlguard does not
-// know; nil for none), so nothing the policy did not see (a duplicate
-// key, another spelling of a number) reaches the server. The result
-// comes back as the server sent it; a JSON-RPC error from the server is
-// a *jsonrpc.Error, any other error a failure the front explains
-// (Outcome.Failed).
-type Caller interface {
-	CallTool(ctx context.Context, session, server, tool string, args map[string]any, base json.RawMessage) (json.RawMessage, error)
-}
-
-// ErrNoDownstream is the failure of an allowed call with no Caller to
-// forward it to.
+// ErrNoDownstream is the failure of an allowed call with no Forward to
+// send it on.
 var ErrNoDownstream = errors.New("no downstream caller is configured")
 
 // Outcome is what the guard did with one call.
@@ -40,7 +27,7 @@ type Outcome struct {
 	// RPCErr is the server's own JSON-RPC error, as it sent it.
 	RPCErr *jsonrpc.Error
 	// Failed is why an allowed call got no answer from its server (the
-	// Caller's error: unavailable, timed out, cancelled), for the front
+	// Forward's error: unavailable, timed out, cancelled), for the front
 	// to explain in fixed sentences; never shown to the model as is.
 	Failed error
 	// Refusal is why the call was not run, or its answer withheld.
@@ -64,15 +51,22 @@ type Request struct {
 	Method string
 	// Action is what is judged: for a tool call all of it, filled by the
 	// front from the catalog, its Arguments in the tool's own names (what
-	// the server receives: Caller); for a read, Session, Server and a
+	// the server receives: Forward); for a read, Session, Server and a
 	// prompt's Arguments, the rest being the guard's to say (read).
 	Action
 	// Name is a read's resource URI or prompt name.
 	Name string
-	// Base holds a tool call's other params members (Caller).
+	// Base holds a tool call's other params members, for the Watcher.
 	Base json.RawMessage
-	// Forward sends an allowed read on (the relay's own forwarding);
-	// tool calls go to Downstream.
+	// Forward sends an allowed call on, through the session it came
+	// from (the relay's own forwarding, handed down with the call): a
+	// tool call's sends exactly Action.Arguments, re-encoded, so nothing
+	// the policy did not see (a duplicate key, another spelling of a
+	// number) reaches the server; a read's forwards the params the relay
+	// checked. The result comes back as the server sent it; a JSON-RPC
+	// error from the server is a *jsonrpc.Error, any other error a
+	// failure the front explains (Outcome.Failed). nil: the call is
+	// judged, and an allowed one fails with ErrNoDownstream.
 	Forward func(context.Context) (json.RawMessage, error)
 	// Scanner returns the injection scanner for what server returns,
 	// reading budget bytes (the front's: it knows the other servers'
@@ -153,12 +147,9 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 	began := time.Now()
 	var raw json.RawMessage
 	var err error
-	switch {
-	case r.Forward != nil:
+	if r.Forward != nil {
 		raw, err = r.Forward(ctx)
-	case r.Method == MethodToolsCall:
-		raw, err = g.forward(ctx, a.Session, a.Server, a.Tool, a.Arguments, r.Base)
-	default:
+	} else {
 		err = ErrNoDownstream
 	}
 	took := time.Since(began)
@@ -268,16 +259,4 @@ func WithClient(ctx context.Context, name string) context.Context {
 func ClientOf(ctx context.Context) string {
 	s, _ := ctx.Value(clientKey{}).(string)
 	return s
-}
-
-// forward hands an allowed call to the downstream caller; without one
-// there is nowhere to send it.
-func (g *Guard) forward(ctx context.Context, session, server, tool string, args map[string]any, base json.RawMessage) (json.RawMessage, error) {
-	if g.Downstream == nil {
-		return nil, ErrNoDownstream
-	}
-	if args == nil {
-		args = map[string]any{}
-	}
-	return g.Downstream.CallTool(ctx, session, server, tool, args, base)
 }

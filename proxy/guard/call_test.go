@@ -17,9 +17,12 @@ import (
 // recordingCaller stands in for the downstream pool and remembers calls.
 type recordingCaller struct{ calls []string }
 
-func (r *recordingCaller) CallTool(_ context.Context, _, server, tool string, _ map[string]any, _ json.RawMessage) (json.RawMessage, error) {
-	r.calls = append(r.calls, server+"."+tool)
-	return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
+// forward is the Request.Forward of a call of tool on server.
+func (r *recordingCaller) forward(server, tool string) func(context.Context) (json.RawMessage, error) {
+	return func(context.Context) (json.RawMessage, error) {
+		r.calls = append(r.calls, server+"."+tool)
+		return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
+	}
 }
 
 func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
@@ -50,11 +53,11 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 					seen = append(seen, s)
 					return evaluator.Directive{Continue: tt.cont, Decision: tt.decision, Reason: "r", Enforced: true}
 				},
-				Downstream: rec,
 			}
 			for i := 0; i < 2; i++ {
 				out := g.Call(context.Background(), Request{Method: MethodToolsCall, Action: Action{Session: "s-1", Operation: "fs_write_file",
-					Server: "fs", Tool: "write_file", Category: policy.Update, Arguments: map[string]any{"path": "/x"}}})
+					Server: "fs", Tool: "write_file", Category: policy.Update, Arguments: map[string]any{"path": "/x"}},
+					Forward: rec.forward("fs", "write_file")})
 				if tt.code == 0 && (out.Refusal != nil || out.Raw == nil) {
 					t.Fatalf("allowed call: %+v", out)
 				}
@@ -96,10 +99,6 @@ func (c *lockingCaller) forward(context.Context) (json.RawMessage, error) {
 	return json.RawMessage(`{"contents":[{"uri":"file:///x","text":"secret"}]}`), nil
 }
 
-func (c *lockingCaller) CallTool(ctx context.Context, _, _, _ string, _ map[string]any, _ json.RawMessage) (json.RawMessage, error) {
-	return c.forward(ctx)
-}
-
 // TestUnrecordedOutcomeIsWithheld: a call, a resource read or a prompt
 // get (one Call) whose outcome cannot be audited is not handed on: the
 // model gets the fail-closed refusal, never the server's answer.
@@ -111,10 +110,7 @@ func TestUnrecordedOutcomeIsWithheld(t *testing.T) {
 	} {
 		g, dir := lockedGuard(t, &fakeHuman{})
 		lc := &lockingCaller{t: t, dir: dir}
-		g.Downstream = lc
-		if r.Method != MethodToolsCall {
-			r.Forward = lc.forward
-		}
+		r.Forward = lc.forward
 		out := g.Call(context.Background(), r)
 		if lc.release == nil {
 			t.Fatalf("%s: not forwarded: %+v", r.Method, out.Refusal)

@@ -14,10 +14,11 @@
 // (imports_test.go).
 //
 // A Guard is shaped like httputil.ReverseProxy: its collaborators are
-// fields — State (the store), Channel (the human), Downstream (where allowed
-// calls go), Evaluate, Now, Log — and a nil one has a defined meaning
-// (documented on the field). One Guard serves every client session of a
-// process; Downstream routes a call to its own session's server.
+// fields — State (the store), Channel (the human), Evaluate, Now, Log —
+// and a nil one has a defined meaning (documented on the field). One
+// Guard serves every client session of a process; each call carries its
+// own way on (Request.Forward, its session's), so nothing looks a
+// session up again.
 //
 // The principal is the one the human configured (config agent or
 // --agent); nothing the model sends changes it. A human answers through a

@@ -38,9 +38,6 @@ type Guard struct {
 	// Channel reaches the human; nil means no channel, so nothing can be
 	// approved (fail closed).
 	Channel verify.Channel
-	// Downstream forwards the calls the loop allows; nil means there is
-	// nowhere to forward them, so an allowed call fails as unavailable.
-	Downstream Caller
 	// InlineWait bounds how long a gated call waits for the human.
 	InlineWait time.Duration
 	// AskTimeout bounds how long confirm_operation waits for the human.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -33,11 +34,11 @@ type WatchedCall struct {
 	Params                          json.RawMessage
 }
 
-// The methods a Watcher sees.
+// The methods a Watcher sees (the guarded ones of the method table).
 const (
-	MethodToolsCall     = "tools/call"
-	MethodResourcesRead = "resources/read"
-	MethodPromptsGet    = "prompts/get"
+	MethodToolsCall     = mcpmethod.ToolsCall
+	MethodResourcesRead = mcpmethod.ResourcesRead
+	MethodPromptsGet    = mcpmethod.PromptsGet
 )
 
 // CallEnd is how a watched call ended.

@@ -24,7 +24,9 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 )
 
 // Options bound what clients may do.
@@ -139,8 +141,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 		return
 	}
-	if v := r.Header.Get(headerProtocol); v != "" && v < relay.ModernVersion && !slices.Contains(f.relay.ProtocolVersions, v) {
-		http.Error(w, "Bad Request: unsupported protocol version (supported: "+relay.ModernVersion+", "+strings.Join(f.relay.ProtocolVersions, ", ")+")", http.StatusBadRequest)
+	if v := r.Header.Get(headerProtocol); v != "" && v < revision.Modern && !slices.Contains(f.relay.ProtocolVersions, v) {
+		http.Error(w, "Bad Request: unsupported protocol version (supported: "+revision.Modern+", "+strings.Join(f.relay.ProtocolVersions, ", ")+")", http.StatusBadRequest)
 		return
 	}
 	if r.Body != nil {
@@ -163,7 +165,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		if isModernPost(r, body) {
+		if revision.IsModernPost(r.Header, body) {
 			f.serveStateless(w, r, body, ident)
 			return
 		}
@@ -179,7 +181,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Not Found: no such session (it ended or never existed); initialize a new one", http.StatusNotFound)
 		return
 	}
-	if v := r.Header.Get(headerProtocol); v >= relay.ModernVersion {
+	if v := r.Header.Get(headerProtocol); v >= revision.Modern {
 		http.Error(w, "Bad Request: "+v+" has no sessions; send its requests without "+headerSession, http.StatusBadRequest)
 		return
 	}
@@ -316,7 +318,7 @@ func (f *Front) reapIdle() {
 		}
 		f.mu.Unlock()
 		for _, c := range idleStateless {
-			f.log.Info("ending an idle session", "idle_for", f.opts.IdleTimeout, "protocol", relay.ModernVersion)
+			f.log.Info("ending an idle session", "idle_for", f.opts.IdleTimeout, "protocol", revision.Modern)
 			c.cancel()
 		}
 		for _, id := range idle {
@@ -353,7 +355,7 @@ func isInitialize(body []byte) bool {
 		Method string `json:"method"`
 	}
 	if json.Unmarshal(body, &one) == nil {
-		return one.Method == "initialize"
+		return one.Method == mcpmethod.Initialize
 	}
 	var batch []struct {
 		Method string `json:"method"`
@@ -362,7 +364,7 @@ func isInitialize(body []byte) bool {
 		return false
 	}
 	for _, m := range batch {
-		if m.Method == "initialize" {
+		if m.Method == mcpmethod.Initialize {
 			return true
 		}
 	}

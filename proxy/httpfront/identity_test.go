@@ -84,7 +84,7 @@ func TestSessionsBelongToTheirIdentity(t *testing.T) {
 type noTools struct{}
 
 func (noTools) ListTools(context.Context) ([]json.RawMessage, error) { return nil, nil }
-func (noTools) CallTool(context.Context, json.RawMessage) (json.RawMessage, error) {
+func (noTools) CallTool(context.Context, relay.ToolCall) (json.RawMessage, error) {
 	return nil, errors.New("no tools")
 }
 func (noTools) ToolsChanged(context.Context, *downstream.Server) bool { return false }

@@ -16,6 +16,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -29,27 +30,6 @@ import (
 // to its POST. These sessions count against MaxSessions and end when idle
 // like the others.
 
-const (
-	headerMethod = "Mcp-Method"
-	headerName   = "Mcp-Name"
-)
-
-// isModernPost reports whether a POST without a session is a 2026-07-28
-// request: its protocol version header or its _meta says so.
-func isModernPost(r *http.Request, body []byte) bool {
-	if v := r.Header.Get(headerProtocol); v >= relay.ModernVersion {
-		return true
-	}
-	var msg struct {
-		Params json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil {
-		return false
-	}
-	modern, err := relay.ParseRequestMeta(msg.Params, nil)
-	return modern || err != nil // a malformed version is answered as 2026-07-28 answers it
-}
-
 // serveStateless answers one 2026-07-28 POST.
 func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, ident clientauth.Identity) {
 	msg, err := link.DecodeMessage(body)
@@ -59,7 +39,7 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 	}
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		http.Error(w, "Bad Request: a "+relay.ModernVersion+" client sends requests, not responses", http.StatusBadRequest)
+		http.Error(w, "Bad Request: a "+revision.Modern+" client sends requests, not responses", http.StatusBadRequest)
 		return
 	}
 	if !req.IsCall() {
@@ -72,8 +52,8 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 	}
 	params := relay.Members(req.Params)
 	meta := relay.Members(params["_meta"])
-	if werr := checkModernHeaders(r, req, params, meta, f.relay.ProtocolVersions); werr != nil {
-		writeError(w, statusFor(werr), req.ID, werr)
+	if werr := revision.CheckHeaders(r.Header, req, params, meta, f.relay.ProtocolVersions); werr != nil {
+		writeError(w, revision.Status(werr), req.ID, werr)
 		return
 	}
 	// The POST holds its principal's guard while it is served; a session
@@ -93,75 +73,6 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 	conn.begin()
 	defer conn.end()
 	conn.serve(w, r, req, meta)
-}
-
-// checkModernHeaders checks what SEP-2243 and SEP-2575 say the headers of
-// a 2026-07-28 POST must repeat from its body.
-//
-// params and meta are the request's params and their _meta, read once by
-// the caller with the relay's exact member names — the names the call is
-// routed by, so a header is checked against what runs ("Name" is not
-// "name").
-func checkModernHeaders(r *http.Request, req *jsonrpc.Request, params, meta map[string]json.RawMessage, legacy []string) *jsonrpc.Error {
-	var metaVersion string
-	_ = json.Unmarshal(meta["io.modelcontextprotocol/protocolVersion"], &metaVersion)
-	header := r.Header.Get(headerProtocol)
-	switch {
-	case header == "":
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: headerProtocol + " header is required for a " + relay.ModernVersion + " request"}
-	case metaVersion != "" && header != metaVersion:
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match _meta %q", headerProtocol, header, metaVersion)}
-	}
-	if _, err := relay.ParseRequestMeta(req.Params, legacy); err != nil {
-		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
-			return werr
-		}
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	}
-	if metaVersion == "" {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing or invalid _meta field io.modelcontextprotocol/protocolVersion"}
-	}
-	method := r.Header.Get(headerMethod)
-	switch {
-	case method == "":
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: "missing required " + headerMethod + " header"}
-	case method != req.Method:
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body's method %q", headerMethod, method, req.Method)}
-	}
-	var field string
-	switch req.Method {
-	case "tools/call", "prompts/get":
-		field = "name"
-	case "resources/read":
-		field = "uri"
-	default:
-		return nil
-	}
-	raw, present := params[field]
-	var inBody string
-	if present && json.Unmarshal(raw, &inBody) != nil {
-		present = false
-	}
-	name := r.Header.Get(headerName)
-	switch {
-	case name == "":
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: "missing required " + headerName + " header for " + req.Method}
-	case !present || inBody != name:
-		return &jsonrpc.Error{Code: relay.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match the body", headerName, name)}
-	}
-	return nil
-}
-
-// statusFor is the HTTP status of a 2026-07-28 error answer.
-func statusFor(werr *jsonrpc.Error) int {
-	switch werr.Code {
-	case jsonrpc.CodeMethodNotFound:
-		return http.StatusNotFound
-	case jsonrpc.CodeInvalidParams, relay.CodeHeaderMismatch, relay.CodeMissingClientCapability, relay.CodeUnsupportedProtocolVersion:
-		return http.StatusBadRequest
-	}
-	return http.StatusOK
 }
 
 func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, werr *jsonrpc.Error) {
@@ -392,7 +303,7 @@ func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonr
 			status := http.StatusOK
 			var werr *jsonrpc.Error
 			if errors.As(resp.Error, &werr) {
-				status = statusFor(werr)
+				status = revision.Status(werr)
 			}
 			// Events when the client names them; JSON for one that takes
 			// anything (*/*, as curl sends).

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -17,35 +19,15 @@ import (
 // judged member only in another case, is refused before anything reads
 // it, and every reader after that reads members by their exact names.
 
-// judged are, per method, the members of the params that a decision or
-// a route depends on. Every request's _meta and a 2026-07-28 retry's
-// members are judged too.
-var judged = map[string][]string{
-	"initialize":               {"protocolVersion", "capabilities", "clientInfo"},
-	"tools/call":               {"name", "arguments"},
-	"resources/read":           {"uri"},
-	"resources/subscribe":      {"uri"},
-	"resources/unsubscribe":    {"uri"},
-	"prompts/get":              {"name", "arguments"},
-	"completion/complete":      {"ref", "argument", "context"},
-	"logging/setLevel":         {"level"},
-	"tools/list":               {"cursor"},
-	"resources/list":           {"cursor"},
-	"resources/templates/list": {"cursor"},
-	"prompts/list":             {"cursor"},
-	"subscriptions/listen":     {"notifications"},
-	"tasks/get":                {"taskId"},
-	"tasks/result":             {"taskId"},
-	"tasks/cancel":             {"taskId"},
-	"tasks/update":             {"taskId"},
-	"tasks/list":               {"cursor"},
-}
+// What is judged of each method's params is the method table's
+// (mcpmethod.Method.Judged and Inside). Every request's _meta and a
+// 2026-07-28 retry's members are judged too.
 
 // everyRequest are the members judged in every request's params.
 var everyRequest = []string{"_meta", "requestState", "inputResponses"}
 
 // metaJudged are the members of _meta that aqlguard reads.
-var metaJudged = []string{"progressToken", metaProtocolVersion, metaClientInfo, metaClientCapabilities, metaLogLevel}
+var metaJudged = []string{"progressToken", revision.MetaProtocolVersion, revision.MetaClientInfo, revision.MetaClientCapabilities, revision.MetaLogLevel}
 
 // CheckParams refuses, with -32602, a request whose params aqlguard would
 // read one way and a server another (see above). The HTTP front calls it
@@ -61,7 +43,8 @@ func CheckParams(method string, params json.RawMessage) *jsonrpc.Error {
 	if err := rawjson.UnambiguousValid(params); err != nil {
 		return ambiguous(method, err)
 	}
-	names := append(judged[method][:len(judged[method]):len(judged[method])], everyRequest...)
+	m := mcpmethod.Lookup(method)
+	names := append(m.Judged[:len(m.Judged):len(m.Judged)], everyRequest...)
 	values, err := rawjson.ExactValid(params, names...)
 	if err != nil {
 		return ambiguous(method, err)
@@ -70,15 +53,8 @@ func CheckParams(method string, params json.RawMessage) *jsonrpc.Error {
 	if _, err := rawjson.ExactValid(meta, metaJudged...); err != nil {
 		return ambiguous(method, err)
 	}
-	var inner []string // the judged members of the first judged member
-	switch method {
-	case "completion/complete":
-		inner = []string{"type", "name", "uri"}
-	case "subscriptions/listen":
-		inner = []string{"toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions"}
-	}
-	if inner != nil && values[0] != nil {
-		if _, err := rawjson.ExactValid(values[0], inner...); err != nil {
+	if m.Inside != nil && values[0] != nil {
+		if _, err := rawjson.ExactValid(values[0], m.Inside...); err != nil {
 			return ambiguous(method, err)
 		}
 	}

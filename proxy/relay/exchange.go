@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -92,7 +93,7 @@ func used(ctx context.Context, srv *downstream.Server) {
 // exchangeCall serves a tools/call, prompts/get or resources/read of a
 // 2026-07-28 client.
 func (s *Session) exchangeCall(ctx context.Context, req *jsonrpc.Request, caps map[string]json.RawMessage) (json.RawMessage, error) {
-	state, responses, params, err := takeRetry(req.Params)
+	state, responses, params, err := revision.Retry(req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +289,7 @@ func (s *Session) askInCall(ctx context.Context, srv *downstream.Server, req *js
 	s.xmu.Unlock()
 	if x == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-			Message: "the client speaks MCP " + ModernVersion + ": it takes " + req.Method + " only while one of its calls to this server runs"}
+			Message: "the client speaks MCP " + revision.Modern + ": it takes " + req.Method + " only while one of its calls to this server runs"}
 	}
 	x.mu.Lock()
 	can := clientCan(x.caps, req.Method)
@@ -329,37 +330,6 @@ func (s *Session) putInCall(ctx context.Context, x *exchange, req *jsonrpc.Reque
 		return nil, ctx.Err()
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's call this request belonged to ended"}
-}
-
-// takeRetry splits a retry's requestState and inputResponses off the
-// params. inputResponses must be an object of objects; keys that name no
-// pending request are ignored.
-func takeRetry(params json.RawMessage) (state string, responses map[string]json.RawMessage, rest json.RawMessage, err error) {
-	ms := members(params)
-	rest = params
-	if raw, ok := ms["requestState"]; ok {
-		if json.Unmarshal(raw, &state) != nil {
-			return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState must be a string"}
-		}
-		if rest, err = deleteMember(rest, "requestState"); err != nil {
-			return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-		}
-	}
-	if raw, ok := ms["inputResponses"]; ok {
-		if !isObject(raw) {
-			return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses must be an object"}
-		}
-		responses = members(raw)
-		for id, r := range responses {
-			if !isObject(r) {
-				return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses[" + strconv.Quote(id) + "] must be an object"}
-			}
-		}
-		if rest, err = deleteMember(rest, "inputResponses"); err != nil {
-			return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-		}
-	}
-	return state, responses, rest, nil
 }
 
 // subjectOf is what a retry must repeat: the call's name or uri and its

@@ -8,6 +8,8 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -17,20 +19,20 @@ type clientHandler Session
 // Arrived implements link.Arrivals: initialize is counted in the order
 // the client sent it.
 func (h *clientHandler) Arrived(req *jsonrpc.Request) {
-	if req.Method == "initialize" {
+	if req.Method == mcpmethod.Initialize {
 		(*Session)(h).initArrived()
 	}
 }
 
 func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 	s := (*Session)(h)
-	if req.Method == "initialize" {
+	if req.Method == mcpmethod.Initialize {
 		defer s.initReturned()
 	}
 	if werr := CheckParams(req.Method, req.Params); werr != nil {
 		return nil, werr
 	}
-	m, modern, err := parseMeta(req.Params, s.cfg.ProtocolVersions)
+	m, modern, err := revision.ParseMeta(req.Params, s.cfg.ProtocolVersions)
 	if err != nil {
 		return nil, err
 	}
@@ -39,15 +41,16 @@ func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json
 	}
 	if s.modern.Load() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: "missing _meta field " + metaProtocolVersion + ": this session speaks " + ModernVersion}
+			Message: "missing _meta field " + revision.MetaProtocolVersion + ": this session speaks " + revision.Modern}
+	}
+	if !mcpmethod.Lookup(req.Method).Before2026 {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: req.Method + " is part of protocol " + revision.Modern + "; send its _meta, or initialize"}
 	}
 	switch req.Method {
-	case "server/discover", "subscriptions/listen":
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-			Message: req.Method + " is part of protocol " + ModernVersion + "; send its _meta, or initialize"}
-	case "initialize":
+	case mcpmethod.Initialize:
 		return s.initialize(ctx, req.Params)
-	case "ping":
+	case mcpmethod.Ping:
 		return json.RawMessage(`{}`), nil
 	}
 	if !s.started() {
@@ -64,10 +67,12 @@ func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json
 	return s.serve(ctx, req)
 }
 
-// serve serves a request of a running session, of either revision.
+// serve serves a request of a running session, of either revision, by
+// its route in the method table.
 func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-	switch req.Method {
-	case "tools/list":
+	m := mcpmethod.Lookup(req.Method)
+	switch m.Route {
+	case mcpmethod.ModeList:
 		tools, err := s.tools.ListTools(ctx)
 		if err != nil {
 			return nil, err
@@ -76,32 +81,33 @@ func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMess
 			tools = []json.RawMessage{}
 		}
 		return json.Marshal(map[string]any{"tools": tools})
-	case "tools/call":
-		return s.tools.CallTool(ctx, req.Params)
-	case "resources/list":
-		return s.list(ctx, "resources", req)
-	case "resources/templates/list":
-		return s.list(ctx, "resourceTemplates", req)
-	case "prompts/list":
+	case mcpmethod.ModeCall:
+		call, err := s.readToolCall(req.Params)
+		if err != nil {
+			return nil, err
+		}
+		return s.tools.CallTool(ctx, call)
+	case mcpmethod.Merged:
+		return s.list(ctx, m.Items, req)
+	case mcpmethod.PromptList:
 		return s.listPrompts(ctx, req)
-	case "resources/read":
+	case mcpmethod.ByURI:
 		return s.readResource(ctx, req)
-	case "resources/subscribe", "resources/unsubscribe":
+	case mcpmethod.Subscription:
 		uri, err := uriOf(req)
 		if err != nil {
 			return nil, err
 		}
 		return s.subscribeOnce(ctx, req, uri)
-	case "prompts/get":
+	case mcpmethod.ByPrompt:
 		return s.getPrompt(ctx, req)
-	case "completion/complete":
+	case mcpmethod.ByRef:
 		return s.complete(ctx, req)
-	case "logging/setLevel":
+	case mcpmethod.EveryServer:
 		return s.setLevel(ctx, req)
-	}
-	if req.Method == "tasks/list" || taskMethods[req.Method] {
+	case mcpmethod.TaskList, mcpmethod.ByTask:
 		if s.tasksServed() {
-			if req.Method == "tasks/list" {
+			if m.Route == mcpmethod.TaskList {
 				return s.listTasks(ctx, req)
 			}
 			return s.taskRequest(ctx, req)
@@ -179,7 +185,7 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 	s := (*Session)(u)
 	if s.modern.Load() {
 		// Only aqlguard tags what goes on the client's listen streams.
-		if params, tagged := downstream.Untagged(req.Params); tagged {
+		if params, tagged := revision.Untagged(req.Params); tagged {
 			req = &jsonrpc.Request{Method: req.Method, Params: params}
 		}
 	}

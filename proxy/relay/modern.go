@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,161 +8,63 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aqlguard/aqlguard/proxy/mcpheader"
-	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
+	"github.com/aqlguard/aqlguard/proxy/revision"
+	"github.com/aqlguard/aqlguard/proxy/revision/mcpheader"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/propagation"
 )
 
-// ModernVersion is the MCP revision without a handshake (SEP-2575):
-// every request carries the client's version, identity and capabilities
-// in _meta, the client asks for the notifications it wants on a
-// subscriptions/listen stream, and a server that needs something from
-// the client (elicitation, sampling, roots) answers the call with an
-// input_required result that the client fulfils and retries (SEP-2322).
-//
-// aqlguard speaks it on the front and keeps speaking 2025-11-25 to its
-// servers, which every server that speaks 2026-07-28 also speaks: one
-// downstream protocol, one guarded path. The session translates: it
-// starts the servers on the first request, turns a server's request to
-// the client into an input_required answer to the client's call, and
-// hands the retry's answers back to the server, whose call never stopped.
-const ModernVersion = "2026-07-28"
-
-// The per-request _meta keys of 2026-07-28.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaLogLevel           = "io.modelcontextprotocol/logLevel"
-	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-)
-
-// JSON-RPC error codes of 2026-07-28.
-const (
-	CodeHeaderMismatch             = -32020
-	CodeMissingClientCapability    = -32021
-	CodeUnsupportedProtocolVersion = -32022
-)
-
-// modernVersions are the handshake-free versions the front speaks.
-var modernVersions = []string{ModernVersion}
-
-// removedMethods are the methods 2026-07-28 took out: a request for one
-// in that revision is answered method not found.
-var removedMethods = map[string]bool{
-	"initialize": true, "ping": true, "logging/setLevel": true,
-	"resources/subscribe": true, "resources/unsubscribe": true,
-}
+// A 2026-07-28 client (revision.Modern) is served by the same session
+// as an older one: the session starts its servers on the first request,
+// turns a server's request to the client into an input_required answer
+// to the client's call, and hands the retry's answers back to the server,
+// whose call never stopped. What is pure of the translation is package
+// revision's.
 
 // parkedFor is how long a call answered input_required waits for the
 // client's retry before it is cancelled: long enough for a person to
 // answer a form, short enough not to keep a server's call forever.
 const parkedFor = 30 * time.Minute
 
-// requestMeta is what a 2026-07-28 request says about its client.
-type requestMeta struct {
-	version      string
-	clientInfo   json.RawMessage // absent: the client did not say
-	capabilities json.RawMessage
-	logLevel     string
-}
-
-// ParseRequestMeta reads the 2026-07-28 _meta of a request's params.
-// modern is false for a request of an earlier revision (no
-// protocolVersion, or one before 2026-07-28). A modern request whose
-// _meta is incomplete or malformed is an invalid-params error, one asking
-// for a version aqlguard does not speak an UnsupportedProtocolVersion
-// error listing those it does.
-func ParseRequestMeta(params json.RawMessage, legacy []string) (modern bool, err error) {
-	_, modern, err = parseMeta(params, legacy)
-	return modern, err
-}
-
-func parseMeta(params json.RawMessage, legacy []string) (requestMeta, bool, error) {
-	// Every request passes here, most without _meta, so the first two
-	// lookups build nothing.
-	rawMeta, _ := rawjson.Lookup(params, "_meta")
-	raw, ok := rawjson.Lookup(rawMeta, metaProtocolVersion)
-	if !ok {
-		return requestMeta{}, false, nil
-	}
-	meta := members(rawMeta)
-	var m requestMeta
-	if json.Unmarshal(raw, &m.version) != nil {
-		return m, false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid _meta field " + metaProtocolVersion}
-	}
-	if m.version < ModernVersion {
-		return m, false, nil
-	}
-	if !slices.Contains(modernVersions, m.version) {
-		data, _ := json.Marshal(map[string]any{"supported": supportedVersions(legacy), "requested": m.version})
-		return m, true, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion, Message: "unsupported protocol version " + m.version, Data: data}
-	}
-	caps, ok := meta[metaClientCapabilities]
-	if !ok || !isObject(caps) {
-		return m, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing or invalid _meta field " + metaClientCapabilities}
-	}
-	m.capabilities = caps
-	if info, ok := meta[metaClientInfo]; ok {
-		if !isObject(info) {
-			return m, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid _meta field " + metaClientInfo}
-		}
-		m.clientInfo = info
-	}
-	if level, ok := meta[metaLogLevel]; ok {
-		if json.Unmarshal(level, &m.logLevel) != nil {
-			return m, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid _meta field " + metaLogLevel}
-		}
-	}
-	return m, true, nil
-}
-
-func supportedVersions(legacy []string) []string {
-	return append(slices.Clone(modernVersions), legacy...)
-}
-
-func isObject(raw json.RawMessage) bool {
-	return json.Valid(raw) && bytes.HasPrefix(bytes.Trim(raw, " \t\r\n"), []byte("{"))
-}
-
 // startModern starts the session's servers for a client that speaks
 // 2026-07-28: they are initialized (in 2025-11-25) with the identity and
 // capabilities of the session's first request.
-func (s *Session) startModern(ctx context.Context, m requestMeta) error {
+func (s *Session) startModern(ctx context.Context, m revision.Meta) error {
 	s.initOnce.Do(func() {
 		s.initStarted.Store(true)
 		s.modern.Store(true)
 		defer close(s.ready)
-		info := m.clientInfo
+		info := m.ClientInfo
 		if info == nil {
 			info = json.RawMessage(`{"name":"unnamed client","version":""}`)
 		}
 		params, _ := json.Marshal(map[string]any{"protocolVersion": s.cfg.ProtocolVersions[0],
-			"capabilities": m.capabilities, "clientInfo": info})
+			"capabilities": m.Capabilities, "clientInfo": info})
 		s.result, s.initErr = s.start(ctx, params)
-		s.protoUsed = m.version
+		s.protoUsed = m.Version
 	})
 	if !s.modern.Load() {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: "this session began with initialize (protocol " + s.protoUsed + "); a " + ModernVersion + " request needs a session of its own"}
+			Message: "this session began with initialize (protocol " + s.protoUsed + "); a " + revision.Modern + " request needs a session of its own"}
 	}
 	return s.waitReady(ctx)
 }
 
 // modernRequest serves a request of a 2026-07-28 client.
-func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m requestMeta) (json.RawMessage, error) {
-	if removedMethods[req.Method] {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%q is not part of protocol %s", req.Method, ModernVersion)}
+func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m revision.Meta) (json.RawMessage, error) {
+	// A method 2026-07-28 took out is answered method not found.
+	method := mcpmethod.Lookup(req.Method)
+	if !method.Since2026 {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%q is not part of protocol %s", req.Method, revision.Modern)}
 	}
 	if err := s.startModern(ctx, m); err != nil {
 		return nil, err
 	}
-	if m.logLevel != "" {
-		s.setLogLevel(ctx, m.logLevel)
+	if m.LogLevel != "" {
+		s.setLogLevel(ctx, m.LogLevel)
 	}
-	if h, ok := req.Extra.(*HTTPHeaders); ok && req.Method == "tools/call" {
+	if h, ok := req.Extra.(*HTTPHeaders); ok && method.ParamHeaders {
 		if err := s.checkParamHeaders(ctx, h.Header, req.Params); err != nil {
 			return nil, err
 		}
@@ -174,13 +75,13 @@ func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m req
 	clean := *req
 	var res json.RawMessage
 	var err error
-	switch req.Method {
-	case "server/discover":
+	switch {
+	case req.Method == mcpmethod.ServerDiscover:
 		res, err = s.discover()
-	case "subscriptions/listen":
+	case req.Method == mcpmethod.SubscriptionsListen:
 		res, err = s.listen(ctx, &clean)
-	case "tools/call", "prompts/get", "resources/read":
-		res, err = s.exchangeCall(ctx, &clean, members(m.capabilities))
+	case method.Guarded:
+		res, err = s.exchangeCall(ctx, &clean, members(m.Capabilities))
 	default:
 		res, err = s.serve(ctx, &clean)
 	}
@@ -218,82 +119,34 @@ func (s *Session) checkParamHeaders(ctx context.Context, h http.Header, params j
 	if !ok {
 		return nil
 	}
-	ms := members(params)
-	var name string
-	if json.Unmarshal(ms["name"], &name) != nil {
+	call, err := s.readToolCall(params)
+	if err != nil {
 		return nil // the call itself will be refused
 	}
-	schema, ok := ts.ToolSchema(ctx, name)
+	schema, ok := ts.ToolSchema(ctx, call.Name)
 	if !ok {
 		return nil
 	}
 	bindings, err := mcpheader.Bindings(schema)
 	if err == nil {
-		err = mcpheader.Check(h, bindings, ms["arguments"])
+		err = mcpheader.Check(h, bindings, call.Arguments)
 	}
 	if err != nil {
-		return &jsonrpc.Error{Code: CodeHeaderMismatch, Message: err.Error()}
+		return &jsonrpc.Error{Code: revision.CodeHeaderMismatch, Message: err.Error()}
 	}
 	return nil
 }
 
 // discover answers server/discover: what initialize would have said.
 func (s *Session) discover() (json.RawMessage, error) {
-	init := members(s.result)
-	out := map[string]json.RawMessage{}
-	out["supportedVersions"], _ = json.Marshal(supportedVersions(s.cfg.ProtocolVersions))
-	out["capabilities"] = init["capabilities"]
-	if raw, ok := init["instructions"]; ok {
-		out["instructions"] = raw
-	}
-	out["_meta"], _ = json.Marshal(map[string]json.RawMessage{metaServerInfo: init["serverInfo"]})
-	return json.Marshal(out)
+	return revision.Discover(s.result, s.cfg.ProtocolVersions)
 }
 
-// cacheable are the results that carry caching hints in 2026-07-28.
-var cacheable = map[string]bool{"server/discover": true, "tools/list": true, "prompts/list": true, "resources/list": true,
-	"resources/templates/list": true, "resources/read": true}
-
-// modernResult completes a result for a 2026-07-28 client: its
-// resultType, who answered (the server in transparent mode, aqlguard
-// otherwise), and, where the server gave none, caching hints that say
-// "do not cache" (ttlMs 0, private).
+// modernResult completes a result for a 2026-07-28 client
+// (revision.Result), aqlguard's or the server's serverInfo as the
+// session's initialize result says.
 func (s *Session) modernResult(method string, res json.RawMessage) json.RawMessage {
-	ms := members(res)
-	if ms == nil {
-		return res
-	}
-	out := res
-	set := func(key string, value any) {
-		if next, err := setMember(out, key, value); err == nil {
-			out = next
-		}
-	}
-	complete := true
-	if raw, ok := ms["resultType"]; !ok {
-		set("resultType", "complete")
-	} else {
-		complete = string(raw) == `"complete"`
-	}
-	// Interim results (input_required) carry no caching hints.
-	if cacheable[method] && complete {
-		if _, ok := ms["ttlMs"]; !ok {
-			set("ttlMs", 0)
-		}
-		if _, ok := ms["cacheScope"]; !ok {
-			set("cacheScope", "private")
-		}
-	}
-	meta := ms["_meta"]
-	if _, ok := members(meta)[metaServerInfo]; !ok && method != "subscriptions/listen" {
-		if meta == nil {
-			meta = json.RawMessage(`{}`)
-		}
-		if next, err := setMember(meta, metaServerInfo, members(s.result)["serverInfo"]); err == nil {
-			set("_meta", next)
-		}
-	}
-	return out
+	return revision.Result(method, res, members(s.result)["serverInfo"])
 }
 
 // setLogLevel passes a request's log level on to the servers that log,
@@ -312,7 +165,7 @@ func (s *Session) setLogLevel(ctx context.Context, level string) {
 			srv.SetLogLevel(level) // its own requests carry it too
 			continue
 		}
-		if _, err := srv.Request(ctx, "logging/setLevel", params); err != nil {
+		if _, err := srv.Request(ctx, mcpmethod.LoggingSetLevel, params); err != nil {
 			s.log.Debug("a log level could not be passed on", "server", srv.Label(), "err", err)
 		}
 	}
@@ -333,38 +186,6 @@ type listener struct {
 	uris                      map[string]bool
 }
 
-// listenRequest is what a subscriptions/listen asks for.
-type listenRequest struct {
-	Notifications struct {
-		Tools, Prompts, Resources bool
-		URIs                      []string
-	}
-}
-
-// listenParams reads a subscriptions/listen's notifications exactly
-// (CheckParams refused other spellings of them).
-func listenParams(params json.RawMessage) (listenRequest, error) {
-	var p listenRequest
-	bad := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "subscriptions/listen: missing required 'notifications' field"}
-	v, err := rawjson.Exact(params, "notifications")
-	if err != nil || v[0] == nil || !isObject(v[0]) {
-		return p, bad
-	}
-	n, err := rawjson.Exact(v[0], "toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions")
-	if err != nil {
-		return p, bad
-	}
-	for i, dst := range []*bool{&p.Notifications.Tools, &p.Notifications.Prompts, &p.Notifications.Resources} {
-		if n[i] != nil && json.Unmarshal(n[i], dst) != nil {
-			return p, bad
-		}
-	}
-	if n[3] != nil && json.Unmarshal(n[3], &p.Notifications.URIs) != nil {
-		return p, bad
-	}
-	return p, nil
-}
-
 // listen serves subscriptions/listen: it acknowledges what it will send
 // (what the client asked for and the servers can do), subscribes the
 // servers to the resources named, and keeps the stream open until the
@@ -373,7 +194,7 @@ func (s *Session) listen(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 	if !req.ID.IsValid() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "subscriptions/listen needs a request id"}
 	}
-	p, err := listenParams(req.Params)
+	p, err := revision.Listen(req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +244,7 @@ func (s *Session) listen(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 	s.mu.Lock()
 	s.listeners = append(s.listeners, l)
 	s.mu.Unlock()
-	ack, _ := json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: id}, "notifications": agreed})
+	ack, _ := json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{revision.MetaSubscriptionID: id}, "notifications": agreed})
 	if err := s.client.Notify(ctx, "notifications/subscriptions/acknowledged", ack); err != nil {
 		s.log.Debug("a subscription could not be acknowledged", "err", err)
 	}
@@ -437,7 +258,7 @@ func (s *Session) listen(ctx context.Context, req *jsonrpc.Request) (json.RawMes
 	s.listeners = slices.DeleteFunc(s.listeners, func(x *listener) bool { return x == l })
 	s.mu.Unlock()
 	s.unsubscribeAll(l)
-	return json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: id}})
+	return json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{revision.MetaSubscriptionID: id}})
 }
 
 // unsubscribeAll ends a stream's subscriptions.
@@ -491,7 +312,7 @@ func (s *Session) notifyModern(method string, params json.RawMessage) {
 		if meta == nil {
 			meta = json.RawMessage(`{}`)
 		}
-		meta, err := setMember(meta, metaSubscriptionID, l.id)
+		meta, err := setMember(meta, revision.MetaSubscriptionID, l.id)
 		if err != nil {
 			continue
 		}

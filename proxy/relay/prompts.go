@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/names"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -149,7 +150,7 @@ func (s *Session) serverPrompts(ctx context.Context, srv *downstream.Server) ([]
 		if cursor != "" {
 			params, _ = setMember(params, "cursor", cursor)
 		}
-		res, err := s.Forward(ctx, srv, "prompts/list", params)
+		res, err := s.Forward(ctx, srv, mcpmethod.PromptsList, params)
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +229,7 @@ func (s *Session) getPrompt(ctx context.Context, req *jsonrpc.Request) (json.Raw
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 	}
-	return s.gated(ctx, srv, "prompt", name, p.Arguments, req.Method, params)
+	return s.gated(ctx, srv, name, p.Arguments, req.Method, params)
 }
 
 // promptServer finds the server of a prompt the client names, and the

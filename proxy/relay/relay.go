@@ -27,8 +27,10 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -38,9 +40,10 @@ import (
 type Tools interface {
 	// ListTools returns the tool objects, as they go on the wire.
 	ListTools(ctx context.Context) ([]json.RawMessage, error)
-	// CallTool serves tools/call; params are the client's, raw. A
-	// *jsonrpc.Error is relayed as the answer's error.
-	CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// CallTool serves tools/call, read once by the relay; an allowed
+	// call goes on through call.Forward. A *jsonrpc.Error is relayed as
+	// the answer's error.
+	CallTool(ctx context.Context, call ToolCall) (json.RawMessage, error)
 	// ToolsChanged is called when a server's tools changed (list_changed,
 	// a restart); it reports whether the client should be told.
 	ToolsChanged(ctx context.Context, s *downstream.Server) bool
@@ -51,11 +54,12 @@ type Tools interface {
 // prompts/get ("server.prompt:<name>"). A refusal is returned as a
 // JSON-RPC error.
 type Gate interface {
-	// Forward decides on the read and, if it is allowed, forwards it
-	// with forward (under the context it hands it, which may carry the
-	// guard's trace span), and records how it ended. It returns the
-	// server's answer, or the refusal or the server's error.
-	Forward(ctx context.Context, sess *Session, server, kind, name string, args map[string]any,
+	// Forward decides on the read (method, a guarded one of the method
+	// table, naming name: a URI or a prompt) and, if it is allowed,
+	// forwards it with forward (under the context it hands it, which may
+	// carry the guard's trace span), and records how it ended. It
+	// returns the server's answer, or the refusal or the server's error.
+	Forward(ctx context.Context, sess *Session, server, method, name string, args map[string]any,
 		forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error)
 }
 
@@ -194,7 +198,7 @@ type Session struct {
 	life    context.Context
 	endLife context.CancelFunc
 
-	// A 2026-07-28 client (see ModernVersion).
+	// A 2026-07-28 client (see revision.Modern).
 	modern    atomic.Bool
 	logLevel  string      // the last one a request asked for; "" sends no log messages
 	listeners []*listener // open subscriptions/listen streams
@@ -369,7 +373,7 @@ func (s *Session) initialize(ctx context.Context, params json.RawMessage) (json.
 	})
 	if !started {
 		if s.modern.Load() {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this session speaks " + ModernVersion + ", which has no initialize"}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this session speaks " + revision.Modern + ", which has no initialize"}
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize was already received on this session"}
 	}
@@ -552,10 +556,12 @@ func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method st
 		}()
 	}
 	res, err := srv.Request(ctx, method, params)
-	if err == nil && mayNeedInput[method] && srv.State().Modern {
+	// A guarded request is the one a 2026-07-28 server may answer
+	// input_required (SEP-2322).
+	if err == nil && mcpmethod.Lookup(method).Guarded && srv.State().Modern {
 		res, err = s.rounds(ctx, srv, request, method, params, res)
 	}
-	if err == nil && method == "tools/call" {
+	if err == nil && method == mcpmethod.ToolsCall {
 		// A task the client names back by <server>:<id>; every result
 		// is read, so that a "Task" is not left for a client to take
 		// for a task of another server's.

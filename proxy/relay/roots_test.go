@@ -14,6 +14,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,12 +31,8 @@ func (m rootsTools) ListTools(context.Context) ([]json.RawMessage, error) {
 	}, nil
 }
 
-func (m rootsTools) CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	var p struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(params, &p)
-	if p.Name == "guard_roots" {
+func (m rootsTools) CallTool(ctx context.Context, call ToolCall) (json.RawMessage, error) {
+	if call.Name == "guard_roots" {
 		roots, known := m.s.AskClientRoots(ctx)
 		text := "unknown"
 		if known {
@@ -43,7 +40,7 @@ func (m rootsTools) CallTool(ctx context.Context, params json.RawMessage) (json.
 		}
 		return json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
 	}
-	return m.s.Forward(ctx, m.s.Pool().Servers()[0], "tools/call", params)
+	return m.s.Forward(ctx, m.s.Pool().Servers()[0], "tools/call", call.Params)
 }
 
 func (rootsTools) ToolsChanged(context.Context, *downstream.Server) bool { return false }
@@ -129,14 +126,14 @@ func TestClientRootsRecordedAndForgotten(t *testing.T) {
 
 // versions are the revisions a client may speak: 2025-11-25 is asked on
 // its connection, 2026-07-28 in an input_required round of its call.
-var versions = []string{"2025-11-25", ModernVersion}
+var versions = []string{"2025-11-25", revision.Modern}
 
 func clientRootsRecordedAndForgotten(t *testing.T, version string) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
 	client.AddRoots(&mcp.Root{URI: "file:///home/u/proj/"}, &mcp.Root{URI: "file://otherhost/share"},
 		&mcp.Root{URI: "https://example.com/repo"}, &mcp.Root{URI: "file:///srv/%64ata//x/.."})
 	cs, sess := session(t, client, version)
-	if sess.modern.Load() != (version == ModernVersion) {
+	if sess.modern.Load() != (version == revision.Modern) {
 		t.Fatalf("the session speaks modern = %v", sess.modern.Load())
 	}
 

@@ -13,10 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// mayNeedInput are the requests a 2026-07-28 server may answer
-// input_required (SEP-2322).
-var mayNeedInput = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
-
 // maxRounds bounds how often aqlguard retries one call for a server that
 // keeps asking; maxBusyRounds how often it retries one that asks nothing
 // (input_required without inputRequests: it is busy, retry later).

@@ -209,15 +209,15 @@ func (s *Session) readResource(ctx context.Context, req *jsonrpc.Request) (json.
 	if err != nil {
 		return nil, err
 	}
-	return s.gated(ctx, srv, "resource", uri, nil, req.Method, req.Params)
+	return s.gated(ctx, srv, uri, nil, req.Method, req.Params)
 }
 
 // gated puts a read to the Gate, which forwards it if it is allowed.
-func (s *Session) gated(ctx context.Context, srv *downstream.Server, kind, name string, args map[string]any, method string, params json.RawMessage) (json.RawMessage, error) {
+func (s *Session) gated(ctx context.Context, srv *downstream.Server, name string, args map[string]any, method string, params json.RawMessage) (json.RawMessage, error) {
 	if s.cfg.Gate == nil {
 		return s.Forward(ctx, srv, method, params)
 	}
-	return s.cfg.Gate.Forward(ctx, s, srv.Name, kind, name, args, func(ctx context.Context) (json.RawMessage, error) {
+	return s.cfg.Gate.Forward(ctx, s, srv.Name, method, name, args, func(ctx context.Context) (json.RawMessage, error) {
 		return s.Forward(ctx, srv, method, params)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -95,13 +96,13 @@ func (s *Session) subscribeOnce(ctx context.Context, req *jsonrpc.Request, uri s
 	sub, release := s.subs.take(uri)
 	defer release()
 	wasServer, wasStreams := sub.server, sub.streams
-	if req.Method == "resources/subscribe" {
+	if req.Method == mcpmethod.ResourcesSubscribe {
 		s.subs.set(sub, srv.Name, 1)
 	} else {
 		s.subs.set(sub, "", 0)
 	}
 	res, err := s.atServer(ctx, srv, req.Method, uri, req.Params)
-	if err != nil && req.Method == "resources/subscribe" {
+	if err != nil && req.Method == mcpmethod.ResourcesSubscribe {
 		s.subs.set(sub, wasServer, wasStreams)
 	}
 	return res, err
@@ -115,7 +116,7 @@ func (s *Session) atServer(ctx context.Context, srv *downstream.Server, method, 
 		return s.Forward(ctx, srv, method, params)
 	}
 	var err error
-	if method == "resources/subscribe" {
+	if method == mcpmethod.ResourcesSubscribe {
 		err = srv.Subscribe(ctx, uri, params)
 	} else {
 		err = srv.Unsubscribe(ctx, uri, params)
@@ -141,7 +142,7 @@ func (s *Session) subscribe(ctx context.Context, uri string) error {
 	}
 	s.subs.set(sub, srv.Name, 1)
 	params, _ := json.Marshal(map[string]string{"uri": uri})
-	if _, err := s.atServer(ctx, srv, "resources/subscribe", uri, params); err != nil {
+	if _, err := s.atServer(ctx, srv, mcpmethod.ResourcesSubscribe, uri, params); err != nil {
 		s.subs.set(sub, "", 0)
 		return err
 	}
@@ -169,7 +170,7 @@ func (s *Session) unsubscribe(uri string) {
 	ctx, cancel := context.WithTimeout(s.life, 10*time.Second)
 	defer cancel()
 	params, _ := json.Marshal(map[string]string{"uri": uri})
-	if _, err := s.atServer(ctx, srv, "resources/unsubscribe", uri, params); err != nil {
+	if _, err := s.atServer(ctx, srv, mcpmethod.ResourcesUnsubscribe, uri, params); err != nil {
 		s.log.Debug("a resource could not be unsubscribed", "server", server, "err", err)
 	}
 }

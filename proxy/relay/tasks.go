@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -27,9 +29,6 @@ import (
 // resultType "task" result that is the task).
 
 const relatedTaskMeta = "io.modelcontextprotocol/related-task"
-
-// taskMethods are the requests that name one task by its taskId.
-var taskMethods = map[string]bool{"tasks/get": true, "tasks/result": true, "tasks/cancel": true, "tasks/update": true}
 
 // visibleTask is the id the client sees for a server's task.
 func visibleTask(server, id string) string { return server + ":" + id }
@@ -67,9 +66,9 @@ const tasksExtension = "io.modelcontextprotocol/tasks"
 // taskRequest serves tasks/get, tasks/result, tasks/cancel and
 // tasks/update: routed by the id, answered with the ids the client knows.
 func (s *Session) taskRequest(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-	if req.Method == "tasks/result" && s.modern.Load() {
+	if req.Method == mcpmethod.TasksResult && s.modern.Load() {
 		// The 2026-07-28 extension folds it into tasks/get.
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tasks/result is not part of the tasks extension of " + ModernVersion + "; tasks/get carries the result"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tasks/result is not part of the tasks extension of " + revision.Modern + "; tasks/get carries the result"}
 	}
 	taskID, err := exactString(req.Params, "taskId") // CheckParams refused other spellings
 	if err != nil || taskID == "" {

@@ -22,14 +22,16 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 )
 
-// Methods whose results are read.
+// Methods whose results are read (the guarded ones of the method
+// table).
 const (
-	ToolsCall     = "tools/call"
-	ResourcesRead = "resources/read"
-	PromptsGet    = "prompts/get"
+	ToolsCall     = mcpmethod.ToolsCall
+	ResourcesRead = mcpmethod.ResourcesRead
+	PromptsGet    = mcpmethod.PromptsGet
 )
 
 // Piece is one text of a result, where it is ("content[0].text",
