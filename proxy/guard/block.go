@@ -68,42 +68,21 @@ func (g *Guard) show(ctx context.Context, req *verify.Request) (factor, unshown 
 		return "verification: no channel to a human is configured; the code could not be shown; the pause or block stays",
 			"no channel to a human is configured"
 	}
-	done := make(chan error, 1)
-	// The dialog stays up until the human closes it, the code expires or
-	// aqlguard stops (not when the call or its session ends: the code
-	// still lifts the block from any session); it must not keep the
-	// caller waiting.
+	// The code's window stays up in the background (proxy/desk): only
+	// a channel that fails at once is heard of here.
 	g.mu.Lock()
 	g.init()
-	bg := g.bg
-	g.showingCodes++ // the guard is not parked while a code is on the screen
-	g.holdCode(*req) // to be shown again (reshow.go)
+	d := g.desk
 	g.mu.Unlock()
-	showCtx, cancel := context.WithDeadline(bg, req.ExpiresAt)
-	go func() {
-		defer func() {
-			g.mu.Lock()
-			g.showingCodes--
-			g.mu.Unlock()
-		}()
-		defer cancel()
-		err := g.Channel.Show(showCtx, *req)
-		g.codeClosed(req.Challenge, err == nil)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			g.log().Error("the verification code could not be shown; the pause or block stays",
-				"channel", g.Channel.Name(), "challenge", req.Challenge, "err", err)
-			unshown = "the " + g.Channel.Name() + " channel failed"
-			if errors.Is(err, verify.ErrNoDisplay) {
-				unshown = "no graphical display"
-			}
-			return "verification: the " + g.Channel.Name() + " channel could not show the code (" + unshown +
-				"); the pause or block stays", unshown
+	if err := d.Show(*req, showWait); err != nil {
+		g.log().Error("the verification code could not be shown; the pause or block stays",
+			"channel", g.Channel.Name(), "challenge", req.Challenge, "err", err)
+		unshown = "the " + g.Channel.Name() + " channel failed"
+		if errors.Is(err, verify.ErrNoDisplay) {
+			unshown = "no graphical display"
 		}
-	case <-time.After(showWait):
+		return "verification: the " + g.Channel.Name() + " channel could not show the code (" + unshown +
+			"); the pause or block stays", unshown
 	}
 	g.log().Info("verification code shown out of band", "channel", g.Channel.Name(), "challenge", req.Challenge,
 		"expires_at", req.ExpiresAt)
@@ -242,7 +221,7 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 				g.seenBlock = ""
 			}
 			g.clearNotifications(id)
-			delete(g.held, id) // used: not to be shown again
+			g.desk.Forget(id) // used: not to be shown again
 		}
 		return c, nil
 	})

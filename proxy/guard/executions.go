@@ -442,7 +442,11 @@ func (g *Guard) recordStep(ctx context.Context, a Action, mode policy.LoopMode) 
 // an audit record. Its questions still waiting for the human are
 // withdrawn (their dialogs close), and its standing approvals end.
 func (g *Guard) EndSession(ctx context.Context, session string) {
-	g.withdrawSession(session)
+	g.mu.Lock()
+	g.init()
+	d := g.desk
+	g.mu.Unlock()
+	d.WithdrawSession(session)
 	g.endApprovals(ctx, session)
 	g.endFlows(session)
 	g.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/flows"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/desk"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -35,8 +36,9 @@ type Guard struct {
 	// SessionClient names the credential a session authenticated with
 	// (the audit record's client); nil: none.
 	SessionClient func(session string) string
-	// Channel reaches the human; nil means no channel, so nothing can be
-	// approved (fail closed).
+	// Channel reaches the human, through the principal's desk
+	// (proxy/desk, made on the first use); nil means no channel, so
+	// nothing can be approved (fail closed).
 	Channel verify.Channel
 	// Downstream forwards the calls the loop allows; nil means there is
 	// nowhere to forward them, so an allowed call fails as unavailable.
@@ -84,17 +86,14 @@ type Guard struct {
 	executions map[string]*Execution
 	order      []*Execution // creation order, for stable broadcasts
 
-	// turn is this process's turn to ask the human (one question at a
-	// time, first come first served: blocked channel senders queue in
-	// order); askings are the questions being asked, by token; bg lives
-	// until Close and bounds every question and the watch.
-	turn    chan struct{}
-	askings map[string]*asking
+	// desk is the principal's desk (proxy/desk): every question put to
+	// the human and every code shown goes through it. bg lives until
+	// Close and bounds the watch and an unwritten block's retries,
+	// running are those goroutines: Close waits for them.
+	desk    *desk.Desk
 	bg      context.Context
 	stop    context.CancelFunc
-	// asks are the questions' goroutines and the watch: Close waits for
-	// them (each question records how it ended).
-	asks sync.WaitGroup
+	running sync.WaitGroup
 
 	// flows are the flows of this principal's sessions, by session
 	// (flows.go), under flowsMu, which may be taken inside mu (a
@@ -102,21 +101,12 @@ type Guard struct {
 	flowsMu sync.Mutex
 	flows   map[string]*sessionFlow
 
-	// shownFor keeps, by token, what the human is shown of the call an
-	// open question asks about (ask.go shownOf); g.mu.
-	shownFor map[string]keptCall
-	// held are the codes this process showed, by challenge, until they
-	// expire, to be shown again (reshow.go); g.mu.
-	held map[string]*heldCode
-
 	// unwritten is a hard block decided while the state could not be
 	// written, held until it is (unwritten.go); g.mu.
 	unwritten *unwrittenBlock
-	// showingCodes counts the codes being shown, about the questions about
-	// tools asked (AskAbout); parked says Park wrote the memory to the
-	// state, and every commit from then on is refused (park.go); g.mu.
-	showingCodes, about int
-	parked              bool
+	// parked says Park wrote the memory to the state, and every commit
+	// from then on is refused (park.go); g.mu.
+	parked bool
 
 	// beforeCommit, when set (by tests), runs once, before the next
 	// commit: another process's write lands before a decision reads.
@@ -307,15 +297,26 @@ func (g *Guard) SetPolicy(p *policy.Policy) error {
 }
 
 func (g *Guard) init() {
+	g.initDesk()
 	if g.executions == nil {
 		g.executions = map[string]*Execution{}
-		g.turn = make(chan struct{}, 1)
-		g.askings = map[string]*asking{}
 		g.bg, g.stop = context.WithCancel(context.Background())
 		if g.State != nil {
-			g.asks.Add(1)
+			g.running.Add(1)
 			go g.watch(g.bg)
 		}
+	}
+}
+
+// initDesk makes the principal's desk, on the Channel set then. g.mu is
+// held.
+func (g *Guard) initDesk() {
+	if g.desk == nil {
+		cfg := desk.Config{Channel: g.Channel, Principal: g.Principal, Now: g.now, Log: g.Log}
+		if g.State != nil {
+			cfg.Turn = g.State.QuestionTurn
+		}
+		g.desk = desk.New(cfg)
 	}
 }
 

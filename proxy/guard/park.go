@@ -207,24 +207,20 @@ func memoryFactors(steps int, failurePause bool) []string {
 }
 
 // busy says what keeps the guard from being parked ("" for nothing),
-// with m the memory as every earlier commit left it.
+// with m the memory as every earlier commit left it: a verify pause in
+// force, what the desk holds (proxy/desk: a question, a code), a block
+// not written yet.
 func (g *Guard) busy(m *memory) string {
+	if m.pause != nil && g.now().Before(m.pause.ExpiresAt) {
+		return "a verify pause is in force until " + m.pause.ExpiresAt.Format("15:04:05")
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case m.pause != nil && g.now().Before(m.pause.ExpiresAt):
-		return "a verify pause is in force until " + m.pause.ExpiresAt.Format("15:04:05")
-	case len(g.askings) > 0:
-		return "a question is on or waiting for the human's screen"
-	case g.showingCodes > 0:
-		return "a verification code is being shown"
-	case g.about > 0:
-		return "a question about a tool's definition is being asked"
-	case g.holdsCode():
-		// Shown again at the next refused call until it expires
-		// (reshow.go): a dropped guard would forget it.
-		return "a verification code it showed has not expired"
-	case g.unwritten != nil:
+	g.init()
+	if why := g.desk.Busy(); why != "" {
+		return why
+	}
+	if g.unwritten != nil {
 		// Held in memory only until the state takes it (unwritten.go):
 		// a dropped guard would drop the block with it.
 		return "a hard block is waiting to be written to the state"

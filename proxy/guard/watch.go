@@ -76,8 +76,10 @@ type Status struct {
 // read (a readiness probe's question).
 func (g *Guard) Status(ctx context.Context) (Status, error) {
 	g.mu.Lock()
-	pending, unwritten := len(g.askings), g.unwritten != nil
+	g.init()
+	d, unwritten := g.desk, g.unwritten != nil
 	g.mu.Unlock()
+	pending := d.Waiting()
 	principal := g.pol().Principal
 	st := Status{Principal: principal, PendingQuestions: pending}
 	err := g.State.Load(ctx, func(v store.View) error {
@@ -96,7 +98,7 @@ func (g *Guard) Status(ctx context.Context) (Status, error) {
 // block is a commit that changes nothing, so it is ordered with every
 // other commit and served from the store's snapshot.
 func (g *Guard) watch(ctx context.Context) {
-	defer g.asks.Done()
+	defer g.running.Done()
 	principal := g.pol().Principal
 	look := func(uint64) {
 		_, err := g.State.Commit(ctx, func(v store.View) (store.Changes, error) {
