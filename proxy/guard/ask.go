@@ -11,6 +11,7 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/desk"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -149,33 +150,19 @@ func (g *Guard) recordAnswer(c *Confirmation, answer verify.Answer, why string) 
 		answered.Status, answered.DoneAt = statusDenied, now
 		rec.Decision = "denied"
 	}
-	// The store is the truth: if the question was settled meanwhile (the
-	// other process's human answered it, or a call there used the
-	// approval), this answer is not written over it — an approval written
-	// again over its use would let it run a second call.
+	// The store is the truth: if the question was settled meanwhile,
+	// this answer is not written over it (ruling.Answer).
 	var settled *store.Confirmation
 	// Recorded even when aqlguard is shutting down (the desk closing): a
 	// question withdrawn unanswered is an answer too.
 	rctx, cancel := context.WithTimeout(context.Background(), recordWithin)
 	defer cancel()
-	err := g.commit(rctx, func(st store.View, _ *memory) (store.Changes, error) {
-		var ch store.Changes
-		settled = nil
+	err := g.commit(rctx, func(st store.View, _ *memory) (ch store.Changes, err error) {
 		cur, err := st.Confirmation(c.Token)
 		if err != nil {
 			return ch, err
 		}
-		if cur != nil && cur.Status != statusPending {
-			settled = cur
-			return ch, nil
-		}
-		if answered.Status != statusPending {
-			ch.Confirmations = []store.Confirmation{answered}
-		}
-		if grant != nil {
-			ch.Approvals = []store.Approval{*grant}
-		}
-		ch.Records = []store.Record{rec}
+		ch, settled = ruling.Answer(cur, answered, grant, rec)
 		return ch, nil
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -18,17 +19,17 @@ import (
 // Confirmation kinds: one action, or a human check-in that lifts a pause
 // of the principal (step limit, reported failure).
 const (
-	kindAction  = "action"
-	kindSteps   = "step_limit"
-	kindFailure = "previous_outcome"
+	kindAction  = ruling.BindAction
+	kindSteps   = ruling.BindSteps
+	kindFailure = ruling.BindFailure
 )
 
 // Confirmation statuses.
 const (
-	statusPending  = "pending"
-	statusApproved = "approved"
-	statusDenied   = "denied"
-	statusUsed     = "used"
+	statusPending  = ruling.StatusPending
+	statusApproved = ruling.StatusApproved
+	statusDenied   = ruling.StatusDenied
+	statusUsed     = ruling.StatusUsed
 )
 
 // Confirmation is a request for a human's approval, bound to exactly one
@@ -72,24 +73,6 @@ func Digest(args map[string]any) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// binding is what a confirmation approves.
-type binding struct {
-	kind, server, operation, digest string
-}
-
-func matches(c *Confirmation, b binding, principal, version string) bool {
-	return c.Kind == b.kind && c.Principal == principal && c.Server == b.server &&
-		c.Operation == b.operation && c.Digest == b.digest && c.PolicyVersion == version
-}
-
-// joinable reports whether c is a question still open for binding b that
-// a call of session waits on instead of raising its own: a check-in is
-// the principal's, a call's question its session's.
-func joinable(c *Confirmation, b binding, principal, version, session string, now time.Time) bool {
-	return c.Status == statusPending && now.Before(c.ExpiresAt) && matches(c, b, principal, version) &&
-		(c.Kind != kindAction || c.Session == session)
 }
 
 // tokenFor validates a token passed explicitly with an action, in the
@@ -247,13 +230,12 @@ func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *Refusal {
 		if err != nil {
 			return store.Changes{}, err
 		}
-		if why = unusable(cur, g.now()); why != "" {
+		var used *store.Confirmation
+		if used, why = ruling.CheckIn(cur, g.now(), checkID()); used == nil {
 			return store.Changes{}, nil
 		}
-		used := *cur
-		used.Status, used.DoneAt, used.UsedBy = statusUsed, g.now(), checkID()
-		checkin(m, c.Kind)
-		return store.Changes{Confirmations: []store.Confirmation{used}}, nil
+		m.steps, m.failurePause = ruling.CheckedIn(c.Kind, m.steps, m.failurePause)
+		return store.Changes{Confirmations: []store.Confirmation{*used}}, nil
 	})
 	if err != nil {
 		g.log().Error("recording a check-in", "token", c.Token, "err", err)
@@ -264,23 +246,6 @@ func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *Refusal {
 			map[string]any{"token": c.Token, "operation": c.Operation})
 	}
 	return nil
-}
-
-// unusable says why an approval as the state holds it (cur) cannot be
-// used now: gone, used or revoked, expired; "" when it can. {token}
-// stands for its token.
-func unusable(cur *store.Confirmation, now time.Time) string {
-	switch {
-	case cur == nil:
-		return "the approval {token} is no longer in the state database"
-	case cur.Status == statusUsed:
-		return "the approval {token} was used meanwhile (by another aqlguard process)"
-	case cur.Status != statusApproved:
-		return "the approval {token} is " + cur.Status + " in the state database"
-	case !now.Before(cur.ExpiresAt):
-		return "the approval {token} expired before it could be used"
-	}
-	return ""
 }
 
 func (g *Guard) confirmed(c *Confirmation) *ConfirmResult {

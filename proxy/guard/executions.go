@@ -9,6 +9,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -136,17 +137,15 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (stor
 	var blocked *store.Block
 	err = g.commit(ctx, func(v store.View, _ *memory) (store.Changes, error) {
 		b, err := v.Block(principal)
-		if blocked = b; err != nil || b != nil {
+		if blocked = b; err != nil {
+			return store.Changes{}, err
+		}
+		if !ruling.Start(b) {
 			// A blocked principal starts nothing: the refusal is recorded.
-			var c store.Changes
-			if b != nil {
-				rec := g.record(store.KindDecision, session)
-				rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = "execute_agent", "block", "danger_zone", b.VerificationID
-				rec.Result, rec.Factors = RefusalBlocked.String(), []string{"hard block: " + b.Reason}
-				c.Records = []store.Record{rec}
-				c.Then = func(uint64) { g.observe(b, "") }
-			}
-			return c, err
+			rec := g.record(store.KindDecision, session)
+			rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = "execute_agent", "block", "danger_zone", b.VerificationID
+			rec.Result, rec.Factors = RefusalBlocked.String(), []string{"hard block: " + b.Reason}
+			return store.Changes{Records: []store.Record{rec}, Then: func(uint64) { g.observe(b, "") }}, nil
 		}
 		return store.Changes{Executions: []store.Execution{e.Execution}, Records: []store.Record{g.executionRecord(e, "execute_agent", "started")},
 			Then: func(uint64) {
@@ -194,14 +193,13 @@ func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op str
 		if err != nil {
 			return store.Changes{}, err
 		}
-		if cur == nil || cur.Status != StatusRunning && cur.Status != StatusPending {
+		w := ruling.Finish(cur, written)
+		if w == nil {
 			return store.Changes{Then: func(uint64) { e.refresh(cur) }}, nil
 		}
 		changed = true
-		w := written
-		w.Steps = cur.Steps // counted by whichever process reported them
-		return store.Changes{Executions: []store.Execution{w}, Records: []store.Record{rec},
-			Then: func(uint64) { e.refresh(&w) }}, nil
+		return store.Changes{Executions: []store.Execution{*w}, Records: []store.Record{rec},
+			Then: func(uint64) { e.refresh(w) }}, nil
 	})
 	g.mu.Lock()
 	e.finishing = false
@@ -417,13 +415,11 @@ func (g *Guard) recordStep(ctx context.Context, a Action, mode policy.LoopMode) 
 		}
 		var c store.Changes
 		out := recorded
-		if rec == nil || rec.Status != StatusRunning {
+		if next := ruling.Counted(rec); next == nil {
 			out = finishedVerdict(e, rec)
 		} else {
-			next := *rec
-			next.Steps++
-			rec = &next
-			c.Executions = []store.Execution{next}
+			rec = next
+			c.Executions = []store.Execution{*next}
 		}
 		r := g.decisionRecord(a, out, began)
 		c.Records = []store.Record{r}
@@ -479,25 +475,18 @@ func (g *Guard) endApprovals(ctx context.Context, session string) {
 	}
 	var ended []store.Approval
 	err := g.commit(ctx, func(st store.View, _ *memory) (store.Changes, error) {
-		var c store.Changes
-		ended = nil
 		all, err := st.Approvals()
 		if err != nil {
-			return c, err
+			return store.Changes{}, err
 		}
-		now := g.now()
-		for _, a := range all {
-			if a.Session != session || a.Principal != g.pol().Principal || !a.Active(now) {
-				continue
-			}
-			a.EndedAt = now
-			ended = append(ended, a)
+		ended = ruling.EndApprovals(all, g.pol().Principal, session, g.now())
+		c := store.Changes{Approvals: ended}
+		for _, a := range ended {
 			rec := g.record(store.KindApproval, session)
 			rec.Server, rec.Operation, rec.Approval, rec.Decision, rec.Result = a.Server, a.Operation, a.ID, "session_ended", "ended"
 			rec.Factors = []string{"approval of " + a.Server + "." + a.Tool + " ended with its MCP session"}
 			c.Records = append(c.Records, rec)
 		}
-		c.Approvals = ended
 		return c, nil
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -65,7 +66,7 @@ func TestParkedBudgetContinues(t *testing.T) {
 		}
 	}
 	park(t, g)
-	if e := parkedRow(t, g); e == nil || e.Status != statusParked || e.Steps != 2 {
+	if e := parkedRow(t, g); e == nil || e.Status != ruling.StatusParked || e.Steps != 2 {
 		t.Fatalf("parked row %+v", e)
 	}
 	if err := g.Park(ctx); err == nil {
@@ -84,7 +85,7 @@ func TestParkedBudgetContinues(t *testing.T) {
 	if v := n.Check(ctx, get); v.Proceed || v.Directive.Stage != evaluator.StageStepLimit {
 		t.Fatalf("step 4 after the drop: %+v", v.Directive)
 	}
-	if e := parkedRow(t, g); e == nil || e.Status != statusResumed || e.FinishedAt.IsZero() {
+	if e := parkedRow(t, g); e == nil || e.Status != ruling.StatusResumed || e.FinishedAt.IsZero() {
 		t.Errorf("the parked row after it was taken over: %+v", e)
 	}
 	// Taken over once: a second guard starts afresh from the state (as
@@ -117,7 +118,7 @@ func TestParkedFailurePauseHolds(t *testing.T) {
 	}
 	g.EndSession(ctx, "s") // the session ends: its question is withdrawn
 	park(t, g)
-	if e := parkedRow(t, g); e == nil || e.Status != statusParkedFailurePause {
+	if e := parkedRow(t, g); e == nil || e.Status != ruling.StatusParkedFailurePause {
 		t.Fatalf("parked row %+v", e)
 	}
 	n := nextGuard(t, g, h)

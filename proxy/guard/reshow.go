@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -84,11 +85,12 @@ func (g *Guard) ShowCodeAgain(ctx context.Context, by string, announce func(*sto
 		rec.Factors = []string{"a new code for the block replaces verification " + b.VerificationID + ", at the request of " + by}
 		ch := store.Changes{Blocks: []store.Block{*nb}, Challenges: []store.Challenge{code.challenge}, Records: []store.Record{rec}}
 		// The replaced code is revoked: it answers as used, and lifts nothing.
-		if old, err := v.Challenge(b.VerificationID); err != nil {
+		old, err := v.Challenge(b.VerificationID)
+		if err != nil {
 			return store.Changes{}, err
-		} else if old != nil {
-			old.Revoked = true
-			ch.Challenges = append(ch.Challenges, *old)
+		}
+		if revoked := ruling.Revoked(old); revoked != nil {
+			ch.Challenges = append(ch.Challenges, *revoked)
 		}
 		return ch, nil
 	})

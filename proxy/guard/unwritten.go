@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -110,7 +111,7 @@ func (g *Guard) writeUnwritten(ctx context.Context, u *unwrittenBlock) error {
 		if err != nil {
 			return store.Changes{}, err
 		}
-		wrote = cur == nil
+		wrote = ruling.Unwritten(cur)
 		c := store.Changes{Records: []store.Record{u.record}}
 		if wrote {
 			c.Blocks = []store.Block{u.block}
