@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -96,7 +97,7 @@ func (g *Guard) hardBlock(a Action, d evaluator.Directive) (Verdict, *store.Bloc
 	c, err := g.newChallenge(a, d)
 	if err != nil {
 		g.log().Error("creating a challenge", "err", err)
-		return Verdict{Directive: d, Refusal: failed("a verification challenge could not be created; the action is refused", nil)}, nil, nil
+		return Verdict{Directive: d, Refusal: refusal.Fail("a verification challenge could not be created; the action is refused", nil)}, nil, nil
 	}
 	b := &store.Block{Principal: g.pol().Principal, Reason: d.Reason, Operation: a.Operation, Call: a.preview,
 		VerificationID: c.challenge.ID, BlockedAt: g.now(), Session: a.Session, ChallengeExpiresAt: c.challenge.ExpiresAt}
@@ -108,7 +109,7 @@ func (g *Guard) verifyPauseFor(a Action, d evaluator.Directive) (Verdict, *pause
 	c, err := g.newChallenge(a, d)
 	if err != nil {
 		g.log().Error("creating a challenge", "err", err)
-		return Verdict{Directive: d, Refusal: failed("a verification challenge could not be created; the action is refused", nil)}, nil, nil
+		return Verdict{Directive: d, Refusal: refusal.Fail("a verification challenge could not be created; the action is refused", nil)}, nil, nil
 	}
 	ch := c.challenge
 	reason := d.Reason
@@ -151,7 +152,7 @@ func (g *Guard) blockedRefusal(op string, b *store.Block) *Refusal {
 	r := Stop(RefusalBlocked, "", map[string]any{"operation": op, "agent": g.pol().Principal, "reason": b.Reason,
 		"verification_id": b.VerificationID}, b.BlockedAt, time.Time{})
 	if b.CodeNotShown {
-		return r.unheard("it was not shown when the agent was stopped")
+		return r.Unheard("it was not shown when the agent was stopped")
 	}
 	return r
 }
@@ -251,24 +252,24 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 func (g *Guard) verified(r ruling.Verification, id string, now time.Time) (*VerifyResult, *Refusal) {
 	switch r.Outcome {
 	case ruling.RateLimited:
-		return nil, refuse(RefusalRateLimited, "Too many failed verification attempts; retry after {retry_after_seconds} seconds",
+		return nil, refusal.New(RefusalRateLimited, "Too many failed verification attempts; retry after {retry_after_seconds} seconds",
 			map[string]any{"retry_after_seconds": verify.RetryAfterSeconds(r.RetryAfter), "violations": r.Failures.Violations})
 	case ruling.Unreadable:
 		g.log().Error("the challenge could not be read or restored", "challenge", id)
-		return nil, failed("the challenge could not be read", nil)
+		return nil, refusal.Fail("the challenge could not be read", nil)
 	case ruling.Unliftable:
 		g.log().Error("lifting a block: the block could not be read", "challenge", id)
-		return nil, failed("the block could not be lifted", nil)
+		return nil, refusal.Fail("the block could not be lifted", nil)
 	case ruling.NotFound:
-		return nil, refuse(RefusalNotFound, "Resource 'challenge' not found: '{resource_id}'",
+		return nil, refusal.New(RefusalNotFound, "Resource 'challenge' not found: '{resource_id}'",
 			map[string]any{"resource_type": "challenge", "resource_id": id})
 	case ruling.AlreadyUsed:
-		return nil, refuse(RefusalTokenUsed, "Verification challenge has already been used", map[string]any{"challenge_id": id})
+		return nil, refusal.New(RefusalTokenUsed, "Verification challenge has already been used", map[string]any{"challenge_id": id})
 	case ruling.Expired:
-		return nil, refuse(RefusalTokenExpired, "Verification challenge has expired", map[string]any{"challenge_id": id,
+		return nil, refusal.New(RefusalTokenExpired, "Verification challenge has expired", map[string]any{"challenge_id": id,
 			"expired_at": r.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)})
 	case ruling.WrongCode:
-		return nil, refuse(RefusalVerifyFailed, "Verification failed: the code does not match", map[string]any{"challenge_id": id})
+		return nil, refusal.New(RefusalVerifyFailed, "Verification failed: the code does not match", map[string]any{"challenge_id": id})
 	}
 	return &VerifyResult{Verified: true, Challenge: id, Unblocked: r.Unblock}, nil
 }
@@ -276,7 +277,7 @@ func (g *Guard) verified(r ruling.Verification, id string, now time.Time) (*Veri
 // stateUnavailable is the fail-closed refusal when the state database (or
 // its audit log) cannot be read or written.
 func stateUnavailable(err error, what string) *Refusal {
-	return failed(stateProblem(err)+"; "+what, map[string]any{"reason": "state database unavailable", "fail_closed": true})
+	return refusal.Fail(stateProblem(err)+"; "+what, map[string]any{"reason": "state database unavailable", "fail_closed": true})
 }
 
 // stateProblem is what the model may be told of a store failure: a fixed

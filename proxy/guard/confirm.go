@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -99,7 +100,7 @@ func (g *Guard) tokenFor(v store.View, a Action, pol *policy.Policy) (*Confirmat
 // lookupToken finds a token of principal in the state, where every
 // process records what becomes of it.
 func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmation, *Refusal) {
-	invalid := refuse(RefusalTokenInvalid, "Invalid confirmation token", map[string]any{"token": token})
+	invalid := refusal.New(RefusalTokenInvalid, "Invalid confirmation token", map[string]any{"token": token})
 	if !tokenFormat.MatchString(token) {
 		return nil, invalid
 	}
@@ -136,7 +137,7 @@ func (g *Guard) loadToken(ctx context.Context, token string) (*Confirmation, *Re
 func (g *Guard) usable(c *Confirmation) *Refusal {
 	now := g.now()
 	if !now.Before(c.ExpiresAt) {
-		return refuse(RefusalTokenExpired, "Confirmation token has expired", map[string]any{"token": c.Token,
+		return refusal.New(RefusalTokenExpired, "Confirmation token has expired", map[string]any{"token": c.Token,
 			"expired_at": c.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)})
 	}
 	switch c.Status {
@@ -145,13 +146,13 @@ func (g *Guard) usable(c *Confirmation) *Refusal {
 		if c.Status == statusDenied {
 			d["denied"] = true
 		}
-		return refuse(RefusalTokenUsed, "Confirmation token has already been used", d)
+		return refusal.New(RefusalTokenUsed, "Confirmation token has already been used", d)
 	}
 	return nil
 }
 
 func scopeMismatch(c *Confirmation, requested, why string) *Refusal {
-	return refuse(RefusalTokenScope, "Confirmation token scope mismatch: "+why,
+	return refusal.New(RefusalTokenScope, "Confirmation token scope mismatch: "+why,
 		map[string]any{"token": c.Token, "token_operation": c.Operation, "requested_operation": requested})
 }
 
@@ -242,7 +243,7 @@ func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *Refusal {
 		return stateUnavailable(err, "the check-in was not recorded; nothing is approved")
 	}
 	if why != "" {
-		return refuse(RefusalTokenUsed, "Confirmation token has already been used: "+why,
+		return refusal.New(RefusalTokenUsed, "Confirmation token has already been used: "+why,
 			map[string]any{"token": c.Token, "operation": c.Operation})
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 )
@@ -127,7 +128,7 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (stor
 	id, err := newExecutionID()
 	if err != nil {
 		g.log().Error("creating an execution id", "err", err)
-		return store.Execution{}, failed("the execution could not be created", nil)
+		return store.Execution{}, refusal.Fail("the execution could not be created", nil)
 	}
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
 	// It exists, in memory too, once it is written.
@@ -254,7 +255,7 @@ func (g *Guard) find(ctx context.Context, session, id, element string) (*Executi
 			return e, nil
 		}
 	}
-	return nil, refuse(RefusalNotFound, "Resource 'execution' not found: no running execution of '{resource_id}' in this session; call execute_agent first",
+	return nil, refusal.New(RefusalNotFound, "Resource 'execution' not found: no running execution of '{resource_id}' in this session; call execute_agent first",
 		map[string]any{"resource_type": "execution", "resource_id": element})
 }
 
@@ -275,13 +276,13 @@ func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution,
 }
 
 func notFoundExecution(id string) *Refusal {
-	return refuse(RefusalNotFound, "Resource 'execution' not found: '{resource_id}'", map[string]any{"resource_type": "execution", "resource_id": id})
+	return refusal.New(RefusalNotFound, "Resource 'execution' not found: '{resource_id}'", map[string]any{"resource_type": "execution", "resource_id": id})
 }
 
 // terminalRefusal refuses what op says to do to an execution in a
 // terminal status.
 func terminalRefusal(id, status, op string) *Refusal {
-	return refuse(RefusalConflict, "Execution '{execution_id}' is {status}; a terminal execution cannot "+op,
+	return refusal.New(RefusalConflict, "Execution '{execution_id}' is {status}; a terminal execution cannot "+op,
 		map[string]any{"execution_id": id, "status": status})
 }
 
@@ -300,7 +301,7 @@ func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason
 		return store.Execution{}, terminal(e, "change state")
 	}
 	if e.finishing {
-		return store.Execution{}, refuse(RefusalConflict, "Execution '{execution_id}' is being finished already",
+		return store.Execution{}, refusal.New(RefusalConflict, "Execution '{execution_id}' is being finished already",
 			map[string]any{"execution_id": e.ID, "status": e.Status})
 	}
 	op := "complete_execution"
@@ -374,7 +375,7 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *Refusal)
 	// execution-safety-loop.md): the step was evaluated, and the answer
 	// is "do not go on". Only a request that could not be evaluated (a
 	// bad token, the state database down) is an error.
-	if v.Refusal != nil && !v.Refusal.stopped() {
+	if v.Refusal != nil && !v.Refusal.Stopped() {
 		return nil, v.Refusal
 	}
 	if out.Factors == nil {
@@ -444,7 +445,7 @@ func (g *Guard) EndSession(ctx context.Context, session string) {
 	g.mu.Unlock()
 	d.WithdrawSession(session)
 	g.endApprovals(ctx, session)
-	g.endFlows(session)
+	g.sessions().End(session)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()

@@ -14,6 +14,7 @@ import (
 	"github.com/aqlguard/aqlguard/flows"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/desk"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -96,11 +97,9 @@ type Guard struct {
 	stop    context.CancelFunc
 	running sync.WaitGroup
 
-	// flows are the flows of this principal's sessions, by session
-	// (flows.go), under flowsMu, which may be taken inside mu (a
-	// commit's hook clears a session) but never the other way round.
-	flowsMu sync.Mutex
-	flows   map[string]*sessionFlow
+	// flows are the flows of this principal's sessions (flows.go).
+	flowsOnce sync.Once
+	flows     *flows.Sessions
 
 	// unwritten is a hard block decided while the state could not be
 	// written, held until it is (unwritten.go); g.mu.
@@ -552,7 +551,7 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 			if q == nil {
 				if q, err = g.newConfirmation(a, pol, r.Binding, r.Directive); err != nil {
 					g.log().Error("creating a confirmation", "err", err)
-					out.verdict = Verdict{Refusal: failed("a confirmation could not be created", nil), Directive: r.Directive}
+					out.verdict = Verdict{Refusal: refusal.Fail("a confirmation could not be created", nil), Directive: r.Directive}
 					return c.finish(m, out, ch, then, f, true)
 				}
 				// The question is written before anyone is asked it: an
@@ -743,7 +742,7 @@ func (g *Guard) shown(ctx context.Context, a Action, out round) Verdict {
 	result := "code_shown"
 	if unshown != "" {
 		result = "code_not_shown"
-		v.Refusal = v.Refusal.unheard(unshown)
+		v.Refusal = v.Refusal.Unheard(unshown)
 		g.noteCodeNotShown(ctx, out.block, out.pause)
 		n := g.notification("error", "A verification code could not be shown: "+factor, map[string]any{"verificationId": req.Challenge}, "")
 		g.mu.Lock()
@@ -846,7 +845,7 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 		Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
 	r := verificationRefusal(a.Operation, d.Reason, p.ID, p.ExpiresAt)
 	if p.notShown.Load() {
-		r = r.unheard("it was not shown when the agent was paused")
+		r = r.Unheard("it was not shown when the agent was paused")
 	}
 	return Verdict{Directive: d, VerificationID: p.ID, Refusal: r}
 }
