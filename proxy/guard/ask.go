@@ -1,16 +1,13 @@
 package guard
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"time"
 
-	"github.com/aqlguard/aqlguard/evaluator"
-	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/desk"
+	"github.com/aqlguard/aqlguard/proxy/redact"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -35,7 +32,7 @@ func approves(a verify.Answer) bool {
 // shown is what the human is shown of the call at hand (nil: none is at
 // hand, as for confirm_operation): it is used when c asks about that call.
 // g.mu must not be held.
-func (g *Guard) await(ctx context.Context, c *Confirmation, wait time.Duration, shown *shownCall) (verify.Answer, string) {
+func (g *Guard) await(ctx context.Context, c *Confirmation, wait time.Duration, shown *redact.Shown) (verify.Answer, string) {
 	switch {
 	case c.Status == statusApproved:
 		return verify.Allow, ""
@@ -48,13 +45,13 @@ func (g *Guard) await(ctx context.Context, c *Confirmation, wait time.Duration, 
 	g.init()
 	d := g.desk
 	g.mu.Unlock()
-	q := desk.Question{Key: c.Token, Session: c.Session, Until: c.ExpiresAt, Shows: shown.of(c),
+	q := desk.Question{Key: c.Token, Session: c.Session, Until: c.ExpiresAt, Shows: shown.Of(c),
 		Settled:  func(ctx context.Context) (verify.Answer, string, bool) { return g.settled(ctx, c.Token) },
 		Answered: func(answer verify.Answer, why string) (verify.Answer, string) { return g.recordAnswer(c, answer, why) }}
 	if q.Shows {
-		q.Request = g.question(c, shown)
+		q.Request = redact.Question(g.pol(), c, shown)
 	} else {
-		q.Request = g.question(c, nil)
+		q.Request = redact.Question(g.pol(), c, nil)
 	}
 	return d.Ask(ctx, q, wait)
 }
@@ -76,44 +73,6 @@ func (g *Guard) settled(ctx context.Context, token string) (verify.Answer, strin
 		return verify.None, "confirmation: already answered and used", true
 	}
 	return verify.None, "", false
-}
-
-// maxQuestionCommands bounds the commands a question lists before the
-// arguments.
-const maxQuestionCommands = 20
-
-// question is the request the human sees for c, showing the call as
-// shown says (nil: as the state keeps it).
-func (g *Guard) question(c *Confirmation, shown *shownCall) verify.Request {
-	var args map[string]any
-	if len(c.Arguments) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(c.Arguments))
-		dec.UseNumber()
-		_ = dec.Decode(&args) // damaged: the question shows the preview alone
-	}
-	r := verify.Request{
-		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: g.pol().Title(c.Server), Tool: c.Tool,
-		Operation: c.Operation, Action: c.Action, Arguments: args, Reason: c.Reason, Token: c.Token,
-		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession, Forget: c.Forget,
-		Category: c.Category, Does: c.Does, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
-	}
-	var roles map[string]policy.Role
-	if shown != nil {
-		args, roles = shown.args, shown.stepRoles
-		r.Arguments, r.Roles, r.Action = shown.args, shown.roles, shown.preview
-		r.Effects, r.Places, r.Roots = shown.effects, shown.places, shown.roots
-		if c.Kind != kindAction {
-			r.Action = c.Operation + " (next action: " + shown.preview + ")"
-		}
-	}
-	if c.Kind == kindAction {
-		r.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: c.Operation, Server: c.Server, Tool: c.Tool,
-			Arguments: args, Roles: roles}, maxQuestionCommands)
-	}
-	if c.Kind == kindSteps {
-		r.Steps = g.pol().MaxSteps
-	}
-	return r
 }
 
 // recordAnswer writes the human's answer, and the standing approval an

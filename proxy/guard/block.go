@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/proxy/redact"
 	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
@@ -50,12 +51,7 @@ func (g *Guard) newChallenge(a Action, d evaluator.Directive) (*challengeCode, e
 		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: secret, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt,
 		Arguments: a.redacted, Category: string(a.Category), Does: a.EffectWhy, Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		VerifyTool: g.VerifyTool}
-	if shown := g.showing(a); shown != nil {
-		req.Arguments, req.Action, req.Roles = shown.args, shown.preview, shown.roles
-		req.Effects, req.Places, req.Roots = shown.effects, shown.places, shown.roots
-		req.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: a.Operation, Server: a.Server, Tool: a.Tool,
-			Arguments: shown.args, Roles: a.Roles}, maxQuestionCommands)
-	}
+	redact.ShowCode(g.pol(), &req, a.redactCall(), g.showing(a))
 	return &challengeCode{challenge: rec, req: req}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/aqlguard/aqlguard/flows"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/desk"
+	"github.com/aqlguard/aqlguard/proxy/redact"
 	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
@@ -188,29 +189,56 @@ type Action struct {
 	written  writtenArgs
 }
 
-// writtenArgs are the arguments as a record keeps them (argsForRecord).
+// writtenArgs are the arguments as a record keeps them (redact.ForRecord).
 type writtenArgs struct {
 	args  json.RawMessage
 	text  string
 	bytes int
 }
 
-// prepare computes what of the action may be written down or shown.
+// prepare computes what of the action may be written down or shown
+// (proxy/redact).
 func (g *Guard) prepare(a Action) Action {
 	if a.preview != "" {
 		return a
 	}
+	rc := a.redactCall()
 	var redacted map[string]any
 	if a.reported() {
 		redacted = map[string]any{"next_action_hint": a.Hint}
 	} else {
-		a.redacted = g.redactorFor(a).redact(a.Arguments)
+		a.redacted = redact.Arguments(g.auditKey(), g.pol(), rc)
 		redacted = a.redacted
 	}
-	a.preview = actionPreview(a, a.redacted)
+	a.preview = redact.Preview(rc, a.redacted)
 	a.digest = a.argsDigest()
-	a.written.args, a.written.text, a.written.bytes = argsForRecord(redacted, g.MaxArgumentBytes)
+	a.written.args, a.written.text, a.written.bytes = redact.ForRecord(redacted, g.MaxArgumentBytes)
 	return a
+}
+
+// redactCall is what proxy/redact reads of a.
+func (a Action) redactCall() redact.Call {
+	return redact.Call{Operation: a.Operation, Server: a.Server, Tool: a.Tool, Arguments: a.Arguments, Secrets: a.Secrets,
+		Hint: a.Hint, Reported: a.reported(), Roles: a.Roles, Modeled: a.Modeled, Effects: a.Effects,
+		EffectSource: a.EffectSource, Places: a.Places, Roots: a.Roots, RootsKnown: a.RootsKnown}
+}
+
+// showing is what a human is shown of a's call; nil for a reported step
+// and an action without a server.
+func (g *Guard) showing(a Action) *redact.Shown {
+	if a.reported() || a.Server == "" {
+		return nil
+	}
+	a = g.prepare(a)
+	return redact.Show(g.auditKey(), g.pol(), a.redactCall(), a.redacted, a.preview, a.digest)
+}
+
+// auditKey is the state's key for the digests secrets are replaced by.
+func (g *Guard) auditKey() []byte {
+	if g.State == nil {
+		return nil
+	}
+	return g.State.AuditKey()
 }
 
 // argsDigest is the digest that binds the action's arguments (a
@@ -424,7 +452,7 @@ type check struct {
 	// reported says the step's reported failure is in force (committed).
 	reported bool
 	// shown is what a human is shown of the call, once one is asked.
-	shown *shownCall
+	shown *redact.Shown
 	// judged memoises the evaluator by what of the memory it reads
 	// (a commit run again, a check-in, the next commit after a question).
 	judged []judgedStep
@@ -874,7 +902,7 @@ func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b ruling.Binding, 
 	now := g.now()
 	var args json.RawMessage
 	if len(a.redacted) > 0 {
-		args, _ = canonicalJSON(a.redacted) // decoded JSON re-encodes
+		args, _ = redact.Canonical(a.redacted) // decoded JSON re-encodes
 	}
 	c := &Confirmation{
 		Token: token, Kind: b.Kind, Principal: pol.Principal, Server: b.Server, Tool: a.Tool, Operation: b.Operation, Client: a.Client,
