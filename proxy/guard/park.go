@@ -187,7 +187,7 @@ func (g *Guard) busy(m *memory) string {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.init()
+	g.initDesk()
 	if why := g.desk.Busy(); why != "" {
 		return why
 	}

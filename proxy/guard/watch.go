@@ -46,7 +46,7 @@ type Status struct {
 // read (a readiness probe's question).
 func (g *Guard) Status(ctx context.Context) (Status, error) {
 	g.mu.Lock()
-	g.init()
+	g.initDesk()
 	d, unwritten := g.desk, g.unwritten != nil
 	g.mu.Unlock()
 	pending := d.Waiting()
