@@ -226,6 +226,7 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 				g.seenBlock = ""
 			}
 			g.clearNotifications(id)
+			g.initDesk()      // verify_challenge may be a new guard's first operation
 			g.desk.Forget(id) // used: not to be shown again
 		}
 		return c, nil

@@ -270,3 +270,26 @@ func TestParkedAnswerIsFound(t *testing.T) {
 		t.Errorf("the human was asked %d times", asked)
 	}
 }
+
+// TestCodeIsAFreshGuardsFirstOperation: the code lifts the block when
+// verify_challenge is the first thing a new guard of the principal does
+// (a restart, a guard dropped and made again): nothing it keeps in
+// memory (its desk) is missing then.
+func TestCodeIsAFreshGuardsFirstOperation(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	g := newGuard(t, testPolicy, h)
+	v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
+	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+		t.Fatalf("block: %+v", v)
+	}
+	park(t, g)
+	n := &Guard{Policy: g.Policy, Channel: h, ChallengeTTL: g.ChallengeTTL}
+	onStoreOf(t, n, g, store.Options{})
+	h.mu.Lock()
+	code := h.shown[0].Code
+	h.mu.Unlock()
+	if res, err := n.VerifyChallenge(ctx, "s2", v.VerificationID, code); err != nil || !res.Unblocked {
+		t.Fatalf("the code: %v", err)
+	}
+}
