@@ -272,7 +272,7 @@ func newShared(cfg *policy.Config, pol *policy.Policy, st store.State, remote *r
 		Mode:   proxy.Mode(cfg.Mode),
 		Config: cfg,
 		Guard:  gd,
-		Pins: &pins.Pinner{State: st, Human: gd, Log: log, Process: processName(),
+		Pins: &pins.Pinner{State: st, Human: gd.Desk(), Log: log, Process: processName(),
 			AskFor: cfg.Verify.ConfirmationTTL.Duration},
 		Limits:  cfg.Limits,
 		Log:     log,

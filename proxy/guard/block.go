@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/proxy/redact"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -21,8 +24,7 @@ const showWait = 750 * time.Millisecond
 // pause is a verify-tier pause of this process's principal. It lives in
 // memory only (spec 8.8.3: verify pauses do not persist).
 type pause struct {
-	ID        string
-	ExpiresAt time.Time
+	ruling.Pause
 	// notShown: the channel could not show its code.
 	notShown atomic.Bool
 }
@@ -49,12 +51,7 @@ func (g *Guard) newChallenge(a Action, d evaluator.Directive) (*challengeCode, e
 		Action: a.preview, Reason: d.Reason, Challenge: ch.ID, Code: secret, Tier: string(d.Tier), ExpiresAt: ch.ExpiresAt,
 		Arguments: a.redacted, Category: string(a.Category), Does: a.EffectWhy, Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		VerifyTool: g.VerifyTool}
-	if shown := g.showing(a); shown != nil {
-		req.Arguments, req.Action, req.Roles = shown.args, shown.preview, shown.roles
-		req.Effects, req.Places, req.Roots = shown.effects, shown.places, shown.roots
-		req.Commands = evaluator.Commands(g.pol(), evaluator.Step{Operation: a.Operation, Server: a.Server, Tool: a.Tool,
-			Arguments: shown.args, Roles: a.Roles}, maxQuestionCommands)
-	}
+	redact.ShowCode(g.pol(), &req, a.redactCall(), g.showing(a))
 	return &challengeCode{challenge: rec, req: req}, nil
 }
 
@@ -68,42 +65,21 @@ func (g *Guard) show(ctx context.Context, req *verify.Request) (factor, unshown 
 		return "verification: no channel to a human is configured; the code could not be shown; the pause or block stays",
 			"no channel to a human is configured"
 	}
-	done := make(chan error, 1)
-	// The dialog stays up until the human closes it, the code expires or
-	// aqlguard stops (not when the call or its session ends: the code
-	// still lifts the block from any session); it must not keep the
-	// caller waiting.
+	// The code's window stays up in the background (proxy/desk): only
+	// a channel that fails at once is heard of here.
 	g.mu.Lock()
 	g.init()
-	bg := g.bg
-	g.showingCodes++ // the guard is not parked while a code is on the screen
-	g.holdCode(*req) // to be shown again (reshow.go)
+	d := g.desk
 	g.mu.Unlock()
-	showCtx, cancel := context.WithDeadline(bg, req.ExpiresAt)
-	go func() {
-		defer func() {
-			g.mu.Lock()
-			g.showingCodes--
-			g.mu.Unlock()
-		}()
-		defer cancel()
-		err := g.Channel.Show(showCtx, *req)
-		g.codeClosed(req.Challenge, err == nil)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			g.log().Error("the verification code could not be shown; the pause or block stays",
-				"channel", g.Channel.Name(), "challenge", req.Challenge, "err", err)
-			unshown = "the " + g.Channel.Name() + " channel failed"
-			if errors.Is(err, verify.ErrNoDisplay) {
-				unshown = "no graphical display"
-			}
-			return "verification: the " + g.Channel.Name() + " channel could not show the code (" + unshown +
-				"); the pause or block stays", unshown
+	if err := d.Show(*req, showWait); err != nil {
+		g.log().Error("the verification code could not be shown; the pause or block stays",
+			"channel", g.Channel.Name(), "challenge", req.Challenge, "err", err)
+		unshown = "the " + g.Channel.Name() + " channel failed"
+		if errors.Is(err, verify.ErrNoDisplay) {
+			unshown = "no graphical display"
 		}
-	case <-time.After(showWait):
+		return "verification: the " + g.Channel.Name() + " channel could not show the code (" + unshown +
+			"); the pause or block stays", unshown
 	}
 	g.log().Info("verification code shown out of band", "channel", g.Channel.Name(), "challenge", req.Challenge,
 		"expires_at", req.ExpiresAt)
@@ -117,7 +93,7 @@ func (g *Guard) hardBlock(a Action, d evaluator.Directive) (Verdict, *store.Bloc
 	c, err := g.newChallenge(a, d)
 	if err != nil {
 		g.log().Error("creating a challenge", "err", err)
-		return Verdict{Directive: d, Refusal: failed("a verification challenge could not be created; the action is refused", nil)}, nil, nil
+		return Verdict{Directive: d, Refusal: refusal.Fail("a verification challenge could not be created; the action is refused", nil)}, nil, nil
 	}
 	b := &store.Block{Principal: g.pol().Principal, Reason: d.Reason, Operation: a.Operation, Call: a.preview,
 		VerificationID: c.challenge.ID, BlockedAt: g.now(), Session: a.Session, ChallengeExpiresAt: c.challenge.ExpiresAt}
@@ -129,13 +105,13 @@ func (g *Guard) verifyPauseFor(a Action, d evaluator.Directive) (Verdict, *pause
 	c, err := g.newChallenge(a, d)
 	if err != nil {
 		g.log().Error("creating a challenge", "err", err)
-		return Verdict{Directive: d, Refusal: failed("a verification challenge could not be created; the action is refused", nil)}, nil, nil
+		return Verdict{Directive: d, Refusal: refusal.Fail("a verification challenge could not be created; the action is refused", nil)}, nil, nil
 	}
 	ch := c.challenge
 	reason := d.Reason
 	d.Reason = d.Reason + "; verification " + ch.ID + " pending"
 	return Verdict{Directive: d, VerificationID: ch.ID, Refusal: verificationRefusal(a.Operation, reason, ch.ID, ch.ExpiresAt)},
-		&pause{ID: ch.ID, ExpiresAt: ch.ExpiresAt}, c
+		&pause{Pause: ruling.Pause{ID: ch.ID, ExpiresAt: ch.ExpiresAt}}, c
 }
 
 // reissue gives a block whose code expired a fresh challenge, so a human
@@ -172,7 +148,7 @@ func (g *Guard) blockedRefusal(op string, b *store.Block) *Refusal {
 	r := Stop(RefusalBlocked, "", map[string]any{"operation": op, "agent": g.pol().Principal, "reason": b.Reason,
 		"verification_id": b.VerificationID}, b.BlockedAt, time.Time{})
 	if b.CodeNotShown {
-		return r.unheard("it was not shown when the agent was stopped")
+		return r.Unheard("it was not shown when the agent was stopped")
 	}
 	return r
 }
@@ -198,34 +174,42 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 	began := g.now()
 	var res *VerifyResult
 	var aerr *Refusal
+	principal := g.pol().Principal
 	err := g.commit(ctx, func(st store.View, m *memory) (store.Changes, error) {
-		var c store.Changes
 		res, aerr = nil, nil
-		now := g.now()
-		fs, _, err := st.Failures(g.pol().Principal)
+		f := ruling.VerifyFacts{Now: g.now(), Principal: principal, ID: id, Code: code}
+		fs, _, err := st.Failures(principal)
 		if err != nil {
-			return c, err
+			return store.Changes{}, err
 		}
-		budget := verify.FailureState(fs)
+		f.Failures = fs
+		if f.Challenge, err = st.Challenge(id); err != nil {
+			g.log().Error("reading a challenge", "challenge", id, "err", err)
+			f.ChallengeUnreadable = true
+		}
+		if f.Block, err = st.Block(principal); err != nil {
+			f.BlockUnreadable = true
+		}
+		r := ruling.Verify(f)
 		rec := g.record(store.KindVerification, session)
-		rec.Time, rec.Operation, rec.ChallengeID = now, "verify_challenge", id
-		if ok, retry := budget.Admit(now); !ok {
-			secs := verify.RetryAfterSeconds(retry)
-			aerr = refuse(RefusalRateLimited, "Too many failed verification attempts; retry after {retry_after_seconds} seconds",
-				map[string]any{"retry_after_seconds": secs, "violations": budget.Violations})
-			rec.Decision, rec.Result = "refused", "rate_limited"
-			rec.Factors = []string{fmt.Sprintf("rate limit: violation %d, locked out until %s", budget.Violations, budget.LockedUntil.Format(time.RFC3339))}
-		} else {
-			res, aerr, rec.Result = g.checkCode(st, &c, id, code, now)
-			if aerr == nil {
-				budget.Succeed()
-				rec.Decision = "verified"
-			} else {
-				budget.Fail(now)
-				rec.Decision = "failed"
-			}
+		rec.Time, rec.Operation, rec.ChallengeID, rec.Result = f.Now, "verify_challenge", id, r.Result
+		res, aerr = g.verified(r, id, f.Now)
+		switch {
+		case r.Outcome == ruling.RateLimited:
+			rec.Decision = "refused"
+			rec.Factors = []string{fmt.Sprintf("rate limit: violation %d, locked out until %s", r.Failures.Violations, r.Failures.LockedUntil.Format(time.RFC3339))}
+		case aerr == nil:
+			rec.Decision = "verified"
+		default:
+			rec.Decision = "failed"
 		}
-		c.Failures = map[string]store.Failures{g.pol().Principal: store.Failures(budget)}
+		c := store.Changes{Failures: map[string]store.Failures{principal: store.Failures(r.Failures)}}
+		if r.Used != nil {
+			c.Challenges = []store.Challenge{*r.Used}
+		}
+		if r.Unblock {
+			c.Unblock = []string{principal}
+		}
 		rec.DurationMS = ms(g.now().Sub(began))
 		c.Records = []store.Record{rec}
 		if aerr != nil {
@@ -242,7 +226,8 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 				g.seenBlock = ""
 			}
 			g.clearNotifications(id)
-			delete(g.held, id) // used: not to be shown again
+			g.initDesk()      // verify_challenge may be a new guard's first operation
+			g.desk.Forget(id) // used: not to be shown again
 		}
 		return c, nil
 	})
@@ -259,58 +244,37 @@ func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (
 	return res, nil
 }
 
-// checkCode checks the code against the stored challenge and, on success,
-// marks it used and lifts the block it belongs to (in c). It returns the
-// result word for the audit record.
-func (g *Guard) checkCode(st store.View, c *store.Changes, id, code string, now time.Time) (*VerifyResult, *Refusal, string) {
-	notFound := refuse(RefusalNotFound, "Resource 'challenge' not found: '{resource_id}'",
-		map[string]any{"resource_type": "challenge", "resource_id": id})
-	sc, err := st.Challenge(id)
-	if err != nil {
-		g.log().Error("reading a challenge", "challenge", id, "err", err)
-		return nil, failed("the challenge could not be read", nil), "damaged"
+// verified is what verify_challenge answers for ruling r on challenge
+// id at now: the result, or the refusal.
+func (g *Guard) verified(r ruling.Verification, id string, now time.Time) (*VerifyResult, *Refusal) {
+	switch r.Outcome {
+	case ruling.RateLimited:
+		return nil, refusal.New(RefusalRateLimited, "Too many failed verification attempts; retry after {retry_after_seconds} seconds",
+			map[string]any{"retry_after_seconds": verify.RetryAfterSeconds(r.RetryAfter), "violations": r.Failures.Violations})
+	case ruling.Unreadable:
+		g.log().Error("the challenge could not be read or restored", "challenge", id)
+		return nil, refusal.Fail("the challenge could not be read", nil)
+	case ruling.Unliftable:
+		g.log().Error("lifting a block: the block could not be read", "challenge", id)
+		return nil, refusal.Fail("the block could not be lifted", nil)
+	case ruling.NotFound:
+		return nil, refusal.New(RefusalNotFound, "Resource 'challenge' not found: '{resource_id}'",
+			map[string]any{"resource_type": "challenge", "resource_id": id})
+	case ruling.AlreadyUsed:
+		return nil, refusal.New(RefusalTokenUsed, "Verification challenge has already been used", map[string]any{"challenge_id": id})
+	case ruling.Expired:
+		return nil, refusal.New(RefusalTokenExpired, "Verification challenge has expired", map[string]any{"challenge_id": id,
+			"expired_at": r.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)})
+	case ruling.WrongCode:
+		return nil, refusal.New(RefusalVerifyFailed, "Verification failed: the code does not match", map[string]any{"challenge_id": id})
 	}
-	if sc == nil || sc.Principal != g.pol().Principal {
-		return nil, notFound, "unknown_challenge"
-	}
-	ch, err := verify.RestoreChallenge(sc.ID, sc.Principal, sc.Action, sc.Tier, sc.CreatedAt, sc.ExpiresAt,
-		sc.Used || sc.Revoked, verify.Sealed{Salt: sc.Salt, Hash: sc.Hash})
-	if err != nil {
-		g.log().Error("restoring a challenge", "challenge", id, "err", err)
-		return nil, failed("the challenge could not be read", nil), "damaged"
-	}
-	switch err := ch.Check(code, now); {
-	case errors.Is(err, verify.ErrUsed):
-		return nil, refuse(RefusalTokenUsed, "Verification challenge has already been used", map[string]any{"challenge_id": id}), "already_used"
-	case errors.Is(err, verify.ErrExpired):
-		return nil, refuse(RefusalTokenExpired, "Verification challenge has expired", map[string]any{"challenge_id": id,
-			"expired_at": ch.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)}), "expired"
-	case err != nil:
-		return nil, refuse(RefusalVerifyFailed, "Verification failed: the code does not match", map[string]any{"challenge_id": id}), "wrong_code"
-	}
-	used := *sc
-	used.Used, used.UsedAt = true, now
-	c.Challenges = append(c.Challenges, used)
-	res := &VerifyResult{Verified: true, Challenge: id}
-	b, err := st.Block(g.pol().Principal)
-	if err == nil && b != nil && b.VerificationID == id {
-		c.Unblock = append(c.Unblock, g.pol().Principal)
-		res.Unblocked = true
-	}
-	if err != nil {
-		g.log().Error("lifting a block", "challenge", id, "err", err)
-		return nil, failed("the block could not be lifted", nil), "damaged"
-	}
-	if res.Unblocked {
-		return res, nil, "unblocked"
-	}
-	return res, nil, "verified"
+	return &VerifyResult{Verified: true, Challenge: id, Unblocked: r.Unblock}, nil
 }
 
 // stateUnavailable is the fail-closed refusal when the state database (or
 // its audit log) cannot be read or written.
 func stateUnavailable(err error, what string) *Refusal {
-	return failed(stateProblem(err)+"; "+what, map[string]any{"reason": "state database unavailable", "fail_closed": true})
+	return refusal.Fail(stateProblem(err)+"; "+what, map[string]any{"reason": "state database unavailable", "fail_closed": true})
 }
 
 // stateProblem is what the model may be told of a store failure: a fixed

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -18,17 +20,17 @@ import (
 // Confirmation kinds: one action, or a human check-in that lifts a pause
 // of the principal (step limit, reported failure).
 const (
-	kindAction  = "action"
-	kindSteps   = "step_limit"
-	kindFailure = "previous_outcome"
+	kindAction  = ruling.BindAction
+	kindSteps   = ruling.BindSteps
+	kindFailure = ruling.BindFailure
 )
 
 // Confirmation statuses.
 const (
-	statusPending  = "pending"
-	statusApproved = "approved"
-	statusDenied   = "denied"
-	statusUsed     = "used"
+	statusPending  = ruling.StatusPending
+	statusApproved = ruling.StatusApproved
+	statusDenied   = ruling.StatusDenied
+	statusUsed     = ruling.StatusUsed
 )
 
 // Confirmation is a request for a human's approval, bound to exactly one
@@ -74,24 +76,6 @@ func Digest(args map[string]any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// binding is what a confirmation approves.
-type binding struct {
-	kind, server, operation, digest string
-}
-
-func matches(c *Confirmation, b binding, principal, version string) bool {
-	return c.Kind == b.kind && c.Principal == principal && c.Server == b.server &&
-		c.Operation == b.operation && c.Digest == b.digest && c.PolicyVersion == version
-}
-
-// joinable reports whether c is a question still open for binding b that
-// a call of session waits on instead of raising its own: a check-in is
-// the principal's, a call's question its session's.
-func joinable(c *Confirmation, b binding, principal, version, session string, now time.Time) bool {
-	return c.Status == statusPending && now.Before(c.ExpiresAt) && matches(c, b, principal, version) &&
-		(c.Kind != kindAction || c.Session == session)
-}
-
 // tokenFor validates a token passed explicitly with an action, in the
 // order confirmation-tokens.md 4.3 gives: exists, operation, parameters,
 // expiry, consumption. A pending token is fine: the check will ask the
@@ -116,7 +100,7 @@ func (g *Guard) tokenFor(v store.View, a Action, pol *policy.Policy) (*Confirmat
 // lookupToken finds a token of principal in the state, where every
 // process records what becomes of it.
 func (g *Guard) lookupToken(v store.View, token, principal string) (*Confirmation, *Refusal) {
-	invalid := refuse(RefusalTokenInvalid, "Invalid confirmation token", map[string]any{"token": token})
+	invalid := refusal.New(RefusalTokenInvalid, "Invalid confirmation token", map[string]any{"token": token})
 	if !tokenFormat.MatchString(token) {
 		return nil, invalid
 	}
@@ -153,7 +137,7 @@ func (g *Guard) loadToken(ctx context.Context, token string) (*Confirmation, *Re
 func (g *Guard) usable(c *Confirmation) *Refusal {
 	now := g.now()
 	if !now.Before(c.ExpiresAt) {
-		return refuse(RefusalTokenExpired, "Confirmation token has expired", map[string]any{"token": c.Token,
+		return refusal.New(RefusalTokenExpired, "Confirmation token has expired", map[string]any{"token": c.Token,
 			"expired_at": c.ExpiresAt.Format(time.RFC3339), "current_time": now.Format(time.RFC3339)})
 	}
 	switch c.Status {
@@ -162,13 +146,13 @@ func (g *Guard) usable(c *Confirmation) *Refusal {
 		if c.Status == statusDenied {
 			d["denied"] = true
 		}
-		return refuse(RefusalTokenUsed, "Confirmation token has already been used", d)
+		return refusal.New(RefusalTokenUsed, "Confirmation token has already been used", d)
 	}
 	return nil
 }
 
 func scopeMismatch(c *Confirmation, requested, why string) *Refusal {
-	return refuse(RefusalTokenScope, "Confirmation token scope mismatch: "+why,
+	return refusal.New(RefusalTokenScope, "Confirmation token scope mismatch: "+why,
 		map[string]any{"token": c.Token, "token_operation": c.Operation, "requested_operation": requested})
 }
 
@@ -247,40 +231,22 @@ func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *Refusal {
 		if err != nil {
 			return store.Changes{}, err
 		}
-		if why = unusable(cur, g.now()); why != "" {
+		var used *store.Confirmation
+		if used, why = ruling.CheckIn(cur, g.now(), checkID()); used == nil {
 			return store.Changes{}, nil
 		}
-		used := *cur
-		used.Status, used.DoneAt, used.UsedBy = statusUsed, g.now(), checkID()
-		checkin(m, c.Kind)
-		return store.Changes{Confirmations: []store.Confirmation{used}}, nil
+		m.steps, m.failurePause = ruling.CheckedIn(c.Kind, m.steps, m.failurePause)
+		return store.Changes{Confirmations: []store.Confirmation{*used}}, nil
 	})
 	if err != nil {
 		g.log().Error("recording a check-in", "token", c.Token, "err", err)
 		return stateUnavailable(err, "the check-in was not recorded; nothing is approved")
 	}
 	if why != "" {
-		return refuse(RefusalTokenUsed, "Confirmation token has already been used: "+why,
+		return refusal.New(RefusalTokenUsed, "Confirmation token has already been used: "+why,
 			map[string]any{"token": c.Token, "operation": c.Operation})
 	}
 	return nil
-}
-
-// unusable says why an approval as the state holds it (cur) cannot be
-// used now: gone, used or revoked, expired; "" when it can. {token}
-// stands for its token.
-func unusable(cur *store.Confirmation, now time.Time) string {
-	switch {
-	case cur == nil:
-		return "the approval {token} is no longer in the state database"
-	case cur.Status == statusUsed:
-		return "the approval {token} was used meanwhile (by another aqlguard process)"
-	case cur.Status != statusApproved:
-		return "the approval {token} is " + cur.Status + " in the state database"
-	case !now.Before(cur.ExpiresAt):
-		return "the approval {token} expired before it could be used"
-	}
-	return ""
 }
 
 func (g *Guard) confirmed(c *Confirmation) *ConfirmResult {

@@ -20,15 +20,25 @@
 // own way on (Request.Forward, its session's), so nothing looks a
 // session up again.
 //
+// What is a job of its own lives beside it: what it decides is
+// proxy/ruling's (pure, table-tested), the human's questions and codes
+// go through the principal's desk (proxy/desk, which the pins ask
+// through too), what of a call is written down or shown is
+// proxy/redact's, its refusals are proxy/refusal's, what operators see
+// of a call is proxy/watch's and each session's flows are
+// flows.Sessions'. The guard holds the executions and carries the
+// rulings out.
+//
 // The principal is the one the human configured (config agent or
 // --agent); nothing the model sends changes it. A human answers through a
-// verify.Channel; the model can ask for an answer (confirm_operation) but
-// its own call never approves anything.
+// verify.Channel, by the desk; the model can ask for an answer
+// (confirm_operation) but its own call never approves anything.
 //
 // One commit per decision: a call goes through one store.State.Commit
-// per round, in which decide (a pure function of the facts: the view the
-// commit reads and the principal's memory) runs and returns the changes
-// that carry its ruling out, with the decision's audit record. Commits
+// per round, in which ruling.Decide (a pure function of the facts: the
+// view the commit reads and the principal's memory) runs and the guard
+// returns the changes that carry its ruling out, with the decision's
+// audit record. Every other commit reads, calls its ruling and writes. Commits
 // are serialised (one total order across every process on the state), so
 // nothing can happen between a decision and its write: there is no
 // re-ruling at commit time and nothing to reserve. The principal's memory
@@ -42,7 +52,8 @@
 // Locking: Guard.mu guards the process's memory. It is held only to read
 // or change it, never across a store read or commit or a human's answer;
 // a commit's hook takes it under the store's lock, so it must never be
-// held while waiting for the store.
+// held while waiting for the store. The desk's lock and flows.Sessions'
+// are leaves: they may be taken with Guard.mu held, never the other way.
 //
 // The guard watches the state's generation (State.Watch): a block set by
 // any process reaches this process's running executions as danger_zone

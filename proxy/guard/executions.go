@@ -9,6 +9,8 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -126,7 +128,7 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (stor
 	id, err := newExecutionID()
 	if err != nil {
 		g.log().Error("creating an execution id", "err", err)
-		return store.Execution{}, failed("the execution could not be created", nil)
+		return store.Execution{}, refusal.Fail("the execution could not be created", nil)
 	}
 	// Nothing to prepare: pending → running at once (spec 8.4.2 "start").
 	// It exists, in memory too, once it is written.
@@ -136,17 +138,15 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (stor
 	var blocked *store.Block
 	err = g.commit(ctx, func(v store.View, _ *memory) (store.Changes, error) {
 		b, err := v.Block(principal)
-		if blocked = b; err != nil || b != nil {
+		if blocked = b; err != nil {
+			return store.Changes{}, err
+		}
+		if !ruling.Start(b) {
 			// A blocked principal starts nothing: the refusal is recorded.
-			var c store.Changes
-			if b != nil {
-				rec := g.record(store.KindDecision, session)
-				rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = "execute_agent", "block", "danger_zone", b.VerificationID
-				rec.Result, rec.Factors = RefusalBlocked.String(), []string{"hard block: " + b.Reason}
-				c.Records = []store.Record{rec}
-				c.Then = func(uint64) { g.observe(b, "") }
-			}
-			return c, err
+			rec := g.record(store.KindDecision, session)
+			rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = "execute_agent", "block", "danger_zone", b.VerificationID
+			rec.Result, rec.Factors = RefusalBlocked.String(), []string{"hard block: " + b.Reason}
+			return store.Changes{Records: []store.Record{rec}, Then: func(uint64) { g.observe(b, "") }}, nil
 		}
 		return store.Changes{Executions: []store.Execution{e.Execution}, Records: []store.Record{g.executionRecord(e, "execute_agent", "started")},
 			Then: func(uint64) {
@@ -194,14 +194,13 @@ func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op str
 		if err != nil {
 			return store.Changes{}, err
 		}
-		if cur == nil || cur.Status != StatusRunning && cur.Status != StatusPending {
+		w := ruling.Finish(cur, written)
+		if w == nil {
 			return store.Changes{Then: func(uint64) { e.refresh(cur) }}, nil
 		}
 		changed = true
-		w := written
-		w.Steps = cur.Steps // counted by whichever process reported them
-		return store.Changes{Executions: []store.Execution{w}, Records: []store.Record{rec},
-			Then: func(uint64) { e.refresh(&w) }}, nil
+		return store.Changes{Executions: []store.Execution{*w}, Records: []store.Record{rec},
+			Then: func(uint64) { e.refresh(w) }}, nil
 	})
 	g.mu.Lock()
 	e.finishing = false
@@ -256,7 +255,7 @@ func (g *Guard) find(ctx context.Context, session, id, element string) (*Executi
 			return e, nil
 		}
 	}
-	return nil, refuse(RefusalNotFound, "Resource 'execution' not found: no running execution of '{resource_id}' in this session; call execute_agent first",
+	return nil, refusal.New(RefusalNotFound, "Resource 'execution' not found: no running execution of '{resource_id}' in this session; call execute_agent first",
 		map[string]any{"resource_type": "execution", "resource_id": element})
 }
 
@@ -277,13 +276,13 @@ func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution,
 }
 
 func notFoundExecution(id string) *Refusal {
-	return refuse(RefusalNotFound, "Resource 'execution' not found: '{resource_id}'", map[string]any{"resource_type": "execution", "resource_id": id})
+	return refusal.New(RefusalNotFound, "Resource 'execution' not found: '{resource_id}'", map[string]any{"resource_type": "execution", "resource_id": id})
 }
 
 // terminalRefusal refuses what op says to do to an execution in a
 // terminal status.
 func terminalRefusal(id, status, op string) *Refusal {
-	return refuse(RefusalConflict, "Execution '{execution_id}' is {status}; a terminal execution cannot "+op,
+	return refusal.New(RefusalConflict, "Execution '{execution_id}' is {status}; a terminal execution cannot "+op,
 		map[string]any{"execution_id": id, "status": status})
 }
 
@@ -302,7 +301,7 @@ func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason
 		return store.Execution{}, terminal(e, "change state")
 	}
 	if e.finishing {
-		return store.Execution{}, refuse(RefusalConflict, "Execution '{execution_id}' is being finished already",
+		return store.Execution{}, refusal.New(RefusalConflict, "Execution '{execution_id}' is being finished already",
 			map[string]any{"execution_id": e.ID, "status": e.Status})
 	}
 	op := "complete_execution"
@@ -376,7 +375,7 @@ func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *Refusal)
 	// execution-safety-loop.md): the step was evaluated, and the answer
 	// is "do not go on". Only a request that could not be evaluated (a
 	// bad token, the state database down) is an error.
-	if v.Refusal != nil && !v.Refusal.stopped() {
+	if v.Refusal != nil && !v.Refusal.Stopped() {
 		return nil, v.Refusal
 	}
 	if out.Factors == nil {
@@ -417,13 +416,11 @@ func (g *Guard) recordStep(ctx context.Context, a Action, mode policy.LoopMode) 
 		}
 		var c store.Changes
 		out := recorded
-		if rec == nil || rec.Status != StatusRunning {
+		if next := ruling.Counted(rec); next == nil {
 			out = finishedVerdict(e, rec)
 		} else {
-			next := *rec
-			next.Steps++
-			rec = &next
-			c.Executions = []store.Execution{next}
+			rec = next
+			c.Executions = []store.Execution{*next}
 		}
 		r := g.decisionRecord(a, out, began)
 		c.Records = []store.Record{r}
@@ -442,9 +439,13 @@ func (g *Guard) recordStep(ctx context.Context, a Action, mode policy.LoopMode) 
 // an audit record. Its questions still waiting for the human are
 // withdrawn (their dialogs close), and its standing approvals end.
 func (g *Guard) EndSession(ctx context.Context, session string) {
-	g.withdrawSession(session)
+	g.mu.Lock()
+	g.init()
+	d := g.desk
+	g.mu.Unlock()
+	d.WithdrawSession(session)
 	g.endApprovals(ctx, session)
-	g.endFlows(session)
+	g.sessions().End(session)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
@@ -475,25 +476,18 @@ func (g *Guard) endApprovals(ctx context.Context, session string) {
 	}
 	var ended []store.Approval
 	err := g.commit(ctx, func(st store.View, _ *memory) (store.Changes, error) {
-		var c store.Changes
-		ended = nil
 		all, err := st.Approvals()
 		if err != nil {
-			return c, err
+			return store.Changes{}, err
 		}
-		now := g.now()
-		for _, a := range all {
-			if a.Session != session || a.Principal != g.pol().Principal || !a.Active(now) {
-				continue
-			}
-			a.EndedAt = now
-			ended = append(ended, a)
+		ended = ruling.EndApprovals(all, g.pol().Principal, session, g.now())
+		c := store.Changes{Approvals: ended}
+		for _, a := range ended {
 			rec := g.record(store.KindApproval, session)
 			rec.Server, rec.Operation, rec.Approval, rec.Decision, rec.Result = a.Server, a.Operation, a.ID, "session_ended", "ended"
 			rec.Factors = []string{"approval of " + a.Server + "." + a.Tool + " ended with its MCP session"}
 			c.Records = append(c.Records, rec)
 		}
-		c.Approvals = ended
 		return c, nil
 	})
 	if err != nil {

@@ -51,3 +51,40 @@ func TestGuardSpeaksItsOwnLanguage(t *testing.T) {
 		t.Fatalf("the walk found only %d packages: is the root right?", len(seen))
 	}
 }
+
+// TestRoomsBesideTheGuardDoNotRunBackUp: what the guard builds on (the
+// desk, the rulings, redaction, refusals, watching) never imports the
+// guard, the pins or the fronts: each is a room of its own below them.
+func TestRoomsBesideTheGuardDoNotRunBackUp(t *testing.T) {
+	const module = "github.com/aqlguard/aqlguard"
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	above := map[string]bool{module + "/proxy": true, module + "/proxy/guard": true, module + "/proxy/pins": true}
+	for _, room := range []string{"proxy/desk", "proxy/ruling", "proxy/redact", "proxy/refusal", "proxy/watch"} {
+		seen := map[string]bool{}
+		var walk func(path string, via []string)
+		walk = func(path string, via []string) {
+			if seen[path] {
+				return
+			}
+			seen[path] = true
+			via = append(via[:len(via):len(via)], path)
+			if above[path] {
+				t.Errorf("%s runs back up: %s", room, strings.Join(via, " → "))
+				return
+			}
+			pkg, err := build.ImportDir(filepath.Join(root, strings.TrimPrefix(path, module)), 0)
+			if err != nil {
+				t.Fatalf("reading %s: %v", path, err)
+			}
+			for _, imp := range pkg.Imports {
+				if strings.HasPrefix(imp, module+"/") {
+					walk(imp, via)
+				}
+			}
+		}
+		walk(module+"/"+room, nil)
+	}
+}

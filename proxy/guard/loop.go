@@ -13,6 +13,10 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/flows"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/desk"
+	"github.com/aqlguard/aqlguard/proxy/redact"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -35,8 +39,9 @@ type Guard struct {
 	// SessionClient names the credential a session authenticated with
 	// (the audit record's client); nil: none.
 	SessionClient func(session string) string
-	// Channel reaches the human; nil means no channel, so nothing can be
-	// approved (fail closed).
+	// Channel reaches the human, through the principal's desk
+	// (proxy/desk, made on the first use); nil means no channel, so
+	// nothing can be approved (fail closed).
 	Channel verify.Channel
 	// InlineWait bounds how long a gated call waits for the human.
 	InlineWait time.Duration
@@ -81,39 +86,25 @@ type Guard struct {
 	executions map[string]*Execution
 	order      []*Execution // creation order, for stable broadcasts
 
-	// turn is this process's turn to ask the human (one question at a
-	// time, first come first served: blocked channel senders queue in
-	// order); askings are the questions being asked, by token; bg lives
-	// until Close and bounds every question and the watch.
-	turn    chan struct{}
-	askings map[string]*asking
+	// desk is the principal's desk (proxy/desk): every question put to
+	// the human and every code shown goes through it. bg lives until
+	// Close and bounds the watch and an unwritten block's retries,
+	// running are those goroutines: Close waits for them.
+	desk    *desk.Desk
 	bg      context.Context
 	stop    context.CancelFunc
-	// asks are the questions' goroutines and the watch: Close waits for
-	// them (each question records how it ended).
-	asks sync.WaitGroup
+	running sync.WaitGroup
 
-	// flows are the flows of this principal's sessions, by session
-	// (flows.go), under flowsMu, which may be taken inside mu (a
-	// commit's hook clears a session) but never the other way round.
-	flowsMu sync.Mutex
-	flows   map[string]*sessionFlow
-
-	// shownFor keeps, by token, what the human is shown of the call an
-	// open question asks about (ask.go shownOf); g.mu.
-	shownFor map[string]keptCall
-	// held are the codes this process showed, by challenge, until they
-	// expire, to be shown again (reshow.go); g.mu.
-	held map[string]*heldCode
+	// flows are the flows of this principal's sessions (flows.go).
+	flowsOnce sync.Once
+	flows     *flows.Sessions
 
 	// unwritten is a hard block decided while the state could not be
 	// written, held until it is (unwritten.go); g.mu.
 	unwritten *unwrittenBlock
-	// showingCodes counts the codes being shown, about the questions about
-	// tools asked (AskAbout); parked says Park wrote the memory to the
-	// state, and every commit from then on is refused (park.go); g.mu.
-	showingCodes, about int
-	parked              bool
+	// parked says Park wrote the memory to the state, and every commit
+	// from then on is refused (park.go); g.mu.
+	parked bool
 
 	// beforeCommit, when set (by tests), runs once, before the next
 	// commit: another process's write lands before a decision reads.
@@ -195,29 +186,56 @@ type Action struct {
 	written  writtenArgs
 }
 
-// writtenArgs are the arguments as a record keeps them (argsForRecord).
+// writtenArgs are the arguments as a record keeps them (redact.ForRecord).
 type writtenArgs struct {
 	args  json.RawMessage
 	text  string
 	bytes int
 }
 
-// prepare computes what of the action may be written down or shown.
+// prepare computes what of the action may be written down or shown
+// (proxy/redact).
 func (g *Guard) prepare(a Action) Action {
 	if a.preview != "" {
 		return a
 	}
+	rc := a.redactCall()
 	var redacted map[string]any
 	if a.reported() {
 		redacted = map[string]any{"next_action_hint": a.Hint}
 	} else {
-		a.redacted = g.redactorFor(a).redact(a.Arguments)
+		a.redacted = redact.Arguments(g.auditKey(), g.pol(), rc)
 		redacted = a.redacted
 	}
-	a.preview = actionPreview(a, a.redacted)
+	a.preview = redact.Preview(rc, a.redacted)
 	a.digest = a.argsDigest()
-	a.written.args, a.written.text, a.written.bytes = argsForRecord(redacted, g.MaxArgumentBytes)
+	a.written.args, a.written.text, a.written.bytes = redact.ForRecord(redacted, g.MaxArgumentBytes)
 	return a
+}
+
+// redactCall is what proxy/redact reads of a.
+func (a Action) redactCall() redact.Call {
+	return redact.Call{Operation: a.Operation, Server: a.Server, Tool: a.Tool, Arguments: a.Arguments, Secrets: a.Secrets,
+		Hint: a.Hint, Reported: a.reported(), Roles: a.Roles, Modeled: a.Modeled, Effects: a.Effects,
+		EffectSource: a.EffectSource, Places: a.Places, Roots: a.Roots, RootsKnown: a.RootsKnown}
+}
+
+// showing is what a human is shown of a's call; nil for a reported step
+// and an action without a server.
+func (g *Guard) showing(a Action) *redact.Shown {
+	if a.reported() || a.Server == "" {
+		return nil
+	}
+	a = g.prepare(a)
+	return redact.Show(g.auditKey(), g.pol(), a.redactCall(), a.redacted, a.preview, a.digest)
+}
+
+// auditKey is the state's key for the digests secrets are replaced by.
+func (g *Guard) auditKey() []byte {
+	if g.State == nil {
+		return nil
+	}
+	return g.State.AuditKey()
 }
 
 // argsDigest is the digest that binds the action's arguments (a
@@ -304,15 +322,26 @@ func (g *Guard) SetPolicy(p *policy.Policy) error {
 }
 
 func (g *Guard) init() {
+	g.initDesk()
 	if g.executions == nil {
 		g.executions = map[string]*Execution{}
-		g.turn = make(chan struct{}, 1)
-		g.askings = map[string]*asking{}
 		g.bg, g.stop = context.WithCancel(context.Background())
 		if g.State != nil {
-			g.asks.Add(1)
+			g.running.Add(1)
 			go g.watch(g.bg)
 		}
+	}
+}
+
+// initDesk makes the principal's desk, on the Channel set then. g.mu is
+// held.
+func (g *Guard) initDesk() {
+	if g.desk == nil {
+		cfg := desk.Config{Channel: g.Channel, Principal: g.Principal, Now: g.now, Log: g.Log}
+		if g.State != nil {
+			cfg.Turn = g.State.QuestionTurn
+		}
+		g.desk = desk.New(cfg)
 	}
 }
 
@@ -381,9 +410,9 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 		}
 		answer, why := g.await(requestOf(rctx), out.ask, g.InlineWait, c.shown)
 		if c.asked == nil {
-			c.asked = map[string]answered{}
+			c.asked = map[string]ruling.Answered{}
 		}
-		c.asked[out.ask.Token] = answered{answer, why}
+		c.asked[out.ask.Token] = ruling.Answered{Answer: answer, Why: why}
 	}
 }
 
@@ -416,11 +445,11 @@ type check struct {
 	began time.Time
 	// asked are the questions this check waited on, by token, with the
 	// answer it got (the state holds what became of it).
-	asked map[string]answered
+	asked map[string]ruling.Answered
 	// reported says the step's reported failure is in force (committed).
 	reported bool
 	// shown is what a human is shown of the call, once one is asked.
-	shown *shownCall
+	shown *redact.Shown
 	// judged memoises the evaluator by what of the memory it reads
 	// (a commit run again, a check-in, the next commit after a question).
 	judged []judgedStep
@@ -473,13 +502,13 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 	g, a, pol := c.g, c.a, c.pol
 	var ch store.Changes
 	var then []func()
-	f := facts{now: g.now(), principal: pol.Principal, version: pol.Version, action: a,
-		sessionApprovals: g.SessionApprovalTTL > 0, asked: c.asked}
+	f := ruling.Facts{Now: g.now(), Principal: pol.Principal, Version: pol.Version, Call: a.call(),
+		SessionApprovals: g.SessionApprovalTTL > 0, Asked: c.asked}
 	var err error
-	if f.block, err = v.Block(pol.Principal); err != nil {
+	if f.Block, err = v.Block(pol.Principal); err != nil {
 		return ch, err
 	}
-	if p := m.pause; p != nil && f.block == nil {
+	if p := m.pause; p != nil && f.Block == nil {
 		// Verified through another process: the pause is over.
 		sc, err := v.Challenge(p.ID)
 		if err != nil {
@@ -490,62 +519,64 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 			then = append(then, func() { g.clearNotifications(p.ID) })
 		}
 	}
-	f.pause = m.pause
+	if m.pause != nil {
+		f.Pause = &m.pause.Pause
+	}
 	if a.reported() {
-		if f.execution, err = v.Execution(a.Execution.ID); err != nil {
+		if f.Execution, err = v.Execution(a.Execution.ID); err != nil {
 			return ch, err
 		}
 	}
-	stopped := f.block != nil || f.pause != nil && f.now.Before(f.pause.ExpiresAt)
+	stopped := f.Block != nil || f.Pause != nil && f.Now.Before(f.Pause.ExpiresAt)
 	if a.Token != "" && !stopped {
 		explicit, refusal := g.tokenFor(v, a, pol)
 		if refusal != nil {
 			out.verdict = Verdict{Refusal: refusal, Directive: evaluator.Directive{Reason: refusal.Say, Factors: []string{"confirmation token rejected"}}}
 			return c.finish(m, out, ch, then, f, false)
 		}
-		f.explicit = explicit
+		f.Explicit = explicit
 	}
 	if a.Outcome == "failure" && !stopped && !c.reported {
 		m.failurePause, out.reported = true, true
 	}
 	for checkins := 0; ; checkins++ {
-		f.steps, f.failurePause = m.steps+1, m.failurePause
-		r := decide(f, c.judge)
-		if r.kind == needHuman {
-			if f.human, err = g.humanFacts(v, a, pol, r.binding); err != nil {
+		f.Steps, f.FailurePause = m.steps+1, m.failurePause
+		r := ruling.Decide(f, c.judge)
+		if r.Kind == ruling.NeedHuman {
+			if f.Human, err = g.humanFacts(v, a, pol, r.Binding); err != nil {
 				return ch, err
 			}
-			judged := r.directive // the same step: not evaluated twice
-			r = decide(f, func(evaluator.Step) evaluator.Directive { return judged })
+			judged := r.Directive // the same step: not evaluated twice
+			r = ruling.Decide(f, func(evaluator.Step) evaluator.Directive { return judged })
 		}
-		if p := f.pause; r.clearPause && p != nil {
-			m.pause, f.pause = nil, nil
+		if p := m.pause; r.ClearPause && p != nil {
+			m.pause, f.Pause = nil, nil
 			then = append(then, func() {
 				g.clearNotifications(p.ID)
 				g.broadcast(g.notification("status", "A verification challenge expired; actions are evaluated afresh",
 					map[string]any{"verificationId": p.ID}, ""))
 			})
 		}
-		switch r.kind {
-		case approved:
-			ch.Confirmations = append(ch.Confirmations, c.spend(r.confirmation))
-			if r.confirmation.Kind != kindAction {
+		switch r.Kind {
+		case ruling.Approved:
+			ch.Confirmations = append(ch.Confirmations, ruling.Spend(r.Confirmation, g.now(), checkID()))
+			if r.Confirmation.Kind != kindAction {
 				if checkins == maxCheckins {
 					out.verdict = tooManyCheckins(g, a)
 					return c.finish(m, out, ch, then, f, true)
 				}
-				checkin(m, r.confirmation.Kind)
+				m.steps, m.failurePause = ruling.CheckedIn(r.Confirmation.Kind, m.steps, m.failurePause)
 				// A lifted pause: the same action is judged again (the
 				// view does not hold this commit's own use of it).
-				f.human.drop(r.confirmation.Token)
+				f.Human.Drop(r.Confirmation.Token)
 				continue
 			}
-		case ask:
-			q := r.confirmation
+		case ruling.Ask:
+			q := r.Confirmation
 			if q == nil {
-				if q, err = g.newConfirmation(a, pol, r.binding, r.directive); err != nil {
+				if q, err = g.newConfirmation(a, pol, r.Binding, r.Directive); err != nil {
 					g.log().Error("creating a confirmation", "err", err)
-					out.verdict = Verdict{Refusal: failed("a confirmation could not be created", nil), Directive: r.directive}
+					out.verdict = Verdict{Refusal: refusal.Fail("a confirmation could not be created", nil), Directive: r.Directive}
 					return c.finish(m, out, ch, then, f, true)
 				}
 				// The question is written before anyone is asked it: an
@@ -559,39 +590,39 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 			return ch, nil
 		}
 		out.verdict = c.rule(r, m, out, &then)
-		return c.finish(m, out, ch, then, f, r.kind != blocked && r.kind != paused && r.kind != finished)
+		return c.finish(m, out, ch, then, f, r.Kind != ruling.Blocked && r.Kind != ruling.Paused && r.Kind != ruling.Finished)
 	}
 }
 
 // rule is the verdict of a final ruling, with what it writes (in out)
 // and what memory does once it is written.
-func (c *check) rule(r ruling, m *memory, out *round, then *[]func()) Verdict {
+func (c *check) rule(r ruling.Ruling, m *memory, out *round, then *[]func()) Verdict {
 	g, a := c.g, c.a
-	d := r.directive
-	switch r.kind {
-	case blocked:
-		b := r.block
+	d := r.Directive
+	switch r.Kind {
+	case ruling.Blocked:
+		b := r.Block
 		factors := []string{"hard block: set " + b.BlockedAt.Format(time.RFC3339) + ", lifted only by verify_challenge or an admin"}
-		if r.reissue {
+		if r.Reissue {
 			if nb, show := g.reissue(b); nb != nil {
 				factors = append(factors, "verification "+b.VerificationID+" expired; a new code is shown for verification "+nb.VerificationID)
 				b, out.block, out.show = nb, nb, show
 			}
 		}
 		return g.blockedVerdict(a, b, factors...)
-	case finished:
-		return finishedVerdict(a.Execution, r.execution)
-	case paused:
-		return g.pausedVerdict(a, r.pause)
-	case allow:
+	case ruling.Finished:
+		return finishedVerdict(a.Execution, r.Execution)
+	case ruling.Paused:
+		return g.pausedVerdict(a, m.pause) // r.Pause is m.pause's
+	case ruling.Allow:
 		return Verdict{Proceed: true, Directive: d}
-	case hardBlock:
+	case ruling.HardBlock:
 		v, b, show := g.hardBlock(a, d)
 		out.block, out.show = b, show
 		return v
-	case refused:
+	case ruling.Refused:
 		return Verdict{Directive: d, Refusal: refusedByPolicy(a.Operation, d)}
-	case verifyPause:
+	case ruling.VerifyPause:
 		v, p, show := g.verifyPauseFor(a, d)
 		out.pause, out.show = p, show
 		if p != nil {
@@ -605,20 +636,20 @@ func (c *check) rule(r ruling, m *memory, out *round, then *[]func()) Verdict {
 			}
 		}
 		return v
-	case standing:
+	case ruling.Standing:
 		d.Continue = true
-		d.Factors = append(d.Factors, "approval: a human allowed "+a.Server+"."+a.Tool+" for this session ("+r.approval.ID+")")
-		return Verdict{Proceed: true, Directive: d, Approval: r.approval.ID}
-	case approved:
-		q := r.confirmation
+		d.Factors = append(d.Factors, "approval: a human allowed "+a.Server+"."+a.Tool+" for this session ("+r.Approval.ID+")")
+		return Verdict{Proceed: true, Directive: d, Approval: r.Approval.ID}
+	case ruling.Approved:
+		q := r.Confirmation
 		*then = append(*then, func() { g.clearNotifications(q.Token) })
 		d.Continue = true
 		if ans, mine := c.asked[q.Token]; mine {
 			d.Factors = append(d.Factors, "confirmation: a human allowed it")
-			if ans.answer == verify.AllowSession {
+			if ans.Answer == verify.AllowSession {
 				d.Factors = append(d.Factors, "approval: and allowed "+a.Server+"."+a.Tool+" for the rest of this session")
 			}
-			if ans.answer == verify.AllowForget && q.Forget {
+			if ans.Answer == verify.AllowForget && q.Forget {
 				d.Factors = append(d.Factors, "flows: and cleared what this session had read")
 				*then = append(*then, func() { g.ForgetFlows(a.Session) })
 			}
@@ -626,8 +657,8 @@ func (c *check) rule(r ruling, m *memory, out *round, then *[]func()) Verdict {
 			d.Factors = append(d.Factors, "confirmation: approved by a human ("+q.Token+")")
 		}
 		return Verdict{Proceed: true, Directive: d, Token: q.Token}
-	case denied:
-		q := r.confirmation
+	case ruling.Denied:
+		q := r.Confirmation
 		d.Reason = "A human denied this action (asked because: " + d.Reason + ")"
 		if _, mine := c.asked[q.Token]; mine {
 			*then = append(*then, func() { g.clearNotifications(q.Token) })
@@ -639,13 +670,13 @@ func (c *check) rule(r ruling, m *memory, out *round, then *[]func()) Verdict {
 		return Verdict{Directive: d, Token: q.Token, Refusal: deniedByHuman(a.Operation, q)}
 	}
 	// unanswered: the question this check waited on is still open.
-	q := r.confirmation
-	if r.why != "" {
-		d.Factors = append(d.Factors, r.why)
-		n := g.notification("error", "A human could not be asked: "+r.why, map[string]any{"operation": a.Operation}, "")
+	q := r.Confirmation
+	if r.Why != "" {
+		d.Factors = append(d.Factors, r.Why)
+		n := g.notification("error", "A human could not be asked: "+r.Why, map[string]any{"operation": a.Operation}, "")
 		*then = append(*then, func() { g.broadcast(n) })
 	}
-	v, n := g.pending(a, q, d, r.why)
+	v, n := g.pending(a, q, d, r.Why)
 	if n != nil {
 		*then = append(*then, func() { g.broadcast(*n) })
 	}
@@ -656,7 +687,7 @@ func (c *check) rule(r ruling, m *memory, out *round, then *[]func()) Verdict {
 // step counted (stepped: unless a block or pause stopped it), the
 // execution's step, the decision's record, and what memory and the
 // process's notifications do once it is written.
-func (c *check) finish(m *memory, out *round, ch store.Changes, then []func(), f facts, stepped bool) (store.Changes, error) {
+func (c *check) finish(m *memory, out *round, ch store.Changes, then []func(), f ruling.Facts, stepped bool) (store.Changes, error) {
 	g, a := c.g, c.a
 	if stepped {
 		m.steps++
@@ -668,19 +699,17 @@ func (c *check) finish(m *memory, out *round, ch store.Changes, then []func(), f
 			g.log().Warn("principal hard-blocked", "principal", b.Principal, "reason", b.Reason, "verification", b.VerificationID)
 		})
 	} else {
-		b := f.block
+		b := f.Block
 		then = append(then, func() { g.observe(b, "") })
 	}
 	if out.show != nil {
 		ch.Challenges = append(ch.Challenges, out.show.challenge)
 	}
 	if e := a.Execution; e != nil {
-		rec := f.execution
-		if rec != nil && rec.Status == StatusRunning {
-			next := *rec
-			next.Steps++
-			rec = &next
-			ch.Executions = append(ch.Executions, next)
+		rec := f.Execution
+		if next := ruling.Counted(rec); next != nil {
+			rec = next
+			ch.Executions = append(ch.Executions, *next)
 		}
 		then = append(then, func() { e.refresh(rec) })
 	}
@@ -697,25 +726,6 @@ func thenAll(fs []func()) func(uint64) {
 		for _, f := range fs {
 			f()
 		}
-	}
-}
-
-// spend is q as used by this check: written in the commit that decides
-// on it, so one approval runs one action whichever process tries twice.
-func (c *check) spend(q *Confirmation) store.Confirmation {
-	r := *q
-	r.Status, r.DoneAt, r.UsedBy = statusUsed, c.g.now(), checkID()
-	return r
-}
-
-// checkin applies a human's approval of a check-in to memory: the step
-// count starts afresh, or the failure pause ends.
-func checkin(m *memory, kind string) {
-	switch kind {
-	case kindSteps:
-		m.steps = 0
-	case kindFailure:
-		m.failurePause = false
 	}
 }
 
@@ -757,7 +767,7 @@ func (g *Guard) shown(ctx context.Context, a Action, out round) Verdict {
 	result := "code_shown"
 	if unshown != "" {
 		result = "code_not_shown"
-		v.Refusal = v.Refusal.unheard(unshown)
+		v.Refusal = v.Refusal.Unheard(unshown)
 		g.noteCodeNotShown(ctx, out.block, out.pause)
 		n := g.notification("error", "A verification code could not be shown: "+factor, map[string]any{"verificationId": req.Challenge}, "")
 		g.mu.Lock()
@@ -829,11 +839,11 @@ func (g *Guard) appendRecords(ctx context.Context, recs ...store.Record) error {
 // commit's view, where every process on the state writes it: standing
 // approvals (only when one could apply) and the principal's
 // confirmations.
-func (g *Guard) humanFacts(v store.View, a Action, pol *policy.Policy, b binding) (*humanFacts, error) {
-	h := &humanFacts{}
-	if b.kind == kindAction && !a.reported() && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0 {
+func (g *Guard) humanFacts(v store.View, a Action, pol *policy.Policy, b ruling.Binding) (*ruling.Human, error) {
+	h := &ruling.Human{}
+	if b.Kind == kindAction && !a.reported() && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0 {
 		var err error
-		if h.approvals, err = v.Approvals(); err != nil {
+		if h.Approvals, err = v.Approvals(); err != nil {
 			return nil, err
 		}
 	}
@@ -844,9 +854,9 @@ func (g *Guard) humanFacts(v store.View, a Action, pol *policy.Policy, b binding
 	for i := range stored {
 		c := &stored[i]
 		if c.Status == statusPending || c.Status == statusApproved {
-			h.open = append(h.open, c)
+			h.Open = append(h.Open, c)
 		} else {
-			h.spent = append(h.spent, c)
+			h.Spent = append(h.Spent, c)
 		}
 	}
 	return h, nil
@@ -860,7 +870,7 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 		Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
 	r := verificationRefusal(a.Operation, d.Reason, p.ID, p.ExpiresAt)
 	if p.notShown.Load() {
-		r = r.unheard("it was not shown when the agent was paused")
+		r = r.Unheard("it was not shown when the agent was paused")
 	}
 	return Verdict{Directive: d, VerificationID: p.ID, Refusal: r}
 }
@@ -881,7 +891,7 @@ func deniedByHuman(operation string, dc *Confirmation) *Refusal {
 	return Stop(RefusalDenied, "", map[string]any{"operation": operation}, at, until)
 }
 
-func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b binding, d evaluator.Directive) (*Confirmation, error) {
+func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b ruling.Binding, d evaluator.Directive) (*Confirmation, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, err
@@ -889,19 +899,19 @@ func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b binding, d evalu
 	now := g.now()
 	var args json.RawMessage
 	if len(a.redacted) > 0 {
-		args, _ = canonicalJSON(a.redacted) // decoded JSON re-encodes
+		args, _ = redact.Canonical(a.redacted) // decoded JSON re-encodes
 	}
 	c := &Confirmation{
-		Token: token, Kind: b.kind, Principal: pol.Principal, Server: b.server, Tool: a.Tool, Operation: b.operation, Client: a.Client,
-		AllowSession: b.kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
-		Forget:       b.kind == kindAction && d.Matched == "flow" && a.Flow.Carried == "" && a.Session != "" && !a.SharedSession,
-		Digest:       b.digest, PolicyVersion: pol.Version, Session: a.Session,
+		Token: token, Kind: b.Kind, Principal: pol.Principal, Server: b.Server, Tool: a.Tool, Operation: b.Operation, Client: a.Client,
+		AllowSession: b.Kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
+		Forget:       b.Kind == kindAction && d.Matched == "flow" && a.Flow.Carried == "" && a.Session != "" && !a.SharedSession,
+		Digest:       b.Digest, PolicyVersion: pol.Version, Session: a.Session,
 		Action: a.preview, Arguments: args, Reason: d.Reason, Tier: string(d.Tier),
 		Category: string(a.Category), Does: a.EffectWhy, Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
 		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(g.ConfirmTTL),
 	}
-	if b.kind != kindAction {
-		c.Action = b.operation + " (next action: " + a.preview + ")"
+	if b.Kind != kindAction {
+		c.Action = b.Operation + " (next action: " + a.preview + ")"
 	}
 	return c, nil
 }

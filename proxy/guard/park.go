@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -49,19 +50,14 @@ import (
 
 // ErrBusy says the guard holds what parking it would lose; nothing was
 // written and the guard goes on as before.
-var ErrBusy = errors.New("the guard is in use")
+var ErrBusy = ruling.ErrBusy
 
 // errParked refuses a commit of a guard that was parked: its memory is in
 // the state now, and a decision here would not be counted there.
 var errParked = errors.New("this principal's guard was dropped after it was idle; the call is refused (retry: a new one takes its place)")
 
-// Parked-row statuses (see above).
-const (
-	statusParked             = "parked"
-	statusParkedFailurePause = "parked_failure_pause"
-	statusResumed            = "resumed"
-	parkedPrefix             = "loop_"
-)
+// parkedPrefix begins a parked row's id (see above).
+const parkedPrefix = "loop_"
 
 // parkedID is the id of the principal's parked row.
 func parkedID(principal string) string { return parkedPrefix + principal }
@@ -69,21 +65,6 @@ func parkedID(principal string) string { return parkedPrefix + principal }
 // isParkedID says whether an execution id names a parked row, which no
 // execution operation may touch.
 func isParkedID(id string) bool { return strings.HasPrefix(id, parkedPrefix) }
-
-// parkedMemory is what a parked row holds (ok: it is parked, not taken
-// over yet).
-func parkedMemory(e *store.Execution) (steps int, failurePause, ok bool) {
-	if e == nil {
-		return 0, false, false
-	}
-	switch e.Status {
-	case statusParked:
-		return e.Steps, false, true
-	case statusParkedFailurePause:
-		return e.Steps, true, true
-	}
-	return 0, false, false
-}
 
 // Park writes the step count and the failure pause to the state and
 // closes the guard to decisions: every commit after Park's is refused
@@ -98,33 +79,23 @@ func (g *Guard) Park(ctx context.Context) error {
 	var wrote, closed bool
 	err := g.commit(ctx, func(v store.View, m *memory) (store.Changes, error) {
 		wrote = false
-		if why := g.busy(m); why != "" {
-			return store.Changes{}, fmt.Errorf("%w: %s", ErrBusy, why)
-		}
-		parked := func(uint64) { g.parked, closed = true, true } // g.mu is held
 		cur, err := v.Execution(id)
 		if err != nil {
 			return store.Changes{}, err
 		}
-		steps, failurePause := m.steps, m.failurePause
-		if s, f, ok := parkedMemory(cur); ok {
-			// Parked by another guard of the principal (a replica) and
-			// not taken over: the stricter of the two.
-			steps, failurePause = max(steps, s), failurePause || f
-			if steps == s && failurePause == f {
-				return store.Changes{Then: parked}, nil
-			}
-		} else if steps == 0 && !failurePause {
-			return store.Changes{Then: parked}, nil // nothing owed
+		p, err := ruling.Park(g.busy(m), m.steps, m.failurePause, cur)
+		if err != nil {
+			return store.Changes{}, err
 		}
-		row := store.Execution{ID: id, Principal: principal, Status: statusParked, Steps: steps, StartedAt: g.now(),
+		parked := func(uint64) { g.parked, closed = true, true } // g.mu is held
+		if !p.Write {
+			return store.Changes{Then: parked}, nil
+		}
+		row := store.Execution{ID: id, Principal: principal, Status: p.Status(), Steps: p.Steps, StartedAt: g.now(),
 			Reason: "the principal's guard was dropped after it was idle; its next guard takes this over"}
-		if failurePause {
-			row.Status = statusParkedFailurePause
-		}
 		rec := g.record(store.KindExecution, "")
 		rec.Operation, rec.Execution, rec.Result = "guard_park", id, row.Status
-		rec.Factors = memoryFactors(steps, failurePause)
+		rec.Factors = memoryFactors(p.Steps, p.FailurePause)
 		wrote = true
 		return store.Changes{Executions: []store.Execution{row}, Records: []store.Record{rec}, Then: parked}, nil
 	})
@@ -164,7 +135,7 @@ func (g *Guard) Resume(ctx context.Context) error {
 	if err := g.State.Load(ctx, func(v store.View) (err error) { row, err = v.Execution(id); return }); err != nil {
 		return fmt.Errorf("reading what the principal's last guard parked: %w", err)
 	}
-	if _, _, ok := parkedMemory(row); !ok {
+	if _, _, ok := ruling.ParkedMemory(row); !ok {
 		return nil
 	}
 	var took *store.Execution
@@ -174,15 +145,15 @@ func (g *Guard) Resume(ctx context.Context) error {
 		if err != nil {
 			return store.Changes{}, err
 		}
-		steps, failurePause, ok := parkedMemory(cur)
-		if !ok {
+		var ok bool
+		if m.steps, m.failurePause, ok = ruling.Resume(m.steps, m.failurePause, cur); !ok {
 			return store.Changes{}, nil // taken over meanwhile, by another guard of the principal
 		}
-		m.steps, m.failurePause = max(m.steps, steps), m.failurePause || failurePause
+		steps, failurePause, _ := ruling.ParkedMemory(cur)
 		done := *cur
-		done.Status, done.FinishedAt = statusResumed, g.now()
+		done.Status, done.FinishedAt = ruling.StatusResumed, g.now()
 		rec := g.record(store.KindExecution, "")
-		rec.Operation, rec.Execution, rec.Result = "guard_resume", id, statusResumed
+		rec.Operation, rec.Execution, rec.Result = "guard_resume", id, ruling.StatusResumed
 		rec.Factors = memoryFactors(steps, failurePause)
 		took = cur
 		return store.Changes{Executions: []store.Execution{done}, Records: []store.Record{rec}}, nil
@@ -192,7 +163,7 @@ func (g *Guard) Resume(ctx context.Context) error {
 	}
 	if took != nil {
 		g.log().Info("what the principal's last guard parked is taken over", "principal", principal, "steps", took.Steps,
-			"failure_pause", took.Status == statusParkedFailurePause)
+			"failure_pause", took.Status == ruling.StatusParkedFailurePause)
 	}
 	return nil
 }
@@ -207,24 +178,20 @@ func memoryFactors(steps int, failurePause bool) []string {
 }
 
 // busy says what keeps the guard from being parked ("" for nothing),
-// with m the memory as every earlier commit left it.
+// with m the memory as every earlier commit left it: a verify pause in
+// force, what the desk holds (proxy/desk: a question, a code), a block
+// not written yet.
 func (g *Guard) busy(m *memory) string {
+	if m.pause != nil && g.now().Before(m.pause.ExpiresAt) {
+		return "a verify pause is in force until " + m.pause.ExpiresAt.Format("15:04:05")
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case m.pause != nil && g.now().Before(m.pause.ExpiresAt):
-		return "a verify pause is in force until " + m.pause.ExpiresAt.Format("15:04:05")
-	case len(g.askings) > 0:
-		return "a question is on or waiting for the human's screen"
-	case g.showingCodes > 0:
-		return "a verification code is being shown"
-	case g.about > 0:
-		return "a question about a tool's definition is being asked"
-	case g.holdsCode():
-		// Shown again at the next refused call until it expires
-		// (reshow.go): a dropped guard would forget it.
-		return "a verification code it showed has not expired"
-	case g.unwritten != nil:
+	g.initDesk()
+	if why := g.desk.Busy(); why != "" {
+		return why
+	}
+	if g.unwritten != nil {
 		// Held in memory only until the state takes it (unwritten.go):
 		// a dropped guard would drop the block with it.
 		return "a hard block is waiting to be written to the state"

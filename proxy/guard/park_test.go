@@ -8,6 +8,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -65,7 +66,7 @@ func TestParkedBudgetContinues(t *testing.T) {
 		}
 	}
 	park(t, g)
-	if e := parkedRow(t, g); e == nil || e.Status != statusParked || e.Steps != 2 {
+	if e := parkedRow(t, g); e == nil || e.Status != ruling.StatusParked || e.Steps != 2 {
 		t.Fatalf("parked row %+v", e)
 	}
 	if err := g.Park(ctx); err == nil {
@@ -84,7 +85,7 @@ func TestParkedBudgetContinues(t *testing.T) {
 	if v := n.Check(ctx, get); v.Proceed || v.Directive.Stage != evaluator.StageStepLimit {
 		t.Fatalf("step 4 after the drop: %+v", v.Directive)
 	}
-	if e := parkedRow(t, g); e == nil || e.Status != statusResumed || e.FinishedAt.IsZero() {
+	if e := parkedRow(t, g); e == nil || e.Status != ruling.StatusResumed || e.FinishedAt.IsZero() {
 		t.Errorf("the parked row after it was taken over: %+v", e)
 	}
 	// Taken over once: a second guard starts afresh from the state (as
@@ -117,7 +118,7 @@ func TestParkedFailurePauseHolds(t *testing.T) {
 	}
 	g.EndSession(ctx, "s") // the session ends: its question is withdrawn
 	park(t, g)
-	if e := parkedRow(t, g); e == nil || e.Status != statusParkedFailurePause {
+	if e := parkedRow(t, g); e == nil || e.Status != ruling.StatusParkedFailurePause {
 		t.Fatalf("parked row %+v", e)
 	}
 	n := nextGuard(t, g, h)
@@ -267,5 +268,28 @@ func TestParkedAnswerIsFound(t *testing.T) {
 	}
 	if asked := h.asked.Load(); asked != 1 {
 		t.Errorf("the human was asked %d times", asked)
+	}
+}
+
+// TestCodeIsAFreshGuardsFirstOperation: the code lifts the block when
+// verify_challenge is the first thing a new guard of the principal does
+// (a restart, a guard dropped and made again): nothing it keeps in
+// memory (its desk) is missing then.
+func TestCodeIsAFreshGuardsFirstOperation(t *testing.T) {
+	ctx := context.Background()
+	h := &fakeHuman{}
+	g := newGuard(t, testPolicy, h)
+	v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
+	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+		t.Fatalf("block: %+v", v)
+	}
+	park(t, g)
+	n := &Guard{Policy: g.Policy, Channel: h, ChallengeTTL: g.ChallengeTTL}
+	onStoreOf(t, n, g, store.Options{})
+	h.mu.Lock()
+	code := h.shown[0].Code
+	h.mu.Unlock()
+	if res, err := n.VerifyChallenge(ctx, "s2", v.VerificationID, code); err != nil || !res.Unblocked {
+		t.Fatalf("the code: %v", err)
 	}
 }

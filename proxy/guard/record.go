@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -33,12 +34,13 @@ func (g *Guard) noteCodeNotShown(ctx context.Context, b *store.Block, p *pause) 
 	}
 	err := g.commit(ctx, func(st store.View, _ *memory) (store.Changes, error) {
 		cur, err := st.Block(b.Principal)
-		if err != nil || cur == nil || cur.VerificationID != b.VerificationID {
+		if err != nil {
 			return store.Changes{}, err
 		}
-		marked := *cur
-		marked.CodeNotShown = true
-		return store.Changes{Blocks: []store.Block{marked}}, nil
+		if marked := ruling.CodeNotShown(cur, b.VerificationID); marked != nil {
+			return store.Changes{Blocks: []store.Block{*marked}}, nil
+		}
+		return store.Changes{}, nil
 	})
 	if err != nil {
 		g.log().Error("noting that a block's code could not be shown", "challenge", b.VerificationID, "err", err)

@@ -1,192 +1,45 @@
 package guard
 
 import (
-	"strings"
 	"time"
+
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 )
 
-// A Refusal is the guard saying no: it did not run a call, or could not
-// do what a loop operation asked. It is the guard's one answer of that
-// kind, in its own terms; each front says it in its protocol
-// (proxy/refusal.go: an MCP-AQL error, a CallToolResult with isError, a
-// JSON-RPC error), and the guard renders nothing.
-//
-// Say is the model-facing words, a fixed template: made of this
-// package's constant phrases only, never of an error's text. {name} in
-// it is the factor of that name, or one of the words the front fills
-// from its mode ({shown}, {asked}: how the human was reached; {verify},
-// {confirm}: how the model passes a code on or waits for an answer).
-// Factors are the values the refusal rests on (strings, ints, bools;
-// never an error, a secret or a code), all of them in the details.
-type Refusal struct {
-	Kind    RefusalKind
-	Say     string
-	Factors map[string]any
-}
+// The guard refuses in proxy/refusal's words; these are its names as the
+// fronts know them.
+type (
+	Refusal     = refusal.Refusal
+	RefusalKind = refusal.Kind
+	Offer       = refusal.Offer
+)
 
-// RefusalKind is what a refusal says happened.
-type RefusalKind uint8
-
+// The kinds of refusal (proxy/refusal).
 const (
-	// RefusalBlocked: the agent is hard-blocked until the human's code
-	// is given (a deny pattern, the danger_zone tier).
-	RefusalBlocked RefusalKind = iota + 1
-	// RefusalPaused: the verify tier paused the agent until the code is
-	// given or the challenge expires.
-	RefusalPaused
-	// RefusalPending: a human must approve the call; the answer is picked
-	// up by the retry (the factors carry the token).
-	RefusalPending
-	// RefusalDenied: the human denied this call.
-	RefusalDenied
-	// RefusalRefused: the policy refuses this one call; the agent goes on.
-	RefusalRefused
-	// RefusalCheckins: one call went through more check-ins than a call may.
-	RefusalCheckins
-	// RefusalToolChanged: the server changed the tool since it was
-	// approved (tool pinning, the front's).
-	RefusalToolChanged
-	// RefusalToolReview: the tool's server is new and its tools wait
-	// for the human's first-sight review (tool pinning, the front's).
-	RefusalToolReview
-	// The token, challenge and execution refusals of the loop's own
-	// operations, and the fail-closed one (RefusalFailed: the state, a
-	// random source or the audit log failed; nothing more is said).
-	RefusalTokenInvalid
-	RefusalTokenExpired
-	RefusalTokenUsed
-	RefusalTokenScope
-	RefusalRateLimited
-	RefusalVerifyFailed
-	RefusalNotFound
-	RefusalConflict
-	RefusalFailed
+	RefusalBlocked      = refusal.Blocked
+	RefusalPaused       = refusal.Paused
+	RefusalPending      = refusal.Pending
+	RefusalDenied       = refusal.Denied
+	RefusalRefused      = refusal.Refused
+	RefusalCheckins     = refusal.Checkins
+	RefusalToolChanged  = refusal.ToolChanged
+	RefusalToolReview   = refusal.ToolReview
+	RefusalTokenInvalid = refusal.TokenInvalid
+	RefusalTokenExpired = refusal.TokenExpired
+	RefusalTokenUsed    = refusal.TokenUsed
+	RefusalTokenScope   = refusal.TokenScope
+	RefusalRateLimited  = refusal.RateLimited
+	RefusalVerifyFailed = refusal.VerifyFailed
+	RefusalNotFound     = refusal.NotFound
+	RefusalConflict     = refusal.Conflict
+	RefusalFailed       = refusal.Failed
 )
 
-// refusalWords are the kinds' names in the audit log (a decision
-// record's result): the MCP-AQL code names, as the log has always said.
-var refusalWords = [...]string{RefusalBlocked: "PERMISSION_AGENT_BLOCKED", RefusalPaused: "PERMISSION_VERIFICATION_REQUIRED",
-	RefusalPending: "CONFIRMATION_REQUIRED", RefusalDenied: "PERMISSION_DENIED", RefusalRefused: "PERMISSION_DENIED",
-	RefusalCheckins: "PERMISSION_DENIED", RefusalToolChanged: "PERMISSION_DENIED", RefusalToolReview: "PERMISSION_DENIED", RefusalTokenInvalid: "TOKEN_INVALID",
-	RefusalTokenExpired: "TOKEN_EXPIRED", RefusalTokenUsed: "TOKEN_ALREADY_USED", RefusalTokenScope: "TOKEN_SCOPE_MISMATCH",
-	RefusalRateLimited: "RATE_LIMIT_EXCEEDED", RefusalVerifyFailed: "PERMISSION_VERIFICATION_FAILED",
-	RefusalNotFound: "NOT_FOUND_RESOURCE", RefusalConflict: "CONFLICT_INVALID_STATE", RefusalFailed: "INTERNAL_ERROR"}
-
-// String is the kind as the audit log names it.
-func (k RefusalKind) String() string {
-	if int(k) < len(refusalWords) && refusalWords[k] != "" {
-		return refusalWords[k]
-	}
-	return "INTERNAL_ERROR"
-}
-
-// stopped says the refusal stops the agent or waits for a human: a
-// reported step gets it as a directive, not as an error.
-func (r *Refusal) stopped() bool {
-	switch r.Kind {
-	case RefusalBlocked, RefusalPaused, RefusalPending, RefusalDenied, RefusalRefused, RefusalCheckins:
-		return true
-	}
-	return false
-}
-
-// Offer is a pending confirmation's token and expiry, as the caller
-// repeats them (a directive's confirmation, MCP-AQL's top-level one).
-type Offer struct {
-	Token     string `json:"token"`
-	ExpiresAt string `json:"expires_at"`
-}
-
-// Offer is r's token offer (nil unless r is RefusalPending).
-func (r *Refusal) Offer() *Offer {
-	if r == nil || r.Kind != RefusalPending {
-		return nil
-	}
-	token, _ := r.Factors["confirmation_token"].(string)
-	expires, _ := r.Factors["expires_at"].(string)
-	return &Offer{Token: token, ExpiresAt: expires}
-}
-
-// The words of the refusals that stop the agent or wait for a human: as
-// said when the human was reached, and (unheard) when not, {why} then
-// being why not (a fixed phrase).
-var (
-	sayWords = map[RefusalKind]string{
-		RefusalBlocked: "aqlguard stopped this agent until the user gives you the verification code {shown}. " +
-			"Ask them for it, then {verify}. If they lost it, `aqlguard verify show` gives them a new one. " +
-			"You cannot see codes; never guess one.",
-		RefusalPaused: "aqlguard paused this agent until the user gives you the verification code {shown}. " +
-			"Ask them for it, then {verify}; if they closed it, your next call shows it again. " +
-			"You cannot see the code; do not guess it.",
-		RefusalPending:     "A human must approve this call; {asked}. Nothing ran. Repeat the same call to get their answer.{confirm}",
-		RefusalDenied:      "The user denied this call. Nothing ran; do not repeat it unchanged.",
-		RefusalRefused:     "The policy does not allow this call. Nothing ran; you may go on with other work.",
-		RefusalCheckins:    "This call needed more human check-ins than one call may. Nothing ran; try it again.",
-		RefusalToolChanged: "The server changed this tool since the user approved it; it cannot be used until they approve the change. Nothing ran.",
-		RefusalToolReview:  "This tool's server {server} is new to aqlguard and the user has not reviewed its tools yet; they cannot be used until the user approves them (aqlguard asks them, or they run `aqlguard pins approve {server}`). Nothing ran; try again once they have.",
-	}
-	unheardWords = map[RefusalKind]string{
-		RefusalBlocked: "aqlguard stopped this agent, and could not show the user a verification code ({why}). " +
-			"Tell the user the agent is stopped and that `aqlguard doctor` says how to fix this. Do not guess a code.",
-		RefusalPaused: "aqlguard paused this agent, and could not show the user a verification code ({why}). " +
-			"Tell the user the agent is paused and that `aqlguard doctor` says how to fix this. Do not guess a code.",
-		RefusalPending: "A human must approve this call, but none could be asked ({why}), so nothing ran: " +
-			"tell the user to run `aqlguard doctor`, which says how to fix this, then repeat the call.",
-	}
-)
-
-// Stop is the refusal of kind k (one of those that stop the agent or
-// wait for a human) with factors: operation, agent, reason,
-// danger_level, verification_id, confirmation_token, server, tool (""
-// left out) and its times (zero left out). why says why the human could
-// not be reached ("": they were).
+// Stop is refusal.Stop: the refusal of kind k that stops the agent or
+// waits for a human.
 func Stop(k RefusalKind, why string, factors map[string]any, at, expires time.Time) *Refusal {
-	r := &Refusal{Kind: k, Say: sayWords[k], Factors: map[string]any{}}
-	if w, ok := unheardWords[k]; ok && why != "" {
-		// The words say that nothing ran or was approved; the why need not.
-		why = strings.TrimSuffix(strings.TrimSuffix(why, "."), "; nothing was approved")
-		r.Say = strings.ReplaceAll(w, "{why}", why)
-	}
-	for name, v := range factors {
-		if v != "" {
-			r.Factors[name] = v
-		}
-	}
-	stamp := func(name string, t time.Time) {
-		if !t.IsZero() {
-			r.Factors[name] = t.UTC().Format(time.RFC3339)
-		}
-	}
-	switch k {
-	case RefusalBlocked:
-		stamp("blocked_at", at)
-	case RefusalDenied:
-		stamp("denied_at", at)
-		stamp("ask_again_after", expires)
-	default:
-		stamp("expires_at", expires)
-	}
-	return r
+	return refusal.Stop(k, why, factors, at, expires)
 }
 
-// failed is the fail-closed refusal: "Internal error: '<what>'", what a
-// fixed phrase, with factors (nil for none).
-func failed(what string, factors map[string]any) *Refusal {
-	return &Refusal{Kind: RefusalFailed, Say: "Internal error: '" + what + "'", Factors: factors}
-}
-
-// refuse is a refusal of kind k in the words say, with factors.
-func refuse(k RefusalKind, say string, factors map[string]any) *Refusal {
-	return &Refusal{Kind: k, Say: say, Factors: factors}
-}
-
-// unheard is r (a block, pause or pending refusal) for a human who could
-// not be reached: why says why, in a fixed phrase.
-func (r *Refusal) unheard(why string) *Refusal {
-	if _, ok := unheardWords[r.Kind]; !ok {
-		return r
-	}
-	out := Stop(r.Kind, why, nil, time.Time{}, time.Time{})
-	out.Factors = r.Factors
-	return out
-}
+// failed is refusal.Fail, the fail-closed refusal.
+func failed(what string, factors map[string]any) *Refusal { return refusal.Fail(what, factors) }

@@ -5,107 +5,37 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
-	"github.com/aqlguard/aqlguard/verify"
 )
 
-// A code can be seen again until it expires (issue 31, item 6). The
-// human may close the code's window before they typed the code, or
-// their client may end the session (and with it this aqlguard, whose
-// dialog ends too) while the model still asks them for "the code
-// aqlguard showed in a window". Two ways back:
-//
-//   - in this process, the code it showed in a window (a channel that
-//     is a verify.Reopener) is kept in memory (never written anywhere)
-//     until it expires, and the next call refused by its block or pause
-//     puts the window up again when it is closed (not more often than
-//     reshowAfter);
-//   - from any process, `aqlguard verify show` gives the block a fresh
-//     code and shows that one through the human channel (ShowCodeAgain):
-//     the code itself lives only in the process that made it, so a
-//     process that did not make it, or one started since, cannot show
-//     it again, and a new one replaces it (the old one no longer lifts
-//     the block). The refusal tells the model so, and the model never
-//     sees a code either way.
+// A code can be seen again until it expires (issue 31, item 6): in this
+// process, the desk keeps the codes it showed in a window and puts one
+// up again at the next call its block or pause refuses (showAgain, not
+// more often than reshowAfter); from any process, `aqlguard verify
+// show` gives the block a fresh code and shows that one
+// (ShowCodeAgain): the code itself lives only in the process that made
+// it, so a new one replaces it (the old one no longer lifts the block).
+// The model never sees a code either way.
 
 // reshowAfter is how long after its window closed a code is shown
 // again, at the next refused call: a model that retries in a loop does
 // not keep a window in the human's face.
 const reshowAfter = 10 * time.Second
 
-// heldCode is a code this process showed, kept until it expires.
-type heldCode struct {
-	req      verify.Request
-	up       bool      // its window is up now
-	closedAt time.Time // when its window last closed
-}
-
-// holdCode keeps req (with its code) while its window is up and until
-// it expires, dropping the codes that have. g.mu is held.
-func (g *Guard) holdCode(req verify.Request) {
-	if g.held == nil {
-		g.held = map[string]*heldCode{}
-	}
-	g.pruneCodes()
-	g.held[req.Challenge] = &heldCode{req: req, up: true}
-}
-
-// holdsCode says a code this process showed has not expired and can be
-// put up again (a channel that reopens; another is delivered once, and
-// holds nothing to lose). g.mu is held.
-func (g *Guard) holdsCode() bool {
-	if r, ok := g.Channel.(verify.Reopener); !ok || !r.Reopens() {
-		return false
-	}
-	g.pruneCodes()
-	return len(g.held) > 0
-}
-
-// pruneCodes forgets the codes that expired. g.mu is held.
-func (g *Guard) pruneCodes() {
-	now := g.now()
-	for id, h := range g.held {
-		if !now.Before(h.req.ExpiresAt) {
-			delete(g.held, id)
-		}
-	}
-}
-
-// codeClosed notes that a code's window closed: shown is false when it
-// could not be put up at all (nothing to show again: that code was
-// never seen).
-func (g *Guard) codeClosed(id string, shown bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	h := g.held[id]
-	if h == nil {
-		return
-	}
-	if !shown {
-		delete(g.held, id)
-		return
-	}
-	h.up, h.closedAt = false, g.now()
-}
-
 // showAgain puts the code of verification id up again, when this
 // process holds it, its window is closed (for reshowAfter at least) and
 // it has not expired; it records that it did. It is for a call the
 // block or pause refused.
 func (g *Guard) showAgain(ctx context.Context, session, operation, id string) {
-	if r, ok := g.Channel.(verify.Reopener); !ok || !r.Reopens() {
-		return // delivered once; `aqlguard verify show` sends a new one
-	}
 	g.mu.Lock()
-	g.pruneCodes()
-	h := g.held[id]
-	now := g.now()
-	if h == nil || h.up || now.Sub(h.closedAt) < reshowAfter || !now.Before(h.req.ExpiresAt) {
-		g.mu.Unlock()
+	g.init()
+	d := g.desk
+	g.mu.Unlock()
+	req, ok := d.ShowAgain(id, reshowAfter)
+	if !ok {
 		return
 	}
-	req := h.req
-	g.mu.Unlock()
 	factor, unshown := g.show(ctx, &req)
 	rec := g.record(store.KindChallenge, session)
 	rec.Operation, rec.Tier, rec.ChallengeID, rec.Factors = operation, req.Tier, req.Challenge, []string{"shown again: " + factor}
@@ -136,6 +66,7 @@ func (g *Guard) ShowCodeAgain(ctx context.Context, by string, announce func(*sto
 	}
 	g.mu.Lock()
 	g.init()
+	d := g.desk
 	g.mu.Unlock()
 	var nb *store.Block
 	var code *challengeCode
@@ -154,11 +85,12 @@ func (g *Guard) ShowCodeAgain(ctx context.Context, by string, announce func(*sto
 		rec.Factors = []string{"a new code for the block replaces verification " + b.VerificationID + ", at the request of " + by}
 		ch := store.Changes{Blocks: []store.Block{*nb}, Challenges: []store.Challenge{code.challenge}, Records: []store.Record{rec}}
 		// The replaced code is revoked: it answers as used, and lifts nothing.
-		if old, err := v.Challenge(b.VerificationID); err != nil {
+		old, err := v.Challenge(b.VerificationID)
+		if err != nil {
 			return store.Changes{}, err
-		} else if old != nil {
-			old.Revoked = true
-			ch.Challenges = append(ch.Challenges, *old)
+		}
+		if revoked := ruling.Revoked(old); revoked != nil {
+			ch.Challenges = append(ch.Challenges, *revoked)
 		}
 		return ch, nil
 	})
@@ -172,9 +104,7 @@ func (g *Guard) ShowCodeAgain(ctx context.Context, by string, announce func(*sto
 		announce(nb)
 	}
 	req := code.req
-	showCtx, cancel := context.WithDeadline(ctx, req.ExpiresAt)
-	defer cancel()
-	serr := g.Channel.Show(showCtx, req)
+	serr := d.ShowAndWait(ctx, req)
 	rec := g.record(store.KindChallenge, "")
 	rec.Operation, rec.Tier, rec.ChallengeID, rec.Result = "verify show", req.Tier, req.Challenge, "code_shown"
 	rec.Factors = []string{"verification: code shown to a human through the " + g.Channel.Name() + " channel"}

@@ -106,58 +106,8 @@ func TestTheHumanSeesWhatRunsAskedAgain(t *testing.T) {
 	g.mu.Lock()
 	c, _ := lookupLocked(ctx, g, v.Token)
 	g.mu.Unlock()
-	if c == nil || !s.of(c) || g.showing(other).of(c) {
+	if c == nil || !s.Of(c) || g.showing(other).Of(c) {
 		t.Fatal("a question shows another call's arguments")
-	}
-}
-
-// TestDisplayRoles: the role an argument is shown in comes from the
-// tool's model (Action.Roles), else from what the evaluator reads today:
-// the policy's declarations, then the name. Only what runs and where it
-// acts is shown whole.
-func TestDisplayRoles(t *testing.T) {
-	cfg, err := policy.Parse([]byte(`
-[safety]
-shell_arguments = ["db.exec:line"]
-[[servers]]
-name = "db"
-command = "x"
-[servers.arguments]
-"run:input" = "code"
-"run:path" = "content"
-`), "t.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.Compile(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, exec := call("db_run", nil), call("db_exec", nil)
-	run.Roles = map[string]policy.Role{"endpoint_ref": policy.RoleURL, "path": policy.RolePath}
-	for _, c := range []struct {
-		a    Action
-		name string
-		want policy.Role
-	}{
-		{run, "endpointRef", policy.RoleURL},  // the model, in the server's spelling
-		{run, "path", policy.RoleContent},     // [servers.arguments] over the model, as the evaluator reads it
-		{run, "input", policy.RoleCode},       // [servers.arguments]
-		{exec, "line", policy.RoleCommand},    // shell_arguments
-		{exec, "cmd", policy.RoleCommand},     // the name
-		{exec, "api_token", policy.RoleOther}, // the name says nothing of a role
-		{exec, "input", policy.RoleOther},     // declared for another tool
-		{call("x_run", nil), "input", policy.RoleOther},
-	} {
-		if got := displayRole(pol, c.a, c.name); got != c.want {
-			t.Errorf("%s %s: %s, want %s", c.a.Tool, c.name, got, c.want)
-		}
-	}
-	for r, whole := range map[policy.Role]bool{policy.RoleCommand: true, policy.RoleCode: true, policy.RolePath: true,
-		policy.RoleURL: true, policy.RoleQuery: false, policy.RoleContent: false, policy.RoleOther: false, policy.RoleIdentifier: false} {
-		if shownInFull(r) != whole {
-			t.Errorf("%s shown whole: %v", r, !whole)
-		}
 	}
 }
 

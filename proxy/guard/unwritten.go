@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -70,7 +71,7 @@ func (g *Guard) blockUnwritten(c *check, out round, err error) (v Verdict, ok bo
 	g.unwritten = u
 	g.init()
 	bg := g.bg
-	g.asks.Add(1)
+	g.running.Add(1)
 	g.mu.Unlock()
 	g.log().Error("principal hard-blocked, but the block could not be written; it holds in this process and is written as soon as the state can be",
 		"principal", u.block.Principal, "reason", u.block.Reason, "verification", u.block.VerificationID, "err", err)
@@ -110,7 +111,7 @@ func (g *Guard) writeUnwritten(ctx context.Context, u *unwrittenBlock) error {
 		if err != nil {
 			return store.Changes{}, err
 		}
-		wrote = cur == nil
+		wrote = ruling.Unwritten(cur)
 		c := store.Changes{Records: []store.Record{u.record}}
 		if wrote {
 			c.Blocks = []store.Block{u.block}
@@ -147,7 +148,7 @@ func (g *Guard) writeUnwritten(ctx context.Context, u *unwrittenBlock) error {
 // retryUnwritten writes the unwritten block once the state takes it, if
 // no check did first, until the guard closes.
 func (g *Guard) retryUnwritten(ctx context.Context) {
-	defer g.asks.Done()
+	defer g.running.Done()
 	wait := unwrittenRetryMin
 	for {
 		select {

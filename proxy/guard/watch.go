@@ -2,63 +2,32 @@ package guard
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
-	"github.com/aqlguard/aqlguard/evaluator"
-	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 	"github.com/aqlguard/aqlguard/store"
 )
 
-// Watcher sees every guarded call (tool calls, resource reads, prompt
-// gets), for the people who run aqlguard
-// (metrics, traces: package telemetry). It must be cheap: it runs on
-// every call.
-type Watcher interface {
-	// CallBegins is called as a call reaches the guard. The context it
-	// returns is the call's from then on, down to the server (a trace
-	// span in it goes to an HTTP server as traceparent).
-	CallBegins(ctx context.Context, c WatchedCall) context.Context
-	// CallEnded is called once the call was refused, or forwarded and
-	// its outcome recorded, with the context CallBegins returned.
-	CallEnded(ctx context.Context, c WatchedCall, end CallEnd)
-}
-
-// WatchedCall names a call for a Watcher. Method is tools/call,
-// resources/read or prompts/get; Server comes from the configuration;
-// Tool is the tool's or the prompt's name from the server's catalog ("" for
-// a read: a URI is the client's); Params are the client's params besides
-// name and arguments (its _meta), as sent (tool calls only).
-type WatchedCall struct {
-	Method, Server, Operation, Tool string
-	Params                          json.RawMessage
-}
-
-// The methods a Watcher sees (the guarded ones of the method table).
-const (
-	MethodToolsCall     = mcpmethod.ToolsCall
-	MethodResourcesRead = mcpmethod.ResourcesRead
-	MethodPromptsGet    = mcpmethod.PromptsGet
+// What the people who run aqlguard see of each call is proxy/watch's;
+// these are its names as the guard's users know them.
+type (
+	Watcher     = watch.Watcher
+	WatchedCall = watch.Call
+	CallEnd     = watch.End
 )
 
-// CallEnd is how a watched call ended.
-type CallEnd struct {
-	Directive evaluator.Directive
-	// Outcome is one of the Outcome constants: a fixed set.
-	Outcome string
-	// Took is the whole call, the human's answer included; Downstream
-	// the server's part of it (zero when it was not forwarded).
-	Took, Downstream time.Duration
-}
-
-// The outcomes of a watched call.
+// The methods a Watcher sees, and the outcomes of a watched call.
 const (
-	OutcomeRefused    = "refused"    // not forwarded: refused, or waiting for a human
-	OutcomeOK         = "ok"         // forwarded and answered
-	OutcomeToolError  = "tool_error" // answered with isError
-	OutcomeRPCError   = "rpc_error"  // answered with a JSON-RPC error
-	OutcomeFailed     = "failed"     // not answered (the server unavailable, timed out, cancelled)
-	OutcomeUnrecorded = "unrecorded" // answered, but the outcome could not be audited: withheld
+	MethodToolsCall     = watch.MethodToolsCall
+	MethodResourcesRead = watch.MethodResourcesRead
+	MethodPromptsGet    = watch.MethodPromptsGet
+
+	OutcomeRefused    = watch.OutcomeRefused
+	OutcomeOK         = watch.OutcomeOK
+	OutcomeToolError  = watch.OutcomeToolError
+	OutcomeRPCError   = watch.OutcomeRPCError
+	OutcomeFailed     = watch.OutcomeFailed
+	OutcomeUnrecorded = watch.OutcomeUnrecorded
 )
 
 // Status is the guard's state for the people who run it.
@@ -77,8 +46,10 @@ type Status struct {
 // read (a readiness probe's question).
 func (g *Guard) Status(ctx context.Context) (Status, error) {
 	g.mu.Lock()
-	pending, unwritten := len(g.askings), g.unwritten != nil
+	g.initDesk()
+	d, unwritten := g.desk, g.unwritten != nil
 	g.mu.Unlock()
+	pending := d.Waiting()
 	principal := g.pol().Principal
 	st := Status{Principal: principal, PendingQuestions: pending}
 	err := g.State.Load(ctx, func(v store.View) error {
@@ -97,7 +68,7 @@ func (g *Guard) Status(ctx context.Context) (Status, error) {
 // block is a commit that changes nothing, so it is ordered with every
 // other commit and served from the store's snapshot.
 func (g *Guard) watch(ctx context.Context) {
-	defer g.asks.Done()
+	defer g.running.Done()
 	principal := g.pol().Principal
 	look := func(uint64) {
 		_, err := g.State.Commit(ctx, func(v store.View) (store.Changes, error) {

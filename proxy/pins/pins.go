@@ -257,8 +257,9 @@ func schemaNarrows(old, new any) bool {
 	return true
 }
 
-// Human is how a Pinner reaches the person at the machine: the guard,
-// which asks in the principal's turn (one question at a time).
+// Human is how a Pinner reaches the person at the machine: the
+// principal's desk (proxy/desk, the guard's Desk), which asks in the
+// principal's turn (one question at a time).
 type Human interface {
 	// Principal is the agent whose tools these are.
 	Principal() string

@@ -1,4 +1,11 @@
-package guard
+// Package redact says what of a call may be written down or shown, and
+// how: the audit log, the state database and what a human is shown
+// never hold a secret (each is its keyed digest), the human is shown
+// what runs (Shown), and a record keeps the redacted arguments up to its
+// cap (ForRecord) with a one-line preview (Preview). It is pure but for
+// the key it is handed; the guard (proxy/guard) calls it once per check,
+// outside any commit.
+package redact
 
 import (
 	"bytes"
@@ -10,16 +17,19 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/policy/paths"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/secrets"
+	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
 // What is a secret is policy.SecretArgument's to say (the one notion:
 // names, schema, secret_arguments); the schema part comes from the
-// catalog as Action.Secrets. A secret is replaced by its keyed digest in
+// catalog as Call.Secrets. A secret is replaced by its keyed digest in
 // the audit log, the state database and what a human is shown, and so is
 // an object held under a secret name.
 //
@@ -42,6 +52,29 @@ import (
 // previews kept with confirmations, approvals and blocks keep every
 // secret a digest (showing: only what is put before the human changes).
 
+// Call is what redaction and the human's view read of one call: a
+// proxied call, or a step reported by record_execution_step (Reported:
+// described by its Hint alone).
+type Call struct {
+	Operation, Server, Tool string
+	Arguments               map[string]any
+	// Secrets are the arguments the tool's schema declares secret
+	// (writeOnly, format password), in the server's spelling.
+	Secrets  []string
+	Hint     string
+	Reported bool
+	// Roles and Modeled are the tool's effect model's roles of its
+	// arguments; Effects and EffectSource its effects; Places, Roots and
+	// RootsKnown the call's paths and the server's roots.
+	Roles        map[string]policy.Role
+	Modeled      bool
+	Effects      policy.Effects
+	EffectSource policy.EffectSource
+	Places       []evaluator.Place
+	Roots        []string
+	RootsKnown   bool
+}
+
 // redactor replaces the secrets of one call's arguments.
 type redactor struct {
 	key     []byte
@@ -54,9 +87,10 @@ type redactor struct {
 	whole map[string]bool
 }
 
-func (g *Guard) redactorFor(a Action) *redactor {
-	r := &redactor{key: g.auditKey(), schema: map[string]bool{}}
-	r.pol = g.pol()
+// newRedactor is the redactor of a's arguments under the audit key and
+// pol.
+func newRedactor(key []byte, pol *policy.Policy, a Call) *redactor {
+	r := &redactor{key: key, schema: map[string]bool{}, pol: pol}
 	if a.Server != "" {
 		r.names = policy.NameForms(a.Operation, a.Server, a.Tool)
 	}
@@ -66,12 +100,14 @@ func (g *Guard) redactorFor(a Action) *redactor {
 	return r
 }
 
-func (g *Guard) auditKey() []byte {
-	if g.State == nil {
-		return nil
-	}
-	return g.State.AuditKey()
+// Arguments returns a copy of a's arguments with every secret replaced
+// by its keyed digest (key: the state's audit key).
+func Arguments(key []byte, pol *policy.Policy, a Call) map[string]any {
+	return newRedactor(key, pol, a).redact(a.Arguments)
 }
+
+// Digest is the keyed digest a secret v is replaced by.
+func Digest(key []byte, v any) string { return (&redactor{key: key}).digest(v) }
 
 // redact returns a copy of args with every secret replaced by its keyed
 // digest. args is not modified.
@@ -130,9 +166,9 @@ func (r *redactor) walk(v any, path []string) any {
 	return v
 }
 
-// shownInFull reports whether an argument in role r is always shown to
+// ShownInFull reports whether an argument in role r is always shown to
 // a human whole: what runs and where it acts.
-func shownInFull(r policy.Role) bool {
+func ShownInFull(r policy.Role) bool {
 	switch r {
 	case policy.RoleCommand, policy.RoleCode, policy.RolePath, policy.RoleURL:
 		return true
@@ -140,14 +176,14 @@ func shownInFull(r policy.Role) bool {
 	return false
 }
 
-// displayRole is the role in which the argument name (as the server
+// DisplayRole is the role in which the argument name (as the server
 // spells it) of a is shown to a human, as the evaluator reads it: the
 // policy's [servers.arguments], then shell_arguments, then the tool's
-// effect model (Action.Roles of a modelled action: an argument the tool
+// effect model (Call.Roles of a modelled action: an argument the tool
 // does not declare has none), else, for an action without a model, the
 // schema's and the argument's name. It is the one place that says
 // where a role for display comes from.
-func displayRole(pol *policy.Policy, a Action, name string) policy.Role {
+func DisplayRole(pol *policy.Policy, a Call, name string) policy.Role {
 	snake := policy.SnakeName(name)
 	if pol != nil && (len(pol.ArgumentRoles) > 0 || len(pol.ShellArguments) > 0) {
 		names, path := policy.NameForms(a.Operation, a.Server, a.Tool), []string{snake}
@@ -171,10 +207,10 @@ func displayRole(pol *policy.Policy, a Action, name string) policy.Role {
 	return policy.RoleByConvention(snake)
 }
 
-// shownCall is what a human is shown of one proxied call.
-type shownCall struct {
+// Shown is what a human is shown of one proxied call.
+type Shown struct {
 	tool, server string
-	// digest binds the call's arguments (Action.argsDigest).
+	// digest binds the call's arguments.
 	digest string
 	// stored is the call's arguments as the state keeps them (the
 	// canonical JSON of their redaction, Confirmation.Arguments): a
@@ -186,8 +222,8 @@ type shownCall struct {
 	args    map[string]any
 	preview string
 	// roles are the role of each argument as the human is shown it
-	// (displayRole; verify.Request.Roles), and stepRoles the tool's own
-	// (Action.Roles), for the commands the question lists.
+	// (DisplayRole; verify.Request.Roles), and stepRoles the tool's own
+	// (Call.Roles), for the commands the question lists.
 	roles     map[string]string
 	stepRoles map[string]policy.Role
 	// effects, places and roots say what the call will do in the
@@ -200,7 +236,7 @@ type shownCall struct {
 // effectWords are what a's call does, for the words of a question: the
 // tool's effects (nil without a model), the places it acts on, and the
 // server's roots.
-func effectWords(a Action) (effects []string, places []verify.Place, roots []string) {
+func effectWords(a Call) (effects []string, places []verify.Place, roots []string) {
 	if a.EffectSource != policy.SourceNone {
 		effects = []string{}
 		for _, e := range a.Effects.List() {
@@ -233,46 +269,45 @@ func effectWords(a Action) (effects []string, places []verify.Place, roots []str
 	return effects, places, roots
 }
 
-// showing is what a human is shown of a's call; nil for a reported step
-// (its hint is shown as it is) and an action without a server.
-func (g *Guard) showing(a Action) *shownCall {
-	if a.reported() || a.Server == "" {
+// Show is what a human is shown of a's call, given what Arguments,
+// Preview and the digest that binds them made of it; nil for a reported
+// step (its hint is shown as it is) and a call without a server.
+func Show(key []byte, pol *policy.Policy, a Call, redacted map[string]any, preview, digest string) *Shown {
+	if a.Reported || a.Server == "" {
 		return nil
 	}
-	a = g.prepare(a)
-	s := &shownCall{tool: a.Tool, server: a.Server, digest: a.digest, stepRoles: a.Roles, args: a.redacted, preview: a.preview}
+	s := &Shown{tool: a.Tool, server: a.Server, digest: digest, stepRoles: a.Roles, args: redacted, preview: preview}
 	s.effects, s.places, s.roots = effectWords(a)
-	if len(a.redacted) > 0 {
-		s.stored, _ = canonicalJSON(a.redacted)
+	if len(redacted) > 0 {
+		s.stored, _ = Canonical(redacted)
 	}
-	pol := g.pol()
-	r := g.redactorFor(a)
+	r := newRedactor(key, pol, a)
 	r.whole = map[string]bool{}
 	s.roles = make(map[string]string, len(a.Arguments))
 	for k := range a.Arguments {
-		role := displayRole(pol, a, k)
+		role := DisplayRole(pol, a, k)
 		s.roles[k] = role.String()
-		if shownInFull(role) {
+		if ShownInFull(role) {
 			r.whole[k] = true
 		}
 	}
 	if len(r.whole) > 0 {
 		s.args = r.redact(a.Arguments)
-		s.preview = actionPreview(a, s.args)
+		s.preview = Preview(a, s.args)
 	}
 	return s
 }
 
-// of reports whether c asks about the call s shows: the same tool and
+// Of reports whether c asks about the call s shows: the same tool and
 // the same arguments, by the digest that binds a call's question, or,
 // for a check-in (which binds no arguments), by the arguments it keeps
 // (equal redactions are equal arguments: a secret's digest is keyed, so
 // equal digests are equal secrets).
-func (s *shownCall) of(c *Confirmation) bool {
+func (s *Shown) Of(c *store.Confirmation) bool {
 	if s == nil || c.Tool != s.tool || c.Server != "" && c.Server != s.server {
 		return false
 	}
-	if c.Kind == kindAction {
+	if c.Kind == ruling.BindAction {
 		return c.Digest == s.digest
 	}
 	return sameJSON(c.Arguments, s.stored)
@@ -291,7 +326,7 @@ func sameJSON(a, b json.RawMessage) bool {
 		if dec.Decode(&v) != nil {
 			return nil, false
 		}
-		out, err := canonicalJSON(v)
+		out, err := Canonical(v)
 		return out, err == nil
 	}
 	ca, okA := decode(a)
@@ -309,7 +344,7 @@ func (r *redactor) secret(path []string) bool {
 // without the key.
 func (r *redactor) digest(v any) string {
 	r.redacts++
-	b, err := canonicalJSON(v)
+	b, err := Canonical(v)
 	if err != nil {
 		return "[redacted]"
 	}
@@ -318,49 +353,49 @@ func (r *redactor) digest(v any) string {
 	return "[redacted hmac-sha256:" + hex.EncodeToString(m.Sum(nil)[:16]) + "]"
 }
 
-// canonicalJSON encodes v with sorted keys (encoding/json sorts map
+// Canonical encodes v with sorted keys (encoding/json sorts map
 // keys), without HTML escaping (so the audit log shows "<" as the server
 // received it).
-func canonicalJSON(v any) ([]byte, error) { return rawjson.Marshal(v) }
+func Canonical(v any) ([]byte, error) { return rawjson.Marshal(v) }
 
-// argsForRecord renders redacted arguments for an audit record: whole
+// ForRecord renders redacted arguments for an audit record: whole
 // when they fit max bytes, else their first max bytes as text and the
 // whole length.
-func argsForRecord(redacted map[string]any, max int) (args json.RawMessage, text string, total int) {
+func ForRecord(redacted map[string]any, max int) (args json.RawMessage, text string, total int) {
 	if len(redacted) == 0 {
 		return nil, "", 0
 	}
-	b, err := canonicalJSON(redacted)
+	b, err := Canonical(redacted)
 	if err != nil {
 		return nil, "(arguments could not be encoded)", 0
 	}
 	if max <= 0 || len(b) <= max {
 		return b, "", 0
 	}
-	return nil, cut(string(b), max), len(b)
+	return nil, Cut(string(b), max), len(b)
 }
 
-// previewMax bounds the action previews kept with confirmations,
+// PreviewMax bounds the action previews kept with confirmations,
 // approvals and challenges, and shown as a one-line summary.
-const previewMax = 1024
+const PreviewMax = 1024
 
-// actionPreview is the one-line, redacted description of an action:
-// server.tool and its redacted arguments, or a reported step's hint.
-func actionPreview(a Action, redacted map[string]any) string {
-	if a.reported() {
-		return cut(a.Hint, previewMax)
+// Preview is the one-line, redacted description of a call: server.tool
+// and its redacted arguments, or a reported step's hint.
+func Preview(a Call, redacted map[string]any) string {
+	if a.Reported {
+		return Cut(a.Hint, PreviewMax)
 	}
 	s := a.Server + "." + a.Tool
 	if len(redacted) > 0 {
-		if b, err := canonicalJSON(redacted); err == nil {
+		if b, err := Canonical(redacted); err == nil {
 			s += " " + string(b)
 		}
 	}
-	return cut(s, previewMax)
+	return Cut(s, PreviewMax)
 }
 
-// cut shortens s to at most n bytes on a rune boundary, marking the cut.
-func cut(s string, n int) string {
+// Cut shortens s to at most n bytes on a rune boundary, marking the cut.
+func Cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -369,4 +404,55 @@ func cut(s string, n int) string {
 		i--
 	}
 	return s[:i] + "…"
+}
+
+// MaxCommands bounds the commands a question lists before the arguments.
+const MaxCommands = 20
+
+// Question is the request the human sees for c, showing the call as
+// shown says (nil: as the state keeps it), under pol.
+func Question(pol *policy.Policy, c *store.Confirmation, shown *Shown) verify.Request {
+	var args map[string]any
+	if len(c.Arguments) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(c.Arguments))
+		dec.UseNumber()
+		_ = dec.Decode(&args) // damaged: the question shows the preview alone
+	}
+	r := verify.Request{
+		Kind: verify.KindConfirmation, Agent: c.Principal, Client: c.Client, Server: pol.Title(c.Server), Tool: c.Tool,
+		Operation: c.Operation, Action: c.Action, Arguments: args, Reason: c.Reason, Token: c.Token,
+		Tier: c.Tier, ExpiresAt: c.ExpiresAt, AllowSession: c.AllowSession, Forget: c.Forget,
+		Category: c.Category, Does: c.Does, Stage: c.Stage, Rule: c.Rule, Risk: c.Risk,
+	}
+	var roles map[string]policy.Role
+	if shown != nil {
+		args, roles = shown.args, shown.stepRoles
+		r.Arguments, r.Roles, r.Action = shown.args, shown.roles, shown.preview
+		r.Effects, r.Places, r.Roots = shown.effects, shown.places, shown.roots
+		if c.Kind != ruling.BindAction {
+			r.Action = c.Operation + " (next action: " + shown.preview + ")"
+		}
+	}
+	if c.Kind == ruling.BindAction {
+		r.Commands = evaluator.Commands(pol, evaluator.Step{Operation: c.Operation, Server: c.Server, Tool: c.Tool,
+			Arguments: args, Roles: roles}, MaxCommands)
+	}
+	if c.Kind == ruling.BindSteps {
+		r.Steps = pol.MaxSteps
+	}
+	return r
+}
+
+// ShowCode puts what the human is shown of a's call into req, a
+// verification code's request, under pol: the arguments as shown, the
+// call's preview, roles, effects, places and roots, and the commands it
+// runs. shown nil leaves req as it is.
+func ShowCode(pol *policy.Policy, req *verify.Request, a Call, shown *Shown) {
+	if shown == nil {
+		return
+	}
+	req.Arguments, req.Action, req.Roles = shown.args, shown.preview, shown.roles
+	req.Effects, req.Places, req.Roots = shown.effects, shown.places, shown.roots
+	req.Commands = evaluator.Commands(pol, evaluator.Step{Operation: a.Operation, Server: a.Server, Tool: a.Tool,
+		Arguments: shown.args, Roles: a.Roles}, MaxCommands)
 }
