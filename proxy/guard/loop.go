@@ -242,8 +242,11 @@ type Verdict struct {
 	// Proceed says the action may run.
 	Proceed   bool
 	Directive evaluator.Directive
-	// Refusal says why not (nil when Proceed).
+	// Refusal says why not (nil when Proceed, and when ClientAsks).
 	Refusal *Refusal
+	// ClientAsks says the action waits for the client to ask its user
+	// (CheckHook): neither allowed nor refused by the guard.
+	ClientAsks bool
 	// VerificationID names the challenge of a verify pause or a block.
 	VerificationID string
 	// Token is the confirmation token the decision used or opened.
@@ -340,6 +343,22 @@ const maxAsks = 2 * (maxCheckins + 1)
 // Between commits the guard asks the human, holding no lock; the next
 // commit decides again, on the answer as the state holds it.
 func (g *Guard) Check(ctx context.Context, a Action) Verdict {
+	return g.check(ctx, a, false)
+}
+
+// CheckHook is Check for a tool of the client's own (its shell, its file
+// edits), put to the guard by the client's hook (package hook): the same
+// loop, state and records, except that where the guard would put a
+// confirmation question to a human and clientAsks is set, it asks
+// nothing and returns ClientAsks, for the client to ask its user in its
+// own prompt (recorded as "ask_client"). What the guard settles with a
+// code (a block, a verify pause) stays the guard's: the code goes
+// through its own channel, never to the client's prompt.
+func (g *Guard) CheckHook(ctx context.Context, a Action, clientAsks bool) Verdict {
+	return g.check(ctx, a, clientAsks)
+}
+
+func (g *Guard) check(ctx context.Context, a Action, clientAsks bool) Verdict {
 	began := g.now()
 	a = g.prepare(a)
 	// The request's context bounds only the wait for a human (await).
@@ -358,7 +377,7 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 			return v
 		}
 	}
-	c := &check{g: g, a: a, pol: pol, began: began}
+	c := &check{g: g, a: a, pol: pol, began: began, clientAsks: clientAsks}
 	for asks := 0; ; asks++ {
 		var out round
 		err := g.commit(rctx, func(v store.View, m *memory) (store.Changes, error) {
@@ -424,6 +443,8 @@ type check struct {
 	reported bool
 	// shown is what a human is shown of the call, once one is asked.
 	shown *shownCall
+	// clientAsks: a confirmation is the client's to ask (CheckHook).
+	clientAsks bool
 	// judged memoises the evaluator by what of the memory it reads
 	// (a commit run again, a check-in, the next commit after a question).
 	judged []judgedStep
@@ -544,6 +565,12 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 				continue
 			}
 		case ask:
+			if c.clientAsks {
+				d := r.directive
+				d.Factors = append(d.Factors, "hook: the client asks its user, in its own prompt")
+				out.verdict = Verdict{Directive: d, ClientAsks: true}
+				return c.finish(m, out, ch, then, f, true)
+			}
 			q := r.confirmation
 			if q == nil {
 				if q, err = g.newConfirmation(a, pol, r.binding, r.directive); err != nil {
