@@ -35,10 +35,17 @@ func (claudeCode) Timeout() time.Duration { return 60 * time.Second }
 func (claudeCode) Asks(Event) bool        { return true }
 
 // Defers: in its default and plan modes Claude Code asks before a tool
-// runs unless the user's own rules allow it; acceptEdits, dontAsk and
-// bypassPermissions run tools unasked, so there the guard asks.
+// runs unless the user's own rules allow it, and in acceptEdits before
+// anything but an edit; bypassPermissions and dontAsk run tools unasked,
+// and so does a mode it does not name: there the guard asks.
 func (claudeCode) Defers(e Event) bool {
-	return e.PermissionMode == "default" || e.PermissionMode == "plan"
+	switch e.PermissionMode {
+	case "default", "plan":
+		return true
+	case "acceptEdits":
+		return e.Kind != KindWrite
+	}
+	return false
 }
 
 type claudeInput struct {

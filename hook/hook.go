@@ -201,12 +201,6 @@ func object(v any) (map[string]any, error) {
 	return nil, fmt.Errorf("tool_input is a %T, not an object", v)
 }
 
-// str is v's string value ("" for none or another type).
-func str(m map[string]any, key string) string {
-	s, _ := m[key].(string)
-	return s
-}
-
 // firstOf names the first of keys m holds a string under ("" if none).
 func firstOf(m map[string]any, keys ...string) string {
 	for _, k := range keys {
