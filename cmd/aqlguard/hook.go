@@ -44,6 +44,7 @@ func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs, g := newFlags("hook", stderr)
 	g.logLevel = "warn"
+	within := fs.Duration("within", 0, "answer within this time, well below the client's own hook timeout (default: the client's default timeout less 10s)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: aqlguard hook CLIENT [--agent AGENT] [--config FILE] [--state-dir DIR]   (CLIENT: %s)\n",
 			strings.Join(hook.IDs(), ", "))
@@ -64,7 +65,10 @@ func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return deny(fmt.Sprintf("aqlguard hook: %q is not a client aqlguard knows the hook format of (%s); the call is refused. "+
 			"Fix the hook's command in the client's settings (aqlguard init writes it).", client, strings.Join(hook.IDs(), ", ")))
 	}
-	deadline := time.Now().Add(c.Timeout() - hookMargin)
+	if *within <= 0 || *within > c.Timeout()-hookMargin {
+		*within = c.Timeout() - hookMargin
+	}
+	deadline := time.Now().Add(*within)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	type decided struct {
