@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +90,6 @@ func cmdInit(verb string, args []string, stdout, stderr io.Writer) int {
 		targets = clientconfig.Detect(env, clients...)
 		if len(targets) == 0 {
 			fmt.Fprintf(stdout, "no MCP client config found (looked for %s); name one with --client-config FILE\n", strings.Join(clientconfig.ClientIDs(), ", "))
-			return 0
 		}
 	}
 
@@ -124,6 +124,22 @@ func cmdInit(verb string, args []string, stdout, stderr io.Writer) int {
 			failed = true
 		}
 		refused += n
+	}
+	if len(files) == 0 {
+		// The clients' own tools: their hooks (user scope), for every
+		// client found (its settings directory exists).
+		for _, hf := range clientconfig.HookFiles(env) {
+			if len(clients) > 0 && !slices.Contains(clients, hf.Client) {
+				continue
+			}
+			if _, err := os.Stat(filepath.Dir(hf.Path)); err != nil {
+				continue
+			}
+			if err := editHooks(verb, hf, self, recs, *dryRun, stdout); err != nil {
+				fmt.Fprintf(stderr, "aqlguard %s: %s: %v\n", verb, hf.Path, err)
+				failed = true
+			}
+		}
 	}
 	if refused > 0 {
 		// The rest is restored; these are not, and a script must know.
@@ -251,4 +267,76 @@ func writeBackup(path string, data []byte, mode fs.FileMode) (string, error) {
 		}
 		return name, f.Close()
 	}
+}
+
+// editHooks installs (init) or removes (unwrap) the client's hook in one
+// settings file: a diff for --dry-run, else a backup, the records and an
+// atomic write, as editFile does for server entries.
+func editHooks(verb string, f clientconfig.HookFile, self string, recs *clientconfig.Records, dryRun bool, stdout io.Writer) error {
+	data, err := os.ReadFile(f.Path)
+	exists := err == nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && verb == "unwrap":
+		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	var out []byte
+	var results []clientconfig.Result
+	if verb == "unwrap" {
+		out, results, err = clientconfig.RemoveHooks(f, data, self, recs)
+	} else {
+		out, results, err = clientconfig.InstallHooks(f, data, self, recs, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s (%s hooks, user):\n", f.Path, f.Client)
+	for _, r := range results {
+		action := r.Action
+		if dryRun && (action == "hook installed" || action == "hook removed") {
+			action = "would be " + strings.TrimPrefix(action, "hook ")
+		}
+		fmt.Fprintf(stdout, "  %s: %s\n", r.Entry, action)
+	}
+	if string(out) == string(data) {
+		fmt.Fprintln(stdout, "  unchanged")
+		return nil
+	}
+	if dryRun {
+		fmt.Fprint(stdout, udiff.Unified(f.Path, f.Path+" ("+verb+")", string(data), string(out)))
+		return nil
+	}
+	perm := os.FileMode(0o600)
+	if exists {
+		info, err := os.Stat(f.Path)
+		if err != nil {
+			return err
+		}
+		perm = info.Mode().Perm()
+		backup, err := writeBackup(f.Path, data, perm)
+		if err != nil {
+			return fmt.Errorf("writing the backup: %w", err)
+		}
+		defer fmt.Fprintf(stdout, "  written (backup %s)\n", backup)
+	} else {
+		defer fmt.Fprintln(stdout, "  written (a new file)")
+	}
+	if verb != "unwrap" {
+		if err := recs.Save(); err != nil {
+			return fmt.Errorf("saving the records: %w (the file is unchanged)", err)
+		}
+	}
+	if err := atomicfile.Write(f.Path, out, perm); err != nil {
+		return fmt.Errorf("writing: %w", err)
+	}
+	if verb == "unwrap" {
+		if err := recs.Save(); err != nil {
+			return fmt.Errorf("the hooks are removed, but the records could not be updated: %w", err)
+		}
+	}
+	return nil
 }
