@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,9 @@ import (
 // file is its whole content.
 const maxHookInput = 16 << 20
 
+// hookMemory is the heap a hook grows to before it collects garbage.
+const hookMemory = 256 << 20
+
 // hookMargin is how far below the client's own hook timeout aqlguard
 // answers: a hook the client kills has said nothing, and some clients
 // take that for a go-ahead.
@@ -38,6 +42,11 @@ func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "show-code" {
 		return cmdHookShowCode(args[1:], stdin, stderr)
 	}
+	// A hook lives for one decision: collecting garbage is time the
+	// client waits for, for memory given back a moment later anyway. The
+	// limit collects all the same should a call be unusually large.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(hookMemory)
 	var client string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		client, args = args[0], args[1:]
