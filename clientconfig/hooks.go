@@ -39,6 +39,9 @@ type HookEvent struct {
 	Entry func(command string) map[string]any
 }
 
+// The matchers are regular expressions in both clients; anchored, so
+// that Write is not TodoWrite.
+
 // hookTimeout is the time limit init gives each hook, in seconds:
 // `aqlguard hook` answers 10 s before it.
 const hookTimeout = 60
@@ -62,14 +65,14 @@ func HookFiles(env Env) []HookFile {
 	}
 	return []HookFile{
 		{Client: "claude-code", Path: filepath.Join(env.Home, ".claude", "settings.json"), Events: []HookEvent{
-			{"PreToolUse", group("Bash|Write|Edit|MultiEdit|NotebookEdit|Read|mcp__.*", hookTimeout)}}},
+			{"PreToolUse", group("^(Bash|Write|Edit|MultiEdit|NotebookEdit|Read|mcp__.*)$", hookTimeout)}}},
 		{Client: "cursor", Path: filepath.Join(env.Home, ".cursor", "hooks.json"), Top: map[string]any{"version": 1}, Events: []HookEvent{
 			{"beforeShellExecution", cursor("")},
 			{"beforeMCPExecution", cursor("")},
 			{"beforeReadFile", cursor("")},
 			{"preToolUse", cursor("Write|Edit|StrReplace|MultiEdit|Delete")}}},
 		{Client: "gemini", Path: filepath.Join(env.Home, ".gemini", "settings.json"), Events: []HookEvent{
-			{"BeforeTool", group("run_shell_command|write_file|replace|read_file|mcp__.*", hookTimeout*1000)}}},
+			{"BeforeTool", group("^(run_shell_command|write_file|replace|read_file|mcp__.*)$", hookTimeout*1000)}}},
 	}
 }
 

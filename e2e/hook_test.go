@@ -55,6 +55,13 @@ func TestClientHookIsTheGuard(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"permissionDecision":"ask"`) || !strings.Contains(out, "outside") {
 		t.Errorf("an edit outside the project: exit %d, %s", code, out)
 	}
+	// The project Claude Code names is the root, wherever the model
+	// moved its shell.
+	env = append(env, "CLAUDE_PROJECT_DIR="+project)
+	out, _, code = hook(t, strings.Replace(pre("default", "Write", `{"file_path":"etc/cron.d/x","content":"* * * * * root sh"}`), `"cwd":"PROJECT"`, `"cwd":"/"`, 1), "claude-code")
+	if code != 0 || !strings.Contains(out, `"permissionDecision":"ask"`) {
+		t.Errorf("a write outside the project from a shell moved to /: exit %d, %s", code, out)
+	}
 	out, _, code = hook(t, pre("bypassPermissions", "Bash", `{"command":"rm -rf ~"}`), "claude-code")
 	if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) {
 		t.Fatalf("rm -rf ~: exit %d, %s", code, out)

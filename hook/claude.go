@@ -34,6 +34,9 @@ func (claudeCode) ID() string             { return "claude-code" }
 func (claudeCode) Timeout() time.Duration { return 60 * time.Second }
 func (claudeCode) Asks(Event) bool        { return true }
 
+// ProjectEnv: "CLAUDE_PROJECT_DIR ... the project root" (hooks reference).
+func (claudeCode) ProjectEnv() string { return "CLAUDE_PROJECT_DIR" }
+
 // Defers: in its default and plan modes Claude Code asks before a tool
 // runs unless the user's own rules allow it, and in acceptEdits before
 // anything but an edit; bypassPermissions and dontAsk run tools unasked,

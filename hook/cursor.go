@@ -31,6 +31,7 @@ func init() { register(cursor{}) }
 
 func (cursor) ID() string             { return "cursor" }
 func (cursor) Timeout() time.Duration { return 60 * time.Second }
+func (cursor) ProjectEnv() string     { return "" } // workspace_roots says it
 
 // Asks: every event judged here takes "ask" but beforeReadFile.
 func (cursor) Asks(e Event) bool { return e.Name != "beforeReadFile" }

@@ -29,7 +29,11 @@ func init() { register(gemini{}, "gemini-cli") }
 func (gemini) ID() string             { return "gemini" }
 func (gemini) Timeout() time.Duration { return 60 * time.Second }
 func (gemini) Asks(Event) bool        { return false }
-func (gemini) Defers(Event) bool      { return false }
+
+// ProjectEnv: Gemini CLI gives its hooks GEMINI_PROJECT_DIR (writing
+// hooks guide).
+func (gemini) ProjectEnv() string { return "GEMINI_PROJECT_DIR" }
+func (gemini) Defers(Event) bool  { return false }
 
 type geminiInput struct {
 	SessionID     string `json:"session_id"`

@@ -62,8 +62,12 @@ type Event struct {
 	// ServerCommand is the command line of an MCP server, where the
 	// client sends it (Cursor), to tell one aqlguard wraps.
 	ServerCommand string
-	// Cwd is the directory the tool runs in (the project); Roots are
-	// the project's roots the client names besides it.
+	// Cwd is the directory the tool runs in, where a relative path
+	// is read. Roots are the project's roots: the client's own word for
+	// them (Cursor's workspace_roots, the project directory a client
+	// names in its hook's environment: ProjectEnv), else Cwd. A working
+	// directory alone is a weak root: the model may have moved its shell
+	// with cd.
 	Cwd   string
 	Roots []string
 	// Session is the client's id of the conversation.
@@ -126,6 +130,9 @@ type Client interface {
 	Render(e Event, a Answer) (stdout []byte, code int)
 	// Timeout is the client's own default time limit for a hook.
 	Timeout() time.Duration
+	// ProjectEnv names the environment variable in which the client
+	// gives its hooks the project's directory ("" for none).
+	ProjectEnv() string
 }
 
 // ErrUnknownEvent is the error of a hook input whose event the hook does

@@ -117,20 +117,20 @@ func (j *Judge) action(e Event) guard.Action {
 func (j *Judge) readPlaces(a *guard.Action, e Event) {
 	a.Home = j.Home
 	var roots []string
-	if e.Cwd != "" && filepath.IsAbs(e.Cwd) {
-		roots = append(roots, filepath.Clean(e.Cwd))
-	}
 	for _, r := range e.Roots {
 		if filepath.IsAbs(r) {
 			roots = append(roots, filepath.Clean(r))
 		}
+	}
+	if len(roots) == 0 && e.Cwd != "" && filepath.IsAbs(e.Cwd) {
+		roots = append(roots, filepath.Clean(e.Cwd))
 	}
 	a.Roots, a.RootsKnown = proxy.ResolveRoots(roots), len(roots) > 0
 	values := evaluator.PathValues(j.Guard.CurrentPolicy(), evaluator.Step{Operation: a.Operation, Server: a.Server,
 		Tool: a.Tool, Category: a.Category, Arguments: a.Arguments, Roles: a.Roles, Modeled: a.Modeled,
 		Effects: a.Effects, EffectSource: a.EffectSource})
 	cwd := e.Cwd
-	if len(roots) > 0 {
+	if !filepath.IsAbs(cwd) && len(roots) > 0 {
 		cwd = roots[0]
 	}
 	for _, v := range values {

@@ -206,3 +206,19 @@ func auditRecords(t *testing.T, st store.State) []store.Record {
 	}
 	return out
 }
+
+// The project the client names is the root, not the working directory
+// the model may have moved its shell to.
+func TestProjectRootIsNotTheWorkingDirectory(t *testing.T) {
+	jt := newJudge(t, "claude-code")
+	c, _ := Lookup("claude-code")
+	e, err := c.Parse([]byte(`{"session_id":"s1","cwd":"/","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"etc/cron.d/x","content":"x"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Roots = []string{jt.dir}
+	a, err := jt.j.Decide(context.Background(), c, e)
+	if err != nil || a.Decision != Ask || !strings.Contains(a.Reason, "/etc/cron.d/x") {
+		t.Errorf("a write outside the project from a shell moved to /: %v %q %v", a.Decision, a.Reason, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -118,6 +119,11 @@ func decideHook(ctx context.Context, c hook.Client, g *globals, stdin io.Reader,
 			return nil, 0, "aqlguard does not judge this hook event (" + err.Error() + "), so it is refused; run the hook only for the events `aqlguard init` installs."
 		}
 		return nil, 0, "aqlguard could not read the hook's input (" + err.Error() + "), so the call is refused."
+	}
+	if name := c.ProjectEnv(); name != "" {
+		if dir := os.Getenv(name); filepath.IsAbs(dir) {
+			e.Roots = append([]string{dir}, e.Roots...)
+		}
 	}
 	if g.agent == "" {
 		g.agent = c.ID() // the principal init gives the client's wrapped servers
