@@ -166,7 +166,8 @@ func pointer(parts ...string) string {
 	return b.String()
 }
 
-// patch applies ops to data with hujson, keeping the rest's bytes.
+// patch applies ops to data with hujson, keeping the rest's bytes; what
+// an "add" inserts is laid out as its siblings are (layOut).
 func patch(data []byte, ops []map[string]any) ([]byte, error) {
 	if len(ops) == 0 {
 		return data, nil
@@ -182,7 +183,99 @@ func patch(data []byte, ops []map[string]any) ([]byte, error) {
 	if err := v.Patch(p); err != nil {
 		return nil, err
 	}
+	unit := indentUnit(&v)
+	for _, op := range ops {
+		if op["op"] == "add" && unit != "" {
+			layOut(&v, op["path"].(string), unit)
+		}
+	}
 	return v.Pack(), nil
+}
+
+// indentUnit is the file's indentation step, as its first member is
+// indented ("" for a file on one line: inserted values stay compact).
+func indentUnit(v *hujson.Value) string {
+	obj, ok := v.Value.(*hujson.Object)
+	if !ok || len(obj.Members) == 0 {
+		return "  "
+	}
+	before := string(obj.Members[0].Name.BeforeExtra)
+	i := strings.LastIndexByte(before, '\n')
+	if i < 0 {
+		return ""
+	}
+	return before[i+1:]
+}
+
+// layOut puts the value an add inserted at path on a line of its own,
+// indented as the sibling before it (or one step inside its parent),
+// and indents the value's own members below it.
+func layOut(v *hujson.Value, path, unit string) {
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	cur := v
+	depth := 0
+	for _, p := range parts[:len(parts)-1] {
+		obj, ok := cur.Value.(*hujson.Object)
+		if !ok {
+			return
+		}
+		name := strings.NewReplacer("~1", "/", "~0", "~").Replace(p)
+		found := false
+		for i := range obj.Members {
+			var k string
+			if lit, ok := obj.Members[i].Name.Value.(hujson.Literal); ok && json.Unmarshal(lit, &k) == nil && k == name {
+				cur, found = &obj.Members[i].Value, true
+				break
+			}
+		}
+		if !found {
+			return
+		}
+		depth++
+	}
+	indent := strings.Repeat(unit, depth+1)
+	var before *hujson.Extra
+	var value *hujson.Value
+	switch c := cur.Value.(type) {
+	case *hujson.Object:
+		if len(c.Members) == 0 {
+			return
+		}
+		m := &c.Members[len(c.Members)-1]
+		before, value = &m.Name.BeforeExtra, &m.Value
+		if len(c.Members) > 1 && !strings.Contains(string(c.Members[len(c.Members)-2].Name.BeforeExtra), "\n") {
+			return // its siblings share a line: so does it
+		}
+	case *hujson.Array:
+		if len(c.Elements) == 0 {
+			return
+		}
+		value = &c.Elements[len(c.Elements)-1]
+		before = &value.BeforeExtra
+		if len(c.Elements) > 1 && !strings.Contains(string(c.Elements[len(c.Elements)-2].BeforeExtra), "\n") {
+			return
+		}
+	default:
+		return
+	}
+	bare := hujson.Value{Value: value.Value}
+	var x any
+	if json.Unmarshal(bare.Pack(), &x) != nil {
+		return
+	}
+	text, err := json.MarshalIndent(x, indent, unit)
+	if err != nil {
+		return
+	}
+	laid, err := hujson.Parse(text)
+	if err != nil {
+		return
+	}
+	*before = hujson.Extra("\n" + indent)
+	value.Value = laid.Value
+	if _, isObj := cur.Value.(*hujson.Object); isObj {
+		value.BeforeExtra = hujson.Extra(" ")
+	}
 }
 
 // InstallHooks adds f's hook elements running self to data (nil: the

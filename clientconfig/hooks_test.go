@@ -1,9 +1,13 @@
 package clientconfig
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tailscale/hujson"
 )
 
 // Install then remove gives back the file byte for byte, whatever was
@@ -47,8 +51,15 @@ func TestHooksInstallAndRemoveExactly(t *testing.T) {
 			if len(res) != len(files[c.client].Events) {
 				t.Errorf("results %v", res)
 			}
+			compact := string(out)
+			if std, err := hujson.Standardize(append([]byte(nil), out...)); err == nil {
+				var b bytes.Buffer
+				if json.Compact(&b, std) == nil {
+					compact = b.String()
+				}
+			}
 			for _, w := range c.want {
-				if !strings.Contains(string(out), w) {
+				if !strings.Contains(compact, strings.ReplaceAll(w, `": `, `":`)) {
 					t.Errorf("installed file lacks %s:\n%s", w, out)
 				}
 			}
