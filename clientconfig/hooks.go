@@ -282,6 +282,9 @@ func layOut(v *hujson.Value, path, unit string) {
 // file does not exist), recording what it created in recs.
 func InstallHooks(f HookFile, data []byte, self string, recs *Records, now time.Time) ([]byte, []Result, error) {
 	if data == nil {
+		if recs != nil {
+			recs.put(Record{File: f.Path, Entry: hookFileEntry, Client: f.Client, Original: "created", WrappedAt: now})
+		}
 		top := map[string]any{}
 		for k, v := range f.Top {
 			top[k] = v
@@ -345,6 +348,43 @@ func readTopKey(data []byte, key string) (any, bool) {
 	}
 	v, ok := top[key]
 	return v, ok
+}
+
+// hookFileEntry is the record of a hook file init created.
+const hookFileEntry = "hook file"
+
+// CreatedEmpty reports whether init created f's file and data holds no
+// more than it started the file with (f.Top): unwrap then removes the
+// file; it forgets the record either way once no hook of ours is left.
+func CreatedEmpty(f HookFile, data []byte, self string, recs *Records) bool {
+	if recs == nil {
+		return false
+	}
+	r, ok := recs.Get(f.Path, hookFileEntry)
+	if !ok || r.Original != "created" {
+		return false
+	}
+	top, events, err := readHooks(data)
+	if err != nil {
+		return false
+	}
+	if left, _ := InstalledHooks(data, self); len(left) > 0 {
+		return false
+	}
+	recs.remove(f.Path, hookFileEntry)
+	if len(events) > 0 {
+		return false
+	}
+	for k, v := range top {
+		want, ok := f.Top[k]
+		if k == "hooks" {
+			continue
+		}
+		if !ok || fmt.Sprint(want) != fmt.Sprint(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // RemoveHooks removes from data every hook element that runs an aqlguard

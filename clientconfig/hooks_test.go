@@ -81,6 +81,9 @@ func TestHooksInstallAndRemoveExactly(t *testing.T) {
 			if c.before != "" && string(back) != c.before {
 				t.Errorf("removed, not the original:\n%s\nwant:\n%s", back, c.before)
 			}
+			if created := CreatedEmpty(files[c.client], back, self, recs); created != (c.before == "") {
+				t.Errorf("CreatedEmpty = %v for a file that was %q", created, c.before)
+			}
 			if len(recs.Entries) != 0 {
 				t.Errorf("records left: %v", recs.Entries)
 			}

@@ -78,6 +78,29 @@ func TestClientHookIsTheGuard(t *testing.T) {
 	}
 	cs.Close()
 
+	// init installs the hook in Claude Code's user settings, keeping the
+	// rest; unwrap gives back every byte.
+	settings := filepath.Join(dir, "home", ".claude", "settings.json")
+	orig := "{\n  // mine\n  \"permissions\": {\"allow\": [\"Bash(npm test:*)\"]}\n}\n"
+	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, settings, orig)
+	for _, verb := range []string{"init", "unwrap"} {
+		c := exec.Command(bins.aqlguard, verb, "--client", "claude-code")
+		c.Env = env
+		if out, err := c.CombinedOutput(); err != nil || !strings.Contains(string(out), "PreToolUse: hook") {
+			t.Fatalf("%s: %v\n%s", verb, err, out)
+		}
+		now, _ := os.ReadFile(settings)
+		if verb == "init" && (!strings.Contains(string(now), bins.aqlguard+" hook claude-code --agent claude-code") || !strings.Contains(string(now), "// mine")) {
+			t.Errorf("installed:\n%s", now)
+		}
+		if verb == "unwrap" && string(now) != orig {
+			t.Errorf("unwrap is not byte-identical:\n%s", now)
+		}
+	}
+
 	// Fail closed: each failure is exit 2 (a block in every client's
 	// format) with one sentence on stderr, and nothing on stdout.
 	unreachable := filepath.Join(dir, "not-a-dir")

@@ -294,6 +294,7 @@ func editHooks(verb string, f clientconfig.HookFile, self string, recs *clientco
 	if len(results) == 0 {
 		return nil
 	}
+	remove := verb == "unwrap" && clientconfig.CreatedEmpty(f, out, self, recs)
 	fmt.Fprintf(stdout, "%s (%s hooks, user):\n", f.Path, f.Client)
 	for _, r := range results {
 		action := r.Action
@@ -305,6 +306,9 @@ func editHooks(verb string, f clientconfig.HookFile, self string, recs *clientco
 	if string(out) == string(data) {
 		fmt.Fprintln(stdout, "  unchanged")
 		return nil
+	}
+	if remove {
+		out = nil // init created the file, and nothing else is in it
 	}
 	if dryRun {
 		fmt.Fprint(stdout, udiff.Unified(f.Path, f.Path+" ("+verb+")", string(data), string(out)))
@@ -330,7 +334,12 @@ func editHooks(verb string, f clientconfig.HookFile, self string, recs *clientco
 			return fmt.Errorf("saving the records: %w (the file is unchanged)", err)
 		}
 	}
-	if err := atomicfile.Write(f.Path, out, perm); err != nil {
+	if remove {
+		if err := os.Remove(f.Path); err != nil {
+			return fmt.Errorf("removing the file init created: %w", err)
+		}
+		fmt.Fprintln(stdout, "  removed (init created it)")
+	} else if err := atomicfile.Write(f.Path, out, perm); err != nil {
 		return fmt.Errorf("writing: %w", err)
 	}
 	if verb == "unwrap" {

@@ -27,6 +27,10 @@ import (
 // file is its whole content.
 const maxHookInput = 16 << 20
 
+// askMargin is what a hook keeps, of its time, for recording the
+// answer of a human the guard asked and replying.
+const askMargin = 5 * time.Second
+
 // hookMemory is the heap a hook grows to before it collects garbage.
 const hookMemory = 256 << 20
 
@@ -88,7 +92,7 @@ func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	done := make(chan decided, 1)
 	go func() {
-		out, code, why := decideHook(ctx, c, g, stdin, stderr)
+		out, code, why := decideHook(ctx, c, g, *within, stdin, stderr)
 		done <- decided{out, code, why}
 	}()
 	select {
@@ -105,7 +109,7 @@ func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // decideHook reads the input, judges it and renders the answer; why is
 // the one sentence of a deny when nothing could be decided.
-func decideHook(ctx context.Context, c hook.Client, g *globals, stdin io.Reader, stderr io.Writer) (out []byte, code int, why string) {
+func decideHook(ctx context.Context, c hook.Client, g *globals, within time.Duration, stdin io.Reader, stderr io.Writer) (out []byte, code int, why string) {
 	raw, err := io.ReadAll(io.LimitReader(stdin, maxHookInput+1))
 	switch {
 	case err != nil:
@@ -148,6 +152,12 @@ func decideHook(ctx context.Context, c hook.Client, g *globals, stdin io.Reader,
 	defer func() { _ = st.Close() }()
 	gd := guardWith(cfg, pol, st, log, &detachedShow{cfg: cfg, g: g, log: log})
 	defer gd.Close()
+	if !c.Asks(e) && within > askMargin {
+		// The guard asks the human itself (the client has no ask): it
+		// waits for the answer as long as the hook may, not the
+		// inline_wait MCP clients need (their requests time out sooner).
+		gd.InlineWait = max(gd.InlineWait, within-askMargin)
+	}
 	j := &hook.Judge{Guard: gd, Voice: proxy.VoiceFor(proxy.ModeTransparent, gd.Channel), Home: ownHomeDir(), Log: log,
 		Wrapped: wrappedBy(c.ID())}
 	a, err := j.Decide(ctx, c, e)
