@@ -20,6 +20,7 @@ import (
 	"github.com/aqlguard/aqlguard/hook"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
+	"github.com/aqlguard/aqlguard/secrets"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -52,6 +53,11 @@ func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// limit collects all the same should a call be unusually large.
 	debug.SetGCPercent(-1)
 	debug.SetMemoryLimit(hookMemory)
+	// The secret scanner the guard's audit record is redacted with
+	// (gitleaks' ruleset, compiled once per process) is most of a hook's
+	// CPU (bench/RESULTS.md (ap)): built beside reading the input, the
+	// configuration and the state, not after them.
+	go secrets.Default()
 	var client string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		client, args = args[0], args[1:]
