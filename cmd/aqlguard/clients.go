@@ -197,35 +197,55 @@ func editFile(verb string, f clientconfig.File, self string, recs *clientconfig.
 			}
 		}
 	}
-	if string(out) == string(data) {
+	return refused, writeEdit(verb, f.Path, data, out, info.Mode().Perm(), true, recs, dryRun, stdout)
+}
+
+// writeEdit puts out in place of data at path (out nil: removes the file
+// init created): "unchanged" when they are the same, a diff for
+// --dry-run, else a backup of what was there (existed), the records and
+// an atomic write. The originals must never be lost: init saves the
+// records before the file is changed, unwrap forgets them only after.
+func writeEdit(verb, path string, data, out []byte, perm os.FileMode, existed bool, recs *clientconfig.Records, dryRun bool, stdout io.Writer) error {
+	if out != nil && string(out) == string(data) {
 		fmt.Fprintln(stdout, "  unchanged")
-		return refused, nil
+		return nil
 	}
 	if dryRun {
-		fmt.Fprint(stdout, udiff.Unified(f.Path, f.Path+" ("+verb+")", string(data), string(out)))
-		return refused, nil
+		fmt.Fprint(stdout, udiff.Unified(path, path+" ("+verb+")", string(data), string(out)))
+		return nil
 	}
-	backup, err := writeBackup(f.Path, data, info.Mode().Perm())
-	if err != nil {
-		return refused, fmt.Errorf("writing the backup: %w", err)
-	}
-	// The originals must never be lost: init saves them before the file
-	// is wrapped, unwrap forgets them only after the file is restored.
-	if verb != "unwrap" {
-		if err := recs.Save(); err != nil {
-			return refused, fmt.Errorf("saving the originals: %w (the file is unchanged)", err)
+	done, kept := "  written (a new file)", ""
+	if existed {
+		backup, err := writeBackup(path, data, perm)
+		if err != nil {
+			return fmt.Errorf("writing the backup: %w", err)
+		}
+		done, kept = "  written (backup "+backup+")", "; backup "+backup
+		if out == nil {
+			done = "  removed, as init created it (backup " + backup + ")"
 		}
 	}
-	if err := atomicfile.Write(f.Path, out, info.Mode().Perm()); err != nil {
-		return refused, fmt.Errorf("writing: %w (the file is unchanged; backup %s)", err, backup)
+	if verb != "unwrap" {
+		if err := recs.Save(); err != nil {
+			return fmt.Errorf("saving the originals: %w (the file is unchanged)", err)
+		}
+	}
+	var err error
+	if out == nil {
+		err = os.Remove(path)
+	} else {
+		err = atomicfile.Write(path, out, perm)
+	}
+	if err != nil {
+		return fmt.Errorf("writing: %w (the file is unchanged%s)", err, kept)
 	}
 	if verb == "unwrap" {
 		if err := recs.Save(); err != nil {
-			return refused, fmt.Errorf("the file is restored, but its records could not be updated: %w", err)
+			return fmt.Errorf("the file is restored, but its records could not be updated: %w", err)
 		}
 	}
-	fmt.Fprintf(stdout, "  written (backup %s)\n", backup)
-	return refused, nil
+	fmt.Fprintln(stdout, done)
+	return nil
 }
 
 // selfPath is the absolute path of this aqlguard binary, symlinks
@@ -310,10 +330,6 @@ func editHooks(verb string, f clientconfig.HookFile, self string, recs *clientco
 	if remove {
 		out = nil // init created the file, and nothing else is in it
 	}
-	if dryRun {
-		fmt.Fprint(stdout, udiff.Unified(f.Path, f.Path+" ("+verb+")", string(data), string(out)))
-		return nil
-	}
 	perm := os.FileMode(0o600)
 	if exists {
 		info, err := os.Stat(f.Path)
@@ -321,31 +337,6 @@ func editHooks(verb string, f clientconfig.HookFile, self string, recs *clientco
 			return err
 		}
 		perm = info.Mode().Perm()
-		backup, err := writeBackup(f.Path, data, perm)
-		if err != nil {
-			return fmt.Errorf("writing the backup: %w", err)
-		}
-		defer fmt.Fprintf(stdout, "  written (backup %s)\n", backup)
-	} else {
-		defer fmt.Fprintln(stdout, "  written (a new file)")
 	}
-	if verb != "unwrap" {
-		if err := recs.Save(); err != nil {
-			return fmt.Errorf("saving the records: %w (the file is unchanged)", err)
-		}
-	}
-	if remove {
-		if err := os.Remove(f.Path); err != nil {
-			return fmt.Errorf("removing the file init created: %w", err)
-		}
-		fmt.Fprintln(stdout, "  removed (init created it)")
-	} else if err := atomicfile.Write(f.Path, out, perm); err != nil {
-		return fmt.Errorf("writing: %w", err)
-	}
-	if verb == "unwrap" {
-		if err := recs.Save(); err != nil {
-			return fmt.Errorf("the hooks are removed, but the records could not be updated: %w", err)
-		}
-	}
-	return nil
+	return writeEdit(verb, f.Path, data, out, perm, exists, recs, dryRun, stdout)
 }
