@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +32,9 @@ func TestClientHookIsTheGuard(t *testing.T) {
 	hook := func(t *testing.T, input string, args ...string) (stdout, stderr string, code int) {
 		t.Helper()
 		cmd := exec.Command(bins.aqlguard, append([]string{"hook"}, args...)...)
-		cmd.Args = append(cmd.Args, "--state-dir", state)
+		if !slices.Contains(args, "--state-dir") {
+			cmd.Args = append(cmd.Args, "--state-dir", state)
+		}
 		cmd.Env = env
 		cmd.Stdin = strings.NewReader(strings.ReplaceAll(input, "PROJECT", project))
 		var out, errb bytes.Buffer
@@ -77,6 +81,35 @@ func TestClientHookIsTheGuard(t *testing.T) {
 		t.Errorf("the next MCP call after the hook's block: %v %s", err, jsonString(res))
 	}
 	cs.Close()
+
+	// The block's code goes through aqlguard's own channel (here the
+	// command channel), by a process that outlives the hook, never into
+	// the client's prompt.
+	got := filepath.Join(dir, "code.json")
+	script := filepath.Join(dir, "channel.sh")
+	writeFile(t, script, "#!/bin/sh\ncat > "+got+".part && mv "+got+".part "+got+"\necho '{}'\n")
+	if err := os.Chmod(script, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "command-channel.toml")
+	writeFile(t, config, "[verify]\nchannel = \"command\"\ncommand = ["+jsonString(script)+"]\n")
+	out, _, code = hook(t, pre("default", "Bash", `{"command":"rm -rf ~"}`), "claude-code", "--config", config, "--state-dir", filepath.Join(dir, "state-2"))
+	if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "approval channel") {
+		t.Errorf("rm -rf ~ with the command channel: exit %d, %s", code, out)
+	}
+	var shown []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if shown, _ = os.ReadFile(got); len(shown) > 0 {
+			break
+		}
+	}
+	if !strings.Contains(string(shown), `"kind":"challenge"`) || !strings.Contains(string(shown), `"code":"`) {
+		t.Errorf("the code did not reach the channel: %q", shown)
+	}
+	var req struct{ Code string }
+	if err := json.Unmarshal(shown, &req); err != nil || req.Code == "" || strings.Contains(out, req.Code) {
+		t.Errorf("the code (%v) is in the client's answer, or was not sent: %s", err, out)
+	}
 
 	// init installs the hook in Claude Code's user settings, keeping the
 	// rest; unwrap gives back every byte.
