@@ -63,7 +63,10 @@ func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		client, args = args[0], args[1:]
 	}
 	fs, g := newFlags("hook", stderr)
+	// A client shows a hook's stderr to the user or the model: warnings
+	// and errors only, unless asked.
 	g.logLevel = "warn"
+	fs.Lookup("log-level").DefValue = "warn"
 	within := fs.Duration("within", 0, "answer within this time, well below the client's own hook timeout (default: the client's default timeout less 10s)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: aqlguard hook CLIENT [--agent AGENT] [--config FILE] [--state-dir DIR]   (CLIENT: %s)\n",
