@@ -222,3 +222,37 @@ func TestProjectRootIsNotTheWorkingDirectory(t *testing.T) {
 		t.Errorf("a write outside the project from a shell moved to /: %v %q %v", a.Decision, a.Reason, err)
 	}
 }
+
+// The step count goes on across hook processes (each a guard of its
+// own, taking over what the last one parked), and the step limit's
+// check-in is the guard's to ask, not the client's: only its answer
+// resets the count.
+func TestStepsAcrossHooks(t *testing.T) {
+	jt := newJudge(t, "claude-code")
+	cfg := policy.Default()
+	cfg.Safety.MaxAutonomousSteps = 2
+	pol, err := policy.Compile(cfg, "claude-code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := `{"session_id":"s1","cwd":"PROJECT","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"PROJECT/a.txt","content":"x"}}`
+	for i := 1; i <= 3; i++ {
+		g := &guard.Guard{Policy: pol, State: jt.st, Process: "hook", Channel: jt.human, InlineWait: time.Second,
+			ConfirmTTL: time.Minute, ChallengeTTL: 10 * time.Minute}
+		if err := g.Resume(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		jt.j.Guard = g
+		a := jt.decide(t, "claude-code", write)
+		if err := g.Park(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		g.Close()
+		if a.Decision != Allow {
+			t.Fatalf("call %d: %v %q", i, a.Decision, a.Reason)
+		}
+		if want := max(0, i-2); jt.human.asked != want {
+			t.Errorf("after call %d the guard's channel was asked %d times, want %d", i, jt.human.asked, want)
+		}
+	}
+}

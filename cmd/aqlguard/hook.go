@@ -20,6 +20,7 @@ import (
 	"github.com/aqlguard/aqlguard/hook"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
+	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/secrets"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -161,12 +162,26 @@ func decideHook(ctx context.Context, c hook.Client, g *globals, within time.Dura
 	defer func() { _ = st.Close() }()
 	gd := guardWith(cfg, pol, st, log, &detachedShow{cfg: cfg, g: g, log: log})
 	defer gd.Close()
-	if !c.Asks(e) && within > askMargin {
-		// The guard asks the human itself (the client has no ask): it
-		// waits for the answer as long as the hook may, not the
-		// inline_wait MCP clients need (their requests time out sooner).
+	if within > askMargin {
+		// Where the guard asks the human itself (a client with no ask, a
+		// check-in), it waits for the answer as long as the hook may, not
+		// the inline_wait MCP clients need (their requests time out
+		// sooner): the question is withdrawn when the hook ends.
 		gd.InlineWait = max(gd.InlineWait, within-askMargin)
 	}
+	// A hook is a process per call: the principal's step count and
+	// failure pause, which a guard keeps in memory, are taken over from
+	// the state before the decision and parked there after it
+	// (guard.Resume, guard.Park), as serve does for a guard it drops.
+	if err := gd.Resume(ctx); err != nil {
+		log.Error("the principal's step count could not be read; the call is refused", "err", err)
+		return nil, 0, "aqlguard cannot read its state, so the call is refused; the user should run `aqlguard doctor`."
+	}
+	defer func() {
+		if err := gd.Park(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, guard.ErrBusy) {
+			log.Error("the principal's step count could not be kept in the state; this call is not counted", "err", err)
+		}
+	}()
 	j := &hook.Judge{Guard: gd, Voice: proxy.VoiceFor(proxy.ModeTransparent, gd.Channel), Home: ownHomeDir(), Log: log,
 		Wrapped: wrappedBy(c.ID())}
 	a, err := j.Decide(ctx, c, e)

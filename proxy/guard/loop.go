@@ -349,11 +349,12 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 // CheckHook is Check for a tool of the client's own (its shell, its file
 // edits), put to the guard by the client's hook (package hook): the same
 // loop, state and records, except that where the guard would put a
-// confirmation question to a human and clientAsks is set, it asks
-// nothing and returns ClientAsks, for the client to ask its user in its
-// own prompt (recorded as "ask_client"). What the guard settles with a
-// code (a block, a verify pause) stays the guard's: the code goes
-// through its own channel, never to the client's prompt.
+// confirmation question about the call to a human and clientAsks is
+// set, it asks nothing and returns ClientAsks, for the client to ask its
+// user in its own prompt (recorded as "ask_client"). What the guard
+// settles with a code (a block, a verify pause) and its check-ins (the
+// step limit, a reported failure), whose answers change its state, stay
+// the guard's: through its own channel, never the client's prompt.
 func (g *Guard) CheckHook(ctx context.Context, a Action, clientAsks bool) Verdict {
 	return g.check(ctx, a, clientAsks)
 }
@@ -565,7 +566,9 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 				continue
 			}
 		case ask:
-			if c.clientAsks {
+			if c.clientAsks && r.binding.kind == kindAction {
+				// A check-in (the step limit, a failure) stays the
+				// guard's: only its channel's answer can reset them.
 				d := r.directive
 				d.Factors = append(d.Factors, "hook: the client asks its user, in its own prompt")
 				out.verdict = Verdict{Directive: d, ClientAsks: true}
