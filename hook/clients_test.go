@@ -60,12 +60,15 @@ var fixtures = []struct {
 		input: `{"hook_event_name":"beforeShellExecution","conversation_id":"conv-123","generation_id":"gen-456",` +
 			`"workspace_roots":["/path/to/project"],"command":"npm install express","cwd":"/path/to/project"}`,
 		roles: map[string]policy.Role{"command": policy.RoleCommand}},
-	{name: "cursor mcp, input a string", client: "cursor", kind: KindMCP, tool: "database_query",
+	{name: "cursor mcp, input a string", client: "cursor", kind: KindMCP, tool: "database_query", server: "npx",
 		input: `{"hook_event_name":"beforeMCPExecution","conversation_id":"conv-123","generation_id":"gen-456","workspace_roots":["/path/to/project"],` +
 			`"tool_name":"database_query","tool_input":"{\"query\": \"SELECT * FROM users\"}","command":"npx mcp-server"}`},
 	{name: "cursor mcp, input an object", client: "cursor", kind: KindMCP, tool: "database_query", server: "http://localhost:3000",
 		input: `{"hook_event_name":"beforeMCPExecution","conversation_id":"conv-123","generation_id":"gen-456","workspace_roots":["/path/to/project"],` +
 			`"tool_name":"database_query","tool_input":{"query":"SELECT * FROM users"},"url":"http://localhost:3000"}`},
+	{name: "cursor mcp of a wrapped server", client: "cursor", kind: KindMCP, tool: "read_file", server: "filesystem",
+		input: `{"hook_event_name":"beforeMCPExecution","conversation_id":"c","generation_id":"g","workspace_roots":["/p"],` +
+			`"tool_name":"read_file","tool_input":{"path":"/p/a"},"command":"/usr/local/bin/aqlguard wrap --name filesystem --agent cursor -- npx -y @modelcontextprotocol/server-filesystem /p"}`},
 	{name: "cursor read", client: "cursor", kind: KindRead, tool: "Read",
 		input: `{"hook_event_name":"beforeReadFile","conversation_id":"conv-123","generation_id":"gen-456","workspace_roots":["/path/to/project"],` +
 			`"file_path":"/path/to/project/secrets.env","content":"API_KEY=...","attachments":[{"type":"file","file_path":"/path/to/project/.cursorrules"}]}`,
@@ -186,6 +189,7 @@ func FuzzParse(f *testing.F) {
 	for _, fx := range fixtures {
 		f.Add(fx.client, fx.input)
 	}
+	f.Add("cursor", `{"hook_event_name":"beforeMCPExecution","tool_name":"x","command":"  "}`)
 	f.Fuzz(func(t *testing.T, client, input string) {
 		c, ok := Lookup(client)
 		if !ok {

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/policy"
 )
 
@@ -86,8 +89,17 @@ func (cursor) Parse(raw []byte) (Event, error) {
 		}
 		e.Tool, e.Kind, e.Input, e.ServerTool = in.ToolName, KindMCP, input, in.ToolName
 		e.ServerCommand = in.Command
-		if in.URL != "" {
+		switch {
+		case in.URL != "":
 			e.Server = in.URL
+		case len(strings.Fields(in.Command)) > 0:
+			// Cursor names the server by its command line: an aqlguard
+			// wrap's --name, else the command.
+			f := strings.Fields(in.Command)
+			e.Server = clientconfig.WrapFlag(f[1:], "--name")
+			if e.Server == "" {
+				e.Server = filepath.Base(f[0])
+			}
 		}
 	case "preToolUse":
 		if in.ToolName == "" {
