@@ -207,7 +207,10 @@ func wrappedBy(client string) func(hook.Event) bool {
 			return false
 		}
 		env := clientconfig.DefaultEnv()
-		if e.Cwd != "" {
+		switch {
+		case len(e.Roots) > 0:
+			env.Project = e.Roots[0] // the project's .mcp.json is at its root
+		case e.Cwd != "":
 			env.Project = e.Cwd
 		}
 		for _, gs := range clientconfig.GuardedServers(env, self(), client) {
