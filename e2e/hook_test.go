@@ -66,6 +66,22 @@ func TestClientHookIsTheGuard(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"permissionDecision":"ask"`) {
 		t.Errorf("a write outside the project from a shell moved to /: exit %d, %s", code, out)
 	}
+	// MCP calls stay with the proxy: a tool of the project's server that
+	// aqlguard wraps is let through and said so in the audit log; one of
+	// a server it does not wrap is judged here (delete_all* is refused).
+	writeFile(t, filepath.Join(project, ".mcp.json"), `{"mcpServers": {"notes": {"command": `+jsonString(bins.aqlguard)+
+		`, "args": ["wrap", "--name", "notes", "--agent", "claude-code", "--", `+jsonString(bins.testserver)+`]}}}`)
+	out, _, code = hook(t, pre("bypassPermissions", "mcp__notes__delete_all_items", `{}`), "claude-code")
+	if code != 0 || strings.Contains(out, "permissionDecision") {
+		t.Errorf("a wrapped server's tool: exit %d, %s", code, out)
+	}
+	if log, _ := os.ReadFile(filepath.Join(state, "audit", "audit-00000001.jsonl")); !strings.Contains(string(log), `"result":"left_to_proxy"`) {
+		t.Errorf("no audit record of the call left to the proxy")
+	}
+	out, _, code = hook(t, pre("bypassPermissions", "mcp__other__delete_all_items", `{}`), "claude-code")
+	if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) {
+		t.Errorf("an unwrapped server's tool: exit %d, %s", code, out)
+	}
 	out, _, code = hook(t, pre("bypassPermissions", "Bash", `{"command":"rm -rf ~"}`), "claude-code")
 	if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) {
 		t.Fatalf("rm -rf ~: exit %d, %s", code, out)
