@@ -13,7 +13,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aqlguard/aqlguard/clientconfig"
@@ -285,7 +284,7 @@ func (d *detachedShow) Show(_ context.Context, r verify.Request) error {
 		return fmt.Errorf("encoding the code's request: %w", err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	detach(cmd)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("a pipe to the process that shows the code: %w", err)
