@@ -109,7 +109,11 @@ func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if d.why != "" {
 			return deny(d.why)
 		}
-		_, _ = stdout.Write(d.out)
+		if _, err := stdout.Write(d.out); err != nil {
+			// An answer the client did not get must not read as "no
+			// objection" (exit 0 with nothing said).
+			return deny("aqlguard could not write its answer, so the call is refused.")
+		}
 		return d.code
 	case <-ctx.Done():
 		return deny("aqlguard could not decide this call in time, so it is refused; try again, and if it keeps happening the user should run `aqlguard doctor`.")
