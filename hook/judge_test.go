@@ -47,7 +47,7 @@ type judged struct {
 
 // newJudge is a Judge on the embedded defaults and a fresh state
 // directory, as `aqlguard hook` builds one.
-func newJudge(t *testing.T, principal string) *judged {
+func newJudge(t testing.TB, principal string) *judged {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "state"), store.Options{})
@@ -254,5 +254,26 @@ func TestStepsAcrossHooks(t *testing.T) {
 		if want := max(0, i-2); jt.human.asked != want {
 			t.Errorf("after call %d the guard's channel was asked %d times, want %d", i, jt.human.asked, want)
 		}
+	}
+}
+
+// BenchmarkDecide is one hook decision in a warm process (parsing, the
+// guard's commit, rendering): what a hook costs beyond its process's
+// start and first-use builds, which bench/RESULTS.md (ap) measures whole.
+func BenchmarkDecide(b *testing.B) {
+	jt := newJudge(b, "claude-code")
+	c, _ := Lookup("claude-code")
+	raw := []byte(strings.ReplaceAll(claudeBash("default", "npm test"), "PROJECT", jt.dir))
+	b.ReportAllocs()
+	for b.Loop() {
+		e, err := c.Parse(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, err := jt.j.Decide(context.Background(), c, e)
+		if err != nil || a.Decision != Defer {
+			b.Fatalf("%v %v", a, err)
+		}
+		c.Render(e, a)
 	}
 }
