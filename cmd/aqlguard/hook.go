@@ -45,8 +45,11 @@ const hookMargin = 10 * time.Second
 // answered in the client's format on stdout. Every failure answers deny
 // (exit 2, the reason on stderr), never allow.
 func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// A verification code may be made here, or shown from here: no other
+	// process of the user reads this one's memory.
+	hardened := harden()
 	if len(args) > 0 && args[0] == "show-code" {
-		return cmdHookShowCode(args[1:], stdin, stderr)
+		return cmdHookShowCode(args[1:], stdin, stderr, hardened)
 	}
 	// A hook lives for one decision: collecting garbage is time the
 	// client waits for, for memory given back a moment later anyway. The
@@ -101,7 +104,7 @@ func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	done := make(chan decided, 1)
 	go func() {
-		out, code, why := decideHook(ctx, c, g, *within, stdin, stderr)
+		out, code, why := decideHook(ctx, c, g, *within, hardened, stdin, stderr)
 		done <- decided{out, code, why}
 	}()
 	select {
@@ -122,7 +125,7 @@ func cmdHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // decideHook reads the input, judges it and renders the answer; why is
 // the one sentence of a deny when nothing could be decided.
-func decideHook(ctx context.Context, c hook.Client, g *globals, within time.Duration, stdin io.Reader, stderr io.Writer) (out []byte, code int, why string) {
+func decideHook(ctx context.Context, c hook.Client, g *globals, within time.Duration, hardened error, stdin io.Reader, stderr io.Writer) (out []byte, code int, why string) {
 	raw, err := io.ReadAll(io.LimitReader(stdin, maxHookInput+1))
 	switch {
 	case err != nil:
@@ -152,6 +155,9 @@ func decideHook(ctx context.Context, c hook.Client, g *globals, within time.Dura
 	log, err := newLogger(stderr, g.logLevel)
 	if err != nil {
 		return nil, 0, "aqlguard hook: " + err.Error()
+	}
+	if hardened != nil {
+		log.Warn("could not make the process non-dumpable; verification codes in its memory are less protected", "err", hardened)
 	}
 	pol, err := policy.Compile(cfg, cfg.Agent)
 	if err != nil {
@@ -324,7 +330,7 @@ const showFails = 300 * time.Millisecond
 
 // cmdHookShowCode shows one code (the request on stdin) through the
 // configured channel and waits until it is closed or expires.
-func cmdHookShowCode(args []string, stdin io.Reader, stderr io.Writer) int {
+func cmdHookShowCode(args []string, stdin io.Reader, stderr io.Writer, hardened error) int {
 	fs, g := newFlags("hook show-code", stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -342,6 +348,9 @@ func cmdHookShowCode(args []string, stdin io.Reader, stderr io.Writer) int {
 	log, err := newLogger(stderr, g.logLevel)
 	if err != nil {
 		return 2
+	}
+	if hardened != nil {
+		log.Warn("could not make the process non-dumpable; the verification code in its memory is less protected", "err", hardened)
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), r.ExpiresAt)
 	defer cancel()
