@@ -3,7 +3,6 @@ package hook
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -29,7 +28,6 @@ type Judge struct {
 	Voice proxy.Voice
 	// Home is the user's home directory ("~" in a path).
 	Home string
-	Log  *slog.Logger
 }
 
 // Decide is the answer to e. It returns an error only when nothing could

@@ -191,7 +191,7 @@ func decideHook(ctx context.Context, c hook.Client, g *globals, within time.Dura
 			log.Error("the principal's step count could not be kept in the state; this call is not counted", "err", err)
 		}
 	}()
-	j := &hook.Judge{Guard: gd, Voice: proxy.VoiceFor(proxy.ModeTransparent, gd.Channel), Home: ownHomeDir(), Log: log,
+	j := &hook.Judge{Guard: gd, Voice: proxy.VoiceFor(proxy.ModeTransparent, gd.Channel), Home: ownHomeDir(),
 		Wrapped: wrappedBy(c.ID())}
 	a, err := j.Decide(ctx, c, e)
 	if err != nil {
