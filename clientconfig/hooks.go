@@ -123,7 +123,7 @@ func commandsOf(el any) []string {
 	return out
 }
 
-// hookRecord is the record of one event's element: what init created
+// hookRecordEntry names the record of one event's element: what init created
 // for it ("hooks", "event" or "" when it appended to a list that was
 // there), so that unwrap removes that and no more.
 func hookRecordEntry(event string) string { return "hook " + event }
