@@ -126,7 +126,10 @@ func commandsOf(el any) []string {
 // hookRecordEntry names the record of one event's element: what init created
 // for it ("hooks", "event" or "" when it appended to a list that was
 // there), so that unwrap removes that and no more.
-func hookRecordEntry(event string) string { return "hook " + event }
+// A NUL first: no server entry's key starts with one (Entry.Key), so a
+// server named "hook PreToolUse" in the same file (Gemini CLI keeps its
+// servers and its hooks in one) is never taken for it.
+func hookRecordEntry(event string) string { return "\x00hook " + event }
 
 // readHooks decodes data's hooks object (data may be JSONC).
 func readHooks(data []byte) (map[string]any, map[string][]any, error) {
@@ -351,7 +354,7 @@ func readTopKey(data []byte, key string) (any, bool) {
 }
 
 // hookFileEntry is the record of a hook file init created.
-const hookFileEntry = "hook file"
+const hookFileEntry = "\x00hook file"
 
 // CreatedEmpty reports whether init created f's file and data holds no
 // more than it started the file with (f.Top): unwrap then removes the
