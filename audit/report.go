@@ -64,7 +64,7 @@ func classOf(r store.Record) string {
 	switch r.Decision {
 	case "allow":
 		return "allowed"
-	case "confirm":
+	case "confirm", "ask_client":
 		return "asked"
 	case "verify":
 		return "paused"

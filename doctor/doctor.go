@@ -80,6 +80,7 @@ func Run(ctx context.Context, in Input) []Check {
 	var out []Check
 	out = append(out, binary(in)...)
 	out = append(out, clients(in)...)
+	out = append(out, hooks(in)...)
 	out = append(out, logChecks(in)...)
 	out = append(out, configCheck(in)...)
 	out = append(out, stateDir(in)...)

@@ -231,3 +231,8 @@ func typeWords(types string) string {
 	}
 	return strings.Join(parts, " or ")
 }
+
+// RefusalText is r's words in voice v, as a transparent tool's error
+// says them: what a client's hook gives the model as its reason
+// (package hook).
+func RefusalText(r *guard.Refusal, v Voice) string { return refusalError(r, v).Message }

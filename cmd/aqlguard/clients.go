@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +90,6 @@ func cmdInit(verb string, args []string, stdout, stderr io.Writer) int {
 		targets = clientconfig.Detect(env, clients...)
 		if len(targets) == 0 {
 			fmt.Fprintf(stdout, "no MCP client config found (looked for %s); name one with --client-config FILE\n", strings.Join(clientconfig.ClientIDs(), ", "))
-			return 0
 		}
 	}
 
@@ -124,6 +124,22 @@ func cmdInit(verb string, args []string, stdout, stderr io.Writer) int {
 			failed = true
 		}
 		refused += n
+	}
+	if len(files) == 0 {
+		// The clients' own tools: their hooks (user scope), for every
+		// client found (its settings directory exists).
+		for _, hf := range clientconfig.HookFiles(env) {
+			if len(clients) > 0 && !slices.Contains(clients, hf.Client) {
+				continue
+			}
+			if _, err := os.Stat(filepath.Dir(hf.Path)); err != nil {
+				continue
+			}
+			if err := editHooks(verb, hf, self, recs, *dryRun, stdout); err != nil {
+				fmt.Fprintf(stderr, "aqlguard %s: %s: %v\n", verb, hf.Path, err)
+				failed = true
+			}
+		}
 	}
 	if refused > 0 {
 		// The rest is restored; these are not, and a script must know.
@@ -181,35 +197,55 @@ func editFile(verb string, f clientconfig.File, self string, recs *clientconfig.
 			}
 		}
 	}
-	if string(out) == string(data) {
+	return refused, writeEdit(verb, f.Path, data, out, info.Mode().Perm(), true, recs, dryRun, stdout)
+}
+
+// writeEdit puts out in place of data at path (out nil: removes the file
+// init created): "unchanged" when they are the same, a diff for
+// --dry-run, else a backup of what was there (existed), the records and
+// an atomic write. The originals must never be lost: init saves the
+// records before the file is changed, unwrap forgets them only after.
+func writeEdit(verb, path string, data, out []byte, perm os.FileMode, existed bool, recs *clientconfig.Records, dryRun bool, stdout io.Writer) error {
+	if out != nil && string(out) == string(data) {
 		fmt.Fprintln(stdout, "  unchanged")
-		return refused, nil
+		return nil
 	}
 	if dryRun {
-		fmt.Fprint(stdout, udiff.Unified(f.Path, f.Path+" ("+verb+")", string(data), string(out)))
-		return refused, nil
+		fmt.Fprint(stdout, udiff.Unified(path, path+" ("+verb+")", string(data), string(out)))
+		return nil
 	}
-	backup, err := writeBackup(f.Path, data, info.Mode().Perm())
-	if err != nil {
-		return refused, fmt.Errorf("writing the backup: %w", err)
-	}
-	// The originals must never be lost: init saves them before the file
-	// is wrapped, unwrap forgets them only after the file is restored.
-	if verb != "unwrap" {
-		if err := recs.Save(); err != nil {
-			return refused, fmt.Errorf("saving the originals: %w (the file is unchanged)", err)
+	done, kept := "  written (a new file)", ""
+	if existed {
+		backup, err := writeBackup(path, data, perm)
+		if err != nil {
+			return fmt.Errorf("writing the backup: %w", err)
+		}
+		done, kept = "  written (backup "+backup+")", "; backup "+backup
+		if out == nil {
+			done = "  removed, as init created it (backup " + backup + ")"
 		}
 	}
-	if err := atomicfile.Write(f.Path, out, info.Mode().Perm()); err != nil {
-		return refused, fmt.Errorf("writing: %w (the file is unchanged; backup %s)", err, backup)
+	if verb != "unwrap" {
+		if err := recs.Save(); err != nil {
+			return fmt.Errorf("saving the originals: %w (the file is unchanged)", err)
+		}
+	}
+	var err error
+	if out == nil {
+		err = os.Remove(path)
+	} else {
+		err = atomicfile.Write(path, out, perm)
+	}
+	if err != nil {
+		return fmt.Errorf("writing: %w (the file is unchanged%s)", err, kept)
 	}
 	if verb == "unwrap" {
 		if err := recs.Save(); err != nil {
-			return refused, fmt.Errorf("the file is restored, but its records could not be updated: %w", err)
+			return fmt.Errorf("the file is restored, but its records could not be updated: %w", err)
 		}
 	}
-	fmt.Fprintf(stdout, "  written (backup %s)\n", backup)
-	return refused, nil
+	fmt.Fprintln(stdout, done)
+	return nil
 }
 
 // selfPath is the absolute path of this aqlguard binary, symlinks
@@ -251,4 +287,56 @@ func writeBackup(path string, data []byte, mode fs.FileMode) (string, error) {
 		}
 		return name, f.Close()
 	}
+}
+
+// editHooks installs (init) or removes (unwrap) the client's hook in one
+// settings file: a diff for --dry-run, else a backup, the records and an
+// atomic write, as editFile does for server entries.
+func editHooks(verb string, f clientconfig.HookFile, self string, recs *clientconfig.Records, dryRun bool, stdout io.Writer) error {
+	data, err := os.ReadFile(f.Path)
+	exists := err == nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && verb == "unwrap":
+		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	var out []byte
+	var results []clientconfig.Result
+	if verb == "unwrap" {
+		out, results, err = clientconfig.RemoveHooks(f, data, self, recs)
+	} else {
+		out, results, err = clientconfig.InstallHooks(f, data, self, recs, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		return nil
+	}
+	remove := verb == "unwrap" && clientconfig.CreatedEmpty(f, out, self, recs)
+	fmt.Fprintf(stdout, "%s (%s hooks, user):\n", f.Path, f.Client)
+	for _, r := range results {
+		action := r.Action
+		if dryRun && (action == "hook installed" || action == "hook removed") {
+			action = "would be " + strings.TrimPrefix(action, "hook ")
+		}
+		fmt.Fprintf(stdout, "  %s: %s\n", r.Entry, action)
+	}
+	if string(out) == string(data) {
+		fmt.Fprintln(stdout, "  unchanged")
+		return nil
+	}
+	if remove {
+		out = nil // init created the file, and nothing else is in it
+	}
+	perm := os.FileMode(0o600)
+	if exists {
+		info, err := os.Stat(f.Path)
+		if err != nil {
+			return err
+		}
+		perm = info.Mode().Perm()
+	}
+	return writeEdit(verb, f.Path, data, out, perm, exists, recs, dryRun, stdout)
 }

@@ -140,6 +140,8 @@ func init() {
 			func(a []string, _ io.Reader, _, errw io.Writer) int { return cmdServe(a, errw) }},
 		{"wrap", nil, "-- CMD ARGS...", "run one stdio server behind the guard, as it is (what init writes)",
 			func(a []string, in io.Reader, out, errw io.Writer) int { return cmdWrap(a, in, out, errw) }},
+		{"hook", nil, "CLIENT", "judge one of a client's own tool calls (its shell, its file edits) from its hook input on stdin, in its format (what init installs)",
+			func(a []string, in io.Reader, out, errw io.Writer) int { return cmdHook(a, in, out, errw) }},
 		{"init", nil, "", "put aqlguard in front of the servers of your MCP clients (--dry-run shows the diff)",
 			func(a []string, _ io.Reader, out, errw io.Writer) int { return cmdInit("init", a, out, errw) }},
 		{"unwrap", nil, "", "restore those client configs, entry by entry (a diff before --force drops an edit)",

@@ -257,8 +257,11 @@ type Verdict struct {
 	// Proceed says the action may run.
 	Proceed   bool
 	Directive evaluator.Directive
-	// Refusal says why not (nil when Proceed).
+	// Refusal says why not (nil when Proceed, and when ClientAsks).
 	Refusal *Refusal
+	// ClientAsks says the action waits for the client to ask its user
+	// (CheckHook): neither allowed nor refused by the guard.
+	ClientAsks bool
 	// VerificationID names the challenge of a verify pause or a block.
 	VerificationID string
 	// Token is the confirmation token the decision used or opened.
@@ -366,6 +369,23 @@ const maxAsks = 2 * (maxCheckins + 1)
 // Between commits the guard asks the human, holding no lock; the next
 // commit decides again, on the answer as the state holds it.
 func (g *Guard) Check(ctx context.Context, a Action) Verdict {
+	return g.check(ctx, a, false)
+}
+
+// CheckHook is Check for a tool of the client's own (its shell, its file
+// edits), put to the guard by the client's hook (package hook): the same
+// loop, state and records, except that where the guard would put a
+// confirmation question about the call to a human and clientAsks is
+// set, it asks nothing and returns ClientAsks, for the client to ask its
+// user in its own prompt (recorded as "ask_client"). What the guard
+// settles with a code (a block, a verify pause) and its check-ins (the
+// step limit, a reported failure), whose answers change its state, stay
+// the guard's: through its own channel, never the client's prompt.
+func (g *Guard) CheckHook(ctx context.Context, a Action, clientAsks bool) Verdict {
+	return g.check(ctx, a, clientAsks)
+}
+
+func (g *Guard) check(ctx context.Context, a Action, clientAsks bool) Verdict {
 	began := g.now()
 	a = g.prepare(a)
 	// The request's context bounds only the wait for a human (await).
@@ -384,7 +404,7 @@ func (g *Guard) Check(ctx context.Context, a Action) Verdict {
 			return v
 		}
 	}
-	c := &check{g: g, a: a, pol: pol, began: began}
+	c := &check{g: g, a: a, pol: pol, began: began, clientAsks: clientAsks}
 	for asks := 0; ; asks++ {
 		var out round
 		err := g.commit(rctx, func(v store.View, m *memory) (store.Changes, error) {
@@ -450,6 +470,8 @@ type check struct {
 	reported bool
 	// shown is what a human is shown of the call, once one is asked.
 	shown *redact.Shown
+	// clientAsks: a confirmation is the client's to ask (CheckHook).
+	clientAsks bool
 	// judged memoises the evaluator by what of the memory it reads
 	// (a commit run again, a check-in, the next commit after a question).
 	judged []judgedStep
@@ -572,6 +594,14 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 				continue
 			}
 		case ruling.Ask:
+			if c.clientAsks && r.Binding.Kind == ruling.BindAction {
+				// A check-in (the step limit, a failure) stays the
+				// guard's: only its channel's answer can reset them.
+				d := r.Directive
+				d.Factors = append(d.Factors, "hook: the client asks its user, in its own prompt")
+				out.verdict = Verdict{Directive: d, ClientAsks: true}
+				return c.finish(m, out, ch, then, f, true)
+			}
 			q := r.Confirmation
 			if q == nil {
 				if q, err = g.newConfirmation(a, pol, r.Binding, r.Directive); err != nil {

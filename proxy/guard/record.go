@@ -117,6 +117,9 @@ func decisionWord(v Verdict) string {
 	if v.Proceed {
 		return "allow"
 	}
+	if v.ClientAsks {
+		return "ask_client"
+	}
 	if v.Directive.Decision == evaluator.Refuse && v.Directive.Enforced {
 		return "refuse" // a refuse pattern or rule: this call alone
 	}
