@@ -266,6 +266,16 @@ func (l *auditLog) find(seq uint64) (hash string, found bool, err error) {
 		if first == nil || json.Unmarshal(first, &r) != nil || r.Seq > seq {
 			continue
 		}
+		// The record looked for is the head, or close to it: read the
+		// segment from its end, so that opening a state costs the same
+		// on a log of a million records as on one of ten (a hook opens
+		// the state at every tool call). A line that does not decode
+		// sends the search to the segment's forward reading, which says
+		// what is wrong with it.
+		hash, found, decided, err := findBackward(filepath.Join(l.dir, segmentName(ns[i])), seq)
+		if err != nil || decided {
+			return hash, found, err
+		}
 		err = l.readSegment(ns[i], seq, func(r Record, _ []byte) error {
 			if r.Seq == seq {
 				hash, found = r.Hash, true
@@ -279,6 +289,68 @@ func (l *auditLog) find(seq uint64) (hash string, found bool, err error) {
 		return hash, found, nil
 	}
 	return "", false, nil
+}
+
+// findBackward reads a segment's complete lines from the last one back
+// until record seq or an earlier one; decided is false when a line on
+// the way does not decode, or the segment's records do not go down as
+// the search goes back (then the caller reads the segment forward).
+func findBackward(path string, seq uint64) (hash string, found, decided bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, false, fmt.Errorf("audit log: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", false, false, fmt.Errorf("audit log: %w", err)
+	}
+	const chunk = 64 << 10
+	end := st.Size()  // the file's bytes before end are not read yet
+	var carry []byte  // the start of a line whose beginning is before end
+	prev := uint64(0) // the seq of the line read before (0: none yet)
+	torn := true      // what follows the last newline is no record
+	for end > 0 || len(carry) > 0 {
+		start := max(0, end-chunk)
+		buf := make([]byte, end-start, end-start+int64(len(carry)))
+		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+			return "", false, false, fmt.Errorf("audit log: %w", err)
+		}
+		buf = append(buf, carry...)
+		end = start
+		for {
+			nl := bytes.LastIndexByte(buf, '\n')
+			if nl < 0 && start > 0 {
+				carry = buf // a line longer than what was read: read more
+				break
+			}
+			line := buf[nl+1:]
+			buf = buf[:max(nl, 0)]
+			if torn {
+				torn = false // the bytes after the file's last newline
+			} else if len(line) > 0 {
+				var r struct {
+					Seq  uint64 `json:"seq"`
+					Hash string `json:"hash"`
+				}
+				if json.Unmarshal(line, &r) != nil || prev != 0 && r.Seq >= prev {
+					return "", false, false, nil
+				}
+				prev = r.Seq
+				switch {
+				case r.Seq == seq:
+					return r.Hash, true, true, nil
+				case r.Seq < seq:
+					return "", false, true, nil
+				}
+			}
+			if nl < 0 {
+				carry = nil
+				break
+			}
+		}
+	}
+	return "", false, true, nil
 }
 
 // tornTails lists the segments that end inside a record.
