@@ -2,7 +2,7 @@ package secrets
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -88,56 +88,51 @@ func newKeywordIndex(words []string) (*keywordIndex, error) {
 	k.nclass = n
 	k.words = words
 
-	// The trie.
-	type node struct {
-		child map[uint8]int
-		out   []uint16
-	}
-	nodes := []node{{child: map[uint8]int{}}}
+	// The trie, as rows of n children (0: none; the root is no one's
+	// child): built in place, it is the transition table's first draft.
+	// A process builds dozens of these (every rule's stopwords too), so
+	// no map per node: a hook pays this at each tool call.
+	next := make([]uint32, n)
+	ends := [][]uint16{nil}
 	for id, w := range words {
 		s := 0
 		for i := 0; i < len(w); i++ {
-			c := k.class[w[i]]
-			t, ok := nodes[s].child[c]
-			if !ok {
-				t = len(nodes)
-				nodes = append(nodes, node{child: map[uint8]int{}})
-				nodes[s].child[c] = t
+			c := int(k.class[w[i]])
+			t := next[s*n+c]
+			if t == 0 {
+				t = uint32(len(ends))
+				next[s*n+c] = t
+				next = append(next, make([]uint32, n)...)
+				ends = append(ends, nil)
 			}
-			s = t
+			s = int(t)
 		}
-		nodes[s].out = append(nodes[s].out, uint16(id))
+		ends[s] = append(ends[s], uint16(id))
 	}
-	if uint64(len(nodes))*uint64(n) > 1<<31 {
-		return nil, fmt.Errorf("%d keyword states, more than the table holds", len(nodes))
+	states := len(ends)
+	if uint64(states)*uint64(n) > 1<<31 {
+		return nil, fmt.Errorf("%d keyword states, more than the table holds", states)
 	}
 	// Breadth first: failure links, outputs along them, and the full
-	// transition table.
-	next := make([]uint32, len(nodes)*n)
-	k.out = make([][]uint16, len(nodes))
-	fail := make([]int, len(nodes))
-	queue := []int{}
+	// transition table (a missing child takes its failure's target).
+	k.out = make([][]uint16, states)
+	fail := make([]int, states)
+	bfs := make([]int, 1, states)
+	k.out[0] = ends[0]
 	for c := 0; c < n; c++ {
-		if t, ok := nodes[0].child[uint8(c)]; ok {
-			next[c] = uint32(t)
-			queue = append(queue, t)
+		if t := next[c]; t != 0 {
+			bfs = append(bfs, int(t))
 		}
 	}
-	bfs := append([]int{0}, queue...)
-	k.out[0] = nodes[0].out
-	for len(queue) > 0 {
-		s := queue[0]
-		queue = queue[1:]
-		out := append([]uint16(nil), nodes[s].out...)
-		out = append(out, k.out[fail[s]]...)
-		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	for q := 1; q < len(bfs); q++ {
+		s := bfs[q]
+		out := append(append([]uint16(nil), ends[s]...), k.out[fail[s]]...)
+		slices.Sort(out)
 		k.out[s] = out
 		for c := 0; c < n; c++ {
-			if t, ok := nodes[s].child[uint8(c)]; ok {
+			if t := next[s*n+c]; t != 0 {
 				fail[t] = int(next[fail[s]*n+c])
-				next[s*n+c] = uint32(t)
-				queue = append(queue, t)
-				bfs = append(bfs, t)
+				bfs = append(bfs, int(t))
 			} else {
 				next[s*n+c] = next[fail[s]*n+c]
 			}
@@ -145,7 +140,7 @@ func newKeywordIndex(words []string) (*keywordIndex, error) {
 	}
 	// Renumber: breadth first (the queue's order), the states where no
 	// keyword ends first.
-	order := make([]int, 0, len(nodes))
+	order := make([]int, 0, states)
 	for _, outs := range []bool{false, true} {
 		for _, s := range bfs {
 			if (len(k.out[s]) > 0) == outs {
@@ -153,7 +148,7 @@ func newKeywordIndex(words []string) (*keywordIndex, error) {
 			}
 		}
 	}
-	renum := make([]uint32, len(nodes))
+	renum := make([]uint32, states)
 	for i, s := range order {
 		renum[s] = uint32(i)
 	}
@@ -165,12 +160,12 @@ func newKeywordIndex(words []string) (*keywordIndex, error) {
 		}
 	}
 	k.outRow = uint32(firstOut * n)
-	out := make([][]uint16, len(nodes))
+	out := make([][]uint16, states)
 	for i, s := range order {
 		out[i] = k.out[s]
 	}
 	k.out = out
-	size := len(nodes) * n
+	size := states * n
 	if size <= 1<<16 {
 		k.row16 = make([]uint16, size)
 	} else {
