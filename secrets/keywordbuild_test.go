@@ -184,7 +184,6 @@ func newKeywordIndexByMaps(words []string) (*keywordIndex, error) {
 	return k, nil
 }
 
-
 func BenchmarkNewKeywordIndexByMaps(b *testing.B) {
 	words := Default().words.words
 	for b.Loop() {
