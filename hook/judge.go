@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/aqlguard/aqlguard/effects"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/policy/paths"
+	"github.com/aqlguard/aqlguard/policy/shell"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/store"
@@ -131,8 +134,75 @@ func (j *Judge) readPlaces(a *guard.Action, e Event) {
 	if !filepath.IsAbs(cwd) && len(roots) > 0 {
 		cwd = roots[0]
 	}
+	if e.Kind == KindShell {
+		values = append(values, commandPaths(a.Arguments, a.Roles, j.Home)...)
+	}
 	for _, v := range values {
 		lex := paths.Canonical(v.Raw, j.Home, cwd)
 		a.Places = append(a.Places, evaluator.Place{Arg: v.Arg, Lexical: lex, Resolved: proxy.ResolvePlace(lex)})
 	}
+}
+
+// commandPaths are the words of a shell command that name files, as
+// places to judge: every static operand, and the value of every
+// --option=value, that holds a "/" or starts with "~" or ".". A client's
+// own shell tool is otherwise judged only as "runs a command", which the
+// client may be left to confirm (Defer): `cat ~/.ssh/id_rsa` must meet
+// the same place question as a Read of the same file. A word that is no
+// path (a URL, a sed expression, a message) reads as a relative place
+// inside the project, which asks nothing; a URL is left out.
+//
+// $HOME and ${HOME} are read as the home directory they name (the
+// analyser sees any variable as unknown): "$HOME/.ssh/id_rsa" is the key.
+func commandPaths(args map[string]any, roles map[string]policy.Role, home string) []evaluator.PathValue {
+	var out []evaluator.PathValue
+	for arg, role := range roles {
+		line, ok := args[arg].(string)
+		if role != policy.RoleCommand || !ok {
+			continue
+		}
+		if home != "" && !strings.ContainsAny(home, "$`\"'\\ \t\n") {
+			line = homeVar.ReplaceAllLiteralString(line, home)
+		}
+		for _, c := range shell.Analyze(line).Commands {
+			for _, w := range c.Args {
+				text := w.Text
+				if w.Kind == shell.Long {
+					_, v, ok := strings.Cut(text, "=")
+					if !ok {
+						continue
+					}
+					text = v
+				} else if w.Kind != shell.Operand {
+					continue
+				}
+				if w.Dynamic {
+					text = staticPrefix(text)
+				}
+				if text == "" || strings.Contains(text, "://") {
+					continue // nothing known, or a URL (the places judge files)
+				}
+				if strings.ContainsRune(text, '/') || text[0] == '~' || text[0] == '.' {
+					out = append(out, evaluator.PathValue{Arg: arg, Raw: text})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// homeVar is $HOME or ${HOME}, not $HOMEDIR.
+var homeVar = regexp.MustCompile(`\$\{HOME\}|\$HOME\b`)
+
+// staticPrefix is what a word the shell expands says of the place it
+// names: the directory of the part before the first expansion
+// ("~/.ssh/*" is in ~/.ssh), "" when that part names no directory.
+func staticPrefix(word string) string {
+	if i := strings.IndexAny(word, "$`*?[{"); i >= 0 {
+		word = word[:i]
+	}
+	if i := strings.LastIndexByte(word, '/'); i > 0 {
+		return word[:i]
+	}
+	return ""
 }
