@@ -65,7 +65,7 @@ func HookFiles(env Env) []HookFile {
 	}
 	return []HookFile{
 		{Client: "claude-code", Path: filepath.Join(env.Home, ".claude", "settings.json"), Events: []HookEvent{
-			{"PreToolUse", group("^(Bash|Write|Edit|MultiEdit|NotebookEdit|Read|mcp__.*)$", hookTimeout)}}},
+			{"PreToolUse", group("^(Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Grep|mcp__.*)$", hookTimeout)}}},
 		{Client: "cursor", Path: filepath.Join(env.Home, ".cursor", "hooks.json"), Top: map[string]any{"version": 1}, Events: []HookEvent{
 			{"beforeShellExecution", cursor("")},
 			{"beforeMCPExecution", cursor("")},

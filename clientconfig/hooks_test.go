@@ -32,7 +32,7 @@ func TestHooksInstallAndRemoveExactly(t *testing.T) {
     "Stop": []
   }
 }
-`, []string{`"PreToolUse"`, `/usr/local/bin/aqlguard hook claude-code --agent claude-code`, `~/bin/lint.sh`, `"matcher":"^(Bash|Write|Edit|MultiEdit|NotebookEdit|Read|mcp__.*)$"`}},
+`, []string{`"PreToolUse"`, `/usr/local/bin/aqlguard hook claude-code --agent claude-code`, `~/bin/lint.sh`, `"matcher":"^(Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Grep|mcp__.*)$"`}},
 		{"claude settings without hooks", "claude-code", "{\n  \"model\": \"opus\"\n}\n", []string{`"hooks":{"PreToolUse":[`}},
 		{"a new cursor hooks.json", "cursor", "", []string{`"version": 1`, `"beforeShellExecution":[{`, `"failClosed":true`, `"preToolUse"`}},
 		{"gemini settings with mcp servers", "gemini", "{\n  \"mcpServers\": {}\n}\n", []string{`"BeforeTool"`, `"timeout":60000`}},

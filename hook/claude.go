@@ -91,6 +91,10 @@ func (claudeCode) Parse(raw []byte) (Event, error) {
 		e.Kind, e.Roles = KindWrite, roles("notebook_path", policy.RolePath, "new_source", policy.RoleContent)
 	case "Read":
 		e.Kind, e.Roles = KindRead, roles("file_path", policy.RolePath)
+	case "Grep":
+		// Grep shows the lines of the files under its path that match:
+		// a read of them (a pattern of "." is the whole file).
+		e.Kind, e.Roles = KindRead, roles("path", policy.RolePath, "pattern", policy.RoleQuery)
 	default:
 		if server, tool, ok := mcpName(in.ToolName); ok {
 			e.Kind, e.Server, e.ServerTool = KindMCP, server, tool

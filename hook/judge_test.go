@@ -101,6 +101,8 @@ func TestJudgeClaudeCode(t *testing.T) {
 		{"an edit outside the project asks", `{"session_id":"s1","cwd":"PROJECT","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":"PROJECT/../elsewhere/a.go","old_string":"a","new_string":"b"}}`, Ask, "outside"},
 		{"a read of ~/.ssh asks", `{"session_id":"s1","cwd":"PROJECT","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"~/.ssh/id_ed25519"}}`, Ask, ""},
 		{"an unresolved command asks, whatever the mode", claudeBash("default", "eval \\\"$X\\\""), Ask, ""},
+		{"a Grep of ~/.ssh asks: it shows the files' lines", `{"session_id":"s1","cwd":"PROJECT","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Grep","tool_input":{"pattern":".","path":"~/.ssh"}}`, Ask, "SSH"},
+		{"a Grep in the project", `{"session_id":"s1","cwd":"PROJECT","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Grep","tool_input":{"pattern":"TODO","path":"src"}}`, Allow, ""},
 		{"cat of an SSH key through Bash asks as a Read of it does", claudeBash("default", "cat ~/.ssh/id_ed25519"), Ask, "SSH"},
 	}
 	jt := newJudge(t, "claude-code")
