@@ -189,6 +189,30 @@ func (c *Changes) ChangesState() bool {
 		c.PolicyVersion != "" || !c.PruneBefore.IsZero()
 }
 
+// CallRecordsOnly reports whether c is only the records of a call that
+// changes no state: no state change, and every record a call's decision
+// or its outcome (an allowed call's two commits, a refusal of a call
+// already blocked). A backend may make these durable lazily, as bbolt's
+// grouped fsync does and PostgreSQL with synchronous_commit off for
+// that transaction (docs/state.md, "Durability"): nothing is lost when
+// aqlguard dies, a bounded window of them when the machine or the
+// database host does. Every other commit (blocks, challenges, spent
+// answers, approvals, pins, an operator's record, a checkpoint) is
+// durable before Commit returns.
+func (c *Changes) CallRecordsOnly() bool {
+	if len(c.Records) == 0 || c.ChangesState() {
+		return false
+	}
+	for i := range c.Records {
+		switch RecordKind(c.Records[i].Kind) {
+		case KindDecision, KindOutcome:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // write puts c's state changes in tx (its records go with the commit).
 func (c *Changes) write(tx *Tx) error {
 	for _, b := range c.Blocks {

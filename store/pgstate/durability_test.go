@@ -1,0 +1,202 @@
+package pgstate
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/store"
+)
+
+// noteDurability makes PostgreSQL itself say how each transaction that
+// appends audit records commits: a deferred constraint trigger fires at
+// COMMIT, after every statement of the transaction, and notes the
+// synchronous_commit in force then beside each record's seq.
+func noteDurability(t *testing.T, st *State) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, st.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, q := range []string{
+		`CREATE TABLE aqlguard.durability_seen (seq bigint PRIMARY KEY, setting text NOT NULL)`,
+		`CREATE FUNCTION aqlguard.note_durability() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO aqlguard.durability_seen VALUES (NEW.seq, current_setting('synchronous_commit'));
+			RETURN NULL;
+		END $$`,
+		`CREATE CONSTRAINT TRIGGER note_durability AFTER INSERT ON ` + st.t.records + `
+			DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION aqlguard.note_durability()`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return conn
+}
+
+// durabilityOf is how the transaction that appended record seq committed.
+func durabilityOf(t *testing.T, conn *pgx.Conn, seq uint64) string {
+	t.Helper()
+	var setting string
+	if err := conn.QueryRow(context.Background(), `SELECT setting FROM aqlguard.durability_seen WHERE seq = $1`, int64(seq)).Scan(&setting); err != nil {
+		t.Fatalf("record %d: %v", seq, err)
+	}
+	return setting
+}
+
+func callRecord(kind store.RecordKind, decision string) store.Record {
+	r := store.NewRecord(groupT0, kind, "claude", "p1", "s1")
+	r.Decision, r.Server, r.Tool = decision, "fs", "read"
+	return r
+}
+
+// The records of a call that changes no state (an allowed call's
+// decision and its outcome) commit with synchronous_commit off; a
+// commit that changes state, or appends any other record, commits
+// synchronously, alone or in a group, and so does a group that holds
+// one such commit among calls' records.
+func TestOnlyCallRecordsCommitLazily(t *testing.T) {
+	st := openIn(t, pgtest.Shared(t).Database(t))
+	defer st.Close()
+	conn := noteDurability(t, st)
+	ctx := context.Background()
+	records := func(rs ...store.Record) store.Changes { return store.Changes{Records: rs} }
+	with := func(c store.Changes, rs ...store.Record) store.Changes { c.Records = rs; return c }
+	expires := groupT0.Add(time.Hour)
+	cases := []struct {
+		name    string
+		changes store.Changes
+		want    string
+	}{
+		{"allowed call's decision", records(callRecord(store.KindDecision, "allow")), "off"},
+		{"allowed call's outcome", records(callRecord(store.KindOutcome, "")), "off"},
+		{"refusal of a blocked principal's call", records(callRecord(store.KindDecision, "blocked")), "off"},
+		{"decision and outcome together", records(callRecord(store.KindDecision, "allow"), callRecord(store.KindOutcome, "")), "off"},
+		{"block", with(store.Changes{Blocks: []store.Block{{Principal: "claude", Reason: "r", VerificationID: "v1", BlockedAt: groupT0}}},
+			callRecord(store.KindDecision, "deny")), "on"},
+		{"challenge", with(store.Changes{Challenges: []store.Challenge{{ID: "c1", Principal: "claude", CreatedAt: groupT0, ExpiresAt: expires}}},
+			callRecord(store.KindDecision, "confirm")), "on"},
+		{"confirmation (a spent answer)", with(store.Changes{Confirmations: []store.Confirmation{{Token: "t1", Kind: "call", Principal: "claude", Operation: "x"}}},
+			callRecord(store.KindDecision, "allow")), "on"},
+		{"approval", with(store.Changes{Approvals: []store.Approval{{ID: "a1", Principal: "claude", Operation: "x"}}},
+			callRecord(store.KindDecision, "allow")), "on"},
+		{"pin", with(store.Changes{Pins: []store.Pin{{Server: "fs", Tool: "read", Hash: "h", Definition: json.RawMessage(`{}`), FirstSeen: groupT0, ApprovedAt: groupT0}}},
+			store.NewRecord(groupT0, store.KindPin, "claude", "p1", "")), "on"},
+		{"execution step", with(store.Changes{Executions: []store.Execution{{ID: "e1", Principal: "claude"}}},
+			callRecord(store.KindDecision, "allow")), "on"},
+		{"an operator's record", records(store.NewRecord(groupT0, store.KindAdmin, "claude", "p1", "")), "on"},
+		{"a checkpoint", records(store.NewRecord(groupT0, store.KindCheckpoint, "", "p1", "")), "on"},
+		{"call record beside an admin record", records(callRecord(store.KindDecision, "allow"), store.NewRecord(groupT0, store.KindAdmin, "claude", "p1", "")), "on"},
+	}
+	// Each case twice: in round 0 this process's guess holds and each
+	// commit goes alone (one round trip; the very first after Open is a
+	// group of one); in round 1 another replica moves the head first,
+	// so each goes through the group's path under the lock.
+	other := openIn(t, st.dsn)
+	defer other.Close()
+	for round := range 2 {
+		for _, tc := range cases {
+			if round == 1 {
+				if _, err := other.Commit(ctx, func(store.View) (store.Changes, error) {
+					return records(store.NewRecord(groupT0, store.KindAdmin, "claude", "p2", "")), nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := st.stats.alone.Load()
+			if _, err := st.Commit(ctx, func(store.View) (store.Changes, error) { return tc.changes, nil }); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			alone := st.stats.alone.Load() > before
+			var head store.Head
+			if err := st.Load(ctx, func(v store.View) error { var err error; head, err = v.AuditHead(); return err }); err != nil {
+				t.Fatal(err)
+			}
+			for i := range tc.changes.Records {
+				seq := head.Seq - uint64(len(tc.changes.Records)-1-i)
+				if got := durabilityOf(t, conn, seq); got != tc.want {
+					t.Errorf("round %d, %s (alone %v): record %d committed with synchronous_commit %s, want %s", round, tc.name, alone, seq, got, tc.want)
+				}
+			}
+		}
+	}
+	if st.stats.alone.Load() < int64(len(cases))/2 || st.stats.groups.Load() < int64(len(cases)) {
+		t.Fatalf("both paths should have run: %d alone, %d groups", st.stats.alone.Load(), st.stats.groups.Load())
+	}
+}
+
+// A group is lazy only when every member that writes is a call's
+// records: one block among them makes the whole transaction wait for
+// its flush, the calls' records with it.
+func TestGroupCommitsLazilyOnlyWhenEveryMemberMay(t *testing.T) {
+	st := openIn(t, pgtest.Shared(t).Database(t))
+	defer st.Close()
+	conn := noteDurability(t, st)
+	ctx := context.Background()
+	group := func(last store.Changes) []string {
+		t.Helper()
+		release := make(chan struct{})
+		first := make(chan error, 1)
+		go func() {
+			_, err := st.Commit(ctx, func(store.View) (store.Changes, error) {
+				<-release
+				return store.Changes{Records: []store.Record{callRecord(store.KindDecision, "allow")}}, nil
+			})
+			first <- err
+		}()
+		waitQueued(t, st, 0)
+		const n = 4
+		errs := make(chan error, n)
+		for i := range n {
+			c := store.Changes{Records: []store.Record{callRecord(store.KindOutcome, "")}}
+			if i == n-1 {
+				c = last
+			}
+			go func() {
+				_, err := st.Commit(ctx, func(store.View) (store.Changes, error) { return c, nil })
+				errs <- err
+			}()
+			waitQueued(t, st, i+1)
+		}
+		close(release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		var head store.Head
+		if err := st.Load(ctx, func(v store.View) error { var err error; head, err = v.AuditHead(); return err }); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for seq := head.Seq - n; seq <= head.Seq; seq++ {
+			got = append(got, durabilityOf(t, conn, seq))
+		}
+		return got
+	}
+	// The first group is the leader's alone (the others queue behind
+	// it); the second takes the four queued.
+	lazy := group(store.Changes{Records: []store.Record{callRecord(store.KindOutcome, "")}})
+	for i, s := range lazy {
+		if s != "off" {
+			t.Errorf("calls' records only: record %d of 5 committed with synchronous_commit %s, want off", i+1, s)
+		}
+	}
+	blocked := group(store.Changes{Blocks: []store.Block{{Principal: "claude", Reason: "r", VerificationID: "v2", BlockedAt: groupT0}},
+		Records: []store.Record{callRecord(store.KindDecision, "deny")}})
+	for i, s := range blocked[1:] {
+		if s != "on" {
+			t.Errorf("a block among calls' records: record %d of the group committed with synchronous_commit %s, want on", i+1, s)
+		}
+	}
+}
