@@ -11,7 +11,8 @@
 # and TBXark, which shares one, drive the same single server process.
 # With a stdio downstream, aqlguard-shared is aqlguard with share = true:
 # one testserver process for all its sessions, as TBXark has. Without
-# bench/out/bin/aqlguard-prev that endpoint is left out.
+# bench/out/bin/aqlguard-prev that endpoint is left out. AQLGUARD=BIN
+# runs BIN instead of out/bin/aqlguard.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
 . "$(dirname "$0")/lib.sh"
@@ -34,7 +35,7 @@ sed 's/^\[\[servers\]\]$/&\nshare = true/' "$W/aqlguard.toml" >"$W/aqlguard-shar
 "$B/testserver" -http 127.0.0.1:9200 2>/dev/null &
 # The proxies may connect to it at once (DOWNSTREAM=http): wait for it.
 wait_port 9200
-"$B/aqlguard" serve --listen 127.0.0.1:9201 --config "$W/aqlguard.toml" --state-dir "$W/st1" 2>"$W/aqlguard.log" &
+"${AQLGUARD:-$B/aqlguard}" serve --listen 127.0.0.1:9201 --config "$W/aqlguard.toml" --state-dir "$W/st1" 2>"$W/aqlguard.log" &
 labels=(-label "$!=aqlguard serve")
 targets=(-target direct=http://127.0.0.1:9200/mcp -target aqlguard=http://127.0.0.1:9201/mcp)
 if [ -x "$B/aqlguard-prev" ]; then
@@ -43,7 +44,7 @@ if [ -x "$B/aqlguard-prev" ]; then
 	targets+=(-target aqlguard-prev=http://127.0.0.1:9202/mcp)
 fi
 if [ "${DOWNSTREAM:-stdio}" != http ]; then
-	"$B/aqlguard" serve --listen 127.0.0.1:9204 --config "$W/aqlguard-shared.toml" --state-dir "$W/st3" 2>"$W/aqlguard-shared.log" &
+	"${AQLGUARD:-$B/aqlguard}" serve --listen 127.0.0.1:9204 --config "$W/aqlguard-shared.toml" --state-dir "$W/st3" 2>"$W/aqlguard-shared.log" &
 	labels+=(-label "$!=aqlguard-shared serve")
 	targets+=(-target aqlguard-shared=http://127.0.0.1:9204/mcp)
 fi
