@@ -12,7 +12,9 @@
 # With a stdio downstream, aqlguard-shared is aqlguard with share = true:
 # one testserver process for all its sessions, as TBXark has. Without
 # bench/out/bin/aqlguard-prev that endpoint is left out. AQLGUARD=BIN
-# runs BIN instead of out/bin/aqlguard.
+# runs BIN instead of out/bin/aqlguard. ALSO_SHARED="NAME=BIN …" adds
+# BIN with share = true as endpoint NAME. OWN_CONNS=1: each client its
+# own HTTP transport (httpload -own-conns), its connection kept.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
 . "$(dirname "$0")/lib.sh"
@@ -48,8 +50,17 @@ if [ "${DOWNSTREAM:-stdio}" != http ]; then
 	labels+=(-label "$!=aqlguard-shared serve")
 	targets+=(-target aqlguard-shared=http://127.0.0.1:9204/mcp)
 fi
+# ALSO_SHARED="NAME=BIN …" adds BIN with share = true as endpoint NAME
+# (a build with one change against one without, in the same rounds).
+port=9210
+for nb in ${ALSO_SHARED:-}; do
+	"${nb#*=}" serve --listen 127.0.0.1:$port --config "$W/aqlguard-shared.toml" --state-dir "$W/st-$port" 2>"$W/aqlguard-$port.log" &
+	labels+=(-label "$!=${nb%%=*} serve")
+	targets+=(-target "${nb%%=*}=http://127.0.0.1:$port/mcp")
+	port=$((port + 1))
+done
 "$B/mcp-proxy" --config "$W/tbx.json" >"$W/tbx.log" 2>&1 &
 labels+=(-label "$!=mcp-proxy (tbxark)")
 targets+=(-target tbxark=http://127.0.0.1:9203/ts/mcp)
 sleep 2
-"$B/httpload" "${targets[@]}" ${CPU:+"${labels[@]}"} -clients 32 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${CPU:+-cpu}
+"$B/httpload" "${targets[@]}" ${CPU:+"${labels[@]}"} ${OWN_CONNS:+-own-conns} -clients 32 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${CPU:+-cpu}
