@@ -195,8 +195,8 @@ func (c *Changes) ChangesState() bool {
 // already blocked). A backend may make these durable lazily, as bbolt's
 // grouped fsync does and PostgreSQL with synchronous_commit off for
 // that transaction (docs/state.md, "Durability"): nothing is lost when
-// aqlguard dies, a bounded window of them when the machine or the
-// database host does. Every other commit (blocks, challenges, spent
+// aqlguard dies, a bounded window of them when the machine, or the
+// database server or its host, crashes. Every other commit (blocks, challenges, spent
 // answers, approvals, pins, an operator's record, a checkpoint) is
 // durable before Commit returns.
 func (c *Changes) CallRecordsOnly() bool {

@@ -520,9 +520,9 @@ func (s *State) moveHead(head store.Head, gen uint64, changed, lazy bool, from *
 	if lazy {
 		// This transaction's alone: the WAL writer flushes it within
 		// three wal_writer_delay, and any later synchronous commit
-		// flushes it first (the WAL is one sequence), so a database
-		// host that dies loses a suffix of these records, never a link
-		// of the chain before a block or an answer.
+		// flushes it first (the WAL is one sequence), so PostgreSQL or
+		// its host crashing loses a suffix of these records, never a
+		// link of the chain before a block or an answer.
 		out = append(out, stmt{`SET LOCAL synchronous_commit = off`, nil, execCheck})
 	}
 	// COMMIT in the same batch: after a failed statement PostgreSQL
