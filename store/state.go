@@ -189,23 +189,28 @@ func (c *Changes) ChangesState() bool {
 		c.PolicyVersion != "" || !c.PruneBefore.IsZero()
 }
 
-// CallRecordsOnly reports whether c is only the records of a call that
-// changes no state: no state change, and every record a call's decision
-// or its outcome (an allowed call's two commits, a refusal of a call
-// already blocked). A backend may make these durable lazily, as bbolt's
-// grouped fsync does and PostgreSQL with synchronous_commit off for
-// that transaction (docs/state.md, "Durability"): nothing is lost when
+// AllowedCallRecords reports whether c is only the records of an allowed
+// call: no state change, and every record the decision "allow" or an
+// outcome (what became of an allowed call) — an allowed call's two
+// commits. A backend may make these durable lazily, as bbolt's grouped
+// fsync does and PostgreSQL with synchronous_commit off for that
+// transaction (docs/state.md, "Durability"): nothing is lost when
 // aqlguard dies, a bounded window of them when the machine, or the
-// database server or its host, crashes. Every other commit (blocks, challenges, spent
-// answers, approvals, pins, an operator's record, a checkpoint) is
-// durable before Commit returns.
-func (c *Changes) CallRecordsOnly() bool {
+// database server or its host, crashes. Every other commit (blocks,
+// challenges, spent answers, approvals, pins, a refusal's record, an
+// operator's record, a checkpoint) is durable before Commit returns.
+func (c *Changes) AllowedCallRecords() bool {
 	if len(c.Records) == 0 || c.ChangesState() {
 		return false
 	}
 	for i := range c.Records {
-		switch RecordKind(c.Records[i].Kind) {
-		case KindDecision, KindOutcome:
+		r := &c.Records[i]
+		switch RecordKind(r.Kind) {
+		case KindOutcome:
+		case KindDecision:
+			if r.Decision != "allow" {
+				return false
+			}
 		default:
 			return false
 		}

@@ -58,9 +58,9 @@ func callRecord(kind store.RecordKind, decision string) store.Record {
 	return r
 }
 
-// The records of a call that changes no state (an allowed call's
-// decision and its outcome) commit with synchronous_commit off; a
-// commit that changes state, or appends any other record, commits
+// The records of an allowed call that changes no state (its decision
+// and its outcome) commit with synchronous_commit off; a commit that
+// changes state, or appends any other record (a refusal's among them), commits
 // synchronously, alone or in a group, and so does a group that holds
 // one such commit among calls' records.
 func TestOnlyCallRecordsCommitLazily(t *testing.T) {
@@ -78,7 +78,9 @@ func TestOnlyCallRecordsCommitLazily(t *testing.T) {
 	}{
 		{"allowed call's decision", records(callRecord(store.KindDecision, "allow")), "off"},
 		{"allowed call's outcome", records(callRecord(store.KindOutcome, "")), "off"},
-		{"refusal of a blocked principal's call", records(callRecord(store.KindDecision, "blocked")), "off"},
+		{"refusal of a blocked principal's call", records(callRecord(store.KindDecision, "block")), "on"},
+		{"refusal by a refuse rule", records(callRecord(store.KindDecision, "refuse")), "on"},
+		{"allowed call's decision beside a refusal's", records(callRecord(store.KindDecision, "allow"), callRecord(store.KindDecision, "deny")), "on"},
 		{"decision and outcome together", records(callRecord(store.KindDecision, "allow"), callRecord(store.KindOutcome, "")), "off"},
 		{"block", with(store.Changes{Blocks: []store.Block{{Principal: "claude", Reason: "r", VerificationID: "v1", BlockedAt: groupT0}}},
 			callRecord(store.KindDecision, "deny")), "on"},

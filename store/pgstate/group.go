@@ -362,7 +362,7 @@ func (s *State) runGroup() []*pending {
 		}
 		tx.pending = append(tx.pending, w.stmts...)
 		head, wrote = end, true
-		lazy = lazy && c.CallRecordsOnly()
+		lazy = lazy && c.AllowedCallRecords()
 		if c.ChangesState() {
 			gen++
 			changed = true
@@ -444,7 +444,7 @@ func (s *State) alone(ctx context.Context, conn *pgx.Conn, p *pending) bool {
 	stmts := append([]stmt{{`BEGIN`, nil, execCheck}}, s.moveHead(end, gen, false, false, &g)...)
 	stmts = append(stmts, w.stmts...)
 	// The notification, the commit's durability and COMMIT.
-	stmts = append(stmts, s.moveHead(end, gen, changed, c.CallRecordsOnly(), nil)[1:]...)
+	stmts = append(stmts, s.moveHead(end, gen, changed, c.AllowedCallRecords(), nil)[1:]...)
 	err = s.send(ctx, conn, stmts)
 	if err != nil {
 		_, _ = conn.Exec(context.Background(), `ROLLBACK`)
@@ -490,7 +490,7 @@ func (s *State) queue(v *view, c *store.Changes, head store.Head) (*writer, stor
 // moveHead ends a transaction: the head moved to head and gen (only if
 // it is still at from, when from is set), the other replicas notified
 // when state changed, and COMMIT; lazy commits without waiting for the
-// WAL flush (store.Changes.CallRecordsOnly, docs/state.md "Durability").
+// WAL flush (store.Changes.AllowedCallRecords, docs/state.md "Durability").
 func (s *State) moveHead(head store.Head, gen uint64, changed, lazy bool, from *guess) []stmt {
 	out := []stmt{{`UPDATE ` + s.t.head + ` SET seq = $1, hash = $2, generation = $3 WHERE id = 1`,
 		[]any{int64(head.Seq), head.Hash, int64(gen)}, execCheck}}
