@@ -11,7 +11,10 @@
 # and TBXark, which shares one, drive the same single server process.
 # With a stdio downstream, aqlguard-shared is aqlguard with share = true:
 # one testserver process for all its sessions, as TBXark has. Without
-# bench/out/bin/aqlguard-prev that endpoint is left out.
+# bench/out/bin/aqlguard-prev that endpoint is left out. AQLGUARD=BIN
+# runs BIN instead of out/bin/aqlguard. ALSO_SHARED="NAME=BIN …" adds
+# BIN with share = true as endpoint NAME. OWN_CONNS=1: each client its
+# own HTTP transport (httpload -own-conns), its connection kept.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
 . "$(dirname "$0")/lib.sh"
@@ -34,7 +37,7 @@ sed 's/^\[\[servers\]\]$/&\nshare = true/' "$W/aqlguard.toml" >"$W/aqlguard-shar
 "$B/testserver" -http 127.0.0.1:9200 2>/dev/null &
 # The proxies may connect to it at once (DOWNSTREAM=http): wait for it.
 wait_port 9200
-"$B/aqlguard" serve --listen 127.0.0.1:9201 --config "$W/aqlguard.toml" --state-dir "$W/st1" 2>"$W/aqlguard.log" &
+"${AQLGUARD:-$B/aqlguard}" serve --listen 127.0.0.1:9201 --config "$W/aqlguard.toml" --state-dir "$W/st1" 2>"$W/aqlguard.log" &
 labels=(-label "$!=aqlguard serve")
 targets=(-target direct=http://127.0.0.1:9200/mcp -target aqlguard=http://127.0.0.1:9201/mcp)
 if [ -x "$B/aqlguard-prev" ]; then
@@ -43,12 +46,21 @@ if [ -x "$B/aqlguard-prev" ]; then
 	targets+=(-target aqlguard-prev=http://127.0.0.1:9202/mcp)
 fi
 if [ "${DOWNSTREAM:-stdio}" != http ]; then
-	"$B/aqlguard" serve --listen 127.0.0.1:9204 --config "$W/aqlguard-shared.toml" --state-dir "$W/st3" 2>"$W/aqlguard-shared.log" &
+	"${AQLGUARD:-$B/aqlguard}" serve --listen 127.0.0.1:9204 --config "$W/aqlguard-shared.toml" --state-dir "$W/st3" 2>"$W/aqlguard-shared.log" &
 	labels+=(-label "$!=aqlguard-shared serve")
 	targets+=(-target aqlguard-shared=http://127.0.0.1:9204/mcp)
 fi
+# ALSO_SHARED="NAME=BIN …" adds BIN with share = true as endpoint NAME
+# (a build with one change against one without, in the same rounds).
+port=9210
+for nb in ${ALSO_SHARED:-}; do
+	"${nb#*=}" serve --listen 127.0.0.1:$port --config "$W/aqlguard-shared.toml" --state-dir "$W/st-$port" 2>"$W/aqlguard-$port.log" &
+	labels+=(-label "$!=${nb%%=*} serve")
+	targets+=(-target "${nb%%=*}=http://127.0.0.1:$port/mcp")
+	port=$((port + 1))
+done
 "$B/mcp-proxy" --config "$W/tbx.json" >"$W/tbx.log" 2>&1 &
 labels+=(-label "$!=mcp-proxy (tbxark)")
 targets+=(-target tbxark=http://127.0.0.1:9203/ts/mcp)
 sleep 2
-"$B/httpload" "${targets[@]}" ${CPU:+"${labels[@]}"} -clients 32 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${CPU:+-cpu}
+"$B/httpload" "${targets[@]}" ${CPU:+"${labels[@]}"} ${OWN_CONNS:+-own-conns} -clients 32 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${CPU:+-cpu}

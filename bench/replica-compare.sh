@@ -12,7 +12,8 @@
 # of their own, measured in the same run; AQLGUARD=BIN runs BIN instead of
 # out/bin/aqlguard (a name of its own keeps -cpu's figures apart from
 # other aqlguard processes on the machine). Build first
-# (bench/README.md); DUR, ROUNDS and CLIENTS tune the run.
+# (bench/README.md); DUR, ROUNDS and CLIENTS tune the run; THROUGHPUT=0
+# measures the latency alone.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
 . "$(dirname "$0")/lib.sh"
@@ -80,6 +81,9 @@ U=http://127.0.0.1
 echo "## latency: 1 client"; LAT_CPU=${CPU:+-cpu}
 "$B/httpload" -target direct=$U:9300/mcp -target bbolt-1=$U:9301/mcp -target postgres-1=$U:9311/mcp "${LAT[@]}" \
 	-clients 1 -duration "${DUR:-5s}" -rounds "${ROUNDS:-3}" ${LAT_CPU:-}
+if [ "${THROUGHPUT:-1}" = 0 ]; then
+	exit 0
+fi
 echo
 echo "## throughput: ${CLIENTS:-64} clients"
 "$B/httpload" -target direct=$U:9300/mcp -target postgres-1=$U:9311/mcp \

@@ -157,7 +157,10 @@ func TestReplicasApprovalRunsOnce(t *testing.T) {
 // restarted. On PostgreSQL the database is then stopped: every call
 // fails closed with a clear refusal, and when it is back every replica
 // serves again by itself. Afterwards the audit chain verifies as one
-// chain, and every call a client saw answered has its record in it.
+// chain, and every call a client saw answered has its record in it,
+// but for PostgreSQL's stop: it is a crash, and an allowed call's
+// records commit lazily (docs/state.md, "Durability"), so a call
+// answered within 3 × wal_writer_delay before it may have lost them.
 func TestReplicasSurviveKillAndOutage(t *testing.T) {
 	onReplicas(t, 3, func(t *testing.T, rs *replicaSet) {
 		l := startLoad(t, rs, 1, 2)
@@ -182,8 +185,9 @@ func TestReplicasSurviveKillAndOutage(t *testing.T) {
 		}
 		l.wait(t, 20) // the load went on through the kill
 
+		var crashed time.Time
 		if rs.pg != nil {
-			outage(t, rs, l)
+			crashed = outage(t, rs, l)
 		}
 		acked := l.stop()
 		if len(acked) == 0 {
@@ -199,10 +203,21 @@ func TestReplicasSurviveKillAndOutage(t *testing.T) {
 			blocked = blocked || r["principal"] == "carol" && r["decision"] == "block"
 		}
 		var lost []string
+		window := 0
 		for _, m := range acked {
-			if !inChain[m] {
-				lost = append(lost, m)
+			if inChain[m] {
+				continue
 			}
+			// The window: 3 × wal_writer_delay (200 ms, PostgreSQL's
+			// default), and a second for a loaded machine.
+			if at := l.answeredAt(m); !crashed.IsZero() && at.After(crashed.Add(-1600*time.Millisecond)) && !at.After(crashed) {
+				window++
+				continue
+			}
+			lost = append(lost, m)
+		}
+		if window > 0 {
+			t.Logf("%d calls answered in the last 1.6 s before PostgreSQL crashed lost their lazily committed records", window)
 		}
 		if len(lost) > 0 {
 			t.Errorf("%d of %d answered calls have no decision record in the chain: %v", len(lost), len(acked), lost[:min(5, len(lost))])
@@ -214,13 +229,15 @@ func TestReplicasSurviveKillAndOutage(t *testing.T) {
 	})
 }
 
-// outage stops PostgreSQL under the load and starts it again.
-func outage(t *testing.T, rs *replicaSet, l *load) {
+// outage stops PostgreSQL under the load (a crash: pgtest stops it
+// immediately) and starts it again; it returns when the stop began.
+func outage(t *testing.T, rs *replicaSet, l *load) time.Time {
 	t.Helper()
 	alice := make([]*mcp.ClientSession, len(rs.reps))
 	for i, r := range rs.reps {
 		alice[i] = r.connect(t, "alice")
 	}
+	crashed := time.Now()
 	if err := rs.pg.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +296,7 @@ func outage(t *testing.T, rs *replicaSet, l *load) {
 		waitReady(t, "http://"+r.listen+"/readyz", http.StatusOK, `"ready":true`)
 	}
 	l.wait(t, 20)
+	return crashed
 }
 
 // load is alice calling echo without pause at some replicas, each call
@@ -288,13 +306,21 @@ type load struct {
 	done   sync.WaitGroup
 	mu     sync.Mutex
 	acked  []string
-	closed atomic.Int64 // refused closed (the state unavailable)
+	at     map[string]time.Time // when each acked call was answered
+	closed atomic.Int64         // refused closed (the state unavailable)
+}
+
+// answeredAt is when the call with message m was answered.
+func (l *load) answeredAt(m string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at[m]
 }
 
 func startLoad(t *testing.T, rs *replicaSet, at ...int) *load {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &load{cancel: cancel}
+	l := &load{cancel: cancel, at: map[string]time.Time{}}
 	for _, i := range at {
 		cs := rs.reps[i].connect(t, "alice")
 		l.done.Go(func() {
@@ -309,6 +335,7 @@ func startLoad(t *testing.T, rs *replicaSet, at ...int) *load {
 				case res["success"] == true:
 					l.mu.Lock()
 					l.acked = append(l.acked, m)
+					l.at[m] = time.Now()
 					l.mu.Unlock()
 				default:
 					l.closed.Add(1)

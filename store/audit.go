@@ -192,20 +192,28 @@ func hashOf(r Record) (string, error) {
 type recordEncoder struct {
 	buf  bytes.Buffer
 	enc  *json.Encoder
+	fast []byte // appendRecordJSON's output
 	line []byte
 }
 
 func (e *recordEncoder) encode(r *Record) ([]byte, error) {
-	if e.enc == nil {
-		e.enc = json.NewEncoder(&e.buf) // as json.Marshal: HTML escaped, then a newline
-	}
-	e.buf.Reset()
 	r.Hash = ""
 	validUTF8(r)
-	if err := e.enc.Encode(r); err != nil {
-		return nil, err
+	raw, ok := appendRecordJSON(e.fast[:0], r, &e.buf)
+	if ok {
+		if cap(raw) <= maxKeptLine {
+			e.fast = raw
+		}
+	} else {
+		if e.enc == nil {
+			e.enc = json.NewEncoder(&e.buf) // as json.Marshal: HTML escaped, then a newline
+		}
+		e.buf.Reset()
+		if err := e.enc.Encode(r); err != nil {
+			return nil, err
+		}
+		raw = bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
 	}
-	raw := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
 	sum := sha256.Sum256(raw)
 	r.Hash = hex.EncodeToString(sum[:])
 	line := append(e.line[:0], raw[:len(raw)-1]...) // without its closing brace

@@ -30,6 +30,14 @@ const GenerationFile = "aqlguard.gen"
 type generation struct {
 	f    *os.File      // nil: read-only on a directory that has none
 	last atomic.Uint64 // the value this process last wrote or read
+	// mapped is the marker in memory (marker_map_unix.go), for the two
+	// accesses every commit makes: readWithLog and setLogHead. It is
+	// made once the file holds a whole marker, in a read-write open, and
+	// dropped for good (pread and pwrite again) when an access faults or
+	// reads what no whole marker holds (a file truncated under it).
+	mapped  atomic.Pointer[markerMap]
+	mayMap  bool
+	dropped atomic.Bool
 }
 
 // The marker's layout: little-endian counter, 8 raw bytes of state id,
@@ -74,12 +82,21 @@ func openGeneration(path string, readOnly bool) (*generation, error) {
 		}
 		return nil, fmt.Errorf("opening the state generation: %w", err)
 	}
-	return &generation{f: f}, nil
+	return &generation{f: f, mayMap: !readOnly}, nil
 }
 
 func (g *generation) close() {
+	g.unmap()
 	if g.f != nil {
 		_ = g.f.Close()
+	}
+}
+
+// unmap drops the mapping for good.
+func (g *generation) unmap() {
+	g.dropped.Store(true)
+	if m := g.mapped.Swap(nil); m != nil {
+		m.drop()
 	}
 }
 
@@ -122,6 +139,20 @@ func (g *generation) readWithLog() (uint64, logMark, error) {
 		return 0, lm, nil
 	}
 	var b [markerSize]byte
+	if m := g.mapped.Load(); m != nil {
+		// A whole marker names a record (seq > 0) and a segment (> 0);
+		// zeros are what a mapping reads past the end of a file cut
+		// short under it.
+		if m.read(&b) && binary.LittleEndian.Uint64(b[markerLogAt:]) > 0 && binary.LittleEndian.Uint64(b[markerSegAt:]) > 0 {
+			v := binary.LittleEndian.Uint64(b[:8])
+			g.last.Store(v)
+			copy(lm.head[:], b[markerLogAt:markerSegAt])
+			lm.segment = binary.LittleEndian.Uint64(b[markerSegAt:])
+			lm.ok = true
+			return v, lm, nil
+		}
+		g.unmap()
+	}
 	n, err := g.f.ReadAt(b[:], 0)
 	if n < 8 {
 		if n == 0 && (err == nil || errors.Is(err, io.EOF)) {
@@ -135,6 +166,13 @@ func (g *generation) readWithLog() (uint64, logMark, error) {
 		copy(lm.head[:], b[markerLogAt:markerSegAt])
 		lm.segment = binary.LittleEndian.Uint64(b[markerSegAt:])
 		lm.ok = true
+		if g.mayMap && !g.dropped.Load() && g.mapped.Load() == nil {
+			if m := mapMarker(g.f); m != nil {
+				g.mapped.Store(m)
+			} else {
+				g.dropped.Store(true) // not to be mapped: never try again
+			}
+		}
 	}
 	return v, lm, nil
 }
@@ -184,6 +222,15 @@ func (g *generation) setLogHead(h auditHead) error {
 	b, ok := h.mark()
 	if !ok {
 		return nil
+	}
+	// Through the mapping when there is one: written to a file cut short
+	// under it, the head is lost (the next readWithLog drops the mapping
+	// and the catch-up reads the files), never wrong.
+	if m := g.mapped.Load(); m != nil {
+		if m.write(markerLogAt, b[:]) {
+			return nil
+		}
+		g.unmap()
 	}
 	if _, err := g.f.WriteAt(b[:], markerLogAt); err != nil {
 		return fmt.Errorf("writing the state marker: %w", err)

@@ -189,6 +189,35 @@ func (c *Changes) ChangesState() bool {
 		c.PolicyVersion != "" || !c.PruneBefore.IsZero()
 }
 
+// AllowedCallRecords reports whether c is only the records of an allowed
+// call: no state change, and every record the decision "allow" or an
+// outcome (what became of an allowed call) — an allowed call's two
+// commits. A backend may make these durable lazily, as bbolt's grouped
+// fsync does and PostgreSQL with synchronous_commit off for that
+// transaction (docs/state.md, "Durability"): nothing is lost when
+// aqlguard dies, a bounded window of them when the machine, or the
+// database server or its host, crashes. Every other commit (blocks,
+// challenges, spent answers, approvals, pins, a refusal's record, an
+// operator's record, a checkpoint) is durable before Commit returns.
+func (c *Changes) AllowedCallRecords() bool {
+	if len(c.Records) == 0 || c.ChangesState() {
+		return false
+	}
+	for i := range c.Records {
+		r := &c.Records[i]
+		switch RecordKind(r.Kind) {
+		case KindOutcome:
+		case KindDecision:
+			if r.Decision != "allow" {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // write puts c's state changes in tx (its records go with the commit).
 func (c *Changes) write(tx *Tx) error {
 	for _, b := range c.Blocks {

@@ -319,7 +319,8 @@ func (s *State) runGroup() []*pending {
 		last.c, last.w = nil, nil
 		return nil
 	}
-	wrote, changed := false, false
+	// lazy: every member that writes is a call's records alone.
+	wrote, changed, lazy := false, false, true
 	for _, p := range group {
 		if err := p.ctx.Err(); err != nil {
 			p.err = s.wrap("committing", err)
@@ -361,6 +362,7 @@ func (s *State) runGroup() []*pending {
 		}
 		tx.pending = append(tx.pending, w.stmts...)
 		head, wrote = end, true
+		lazy = lazy && c.AllowedCallRecords()
 		if c.ChangesState() {
 			gen++
 			changed = true
@@ -374,7 +376,7 @@ func (s *State) runGroup() []*pending {
 		s.guess = guess{head: head, gen: gen, set: true, ok: found}
 		return group
 	}
-	tx.pending = append(tx.pending, s.moveHead(head, gen, changed, nil)...)
+	tx.pending = append(tx.pending, s.moveHead(head, gen, changed, lazy, nil)...)
 	if err := tx.flush(); err != nil {
 		rollback()
 		fail(bound, err)
@@ -439,9 +441,10 @@ func (s *State) alone(ctx context.Context, conn *pgx.Conn, p *pending) bool {
 	if changed {
 		gen++
 	}
-	stmts := append([]stmt{{`BEGIN`, nil, execCheck}}, s.moveHead(end, gen, false, &g)...)
+	stmts := append([]stmt{{`BEGIN`, nil, execCheck}}, s.moveHead(end, gen, false, false, &g)...)
 	stmts = append(stmts, w.stmts...)
-	stmts = append(stmts, s.moveHead(end, gen, changed, nil)[1:]...) // the notification and COMMIT
+	// The notification, the commit's durability and COMMIT.
+	stmts = append(stmts, s.moveHead(end, gen, changed, c.AllowedCallRecords(), nil)[1:]...)
 	err = s.send(ctx, conn, stmts)
 	if err != nil {
 		_, _ = conn.Exec(context.Background(), `ROLLBACK`)
@@ -486,8 +489,9 @@ func (s *State) queue(v *view, c *store.Changes, head store.Head) (*writer, stor
 
 // moveHead ends a transaction: the head moved to head and gen (only if
 // it is still at from, when from is set), the other replicas notified
-// when state changed, and COMMIT.
-func (s *State) moveHead(head store.Head, gen uint64, changed bool, from *guess) []stmt {
+// when state changed, and COMMIT; lazy commits without waiting for the
+// WAL flush (store.Changes.AllowedCallRecords, docs/state.md "Durability").
+func (s *State) moveHead(head store.Head, gen uint64, changed, lazy bool, from *guess) []stmt {
 	out := []stmt{{`UPDATE ` + s.t.head + ` SET seq = $1, hash = $2, generation = $3 WHERE id = 1`,
 		[]any{int64(head.Seq), head.Hash, int64(gen)}, execCheck}}
 	if from != nil {
@@ -512,6 +516,14 @@ func (s *State) moveHead(head store.Head, gen uint64, changed bool, from *guess)
 	if changed {
 		// Delivered at COMMIT, to every replica listening.
 		out = append(out, stmt{`SELECT pg_notify($1, $2)`, []any{s.channel, strconv.FormatUint(gen, 10)}, execCheck})
+	}
+	if lazy {
+		// This transaction's alone: the WAL writer flushes it within
+		// three wal_writer_delay, and any later synchronous commit
+		// flushes it first (the WAL is one sequence), so PostgreSQL or
+		// its host crashing loses a suffix of these records, never a
+		// link of the chain before a block or an answer.
+		out = append(out, stmt{`SET LOCAL synchronous_commit = off`, nil, execCheck})
 	}
 	// COMMIT in the same batch: after a failed statement PostgreSQL
 	// answers it with ROLLBACK, which the tag says.

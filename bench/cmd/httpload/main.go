@@ -61,6 +61,9 @@ func run(argv []string) error {
 	rounds := fs.Int("rounds", 3, "rounds (the endpoints' order rotates)")
 	tool := fs.String("tool", "echo", "tool to call")
 	argsJSON := fs.String("args", `{"message":"hello"}`, "the tool's arguments")
+	ownConns := fs.Bool("own-conns", false, "each client its own HTTP transport, its connections kept as a client process of its own keeps them "+
+		"(default: all clients share http.DefaultTransport, which keeps 2 idle connections per host and so closes and dials "+
+		"most of 32 clients' connections call by call)")
 	cpu := fs.Bool("cpu", false, "report the CPU time of every process, by name, per call (Linux /proc)")
 	labels := pidLabels{}
 	fs.Var(labels, "label", "PID=NAME: with -cpu, report process PID as NAME, apart from others of its name (repeat)")
@@ -102,8 +105,18 @@ func run(argv []string) error {
 			}
 			ctx := context.Background()
 			sessions := make([]*mcp.ClientSession, *clients)
+			var owned []*http.Transport // with -own-conns, closed with the round
 			for i := range sessions {
 				c := mcp.NewClient(&mcp.Implementation{Name: "httpload", Version: "1"}, nil)
+				hc := hc
+				if *ownConns {
+					own := http.DefaultTransport.(*http.Transport).Clone()
+					owned = append(owned, own)
+					hc = &http.Client{Transport: own}
+					if ep.token != "" {
+						hc.Transport = harness.Bearer{Token: ep.token, Base: own}
+					}
+				}
 				s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.urls[i%len(ep.urls)], HTTPClient: hc},
 					&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 				if err != nil {
@@ -152,6 +165,9 @@ func run(argv []string) error {
 			ep.seconds += elapsed
 			for _, s := range sessions {
 				_ = s.Close()
+			}
+			for _, t := range owned {
+				t.CloseIdleConnections()
 			}
 		}
 	}
