@@ -327,7 +327,6 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 	if pol != nil {
 		fl = pol.Flows
 	}
-	s.others() // a clear by another process comes before what this result adds
 	from := sourceName(r)
 	var private, untrusted []string
 	var findings []Finding
@@ -349,7 +348,13 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 			break
 		}
 	}
-	role := fl.FlowRoleOf(policy.NameForms(r.Operation, r.Server, r.Tool))
+	var role policy.FlowRole
+	if fl != nil && len(fl.Private)+len(fl.Untrusted) > 0 {
+		// The names' forms are built only when a list may match them
+		// (most policies name no source): a few KiB of code run cold
+		// on every result otherwise.
+		role = fl.FlowRoleOf(policy.NameForms(r.Operation, r.Server, r.Tool))
+	}
 	if role.Private || r.PrivateSource {
 		private = append(private, "the result of "+from)
 	}
@@ -417,6 +422,13 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 	}
 	if injected {
 		untrusted = append(untrusted, "instructions aimed at the assistant in "+from+"'s result")
+	}
+	if len(found) > 0 || len(private) > 0 || len(untrusted) > 0 {
+		// A clear by another process comes before what this result adds.
+		// A result that adds nothing does not read the board: the call
+		// read it before it ran (Flow), and a clear found at the next
+		// call clears what it would have cleared now.
+		s.others()
 	}
 	if len(found) > 0 {
 		var rules []string
