@@ -32,7 +32,10 @@ type state struct {
 	report int
 	words  []word
 	chunks []chunk
-	nb     []byte // NFKD of one rune
+	// gates says which matchers the sentence needs (tokenize; flush);
+	// phraseGate is gatePhrase once a word that starts a phrase is met.
+	gates, phraseGate uint8
+	nb                []byte // NFKD of one rune
 	// sentence holds what the current sentence mentions.
 	sentence sentenceNotes
 
