@@ -80,6 +80,8 @@ type branch struct {
 	// exists tells cheaply whether X can match at an anchor at all;
 	// Go's regexp runs only where it can (exists.go).
 	exists *existsProg
+	// follow holds each anchor's follow set (follow.go).
+	follow map[string]followSet
 }
 
 // minAnchorLen is the shortest literal prefix used as an anchor when it
@@ -196,6 +198,10 @@ func makeBranch(re *syntax.Regexp, keywords []string) (branch, string, error) {
 	b.at1 = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?s:.)(?:` + xs() + `)`) })
 	b.maxLen = maxLen(x)
 	b.exists = compileExists(x)
+	b.follow = map[string]followSet{}
+	for _, a := range b.anchors {
+		b.follow[a] = anchorFollow(x, a)
+	}
 	return b, "", nil
 }
 

@@ -37,7 +37,13 @@ type Scanner struct {
 }
 
 // branchRef names branch b of rule r.
-type branchRef struct{ r, b int }
+type branchRef struct {
+	r, b int
+	// n is the anchor's length and follow the bytes that may come after
+	// it in a match of the branch (follow.go).
+	n      int
+	follow followSet
+}
 
 //go:embed gitleaks/gitleaks.toml
 var gitleaksTOML []byte
@@ -93,7 +99,7 @@ func newScanner(rs *ruleset) (*Scanner, error) {
 		for b, br := range p.branches {
 			for _, a := range br.anchors {
 				id := word(a)
-				s.anchorOf[id] = append(s.anchorOf[id], branchRef{i, b})
+				s.anchorOf[id] = append(s.anchorOf[id], branchRef{r: i, b: b, n: len(a), follow: br.follow[a]})
 			}
 		}
 	}
@@ -141,6 +147,7 @@ type scratch struct {
 	occ     []occurrence
 	cand    [][][]int // per rule and branch: anchor positions the window owns
 	gated   []bool    // per rule: one of its keywords is in the window
+	some    []bool    // per rule: one of its branches has a candidate in the window
 	hit     []bool    // per rule: in touched
 	cursor  []int     // per rule: where its last match ended
 	spent   []int     // per rule: bytes its anchored regexes read past shortReach
@@ -176,6 +183,7 @@ func (s *Scanner) getScratch() *scratch {
 	sc := &scratch{
 		cand:   make([][][]int, len(s.rules)),
 		gated:  make([]bool, len(s.rules)),
+		some:   make([]bool, len(s.rules)),
 		hit:    make([]bool, len(s.rules)),
 		cursor: make([]int, len(s.rules)),
 		spent:  make([]int, len(s.rules)),
@@ -276,8 +284,13 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 			touch(ri)
 		}
 		if o.pos < own {
-			for _, br := range s.anchorOf[o.id] {
+			for i := range s.anchorOf[o.id] {
+				br := &s.anchorOf[o.id][i]
+				if !br.follows(text, o.pos) {
+					continue
+				}
 				sc.cand[br.r][br.b] = append(sc.cand[br.r][br.b], o.pos)
+				sc.some[br.r] = true
 				touch(br.r)
 			}
 		}
@@ -286,7 +299,9 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 		r := s.rules[ri]
 		if sc.gated[ri] {
 			if r.plan.kind == planAnchored {
-				s.runAnchored(sc, ri, text, ws, we, own)
+				if sc.some[ri] { // else no branch can match in the window
+					s.runAnchored(sc, ri, text, ws, we, own)
+				}
 			} else {
 				s.runWhole(sc, ri, text, ws, we, own)
 			}
@@ -296,6 +311,7 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 		}
 		sc.gated[ri] = false
 		sc.hit[ri] = false
+		sc.some[ri] = false
 	}
 }
 
@@ -570,7 +586,7 @@ func (s *Scanner) groupsIn(ri int, m string) []int {
 	for b := range r.plan.branches {
 		br := &r.plan.branches[b]
 		for _, o := range occ {
-			if !slices.Contains(s.anchorOf[o.id], branchRef{ri, b}) {
+			if !slices.ContainsFunc(s.anchorOf[o.id], func(x branchRef) bool { return x.r == ri && x.b == b }) {
 				continue
 			}
 			q := o.pos
