@@ -37,17 +37,33 @@ func (br *branchRef) follows(text string, q int) bool {
 	if e >= len(text) {
 		return true
 	}
-	c := text[e]
-	if br.follow.has(c) {
-		return true
-	}
 	for i := q; i < e; i++ {
 		if text[i] >= utf8.RuneSelf {
 			return true
 		}
 	}
+	if !br.follow.has(text[e]) {
+		return false
+	}
+	if br.need == 0 {
+		return true
+	}
+	// A match needs one of operators within need runes: a byte past
+	// ASCII (a rune of several bytes) lets it through.
+	for _, c := range []byte(text[e:min(len(text), e+br.need)]) {
+		if c >= utf8.RuneSelf || operatorByte[c] {
+			return true
+		}
+	}
 	return false
 }
+
+var operatorByte = func() (t [256]bool) {
+	for i := 0; i < len(operators); i++ {
+		t[operators[i]] = true
+	}
+	return t
+}()
 
 // anchorFollow is the follow set of anchor a (folded, ASCII) at the
 // start of x: every byte that may come next in a match of x that begins
@@ -55,39 +71,9 @@ func (br *branchRef) follows(text string, q int) bool {
 // (\b, ^, $) is taken as holding, a byte past ASCII is always let
 // through, and anything unexpected gives allBytes.
 func anchorFollow(x *syntax.Regexp, a string) followSet {
-	prog, err := syntax.Compile(x.Simplify())
-	if err != nil {
+	prog, threads := anchorThreads(x, a)
+	if prog == nil {
 		return allBytes
-	}
-	threads := closure(prog, nil, uint32(prog.Start))
-	for i := 0; i < len(a); i++ {
-		c := rune(a[i])
-		if c >= utf8.RuneSelf {
-			return allBytes
-		}
-		runes := []rune{c}
-		if 'a' <= c && c <= 'z' {
-			runes = append(runes, c-'a'+'A')
-		}
-		var next []uint32
-		for _, pc := range threads {
-			in := &prog.Inst[pc]
-			switch in.Op {
-			case syntax.InstMatch:
-				return allBytes // a match may end inside the anchor
-			case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
-				for _, r := range runes {
-					if matchesRune(in, r) {
-						next = closure(prog, next, in.Out)
-						break
-					}
-				}
-			}
-		}
-		if len(next) == 0 {
-			return allBytes // the anchor begins no match: not expected, so not relied on
-		}
-		threads = next
 	}
 	var f followSet
 	for _, pc := range threads {
@@ -107,6 +93,112 @@ func anchorFollow(x *syntax.Regexp, a string) followSet {
 		f.add(c) // the first byte of a rune past ASCII: not judged here
 	}
 	return f
+}
+
+// anchorThreads compiles x and runs its program over a in any case:
+// the instructions that may consume the byte after it (nil: a match
+// may end inside a, a begins none, or x does not compile; nothing is
+// known).
+func anchorThreads(x *syntax.Regexp, a string) (*syntax.Prog, []uint32) {
+	prog, err := syntax.Compile(x.Simplify())
+	if err != nil {
+		return nil, nil
+	}
+	threads := closure(prog, nil, uint32(prog.Start))
+	for i := 0; i < len(a); i++ {
+		c := rune(a[i])
+		if c >= utf8.RuneSelf {
+			return nil, nil
+		}
+		runes := []rune{c}
+		if 'a' <= c && c <= 'z' {
+			runes = append(runes, c-'a'+'A')
+		}
+		var next []uint32
+		for _, pc := range threads {
+			in := &prog.Inst[pc]
+			switch in.Op {
+			case syntax.InstMatch:
+				return nil, nil // a match may end inside the anchor
+			case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+				for _, r := range runes {
+					if matchesRune(in, r) {
+						next = closure(prog, next, in.Out)
+						break
+					}
+				}
+			}
+		}
+		if len(next) == 0 {
+			return nil, nil // the anchor begins no match: not expected, so not relied on
+		}
+		threads = next
+	}
+	return prog, threads
+}
+
+// operators are the bytes that assign a value in the semi-generic
+// rules of gitleaks (generic-api-key's "key", "auth", "token" and the
+// like are followed, within a few bytes, by one of = : > | ? ,): the
+// one set anchorNeeds tries to prove necessary.
+const operators = "=:>|?,"
+
+// maxNeed bounds, in bytes after an anchor, where anchorNeeds looks for
+// the byte a match needs.
+const maxNeed = 64
+
+// anchorNeeds proves, from the program of x, that every match of x that
+// begins with a (in any case) holds one of operators within its first
+// d runes after a, and returns d (0: not proven). The proof runs the
+// program over every rune that is not one of operators (every
+// empty-width assertion taken as holding): it must run out of
+// instructions within maxNeed runes without reaching a match.
+func anchorNeeds(x *syntax.Regexp, a string) (d int) {
+	prog, threads := anchorThreads(x, a)
+	if prog == nil {
+		return 0
+	}
+	var need followSet
+	for i := 0; i < len(operators); i++ {
+		need.add(int(operators[i]))
+	}
+	for d = 0; d <= maxNeed; d++ {
+		if len(threads) == 0 {
+			return d
+		}
+		var next []uint32
+		for _, pc := range threads {
+			in := &prog.Inst[pc]
+			switch in.Op {
+			case syntax.InstMatch, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+				return 0
+			case syntax.InstRune, syntax.InstRune1:
+				if matchesOther(in, &need) {
+					next = closure(prog, next, in.Out)
+				}
+			}
+		}
+		threads = next
+	}
+	return 0
+}
+
+// matchesOther reports whether the rune instruction in consumes a rune
+// outside the ASCII bytes of set: any rune past ASCII counts as one.
+func matchesOther(in *syntax.Inst, set *followSet) bool {
+	for c := range utf8.RuneSelf {
+		if !set.has(byte(c)) && in.MatchRune(rune(c)) {
+			return true
+		}
+	}
+	for i := 1; i < len(in.Rune); i += 2 {
+		if in.Rune[i] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	// Case folding adds runes past ASCII only to letters (K and ſ to k
+	// and s), which the loop above found outside set already.
+	return len(in.Rune) == 1 && in.Rune[0] >= utf8.RuneSelf
 }
 
 // matchesRune reports whether the rune instruction in consumes r.

@@ -56,17 +56,47 @@ func TestFollowsProse(t *testing.T) {
 		}
 		return out
 	}
-	prose := "Copyright 2011 The Go Authors. All rights reserved. They said: \"key\": {\"Value\"}"
-	if c := cands(prose); c["vault-service-token"] || c["jwt"] {
+	prose := "Copyright 2011 The Go Authors. All rights reserved. They said the secret API docs are tokens of access here."
+	if c := cands(prose); len(c) > 0 {
 		t.Errorf("prose makes candidates %v", c)
 	}
 	for text, rule := range map[string]string{
 		"token s.Abcdefghijklmnopqrstuvwx;":             "vault-service-token",
 		"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3": "jwt",
 		"x S.ABCDEFGHIJKLMNOPQRSTUVWX ":                 "vault-service-token",
+		"auth_token = abcdefghijklmnop":                 "generic-api-key",
+		"the API key, abcdefghijklmnop":                 "generic-api-key",
+		`"key": {"Value"}`:                              "generic-api-key",
+		"KEY : abcdefghijklmnop":                        "generic-api-key", // a byte past ASCII lets it through
 	} {
 		if !cands(text)[rule] {
 			t.Errorf("%q makes no candidate of %s", text, rule)
+		}
+	}
+}
+
+// TestAnchorNeeds: an operator (= : > | ? ,) is proven needed within
+// the runes a semi-generic rule's regex allows before it, and not where
+// a match may end or go on without one.
+func TestAnchorNeeds(t *testing.T) {
+	for _, c := range []struct {
+		expr, anchor string
+		want         int
+	}{
+		{`(?i)(?:key|auth)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}([\w.=-]{10,150})`, "key", 24},
+		{`(?i)key[a-z]{0,3}=x`, "key", 4},
+		{`(?i)key[a-z]*=x`, "key", 0},       // unbounded before it
+		{`(?i)key(?:=|[a-z]{8})`, "key", 0}, // not needed
+		{`(?i)key\b`, "key", 0},             // may end
+		{`(?i)key.{0,3}=`, "key", 0},        // any character
+		{`(?i)key[^a]{0,3}=`, "key", 4},     // past ASCII counts as not one
+	} {
+		re, err := syntax.Parse(c.expr, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := anchorNeeds(re, c.anchor); got != c.want {
+			t.Errorf("anchorNeeds(%s, %q) = %d, want %d", c.expr, c.anchor, got, c.want)
 		}
 	}
 }

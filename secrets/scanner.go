@@ -43,6 +43,9 @@ type branchRef struct {
 	// it in a match of the branch (follow.go).
 	n      int
 	follow followSet
+	// need: a match holds one of operators within need runes after the
+	// anchor (0: not known; follow.go).
+	need int
 }
 
 //go:embed gitleaks/gitleaks.toml
@@ -99,7 +102,7 @@ func newScanner(rs *ruleset) (*Scanner, error) {
 		for b, br := range p.branches {
 			for _, a := range br.anchors {
 				id := word(a)
-				s.anchorOf[id] = append(s.anchorOf[id], branchRef{r: i, b: b, n: len(a), follow: br.follow[a]})
+				s.anchorOf[id] = append(s.anchorOf[id], branchRef{r: i, b: b, n: len(a), follow: br.follow[a], need: br.need[a]})
 			}
 		}
 	}
@@ -150,6 +153,7 @@ type scratch struct {
 	some    []bool    // per rule: one of its branches has a candidate in the window
 	hit     []bool    // per rule: in touched
 	cursor  []int     // per rule: where its last match ended
+	ran     []int     // the rules that ran in this scan (whose cursor may be set)
 	spent   []int     // per rule: bytes its anchored regexes read past shortReach
 	budget  int       // what spent may reach in this window
 	touched []int
@@ -198,9 +202,10 @@ func (s *Scanner) putScratch(sc *scratch) {
 	if cap(sc.occ) > 1<<16 || cap(sc.found) > 1<<12 {
 		return // do not keep what one large text needed
 	}
-	for i := range sc.cursor {
-		sc.cursor[i] = 0
+	for _, ri := range sc.ran {
+		sc.cursor[ri] = 0 // the cursors of the rules that ran: a few lines, not every rule's
 	}
+	sc.ran = sc.ran[:0]
 	sc.found = sc.found[:0]
 	sc.refuted = sc.refuted[:0]
 	s.scratch.Put(sc)
@@ -300,9 +305,11 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 		if sc.gated[ri] {
 			if r.plan.kind == planAnchored {
 				if sc.some[ri] { // else no branch can match in the window
+					sc.ran = append(sc.ran, ri)
 					s.runAnchored(sc, ri, text, ws, we, own)
 				}
 			} else {
+				sc.ran = append(sc.ran, ri)
 				s.runWhole(sc, ri, text, ws, we, own)
 			}
 		}
