@@ -238,7 +238,9 @@ func TestAPlaceThatKeepsSecrets(t *testing.T) {
 // once, and its secret is a finding in each place.
 func TestATextMetTwiceIsReadOnce(t *testing.T) {
 	pol := compiled(t, "")
-	long := func(i int) string { return strings.Repeat("an ordinary line of a file, number "+strconv.Itoa(i)+"\n", 3) }
+	long := func(i int) string {
+		return strings.Repeat("an ordinary line of a file, number "+strconv.Itoa(i)+"\n", 3)
+	}
 	secret := long(0) + awsLine + "\n"
 	content := []any{map[string]any{"type": "text", "text": secret}}
 	for i := 1; i <= 5; i++ {
