@@ -30,6 +30,10 @@ func (r *Result) readRaw(names bool) (ok bool) {
 		}
 	}()
 	p := rawReader{b: r.raw, seen: map[string]string{}, names: names}
+	// A tool's result holds a few strings (a content block's type and
+	// text, the structured content's): room for them at once, not
+	// three growths.
+	r.Pieces = make([]Piece, 0, 8)
 	p.space()
 	if !p.value(r, "", 0) {
 		return false
