@@ -709,6 +709,9 @@ func (st *state) confusable() {
 // finish reports what the whole text showed: counts of invisible
 // characters and controls.
 func (st *state) finish() {
+	if st.zw|st.bidi|st.marks|st.esc|st.backspace|st.lonelyCR|st.ctrl == 0 {
+		return // most texts: one test, not seven spread over the code below
+	}
 	def := func(d, data Confidence) Confidence {
 		if st.data {
 			return data
