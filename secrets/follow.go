@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"regexp/syntax"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -13,9 +14,31 @@ import (
 // nodes the serving process finds cold at every result. So every
 // anchor of a branch carries the bytes that may follow it in a match of
 // the branch (its follow set, found from the regex's program at
-// compile time), and an occurrence whose next byte is not in it is no
+// first use), and an occurrence whose next byte is not in it is no
 // candidate. A rule none of whose anchors is a candidate in a window
 // does not run there.
+
+// anchorInfo is what may follow one anchor of a branch: its follow set,
+// and need (a match holds one of operators within need runes after the
+// anchor; 0: not known). Found on the anchor's first occurrence, not
+// when the ruleset compiles: the programs of the 287 anchors' branches
+// cost twice the rest of the compilation, and a session meets few of
+// them.
+type anchorInfo struct {
+	once   sync.Once
+	prog   func() *syntax.Prog
+	anchor string
+	follow followSet
+	need   int
+}
+
+func (ai *anchorInfo) get() *anchorInfo {
+	ai.once.Do(func() {
+		p := ai.prog()
+		ai.follow, ai.need = anchorFollow(p, ai.anchor), anchorNeeds(p, ai.anchor)
+	})
+	return ai
+}
 
 // followSet is a set of bytes.
 type followSet [4]uint64
@@ -42,15 +65,16 @@ func (br *branchRef) follows(text string, q int) bool {
 			return true
 		}
 	}
-	if !br.follow.has(text[e]) {
+	ai := br.info.get()
+	if !ai.follow.has(text[e]) {
 		return false
 	}
-	if br.need == 0 {
+	if ai.need == 0 {
 		return true
 	}
 	// A match needs one of operators within need runes: a byte past
 	// ASCII (a rune of several bytes) lets it through.
-	for _, c := range []byte(text[e:min(len(text), e+br.need)]) {
+	for _, c := range []byte(text[e:min(len(text), e+ai.need)]) {
 		if c >= utf8.RuneSelf || operatorByte[c] {
 			return true
 		}
@@ -70,9 +94,9 @@ var operatorByte = func() (t [256]bool) {
 // with a in any case. It over-approximates: every empty-width assertion
 // (\b, ^, $) is taken as holding, a byte past ASCII is always let
 // through, and anything unexpected gives allBytes.
-func anchorFollow(x *syntax.Regexp, a string) followSet {
-	prog, threads := anchorThreads(x, a)
-	if prog == nil {
+func anchorFollow(prog *syntax.Prog, a string) followSet {
+	threads := anchorThreads(prog, a)
+	if threads == nil {
 		return allBytes
 	}
 	var f followSet
@@ -95,46 +119,56 @@ func anchorFollow(x *syntax.Regexp, a string) followSet {
 	return f
 }
 
-// anchorThreads compiles x and runs its program over a in any case:
-// the instructions that may consume the byte after it (nil: a match
-// may end inside a, a begins none, or x does not compile; nothing is
-// known).
-func anchorThreads(x *syntax.Regexp, a string) (*syntax.Prog, []uint32) {
+// compileFollow is the program anchorFollow and anchorNeeds run: x's,
+// or nil when it does not compile (then nothing is known).
+func compileFollow(x *syntax.Regexp) *syntax.Prog {
 	prog, err := syntax.Compile(x.Simplify())
 	if err != nil {
-		return nil, nil
+		return nil
 	}
-	threads := closure(prog, nil, uint32(prog.Start))
+	return prog
+}
+
+// anchorThreads runs prog over a in any case: the instructions that may
+// consume the byte after it (nil: no program, a match may end inside a,
+// or a begins none; nothing is known).
+func anchorThreads(prog *syntax.Prog, a string) []uint32 {
+	if prog == nil {
+		return nil
+	}
+	cl := newCloser(prog)
+	threads := cl.closure(nil, uint32(prog.Start))
 	for i := 0; i < len(a); i++ {
 		c := rune(a[i])
 		if c >= utf8.RuneSelf {
-			return nil, nil
+			return nil
 		}
 		runes := []rune{c}
 		if 'a' <= c && c <= 'z' {
 			runes = append(runes, c-'a'+'A')
 		}
+		cl.step()
 		var next []uint32
 		for _, pc := range threads {
 			in := &prog.Inst[pc]
 			switch in.Op {
 			case syntax.InstMatch:
-				return nil, nil // a match may end inside the anchor
+				return nil // a match may end inside the anchor
 			case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
 				for _, r := range runes {
 					if matchesRune(in, r) {
-						next = closure(prog, next, in.Out)
+						next = cl.closure(next, in.Out)
 						break
 					}
 				}
 			}
 		}
 		if len(next) == 0 {
-			return nil, nil // the anchor begins no match: not expected, so not relied on
+			return nil // the anchor begins no match: not expected, so not relied on
 		}
 		threads = next
 	}
-	return prog, threads
+	return threads
 }
 
 // operators are the bytes that assign a value in the semi-generic
@@ -153,11 +187,12 @@ const maxNeed = 64
 // program over every rune that is not one of operators (every
 // empty-width assertion taken as holding): it must run out of
 // instructions within maxNeed runes without reaching a match.
-func anchorNeeds(x *syntax.Regexp, a string) (d int) {
-	prog, threads := anchorThreads(x, a)
-	if prog == nil {
+func anchorNeeds(prog *syntax.Prog, a string) (d int) {
+	threads := anchorThreads(prog, a)
+	if threads == nil {
 		return 0
 	}
+	cl := newCloser(prog)
 	var need followSet
 	for i := 0; i < len(operators); i++ {
 		need.add(int(operators[i]))
@@ -166,6 +201,7 @@ func anchorNeeds(x *syntax.Regexp, a string) (d int) {
 		if len(threads) == 0 {
 			return d
 		}
+		cl.step()
 		var next []uint32
 		for _, pc := range threads {
 			in := &prog.Inst[pc]
@@ -174,7 +210,7 @@ func anchorNeeds(x *syntax.Regexp, a string) (d int) {
 				return 0
 			case syntax.InstRune, syntax.InstRune1:
 				if matchesOther(in, &need) {
-					next = closure(prog, next, in.Out)
+					next = cl.closure(next, in.Out)
 				}
 			}
 		}
@@ -212,32 +248,45 @@ func matchesRune(in *syntax.Inst, r rune) bool {
 	return in.MatchRune(r)
 }
 
+// closer builds the sets of one step of a run of prog: seen marks the
+// instructions met in the current step (by its number, so that a step
+// starts afresh without clearing).
+type closer struct {
+	prog  *syntax.Prog
+	seen  []uint32
+	epoch uint32
+	stack []uint32
+}
+
+func newCloser(prog *syntax.Prog) *closer {
+	return &closer{prog: prog, seen: make([]uint32, len(prog.Inst)), epoch: 1}
+}
+
+// step starts a step's set: call it before each.
+func (c *closer) step() { c.epoch++ }
+
 // closure adds to set the instructions that consume a rune or match,
 // reachable from pc through instructions that consume nothing (every
-// empty-width assertion taken as holding).
-func closure(prog *syntax.Prog, set []uint32, pc uint32) []uint32 {
-	seen := map[uint32]bool{}
-	for _, x := range set {
-		seen[x] = true
-	}
-	var walk func(pc uint32)
-	walk = func(pc uint32) {
-		if seen[pc] {
-			return
+// empty-width assertion taken as holding), each once a step.
+func (c *closer) closure(set []uint32, pc uint32) []uint32 {
+	c.stack = append(c.stack[:0], pc)
+	for len(c.stack) > 0 {
+		pc := c.stack[len(c.stack)-1]
+		c.stack = c.stack[:len(c.stack)-1]
+		if c.seen[pc] == c.epoch {
+			continue
 		}
-		seen[pc] = true
-		in := &prog.Inst[pc]
+		c.seen[pc] = c.epoch
+		in := &c.prog.Inst[pc]
 		switch in.Op {
 		case syntax.InstAlt, syntax.InstAltMatch:
-			walk(in.Out)
-			walk(in.Arg)
+			c.stack = append(c.stack, in.Arg, in.Out)
 		case syntax.InstCapture, syntax.InstNop, syntax.InstEmptyWidth:
-			walk(in.Out)
+			c.stack = append(c.stack, in.Out)
 		case syntax.InstFail:
 		default:
 			set = append(set, pc)
 		}
 	}
-	walk(pc)
 	return set
 }

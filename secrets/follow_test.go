@@ -19,12 +19,13 @@ func TestAnchorFollow(t *testing.T) {
 		{`(?i)token\b`, "token", " x", ""},          // \b taken as holding, and then a match may end: every byte
 		{`abc.def`, "abc", "x \"\xff", ""},          // any character
 		{`(?i)abc[0-9]`, "abc", "09\x80\xff", "a "}, // past ASCII: let through
+		{`k(?:ey)*[0-9]`, "key", "e0", "yk "},       // a loop met again after the anchor
 	} {
 		re, err := syntax.Parse(c.expr, syntax.Perl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := anchorFollow(re, c.anchor)
+		f := anchorFollow(compileFollow(re), c.anchor)
 		for i := 0; i < len(c.in); i++ {
 			if !f.has(c.in[i]) {
 				t.Errorf("%s after %q: %q may follow, not in the set", c.expr, c.anchor, c.in[i])
@@ -95,7 +96,7 @@ func TestAnchorNeeds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := anchorNeeds(re, c.anchor); got != c.want {
+		if got := anchorNeeds(compileFollow(re), c.anchor); got != c.want {
 			t.Errorf("anchorNeeds(%s, %q) = %d, want %d", c.expr, c.anchor, got, c.want)
 		}
 	}

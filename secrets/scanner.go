@@ -39,13 +39,9 @@ type Scanner struct {
 // branchRef names branch b of rule r.
 type branchRef struct {
 	r, b int
-	// n is the anchor's length and follow the bytes that may come after
-	// it in a match of the branch (follow.go).
-	n      int
-	follow followSet
-	// need: a match holds one of operators within need runes after the
-	// anchor (0: not known; follow.go).
-	need int
+	// n is the anchor's length; info what may follow it (follow.go).
+	n    int
+	info *anchorInfo
 }
 
 //go:embed gitleaks/gitleaks.toml
@@ -102,7 +98,7 @@ func newScanner(rs *ruleset) (*Scanner, error) {
 		for b, br := range p.branches {
 			for _, a := range br.anchors {
 				id := word(a)
-				s.anchorOf[id] = append(s.anchorOf[id], branchRef{r: i, b: b, n: len(a), follow: br.follow[a], need: br.need[a]})
+				s.anchorOf[id] = append(s.anchorOf[id], branchRef{r: i, b: b, n: len(a), info: &anchorInfo{prog: br.followProg, anchor: a}})
 			}
 		}
 	}
