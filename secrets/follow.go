@@ -18,26 +18,26 @@ import (
 // candidate. A rule none of whose anchors is a candidate in a window
 // does not run there.
 
-// anchorInfo is what may follow one anchor of a branch: its follow set,
-// and need (a match holds one of operators within need runes after the
-// anchor; 0: not known). Found on the anchor's first occurrence, not
-// when the ruleset compiles: the programs of the 287 anchors' branches
-// cost twice the rest of the compilation, and a session meets few of
-// them.
-type anchorInfo struct {
-	once   sync.Once
-	prog   func() *syntax.Prog
-	anchor string
-	follow followSet
-	need   int
-}
+// knownMu serializes the first look at an anchor (known): rare, once
+// per anchor and process.
+var knownMu sync.Mutex
 
-func (ai *anchorInfo) get() *anchorInfo {
-	ai.once.Do(func() {
-		p := ai.prog()
-		ai.follow, ai.need = anchorFollow(p, ai.anchor), anchorNeeds(p, ai.anchor)
-	})
-	return ai
+// known fills in what may follow br's anchor on its first occurrence,
+// not when the ruleset compiles: the programs of the 287 anchors'
+// branches cost twice the rest of the compilation, and a session meets
+// few of them. need: a match holds one of operators within need runes
+// after the anchor (0: not known).
+func (br *branchRef) known() *branchRef {
+	if !br.ready.Load() {
+		knownMu.Lock()
+		if !br.ready.Load() {
+			p := br.prog()
+			br.follow, br.need = anchorFollow(p, br.anchor), anchorNeeds(p, br.anchor)
+			br.ready.Store(true)
+		}
+		knownMu.Unlock()
+	}
+	return br
 }
 
 // followSet is a set of bytes.
@@ -65,16 +65,16 @@ func (br *branchRef) follows(text string, q int) bool {
 			return true
 		}
 	}
-	ai := br.info.get()
-	if !ai.follow.has(text[e]) {
+	br.known()
+	if !br.follow.has(text[e]) {
 		return false
 	}
-	if ai.need == 0 {
+	if br.need == 0 {
 		return true
 	}
 	// A match needs one of operators within need runes: a byte past
 	// ASCII (a rune of several bytes) lets it through.
-	for _, c := range []byte(text[e:min(len(text), e+ai.need)]) {
+	for _, c := range []byte(text[e:min(len(text), e+br.need)]) {
 		if c >= utf8.RuneSelf || operatorByte[c] {
 			return true
 		}

@@ -4,10 +4,12 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"regexp/syntax"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -39,9 +41,15 @@ type Scanner struct {
 // branchRef names branch b of rule r.
 type branchRef struct {
 	r, b int
-	// n is the anchor's length; info what may follow it (follow.go).
-	n    int
-	info *anchorInfo
+	// n is the anchor's length. What may follow it (follow.go) is found
+	// on its first occurrence (known) and kept here, in the line the
+	// scan reads anyway: follow, need, once ready is set.
+	n      int
+	ready  atomic.Bool
+	follow followSet
+	need   int
+	anchor string
+	prog   func() *syntax.Prog
 }
 
 //go:embed gitleaks/gitleaks.toml
@@ -98,7 +106,7 @@ func newScanner(rs *ruleset) (*Scanner, error) {
 		for b, br := range p.branches {
 			for _, a := range br.anchors {
 				id := word(a)
-				s.anchorOf[id] = append(s.anchorOf[id], branchRef{r: i, b: b, n: len(a), info: &anchorInfo{prog: br.followProg, anchor: a}})
+				s.anchorOf[id] = append(s.anchorOf[id], branchRef{r: i, b: b, n: len(a), anchor: a, prog: br.followProg})
 			}
 		}
 	}
@@ -573,6 +581,16 @@ func (s *Scanner) judgeAs(sc *scratch, ri int, text string, start, end int, grou
 	})
 }
 
+// anchors reports whether word id is an anchor of branch b of rule ri.
+func (s *Scanner) anchors(id uint16, ri, b int) bool {
+	for i := range s.anchorOf[id] {
+		if br := &s.anchorOf[id][i]; br.r == ri && br.b == b {
+			return true
+		}
+	}
+	return false
+}
+
 // groupsIn returns what rule ri's regex's FindStringSubmatchIndex(m)
 // returns, found the anchored way when the rule has an anchored plan
 // (the whole regex's leftmost match: each branch's first, the leftmost
@@ -589,7 +607,7 @@ func (s *Scanner) groupsIn(ri int, m string) []int {
 	for b := range r.plan.branches {
 		br := &r.plan.branches[b]
 		for _, o := range occ {
-			if !slices.ContainsFunc(s.anchorOf[o.id], func(x branchRef) bool { return x.r == ri && x.b == b }) {
+			if !s.anchors(o.id, ri, b) {
 				continue
 			}
 			q := o.pos
