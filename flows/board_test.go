@@ -461,3 +461,26 @@ func TestBoardClearReachesEverySession(t *testing.T) {
 		t.Errorf("read after the forget, in the other process: %+v", f)
 	}
 }
+
+// A result that adds nothing does not read the board (one read a call:
+// Flow's, before the call); a clear by another process found later
+// clears the same, and a result that adds something still reads it
+// first, so that what it adds outlives a clear that came before it.
+func TestBoardReadOnceForAResultThatAddsNothing(t *testing.T) {
+	dir := t.TempDir()
+	fs, web, _ := twoProcesses(t, dir)
+	pol := compiled(t, "")
+	readSecret(t, fs)
+	web.Clear()
+	if _, found := fs.Observe(Read{Method: results.ToolsCall, Server: "fs", Tool: "read_file", Raw: text("plain words"), At: at}, pol); len(found) != 0 {
+		t.Fatalf("findings %+v", found)
+	}
+	if f := fs.Flow(map[string]any{"url": awsKeyID}); len(f.Private) != 0 || f.Carried != "" {
+		t.Errorf("after the other process's forget and a plain result: %+v", f)
+	}
+	web.Clear()
+	readSecret(t, fs)
+	if f := fs.Flow(map[string]any{"url": awsKeyID}); len(f.Private) != 1 || f.Carried == "" {
+		t.Errorf("a secret read after the other process's forget: %+v", f)
+	}
+}

@@ -315,6 +315,10 @@ func scannerFor(r *Read, budget int) *injection.Scanner {
 // notice, redacted or withheld as the policy says; nil when it cannot
 // be written again, so nothing goes out) and the findings for the
 // audit record.
+//
+// What every result pays is kept short here (the serving process runs
+// it with cold caches: its code lines count); what a result that counts
+// adds to the session is keep's.
 func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Finding) {
 	if len(r.Raw) == 0 {
 		return r.Raw, nil
@@ -327,61 +331,88 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 	if pol != nil {
 		fl = pol.Flows
 	}
-	s.others() // a clear by another process comes before what this result adds
-	from := sourceName(r)
-	var private, untrusted []string
-	var findings []Finding
+	var o observed
 	if res.Ambiguous != "" {
-		findings = append(findings, Finding{Kind: "ambiguous", Rule: "results", Where: res.Ambiguous})
+		o.findings = append(o.findings, Finding{Kind: "ambiguous", Rule: "results", Where: res.Ambiguous})
 	}
-
 	// A place the call read that holds secrets (asked about before it
 	// ran, or a project's .env inside the roots): what it read is
 	// private, and the values it assigns to secret names are secrets.
-	keepsSecrets := false
-	for _, pl := range r.Places {
-		if pol == nil {
-			break
-		}
-		if _, ok := pol.SensitivePaths.Match(pl.Resolved.Clean, r.Home); ok {
-			private = append(private, pl.Lexical.Clean+" with "+from)
-			keepsSecrets = true
-			break
+	keepsSecrets := -1
+	if pol != nil {
+		for i, pl := range r.Places {
+			if _, ok := pol.SensitivePaths.Match(pl.Resolved.Clean, r.Home); ok {
+				keepsSecrets = i
+				break
+			}
 		}
 	}
-	role := fl.FlowRoleOf(policy.NameForms(r.Operation, r.Server, r.Tool))
-	if role.Private || r.PrivateSource {
-		private = append(private, "the result of "+from)
+	private, untrusted := keepsSecrets >= 0 || r.PrivateSource, r.UntrustedSource ||
+		r.Method == results.ToolsCall && r.Effects.Has(policy.EffectSend) ||
+		r.Method == results.ResourcesRead && remoteURI(r.Name)
+	var role policy.FlowRole
+	if fl != nil && len(fl.Private)+len(fl.Untrusted) > 0 {
+		// The names' forms are built only when a list may match them
+		// (most policies name no source): a few KiB of code run cold
+		// on every result otherwise.
+		role = fl.FlowRoleOf(policy.NameForms(r.Operation, r.Server, r.Tool))
 	}
-	if role.Untrusted || r.UntrustedSource || r.Method == results.ToolsCall && r.Effects.Has(policy.EffectSend) ||
-		r.Method == results.ResourcesRead && remoteURI(r.Name) {
-		untrusted = append(untrusted, "what "+from+" fetched")
+	o.scan(res, &r, fl.Budget(), keepsSecrets >= 0)
+	if private || untrusted || role.Private || role.Untrusted || len(o.found) > 0 || o.unscanned > 0 || o.injected {
+		s.keep(res, &r, fl, &o, keepsSecrets, role)
 	}
+	quarantine := o.injected && fl != nil && fl.Quarantine
+	switch {
+	case quarantine:
+		res.Withhold(NoticeWithheld)
+	case o.injected:
+		res.Notice(NoticeInjected)
+	}
+	if o.unscanned > 0 && !quarantine {
+		res.Notice(NoticeUnscanned)
+	}
+	out, err := res.JSON()
+	if err != nil {
+		return nil, append(o.findings, Finding{Kind: "unwritable", Rule: "results"})
+	}
+	return out, o.findings
+}
 
-	budget := fl.Budget()
-	batch := scannerFor(&r, budget).Batch()
-	var found []secretAt
-	left, unscanned := budget, 0
+// observed is what the scan of one result found.
+type observed struct {
+	findings  []Finding
+	found     []secretAt
+	unscanned int
+	budget    int
+	injected  bool
+}
+
+// scan reads the pieces of res (up to budget bytes) with both scanners.
+func (o *observed) scan(res *results.Result, r *Read, budget int, keepsSecrets bool) {
+	o.budget = budget
+	batch := scannerFor(r, budget).Batch()
+	left := budget
 	// A text met twice (a tool's text and the same in its structured
 	// content) is read once, and its secrets found in each place.
-	var read map[string]int
+	var read [4]int // pieces of 64 bytes or more read, +1 (0: none)
+	var more map[string]int
 	for i, p := range res.Pieces {
 		text := p.Text
 		if text == "" {
 			continue
 		}
-		if j, again := read[text]; again {
-			for _, x := range found {
+		if j := readBefore(res, read[:], more, text); j >= 0 {
+			for _, x := range o.found {
 				if x.piece == j {
 					f := x.f
 					f.Where = p.Where
-					found = append(found, secretAt{i, f})
+					o.found = append(o.found, secretAt{i, f})
 				}
 			}
 			continue
 		}
 		if len(text) > left {
-			unscanned += len(text) - left
+			o.unscanned += len(text) - left
 			text = text[:left]
 		}
 		left -= len(text)
@@ -389,52 +420,101 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 			continue
 		}
 		if len(text) >= 64 {
-			if read == nil {
-				read = map[string]int{}
+			if k := slices.Index(read[:], 0); k >= 0 {
+				read[k] = i + 1
+			} else {
+				if more == nil {
+					more = map[string]int{}
+				}
+				more[p.Text] = i
 			}
-			read[p.Text] = i
 		}
 		if !plainToken(text) {
 			batch.Text(p.Where, text)
 		}
 		for _, f := range secrets.Default().Scan(p.Where, text) {
-			found = append(found, secretAt{i, f})
+			o.found = append(o.found, secretAt{i, f})
 		}
 		if keepsSecrets {
-			found = addAssigned(found, i, p.Where, text)
+			o.found = addAssigned(o.found, i, p.Where, text)
 		}
 	}
-	injected := false
 	for _, f := range batch.Findings() {
 		if f.Kind != injection.Unscanned && f.Confidence == injection.High {
-			injected = true
-			findings = append(findings, Finding{Kind: "injection", Rule: f.Rule, Where: f.Where, Count: f.Count})
+			o.injected = true
+			o.findings = append(o.findings, Finding{Kind: "injection", Rule: f.Rule, Where: f.Where, Count: f.Count})
 		}
 	}
-	if unscanned > 0 {
-		findings = append(findings, Finding{Kind: "unscanned", Rule: "scan_bytes", Where: strconv.Itoa(unscanned) + " bytes past " + strconv.Itoa(budget)})
+}
+
+// readBefore is the piece read before whose text is text, or -1: read
+// holds the first few (index+1), more the rest.
+func readBefore(res *results.Result, read []int, more map[string]int, text string) int {
+	if len(text) < 64 {
+		return -1
+	}
+	for _, k := range read {
+		if k == 0 {
+			return -1
+		}
+		if res.Pieces[k-1].Text == text {
+			return k - 1
+		}
+	}
+	if j, ok := more[text]; ok {
+		return j
+	}
+	return -1
+}
+
+// keep records in the session (and on the client's board) what a result
+// adds: the private data and untrusted content it is, the secrets it
+// holds (redacted when the policy says so).
+//
+//go:noinline
+func (s *Session) keep(res *results.Result, r *Read, fl *policy.FlowPolicy, o *observed, keepsSecrets int, role policy.FlowRole) {
+	from := sourceName(*r)
+	var private, untrusted []string
+	if keepsSecrets >= 0 {
+		private = append(private, r.Places[keepsSecrets].Lexical.Clean+" with "+from)
+	}
+	if role.Private || r.PrivateSource {
+		private = append(private, "the result of "+from)
+	}
+	if role.Untrusted || r.UntrustedSource || r.Method == results.ToolsCall && r.Effects.Has(policy.EffectSend) ||
+		r.Method == results.ResourcesRead && remoteURI(r.Name) {
+		untrusted = append(untrusted, "what "+from+" fetched")
+	}
+	if o.unscanned > 0 {
+		o.findings = append(o.findings, Finding{Kind: "unscanned", Rule: "scan_bytes", Where: strconv.Itoa(o.unscanned) + " bytes past " + strconv.Itoa(o.budget)})
 		untrusted = append(untrusted, "a result of "+from+" too large to read whole")
 	}
-	if injected {
+	if o.injected {
 		untrusted = append(untrusted, "instructions aimed at the assistant in "+from+"'s result")
 	}
-	if len(found) > 0 {
+	// A clear by another process comes before what this result adds. A
+	// result that adds nothing does not read the board (Observe does
+	// not call keep): the call read it before it ran (Flow), and a
+	// clear found at the next call clears what it would have cleared
+	// now.
+	s.others()
+	if len(o.found) > 0 {
 		var rules []string
 		board := s.sharedBoard()
-		for _, x := range found {
+		for _, x := range o.found {
 			s.seen.Add(res.Pieces[x.piece].Text, x.f)
 			if board != nil { // before a redaction rewrites the piece
 				_ = board.PublishSecret(res.Pieces[x.piece].Text, x.f, "the result of "+from, r.At) // unwritten: Failed says so
 			}
-			findings = append(findings, Finding{Kind: "secret", Rule: x.f.Rule, Where: x.f.Where, Digest: x.f.Digest})
+			o.findings = append(o.findings, Finding{Kind: "secret", Rule: x.f.Rule, Where: x.f.Where, Digest: x.f.Digest})
 			if !slices.Contains(rules, x.f.Rule) {
 				rules = append(rules, x.f.Rule)
 			}
 		}
 		private = append(private, "a secret ("+strings.Join(rules, ", ")+") in the result of "+from)
-		if fl != nil && fl.Redact && !redact(res, found) {
+		if fl != nil && fl.Redact && !redact(res, o.found) {
 			res.Withhold(NoticeSecretWithheld)
-			findings = append(findings, Finding{Kind: "withheld", Rule: "flows.secrets"})
+			o.findings = append(o.findings, Finding{Kind: "withheld", Rule: "flows.secrets"})
 		}
 	}
 	s.mu.Lock()
@@ -454,21 +534,6 @@ func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Findin
 			_ = board.Publish(false, w, r.At)
 		}
 	}
-	quarantine := injected && fl != nil && fl.Quarantine
-	switch {
-	case quarantine:
-		res.Withhold(NoticeWithheld)
-	case injected:
-		res.Notice(NoticeInjected)
-	}
-	if unscanned > 0 && !quarantine {
-		res.Notice(NoticeUnscanned)
-	}
-	out, err := res.JSON()
-	if err != nil {
-		return nil, append(findings, Finding{Kind: "unwritable", Rule: "results"})
-	}
-	return out, findings
 }
 
 // plainToken: a short text of printable ASCII with no space ("text",

@@ -3,6 +3,8 @@ package flows
 import (
 	"encoding/base64"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +230,33 @@ func TestAPlaceThatKeepsSecrets(t *testing.T) {
 	var plain Session
 	if found := read(&plain, "/home/u/proj/notes.txt", env); len(found) != 0 {
 		t.Errorf("an ordinary file's assignments: %+v", found)
+	}
+}
+
+// A text met again in a result (a tool's text and the same as
+// structured content; here also past the first few long texts) is read
+// once, and its secret is a finding in each place.
+func TestATextMetTwiceIsReadOnce(t *testing.T) {
+	pol := compiled(t, "")
+	long := func(i int) string {
+		return strings.Repeat("an ordinary line of a file, number "+strconv.Itoa(i)+"\n", 3)
+	}
+	secret := long(0) + awsLine + "\n"
+	content := []any{map[string]any{"type": "text", "text": secret}}
+	for i := 1; i <= 5; i++ {
+		content = append(content, map[string]any{"type": "text", "text": long(i)})
+	}
+	content = append(content, map[string]any{"type": "text", "text": secret}, map[string]any{"type": "text", "text": long(5)})
+	raw, _ := json.Marshal(map[string]any{"content": content, "structuredContent": map[string]any{"content": secret}})
+	var s Session
+	_, found := s.Observe(Read{Method: results.ToolsCall, Server: "fs", Tool: "read_file", Raw: raw, At: at}, pol)
+	var where []string
+	for _, f := range found {
+		if f.Kind == "secret" {
+			where = append(where, f.Where)
+		}
+	}
+	if want := []string{"content[0].text", "content[6].text", "structuredContent.content"}; !slices.Equal(where, want) {
+		t.Errorf("secrets at %q, want %q (findings %+v)", where, want, found)
 	}
 }

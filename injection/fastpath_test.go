@@ -70,7 +70,10 @@ var pieces = func() []string {
 		"<system> [SYSTEM] **SYSTEM** System: ### system <!-- --> <|im_start|> [INST] <<SYS>> " +
 		"send_email fetch `fetch` fetch() read_file mcp_tool_send_email tool call use before " +
 		"from now on conversation history bcc Hello World 42 3.14 func main() { } [1] \"quoted\" 'single' " +
-		"é É ǅ ﬁ ｉｇｎｏｒｅ ignоre pаge İ ß Ω ω 中文 😀 👍🏽")
+		"é É ǅ ﬁ ｉｇｎｏｒｅ ignоre pаge İ ß Ω ω 中文 😀 👍🏽 " +
+		// Chunks whose closing punctuation is all they hold besides
+		// letters (flush's gates): words, paths, names and tags with it.
+		"authors. requests: fetch). fetch`, ~/.ssh/id_rsa. a@b.io, send_email; (fetch) <system>. [sys]: x-y-z!? don't. ")
 	out = append(out, " ", " ", " ", "\n", "\n\n", "\t", ". ", ", ", ": ", "- ", "* ", "> ", "# ", "\r", "\r\n",
 		"\u200b", "\u200d", "\ufeff", "\u202e", "\u2066", "\u200e", "\u00ad", "\u2800", "\u0301", "\x1b[31m", "\x1b[8m",
 		"\b", "\x00", "\x7f", "\x85", "\u2028", string(rune(0xE0041)), string(rune(0xE0069)), "\uFE00\uFE01", "\uFE0F",

@@ -32,7 +32,10 @@ type state struct {
 	report int
 	words  []word
 	chunks []chunk
-	nb     []byte // NFKD of one rune
+	// gates says which matchers the sentence needs (tokenize; flush);
+	// phraseGate is gatePhrase once a word that starts a phrase is met.
+	gates, phraseGate uint8
+	nb                []byte // NFKD of one rune
 	// sentence holds what the current sentence mentions.
 	sentence sentenceNotes
 
@@ -706,6 +709,9 @@ func (st *state) confusable() {
 // finish reports what the whole text showed: counts of invisible
 // characters and controls.
 func (st *state) finish() {
+	if st.zw|st.bidi|st.marks|st.esc|st.backspace|st.lonelyCR|st.ctrl == 0 {
+		return // most texts: one test, not seven spread over the code below
+	}
 	def := func(d, data Confidence) Confidence {
 		if st.data {
 			return data

@@ -195,6 +195,9 @@ func (b *Batch) Findings() []Finding {
 			Say: fmt.Sprintf("not scanned past %s: %s more were not read", size(b.s.budget), size(b.cut))})
 		b.over = false
 	}
+	if len(b.findings) == 0 {
+		return nil // most texts: no clone, no sort to run cold
+	}
 	out := slices.Clone(b.findings)
 	slices.SortStableFunc(out, func(x, y Finding) int { return int(y.Confidence) - int(x.Confidence) })
 	return out

@@ -58,10 +58,30 @@ func (st *state) flush(forced bool) {
 		st.report = cut
 	}
 	st.tokenize()
-	st.matchPhrases()
-	st.scanChunks()
-	st.scanTags()
-	st.judge()
+	if g := st.gates; st.b.s.full {
+		st.matchPhrases()
+		st.scanChunks()
+		st.scanTags()
+		st.judge()
+	} else {
+		// Each matcher runs only on a sentence that holds what it looks
+		// for (tokenize notes it as it reads the words and chunks): most
+		// sentences of a result start no phrase, hold no chunk but
+		// words and no markup, and so run none of their code, which the
+		// serving process finds cold at every result.
+		if g&gatePhrase != 0 {
+			st.matchPhrasesFlat()
+		}
+		if g&gateChunk != 0 || g&gateAnyChunk != 0 && st.b.s.tools != nil && !st.noTools {
+			st.scanChunks()
+		}
+		if g&(gateMark|gateLine) != 0 {
+			st.scanTags()
+		}
+		if st.sentence.classes&classShell != 0 || st.sentence.any() {
+			st.judge()
+		}
+	}
 
 	n := 0
 	if st.report < len(st.fb) {
@@ -73,6 +93,23 @@ func (st *state) flush(forced bool) {
 	s.classes = 0
 	s.paths, s.addrs, s.urls, s.mentions, s.matched, s.vars = s.paths[:0], s.addrs[:0], s.urls[:0], s.mentions[:0], s.matched[:0], s.vars[:0]
 }
+
+// any reports whether the sentence mentions a path, a variable, an
+// address, a tool or a URL: whether judge has anything to weigh
+// besides a shell's command.
+func (s *sentenceNotes) any() bool {
+	return len(s.paths)+len(s.vars)+len(s.addrs)+len(s.mentions)+len(s.urls) > 0
+}
+
+// gates: what tokenize saw in a sentence, for flush to run only the
+// matchers that can find something in it.
+const (
+	gatePhrase   = 1 << iota // a word that starts a phrase
+	gateChunk                // a chunk with a byte beyond letters, digits and '-' before its closing punctuation
+	gateAnyChunk             // a chunk: perhaps a tool's name
+	gateMark                 // '<', '[' or '*': a tag, a bracket, bold
+	gateLine                 // a line starts with a role's or a heading's first byte
+)
 
 func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 0x80
@@ -90,15 +127,25 @@ func (st *state) tokenize() {
 	st.words, st.chunks = st.words[:0], st.chunks[:0]
 	fb := st.fb
 	start := true
+	var gates, marks uint8
+	st.phraseGate = 0
 	for i := 0; i < len(fb); {
 		if tokByte[fb[i]]&tkSpace != 0 {
 			i++
 			continue
 		}
 		ca := i
+		if ca == 0 || fb[ca-1] == '\n' {
+			if startsLineTag[fb[ca]] {
+				gates |= gateLine
+			}
+		}
 		ci := int32(len(st.chunks))
 		st.chunks = append(st.chunks, chunk{a: int32(ca)})
-		var has uint8
+		// core is has without the chunk's closing punctuation (a word's
+		// ".", ",", ":" or ")": what scanChunks trims): has as it was at
+		// the chunk's last byte that is not chunkTrail's.
+		var has, core uint8
 		for i < len(fb) {
 			t := tokByte[fb[i]]
 			if t&tkSpace != 0 {
@@ -106,6 +153,10 @@ func (st *state) tokenize() {
 			}
 			if t&tkWord == 0 {
 				has |= t & tkChunk
+				marks |= t
+				if !isChunkTrail[fb[i]] {
+					core = has
+				}
 				i++
 				continue
 			}
@@ -128,7 +179,9 @@ func (st *state) tokenize() {
 				}
 				for ; i < k; i++ {
 					has |= tokByte[fb[i]] & tkChunk
+					marks |= tokByte[fb[i]]
 				}
+				core = has
 				if k == wb+2 && fb[wb+1] == 't' && fb[wb-1] == 'n' && wb-1 > wa {
 					st.addID(flatNegStem(fb[wa:wb-1]), int32(wa), int32(wb-1), ci, start)
 					st.addID(flatNot, int32(wb-1), int32(k), ci, false)
@@ -137,6 +190,7 @@ func (st *state) tokenize() {
 				}
 				// 's, 're, 'll, 've, 'd: the word without them
 			}
+			core = has
 			if a, b, ok := flatContraction(fb[wa:wb]); ok {
 				st.addID(a, int32(wa), int32(wb), ci, start)
 				st.addID(b, int32(wa), int32(wb), ci, false)
@@ -146,15 +200,24 @@ func (st *state) tokenize() {
 			start = false
 		}
 		st.chunks[ci].b, st.chunks[ci].has = int32(i), has
+		gates |= gateAnyChunk
+		if core != 0 {
+			gates |= gateChunk
+		}
 		last := fb[i-1]
 		start = last == ':' || i-ca == 1 && (last == '-' || last == '*' || last == '>')
 	}
+	if marks&tkMark != 0 {
+		gates |= gateMark
+	}
+	st.gates = gates | st.phraseGate
 }
 
 // tokByte classes the bytes of a sentence for tokenize: white space
 // between chunks, the bytes of words, and a chunk's chunkByte classes.
 const (
 	tkChunk = 0x1f // chunkByte's classes
+	tkMark  = 0x20 // '<', '[', '*': what scanTags looks for past a line's start
 	tkWord  = 0x40
 	tkSpace = 0x80
 )
@@ -170,6 +233,9 @@ var tokByte = func() (t [256]uint8) {
 		}
 		if c == ' ' || c == '\n' {
 			t[c] |= tkSpace
+		}
+		if c == '<' || c == '[' || c == '*' {
+			t[c] |= tkMark
 		}
 	}
 	return t
@@ -243,9 +309,13 @@ func (st *state) addWord(e *lexEntry, a, b, chunk int32, start bool) {
 func (st *state) addID(id uint16, a, b, chunk int32, start bool) {
 	w := word{a: a, b: b, start: start, chunk: chunk}
 	if id != 0 {
+		fw := &flatWords[id]
 		w.id = id
-		w.classes = flatWords[id].classes
+		w.classes = fw.classes
 		st.sentence.classes |= w.classes
+		if fw.startN != 0 {
+			st.phraseGate = gatePhrase
+		}
 	}
 	st.words = append(st.words, w)
 }

@@ -19,6 +19,11 @@ func FuzzScan(f *testing.F) {
 	}
 	f.Add("api_key = \"K\u212aLaZ7rNqQ2wXv9mB3cD8eF1\"")
 	f.Add("\xff\xfeapi=\xe2\x84\xaa")
+	// Anchors with and without a byte that may follow them (follow.go).
+	f.Add("The Go Authors. All rights reserved. They said: \"key\": {\"Value\"} s.Abcdefghijklmnopqrstuvwx ey")
+	f.Add("vault S.ABCDEFGHIJKLMNOPQRSTUVWX\njwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.x_y")
+	// An operator at the last place a semi-generic rule allows, one past it.
+	f.Add("api_key_of_the_main_service_x '= abcdefghijkl12\napi_key_of_the_main_service_xy '= abcdefghijkl12\n")
 	s := Default()
 	f.Fuzz(func(t *testing.T, text string) {
 		fs := s.Scan("fuzz", text)

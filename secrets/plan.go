@@ -80,6 +80,9 @@ type branch struct {
 	// exists tells cheaply whether X can match at an anchor at all;
 	// Go's regexp runs only where it can (exists.go).
 	exists *existsProg
+	// followProg is X's program for the follow sets of its anchors,
+	// compiled on first use (follow.go).
+	followProg func() *syntax.Prog
 }
 
 // minAnchorLen is the shortest literal prefix used as an anchor when it
@@ -196,6 +199,7 @@ func makeBranch(re *syntax.Regexp, keywords []string) (branch, string, error) {
 	b.at1 = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?s:.)(?:` + xs() + `)`) })
 	b.maxLen = maxLen(x)
 	b.exists = compileExists(x)
+	b.followProg = sync.OnceValue(func() *syntax.Prog { return compileFollow(x) })
 	return b, "", nil
 }
 

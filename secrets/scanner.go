@@ -4,10 +4,12 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"regexp/syntax"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -37,7 +39,18 @@ type Scanner struct {
 }
 
 // branchRef names branch b of rule r.
-type branchRef struct{ r, b int }
+type branchRef struct {
+	r, b int
+	// n is the anchor's length. What may follow it (follow.go) is found
+	// on its first occurrence (known) and kept here, in the line the
+	// scan reads anyway: follow, need, once ready is set.
+	n      int
+	ready  atomic.Bool
+	follow followSet
+	need   int
+	anchor string
+	prog   func() *syntax.Prog
+}
 
 //go:embed gitleaks/gitleaks.toml
 var gitleaksTOML []byte
@@ -93,7 +106,7 @@ func newScanner(rs *ruleset) (*Scanner, error) {
 		for b, br := range p.branches {
 			for _, a := range br.anchors {
 				id := word(a)
-				s.anchorOf[id] = append(s.anchorOf[id], branchRef{i, b})
+				s.anchorOf[id] = append(s.anchorOf[id], branchRef{r: i, b: b, n: len(a), anchor: a, prog: br.followProg})
 			}
 		}
 	}
@@ -141,8 +154,10 @@ type scratch struct {
 	occ     []occurrence
 	cand    [][][]int // per rule and branch: anchor positions the window owns
 	gated   []bool    // per rule: one of its keywords is in the window
+	some    []bool    // per rule: one of its branches has a candidate in the window
 	hit     []bool    // per rule: in touched
 	cursor  []int     // per rule: where its last match ended
+	ran     []int     // the rules that ran in this scan (whose cursor may be set)
 	spent   []int     // per rule: bytes its anchored regexes read past shortReach
 	budget  int       // what spent may reach in this window
 	touched []int
@@ -176,6 +191,7 @@ func (s *Scanner) getScratch() *scratch {
 	sc := &scratch{
 		cand:   make([][][]int, len(s.rules)),
 		gated:  make([]bool, len(s.rules)),
+		some:   make([]bool, len(s.rules)),
 		hit:    make([]bool, len(s.rules)),
 		cursor: make([]int, len(s.rules)),
 		spent:  make([]int, len(s.rules)),
@@ -190,9 +206,10 @@ func (s *Scanner) putScratch(sc *scratch) {
 	if cap(sc.occ) > 1<<16 || cap(sc.found) > 1<<12 {
 		return // do not keep what one large text needed
 	}
-	for i := range sc.cursor {
-		sc.cursor[i] = 0
+	for _, ri := range sc.ran {
+		sc.cursor[ri] = 0 // the cursors of the rules that ran: a few lines, not every rule's
 	}
+	sc.ran = sc.ran[:0]
 	sc.found = sc.found[:0]
 	sc.refuted = sc.refuted[:0]
 	s.scratch.Put(sc)
@@ -276,8 +293,13 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 			touch(ri)
 		}
 		if o.pos < own {
-			for _, br := range s.anchorOf[o.id] {
+			for i := range s.anchorOf[o.id] {
+				br := &s.anchorOf[o.id][i]
+				if !br.follows(text, o.pos) {
+					continue
+				}
 				sc.cand[br.r][br.b] = append(sc.cand[br.r][br.b], o.pos)
+				sc.some[br.r] = true
 				touch(br.r)
 			}
 		}
@@ -286,8 +308,12 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 		r := s.rules[ri]
 		if sc.gated[ri] {
 			if r.plan.kind == planAnchored {
-				s.runAnchored(sc, ri, text, ws, we, own)
+				if sc.some[ri] { // else no branch can match in the window
+					sc.ran = append(sc.ran, ri)
+					s.runAnchored(sc, ri, text, ws, we, own)
+				}
 			} else {
+				sc.ran = append(sc.ran, ri)
 				s.runWhole(sc, ri, text, ws, we, own)
 			}
 		}
@@ -296,6 +322,7 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 		}
 		sc.gated[ri] = false
 		sc.hit[ri] = false
+		sc.some[ri] = false
 	}
 }
 
@@ -554,6 +581,16 @@ func (s *Scanner) judgeAs(sc *scratch, ri int, text string, start, end int, grou
 	})
 }
 
+// anchors reports whether word id is an anchor of branch b of rule ri.
+func (s *Scanner) anchors(id uint16, ri, b int) bool {
+	for i := range s.anchorOf[id] {
+		if br := &s.anchorOf[id][i]; br.r == ri && br.b == b {
+			return true
+		}
+	}
+	return false
+}
+
 // groupsIn returns what rule ri's regex's FindStringSubmatchIndex(m)
 // returns, found the anchored way when the rule has an anchored plan
 // (the whole regex's leftmost match: each branch's first, the leftmost
@@ -570,7 +607,7 @@ func (s *Scanner) groupsIn(ri int, m string) []int {
 	for b := range r.plan.branches {
 		br := &r.plan.branches[b]
 		for _, o := range occ {
-			if !slices.Contains(s.anchorOf[o.id], branchRef{ri, b}) {
+			if !s.anchors(o.id, ri, b) {
 				continue
 			}
 			q := o.pos

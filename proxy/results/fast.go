@@ -29,7 +29,11 @@ func (r *Result) readRaw(names bool) (ok bool) {
 			r.Pieces, r.Binary = nil, 0
 		}
 	}()
-	p := rawReader{b: r.raw, seen: map[string]string{}, names: names}
+	p := rawReader{b: r.raw, seen: new(decoded), names: names}
+	// A tool's result holds a few strings (a content block's type and
+	// text, the structured content's): room for them at once, not
+	// three growths.
+	r.Pieces = make([]Piece, 0, 8)
 	p.space()
 	if !p.value(r, "", 0) {
 		return false
@@ -44,7 +48,7 @@ type rawReader struct {
 	// seen are the long strings with escapes already decoded, by their
 	// bytes: a tool's text and the same as structured content are
 	// decoded once.
-	seen map[string]string
+	seen *decoded
 	// names: check that an object's member names are ASCII and
 	// distinct in any case (readRaw).
 	names bool
@@ -111,12 +115,47 @@ func (p *rawReader) str() string {
 	if len(body) < 64 {
 		return unquote(body)
 	}
-	if s, ok := p.seen[string(body)]; ok {
+	if s, ok := p.seen.find(body); ok {
 		return s
 	}
 	s := unquote(body)
-	p.seen[string(body)] = s
+	p.seen.add(body, s)
 	return s
+}
+
+// decoded holds long strings with escapes and their values, by their
+// bytes: the first few in an array, by the bytes of the result they
+// stand in (a result holds one or two, and a map would copy each and
+// hash it whole twice), the rest in a map.
+type decoded struct {
+	few [4]struct {
+		body  []byte
+		value string
+	}
+	n    int
+	more map[string]string
+}
+
+func (d *decoded) find(body []byte) (string, bool) {
+	for i := 0; i < d.n; i++ {
+		if bytes.Equal(d.few[i].body, body) {
+			return d.few[i].value, true
+		}
+	}
+	s, ok := d.more[string(body)]
+	return s, ok
+}
+
+func (d *decoded) add(body []byte, value string) {
+	if d.n < len(d.few) {
+		d.few[d.n].body, d.few[d.n].value = body, value
+		d.n++
+		return
+	}
+	if d.more == nil {
+		d.more = map[string]string{}
+	}
+	d.more[string(body)] = value
 }
 
 // pass passes over the string at p.i, and says whether it holds an

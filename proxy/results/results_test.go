@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -264,6 +265,16 @@ func FuzzReadOnePass(f *testing.F) {
 		`{"content":[{"type":"text","Text":"a","text":"b"}]}`, `{"content":[{"data":"AAAA","type":"image"}],"blob":"aGk="}`,
 		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"Q":18}`,
 		"{\"a\":\"\xff\"}", `{"\u0061":1,"a":2}`,
+		// Long strings with escapes, met again past the first few (fast.go's decoded).
+		func() string {
+			var b strings.Builder
+			b.WriteString(`{"content":[`)
+			for i := range 7 {
+				b.WriteString(`{"type":"text","text":"` + strings.Repeat(`line "`+strconv.Itoa(i%6)+`"\n`, 8) + `"},`)
+			}
+			b.WriteString(`{"type":"text","text":"x"}],"structuredContent":{"content":"` + strings.Repeat(`line "5"\n`, 8) + `"}}`)
+			return b.String()
+		}(),
 		`{"a":1,}`, `{"a" 1}`, `{"a":[1,]}`, `{"a":01}`, "{\"a\":\"\x01\"}", `{} x`, `{"a":tru}`, `{"a":"\q"}`, `{"a":-}`, `{,}`, `{"a":1}}`,
 	} {
 		f.Add(s)
