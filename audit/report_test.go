@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/long"
+	"github.com/aqlguard/aqlguard/internal/fixture/long"
 	"github.com/aqlguard/aqlguard/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/pgtest"
 )
 
 // TestAdminVerbsOnPostgres: every admin verb runs on the PostgreSQL state

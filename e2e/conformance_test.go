@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/long"
+	"github.com/aqlguard/aqlguard/internal/fixture/long"
 )
 
 // TestConformanceSuite runs the official MCP conformance suite (npm

@@ -58,7 +58,7 @@ func TestCorpus(t *testing.T) {
 	dir := t.TempDir()
 	rogue := filepath.Join(dir, "rogueserver")
 	runner := filepath.Join(dir, "corpus")
-	if err := goBuild(rogue, "./internal/rogueserver"); err != nil {
+	if err := goBuild(rogue, "./internal/fixture/rogueserver"); err != nil {
 		t.Fatal(err)
 	}
 	if err := goBuildIn("../bench", runner, "./cmd/corpus"); err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/long"
+	"github.com/aqlguard/aqlguard/internal/fixture/long"
 )
 
 // TestCrashKeepsAcknowledgedBlocks kills aqlguard with SIGKILL at random

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/long"
-	"github.com/aqlguard/aqlguard/internal/xtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/long"
+	"github.com/aqlguard/aqlguard/internal/fixture/xtest"
 	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/faultinject"
+	"github.com/aqlguard/aqlguard/internal/fixture/faultinject"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/collectortest"
+	"github.com/aqlguard/aqlguard/internal/fixture/collectortest"
 )
 
 // TestAuditForwardSurvivesKillAndOutage: a real aqlguard ships its audit

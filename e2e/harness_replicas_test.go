@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/pgtest"
 )
 
 // A replica set is N real `aqlguard serve` processes on one state, as
@@ -24,7 +24,7 @@ import (
 // (per-client tokens in [[serve.clients]]), each process with a HOME of
 // its own, one Streamable HTTP server downstream that every session of
 // every replica reaches, and one human. On "postgres" the state is a
-// throwaway PostgreSQL cluster of the test's own (internal/pgtest: it
+// throwaway PostgreSQL cluster of the test's own (internal/fixture/pgtest: it
 // can be stopped and started), reached by AQLGUARD_STATE_DSN; on
 // "bbolt" it is one state directory the processes share on this
 // machine, which is what aqlguard did before PostgreSQL and must keep

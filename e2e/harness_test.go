@@ -4,7 +4,7 @@
 // The harness is harness*_test.go: this file builds, in TestMain, once per
 // `go test` run:
 //   - aqlguard (./cmd/aqlguard): bins.aqlguard
-//   - our test server (./internal/testserver): bins.testserver
+//   - our test server (./internal/fixture/testserver): bins.testserver
 //   - go-sdk's conformance everything-server: bins.everything
 //
 // If aqlguard does not build, every test that starts it fails at once with the
@@ -41,11 +41,11 @@ const callTimeout = 30 * time.Second
 // bins holds the absolute paths of the binaries TestMain built.
 var bins struct {
 	aqlguard   string // aqlguard CLI
-	testserver string // internal/testserver
+	testserver string // internal/fixture/testserver
 	everything string // go-sdk conformance everything-server (stdio by default, -http ADDR serves at /)
-	taskserver string // internal/taskserver: a 2025-11-25 server that runs its tool as a task
-	resserver  string // internal/resserver: a 2025-11-25 server whose resource updates are not to be believed
-	probe      string // internal/sandboxprobe: a server that tries what its sandbox must refuse
+	taskserver string // internal/fixture/taskserver: a 2025-11-25 server that runs its tool as a task
+	resserver  string // internal/fixture/resserver: a 2025-11-25 server whose resource updates are not to be believed
+	probe      string // internal/fixture/sandboxprobe: a server that tries what its sandbox must refuse
 
 	aqlguardErr error // why aqlguard did not build; startGuard fails with it
 }
@@ -77,11 +77,11 @@ func runMain(m *testing.M) int {
 		err      error
 	}{
 		{bins.aqlguard, "./cmd/aqlguard", nil},
-		{bins.testserver, "./internal/testserver", nil},
+		{bins.testserver, "./internal/fixture/testserver", nil},
 		{bins.everything, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server", nil},
-		{bins.taskserver, "./internal/taskserver", nil},
-		{bins.resserver, "./internal/resserver", nil},
-		{bins.probe, "./internal/sandboxprobe", nil},
+		{bins.taskserver, "./internal/fixture/taskserver", nil},
+		{bins.resserver, "./internal/fixture/resserver", nil},
+		{bins.probe, "./internal/fixture/sandboxprobe", nil},
 	}
 	start := time.Now()
 	var wg sync.WaitGroup

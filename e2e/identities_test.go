@@ -13,7 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/aqlguard/aqlguard/internal/testidp"
+	"github.com/aqlguard/aqlguard/internal/fixture/testidp"
 )
 
 // addClient runs `aqlguard serve token add` on config and returns the

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/oauthtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/oauthtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestRemoteServerBehindOAuth: a client's remote entry is wrapped by
 // init (a local aqlguard that connects to the URL), the first call walks
 // the OAuth consent (discovery, registration, PKCE; the browser is
-// internal/testbrowser), calls go through the guard, an expired token is
+// internal/fixture/testbrowser), calls go through the guard, an expired token is
 // refreshed without asking again, unwrap restores the entry byte for
 // byte, and no token is in aqlguard's log, its audit log, its state
 // files but the grant's own 0600 one, or an MCP response.
@@ -28,7 +28,7 @@ func TestRemoteServerBehindOAuth(t *testing.T) {
 
 	dir := t.TempDir()
 	browser := filepath.Join(dir, "testbrowser")
-	if err := goBuild(browser, "./internal/testbrowser"); err != nil {
+	if err := goBuild(browser, "./internal/fixture/testbrowser"); err != nil {
 		t.Fatal(err)
 	}
 	clientFile := filepath.Join(dir, "claude_desktop_config.json")

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/aqlguard/aqlguard/internal/testidp"
+	"github.com/aqlguard/aqlguard/internal/fixture/testidp"
 )
 
 // TestServeDropsIdlePrincipals (issue 32, item 6): `serve` behind an

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aqlguard/aqlguard/internal/long"
-	"github.com/aqlguard/aqlguard/internal/xtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/long"
+	"github.com/aqlguard/aqlguard/internal/fixture/xtest"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -27,7 +27,7 @@ func requireLandlock(t *testing.T) {
 	t.Skip(msg)
 }
 
-// TestSandboxRefusesTheMisbehavingServer: internal/sandboxprobe reads
+// TestSandboxRefusesTheMisbehavingServer: internal/fixture/sandboxprobe reads
 // ~/.ssh/id_rsa, writes in the home outside its directory, connects to a
 // loopback port it was not granted and has a shell try the same, at its
 // start and on a call. Under the default sandbox (auto) every attempt is

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/pgtest"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/store/pgstate"
 	"github.com/jackc/pgx/v5"

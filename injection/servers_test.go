@@ -60,7 +60,7 @@ func TestHonestServersLive(t *testing.T) {
 		{"go-sdk-memory", built(examples + "memory")},
 		{"go-sdk-sequentialthinking", built(examples + "sequentialthinking")},
 		{"go-sdk-toolschemas", built(examples + "toolschemas")},
-		{"testserver", built("github.com/aqlguard/aqlguard/internal/testserver", "-rug-pull")},
+		{"testserver", built("github.com/aqlguard/aqlguard/internal/fixture/testserver", "-rug-pull")},
 	}
 	lists := map[string][]*mcp.Tool{}
 	for _, s := range servers {
@@ -117,7 +117,7 @@ func TestRugPullLive(t *testing.T) {
 		t.Skip("builds and runs a server")
 	}
 	out := filepath.Join(t.TempDir(), "testserver")
-	if msg, err := exec.Command("go", "build", "-o", out, "github.com/aqlguard/aqlguard/internal/testserver").CombinedOutput(); err != nil {
+	if msg, err := exec.Command("go", "build", "-o", out, "github.com/aqlguard/aqlguard/internal/fixture/testserver").CombinedOutput(); err != nil {
 		t.Fatalf("building the testserver: %v\n%s", err, msg)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

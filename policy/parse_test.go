@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"github.com/aqlguard/aqlguard/internal/exampleconfig"
+	"github.com/aqlguard/aqlguard/internal/fixture/exampleconfig"
 
 	"encoding/json"
 	"errors"

@@ -37,7 +37,7 @@ var probeBin = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "sandboxprobe")
-	b, err := exec.Command("go", "build", "-o", out, "../internal/sandboxprobe").CombinedOutput()
+	b, err := exec.Command("go", "build", "-o", out, "../internal/fixture/sandboxprobe").CombinedOutput()
 	if err != nil {
 		return "", &buildError{string(b)}
 	}

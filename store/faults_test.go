@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/faultinject"
+	"github.com/aqlguard/aqlguard/internal/fixture/faultinject"
 )
 
 // The faults an operator meets on a bad day, each loud and none losing

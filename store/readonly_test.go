@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/aqlguard/aqlguard/internal/faultinject"
+	"github.com/aqlguard/aqlguard/internal/fixture/faultinject"
 )
 
 // notDamage fails the test unless err names a state directory that

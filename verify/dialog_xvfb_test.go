@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/long"
-	"github.com/aqlguard/aqlguard/internal/xtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/long"
+	"github.com/aqlguard/aqlguard/internal/fixture/xtest"
 )
 
 // These tests put real zenity dialogs on a private Xvfb display and
 // answer them with xdotool, as a human would with the keyboard (helpers
-// in internal/xtest). They skip loudly when Xvfb, zenity, xdotool or
+// in internal/fixture/xtest). They skip loudly when Xvfb, zenity, xdotool or
 // xclip is missing, and fail instead when AQLGUARD_REQUIRE_X=1 (.ci/run
 // sets it after installing them).
 //

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
-	"github.com/aqlguard/aqlguard/internal/collectortest"
+	"github.com/aqlguard/aqlguard/internal/fixture/collectortest"
 	"github.com/aqlguard/aqlguard/store"
 )
 

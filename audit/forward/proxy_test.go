@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
-	"github.com/aqlguard/aqlguard/internal/collectortest"
+	"github.com/aqlguard/aqlguard/internal/fixture/collectortest"
 	"github.com/aqlguard/aqlguard/store"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
-	"github.com/aqlguard/aqlguard/internal/collectortest"
+	"github.com/aqlguard/aqlguard/internal/fixture/collectortest"
 )
 
 // rsyslog is a real rsyslogd receiving RELP (imrelp) on addr and writing

@@ -1,7 +1,7 @@
 package policytest
 
 import (
-	"github.com/aqlguard/aqlguard/internal/exampleconfig"
+	"github.com/aqlguard/aqlguard/internal/fixture/exampleconfig"
 
 	"strings"
 	"testing"

@@ -9,7 +9,7 @@ import (
 
 // Input schemas as the servers of the e2e tests send them (tools/list of
 // @modelcontextprotocol/server-filesystem 2026.8.31 and server-everything,
-// go-sdk's conformance everything-server, internal/testserver).
+// go-sdk's conformance everything-server, internal/fixture/testserver).
 const (
 	fsEditFile = `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","required":["path","edits"],
 		"properties":{"dryRun":{"default":false,"type":"boolean"},"path":{"type":"string"},

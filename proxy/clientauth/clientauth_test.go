@@ -15,7 +15,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/aqlguard/aqlguard/internal/testidp"
+	"github.com/aqlguard/aqlguard/internal/fixture/testidp"
 	"github.com/aqlguard/aqlguard/policy"
 )
 

@@ -8,7 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/aqlguard/aqlguard/internal/long"
+	"github.com/aqlguard/aqlguard/internal/fixture/long"
 	"os"
 	"os/exec"
 	"runtime"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
-	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/pgtest"
 	"github.com/aqlguard/aqlguard/store"
 )
 

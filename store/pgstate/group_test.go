@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/pgtest"
 	"github.com/aqlguard/aqlguard/store"
 )
 

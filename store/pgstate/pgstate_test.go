@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/pgtest"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/store/statetest"
 )

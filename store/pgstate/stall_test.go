@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sys/unix"
 
-	"github.com/aqlguard/aqlguard/internal/faultinject"
-	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/faultinject"
+	"github.com/aqlguard/aqlguard/internal/fixture/pgtest"
 	"github.com/aqlguard/aqlguard/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/internal/pgtest"
+	"github.com/aqlguard/aqlguard/internal/fixture/pgtest"
 )
 
 // What waiting can cure (a server that is down) is Unreachable; what it

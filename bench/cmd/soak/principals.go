@@ -233,7 +233,7 @@ func q(s string) string {
 
 // issuer is an identity provider of the soak's own: an RSA key whose
 // public half is served as a JWKS, and the RS256 access tokens it signs
-// (the bench module does not reach the main module's internal/testidp).
+// (the bench module does not reach the main module's internal/fixture/testidp).
 type issuer struct {
 	*httptest.Server
 	key *rsa.PrivateKey

@@ -1,6 +1,6 @@
 // Package corpus runs aqlguard's two corpora (bench/corpus): the attack
 // corpus, where each attack from the public MCP attack taxonomies is a
-// rogue server (internal/rogueserver) or a real one plus the calls a
+// rogue server (internal/fixture/rogueserver) or a real one plus the calls a
 // manipulated model makes, and the precision corpus, the honest calls a
 // developer's agent makes in a day against the real npm servers. aqlguard
 // runs with the default policy: the config adds only the servers and a
@@ -89,7 +89,7 @@ type ServerSpec struct {
 	// or one written in place.
 	Rogue json.RawMessage `json:"rogue,omitempty"`
 	// Real is a real server: "filesystem", "memory", "everything",
-	// "testserver", or "testserver-http": internal/testserver over
+	// "testserver", or "testserver-http": internal/fixture/testserver over
 	// Streamable HTTP on an address of this machine that is not a
 	// loopback one, configured by url = "http://..." (a remote server on
 	// the network).
@@ -164,7 +164,7 @@ func (v Variant) ID() string {
 type Session struct {
 	Server string `json:"server,omitempty"` // its name in aqlguard's config
 	Real   string `json:"real,omitempty"`   // filesystem, memory, everything, testserver
-	// Rogue is a scenario (internal/rogueserver) in place of a real
+	// Rogue is a scenario (internal/fixture/rogueserver) in place of a real
 	// server: the name of one in an attack file's "scenarios", or one
 	// written in place. Honest, here: a server that reproduces a
 	// profiled server's definitions (the fetch server) and answers what

@@ -24,7 +24,7 @@ import (
 // a remote server whose OAuth metadata carries a command (vulnerable
 // client, CVE-2025-6514).
 
-// startPlainHTTP runs internal/testserver over Streamable HTTP on an
+// startPlainHTTP runs internal/fixture/testserver over Streamable HTTP on an
 // address of this machine that is not a loopback one: a remote server on
 // the local network, reached over plain http://.
 func (w *world) startPlainHTTP(name string) (*exec.Cmd, string, error) {

@@ -18,8 +18,8 @@ import (
 // an error that says so.
 type Env struct {
 	Aqlguard   string // the aqlguard binary under test
-	Rogue      string // internal/rogueserver
-	Testserver string // internal/testserver
+	Rogue      string // internal/fixture/rogueserver
+	Testserver string // internal/fixture/testserver
 	Node       string // Node.js >= 22
 	FSServer   string // @modelcontextprotocol/server-filesystem's dist/index.js
 	Everything string // @modelcontextprotocol/server-everything's dist/index.js
@@ -139,7 +139,7 @@ func (w *world) environ(extra ...string) []string {
 
 // serverTOML is the [[servers]] entry of one server, and it records where
 // the server's call log will be. What every server shares: it runs through
-// internal/rogueserver, as the scenario's rogue or as a recording tap in
+// internal/fixture/rogueserver, as the scenario's rogue or as a recording tap in
 // front of the real server, so that its log says what reached it.
 func (w *world) serverTOML(s ServerSpec, readOnly bool) (string, error) {
 	log := filepath.Join(w.dir, s.Name+".calls.jsonl")
@@ -239,7 +239,7 @@ type received struct {
 	Name      string          `json:"name"`
 	URI       string          `json:"uri"`
 	Arguments json.RawMessage `json:"arguments"`
-	Tool      string          `json:"tool"` // internal/testserver's own log
+	Tool      string          `json:"tool"` // internal/fixture/testserver's own log
 }
 
 // receivedBy reads a server's call log (missing: nothing received).
