@@ -256,15 +256,15 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 	if !ValidAgentName(principal) {
 		v.errf("agent", "%q is not a valid agent name", principal)
 	}
-	user := cfg.layerOf(principal, v)
-	user.servers = cfg.serverNames()
+	user := layerOf(cfg, principal, v)
+	user.servers = serverNames(cfg)
 	if len(v.errs) > 0 {
 		return nil, v.errs
 	}
 	// The shipped rules, beneath the user's file (shipped.go), read for
 	// the same servers as the user's own rules.
 	var base []layerInput
-	if cfg.inherits() {
+	if cfg.InheritsShipped() {
 		base = append(base, shippedLayer(user.servers))
 	}
 	if cfg.Managed == nil {
@@ -275,11 +275,11 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		base[0] = base[0].underManaged(cfg.Managed)
 	}
 	mv := &validator{file: cfg.Managed.Path}
-	managed := cfg.Managed.layerOf(principal, mv)
+	managed := layerOf(cfg.Managed, principal, mv)
 	if len(mv.errs) > 0 {
 		return nil, mv.errs
 	}
-	managed.layer, managed.servers = LayerManaged, cfg.Managed.serverNames()
+	managed.layer, managed.servers = LayerManaged, serverNames(cfg.Managed)
 	// The managed layer alone, as the evaluator consults it: its servers,
 	// its roles, its settings.
 	alone := build(principal, managed.settings, []layerInput{managed}, managedServers(cfg))
@@ -345,12 +345,12 @@ func (in *layerInput) origin(key string) Origin {
 
 // layerOf is cfg's [safety] merged with its [agents.<principal>],
 // defaults applied and values checked (v collects the problems).
-func (cfg *Config) layerOf(principal string, v *validator) layerInput {
+func layerOf(cfg *Config, principal string, v *validator) layerInput {
 	s := cfg.Safety
 	v.safety(&s) // defaults and value checks for hand-built configs
 	in := layerInput{
 		settings: settings{loop: s.Loop, steps: s.MaxAutonomousSteps, tol: s.RiskTolerance, code: s.InterpreterCode},
-		file:     cfg.Path, lines: cfg.lines,
+		file:     cfg.Path, lines: cfg.Lines,
 		sensitive: s.SensitivePaths, own: []string{cfg.Path, cfg.StateDir},
 		flows: cfg.Flows,
 	}

@@ -1,6 +1,7 @@
-// Package policy loads aqlguard's TOML configuration and compiles the
-// safety policy the evaluator applies. It reads the configuration file and
-// nothing else.
+// Package policy reads aqlguard's TOML configuration into a
+// config.Config (package config holds the file's types, defaults and
+// errors), checks it, and compiles the safety policy the evaluator
+// applies. It reads the configuration file and nothing else.
 //
 // # Loading
 //

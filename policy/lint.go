@@ -26,7 +26,7 @@ type Tool struct {
 // are known.
 // Findings are warnings: the policy still works, just not as written.
 func Lint(cfg *Config, principal string, tools []Tool) []Error {
-	l := linter{cfg: cfg, tools: tools, servers: cfg.serverNames()}
+	l := linter{cfg: cfg, tools: tools, servers: serverNames(cfg)}
 	l.serverNames()
 	s := cfg.Safety
 	l.lists("safety", s.Deny, s.Refuse, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
@@ -51,7 +51,7 @@ func Lint(cfg *Config, principal string, tools []Tool) []Error {
 	// The shipped auto_approve entries decide first too (those the file
 	// does not write itself): checked against the tools, where the
 	// finding names them; the file's own rules are what Lint checks.
-	if cfg.inherits() {
+	if cfg.InheritsShipped() {
 		own := map[string]bool{}
 		for _, a := range autos {
 			if pat, err := l.compile(a.src); err == nil {
@@ -119,7 +119,7 @@ func index(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" 
 func (l *linter) warn(key, format string, args ...any) {
 	e := Error{File: l.cfg.Path, Key: key, Msg: "warning: " + fmt.Sprintf(format, args...)}
 	for k := key; k != ""; k = parentKey(k) {
-		if n, ok := l.cfg.lines[k]; ok {
+		if n, ok := l.cfg.Lines[k]; ok {
 			e.Line = n
 			break
 		}

@@ -133,7 +133,7 @@ var safetySettings = []struct {
 // user's file tried that the managed layer does not let take effect,
 // each with its line. Neither argument is changed.
 func Overlay(managed, user *Config) (*Config, Errors) {
-	eff := user.clone()
+	eff := user.Clone()
 	eff.Managed = managed
 	l := layering{managed: managed, user: user, eff: eff}
 	l.locks()
@@ -152,7 +152,7 @@ type layering struct {
 
 func (l *layering) report(key, format string, args ...any) {
 	e := Error{File: l.user.Path, Key: key, Msg: fmt.Sprintf(format, args...)}
-	if line, ok := l.user.wrote(key); ok {
+	if line, ok := l.user.Wrote(key); ok {
 		e.Line = line
 	}
 	l.out = append(l.out, e)
@@ -177,7 +177,7 @@ func (l *layering) locks() {
 		return
 	}
 	reported := map[string]bool{}
-	for _, key := range l.user.keysInOrder() {
+	for _, key := range l.user.KeysInOrder() {
 		generic := lockForm(key)
 		for _, lock := range l.managed.Locked {
 			if generic != lock && !under(generic, lock) {
@@ -255,8 +255,8 @@ func (l *layering) settings() {
 		mv, _ := field(l.managed, r.key)
 		uv, _ := field(l.user, r.key)
 		ev, _ := field(l.eff, r.key)
-		_, userWrote := l.user.wrote(r.key)
-		_, managedWrote := l.managed.wrote(r.key)
+		_, userWrote := l.user.Wrote(r.key)
+		_, managedWrote := l.managed.Wrote(r.key)
 		switch r.rule {
 		case addedUp:
 			continue
@@ -363,11 +363,11 @@ func (l *layering) safety() {
 			}
 		}
 	}
-	base := l.managed.layerOf("", mv).settings
+	base := layerOf(l.managed, "", mv).settings
 	us := l.user.Safety
 	set := map[string]any{}
 	for _, s := range safetySettings {
-		if _, ok := l.user.wrote("safety." + s.key); ok {
+		if _, ok := l.user.Wrote("safety." + s.key); ok {
 			switch s.key {
 			case "loop":
 				set[s.key] = us.Loop
@@ -408,7 +408,7 @@ func (l *layering) safety() {
 		if o.InterpreterCode != nil {
 			set["interpreter_code"] = *o.InterpreterCode
 		}
-		check(key, l.managed.layerOf(name, mv).settings, set)
+		check(key, layerOf(l.managed, name, mv).settings, set)
 		for i := range o.SecretArguments {
 			l.report(index(key+".secret_arguments", i), "secret arguments are declared in %s alone: "+
 				"one declared here would hide what ran from the audit it keeps; not in effect", l.managedName())
@@ -447,57 +447,6 @@ func (l *layering) servers() {
 		out = append(out, s)
 	}
 	l.eff.Servers = out
-}
-
-// clone copies what Layer changes, so the user's Config stays as read.
-func (c *Config) clone() *Config {
-	out := *c
-	out.Servers = slices.Clone(c.Servers)
-	if c.Agents != nil {
-		out.Agents = maps.Clone(c.Agents)
-	}
-	if c.Audit.Forward != nil {
-		f := *c.Audit.Forward
-		out.Audit.Forward = &f
-	}
-	out.lines = maps.Clone(c.lines)
-	return &out
-}
-
-// wrote reports whether the file set key, or a key under it, and the
-// first line where it did (0 for a setting given on the command line).
-func (c *Config) wrote(key string) (int, bool) {
-	line, found := 0, false
-	for k, at := range c.lines {
-		if k == key || under(k, key) {
-			if !found || at < line {
-				line, found = at, true
-			}
-		}
-	}
-	return line, found
-}
-
-// keysInOrder are the keys the file set, in file order.
-func (c *Config) keysInOrder() []string {
-	keys := slices.Collect(maps.Keys(c.lines))
-	slices.SortFunc(keys, func(a, b string) int {
-		if d := c.lines[a] - c.lines[b]; d != 0 {
-			return d
-		}
-		return strings.Compare(a, b)
-	})
-	return keys
-}
-
-// SetOnCommandLine records that key was set by a command-line flag
-// (--agent, --state-dir): for a managed layer, a flag is the user's
-// setting as much as the file's.
-func (c *Config) SetOnCommandLine(key string) {
-	if c.lines == nil {
-		c.lines = map[string]int{}
-	}
-	c.lines[key] = 0
 }
 
 // field is the settable value at a key path of struct fields

@@ -49,9 +49,9 @@ func Default() *Config {
 		}
 		s.Field(i).SetZero()
 		key := "safety." + tomlName(s.Type().Field(i))
-		for k := range cfg.lines {
+		for k := range cfg.Lines {
 			if k == key || under(k, key) {
-				delete(cfg.lines, k)
+				delete(cfg.Lines, k)
 			}
 		}
 	}
@@ -90,7 +90,7 @@ func parse(data []byte, name string, managed bool) (cfg *Config, err error) {
 	p.Reset(buf)
 	w := newSchemaWalker(&p, name)
 	if !w.run() {
-		return nil, w.errs.sorted()
+		return nil, w.errs.Sorted()
 	}
 
 	c, shifted := w.decode(buf)
@@ -100,15 +100,15 @@ func parse(data []byte, name string, managed bool) (cfg *Config, err error) {
 		w.errs = append(w.errs, v.errs...)
 	}
 	if len(w.errs) > 0 {
-		return nil, w.errs.sorted()
+		return nil, w.errs.Sorted()
 	}
 	if c == nil { // decode gave up without saying why; never hand back a half config
 		return nil, Errors{{File: name, Msg: "configuration could not be decoded"}}
 	}
 	c.Path = name
-	c.lines = make(map[string]int, len(w.first))
+	c.Lines = make(map[string]int, len(w.first))
 	for k, pos := range w.first {
-		c.lines[k] = pos.line
+		c.Lines[k] = pos.line
 	}
 	return c, nil
 }

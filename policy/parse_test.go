@@ -368,7 +368,7 @@ func TestExampleConfigIsNeutral(t *testing.T) {
 		t.Fatalf("config.example.toml: %v", err)
 	}
 	def := Default()
-	cfg.Path, cfg.lines, def.lines = "", nil, nil
+	cfg.Path, cfg.Lines, def.Lines = "", nil, nil
 	if i := cfg.Safety.Inherit; i != nil && *i {
 		cfg.Safety.Inherit = nil // inherit = true is the default, written out
 	}
@@ -458,7 +458,7 @@ func TestDefault(t *testing.T) {
 	if len(a.Safety.Deny)+len(a.Safety.RequiresApproval)+len(a.Safety.AutoApprove) > 0 {
 		t.Errorf("Default() has rules of its own: %+v", a.Safety)
 	}
-	if _, wrote := a.wrote("safety.deny"); wrote {
+	if _, wrote := a.Wrote("safety.deny"); wrote {
 		t.Error("Default() says it wrote safety.deny")
 	}
 	p, err := Compile(a, "")
@@ -531,7 +531,7 @@ func TestDuration(t *testing.T) {
 	if err := d.UnmarshalText([]byte("90")); err == nil {
 		t.Error("bare number accepted")
 	}
-	b, err := Duration{90 * time.Second}.MarshalText()
+	b, err := Duration{Duration: 90 * time.Second}.MarshalText()
 	if err != nil || string(b) != "1m30s" {
 		t.Errorf("MarshalText = %q, %v", b, err)
 	}

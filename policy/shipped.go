@@ -30,9 +30,6 @@ import (
 // files, and a user's inherit = false is not in effect (Overlay reports
 // it), since the security team may count on them.
 
-// ShippedName names the shipped rules' file in origins and messages.
-const ShippedName = "default.toml"
-
 // shipped is the shipped configuration, parsed once. Nothing may change
 // it: Default hands out fresh copies. A variable so that a test can ship
 // other rules.
@@ -47,45 +44,15 @@ var shipped = sync.OnceValue(func() *Config {
 	return cfg
 })
 
-// Inherits reports whether the shipped rules are in force beneath this
-// [safety]: inherit is left out or true.
-func (s Safety) Inherits() bool { return s.Inherit == nil || *s.Inherit }
-
-// inherits reports whether the shipped rules are in force under cfg.
-// Without a managed layer the file says (inherit, default true). Under
-// one, the managed file says: a user's inherit = false is not in effect
-// (Overlay reports it), and where the managed file turns them off, a
-// user's inherit = true, which is stricter, turns them on again.
-func (c *Config) inherits() bool {
-	if c.Managed == nil {
-		return c.Safety.Inherits()
-	}
-	return c.Managed.Safety.Inherits() || c.Safety.Inherit != nil && *c.Safety.Inherit
-}
-
-// InheritOff says which file turned the shipped rules off (inherit =
-// false), with its line, for `policy check` to say so; ok is false when
-// they are in force.
-func (c *Config) InheritOff() (where Error, ok bool) {
-	if c.inherits() {
-		return Error{}, false
-	}
-	f, msg := c, "inherit = false: the rules aqlguard ships ("+ShippedName+") are not in force, only what the file says"
-	if c.Managed != nil {
-		f, msg = c.Managed, "inherit = false in the managed policy: the rules aqlguard ships ("+ShippedName+") are not in force"
-	}
-	return Error{File: f.Path, Key: "safety.inherit", Line: f.lines["safety.inherit"], Msg: msg}, true
-}
-
 // ShippedNotInForce are the shipped rules that are not in force in p
 // because cfg turned them off (inherit = false); none when they are in
 // force. A shipped rule the file writes itself is in force, and not
 // listed.
 func ShippedNotInForce(cfg *Config, p *Policy) []RuleInForce {
-	if cfg.inherits() {
+	if cfg.InheritsShipped() {
 		return nil
 	}
-	alone := build(p.Principal, settings{tol: DefaultRiskTolerance}, []layerInput{shippedLayer(cfg.serverNames())}, nil)
+	alone := build(p.Principal, settings{tol: DefaultRiskTolerance}, []layerInput{shippedLayer(serverNames(cfg))}, nil)
 	have := map[string]bool{}
 	for _, r := range p.InForce {
 		have[r.same] = true
@@ -102,7 +69,7 @@ func ShippedNotInForce(cfg *Config, p *Policy) []RuleInForce {
 // shippedLayer is the shipped rules as a layer of the policy, their
 // name patterns read for the configured servers.
 func shippedLayer(servers map[string]bool) layerInput {
-	in := shipped().layerOf("", &validator{file: ShippedName})
+	in := layerOf(shipped(), "", &validator{file: ShippedName})
 	in.layer, in.servers = LayerShipped, servers
 	return in
 }

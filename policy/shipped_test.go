@@ -34,7 +34,7 @@ func inForce(p *Policy, layer Layer) []string {
 // each once, in list order.
 func shippedEntries(t *testing.T) []string {
 	t.Helper()
-	p, err := Compile(&Config{Path: ShippedName, Safety: shipped().Safety, lines: shipped().lines}, "")
+	p, err := Compile(&Config{Path: ShippedName, Safety: shipped().Safety, Lines: shipped().Lines}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestShippedSettingsAreTheDefaults(t *testing.T) {
 	empty := mustParse(t, "")
 	def := Default()
 	for _, c := range []*Config{empty, def} {
-		c.Path, c.lines = "", nil
+		c.Path, c.Lines = "", nil
 		s := &c.Safety
 		s.Deny, s.Refuse, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules, s.ShellArguments, s.SecretArguments =
 			nil, nil, nil, nil, nil, nil, nil, nil

@@ -27,31 +27,7 @@ var (
 	codeActions    = []InterpreterCode{CodeAsk, CodeDeny, CodeRefuse, CodeAllow}
 )
 
-// Defaults for keys a file leaves out; introspection reports them. Payload
-// limit defaults are applied to Config.Limits.
 const (
-	DefaultMode               = "semantic"
-	DefaultAgent              = "default"
-	DefaultMaxAutonomousSteps = 100
-	DefaultRiskTolerance      = "moderate"
-	DefaultChannel            = "dialog"
-	DefaultVerifyTimeout      = 50 * time.Second
-	DefaultInlineWait         = 10 * time.Second
-	DefaultConfirmationTTL    = 5 * time.Minute
-	MaxConfirmationTTL        = 15 * time.Minute
-	DefaultChallengeTTL       = 5 * time.Minute
-	DefaultSessionApprovalTTL = 8 * time.Hour
-	MaxSessionApprovalTTL     = 24 * time.Hour
-	DefaultMaxArgumentBytes   = 64 * kiB
-	DefaultStartTimeout       = 30 * time.Second
-	DefaultOAuthStartTimeout  = 5 * time.Minute
-	DefaultCallTimeout        = 10 * time.Minute
-	DefaultMaxSessions        = 32
-	DefaultSessionIdleTimeout = 30 * time.Minute
-	MaxCallTimeout            = 24 * time.Hour
-	DefaultStateLockTimeout   = 2 * time.Second
-	MaxStateLockTimeout       = 30 * time.Second
-
 	kiB = 1 << 10
 	miB = 1 << 20
 )
@@ -68,13 +44,7 @@ var (
 
 type limitRange struct{ min, max, def int64 }
 
-var (
-	agentNameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	serverNameRE = regexp.MustCompile(`^[a-z][a-z0-9]{0,31}$`)
-)
-
-// ValidAgentName reports whether s may name a principal.
-func ValidAgentName(s string) bool { return agentNameRE.MatchString(s) }
+var serverNameRE = regexp.MustCompile(`^[a-z][a-z0-9]{0,31}$`)
 
 // ValidServerName reports whether s may name a server.
 func ValidServerName(s string) bool { return serverNameRE.MatchString(s) }
@@ -190,11 +160,6 @@ func (v *validator) config(c *Config) {
 	v.locked(c.Locked)
 }
 
-// DefaultPrincipalIdleTimeout is [serve] principal_idle_timeout's
-// default: how long serve keeps the guard of a principal none of whose
-// sessions is open.
-const DefaultPrincipalIdleTimeout = 10 * time.Minute
-
 func (v *validator) serve(s *Serve) {
 	v.enum("serve.auth", &s.Auth, []string{"token", "none"}, "token")
 	switch {
@@ -230,15 +195,6 @@ func (v *validator) serve(s *Serve) {
 		v.errf("serve.auth", "\"none\" lets every request in, so [[serve.clients]] and [serve.oauth] would not be asked: use auth = \"token\"")
 	}
 }
-
-// LegacyClient names the client of the single serve token
-// (AQLGUARD_SERVE_TOKEN or [serve] token_file) in the audit log; no
-// [[serve.clients]] entry may take the name.
-const LegacyClient = "serve-token"
-
-// TokenDigestRE is how a [[serve.clients]] token_sha256 is written:
-// 64 lowercase hex digits.
-var TokenDigestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func (v *validator) serveClients(list []ServeClient) {
 	seen := map[string]int{}
@@ -277,14 +233,6 @@ func (v *validator) serveClients(list []ServeClient) {
 		}
 	}
 }
-
-// SignatureAlgorithms are the JWS algorithms [serve.oauth] algorithms
-// may name: asymmetric only, so that no key the issuer publishes can be
-// used as an HMAC secret.
-var SignatureAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-
-// DefaultSignatureAlgorithms are accepted when algorithms is not set.
-var DefaultSignatureAlgorithms = []string{"RS256", "ES256", "EdDSA"}
 
 func (v *validator) serveOAuth(o *ServeOAuth) {
 	if o.Issuer == "" {
@@ -446,17 +394,6 @@ func (v *validator) audit(a *Audit) {
 		v.forward(a.Forward)
 	}
 }
-
-// Forward defaults.
-const (
-	DefaultForwardBatch = 500
-	MaxForwardBatch     = 10_000
-	// DefaultAssumeDeliveredAfter is longer than haproxy with common
-	// settings (timeout connect 5s, retries 3) takes to give up on a
-	// collector, and not longer than common idle timeouts.
-	DefaultAssumeDeliveredAfter = 30 * time.Second
-	MaxAssumeDeliveredAfter     = 10 * time.Minute
-)
 
 func (v *validator) forward(f *Forward) {
 	const k = "audit.forward"

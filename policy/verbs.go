@@ -76,7 +76,7 @@ var conventionWords = func() map[string]bool {
 func ConventionWord(w string) bool { return conventionWords[w] }
 
 // serverNames are the names of the configured servers.
-func (c *Config) serverNames() map[string]bool {
+func serverNames(c *Config) map[string]bool {
 	out := make(map[string]bool, len(c.Servers))
 	for _, s := range c.Servers {
 		out[s.Name] = true

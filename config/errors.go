@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"cmp"
@@ -81,10 +81,10 @@ func (es Errors) Unwrap() []error {
 	return out
 }
 
-// sorted orders problems by position, keeping discovery order among
+// Sorted orders problems by position, keeping discovery order among
 // problems on the same spot (stable), and drops exact duplicates, which arise
 // when the schema walk and the decoder both notice the same thing.
-func (es Errors) sorted() Errors {
+func (es Errors) Sorted() Errors {
 	slices.SortStableFunc(es, func(a, b Error) int {
 		// Position-less errors go last: they are about the file as a whole.
 		la, lb := a.Line, b.Line

@@ -1,9 +1,12 @@
-package policy
+package config
 
 import (
 	"fmt"
 	"time"
 )
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration struct{ time.Duration }
 
 // UnmarshalText accepts a Go duration string ("30s", "2m", "1h30m"). Bare
 // numbers are rejected rather than guessed at: "30" could mean seconds or
