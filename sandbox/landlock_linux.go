@@ -112,9 +112,9 @@ func rules(g Grant, v int) []landlock.Rule {
 	return out
 }
 
-// config is the Landlock ruleset's handled rights for g, best effort down
+// handledRights is the Landlock ruleset's handled rights for g, best effort down
 // to what the kernel has.
-func config(g Grant) landlock.Config {
+func handledRights(g Grant) landlock.Config {
 	c := landlock.Config{HandledAccessFS: fsAccess, Scoped: landlock.V7.Scoped}
 	if g.Network != NetAny {
 		c.HandledAccessNet = landlock.V7.HandledAccessNet
@@ -125,7 +125,7 @@ func config(g Grant) landlock.Config {
 // confineThread confines the calling OS thread, which the caller has
 // locked and never unlocks (it must end with its goroutine), to g.
 func confineThread(g Grant) error {
-	fd, flags, err := config(g).NewRulesetFD(rules(g, abi())...)
+	fd, flags, err := handledRights(g).NewRulesetFD(rules(g, abi())...)
 	if err != nil {
 		return fmt.Errorf("building the Landlock ruleset: %w", err)
 	}
