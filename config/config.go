@@ -46,10 +46,11 @@ type Config struct {
 
 	// Path is the file this config was read from ("" for embedded defaults).
 	Path string `toml:"-"`
-	// Lines maps the key paths the file set to their line in it (0 for
+	// lines maps the key paths the file set to their line in it (0 for
 	// a setting given on the command line): for line-accurate messages,
-	// and for what a managed layer lets take effect.
-	Lines map[string]int `toml:"-" json:"-"`
+	// and for what a managed layer lets take effect. Unexported, so that
+	// the exported fields are the file's settings and nothing else.
+	lines map[string]int
 }
 
 // Clone copies what policy.Overlay changes, so the user's Config stays as read.
@@ -63,7 +64,7 @@ func (c *Config) Clone() *Config {
 		f := *c.Audit.Forward
 		out.Audit.Forward = &f
 	}
-	out.Lines = maps.Clone(c.Lines)
+	out.lines = maps.Clone(c.lines)
 	return &out
 }
 
@@ -71,7 +72,7 @@ func (c *Config) Clone() *Config {
 // first line where it did (0 for a setting given on the command line).
 func (c *Config) Wrote(key string) (int, bool) {
 	line, found := 0, false
-	for k, at := range c.Lines {
+	for k, at := range c.lines {
 		if k == key || under(k, key) {
 			if !found || at < line {
 				line, found = at, true
@@ -83,9 +84,9 @@ func (c *Config) Wrote(key string) (int, bool) {
 
 // KeysInOrder are the keys the file set, in file order.
 func (c *Config) KeysInOrder() []string {
-	keys := slices.Collect(maps.Keys(c.Lines))
+	keys := slices.Collect(maps.Keys(c.lines))
 	slices.SortFunc(keys, func(a, b string) int {
-		if d := c.Lines[a] - c.Lines[b]; d != 0 {
+		if d := c.lines[a] - c.lines[b]; d != 0 {
 			return d
 		}
 		return strings.Compare(a, b)
@@ -97,10 +98,7 @@ func (c *Config) KeysInOrder() []string {
 // (--agent, --state-dir): for a managed layer, a flag is the user's
 // setting as much as the file's.
 func (c *Config) SetOnCommandLine(key string) {
-	if c.Lines == nil {
-		c.Lines = map[string]int{}
-	}
-	c.Lines[key] = 0
+	c.SetLine(key, 0)
 }
 
 // InheritsShipped reports whether the shipped rules are in force under cfg.
@@ -126,7 +124,7 @@ func (c *Config) InheritOff() (where Error, ok bool) {
 	if c.Managed != nil {
 		f, msg = c.Managed, "inherit = false in the managed policy: the rules aqlguard ships ("+ShippedName+") are not in force"
 	}
-	return Error{File: f.Path, Key: "safety.inherit", Line: f.Lines["safety.inherit"], Msg: msg}, true
+	return Error{File: f.Path, Key: "safety.inherit", Line: f.lines["safety.inherit"], Msg: msg}, true
 }
 
 // under reports whether key is a key inside table ("verify.channel"
@@ -137,3 +135,34 @@ func under(key, table string) bool {
 
 // ShippedName names the shipped rules' file in origins and messages.
 const ShippedName = "default.toml"
+
+// Line is the line where the file set key (0 for a setting given on the
+// command line); ok is false when nothing set it.
+func (c *Config) Line(key string) (line int, ok bool) {
+	line, ok = c.lines[key]
+	return line, ok
+}
+
+// Lines are the keys the file set and their lines, a copy.
+func (c *Config) Lines() map[string]int { return maps.Clone(c.lines) }
+
+// SetLine records that the file set key at line (the parser's record).
+func (c *Config) SetLine(key string, line int) {
+	if c.lines == nil {
+		c.lines = map[string]int{}
+	}
+	c.lines[key] = line
+}
+
+// Forget drops key, and every key under it, from what the file set.
+func (c *Config) Forget(key string) {
+	for k := range c.lines {
+		if k == key || under(k, key) {
+			delete(c.lines, k)
+		}
+	}
+}
+
+// ClearLines forgets where every key was set, as for a Config built in
+// code.
+func (c *Config) ClearLines() { c.lines = nil }

@@ -350,7 +350,7 @@ func layerOf(cfg *Config, principal string, v *validator) layerInput {
 	v.safety(&s) // defaults and value checks for hand-built configs
 	in := layerInput{
 		settings: settings{loop: s.Loop, steps: s.MaxAutonomousSteps, tol: s.RiskTolerance, code: s.InterpreterCode},
-		file:     cfg.Path, lines: cfg.Lines,
+		file:     cfg.Path, lines: cfg.Lines(),
 		sensitive: s.SensitivePaths, own: []string{cfg.Path, cfg.StateDir},
 		flows: cfg.Flows,
 	}

@@ -119,7 +119,7 @@ func index(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" 
 func (l *linter) warn(key, format string, args ...any) {
 	e := Error{File: l.cfg.Path, Key: key, Msg: "warning: " + fmt.Sprintf(format, args...)}
 	for k := key; k != ""; k = parentKey(k) {
-		if n, ok := l.cfg.Lines[k]; ok {
+		if n, ok := l.cfg.Line(k); ok {
 			e.Line = n
 			break
 		}

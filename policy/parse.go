@@ -49,11 +49,7 @@ func Default() *Config {
 		}
 		s.Field(i).SetZero()
 		key := "safety." + tomlName(s.Type().Field(i))
-		for k := range cfg.Lines {
-			if k == key || under(k, key) {
-				delete(cfg.Lines, k)
-			}
-		}
+		cfg.Forget(key)
 	}
 	return cfg
 }
@@ -106,9 +102,8 @@ func parse(data []byte, name string, managed bool) (cfg *Config, err error) {
 		return nil, Errors{{File: name, Msg: "configuration could not be decoded"}}
 	}
 	c.Path = name
-	c.Lines = make(map[string]int, len(w.first))
 	for k, pos := range w.first {
-		c.Lines[k] = pos.line
+		c.SetLine(k, pos.line)
 	}
 	return c, nil
 }

@@ -368,7 +368,9 @@ func TestExampleConfigIsNeutral(t *testing.T) {
 		t.Fatalf("config.example.toml: %v", err)
 	}
 	def := Default()
-	cfg.Path, cfg.Lines, def.Lines = "", nil, nil
+	cfg.Path = ""
+	cfg.ClearLines()
+	def.ClearLines()
 	if i := cfg.Safety.Inherit; i != nil && *i {
 		cfg.Safety.Inherit = nil // inherit = true is the default, written out
 	}

@@ -34,7 +34,11 @@ func inForce(p *Policy, layer Layer) []string {
 // each once, in list order.
 func shippedEntries(t *testing.T) []string {
 	t.Helper()
-	p, err := Compile(&Config{Path: ShippedName, Safety: shipped().Safety, Lines: shipped().Lines}, "")
+	c := &Config{Path: ShippedName, Safety: shipped().Safety}
+	for k, n := range shipped().Lines() {
+		c.SetLine(k, n)
+	}
+	p, err := Compile(c, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +179,8 @@ func TestShippedSettingsAreTheDefaults(t *testing.T) {
 	empty := mustParse(t, "")
 	def := Default()
 	for _, c := range []*Config{empty, def} {
-		c.Path, c.Lines = "", nil
+		c.Path = ""
+		c.ClearLines()
 		s := &c.Safety
 		s.Deny, s.Refuse, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules, s.ShellArguments, s.SecretArguments =
 			nil, nil, nil, nil, nil, nil, nil, nil
