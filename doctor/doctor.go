@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
@@ -46,7 +47,7 @@ type Check struct {
 type Input struct {
 	Self      string // this binary's absolute path ("" if unknown)
 	SelfErr   error
-	Config    *policy.Config
+	Config    *config.Config
 	ConfigErr error
 	StateDir  string
 	// OpenState opens the configured PostgreSQL state ([state] backend =
@@ -117,8 +118,8 @@ type origin struct {
 // wrappedServers are the servers the guarded client entries run, with
 // a label for each ("filesystem (claude-code)") and where each is from,
 // by its server name.
-func wrappedServers(in Input) ([]policy.Server, map[string]string, map[string]origin, []Check) {
-	var out []policy.Server
+func wrappedServers(in Input) ([]config.Server, map[string]string, map[string]origin, []Check) {
+	var out []config.Server
 	var remote []Check
 	labels := map[string]string{}
 	origins := map[string]origin{}
@@ -413,7 +414,7 @@ func displayFix() string {
 // servers starts the configured and wrapped servers: a check each, and
 // what each offers, by where it is from.
 func servers(ctx context.Context, in Input) ([]Check, []startedServer) {
-	var cfgs []policy.Server
+	var cfgs []config.Server
 	wrapped, labels, origins, remote := wrappedServers(in)
 	if in.Config != nil && len(in.Clients) == 0 {
 		cfgs = append(cfgs, in.Config.Servers...)

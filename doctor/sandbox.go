@@ -3,7 +3,7 @@ package doctor
 import (
 	"strings"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/sandbox"
 )
 
@@ -11,7 +11,7 @@ import (
 // and each stdio server's grant: loud (warn) for one that runs
 // unconfined, and for what its entry names that the grant left out or
 // that gives it the whole home.
-func sandboxChecks(servers []policy.Server, labels map[string]string) []Check {
+func sandboxChecks(servers []config.Server, labels map[string]string) []Check {
 	e := sandbox.Support()
 	machine := Check{OK, "sandbox", e.String()}
 	if !e.Confines() {

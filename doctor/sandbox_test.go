@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/sandbox"
 )
 
@@ -12,9 +12,9 @@ import (
 // server's grant, and loudly the server whose sandbox is off and what an
 // entry names that its grant leaves out.
 func TestSandboxChecks(t *testing.T) {
-	servers := []policy.Server{
+	servers := []config.Server{
 		{Name: "fs", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", t.TempDir()}},
-		{Name: "loose", Command: "npx", Args: []string{"-y", "x"}, Sandbox: policy.Sandbox{Mode: "off"}},
+		{Name: "loose", Command: "npx", Args: []string{"-y", "x"}, Sandbox: config.Sandbox{Mode: "off"}},
 		{Name: "odd", Command: "npx", Args: []string{"-y", "x", "/"}},
 		{Name: "remote", URL: "https://example.com/mcp"},
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 )
@@ -28,7 +29,7 @@ roles = ["content"]
 pattern = "*begin * private key*"
 `
 
-func layered(t *testing.T, user string) (*policy.Config, *policy.Policy) {
+func layered(t *testing.T, user string) (*config.Config, *policy.Policy) {
 	t.Helper()
 	m, err := policy.ParseManaged([]byte(managedTOML), "/etc/aqlguard/managed.toml")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 )
 
@@ -15,12 +16,12 @@ import (
 func teamPolicy(t testing.TB, code string) *policy.Policy {
 	t.Helper()
 	cfg := policy.Default()
-	cfg.Agents = map[string]policy.AgentOverride{"team": {
+	cfg.Agents = map[string]config.AgentOverride{"team": {
 		Deny:  []string{"*rm -rf *"},
-		Rules: []policy.ArgRule{{Action: "auto_approve", Operation: "shell.*", Argument: "command", Pattern: "*"}},
+		Rules: []config.ArgRule{{Action: "auto_approve", Operation: "shell.*", Argument: "command", Pattern: "*"}},
 	}}
 	if code != "" {
-		cfg.Agents["team"] = func(o policy.AgentOverride) policy.AgentOverride { o.InterpreterCode = &code; return o }(cfg.Agents["team"])
+		cfg.Agents["team"] = func(o config.AgentOverride) config.AgentOverride { o.InterpreterCode = &code; return o }(cfg.Agents["team"])
 	}
 	p, err := policy.Compile(cfg, "team")
 	if err != nil {

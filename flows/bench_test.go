@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/internal/coldcache"
 	"github.com/aqlguard/aqlguard/policy"
@@ -29,7 +30,7 @@ func benchResult(b *testing.B, n int) json.RawMessage {
 }
 
 func benchObserve(b *testing.B, n int) {
-	pol, err := policy.Compile(&policy.Config{}, "")
+	pol, err := policy.Compile(&config.Config{}, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func BenchmarkObserve1MB(b *testing.B) { benchObserve(b, 1<<20) }
 // BenchmarkFlow is what the evaluator's input costs a call of a session
 // that read a secret and a page.
 func BenchmarkFlow(b *testing.B) {
-	pol, _ := policy.Compile(&policy.Config{}, "")
+	pol, _ := policy.Compile(&config.Config{}, "")
 	var s Session
 	s.Observe(Read{Method: results.ToolsCall, Server: "fs", Tool: "read_file", Raw: text(awsLine), At: time.Now()}, pol)
 	args := map[string]any{"url": "https://docs.example/" + strings.Repeat("a", 1000)}
@@ -82,7 +83,7 @@ func netHTTPResult(b *testing.B) json.RawMessage {
 // the caches emptied before each call: what the serving process pays,
 // which a warm loop shows a quarter of (bench/RESULTS.md (ai)).
 func BenchmarkObserve1KiBCold(b *testing.B) {
-	pol, err := policy.Compile(&policy.Config{}, "")
+	pol, err := policy.Compile(&config.Config{}, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func BenchmarkObserve1KiBCold(b *testing.B) {
 
 // BenchmarkObserve1KiBWarm is the same without the eviction.
 func BenchmarkObserve1KiBWarm(b *testing.B) {
-	pol, err := policy.Compile(&policy.Config{}, "")
+	pol, err := policy.Compile(&config.Config{}, "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy/paths"
 )
 
@@ -242,7 +243,7 @@ type CompiledRiskRule struct {
 // the evaluator consults on every call so that nothing in the user's file
 // (a server's categories or argument roles, the servers that decide what
 // a name pattern reads, an auto_approve) can weaken a managed restriction.
-func Compile(cfg *Config, principal string) (*Policy, error) {
+func Compile(cfg *config.Config, principal string) (*Policy, error) {
 	if cfg == nil {
 		return nil, errors.New("policy: nil config")
 	}
@@ -250,10 +251,10 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 		principal = cfg.Agent
 	}
 	if principal == "" {
-		principal = DefaultAgent
+		principal = config.DefaultAgent
 	}
 	v := &validator{file: cfg.Path}
-	if !ValidAgentName(principal) {
+	if !config.ValidAgentName(principal) {
 		v.errf("agent", "%q is not a valid agent name", principal)
 	}
 	user := layerOf(cfg, principal, v)
@@ -292,8 +293,8 @@ func Compile(cfg *Config, principal string) (*Policy, error) {
 
 // managedServers are the managed layer's servers: those of the managed
 // file itself, as Overlay marked them in the effective configuration.
-func managedServers(cfg *Config) []Server {
-	var out []Server
+func managedServers(cfg *config.Config) []config.Server {
+	var out []config.Server
 	for _, s := range cfg.Servers {
 		if s.Managed {
 			out = append(out, s)
@@ -330,12 +331,12 @@ type layerInput struct {
 	// (the config file, the state directory), kept from the agent.
 	sensitive, own []string
 	// flows is the layer's [flows] (the file's, for every principal).
-	flows Flows
+	flows config.Flows
 }
 
 type keyedRule struct {
 	key string
-	r   ArgRule
+	r   config.ArgRule
 }
 
 // origin is where the entry at key comes from.
@@ -345,7 +346,7 @@ func (in *layerInput) origin(key string) Origin {
 
 // layerOf is cfg's [safety] merged with its [agents.<principal>],
 // defaults applied and values checked (v collects the problems).
-func layerOf(cfg *Config, principal string, v *validator) layerInput {
+func layerOf(cfg *config.Config, principal string, v *validator) layerInput {
 	s := cfg.Safety
 	v.safety(&s) // defaults and value checks for hand-built configs
 	in := layerInput{
@@ -354,7 +355,7 @@ func layerOf(cfg *Config, principal string, v *validator) layerInput {
 		sensitive: s.SensitivePaths, own: []string{cfg.Path, cfg.StateDir},
 		flows: cfg.Flows,
 	}
-	add := func(table string, deny, refuse, approve, auto []string, rules []ArgRule, risk []RiskRule, shellArgs, secretArgs []string) {
+	add := func(table string, deny, refuse, approve, auto []string, rules []config.ArgRule, risk []config.RiskRule, shellArgs, secretArgs []string) {
 		in.deny = appendKeyed(in.deny, table+".deny", deny)
 		in.refuse = appendKeyed(in.refuse, table+".refuse", refuse)
 		in.approve = appendKeyed(in.approve, table+".requires_approval", approve)
@@ -402,7 +403,7 @@ func appendKeyed(to []keyed, key string, list []string) []keyed {
 // entry that an earlier entry already says (the same pattern, rule, risk
 // rule or argument in the same list, as the digest sees it) is dropped:
 // the first stands, and InForce records where else it is written.
-func build(principal string, s settings, layers []layerInput, servers []Server) *Policy {
+func build(principal string, s settings, layers []layerInput, servers []config.Server) *Policy {
 	threshold, _ := Threshold(s.tol) // validated
 	p := &Policy{
 		Principal: principal,
@@ -693,7 +694,7 @@ func (p *Policy) digest() string {
 		c.InterpreterCode = p.InterpreterCode
 	}
 	c.SensitivePaths = p.sensitive
-	if f := p.Flows.digestForm(); f != (&FlowPolicy{ScanBytes: DefaultFlowScanBytes}).digestForm() && f != (&FlowPolicy{}).digestForm() {
+	if f := p.Flows.digestForm(); f != (&FlowPolicy{ScanBytes: config.DefaultFlowScanBytes}).digestForm() && f != (&FlowPolicy{}).digestForm() {
 		c.Flows = f // only when set: policies without [flows] keep their version
 	}
 	for _, r := range p.Rules {

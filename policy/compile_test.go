@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 func sources(ps []Pattern) []string {
@@ -15,7 +17,7 @@ func sources(ps []Pattern) []string {
 	return out
 }
 
-func mustParse(t *testing.T, doc string) *Config {
+func mustParse(t *testing.T, doc string) *config.Config {
 	t.Helper()
 	cfg, err := Parse([]byte(doc), "t.toml")
 	if err != nil {
@@ -127,9 +129,9 @@ func TestCompileMerge(t *testing.T) {
 }
 
 func TestCompileAppendDoesNotAlias(t *testing.T) {
-	cfg := &Config{
-		Safety: Safety{Inherit: new(false), Deny: make([]string, 1, 10)},
-		Agents: map[string]AgentOverride{"a": {Deny: []string{"a_*"}}, "b": {Deny: []string{"b_*"}}},
+	cfg := &config.Config{
+		Safety: config.Safety{Inherit: new(false), Deny: make([]string, 1, 10)},
+		Agents: map[string]config.AgentOverride{"a": {Deny: []string{"a_*"}}, "b": {Deny: []string{"b_*"}}},
 	}
 	cfg.Safety.Deny[0] = "x_*"
 	pa, err := Compile(cfg, "a")
@@ -167,7 +169,7 @@ func TestCompileVersion(t *testing.T) {
 }
 
 func TestCompileHandBuiltConfig(t *testing.T) {
-	p, err := Compile(&Config{}, "")
+	p, err := Compile(&config.Config{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,11 +177,11 @@ func TestCompileHandBuiltConfig(t *testing.T) {
 		t.Errorf("zero config policy = %+v", p)
 	}
 
-	_, err = Compile(&Config{
-		Safety: Safety{Loop: "loud", Deny: []string{"{"}, Rules: []ArgRule{{Action: "deny", Pattern: "x"}}},
-		Agents: map[string]AgentOverride{"x": {RiskRules: []RiskRule{{Pattern: "p", Score: 200}}}},
+	_, err = Compile(&config.Config{
+		Safety: config.Safety{Loop: "loud", Deny: []string{"{"}, Rules: []config.ArgRule{{Action: "deny", Pattern: "x"}}},
+		Agents: map[string]config.AgentOverride{"x": {RiskRules: []config.RiskRule{{Pattern: "p", Score: 200}}}},
 	}, "x")
-	var errs Errors
+	var errs config.Errors
 	if !errors.As(err, &errs) {
 		t.Fatalf("err = %v", err)
 	}
@@ -195,7 +197,7 @@ func TestCompileHandBuiltConfig(t *testing.T) {
 		t.Errorf("error keys = %v, want %v", keys, want)
 	}
 
-	if _, err := Compile(&Config{}, "not a name"); err == nil {
+	if _, err := Compile(&config.Config{}, "not a name"); err == nil {
 		t.Error("invalid principal accepted")
 	}
 	if _, err := Compile(nil, "x"); err == nil {
@@ -289,7 +291,7 @@ func TestServerRootPaths(t *testing.T) {
 	if got, want := cfg.Servers[0].RootPaths(), []string{"/home/alice/projects", "/srv/data"}; !slices.Equal(got, want) {
 		t.Errorf("RootPaths() = %q, want %q", got, want)
 	}
-	if got := (Server{}).RootPaths(); got != nil {
+	if got := (config.Server{}).RootPaths(); got != nil {
 		t.Errorf("RootPaths() of a server without roots = %q", got)
 	}
 }

@@ -6,7 +6,7 @@
 // # Loading
 //
 // [Load] and [Parse] decode a file, check it, and fill in defaults. They
-// report every problem they can find, not just the first, as an [Errors]
+// report every problem they can find, not just the first, as a [config.Errors]
 // value whose entries carry the file, line, column and key path
 // (servers[1].url, safety.deny[2], agents."ci.bot".loop) of each problem:
 // TOML syntax errors (after which nothing else can be checked), unknown keys

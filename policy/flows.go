@@ -3,6 +3,8 @@ package policy
 import (
 	"strconv"
 	"strings"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // FlowPolicy is [flows] compiled: the shipped layer's lists, then the
@@ -48,19 +50,19 @@ func (f *FlowPolicy) FlowRoleOf(n CallNames) FlowRole {
 // Budget is the bytes of one result the scanners read.
 func (f *FlowPolicy) Budget() int {
 	if f == nil || f.ScanBytes <= 0 { // a Policy not built by Compile
-		return DefaultFlowScanBytes
+		return config.DefaultFlowScanBytes
 	}
 	return f.ScanBytes
 }
 
-func (v *validator) flows(f *Flows) {
-	v.enum("flows.secrets", &f.Secrets, []string{FlowSecretsMark, FlowSecretsRedact}, FlowSecretsMark)
-	v.enum("flows.injected", &f.Injected, []string{FlowInjectedFlag, FlowInjectedQuarantine}, FlowInjectedFlag)
+func (v *validator) flows(f *config.Flows) {
+	v.enum("flows.secrets", &f.Secrets, []string{config.FlowSecretsMark, config.FlowSecretsRedact}, config.FlowSecretsMark)
+	v.enum("flows.injected", &f.Injected, []string{config.FlowInjectedFlag, config.FlowInjectedQuarantine}, config.FlowInjectedFlag)
 	switch {
 	case f.ScanBytes == 0 && !v.present("flows.scan_bytes"):
-		f.ScanBytes = DefaultFlowScanBytes
-	case f.ScanBytes < 1024 || f.ScanBytes > MaxFlowScanBytes:
-		v.errf("flows.scan_bytes", "%d is out of range: use 1024 to %d; default %d", f.ScanBytes, MaxFlowScanBytes, DefaultFlowScanBytes)
+		f.ScanBytes = config.DefaultFlowScanBytes
+	case f.ScanBytes < 1024 || f.ScanBytes > config.MaxFlowScanBytes:
+		v.errf("flows.scan_bytes", "%d is out of range: use 1024 to %d; default %d", f.ScanBytes, config.MaxFlowScanBytes, config.DefaultFlowScanBytes)
 	}
 	for key, list := range map[string][]string{"flows.private": f.Private, "flows.untrusted": f.Untrusted, "flows.exits": f.Exits} {
 		for i, src := range list {
@@ -102,8 +104,8 @@ func compileFlows(layers []layerInput) *FlowPolicy {
 		f.Private = add(f.Private, "private", fl.Private, in)
 		f.Untrusted = add(f.Untrusted, "untrusted", fl.Untrusted, in)
 		f.Exits = add(f.Exits, "exits", fl.Exits, in)
-		f.Redact = f.Redact || fl.Secrets == FlowSecretsRedact
-		f.Quarantine = f.Quarantine || fl.Injected == FlowInjectedQuarantine
+		f.Redact = f.Redact || fl.Secrets == config.FlowSecretsRedact
+		f.Quarantine = f.Quarantine || fl.Injected == config.FlowInjectedQuarantine
 		if in.layer != LayerShipped {
 			f.ScanBytes = max(f.ScanBytes, fl.ScanBytes) // reading more is the stricter: a user's file cannot read less than the managed layer's
 		}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // TestForwardSyslog: the syslog addresses [audit.forward] takes (RELP,
@@ -19,9 +21,9 @@ func TestForwardSyslog(t *testing.T) {
 		err       string // "" loads
 		after     time.Duration
 	}{
-		{"relp", doc("relp://siem.example.com:2514"), "", DefaultAssumeDeliveredAfter},
-		{"relp over tls", doc("relp+tls://siem.example.com:2514"), "", DefaultAssumeDeliveredAfter},
-		{"plain tcp", doc("tcp://siem.example.com:514"), "", DefaultAssumeDeliveredAfter},
+		{"relp", doc("relp://siem.example.com:2514"), "", config.DefaultAssumeDeliveredAfter},
+		{"relp over tls", doc("relp+tls://siem.example.com:2514"), "", config.DefaultAssumeDeliveredAfter},
+		{"plain tcp", doc("tcp://siem.example.com:514"), "", config.DefaultAssumeDeliveredAfter},
 		{"tls with its own wait", doc("tls://siem.example.com:6514", `assume_delivered_after = "45s"`), "", 45 * time.Second},
 		{"udp is no transport of ours", doc("udp://siem.example.com:514"), `"udp://siem.example.com:514" is not "relp://HOST:PORT"`, 0},
 		{"relp without a port", doc("relp://siem.example.com"), "is not", 0},

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/internal/fixture/exampleconfig"
 
 	"errors"
@@ -57,7 +58,7 @@ func FuzzParse(f *testing.F) {
 		if cfg != nil {
 			t.Fatal("config returned with an error")
 		}
-		var errs Errors
+		var errs config.Errors
 		if !errors.As(err, &errs) || len(errs) == 0 {
 			t.Fatalf("error is not a non-empty Errors: %#v", err)
 		}

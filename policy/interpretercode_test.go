@@ -1,6 +1,10 @@
 package policy
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/aqlguard/aqlguard/config"
+)
 
 // interpreter_code is read, checked with lines and merged like the other
 // scalars of [safety].
@@ -35,7 +39,7 @@ func TestInterpreterCodeKey(t *testing.T) {
 		}
 	}
 	// A hand-built config gets the default.
-	p, err := Compile(&Config{}, "")
+	p, err := Compile(&config.Config{}, "")
 	if err != nil || p.InterpreterCode != CodeAsk {
 		t.Errorf("Compile(&Config{}) = %v, %v", p.InterpreterCode, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // Tool is what Lint knows of a downstream tool: its names and the
@@ -25,7 +27,7 @@ type Tool struct {
 // auto_approve entries that shadow the file's risk rules, when the tools
 // are known.
 // Findings are warnings: the policy still works, just not as written.
-func Lint(cfg *Config, principal string, tools []Tool) []Error {
+func Lint(cfg *config.Config, principal string, tools []Tool) []config.Error {
 	l := linter{cfg: cfg, tools: tools, servers: serverNames(cfg)}
 	l.serverNames()
 	s := cfg.Safety
@@ -60,13 +62,13 @@ func Lint(cfg *Config, principal string, tools []Tool) []Error {
 		}
 		for i, a := range shipped().Safety.AutoApprove {
 			if pat, err := l.compile(a); err == nil && !own[pat.norm] {
-				autos = append(autos, keyed{ShippedName + " " + index("safety.auto_approve", i), a})
+				autos = append(autos, keyed{config.ShippedName + " " + index("safety.auto_approve", i), a})
 			}
 		}
 	}
 	l.shadows(autos, risks)
 	l.waits()
-	slices.SortStableFunc(l.out, func(a, b Error) int { return a.Line - b.Line })
+	slices.SortStableFunc(l.out, func(a, b config.Error) int { return a.Line - b.Line })
 	return l.out
 }
 
@@ -87,7 +89,7 @@ func (l *linter) waits() {
 		if w.d >= ClientTimeout {
 			l.warn(w.key, "%s is not below the %s most MCP clients wait for a call (the TypeScript SDK's default): "+
 				"the client gives up first and sees an error instead of aqlguard's answer that the call waits for a human; "+
-				"keep it below your client's timeout (default %s)", w.d, ClientTimeout, DefaultVerifyTimeout)
+				"keep it below your client's timeout (default %s)", w.d, ClientTimeout, config.DefaultVerifyTimeout)
 		}
 	}
 }
@@ -96,14 +98,14 @@ type keyed struct{ key, src string }
 
 type keyedRisk struct {
 	key string
-	r   RiskRule
+	r   config.RiskRule
 }
 
 type linter struct {
-	cfg     *Config
+	cfg     *config.Config
 	tools   []Tool
 	servers map[string]bool
-	out     []Error
+	out     []config.Error
 }
 
 // compile compiles a pattern as Compile does: read for the configured
@@ -117,7 +119,7 @@ func (l *linter) compile(src string) (Pattern, error) {
 func index(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
 
 func (l *linter) warn(key, format string, args ...any) {
-	e := Error{File: l.cfg.Path, Key: key, Msg: "warning: " + fmt.Sprintf(format, args...)}
+	e := config.Error{File: l.cfg.Path, Key: key, Msg: "warning: " + fmt.Sprintf(format, args...)}
 	for k := key; k != ""; k = parentKey(k) {
 		if n, ok := l.cfg.Line(k); ok {
 			e.Line = n
@@ -127,7 +129,7 @@ func (l *linter) warn(key, format string, args ...any) {
 	l.out = append(l.out, e)
 }
 
-func (l *linter) lists(key string, deny, refuse, approve, auto []string, rules []ArgRule, risk []RiskRule) {
+func (l *linter) lists(key string, deny, refuse, approve, auto []string, rules []config.ArgRule, risk []config.RiskRule) {
 	for name, list := range map[string][]string{"deny": deny, "refuse": refuse, "requires_approval": approve} {
 		for i, src := range list {
 			l.namePattern(index(key+"."+name, i), src)
@@ -182,7 +184,7 @@ func (l *linter) lists(key string, deny, refuse, approve, auto []string, rules [
 // seesContent warns about a restrictive rule whose pattern sees what a
 // tool writes (content): a file or a message that only mentions the
 // words is stopped as if it ran them.
-func (l *linter) seesContent(key string, r ArgRule) {
+func (l *linter) seesContent(key string, r config.ArgRule) {
 	if Action(r.Action) == ActionAutoApprove {
 		return
 	}
@@ -329,7 +331,7 @@ func (l *linter) shadows(autos []keyed, risks []keyedRisk) {
 				continue
 			}
 			if l.tools == nil {
-				if rk.r.Argument != "" && !strings.HasPrefix(a.key, ShippedName+" ") {
+				if rk.r.Argument != "" && !strings.HasPrefix(a.key, config.ShippedName+" ") {
 					l.warn(rk.key, "auto_approve %q (%s) decides first for the tools it matches, so this risk rule never raises their risk", a.src, a.key)
 				}
 				continue

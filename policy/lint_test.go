@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 func TestLint(t *testing.T) {
@@ -90,11 +92,11 @@ func serverTables(names ...string) string {
 }
 
 func TestDefaultAndExampleLintClean(t *testing.T) {
-	shippedFile, err := Parse(defaultTOML, ShippedName)
+	shippedFile, err := Parse(defaultTOML, config.ShippedName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []*Config{shippedFile, Default(), mustLoad(t, "../config.example.toml"), exampleWithExamples(t)} {
+	for _, cfg := range []*config.Config{shippedFile, Default(), mustLoad(t, "../config.example.toml"), exampleWithExamples(t)} {
 		for _, p := range []string{cfg.Agent, "ci-bot"} {
 			if w := Lint(cfg, p, nil); len(w) > 0 {
 				t.Errorf("%s (%s): %v", cfg.Path, p, w)
@@ -103,7 +105,7 @@ func TestDefaultAndExampleLintClean(t *testing.T) {
 	}
 }
 
-func mustLoad(t *testing.T, path string) *Config {
+func mustLoad(t *testing.T, path string) *config.Config {
 	t.Helper()
 	cfg, err := Load(path)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // A managed policy is a second configuration file, in the same format,
@@ -111,8 +113,8 @@ var mergeRules = []struct {
 	{"flows.private", addedUp, nil},
 	{"flows.untrusted", addedUp, nil},
 	{"flows.exits", addedUp, nil},
-	{"flows.secrets", ranked, map[string]int{FlowSecretsMark: 0, FlowSecretsRedact: 1}},
-	{"flows.injected", ranked, map[string]int{FlowInjectedFlag: 0, FlowInjectedQuarantine: 1}},
+	{"flows.secrets", ranked, map[string]int{config.FlowSecretsMark: 0, config.FlowSecretsRedact: 1}},
+	{"flows.injected", ranked, map[string]int{config.FlowInjectedFlag: 0, config.FlowInjectedQuarantine: 1}},
 	{"flows.scan_bytes", higherIsStricter, nil},
 }
 
@@ -132,7 +134,7 @@ var safetySettings = []struct {
 // configuration in force (its Managed set, for Compile) and what the
 // user's file tried that the managed layer does not let take effect,
 // each with its line. Neither argument is changed.
-func Overlay(managed, user *Config) (*Config, Errors) {
+func Overlay(managed, user *config.Config) (*config.Config, config.Errors) {
 	eff := user.Clone()
 	eff.Managed = managed
 	l := layering{managed: managed, user: user, eff: eff}
@@ -140,18 +142,18 @@ func Overlay(managed, user *Config) (*Config, Errors) {
 	l.settings()
 	l.safety()
 	l.servers()
-	slices.SortStableFunc(l.out, func(a, b Error) int { return a.Line - b.Line })
+	slices.SortStableFunc(l.out, func(a, b config.Error) int { return a.Line - b.Line })
 	eff.NotInEffect = l.out
 	return eff, l.out
 }
 
 type layering struct {
-	managed, user, eff *Config
-	out                Errors
+	managed, user, eff *config.Config
+	out                config.Errors
 }
 
 func (l *layering) report(key, format string, args ...any) {
-	e := Error{File: l.user.Path, Key: key, Msg: fmt.Sprintf(format, args...)}
+	e := config.Error{File: l.user.Path, Key: key, Msg: fmt.Sprintf(format, args...)}
 	if line, ok := l.user.Wrote(key); ok {
 		e.Line = line
 	}
@@ -295,7 +297,7 @@ func stricter(rule mergeRule, rank map[string]int, a, b reflect.Value) int {
 }
 
 func number(v reflect.Value) int64 {
-	if d, ok := v.Interface().(Duration); ok {
+	if d, ok := v.Interface().(config.Duration); ok {
 		return int64(d.Duration)
 	}
 	return v.Int()
@@ -315,19 +317,19 @@ func show(v reflect.Value) string {
 	switch x := v.Interface().(type) {
 	case string:
 		return strconv.Quote(x)
-	case Duration:
+	case config.Duration:
 		return x.Duration.String()
-	case *Forward:
+	case *config.Forward:
 		if x == nil {
 			return "no forwarding"
 		}
 		return "forwarding to " + x.To
-	case *ServeOAuth:
+	case *config.ServeOAuth:
 		if x == nil {
 			return "no OAuth"
 		}
 		return "OAuth tokens of " + strconv.Quote(x.Issuer)
-	case []ServeClient:
+	case []config.ServeClient:
 		return strconv.Itoa(len(x)) + " serve clients"
 	case []string:
 		return strconv.Quote(strings.Join(x, " "))
@@ -384,7 +386,7 @@ func (l *layering) safety() {
 	if !us.Inherits() && l.managed.Safety.Inherits() {
 		// The managed layer may count on the shipped rules beneath it.
 		l.report("safety.inherit", "false would take away the rules aqlguard ships (%s), which %s keeps in force; not in effect",
-			ShippedName, l.managedName())
+			config.ShippedName, l.managedName())
 		l.eff.Safety.Inherit = nil
 	}
 	for i := range us.SecretArguments {
@@ -432,7 +434,7 @@ func quoteString(v any) string {
 // effect.
 func (l *layering) servers() {
 	managed := map[string]bool{}
-	out := make([]Server, 0, len(l.managed.Servers)+len(l.eff.Servers))
+	out := make([]config.Server, 0, len(l.managed.Servers)+len(l.eff.Servers))
 	for _, s := range l.managed.Servers {
 		s.Managed = true
 		managed[s.Name] = true
@@ -451,7 +453,7 @@ func (l *layering) servers() {
 
 // field is the settable value at a key path of struct fields
 // ("verify.channel") in c.
-func field(c *Config, key string) (reflect.Value, bool) {
+func field(c *config.Config, key string) (reflect.Value, bool) {
 	v := reflect.ValueOf(c).Elem()
 	for _, part := range strings.Split(key, ".") {
 		for v.Kind() == reflect.Pointer {

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
-func mustManaged(t *testing.T, src string) *Config {
+func mustManaged(t *testing.T, src string) *config.Config {
 	t.Helper()
 	c, err := parse([]byte(src), "/etc/aqlguard/managed.toml", true)
 	if err != nil {
@@ -19,7 +21,7 @@ func mustManaged(t *testing.T, src string) *Config {
 	return c
 }
 
-func mustUser(t *testing.T, src string) *Config {
+func mustUser(t *testing.T, src string) *config.Config {
 	t.Helper()
 	c, err := Parse([]byte(src), "config.toml")
 	if err != nil {
@@ -48,9 +50,9 @@ command = "/usr/bin/mcp-git"
 `)
 	tests := []struct {
 		user, key string
-		check     func(*Config) bool
+		check     func(*config.Config) bool
 	}{
-		{"agent = \"me\"", "agent", func(c *Config) bool { return c.Agent == "team" }},
+		{"agent = \"me\"", "agent", func(c *config.Config) bool { return c.Agent == "team" }},
 		{"[safety]\nloop = \"disabled\"", "safety.loop", nil},
 		{"[safety]\nmax_autonomous_steps = 1000", "safety.max_autonomous_steps", nil},
 		{"[safety]\nrisk_tolerance = \"aggressive\"", "safety.risk_tolerance", nil},
@@ -58,23 +60,23 @@ command = "/usr/bin/mcp-git"
 		{"[agents.team]\nloop = \"monitoring\"", "agents.team.loop", nil},
 		{"[agents.other]\ninterpreter_code = \"allow\"", "agents.other.interpreter_code", nil},
 		{"[safety]\nsecret_arguments = [\"command\"]", "safety.secret_arguments[0]",
-			func(c *Config) bool { return len(c.Safety.SecretArguments) == 0 }},
+			func(c *config.Config) bool { return len(c.Safety.SecretArguments) == 0 }},
 		{"[agents.team]\nsecret_arguments = [\"command\"]", "agents.team.secret_arguments[0]",
-			func(c *Config) bool { return len(c.Agents["team"].SecretArguments) == 0 }},
+			func(c *config.Config) bool { return len(c.Agents["team"].SecretArguments) == 0 }},
 		{"[verify]\nchannel = \"command\"\ncommand = [\"/home/me/yes.sh\"]", "verify.channel",
-			func(c *Config) bool { return c.Verify.Channel == "dialog" && len(c.Verify.Command) == 0 }},
+			func(c *config.Config) bool { return c.Verify.Channel == "dialog" && len(c.Verify.Command) == 0 }},
 		{"[verify]\nsession_approval_ttl = \"8h\"", "verify.session_approval_ttl",
-			func(c *Config) bool { return c.Verify.SessionApprovalTTL.Duration == time.Hour }},
+			func(c *config.Config) bool { return c.Verify.SessionApprovalTTL.Duration == time.Hour }},
 		{"[verify]\nconfirmation_ttl = \"15m\"", "verify.confirmation_ttl",
-			func(c *Config) bool { return c.Verify.ConfirmationTTL.Duration == DefaultConfirmationTTL }},
-		{"[audit]\nsync = \"grouped\"", "audit.sync", func(c *Config) bool { return c.Audit.Sync == "always" }},
+			func(c *config.Config) bool { return c.Verify.ConfirmationTTL.Duration == config.DefaultConfirmationTTL }},
+		{"[audit]\nsync = \"grouped\"", "audit.sync", func(c *config.Config) bool { return c.Audit.Sync == "always" }},
 		{"[audit]\nmax_argument_bytes = 1024", "audit.max_argument_bytes",
-			func(c *Config) bool { return c.Audit.MaxArgumentBytes == DefaultMaxArgumentBytes }},
+			func(c *config.Config) bool { return c.Audit.MaxArgumentBytes == config.DefaultMaxArgumentBytes }},
 		{"[audit.forward]\nto = \"file\"\npath = \"/dev/null\"", "audit.forward",
-			func(c *Config) bool { return c.Audit.Forward.To == "syslog" }},
-		{"[serve]\nauth = \"none\"", "serve.auth", func(c *Config) bool { return c.Serve.Auth == "token" }},
+			func(c *config.Config) bool { return c.Audit.Forward.To == "syslog" }},
+		{"[serve]\nauth = \"none\"", "serve.auth", func(c *config.Config) bool { return c.Serve.Auth == "token" }},
 		{"[[servers]]\nname = \"git\"\ncommand = \"/home/me/fake-git\"", "servers[0].name",
-			func(c *Config) bool {
+			func(c *config.Config) bool {
 				return len(c.Servers) == 1 && c.Servers[0].Command == "/usr/bin/mcp-git" && c.Servers[0].Managed
 			}},
 	}
@@ -104,7 +106,7 @@ command = "/usr/bin/mcp-git"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Loop != LoopEnforcing || p.MaxSteps != DefaultMaxAutonomousSteps || p.Tolerance != "moderate" || p.InterpreterCode != CodeAsk {
+		if p.Loop != LoopEnforcing || p.MaxSteps != config.DefaultMaxAutonomousSteps || p.Tolerance != "moderate" || p.InterpreterCode != CodeAsk {
 			t.Errorf("%q: settings in force %s %d %s %s", tc.user, p.Loop, p.MaxSteps, p.Tolerance, p.InterpreterCode)
 		}
 	}
@@ -196,7 +198,7 @@ categories = { write_file = "READ" }
 		}
 	}
 	if len(eff.Safety.AutoApprove)+len(eff.Safety.Rules)+len(eff.Agents["default"].AutoApprove) > 0 ||
-		eff.Servers[0].Categories != nil || eff.Verify.Timeout.Duration != DefaultVerifyTimeout {
+		eff.Servers[0].Categories != nil || eff.Verify.Timeout.Duration != config.DefaultVerifyTimeout {
 		t.Fatalf("locked keys in effect: %+v", eff.Safety)
 	}
 	if user.Servers[0].Categories == nil {
@@ -246,7 +248,7 @@ func TestMergeRulesCoverEveryKey(t *testing.T) {
 			if covered[key] {
 				continue
 			}
-			if ft := deref(f.Type); ft.Kind() == reflect.Struct && isTable(ft) && ft != reflect.TypeFor[Duration]() {
+			if ft := deref(f.Type); ft.Kind() == reflect.Struct && isTable(ft) && ft != reflect.TypeFor[config.Duration]() {
 				walk(key, ft)
 				continue
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // maxManagedBytes bounds the managed file; a policy is a few KiB.
@@ -15,7 +17,7 @@ const maxManagedBytes = 4 << 20
 // user running aqlguard nor anyone but its owner can write it, nor any
 // directory above it (checkManaged): a managed policy the user can edit
 // manages nothing. A missing file wraps fs.ErrNotExist.
-func LoadManaged(path string) (*Config, error) {
+func LoadManaged(path string) (*config.Config, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("the managed policy %q: the path must be absolute", path)
 	}
@@ -58,4 +60,4 @@ func (e *ManagedFileError) Unwrap() error { return ErrManagedWritable }
 // ParseManaged parses a managed policy file's contents (LoadManaged
 // without the file's checks): for tests and for tools that check a
 // managed file before it is installed.
-func ParseManaged(data []byte, name string) (*Config, error) { return parse(data, name, true) }
+func ParseManaged(data []byte, name string) (*config.Config, error) { return parse(data, name, true) }

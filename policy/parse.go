@@ -11,6 +11,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 //go:embed default.toml
@@ -19,7 +21,7 @@ var defaultTOML []byte
 // Load reads and parses the configuration file at path. A missing file is
 // reported with an error that wraps fs.ErrNotExist, so callers can fall back
 // to Default; every other problem is an Errors value.
-func Load(path string) (*Config, error) {
+func Load(path string) (*config.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -33,8 +35,8 @@ func Load(path string) (*Config, error) {
 // shipped rules (default.toml's lists) are beneath every configuration
 // already: Compile puts them there (shipped.go), and this one holds none
 // of its own. Each call returns a fresh Config the caller may modify.
-func Default() *Config {
-	cfg, err := Parse(defaultTOML, ShippedName)
+func Default() *config.Config {
+	cfg, err := Parse(defaultTOML, config.ShippedName)
 	if err != nil {
 		// The embedded file is a build input checked by TestDefault; reaching
 		// this means the binary was built from a broken tree, and running
@@ -59,18 +61,18 @@ func Default() *Config {
 // applied (see config.example.toml). On failure the error is an Errors value
 // listing every problem that could be found, each with its line, and the
 // Config is nil.
-func Parse(data []byte, name string) (cfg *Config, err error) {
+func Parse(data []byte, name string) (cfg *config.Config, err error) {
 	return parse(data, name, false)
 }
 
 // parse is Parse; managed says the file is the managed policy layer,
 // whose format is the same with one more key, locked.
-func parse(data []byte, name string, managed bool) (cfg *Config, err error) {
+func parse(data []byte, name string, managed bool) (cfg *config.Config, err error) {
 	defer func() {
 		// A panic in the TOML library must not take the proxy down in the
 		// middle of a reload; report it as a problem with the file.
 		if r := recover(); r != nil {
-			cfg, err = nil, Errors{{File: name, Msg: fmt.Sprintf("internal error while reading configuration: %v", r)}}
+			cfg, err = nil, config.Errors{{File: name, Msg: fmt.Sprintf("internal error while reading configuration: %v", r)}}
 		}
 	}()
 
@@ -99,7 +101,7 @@ func parse(data []byte, name string, managed bool) (cfg *Config, err error) {
 		return nil, w.errs.Sorted()
 	}
 	if c == nil { // decode gave up without saying why; never hand back a half config
-		return nil, Errors{{File: name, Msg: "configuration could not be decoded"}}
+		return nil, config.Errors{{File: name, Msg: "configuration could not be decoded"}}
 	}
 	c.Path = name
 	for k, pos := range w.first {
@@ -114,9 +116,9 @@ func parse(data []byte, name string, managed bool) (cfg *Config, err error) {
 // decoding retried, so one bad line does not hide the rest of the file.
 // shifted reports that an [[array]] header had to be dropped, after which
 // array indices in the decoded Config no longer match the file's.
-func (w *schemaWalker) decode(data []byte) (cfg *Config, shifted bool) {
+func (w *schemaWalker) decode(data []byte) (cfg *config.Config, shifted bool) {
 	for range len(w.exprs) + 1 {
-		var c Config
+		var c config.Config
 		err := toml.NewDecoder(bytes.NewReader(w.sanitized(data))).DisallowUnknownFields().Decode(&c)
 		if err == nil {
 			return &c, shifted
@@ -131,7 +133,7 @@ func (w *schemaWalker) decode(data []byte) (cfg *Config, shifted bool) {
 		}
 		var de *toml.DecodeError
 		if !errors.As(err, &de) {
-			w.errs = append(w.errs, Error{File: w.file, Msg: strings.TrimPrefix(err.Error(), "toml: ")})
+			w.errs = append(w.errs, config.Error{File: w.file, Msg: strings.TrimPrefix(err.Error(), "toml: ")})
 			return nil, shifted
 		}
 		line := w.decodeError(de)
@@ -163,7 +165,7 @@ func (w *schemaWalker) decodeError(de *toml.DecodeError) int {
 		// The key is already in Error.Key; say what is wrong with it.
 		msg = "is defined more than once"
 	}
-	w.errs = append(w.errs, Error{File: w.file, Line: line, Column: col, Key: key, Msg: msg})
+	w.errs = append(w.errs, config.Error{File: w.file, Line: line, Column: col, Key: key, Msg: msg})
 	w.bad = append(w.bad, key)
 	return line
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/internal/fixture/exampleconfig"
 
 	"encoding/json"
@@ -21,7 +22,7 @@ type want struct {
 	msg  string
 }
 
-func parseErrors(t *testing.T, doc string) Errors {
+func parseErrors(t *testing.T, doc string) config.Errors {
 	t.Helper()
 	cfg, err := Parse([]byte(doc), "test.toml")
 	if err == nil {
@@ -30,14 +31,14 @@ func parseErrors(t *testing.T, doc string) Errors {
 	if cfg != nil {
 		t.Errorf("Parse returned a config alongside errors")
 	}
-	var errs Errors
+	var errs config.Errors
 	if !errors.As(err, &errs) {
 		t.Fatalf("error is %T, want Errors: %v", err, err)
 	}
 	return errs
 }
 
-func checkErrors(t *testing.T, got Errors, wants []want) {
+func checkErrors(t *testing.T, got config.Errors, wants []want) {
 	t.Helper()
 	if len(got) != len(wants) {
 		t.Errorf("got %d errors, want %d:\n%v", len(got), len(wants), got)
@@ -234,7 +235,7 @@ func TestParseDefaults(t *testing.T) {
 	if cfg.Mode != "semantic" || cfg.Agent != "default" || cfg.StateDir != "" {
 		t.Errorf("top level = %q %q %q", cfg.Mode, cfg.Agent, cfg.StateDir)
 	}
-	wantLimits := Limits{MaxRequestSize: 1 << 20, MaxResponseSize: 10 << 20, MaxStringLength: 1 << 20, MaxArrayElements: 10000, MaxNestingDepth: 32}
+	wantLimits := config.Limits{MaxRequestSize: 1 << 20, MaxResponseSize: 10 << 20, MaxStringLength: 1 << 20, MaxArrayElements: 10000, MaxNestingDepth: 32}
 	if cfg.Limits != wantLimits {
 		t.Errorf("Limits = %+v, want %+v", cfg.Limits, wantLimits)
 	}
@@ -309,7 +310,7 @@ timeout = "90s"
 	if cfg.Mode != "passthrough" || cfg.Agent != "ci.bot-1" || cfg.StateDir != "/var/lib/aqlguard" {
 		t.Errorf("top level = %+v", cfg)
 	}
-	if cfg.Limits != (Limits{MaxRequestSize: 65536, MaxResponseSize: 104857600, MaxStringLength: 10485760, MaxArrayElements: 100, MaxNestingDepth: 64}) {
+	if cfg.Limits != (config.Limits{MaxRequestSize: 65536, MaxResponseSize: 104857600, MaxStringLength: 10485760, MaxArrayElements: 100, MaxNestingDepth: 64}) {
 		t.Errorf("Limits = %+v", cfg.Limits)
 	}
 	if cfg.Safety.Loop != "monitoring" || cfg.Safety.MaxAutonomousSteps != 1 || cfg.Safety.RiskTolerance != "aggressive" {
@@ -344,7 +345,7 @@ func TestExampleConfig(t *testing.T) {
 
 // exampleWithExamples is config.example.toml with its examples turned
 // on (alice's state directory, servers, rules: exampleconfig).
-func exampleWithExamples(t *testing.T) *Config {
+func exampleWithExamples(t *testing.T) *config.Config {
 	t.Helper()
 	data, err := exampleconfig.WithExamples()
 	if err != nil {
@@ -476,7 +477,7 @@ func TestDefault(t *testing.T) {
 		t.Errorf("Default() auto-approves by name: %v", p.AutoApprove)
 	}
 	for _, r := range p.InForce {
-		if r.Origin.Layer != LayerShipped || r.Origin.File != ShippedName || r.Origin.Line == 0 || len(r.Also) > 0 {
+		if r.Origin.Layer != LayerShipped || r.Origin.File != config.ShippedName || r.Origin.Line == 0 || len(r.Also) > 0 {
 			t.Errorf("%s: want the shipped file's line, once", r)
 		}
 	}
@@ -496,7 +497,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(path)
-	var errs Errors
+	var errs config.Errors
 	if !errors.As(err, &errs) || len(errs) != 1 || errs[0].File != path || errs[0].Line != 1 {
 		t.Errorf("Load(bad) = %#v", err)
 	}
@@ -506,7 +507,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestErrorsFormat(t *testing.T) {
-	es := Errors{
+	es := config.Errors{
 		{File: "c.toml", Line: 3, Key: "safety.loop", Msg: "bad"},
 		{File: "c.toml", Line: 1, Msg: "invalid TOML: x"},
 		{File: "c.toml", Key: "agent", Msg: "no line"},
@@ -519,21 +520,21 @@ func TestErrorsFormat(t *testing.T) {
 	if got := es[:1].Error(); got != "c.toml:3: safety.loop: bad" {
 		t.Errorf("single = %q", got)
 	}
-	var one Error
+	var one config.Error
 	if !errors.As(error(es), &one) || one.Key != "safety.loop" {
 		t.Errorf("errors.As(Error) = %+v", one)
 	}
 }
 
 func TestDuration(t *testing.T) {
-	var d Duration
+	var d config.Duration
 	if err := d.UnmarshalText([]byte("1m30s")); err != nil || d.Duration != 90*time.Second {
 		t.Errorf("UnmarshalText = %v, %v", d, err)
 	}
 	if err := d.UnmarshalText([]byte("90")); err == nil {
 		t.Error("bare number accepted")
 	}
-	b, err := Duration{Duration: 90 * time.Second}.MarshalText()
+	b, err := config.Duration{Duration: 90 * time.Second}.MarshalText()
 	if err != nil || string(b) != "1m30s" {
 		t.Errorf("MarshalText = %q, %v", b, err)
 	}

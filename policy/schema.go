@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // The schema walk goes over the TOML syntax tree once, before decoding, and
@@ -42,7 +44,7 @@ type schemaWalker struct {
 	first map[string]position // indexed key path -> first place it appears
 	all   []keyPos            // every key occurrence, for mapping decoder errors by line
 	exprs []expr
-	errs  Errors
+	errs  config.Errors
 	// bad holds the paths that already have a structural error, so semantic
 	// checks do not pile a second, derived complaint onto them.
 	bad      []string
@@ -53,7 +55,7 @@ type schemaWalker struct {
 }
 
 var (
-	configType          = reflect.TypeFor[Config]()
+	configType          = reflect.TypeFor[config.Config]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
@@ -87,7 +89,7 @@ func (w *schemaWalker) run() bool {
 }
 
 func (w *schemaWalker) syntaxError(err error) {
-	e := Error{File: w.file, Msg: "invalid TOML: " + err.Error()}
+	e := config.Error{File: w.file, Msg: "invalid TOML: " + err.Error()}
 	var perr *unstable.ParserError
 	if errors.As(err, &perr) {
 		e.Msg = "invalid TOML: " + perr.Message
@@ -137,7 +139,7 @@ func (w *schemaWalker) record(path string, pos position) {
 }
 
 func (w *schemaWalker) fail(path string, pos position, msg string) {
-	w.errs = append(w.errs, Error{File: w.file, Line: pos.line, Column: pos.col, Key: path, Msg: msg})
+	w.errs = append(w.errs, config.Error{File: w.file, Line: pos.line, Column: pos.col, Key: path, Msg: msg})
 	w.bad = append(w.bad, path)
 }
 
@@ -405,7 +407,7 @@ func isArrayOfTables(t reflect.Type) bool {
 // describe names a Go type the way a config author thinks of it.
 func describe(t reflect.Type) string {
 	t = deref(t)
-	if t == reflect.TypeFor[Duration]() {
+	if t == reflect.TypeFor[config.Duration]() {
 		return `a duration string such as "30s"`
 	}
 	switch t.Kind() {

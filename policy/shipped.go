@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // The rules aqlguard ships (default.toml: its [safety] lists, rules and
@@ -33,8 +35,8 @@ import (
 // shipped is the shipped configuration, parsed once. Nothing may change
 // it: Default hands out fresh copies. A variable so that a test can ship
 // other rules.
-var shipped = sync.OnceValue(func() *Config {
-	cfg, err := Parse(defaultTOML, ShippedName)
+var shipped = sync.OnceValue(func() *config.Config {
+	cfg, err := Parse(defaultTOML, config.ShippedName)
 	if err != nil {
 		// The embedded file is a build input checked by TestDefault;
 		// reaching this means the binary was built from a broken tree,
@@ -48,11 +50,11 @@ var shipped = sync.OnceValue(func() *Config {
 // because cfg turned them off (inherit = false); none when they are in
 // force. A shipped rule the file writes itself is in force, and not
 // listed.
-func ShippedNotInForce(cfg *Config, p *Policy) []RuleInForce {
+func ShippedNotInForce(cfg *config.Config, p *Policy) []RuleInForce {
 	if cfg.InheritsShipped() {
 		return nil
 	}
-	alone := build(p.Principal, settings{tol: DefaultRiskTolerance}, []layerInput{shippedLayer(serverNames(cfg))}, nil)
+	alone := build(p.Principal, settings{tol: config.DefaultRiskTolerance}, []layerInput{shippedLayer(serverNames(cfg))}, nil)
 	have := map[string]bool{}
 	for _, r := range p.InForce {
 		have[r.same] = true
@@ -69,7 +71,7 @@ func ShippedNotInForce(cfg *Config, p *Policy) []RuleInForce {
 // shippedLayer is the shipped rules as a layer of the policy, their
 // name patterns read for the configured servers.
 func shippedLayer(servers map[string]bool) layerInput {
-	in := layerOf(shipped(), "", &validator{file: ShippedName})
+	in := layerOf(shipped(), "", &validator{file: config.ShippedName})
 	in.layer, in.servers = LayerShipped, servers
 	return in
 }
@@ -81,7 +83,7 @@ func shippedLayer(servers map[string]bool) layerInput {
 // the managed file locks safety.auto_approve (or safety.rules, or
 // safety), their auto_approve entries (auto_approve rules). Their
 // restrictions stay: they only add to the managed layer's.
-func (in layerInput) underManaged(m *Config) layerInput {
+func (in layerInput) underManaged(m *config.Config) layerInput {
 	locked := func(key string) bool {
 		return slices.ContainsFunc(m.Locked, func(l string) bool { return key == l || under(key, l) })
 	}

@@ -5,17 +5,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // withShipped ships doc instead of default.toml for the rest of the test.
 func withShipped(t *testing.T, doc string) {
 	t.Helper()
-	cfg, err := Parse([]byte(doc), ShippedName)
+	cfg, err := Parse([]byte(doc), config.ShippedName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := shipped
-	shipped = func() *Config { return cfg }
+	shipped = func() *config.Config { return cfg }
 	t.Cleanup(func() { shipped = old })
 }
 
@@ -34,7 +36,7 @@ func inForce(p *Policy, layer Layer) []string {
 // each once, in list order.
 func shippedEntries(t *testing.T) []string {
 	t.Helper()
-	c := &Config{Path: ShippedName, Safety: shipped().Safety}
+	c := &config.Config{Path: config.ShippedName, Safety: shipped().Safety}
 	for k, n := range shipped().Lines() {
 		c.SetLine(k, n)
 	}
@@ -157,7 +159,7 @@ score = 70
 				lists[r.List]++
 			}
 		}
-		for f := range reflect.TypeFor[Safety]().Fields() {
+		for f := range reflect.TypeFor[config.Safety]().Fields() {
 			if f.Type.Kind() != reflect.Slice || tomlName(f) == "sensitive_paths" {
 				// (The shipped sensitive places are paths.Shipped, each
 				// with the reason the human is told; default.toml writes
@@ -178,7 +180,7 @@ score = 70
 func TestShippedSettingsAreTheDefaults(t *testing.T) {
 	empty := mustParse(t, "")
 	def := Default()
-	for _, c := range []*Config{empty, def} {
+	for _, c := range []*config.Config{empty, def} {
 		c.Path = ""
 		c.ClearLines()
 		s := &c.Safety

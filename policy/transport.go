@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // Plain http is read and changed by anyone on the network path, so the
@@ -62,7 +64,7 @@ func credentialHeader(name, value string) bool {
 
 // serverTransport checks a remote server's url against plain http: key is
 // the entry's key (servers[1]).
-func (v *validator) serverTransport(k string, s *Server) {
+func (v *validator) serverTransport(k string, s *config.Server) {
 	u, err := url.Parse(s.URL)
 	if s.URL == "" || err != nil || u.Host == "" {
 		if s.Insecure {

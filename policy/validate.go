@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy/paths"
 )
 
@@ -55,7 +56,7 @@ func ValidServerName(s string) bool { return serverNameRE.MatchString(s) }
 type validator struct {
 	file   string
 	walker *schemaWalker
-	errs   Errors
+	errs   config.Errors
 	// managed says the file is the managed policy layer (ParseManaged).
 	managed bool
 }
@@ -69,7 +70,7 @@ func (v *validator) present(key string) bool {
 }
 
 func (v *validator) errf(key, format string, args ...any) {
-	e := Error{File: v.file, Key: key, Msg: fmt.Sprintf(format, args...)}
+	e := config.Error{File: v.file, Key: key, Msg: fmt.Sprintf(format, args...)}
 	if v.walker != nil {
 		if v.walker.isBad(key) {
 			return
@@ -122,24 +123,24 @@ func separators(key string) []int {
 	return out
 }
 
-func (v *validator) config(c *Config) {
+func (v *validator) config(c *config.Config) {
 	// A single server is put behind the guard as it is (transparent);
 	// several get the MCP-AQL endpoints, which multiplex them.
-	def := DefaultMode
+	def := config.DefaultMode
 	if len(c.Servers) == 1 {
 		def = "transparent"
 	}
 	v.enum("mode", &c.Mode, modes, def)
-	v.duration("state_lock_timeout", &c.StateLockTimeout, DefaultStateLockTimeout)
-	if c.StateLockTimeout.Duration > MaxStateLockTimeout {
-		v.errf("state_lock_timeout", "%s is longer than the maximum %s: a call must not hang on another process", c.StateLockTimeout.Duration, MaxStateLockTimeout)
+	v.duration("state_lock_timeout", &c.StateLockTimeout, config.DefaultStateLockTimeout)
+	if c.StateLockTimeout.Duration > config.MaxStateLockTimeout {
+		v.errf("state_lock_timeout", "%s is longer than the maximum %s: a call must not hang on another process", c.StateLockTimeout.Duration, config.MaxStateLockTimeout)
 	}
 	switch {
 	case c.Agent == "" && v.present("agent"):
 		v.errf("agent", "must not be empty: it names the principal that owns blocks and audit entries")
 	case c.Agent == "":
-		c.Agent = DefaultAgent
-	case !ValidAgentName(c.Agent):
+		c.Agent = config.DefaultAgent
+	case !config.ValidAgentName(c.Agent):
 		v.errf("agent", "%q is not a valid agent name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Agent)
 	}
 	v.limits(&c.Limits)
@@ -148,7 +149,7 @@ func (v *validator) config(c *Config) {
 	v.flows(&c.Flows)
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		key := joinKey("agents", name)
-		if !ValidAgentName(name) {
+		if !config.ValidAgentName(name) {
 			v.errf(key, "%q is not a valid agent name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 		}
 		v.override(key, c.Agents[name])
@@ -160,16 +161,16 @@ func (v *validator) config(c *Config) {
 	v.locked(c.Locked)
 }
 
-func (v *validator) serve(s *Serve) {
+func (v *validator) serve(s *config.Serve) {
 	v.enum("serve.auth", &s.Auth, []string{"token", "none"}, "token")
 	switch {
 	case s.MaxSessions == 0 && !v.present("serve.max_sessions"):
-		s.MaxSessions = DefaultMaxSessions
+		s.MaxSessions = config.DefaultMaxSessions
 	case s.MaxSessions < 1 || s.MaxSessions > 1024:
-		v.errf("serve.max_sessions", "%d is out of range: use 1 to 1024; default %d", s.MaxSessions, DefaultMaxSessions)
+		v.errf("serve.max_sessions", "%d is out of range: use 1 to 1024; default %d", s.MaxSessions, config.DefaultMaxSessions)
 	}
-	v.duration("serve.session_idle_timeout", &s.SessionIdleTimeout, DefaultSessionIdleTimeout)
-	v.duration("serve.principal_idle_timeout", &s.PrincipalIdleTimeout, DefaultPrincipalIdleTimeout)
+	v.duration("serve.session_idle_timeout", &s.SessionIdleTimeout, config.DefaultSessionIdleTimeout)
+	v.duration("serve.principal_idle_timeout", &s.PrincipalIdleTimeout, config.DefaultPrincipalIdleTimeout)
 	if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
 		v.errf("serve.token_file", "%q must be an absolute path", s.TokenFile)
 	}
@@ -196,7 +197,7 @@ func (v *validator) serve(s *Serve) {
 	}
 }
 
-func (v *validator) serveClients(list []ServeClient) {
+func (v *validator) serveClients(list []config.ServeClient) {
 	seen := map[string]int{}
 	digests := map[string]int{}
 	for i, c := range list {
@@ -204,9 +205,9 @@ func (v *validator) serveClients(list []ServeClient) {
 		switch {
 		case c.Name == "":
 			v.errf(k+".name", "is required: it names the client in the audit log")
-		case !ValidAgentName(c.Name):
+		case !config.ValidAgentName(c.Name):
 			v.errf(k+".name", "%q is not a valid client name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Name)
-		case c.Name == LegacyClient:
+		case c.Name == config.LegacyClient:
 			v.errf(k+".name", "%q names the client of the single serve token; choose another name", c.Name)
 		}
 		if j, dup := seen[c.Name]; dup && c.Name != "" {
@@ -214,11 +215,11 @@ func (v *validator) serveClients(list []ServeClient) {
 		} else {
 			seen[c.Name] = i
 		}
-		if c.Agent != "" && !ValidAgentName(c.Agent) {
+		if c.Agent != "" && !config.ValidAgentName(c.Agent) {
 			v.errf(k+".agent", "%q is not a valid agent name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Agent)
 		}
 		switch {
-		case !TokenDigestRE.MatchString(c.TokenSHA256):
+		case !config.TokenDigestRE.MatchString(c.TokenSHA256):
 			v.errf(k+".token_sha256", "must be the token's SHA-256 as 64 lowercase hex digits (`aqlguard serve token add` writes it)")
 		default:
 			if j, dup := digests[c.TokenSHA256]; dup {
@@ -234,7 +235,7 @@ func (v *validator) serveClients(list []ServeClient) {
 	}
 }
 
-func (v *validator) serveOAuth(o *ServeOAuth) {
+func (v *validator) serveOAuth(o *config.ServeOAuth) {
 	if o.Issuer == "" {
 		v.errf("serve.oauth.issuer", "is required: the authorization server whose tokens are accepted")
 	} else if u, err := url.Parse(o.Issuer); err != nil || u.Scheme == "" || u.Host == "" {
@@ -266,11 +267,11 @@ func (v *validator) serveOAuth(o *ServeOAuth) {
 		o.PrincipalClaim = "sub"
 	}
 	if len(o.Algorithms) == 0 {
-		o.Algorithms = slices.Clone(DefaultSignatureAlgorithms)
+		o.Algorithms = slices.Clone(config.DefaultSignatureAlgorithms)
 	}
 	for i, a := range o.Algorithms {
-		if !slices.Contains(SignatureAlgorithms, a) {
-			v.errf(index("serve.oauth.algorithms", i), "%q is not accepted; use %s (HMAC and none are never accepted)", a, oneOf(SignatureAlgorithms))
+		if !slices.Contains(config.SignatureAlgorithms, a) {
+			v.errf(index("serve.oauth.algorithms", i), "%q is not accepted; use %s (HMAC and none are never accepted)", a, oneOf(config.SignatureAlgorithms))
 		}
 	}
 }
@@ -279,12 +280,12 @@ func (v *validator) serveOAuth(o *ServeOAuth) {
 // again).
 var stateSchema = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
 
-func (v *validator) state(s *State) {
-	v.enum("state.backend", &s.Backend, []string{StateBolt, StatePostgres}, StateBolt)
-	if s.Backend != StatePostgres {
+func (v *validator) state(s *config.State) {
+	v.enum("state.backend", &s.Backend, []string{config.StateBolt, config.StatePostgres}, config.StateBolt)
+	if s.Backend != config.StatePostgres {
 		for _, key := range []string{"state.dsn", "state.schema"} {
 			if v.present(key) {
-				v.errf(key, "is for backend = %q; the backend is %q", StatePostgres, s.Backend)
+				v.errf(key, "is for backend = %q; the backend is %q", config.StatePostgres, s.Backend)
 			}
 		}
 		return
@@ -316,7 +317,7 @@ func oneOf[T ~string](vals []T) string {
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
-func (v *validator) limits(l *Limits) {
+func (v *validator) limits(l *config.Limits) {
 	limit(v, "limits.max_request_size", &l.MaxRequestSize, requestSizeRange, "bytes")
 	limit(v, "limits.max_response_size", &l.MaxResponseSize, responseSizeRange, "bytes")
 	limit(v, "limits.max_string_length", &l.MaxStringLength, stringLengthRange, "bytes")
@@ -347,15 +348,15 @@ func humanSize(n int64, unit string) string {
 	return strconv.FormatInt(n, 10)
 }
 
-func (v *validator) safety(s *Safety) {
+func (v *validator) safety(s *config.Safety) {
 	v.enum("safety.loop", &s.Loop, loopStrings(), string(LoopEnforcing))
 	switch {
 	case s.MaxAutonomousSteps == 0 && !v.present("safety.max_autonomous_steps"):
-		s.MaxAutonomousSteps = DefaultMaxAutonomousSteps
+		s.MaxAutonomousSteps = config.DefaultMaxAutonomousSteps
 	case s.MaxAutonomousSteps < 1:
 		v.errf("safety.max_autonomous_steps", "%d is out of range: must be at least 1", s.MaxAutonomousSteps)
 	}
-	v.enum("safety.risk_tolerance", &s.RiskTolerance, riskTolerances, DefaultRiskTolerance)
+	v.enum("safety.risk_tolerance", &s.RiskTolerance, riskTolerances, config.DefaultRiskTolerance)
 	v.enum("safety.interpreter_code", &s.InterpreterCode, codeStrings(), string(CodeAsk))
 	v.lists("safety", s.Deny, s.Refuse, s.RequiresApproval, s.AutoApprove, s.Rules, s.RiskRules)
 	v.argumentSpecs("safety.shell_arguments", s.ShellArguments)
@@ -375,13 +376,13 @@ func (v *validator) argumentSpecs(key string, list []string) {
 	}
 }
 
-func (v *validator) audit(a *Audit) {
+func (v *validator) audit(a *config.Audit) {
 	const key = "audit.max_argument_bytes"
 	switch {
 	case a.MaxArgumentBytes == 0 && !v.present(key):
-		a.MaxArgumentBytes = DefaultMaxArgumentBytes
+		a.MaxArgumentBytes = config.DefaultMaxArgumentBytes
 	case a.MaxArgumentBytes < 1024 || a.MaxArgumentBytes > 16*miB:
-		v.errf(key, "%d is out of range: use 1024 to %d (16 MiB); default %d (64 KiB)", a.MaxArgumentBytes, 16*miB, DefaultMaxArgumentBytes)
+		v.errf(key, "%d is out of range: use 1024 to %d (16 MiB); default %d (64 KiB)", a.MaxArgumentBytes, 16*miB, config.DefaultMaxArgumentBytes)
 	}
 	switch a.Sync {
 	case "":
@@ -395,7 +396,7 @@ func (v *validator) audit(a *Audit) {
 	}
 }
 
-func (v *validator) forward(f *Forward) {
+func (v *validator) forward(f *config.Forward) {
 	const k = "audit.forward"
 	only := func(key, val string, tos ...string) {
 		if val != "" && !slices.Contains(tos, f.To) {
@@ -449,9 +450,9 @@ func (v *validator) forward(f *Forward) {
 	}
 	switch {
 	case f.Batch == 0 && !v.present(k+".batch"):
-		f.Batch = DefaultForwardBatch
-	case f.Batch < 1 || f.Batch > MaxForwardBatch:
-		v.errf(k+".batch", "%d is out of range: use 1 to %d; default %d", f.Batch, MaxForwardBatch, DefaultForwardBatch)
+		f.Batch = config.DefaultForwardBatch
+	case f.Batch < 1 || f.Batch > config.MaxForwardBatch:
+		v.errf(k+".batch", "%d is out of range: use 1 to %d; default %d", f.Batch, config.MaxForwardBatch, config.DefaultForwardBatch)
 	}
 	v.enum(k+".start", &f.Start, []string{"oldest", "newest"}, "oldest")
 	if v.present(k + ".assume_delivered_after") {
@@ -459,13 +460,13 @@ func (v *validator) forward(f *Forward) {
 			v.errf(k+".assume_delivered_after", `only applies to plain syslog (to = "syslog" with a tcp:// or tls:// address): the other transports confirm what they get`)
 		}
 	}
-	v.duration(k+".assume_delivered_after", &f.AssumeDeliveredAfter, DefaultAssumeDeliveredAfter)
-	if d := f.AssumeDeliveredAfter.Duration; d > MaxAssumeDeliveredAfter || (d > 0 && d < time.Second) {
-		v.errf(k+".assume_delivered_after", "%s is out of range: use 1s to %s; default %s", d, MaxAssumeDeliveredAfter, DefaultAssumeDeliveredAfter)
+	v.duration(k+".assume_delivered_after", &f.AssumeDeliveredAfter, config.DefaultAssumeDeliveredAfter)
+	if d := f.AssumeDeliveredAfter.Duration; d > config.MaxAssumeDeliveredAfter || (d > 0 && d < time.Second) {
+		v.errf(k+".assume_delivered_after", "%s is out of range: use 1s to %s; default %s", d, config.MaxAssumeDeliveredAfter, config.DefaultAssumeDeliveredAfter)
 	}
 }
 
-func (v *validator) override(key string, o AgentOverride) {
+func (v *validator) override(key string, o config.AgentOverride) {
 	if o.Loop != nil && !slices.Contains(loopStrings(), *o.Loop) {
 		v.errf(key+".loop", "%q is not valid; use %s", *o.Loop, oneOf(loopModes))
 	}
@@ -499,7 +500,7 @@ func loopStrings() []string {
 	return s
 }
 
-func (v *validator) lists(key string, deny, refuse, approve, auto []string, rules []ArgRule, risk []RiskRule) {
+func (v *validator) lists(key string, deny, refuse, approve, auto []string, rules []config.ArgRule, risk []config.RiskRule) {
 	v.patterns(key+".deny", deny)
 	v.patterns(key+".refuse", refuse)
 	v.patterns(key+".requires_approval", approve)
@@ -568,8 +569,8 @@ func (v *validator) pattern(key, src string) {
 	}
 }
 
-func (v *validator) verify(c *Verify) {
-	v.enum("verify.channel", &c.Channel, channels, DefaultChannel)
+func (v *validator) verify(c *config.Verify) {
+	v.enum("verify.channel", &c.Channel, channels, config.DefaultChannel)
 	switch {
 	case c.Channel == "command" && (len(c.Command) == 0 || strings.TrimSpace(c.Command[0]) == ""):
 		v.errf("verify.command", `is required when channel = "command": the program and arguments to run, e.g. ["/usr/local/bin/page-oncall"]`)
@@ -578,20 +579,20 @@ func (v *validator) verify(c *Verify) {
 		// shown every code and could answer every question.
 		v.errf("verify.command", "%q must be an absolute path (the program is never looked up on $PATH)", c.Command[0])
 	}
-	v.duration("verify.timeout", &c.Timeout, DefaultVerifyTimeout)
-	v.duration("verify.inline_wait", &c.InlineWait, DefaultInlineWait)
-	v.duration("verify.confirmation_ttl", &c.ConfirmationTTL, DefaultConfirmationTTL)
-	if c.ConfirmationTTL.Duration > MaxConfirmationTTL {
-		v.errf("verify.confirmation_ttl", "%s is longer than the maximum %s (confirmation-tokens.md 5.1)", c.ConfirmationTTL.Duration, MaxConfirmationTTL)
+	v.duration("verify.timeout", &c.Timeout, config.DefaultVerifyTimeout)
+	v.duration("verify.inline_wait", &c.InlineWait, config.DefaultInlineWait)
+	v.duration("verify.confirmation_ttl", &c.ConfirmationTTL, config.DefaultConfirmationTTL)
+	if c.ConfirmationTTL.Duration > config.MaxConfirmationTTL {
+		v.errf("verify.confirmation_ttl", "%s is longer than the maximum %s (confirmation-tokens.md 5.1)", c.ConfirmationTTL.Duration, config.MaxConfirmationTTL)
 	}
-	v.duration("verify.challenge_ttl", &c.ChallengeTTL, DefaultChallengeTTL)
-	v.duration("verify.session_approval_ttl", &c.SessionApprovalTTL, DefaultSessionApprovalTTL)
-	if c.SessionApprovalTTL.Duration > MaxSessionApprovalTTL {
-		v.errf("verify.session_approval_ttl", "%s is longer than the maximum %s", c.SessionApprovalTTL.Duration, MaxSessionApprovalTTL)
+	v.duration("verify.challenge_ttl", &c.ChallengeTTL, config.DefaultChallengeTTL)
+	v.duration("verify.session_approval_ttl", &c.SessionApprovalTTL, config.DefaultSessionApprovalTTL)
+	if c.SessionApprovalTTL.Duration > config.MaxSessionApprovalTTL {
+		v.errf("verify.session_approval_ttl", "%s is longer than the maximum %s", c.SessionApprovalTTL.Duration, config.MaxSessionApprovalTTL)
 	}
 }
 
-func (v *validator) duration(key string, d *Duration, def time.Duration) {
+func (v *validator) duration(key string, d *config.Duration, def time.Duration) {
 	switch {
 	case d.Duration == 0 && !v.present(key):
 		d.Duration = def
@@ -600,7 +601,7 @@ func (v *validator) duration(key string, d *Duration, def time.Duration) {
 	}
 }
 
-func (v *validator) servers(list []Server) {
+func (v *validator) servers(list []config.Server) {
 	seen := map[string]int{}
 	for i := range list {
 		s := &list[i]
@@ -702,14 +703,14 @@ func (v *validator) servers(list []Server) {
 		if s.OAuthClientID != "" && s.Auth != "oauth" {
 			v.errf(k+".oauth_client_id", `only applies with auth = "oauth"`)
 		}
-		startDefault := DefaultStartTimeout
+		startDefault := config.DefaultStartTimeout
 		if s.Auth == "oauth" {
-			startDefault = DefaultOAuthStartTimeout // the first start waits for a human's consent
+			startDefault = config.DefaultOAuthStartTimeout // the first start waits for a human's consent
 		}
 		v.duration(k+".start_timeout", &s.StartTimeout, startDefault)
-		v.duration(k+".call_timeout", &s.CallTimeout, DefaultCallTimeout)
-		if s.CallTimeout.Duration > MaxCallTimeout {
-			v.errf(k+".call_timeout", "%s is more than the maximum %s", s.CallTimeout.Duration, MaxCallTimeout)
+		v.duration(k+".call_timeout", &s.CallTimeout, config.DefaultCallTimeout)
+		if s.CallTimeout.Duration > config.MaxCallTimeout {
+			v.errf(k+".call_timeout", "%s is more than the maximum %s", s.CallTimeout.Duration, config.MaxCallTimeout)
 		}
 
 		for _, tool := range slices.Sorted(maps.Keys(s.Categories)) {
@@ -758,7 +759,7 @@ func (v *validator) servers(list []Server) {
 // path arguments are judged against; pinned on a shared server, they are
 // also what it is given. Each is an absolute URI, and a file: one names
 // one local path.
-func (v *validator) share(k string, s *Server, hasCmd bool) {
+func (v *validator) share(k string, s *config.Server, hasCmd bool) {
 	pinned := s.Roots != nil || v.present(k+".roots")
 	if pinned && s.Roots == nil {
 		s.Roots = []string{}
@@ -788,14 +789,14 @@ func (v *validator) share(k string, s *Server, hasCmd bool) {
 // sandbox checks [servers.sandbox]: the operating system confines only
 // the processes aqlguard starts, so it applies to stdio servers; places
 // are absolute or in the server's home (~/), ports are TCP ports.
-func (v *validator) sandbox(k string, s *Server, hasCmd bool) {
+func (v *validator) sandbox(k string, s *config.Server, hasCmd bool) {
 	sb := &s.Sandbox
 	k += ".sandbox"
 	if !hasCmd && v.present(k) {
 		v.errf(k, "only applies to servers started with command: aqlguard confines the processes it starts")
 	}
-	v.enum(k+".mode", &sb.Mode, SandboxModes, "auto")
-	v.enum(k+".network", &sb.Network, SandboxNetworks, "auto")
+	v.enum(k+".mode", &sb.Mode, config.SandboxModes, "auto")
+	v.enum(k+".network", &sb.Network, config.SandboxNetworks, "auto")
 	for _, list := range []struct {
 		key   string
 		paths []string

@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/aqlguard/aqlguard/config"
+)
 
 // The naming vocabulary: the words that, leading a tool's own name, say
 // what it does. The catalog classifies tools by Verbs, a reported step's
@@ -76,7 +80,7 @@ var conventionWords = func() map[string]bool {
 func ConventionWord(w string) bool { return conventionWords[w] }
 
 // serverNames are the names of the configured servers.
-func serverNames(c *Config) map[string]bool {
+func serverNames(c *config.Config) map[string]bool {
 	out := make(map[string]bool, len(c.Servers))
 	for _, s := range c.Servers {
 		out[s.Name] = true

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode"
+
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // ServerNameFrom derives a valid server name (^[a-z][a-z0-9]{0,31}$) from
@@ -36,7 +38,7 @@ func ServerNameFrom(s string) string {
 // human channel, limits and state, guarding the one stdio server argv
 // (command and arguments) named name, in transparent mode. base is not
 // modified.
-func Wrap(base *Config, name string, argv []string) (*Config, error) {
+func Wrap(base *config.Config, name string, argv []string) (*config.Config, error) {
 	if len(argv) == 0 || strings.TrimSpace(argv[0]) == "" {
 		return nil, errors.New("no command to wrap: give it after --, e.g. aqlguard wrap -- npx -y @modelcontextprotocol/server-filesystem ~/projects")
 	}
@@ -45,7 +47,7 @@ func Wrap(base *Config, name string, argv []string) (*Config, error) {
 	}
 	cfg := *base
 	cfg.Mode = "transparent"
-	cfg.Servers = []Server{WrappedServer(base, name, argv)}
+	cfg.Servers = []config.Server{WrappedServer(base, name, argv)}
 	v := &validator{file: cfg.Path}
 	v.servers(cfg.Servers)
 	if len(v.errs) > 0 {
@@ -58,8 +60,8 @@ func Wrap(base *Config, name string, argv []string) (*Config, error) {
 // on base (nil: no config): its name and title from name, and the
 // sandbox of base's stdio entry of that name, which is what `aqlguard
 // sandbox grant` writes. Wrap's, and doctor's for the entries init wrote.
-func WrappedServer(base *Config, name string, argv []string) Server {
-	s := Server{Name: ServerNameFrom(name), Title: title(name), Command: argv[0], Args: append([]string(nil), argv[1:]...)}
+func WrappedServer(base *config.Config, name string, argv []string) config.Server {
+	s := config.Server{Name: ServerNameFrom(name), Title: title(name), Command: argv[0], Args: append([]string(nil), argv[1:]...)}
 	if base == nil {
 		return s
 	}
@@ -74,13 +76,13 @@ func WrappedServer(base *Config, name string, argv []string) Server {
 // WrapRemote is the configuration of `aqlguard wrap --url URL`: base's
 // policy in transparent mode with one remote server, authorized as auth
 // says ("oauth" or "none") and sent headers with every request.
-func WrapRemote(base *Config, name, url, auth string, headers map[string]string) (*Config, error) {
+func WrapRemote(base *config.Config, name, url, auth string, headers map[string]string) (*config.Config, error) {
 	if name == "" {
 		return nil, errors.New("wrap --url needs --name: the server's name")
 	}
 	cfg := *base
 	cfg.Mode = "transparent"
-	cfg.Servers = []Server{{Name: ServerNameFrom(name), Title: title(name), URL: url, Auth: auth, Headers: headers}}
+	cfg.Servers = []config.Server{{Name: ServerNameFrom(name), Title: title(name), URL: url, Auth: auth, Headers: headers}}
 	v := &validator{file: cfg.Path}
 	v.servers(cfg.Servers)
 	if len(v.errs) > 0 {

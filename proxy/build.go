@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
@@ -13,7 +14,7 @@ import (
 // what they offer now, for the commands that look at a policy against the
 // real tools (policy check --servers, policy explain). The caller closes
 // the pool; on error it is closed already and nil.
-func StartCatalog(ctx context.Context, cfg *policy.Config, pol *policy.Policy, version string, log *slog.Logger) (*catalog.Catalog, *downstream.Pool, error) {
+func StartCatalog(ctx context.Context, cfg *config.Config, pol *policy.Policy, version string, log *slog.Logger) (*catalog.Catalog, *downstream.Pool, error) {
 	pool := downstream.Start(ctx, cfg.Servers, downstream.Options{Version: version, Log: log})
 	cat, err := BuildCatalog(cfg, pol, pool.Servers(), nil)
 	if err != nil {
@@ -29,7 +30,7 @@ func StartCatalog(ctx context.Context, cfg *policy.Config, pol *policy.Policy, v
 // and what a human reviewed (reviewed; nil: nothing was). Notes (tools
 // the config names that do not exist, patterns RE2 cannot compile) are in
 // the catalog's Notes.
-func BuildCatalog(cfg *policy.Config, pol *policy.Policy, servers []*downstream.Server, reviewed func(server, tool string) bool) (*catalog.Catalog, error) {
+func BuildCatalog(cfg *config.Config, pol *policy.Policy, servers []*downstream.Server, reviewed func(server, tool string) bool) (*catalog.Catalog, error) {
 	cat := catalog.New()
 	if err := cat.Add(catalog.IntrospectOperation()); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
@@ -53,7 +54,7 @@ type Shared struct {
 	Mode Mode
 	// Config is the configuration at start; SetConfig replaces it (a
 	// reload) and CurrentConfig reads it.
-	Config *policy.Config
+	Config *config.Config
 	// Guard judges every call that reaches a server; each call carries
 	// its own way on to its session's server (relay.ToolCall.Forward).
 	Guard  *guard.Guard
@@ -73,12 +74,12 @@ type Shared struct {
 	Principal string
 
 	mu       sync.RWMutex
-	reloaded *policy.Config
+	reloaded *config.Config
 	sessions sync.Map // session id → *relay.Session, for SessionClient
 }
 
 // CurrentConfig is the configuration in force.
-func (sh *Shared) CurrentConfig() *policy.Config {
+func (sh *Shared) CurrentConfig() *config.Config {
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
 	if sh.reloaded != nil {
@@ -89,7 +90,7 @@ func (sh *Shared) CurrentConfig() *policy.Config {
 
 // SetConfig puts a reloaded configuration in force for what is derived
 // from it later (catalogs, category overrides).
-func (sh *Shared) SetConfig(c *policy.Config) {
+func (sh *Shared) SetConfig(c *config.Config) {
 	sh.mu.Lock()
 	sh.reloaded = c
 	sh.mu.Unlock()

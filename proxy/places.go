@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/effects"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
@@ -154,18 +155,18 @@ func resolvedRoots(roots []string) []string {
 }
 
 // serverEntry is the configured entry of a server (zero if none).
-func (f *Front) serverEntry(name string) policy.Server {
+func (f *Front) serverEntry(name string) config.Server {
 	for _, s := range f.shared.CurrentConfig().Servers {
 		if s.Name == name {
 			return s
 		}
 	}
-	return policy.Server{}
+	return config.Server{}
 }
 
 // serverHome is the home directory a stdio server's "~" means: HOME in
 // its entry's environment, else aqlguard's own, which it inherits.
-func serverHome(s policy.Server) string {
+func serverHome(s config.Server) string {
 	if h := s.Env["HOME"]; h != "" {
 		return h
 	}
@@ -174,7 +175,7 @@ func serverHome(s policy.Server) string {
 
 // serverCwd is the directory a stdio server resolves relative paths in:
 // its entry's cwd, else aqlguard's working directory, which it inherits.
-func serverCwd(s policy.Server) string {
+func serverCwd(s config.Server) string {
 	if s.Cwd != "" {
 		return s.Cwd
 	}

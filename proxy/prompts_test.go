@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/relay"
@@ -43,15 +44,15 @@ func servePrompts(server string, prompts []string) {
 }
 
 // promptServer is a configured server offering prompts (servePrompts).
-func promptServer(name string, prompts ...string) policy.Server {
-	return policy.Server{Name: name, Command: os.Args[0], Transport: "stdio",
+func promptServer(name string, prompts ...string) config.Server {
+	return config.Server{Name: name, Command: os.Args[0], Transport: "stdio",
 		Env:          map[string]string{"AQLGUARD_PROXY_TEST_PROMPTS": strings.Join(prompts, ","), "AQLGUARD_PROXY_TEST_SERVER": name},
-		StartTimeout: policy.Duration{Duration: 20 * time.Second}}
+		StartTimeout: config.Duration{Duration: 20 * time.Second}}
 }
 
 // promptSession is a client session of a transparent aqlguard in front
 // of servers, under the policy doc (TOML).
-func promptSession(t *testing.T, doc string, servers ...policy.Server) *mcp.ClientSession {
+func promptSession(t *testing.T, doc string, servers ...config.Server) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -110,7 +111,7 @@ func TestPromptsAreNamedAsToolsAre(t *testing.T) {
 refuse = ["evil.prompt:greet"]
 auto_approve = ["*.prompt:*"]
 `
-	servers := []policy.Server{promptServer("alpha", "greet", "plan"), promptServer("evil", "greet", "alpha__greet", "audit")}
+	servers := []config.Server{promptServer("alpha", "greet", "plan"), promptServer("evil", "greet", "alpha__greet", "audit")}
 	want := map[string]string{ // the name shown → what the server answers
 		"alpha__greet":       "alpha:greet",
 		"plan":               "alpha:plan",

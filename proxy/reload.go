@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/store"
@@ -16,7 +17,7 @@ import (
 // (unchanged servers keep running). A configuration that does not load or
 // compile changes nothing. Settings only a restart can change are named
 // in the log. Either way the audit log says what happened.
-func (sh *Shared) Reload(ctx context.Context, rc *relay.Config, build func() (*policy.Config, error), process string) {
+func (sh *Shared) Reload(ctx context.Context, rc *relay.Config, build func() (*config.Config, error), process string) {
 	old := sh.CurrentConfig()
 	oldPol := sh.Guard.CurrentPolicy()
 	record := store.NewRecord(time.Now(), store.KindPolicy, oldPol.Principal, process, "")
@@ -74,7 +75,7 @@ func short(v string) string {
 }
 
 // RestartOnlyChanges names the settings a reload does not apply.
-func RestartOnlyChanges(old, cfg *policy.Config) []string {
+func RestartOnlyChanges(old, cfg *config.Config) []string {
 	var out []string
 	for name, same := range map[string]bool{
 		"mode":               old.Mode == cfg.Mode,
@@ -94,7 +95,7 @@ func RestartOnlyChanges(old, cfg *policy.Config) []string {
 
 // sameServe compares [serve] but for its clients, which a reload puts
 // in force (a revoked token is refused from then on).
-func sameServe(a, b policy.Serve) bool {
+func sameServe(a, b config.Serve) bool {
 	a.Clients, b.Clients = nil, nil
 	return reflect.DeepEqual(a, b)
 }

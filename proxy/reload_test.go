@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/store"
 )
 
 func TestRestartOnlyChanges(t *testing.T) {
-	base := func() *policy.Config {
+	base := func() *config.Config {
 		c, err := policy.Parse([]byte("mode = \"semantic\"\n"), "a.toml")
 		if err != nil {
 			t.Fatal(err)
@@ -22,13 +23,13 @@ func TestRestartOnlyChanges(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		change func(*policy.Config)
+		change func(*config.Config)
 		want   []string
 	}{
-		{"nothing", func(*policy.Config) {}, nil},
-		{"mode", func(c *policy.Config) { c.Mode = "single" }, []string{"mode"}},
-		{"state and audit", func(c *policy.Config) { c.StateDir = "/x"; c.Audit.Sync = "always" }, []string{"audit", "state_dir"}},
-		{"a policy setting is not one", func(c *policy.Config) { c.Safety.Deny = []string{"x"} }, nil},
+		{"nothing", func(*config.Config) {}, nil},
+		{"mode", func(c *config.Config) { c.Mode = "single" }, []string{"mode"}},
+		{"state and audit", func(c *config.Config) { c.StateDir = "/x"; c.Audit.Sync = "always" }, []string{"audit", "state_dir"}},
+		{"a policy setting is not one", func(c *config.Config) { c.Safety.Deny = []string{"x"} }, nil},
 	}
 	for _, tt := range tests {
 		old, cfg := base(), base()
@@ -45,7 +46,7 @@ func TestRestartOnlyChanges(t *testing.T) {
 // that does puts its policy in force; both are audited.
 func TestReload(t *testing.T) {
 	ctx := context.Background()
-	parse := func(doc string) *policy.Config {
+	parse := func(doc string) *config.Config {
 		c, err := policy.Parse([]byte(doc), "c.toml")
 		if err != nil {
 			t.Fatal(err)
@@ -65,12 +66,12 @@ func TestReload(t *testing.T) {
 	g := &guard.Guard{Policy: pol, State: st}
 	sh := &Shared{Mode: ModeSemantic, Config: cfg, Guard: g}
 	rc := sh.RelayConfig()
-	sh.Reload(ctx, rc, func() (*policy.Config, error) { return nil, errors.New("line 3: bad") }, "test")
+	sh.Reload(ctx, rc, func() (*config.Config, error) { return nil, errors.New("line 3: bad") }, "test")
 	if g.CurrentPolicy() != pol {
 		t.Fatal("a config that did not load was put in force")
 	}
 	next := parse("[safety]\ndeny = [\"b*\"]\n")
-	sh.Reload(ctx, rc, func() (*policy.Config, error) { return next, nil }, "test")
+	sh.Reload(ctx, rc, func() (*config.Config, error) { return next, nil }, "test")
 	if g.CurrentPolicy().Version == pol.Version || sh.CurrentConfig() != next {
 		t.Fatal("the new config is not in force")
 	}

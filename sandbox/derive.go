@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/effects"
 	"github.com/aqlguard/aqlguard/policy"
 )
@@ -30,7 +31,7 @@ type Env struct {
 }
 
 // CurrentEnv is the Env of a server started by this process.
-func CurrentEnv(s policy.Server) Env {
+func CurrentEnv(s config.Server) Env {
 	home, _ := os.UserHomeDir()
 	if h := s.Env["HOME"]; h != "" {
 		home = h
@@ -118,7 +119,7 @@ func runtimeName(cmd string) string {
 // Derive is the grant a server's entry implies: see the package doc.
 // It reads the disk (which of the places the entry names exist, and are
 // directories or files) but changes nothing.
-func Derive(s policy.Server, env Env) Grant {
+func Derive(s config.Server, env Env) Grant {
 	g := Grant{Server: s.Name, Home: env.Home}
 	if s.Sandbox.Mode == "off" {
 		g.Off = true
@@ -255,7 +256,7 @@ func (d *deriver) notHome(p, what string) string {
 
 // command grants the command's install directory and its runtime's
 // places in the home.
-func (d *deriver) command(s policy.Server) {
+func (d *deriver) command(s config.Server) {
 	look := d.env.LookPath
 	if look == nil {
 		look = exec.LookPath
@@ -337,7 +338,7 @@ func (d *deriver) install(prog string) {
 // the server to work in (the filesystem server's, git's --repository);
 // an existing file, for it to use; a path not there yet, its directory
 // (a log, a database it creates).
-func (d *deriver) arguments(s policy.Server) {
+func (d *deriver) arguments(s config.Server) {
 	script := interpreters[runtimeName(s.Command)]
 	for i, a := range s.Args {
 		v := a
@@ -439,7 +440,7 @@ func (d *deriver) project(script string) string {
 // network sets the grant's TCP rules: the entry's network, else its
 // profile's, else the default ports; with the proxies of its environment
 // and its entry's connect and bind in every case but "any" and "none".
-func (d *deriver) network(s policy.Server) {
+func (d *deriver) network(s config.Server) {
 	prof := ""
 	if p := effects.SandboxProfileFor(s.Command, s.Args); p != nil {
 		prof = p.Sandbox.Network
@@ -477,7 +478,7 @@ func (d *deriver) network(s policy.Server) {
 
 // profile adds what the shipped profile of the server says it needs
 // beyond its network.
-func (d *deriver) profile(s policy.Server) {
+func (d *deriver) profile(s config.Server) {
 	p := effects.SandboxProfileFor(s.Command, s.Args)
 	if p == nil {
 		return

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // machine is a fake machine in a temporary directory: a home with the
@@ -67,7 +67,7 @@ func TestDeriveByClientConfig(t *testing.T) {
 	memJS := filepath.Join(m.root, "npm/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
 	tests := []struct {
 		name     string
-		server   policy.Server
+		server   config.Server
 		getenv   map[string]string
 		write    []string // in the grant's Write
 		read     []string // in the grant's Read (or Write)
@@ -78,73 +78,73 @@ func TestDeriveByClientConfig(t *testing.T) {
 		noteSays string
 	}{
 		{name: "npx filesystem (Claude Desktop's example)",
-			server:  policy.Server{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "~/projects", h("notes")}},
+			server:  config.Server{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "~/projects", h("notes")}},
 			write:   []string{h("projects"), h("notes"), h(".npm")},
 			read:    []string{filepath.Dir(m.bin), "/usr"},
 			notRead: []string{h(".ssh/id_rsa"), h(".config/claude"), m.home},
 			network: NetPorts, connect: []uint16{53, 443}, profile: "filesystem"},
 		{name: "node script of a package (our e2e), memory keeps its file beside its script",
-			server:  policy.Server{Command: "node", Args: []string{memJS}},
+			server:  config.Server{Command: "node", Args: []string{memJS}},
 			write:   []string{filepath.Dir(memJS)},
 			read:    []string{filepath.Join(m.root, "npm")},
 			notRead: []string{h(".ssh"), h("projects")},
 			network: NetNone, profile: "memory"},
 		{name: "memory with MEMORY_FILE_PATH: that file's directory, not its dist",
-			server:  policy.Server{Command: "node", Args: []string{memJS}, Env: map[string]string{"MEMORY_FILE_PATH": h("notes/memory.jsonl")}},
+			server:  config.Server{Command: "node", Args: []string{memJS}, Env: map[string]string{"MEMORY_FILE_PATH": h("notes/memory.jsonl")}},
 			write:   []string{h("notes")},
 			notRead: []string{h(".ssh")},
 			network: NetNone, profile: "memory"},
 		{name: "a script of one's own: its project, read only",
-			server:  policy.Server{Command: "node", Args: []string{h("code/srv/dist/index.js")}},
+			server:  config.Server{Command: "node", Args: []string{h("code/srv/dist/index.js")}},
 			read:    []string{h("code/srv")},
 			notRead: []string{h("code"), h(".ssh")},
 			network: NetPorts, connect: []uint16{53, 443}},
 		{name: "a script in the home itself: the file alone",
-			server:  policy.Server{Command: "node", Args: []string{h("server.js")}},
+			server:  config.Server{Command: "node", Args: []string{h("server.js")}},
 			read:    []string{h("server.js")},
 			notRead: []string{h("projects"), h(".ssh")},
 			network: NetPorts, connect: []uint16{53, 443}},
 		{name: "uvx fetch: any network, uv's cache",
-			server:  policy.Server{Command: "uvx", Args: []string{"mcp-server-fetch"}},
+			server:  config.Server{Command: "uvx", Args: []string{"mcp-server-fetch"}},
 			write:   []string{h(".cache/uv"), h(".local/share/uv")},
 			notRead: []string{h(".ssh"), h("projects")},
 			network: NetAny, profile: "fetch"},
 		{name: "uvx git --repository: the repository; the runner keeps its registry",
-			server:  policy.Server{Command: "uvx", Args: []string{"mcp-server-git", "--repository", h("repo")}},
+			server:  config.Server{Command: "uvx", Args: []string{"mcp-server-git", "--repository", h("repo")}},
 			write:   []string{h("repo")},
 			notRead: []string{h(".ssh")},
 			network: NetPorts, connect: []uint16{53, 443}, profile: "git"},
 		{name: "the whole home named is granted, and said",
-			server:  policy.Server{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "~"}},
+			server:  config.Server{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "~"}},
 			write:   []string{m.home, h(".ssh/id_rsa")},
 			network: NetPorts, connect: []uint16{53, 443}, profile: "filesystem",
 			noteSays: "the server may read and write all of it, ~/.ssh too"},
 		{name: "a file it makes in the home: the file alone, made before it starts",
-			server:  policy.Server{Command: "node", Args: []string{h("code/srv/dist/index.js"), "--log", h("server.log")}, Env: map[string]string{"DATA": "/"}},
+			server:  config.Server{Command: "node", Args: []string{h("code/srv/dist/index.js"), "--log", h("server.log")}, Env: map[string]string{"DATA": "/"}},
 			write:   []string{h("server.log")},
 			notRead: []string{h(".ssh"), h("other.log")},
 			network: NetPorts, connect: []uint16{53, 443},
 			noteSays: "is /, everything: not granted"},
 		{name: "roots, sandbox read and write, connect, a proxy",
-			server: policy.Server{Command: "docker", Args: []string{"run", "-i", "--rm", "mcp/thing"},
+			server: config.Server{Command: "docker", Args: []string{"run", "-i", "--rm", "mcp/thing"},
 				Roots:   []string{"file://" + h("projects")},
-				Sandbox: policy.Sandbox{Read: []string{"~/.config/claude"}, Write: []string{"~/notes"}, Connect: []int{5432}}},
+				Sandbox: config.Sandbox{Read: []string{"~/.config/claude"}, Write: []string{"~/notes"}, Connect: []int{5432}}},
 			getenv:  map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128"},
 			write:   []string{h("projects"), h("notes")},
 			read:    []string{h(".config/claude")},
 			notRead: []string{h(".ssh")},
 			network: NetPorts, connect: []uint16{53, 443, 3128, 5432}},
 		{name: "network none in so many words",
-			server:  policy.Server{Command: "npx", Args: []string{"-y", "some-server"}, Sandbox: policy.Sandbox{Network: "none"}},
+			server:  config.Server{Command: "npx", Args: []string{"-y", "some-server"}, Sandbox: config.Sandbox{Network: "none"}},
 			network: NetNone},
 		{name: "XDG_CACHE_HOME moves uv's cache",
-			server:  policy.Server{Command: "uvx", Args: []string{"some-server"}},
+			server:  config.Server{Command: "uvx", Args: []string{"some-server"}},
 			getenv:  map[string]string{"XDG_CACHE_HOME": filepath.Join(m.root, "cache")},
 			write:   []string{filepath.Join(m.root, "cache/uv")},
 			notRead: []string{h(".cache/uv")},
 			network: NetPorts, connect: []uint16{53, 443}},
 		{name: "a log file it creates: its directory",
-			server:  policy.Server{Command: "node", Args: []string{h("code/srv/dist/index.js"), "-log=" + h("notes/calls.jsonl")}},
+			server:  config.Server{Command: "node", Args: []string{h("code/srv/dist/index.js"), "-log=" + h("notes/calls.jsonl")}},
 			write:   []string{h("notes")},
 			read:    []string{h("code/srv")},
 			network: NetPorts, connect: []uint16{53, 443}},
@@ -191,7 +191,7 @@ func TestDeriveByClientConfig(t *testing.T) {
 }
 
 func TestDeriveOff(t *testing.T) {
-	g := Derive(policy.Server{Name: "s", Command: "npx", Sandbox: policy.Sandbox{Mode: "off"}}, Env{})
+	g := Derive(config.Server{Name: "s", Command: "npx", Sandbox: config.Sandbox{Mode: "off"}}, Env{})
 	if !g.Off || !g.CanRead("/root/.ssh/id_rsa") || g.Summary() != "off: unconfined" {
 		t.Errorf("mode off: %+v", g)
 	}

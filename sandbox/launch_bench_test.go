@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // BenchmarkStart is the start-up cost of the confinement: a server
@@ -34,9 +34,9 @@ func BenchmarkStart(b *testing.B) {
 		// confined, so a busy machine slows both alike; added-ms/start
 		// is the mean of the differences.
 		b.Run(p.name+"/interleaved", func(b *testing.B) {
-			off := policy.Server{Name: "bench", Command: p.argv[0], Args: p.argv[1:], Sandbox: policy.Sandbox{Mode: "off"}}
+			off := config.Server{Name: "bench", Command: p.argv[0], Args: p.argv[1:], Sandbox: config.Sandbox{Mode: "off"}}
 			auto := off
-			auto.Sandbox = policy.Sandbox{Mode: "auto", Network: "auto"}
+			auto.Sandbox = config.Sandbox{Mode: "auto", Network: "auto"}
 			var added time.Duration
 			for b.Loop() {
 				t0 := time.Now()
@@ -49,7 +49,7 @@ func BenchmarkStart(b *testing.B) {
 		})
 		for _, mode := range []string{"off", "auto"} {
 			b.Run(p.name+"/"+mode, func(b *testing.B) {
-				s := policy.Server{Name: "bench", Command: p.argv[0], Args: p.argv[1:], Sandbox: policy.Sandbox{Mode: mode, Network: "auto"}}
+				s := config.Server{Name: "bench", Command: p.argv[0], Args: p.argv[1:], Sandbox: config.Sandbox{Mode: mode, Network: "auto"}}
 				for b.Loop() {
 					startOnce(b, s)
 				}
@@ -60,7 +60,7 @@ func BenchmarkStart(b *testing.B) {
 
 // startOnce does what downstream does for one start, and waits for the
 // process to end.
-func startOnce(b *testing.B, s policy.Server) {
+func startOnce(b *testing.B, s config.Server) {
 	g := Derive(s, CurrentEnv(s))
 	if !g.Off {
 		tmp, err := Prepare(&g)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // requireLandlock skips, loudly, where the kernel has no Landlock; CI's
@@ -105,8 +105,8 @@ func (w *probeWorld) start(t *testing.T, mode string) (lines []string, g Grant) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := policy.Server{Name: "probe", Command: bin, Args: []string{"-dir", w.dir, "-connect", w.addr},
-		Env: map[string]string{"HOME": w.home}, Sandbox: policy.Sandbox{Mode: mode, Network: "auto"}}
+	s := config.Server{Name: "probe", Command: bin, Args: []string{"-dir", w.dir, "-connect", w.addr},
+		Env: map[string]string{"HOME": w.home}, Sandbox: config.Sandbox{Mode: mode, Network: "auto"}}
 	g = Derive(s, Env{Home: w.home, Dir: w.dir})
 	cmd := exec.Command(bin, s.Args...)
 	cmd.Env = append(os.Environ(), "HOME="+w.home)

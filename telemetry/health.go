@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // Health answers /healthz (the process serves HTTP) and /readyz (the
@@ -23,7 +23,7 @@ type Health struct {
 	// State reads the state; an error makes aqlguard unready.
 	State func(ctx context.Context) error
 	// Servers are the servers in the configuration in force.
-	Servers func() []policy.Server
+	Servers func() []config.Server
 	// Log gets why a check failed (the answer says only that it did),
 	// once each time a check goes from passing to failing.
 	Log *slog.Logger
@@ -90,7 +90,7 @@ func (h *Health) Check(ctx context.Context) Readiness {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	rd := Readiness{Ready: true, State: checkOK, Servers: map[string]string{}}
-	var servers []policy.Server
+	var servers []config.Server
 	if h.Servers != nil {
 		servers = h.Servers()
 	}
@@ -124,7 +124,7 @@ func (h *Health) Check(ctx context.Context) Readiness {
 
 // checkServer says whether a session could start s: a remote server's
 // address takes a TCP connection, a local server's command is there.
-func checkServer(ctx context.Context, s policy.Server) (string, error) {
+func checkServer(ctx context.Context, s config.Server) (string, error) {
 	if s.URL != "" {
 		addr, err := dialAddress(s.URL)
 		if err != nil {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/evaluator"
-	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -168,13 +168,13 @@ func TestReadiness(t *testing.T) {
 	down := "http://" + closed.Addr().String() + "/mcp"
 	closed.Close()
 	defer ln.Close()
-	servers := []policy.Server{{Name: "up", URL: up}, {Name: "sh", Command: "sh"}}
+	servers := []config.Server{{Name: "up", URL: up}, {Name: "sh", Command: "sh"}}
 	stateErr := error(nil)
-	h := &Health{Servers: func() []policy.Server { return servers }, State: func(context.Context) error { return stateErr }}
+	h := &Health{Servers: func() []config.Server { return servers }, State: func(context.Context) error { return stateErr }}
 	if rd := h.Check(context.Background()); !rd.Ready {
 		t.Fatalf("not ready: %+v", rd)
 	}
-	servers = append(servers, policy.Server{Name: "gone", URL: down}, policy.Server{Name: "nocmd", Command: "/nonexistent/server"})
+	servers = append(servers, config.Server{Name: "gone", URL: down}, config.Server{Name: "nocmd", Command: "/nonexistent/server"})
 	stateErr = context.DeadlineExceeded
 	h.last = time.Time{} // past the cache
 	rec := httptest.NewRecorder()

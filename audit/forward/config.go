@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/store"
 )
 
 // New builds the forwarder [audit.forward] describes, reading st's audit
 // chain and keeping its cursors in st (the state directory, or the
 // PostgreSQL state every replica shares: one of them forwards).
-func New(cfg *policy.Forward, st store.State, product string, log *slog.Logger) (*Forwarder, error) {
+func New(cfg *config.Forward, st store.State, product string, log *slog.Logger) (*Forwarder, error) {
 	state := st.StateID()
 	var sink Sink
 	var err error

@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -285,7 +285,7 @@ func (p *progress) unconfirmed() int {
 func (f *Forwarder) deliver(ctx context.Context, name string, p *progress) error {
 	batchSize := f.Batch
 	if batchSize <= 0 {
-		batchSize = policy.DefaultForwardBatch
+		batchSize = config.DefaultForwardBatch
 	}
 	for {
 		var batch []store.LogEntry

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -54,7 +54,7 @@ type Syslog struct {
 
 // DefaultSettle is Syslog.Settle's default ([audit.forward]
 // assume_delivered_after's).
-const DefaultSettle = policy.DefaultAssumeDeliveredAfter
+const DefaultSettle = config.DefaultAssumeDeliveredAfter
 
 // syslogConn is the connection kept open, and what went on it.
 type syslogConn struct {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/evaluator/policytest"
 	"github.com/aqlguard/aqlguard/policy"
@@ -91,7 +92,7 @@ func tomlString(s string) string {
 // check compiles the configuration with sugs and judges every answered
 // call again: "" when each suggestion decides the calls it covers as the
 // human did and no call the human denied runs unasked; else why not.
-func check(cfg *policy.Config, before string, sugs []Suggestion, o Options, answers []Answer) string {
+func check(cfg *config.Config, before string, sugs []Suggestion, o Options, answers []Answer) string {
 	text := edit(before, sugs, o)
 	name := cfg.Path
 	if name == "" {

@@ -41,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/evaluator/policytest"
 	"github.com/aqlguard/aqlguard/policy"
@@ -58,7 +59,7 @@ type Options struct {
 	Min int
 	// Managed is the managed policy layer the configuration is laid over
 	// (nil: none).
-	Managed *policy.Config
+	Managed *config.Config
 	// Now dates the suggestions' comments.
 	Now time.Time
 }
@@ -89,7 +90,7 @@ type Suggestion struct {
 	Role                              policy.Role
 	Action                            policy.Action
 	Evidence                          []Evidence
-	Rule                              policy.ArgRule
+	Rule                              config.ArgRule
 	// Source is the rule as decisions name it (policy test's rule).
 	Source string
 }
@@ -167,7 +168,7 @@ var rolesRank = []policy.Role{policy.RoleCommand, policy.RoleCode, policy.RoleQu
 // Suggest proposes rules from answers, as an edit of cfg's file (its
 // text before). cfg is the user's configuration as loaded (no managed
 // layer laid over it: o.Managed is).
-func Suggest(cfg *policy.Config, before string, answers []Answer, o Options) (*Result, error) {
+func Suggest(cfg *config.Config, before string, answers []Answer, o Options) (*Result, error) {
 	if o.Min <= 0 {
 		o.Min = 3
 	}
@@ -231,7 +232,7 @@ func Suggest(cfg *policy.Config, before string, answers []Answer, o Options) (*R
 	return res, nil
 }
 
-func displayName(cfg *policy.Config) string {
+func displayName(cfg *config.Config) string {
 	if cfg.Path == "" {
 		return "config.toml"
 	}
@@ -239,7 +240,7 @@ func displayName(cfg *policy.Config) string {
 }
 
 // effective is cfg as it is in force: laid over the managed layer.
-func effective(cfg *policy.Config, managed *policy.Config) (*policy.Config, error) {
+func effective(cfg *config.Config, managed *config.Config) (*config.Config, error) {
 	if managed == nil {
 		return cfg, nil
 	}
@@ -250,7 +251,7 @@ func effective(cfg *policy.Config, managed *policy.Config) (*policy.Config, erro
 // propose finds, for one tool of one principal, the argument that says
 // what its calls do and the values the human answered alike, at least
 // min times each.
-func propose(cfg *policy.Config, answers []Answer, min int) ([]Suggestion, []string) {
+func propose(cfg *config.Config, answers []Answer, min int) ([]Suggestion, []string) {
 	a0 := answers[0]
 	name := a0.Server + "." + a0.Tool
 	if a0.Principal != "" {
@@ -376,7 +377,7 @@ func withEvidence(s Suggestion, ev []Evidence) Suggestion {
 	if len(vals) > 1 {
 		pattern = "{" + strings.Join(vals, ",") + "}"
 	}
-	s.Rule = policy.ArgRule{Action: string(s.Action), Operation: s.Server + "." + globEscape(s.Tool), Argument: s.Argument, Pattern: pattern}
+	s.Rule = config.ArgRule{Action: string(s.Action), Operation: s.Server + "." + globEscape(s.Tool), Argument: s.Argument, Pattern: pattern}
 	s.Source = "operation~" + strconv.Quote(s.Rule.Operation) + " " + s.Argument + "~" + strconv.Quote(pattern)
 	return s
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/evaluator/policytest"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/store"
@@ -140,7 +141,7 @@ func TestScriptedHuman(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, c := range map[string]*policy.Config{"after": after, "before": cfg} {
+	for name, c := range map[string]*config.Config{"after": after, "before": cfg} {
 		results, err := policytest.Run(c, cf)
 		if err != nil {
 			t.Fatal(err)
@@ -289,12 +290,12 @@ func TestNeverWider(t *testing.T) {
 	})
 }
 
-func outcome(t *testing.T, cfg *policy.Config, args map[string]any) string {
+func outcome(t *testing.T, cfg *config.Config, args map[string]any) string {
 	t.Helper()
 	return outcomeOf(t, cfg, "shell.run_command", args)
 }
 
-func outcomeOf(t *testing.T, cfg *policy.Config, tool string, args map[string]any) string {
+func outcomeOf(t *testing.T, cfg *config.Config, tool string, args map[string]any) string {
 	t.Helper()
 	res, err := policytest.Run(cfg, &policytest.File{Cases: []policytest.Case{{Tool: tool, Agent: "dev",
 		Arguments: args, Expect: "allowed"}}})

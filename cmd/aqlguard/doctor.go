@@ -13,8 +13,8 @@ import (
 
 	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/doctor"
-	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -55,7 +55,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		}
 		in.StateDir = d
 	}
-	if in.Config != nil && in.Config.State.Backend == policy.StatePostgres {
+	if in.Config != nil && in.Config.State.Backend == config.StatePostgres {
 		cfg := in.Config
 		in.OpenState = func(ctx context.Context) (store.State, error) { return openPostgres(ctx, cfg, nil) }
 	}
@@ -86,8 +86,8 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 // openForDoctor opens the state cfg names read only (the state
 // directory dir on bbolt); nil, and no error, when a state directory
 // holds no database yet.
-func openForDoctor(ctx context.Context, cfg *policy.Config, dir string) (store.State, error) {
-	if cfg.State.Backend == policy.StatePostgres {
+func openForDoctor(ctx context.Context, cfg *config.Config, dir string) (store.State, error) {
+	if cfg.State.Backend == config.StatePostgres {
 		st, err := openPostgres(ctx, cfg, nil)
 		if err != nil {
 			return nil, err // not a typed nil in the interface
@@ -109,7 +109,7 @@ func openForDoctor(ctx context.Context, cfg *policy.Config, dir string) (store.S
 // recordedNames reads the server names aqlguard processes recorded in the
 // state cfg names (the state directory dir, read only: a state that does
 // not exist yet holds none).
-func recordedNames(cfg *policy.Config, dir string) func(ctx context.Context) ([]store.ServerNames, error) {
+func recordedNames(cfg *config.Config, dir string) func(ctx context.Context) ([]store.ServerNames, error) {
 	return func(ctx context.Context) ([]store.ServerNames, error) {
 		st, err := openForDoctor(ctx, cfg, dir)
 		if st == nil || err != nil {
@@ -122,7 +122,7 @@ func recordedNames(cfg *policy.Config, dir string) func(ctx context.Context) ([]
 
 // forwardingCheck checks the [audit.forward] destination's cursor against
 // the audit log of the state cfg names (read only).
-func forwardingCheck(cfg *policy.Config, dir string) func(ctx context.Context) (string, error) {
+func forwardingCheck(cfg *config.Config, dir string) func(ctx context.Context) (string, error) {
 	return func(ctx context.Context) (string, error) {
 		st, err := openForDoctor(ctx, cfg, dir)
 		if err != nil {

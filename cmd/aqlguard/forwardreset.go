@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -76,7 +76,7 @@ const forwardLeaseWait = 3 * time.Second
 
 // resetForwardCursor moves the configured destination's cursor to to,
 // records it, and says what was wrong and what will be sent.
-func resetForwardCursor(ctx context.Context, st store.State, fc *policy.Forward, to string) (string, error) {
+func resetForwardCursor(ctx context.Context, st store.State, fc *config.Forward, to string) (string, error) {
 	fw, err := forward.New(fc, st, version(), nil)
 	if err != nil {
 		return "", err

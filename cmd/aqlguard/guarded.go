@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 )
 
@@ -16,7 +17,7 @@ import (
 // --agent, with the config's policy (wrap guards one server on it).
 type serverSet struct {
 	from  string         // where they are configured, for people
-	cfg   *policy.Config // the config with these servers
+	cfg   *config.Config // the config with these servers
 	agent string
 }
 
@@ -26,14 +27,14 @@ type serverSet struct {
 // command and environment) is connected once. remote lists the wrapped
 // remote servers, which are not connected (one may ask for OAuth consent
 // in a browser): their tools are judged when a client starts them.
-func serverSets(cfg *policy.Config, env clientconfig.Env) (sets []serverSet, remote []string) {
+func serverSets(cfg *config.Config, env clientconfig.Env) (sets []serverSet, remote []string) {
 	if len(cfg.Servers) > 0 {
 		sets = append(sets, serverSet{from: source(cfg), cfg: cfg, agent: cfg.Agent})
 	}
 	self, _ := selfPath()
 	type wrappedSet struct {
 		agent   string
-		servers []policy.Server
+		servers []config.Server
 		from    []string
 	}
 	var wrapped []*wrappedSet
@@ -47,7 +48,7 @@ func serverSets(cfg *policy.Config, env clientconfig.Env) (sets []serverSet, rem
 		if agent == "" {
 			agent = cfg.Agent
 		}
-		srv := policy.Server{Name: policy.ServerNameFrom(g.Name), Command: g.Argv[0], Args: slices.Clone(g.Argv[1:]),
+		srv := config.Server{Name: policy.ServerNameFrom(g.Name), Command: g.Argv[0], Args: slices.Clone(g.Argv[1:]),
 			Env: g.Entry.Env, Transport: "stdio"}
 		var home *wrappedSet
 	find:
@@ -72,7 +73,7 @@ func serverSets(cfg *policy.Config, env clientconfig.Env) (sets []serverSet, rem
 			break
 		}
 		if home == nil {
-			wrapped = append(wrapped, &wrappedSet{agent: agent, servers: []policy.Server{srv}, from: []string{label}})
+			wrapped = append(wrapped, &wrappedSet{agent: agent, servers: []config.Server{srv}, from: []string{label}})
 		}
 	}
 	for _, w := range wrapped {
@@ -85,7 +86,7 @@ func serverSets(cfg *policy.Config, env clientconfig.Env) (sets []serverSet, rem
 
 // withAllServers is cfg with the servers of every set (each name once),
 // for the checks that look at server names.
-func withAllServers(cfg *policy.Config, sets []serverSet) *policy.Config {
+func withAllServers(cfg *config.Config, sets []serverSet) *config.Config {
 	c := *cfg
 	c.Servers = nil
 	seen := map[string]bool{}
@@ -101,6 +102,6 @@ func withAllServers(cfg *policy.Config, sets []serverSet) *policy.Config {
 }
 
 // noServers says where servers come from when none was found.
-func noServers(cfg *policy.Config) string {
+func noServers(cfg *config.Config) string {
 	return fmt.Sprintf("no server: %s has no [[servers]] and no client config runs one behind aqlguard (aqlguard init wraps them)", source(cfg))
 }

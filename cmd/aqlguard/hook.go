@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/hook"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
@@ -251,7 +252,7 @@ func ownHomeDir() string {
 // the hook's deadline. The real channel is built only when used: most
 // hooks ask nobody.
 type detachedShow struct {
-	cfg  *policy.Config
+	cfg  *config.Config
 	g    *globals
 	log  *slog.Logger
 	once sync.Once

@@ -40,6 +40,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
@@ -380,7 +381,7 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 // loadConfig reads --config, else the default path, else the embedded
 // defaults. An explicitly named file that does not exist is an error, not
 // a silent fallback.
-func loadConfig(g *globals) (*policy.Config, error) {
+func loadConfig(g *globals) (*config.Config, error) {
 	cfg, err := loadUserConfig(g)
 	if err != nil {
 		return nil, err
@@ -395,7 +396,7 @@ func loadConfig(g *globals) (*policy.Config, error) {
 
 // loadUserConfig is loadConfig without the managed layer: the user's
 // file (or the defaults) and the flags.
-func loadUserConfig(g *globals) (*policy.Config, error) {
+func loadUserConfig(g *globals) (*config.Config, error) {
 	path, explicit := g.config, g.config != ""
 	if !explicit {
 		path = defaultConfigPath()
@@ -423,7 +424,7 @@ func loadUserConfig(g *globals) (*policy.Config, error) {
 // exists, else --managed. --managed cannot stand in for the system's
 // file (the flag is in a client config the user can edit); a --managed
 // file that does not exist is an error.
-func loadManaged(g *globals) (*policy.Config, error) {
+func loadManaged(g *globals) (*config.Config, error) {
 	system := policy.DefaultManagedPath()
 	path := g.managed
 	if path != "" {

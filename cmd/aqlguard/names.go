@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/names"
 	"github.com/aqlguard/aqlguard/store"
@@ -21,13 +21,13 @@ import (
 // state by other aqlguard processes (the other `aqlguard wrap`s of its
 // client) count as the client's too, with --servers. Reports, never a
 // failure: two servers may well both offer a "search".
-func reportNames(cfg *policy.Config, live bool, listings []names.Listing, stderr io.Writer) int {
+func reportNames(cfg *config.Config, live bool, listings []names.Listing, stderr io.Writer) int {
 	return reportNamesOf(source(cfg), cfg, live, listings, stderr)
 }
 
 // reportNamesOf is reportNames for servers configured where from says
 // (the config, or the client configs whose entries aqlguard wraps).
-func reportNamesOf(from string, cfg *policy.Config, live bool, listings []names.Listing, stderr io.Writer) int {
+func reportNamesOf(from string, cfg *config.Config, live bool, listings []names.Listing, stderr io.Writer) int {
 	servers := make([]string, 0, len(cfg.Servers))
 	for _, s := range cfg.Servers {
 		servers = append(servers, s.Name)
@@ -55,7 +55,7 @@ func reportNamesOf(from string, cfg *policy.Config, live bool, listings []names.
 // recordedForAgent are the server names aqlguard processes recorded for
 // the configured agent within proxy.RecordedWithin (none when there is no
 // state yet, or it cannot be read: said on stderr).
-func recordedForAgent(cfg *policy.Config, stderr io.Writer) []store.ServerNames {
+func recordedForAgent(cfg *config.Config, stderr io.Writer) []store.ServerNames {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	all, err := recordedNames(cfg, stateDir(cfg))(ctx)

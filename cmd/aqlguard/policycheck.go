@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/evaluator/policytest"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
@@ -49,10 +50,10 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) int {
 }
 
 // loadForPolicy loads the config, printing every error with its line.
-func loadForPolicy(g *globals, stderr io.Writer) *policy.Config {
+func loadForPolicy(g *globals, stderr io.Writer) *config.Config {
 	cfg, err := loadConfig(g)
 	if err != nil {
-		var list policy.Errors
+		var list config.Errors
 		if errors.As(err, &list) {
 			for _, e := range list {
 				fmt.Fprintln(stderr, e.Error())
@@ -68,7 +69,7 @@ func loadForPolicy(g *globals, stderr io.Writer) *policy.Config {
 
 // principals are the configured agent and every [agents.NAME], sorted
 // after the first.
-func principals(cfg *policy.Config) []string {
+func principals(cfg *config.Config) []string {
 	out := []string{cfg.Agent}
 	for name := range cfg.Agents {
 		if name != cfg.Agent {
@@ -81,7 +82,7 @@ func principals(cfg *policy.Config) []string {
 
 // connectServers starts the configured servers (quietly: their logs go to
 // stderr only at warn level) and derives the catalog.
-func connectServers(cfg *policy.Config, pol *policy.Policy, stderr io.Writer) (*catalog.Catalog, *downstream.Pool, error) {
+func connectServers(cfg *config.Config, pol *policy.Policy, stderr io.Writer) (*catalog.Catalog, *downstream.Pool, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cat, pool, err := proxy.StartCatalog(context.Background(), cfg, pol, version(), log)
 	if pool != nil {
@@ -94,7 +95,7 @@ func connectServers(cfg *policy.Config, pol *policy.Policy, stderr io.Writer) (*
 	return cat, pool, err
 }
 
-func source(cfg *policy.Config) string {
+func source(cfg *config.Config) string {
 	if cfg.Path == "" {
 		return "embedded defaults"
 	}
@@ -374,7 +375,7 @@ func cmdPolicyExplain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func explainHeader(w io.Writer, cfg *policy.Config, pol *policy.Policy) {
+func explainHeader(w io.Writer, cfg *config.Config, pol *policy.Policy) {
 	fmt.Fprintf(w, "%s, agent %s, risk_tolerance %s (a call above risk %d asks), loop %s, interpreter_code %s\n\n",
 		source(cfg), pol.Principal, pol.Tolerance, pol.Threshold, pol.Loop, pol.InterpreterCode)
 }

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // configPoll is how often the config file is looked at for changes.
@@ -16,7 +16,7 @@ const configPoll = 2 * time.Second
 // watchConfig reloads the configuration on SIGHUP and whenever the config
 // file changes, until ctx ends. build reads the configuration as it is
 // now (loadConfig, and for wrap the wrapping too).
-func (in *instance) watchConfig(ctx context.Context, build func() (*policy.Config, error)) {
+func (in *instance) watchConfig(ctx context.Context, build func() (*config.Config, error)) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -48,9 +48,9 @@ func (in *instance) watchConfig(ctx context.Context, build func() (*policy.Confi
 
 // reload reads the configuration once and puts it in force for every
 // principal's guard.
-func (in *instance) reload(ctx context.Context, build func() (*policy.Config, error)) {
+func (in *instance) reload(ctx context.Context, build func() (*config.Config, error)) {
 	cfg, err := build()
-	once := func() (*policy.Config, error) { return cfg, err }
+	once := func() (*config.Config, error) { return cfg, err }
 	in.shared.Reload(ctx, in.relay, once, processName())
 	in.eachPrincipal(func(p *principal) { p.shared.Reload(ctx, p.relay, once, processName()) })
 	if in.reloaded != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/clientconfig"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/flows"
 	"github.com/aqlguard/aqlguard/internal/procfs"
 	"github.com/aqlguard/aqlguard/policy"
@@ -48,7 +49,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
-	return serveStdio(g, cfg, func() (*policy.Config, error) { return loadConfig(g) }, stdin, stdout, stderr)
+	return serveStdio(g, cfg, func() (*config.Config, error) { return loadConfig(g) }, stdin, stdout, stderr)
 }
 
 // cmdWrap is `aqlguard wrap [--name N] -- CMD ARGS...`: one stdio server
@@ -77,8 +78,8 @@ func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	wrap := func(base *policy.Config) (*policy.Config, error) {
-		var cfg *policy.Config
+	wrap := func(base *config.Config) (*config.Config, error) {
+		var cfg *config.Config
 		var err error
 		switch {
 		case *url != "" && len(argv) > 0:
@@ -103,7 +104,7 @@ func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard wrap: %v\n", err)
 		return 2
 	}
-	build := func() (*policy.Config, error) {
+	build := func() (*config.Config, error) {
 		base, err := loadConfig(g)
 		if err != nil {
 			return nil, err
@@ -115,7 +116,7 @@ func cmdWrap(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // serveStdio runs one aqlguard on cfg over stdio until stdin closes or a
 // signal arrives; build reads the configuration again on a reload.
-func serveStdio(g *globals, cfg *policy.Config, build func() (*policy.Config, error), stdin io.Reader, stdout, stderr io.Writer) int {
+func serveStdio(g *globals, cfg *config.Config, build func() (*config.Config, error), stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if isTerminal(stdin) {
@@ -181,7 +182,7 @@ type instance struct {
 	othersMu   sync.Mutex
 	principals *httpfront.Principals[*principal]
 	// reloaded, when set, is told of each configuration put in force.
-	reloaded func(*policy.Config)
+	reloaded func(*config.Config)
 }
 
 // principal is one principal's guard and relay configuration.
@@ -192,7 +193,7 @@ type principal struct {
 
 // startInstance opens the state and builds what the sessions share. On
 // failure it returns nil and the exit code.
-func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr io.Writer, waitForState bool) (*instance, int) {
+func startInstance(ctx context.Context, g *globals, cfg *config.Config, stderr io.Writer, waitForState bool) (*instance, int) {
 	log, err := newLogger(stderr, g.logLevel)
 	if err != nil {
 		fmt.Fprintln(stderr, "aqlguard:", err)
@@ -266,7 +267,7 @@ func startInstance(ctx context.Context, g *globals, cfg *policy.Config, stderr i
 
 // newShared builds what the sessions of one principal share: its guard
 // (and channel to the human), pins, and the way to the servers.
-func newShared(cfg *policy.Config, pol *policy.Policy, st store.State, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
+func newShared(cfg *config.Config, pol *policy.Policy, st store.State, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
 	gd := newGuard(cfg, pol, st, log)
 	sh := &proxy.Shared{
 		Mode:   proxy.Mode(cfg.Mode),
@@ -312,7 +313,7 @@ func startForwarder(ctx context.Context, fw *forward.Forwarder, log *slog.Logger
 // reportNotInEffect logs, and records in the audit log, what the user's
 // file tried that the managed policy does not let take effect: the
 // security team reads the attempt there.
-func reportNotInEffect(ctx context.Context, cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger) {
+func reportNotInEffect(ctx context.Context, cfg *config.Config, pol *policy.Policy, st store.State, log *slog.Logger) {
 	rec := store.NewRecord(time.Now(), store.KindPolicy, pol.Principal, processName(), "")
 	rec.Operation, rec.Decision, rec.Result = "not_in_effect", pol.Version, cfg.Managed.Path
 	for _, e := range cfg.NotInEffect {
@@ -338,7 +339,7 @@ func (in *instance) close() {
 
 // newGuard builds the guard and the channel to the human; what the
 // channel can reach is recorded for doctor.
-func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger) *guard.Guard {
+func newGuard(cfg *config.Config, pol *policy.Policy, st store.State, log *slog.Logger) *guard.Guard {
 	reached := reachRecorder(cfg, pol, log)
 	if cfg.Verify.Channel == "command" {
 		// Whether the program answers is its own business; doctor says
@@ -350,7 +351,7 @@ func newGuard(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.
 
 // humanChannel is the configured channel to the human; reached, when
 // set, is told what a dialog channel can reach (verify.DialogChannel).
-func humanChannel(cfg *policy.Config, log *slog.Logger, reached func(verify.Display, error)) verify.Channel {
+func humanChannel(cfg *config.Config, log *slog.Logger, reached func(verify.Display, error)) verify.Channel {
 	switch cfg.Verify.Channel {
 	case "command":
 		c := verify.NewCommand(cfg.Verify.Command)
@@ -370,7 +371,7 @@ func humanChannel(cfg *policy.Config, log *slog.Logger, reached func(verify.Disp
 }
 
 // guardWith is the guard of pol on st, reaching the human through ch.
-func guardWith(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog.Logger, ch verify.Channel) *guard.Guard {
+func guardWith(cfg *config.Config, pol *policy.Policy, st store.State, log *slog.Logger, ch verify.Channel) *guard.Guard {
 	return &guard.Guard{
 		Policy:             pol,
 		State:              st,
@@ -389,7 +390,7 @@ func guardWith(cfg *policy.Config, pol *policy.Policy, st store.State, log *slog
 
 // reachRecorder records, for doctor, where this aqlguard's dialogs
 // could go (verify.Reach), when it starts and whenever that changes.
-func reachRecorder(cfg *policy.Config, pol *policy.Policy, log *slog.Logger) func(verify.Display, error) {
+func reachRecorder(cfg *config.Config, pol *policy.Policy, log *slog.Logger) func(verify.Display, error) {
 	var mu sync.Mutex
 	var last verify.Reach
 	written := false
@@ -450,7 +451,7 @@ func clientKey() string {
 }
 
 // stateDir is the configured state directory, or the default one.
-func stateDir(cfg *policy.Config) string {
+func stateDir(cfg *config.Config) string {
 	if cfg.StateDir != "" {
 		return cfg.StateDir
 	}
@@ -461,8 +462,8 @@ func stateDir(cfg *policy.Config) string {
 // openStore opens the state run and serve decide on (openState): the
 // state directory, or the PostgreSQL state replicas share. Without it
 // nothing can be decided durably, so aqlguard does not start.
-func openStore(ctx context.Context, cfg *policy.Config, log *slog.Logger, wait bool) (store.State, error) {
-	if cfg.State.Backend == policy.StatePostgres {
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool) (store.State, error) {
+	if cfg.State.Backend == config.StatePostgres {
 		if wait {
 			return waitForPostgres(ctx, cfg, log)
 		}
@@ -490,7 +491,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 // whether their being off (off says why) is worth a warning: only where
 // the audit log is meant to go to syslog. A machine without a system
 // log (a container, a minimal VM) is not warned at every start.
-func anchorsSaid(cfg *policy.Config, off string) (said string, warn bool) {
+func anchorsSaid(cfg *config.Config, off string) (said string, warn bool) {
 	if off == "" {
 		return "system log", false
 	}

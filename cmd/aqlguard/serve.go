@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/httpfront"
@@ -110,9 +111,9 @@ func cmdServe(args []string, stderr io.Writer) int {
 		opts.Auth = clientauth.New(clientauth.StaticClients(cfg, legacy), cfg.Agent, jwt, in.log)
 		// A reload puts the clients in force: a revoked token is refused
 		// from the next request on.
-		in.reloaded = func(c *policy.Config) { opts.Auth.SetStatic(clientauth.StaticClients(c, legacy), c.Agent) }
+		in.reloaded = func(c *config.Config) { opts.Auth.SetStatic(clientauth.StaticClients(c, legacy), c.Agent) }
 	}
-	go in.watchConfig(ctx, func() (*policy.Config, error) { return loadConfig(g) })
+	go in.watchConfig(ctx, func() (*config.Config, error) { return loadConfig(g) })
 	front := httpfront.New(ctx, in.relay, opts)
 	mux.Handle("/mcp", front)
 	// The probes need no token: an orchestrator's probe has none, and
@@ -239,7 +240,7 @@ func listenOn(addr string, checkPeers bool) (net.Listener, bool, error) {
 // file is not read or made: only AQLGUARD_SERVE_TOKEN or an explicit
 // token_file keep a single token beside them. It returns where the
 // token came from, for the log (never the token itself).
-func serveToken(cfg *policy.Config) (token, from string, err error) {
+func serveToken(cfg *config.Config) (token, from string, err error) {
 	if t := os.Getenv("AQLGUARD_SERVE_TOKEN"); t != "" {
 		// Read once, then gone from the environment: nothing this
 		// process starts inherits it (downstream strips AQLGUARD_* too).

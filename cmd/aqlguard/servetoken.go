@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/internal/atomicfile"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
@@ -139,7 +140,7 @@ func serveTokenAdd(path, name, agent string, stdout io.Writer) error {
 		fmt.Fprintf(&b, "agent = %q\n", agent)
 	}
 	fmt.Fprintf(&b, "token_sha256 = %q\ncreated = %q\n", digest, time.Now().UTC().Format(time.RFC3339))
-	if _, _, err := rewriteConfig(path, old, b.Bytes(), mode, func(before, after []policy.ServeClient) error {
+	if _, _, err := rewriteConfig(path, old, b.Bytes(), mode, func(before, after []config.ServeClient) error {
 		if len(after) != len(before)+1 || after[len(after)-1].Name != name {
 			return fmt.Errorf("%s was left unchanged: the entry did not read back as client %q", path, name)
 		}
@@ -173,8 +174,8 @@ func serveTokenRevoke(path, name string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if _, _, err := rewriteConfig(path, old, []byte(next), mode, func(before, after []policy.ServeClient) error {
-		want := make([]policy.ServeClient, 0, len(before))
+	if _, _, err := rewriteConfig(path, old, []byte(next), mode, func(before, after []config.ServeClient) error {
+		want := make([]config.ServeClient, 0, len(before))
 		for _, c := range before {
 			if c.Name != name {
 				want = append(want, c)
@@ -263,7 +264,7 @@ func readConfigText(path string) ([]byte, fs.FileMode, error) {
 // owner and group)
 // after checking that it loads, says what old said but for
 // [[serve.clients]], and that check accepts the clients before and after.
-func rewriteConfig(path string, old, next []byte, mode fs.FileMode, check func(before, after []policy.ServeClient) error) (before, after []policy.ServeClient, err error) {
+func rewriteConfig(path string, old, next []byte, mode fs.FileMode, check func(before, after []config.ServeClient) error) (before, after []config.ServeClient, err error) {
 	before, after, err = checkEdit(path, old, next)
 	if err == nil {
 		err = check(before, after)
@@ -287,7 +288,7 @@ func rewriteConfig(path string, old, next []byte, mode fs.FileMode, check func(b
 // checkEdit parses old and next (the file at path before and after an
 // edit) and returns their clients, or why next must not be written: it
 // does not load, or it changes more than [[serve.clients]].
-func checkEdit(path string, old, next []byte) (before, after []policy.ServeClient, err error) {
+func checkEdit(path string, old, next []byte) (before, after []config.ServeClient, err error) {
 	nc, err := policy.Parse(next, path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the changed file would not load, so %s was left unchanged: %w", path, err)
@@ -310,7 +311,7 @@ func checkEdit(path string, old, next []byte) (before, after []policy.ServeClien
 }
 
 // sameSettings compares the exported settings of two configurations.
-func sameSettings(a, b policy.Config) bool {
+func sameSettings(a, b config.Config) bool {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	for i := range va.NumField() {
 		if va.Type().Field(i).IsExported() && !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/store/pgstate"
 )
@@ -19,8 +19,8 @@ import (
 // PostgreSQL state of [state] dsn (AQLGUARD_STATE_DSN wins) and schema,
 // created or migrated on open. o tunes the state directory only.
 // Without a state nothing can be decided durably: the caller stops.
-func openState(ctx context.Context, cfg *policy.Config, o store.Options) (store.State, error) {
-	if cfg.State.Backend == policy.StatePostgres {
+func openState(ctx context.Context, cfg *config.Config, o store.Options) (store.State, error) {
+	if cfg.State.Backend == config.StatePostgres {
 		return openPostgres(ctx, cfg, nil)
 	}
 	return openStateDir(ctx, cfg, o)
@@ -29,11 +29,11 @@ func openState(ctx context.Context, cfg *policy.Config, o store.Options) (store.
 // openPostgres opens the configured PostgreSQL state, logging to log
 // (slog's default when nil). Its errors never carry the connection
 // string's password (pgstate).
-func openPostgres(ctx context.Context, cfg *policy.Config, log *slog.Logger) (*pgstate.State, error) {
+func openPostgres(ctx context.Context, cfg *config.Config, log *slog.Logger) (*pgstate.State, error) {
 	dsn := pgstate.DSN(cfg.State.DSN)
 	if dsn == "" {
 		return nil, fmt.Errorf("the state database: [state] backend = %q needs a connection string: set [state] dsn, or %s",
-			policy.StatePostgres, pgstate.DSNEnv)
+			config.StatePostgres, pgstate.DSNEnv)
 	}
 	return pgstate.Open(ctx, pgstate.Options{DSN: dsn, Schema: cfg.State.Schema, Timeout: cfg.StateLockTimeout.Duration, Log: log})
 }
@@ -51,7 +51,7 @@ const (
 // (the service is stopped), with the last error. An error that waiting
 // cannot cure (a wrong password, a missing database, a schema a newer
 // aqlguard wrote, an incomplete copy) ends it at once.
-func waitForPostgres(ctx context.Context, cfg *policy.Config, log *slog.Logger) (*pgstate.State, error) {
+func waitForPostgres(ctx context.Context, cfg *config.Config, log *slog.Logger) (*pgstate.State, error) {
 	wait := stateWaitMin
 	for attempt := 1; ; attempt++ {
 		st, err := openPostgres(ctx, cfg, log)
@@ -86,7 +86,7 @@ func stateGaveUp(ctx context.Context, attempts int, err error) error {
 // openStateDir opens the bbolt state in the configured state directory,
 // whatever backend the configuration names (state copy moves between
 // the two).
-func openStateDir(ctx context.Context, cfg *policy.Config, o store.Options) (*store.Store, error) {
+func openStateDir(ctx context.Context, cfg *config.Config, o store.Options) (*store.Store, error) {
 	dir := cfg.StateDir
 	if dir == "" {
 		d, err := store.DefaultDir()

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/store/pgstate"
 )
@@ -50,7 +50,7 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return 2
 	}
-	if len(rest) > 0 || (*to != policy.StatePostgres && *to != policy.StateBolt) {
+	if len(rest) > 0 || (*to != config.StatePostgres && *to != config.StateBolt) {
 		fmt.Fprint(stderr, stateCopyUsage)
 		return 2
 	}
@@ -67,7 +67,7 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 	// The target is opened as the copy, which may find it incomplete;
 	// the source must be whole.
 	pg, err := pgstate.Open(ctx, pgstate.Options{DSN: pgstate.DSN(cfg.State.DSN), Schema: cfg.State.Schema,
-		Timeout: cfg.StateLockTimeout.Duration, IncompleteCopy: *to == policy.StatePostgres})
+		Timeout: cfg.StateLockTimeout.Duration, IncompleteCopy: *to == config.StatePostgres})
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state copy: %v\n", err)
 		return 1
@@ -76,7 +76,7 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 	// The state directory's side, whatever backend the config runs on.
 	local := *cfg
 	local.Audit.Sync = string(store.SyncAlways) // a command's records are durable before it exits
-	bolt, err := openStateDir(ctx, &local, store.Options{ReadOnly: *to == policy.StatePostgres, IncompleteCopy: *to == policy.StateBolt})
+	bolt, err := openStateDir(ctx, &local, store.Options{ReadOnly: *to == config.StatePostgres, IncompleteCopy: *to == config.StateBolt})
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state copy: %v\n", err)
 		return 1
@@ -84,7 +84,7 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 	defer bolt.Close()
 	var from, into store.State = bolt, pg
 	fromName, intoName := stateName(bolt), stateName(pg)
-	if *to == policy.StateBolt {
+	if *to == config.StateBolt {
 		from, into = pg, bolt
 		fromName, intoName = intoName, fromName
 	}

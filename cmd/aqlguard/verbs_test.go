@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 )
 
@@ -109,12 +110,12 @@ func TestInitConfigIsDeprecated(t *testing.T) {
 func TestAnchorsWarnOnlyForSyslog(t *testing.T) {
 	plain := policy.Default()
 	syslogged := policy.Default()
-	syslogged.Audit.Forward = &policy.Forward{To: "syslog", Address: "tls://siem.example.com:6514"}
+	syslogged.Audit.Forward = &config.Forward{To: "syslog", Address: "tls://siem.example.com:6514"}
 	otlp := policy.Default()
-	otlp.Audit.Forward = &policy.Forward{To: "otlp", URL: "https://collector.example.com/v1/logs"}
+	otlp.Audit.Forward = &config.Forward{To: "otlp", URL: "https://collector.example.com/v1/logs"}
 	for _, tt := range []struct {
 		name string
-		cfg  *policy.Config
+		cfg  *config.Config
 		off  string
 		said string
 		warn bool

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/store"
@@ -108,7 +109,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 // blockedAgent is the agent whose code to show: the configured one (or
 // --agent's, named is true), else the one agent that is blocked. "" and
 // an exit code when there is none to choose.
-func blockedAgent(ctx context.Context, st store.State, cfg *policy.Config, named bool, stderr io.Writer) (string, int) {
+func blockedAgent(ctx context.Context, st store.State, cfg *config.Config, named bool, stderr io.Writer) (string, int) {
 	if named {
 		return cfg.Agent, 0
 	}

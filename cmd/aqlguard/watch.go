@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/audit/forward"
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/telemetry"
@@ -20,7 +20,7 @@ import (
 // the trace exporter, and puts the guard's Watcher in place. With neither
 // the guard has no Watcher at all: a call costs nothing more. The
 // returned function stops both, exporting the spans left.
-func (in *instance) watch(cfg *policy.Config) (stop func(), err error) {
+func (in *instance) watch(cfg *config.Config) (stop func(), err error) {
 	var w telemetry.Watch
 	var stops []func()
 	stop = func() {
@@ -113,7 +113,7 @@ func (in *instance) health() *telemetry.Health {
 				_, err := in.shared.Guard.Status(ctx)
 				return err
 			},
-			Servers: func() []policy.Server { return in.shared.CurrentConfig().Servers },
+			Servers: func() []config.Server { return in.shared.CurrentConfig().Servers },
 			Log:     in.log,
 		}
 	})

@@ -42,6 +42,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/effects"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/flows"
@@ -194,7 +195,7 @@ type Result struct {
 
 // Run evaluates every case against cfg. Policies are compiled per
 // principal (the case's agent, else the config's).
-func Run(cfg *policy.Config, f *File) ([]Result, error) {
+func Run(cfg *config.Config, f *File) ([]Result, error) {
 	policies := map[string]*policy.Policy{}
 	out := make([]Result, 0, len(f.Cases))
 	for i, c := range f.Cases {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 )
 
@@ -139,7 +140,7 @@ expect = "allowed"
 
 // runPassing runs f against cfg and fails the test for every case that
 // does not pass.
-func runPassing(t *testing.T, cfg *policy.Config, f *File) []Result {
+func runPassing(t *testing.T, cfg *config.Config, f *File) []Result {
 	t.Helper()
 	results, err := Run(cfg, f)
 	if err != nil {

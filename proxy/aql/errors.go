@@ -1,7 +1,7 @@
 // Package aql is the MCP-AQL protocol core: the request envelope, payload
 // limits, parameter validation, field selection and the discriminated
 // result. It knows nothing about downstream servers, nor of the policy
-// but its configured limits (policy.Limits); the catalog hands it
+// but its configured limits (config.Limits); the catalog hands it
 // parameter definitions and the front hands it raw requests.
 package aql
 

@@ -1,12 +1,12 @@
 package aql
 
-import "github.com/aqlguard/aqlguard/policy"
+import "github.com/aqlguard/aqlguard/config"
 
 // Limits are the payload limits of spec 4.7.5, as configured ([limits])
 // and as introspection reports them. The policy package checks
 // configured values against the spec's ranges and applies the defaults;
 // here they are just numbers.
-type Limits = policy.Limits
+type Limits = config.Limits
 
 // DefaultLimits are the spec's defaults.
 func DefaultLimits() Limits {

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // Identity is who a request comes from.
@@ -30,7 +30,7 @@ type Identity struct {
 	// request's calls meet.
 	Principal string
 	// Client names the credential in the audit log: a [[serve.clients]]
-	// name, policy.LegacyClient, or "oauth:" and the token's client.
+	// name, config.LegacyClient, or "oauth:" and the token's client.
 	Client string
 }
 
@@ -69,10 +69,10 @@ type Static struct {
 // StaticClients is the static credentials of a configuration: each of
 // [[serve.clients]], and the single serve token when legacy is not ""
 // (its principal the configured agent).
-func StaticClients(cfg *policy.Config, legacy string) []Static {
+func StaticClients(cfg *config.Config, legacy string) []Static {
 	var out []Static
 	if legacy != "" {
-		out = append(out, Static{Digest: sha256.Sum256([]byte(legacy)), Principal: cfg.Agent, Client: policy.LegacyClient})
+		out = append(out, Static{Digest: sha256.Sum256([]byte(legacy)), Principal: cfg.Agent, Client: config.LegacyClient})
 	}
 	for _, c := range cfg.Serve.Clients {
 		var d [sha256.Size]byte

@@ -15,15 +15,15 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/internal/fixture/testidp"
-	"github.com/aqlguard/aqlguard/policy"
 )
 
 const resource = "http://127.0.0.1:8765/mcp"
 
-func oauthConfig(idp *testidp.IdP) policy.ServeOAuth {
-	return policy.ServeOAuth{Issuer: idp.URL, JWKSURL: idp.JWKSURL(), Resource: resource, Scopes: []string{"mcp"},
-		PrincipalClaim: "sub", Algorithms: policy.DefaultSignatureAlgorithms}
+func oauthConfig(idp *testidp.IdP) config.ServeOAuth {
+	return config.ServeOAuth{Issuer: idp.URL, JWKSURL: idp.JWKSURL(), Resource: resource, Scopes: []string{"mcp"},
+		PrincipalClaim: "sub", Algorithms: config.DefaultSignatureAlgorithms}
 }
 
 func request(token string) *http.Request {
@@ -37,7 +37,7 @@ func request(token string) *http.Request {
 func TestStaticClients(t *testing.T) {
 	tokA, dA := NewToken()
 	tokB, dB := NewToken()
-	cfg := &policy.Config{Agent: "default", Serve: policy.Serve{Clients: []policy.ServeClient{
+	cfg := &config.Config{Agent: "default", Serve: config.Serve{Clients: []config.ServeClient{
 		{Name: "alice", TokenSHA256: dA}, {Name: "bob", Agent: "ci", TokenSHA256: dB}}}}
 	legacy := strings.Repeat("L", 40)
 	a := New(StaticClients(cfg, legacy), cfg.Agent, nil, nil)
@@ -47,7 +47,7 @@ func TestStaticClients(t *testing.T) {
 	}{
 		{tokA, Identity{"alice", "alice"}},
 		{tokB, Identity{"ci", "bob"}},
-		{legacy, Identity{"default", policy.LegacyClient}},
+		{legacy, Identity{"default", config.LegacyClient}},
 	} {
 		got, rf := a.Authenticate(request(tt.token))
 		if rf != nil || got != tt.want {
@@ -105,7 +105,7 @@ func TestJWT(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, staticDigest := NewToken()
 	_, bobDigest := NewToken()
-	cfg := &policy.Config{Agent: "default", Serve: policy.Serve{Clients: []policy.ServeClient{{Name: "ci", TokenSHA256: staticDigest},
+	cfg := &config.Config{Agent: "default", Serve: config.Serve{Clients: []config.ServeClient{{Name: "ci", TokenSHA256: staticDigest},
 		{Name: "bob", Agent: "builds", TokenSHA256: bobDigest}}}}
 	v := NewJWTVerifier(oauthConfig(idp), nil, log)
 	a := New(StaticClients(cfg, ""), cfg.Agent, v, log)
@@ -324,11 +324,11 @@ func FuzzBearerToken(f *testing.F) {
 func BenchmarkAuthenticate(b *testing.B) {
 	idp := testidp.New()
 	defer idp.Close()
-	cfg := &policy.Config{Agent: "default"}
+	cfg := &config.Config{Agent: "default"}
 	var last string
 	for i := range 50 {
 		tok, d := NewToken()
-		cfg.Serve.Clients = append(cfg.Serve.Clients, policy.ServeClient{Name: "c" + strconv.Itoa(i), TokenSHA256: d})
+		cfg.Serve.Clients = append(cfg.Serve.Clients, config.ServeClient{Name: "c" + strconv.Itoa(i), TokenSHA256: d})
 		last = tok
 	}
 	v := NewJWTVerifier(oauthConfig(idp), nil, nil)

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // Leeway is the clock skew allowed on exp, nbf and iat.
@@ -28,7 +28,7 @@ const Leeway = 30 * time.Second
 // configured claim. Parsing and signature checks are golang-jwt's; the
 // keys are read by jwkset (keys.go).
 type JWTVerifier struct {
-	cfg    policy.ServeOAuth
+	cfg    config.ServeOAuth
 	keys   *KeySet
 	parser *jwt.Parser
 	log    *slog.Logger
@@ -59,7 +59,7 @@ const (
 // NewJWTVerifier verifies tokens as cfg (validated) says; the keys are
 // fetched when first needed, and again when a token names a key the set
 // does not hold.
-func NewJWTVerifier(cfg policy.ServeOAuth, client *http.Client, log *slog.Logger) *JWTVerifier {
+func NewJWTVerifier(cfg config.ServeOAuth, client *http.Client, log *slog.Logger) *JWTVerifier {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -136,7 +136,7 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (Identity, time.
 		}
 	}
 	principal, _ := claims[v.cfg.PrincipalClaim].(string)
-	if !policy.ValidAgentName(principal) {
+	if !config.ValidAgentName(principal) {
 		v.log.Warn("an OAuth token was refused: its principal claim is missing or not a valid principal name",
 			"claim", v.cfg.PrincipalClaim)
 		return Identity{}, time.Time{}, invalidToken("the token's " + v.cfg.PrincipalClaim + " claim is not a principal name this server accepts")

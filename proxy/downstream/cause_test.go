@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // npm10NotFound is what `npx -y @scope/missing` writes when the package
@@ -103,11 +103,11 @@ func TestFailedStartSaysWhy(t *testing.T) {
 	t.Setenv("CAUSE_TEST_GITHUB_TOKEN", "inherited-secret-value-42") // inherited by the child
 	leak := helper("leak", "leak", 0)
 	leak.Env["NPM_TOKEN"] = "npm_configured0secret0value"
-	cfgs := []policy.Server{
+	cfgs := []config.Server{
 		helper("npm", "npm404", 0),
 		leak,
-		{Name: "notfound", URL: notFound.URL + "/mcp?api_key=query-secret-1", Transport: "streamable", StartTimeout: policy.Duration{Duration: 10 * time.Second}},
-		{Name: "nohost", URL: "https://aqlguard-test.invalid/mcp", Transport: "streamable", StartTimeout: policy.Duration{Duration: 10 * time.Second}},
+		{Name: "notfound", URL: notFound.URL + "/mcp?api_key=query-secret-1", Transport: "streamable", StartTimeout: config.Duration{Duration: 10 * time.Second}},
+		{Name: "nohost", URL: "https://aqlguard-test.invalid/mcp", Transport: "streamable", StartTimeout: config.Duration{Duration: 10 * time.Second}},
 	}
 	p := Start(ctx, cfgs, Options{Version: "test", Log: log})
 	defer p.Close()

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // TestCrashLoopBacksOff (issue 20, fault 6): a server that starts and
@@ -20,7 +20,7 @@ import (
 func TestCrashLoopBacksOff(t *testing.T) {
 	srv := helper("loop", "die", 0)
 	srv.Env["AQLGUARD_DOWNSTREAM_DIE_AFTER"] = "1s" // starts (even under -race), then dies
-	p := Start(context.Background(), []policy.Server{srv}, Options{Version: "test", Restart: true})
+	p := Start(context.Background(), []config.Server{srv}, Options{Version: "test", Restart: true})
 	defer p.Close()
 	s, _ := p.Server("loop")
 	// Until two restarts have been made and the server is waiting for
@@ -62,7 +62,7 @@ func TestCrashLoopBacksOff(t *testing.T) {
 // start fails is tried again with the same backoff, not left failed.
 func TestFailedFirstStartIsRetried(t *testing.T) {
 	logs := &syncWriter{w: &bytes.Buffer{}}
-	p := Start(context.Background(), []policy.Server{helper("bad", "crash", 0)},
+	p := Start(context.Background(), []config.Server{helper("bad", "crash", 0)},
 		Options{Version: "test", Restart: true, Log: slog.New(slog.NewTextHandler(logs, nil))})
 	defer p.Close()
 	srv, _ := p.Server("bad")
@@ -77,7 +77,7 @@ func TestFailedFirstStartIsRetried(t *testing.T) {
 		t.Fatalf("%d starts in 2 s, want it tried again:\n%s", n, logs.String())
 	}
 	// Without restarts (admin commands, policy explain) it stays failed.
-	q := Start(context.Background(), []policy.Server{helper("bad", "crash", 0)}, Options{Version: "test"})
+	q := Start(context.Background(), []config.Server{helper("bad", "crash", 0)}, Options{Version: "test"})
 	defer q.Close()
 	if s, _ := q.Server("bad"); s.State().Status != Failed {
 		t.Fatalf("without restarts: %+v, want failed", s.State())
@@ -92,7 +92,7 @@ func TestStableServerStartsItsBackoffOver(t *testing.T) {
 	defer func() { stableAfter = old }()
 	srv := helper("loop", "die", 0)
 	srv.Env["AQLGUARD_DOWNSTREAM_DIE_AFTER"] = "1s" // up far longer than stableAfter, even under -race
-	p := Start(context.Background(), []policy.Server{srv}, Options{Version: "test", Restart: true})
+	p := Start(context.Background(), []config.Server{srv}, Options{Version: "test", Restart: true})
 	defer p.Close()
 	s, _ := p.Server("loop")
 	// Every restart is attempt 1: the server stayed up past stableAfter

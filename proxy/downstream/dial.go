@@ -17,7 +17,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/internal/owned"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/aqlguard/aqlguard/sandbox"
@@ -61,7 +61,7 @@ func (c *conn) closeAll() {
 
 // dial connects to one configured server. ctx bounds only the dialing;
 // the connection lives until closed.
-func dial(ctx context.Context, cfg policy.Server, auth *remoteauth.Manager, rec SandboxRecorder, log *slog.Logger) (*conn, error) {
+func dial(ctx context.Context, cfg config.Server, auth *remoteauth.Manager, rec SandboxRecorder, log *slog.Logger) (*conn, error) {
 	switch cfg.Transport {
 	case "streamable", "sse":
 		return dialHTTP(ctx, cfg, auth)
@@ -92,7 +92,7 @@ func childEnv(inherited []string, configured map[string]string) []string {
 	return env
 }
 
-func dialStdio(cfg policy.Server, rec SandboxRecorder, log *slog.Logger) (*conn, error) {
+func dialStdio(cfg config.Server, rec SandboxRecorder, log *slog.Logger) (*conn, error) {
 	g := sandbox.Derive(cfg, sandbox.CurrentEnv(cfg))
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = cfg.Cwd
@@ -200,7 +200,7 @@ func newHTTPTransport() *http.Transport {
 	return t
 }
 
-func dialHTTP(ctx context.Context, cfg policy.Server, auth *remoteauth.Manager) (*conn, error) {
+func dialHTTP(ctx context.Context, cfg config.Server, auth *remoteauth.Manager) (*conn, error) {
 	headers, err := expandHeaders(cfg.Headers)
 	if err != nil {
 		return nil, err

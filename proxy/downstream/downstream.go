@@ -24,7 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
@@ -170,7 +170,7 @@ type Server struct {
 	Name      string
 	Transport string
 
-	cfg  policy.Server
+	cfg  config.Server
 	pool *Pool
 	log  *slog.Logger
 
@@ -215,7 +215,7 @@ const (
 	refreshBurst = 2
 )
 
-func newServer(c policy.Server, p *Pool, log *slog.Logger) *Server {
+func newServer(c config.Server, p *Pool, log *slog.Logger) *Server {
 	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: log.With("server", c.Label()),
 		listens: map[string]*listenStream{}, subscribed: map[string]*listenStream{},
 		listing: make(chan struct{}, 1), refreshPace: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
@@ -237,7 +237,7 @@ type Pool struct {
 // Start connects to every configured server in parallel. It returns when
 // each has either listed its tools or failed (or hit its start timeout);
 // it never fails as a whole.
-func Start(ctx context.Context, cfgs []policy.Server, opts Options) *Pool {
+func Start(ctx context.Context, cfgs []config.Server, opts Options) *Pool {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -273,7 +273,7 @@ func (p *Pool) Server(name string) (*Server, bool) {
 // configuration did not change keeps running, untouched; a changed one
 // is stopped and started anew; a new one is started; a removed one is
 // stopped. It returns the names of the servers that changed, in any way.
-func (p *Pool) Update(ctx context.Context, cfgs []policy.Server) []string {
+func (p *Pool) Update(ctx context.Context, cfgs []config.Server) []string {
 	p.mu.Lock()
 	old := p.byName
 	var next []*Server
@@ -812,7 +812,7 @@ func (s *Server) unavailable() error {
 }
 
 // Label is the server's name for people (as its client config spells
-// it, hyphens and all: policy.Server.Label).
+// it, hyphens and all: config.Server.Label).
 func (s *Server) Label() string { return s.cfg.Label() }
 
 // ErrUnavailable is returned for calls to a server that is not ready.

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -69,9 +69,9 @@ func serveTestServer() {
 	_ = s.Run(context.Background(), &mcp.StdioTransport{})
 }
 
-func helper(name, mode string, callTimeout time.Duration) policy.Server {
-	return policy.Server{Name: name, Command: os.Args[0], Env: map[string]string{"AQLGUARD_DOWNSTREAM_TEST": mode},
-		StartTimeout: policy.Duration{Duration: 20 * time.Second}, CallTimeout: policy.Duration{Duration: callTimeout}}
+func helper(name, mode string, callTimeout time.Duration) config.Server {
+	return config.Server{Name: name, Command: os.Args[0], Env: map[string]string{"AQLGUARD_DOWNSTREAM_TEST": mode},
+		StartTimeout: config.Duration{Duration: 20 * time.Second}, CallTimeout: config.Duration{Duration: callTimeout}}
 }
 
 // TestPool: servers start side by side; a ready one lists its tools and
@@ -82,7 +82,7 @@ func TestPool(t *testing.T) {
 	ctx := context.Background()
 	logs := &syncWriter{w: &bytes.Buffer{}}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	p := Start(ctx, []policy.Server{helper("ok", "serve", 300*time.Millisecond), helper("bad", "crash", 0)},
+	p := Start(ctx, []config.Server{helper("ok", "serve", 300*time.Millisecond), helper("bad", "crash", 0)},
 		Options{Version: "test", Log: log})
 	defer p.Close()
 
@@ -301,7 +301,7 @@ func TestRefreshIsVettedAndCoalesced(t *testing.T) {
 		return out, nil
 	}
 	up := &countingUpstream{}
-	p := Start(context.Background(), []policy.Server{helper("ok", "serve", 0)}, Options{Version: "test", Vet: vet, Upstream: up})
+	p := Start(context.Background(), []config.Server{helper("ok", "serve", 0)}, Options{Version: "test", Vet: vet, Upstream: up})
 	defer p.Close()
 	srv, _ := p.Server("ok")
 	if st := srv.State(); st.Status != Ready || !st.Withheld["hang"] || vets.Load() != 1 {
@@ -347,7 +347,7 @@ func TestUnvettedToolsAreListedUntilVetted(t *testing.T) {
 		}
 		return l, nil
 	}
-	p := Start(context.Background(), []policy.Server{helper("ok", "serve", 0)}, Options{Version: "test", Vet: vet, Upstream: &countingUpstream{}})
+	p := Start(context.Background(), []config.Server{helper("ok", "serve", 0)}, Options{Version: "test", Vet: vet, Upstream: &countingUpstream{}})
 	defer p.Close()
 	srv, _ := p.Server("ok")
 	if st := srv.State(); st.Status != Ready || len(st.Tools) != 0 {

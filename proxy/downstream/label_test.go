@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 )
 
 // TestMessagesNameTheServerAsTheClientDoes (issue 31, item 9): a
@@ -18,7 +18,7 @@ func TestMessagesNameTheServerAsTheClientDoes(t *testing.T) {
 	logs := &syncWriter{w: &bytes.Buffer{}}
 	cfg := helper("notesdesktop", "crash", 0)
 	cfg.Title = "notes-desktop"
-	p := Start(context.Background(), []policy.Server{cfg}, Options{Version: "test", Log: slog.New(slog.NewTextHandler(logs, nil))})
+	p := Start(context.Background(), []config.Server{cfg}, Options{Version: "test", Log: slog.New(slog.NewTextHandler(logs, nil))})
 	defer p.Close()
 	s, _ := p.Server("notesdesktop") // found by its name
 	if msg := s.unavailable().Error(); !strings.Contains(msg, "server notes-desktop is not available") {

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/revision"
 )
@@ -15,7 +15,7 @@ import (
 // client said (but the revision, which is the server's).
 func TestModernParams(t *testing.T) {
 	p := &Pool{opts: Options{Initialize: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"legacy"}}`)}}
-	s := newServer(policy.Server{Name: "m"}, p, discardLog())
+	s := newServer(config.Server{Name: "m"}, p, discardLog())
 	s.SetLogLevel("debug")
 	tests := []struct{ in, want string }{
 		{``, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"legacy"},"io.modelcontextprotocol/logLevel":"debug"}}`},
@@ -37,7 +37,7 @@ func FuzzOutgoingParams(f *testing.F) {
 	f.Add(`{"_meta":[],"x":1}`)
 	f.Add(`{"_meta":{"io.modelcontextprotocol/logLevel":"x","progressToken":1}}`)
 	f.Add("{}\v")
-	s := newServer(policy.Server{Name: "m"}, &Pool{}, discardLog())
+	s := newServer(config.Server{Name: "m"}, &Pool{}, discardLog())
 	f.Fuzz(func(t *testing.T, params string) {
 		raw := json.RawMessage(params)
 		if rawjson.Members(raw) == nil {

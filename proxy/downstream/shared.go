@@ -46,7 +46,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
@@ -86,7 +86,7 @@ func (s *Server) shared() bool { return s.cfg.Share && s.pool.opts.Hub != nil }
 // sharedProc is one shared server process and its sessions.
 type sharedProc struct {
 	hub  *Hub
-	cfg  policy.Server
+	cfg  config.Server
 	srv  *Server // the process's own: its handshake and log
 	up   chan struct{}
 	err  error // why the start failed (set before up closes)

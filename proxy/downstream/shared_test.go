@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,7 +23,7 @@ func TestSharedProcess(t *testing.T) {
 	cfg.Share = true
 	var pools []*Pool
 	for range 6 {
-		pools = append(pools, Start(ctx, []policy.Server{cfg}, Options{Version: "test", Hub: hub}))
+		pools = append(pools, Start(ctx, []config.Server{cfg}, Options{Version: "test", Hub: hub}))
 	}
 	if n := hub.Processes(); n != 1 {
 		t.Fatalf("%d processes for 6 pools of a shared server, want 1", n)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -105,8 +105,8 @@ func TestHTTPConnectionsAreReused(t *testing.T) {
 	defer ts.Close()
 
 	ctx := context.Background()
-	p := Start(ctx, []policy.Server{{Name: "h", URL: ts.URL, Transport: "streamable",
-		StartTimeout: policy.Duration{Duration: 20 * time.Second}}}, Options{Version: "test"})
+	p := Start(ctx, []config.Server{{Name: "h", URL: ts.URL, Transport: "streamable",
+		StartTimeout: config.Duration{Duration: 20 * time.Second}}}, Options{Version: "test"})
 	defer p.Close()
 	if st, _ := p.Server("h"); st.State().Status != Ready {
 		t.Fatalf("not ready: %+v", st.State())

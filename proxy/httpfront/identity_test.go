@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/relay"
@@ -22,7 +22,7 @@ import (
 func TestSessionsBelongToTheirIdentity(t *testing.T) {
 	tokA, dA := clientauth.NewToken()
 	tokB, dB := clientauth.NewToken()
-	cfg := &policy.Config{Agent: "default", Serve: policy.Serve{Clients: []policy.ServeClient{
+	cfg := &config.Config{Agent: "default", Serve: config.Serve{Clients: []config.ServeClient{
 		{Name: "a", TokenSHA256: dA}, {Name: "b", TokenSHA256: dB}}}}
 	auth := clientauth.New(clientauth.StaticClients(cfg, ""), cfg.Agent, nil, nil)
 	relays := map[string]*relay.Config{}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/relay"
@@ -194,7 +194,7 @@ func TestPrincipalsMakeFails(t *testing.T) {
 // only then can the tenant be dropped.
 func TestSessionsHoldTheirPrincipal(t *testing.T) {
 	tok, digest := clientauth.NewToken()
-	cfg := &policy.Config{Agent: "default", Serve: policy.Serve{Clients: []policy.ServeClient{{Name: "a", TokenSHA256: digest}}}}
+	cfg := &config.Config{Agent: "default", Serve: config.Serve{Clients: []config.ServeClient{{Name: "a", TokenSHA256: digest}}}}
 	auth := clientauth.New(clientauth.StaticClients(cfg, ""), cfg.Agent, nil, nil)
 	p, clock, made := newPrincipals()
 	p.Make = func(_ context.Context, name string) (*fakeTenant, error) {

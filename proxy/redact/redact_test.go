@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 )
 
@@ -75,7 +76,7 @@ func TestArgumentsCap(t *testing.T) {
 // human alone; nothing is changed in place.
 func TestArguments(t *testing.T) {
 	key := []byte("audit key")
-	pol, err := policy.Compile(&policy.Config{}, "")
+	pol, err := policy.Compile(&config.Config{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
@@ -65,7 +65,7 @@ type Gate interface {
 
 // Config is what every session of one aqlguard shares.
 type Config struct {
-	Servers []policy.Server
+	Servers []config.Server
 	Version string
 	// Transparent passes on the single server's name, version,
 	// instructions and capabilities as its own.
@@ -103,13 +103,13 @@ type Config struct {
 	Log         *slog.Logger
 
 	mu       sync.Mutex
-	reloaded []policy.Server
+	reloaded []config.Server
 	sessions map[*Session]bool
 }
 
 // servers are the servers sessions start with: Servers, or the last
 // reload's.
-func (c *Config) servers() []policy.Server {
+func (c *Config) servers() []config.Server {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reloaded != nil {
@@ -121,11 +121,11 @@ func (c *Config) servers() []policy.Server {
 // Reload makes servers the servers of every session, live ones included:
 // unchanged servers keep running; the clients of sessions whose servers
 // changed are told their lists changed.
-func (c *Config) Reload(ctx context.Context, servers []policy.Server) {
+func (c *Config) Reload(ctx context.Context, servers []config.Server) {
 	c.mu.Lock()
 	c.reloaded = slices.Clone(servers)
 	if c.reloaded == nil {
-		c.reloaded = []policy.Server{}
+		c.reloaded = []config.Server{}
 	}
 	live := make([]*Session, 0, len(c.sessions))
 	for s := range c.sessions {
@@ -289,7 +289,7 @@ func (s *Session) close() {
 }
 
 // reload applies a new server list to a live session.
-func (s *Session) reload(ctx context.Context, servers []policy.Server) {
+func (s *Session) reload(ctx context.Context, servers []config.Server) {
 	select {
 	case <-s.ready:
 	default:

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -74,7 +74,7 @@ func session(t *testing.T, client *mcp.Client, version string) (*mcp.ClientSessi
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan *Session, 1)
 	cfg := &Config{
-		Servers:          []policy.Server{{Name: "rooted", URL: ts.URL, Transport: "streamable"}},
+		Servers:          []config.Server{{Name: "rooted", URL: ts.URL, Transport: "streamable"}},
 		Version:          "test",
 		ProtocolVersions: []string{"2025-11-25"},
 		Log:              slog.New(slog.DiscardHandler),
@@ -221,7 +221,7 @@ func TestAskClientRootsOfAClientThatDoesNotAnswer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	started := make(chan *Session, 1)
-	cfg := &Config{Servers: []policy.Server{{Name: "rooted", URL: ts.URL, Transport: "streamable"}}, Version: "test",
+	cfg := &Config{Servers: []config.Server{{Name: "rooted", URL: ts.URL, Transport: "streamable"}}, Version: "test",
 		ProtocolVersions: []string{"2025-11-25"}, Log: slog.New(slog.DiscardHandler),
 		NewTools: func(s *Session) (Tools, error) { started <- s; return rootsTools{s}, nil }}
 	ct, st := mcp.NewInMemoryTransports()
