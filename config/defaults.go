@@ -29,3 +29,17 @@ const (
 	DefaultStateLockTimeout   = 2 * time.Second
 	MaxStateLockTimeout       = 30 * time.Second
 )
+
+// The names the file's kind keys take. Each names a part that
+// registers itself under that name where it lives (store, pgstate,
+// verify, audit/forward), so that the process's assembly (package app)
+// lists none of them; app's tests hold these lists and the registries
+// equal. A new part adds its name here with its settings.
+var (
+	// StateBackends are [state] backend's values.
+	StateBackends = []string{StateBolt, StatePostgres}
+	// Channels are [verify] channel's values.
+	Channels = []string{"dialog", "command"}
+	// ForwardDestinations are [audit.forward] to's values.
+	ForwardDestinations = []string{"syslog", "otlp", "splunk", "file"}
+)

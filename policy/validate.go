@@ -22,7 +22,6 @@ var (
 	modes          = []string{"transparent", "semantic", "single", "all", "passthrough"}
 	loopModes      = []LoopMode{LoopEnforcing, LoopMonitoring, LoopLogging, LoopDisabled}
 	riskTolerances = []string{"conservative", "moderate", "aggressive"}
-	channels       = []string{"dialog", "command"}
 	transports     = []string{"stdio", "streamable", "sse"}
 	actions        = []Action{ActionDeny, ActionRefuse, ActionRequiresApproval, ActionAutoApprove}
 	codeActions    = []InterpreterCode{CodeAsk, CodeDeny, CodeRefuse, CodeAllow}
@@ -281,7 +280,7 @@ func (v *validator) serveOAuth(o *config.ServeOAuth) {
 var stateSchema = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
 
 func (v *validator) state(s *config.State) {
-	v.enum("state.backend", &s.Backend, []string{config.StateBolt, config.StatePostgres}, config.StateBolt)
+	v.enum("state.backend", &s.Backend, config.StateBackends, config.StateBolt)
 	if s.Backend != config.StatePostgres {
 		for _, key := range []string{"state.dsn", "state.schema"} {
 			if v.present(key) {
@@ -430,9 +429,9 @@ func (v *validator) forward(f *config.Forward) {
 			v.errf(k+".path", "%q must be an absolute path", f.Path)
 		}
 	case "":
-		v.errf(k+".to", `is required: "syslog", "otlp", "splunk" or "file"`)
+		v.errf(k+".to", "is required: %s", oneOf(config.ForwardDestinations))
 	default:
-		v.errf(k+".to", `%q is not valid; use "syslog", "otlp", "splunk" or "file"`, f.To)
+		v.errf(k+".to", "%q is not valid; use %s", f.To, oneOf(config.ForwardDestinations))
 	}
 	only("address", f.Address, "syslog")
 	only("url", f.URL, "otlp", "splunk")
@@ -570,7 +569,7 @@ func (v *validator) pattern(key, src string) {
 }
 
 func (v *validator) verify(c *config.Verify) {
-	v.enum("verify.channel", &c.Channel, channels, config.DefaultChannel)
+	v.enum("verify.channel", &c.Channel, config.Channels, config.DefaultChannel)
 	switch {
 	case c.Channel == "command" && (len(c.Command) == 0 || strings.TrimSpace(c.Command[0]) == ""):
 		v.errf("verify.command", `is required when channel = "command": the program and arguments to run, e.g. ["/usr/local/bin/page-oncall"]`)

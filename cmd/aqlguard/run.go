@@ -349,25 +349,16 @@ func newGuard(cfg *config.Config, pol *policy.Policy, st store.State, log *slog.
 	return guardWith(cfg, pol, st, log, humanChannel(cfg, log, reached))
 }
 
-// humanChannel is the configured channel to the human; reached, when
-// set, is told what a dialog channel can reach (verify.DialogChannel).
+// humanChannel is the configured channel to the human (each channel
+// registered itself with verify); reached, when set, is told what a
+// dialog channel can reach (verify.DialogChannel).
 func humanChannel(cfg *config.Config, log *slog.Logger, reached func(verify.Display, error)) verify.Channel {
-	switch cfg.Verify.Channel {
-	case "command":
-		c := verify.NewCommand(cfg.Verify.Command)
-		c.Stderr = logWriter{log.With("channel", "command")}
-		return c
+	ch, err := verify.OpenChannel(cfg.Verify, verify.ChannelSetup{Log: log, Reached: reached})
+	if err != nil {
+		log.Error("no channel to the human: every question fails and nothing is approved", "err", err)
+		return verify.Unreachable(err)
 	}
-	d := verify.NewDialog()
-	d.Reached = reached
-	if disp, err := d.Display(); err == nil {
-		log.Info("dialogs go to the graphical session", "display", disp.Where(), "from", disp.From)
-	}
-	if err := d.Check(); err != nil {
-		log.Warn("the dialog channel cannot reach a human: every question will go unanswered and every code unshown "+
-			"(nothing is approved; blocks stay). `aqlguard doctor` says how to fix it, or set [verify] channel = \"command\"", "problem", err)
-	}
-	return d
+	return ch
 }
 
 // guardWith is the guard of pol on st, reaching the human through ch.
@@ -463,13 +454,7 @@ func stateDir(cfg *config.Config) string {
 // state directory, or the PostgreSQL state replicas share. Without it
 // nothing can be decided durably, so aqlguard does not start.
 func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool) (store.State, error) {
-	if cfg.State.Backend == config.StatePostgres {
-		if wait {
-			return waitForPostgres(ctx, cfg, log)
-		}
-		return openPostgres(ctx, cfg, log)
-	}
-	return openState(ctx, cfg, store.Options{Log: log})
+	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: anchored(store.Options{Log: log}), Wait: wait})
 }
 
 // processName tells this process apart in audit records of a shared
@@ -477,14 +462,6 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, wait b
 func processName() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d", host, os.Getpid())
-}
-
-// logWriter turns a command channel's stderr into log lines.
-type logWriter struct{ log *slog.Logger }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.log.Info("human channel stderr", "text", strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // anchorsSaid is what the start line says of the audit anchors, and

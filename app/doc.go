@@ -1,0 +1,12 @@
+// Package app assembles one aqlguard process for cmd/aqlguard: the
+// state the configuration names, the channel to the human, the guard,
+// the servers and the audit forwarder, started and closed in order.
+// cmd/aqlguard parses flags and calls into it.
+//
+// The parts a configuration names by kind register themselves where
+// they live (store.RegisterBackend, verify.RegisterChannel,
+// forward.Register); the ones that live in packages of their own are
+// imported here, blank (parts.go), so a new backend, channel or audit
+// destination is one package and one line there, and nothing in the
+// assembly lists them in a switch.
+package app
