@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/audit"
 	"github.com/aqlguard/aqlguard/store"
 )
@@ -67,7 +68,7 @@ func storeFor(g *globals, how storeAccess, stderr io.Writer) (store.State, int) 
 	// before the command goes on, not left to a flusher that exits with it.
 	cfg.Audit.Sync = string(store.SyncAlways)
 	opts := store.Options{ReadOnly: how == readState || how == readHistory, Inspect: how == readHistory || how == repairState}
-	st, err := openState(context.Background(), cfg, opts)
+	st, err := app.OpenState(context.Background(), cfg, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
@@ -166,7 +167,7 @@ func cmdUnblock(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	agent := rest[0]
-	lifted, err := store.Unblock(context.Background(), st, agent, osUser(), processName(), time.Now())
+	lifted, err := store.Unblock(context.Background(), st, agent, osUser(), app.ProcessName(), time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: unblocking %s: %v\n", agent, err)
 		return 1
@@ -356,12 +357,12 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		var dir *store.Store
-		if dir, err = stateDirOnly(st, "audit seal", "a database's chain has no torn tail (a record is written by the commit "+
+		if dir, err = app.StateDirOnly(st, "audit seal", "a database's chain has no torn tail (a record is written by the commit "+
 			"that makes it, whole or not at all), so there is nothing to seal; aqlguard audit verify checks it"); err != nil {
 			break
 		}
 		var recs []store.Record
-		recs, err = dir.Seal(ctx, osUser(), processName(), time.Now())
+		recs, err = dir.Seal(ctx, osUser(), app.ProcessName(), time.Now())
 		if err == nil && len(recs) == 0 {
 			fmt.Fprintln(stdout, "no torn segment to seal")
 		}
@@ -506,7 +507,7 @@ func auditVerify(ctx context.Context, st store.State, af auditFlags, stdout io.W
 		}
 		n, err := st.VerifyChain(ctx)
 		if err == nil {
-			fmt.Fprintf(stdout, "audit chain verified: %d records (state %s, %s)\n", n, st.StateID(), stateName(st))
+			fmt.Fprintf(stdout, "audit chain verified: %d records (state %s, %s)\n", n, st.StateID(), app.StateName(st))
 		}
 		return err
 	}
@@ -697,7 +698,7 @@ func readAnchors(ctx context.Context, file string) ([]store.Anchor, string, erro
 		return a, file, err
 	}
 	if path, err := exec.LookPath("journalctl"); err == nil {
-		out, err := exec.CommandContext(ctx, path, "-q", "--no-pager", "-o", "cat", "-t", anchorIdent).Output()
+		out, err := exec.CommandContext(ctx, path, "-q", "--no-pager", "-o", "cat", "-t", app.AnchorIdent).Output()
 		if err == nil {
 			if a, _ := store.ParseAnchors(bytes.NewReader(out)); len(a) > 0 {
 				return a, "journald", nil
@@ -761,14 +762,14 @@ func cmdState(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer opened.Close()
-	st, err := stateDirOnly(opened, "state reset", "a database keeps its rows and its audit chain in the same commits, "+
+	st, err := app.StateDirOnly(opened, "state reset", "a database keeps its rows and its audit chain in the same commits, "+
 		"so they cannot tell two histories; aqlguard audit verify checks its chain")
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state reset: %v\n", err)
 		return 1
 	}
 	problem := st.HistoryProblem()
-	recs, err := st.Reset(context.Background(), osUser(), processName(), time.Now())
+	recs, err := st.Reset(context.Background(), osUser(), app.ProcessName(), time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state reset: %v\n", err)
 		return 1

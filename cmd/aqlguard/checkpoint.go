@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/audit"
 	"github.com/aqlguard/aqlguard/store"
 )
@@ -40,7 +41,7 @@ func auditSealKey(ctx context.Context, st store.State, g *globals, keyPath strin
 	if err != nil {
 		return err
 	}
-	c, earlier, err := audit.Seal(ctx, st, key, osUser(), processName(), time.Now())
+	c, earlier, err := audit.Seal(ctx, st, key, osUser(), app.ProcessName(), time.Now())
 	if err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func keyOutsideState(g *globals, path string) error {
 	if err != nil {
 		return err
 	}
-	return audit.OutsideState(path, stateDir(cfg))
+	return audit.OutsideState(path, app.StateDir(cfg))
 }
 
 // verifyCheckpoints is `audit verify --key PUB`: every checkpoint PUB

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/config"
@@ -57,7 +58,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	if in.Config != nil && in.Config.State.Backend == config.StatePostgres {
 		cfg := in.Config
-		in.OpenState = func(ctx context.Context) (store.State, error) { return openPostgres(ctx, cfg, nil) }
+		in.OpenState = func(ctx context.Context) (store.State, error) { return app.OpenPostgres(ctx, cfg, nil) }
 	}
 	if in.Config != nil {
 		in.RecordedNames = recordedNames(in.Config, in.StateDir)
@@ -88,7 +89,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 // holds no database yet.
 func openForDoctor(ctx context.Context, cfg *config.Config, dir string) (store.State, error) {
 	if cfg.State.Backend == config.StatePostgres {
-		st, err := openPostgres(ctx, cfg, nil)
+		st, err := app.OpenPostgres(ctx, cfg, nil)
 		if err != nil {
 			return nil, err // not a typed nil in the interface
 		}
@@ -99,7 +100,7 @@ func openForDoctor(ctx context.Context, cfg *config.Config, dir string) (store.S
 	}
 	c := *cfg
 	c.StateDir = dir
-	st, err := openStateDir(ctx, &c, store.Options{ReadOnly: true})
+	st, err := app.OpenStateDir(ctx, &c, store.Options{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/store"
@@ -112,7 +113,7 @@ func resetForwardCursor(ctx context.Context, st store.State, fc *config.Forward,
 		return "", err
 	}
 	cur.At = time.Now().UTC()
-	rec := store.NewRecord(time.Now(), store.KindAdmin, osUser(), processName(), "")
+	rec := store.NewRecord(time.Now(), store.KindAdmin, osUser(), app.ProcessName(), "")
 	rec.Operation, rec.Decision, rec.Result = "audit forward reset", "forward_reset", sends
 	rec.Factors = []string{"destination: " + dest, "cursor was: " + was, fmt.Sprintf("cursor now: after record %d", cur.Seq)}
 	if err := store.AppendRecords(ctx, st, rec); err != nil {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/hook"
@@ -164,13 +165,13 @@ func decideHook(ctx context.Context, c hook.Client, g *globals, within time.Dura
 	if err != nil {
 		return nil, 0, "aqlguard's policy does not compile, so the call is refused; the user should run `aqlguard policy check`."
 	}
-	st, err := openStore(ctx, cfg, log, false)
+	st, err := app.OpenStore(ctx, cfg, log, false)
 	if err != nil {
 		log.Error("the state could not be opened; the call is refused", "err", err)
 		return nil, 0, "aqlguard cannot reach its state, so the call is refused; the user should run `aqlguard doctor`."
 	}
 	defer func() { _ = st.Close() }()
-	gd := guardWith(cfg, pol, st, log, &detachedShow{cfg: cfg, g: g, log: log})
+	gd := app.GuardWith(cfg, pol, st, log, &detachedShow{cfg: cfg, g: g, log: log})
 	defer gd.Close()
 	if within > askMargin {
 		// Where the guard asks the human itself (a client with no ask, a
@@ -260,7 +261,7 @@ type detachedShow struct {
 }
 
 func (d *detachedShow) real() verify.Channel {
-	d.once.Do(func() { d.ch = humanChannel(d.cfg, d.log, nil) })
+	d.once.Do(func() { d.ch = app.HumanChannel(d.cfg, d.log, nil) })
 	return d.ch
 }
 
@@ -355,7 +356,7 @@ func cmdHookShowCode(args []string, stdin io.Reader, stderr io.Writer, hardened 
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), r.ExpiresAt)
 	defer cancel()
-	if err := humanChannel(cfg, log, nil).Show(ctx, r); err != nil {
+	if err := app.HumanChannel(cfg, log, nil).Show(ctx, r); err != nil {
 		log.Error("the verification code could not be shown", "err", err)
 		return 1
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -57,7 +58,7 @@ func TestRun(t *testing.T) {
 		for _, a := range []store.Approval{
 			{ID: "appr_ended", Principal: "worker", Session: "s1", Server: "fs", Tool: "write", EndedAt: now},
 			{ID: "appr_gone", Principal: "worker", Session: "s2", Server: "fs", Tool: "move", Process: host + "/2147483646"},
-			{ID: "appr_live", Principal: "worker", Session: "s3", Server: "fs", Tool: "copy", Process: processName()},
+			{ID: "appr_live", Principal: "worker", Session: "s3", Server: "fs", Tool: "copy", Process: app.ProcessName()},
 		} {
 			a.CreatedAt, a.ExpiresAt = now, now.Add(time.Hour)
 			if err := tx.PutApproval(a); err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/names"
@@ -58,7 +59,7 @@ func reportNamesOf(from string, cfg *config.Config, live bool, listings []names.
 func recordedForAgent(cfg *config.Config, stderr io.Writer) []store.ServerNames {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	all, err := recordedNames(cfg, stateDir(cfg))(ctx)
+	all, err := recordedNames(cfg, app.StateDir(cfg))(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: the server names other aqlguard processes recorded could not be read: %v\n", source(cfg), err)
 		return nil

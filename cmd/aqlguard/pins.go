@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/store"
 )
@@ -51,7 +52,7 @@ func cmdPins(args []string, stdout, stderr io.Writer) int {
 		return pinsList(ctx, st, server, stdout, stderr)
 	case verb == "approve" && len(rest) == 1:
 		// A new server's first-sight review: every tool that waits for it.
-		p := &pins.Pinner{State: st, Process: processName()}
+		p := &pins.Pinner{State: st, Process: app.ProcessName()}
 		n, err := p.ApproveReview(ctx, rest[0], nil, "admin "+osUser())
 		if errors.Is(err, pins.ErrNoChange) {
 			fmt.Fprintf(stderr, "aqlguard pins approve: no tool of %s waits for its first-sight review; name the tool to approve a change\n", rest[0])
@@ -64,7 +65,7 @@ func cmdPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "approved %d tool(s) of the new server %s as they are; running aqlguards use them at the next call\n", n, rest[0])
 		return 0
 	case verb == "approve" && len(rest) == 2:
-		p := &pins.Pinner{State: st, Process: processName()}
+		p := &pins.Pinner{State: st, Process: app.ProcessName()}
 		err := p.Approve(ctx, rest[0], rest[1], "", "admin "+osUser())
 		if errors.Is(err, pins.ErrNoChange) {
 			fmt.Fprintf(stderr, "aqlguard pins approve: no change of %s.%s waits for approval\n", rest[0], rest[1])
@@ -84,7 +85,7 @@ func cmdPins(args []string, stdout, stderr io.Writer) int {
 		if len(rest) == 2 {
 			tool = rest[1]
 		}
-		p := &pins.Pinner{State: st, Process: processName()}
+		p := &pins.Pinner{State: st, Process: app.ProcessName()}
 		n, err := p.Reset(ctx, server, tool, "admin "+osUser())
 		if err != nil {
 			fmt.Fprintf(stderr, "aqlguard: %v\n", err)

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/config"
 )
 
@@ -51,8 +52,8 @@ func (in *instance) watchConfig(ctx context.Context, build func() (*config.Confi
 func (in *instance) reload(ctx context.Context, build func() (*config.Config, error)) {
 	cfg, err := build()
 	once := func() (*config.Config, error) { return cfg, err }
-	in.shared.Reload(ctx, in.relay, once, processName())
-	in.eachPrincipal(func(p *principal) { p.shared.Reload(ctx, p.relay, once, processName()) })
+	in.shared.Reload(ctx, in.relay, once, app.ProcessName())
+	in.eachPrincipal(func(p *principal) { p.shared.Reload(ctx, p.relay, once, app.ProcessName()) })
 	if in.reloaded != nil {
 		in.reloaded(in.shared.CurrentConfig())
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,16 +9,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/flows"
-	"github.com/aqlguard/aqlguard/internal/procfs"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
@@ -31,7 +27,6 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/telemetry"
-	"github.com/aqlguard/aqlguard/verify"
 )
 
 // cmdRun serves MCP over stdio. stdout carries only the MCP stream; every
@@ -211,7 +206,7 @@ func startInstance(ctx context.Context, g *globals, cfg *config.Config, stderr i
 	if source == "" {
 		source = "embedded defaults"
 	}
-	st, err := openStore(ctx, cfg, log, waitForState)
+	st, err := app.OpenStore(ctx, cfg, log, waitForState)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
@@ -221,10 +216,10 @@ func startInstance(ctx context.Context, g *globals, cfg *config.Config, stderr i
 			log.Warn(w)
 		}
 	}
-	anchors, warn := anchorsSaid(cfg, anchorsOff)
+	anchors, warn := app.AnchorsSaid(cfg, app.AnchorsOff)
 	if warn {
 		log.Warn("audit anchors are off: the audit log's heads cannot be sent to the system log, so `aqlguard audit verify --anchors` "+
-			"has nothing to check a rewound log against", "why", anchorsOff)
+			"has nothing to check a rewound log against", "why", app.AnchorsOff)
 	}
 	managed := "none"
 	if cfg.Managed != nil {
@@ -232,15 +227,15 @@ func startInstance(ctx context.Context, g *globals, cfg *config.Config, stderr i
 	}
 	log.Info("aqlguard starting", "version", version(), "config", source, "managed", managed, "mode", cfg.Mode,
 		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
-		"state", stateName(st), "anchors", anchors)
+		"state", app.StateName(st), "anchors", anchors)
 	if len(cfg.NotInEffect) > 0 {
-		reportNotInEffect(ctx, cfg, pol, st, log)
+		app.ReportNotInEffect(ctx, cfg, pol, st, log)
 	}
-	remote := &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(stateDir(cfg), "oauth")}, Log: log}
+	remote := &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(app.StateDir(cfg), "oauth")}, Log: log}
 	sh := newShared(cfg, pol, st, remote, log)
 	// The client's other aqlguard processes (one per server, as init
 	// wraps them) share what their sessions read (flows.Board).
-	if board, err := flows.OpenBoard(filepath.Join(stateDir(cfg), "flows"), pol.Principal, clientKey(), processName()); err != nil {
+	if board, err := flows.OpenBoard(filepath.Join(app.StateDir(cfg), "flows"), pol.Principal, app.ClientKey(), app.ProcessName()); err != nil {
 		log.Warn("what this client's other aqlguard processes read is not shared: a send through one after a read through another does not ask", "err", err)
 	} else {
 		board.Failed = func(err error) {
@@ -260,7 +255,7 @@ func startInstance(ctx context.Context, g *globals, cfg *config.Config, stderr i
 			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 			return nil, 1
 		}
-		in.forwarding, in.forwarder = startForwarder(ctx, fw, log), fw
+		in.forwarding, in.forwarder = app.StartForwarder(ctx, fw, log), fw
 	}
 	return in, 0
 }
@@ -268,12 +263,12 @@ func startInstance(ctx context.Context, g *globals, cfg *config.Config, stderr i
 // newShared builds what the sessions of one principal share: its guard
 // (and channel to the human), pins, and the way to the servers.
 func newShared(cfg *config.Config, pol *policy.Policy, st store.State, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
-	gd := newGuard(cfg, pol, st, log)
+	gd := app.NewGuard(cfg, pol, st, log)
 	sh := &proxy.Shared{
 		Mode:   proxy.Mode(cfg.Mode),
 		Config: cfg,
 		Guard:  gd,
-		Pins: &pins.Pinner{State: st, Human: gd.Desk(), Log: log, Process: processName(),
+		Pins: &pins.Pinner{State: st, Human: gd.Desk(), Log: log, Process: app.ProcessName(),
 			AskFor: cfg.Verify.ConfirmationTTL.Duration},
 		Limits:  cfg.Limits,
 		Log:     log,
@@ -282,7 +277,7 @@ func newShared(cfg *config.Config, pol *policy.Policy, st store.State, remote *r
 	}
 	gd.SessionClient = sh.SessionClient
 	sh.Pins.Judge = sh.JudgeTool
-	sh.Names = &proxy.NameReport{State: st, Principal: pol.Principal, Process: processName(), Log: log,
+	sh.Names = &proxy.NameReport{State: st, Principal: pol.Principal, Process: app.ProcessName(), Log: log,
 		Servers: func() []string {
 			var out []string
 			for _, s := range sh.CurrentConfig().Servers {
@@ -291,38 +286,6 @@ func newShared(cfg *config.Config, pol *policy.Policy, st store.State, remote *r
 			return out
 		}}
 	return sh
-}
-
-// startForwarder runs fw beside the calls until the returned function is
-// called (or ctx ends), which then waits for its last delivery.
-func startForwarder(ctx context.Context, fw *forward.Forwarder, log *slog.Logger) func() {
-	fctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := fw.Run(fctx); err != nil {
-			log.Error("the audit forwarder stopped; records are kept in the log and sent from its cursor at the next start", "err", err)
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-// reportNotInEffect logs, and records in the audit log, what the user's
-// file tried that the managed policy does not let take effect: the
-// security team reads the attempt there.
-func reportNotInEffect(ctx context.Context, cfg *config.Config, pol *policy.Policy, st store.State, log *slog.Logger) {
-	rec := store.NewRecord(time.Now(), store.KindPolicy, pol.Principal, processName(), "")
-	rec.Operation, rec.Decision, rec.Result = "not_in_effect", pol.Version, cfg.Managed.Path
-	for _, e := range cfg.NotInEffect {
-		log.Warn("the managed policy does not let this setting take effect", "setting", e.Error())
-		rec.Factors = append(rec.Factors, e.Error())
-	}
-	if err := store.AppendRecords(ctx, st, rec); err != nil {
-		log.Error("what the managed policy kept from taking effect could not be recorded in the audit log", "err", err)
-	}
 }
 
 func (in *instance) close() {
@@ -336,148 +299,3 @@ func (in *instance) close() {
 	in.forwarding()      // what the guard recorded last, delivered if the collector takes it
 	_ = in.store.Close() // the audit log's last records fsync'd
 }
-
-// newGuard builds the guard and the channel to the human; what the
-// channel can reach is recorded for doctor.
-func newGuard(cfg *config.Config, pol *policy.Policy, st store.State, log *slog.Logger) *guard.Guard {
-	reached := reachRecorder(cfg, pol, log)
-	if cfg.Verify.Channel == "command" {
-		// Whether the program answers is its own business; doctor says
-		// which channel the client's aqlguard had.
-		reached(verify.Display{From: "the command channel (" + cfg.Verify.Command[0] + ")"}, nil)
-	}
-	return guardWith(cfg, pol, st, log, humanChannel(cfg, log, reached))
-}
-
-// humanChannel is the configured channel to the human (each channel
-// registered itself with verify); reached, when set, is told what a
-// dialog channel can reach (verify.DialogChannel).
-func humanChannel(cfg *config.Config, log *slog.Logger, reached func(verify.Display, error)) verify.Channel {
-	ch, err := verify.OpenChannel(cfg.Verify, verify.ChannelSetup{Log: log, Reached: reached})
-	if err != nil {
-		log.Error("no channel to the human: every question fails and nothing is approved", "err", err)
-		return verify.Unreachable(err)
-	}
-	return ch
-}
-
-// guardWith is the guard of pol on st, reaching the human through ch.
-func guardWith(cfg *config.Config, pol *policy.Policy, st store.State, log *slog.Logger, ch verify.Channel) *guard.Guard {
-	return &guard.Guard{
-		Policy:             pol,
-		State:              st,
-		Process:            processName(),
-		Channel:            ch,
-		InlineWait:         cfg.Verify.InlineWait.Duration,
-		AskTimeout:         cfg.Verify.Timeout.Duration,
-		ConfirmTTL:         cfg.Verify.ConfirmationTTL.Duration,
-		ChallengeTTL:       cfg.Verify.ChallengeTTL.Duration,
-		SessionApprovalTTL: cfg.Verify.SessionApprovalTTL.Duration,
-		MaxArgumentBytes:   cfg.Audit.MaxArgumentBytes,
-		VerifyTool:         proxy.VoiceFor(proxy.Mode(cfg.Mode), nil).VerifyTool,
-		Log:                log,
-	}
-}
-
-// reachRecorder records, for doctor, where this aqlguard's dialogs
-// could go (verify.Reach), when it starts and whenever that changes.
-func reachRecorder(cfg *config.Config, pol *policy.Policy, log *slog.Logger) func(verify.Display, error) {
-	var mu sync.Mutex
-	var last verify.Reach
-	written := false
-	dir := verify.ReachDir(stateDir(cfg))
-	by := clientProcess()
-	return func(d verify.Display, err error) {
-		r := verify.ReachOf(d, err)
-		r.Agent, r.StartedBy, r.PID, r.At, r.Channel = pol.Principal, by, os.Getpid(), time.Now().UTC(), cfg.Verify.Channel
-		mu.Lock()
-		defer mu.Unlock()
-		if written && r.Same(last) {
-			return
-		}
-		if err := verify.WriteReach(dir, r); err != nil {
-			log.Warn("doctor will not know what this aqlguard's dialogs could reach", "err", err)
-			return
-		}
-		last, written = r, true
-	}
-}
-
-// clientProcess names the process that started this aqlguard (the
-// parent of its supervisor, if it has one) as "node (pid 4242)".
-func clientProcess() string {
-	ppid := os.Getppid()
-	if downstream.UnderSupervisor() {
-		if st, err := procfs.Read(ppid); err == nil {
-			ppid = st.Ppid
-		}
-	}
-	comm, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/comm")
-	if err != nil {
-		return fmt.Sprintf("pid %d", ppid)
-	}
-	return fmt.Sprintf("%s (pid %d)", strings.TrimSpace(string(comm)), ppid)
-}
-
-// clientKey names the client that started this aqlguard (the parent of
-// its supervisor, if it has one, and when that process started, which a
-// reused pid does not share), for the board its aqlguard processes share.
-func clientKey() string {
-	ppid := os.Getppid()
-	if downstream.UnderSupervisor() {
-		if st, err := procfs.Read(ppid); err == nil {
-			ppid = st.Ppid
-		}
-	}
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/stat")
-	if err != nil {
-		return strconv.Itoa(ppid)
-	}
-	// Field 22 (starttime) counts from the last ")" (a name may hold one).
-	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
-	if len(fields) > 19 {
-		return strconv.Itoa(ppid) + "-" + fields[19]
-	}
-	return strconv.Itoa(ppid)
-}
-
-// stateDir is the configured state directory, or the default one.
-func stateDir(cfg *config.Config) string {
-	if cfg.StateDir != "" {
-		return cfg.StateDir
-	}
-	d, _ := store.DefaultDir()
-	return d
-}
-
-// openStore opens the state run and serve decide on (openState): the
-// state directory, or the PostgreSQL state replicas share. Without it
-// nothing can be decided durably, so aqlguard does not start.
-func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool) (store.State, error) {
-	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: anchored(store.Options{Log: log}), Wait: wait})
-}
-
-// processName tells this process apart in audit records of a shared
-// state directory.
-func processName() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d", host, os.Getpid())
-}
-
-// anchorsSaid is what the start line says of the audit anchors, and
-// whether their being off (off says why) is worth a warning: only where
-// the audit log is meant to go to syslog. A machine without a system
-// log (a container, a minimal VM) is not warned at every start.
-func anchorsSaid(cfg *config.Config, off string) (said string, warn bool) {
-	if off == "" {
-		return "system log", false
-	}
-	f := cfg.Audit.Forward
-	return "off (" + off + ")", f != nil && f.To == "syslog"
-}
-
-// anchorIdent is the system log identifier of the audit anchors.
-const anchorIdent = "aqlguard-audit"
-
-// anchorsOff says why anchors are not sent ("" when they are).
-var anchorsOff string

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/store/pgstate"
@@ -76,14 +77,14 @@ func cmdStateCopy(args []string, stdout, stderr io.Writer) int {
 	// The state directory's side, whatever backend the config runs on.
 	local := *cfg
 	local.Audit.Sync = string(store.SyncAlways) // a command's records are durable before it exits
-	bolt, err := openStateDir(ctx, &local, store.Options{ReadOnly: *to == config.StatePostgres, IncompleteCopy: *to == config.StateBolt})
+	bolt, err := app.OpenStateDir(ctx, &local, store.Options{ReadOnly: *to == config.StatePostgres, IncompleteCopy: *to == config.StateBolt})
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard state copy: %v\n", err)
 		return 1
 	}
 	defer bolt.Close()
 	var from, into store.State = bolt, pg
-	fromName, intoName := stateName(bolt), stateName(pg)
+	fromName, intoName := app.StateName(bolt), app.StateName(pg)
 	if *to == config.StateBolt {
 		from, into = pg, bolt
 		fromName, intoName = intoName, fromName

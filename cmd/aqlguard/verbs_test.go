@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 )
@@ -125,7 +126,7 @@ func TestAnchorsWarnOnlyForSyslog(t *testing.T) {
 		{"none, forwarded to otlp", otlp, "Unix syslog delivery error", "off (Unix syslog delivery error)", false},
 		{"none, forwarded to syslog", syslogged, "Unix syslog delivery error", "off (Unix syslog delivery error)", true},
 	} {
-		if said, warn := anchorsSaid(tt.cfg, tt.off); said != tt.said || warn != tt.warn {
+		if said, warn := app.AnchorsSaid(tt.cfg, tt.off); said != tt.said || warn != tt.warn {
 			t.Errorf("%s: %q %v, want %q %v", tt.name, said, warn, tt.said, tt.warn)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/guard"
@@ -65,7 +66,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	// An admin command: each record fsync'd before it goes on.
 	cfg.Audit.Sync = string(store.SyncAlways)
-	st, err := openStore(ctx, cfg, log, false)
+	st, err := app.OpenStore(ctx, cfg, log, false)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
@@ -80,9 +81,9 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
-	// Not newGuard: what this shell's channel reaches is not what the
+	// Not app.NewGuard: what this shell's channel reaches is not what the
 	// client's aqlguard reaches (doctor reads that record).
-	gd := guardWith(cfg, pol, st, log, humanChannel(cfg, log, nil))
+	gd := app.GuardWith(cfg, pol, st, log, app.HumanChannel(cfg, log, nil))
 	defer gd.Close()
 	where := "in a window"
 	if cfg.Verify.Channel == "command" {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -11,50 +11,50 @@ import (
 	"github.com/aqlguard/aqlguard/store/pgstate"
 )
 
-// openState opens the state the configuration names, for every verb:
+// OpenState opens the state the configuration names, for every verb:
 // the bbolt database in the state directory (default
 // $XDG_STATE_HOME/aqlguard), or with [state] backend = "postgres" the
 // PostgreSQL state of [state] dsn (AQLGUARD_STATE_DSN wins) and schema,
 // created or migrated on open; each backend registered itself with
 // store (store.RegisterBackend). o tunes the state directory only.
 // Without a state nothing can be decided durably: the caller stops.
-func openState(ctx context.Context, cfg *config.Config, o store.Options) (store.State, error) {
-	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: anchored(o)})
+func OpenState(ctx context.Context, cfg *config.Config, o store.Options) (store.State, error) {
+	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: Anchored(o)})
 }
 
-// openPostgres opens the configured PostgreSQL state, logging to log
+// OpenPostgres opens the configured PostgreSQL state, logging to log
 // (slog's default when nil). Its errors never carry the connection
 // string's password (pgstate).
-func openPostgres(ctx context.Context, cfg *config.Config, log *slog.Logger) (*pgstate.State, error) {
+func OpenPostgres(ctx context.Context, cfg *config.Config, log *slog.Logger) (*pgstate.State, error) {
 	return pgstate.OpenConfigured(ctx, cfg, log)
 }
 
-// openStateDir opens the bbolt state in the configured state directory,
+// OpenStateDir opens the bbolt state in the configured state directory,
 // whatever backend the configuration names (state copy moves between
 // the two).
-func openStateDir(ctx context.Context, cfg *config.Config, o store.Options) (*store.Store, error) {
-	return store.OpenDir(ctx, cfg, anchored(o))
+func OpenStateDir(ctx context.Context, cfg *config.Config, o store.Options) (*store.Store, error) {
+	return store.OpenDir(ctx, cfg, Anchored(o))
 }
 
-// anchored is o with the system log's anchor, unless it writes nothing.
-func anchored(o store.Options) store.Options {
+// Anchored is o with the system log's anchor, unless it writes nothing.
+func Anchored(o store.Options) store.Options {
 	if !o.ReadOnly {
-		o.Anchor = systemLogAnchor()
+		o.Anchor = SystemLogAnchor()
 	}
 	return o
 }
 
-// stateDirOnly is st as a state directory, or the error that says what
+// StateDirOnly is st as a state directory, or the error that says what
 // verb needs one and why a PostgreSQL state has no use for it.
-func stateDirOnly(st store.State, verb, why string) (*store.Store, error) {
+func StateDirOnly(st store.State, verb, why string) (*store.Store, error) {
 	if s, ok := st.(*store.Store); ok {
 		return s, nil
 	}
 	return nil, errors.New(verb + " works on a state directory (bbolt) only: " + why)
 }
 
-// stateName names a state for people: its directory, or its schema.
-func stateName(st store.State) string {
+// StateName names a state for people: its directory, or its schema.
+func StateName(st store.State) string {
 	switch s := st.(type) {
 	case *store.Store:
 		return "state directory " + filepath.Dir(s.Path())
