@@ -171,7 +171,7 @@ func StateDir(cfg *config.Config) string {
 // state directory, or the PostgreSQL state replicas share. Without it
 // nothing can be decided durably, so aqlguard does not start.
 func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool) (store.State, error) {
-	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: Anchored(store.Options{Log: log}), Wait: wait})
+	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: store.Options{Log: log}, Wait: wait, NewAnchor: SystemLogAnchor})
 }
 
 // ProcessName tells this process apart in audit records of a shared

@@ -19,7 +19,7 @@ import (
 // store (store.RegisterBackend). o tunes the state directory only.
 // Without a state nothing can be decided durably: the caller stops.
 func OpenState(ctx context.Context, cfg *config.Config, o store.Options) (store.State, error) {
-	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: Anchored(o)})
+	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: o, NewAnchor: SystemLogAnchor})
 }
 
 // OpenPostgres opens the configured PostgreSQL state, logging to log

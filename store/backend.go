@@ -31,6 +31,10 @@ type BackendOptions struct {
 	// manager starts before its database. Each failed attempt is a line
 	// in Log.
 	Wait bool
+	// NewAnchor, when set, makes the state directory's Anchor
+	// (Options.Anchor) when one is opened to write: the system log is
+	// reached only for a backend that sends it anchors.
+	NewAnchor func() func(line string) error
 }
 
 var backends = registry.Of[Backend]{Kind: "[state] backend"}
@@ -60,7 +64,11 @@ func OpenBackend(ctx context.Context, cfg *config.Config, o BackendOptions) (Sta
 
 func init() {
 	RegisterBackend(config.StateBolt, Backend{Open: func(ctx context.Context, cfg *config.Config, o BackendOptions) (State, error) {
-		st, err := OpenDir(ctx, cfg, o.Options)
+		opts := o.Options
+		if opts.Anchor == nil && o.NewAnchor != nil && !opts.ReadOnly {
+			opts.Anchor = o.NewAnchor()
+		}
+		st, err := OpenDir(ctx, cfg, opts)
 		if err != nil {
 			return nil, err // a nil *Store would be a non-nil State
 		}
