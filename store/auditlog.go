@@ -537,35 +537,65 @@ func (l *auditLog) readSegment(n int, from uint64, fn func(r Record, raw []byte)
 }
 
 // lastLine is the last complete line of a file, nil when it has none.
-func lastLine(path string) ([]byte, error) {
+func lastLine(path string) (last []byte, err error) {
+	err = linesBackward(path, func(line []byte) bool {
+		last = bytes.Clone(line)
+		return false
+	})
+	return last, err
+}
+
+// linesBackward hands fn a file's complete lines (without their
+// newline), from the last one back, until fn returns false or the file's
+// start. What follows the file's last newline (a record cut short) is
+// no line. It reads 64 KiB from the end, then more only as the lines
+// fn asks for need, so finding the last lines of a long file reads
+// only its end. A line is valid only during
+// fn's call.
+func linesBackward(path string, fn func(line []byte) bool) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
+		return fmt.Errorf("audit log: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
+		return fmt.Errorf("audit log: %w", err)
 	}
-	size := st.Size()
-	for chunk := int64(64 << 10); ; chunk *= 4 {
-		start := max(0, size-chunk)
-		buf := make([]byte, size-start)
+	chunk := int64(64 << 10)
+	end := st.Size() // the file's bytes before end are not read yet
+	var carry []byte // the start of a line whose beginning is before end
+	torn := true     // what follows the last newline is no line
+	for end > 0 || len(carry) > 0 {
+		start := max(0, end-chunk)
+		buf := make([]byte, end-start, end-start+int64(len(carry)))
 		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("audit log: %w", err)
+			return fmt.Errorf("audit log: %w", err)
 		}
-		end := bytes.LastIndexByte(buf, '\n')
-		if end < 0 {
-			if start == 0 {
-				return nil, nil
+		buf = append(buf, carry...)
+		end, carry = start, nil
+		for {
+			nl := bytes.LastIndexByte(buf, '\n')
+			if nl < 0 && start > 0 {
+				// A line longer than what was read: read more, four times
+				// as much each time, so that a long line is copied a
+				// bounded number of times.
+				carry, chunk = buf, chunk*4
+				break
 			}
-			continue
-		}
-		begin := bytes.LastIndexByte(buf[:end], '\n')
-		if begin >= 0 || start == 0 {
-			return buf[begin+1 : end], nil
+			line := buf[nl+1:]
+			buf = buf[:max(nl, 0)]
+			if torn {
+				torn = false // the bytes after the file's last newline
+			} else if !fn(line) {
+				return nil
+			}
+			if nl < 0 {
+				break
+			}
 		}
 	}
+	return nil
 }
 
 // firstLine is a file's first complete line, nil when it has none.

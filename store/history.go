@@ -296,61 +296,33 @@ func (l *auditLog) find(seq uint64) (hash string, found bool, err error) {
 // the way does not decode, or the segment's records do not go down as
 // the search goes back (then the caller reads the segment forward).
 func findBackward(path string, seq uint64) (hash string, found, decided bool, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", false, false, fmt.Errorf("audit log: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", false, false, fmt.Errorf("audit log: %w", err)
-	}
-	const chunk = 64 << 10
-	end := st.Size()  // the file's bytes before end are not read yet
-	var carry []byte  // the start of a line whose beginning is before end
 	prev := uint64(0) // the seq of the line read before (0: none yet)
-	torn := true      // what follows the last newline is no record
-	for end > 0 || len(carry) > 0 {
-		start := max(0, end-chunk)
-		buf := make([]byte, end-start, end-start+int64(len(carry)))
-		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-			return "", false, false, fmt.Errorf("audit log: %w", err)
+	decided = true
+	err = linesBackward(path, func(line []byte) bool {
+		if len(line) == 0 {
+			return true
 		}
-		buf = append(buf, carry...)
-		end = start
-		for {
-			nl := bytes.LastIndexByte(buf, '\n')
-			if nl < 0 && start > 0 {
-				carry = buf // a line longer than what was read: read more
-				break
-			}
-			line := buf[nl+1:]
-			buf = buf[:max(nl, 0)]
-			if torn {
-				torn = false // the bytes after the file's last newline
-			} else if len(line) > 0 {
-				var r struct {
-					Seq  uint64 `json:"seq"`
-					Hash string `json:"hash"`
-				}
-				if json.Unmarshal(line, &r) != nil || prev != 0 && r.Seq >= prev {
-					return "", false, false, nil
-				}
-				prev = r.Seq
-				switch {
-				case r.Seq == seq:
-					return r.Hash, true, true, nil
-				case r.Seq < seq:
-					return "", false, true, nil
-				}
-			}
-			if nl < 0 {
-				carry = nil
-				break
-			}
+		var r struct {
+			Seq  uint64 `json:"seq"`
+			Hash string `json:"hash"`
 		}
+		if json.Unmarshal(line, &r) != nil || prev != 0 && r.Seq >= prev {
+			decided = false
+			return false
+		}
+		prev = r.Seq
+		if r.Seq == seq {
+			hash, found = r.Hash, true
+		}
+		return r.Seq > seq // on back while the records are later
+	})
+	if err != nil {
+		return "", false, false, err
 	}
-	return "", false, true, nil
+	if !decided {
+		return "", false, false, nil
+	}
+	return hash, found, true, nil
 }
 
 // tornTails lists the segments that end inside a record.
