@@ -122,6 +122,7 @@ func FuzzFastPaths(f *testing.F) {
 // what the map finds for words near them; each id's classes and phrase
 // starts are the entry's.
 func TestFlatLexicon(t *testing.T) {
+	loadLexicon()
 	for w, e := range lexicon {
 		for _, v := range []string{w, w + "s", "x" + w, w[1:], strings.ToUpper(w), w + "abcdefghijklmnopqrstuvwxyz"} {
 			var want uint16

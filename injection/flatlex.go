@@ -84,7 +84,8 @@ func flatHash(w []byte) uint32 {
 	return h
 }
 
-func init() {
+// buildFlat fills the flat tables from the lexicon (loadLexicon).
+func buildFlat() {
 	if len(lexicon) > len(flatSlots)*5/8 || len(lexicon) >= 1<<16 {
 		panic("injection: the lexicon outgrew its flat table")
 	}
@@ -130,6 +131,13 @@ func init() {
 		panic("injection: the phrases outgrew the flat tables")
 	}
 	flatNot, flatCan, flatWill, flatShall = idOf("not"), idOf("can"), idOf("will"), idOf("shall")
+	flatContractionFirst = map[string]uint16{}
+	for _, pair := range contractions {
+		if pair[1] != "not" {
+			panic("injection: a contraction the flat lexicon does not know")
+		}
+		flatContractionFirst[pair[0]] = idOf(pair[0])
+	}
 }
 
 // idOf is the id of w, or 0 if the lexicon lacks it.

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // A phrase rule is a sequence of word sets matched against the words of
@@ -311,8 +312,31 @@ type lexEntry struct {
 }
 
 // lexicon maps every word a rule or class names to its entry; a word it
-// lacks has id 0, in no element.
-var lexicon = buildLexicon()
+// lacks has id 0, in no element. lexWords is the word of each id and
+// lexByID its entry.
+//
+// They and the flat tables (flatlex.go) are built at a process's first
+// scan (loadLexicon), not at its start: they cost about 4 ms, which a
+// process that never reads prose, such as a client's hook judging one
+// command, would otherwise pay every time it starts.
+var (
+	lexicon  map[string]*lexEntry
+	lexWords []string
+	lexByID  []*lexEntry
+)
+
+// loadLexicon builds the lexicon and the tables derived from it, once.
+// Every scan calls it (getState), before it reads a word.
+var loadLexicon = sync.OnceFunc(func() {
+	lexicon = buildLexicon()
+	lexWords = make([]string, len(lexicon)+1)
+	lexByID = make([]*lexEntry, len(lexicon)+1)
+	for w, e := range lexicon {
+		lexWords[e.id] = w
+		lexByID[e.id] = e
+	}
+	buildFlat()
+})
 
 // lookup is the lexicon's entry for w, or nil: the full path's lookup
 // (the scan's own is flatLookup).
@@ -320,17 +344,9 @@ func lookup(w []byte) *lexEntry {
 	if len(w) == 0 || len(w) > 24 {
 		return nil // the lexicon's longest word is shorter
 	}
+	loadLexicon()
 	return lexicon[string(w)]
 }
-
-// lexWords is the word of each lexicon id.
-var lexWords = func() []string {
-	out := make([]string, len(lexicon)+1)
-	for w, e := range lexicon {
-		out[e.id] = w
-	}
-	return out
-}()
 
 func buildLexicon() map[string]*lexEntry {
 	lex := map[string]*lexEntry{}
@@ -434,12 +450,3 @@ func (p *phrase) match(words []word, e, t int) (int, bool) {
 	}
 	return 0, false
 }
-
-// lexByID finds a lexicon entry by its id.
-var lexByID = func() []*lexEntry {
-	out := make([]*lexEntry, len(lexicon)+1)
-	for _, e := range lexicon {
-		out[e.id] = e
-	}
-	return out
-}()

@@ -278,6 +278,7 @@ func size(n int) string {
 var statePool = sync.Pool{New: func() any { return new(state) }}
 
 func getState(b *Batch, where, raw string, hidden bool) *state {
+	loadLexicon()
 	st := statePool.Get().(*state)
 	st.reset(b, where, raw, hidden)
 	return st

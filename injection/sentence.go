@@ -363,17 +363,9 @@ func flatContraction(w []byte) (a, b uint16, ok bool) {
 	return flatContractionFirst[first], flatNot, true
 }
 
-// flatContractionFirst holds the ids of the first words of contractions.
-var flatContractionFirst = func() map[string]uint16 {
-	m := map[string]uint16{}
-	for _, pair := range contractions {
-		if pair[1] != "not" {
-			panic("injection: a contraction the flat lexicon does not know")
-		}
-		m[pair[0]] = idOf(pair[0])
-	}
-	return m
-}()
+// flatContractionFirst holds the ids of the first words of contractions
+// (built with the flat tables).
+var flatContractionFirst map[string]uint16
 
 // negStem is the entry of the word before "n't": "do" of "don't", "can"
 // of "can't", "will" of "won't".
