@@ -22,9 +22,10 @@
 // go-toml. No gitleaks package is imported. To take a newer release:
 //
 //	go run ./secrets/internal/updaterules v8.X.Y
+//	go test ./secrets -run TestDefaultIndex -update
 //	go test ./secrets/...
 //
-// which also refreshes testdata/gitleaks/samples.txt, the literal true
+// The first also refreshes testdata/gitleaks/samples.txt, the literal true
 // and false positives of gitleaks' own rule definitions, which the
 // tests run. A feature the parser does not implement (composite rules,
 // extend) is refused, and a rule changed under one of tuning.go's

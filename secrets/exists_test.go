@@ -20,7 +20,7 @@ type existsCase struct {
 
 func existsCases(s *Scanner) []existsCase {
 	var out []existsCase
-	for _, r := range s.rules {
+	for _, r := range s.compiledRules() {
 		for i, b := range r.plan.branches {
 			out = append(out, existsCase{name: r.id + " branch " + string(rune('0'+i)), ex: b.exists, anchored: b.at1()})
 		}

@@ -133,7 +133,7 @@ func (f *fakes) shopify() string  { return "shpat_" + f.chars(hexdigits, 32) }
 // starts with + or /.
 func (f *fakes) generic(make func() string) string {
 	var stop []string
-	for _, r := range Default().rules {
+	for _, r := range Default().compiledRules() {
 		if r.id == "generic-api-key" {
 			for _, a := range r.allow {
 				stop = append(stop, a.stopwords...)

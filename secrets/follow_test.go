@@ -51,7 +51,7 @@ func TestFollowsProse(t *testing.T) {
 		for _, o := range s.words.find(text, 0, len(text), nil) {
 			for i := range s.anchorOf[o.id] {
 				if br := &s.anchorOf[o.id][i]; br.follows(text, o.pos) {
-					out[s.rules[br.r].id] = true
+					out[s.specs[br.r].id] = true
 				}
 			}
 		}

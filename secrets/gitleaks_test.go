@@ -57,7 +57,7 @@ func compileDefault(t testing.TB, keep func(id string) bool) *Scanner {
 		t.Fatal(err)
 	}
 	if keep != nil {
-		rs.rules = slices.DeleteFunc(rs.rules, func(r *rule) bool { return !keep(r.id) })
+		rs.specs = slices.DeleteFunc(rs.specs, func(sp ruleSpec) bool { return !keep(sp.id) })
 	}
 	s, err := newScanner(rs)
 	if err != nil {
@@ -81,7 +81,7 @@ func referenceScan(s *Scanner, text string) []found {
 	folded := b.String()
 	sc := s.getScratch()
 	defer s.putScratch(sc)
-	for ri, r := range s.rules {
+	for ri, r := range s.compiledRules() {
 		gated := false
 		for _, k := range r.keywords {
 			if strings.Contains(folded, k) {
@@ -113,7 +113,7 @@ func sameAsReference(s *Scanner, text string) (got, want []string, ok bool) {
 		got = append(got, f.Rule+" "+strconv.Itoa(f.Start)+":"+strconv.Itoa(f.End))
 	}
 	for _, f := range referenceScan(s, text) {
-		want = append(want, s.rules[f.rule].id+" "+strconv.Itoa(f.start)+":"+strconv.Itoa(f.end))
+		want = append(want, s.specs[f.rule].id+" "+strconv.Itoa(f.start)+":"+strconv.Itoa(f.end))
 	}
 	return got, want, slices.Equal(got, want)
 }
@@ -172,10 +172,9 @@ func TestGitleaksSamples(t *testing.T) {
 	}
 	alone := func(id string) *Scanner {
 		one := &ruleset{global: rs.global, skipped: rs.skipped}
-		for _, r := range rs.rules {
-			if r.id == id {
-				c := *r
-				one.rules = append(one.rules, &c)
+		for _, sp := range rs.specs {
+			if sp.id == id {
+				one.specs = append(one.specs, sp)
 			}
 		}
 		s, err := newScanner(one)
@@ -196,7 +195,7 @@ func TestGitleaksSamples(t *testing.T) {
 			continue
 		}
 		one := alone(id)
-		if len(one.rules) == 0 {
+		if len(one.specs) == 0 {
 			// gitleaks defines some rules it leaves out of its default
 			// configuration (gcp-service-account, square-secret).
 			t.Logf("%s: not in the ruleset", id)

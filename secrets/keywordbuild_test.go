@@ -19,7 +19,7 @@ func TestKeywordIndexAsBuiltBefore(t *testing.T) {
 	}
 	d := Default()
 	lists := d.global
-	for _, r := range d.rules {
+	for _, r := range d.compiledRules() {
 		lists = append(lists, r.allow...)
 	}
 	for _, a := range lists {

@@ -16,7 +16,7 @@ func TestPlans(t *testing.T) {
 	s := compileDefault(t, nil)
 	var whole []string
 	anchored := 0
-	for _, r := range s.rules {
+	for _, r := range s.compiledRules() {
 		if r.plan.kind == planWhole {
 			whole = append(whole, r.id)
 			t.Logf("%s runs over windows: %s", r.id, r.plan.why)

@@ -186,17 +186,32 @@ func isASCII(s string) bool {
 	return true
 }
 
-// ruleset is a compiled gitleaks configuration.
+// ruleset is a gitleaks configuration read and checked, its rules not
+// yet compiled: parsing some two hundred regexes costs a process about
+// 20 ms, which a client's hook would pay at every tool call, so a rule
+// is compiled (compileRule) when a scan first needs it, or at once by
+// newScanner.
 type ruleset struct {
-	rules  []*rule
+	specs  []ruleSpec
 	global []*allowlist
 	// skipped names the rules of the configuration that can never fire
 	// on a result, with the reason: path rules and report-less rules.
 	skipped map[string]string
 }
 
-// parseRuleset reads a gitleaks TOML configuration and compiles what
-// of it can apply to a text without a path.
+// ruleSpec is one rule as the configuration and tuning (tuning.go)
+// declare it.
+type ruleSpec struct {
+	id string
+	tr tomlRule // its Regex as tuning left it
+	// targeted are the global allowlists that name the rule, compiled
+	// with the ruleset; tuned are tuning's lists for it.
+	targeted []*allowlist
+	tuned    []tomlAllowlist
+}
+
+// parseRuleset reads a gitleaks TOML configuration and keeps what of
+// it can apply to a text without a path.
 func parseRuleset(data []byte) (*ruleset, error) {
 	var c tomlConfig
 	dec := toml.NewDecoder(bytes.NewReader(data))
@@ -251,7 +266,7 @@ func parseRuleset(data []byte) (*ruleset, error) {
 			// rather than report their primary part alone.
 			return nil, fmt.Errorf("secrets: rule %s: [[rules.required]] is not supported", tr.ID)
 		}
-		r, skip, err := compileRule(tr)
+		skip, err := skipReason(tr)
 		if err != nil {
 			return nil, err
 		}
@@ -259,44 +274,52 @@ func parseRuleset(data []byte) (*ruleset, error) {
 			rs.skipped[tr.ID] = skip
 			continue
 		}
-		rs.rules = append(rs.rules, r)
+		rs.specs = append(rs.specs, ruleSpec{id: tr.ID, tr: tr})
 	}
 	for id, lists := range targeted {
 		if !seen[id] {
 			return nil, fmt.Errorf("secrets: a global allowlist targets rule %s, which does not exist", id)
 		}
-		for _, r := range rs.rules {
-			if r.id == id {
-				r.allow = append(r.allow, lists...)
+		for i := range rs.specs {
+			if rs.specs[i].id == id {
+				rs.specs[i].targeted = append(rs.specs[i].targeted, lists...)
 			}
 		}
 	}
 	return rs, nil
 }
 
-// compileRule compiles one rule, or says why it cannot apply to a
-// result (skip).
-func compileRule(tr tomlRule) (r *rule, skip string, err error) {
+// skipReason says why a rule cannot apply to a result, or "" when it
+// can.
+func skipReason(tr tomlRule) (string, error) {
 	switch {
 	case tr.SkipReport:
-		return nil, "skipReport: only reported as part of a composite rule", nil
+		return "skipReport: only reported as part of a composite rule", nil
 	case tr.Regex == "" && tr.Path != "":
-		return nil, "path only: a result has no file path", nil
+		return "path only: a result has no file path", nil
 	case tr.Path != "":
 		// gitleaks checks the path first and returns nothing when it
 		// does not match; a result has no path to match.
-		return nil, "needs a file path matching " + tr.Path, nil
+		return "needs a file path matching " + tr.Path, nil
 	case tr.Regex == "":
-		return nil, "", fmt.Errorf("secrets: rule %s has neither regex nor path", tr.ID)
+		return "", fmt.Errorf("secrets: rule %s has neither regex nor path", tr.ID)
 	}
-	r = &rule{
+	return "", nil
+}
+
+// compileRule compiles one rule that can apply to a result: its regex,
+// its allowlists (its own, the global ones that name it, tuning's) and
+// the plan of how a scan runs it.
+func compileRule(sp ruleSpec) (*rule, error) {
+	tr := sp.tr
+	r := &rule{
 		id:          tr.ID,
 		description: tr.Description,
 		secretGroup: tr.SecretGroup,
 		entropy:     tr.Entropy,
 	}
 	if err := r.setRegex(tr.Regex); err != nil {
-		return nil, "", fmt.Errorf("secrets: rule %s: %w", tr.ID, err)
+		return nil, fmt.Errorf("secrets: rule %s: %w", tr.ID, err)
 	}
 	for _, k := range tr.Keywords {
 		r.keywords = append(r.keywords, strings.ToLower(k))
@@ -304,20 +327,36 @@ func compileRule(tr tomlRule) (r *rule, skip string, err error) {
 	lists := tr.Allowlists
 	if tr.Allowlist != nil {
 		if len(lists) > 0 {
-			return nil, "", fmt.Errorf("secrets: rule %s: [rules.allowlist] cannot be used alongside [[rules.allowlists]]", tr.ID)
+			return nil, fmt.Errorf("secrets: rule %s: [rules.allowlist] cannot be used alongside [[rules.allowlists]]", tr.ID)
 		}
 		lists = []tomlAllowlist{*tr.Allowlist}
 	}
 	for i, ta := range lists {
 		a, err := compileAllowlist(ta)
 		if err != nil {
-			return nil, "", fmt.Errorf("secrets: rule %s: allowlist %d: %w", tr.ID, i+1, err)
+			return nil, fmt.Errorf("secrets: rule %s: allowlist %d: %w", tr.ID, i+1, err)
 		}
 		if a != nil {
 			r.allow = append(r.allow, a)
 		}
 	}
-	return r, "", nil
+	r.allow = append(r.allow, sp.targeted...)
+	for _, ta := range sp.tuned {
+		a, err := compileAllowlist(ta)
+		if err != nil {
+			return nil, fmt.Errorf("secrets: tuning of %s: %w", tr.ID, err)
+		}
+		if a != nil {
+			r.allow = append(r.allow, a)
+		}
+	}
+	p, err := makePlan(r.expr, r.keywords)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: rule %s: %w", tr.ID, err)
+	}
+	r.plan = p
+	r.check = checkers[r.id]
+	return r, nil
 }
 
 // compileAllowlist compiles one allowlist, or returns nil when it can

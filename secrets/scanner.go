@@ -23,16 +23,21 @@ type Finding struct {
 	Digest      string // keyed digest (HMAC-SHA256, per-process key from crypto/rand), e.g. "hmac:1a2b3c4d5e6f"; never the secret
 }
 
-// Scanner finds credentials in text by a compiled ruleset; safe for
-// concurrent use.
+// Scanner finds credentials in text by a ruleset; safe for concurrent
+// use. Its rules are compiled when a scan first needs one (rule).
 type Scanner struct {
-	rules  []*rule
-	global []*allowlist
+	specs []ruleSpec
+	// rules holds each rule once compiled; compileMu serializes the
+	// compilations (rare: once per rule and process).
+	rules     []atomic.Pointer[rule]
+	compileMu sync.Mutex
+	index     ruleIndex // checked against each rule as it compiles
+	global    []*allowlist
 	// words are the keywords and anchors (plan.go) of every rule, found
 	// in one pass; an occurrence of word w gates the rules keyOf[w] and
 	// is a candidate start for the branches anchorOf[w].
 	words    *keywordIndex
-	keyOf    [][]int
+	keyOf    [][]uint16
 	anchorOf [][]branchRef
 	skipped  map[string]string
 	scratch  sync.Pool
@@ -62,63 +67,114 @@ var defaultScanner = sync.OnceValue(func() *Scanner {
 	}
 	var s *Scanner
 	if err == nil {
-		s, err = newScanner(rs)
+		s, err = newIndexedScanner(rs, defaultIndex)
 	}
 	if err != nil {
-		// The ruleset is embedded and tested; this is a broken build.
+		// The ruleset and its index are embedded and tested; this is a
+		// broken build.
 		panic(fmt.Sprintf("secrets: the embedded ruleset does not compile: %v", err))
 	}
 	return s
 })
 
 // Default returns the shipped ruleset (gitleaks', with the changes
-// tuning.go lists), compiled once on first use.
+// tuning.go lists). The Scanner is made on first use; each rule is
+// compiled when a text first holds one of its words.
 func Default() *Scanner { return defaultScanner() }
 
+// newScanner compiles every rule of rs now and makes a Scanner of
+// them: an error in any rule is the ruleset's.
 func newScanner(rs *ruleset) (*Scanner, error) {
-	s := &Scanner{rules: rs.rules, global: rs.global, skipped: rs.skipped}
-	ids := map[string]int{}
-	var words []string
-	word := func(w string) int {
-		id, ok := ids[w]
-		if !ok {
-			id = len(words)
-			ids[w] = id
-			words = append(words, w)
-			s.keyOf = append(s.keyOf, nil)
-			s.anchorOf = append(s.anchorOf, nil)
-		}
-		return id
-	}
-	for i, r := range rs.rules {
-		p, err := makePlan(r.expr, r.keywords)
+	rules := make([]*rule, len(rs.specs))
+	for i, sp := range rs.specs {
+		r, err := compileRule(sp)
 		if err != nil {
-			return nil, fmt.Errorf("secrets: rule %s: %w", r.id, err)
+			return nil, err
 		}
-		r.plan = p
-		r.check = checkers[r.id]
-		for _, k := range r.keywords {
-			id := word(k)
-			if !slices.Contains(s.keyOf[id], i) {
-				s.keyOf[id] = append(s.keyOf[id], i)
-			}
-		}
-		for b, br := range p.branches {
-			for _, a := range br.anchors {
-				id := word(a)
-				s.anchorOf[id] = append(s.anchorOf[id], branchRef{r: i, b: b, n: len(a), anchor: a, prog: br.followProg})
-			}
+		rules[i] = r
+	}
+	x, err := indexOf(rules)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newIndexedScanner(rs, x)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rules {
+		s.rules[i].Store(r)
+	}
+	return s, nil
+}
+
+// newIndexedScanner makes a Scanner of rs whose rules compile when
+// first needed, x being their index.
+func newIndexedScanner(rs *ruleset, x ruleIndex) (*Scanner, error) {
+	if len(x.rules) != len(rs.specs) {
+		return nil, fmt.Errorf("secrets: the index has %d rules, the ruleset %d", len(x.rules), len(rs.specs))
+	}
+	for i, sp := range rs.specs {
+		if x.rules[i].id != sp.id {
+			return nil, fmt.Errorf("secrets: rule %d is %s, the index has %s", i, sp.id, x.rules[i].id)
 		}
 	}
-	if len(words) > 1<<16 {
-		return nil, fmt.Errorf("secrets: %d keywords, more than an occurrence can name", len(words))
+	s := &Scanner{
+		specs:    rs.specs,
+		rules:    make([]atomic.Pointer[rule], len(rs.specs)),
+		index:    x,
+		global:   rs.global,
+		keyOf:    x.keyOf,
+		anchorOf: make([][]branchRef, len(x.words)),
+		skipped:  rs.skipped,
 	}
-	kw, err := newKeywordIndex(words)
+	for w, refs := range x.anchorOf {
+		s.anchorOf[w] = make([]branchRef, len(refs))
+		for i, a := range refs {
+			ri, b := int(a.r), int(a.b)
+			s.anchorOf[w][i] = branchRef{r: ri, b: b, n: len(x.words[w]), anchor: x.words[w],
+				prog: func() *syntax.Prog { return s.rule(ri).plan.branches[b].followProg() }}
+		}
+	}
+	kw, err := newKeywordIndex(x.words)
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	s.words = kw
 	return s, nil
+}
+
+// rule returns rule ri, compiled. A rule of the embedded ruleset that
+// fails to compile, or disagrees with its generated index, is a broken
+// build (the tests compile each): it panics, as Default would.
+func (s *Scanner) rule(ri int) *rule {
+	if r := s.rules[ri].Load(); r != nil {
+		return r
+	}
+	s.compileMu.Lock()
+	defer s.compileMu.Unlock()
+	if r := s.rules[ri].Load(); r != nil {
+		return r
+	}
+	r, err := compileRule(s.specs[ri])
+	if err == nil {
+		if why := s.index.agrees(ri, r); why != "" {
+			err = fmt.Errorf("secrets: the index is stale (%s): run go test ./secrets -run TestDefaultIndex -update", why)
+		}
+	}
+	if err != nil {
+		panic(fmt.Sprintf("secrets: the embedded ruleset does not compile: %v", err))
+	}
+	s.rules[ri].Store(r)
+	return r
+}
+
+// compiledRules compiles every rule (tests, and tools that list them).
+func (s *Scanner) compiledRules() []*rule {
+	out := make([]*rule, len(s.rules))
+	for i := range s.rules {
+		out[i] = s.rule(i)
+	}
+	return out
 }
 
 // Windows: a text is scanned in windows of windowSize bytes that
@@ -196,8 +252,8 @@ func (s *Scanner) getScratch() *scratch {
 		cursor: make([]int, len(s.rules)),
 		spent:  make([]int, len(s.rules)),
 	}
-	for i, r := range s.rules {
-		sc.cand[i] = make([][]int, len(r.plan.branches))
+	for i, x := range s.index.rules {
+		sc.cand[i] = make([][]int, x.branches)
 	}
 	return sc
 }
@@ -247,10 +303,10 @@ func (s *Scanner) Scan(where, text string) []Finding {
 	})
 	out := make([]Finding, 0, len(fs))
 	for _, f := range fs {
-		r := s.rules[f.rule]
+		r := &s.specs[f.rule]
 		out = append(out, Finding{
 			Rule:        r.id,
-			Description: r.description,
+			Description: r.tr.Description,
 			Where:       where,
 			Start:       f.start,
 			End:         f.end,
@@ -290,7 +346,7 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 	for _, o := range sc.occ {
 		for _, ri := range s.keyOf[o.id] {
 			sc.gated[ri] = true
-			touch(ri)
+			touch(int(ri))
 		}
 		if o.pos < own {
 			for i := range s.anchorOf[o.id] {
@@ -305,8 +361,8 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 		}
 	}
 	for _, ri := range sc.touched {
-		r := s.rules[ri]
 		if sc.gated[ri] {
+			r := s.rule(ri)
 			if r.plan.kind == planAnchored {
 				if sc.some[ri] { // else no branch can match in the window
 					sc.ran = append(sc.ran, ri)
@@ -336,7 +392,7 @@ func (s *Scanner) scanWindow(sc *scratch, text string, ws, we, own int) {
 // again and again), more than anchoredBudget times the window, the
 // rest of the window is run gitleaks' way instead, which reads it once.
 func (s *Scanner) runAnchored(sc *scratch, ri int, text string, ws, we, own int) {
-	r := s.rules[ri]
+	r := s.rule(ri)
 	sc.spent[ri] = 0
 	sc.budget = anchoredBudget * (we - ws)
 	nb := len(r.plan.branches)
@@ -386,7 +442,7 @@ func (s *Scanner) runAnchored(sc *scratch, ri int, text string, ws, we, own int)
 // nextMatch finds branch b's first match anchored at a candidate at or
 // after the cursor.
 func (s *Scanner) nextMatch(sc *scratch, ri, b int, text string) {
-	br := &s.rules[ri].plan.branches[b]
+	br := &s.rule(ri).plan.branches[b]
 	pd := &sc.pend[b]
 	cand := sc.cand[ri][b]
 	cursor := sc.cursor[ri]
@@ -472,7 +528,7 @@ func (s *Scanner) nextMatch(sc *scratch, ri, b int, text string) {
 // runWhole runs rule ri's regex over the window, as gitleaks runs it
 // over a fragment, and keeps the matches the window owns.
 func (s *Scanner) runWhole(sc *scratch, ri int, text string, ws, we, own int) {
-	r := s.rules[ri]
+	r := s.rule(ri)
 	for _, loc := range r.re().FindAllStringSubmatchIndex(text[ws:we], -1) {
 		for i := range loc {
 			if loc[i] >= 0 {
@@ -502,7 +558,7 @@ func (s *Scanner) judge(sc *scratch, ri int, text string, start, end int, groups
 // judgeAs is judge; literal takes the groups as gitleaks does, from
 // Go's regexp over the trimmed match (the reference of the tests).
 func (s *Scanner) judgeAs(sc *scratch, ri int, text string, start, end int, groups []int, literal bool) {
-	r := s.rules[ri]
+	r := s.rule(ri)
 	m := text[start:end]
 	match := strings.Trim(m, "\n")
 	if match == "" {
@@ -597,7 +653,7 @@ func (s *Scanner) anchors(id uint16, ri, b int) bool {
 // of them, the first branch on a tie), which spares Go's NFA the
 // semi-generic regexes (tens of µs for a line).
 func (s *Scanner) groupsIn(ri int, m string) []int {
-	r := s.rules[ri]
+	r := s.rule(ri)
 	if r.plan.kind != planAnchored {
 		return r.re().FindStringSubmatchIndex(m)
 	}
@@ -703,7 +759,7 @@ func lineAround(text string, start, end int) string {
 // generic one are looked at, which keeps a line of thousands of
 // findings from costing their square.
 func (s *Scanner) dedupeGeneric(text string, fs []found) []found {
-	generic := func(f found) bool { return strings.Contains(s.rules[f.rule].id, "generic") }
+	generic := func(f found) bool { return strings.Contains(s.specs[f.rule].id, "generic") }
 	nGeneric := 0
 	for _, f := range fs {
 		if generic(f) {

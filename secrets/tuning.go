@@ -115,47 +115,42 @@ var changes = []change{
 	},
 }
 
-// tune applies changes to a freshly parsed ruleset.
+// tune applies changes to a freshly parsed ruleset. It reads and
+// changes the rules' declarations: a regex it replaces or a list it
+// adds is compiled with its rule.
 func tune(rs *ruleset) error {
 	for _, c := range changes {
-		i := slices.IndexFunc(rs.rules, func(r *rule) bool { return r.id == c.rule })
+		i := slices.IndexFunc(rs.specs, func(sp ruleSpec) bool { return sp.id == c.rule })
 		if c.add != nil {
 			if i >= 0 {
 				return fmt.Errorf("secrets: tuning adds rule %s, which the ruleset has now", c.rule)
 			}
-			r, skip, err := compileRule(*c.add)
+			skip, err := skipReason(*c.add)
 			if err != nil {
 				return err
 			}
 			if skip != "" {
 				return fmt.Errorf("secrets: tuning adds rule %s, which cannot apply: %s", c.rule, skip)
 			}
-			rs.rules = append(rs.rules, r)
+			rs.specs = append(rs.specs, ruleSpec{id: c.add.ID, tr: *c.add})
 			continue
 		}
 		if i < 0 {
 			return fmt.Errorf("secrets: tuning changes rule %s, which the ruleset no longer has", c.rule)
 		}
-		r := rs.rules[i]
+		sp := &rs.specs[i]
 		switch {
 		case c.drop:
-			rs.rules = slices.Delete(rs.rules, i, i+1)
+			rs.specs = slices.Delete(rs.specs, i, i+1)
 			rs.skipped[c.rule] = "dropped by aqlguard: " + c.why
+			continue
 		case c.regexFrom != "":
-			if r.expr != c.regexFrom {
-				return fmt.Errorf("secrets: tuning of %s expects the regex %s; the ruleset has %s: review the change", c.rule, c.regexFrom, r.expr)
+			if sp.tr.Regex != c.regexFrom {
+				return fmt.Errorf("secrets: tuning of %s expects the regex %s; the ruleset has %s: review the change", c.rule, c.regexFrom, sp.tr.Regex)
 			}
-			if err := r.setRegex(c.regexTo); err != nil {
-				return fmt.Errorf("secrets: tuning of %s: %w", c.rule, err)
-			}
+			sp.tr.Regex = c.regexTo
 		}
-		for _, ta := range c.allow {
-			a, err := compileAllowlist(ta)
-			if err != nil {
-				return fmt.Errorf("secrets: tuning of %s: %w", c.rule, err)
-			}
-			r.allow = append(r.allow, a)
-		}
+		sp.tuned = append(sp.tuned, c.allow...)
 	}
 	return nil
 }

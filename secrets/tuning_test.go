@@ -120,9 +120,9 @@ func TestTuneRefusesAChangedRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rs.rules {
-		if r.id == "sourcegraph-access-token" {
-			r.expr += "x"
+	for i := range rs.specs {
+		if rs.specs[i].id == "sourcegraph-access-token" {
+			rs.specs[i].tr.Regex += "x"
 		}
 	}
 	if err := tune(rs); err == nil || !strings.Contains(err.Error(), "review the change") {

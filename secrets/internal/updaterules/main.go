@@ -13,7 +13,12 @@
 //     positives of its rule definitions (cmd/generate/config/rules),
 //     which the package's tests run.
 //
-// Then run go test ./secrets/...: a rule that changed under one of
+// Then regenerate the rules' index (index_gen.go) and run the tests:
+//
+//	go test ./secrets -run TestDefaultIndex -update
+//	go test ./secrets/...
+//
+// A rule that changed under one of
 // tuning.go's changes, a feature the parser does not implement, or a
 // sample the rules no longer agree with fails there, for a human to
 // look at. Nothing of gitleaks is imported; only its data is copied.
@@ -98,7 +103,7 @@ func run(version string) error {
 	if err := os.WriteFile(filepath.Join(td, "samples.txt"), b.Bytes(), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("ruleset and %d samples of %s %s written; now run: go test ./secrets/...\n", len(samples), module, mod.Version)
+	fmt.Printf("ruleset and %d samples of %s %s written; now run: go test ./secrets -run TestDefaultIndex -update && go test ./secrets/...\n", len(samples), module, mod.Version)
 	return nil
 }
 
