@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/aqlguard/aqlguard/policy/textfold"
@@ -169,6 +170,14 @@ func CheckPattern(p string) error {
 
 // List is a compiled list of sensitive places, safe for concurrent use.
 type List struct {
+	// src is the list MustCompile was given, compiled at first use
+	// (load): compiling the shipped places costs a process about 1.5 ms,
+	// which a client's hook would pay at every tool call, most of which
+	// name no path.
+	src    []Sensitive
+	once   sync.Once
+	broken string // why src does not compile: every path is in the list
+
 	entries []entry
 	// The entries a path may be in, by what their patterns require: a
 	// whole segment, or the extension of the last one. A path is tried
@@ -555,16 +564,31 @@ func (l *List) index() {
 	}
 }
 
-// MustCompile is Compile for lists known to be valid (Shipped).
+// MustCompile is Compile for lists known to be valid (Shipped, and
+// patterns the caller has checked with CheckPattern), compiled when
+// first matched. Should one not compile after all, the list matches
+// every path, with the reason why, as Match does: the caller asks.
 func MustCompile(list []Sensitive) *List {
-	l, err := Compile(list)
-	if err != nil {
-		panic("paths: " + err.Error())
-	}
+	return &List{src: slices.Clone(list)}
+}
+
+// load compiles a list MustCompile made, once.
+func (l *List) load() *List {
+	l.once.Do(func() {
+		if l.src == nil {
+			return
+		}
+		c, err := Compile(l.src)
+		if err != nil {
+			l.broken = "the list of sensitive places does not compile: " + err.Error()
+			return
+		}
+		l.entries, l.bySegment, l.byExt, l.always = c.entries, c.bySegment, c.byExt, c.always
+	})
 	return l
 }
 
-// shipped is Shipped, compiled.
+// shipped is Shipped, compiled at first use.
 var shipped = MustCompile(Shipped)
 
 // ShippedList is Shipped, compiled once.
@@ -588,6 +612,9 @@ func ShippedList() *List { return shipped }
 func (l *List) Match(clean, home string) (Sensitive, bool) {
 	if l == nil {
 		l = shipped
+	}
+	if l.load().broken != "" {
+		return Sensitive{Reason: l.broken}, true
 	}
 	s := subject{folded: textfold.Fold(clean)}
 	if usable(home) {
@@ -664,9 +691,9 @@ func (l *List) Match(clean, home string) (Sensitive, bool) {
 // Len is the number of places the list names.
 func (l *List) Len() int {
 	if l == nil {
-		return len(shipped.entries)
+		l = shipped
 	}
-	return len(l.entries)
+	return len(l.load().entries)
 }
 
 // lastCompiled caches the list Match compiled last.

@@ -330,3 +330,23 @@ func TestProjectPlaces(t *testing.T) {
 		t.Errorf("a config's **/.env: %v %+v, want the config's entry", ok, s)
 	}
 }
+
+// TestMustCompileFailsClosed: a list MustCompile is given compiles at
+// its first match; one that does not compile after all makes every
+// path sensitive, with the reason, rather than none or a crash.
+func TestMustCompileFailsClosed(t *testing.T) {
+	l := MustCompile([]Sensitive{{Pattern: "~/.ssh/**", Reason: "keys"}, {Pattern: "[", Reason: "broken"}})
+	for _, p := range []string{"/", "/srv/app/README.md", "/home/u/.ssh/id_rsa"} {
+		s, ok := l.Match(p, "/home/u")
+		if !ok || !strings.Contains(s.Reason, "does not compile") {
+			t.Errorf("Match(%q) = %+v, %v; want every path in, with the reason", p, s, ok)
+		}
+	}
+	good := MustCompile([]Sensitive{{Pattern: "~/.ssh/**", Reason: "keys"}})
+	if _, ok := good.Match("/srv/app/README.md", "/home/u"); ok {
+		t.Error("a valid list matched a path it does not name")
+	}
+	if s, ok := good.Match("/home/u/.ssh/id_rsa", "/home/u"); !ok || s.Reason != "keys" {
+		t.Errorf("a valid list: %+v, %v", s, ok)
+	}
+}
