@@ -156,9 +156,27 @@ func TestChecksFail(t *testing.T) {
 
 // TestScanConcurrent: one Scanner, many goroutines (go test -race),
 // each finding what it finds alone; the regexes compiled on first use
-// are compiled once.
+// are compiled once, and so are the rules of a Scanner made from the
+// index (lazy), which the goroutines' first scans compile.
 func TestScanConcurrent(t *testing.T) {
-	s := compileDefault(t, nil)
+	t.Run("compiled", func(t *testing.T) { scanConcurrently(t, compileDefault(t, nil)) })
+	t.Run("lazy", func(t *testing.T) {
+		rs, err := parseRuleset(gitleaksTOML)
+		if err == nil {
+			err = tune(rs)
+		}
+		var s *Scanner
+		if err == nil {
+			s, err = newIndexedScanner(rs, defaultIndex)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		scanConcurrently(t, s)
+	})
+}
+
+func scanConcurrently(t *testing.T, s *Scanner) {
 	f := newFakes(91)
 	var texts []string
 	var want [][]Finding
