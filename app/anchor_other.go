@@ -4,7 +4,6 @@ package app
 
 // SystemLogAnchor: no system log aqlguard writes to on this platform yet
 // (the Windows event log would be the place).
-func SystemLogAnchor() func(string) error {
-	AnchorsOff = "no system log on this platform"
-	return nil
+func SystemLogAnchor() (anchor func(string) error, off string) {
+	return nil, "no system log on this platform"
 }

@@ -6,12 +6,11 @@ import "log/syslog"
 
 // SystemLogAnchor sends audit anchors to the system log (journald or
 // syslog, through /dev/log), where an agent running as this user cannot
-// take them back; nil, with AnchorsOff saying why, without one.
-func SystemLogAnchor() func(string) error {
+// take them back; nil, with off saying why, without one.
+func SystemLogAnchor() (anchor func(string) error, off string) {
 	w, err := syslog.New(syslog.LOG_NOTICE|syslog.LOG_AUTHPRIV, AnchorIdent)
 	if err != nil {
-		AnchorsOff = err.Error()
-		return nil
+		return nil, err.Error()
 	}
-	return func(line string) error { return w.Notice(line) }
+	return func(line string) error { return w.Notice(line) }, ""
 }

@@ -170,8 +170,16 @@ func StateDir(cfg *config.Config) string {
 // OpenStore opens the state run and serve decide on (OpenState): the
 // state directory, or the PostgreSQL state replicas share. Without it
 // nothing can be decided durably, so aqlguard does not start.
-func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool) (store.State, error) {
-	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: store.Options{Log: log}, Wait: wait, NewAnchor: SystemLogAnchor})
+// anchorsOff says why the audit log's anchors are not sent to the system
+// log ("" when they are, or the state sends none).
+func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool) (st store.State, anchorsOff string, err error) {
+	anchor := func() func(string) error {
+		a, off := SystemLogAnchor()
+		anchorsOff = off
+		return a
+	}
+	st, err = store.OpenBackend(ctx, cfg, store.BackendOptions{Options: store.Options{Log: log}, Wait: wait, NewAnchor: anchor})
+	return st, anchorsOff, err
 }
 
 // ProcessName tells this process apart in audit records of a shared
@@ -195,6 +203,3 @@ func AnchorsSaid(cfg *config.Config, off string) (said string, warn bool) {
 
 // AnchorIdent is the system log identifier of the audit anchors.
 const AnchorIdent = "aqlguard-audit"
-
-// AnchorsOff says why anchors are not sent ("" when they are).
-var AnchorsOff string

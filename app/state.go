@@ -19,7 +19,7 @@ import (
 // store (store.RegisterBackend). o tunes the state directory only.
 // Without a state nothing can be decided durably: the caller stops.
 func OpenState(ctx context.Context, cfg *config.Config, o store.Options) (store.State, error) {
-	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: o, NewAnchor: SystemLogAnchor})
+	return store.OpenBackend(ctx, cfg, store.BackendOptions{Options: o, NewAnchor: systemLogAnchor})
 }
 
 // OpenPostgres opens the configured PostgreSQL state, logging to log
@@ -39,7 +39,7 @@ func OpenStateDir(ctx context.Context, cfg *config.Config, o store.Options) (*st
 // Anchored is o with the system log's anchor, unless it writes nothing.
 func Anchored(o store.Options) store.Options {
 	if !o.ReadOnly {
-		o.Anchor = SystemLogAnchor()
+		o.Anchor = systemLogAnchor()
 	}
 	return o
 }
@@ -62,4 +62,11 @@ func StateName(st store.State) string {
 		return "PostgreSQL schema " + s.Schema()
 	}
 	return "state " + st.StateID()
+}
+
+// systemLogAnchor is SystemLogAnchor's anchor: nil, without a system
+// log, where nothing says why (Start's line does, for run and serve).
+func systemLogAnchor() func(string) error {
+	a, _ := SystemLogAnchor()
+	return a
 }

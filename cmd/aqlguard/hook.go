@@ -166,7 +166,7 @@ func decideHook(ctx context.Context, c hook.Client, g *globals, within time.Dura
 	if err != nil {
 		return nil, 0, "aqlguard's policy does not compile, so the call is refused; the user should run `aqlguard policy check`."
 	}
-	st, err := app.OpenStore(ctx, cfg, log, false)
+	st, _, err := app.OpenStore(ctx, cfg, log, false)
 	if err != nil {
 		log.Error("the state could not be opened; the call is refused", "err", err)
 		return nil, 0, "aqlguard cannot reach its state, so the call is refused; the user should run `aqlguard doctor`."

@@ -6,27 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
-	"sync"
 
 	"github.com/aqlguard/aqlguard/app"
-	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/clientconfig"
 	"github.com/aqlguard/aqlguard/config"
-	"github.com/aqlguard/aqlguard/flows"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy"
-	"github.com/aqlguard/aqlguard/proxy/downstream"
-	"github.com/aqlguard/aqlguard/proxy/guard"
-	"github.com/aqlguard/aqlguard/proxy/httpfront"
 	"github.com/aqlguard/aqlguard/proxy/link"
-	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
-	"github.com/aqlguard/aqlguard/proxy/remoteauth"
-	"github.com/aqlguard/aqlguard/store"
-	"github.com/aqlguard/aqlguard/telemetry"
 )
 
 // cmdRun serves MCP over stdio. stdout carries only the MCP stream; every
@@ -117,27 +104,27 @@ func serveStdio(g *globals, cfg *config.Config, build func() (*config.Config, er
 	if isTerminal(stdin) {
 		fmt.Fprintln(stderr, "aqlguard: waiting for an MCP client on stdin (this command is meant to be started by your MCP client; Ctrl-C to stop)")
 	}
-	in, code := startInstance(ctx, g, cfg, stderr, false)
+	in, code := start(ctx, g, cfg, stderr, false)
 	if in == nil {
 		return code
 	}
-	defer in.close()
-	go in.watchConfig(ctx, build)
+	defer in.Close()
+	go in.WatchConfig(ctx, build)
 	// A client that closes stdin right after its last request (a script
 	// piping requests in) gets the answers, as from the server itself.
-	in.relay.FinishOnEOF = true
+	in.Relay.FinishOnEOF = true
 	conn := link.NewLineConn(stdin, stdout, nil)
 	// A client's bad line gets the JSON-RPC error for it; the session
 	// goes on.
 	conn.AnswerBadLines = true
 	conn.OnBadLine = func(start []byte, why string) {
-		in.log.Warn("a line from the client is not a JSON-RPC message; answered with an error", "why", why, "start", string(start))
+		in.Log.Warn("a line from the client is not a JSON-RPC message; answered with an error", "why", why, "start", string(start))
 	}
-	if err := relay.Serve(ctx, conn, in.relay); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-		in.log.Error("MCP session ended with an error", "err", err)
+	if err := relay.Serve(ctx, conn, in.Relay); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		in.Log.Error("MCP session ended with an error", "err", err)
 		return 1
 	}
-	in.log.Info("aqlguard stopped")
+	in.Log.Info("aqlguard stopped")
 	return 0
 }
 
@@ -152,43 +139,10 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// instance is one configured aqlguard: what its sessions share. Each
-// client session starts its own downstream servers (package relay).
-type instance struct {
-	shared *proxy.Shared
-	relay  *relay.Config
-	log    *slog.Logger
-	store  store.State
-	// forwarding ends the audit forwarder and waits for its last delivery.
-	forwarding func()
-	// forwarder ships the audit; nil when it is not forwarded.
-	forwarder *forward.Forwarder
-	// watcher sees every guarded call, of every principal's guard (nil
-	// when serve is not watched: see watch). Guarded by othersMu.
-	watcher guard.Watcher
-	// healthCheck answers /readyz (health), on both listeners.
-	healthOnce  sync.Once
-	healthCheck *telemetry.Health
-
-	// principals are, on serve, the principals other than the configured
-	// agent that clients authenticated as, each with its own guard
-	// (blocks, steps, approvals and the failure budget are theirs), kept
-	// while in use (serve.go); nil for run. othersMu guards watcher.
-	othersMu   sync.Mutex
-	principals *httpfront.Principals[*principal]
-	// reloaded, when set, is told of each configuration put in force.
-	reloaded func(*config.Config)
-}
-
-// principal is one principal's guard and relay configuration.
-type principal struct {
-	shared *proxy.Shared
-	relay  *relay.Config
-}
-
-// startInstance opens the state and builds what the sessions share. On
-// failure it returns nil and the exit code.
-func startInstance(ctx context.Context, g *globals, cfg *config.Config, stderr io.Writer, waitForState bool) (*instance, int) {
+// start makes the process's logger, hardens the process and starts one
+// aqlguard on cfg (app.Start). On failure it returns nil and the exit
+// code.
+func start(ctx context.Context, g *globals, cfg *config.Config, stderr io.Writer, waitForState bool) (*app.Instance, int) {
 	log, err := newLogger(stderr, g.logLevel)
 	if err != nil {
 		fmt.Fprintln(stderr, "aqlguard:", err)
@@ -197,105 +151,10 @@ func startInstance(ctx context.Context, g *globals, cfg *config.Config, stderr i
 	if err := harden(); err != nil {
 		log.Warn("could not make the process non-dumpable; verification codes in its memory are less protected", "err", err)
 	}
-	pol, err := policy.Compile(cfg, cfg.Agent)
+	in, err := app.Start(ctx, cfg, app.Options{Log: log, Version: version(), WaitForState: waitForState})
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return nil, 1
-	}
-	source := cfg.Path
-	if source == "" {
-		source = "embedded defaults"
-	}
-	st, err := app.OpenStore(ctx, cfg, log, waitForState)
-	if err != nil {
-		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-		return nil, 1
-	}
-	if dir, ok := st.(*store.Store); ok {
-		for _, w := range dir.Warnings() {
-			log.Warn(w)
-		}
-	}
-	anchors, warn := app.AnchorsSaid(cfg, app.AnchorsOff)
-	if warn {
-		log.Warn("audit anchors are off: the audit log's heads cannot be sent to the system log, so `aqlguard audit verify --anchors` "+
-			"has nothing to check a rewound log against", "why", app.AnchorsOff)
-	}
-	managed := "none"
-	if cfg.Managed != nil {
-		managed = cfg.Managed.Path
-	}
-	log.Info("aqlguard starting", "version", version(), "config", source, "managed", managed, "mode", cfg.Mode,
-		"principal", pol.Principal, "loop", pol.Loop, "servers", len(cfg.Servers), "human_channel", cfg.Verify.Channel,
-		"state", app.StateName(st), "anchors", anchors)
-	if len(cfg.NotInEffect) > 0 {
-		app.ReportNotInEffect(ctx, cfg, pol, st, log)
-	}
-	remote := &remoteauth.Manager{Store: &remoteauth.Store{Dir: filepath.Join(app.StateDir(cfg), "oauth")}, Log: log}
-	sh := newShared(cfg, pol, st, remote, log)
-	// The client's other aqlguard processes (one per server, as init
-	// wraps them) share what their sessions read (flows.Board).
-	if board, err := flows.OpenBoard(filepath.Join(app.StateDir(cfg), "flows"), pol.Principal, app.ClientKey(), app.ProcessName()); err != nil {
-		log.Warn("what this client's other aqlguard processes read is not shared: a send through one after a read through another does not ask", "err", err)
-	} else {
-		board.Failed = func(err error) {
-			log.Error("a read that counts could not be shared with the client's other aqlguard processes", "err", err)
-		}
-		sh.Guard.Board = board
-	}
-	sh.Names.Start(ctx)
-	in := &instance{shared: sh, relay: sh.RelayConfig(), log: log, store: st, forwarding: func() {}}
-	// Servers with share = true: one process for all sessions (serve's;
-	// run has one session, which the shared server serves alike).
-	in.relay.Hub = downstream.NewHub(ctx, log)
-	if f := cfg.Audit.Forward; f != nil {
-		fw, err := forward.New(f, st, version(), log.With("audit_forward", f.To))
-		if err != nil {
-			_ = st.Close()
-			fmt.Fprintf(stderr, "aqlguard: %v\n", err)
-			return nil, 1
-		}
-		in.forwarding, in.forwarder = app.StartForwarder(ctx, fw, log), fw
 	}
 	return in, 0
-}
-
-// newShared builds what the sessions of one principal share: its guard
-// (and channel to the human), pins, and the way to the servers.
-func newShared(cfg *config.Config, pol *policy.Policy, st store.State, remote *remoteauth.Manager, log *slog.Logger) *proxy.Shared {
-	gd := app.NewGuard(cfg, pol, st, log)
-	sh := &proxy.Shared{
-		Mode:   proxy.Mode(cfg.Mode),
-		Config: cfg,
-		Guard:  gd,
-		Pins: &pins.Pinner{State: st, Human: gd.Desk(), Log: log, Process: app.ProcessName(),
-			AskFor: cfg.Verify.ConfirmationTTL.Duration},
-		Limits:  cfg.Limits,
-		Log:     log,
-		Version: version(),
-		Auth:    remote,
-	}
-	gd.SessionClient = sh.SessionClient
-	sh.Pins.Judge = sh.JudgeTool
-	sh.Names = &proxy.NameReport{State: st, Principal: pol.Principal, Process: app.ProcessName(), Log: log,
-		Servers: func() []string {
-			var out []string
-			for _, s := range sh.CurrentConfig().Servers {
-				out = append(out, s.Name)
-			}
-			return out
-		}}
-	return sh
-}
-
-func (in *instance) close() {
-	in.eachPrincipal(func(p *principal) {
-		p.shared.Guard.Close()
-		p.shared.Names.Close()
-	})
-	in.shared.Guard.Close()
-	// The names being recorded, before the store closes.
-	in.shared.Names.Close()
-	in.forwarding()      // what the guard recorded last, delivered if the collector takes it
-	_ = in.store.Close() // the audit log's last records fsync'd
 }

@@ -15,10 +15,8 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/config"
-	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/httpfront"
-	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/telemetry"
 )
@@ -79,47 +77,46 @@ func cmdServe(args []string, stderr io.Writer) int {
 	// A replica may start before its database (a boot, an outage): it
 	// waits for it, saying so, rather than exit and leave the retries to
 	// a service manager that gives up.
-	in, code := startInstance(ctx, g, cfg, stderr, true)
+	in, code := start(ctx, g, cfg, stderr, true)
 	if in == nil {
 		return code
 	}
-	defer in.close()
-	stopWatching, err := in.watch(cfg)
+	defer in.Close()
+	stopWatching, err := in.Watch(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1
 	}
 	defer stopWatching()
-	in.principals = &httpfront.Principals[*principal]{Make: in.makePrincipal, Idle: cfg.Serve.PrincipalIdleTimeout.Duration, Log: in.log}
-	go in.principals.Run(ctx)
+	in.ServePrincipals(ctx, cfg.Serve.PrincipalIdleTimeout.Duration)
 	opts := httpfront.Options{MaxBodyBytes: cfg.Limits.MaxRequestSize, MaxSessions: cfg.Serve.MaxSessions,
-		IdleTimeout: cfg.Serve.SessionIdleTimeout.Duration, Log: in.log, RelayFor: in.relayFor}
+		IdleTimeout: cfg.Serve.SessionIdleTimeout.Duration, Log: in.Log, RelayFor: in.RelayFor}
 	mux := http.NewServeMux()
 	if cfg.Serve.Auth == "token" {
 		var jwt *clientauth.JWTVerifier
 		if o := cfg.Serve.OAuth; o != nil {
-			jwt = clientauth.NewJWTVerifier(*o, nil, in.log.With("oauth_issuer", o.Issuer))
+			jwt = clientauth.NewJWTVerifier(*o, nil, in.Log.With("oauth_issuer", o.Issuer))
 			go func() {
 				if err := jwt.Keys().Refresh(ctx); err != nil {
-					in.log.Warn("the identity provider's keys could not be fetched; OAuth tokens are refused until they are", "jwks_url", o.JWKSURL, "err", err)
+					in.Log.Warn("the identity provider's keys could not be fetched; OAuth tokens are refused until they are", "jwks_url", o.JWKSURL, "err", err)
 				}
 			}()
 			for _, path := range jwt.MetadataPaths() {
 				mux.Handle(path, jwt.MetadataHandler())
 			}
 		}
-		opts.Auth = clientauth.New(clientauth.StaticClients(cfg, legacy), cfg.Agent, jwt, in.log)
+		opts.Auth = clientauth.New(clientauth.StaticClients(cfg, legacy), cfg.Agent, jwt, in.Log)
 		// A reload puts the clients in force: a revoked token is refused
 		// from the next request on.
-		in.reloaded = func(c *config.Config) { opts.Auth.SetStatic(clientauth.StaticClients(c, legacy), c.Agent) }
+		in.Reloaded = func(c *config.Config) { opts.Auth.SetStatic(clientauth.StaticClients(c, legacy), c.Agent) }
 	}
-	go in.watchConfig(ctx, func() (*config.Config, error) { return loadConfig(g) })
-	front := httpfront.New(ctx, in.relay, opts)
+	go in.WatchConfig(ctx, func() (*config.Config, error) { return loadConfig(g) })
+	front := httpfront.New(ctx, in.Relay, opts)
 	mux.Handle("/mcp", front)
 	// The probes need no token: an orchestrator's probe has none, and
 	// they say nothing but fixed words (telemetry.Readiness).
 	mux.HandleFunc("GET /healthz", telemetry.Healthz)
-	mux.Handle("GET /readyz", in.health())
+	mux.Handle("GET /readyz", in.Health())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 64 << 10}
 	url := "http://" + ln.Addr().String() + "/mcp"
@@ -130,7 +127,7 @@ func cmdServe(args []string, stderr io.Writer) int {
 	if cfg.Serve.OAuth != nil && cfg.Serve.Auth == "token" {
 		oauth = cfg.Serve.OAuth.Issuer
 	}
-	in.log.Info("listening", "url", url, "auth", cfg.Serve.Auth, "token", legacyFrom, "clients", len(cfg.Serve.Clients), "oauth", oauth,
+	in.Log.Info("listening", "url", url, "auth", cfg.Serve.Auth, "token", legacyFrom, "clients", len(cfg.Serve.Clients), "oauth", oauth,
 		"max_sessions", cfg.Serve.MaxSessions, "session_idle_timeout", cfg.Serve.SessionIdleTimeout.Duration,
 		"principal_idle_timeout", cfg.Serve.PrincipalIdleTimeout.Duration)
 	errc := make(chan error, 1)
@@ -138,7 +135,7 @@ func cmdServe(args []string, stderr io.Writer) int {
 	select {
 	case err := <-errc:
 		front.Close()
-		in.log.Error("HTTP server stopped", "err", err)
+		in.Log.Error("HTTP server stopped", "err", err)
 		return 1
 	case <-ctx.Done():
 	}
@@ -146,67 +143,10 @@ func cmdServe(args []string, stderr io.Writer) int {
 	shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
 	defer done()
 	if err := hs.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		in.log.Warn("HTTP shutdown", "err", err)
+		in.Log.Warn("HTTP shutdown", "err", err)
 	}
-	in.log.Info("aqlguard stopped")
+	in.Log.Info("aqlguard stopped")
 	return 0
-}
-
-// relayFor is the relay configuration of an identity's sessions, held
-// until release: the configured agent's, or the guard of the identity's
-// principal's own (in.principals, made by makePrincipal).
-func (in *instance) relayFor(ctx context.Context, id clientauth.Identity) (*relay.Config, func(), error) {
-	if id.Principal == "" || id.Principal == in.shared.Guard.Principal() {
-		return in.relay, func() {}, nil
-	}
-	return in.principals.Hold(ctx, id.Principal)
-}
-
-// makePrincipal makes a principal's guard, with the policy compiled for
-// it ([agents.NAME]), on its first session or its first since its last
-// guard was dropped; the guard takes over what that one parked.
-func (in *instance) makePrincipal(ctx context.Context, name string) (*principal, error) {
-	cfg := in.shared.CurrentConfig()
-	pol, err := policy.Compile(cfg, name)
-	if err != nil {
-		return nil, err
-	}
-	sh := newShared(cfg, pol, in.store, in.shared.Auth, in.log)
-	sh.Principal = name
-	// The principal's calls are watched as the others are.
-	in.othersMu.Lock()
-	sh.Guard.Watch = in.watcher
-	in.othersMu.Unlock()
-	if err := sh.Guard.Resume(ctx); err != nil {
-		sh.Guard.Close()
-		return nil, err
-	}
-	p := &principal{shared: sh, relay: sh.RelayConfig()}
-	p.relay.Restarted = in.relay.Restarted
-	p.relay.Hub = in.relay.Hub
-	in.log.Info("a principal connected", "principal", name, "policy", pol.Version)
-	return p, nil
-}
-
-// Relay is the relay configuration of the principal's sessions.
-func (p *principal) Relay() *relay.Config { return p.relay }
-
-// Drop parks what the principal's guard owes in the state (guard.Park)
-// and ends it; guard.ErrBusy or a state error keeps it.
-func (p *principal) Drop(ctx context.Context) error {
-	if err := p.shared.Guard.Park(ctx); err != nil {
-		return err
-	}
-	p.shared.Guard.Close()
-	p.shared.Names.Close()
-	return nil
-}
-
-// eachPrincipal calls fn with every principal's guard serve holds now.
-func (in *instance) eachPrincipal(fn func(*principal)) {
-	if in.principals != nil {
-		in.principals.Each(func(_ string, p *principal) { fn(p) })
-	}
 }
 
 // listenOn listens on HOST:PORT or unix:PATH and reports whether only

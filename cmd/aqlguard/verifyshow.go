@@ -66,7 +66,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	// An admin command: each record fsync'd before it goes on.
 	cfg.Audit.Sync = string(store.SyncAlways)
-	st, err := app.OpenStore(ctx, cfg, log, false)
+	st, _, err := app.OpenStore(ctx, cfg, log, false)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqlguard: %v\n", err)
 		return 1

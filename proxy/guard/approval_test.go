@@ -12,7 +12,9 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/confirm"
 	"github.com/aqlguard/aqlguard/proxy/redact"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -176,10 +178,10 @@ func TestOneApprovalOneExecution(t *testing.T) {
 		t.Fatalf("confirm: %v", fail)
 	}
 	// Both processes now hold it approved (two read it from the store).
-	if c, _ := lookupLocked(ctx, two, v.Token); c == nil || c.Status != statusApproved {
+	if c, _ := lookupLocked(ctx, two, v.Token); c == nil || c.Status != ruling.StatusApproved {
 		t.Fatalf("two: %+v", c)
 	}
-	if c, _ := lookupLocked(ctx, one, v.Token); c == nil || c.Status != statusApproved {
+	if c, _ := lookupLocked(ctx, one, v.Token); c == nil || c.Status != ruling.StatusApproved {
 		t.Fatalf("one: %+v", c)
 	}
 	var ran atomic.Int32
@@ -305,7 +307,7 @@ func TestSecretsAreRedactedEverywhere(t *testing.T) {
 	if !strings.HasPrefix(pw, "[redacted hmac-sha256:") || note != "hunter2-secret" {
 		t.Errorf("password %q note %q", pw, note)
 	}
-	if rec.ArgsSHA256 != Digest(a.Arguments) {
+	if rec.ArgsSHA256 != confirm.Digest(a.Arguments) {
 		t.Error("the digest must cover the whole unredacted arguments")
 	}
 	raw, err := os.ReadFile(storeOf(g).Path())
@@ -371,7 +373,7 @@ func TestDeniedCallIsNotAskedAgain(t *testing.T) {
 
 // lookupLocked is the token as the guard reads it from the state.
 func lookupLocked(ctx context.Context, g *Guard, token string) (*Confirmation, *Refusal) {
-	return g.loadToken(ctx, token)
+	return g.book(g.pol()).Load(ctx, token)
 }
 
 // awayHuman never answers: each question stays on the screen until its
@@ -524,7 +526,7 @@ func TestPendingCallFindsItsAnswerLater(t *testing.T) {
 		t.Fatalf("confirm_operation before the answer: %+v, %+v", res, r)
 	}
 	h.answers <- verify.Allow
-	waitStatus(t, g, q.Token, statusApproved)
+	waitStatus(t, g, q.Token, ruling.StatusApproved)
 
 	other := call("db_delete_row", map[string]any{"id": "2"})
 	if v := g.Check(ctx, other); v.Proceed {
@@ -562,7 +564,7 @@ func TestPendingCallFindsItsAnswerLater(t *testing.T) {
 		t.Fatalf("pending: %+v", v.Refusal)
 	}
 	h.answers <- verify.Deny
-	waitStatus(t, g, q.Token, statusDenied)
+	waitStatus(t, g, q.Token, ruling.StatusDenied)
 	if v := g.Check(ctx, rm); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalDenied {
 		t.Fatalf("the repeated denied call: %+v", v.Refusal)
 	}
@@ -577,7 +579,7 @@ func TestPendingCallFindsItsAnswerLater(t *testing.T) {
 func waitStatus(t *testing.T, g *Guard, token, status string) {
 	t.Helper()
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if c, _ := g.loadToken(context.Background(), token); c != nil && c.Status == status {
+		if c, _ := g.book(g.pol()).Load(context.Background(), token); c != nil && c.Status == status {
 			return
 		}
 	}

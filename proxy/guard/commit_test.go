@@ -16,6 +16,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -121,7 +122,7 @@ func TestFailedCheckInCommitKeepsThePause(t *testing.T) {
 		t.Fatal("confirm_operation must fail when the check-in cannot be written")
 	}
 	c := storedConfirmation(t, g, v.Token) // (never with g.mu held: a commit's hook takes it)
-	if n := stepsOf(g); n != steps || c.Status != statusApproved {
+	if n := stepsOf(g); n != steps || c.Status != ruling.StatusApproved {
 		t.Fatalf("a check-in that was not recorded was applied: steps %d (was %d), stored %s",
 			n, steps, c.Status)
 	}
@@ -174,13 +175,13 @@ func approvedCheckIn(t *testing.T, g *Guard) (Verdict, int) {
 // writes it.
 func approveInStore(t *testing.T, g *Guard, token string) {
 	t.Helper()
-	setInStore(t, g, token, func(c *store.Confirmation) { c.Status, c.DoneAt = statusApproved, g.now() })
+	setInStore(t, g, token, func(c *store.Confirmation) { c.Status, c.DoneAt = ruling.StatusApproved, g.now() })
 }
 
 // useInStore records token as used by another process.
 func useInStore(t *testing.T, g *Guard, token string) {
 	t.Helper()
-	setInStore(t, g, token, func(c *store.Confirmation) { c.Status, c.UsedBy = statusUsed, "other#1#x" })
+	setInStore(t, g, token, func(c *store.Confirmation) { c.Status, c.UsedBy = ruling.StatusUsed, "other#1#x" })
 }
 
 func setInStore(t *testing.T, g *Guard, token string, change func(*store.Confirmation)) {
@@ -478,15 +479,15 @@ func TestAnswerDoesNotOverwriteAUse(t *testing.T) {
 	// The other process's human approved it and a call there used it.
 	useInStore(t, g, v.Token)
 	c := storedConfirmation(t, g, v.Token)
-	c.Status = statusPending // this process's view, from before
-	if answer, _ := g.recordAnswer(c, verify.Allow, ""); answer != verify.None {
+	c.Status = ruling.StatusPending // this process's view, from before
+	if answer, _ := g.book(g.pol()).RecordAnswer(c, verify.Allow, ""); answer != verify.None {
 		t.Fatalf("an answer to a question used elsewhere returned %v", answer)
 	}
 	var stored *store.Confirmation
 	if err := storeOf(g).View(ctx, func(tx *store.Tx) (err error) { stored, err = tx.Confirmation(v.Token); return }); err != nil {
 		t.Fatal(err)
 	}
-	if stored.Status != statusUsed {
+	if stored.Status != ruling.StatusUsed {
 		t.Fatalf("the used approval was written over: %s", stored.Status)
 	}
 	if g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})).Proceed {
@@ -532,7 +533,7 @@ func TestQuestionOutlivesItsProcess(t *testing.T) {
 		t.Fatalf("first process: %+v", v)
 	}
 	waitFor(t, func() bool { first.mu.Lock(); defer first.mu.Unlock(); return len(first.status) == 1 })
-	if first.status[0] != statusPending {
+	if first.status[0] != ruling.StatusPending {
 		t.Fatalf("the human was asked about a question the store holds as %q", first.status[0])
 	}
 	a.Close()
@@ -546,7 +547,7 @@ func TestQuestionOutlivesItsProcess(t *testing.T) {
 	if !v2.Proceed || v2.Token != v.Token {
 		t.Fatalf("after a restart the identical call got %+v; want the pending question %s answered and used", v2, v.Token)
 	}
-	if c := storedConfirmation(t, b, v.Token); c.Status != statusUsed {
+	if c := storedConfirmation(t, b, v.Token); c.Status != ruling.StatusUsed {
 		t.Fatalf("the question is %s after its approval ran the call", c.Status)
 	}
 	if b.Check(ctx, del).Proceed {

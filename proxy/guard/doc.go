@@ -26,8 +26,12 @@
 // through too), what of a call is written down or shown is
 // proxy/redact's, its refusals are proxy/refusal's, what operators see
 // of a call is proxy/watch's and each session's flows are
-// flows.Sessions'. The guard holds the executions and carries the
-// rulings out.
+// flows.Sessions'. Confirmations and the human's answers are
+// proxy/confirm's, the challenges' codes proxy/challenge's, parking an
+// idle guard proxy/parking's and a block decided while the state could
+// not be written proxy/unwritten's; each reaches the guard through its
+// commit, so every decision is still one commit of the guard's. The
+// guard holds the executions and carries the rulings out.
 //
 // The principal is the one the human configured (config agent or
 // --agent); nothing the model sends changes it. A human answers through a
@@ -52,8 +56,8 @@
 // Locking: Guard.mu guards the process's memory. It is held only to read
 // or change it, never across a store read or commit or a human's answer;
 // a commit's hook takes it under the store's lock, so it must never be
-// held while waiting for the store. The desk's lock and flows.Sessions'
-// are leaves: they may be taken with Guard.mu held, never the other way.
+// held while waiting for the store. The desk's lock, flows.Sessions',
+// parking.Lot's and unwritten.Hold's are leaves: they may be taken with Guard.mu held, never the other way.
 //
 // The guard watches the state's generation (State.Watch): a block set by
 // any process reaches this process's running executions as danger_zone
@@ -69,5 +73,5 @@
 // except where serve drops an idle principal's guard: Park writes the
 // step count and the failure pause to the state and the principal's next
 // guard takes them over (Resume); a verify pause in force, a question on
-// the human's screen or a code being shown keeps the guard (park.go).
+// the human's screen or a code being shown keeps the guard (proxy/parking).
 package guard

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/challenge"
+	"github.com/aqlguard/aqlguard/proxy/parking"
 	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
@@ -156,10 +158,10 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (stor
 	})
 	if err != nil {
 		g.log().Error("recording an execution", "execution", id, "err", err)
-		return store.Execution{}, stateUnavailable(err, "no execution was started")
+		return store.Execution{}, refusal.StateUnavailable(err, "no execution was started")
 	}
 	if blocked != nil {
-		return store.Execution{}, g.blockedRefusal("execute_agent", blocked)
+		return store.Execution{}, challenge.Blocked("execute_agent", g.pol().Principal, blocked)
 	}
 	g.log().Info("execution started", "execution", id, "element", element, "session", session)
 	return e.Execution, nil
@@ -206,7 +208,7 @@ func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op str
 	e.finishing = false
 	if err != nil {
 		g.log().Error("recording an execution", "execution", e.ID, "err", err)
-		return stateUnavailable(err, "the execution was not changed")
+		return refusal.StateUnavailable(err, "the execution was not changed")
 	}
 	if !changed {
 		return terminal(e, "change state") // finished meanwhile, elsewhere
@@ -221,8 +223,8 @@ func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op str
 // and return, and let go across the reads.
 func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *Refusal) {
 	if id != "" {
-		if isParkedID(id) {
-			// The principal's parked loop (park.go) is no execution.
+		if parking.IsID(id) {
+			// The principal's parked loop (proxy/parking) is no execution.
 			return nil, notFoundExecution(id)
 		}
 		rec, aerr := g.readExecution(ctx, id)
@@ -270,7 +272,7 @@ func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution,
 		err = g.State.Load(ctx, func(st store.View) (err error) { rec, err = st.Execution(id); return })
 	}()
 	if err != nil {
-		return nil, stateUnavailable(err, "the execution could not be read")
+		return nil, refusal.StateUnavailable(err, "the execution could not be read")
 	}
 	return rec, nil
 }

@@ -53,7 +53,8 @@ func TestGuardSpeaksItsOwnLanguage(t *testing.T) {
 }
 
 // TestRoomsBesideTheGuardDoNotRunBackUp: what the guard builds on (the
-// desk, the rulings, redaction, refusals, watching) never imports the
+// desk, the rulings, redaction, refusals, watching, confirmations,
+// challenges, parking, the unwritten block) never imports the
 // guard, the pins or the fronts: each is a room of its own below them.
 func TestRoomsBesideTheGuardDoNotRunBackUp(t *testing.T) {
 	const module = "github.com/aqlguard/aqlguard"
@@ -62,7 +63,8 @@ func TestRoomsBesideTheGuardDoNotRunBackUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	above := map[string]bool{module + "/proxy": true, module + "/proxy/guard": true, module + "/proxy/pins": true}
-	for _, room := range []string{"proxy/desk", "proxy/ruling", "proxy/redact", "proxy/refusal", "proxy/watch"} {
+	for _, room := range []string{"proxy/desk", "proxy/ruling", "proxy/redact", "proxy/refusal", "proxy/watch",
+		"proxy/confirm", "proxy/challenge", "proxy/parking", "proxy/unwritten"} {
 		seen := map[string]bool{}
 		var walk func(path string, via []string)
 		walk = func(path string, via []string) {

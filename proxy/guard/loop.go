@@ -13,10 +13,14 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/flows"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/challenge"
+	"github.com/aqlguard/aqlguard/proxy/confirm"
 	"github.com/aqlguard/aqlguard/proxy/desk"
+	"github.com/aqlguard/aqlguard/proxy/parking"
 	"github.com/aqlguard/aqlguard/proxy/redact"
 	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
+	"github.com/aqlguard/aqlguard/proxy/unwritten"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -99,12 +103,12 @@ type Guard struct {
 	flowsOnce sync.Once
 	flows     *flows.Sessions
 
-	// unwritten is a hard block decided while the state could not be
-	// written, held until it is (unwritten.go); g.mu.
-	unwritten *unwrittenBlock
-	// parked says Park wrote the memory to the state, and every commit
-	// from then on is refused (park.go); g.mu.
-	parked bool
+	// hold holds a hard block decided while the state could not be
+	// written, until it is (proxy/unwritten); lot says whether Park wrote
+	// the memory to the state, after which every commit is refused
+	// (proxy/parking). Each has its own lock, a leaf.
+	hold unwritten.Hold
+	lot  parking.Lot
 
 	// beforeCommit, when set (by tests), runs once, before the next
 	// commit: another process's write lands before a decision reads.
@@ -245,9 +249,9 @@ func (a Action) argsDigest() string {
 		return a.digest
 	}
 	if a.reported() {
-		return Digest(map[string]any{"next_action_hint": a.Hint})
+		return confirm.Digest(map[string]any{"next_action_hint": a.Hint})
 	}
-	return Digest(a.Arguments)
+	return confirm.Digest(a.Arguments)
 }
 
 func (a Action) reported() bool { return a.Execution != nil }
@@ -396,11 +400,10 @@ func (g *Guard) check(ctx context.Context, a Action, clientAsks bool) Verdict {
 	defer cancel()
 	g.mu.Lock()
 	g.init()
-	unwritten := g.unwritten
 	g.mu.Unlock()
 	pol := g.pol() // one policy decides the whole check
-	if unwritten != nil {
-		if v, held := g.holdUnwritten(rctx, a, unwritten); held {
+	if u := g.hold.Held(); u != nil {
+		if v, held := g.holdUnwritten(rctx, a, u); held {
 			return v
 		}
 	}
@@ -428,7 +431,7 @@ func (g *Guard) check(ctx context.Context, a Action, clientAsks bool) Verdict {
 		if c.shown == nil {
 			c.shown = g.showing(a)
 		}
-		answer, why := g.await(requestOf(rctx), out.ask, g.InlineWait, c.shown)
+		answer, why := g.book(g.pol()).Await(requestOf(rctx), out.ask, g.InlineWait, c.shown)
 		if c.asked == nil {
 			c.asked = map[string]ruling.Answered{}
 		}
@@ -509,7 +512,7 @@ type round struct {
 	ask *Confirmation
 	// show carries the code of a challenge the commit wrote, to the
 	// channel; block and pause are what it set.
-	show  *challengeCode
+	show  *challenge.Code
 	block *store.Block
 	pause *pause
 	// reported says the commit put the step's reported failure in force.
@@ -551,7 +554,7 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 	}
 	stopped := f.Block != nil || f.Pause != nil && f.Now.Before(f.Pause.ExpiresAt)
 	if a.Token != "" && !stopped {
-		explicit, refusal := g.tokenFor(v, a, pol)
+		explicit, refusal := g.book(pol).ForCall(v, a.Token, a.Operation, a.Server, a.argsDigest())
 		if refusal != nil {
 			out.verdict = Verdict{Refusal: refusal, Directive: evaluator.Directive{Reason: refusal.Say, Factors: []string{"confirmation token rejected"}}}
 			return c.finish(m, out, ch, then, f, false)
@@ -565,7 +568,8 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 		f.Steps, f.FailurePause = m.steps+1, m.failurePause
 		r := ruling.Decide(f, c.judge)
 		if r.Kind == ruling.NeedHuman {
-			if f.Human, err = g.humanFacts(v, a, pol, r.Binding); err != nil {
+			approvals := r.Binding.Kind == ruling.BindAction && !a.reported() && a.Session != "" && !a.SharedSession
+			if f.Human, err = g.book(pol).Human(v, approvals); err != nil {
 				return ch, err
 			}
 			judged := r.Directive // the same step: not evaluated twice
@@ -581,8 +585,8 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 		}
 		switch r.Kind {
 		case ruling.Approved:
-			ch.Confirmations = append(ch.Confirmations, ruling.Spend(r.Confirmation, g.now(), checkID()))
-			if r.Confirmation.Kind != kindAction {
+			ch.Confirmations = append(ch.Confirmations, ruling.Spend(r.Confirmation, g.now(), confirm.UseID()))
+			if r.Confirmation.Kind != ruling.BindAction {
 				if checkins == maxCheckins {
 					out.verdict = tooManyCheckins(g, a)
 					return c.finish(m, out, ch, then, f, true)
@@ -604,7 +608,9 @@ func (c *check) decide(v store.View, m *memory, out *round) (store.Changes, erro
 			}
 			q := r.Confirmation
 			if q == nil {
-				if q, err = g.newConfirmation(a, pol, r.Binding, r.Directive); err != nil {
+				call := confirm.Call{Session: a.Session, Tool: a.Tool, Client: a.Client, Reported: a.reported(), SharedSession: a.SharedSession,
+					Preview: a.preview, Arguments: a.redacted, Category: string(a.Category), Does: a.EffectWhy, Carried: a.Flow.Carried}
+				if q, err = g.book(pol).New(call, r.Binding, r.Directive); err != nil {
 					g.log().Error("creating a confirmation", "err", err)
 					out.verdict = Verdict{Refusal: refusal.Fail("a confirmation could not be created", nil), Directive: r.Directive}
 					return c.finish(m, out, ch, then, f, true)
@@ -693,11 +699,11 @@ func (c *check) rule(r ruling.Ruling, m *memory, out *round, then *[]func()) Ver
 		if _, mine := c.asked[q.Token]; mine {
 			*then = append(*then, func() { g.clearNotifications(q.Token) })
 			d.Factors = append(d.Factors, "confirmation: a human denied it")
-			return Verdict{Directive: d, Token: q.Token, Refusal: deniedByHuman(a.Operation, nil)}
+			return Verdict{Directive: d, Token: q.Token, Refusal: confirm.Denied(a.Operation, nil)}
 		}
 		d.Factors = append(d.Factors, "confirmation: a human denied this very call at "+q.DoneAt.Format(time.RFC3339)+
 			"; it is refused without asking again until "+q.ExpiresAt.Format(time.RFC3339))
-		return Verdict{Directive: d, Token: q.Token, Refusal: deniedByHuman(a.Operation, q)}
+		return Verdict{Directive: d, Token: q.Token, Refusal: confirm.Denied(a.Operation, q)}
 	}
 	// unanswered: the question this check waited on is still open.
 	q := r.Confirmation
@@ -733,7 +739,7 @@ func (c *check) finish(m *memory, out *round, ch store.Changes, then []func(), f
 		then = append(then, func() { g.observe(b, "") })
 	}
 	if out.show != nil {
-		ch.Challenges = append(ch.Challenges, out.show.challenge)
+		ch.Challenges = append(ch.Challenges, out.show.Challenge)
 	}
 	if e := a.Execution; e != nil {
 		rec := f.Execution
@@ -787,12 +793,12 @@ func (g *Guard) shown(ctx context.Context, a Action, out round) Verdict {
 	v := out.verdict
 	if out.show == nil {
 		if r := v.Refusal; r != nil && v.VerificationID != "" && (r.Kind == RefusalBlocked || r.Kind == RefusalPaused) {
-			g.showAgain(ctx, a.Session, a.Operation, v.VerificationID)
+			g.codes().ShowAgain(ctx, a.Session, a.Operation, v.VerificationID)
 		}
 		return v
 	}
-	req := &out.show.req
-	factor, unshown := g.show(ctx, req)
+	req := &out.show.Request
+	factor, unshown := g.codes().Show(req)
 	v.Directive.Factors = append(v.Directive.Factors, factor)
 	result := "code_shown"
 	if unshown != "" {
@@ -829,11 +835,11 @@ func (g *Guard) commit(ctx context.Context, decide func(store.View, *memory) (st
 	}
 	_, err := g.State.Commit(ctx, func(v store.View) (store.Changes, error) {
 		g.mu.Lock()
-		m, parked := g.mem, g.parked
+		m := g.mem
 		prune := g.now().Sub(g.prunedDB) >= time.Hour
 		g.mu.Unlock()
-		if parked {
-			return store.Changes{}, errParked
+		if g.lot.Parked() {
+			return store.Changes{}, parking.ErrParked
 		}
 		c, err := decide(v, &m)
 		if err != nil {
@@ -841,7 +847,7 @@ func (g *Guard) commit(ctx context.Context, decide func(store.View, *memory) (st
 		}
 		now := g.now()
 		if prune {
-			c.PruneBefore = now.Add(-spentRetention)
+			c.PruneBefore = now.Add(-confirm.SpentRetention)
 		}
 		then := c.Then
 		c.Then = func(gen uint64) {
@@ -860,36 +866,14 @@ func (g *Guard) commit(ctx context.Context, decide func(store.View, *memory) (st
 	return err
 }
 
+// commitState is a commit that changes none of the memory.
+func (g *Guard) commitState(ctx context.Context, decide func(store.View) (store.Changes, error)) error {
+	return g.commit(ctx, func(v store.View, _ *memory) (store.Changes, error) { return decide(v) })
+}
+
 // appendRecords commits records that change no state.
 func (g *Guard) appendRecords(ctx context.Context, recs ...store.Record) error {
 	return store.AppendRecords(ctx, g.State, recs...)
-}
-
-// humanFacts reads what humans said that may bear on binding b, in the
-// commit's view, where every process on the state writes it: standing
-// approvals (only when one could apply) and the principal's
-// confirmations.
-func (g *Guard) humanFacts(v store.View, a Action, pol *policy.Policy, b ruling.Binding) (*ruling.Human, error) {
-	h := &ruling.Human{}
-	if b.Kind == kindAction && !a.reported() && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0 {
-		var err error
-		if h.Approvals, err = v.Approvals(); err != nil {
-			return nil, err
-		}
-	}
-	stored, err := v.Confirmations(pol.Principal, "")
-	if err != nil {
-		return nil, err
-	}
-	for i := range stored {
-		c := &stored[i]
-		if c.Status == statusPending || c.Status == statusApproved {
-			h.Open = append(h.Open, c)
-		} else {
-			h.Spent = append(h.Spent, c)
-		}
-	}
-	return h, nil
 }
 
 // pausedVerdict refuses an action while a verify-tier challenge is
@@ -898,7 +882,7 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 	d := evaluator.Directive{Decision: evaluator.NeedsVerify, Enforced: true, Tier: evaluator.Verify,
 		Reason:  "Paused: verification " + p.ID + " is pending; a human must enter the code shown to them",
 		Factors: []string{"verify pause: until verify_challenge succeeds or " + p.ExpiresAt.Format(time.RFC3339)}}
-	r := verificationRefusal(a.Operation, d.Reason, p.ID, p.ExpiresAt)
+	r := challenge.Paused(a.Operation, d.Reason, p.ID, p.ExpiresAt)
 	if p.notShown.Load() {
 		r = r.Unheard("it was not shown when the agent was paused")
 	}
@@ -909,41 +893,6 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 // matched: this action only; the agent may go on with others.
 func refusedByPolicy(operation string, d evaluator.Directive) *Refusal {
 	return Stop(RefusalRefused, "", map[string]any{"operation": operation, "reason": d.Reason}, time.Time{}, time.Time{})
-}
-
-// deniedByHuman is the refusal of an action a human denied; dc is the
-// earlier denial a retry ran into (nil: denied just now).
-func deniedByHuman(operation string, dc *Confirmation) *Refusal {
-	var at, until time.Time
-	if dc != nil {
-		at, until = dc.DoneAt, dc.ExpiresAt
-	}
-	return Stop(RefusalDenied, "", map[string]any{"operation": operation}, at, until)
-}
-
-func (g *Guard) newConfirmation(a Action, pol *policy.Policy, b ruling.Binding, d evaluator.Directive) (*Confirmation, error) {
-	token, err := newToken()
-	if err != nil {
-		return nil, err
-	}
-	now := g.now()
-	var args json.RawMessage
-	if len(a.redacted) > 0 {
-		args, _ = redact.Canonical(a.redacted) // decoded JSON re-encodes
-	}
-	c := &Confirmation{
-		Token: token, Kind: b.Kind, Principal: pol.Principal, Server: b.Server, Tool: a.Tool, Operation: b.Operation, Client: a.Client,
-		AllowSession: b.Kind == kindAction && !a.reported() && !d.ArgumentBound && a.Session != "" && !a.SharedSession && g.SessionApprovalTTL > 0,
-		Forget:       b.Kind == kindAction && d.Matched == "flow" && a.Flow.Carried == "" && a.Session != "" && !a.SharedSession,
-		Digest:       b.Digest, PolicyVersion: pol.Version, Session: a.Session,
-		Action: a.preview, Arguments: args, Reason: d.Reason, Tier: string(d.Tier),
-		Category: string(a.Category), Does: a.EffectWhy, Stage: string(d.Stage), Rule: d.Matched, Risk: d.Risk,
-		Status: statusPending, CreatedAt: now, ExpiresAt: now.Add(g.ConfirmTTL),
-	}
-	if b.Kind != kindAction {
-		c.Action = b.Operation + " (next action: " + a.preview + ")"
-	}
-	return c, nil
 }
 
 // pending is the refusal of an action whose confirmation is still open:
@@ -957,7 +906,7 @@ func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive, unaske
 		"reason": d.Reason, "danger_level": DangerLevel(d.Risk), "confirmation_token": c.Token}, time.Time{}, c.ExpiresAt)
 	v := Verdict{Directive: d, Refusal: r, Token: c.Token}
 	meta := map[string]any{"operation": a.Operation, "reason": d.Reason, "confirmationToken": c.Token}
-	if c.Kind == kindAction && !a.reported() && d.Stage == evaluator.StagePattern {
+	if c.Kind == ruling.BindAction && !a.reported() && d.Stage == evaluator.StagePattern {
 		meta["level"] = "CONFIRM_SINGLE_USE"
 		n := g.notification("permission_pending", fmt.Sprintf("Operation '%s' requires confirmation", a.Operation), meta, c.Token)
 		return v, &n

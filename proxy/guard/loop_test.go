@@ -14,6 +14,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/confirm"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -137,7 +138,7 @@ func TestCheckPaths(t *testing.T) {
 			if v.Proceed != tt.proceed || (tt.code != 0 && (v.Refusal == nil || v.Refusal.Kind != tt.code)) {
 				t.Fatalf("verdict %+v err %v", v.Directive, v.Refusal)
 			}
-			if tt.code == RefusalPending && (v.Refusal.Offer() == nil || !tokenFormat.MatchString(v.Refusal.Offer().Token)) {
+			if tt.code == RefusalPending && (v.Refusal.Offer() == nil || !confirm.TokenFormat.MatchString(v.Refusal.Offer().Token)) {
 				t.Errorf("confirmation: %+v", v.Refusal)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/parking"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -45,7 +46,7 @@ func park(t *testing.T, g *Guard) {
 func parkedRow(t *testing.T, g *Guard) *store.Execution {
 	t.Helper()
 	var e *store.Execution
-	if err := g.State.Load(context.Background(), func(v store.View) (err error) { e, err = v.Execution(parkedID(g.Principal())); return }); err != nil {
+	if err := g.State.Load(context.Background(), func(v store.View) (err error) { e, err = v.Execution(parking.ID(g.Principal())); return }); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -238,7 +239,7 @@ func TestParkedRowIsNoExecution(t *testing.T) {
 	park(t, g)
 	n := nextGuard(t, g, h)
 	park(t, nextGuard(t, n, h)) // nothing owed; the row stays as n took it over
-	id := parkedID(g.Principal())
+	id := parking.ID(g.Principal())
 	if _, err := n.RecordStep(ctx, Report{Session: "s", ExecutionID: id, NextActionHint: "x"}); err == nil || err.Kind != RefusalNotFound {
 		t.Errorf("record_execution_step on the parked row: %v", err)
 	}

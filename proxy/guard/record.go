@@ -3,49 +3,14 @@ package guard
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/aqlguard/aqlguard/evaluator"
-	"github.com/aqlguard/aqlguard/proxy/ruling"
+	"github.com/aqlguard/aqlguard/proxy/challenge"
+	"github.com/aqlguard/aqlguard/proxy/confirm"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/store"
 )
-
-var checkSeq atomic.Uint64
-
-// checkID names a use of a confirmation uniquely in this process; with
-// the process's id and nonce it is unique on the state.
-func checkID() string {
-	return strconv.Itoa(os.Getpid()) + "#" + strconv.FormatUint(checkSeq.Add(1), 10) + "#" + processNonce
-}
-
-// noteCodeNotShown notes, where the next refusals read it, that the code of
-// a block or verify pause could not be shown: on the block in the store
-// (if it is still that block), on the pause in memory. A failure to write
-// it is logged; the refusal stands either way.
-func (g *Guard) noteCodeNotShown(ctx context.Context, b *store.Block, p *pause) {
-	if p != nil {
-		p.notShown.Store(true)
-	}
-	if b == nil {
-		return
-	}
-	err := g.commit(ctx, func(st store.View, _ *memory) (store.Changes, error) {
-		cur, err := st.Block(b.Principal)
-		if err != nil {
-			return store.Changes{}, err
-		}
-		if marked := ruling.CodeNotShown(cur, b.VerificationID); marked != nil {
-			return store.Changes{Blocks: []store.Block{*marked}}, nil
-		}
-		return store.Changes{}, nil
-	})
-	if err != nil {
-		g.log().Error("noting that a block's code could not be shown", "challenge", b.VerificationID, "err", err)
-	}
-}
 
 // observe broadcasts a block not seen before. operation names the call
 // that set it, when this process did.
@@ -71,15 +36,15 @@ func (g *Guard) blockedVerdict(a Action, b *store.Block, factors ...string) Verd
 	d := evaluator.Directive{Stopped: true, Decision: evaluator.Block, Enforced: true, Tier: evaluator.DangerZone,
 		Reason:  fmt.Sprintf("Agent '%s' is hard-blocked: %s; verification %s", g.pol().Principal, b.Reason, b.VerificationID),
 		Factors: factors}
-	return Verdict{Directive: d, VerificationID: b.VerificationID, Refusal: g.blockedRefusal(a.Operation, b)}
+	return Verdict{Directive: d, VerificationID: b.VerificationID, Refusal: challenge.Blocked(a.Operation, g.pol().Principal, b)}
 }
 
 // unavailable is the fail-closed verdict when the store cannot be used.
 func (g *Guard) unavailable(err error, what string) Verdict {
 	g.log().Error("the state database could not be used; the action is refused", "err", err)
 	d := evaluator.Directive{Enforced: true, Reason: "state database unavailable",
-		Factors: []string{"fail closed: " + stateProblem(err)}}
-	return Verdict{Directive: d, Refusal: stateUnavailable(err, what)}
+		Factors: []string{"fail closed: " + refusal.StateProblem(err)}}
+	return Verdict{Directive: d, Refusal: refusal.StateUnavailable(err, what)}
 }
 
 // decisionRecord is the audit record of one check.
@@ -152,7 +117,7 @@ func (g *Guard) Outcome(ctx context.Context, a Action, v Verdict, result string,
 func (g *Guard) outcome(ctx context.Context, a Action, v Verdict, result string, took time.Duration, findings []store.Finding) error {
 	digest := v.argsDigest
 	if digest == "" {
-		digest = Digest(a.Arguments)
+		digest = confirm.Digest(a.Arguments)
 	}
 	rec := g.record(store.KindOutcome, a.Session)
 	rec.Server, rec.Operation, rec.ArgsSHA256, rec.Result, rec.DurationMS = a.Server, a.Operation, digest, result, ms(took)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/challenge"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -49,7 +50,7 @@ func shownCodes(h *fakeHuman) []verify.Request {
 
 // The code can be seen again until it expires (issue 31, item 6): the
 // next call refused by the block puts the same code up again once its
-// window is closed (not more often than reshowAfter), and `aqlguard
+// window is closed (not more often than challenge.ReshowAfter), and `aqlguard
 // verify show` (ShowCodeAgain) gives the block a new code, which lifts
 // it where the old one no longer does. No code is ever in the log, a
 // refusal or the audit log.
@@ -96,7 +97,7 @@ func TestCodeCanBeSeenAgain(t *testing.T) {
 	if n := len(shownCodes(&h.fakeHuman)); n != 1 {
 		t.Fatalf("shown %d times right after the window closed", n)
 	}
-	advance(reshowAfter + time.Second)
+	advance(challenge.ReshowAfter + time.Second)
 	if v := check(get); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
 		t.Fatalf("still blocked: %+v", v.Refusal)
 	}

@@ -47,7 +47,7 @@ type Status struct {
 func (g *Guard) Status(ctx context.Context) (Status, error) {
 	g.mu.Lock()
 	g.initDesk()
-	d, unwritten := g.desk, g.unwritten != nil
+	d := g.desk
 	g.mu.Unlock()
 	pending := d.Waiting()
 	principal := g.pol().Principal
@@ -57,7 +57,7 @@ func (g *Guard) Status(ctx context.Context) (Status, error) {
 		st.Blocked = b != nil
 		return err
 	})
-	st.Blocked = st.Blocked || unwritten // a block not written yet holds here (unwritten.go)
+	st.Blocked = st.Blocked || g.hold.Held() != nil // a block not written yet holds here (proxy/unwritten)
 	return st, err
 }
 

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // the trace exporter, and puts the guard's Watcher in place. With neither
 // the guard has no Watcher at all: a call costs nothing more. The
 // returned function stops both, exporting the spans left.
-func (in *instance) watch(cfg *config.Config) (stop func(), err error) {
+func (in *Instance) Watch(cfg *config.Config) (stop func(), err error) {
 	var w telemetry.Watch
 	var stops []func()
 	stop = func() {
@@ -37,7 +37,7 @@ func (in *instance) watch(cfg *config.Config) (stop func(), err error) {
 			src.SyncFailures = dir.SyncFailures
 		}
 		w.Metrics = telemetry.NewMetrics(src)
-		in.relay.Restarted = w.Metrics.Restarted
+		in.Relay.Restarted = w.Metrics.Restarted
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return stop, fmt.Errorf("[serve] metrics_listen %s: %w", addr, err)
@@ -45,14 +45,14 @@ func (in *instance) watch(cfg *config.Config) (stop func(), err error) {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", w.Metrics.Handler())
 		mux.HandleFunc("GET /healthz", telemetry.Healthz)
-		mux.Handle("GET /readyz", in.health())
+		mux.Handle("GET /readyz", in.Health())
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 		go func() {
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				in.log.Error("the metrics listener stopped", "err", err)
+				in.Log.Error("the metrics listener stopped", "err", err)
 			}
 		}()
-		in.log.Info("metrics listening", "url", "http://"+ln.Addr().String()+"/metrics")
+		in.Log.Info("metrics listening", "url", "http://"+ln.Addr().String()+"/metrics")
 		stops = append(stops, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
@@ -60,29 +60,29 @@ func (in *instance) watch(cfg *config.Config) (stop func(), err error) {
 		})
 	}
 	if ep := cfg.Serve.TracesEndpoint; ep != "" {
-		t, err := telemetry.NewTracer(ep, nil, version())
+		t, err := telemetry.NewTracer(ep, nil, in.version)
 		if err != nil {
 			stop()
 			return func() {}, err
 		}
 		w.Tracer = t
-		in.log.Info("tracing tool calls", "to", ep)
+		in.Log.Info("tracing tool calls", "to", ep)
 		stops = append(stops, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if err := t.Shutdown(ctx); err != nil {
-				in.log.Warn("the last spans could not be exported", "err", err)
+				in.Log.Warn("the last spans could not be exported", "err", err)
 			}
 		})
 	}
 	if w.Metrics != nil || w.Tracer != nil {
 		in.othersMu.Lock()
 		in.watcher = &w
-		in.shared.Guard.Watch = &w
+		in.Shared.Guard.Watch = &w
 		in.othersMu.Unlock()
-		in.eachPrincipal(func(p *principal) {
+		in.eachPrincipal(func(p *Principal) {
 			p.shared.Guard.Watch = &w
-			p.relay.Restarted = in.relay.Restarted
+			p.relay.Restarted = in.Relay.Restarted
 		})
 	}
 	return stop, nil
@@ -91,9 +91,9 @@ func (in *instance) watch(cfg *config.Config) (stop func(), err error) {
 // guardStatuses is the status of every principal's guard in this
 // process: the configured agent's, and those serve made for the
 // principals its clients authenticated as and has not dropped (idle).
-func (in *instance) guardStatuses(ctx context.Context) ([]guard.Status, error) {
-	guards := []*guard.Guard{in.shared.Guard}
-	in.eachPrincipal(func(p *principal) { guards = append(guards, p.shared.Guard) })
+func (in *Instance) guardStatuses(ctx context.Context) ([]guard.Status, error) {
+	guards := []*guard.Guard{in.Shared.Guard}
+	in.eachPrincipal(func(p *Principal) { guards = append(guards, p.shared.Guard) })
 	sts := make([]guard.Status, 0, len(guards))
 	for _, g := range guards {
 		st, err := g.Status(ctx)
@@ -106,15 +106,15 @@ func (in *instance) guardStatuses(ctx context.Context) ([]guard.Status, error) {
 }
 
 // health is the readiness check of in: its state and its servers.
-func (in *instance) health() *telemetry.Health {
+func (in *Instance) Health() *telemetry.Health {
 	in.healthOnce.Do(func() {
 		in.healthCheck = &telemetry.Health{
 			State: func(ctx context.Context) error {
-				_, err := in.shared.Guard.Status(ctx)
+				_, err := in.Shared.Guard.Status(ctx)
 				return err
 			},
-			Servers: func() []config.Server { return in.shared.CurrentConfig().Servers },
-			Log:     in.log,
+			Servers: func() []config.Server { return in.Shared.CurrentConfig().Servers },
+			Log:     in.Log,
 		}
 	})
 	return in.healthCheck

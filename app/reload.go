@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/config"
 )
 
@@ -17,13 +16,13 @@ const configPoll = 2 * time.Second
 // watchConfig reloads the configuration on SIGHUP and whenever the config
 // file changes, until ctx ends. build reads the configuration as it is
 // now (loadConfig, and for wrap the wrapping too).
-func (in *instance) watchConfig(ctx context.Context, build func() (*config.Config, error)) {
+func (in *Instance) WatchConfig(ctx context.Context, build func() (*config.Config, error)) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	path := in.shared.Config.Path
+	path := in.Shared.Config.Path
 	var managed string
-	if m := in.shared.Config.Managed; m != nil {
+	if m := in.Shared.Config.Managed; m != nil {
 		managed = m.Path
 	}
 	last, lastManaged := fileStamp(path), fileStamp(managed)
@@ -34,14 +33,14 @@ func (in *instance) watchConfig(ctx context.Context, build func() (*config.Confi
 		case <-ctx.Done():
 			return
 		case <-hup:
-			in.log.Info("SIGHUP: reloading the configuration")
+			in.Log.Info("SIGHUP: reloading the configuration")
 		case <-tick.C:
 			now, nowManaged := fileStamp(path), fileStamp(managed)
 			if (path == "" || now == last) && (managed == "" || nowManaged == lastManaged) {
 				continue
 			}
 			last, lastManaged = now, nowManaged
-			in.log.Info("the config file changed: reloading it", "config", path, "managed", managed)
+			in.Log.Info("the config file changed: reloading it", "config", path, "managed", managed)
 		}
 		in.reload(ctx, build)
 	}
@@ -49,13 +48,13 @@ func (in *instance) watchConfig(ctx context.Context, build func() (*config.Confi
 
 // reload reads the configuration once and puts it in force for every
 // principal's guard.
-func (in *instance) reload(ctx context.Context, build func() (*config.Config, error)) {
+func (in *Instance) reload(ctx context.Context, build func() (*config.Config, error)) {
 	cfg, err := build()
 	once := func() (*config.Config, error) { return cfg, err }
-	in.shared.Reload(ctx, in.relay, once, app.ProcessName())
-	in.eachPrincipal(func(p *principal) { p.shared.Reload(ctx, p.relay, once, app.ProcessName()) })
-	if in.reloaded != nil {
-		in.reloaded(in.shared.CurrentConfig())
+	in.Shared.Reload(ctx, in.Relay, once, ProcessName())
+	in.eachPrincipal(func(p *Principal) { p.shared.Reload(ctx, p.relay, once, ProcessName()) })
+	if in.Reloaded != nil {
+		in.Reloaded(in.Shared.CurrentConfig())
 	}
 }
 
