@@ -122,6 +122,9 @@ func toolCallParams(base json.RawMessage, tool string, args map[string]any) (jso
 // the client sees it). ctx is the client's request's (link.Related names
 // it) or its call's work.
 func (p *Pool) Forward(ctx context.Context, srv *Server, method string, params json.RawMessage) (json.RawMessage, error) {
+	if p == nil || srv == nil {
+		return nil, fmt.Errorf("%w: no session's server to forward %s to", ErrUnavailable, method)
+	}
 	if p.opts.Client != nil {
 		p.opts.Client.Reaches(ctx, srv)
 	}

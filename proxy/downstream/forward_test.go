@@ -355,11 +355,15 @@ func TestRoundsGoThroughTheClient(t *testing.T) {
 }
 
 // TestToolCallFindsItsServerWhenItGoes: the closure the guard is handed
-// looks its server up when it runs, and fails closed for none.
+// looks its server up when it runs, and fails closed for none (and a
+// forward with no pool behind it fails, it does not panic).
 func TestToolCallFindsItsServerWhenItGoes(t *testing.T) {
 	var p *Pool
 	if _, err := p.ToolCall("work", "t", nil, nil)(context.Background()); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("no pool: %v", err)
+	}
+	if _, err := p.Forwarder(nil, "resources/read", nil)(context.Background()); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("a read with no pool: %v", err)
 	}
 	p = &Pool{byName: map[string]*Server{}}
 	if _, err := p.ToolCall("work", "t", nil, nil)(context.Background()); !errors.Is(err, ErrUnavailable) {
