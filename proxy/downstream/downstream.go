@@ -6,6 +6,12 @@
 // bytes (package link). A server that fails to start is kept, marked
 // failed, so introspection can report it while the others serve; one that
 // dies is restarted with backoff when the pool is asked to.
+//
+// A Pool is one client session's servers and that session's forwarding
+// to them (forward.go): the function the guard calls for an allowed
+// call, progress tokens, the calls in flight, a 2026-07-28 server's
+// input rounds, task ids as the client sees them. The relay reaches the
+// client; nothing between the guard and a server goes back through it.
 package downstream
 
 import (
