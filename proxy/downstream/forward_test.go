@@ -266,6 +266,11 @@ func TestCancelledCallLeavesNothing(t *testing.T) {
 	if got := <-stays; !strings.Contains(got, "stays done") {
 		t.Errorf("the other session's call answered %s", got)
 	}
+	// The server's late progress does come (on its session's stream),
+	// and is dropped: its token is no call's any more.
+	waitFor(t, "the cancelled call's late progress", func() bool {
+		return slices.ContainsFunc(client.seen(), func(s progressSeen) bool { return s.message == "gone late" })
+	})
 	for _, s := range client.seen() {
 		if s.message == "gone late" && s.call != "" {
 			t.Errorf("progress sent after the cancel reached a call: %+v", s)
