@@ -19,15 +19,15 @@ import (
 
 // handleEndpoint serves one call of an MCP-AQL endpoint tool: parse,
 // then run the single request or the batch, then encode.
-func (f *Front) handleEndpoint(ctx context.Context, call relay.ToolCall, tool string, cat policy.Category, raw json.RawMessage) *mcp.CallToolResult {
+func (f *Front) handleEndpoint(ctx context.Context, tool string, cat policy.Category, raw json.RawMessage) *mcp.CallToolResult {
 	env, perr := aql.Parse(raw, f.Limits)
 	if perr != nil {
 		return f.encode(aql.Failure(perr))
 	}
 	if env.Single != nil {
-		return f.encode(f.execute(ctx, call, tool, cat, env.Single))
+		return f.encode(f.execute(ctx, tool, cat, env.Single))
 	}
-	return f.encode(f.batch(ctx, call, tool, cat, env))
+	return f.encode(f.batch(ctx, tool, cat, env))
 }
 
 // batch runs a batch in order (operations.txt 7.3). A failure does not
@@ -35,14 +35,14 @@ func (f *Front) handleEndpoint(ctx context.Context, call relay.ToolCall, tool st
 // not run is returned for continuation. halted_at and pending_operations
 // travel inside data because operation-result.schema.json allows no other
 // top-level members on a success.
-func (f *Front) batch(ctx context.Context, call relay.ToolCall, tool string, cat policy.Category, env *aql.Envelope) *aql.Result {
+func (f *Front) batch(ctx context.Context, tool string, cat policy.Category, env *aql.Envelope) *aql.Result {
 	res := &aql.Result{Success: true, Summary: &aql.Summary{Total: len(env.Batch)}}
 	for i, req := range env.Batch {
 		var r *aql.Result
 		if err := env.BatchErrs[i]; err != nil {
 			r = aql.Failure(err)
 		} else {
-			r = f.execute(ctx, call, tool, cat, req)
+			r = f.execute(ctx, tool, cat, req)
 		}
 		if !r.Success && r.Err.Code == aql.CodeConfirmation {
 			halted, pending := 1, len(env.Batch)-i-1
@@ -72,10 +72,10 @@ func (f *Front) batch(ctx context.Context, call relay.ToolCall, tool string, cat
 }
 
 // execute runs one request received on tool (cat is "" for the unified
-// endpoint) of call: lookup, endpoint routing, validation, then the
-// built-in handler or the guard, which forwards an allowed request
-// through call.
-func (f *Front) execute(ctx context.Context, call relay.ToolCall, tool string, cat policy.Category, req *aql.Request) *aql.Result {
+// endpoint): lookup, endpoint routing, validation, then the built-in
+// handler or the guard, which forwards an allowed request through the
+// session's pool.
+func (f *Front) execute(ctx context.Context, tool string, cat policy.Category, req *aql.Request) *aql.Result {
 	op, ok := f.Catalog().Lookup(req.Operation)
 	if !ok {
 		if e := f.withheld(req.Operation); e != nil {
@@ -108,7 +108,7 @@ func (f *Front) execute(ctx context.Context, call relay.ToolCall, tool string, c
 		sel = s
 	}
 	token, _ := params[catalog.TokenParam].(string)
-	out := f.Guard.Call(ctx, f.guardedCall(ctx, call, op, downstreamArgs(op, params), token, nil))
+	out := f.Guard.Call(ctx, f.guardedCall(ctx, op, downstreamArgs(op, params), token, nil))
 	if out.Refusal != nil {
 		return refused(out.Refusal, f.voice())
 	}
@@ -156,11 +156,12 @@ func toolCall(session string, op *catalog.Operation, args map[string]any, token 
 }
 
 // guardedCall is toolCall with what the front adds: the paths read
-// (readPlaces), the scanner for the result, and the way on: call's own
-// session, with args, the map the guard judges, as the arguments sent.
-func (f *Front) guardedCall(ctx context.Context, call relay.ToolCall, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) guard.Request {
+// (readPlaces), the scanner for the result, and the way on: the
+// session's own forwarding (its pool), with args, the map the guard
+// judges, as the arguments sent.
+func (f *Front) guardedCall(ctx context.Context, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) guard.Request {
 	req := toolCall(f.Session.ID, op, args, token, base)
-	req.Forward = call.Forward(op.Server, op.Tool.Name, args, base)
+	req.Forward = f.Pool.ToolCall(op.Server, op.Tool.Name, args, base)
 	f.readPlaces(ctx, &req, op)
 	req.Scanner = f.resultScanner
 	req.Remote = !f.placesOf(op.Server, op.Model.Profile).local
@@ -280,7 +281,7 @@ func (f *Front) handlePassthrough(ctx context.Context, call relay.ToolCall, op *
 	}
 	token, _ := params[catalog.TokenParam].(string)
 	base, _ := relay.DeleteMember(call.Params, "arguments")
-	req := f.guardedCall(ctx, call, op, downstreamArgs(op, params), token, base)
+	req := f.guardedCall(ctx, op, downstreamArgs(op, params), token, base)
 	return f.onTheWire(op, f.Guard.Call(ctx, req))
 }
 

@@ -56,7 +56,7 @@ type Shared struct {
 	// reload) and CurrentConfig reads it.
 	Config *config.Config
 	// Guard judges every call that reaches a server; each call carries
-	// its own way on to its session's server (relay.ToolCall.Forward).
+	// its own way on to its session's server (downstream.Pool.ToolCall).
 	Guard  *guard.Guard
 	Limits aql.Limits
 	Log    *slog.Logger
@@ -382,7 +382,8 @@ func (f *Front) ToolSchema(ctx context.Context, name string) (json.RawMessage, b
 }
 
 // CallTool implements relay.Tools: the call, as the relay read it, in
-// the session's mode; an allowed one goes on through call.Forward.
+// the session's mode; an allowed one goes on through the session's pool
+// (downstream.Pool.ToolCall).
 func (f *Front) CallTool(ctx context.Context, call relay.ToolCall) (json.RawMessage, error) {
 	ctx = guard.WithClient(ctx, f.Session.ClientName())
 	if f.Session.Shared {
@@ -392,12 +393,12 @@ func (f *Front) CallTool(ctx context.Context, call relay.ToolCall) (json.RawMess
 		return f.callTransparent(ctx, call)
 	}
 	if call.Name == SingleTool && f.Mode != ModeSemantic {
-		return f.encodeRaw(f.handleEndpoint(ctx, call, SingleTool, "", call.Arguments))
+		return f.encodeRaw(f.handleEndpoint(ctx, SingleTool, "", call.Arguments))
 	}
 	if f.Mode == ModeSemantic || f.Mode == ModeAll {
 		for _, cat := range policy.Categories {
 			if call.Name == semanticTool(cat) {
-				return f.encodeRaw(f.handleEndpoint(ctx, call, call.Name, cat, call.Arguments))
+				return f.encodeRaw(f.handleEndpoint(ctx, call.Name, cat, call.Arguments))
 			}
 		}
 	}

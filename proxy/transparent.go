@@ -137,7 +137,7 @@ func (f *Front) callTransparent(ctx context.Context, call relay.ToolCall) (json.
 		return f.encodeRaw(argumentsRefused(call.Name, perr))
 	}
 	base, token := withoutToken(call.Params)
-	req := f.guardedCall(ctx, call, op, args, token, base)
+	req := f.guardedCall(ctx, op, args, token, base)
 	out := f.Guard.Call(ctx, req)
 	if out.Refusal != nil {
 		defer f.syncVerifyTool(context.Background(), true)

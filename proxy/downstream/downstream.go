@@ -6,6 +6,12 @@
 // bytes (package link). A server that fails to start is kept, marked
 // failed, so introspection can report it while the others serve; one that
 // dies is restarted with backoff when the pool is asked to.
+//
+// A Pool is one client session's servers and that session's forwarding
+// to them (forward.go): the function the guard calls for an allowed
+// call, progress tokens, the calls in flight, a 2026-07-28 server's
+// input rounds, task ids as the client sees them. The relay reaches the
+// client; nothing between the guard and a server goes back through it.
 package downstream
 
 import (
@@ -95,6 +101,9 @@ type Options struct {
 	// Upstream receives what servers send on their own; nil answers their
 	// requests with "method not found" and drops their notifications.
 	Upstream Upstream
+	// Client is the client side of the requests the pool forwards
+	// (Forward); nil: a 2026-07-28 server's question in a call fails it.
+	Client Client
 	// Modern says the client speaks 2026-07-28 (revision.Modern). A server
 	// set to protocol "auto" is spoken to in its client's revision when
 	// it speaks both — a server of both revisions serves each as that
@@ -223,7 +232,8 @@ func newServer(c config.Server, p *Pool, log *slog.Logger) *Server {
 	return s
 }
 
-// Pool is the set of downstream servers of one client session.
+// Pool is the set of downstream servers of one client session, and that
+// session's forwarding to them (forward.go).
 type Pool struct {
 	mu      sync.RWMutex // guards servers and byName (Update changes them)
 	servers []*Server
@@ -232,6 +242,11 @@ type Pool struct {
 	closing atomic.Bool
 	ctx     context.Context // ends at Close: restarts stop
 	cancel  context.CancelFunc
+
+	progressN atomic.Int64
+	fmu       sync.Mutex               // guards progress and calling
+	progress  map[string]progressRoute // our token → the client's
+	calling   []serverCall             // the client's requests being forwarded, oldest first
 }
 
 // Start connects to every configured server in parallel. It returns when

@@ -59,7 +59,8 @@ type Request struct {
 	// Base holds a tool call's other params members, for the Watcher.
 	Base json.RawMessage
 	// Forward sends an allowed call on, through the session it came
-	// from (the relay's own forwarding, handed down with the call): a
+	// from (its forwarding on the downstream side, handed down with the
+	// call): a
 	// tool call's sends exactly Action.Arguments, re-encoded, so nothing
 	// the policy did not see (a duplicate key, another spelling of a
 	// number) reaches the server; a read's forwards the params the relay

@@ -117,7 +117,7 @@ func (s *Session) serve(ctx context.Context, req *jsonrpc.Request) (json.RawMess
 	// A method aqlguard does not know: with one server it is the server's
 	// business (a newer revision, an extension); with several, nobody's.
 	if servers := s.pool.Servers(); len(servers) == 1 {
-		return s.Forward(ctx, servers[0], req.Method, req.Params)
+		return s.pool.Forward(ctx, servers[0], req.Method, req.Params)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + req.Method}
 }
@@ -161,12 +161,12 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 	if s.modern.Load() {
 		return s.askInCall(ctx, srv, req)
 	}
-	params, err := taskIDsFor(srv.Name, req.Params)
+	params, err := downstream.VisibleTaskIDs(srv.Name, req.Params)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "aqlguard refuses a request whose task ids are spelled ambiguously: " + err.Error()}
 	}
 	gen := s.roots.generation()
-	res, err := s.client.Call(link.WithRelated(ctx, s.related(srv)), req.Method, params)
+	res, err := s.client.Call(link.WithRelated(ctx, srv.Related()), req.Method, params)
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
@@ -191,7 +191,7 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 	}
 	// Whatever a server sends may belong to one of its tasks (the
 	// related-task _meta): the client sees the task by the id it knows.
-	params, err := taskIDsFor(srv.Name, req.Params)
+	params, err := downstream.VisibleTaskIDs(srv.Name, req.Params)
 	if err != nil {
 		s.log.Debug("a notification whose task ids are spelled ambiguously was dropped", "server", srv.Label(), "method", req.Method)
 		return
@@ -201,7 +201,11 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 	case link.MethodCancelled:
 		return // the server cancelled its request to the client: the link cancelled our call
 	case "notifications/progress":
-		params, request, ok := s.progressForClient(req.Params)
+		params, call, ok := srv.Progress(req.Params)
+		var request jsonrpc.ID
+		if ok {
+			request, ok = requestOf(call)
+		}
 		if !ok {
 			s.log.Debug("progress for no request of this session", "server", srv.Label())
 			return
@@ -223,7 +227,7 @@ func (u *upstream) ServerNotification(ctx context.Context, srv *downstream.Serve
 		}
 	case "notifications/message":
 		if !s.modern.Load() {
-			s.sendClient(link.WithRelated(ctx, s.related(srv)), req.Method, req.Params)
+			s.sendClient(link.WithRelated(ctx, srv.Related()), req.Method, req.Params)
 			return
 		}
 	}
@@ -256,28 +260,16 @@ func (u *upstream) ToolsRefreshed(srv *downstream.Server) {
 	}
 }
 
-// progressForClient maps a server's progress notification back to the
-// client's own token.
-func (s *Session) progressForClient(params json.RawMessage) (json.RawMessage, jsonrpc.ID, bool) {
-	ours, err := exactString(params, "progressToken")
-	if err != nil || ours == "" {
-		return nil, jsonrpc.ID{}, false
+// requestOf is the client's request that what belongs to a call goes to
+// now (its progress): the request the call came with, or for a
+// 2026-07-28 client's call the retry waiting for its work (none while
+// the call is parked).
+func requestOf(call context.Context) (jsonrpc.ID, bool) {
+	if _, ok := call.Value(exchangeKey{}).(*exchange); ok {
+		return waitingRequest(call)
 	}
-	s.mu.Lock()
-	route, ok := s.progress[ours]
-	s.mu.Unlock()
-	if !ok {
-		return nil, jsonrpc.ID{}, false
-	}
-	out, err := setMember(params, "progressToken", route.token)
-	if err != nil {
-		return nil, jsonrpc.ID{}, false
-	}
-	if route.work != nil {
-		request, ok := waitingRequest(route.work)
-		return out, request, ok // none waits while the call is parked
-	}
-	return out, route.request, true
+	request, _ := link.Related(call)
+	return request, true
 }
 
 // setLevel passes logging/setLevel on to every server that logs.
@@ -293,7 +285,7 @@ func (s *Session) setLevel(ctx context.Context, req *jsonrpc.Request) (json.RawM
 			srv.SetLogLevel(level)
 			continue
 		}
-		if _, err := s.Forward(ctx, srv, req.Method, req.Params); err != nil && firstErr == nil {
+		if _, err := s.pool.Forward(ctx, srv, req.Method, req.Params); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}

@@ -66,7 +66,7 @@ func (s *Session) listPrompts(ctx context.Context, req *jsonrpc.Request) (json.R
 	case 0:
 		return json.Marshal(map[string]any{"prompts": []any{}})
 	case 1:
-		res, err := s.Forward(ctx, servers[0], req.Method, req.Params)
+		res, err := s.pool.Forward(ctx, servers[0], req.Method, req.Params)
 		if err == nil {
 			cursor, _ := exactString(req.Params, "cursor")
 			s.promptsPage(servers[0], cursor, res)
@@ -150,7 +150,7 @@ func (s *Session) serverPrompts(ctx context.Context, srv *downstream.Server) ([]
 		if cursor != "" {
 			params, _ = setMember(params, "cursor", cursor)
 		}
-		res, err := s.Forward(ctx, srv, mcpmethod.PromptsList, params)
+		res, err := s.pool.Forward(ctx, srv, mcpmethod.PromptsList, params)
 		if err != nil {
 			return nil, err
 		}

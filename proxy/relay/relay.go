@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,8 +26,6 @@ import (
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
-	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
-	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -41,7 +38,8 @@ type Tools interface {
 	// ListTools returns the tool objects, as they go on the wire.
 	ListTools(ctx context.Context) ([]json.RawMessage, error)
 	// CallTool serves tools/call, read once by the relay; an allowed
-	// call goes on through call.Forward. A *jsonrpc.Error is relayed as
+	// call goes on through the session's pool (downstream.Pool.ToolCall),
+	// which the mode hands the guard. A *jsonrpc.Error is relayed as
 	// the answer's error.
 	CallTool(ctx context.Context, call ToolCall) (json.RawMessage, error)
 	// ToolsChanged is called when a server's tools changed (list_changed,
@@ -185,12 +183,9 @@ type Session struct {
 	result       json.RawMessage // our initialize result
 	protoUsed    string
 
-	progressN atomic.Int64
-	mu        sync.Mutex
-	progress  map[string]progressRoute // our token → the client's
-	calling   []serverCall             // the client's requests being forwarded, oldest first
-	routes    routes
-	subs      subscriptions
+	mu     sync.Mutex
+	routes routes
+	subs   subscriptions
 	// roots are the client's, as it last answered roots/list.
 	roots clientRoots
 
@@ -208,21 +203,6 @@ type Session struct {
 	parked    map[string]*exchange // by the requestState the client holds
 }
 
-type progressRoute struct {
-	token   json.RawMessage // the client's token, as sent
-	request jsonrpc.ID      // the client's request that sent it (invalid if unknown)
-	// work is the context of a 2026-07-28 call's work, whose progress
-	// goes to the request waiting for it now (see waitingRequest).
-	work context.Context
-}
-
-// serverCall is a client's request being forwarded to a server: what
-// that server sends meanwhile belongs to it (see related).
-type serverCall struct {
-	srv     *downstream.Server
-	request jsonrpc.ID
-}
-
 type initParams struct {
 	ProtocolVersion string `json:"protocolVersion"`
 	ClientInfo      struct {
@@ -238,8 +218,7 @@ type initParams struct {
 // Serve runs one session on conn until the client goes away or ctx ends;
 // then the session's servers are stopped.
 func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
-	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{}), progress: map[string]progressRoute{},
-		parked: map[string]*exchange{}}
+	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{}), parked: map[string]*exchange{}}
 	if c, ok := conn.(interface{ SharedByClients() bool }); ok {
 		s.Shared = c.SharedByClients()
 	}
@@ -393,7 +372,7 @@ func (s *Session) start(ctx context.Context, params json.RawMessage) (json.RawMe
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
 	}
 	s.pool = downstream.Start(ctx, s.cfg.servers(), downstream.Options{Version: s.cfg.Version, Initialize: down, Modern: s.modern.Load(), Auth: s.cfg.Auth,
-		Upstream: (*upstream)(s), Restart: s.cfg.Restart, Restarted: s.cfg.Restarted, Vet: s.cfg.VetTools, Hub: s.cfg.Hub, Sandbox: s.cfg.Sandbox, Log: s.log})
+		Upstream: (*upstream)(s), Client: (*upstream)(s), Restart: s.cfg.Restart, Restarted: s.cfg.Restarted, Vet: s.cfg.VetTools, Hub: s.cfg.Hub, Sandbox: s.cfg.Sandbox, Log: s.log})
 	if s.cfg.Transparent && len(s.pool.Servers()) == 1 {
 		srv := s.pool.Servers()[0]
 		st := srv.State()
@@ -526,96 +505,6 @@ func (s *Session) serversWith(c string) []*downstream.Server {
 		}
 	}
 	return out
-}
-
-// Forward sends a request to a server as the client sent it, with any
-// progress token replaced by one of ours for the time of the request, so
-// the server's progress reaches this request and no other.
-func (s *Session) Forward(ctx context.Context, srv *downstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
-	used(ctx, srv)
-	request, _ := link.Related(ctx)
-	params, ours := s.mapProgress(ctx, params, request)
-	if ours != "" {
-		defer func() {
-			s.mu.Lock()
-			delete(s.progress, ours)
-			s.mu.Unlock()
-		}()
-	}
-	if request.IsValid() {
-		call := serverCall{srv: srv, request: request}
-		s.mu.Lock()
-		s.calling = append(s.calling, call)
-		s.mu.Unlock()
-		defer func() {
-			s.mu.Lock()
-			if i := slices.Index(s.calling, call); i >= 0 {
-				s.calling = slices.Delete(s.calling, i, i+1)
-			}
-			s.mu.Unlock()
-		}()
-	}
-	res, err := srv.Request(ctx, method, params)
-	// A guarded request is the one a 2026-07-28 server may answer
-	// input_required (SEP-2322).
-	if err == nil && mcpmethod.Lookup(method).Guarded && srv.State().Modern {
-		res, err = s.rounds(ctx, srv, request, method, params, res)
-	}
-	if err == nil && method == mcpmethod.ToolsCall {
-		// A task the client names back by <server>:<id>; every result
-		// is read, so that a "Task" is not left for a client to take
-		// for a task of another server's.
-		if res, err = taskIDsFor(srv.Name, res); err != nil {
-			err = errTaskSpelling(srv, err)
-		}
-	}
-	return res, err
-}
-
-// related names the client's request that what srv sends now belongs to:
-// a server's request or log message says nothing of the call it is part
-// of (2025-11-25 over stdio has no field for it), so it goes with the
-// oldest of the client's requests being forwarded to srv, as a direct
-// server's would go with the request it is serving. An invalid id (no
-// such request) sends it on the client's unrelated stream.
-func (s *Session) related(srv *downstream.Server) jsonrpc.ID {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.calling {
-		if c.srv == srv {
-			return c.request
-		}
-	}
-	return jsonrpc.ID{}
-}
-
-// mapProgress replaces _meta.progressToken, if any, with a token of ours.
-func (s *Session) mapProgress(ctx context.Context, params json.RawMessage, request jsonrpc.ID) (json.RawMessage, string) {
-	meta, ok := rawjson.Lookup(params, "_meta")
-	if !ok {
-		return params, ""
-	}
-	token, ok := rawjson.Lookup(meta, "progressToken")
-	if !ok {
-		return params, ""
-	}
-	ours := "aqlguard-p-" + strconv.FormatInt(s.progressN.Add(1), 10)
-	newMeta, err := setMember(meta, "progressToken", ours)
-	if err != nil {
-		return params, ""
-	}
-	out, err := setMember(params, "_meta", newMeta)
-	if err != nil {
-		return params, ""
-	}
-	s.mu.Lock()
-	route := progressRoute{token: append(json.RawMessage(nil), token...), request: request}
-	if _, ok := ctx.Value(exchangeKey{}).(*exchange); ok {
-		route.work = ctx
-	}
-	s.progress[ours] = route
-	s.mu.Unlock()
-	return out, ours
 }
 
 // errNotReady answers requests that come before initialize.

@@ -40,7 +40,7 @@ func (m rootsTools) CallTool(ctx context.Context, call ToolCall) (json.RawMessag
 		}
 		return json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
 	}
-	return m.s.Forward(ctx, m.s.Pool().Servers()[0], "tools/call", call.Params)
+	return m.s.Pool().Forward(ctx, m.s.Pool().Servers()[0], "tools/call", call.Params)
 }
 
 func (rootsTools) ToolsChanged(context.Context, *downstream.Server) bool { return false }

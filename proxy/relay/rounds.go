@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
@@ -13,67 +12,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// maxRounds bounds how often aqlguard retries one call for a server that
-// keeps asking; maxBusyRounds how often it retries one that asks nothing
-// (input_required without inputRequests: it is busy, retry later).
-const (
-	maxRounds     = 32
-	maxBusyRounds = 3
-)
+// A 2026-07-28 server's input_required answers are carried by the
+// session's forwarding (downstream: Pool.Forward's rounds); what the
+// client side does for them is here: a round is put to the client (Answer)
+// and the servers a call reaches are noted (Reaches), so that a server's
+// own request goes with the call it belongs to.
 
-// rounds carries a 2026-07-28 server's input_required answers to the
-// client and the client's answers back, as many rounds as the server
-// asks, and returns the server's final answer. The call was judged
-// before its first round: each retry is that call again (the same
-// params, judged as they are forwarded) with the client's answers under
-// the server's own names and the server's requestState, which the
-// client never sees. A 2026-07-28 client answers each round on a retry
-// of its own request (see exchange); a client of an older revision is
-// asked each request in turn, as the server would have asked it.
-func (s *Session) rounds(ctx context.Context, srv *downstream.Server, request jsonrpc.ID, method string, params, res json.RawMessage) (json.RawMessage, error) {
-	busy := 0
-	for round := 1; ; round++ {
-		ms := members(res)
-		if string(ms["resultType"]) != `"input_required"` {
-			return res, nil
-		}
-		if round > maxRounds {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: fmt.Sprintf("aqlguard: the server %s still asked for input after %d rounds", srv.Name, maxRounds)}
-		}
-		asked, err := rawjson.Split(ms["inputRequests"])
-		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "aqlguard: the server's inputRequests is not an object"}
-		}
-		var answers map[string]json.RawMessage
-		if len(asked) == 0 {
-			if busy++; busy > maxBusyRounds {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-					Message: fmt.Sprintf("aqlguard: the server %s is busy (input_required with nothing to ask, %d times)", srv.Name, busy)}
-			}
-			select {
-			case <-time.After(time.Duration(busy) * 200 * time.Millisecond):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		} else if answers, err = s.ask(ctx, request, asked); err != nil {
-			return nil, err
-		}
-		retry := params
-		if len(answers) > 0 {
-			retry, err = setMember(retry, "inputResponses", answers)
-		}
-		if state, ok := ms["requestState"]; ok && err == nil {
-			retry, err = setMember(retry, "requestState", state)
-		}
-		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "aqlguard: " + err.Error()}
-		}
-		if res, err = srv.Request(ctx, method, retry); err != nil {
-			return nil, err
-		}
-	}
+// Answer implements downstream.Client: one round of a 2026-07-28
+// server's input requests, put to the client of ctx's call.
+func (u *upstream) Answer(ctx context.Context, _ *downstream.Server, asked []rawjson.Member) (map[string]json.RawMessage, error) {
+	request, _ := link.Related(ctx)
+	return (*Session)(u).ask(ctx, request, asked)
 }
+
+// Reaches implements downstream.Client: the work of a 2026-07-28
+// client's call that reaches srv carries srv's requests (used).
+func (u *upstream) Reaches(ctx context.Context, srv *downstream.Server) { used(ctx, srv) }
 
 // ask puts one round of a server's input requests to the client and
 // returns its answers by the server's names.

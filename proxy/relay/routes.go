@@ -48,7 +48,7 @@ func (s *Session) list(ctx context.Context, field string, req *jsonrpc.Request) 
 		return json.Marshal(map[string]any{field: []any{}})
 	}
 	if len(servers) == 1 {
-		res, err := s.Forward(ctx, servers[0], req.Method, req.Params)
+		res, err := s.pool.Forward(ctx, servers[0], req.Method, req.Params)
 		if err == nil {
 			s.learn(servers[0], field, res)
 		}
@@ -91,7 +91,7 @@ func (s *Session) spanPages(ctx context.Context, req *jsonrpc.Request, servers [
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	srv := servers[at.Server]
-	res, err := s.Forward(ctx, srv, req.Method, params)
+	res, err := s.pool.Forward(ctx, srv, req.Method, params)
 	if err != nil {
 		return nil, err
 	}
@@ -214,12 +214,11 @@ func (s *Session) readResource(ctx context.Context, req *jsonrpc.Request) (json.
 
 // gated puts a read to the Gate, which forwards it if it is allowed.
 func (s *Session) gated(ctx context.Context, srv *downstream.Server, name string, args map[string]any, method string, params json.RawMessage) (json.RawMessage, error) {
+	forward := s.pool.Forwarder(srv, method, params)
 	if s.cfg.Gate == nil {
-		return s.Forward(ctx, srv, method, params)
+		return forward(ctx)
 	}
-	return s.cfg.Gate.Forward(ctx, s, srv.Name, method, name, args, func(ctx context.Context) (json.RawMessage, error) {
-		return s.Forward(ctx, srv, method, params)
-	})
+	return s.cfg.Gate.Forward(ctx, s, srv.Name, method, name, args, forward)
 }
 
 // complete serves completion/complete, routed by what is completed: a
@@ -230,7 +229,7 @@ func (s *Session) complete(ctx context.Context, req *jsonrpc.Request) (json.RawM
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no server behind aqlguard offers completions"}
 	}
 	if len(servers) == 1 {
-		return s.Forward(ctx, servers[0], req.Method, req.Params)
+		return s.pool.Forward(ctx, servers[0], req.Method, req.Params)
 	}
 	p, err := completionRef(req.Params)
 	if err != nil {
@@ -249,13 +248,13 @@ func (s *Session) complete(ctx context.Context, req *jsonrpc.Request) (json.RawM
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 			}
 		}
-		return s.Forward(ctx, srv, req.Method, params)
+		return s.pool.Forward(ctx, srv, req.Method, params)
 	case "ref/resource":
 		srv, err := s.resourceServer(ctx, p.Ref.URI)
 		if err != nil {
 			return nil, err
 		}
-		return s.Forward(ctx, srv, req.Method, req.Params)
+		return s.pool.Forward(ctx, srv, req.Method, req.Params)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown completion reference type: " + p.Ref.Type}
 }

@@ -113,7 +113,7 @@ func (s *Session) subscribeOnce(ctx context.Context, req *jsonrpc.Request, uri s
 // one of 2026-07-28 (downstream.Server.Subscribe).
 func (s *Session) atServer(ctx context.Context, srv *downstream.Server, method, uri string, params json.RawMessage) (json.RawMessage, error) {
 	if !srv.State().Modern {
-		return s.Forward(ctx, srv, method, params)
+		return s.pool.Forward(ctx, srv, method, params)
 	}
 	var err error
 	if method == mcpmethod.ResourcesSubscribe {

@@ -1,15 +1,15 @@
-package relay
+package downstream
 
 import (
 	"testing"
 )
 
-// TestTaskIDsFor: what a server says of its tasks reaches the client
+// TestVisibleTaskIDs: what a server says of its tasks reaches the client
 // under <server>:<id>, wherever the id stands; a member that spells a
 // task id another way, which a client matching names without regard to
 // case would take for one, is refused rather than passed on as another
 // server's task.
-func TestTaskIDsFor(t *testing.T) {
+func TestVisibleTaskIDs(t *testing.T) {
 	for _, c := range []struct {
 		in, want string // want "" for a refusal
 	}{
@@ -29,7 +29,7 @@ func TestTaskIDsFor(t *testing.T) {
 		{`{"_meta":{"io.modelcontextprotocol/related-task":{"taskID":"beta:7"}}}`, ""},
 		{`{"_Meta":{}}`, ""},
 	} {
-		got, err := taskIDsFor("alpha", []byte(c.in))
+		got, err := VisibleTaskIDs("alpha", []byte(c.in))
 		switch {
 		case c.want == "" && err == nil:
 			t.Errorf("%s: passed on as %s, want a refusal", c.in, got)
