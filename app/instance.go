@@ -14,11 +14,11 @@ import (
 	"github.com/aqlguard/aqlguard/proxy"
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
 	"github.com/aqlguard/aqlguard/proxy/downstream"
-	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/httpfront"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/telemetry"
 )
@@ -40,7 +40,7 @@ type Instance struct {
 	forwarder *forward.Forwarder
 	// watcher sees every guarded call, of every principal's guard (nil
 	// when serve is not watched: see watch). Guarded by othersMu.
-	watcher guard.Watcher
+	watcher watch.Watcher
 	// healthCheck answers /readyz (health), on both listeners.
 	healthOnce  sync.Once
 	healthCheck *telemetry.Health
@@ -222,7 +222,7 @@ func (in *Instance) makePrincipal(ctx context.Context, name string) (*Principal,
 func (p *Principal) Relay() *relay.Config { return p.relay }
 
 // Drop parks what the principal's guard owes in the state (guard.Park)
-// and ends it; guard.ErrBusy or a state error keeps it.
+// and ends it; parking.ErrBusy or a state error keeps it.
 func (p *Principal) Drop(ctx context.Context) error {
 	if err := p.shared.Guard.Park(ctx); err != nil {
 		return err

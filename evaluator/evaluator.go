@@ -241,3 +241,19 @@ func TierFor(score int) Tier {
 	}
 	return DangerZone
 }
+
+// DangerLevel maps a risk score to its danger level's name (MCP-AQL
+// danger-levels.md 8.1), as a notification's metadata gives it.
+func DangerLevel(score int) string {
+	switch {
+	case score <= 15:
+		return "safe"
+	case score <= 40:
+		return "reversible"
+	case score <= 60:
+		return "destructive"
+	case score <= 85:
+		return "dangerous"
+	}
+	return "forbidden"
+}

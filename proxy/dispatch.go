@@ -13,6 +13,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -147,20 +148,22 @@ func (f *Front) builtin(ctx context.Context, session string, op *catalog.Operati
 // toolCall is a downstream tool call as the guard judges it: the
 // operation in the guard's terms, from the catalog.
 func toolCall(session string, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) guard.Request {
-	return guard.Request{Method: guard.MethodToolsCall, Base: base, Action: guard.Action{Session: session, Operation: op.Name,
+	return guard.Request{Method: watch.MethodToolsCall, Base: base, Action: guard.Action{Session: session, Operation: op.Name,
 		Server: op.Server, Tool: op.Tool.Name, Category: op.Category, ManagedCategory: op.ManagedCategory,
-		Annotations: guard.Annotations(op.Tool.Annotations), Arguments: args, Token: token,
+		Annotations: toolAnnotations(op.Tool.Annotations), Arguments: args, Token: token,
 		Secrets: op.SecretArguments(), Roles: op.Model.Roles, Modeled: true,
 		Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why, Confined: op.Model.Confined,
 		PrivateSource: op.Model.Private, UntrustedSource: op.Model.Untrusted, Unresolved: revealsUnresolved(op)}}
 }
 
-// guardedCall is toolCall with what the front adds: the paths read
-// (readPlaces), the scanner for the result, and the way on: the
-// session's own forwarding (its pool), with args, the map the guard
-// judges, as the arguments sent.
+// guardedCall is toolCall with what the front adds: the session's
+// client (its name for the human, whether the session is shared), the
+// paths read (readPlaces), the scanner for the result, and the way on:
+// the session's own forwarding (its pool), with args, the map the
+// guard judges, as the arguments sent.
 func (f *Front) guardedCall(ctx context.Context, op *catalog.Operation, args map[string]any, token string, base json.RawMessage) guard.Request {
 	req := toolCall(f.Session.ID, op, args, token, base)
+	req.Client, req.SharedSession = f.Session.ClientName(), f.Session.Shared
 	req.Forward = f.Pool.ToolCall(op.Server, op.Tool.Name, args, base)
 	f.readPlaces(ctx, &req, op)
 	req.Scanner = f.resultScanner

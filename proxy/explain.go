@@ -7,7 +7,6 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
-	"github.com/aqlguard/aqlguard/proxy/guard"
 )
 
 // Explanation is what the policy does with one tool called with no
@@ -69,7 +68,7 @@ func Explain(p *policy.Policy, cat *catalog.Catalog) []Explanation {
 	var out []Explanation
 	for _, op := range cat.Downstream() {
 		s := evaluator.Step{Principal: p.Principal, Operation: op.Name, Server: op.Server, Tool: op.Tool.Name,
-			Category: op.Category, Annotations: guard.Annotations(op.Tool.Annotations), StepNumber: 1,
+			Category: op.Category, Annotations: toolAnnotations(op.Tool.Annotations), StepNumber: 1,
 			Effects: op.Model.Effects, EffectSource: op.Model.Source, EffectWhy: op.Model.Why, Roles: op.Model.Roles, Modeled: true,
 			Confined: op.Model.Confined}
 		e := Explanation{Operation: op.Name, Server: op.Server, Tool: op.Tool.Name, Category: op.Category,

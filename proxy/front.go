@@ -22,6 +22,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/names"
 	"github.com/aqlguard/aqlguard/proxy/pins"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -271,11 +272,11 @@ func (f *Front) pinRefusal(ctx context.Context, op *catalog.Operation) (*catalog
 			}
 		}
 	}
-	kind := guard.RefusalToolChanged
+	kind := refusal.ToolChanged
 	if review {
-		kind = guard.RefusalToolReview
+		kind = refusal.ToolReview
 	}
-	return nil, refusalError(guard.Stop(kind, "", map[string]any{"operation": op.Name, "server": op.Server,
+	return nil, refusalError(refusal.Stop(kind, "", map[string]any{"operation": op.Name, "server": op.Server,
 		"tool": op.Tool.Name}, time.Time{}, time.Time{}), f.voice())
 }
 
@@ -385,10 +386,6 @@ func (f *Front) ToolSchema(ctx context.Context, name string) (json.RawMessage, b
 // the session's mode; an allowed one goes on through the session's pool
 // (downstream.Pool.ToolCall).
 func (f *Front) CallTool(ctx context.Context, call relay.ToolCall) (json.RawMessage, error) {
-	ctx = guard.WithClient(ctx, f.Session.ClientName())
-	if f.Session.Shared {
-		ctx = guard.WithSharedSession(ctx)
-	}
 	if f.Mode == ModeTransparent {
 		return f.callTransparent(ctx, call)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/relay"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 )
 
 // gate puts resource reads and prompt gets to the guard, through the
@@ -22,12 +23,8 @@ type gate struct {
 
 func (g gate) Forward(ctx context.Context, sess *relay.Session, server, method, name string, args map[string]any,
 	forward func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
-	ctx = guard.WithClient(ctx, sess.ClientName())
-	if sess.Shared {
-		ctx = guard.WithSharedSession(ctx)
-	}
-	action := guard.Action{Session: sess.ID, Server: server, Arguments: args}
-	if method == guard.MethodResourcesRead {
+	action := guard.Action{Session: sess.ID, Server: server, Arguments: args, Client: sess.ClientName(), SharedSession: sess.Shared}
+	if method == watch.MethodResourcesRead {
 		readFilePlace(&action, sess, name)
 	}
 	out := g.guard.Call(ctx, guard.Request{Method: method, Action: action, Name: name, Forward: forward})

@@ -7,7 +7,6 @@ import (
 	"github.com/aqlguard/aqlguard/effects"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
-	"github.com/aqlguard/aqlguard/proxy/guard"
 	"github.com/aqlguard/aqlguard/proxy/pins"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,7 +38,7 @@ func (sh *Shared) JudgeTool(server string, definition json.RawMessage) (pins.Jud
 	model := effects.Resolve(catalog.Definition(&t), effects.Config{Effects: declared, Reviewed: true})
 	pol := sh.Guard.CurrentPolicy()
 	risk, _ := evaluator.Risk(pol, evaluator.Step{Principal: pol.Principal, Operation: server + "_" + catalog.Snake(t.Name),
-		Server: server, Tool: t.Name, Category: cat, Annotations: guard.Annotations(t.Annotations),
+		Server: server, Tool: t.Name, Category: cat, Annotations: toolAnnotations(t.Annotations),
 		Effects: model.Effects, EffectSource: model.Source, EffectWhy: model.Why, Roles: model.Roles, Modeled: true,
 		Confined: model.Confined})
 	j := pins.Judgement{Category: string(cat), Base: evaluator.EffectsRisk(model.Effects, model.Confined), Risk: risk,
@@ -51,4 +50,22 @@ func (sh *Shared) JudgeTool(server string, definition json.RawMessage) (pins.Jud
 		j.Sight = pins.SightTrusted
 	}
 	return j, nil
+}
+
+// toolAnnotations are a tool's MCP annotations as the evaluator reads them.
+func toolAnnotations(a *mcp.ToolAnnotations) evaluator.Annotations {
+	if a == nil {
+		return evaluator.Annotations{}
+	}
+	out := evaluator.Annotations{Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
+	// The SDK decodes these as plain bools, so only true is a statement.
+	if a.ReadOnlyHint {
+		t := true
+		out.ReadOnly = &t
+	}
+	if a.IdempotentHint {
+		t := true
+		out.Idempotent = &t
+	}
+	return out
 }

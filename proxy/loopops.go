@@ -8,6 +8,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -140,7 +141,7 @@ func (f *Front) loopOperation(ctx context.Context, session string, op *catalog.O
 		named, cat, _ := f.Catalog().ClassifyHint(r.NextActionHint)
 		r.Category = cat
 		if named != nil {
-			r.Annotations = guard.Annotations(named.Tool.Annotations)
+			r.Annotations = toolAnnotations(named.Tool.Annotations)
 		}
 		d, err := loop.RecordStep(ctx, r)
 		return f.result(d, err)
@@ -190,7 +191,7 @@ func executionState(e store.Execution) ExecutionState {
 
 // result is a loop operation's answer: its result, or the guard's
 // refusal.
-func (f *Front) result(v any, refusal *guard.Refusal) *aql.Result {
+func (f *Front) result(v any, refusal *refusal.Refusal) *aql.Result {
 	if refusal != nil {
 		return refused(refusal, f.voice())
 	}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/aql"
-	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/challenge"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The guard says no in its own terms (guard.Refusal: a kind, fixed
+// The guard says no in its own terms (refusal.Refusal: a kind, fixed
 // words, named factors); this file is the one place that says it on the
 // wire, for every front:
 //
@@ -57,7 +58,7 @@ type Voice struct {
 // through which the human is reached (nil: none).
 func VoiceFor(mode Mode, ch verify.Channel) Voice {
 	v := Voice{Verify: "call the tool aqlguard_verify_challenge with challenge_id and code",
-		VerifyTool: guard.TransparentVerifyTool}
+		VerifyTool: challenge.TransparentVerifyTool}
 	if mode != ModeTransparent {
 		endpoint := func(name string) string {
 			if mode == ModeSingle || mode == ModePassthrough {
@@ -96,15 +97,15 @@ func (v Voice) reached(did, sent string) string {
 }
 
 // refusalCodes are the MCP-AQL codes of the guard's refusals.
-var refusalCodes = map[guard.RefusalKind]aql.Code{
-	guard.RefusalBlocked: aql.CodeAgentBlocked, guard.RefusalPaused: aql.CodeVerification,
-	guard.RefusalPending: aql.CodeConfirmation, guard.RefusalDenied: aql.CodePermissionDenied,
-	guard.RefusalRefused: aql.CodePermissionDenied, guard.RefusalCheckins: aql.CodePermissionDenied,
-	guard.RefusalToolChanged: aql.CodePermissionDenied, guard.RefusalToolReview: aql.CodePermissionDenied, guard.RefusalTokenInvalid: aql.CodeTokenInvalid,
-	guard.RefusalTokenExpired: aql.CodeTokenExpired, guard.RefusalTokenUsed: aql.CodeTokenUsed,
-	guard.RefusalTokenScope: aql.CodeTokenScope, guard.RefusalRateLimited: aql.CodeRateLimit,
-	guard.RefusalVerifyFailed: aql.CodeVerifyFailed, guard.RefusalNotFound: aql.CodeNotFoundResource,
-	guard.RefusalConflict: aql.CodeInvalidState, guard.RefusalFailed: aql.CodeInternal,
+var refusalCodes = map[refusal.Kind]aql.Code{
+	refusal.Blocked: aql.CodeAgentBlocked, refusal.Paused: aql.CodeVerification,
+	refusal.Pending: aql.CodeConfirmation, refusal.Denied: aql.CodePermissionDenied,
+	refusal.Refused: aql.CodePermissionDenied, refusal.Checkins: aql.CodePermissionDenied,
+	refusal.ToolChanged: aql.CodePermissionDenied, refusal.ToolReview: aql.CodePermissionDenied, refusal.TokenInvalid: aql.CodeTokenInvalid,
+	refusal.TokenExpired: aql.CodeTokenExpired, refusal.TokenUsed: aql.CodeTokenUsed,
+	refusal.TokenScope: aql.CodeTokenScope, refusal.RateLimited: aql.CodeRateLimit,
+	refusal.VerifyFailed: aql.CodeVerifyFailed, refusal.NotFound: aql.CodeNotFoundResource,
+	refusal.Conflict: aql.CodeInvalidState, refusal.Failed: aql.CodeInternal,
 }
 
 // refusalError is r as an MCP-AQL error in voice v: the kind's code, the
@@ -112,7 +113,7 @@ var refusalCodes = map[guard.RefusalKind]aql.Code{
 // never read as a name), the factors as details. A factor that is not
 // a string, an int or a bool is not said: the refusal becomes an
 // internal error (a Go error must never reach the model).
-func refusalError(r *guard.Refusal, v Voice) *aql.Error {
+func refusalError(r *refusal.Refusal, v Voice) *aql.Error {
 	code, ok := refusalCodes[r.Kind]
 	if !ok {
 		return aql.Internal("a refusal of an unknown kind")
@@ -146,7 +147,7 @@ func refusalError(r *guard.Refusal, v Voice) *aql.Error {
 // refused is r as an MCP-AQL failure: the error, and for a pending
 // confirmation the result's top-level confirmation (confirmation-tokens.md:
 // the token and its expiry, nothing else).
-func refused(r *guard.Refusal, v Voice) *aql.Result {
+func refused(r *refusal.Refusal, v Voice) *aql.Result {
 	res := aql.Failure(refusalError(r, v))
 	if o := r.Offer(); o != nil {
 		res.Confirmation = &aql.Confirmation{Token: o.Token, ExpiresAt: o.ExpiresAt}
@@ -161,7 +162,7 @@ const CodeRefused = -32001
 
 // refusedRPC is r as the JSON-RPC error of a refused resources/read or
 // prompts/get.
-func refusedRPC(r *guard.Refusal, v Voice) *jsonrpc.Error {
+func refusedRPC(r *refusal.Refusal, v Voice) *jsonrpc.Error {
 	res := refused(r, v)
 	data, _ := json.Marshal(res)
 	return &jsonrpc.Error{Code: CodeRefused, Message: "aqlguard: " + res.Err.Message, Data: data}
@@ -235,4 +236,4 @@ func typeWords(types string) string {
 // RefusalText is r's words in voice v, as a transparent tool's error
 // says them: what a client's hook gives the model as its reason
 // (package hook).
-func RefusalText(r *guard.Refusal, v Voice) string { return refusalError(r, v).Message }
+func RefusalText(r *refusal.Refusal, v Voice) string { return refusalError(r, v).Message }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/aql"
-	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -39,34 +39,34 @@ func voices() map[string]Voice {
 }
 
 // stopKinds are the refusals that stop the agent or wait for a human.
-var stopKinds = []guard.RefusalKind{guard.RefusalBlocked, guard.RefusalPaused, guard.RefusalPending, guard.RefusalDenied,
-	guard.RefusalRefused, guard.RefusalCheckins, guard.RefusalToolChanged, guard.RefusalToolReview}
+var stopKinds = []refusal.Kind{refusal.Blocked, refusal.Paused, refusal.Pending, refusal.Denied,
+	refusal.Refused, refusal.Checkins, refusal.ToolChanged, refusal.ToolReview}
 
 // sampleParts are a refusal's parts, as long as real ones.
 type sampleParts struct{ reason, verification, token, why string }
 
 // sample is a refusal of kind k with parts as long as real ones.
-func sample(k guard.RefusalKind, why string) (*guard.Refusal, sampleParts) {
+func sample(k refusal.Kind, why string) (*refusal.Refusal, sampleParts) {
 	at := time.Date(2026, 11, 25, 16, 41, 40, 0, time.UTC)
 	p := sampleParts{reason: `Action matches deny pattern "*rm -rf /" & <risk> 100`, why: why}
 	f := map[string]any{"operation": "filesystem_write_file", "reason": p.reason}
 	var when, until time.Time
 	switch k {
-	case guard.RefusalBlocked:
+	case refusal.Blocked:
 		p.verification = "ce9c414e-c7b2-43c3-af80-81507c27b3bb"
 		f["agent"], f["verification_id"], when = "claude-desktop", p.verification, at
-	case guard.RefusalPaused:
+	case refusal.Paused:
 		p.verification = "ce9c414e-c7b2-43c3-af80-81507c27b3bb"
 		f["verification_id"], until = p.verification, at
-	case guard.RefusalPending:
+	case refusal.Pending:
 		p.token = "conf_9fa74cbe4437888fe1c958cd0c41d631"
 		f["confirmation_token"], f["danger_level"], until = p.token, "destructive", at
-	case guard.RefusalDenied:
+	case refusal.Denied:
 		when, until = at, at.Add(5*time.Minute)
-	case guard.RefusalToolChanged, guard.RefusalToolReview:
+	case refusal.ToolChanged, refusal.ToolReview:
 		f["server"], f["tool"] = "filesystem", "write_file"
 	}
-	return guard.Stop(k, why, f, when, until), p
+	return refusal.Stop(k, why, f, when, until), p
 }
 
 // TestRefusalsAreTerse: every refusal the model can get, in every voice,
@@ -101,8 +101,8 @@ func TestRefusalsAreTerse(t *testing.T) {
 					}
 					quoted, _ := aql.Marshal(part)
 					n := strings.Count(text, strings.Trim(string(quoted), `"`))
-					if part == p.why && (kind == guard.RefusalDenied || kind == guard.RefusalRefused ||
-						kind == guard.RefusalCheckins || kind == guard.RefusalToolChanged || kind == guard.RefusalToolReview) {
+					if part == p.why && (kind == refusal.Denied || kind == refusal.Refused ||
+						kind == refusal.Checkins || kind == refusal.ToolChanged || kind == refusal.ToolReview) {
 						want = 0 // no human is reached in these: why has nothing to say
 					}
 					if n != want {
@@ -121,10 +121,10 @@ func TestRefusalsAreTerse(t *testing.T) {
 					seen[s] = true
 				}
 				if strings.Contains(msg, "window") != (v.Channel == "dialog" && why == "" &&
-					(kind == guard.RefusalBlocked || kind == guard.RefusalPaused || kind == guard.RefusalPending)) {
+					(kind == refusal.Blocked || kind == refusal.Paused || kind == refusal.Pending)) {
 					t.Errorf("%s: a window where there is none, or none where there is: %s", label, msg)
 				}
-				if kind == guard.RefusalBlocked && why == "" && !strings.Contains(msg, v.Verify) {
+				if kind == refusal.Blocked && why == "" && !strings.Contains(msg, v.Verify) {
 					t.Errorf("%s: does not say how to pass the code on: %s", label, msg)
 				}
 				if res.Confirmation != nil && (res.Confirmation.Message != "" || len(res.Confirmation.Reasons) > 0) {
@@ -139,7 +139,7 @@ func TestRefusalsAreTerse(t *testing.T) {
 // mode's own tool, the semantic endpoint, or the single one.
 func TestVoiceNamesTheModelsTools(t *testing.T) {
 	v := voices()
-	say := func(k guard.RefusalKind, voice string) string {
+	say := func(k refusal.Kind, voice string) string {
 		r, _ := sample(k, "")
 		return refusalError(r, v[voice]).Message
 	}
@@ -147,14 +147,14 @@ func TestVoiceNamesTheModelsTools(t *testing.T) {
 		"transparent/dialog": "call the tool aqlguard_verify_challenge", "semantic/dialog": "call mcp_aql_create with operation verify_challenge",
 		"single/command": "call mcp_aql with operation verify_challenge",
 	} {
-		if got := say(guard.RefusalBlocked, name); !strings.Contains(got, want) {
+		if got := say(refusal.Blocked, name); !strings.Contains(got, want) {
 			t.Errorf("%s: %q does not say %q", name, got, want)
 		}
 	}
-	if got := say(guard.RefusalPending, "transparent/dialog"); strings.Contains(got, "confirm_operation") {
+	if got := say(refusal.Pending, "transparent/dialog"); strings.Contains(got, "confirm_operation") {
 		t.Errorf("transparent mode has no confirm_operation: %q", got)
 	}
-	if got := say(guard.RefusalPending, "semantic/command"); !strings.Contains(got, "mcp_aql_execute with operation confirm_operation") ||
+	if got := say(refusal.Pending, "semantic/command"); !strings.Contains(got, "mcp_aql_execute with operation confirm_operation") ||
 		!strings.Contains(got, "approval channel") {
 		t.Errorf("semantic, command channel: %q", got)
 	}
@@ -165,11 +165,11 @@ func TestVoiceNamesTheModelsTools(t *testing.T) {
 // words of each kind, with the voice's and the factors' parts.
 func TestRefusalWords(t *testing.T) {
 	v := VoiceFor(ModeSemantic, namedChannel("dialog"))
-	blocked, _ := sample(guard.RefusalBlocked, "")
-	pending, _ := sample(guard.RefusalPending, "")
-	unheard, _ := sample(guard.RefusalPending, "the dialog channel could not reach a human (no graphical display); nothing was approved.")
+	blocked, _ := sample(refusal.Blocked, "")
+	pending, _ := sample(refusal.Pending, "")
+	unheard, _ := sample(refusal.Pending, "the dialog channel could not reach a human (no graphical display); nothing was approved.")
 	for _, tc := range []struct {
-		r    *guard.Refusal
+		r    *refusal.Refusal
 		want string
 	}{
 		{blocked, `{"success":false,"error":{"code":"PERMISSION_AGENT_BLOCKED","message":"aqlguard stopped this agent until the user gives you the verification code aqlguard showed them in a window. Ask them for it, then call mcp_aql_create with operation verify_challenge, params challenge_id and code. If they lost it, ` + "`aqlguard verify show`" + ` gives them a new one. You cannot see codes; never guess one.","details":{"agent":"claude-desktop","blocked_at":"2026-11-25T16:41:40Z","operation":"filesystem_write_file","reason":"Action matches deny pattern \"*rm -rf /\" & <risk> 100","verification_id":"ce9c414e-c7b2-43c3-af80-81507c27b3bb"}}}`},
@@ -184,9 +184,9 @@ func TestRefusalWords(t *testing.T) {
 }
 
 // TestRefusalCodes: each kind is said with the MCP-AQL code the audit
-// log names it by (guard.RefusalKind.String), and every kind has one.
+// log names it by (refusal.Kind.String), and every kind has one.
 func TestRefusalCodes(t *testing.T) {
-	for k := guard.RefusalBlocked; k <= guard.RefusalFailed; k++ {
+	for k := refusal.Blocked; k <= refusal.Failed; k++ {
 		code, ok := refusalCodes[k]
 		if !ok || string(code) != k.String() {
 			t.Errorf("kind %d: code %q, the audit log says %q", k, code, k)
@@ -200,13 +200,13 @@ func TestRefusalCodes(t *testing.T) {
 // like a name is said as it is, never filled.
 func TestRefusalSaysNoGoError(t *testing.T) {
 	secret := errors.New("open /var/lib/aqlguard/state.db: postgres://u:hunter2@db")
-	r := &guard.Refusal{Kind: guard.RefusalFailed, Say: "Internal error: '{why}'", Factors: map[string]any{"why": secret}}
+	r := &refusal.Refusal{Kind: refusal.Failed, Say: "Internal error: '{why}'", Factors: map[string]any{"why": secret}}
 	e := refusalError(r, Voice{})
 	b, _ := json.Marshal(e)
 	if e.Code != aql.CodeInternal || strings.Contains(string(b), "hunter2") || strings.Contains(string(b), "/var/lib") {
 		t.Fatalf("a Go error reached the model: %s", b)
 	}
-	r = &guard.Refusal{Kind: guard.RefusalNotFound, Say: "Resource 'challenge' not found: '{resource_id}'",
+	r = &refusal.Refusal{Kind: refusal.NotFound, Say: "Resource 'challenge' not found: '{resource_id}'",
 		Factors: map[string]any{"resource_id": "{verify}{token}"}}
 	if got := refusalError(r, VoiceFor(ModeSingle, nil)).Message; got != "Resource 'challenge' not found: '{verify}{token}'" {
 		t.Fatalf("a factor's value was read as a name: %q", got)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/aql"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
-	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/challenge"
 	"github.com/aqlguard/aqlguard/proxy/names"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/relay"
@@ -39,7 +39,7 @@ const TokenMeta = "aqlguard/confirmation_token"
 
 // VerifyTool is the tool that carries verify_challenge in transparent
 // mode, listed only while a verification is pending.
-const VerifyTool = guard.TransparentVerifyTool
+const VerifyTool = challenge.TransparentVerifyTool
 
 // transparentNames gives each downstream operation the name the client
 // sees in transparent mode: the tool's own, or <server>__<tool> where two

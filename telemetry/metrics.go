@@ -16,6 +16,7 @@ import (
 	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -118,7 +119,7 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Restarted(server string) { m.restarts.WithLabelValues(server).Inc() }
 
 // callEnded counts one call.
-func (m *Metrics) callEnded(c guard.WatchedCall, end guard.CallEnd) {
+func (m *Metrics) callEnded(c watch.Call, end watch.End) {
 	k := seriesKey{c.Server, methodLabel(c.Method), decisionLabel(end.Directive.Decision), end.Outcome}
 	v, ok := m.series.Load(k)
 	if !ok {
@@ -131,7 +132,7 @@ func (m *Metrics) callEnded(c guard.WatchedCall, end guard.CallEnd) {
 	s := v.(*callSeries)
 	s.calls.Inc()
 	s.duration.Observe(end.Took.Seconds())
-	if end.Outcome != guard.OutcomeRefused {
+	if end.Outcome != watch.OutcomeRefused {
 		s.upstream.Observe(end.Downstream.Seconds())
 	}
 }
@@ -139,7 +140,7 @@ func (m *Metrics) callEnded(c guard.WatchedCall, end guard.CallEnd) {
 // methodLabel is the method as one of a fixed set of label values.
 func methodLabel(m string) string {
 	switch m {
-	case guard.MethodToolsCall, guard.MethodResourcesRead, guard.MethodPromptsGet:
+	case watch.MethodToolsCall, watch.MethodResourcesRead, watch.MethodPromptsGet:
 		return m
 	}
 	return "other"

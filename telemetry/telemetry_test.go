@@ -13,7 +13,7 @@ import (
 	"github.com/aqlguard/aqlguard/audit/forward"
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/evaluator"
-	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -41,14 +41,14 @@ func TestLabelsAreBounded(t *testing.T) {
 	m := NewMetrics(Sources{})
 	w := &Watch{Metrics: m}
 	for i := range 50 {
-		c := guard.WatchedCall{Method: guard.MethodToolsCall, Server: "ts", Operation: "ts_x", Tool: "tool" + strings.Repeat("x", i),
+		c := watch.Call{Method: watch.MethodToolsCall, Server: "ts", Operation: "ts_x", Tool: "tool" + strings.Repeat("x", i),
 			Params: json.RawMessage(`{"_meta":{"k":"` + strings.Repeat("y", i) + `"}}`)}
 		ctx := w.CallBegins(context.Background(), c)
 		d := evaluator.Decision("made-up-" + strings.Repeat("z", i))
 		if i%2 == 0 {
 			d = evaluator.Allow
 		}
-		w.CallEnded(ctx, c, guard.CallEnd{Directive: evaluator.Directive{Decision: d}, Outcome: guard.OutcomeOK, Took: time.Millisecond})
+		w.CallEnded(ctx, c, watch.End{Directive: evaluator.Directive{Decision: d}, Outcome: watch.OutcomeOK, Took: time.Millisecond})
 	}
 	m.Restarted("ts")
 	fams := scrape(t, m)
@@ -133,13 +133,13 @@ func TestSpanPerCall(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	w := &Watch{Tracer: &Tracer{tp: tp, tracer: tp.Tracer("test")}}
-	c := guard.WatchedCall{Method: guard.MethodToolsCall, Server: "ts", Operation: "ts_echo", Tool: "echo",
+	c := watch.Call{Method: watch.MethodToolsCall, Server: "ts", Operation: "ts_echo", Tool: "echo",
 		Params: json.RawMessage(`{"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}`)}
 	ctx := w.CallBegins(context.Background(), c)
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		t.Fatal("no span in the call's context: nothing to propagate")
 	}
-	w.CallEnded(ctx, c, guard.CallEnd{Directive: evaluator.Directive{Decision: evaluator.NeedsConfirm}, Outcome: guard.OutcomeRefused})
+	w.CallEnded(ctx, c, watch.End{Directive: evaluator.Directive{Decision: evaluator.NeedsConfirm}, Outcome: watch.OutcomeRefused})
 	spans := exp.GetSpans()
 	if len(spans) != 1 || spans[0].Name != "tools/call ts" || spans[0].SpanContext.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" {
 		t.Fatalf("spans: %+v", spans)
@@ -197,8 +197,8 @@ func TestReadiness(t *testing.T) {
 // and metrics with a span exported in batches (to an exporter that drops
 // them, so only aqlguard's side is measured).
 func BenchmarkWatch(b *testing.B) {
-	c := guard.WatchedCall{Method: guard.MethodToolsCall, Server: "ts", Operation: "ts_echo", Tool: "echo", Params: json.RawMessage(`{"_meta":{"progressToken":1}}`)}
-	end := guard.CallEnd{Directive: evaluator.Directive{Decision: evaluator.Allow, Stage: evaluator.StagePattern}, Outcome: guard.OutcomeOK,
+	c := watch.Call{Method: watch.MethodToolsCall, Server: "ts", Operation: "ts_echo", Tool: "echo", Params: json.RawMessage(`{"_meta":{"progressToken":1}}`)}
+	end := watch.End{Directive: evaluator.Directive{Decision: evaluator.Allow, Stage: evaluator.StagePattern}, Outcome: watch.OutcomeOK,
 		Took: 400 * time.Microsecond, Downstream: 200 * time.Microsecond}
 	run := func(b *testing.B, w *Watch) {
 		b.ReportAllocs()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -56,14 +56,14 @@ type Watch struct {
 	Tracer  *Tracer
 }
 
-var _ guard.Watcher = (*Watch)(nil)
+var _ watch.Watcher = (*Watch)(nil)
 
 // CallBegins starts the call's span (tools/call <server>,
 // resources/read <server>, prompts/get <server>). Its parent is the client's trace:
 // traceparent in the call's _meta if there is one (MCP's place for it,
 // whatever the transport), else the one of the HTTP request that carried
 // it (already in ctx).
-func (w *Watch) CallBegins(ctx context.Context, c guard.WatchedCall) context.Context {
+func (w *Watch) CallBegins(ctx context.Context, c watch.Call) context.Context {
 	if w.Tracer == nil {
 		return ctx
 	}
@@ -76,9 +76,9 @@ func (w *Watch) CallBegins(ctx context.Context, c guard.WatchedCall) context.Con
 		attribute.String("mcp.method.name", method),
 	}
 	switch method {
-	case guard.MethodToolsCall:
+	case watch.MethodToolsCall:
 		attrs = append(attrs, attribute.String("aqlguard.operation", c.Operation), attribute.String("gen_ai.tool.name", c.Tool))
-	case guard.MethodPromptsGet:
+	case watch.MethodPromptsGet:
 		attrs = append(attrs, attribute.String("gen_ai.prompt.name", c.Tool))
 	} // a read's URI is the client's, and may say more than a trace should
 	ctx, _ = w.Tracer.tracer.Start(ctx, method+" "+c.Server, trace.WithSpanKind(trace.SpanKindServer),
@@ -87,7 +87,7 @@ func (w *Watch) CallBegins(ctx context.Context, c guard.WatchedCall) context.Con
 }
 
 // CallEnded counts the call and ends its span with the decision.
-func (w *Watch) CallEnded(ctx context.Context, c guard.WatchedCall, end guard.CallEnd) {
+func (w *Watch) CallEnded(ctx context.Context, c watch.Call, end watch.End) {
 	if w.Metrics != nil {
 		w.Metrics.callEnded(c, end)
 	}
@@ -104,11 +104,11 @@ func (w *Watch) CallEnded(ctx context.Context, c guard.WatchedCall, end guard.Ca
 		attribute.Bool("aqlguard.enforced", d.Enforced),
 		attribute.String("aqlguard.outcome", end.Outcome),
 	)
-	if end.Outcome != guard.OutcomeRefused {
+	if end.Outcome != watch.OutcomeRefused {
 		span.SetAttributes(attribute.Float64("aqlguard.downstream_seconds", end.Downstream.Seconds()))
 	}
 	switch end.Outcome {
-	case guard.OutcomeFailed, guard.OutcomeUnrecorded:
+	case watch.OutcomeFailed, watch.OutcomeUnrecorded:
 		span.SetStatus(codes.Error, end.Outcome)
 	}
 	span.End()

@@ -21,7 +21,7 @@ import (
 	"github.com/aqlguard/aqlguard/hook"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy"
-	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/parking"
 	"github.com/aqlguard/aqlguard/secrets"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -190,7 +190,7 @@ func decideHook(ctx context.Context, c hook.Client, g *globals, within time.Dura
 		return nil, 0, "aqlguard cannot read its state, so the call is refused; the user should run `aqlguard doctor`."
 	}
 	defer func() {
-		if err := gd.Park(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, guard.ErrBusy) {
+		if err := gd.Park(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, parking.ErrBusy) {
 			log.Error("the principal's step count could not be kept in the state; this call is not counted", "err", err)
 		}
 	}()

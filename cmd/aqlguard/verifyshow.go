@@ -13,7 +13,7 @@ import (
 	"github.com/aqlguard/aqlguard/app"
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/challenge"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -95,7 +95,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 			agent, where, b.ChallengeExpiresAt.Local().Format(time.Kitchen), b.VerificationID)
 	}
 	if _, err := gd.ShowCodeAgain(ctx, osUser(), announce); err != nil {
-		if errors.Is(err, guard.ErrNotBlocked) {
+		if errors.Is(err, challenge.ErrNotBlocked) {
 			fmt.Fprintf(stderr, "aqlguard: agent %q is not blocked (aqlguard blocks list); a pause for a code lives in the aqlguard "+
 				"that paused it, which shows the code again at the agent's next call\n", agent)
 			return 1

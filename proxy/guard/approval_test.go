@@ -14,6 +14,7 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/confirm"
 	"github.com/aqlguard/aqlguard/proxy/redact"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -229,7 +230,7 @@ func TestOneQuestionAtATime(t *testing.T) {
 		}
 		wg.Go(func() {
 			v := g.Check(ctx, call("db_delete_row", map[string]any{"id": string(rune('a' + i))}))
-			if v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalDenied {
+			if v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Denied {
 				t.Errorf("call %d: %+v", i, v.Refusal)
 			}
 		})
@@ -255,7 +256,7 @@ func TestRetryFindsTheOpenQuestion(t *testing.T) {
 	g.InlineWait = 10 * time.Millisecond
 	del := call("db_delete_row", map[string]any{"id": "1"})
 	v := g.Check(ctx, del)
-	if v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+	if v.Refusal == nil || v.Refusal.Kind != refusal.Pending {
 		t.Fatalf("first: %+v", v.Refusal)
 	}
 	if v2 := g.Check(ctx, del); v2.Refusal == nil || v2.Token != v.Token {
@@ -352,7 +353,7 @@ func TestDeniedCallIsNotAskedAgain(t *testing.T) {
 	del := call("db_delete_row", map[string]any{"id": "1"})
 	h.say(verify.Deny)
 	for i := range 3 {
-		if v := g.Check(ctx, del); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalDenied {
+		if v := g.Check(ctx, del); v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Denied {
 			t.Fatalf("try %d: %+v", i, v.Refusal)
 		}
 	}
@@ -372,7 +373,7 @@ func TestDeniedCallIsNotAskedAgain(t *testing.T) {
 }
 
 // lookupLocked is the token as the guard reads it from the state.
-func lookupLocked(ctx context.Context, g *Guard, token string) (*Confirmation, *Refusal) {
+func lookupLocked(ctx context.Context, g *Guard, token string) (*confirm.Confirmation, *refusal.Refusal) {
 	return g.book(g.pol()).Load(ctx, token)
 }
 
@@ -427,7 +428,7 @@ func TestQuestionsAreWithdrawnWithTheirCaller(t *testing.T) {
 	// for the retry, until the session ends.
 	a := call("db_delete_row", map[string]any{"id": "2"})
 	a.Session = "s2"
-	if v := g.Check(context.Background(), a); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+	if v := g.Check(context.Background(), a); v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Pending {
 		t.Fatalf("%+v %v", v.Directive, v.Refusal)
 	}
 	select {
@@ -514,7 +515,7 @@ func TestPendingCallFindsItsAnswerLater(t *testing.T) {
 	del := call("db_delete_row", map[string]any{"id": "1"})
 	began := time.Now()
 	v := g.Check(ctx, del)
-	if v.Refusal == nil || v.Refusal.Kind != RefusalPending || !strings.Contains(v.Refusal.Say, "Repeat the same call") {
+	if v.Refusal == nil || v.Refusal.Kind != refusal.Pending || !strings.Contains(v.Refusal.Say, "Repeat the same call") {
 		t.Fatalf("first: %+v", v.Refusal)
 	}
 	if took := time.Since(began); took > 5*time.Second {
@@ -522,7 +523,7 @@ func TestPendingCallFindsItsAnswerLater(t *testing.T) {
 	}
 	q := h.question(t)
 	// confirm_operation waits its own bound, and answers pending too.
-	if res, r := g.ConfirmOperation(ctx, "s", v.Token); res != nil || r == nil || r.Kind != RefusalPending {
+	if res, r := g.ConfirmOperation(ctx, "s", v.Token); res != nil || r == nil || r.Kind != refusal.Pending {
 		t.Fatalf("confirm_operation before the answer: %+v, %+v", res, r)
 	}
 	h.answers <- verify.Allow
@@ -560,12 +561,12 @@ func TestPendingCallFindsItsAnswerLater(t *testing.T) {
 	rm := call("db_delete_row", map[string]any{"id": "3"})
 	v = g.Check(ctx, rm)
 	q = h.question(t)
-	if v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+	if v.Refusal == nil || v.Refusal.Kind != refusal.Pending {
 		t.Fatalf("pending: %+v", v.Refusal)
 	}
 	h.answers <- verify.Deny
 	waitStatus(t, g, q.Token, ruling.StatusDenied)
-	if v := g.Check(ctx, rm); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalDenied {
+	if v := g.Check(ctx, rm); v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Denied {
 		t.Fatalf("the repeated denied call: %+v", v.Refusal)
 	}
 	select {

@@ -16,10 +16,6 @@ import (
 // answers recorded are proxy/confirm's; they go through the principal's
 // desk (proxy/desk).
 
-// Confirmation is a request for a human's approval, bound to exactly one
-// action (confirm.Confirmation).
-type Confirmation = confirm.Confirmation
-
 // book is what proxy/confirm reaches of the guard, under pol.
 func (g *Guard) book(pol *policy.Policy) confirm.Book {
 	return confirm.Book{State: g.State, Desk: g.Desk, Policy: pol, Commit: g.commitState, Record: g.record, Now: g.now,
@@ -29,7 +25,7 @@ func (g *Guard) book(pol *policy.Policy) confirm.Book {
 // ConfirmOperation is confirm_operation (confirm.Book.Operation): the
 // caller's request is only a request; approval comes from the human's
 // answer on the channel, never from this call.
-func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*confirm.Result, *Refusal) {
+func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*confirm.Result, *refusal.Refusal) {
 	g.mu.Lock()
 	g.init()
 	g.mu.Unlock()
@@ -42,7 +38,7 @@ func (g *Guard) ConfirmOperation(ctx context.Context, session, token string) (*c
 
 // liftCheckin uses an approved check-in: written as used, in the commit
 // that reads it approved, and the pause it lifts follows that commit.
-func (g *Guard) liftCheckin(ctx context.Context, c *Confirmation) *Refusal {
+func (g *Guard) liftCheckin(ctx context.Context, c *confirm.Confirmation) *refusal.Refusal {
 	var why string
 	err := g.commit(ctx, func(v store.View, m *memory) (store.Changes, error) {
 		cur, err := v.Confirmation(c.Token)

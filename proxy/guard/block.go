@@ -18,13 +18,6 @@ import (
 // a code) is proxy/challenge's. The guard decides when one is made,
 // writes it with its decision, and holds the verify pause.
 
-// TransparentVerifyTool is the tool that carries verify_challenge in
-// transparent mode.
-const TransparentVerifyTool = challenge.TransparentVerifyTool
-
-// ErrNotBlocked says ShowCodeAgain found no block of the principal.
-var ErrNotBlocked = challenge.ErrNotBlocked
-
 // pause is a verify-tier pause of this process's principal. It lives in
 // memory only (spec 8.8.3: verify pauses do not persist).
 type pause struct {
@@ -131,10 +124,10 @@ func (g *Guard) ShowCodeAgain(ctx context.Context, by string, announce func(*sto
 // block or the verify pause the challenge belongs to. The attempt, its
 // effect on the budget and its audit record are written in one
 // transaction before the answer is returned. Errors never echo the code.
-func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (*challenge.Result, *Refusal) {
+func (g *Guard) VerifyChallenge(ctx context.Context, session, id, code string) (*challenge.Result, *refusal.Refusal) {
 	began := g.now()
 	var res *challenge.Result
-	var aerr *Refusal
+	var aerr *refusal.Refusal
 	codes := g.codes()
 	err := g.commit(ctx, func(st store.View, m *memory) (store.Changes, error) {
 		c, r, rerr, err := codes.Verify(st, id, code, g.now(), g.record(store.KindVerification, session))

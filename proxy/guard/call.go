@@ -10,6 +10,8 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/injection"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,7 +33,7 @@ type Outcome struct {
 	// to explain in fixed sentences; never shown to the model as is.
 	Failed error
 	// Refusal is why the call was not run, or its answer withheld.
-	Refusal   *Refusal
+	Refusal   *refusal.Refusal
 	Directive evaluator.Directive
 }
 
@@ -47,7 +49,7 @@ func (o Outcome) Result() (*mcp.CallToolResult, error) {
 // Request is one call put to the guard: a tool call, or a read of what
 // a server holds (a resource, a prompt).
 type Request struct {
-	// Method is MethodToolsCall, MethodResourcesRead or MethodPromptsGet.
+	// Method is watch.MethodToolsCall, watch.MethodResourcesRead or watch.MethodPromptsGet.
 	Method string
 	// Action is what is judged: for a tool call all of it, filled by the
 	// front from the catalog, its Arguments in the tool's own names (what
@@ -79,7 +81,7 @@ type Request struct {
 // prompt:<name> (policy.IsReadSubject).
 func (r Request) read() Action {
 	st := evaluator.Prompt(r.Server, r.Name, r.Arguments)
-	if r.Method == MethodResourcesRead {
+	if r.Method == watch.MethodResourcesRead {
 		st = evaluator.Read(r.Server, r.Name)
 	}
 	a := r.Action
@@ -91,19 +93,18 @@ func (r Request) read() Action {
 // outcome: every tool call, resource read and prompt get goes this way.
 func (g *Guard) Call(ctx context.Context, r Request) Outcome {
 	a := r.Action
-	if r.Method != MethodToolsCall {
+	if r.Method != watch.MethodToolsCall {
 		a = r.read()
 	}
-	a.Client, a.SharedSession = ClientOf(ctx), sharedSession(ctx)
 	a.Flow = g.flowFor(a)
 	began := time.Now()
-	var watched WatchedCall
+	var watched watch.Call
 	if g.Watch != nil {
-		watched = WatchedCall{Method: r.Method, Server: a.Server, Operation: a.Operation, Params: r.Base}
+		watched = watch.Call{Method: r.Method, Server: a.Server, Operation: a.Operation, Params: r.Base}
 		switch r.Method {
-		case MethodToolsCall:
+		case watch.MethodToolsCall:
 			watched.Tool = a.Tool
-		case MethodPromptsGet:
+		case watch.MethodPromptsGet:
 			watched.Tool = r.Name
 		}
 		ctx = g.Watch.CallBegins(ctx, watched)
@@ -119,7 +120,7 @@ func (g *Guard) Call(ctx context.Context, r Request) Outcome {
 // watchedOutcome is an Outcome with what the Watcher is told of it.
 type watchedOutcome struct {
 	Outcome
-	watched CallEnd
+	watched watch.End
 }
 
 // call is Call without the Watcher.
@@ -139,7 +140,7 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 			"risk", d.Risk, "matched", d.Matched, "enforced", d.Enforced, "factors", d.Factors)
 		// The model is told the refusal and its reason; the factors behind
 		// it are in the log line above and in the audit record.
-		return watchedOutcome{Outcome{Refusal: v.Refusal, Directive: d}, CallEnd{Directive: d, Outcome: OutcomeRefused}}
+		return watchedOutcome{Outcome{Refusal: v.Refusal, Directive: d}, watch.End{Directive: d, Outcome: watch.OutcomeRefused}}
 	}
 	if g.log().Enabled(ctx, slog.LevelDebug) {
 		g.log().Debug("call allowed", "principal", principal, "session", a.Session, "operation", a.Operation,
@@ -160,7 +161,7 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 		raw, findings = g.readResult(r, a, raw)
 	}
 	out := Outcome{Raw: raw, Directive: d}
-	end := CallEnd{Directive: d, Outcome: OutcomeOK, Downstream: took}
+	end := watch.End{Directive: d, Outcome: watch.OutcomeOK, Downstream: took}
 	result := "ok"
 	level := slog.LevelInfo
 	if d.Enforced && d.Decision == evaluator.Allow {
@@ -171,15 +172,15 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 	case errors.As(err, &rpcErr):
 		out = Outcome{RPCErr: rpcErr, Directive: d}
 		result = "rpc_error " + strconv.FormatInt(rpcErr.Code, 10)
-		end.Outcome = OutcomeRPCError
+		end.Outcome = watch.OutcomeRPCError
 	case err != nil:
 		out = Outcome{Failed: err, Directive: d}
-		result = RefusalFailed.String()
+		result = refusal.Failed.String()
 		level = slog.LevelError
-		end.Outcome = OutcomeFailed
-	case r.Method == MethodToolsCall && isToolError(raw):
+		end.Outcome = watch.OutcomeFailed
+	case r.Method == watch.MethodToolsCall && isToolError(raw):
 		result = "tool_error"
-		end.Outcome = OutcomeToolError
+		end.Outcome = watch.OutcomeToolError
 	}
 	if err != nil && rpcErr == nil {
 		g.log().Log(ctx, level, "call failed", "principal", principal, "session", a.Session, "operation", a.Operation,
@@ -196,12 +197,12 @@ func (g *Guard) call(ctx context.Context, r Request, a Action) watchedOutcome {
 	defer cancel()
 	if err := g.outcome(rctx, a, v, result, took, findings); err != nil {
 		g.log().Error("the outcome could not be recorded; the result is withheld", "operation", a.Operation, "err", err)
-		end.Outcome = OutcomeUnrecorded
-		return watchedOutcome{Outcome{Directive: d, Refusal: failed("the call ran, but its outcome could not be recorded in the audit log; the result is withheld",
+		end.Outcome = watch.OutcomeUnrecorded
+		return watchedOutcome{Outcome{Directive: d, Refusal: refusal.Fail("the call ran, but its outcome could not be recorded in the audit log; the result is withheld",
 			map[string]any{"server": a.Server, "tool": a.Tool, "executed": true, "fail_closed": true})}, end}
 	}
 	if err == nil && raw == nil {
-		return watchedOutcome{Outcome{Directive: d, Refusal: failed("the call ran, but its result could not be read and written again; it is withheld",
+		return watchedOutcome{Outcome{Directive: d, Refusal: refusal.Fail("the call ran, but its result could not be read and written again; it is withheld",
 			map[string]any{"server": a.Server, "tool": a.Tool, "executed": true, "fail_closed": true})}, end}
 	}
 	return watchedOutcome{out, end}
@@ -213,51 +214,4 @@ func isToolError(raw json.RawMessage) bool {
 		IsError bool `json:"isError"`
 	}
 	return json.Unmarshal(raw, &r) == nil && r.IsError
-}
-
-// Annotations are a tool's MCP annotations as the evaluator reads them.
-func Annotations(a *mcp.ToolAnnotations) evaluator.Annotations {
-	if a == nil {
-		return evaluator.Annotations{}
-	}
-	out := evaluator.Annotations{Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
-	// The SDK decodes these as plain bools, so only true is a statement.
-	if a.ReadOnlyHint {
-		t := true
-		out.ReadOnly = &t
-	}
-	if a.IdempotentHint {
-		t := true
-		out.Idempotent = &t
-	}
-	return out
-}
-
-type clientKey struct{}
-
-type sharedKey struct{}
-
-// WithSharedSession says the call's session is shared by clients that
-// hold no secret of their own (relay.Session.Shared): a human is not
-// offered "allow for this session", and no standing approval applies.
-func WithSharedSession(ctx context.Context) context.Context {
-	return context.WithValue(ctx, sharedKey{}, true)
-}
-
-func sharedSession(ctx context.Context) bool {
-	shared, _ := ctx.Value(sharedKey{}).(bool)
-	return shared
-}
-
-// WithClient notes the MCP client's own name for the human's questions.
-func WithClient(ctx context.Context, name string) context.Context {
-	if name == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, clientKey{}, name)
-}
-
-func ClientOf(ctx context.Context) string {
-	s, _ := ctx.Value(clientKey{}).(string)
-	return s
 }

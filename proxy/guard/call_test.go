@@ -11,6 +11,8 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -29,12 +31,12 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 	tests := []struct {
 		decision evaluator.Decision
 		cont     bool
-		code     RefusalKind
+		code     refusal.Kind
 	}{
 		{evaluator.Allow, true, 0},
-		{evaluator.Block, false, RefusalBlocked},
-		{evaluator.NeedsVerify, false, RefusalPaused},
-		{evaluator.NeedsConfirm, false, RefusalPending},
+		{evaluator.Block, false, refusal.Blocked},
+		{evaluator.NeedsVerify, false, refusal.Paused},
+		{evaluator.NeedsConfirm, false, refusal.Pending},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.decision), func(t *testing.T) {
@@ -55,7 +57,7 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 				},
 			}
 			for i := 0; i < 2; i++ {
-				out := g.Call(context.Background(), Request{Method: MethodToolsCall, Action: Action{Session: "s-1", Operation: "fs_write_file",
+				out := g.Call(context.Background(), Request{Method: watch.MethodToolsCall, Action: Action{Session: "s-1", Operation: "fs_write_file",
 					Server: "fs", Tool: "write_file", Category: policy.Update, Arguments: map[string]any{"path": "/x"}},
 					Forward: rec.forward("fs", "write_file")})
 				if tt.code == 0 && (out.Refusal != nil || out.Raw == nil) {
@@ -104,9 +106,9 @@ func (c *lockingCaller) forward(context.Context) (json.RawMessage, error) {
 // model gets the fail-closed refusal, never the server's answer.
 func TestUnrecordedOutcomeIsWithheld(t *testing.T) {
 	for _, r := range []Request{
-		{Method: MethodToolsCall, Action: call("db_get_row", map[string]any{"id": "1"})},
-		{Method: MethodResourcesRead, Action: Action{Session: "s", Server: "db"}, Name: "file:///x"},
-		{Method: MethodPromptsGet, Action: Action{Session: "s", Server: "db", Arguments: map[string]any{"a": "b"}}, Name: "p"},
+		{Method: watch.MethodToolsCall, Action: call("db_get_row", map[string]any{"id": "1"})},
+		{Method: watch.MethodResourcesRead, Action: Action{Session: "s", Server: "db"}, Name: "file:///x"},
+		{Method: watch.MethodPromptsGet, Action: Action{Session: "s", Server: "db", Arguments: map[string]any{"a": "b"}}, Name: "p"},
 	} {
 		g, dir := lockedGuard(t, &fakeHuman{})
 		lc := &lockingCaller{t: t, dir: dir}
@@ -116,7 +118,7 @@ func TestUnrecordedOutcomeIsWithheld(t *testing.T) {
 			t.Fatalf("%s: not forwarded: %+v", r.Method, out.Refusal)
 		}
 		lc.release()
-		if out.Raw != nil || out.Refusal == nil || out.Refusal.Kind != RefusalFailed || out.Refusal.Factors["executed"] != true {
+		if out.Raw != nil || out.Refusal == nil || out.Refusal.Kind != refusal.Failed || out.Refusal.Factors["executed"] != true {
 			t.Errorf("%s: the unrecorded answer was handed on: %+v %s", r.Method, out.Refusal, out.Raw)
 		}
 	}

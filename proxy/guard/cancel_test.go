@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -55,7 +56,7 @@ func TestCancelledCallsAreRecorded(t *testing.T) {
 		if v.Refusal != nil && strings.Contains(v.Refusal.Say, "busy") {
 			t.Fatalf("a cancelled call was refused as a busy database: %s", v.Refusal.Say)
 		}
-		if v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+		if v.Refusal == nil || v.Refusal.Kind != refusal.Pending {
 			t.Fatalf("a cancelled gated call = %+v, want CONFIRMATION_REQUIRED", v.Refusal)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -140,7 +141,7 @@ func TestCheckInUsedElsewhereLiftsNothing(t *testing.T) {
 	// confirm_operation takes before it commits).
 	g.beforeCommit.Store(ptr(func() { useInStore(t, g, v.Token) }))
 	_, res := g.ConfirmOperation(ctx, "s", v.Token)
-	if res == nil || res.Kind != RefusalTokenUsed {
+	if res == nil || res.Kind != refusal.TokenUsed {
 		t.Fatalf("confirm_operation on a check-in used elsewhere: %+v", res)
 	}
 	if stepsOf(g) != steps {
@@ -249,12 +250,12 @@ func TestBlockElsewhereHoldsWithTheGenerationRewound(t *testing.T) {
 		t.Fatal("a plain call was refused")
 	}
 	rewind := generationRewinder(t, a)
-	if v := b.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v := b.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("the other process did not block: %+v", v)
 	}
 	rewind()
 	for _, c := range []Action{call("db_get_row", map[string]any{"id": "2"}), call("db_delete_row", map[string]any{"id": "1"})} {
-		if v := a.Check(ctx, c); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+		if v := a.Check(ctx, c); v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 			t.Fatalf("%s after the rewind: %+v", c.Operation, v)
 		}
 	}
@@ -575,7 +576,7 @@ func ptr[T any](v T) *T { return &v }
 func TestExecutionFinishedElsewhere(t *testing.T) {
 	ctx := context.Background()
 	doc := strings.Replace(testPolicy, "max_autonomous_steps = 3", "max_autonomous_steps = 100", 1)
-	step := func(g *Guard, id string) (*Directive, *Refusal) {
+	step := func(g *Guard, id string) (*Directive, *refusal.Refusal) {
 		return g.RecordStep(ctx, Report{Session: "s", ExecutionID: id, NextActionHint: "db.get_row", Category: policy.Read})
 	}
 	for _, when := range []string{"before the read", "between the read and the commit"} {
@@ -604,7 +605,7 @@ func TestExecutionFinishedElsewhere(t *testing.T) {
 				a.beforeCommit.Store(ptr(finish))
 			}
 			d, err := step(a, id)
-			if err == nil || err.Kind != RefusalConflict {
+			if err == nil || err.Kind != refusal.Conflict {
 				t.Fatalf("a step on an execution finished elsewhere: %+v %v", d, err)
 			}
 			var rec *store.Execution
@@ -614,7 +615,7 @@ func TestExecutionFinishedElsewhere(t *testing.T) {
 			if rec.Status != StatusCompleted || rec.Steps != 3 {
 				t.Fatalf("stored execution: %s with %d steps; want completed with 3", rec.Status, rec.Steps)
 			}
-			if _, err := a.Finish(ctx, "s", id, "", StatusCancelled, ""); err == nil || err.Kind != RefusalConflict {
+			if _, err := a.Finish(ctx, "s", id, "", StatusCancelled, ""); err == nil || err.Kind != refusal.Conflict {
 				t.Fatalf("finishing it again here: %v", err)
 			}
 		})
@@ -641,7 +642,7 @@ func TestQuestionsReadTheBlock(t *testing.T) {
 	}
 	rewind()
 	v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"}))
-	if v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("a gated call of a blocked principal: %+v", v)
 	}
 	noHumanAsked(t, h)
@@ -672,12 +673,12 @@ func TestCodeNotShownSaysSo(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		code RefusalKind
+		code refusal.Kind
 		stop Action
 		eval func(*policy.Policy, evaluator.Step) evaluator.Directive // nil: the policy's
 	}{
-		{"block", RefusalBlocked, call("db_drop_database", map[string]any{"name": "prod"}), nil},
-		{"verify pause", RefusalPaused, call("db_get_row", map[string]any{"id": "1"}),
+		{"block", refusal.Blocked, call("db_drop_database", map[string]any{"name": "prod"}), nil},
+		{"verify pause", refusal.Paused, call("db_get_row", map[string]any{"id": "1"}),
 			func(*policy.Policy, evaluator.Step) evaluator.Directive {
 				return evaluator.Directive{Decision: evaluator.NeedsVerify, Tier: evaluator.Verify, Enforced: true, Reason: "r"}
 			}},
@@ -691,7 +692,7 @@ func TestCodeNotShownSaysSo(t *testing.T) {
 			g.Evaluate = tc.eval
 			first := g.Check(ctx, tc.stop)
 			later := g.Check(ctx, call("db_get_row", map[string]any{"id": "2"}))
-			for _, e := range []*Refusal{first.Refusal, later.Refusal} {
+			for _, e := range []*refusal.Refusal{first.Refusal, later.Refusal} {
 				if e == nil || e.Kind != tc.code {
 					t.Fatalf("%s, fails %v: %+v", tc.name, fails, e)
 				}

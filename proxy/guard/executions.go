@@ -123,7 +123,7 @@ func newExecutionID() (string, error) {
 // ExecuteAgent starts a monitored execution. A hard-blocked principal
 // cannot start one: a new execution never escapes a block. The execution
 // and its audit record are durable before it is returned.
-func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (store.Execution, *Refusal) {
+func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (store.Execution, *refusal.Refusal) {
 	g.mu.Lock()
 	g.init()
 	g.mu.Unlock()
@@ -147,7 +147,7 @@ func (g *Guard) ExecuteAgent(ctx context.Context, session, element string) (stor
 			// A blocked principal starts nothing: the refusal is recorded.
 			rec := g.record(store.KindDecision, session)
 			rec.Operation, rec.Decision, rec.Tier, rec.ChallengeID = "execute_agent", "block", "danger_zone", b.VerificationID
-			rec.Result, rec.Factors = RefusalBlocked.String(), []string{"hard block: " + b.Reason}
+			rec.Result, rec.Factors = refusal.Blocked.String(), []string{"hard block: " + b.Reason}
 			return store.Changes{Records: []store.Record{rec}, Then: func(uint64) { g.observe(b, "") }}, nil
 		}
 		return store.Changes{Executions: []store.Execution{e.Execution}, Records: []store.Record{g.executionRecord(e, "execute_agent", "started")},
@@ -182,7 +182,7 @@ func (g *Guard) executionRecord(e *Execution, op, result string) store.Record {
 // found or wrote. g.mu is held on entry and return; it is let go across
 // the commit, with e marked as finishing so no other call finishes it
 // meanwhile.
-func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *Refusal {
+func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op string) *refusal.Refusal {
 	next := &Execution{Execution: e.Execution}
 	next.Status, next.FinishedAt, next.Reason = status, g.now(), reason
 	rec := g.executionRecord(next, op, status)
@@ -221,7 +221,7 @@ func (g *Guard) finish(ctx context.Context, e *Execution, status, reason, op str
 // store (it may have been started before a restart, or reported on or
 // finished by another process of this principal). g.mu is held on entry
 // and return, and let go across the reads.
-func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *Refusal) {
+func (g *Guard) find(ctx context.Context, session, id, element string) (*Execution, *refusal.Refusal) {
 	if id != "" {
 		if parking.IsID(id) {
 			// The principal's parked loop (proxy/parking) is no execution.
@@ -257,13 +257,13 @@ func (g *Guard) find(ctx context.Context, session, id, element string) (*Executi
 			return e, nil
 		}
 	}
-	return nil, refusal.New(RefusalNotFound, "Resource 'execution' not found: no running execution of '{resource_id}' in this session; call execute_agent first",
+	return nil, refusal.New(refusal.NotFound, "Resource 'execution' not found: no running execution of '{resource_id}' in this session; call execute_agent first",
 		map[string]any{"resource_type": "execution", "resource_id": element})
 }
 
 // readExecution reads an execution from the store. g.mu is held on entry
 // and return, and let go across the read.
-func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution, *Refusal) {
+func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution, *refusal.Refusal) {
 	var rec *store.Execution
 	var err error
 	func() { // the store is never waited for with g.mu held
@@ -277,21 +277,21 @@ func (g *Guard) readExecution(ctx context.Context, id string) (*store.Execution,
 	return rec, nil
 }
 
-func notFoundExecution(id string) *Refusal {
-	return refusal.New(RefusalNotFound, "Resource 'execution' not found: '{resource_id}'", map[string]any{"resource_type": "execution", "resource_id": id})
+func notFoundExecution(id string) *refusal.Refusal {
+	return refusal.New(refusal.NotFound, "Resource 'execution' not found: '{resource_id}'", map[string]any{"resource_type": "execution", "resource_id": id})
 }
 
 // terminalRefusal refuses what op says to do to an execution in a
 // terminal status.
-func terminalRefusal(id, status, op string) *Refusal {
-	return refusal.New(RefusalConflict, "Execution '{execution_id}' is {status}; a terminal execution cannot "+op,
+func terminalRefusal(id, status, op string) *refusal.Refusal {
+	return refusal.New(refusal.Conflict, "Execution '{execution_id}' is {status}; a terminal execution cannot "+op,
 		map[string]any{"execution_id": id, "status": status})
 }
 
-func terminal(e *Execution, op string) *Refusal { return terminalRefusal(e.ID, e.Status, op) }
+func terminal(e *Execution, op string) *refusal.Refusal { return terminalRefusal(e.ID, e.Status, op) }
 
 // Finish moves a running execution to completed or cancelled.
-func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (store.Execution, *Refusal) {
+func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason string) (store.Execution, *refusal.Refusal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
@@ -303,7 +303,7 @@ func (g *Guard) Finish(ctx context.Context, session, id, element, status, reason
 		return store.Execution{}, terminal(e, "change state")
 	}
 	if e.finishing {
-		return store.Execution{}, refusal.New(RefusalConflict, "Execution '{execution_id}' is being finished already",
+		return store.Execution{}, refusal.New(refusal.Conflict, "Execution '{execution_id}' is being finished already",
 			map[string]any{"execution_id": e.ID, "status": e.Status})
 	}
 	op := "complete_execution"
@@ -339,15 +339,15 @@ type Directive struct {
 	NextStepRisk   string         `json:"nextStepRisk,omitempty"`
 	Notifications  []Notification `json:"notifications,omitempty"`
 
-	ExecutionID  string `json:"execution_id"`
-	Confirmation *Offer `json:"confirmation,omitempty"`
-	Verification string `json:"verification_id,omitempty"`
+	ExecutionID  string         `json:"execution_id"`
+	Confirmation *refusal.Offer `json:"confirmation,omitempty"`
+	Verification string         `json:"verification_id,omitempty"`
 }
 
 // RecordStep evaluates a reported intended action and returns the
 // directive with every notification queued for this execution (each
 // delivered once).
-func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *Refusal) {
+func (g *Guard) RecordStep(ctx context.Context, r Report) (*Directive, *refusal.Refusal) {
 	g.mu.Lock()
 	g.init()
 	e, err := g.find(ctx, r.Session, r.ExecutionID, r.ElementName)
@@ -459,7 +459,7 @@ func (g *Guard) EndSession(ctx context.Context, session string) {
 			continue
 		}
 		if aerr := g.finish(ctx, e, StatusCancelled, "the MCP session ended", "session_end"); aerr != nil {
-			if aerr.Kind == RefusalConflict {
+			if aerr.Kind == refusal.Conflict {
 				continue // finished meanwhile, by another process
 			}
 			g.log().Error("an execution of an ended session could not be cancelled", "execution", e.ID, "refusal", aerr.Say)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -28,21 +29,21 @@ func (r resultCaller) forward(tool string) func(context.Context) (json.RawMessag
 	}
 }
 
-// watched keeps every string a Watcher is given (what metrics and
+// watched keeps every string a watch.Watcher is given (what metrics and
 // traces are labelled with).
 type watched struct {
 	mu   sync.Mutex
 	seen []string
 }
 
-func (w *watched) CallBegins(ctx context.Context, c WatchedCall) context.Context {
+func (w *watched) CallBegins(ctx context.Context, c watch.Call) context.Context {
 	w.mu.Lock()
 	w.seen = append(w.seen, fmt.Sprintf("%+v", c))
 	w.mu.Unlock()
 	return ctx
 }
 
-func (w *watched) CallEnded(_ context.Context, c WatchedCall, end CallEnd) {
+func (w *watched) CallEnded(_ context.Context, c watch.Call, end watch.End) {
 	w.mu.Lock()
 	w.seen = append(w.seen, fmt.Sprintf("%+v %+v", c, end))
 	w.mu.Unlock()
@@ -50,7 +51,7 @@ func (w *watched) CallEnded(_ context.Context, c WatchedCall, end CallEnd) {
 
 // TestNoSecretLeavesTheGuard: a secret a result hands the session, and
 // the same secret the model then tries to send out, reach no log line,
-// no audit record, nothing a Watcher labels metrics with, no question
+// no audit record, nothing a watch.Watcher labels metrics with, no question
 // put to the human and no refusal the model reads.
 func TestNoSecretLeavesTheGuard(t *testing.T) {
 	const key = "AKIAQYLPMN5HHHFPZAM2"
@@ -75,7 +76,7 @@ func TestNoSecretLeavesTheGuard(t *testing.T) {
 	ctx := context.Background()
 	var told []string // what the model reads of the guard's own (the read's result is the file: it holds the key)
 	do := func(a Action) Outcome {
-		out := g.Call(ctx, Request{Method: MethodToolsCall, Action: a, Forward: results.forward(a.Tool)})
+		out := g.Call(ctx, Request{Method: watch.MethodToolsCall, Action: a, Forward: results.forward(a.Tool)})
 		if out.Refusal != nil {
 			b, _ := json.Marshal(out.Refusal)
 			told = append(told, string(b))

@@ -21,6 +21,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/proxy/unwritten"
+	"github.com/aqlguard/aqlguard/proxy/watch"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -70,7 +71,7 @@ type Guard struct {
 	// processes (flows.Board: a client that runs one per server).
 	Board *flows.Board
 	// Watch sees every tool call (metrics, traces); nil for none.
-	Watch Watcher
+	Watch watch.Watcher
 	// Now and Evaluate default to time.Now and evaluator.Evaluate.
 	Now      func() time.Time
 	Evaluate func(*policy.Policy, evaluator.Step) evaluator.Directive
@@ -151,8 +152,9 @@ type Action struct {
 	// Secrets are the arguments the tool's schema declares secret
 	// (writeOnly, format password), in the server's spelling.
 	Secrets []string
-	// SharedSession says the session has no client of its own to bind a
-	// session-wide approval to (WithSharedSession).
+	// SharedSession says the session is shared by clients that hold no
+	// secret of their own (relay.Session.Shared): no session-wide
+	// approval is offered or applies.
 	SharedSession bool
 	// Effects, EffectSource, EffectWhy, Roles and Modeled are the tool's
 	// effect model (evaluator.Step has them).
@@ -262,7 +264,7 @@ type Verdict struct {
 	Proceed   bool
 	Directive evaluator.Directive
 	// Refusal says why not (nil when Proceed, and when ClientAsks).
-	Refusal *Refusal
+	Refusal *refusal.Refusal
 	// ClientAsks says the action waits for the client to ask its user
 	// (CheckHook): neither allowed nor refused by the guard.
 	ClientAsks bool
@@ -509,7 +511,7 @@ func (c *check) judge(st evaluator.Step) evaluator.Directive {
 type round struct {
 	verdict Verdict
 	// ask is the question to wait for (nil: the check is decided).
-	ask *Confirmation
+	ask *confirm.Confirmation
 	// show carries the code of a challenge the commit wrote, to the
 	// channel; block and pause are what it set.
 	show  *challenge.Code
@@ -770,7 +772,7 @@ func thenAll(fs []func()) func(uint64) {
 func tooManyCheckins(g *Guard, a Action) Verdict {
 	d := evaluator.Directive{Decision: evaluator.NeedsConfirm, Enforced: true,
 		Reason: "Too many human check-ins for one action", Factors: []string{"check-ins: more than " + fmt.Sprint(maxCheckins)}}
-	return Verdict{Directive: d, Refusal: Stop(RefusalCheckins, "", map[string]any{"operation": a.Operation}, time.Time{}, time.Time{})}
+	return Verdict{Directive: d, Refusal: refusal.Stop(refusal.Checkins, "", map[string]any{"operation": a.Operation}, time.Time{}, time.Time{})}
 }
 
 // refuseAsks records and returns the refusal of an action that asked
@@ -792,7 +794,7 @@ func (g *Guard) refuseAsks(ctx context.Context, a Action, began time.Time) Verdi
 func (g *Guard) shown(ctx context.Context, a Action, out round) Verdict {
 	v := out.verdict
 	if out.show == nil {
-		if r := v.Refusal; r != nil && v.VerificationID != "" && (r.Kind == RefusalBlocked || r.Kind == RefusalPaused) {
+		if r := v.Refusal; r != nil && v.VerificationID != "" && (r.Kind == refusal.Blocked || r.Kind == refusal.Paused) {
 			g.codes().ShowAgain(ctx, a.Session, a.Operation, v.VerificationID)
 		}
 		return v
@@ -891,19 +893,19 @@ func (g *Guard) pausedVerdict(a Action, p *pause) Verdict {
 
 // refusedByPolicy is the refusal of an action a refuse pattern or rule
 // matched: this action only; the agent may go on with others.
-func refusedByPolicy(operation string, d evaluator.Directive) *Refusal {
-	return Stop(RefusalRefused, "", map[string]any{"operation": operation, "reason": d.Reason}, time.Time{}, time.Time{})
+func refusedByPolicy(operation string, d evaluator.Directive) *refusal.Refusal {
+	return refusal.Stop(refusal.Refused, "", map[string]any{"operation": operation, "reason": d.Reason}, time.Time{}, time.Time{})
 }
 
 // pending is the refusal of an action whose confirmation is still open:
 // CONFIRMATION_REQUIRED with the token, and the notification the spec
 // names for it. unasked says why no human could be asked ("": the
 // question is on their screen, or waiting for its turn).
-func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive, unasked string) (Verdict, *Notification) {
+func (g *Guard) pending(a Action, c *confirm.Confirmation, d evaluator.Directive, unasked string) (Verdict, *Notification) {
 	// Saying that a window is up when none could be shown would send the
 	// user looking for it: unasked says why none is (Why).
-	r := Stop(RefusalPending, strings.TrimPrefix(unasked, "confirmation: "), map[string]any{"operation": a.Operation,
-		"reason": d.Reason, "danger_level": DangerLevel(d.Risk), "confirmation_token": c.Token}, time.Time{}, c.ExpiresAt)
+	r := refusal.Stop(refusal.Pending, strings.TrimPrefix(unasked, "confirmation: "), map[string]any{"operation": a.Operation,
+		"reason": d.Reason, "danger_level": evaluator.DangerLevel(d.Risk), "confirmation_token": c.Token}, time.Time{}, c.ExpiresAt)
 	v := Verdict{Directive: d, Refusal: r, Token: c.Token}
 	meta := map[string]any{"operation": a.Operation, "reason": d.Reason, "confirmationToken": c.Token}
 	if c.Kind == ruling.BindAction && !a.reported() && d.Stage == evaluator.StagePattern {
@@ -917,19 +919,4 @@ func (g *Guard) pending(a Action, c *Confirmation, d evaluator.Directive, unaske
 		return v, nil
 	}
 	return v, &n
-}
-
-// DangerLevel maps a risk score to danger-levels.md 8.1's names.
-func DangerLevel(risk int) string {
-	switch {
-	case risk <= 15:
-		return "safe"
-	case risk <= 40:
-		return "reversible"
-	case risk <= 60:
-		return "destructive"
-	case risk <= 85:
-		return "dangerous"
-	}
-	return "forbidden"
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/confirm"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -122,13 +123,13 @@ func TestCheckPaths(t *testing.T) {
 		answers []verify.Answer
 		action  Action
 		proceed bool
-		code    RefusalKind
+		code    refusal.Kind
 	}{
 		{"auto approve", nil, call("db_get_row", map[string]any{"id": "1"}), true, 0},
 		{"approval allowed", []verify.Answer{verify.Allow}, call("db_delete_row", map[string]any{"id": "1"}), true, 0},
-		{"approval denied", []verify.Answer{verify.Deny}, call("db_delete_row", map[string]any{"id": "1"}), false, RefusalDenied},
-		{"approval unanswered", nil, call("db_delete_row", map[string]any{"id": "1"}), false, RefusalPending},
-		{"deny blocks", nil, call("db_drop_database", map[string]any{"name": "x"}), false, RefusalBlocked},
+		{"approval denied", []verify.Answer{verify.Deny}, call("db_delete_row", map[string]any{"id": "1"}), false, refusal.Denied},
+		{"approval unanswered", nil, call("db_delete_row", map[string]any{"id": "1"}), false, refusal.Pending},
+		{"deny blocks", nil, call("db_drop_database", map[string]any{"name": "x"}), false, refusal.Blocked},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,7 +139,7 @@ func TestCheckPaths(t *testing.T) {
 			if v.Proceed != tt.proceed || (tt.code != 0 && (v.Refusal == nil || v.Refusal.Kind != tt.code)) {
 				t.Fatalf("verdict %+v err %v", v.Directive, v.Refusal)
 			}
-			if tt.code == RefusalPending && (v.Refusal.Offer() == nil || !confirm.TokenFormat.MatchString(v.Refusal.Offer().Token)) {
+			if tt.code == refusal.Pending && (v.Refusal.Offer() == nil || !confirm.TokenFormat.MatchString(v.Refusal.Offer().Token)) {
 				t.Errorf("confirmation: %+v", v.Refusal)
 			}
 		})
@@ -154,7 +155,7 @@ func TestConfirmOperationNeverSelfApproves(t *testing.T) {
 	token := v.Token
 	// The model asks again and again; the human never answers.
 	for i := 0; i < 3; i++ {
-		if res, fail := g.ConfirmOperation(ctx, "s", token); res != nil || fail == nil || fail.Kind != RefusalPending {
+		if res, fail := g.ConfirmOperation(ctx, "s", token); res != nil || fail == nil || fail.Kind != refusal.Pending {
 			t.Fatalf("approved without a human: %v %v", res, fail)
 		}
 	}
@@ -170,7 +171,7 @@ func TestConfirmOperationNeverSelfApproves(t *testing.T) {
 	if v := g.Check(ctx, a); !v.Proceed {
 		t.Fatalf("approved call refused: %v", v.Refusal)
 	}
-	if v := g.Check(ctx, a); v.Proceed || v.Refusal.Kind != RefusalTokenUsed {
+	if v := g.Check(ctx, a); v.Proceed || v.Refusal.Kind != refusal.TokenUsed {
 		t.Fatalf("replay: %+v %v", v.Directive, v.Refusal)
 	}
 }
@@ -182,28 +183,28 @@ func TestTokenScope(t *testing.T) {
 	token := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})).Token
 	other := call("db_delete_row", map[string]any{"id": "2"})
 	other.Token = token
-	if v := g.Check(ctx, other); v.Refusal == nil || v.Refusal.Kind != RefusalTokenScope {
+	if v := g.Check(ctx, other); v.Refusal == nil || v.Refusal.Kind != refusal.TokenScope {
 		t.Errorf("other arguments: %v", v.Refusal)
 	}
 	wrongOp := call("db_get_row", map[string]any{"id": "1"})
 	wrongOp.Token = token
-	if v := g.Check(ctx, wrongOp); v.Refusal == nil || v.Refusal.Kind != RefusalTokenScope {
+	if v := g.Check(ctx, wrongOp); v.Refusal == nil || v.Refusal.Kind != refusal.TokenScope {
 		t.Errorf("other operation: %v", v.Refusal)
 	}
 	g.Policy.Principal = "someone-else"
-	if _, fail := g.ConfirmOperation(ctx, "s", token); fail == nil || fail.Kind != RefusalTokenScope {
+	if _, fail := g.ConfirmOperation(ctx, "s", token); fail == nil || fail.Kind != refusal.TokenScope {
 		t.Errorf("another principal: %v", fail)
 	}
 	g.Policy.Principal = "unit"
 	g.Policy.Version = "changed"
 	same := call("db_delete_row", map[string]any{"id": "1"})
 	same.Token = token
-	if v := g.Check(ctx, same); v.Refusal == nil || v.Refusal.Kind != RefusalTokenScope {
+	if v := g.Check(ctx, same); v.Refusal == nil || v.Refusal.Kind != refusal.TokenScope {
 		t.Errorf("changed policy: %v", v.Refusal)
 	}
 	clock := time.Now().Add(time.Hour)
 	g.Now = func() time.Time { return clock }
-	if _, fail := g.ConfirmOperation(ctx, "s", token); fail == nil || fail.Kind != RefusalTokenExpired {
+	if _, fail := g.ConfirmOperation(ctx, "s", token); fail == nil || fail.Kind != refusal.TokenExpired {
 		t.Errorf("expired: %v", fail)
 	}
 }
@@ -251,7 +252,7 @@ func TestBlockBroadcastsAndVerifyLifts(t *testing.T) {
 	a, _ := g.ExecuteAgent(ctx, "s1", "a")
 	b, _ := g.ExecuteAgent(ctx, "s2", "b")
 	v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked || v.VerificationID == "" {
+	if v.Refusal == nil || v.Refusal.Kind != refusal.Blocked || v.VerificationID == "" {
 		t.Fatalf("block: %+v", v)
 	}
 	if len(h.shown) != 1 || h.shown[0].Code == "" || h.shown[0].Challenge != v.VerificationID {
@@ -265,10 +266,10 @@ func TestBlockBroadcastsAndVerifyLifts(t *testing.T) {
 			t.Errorf("%s: %+v", id, d)
 		}
 	}
-	if _, err := g.ExecuteAgent(ctx, "s3", "new"); err == nil || err.Kind != RefusalBlocked {
+	if _, err := g.ExecuteAgent(ctx, "s3", "new"); err == nil || err.Kind != refusal.Blocked {
 		t.Error("a new execution escaped the block")
 	}
-	if _, err := g.VerifyChallenge(ctx, "s", v.VerificationID, "wrong"); err == nil || err.Kind != RefusalVerifyFailed ||
+	if _, err := g.VerifyChallenge(ctx, "s", v.VerificationID, "wrong"); err == nil || err.Kind != refusal.VerifyFailed ||
 		strings.Contains(fmt.Sprint(*err), code) {
 		t.Errorf("wrong code: %v", err)
 	}
@@ -401,7 +402,7 @@ func TestTwoLoopsShareTheStore(t *testing.T) {
 	onStoreOf(t, two, one, store.Options{})
 	e, _ := two.ExecuteAgent(ctx, "s2", "b")
 	v := one.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("block: %+v", v)
 	}
 	d, err2 := two.RecordStep(ctx, Report{ExecutionID: e.ID, NextActionHint: "anything"})
@@ -425,7 +426,7 @@ func TestTwoLoopsShareTheStore(t *testing.T) {
 	// (decided in its commit, on the state as it is).
 	two.Check(ctx, call("db_drop_database", map[string]any{"name": "again"}))
 	got := one.Check(ctx, call("db_get_row", map[string]any{"id": "2"}))
-	if got.Proceed || got.Refusal == nil || got.Refusal.Kind != RefusalBlocked {
+	if got.Proceed || got.Refusal == nil || got.Refusal.Kind != refusal.Blocked {
 		t.Errorf("an allow after a block: %+v", got)
 	}
 }

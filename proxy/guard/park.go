@@ -11,9 +11,6 @@ import (
 // the failure pause go to the state, and the principal's next guard
 // takes them over. What cannot be written keeps the guard (busy).
 
-// ErrBusy says the guard holds what parking it would lose (parking.ErrBusy).
-var ErrBusy = parking.ErrBusy
-
 // Park writes the step count and the failure pause to the state and
 // closes the guard to decisions (parking.Lot.Park): the caller drops it and
 // calls Close.

@@ -9,6 +9,7 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/parking"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
@@ -34,7 +35,7 @@ func park(t *testing.T, g *Guard) {
 	t.Helper()
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if err = g.Park(context.Background()); !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+		if err = g.Park(context.Background()); !errors.Is(err, parking.ErrBusy) || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -73,7 +74,7 @@ func TestParkedBudgetContinues(t *testing.T) {
 	if err := g.Park(ctx); err == nil {
 		t.Error("a parked guard parked again")
 	}
-	if v := g.Check(ctx, get); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalFailed {
+	if v := g.Check(ctx, get); v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Failed {
 		t.Errorf("the parked guard decided: %+v", v)
 	}
 	n := nextGuard(t, g, h)
@@ -124,7 +125,7 @@ func TestParkedFailurePauseHolds(t *testing.T) {
 	}
 	n := nextGuard(t, g, h)
 	v := n.Check(ctx, call("db_get_row", map[string]any{"id": "1"}))
-	if v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+	if v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Pending {
 		t.Fatalf("the next guard's first call after a parked failure pause: %+v", v)
 	}
 	if n.Check(ctx, call("db_get_row", map[string]any{"id": "1"})).Proceed {
@@ -140,15 +141,15 @@ func TestParkedBlockStaysBlocked(t *testing.T) {
 	h := &fakeHuman{}
 	g := newGuard(t, testPolicy, h)
 	v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("block: %+v", v)
 	}
 	park(t, g)
 	n := nextGuard(t, g, h)
-	if v := n.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v := n.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("the next guard let a blocked principal through: %+v", v)
 	}
-	if _, err := n.ExecuteAgent(ctx, "s2", "new"); err == nil || err.Kind != RefusalBlocked {
+	if _, err := n.ExecuteAgent(ctx, "s2", "new"); err == nil || err.Kind != refusal.Blocked {
 		t.Errorf("a new execution escaped the block: %v", err)
 	}
 	h.mu.Lock()
@@ -172,10 +173,10 @@ func TestParkWaitsForWhatCannotBeWritten(t *testing.T) {
 		g.Evaluate = func(*policy.Policy, evaluator.Step) evaluator.Directive {
 			return evaluator.Directive{Decision: evaluator.NeedsVerify, Tier: evaluator.Verify, Enforced: true, Reason: "r"}
 		}
-		if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Refusal == nil || v.Refusal.Kind != RefusalPaused {
+		if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Refusal == nil || v.Refusal.Kind != refusal.Paused {
 			t.Fatalf("pause: %+v", v)
 		}
-		if err := g.Park(ctx); !errors.Is(err, ErrBusy) {
+		if err := g.Park(ctx); !errors.Is(err, parking.ErrBusy) {
 			t.Fatalf("parked with a verify pause in force: %v", err)
 		}
 		if e := parkedRow(t, g); e != nil {
@@ -189,10 +190,10 @@ func TestParkWaitsForWhatCannotBeWritten(t *testing.T) {
 		h := &slowHuman{delay: 300 * time.Millisecond, answer: verify.None}
 		g := newGuard(t, testPolicy, h)
 		g.InlineWait = 10 * time.Millisecond
-		if v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})); v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+		if v := g.Check(ctx, call("db_delete_row", map[string]any{"id": "1"})); v.Refusal == nil || v.Refusal.Kind != refusal.Pending {
 			t.Fatalf("question: %+v", v)
 		}
-		if err := g.Park(ctx); !errors.Is(err, ErrBusy) {
+		if err := g.Park(ctx); !errors.Is(err, parking.ErrBusy) {
 			t.Fatalf("parked with a question on the screen: %v", err)
 		}
 		// The human's time runs out (no answer); the question ends.
@@ -240,10 +241,10 @@ func TestParkedRowIsNoExecution(t *testing.T) {
 	n := nextGuard(t, g, h)
 	park(t, nextGuard(t, n, h)) // nothing owed; the row stays as n took it over
 	id := parking.ID(g.Principal())
-	if _, err := n.RecordStep(ctx, Report{Session: "s", ExecutionID: id, NextActionHint: "x"}); err == nil || err.Kind != RefusalNotFound {
+	if _, err := n.RecordStep(ctx, Report{Session: "s", ExecutionID: id, NextActionHint: "x"}); err == nil || err.Kind != refusal.NotFound {
 		t.Errorf("record_execution_step on the parked row: %v", err)
 	}
-	if _, err := n.Finish(ctx, "s", id, "", StatusCompleted, ""); err == nil || err.Kind != RefusalNotFound {
+	if _, err := n.Finish(ctx, "s", id, "", StatusCompleted, ""); err == nil || err.Kind != refusal.NotFound {
 		t.Errorf("complete_execution on the parked row: %v", err)
 	}
 }
@@ -259,7 +260,7 @@ func TestParkedAnswerIsFound(t *testing.T) {
 	g.InlineWait = 10 * time.Millisecond
 	del := call("db_delete_row", map[string]any{"id": "7"})
 	v := g.Check(ctx, del)
-	if v.Refusal == nil || v.Refusal.Kind != RefusalPending {
+	if v.Refusal == nil || v.Refusal.Kind != refusal.Pending {
 		t.Fatalf("question: %+v", v)
 	}
 	waitFor(t, func() bool { return g.Park(ctx) == nil }) // once the answer is recorded
@@ -281,7 +282,7 @@ func TestCodeIsAFreshGuardsFirstOperation(t *testing.T) {
 	h := &fakeHuman{}
 	g := newGuard(t, testPolicy, h)
 	v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("block: %+v", v)
 	}
 	park(t, g)

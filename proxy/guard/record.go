@@ -92,13 +92,13 @@ func decisionWord(v Verdict) string {
 		return "refuse"
 	}
 	switch v.Refusal.Kind {
-	case RefusalPending:
+	case refusal.Pending:
 		return "confirm"
-	case RefusalPaused:
+	case refusal.Paused:
 		return "verify"
-	case RefusalBlocked:
+	case refusal.Blocked:
 		return "block"
-	case RefusalDenied, RefusalRefused, RefusalCheckins, RefusalToolChanged, RefusalToolReview:
+	case refusal.Denied, refusal.Refused, refusal.Checkins, refusal.ToolChanged, refusal.ToolReview:
 		return "deny"
 	}
 	return "refuse"

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/challenge"
+	"github.com/aqlguard/aqlguard/proxy/parking"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/aqlguard/aqlguard/verify"
 )
@@ -76,7 +78,7 @@ func TestCodeCanBeSeenAgain(t *testing.T) {
 	get := call("db_get_row", map[string]any{"id": "1"})
 
 	v := check(call("db_drop_database", map[string]any{"name": "prod"}))
-	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked || !strings.Contains(v.Refusal.Say, "`aqlguard verify show`") {
+	if v.Refusal == nil || v.Refusal.Kind != refusal.Blocked || !strings.Contains(v.Refusal.Say, "`aqlguard verify show`") {
 		t.Fatalf("block: %+v", v.Refusal)
 	}
 	waitShown := func(n int) []verify.Request {
@@ -98,7 +100,7 @@ func TestCodeCanBeSeenAgain(t *testing.T) {
 		t.Fatalf("shown %d times right after the window closed", n)
 	}
 	advance(challenge.ReshowAfter + time.Second)
-	if v := check(get); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v := check(get); v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("still blocked: %+v", v.Refusal)
 	}
 	again := waitShown(2)[1]
@@ -118,7 +120,7 @@ func TestCodeCanBeSeenAgain(t *testing.T) {
 	if fresh.Challenge != nb.VerificationID || fresh.Code == "" || fresh.Code == first.Code {
 		t.Fatalf("the new code: %+v", fresh.Challenge)
 	}
-	if res, r := g.VerifyChallenge(ctx, "s", first.Challenge, first.Code); res != nil || r == nil || r.Kind != RefusalTokenUsed {
+	if res, r := g.VerifyChallenge(ctx, "s", first.Challenge, first.Code); res != nil || r == nil || r.Kind != refusal.TokenUsed {
 		t.Fatalf("the replaced code: %+v %+v; want it revoked", res, r)
 	}
 	if res, r := g.VerifyChallenge(ctx, "s", fresh.Challenge, fresh.Code); r != nil || !res.Unblocked {
@@ -127,7 +129,7 @@ func TestCodeCanBeSeenAgain(t *testing.T) {
 	if !check(get).Proceed {
 		t.Error("still blocked after the new code")
 	}
-	if _, err := other.ShowCodeAgain(ctx, "alice", nil); !errors.Is(err, ErrNotBlocked) {
+	if _, err := other.ShowCodeAgain(ctx, "alice", nil); !errors.Is(err, challenge.ErrNotBlocked) {
 		t.Errorf("not blocked: %v", err)
 	}
 
@@ -177,7 +179,7 @@ func TestCodeIsNotDeliveredTwice(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
 	g.Now = func() time.Time { return time.Unix(0, clock.Load()) }
-	if v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("block: %+v", v.Refusal)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -200,14 +202,14 @@ func TestHeldCodeKeepsTheGuard(t *testing.T) {
 			h = &windowHuman{}
 		}
 		g := newGuard(t, testPolicy, h)
-		if v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+		if v := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 			t.Fatalf("block: %+v", v.Refusal)
 		}
 		if !reopens {
 			park(t, g)
 			continue
 		}
-		if err := g.Park(ctx); !errors.Is(err, ErrBusy) {
+		if err := g.Park(ctx); !errors.Is(err, parking.ErrBusy) {
 			t.Fatalf("parked while the code it can show again lives: %v", err)
 		}
 		g.Now = func() time.Time { return time.Now().Add(g.ChallengeTTL + time.Minute) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -40,12 +41,12 @@ func TestFailedCommitChangesNoMemory(t *testing.T) {
 		call("db_get_row", map[string]any{"id": "2"}),
 		{Session: "s", Operation: "record_execution_step", Hint: "retry", Outcome: "failure", Execution: g.executions[st.ID]},
 	} {
-		if v := g.Check(ctx, a); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalFailed {
+		if v := g.Check(ctx, a); v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Failed {
 			t.Fatalf("%s decided without its commit: %+v", a.Operation, v)
 		}
 	}
 	g.Evaluate = verifyTier
-	if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "3"})); v.Proceed || v.Refusal.Kind != RefusalFailed {
+	if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "3"})); v.Proceed || v.Refusal.Kind != refusal.Failed {
 		t.Fatalf("a verify pause decided without its commit: %+v", v)
 	}
 	release()
@@ -113,7 +114,7 @@ func TestWatchBroadcastsABlockSetElsewhere(t *testing.T) {
 	e := here.executions[st.ID]
 	began := time.Now()
 	v := there.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-	if v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("the other process did not block: %+v", v)
 	}
 	set := time.Now()

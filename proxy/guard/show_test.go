@@ -11,6 +11,7 @@ import (
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/policy/paths"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -93,7 +94,7 @@ func TestTheHumanSeesWhatRunsAskedAgain(t *testing.T) {
 		t.Fatalf("expected a pending confirmation: %+v", v)
 	}
 	h.answers = []verify.Answer{verify.Deny}
-	if _, r := g.ConfirmOperation(ctx, "s", v.Token); r == nil || r.Kind != RefusalDenied {
+	if _, r := g.ConfirmOperation(ctx, "s", v.Token); r == nil || r.Kind != refusal.Denied {
 		t.Fatalf("confirm_operation: %+v", r)
 	}
 	if len(h.asked) != 2 || h.asked[1].Arguments["command"] != hidden().Arguments["command"] {
@@ -181,7 +182,7 @@ func TestTheHumanIsToldWhatWillHappen(t *testing.T) {
 	// The code's window says it too.
 	h := &fakeHuman{}
 	g := newGuard(t, "agent = \"unit\"\n[safety]\ndeny = [\"*hosts*\"]\n", h)
-	if v := g.Check(ctx, write("/etc/hosts", true)); v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v := g.Check(ctx, write("/etc/hosts", true)); v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("block: %+v", v.Refusal)
 	}
 	if len(h.shown) != 1 || !strings.HasSuffix(h.shown[0].Summary(), `overwrite "/etc/hosts" outside the folder you gave the fs server (~/proj).`) {

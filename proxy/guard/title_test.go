@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/aqlguard/aqlguard/proxy/watch"
 )
 
 // The human and the log name a server as its client config spells it
@@ -17,7 +19,7 @@ func TestTheHumanSeesTheServersTitle(t *testing.T) {
 	g.Policy.Titles = map[string]string{"db": "notes-db"}
 	log := &lockedBuffer{}
 	g.Log = slog.New(slog.NewTextHandler(log, nil))
-	g.Call(ctx, Request{Method: MethodToolsCall, Action: call("db_drop_database", map[string]any{"name": "prod"})})
+	g.Call(ctx, Request{Method: watch.MethodToolsCall, Action: call("db_drop_database", map[string]any{"name": "prod"})})
 	waitFor(t, func() bool { return len(shownCodes(h)) == 1 })
 	if got := shownCodes(h)[0].Server; got != "notes-db" {
 		t.Errorf("the code's window names the server %q, want notes-db", got)

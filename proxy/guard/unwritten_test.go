@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/aqlguard/aqlguard/proxy/parking"
+	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/store"
 )
 
@@ -56,10 +58,10 @@ func TestDenyWhileTheStateIsDownStaysBlocked(t *testing.T) {
 				up = func() { st.down.Store(false) }
 			}
 			deny := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"}))
-			if deny.Proceed || deny.Refusal == nil || deny.Refusal.Kind != RefusalBlocked || deny.VerificationID == "" {
+			if deny.Proceed || deny.Refusal == nil || deny.Refusal.Kind != refusal.Blocked || deny.VerificationID == "" {
 				t.Fatalf("a deny while the state is down: %+v %+v", deny.Directive, deny.Refusal)
 			}
-			if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+			if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 				t.Fatalf("a harmless call after the deny, the state still down: %+v %+v", v.Directive, v.Refusal)
 			}
 			h.mu.Lock()
@@ -88,7 +90,7 @@ func TestDenyWhileTheStateIsDownStaysBlocked(t *testing.T) {
 			if b == nil || b.VerificationID != deny.VerificationID || ch == nil {
 				t.Fatalf("once the state is back: block %+v, challenge %+v", b, ch)
 			}
-			if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+			if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 				t.Fatalf("a harmless call once the block is written: %+v %+v", v.Directive, v.Refusal)
 			}
 			denies := 0
@@ -113,13 +115,13 @@ func TestUnwrittenBlockKeepsTheGuard(t *testing.T) {
 	st := &downAfterDeciding{State: g.State}
 	st.down.Store(true)
 	g.State = st
-	if deny := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); deny.Proceed || deny.Refusal == nil || deny.Refusal.Kind != RefusalBlocked {
+	if deny := g.Check(ctx, call("db_drop_database", map[string]any{"name": "prod"})); deny.Proceed || deny.Refusal == nil || deny.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("a deny while the state is down: %+v %+v", deny.Directive, deny.Refusal)
 	}
-	if err := g.Park(ctx); !errors.Is(err, ErrBusy) {
-		t.Fatalf("Park with an unwritten block: %v, want ErrBusy", err)
+	if err := g.Park(ctx); !errors.Is(err, parking.ErrBusy) {
+		t.Fatalf("Park with an unwritten block: %v, want parking.ErrBusy", err)
 	}
-	if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Proceed || v.Refusal == nil || v.Refusal.Kind != RefusalBlocked {
+	if v := g.Check(ctx, call("db_get_row", map[string]any{"id": "1"})); v.Proceed || v.Refusal == nil || v.Refusal.Kind != refusal.Blocked {
 		t.Fatalf("after the refused park: %+v %+v", v.Directive, v.Refusal)
 	}
 }

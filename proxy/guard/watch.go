@@ -4,30 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/aqlguard/aqlguard/proxy/watch"
 	"github.com/aqlguard/aqlguard/store"
-)
-
-// What the people who run aqlguard see of each call is proxy/watch's;
-// these are its names as the guard's users know them.
-type (
-	Watcher     = watch.Watcher
-	WatchedCall = watch.Call
-	CallEnd     = watch.End
-)
-
-// The methods a Watcher sees, and the outcomes of a watched call.
-const (
-	MethodToolsCall     = watch.MethodToolsCall
-	MethodResourcesRead = watch.MethodResourcesRead
-	MethodPromptsGet    = watch.MethodPromptsGet
-
-	OutcomeRefused    = watch.OutcomeRefused
-	OutcomeOK         = watch.OutcomeOK
-	OutcomeToolError  = watch.OutcomeToolError
-	OutcomeRPCError   = watch.OutcomeRPCError
-	OutcomeFailed     = watch.OutcomeFailed
-	OutcomeUnrecorded = watch.OutcomeUnrecorded
 )
 
 // Status is the guard's state for the people who run it.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/parking"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 )
 
@@ -18,7 +18,7 @@ type Tenant interface {
 	// Relay is the relay configuration of the principal's sessions.
 	Relay() *relay.Config
 	// Drop writes what must outlive the tenant to the state and ends it.
-	// An error (guard.ErrBusy: it holds what cannot be written yet; or the
+	// An error (parking.ErrBusy: it holds what cannot be written yet; or the
 	// state unreachable) leaves it as it was, in use.
 	Drop(ctx context.Context) error
 }
@@ -290,7 +290,7 @@ func (p *Principals[T]) Reap(ctx context.Context) int {
 		switch {
 		case err == nil:
 			p.log().Info("an idle principal's guard was dropped", "principal", o.name, "idle_for", idleFor, "guards", n)
-		case errors.Is(err, guard.ErrBusy), errors.Is(err, context.Canceled):
+		case errors.Is(err, parking.ErrBusy), errors.Is(err, context.Canceled):
 			p.log().Debug("an idle principal's guard is kept", "principal", o.name, "why", err)
 		default:
 			p.log().Warn("an idle principal's guard could not be dropped; it is kept, and dropped later", "principal", o.name, "err", err)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/config"
 	"github.com/aqlguard/aqlguard/proxy/clientauth"
-	"github.com/aqlguard/aqlguard/proxy/guard"
+	"github.com/aqlguard/aqlguard/proxy/parking"
 	"github.com/aqlguard/aqlguard/proxy/relay"
 )
 
@@ -104,7 +104,7 @@ func TestPrincipalsDropOnlyWhatNobodyHolds(t *testing.T) {
 		t.Fatalf("dropped before Idle: %d", n)
 	}
 	alice := (*made)[0]
-	alice.dropErr.Store(errp(fmt.Errorf("%w: a question is on the screen", guard.ErrBusy)))
+	alice.dropErr.Store(errp(fmt.Errorf("%w: a question is on the screen", parking.ErrBusy)))
 	clock.add(time.Second)
 	if n := p.Reap(ctx); n != 1 || p.Len() != 1 || !(*made)[1].dropped.Load() || alice.dropped.Load() {
 		t.Fatalf("reap: %d dropped, %d left", n, p.Len())
