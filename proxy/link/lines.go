@@ -222,7 +222,9 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			continue
 		}
 		if in.line[0] != '[' {
-			m, err := DecodeMessage(in.line)
+			// The line is this message's alone (readLine appends to a
+			// fresh slice) and was found valid as it was framed.
+			m, err := decodeValidLine(in.line)
 			if err != nil {
 				why := invalidWhy(in.line)
 				c.badLine(in.line, why, idOf(in.line))
@@ -403,7 +405,7 @@ func EncodeBatch(responses []*jsonrpc.Response) ([]byte, error) {
 	raws := make([]json.RawMessage, len(responses))
 	for i, r := range responses {
 		var err error
-		if raws[i], err = jsonrpc.EncodeMessage(r); err != nil {
+		if raws[i], err = EncodeMessage(r); err != nil {
 			return nil, err
 		}
 	}
@@ -426,6 +428,31 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
+	return decodeMembers(members)
+}
+
+// DecodeOwned is DecodeMessage for data that is the caller's to give
+// away (a POST's body, a line read for this message alone): the message
+// shares data's bytes, which nobody may change afterwards.
+func DecodeOwned(data []byte) (jsonrpc.Message, error) {
+	members, err := rawjson.Split(data)
+	if err != nil {
+		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+	}
+	return decodeMembers(members)
+}
+
+// decodeValidLine is DecodeOwned for a line readLines found valid.
+func decodeValidLine(line []byte) (jsonrpc.Message, error) {
+	members, err := rawjson.SplitValid(line)
+	if err != nil {
+		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+	}
+	return decodeMembers(members)
+}
+
+// decodeMembers is the message a JSON object's members make.
+func decodeMembers(members []rawjson.Member) (jsonrpc.Message, error) {
 	var version string
 	if raw, ok := rawjson.Get(members, "jsonrpc"); ok {
 		if err := unmarshalString(raw, &version); err != nil {
@@ -437,8 +464,11 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 	}
 	var idv any
 	if raw, ok := rawjson.Get(members, "id"); ok {
+		var s string
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n > -1<<53 && n < 1<<53 {
 			idv = float64(n) // what json.Unmarshal makes of a number, exactly
+		} else if raw[0] == '"' && unmarshalString(raw, &s) == nil {
+			idv = s
 		} else if err := json.Unmarshal(raw, &idv); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
@@ -513,10 +543,10 @@ func (c *LineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			}
 			data, err = encodeLineBatch(b)
 		} else {
-			data, err = jsonrpc.EncodeMessage(msg)
+			data, err = EncodeMessage(msg)
 		}
 	} else {
-		data, err = jsonrpc.EncodeMessage(msg)
+		data, err = EncodeMessage(msg)
 	}
 	if err != nil {
 		return err
@@ -563,7 +593,7 @@ func encodeLineBatch(b *lineBatch) ([]byte, error) {
 		case b.answered[i] != nil:
 			raws = append(raws, b.answered[i])
 		case r != nil:
-			raw, err := jsonrpc.EncodeMessage(r)
+			raw, err := EncodeMessage(r)
 			if err != nil {
 				return nil, err
 			}

@@ -30,6 +30,22 @@ func Split(raw json.RawMessage) ([]Member, error) {
 	if !json.Valid(raw) {
 		return nil, errors.New("not valid JSON")
 	}
+	return splitValid(raw)
+}
+
+// SplitValid is Split for raw that the caller has just found valid
+// (json.Valid): a line of a stdio stream, checked as it was framed, is
+// not walked twice.
+func SplitValid(raw json.RawMessage) ([]Member, error) {
+	raw = bytes.Trim(raw, " \t\r\n")
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	return splitValid(raw)
+}
+
+// splitValid splits raw, valid JSON without white space around it.
+func splitValid(raw json.RawMessage) ([]Member, error) {
 	if raw[0] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
