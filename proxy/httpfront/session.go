@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -37,6 +38,10 @@ type sessionConn struct {
 	// credential names the client that started the session.
 	credential string
 	inbox
+	// receive takes a POST's messages on the POST's goroutine once the
+	// relay's Peer has started (link.Pusher); until then they go through
+	// the inbox.
+	receive atomic.Pointer[func(jsonrpc.Message) bool]
 
 	mu      sync.Mutex
 	replies map[jsonrpc.ID]*reply // by the client's request id (a string and a number never equal)
@@ -376,10 +381,21 @@ func (c *sessionConn) unregister(calls []jsonrpc.ID, rep *reply) {
 	}
 }
 
+// PushTo is link.Pusher: the relay's Peer takes each POST's messages on
+// the POST's goroutine, one goroutine hand-off less per message than
+// through Read.
+func (c *sessionConn) PushTo(receive func(jsonrpc.Message) bool) { c.receive.Store(&receive) }
+
 // deliver hands a POST's messages to the relay, in order; false when the
 // session ended first.
 func (c *sessionConn) deliver(msgs []jsonrpc.Message) bool {
 	for _, m := range msgs {
+		if receive := c.receive.Load(); receive != nil {
+			if !(*receive)(m) {
+				return false
+			}
+			continue
+		}
 		select {
 		case c.in <- m:
 		case <-c.closed:

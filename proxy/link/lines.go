@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
@@ -37,7 +38,9 @@ const MaxLineLength = mcp.DefaultMaxLineLength
 // (a banner, a debug print) ends nothing.
 //
 // A goroutine reads, so that Close unblocks Read even when the reader
-// cannot be closed (a process's stdin).
+// cannot be closed (a process's stdin). It hands each message to the
+// Peer itself (Pusher) once the Peer has started; Read then brings only
+// the stream's end.
 type LineConn struct {
 	w     io.Writer
 	close func() error
@@ -54,6 +57,7 @@ type LineConn struct {
 	OnBadLine func(start []byte, why string)
 
 	r        io.Reader
+	receive  atomic.Pointer[func(jsonrpc.Message) bool] // PushTo's
 	started  sync.Once
 	incoming chan lineOrErr
 	closed   chan struct{}
@@ -109,6 +113,13 @@ func (c *LineConn) readLines() {
 	br := bufio.NewReaderSize(c.r, 64<<10)
 	var pending []byte // a server's message that goes on on the next line
 	send := func(in lineOrErr) bool {
+		if receive := c.receive.Load(); receive != nil && in.err == nil {
+			var one [1]jsonrpc.Message
+			for _, m := range c.messages(in, one[:0]) {
+				(*receive)(m) // false: the Peer is done, and Close follows
+			}
+			return true
+		}
 		select {
 		case c.incoming <- in:
 			return true
@@ -217,37 +228,48 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if in.err != nil {
 			return nil, in.err
 		}
-		if in.bad != "" {
-			c.badLine(in.line, in.bad, in.id)
-			continue
-		}
-		if in.line[0] != '[' {
-			// The line is this message's alone (readLine appends to a
-			// fresh slice) and was found valid as it was framed.
-			m, err := decodeValidLine(in.line)
-			if err != nil {
-				why := invalidWhy(in.line)
-				c.badLine(in.line, why, idOf(in.line))
-				continue
-			}
-			return m, nil
-		}
-		if m := c.readBatch(in.line); m != nil {
-			return m, nil
+		if msgs := c.messages(in, nil); len(msgs) > 0 {
+			c.queue = msgs[1:]
+			return msgs[0], nil
 		}
 	}
 }
 
-// readBatch takes a batch's messages: the first is returned, the others
-// queued; its invalid members are answered in the batch's answer.
-func (c *LineConn) readBatch(line []byte) jsonrpc.Message {
+// PushTo is link.Pusher: the reading goroutine hands each message to the
+// Peer, where Read would hand it to the Peer's own reading goroutine
+// first. The stream's end still comes from Read.
+func (c *LineConn) PushTo(receive func(jsonrpc.Message) bool) { c.receive.Store(&receive) }
+
+// messages appends to dst the messages of one line (none for a bad line,
+// which is answered or skipped; a batch's, in order).
+func (c *LineConn) messages(in lineOrErr, dst []jsonrpc.Message) []jsonrpc.Message {
+	if in.bad != "" {
+		c.badLine(in.line, in.bad, in.id)
+		return dst
+	}
+	if in.line[0] == '[' {
+		return c.readBatch(in.line, dst)
+	}
+	// The line is this message's alone (readLine appends to a fresh
+	// slice) and was found valid as it was framed.
+	m, err := decodeValidLine(in.line)
+	if err != nil {
+		c.badLine(in.line, invalidWhy(in.line), idOf(in.line))
+		return dst
+	}
+	return append(dst, m)
+}
+
+// readBatch appends a batch's messages to dst; its invalid members are
+// answered in the batch's answer.
+func (c *LineConn) readBatch(line []byte, dst []jsonrpc.Message) []jsonrpc.Message {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(line, &raws); err != nil || len(raws) == 0 {
 		c.badLine(line, badEmpty, nil)
-		return nil
+		return dst
 	}
 	batch := &lineBatch{unresolved: map[jsonrpc.ID]int{}}
-	var msgs []jsonrpc.Message
+	msgs := dst
 	c.batchMu.Lock()
 	for _, raw := range raws {
 		m, err := DecodeMessage(raw)
@@ -289,11 +311,7 @@ func (c *LineConn) readBatch(line []byte) jsonrpc.Message {
 			c.writeLine(data)
 		}
 	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	c.queue = msgs[1:]
-	return msgs[0]
+	return msgs
 }
 
 // badLine answers (AnswerBadLines) or skips a line that is not a
