@@ -94,7 +94,7 @@ type Peer struct {
 	takeCtx    context.Context
 	takeCancel context.CancelFunc
 
-	mu       sync.Mutex
+	mu sync.Mutex
 	// Both by request id: a string and a number are different ids, as
 	// idKey writes them apart.
 	pending  map[jsonrpc.ID]chan *jsonrpc.Response
