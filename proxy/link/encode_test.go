@@ -129,3 +129,23 @@ func BenchmarkEncodeMessage(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkDecodeMessage(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":"aqlguard-42","result":{"content":[{"type":"text","text":"Echo: hello"}],"structuredContent":{"echo":"hello"}}}`)
+	b.Run("copy", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeMessage(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("valid-line", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeValidLine(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

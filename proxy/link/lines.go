@@ -453,7 +453,8 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 // away (a POST's body, a line read for this message alone): the message
 // shares data's bytes, which nobody may change afterwards.
 func DecodeOwned(data []byte) (jsonrpc.Message, error) {
-	members, err := rawjson.Split(data)
+	var stack [messageMembers]rawjson.Member
+	members, err := rawjson.SplitInto(stack[:0], data)
 	if err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
@@ -462,32 +463,40 @@ func DecodeOwned(data []byte) (jsonrpc.Message, error) {
 
 // decodeValidLine is DecodeOwned for a line readLines found valid.
 func decodeValidLine(line []byte) (jsonrpc.Message, error) {
-	members, err := rawjson.SplitValid(line)
+	var stack [messageMembers]rawjson.Member
+	members, err := rawjson.SplitValidInto(stack[:0], line)
 	if err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
 	return decodeMembers(members)
 }
 
+// messageMembers is room for a JSON-RPC message's members (jsonrpc, id,
+// method, params; or result, error) on the decoder's stack.
+const messageMembers = 6
+
 // decodeMembers is the message a JSON object's members make.
 func decodeMembers(members []rawjson.Member) (jsonrpc.Message, error) {
-	var version string
-	if raw, ok := rawjson.Get(members, "jsonrpc"); ok {
-		if err := unmarshalString(raw, &version); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+	raw, ok := rawjson.Get(members, "jsonrpc")
+	if !ok || string(raw) != `"2.0"` { // else "2.0" spelled with escapes, or no version
+		var version string
+		if ok {
+			var err error
+			if version, err = unmarshalString(raw); err != nil {
+				return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+			}
 		}
-	}
-	if version != "2.0" {
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
+		if version != "2.0" {
+			return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
+		}
 	}
 	var idv any
 	if raw, ok := rawjson.Get(members, "id"); ok {
-		var s string
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n > -1<<53 && n < 1<<53 {
 			idv = float64(n) // what json.Unmarshal makes of a number, exactly
-		} else if raw[0] == '"' && unmarshalString(raw, &s) == nil {
-			idv = s
-		} else if err := json.Unmarshal(raw, &idv); err != nil {
+		} else if isPlainString(raw) {
+			idv = string(raw[1 : len(raw)-1])
+		} else if idv, err = unmarshalInto[any](raw); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 	}
@@ -496,8 +505,8 @@ func decodeMembers(members []rawjson.Member) (jsonrpc.Message, error) {
 		return nil, err
 	}
 	if raw, ok := rawjson.Get(members, "method"); ok {
-		var method string
-		if err := unmarshalString(raw, &method); err != nil {
+		method, err := unmarshalString(raw)
+		if err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		params, _ := rawjson.Get(members, "params")
@@ -529,21 +538,34 @@ func decodeMembers(members []rawjson.Member) (jsonrpc.Message, error) {
 
 // unmarshalString is json.Unmarshal into a string, without its cost for
 // the common case: a plain ASCII string with no escape.
-func unmarshalString(raw json.RawMessage, dst *string) error {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		plain := true
-		for _, c := range raw[1 : len(raw)-1] {
-			if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			*dst = string(raw[1 : len(raw)-1])
-			return nil
+func unmarshalString(raw json.RawMessage) (string, error) {
+	if isPlainString(raw) {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	return unmarshalInto[string](raw)
+}
+
+// isPlainString reports whether raw is a JSON string of printable ASCII
+// with no escape: its text is what is between its quotes.
+func isPlainString(raw json.RawMessage) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
+			return false
 		}
 	}
-	return json.Unmarshal(raw, dst)
+	return true
+}
+
+// unmarshalInto is json.Unmarshal into a T of its own: the decoders'
+// plain paths keep their variables on the stack (one passed to
+// json.Unmarshal would be on the heap on every path).
+func unmarshalInto[T any](raw json.RawMessage) (T, error) {
+	var v T
+	err := json.Unmarshal(raw, &v)
+	return v, err
 }
 
 // Write sends one message (the responses to a batch together, as one

@@ -24,8 +24,12 @@ func FuzzSplit(f *testing.F) {
 			}
 			return
 		}
-		if vs, verr := SplitValid(json.RawMessage(raw)); (verr == nil) != (err == nil) || fmt.Sprint(vs) != fmt.Sprint(ms) {
-			t.Fatalf("%q: SplitValid gave %q, %v; Split %q, %v", raw, vs, verr, ms, err)
+		var stack [2]Member
+		if vs, verr := SplitValidInto(stack[:0], json.RawMessage(raw)); (verr == nil) != (err == nil) || fmt.Sprint(vs) != fmt.Sprint(ms) {
+			t.Fatalf("%q: SplitValidInto gave %q, %v; Split %q, %v", raw, vs, verr, ms, err)
+		}
+		if vs, verr := SplitInto(stack[:0], json.RawMessage(raw)); (verr == nil) != (err == nil) || fmt.Sprint(vs) != fmt.Sprint(ms) {
+			t.Fatalf("%q: SplitInto gave %q, %v; Split %q, %v", raw, vs, verr, ms, err)
 		}
 		want, werr := splitByDecoder(json.RawMessage(raw))
 		if (err == nil) != (werr == nil) || len(ms) != len(want) {
