@@ -237,7 +237,9 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // PushTo is link.Pusher: the reading goroutine hands each message to the
 // Peer, where Read would hand it to the Peer's own reading goroutine
-// first. The stream's end still comes from Read.
+// first. The stream's end still comes from Read. Called before the first
+// Read (Peer.Start does), so that no message goes one way and the next
+// the other.
 func (c *LineConn) PushTo(receive func(jsonrpc.Message) bool) { c.receive.Store(&receive) }
 
 // messages appends to dst the messages of one line (none for a bad line,
@@ -442,29 +444,28 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 	// One validating pass and a split (rawjson) over a copy, where
 	// json.Unmarshal into a map validated, decoded, and copied each
 	// member on its own.
-	members, err := rawjson.Split(bytes.Clone(data))
-	if err != nil {
-		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-	}
-	return decodeMembers(members)
+	return decode(bytes.Clone(data), false)
 }
 
 // DecodeOwned is DecodeMessage for data that is the caller's to give
 // away (a POST's body, a line read for this message alone): the message
 // shares data's bytes, which nobody may change afterwards.
-func DecodeOwned(data []byte) (jsonrpc.Message, error) {
-	var stack [messageMembers]rawjson.Member
-	members, err := rawjson.SplitInto(stack[:0], data)
-	if err != nil {
-		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-	}
-	return decodeMembers(members)
-}
+func DecodeOwned(data []byte) (jsonrpc.Message, error) { return decode(data, false) }
 
 // decodeValidLine is DecodeOwned for a line readLines found valid.
-func decodeValidLine(line []byte) (jsonrpc.Message, error) {
+func decodeValidLine(line []byte) (jsonrpc.Message, error) { return decode(line, true) }
+
+// decode reads the message data holds (and keeps its bytes); valid says
+// data was just found valid JSON.
+func decode(data []byte, valid bool) (jsonrpc.Message, error) {
 	var stack [messageMembers]rawjson.Member
-	members, err := rawjson.SplitValidInto(stack[:0], line)
+	var members []rawjson.Member
+	var err error
+	if valid {
+		members, err = rawjson.SplitValidInto(stack[:0], data)
+	} else {
+		members, err = rawjson.SplitInto(stack[:0], data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
