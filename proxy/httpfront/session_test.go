@@ -302,3 +302,29 @@ func TestCheckHost(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionPushes: once the relay's Peer has taken PushTo, a POST's
+// messages go to it on the POST's goroutine, in order, and a Peer that
+// is done makes the POST find no session.
+func TestSessionPushes(t *testing.T) {
+	c := newSessionConn("s", slog.New(slog.DiscardHandler))
+	var took []string
+	open := true
+	c.PushTo(func(m jsonrpc.Message) bool {
+		if open {
+			took = append(took, m.(*jsonrpc.Request).Method)
+		}
+		return open
+	})
+	batch := `[{"jsonrpc":"2.0","method":"notifications/a"},{"jsonrpc":"2.0","method":"notifications/b"}]`
+	if w := postTo(c, batch, "Mcp-Protocol-Version", "2025-03-26"); w.Code != http.StatusAccepted {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	if strings.Join(took, " ") != "notifications/a notifications/b" {
+		t.Fatalf("the Peer took %q", took)
+	}
+	open = false
+	if w := postTo(c, `{"jsonrpc":"2.0","method":"notifications/c"}`); w.Code != http.StatusNotFound {
+		t.Fatalf("a POST to a session whose Peer is done: status %d", w.Code)
+	}
+}
