@@ -387,10 +387,12 @@ func (c *sessionConn) unregister(calls []jsonrpc.ID, rep *reply) {
 func (c *sessionConn) PushTo(receive func(jsonrpc.Message) bool) { c.receive.Store(&receive) }
 
 // deliver hands a POST's messages to the relay, in order; false when the
-// session ended first.
+// session ended first. All of them go one way (a batch's first message
+// through the inbox and the next pushed could be taken out of order).
 func (c *sessionConn) deliver(msgs []jsonrpc.Message) bool {
+	receive := c.receive.Load()
 	for _, m := range msgs {
-		if receive := c.receive.Load(); receive != nil {
+		if receive != nil {
 			if !(*receive)(m) {
 				return false
 			}
