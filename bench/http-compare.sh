@@ -15,6 +15,8 @@
 # runs BIN instead of out/bin/aqlguard. ALSO_SHARED="NAME=BIN …" adds
 # BIN with share = true as endpoint NAME. OWN_CONNS=1: each client its
 # own HTTP transport (httpload -own-conns), its connection kept.
+# SHARED_ONLY=1 drives only the shared endpoints and TBXark (not direct,
+# not aqlguard with a server per session): decision 5 of issue 33.
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)/out/bin
 . "$(dirname "$0")/lib.sh"
@@ -40,7 +42,10 @@ wait_port 9200
 "${AQLGUARD:-$B/aqlguard}" serve --listen 127.0.0.1:9201 --config "$W/aqlguard.toml" --state-dir "$W/st1" 2>"$W/aqlguard.log" &
 labels=(-label "$!=aqlguard serve")
 targets=(-target direct=http://127.0.0.1:9200/mcp -target aqlguard=http://127.0.0.1:9201/mcp)
-if [ -x "$B/aqlguard-prev" ]; then
+if [ "${SHARED_ONLY:-}" = 1 ]; then
+	targets=()
+fi
+if [ -x "$B/aqlguard-prev" ] && [ "${SHARED_ONLY:-}" != 1 ]; then
 	"$B/aqlguard-prev" serve --listen 127.0.0.1:9202 --config "$W/aqlguard.toml" --state-dir "$W/st2" 2>"$W/aqlguard-prev.log" &
 	labels+=(-label "$!=aqlguard-prev serve")
 	targets+=(-target aqlguard-prev=http://127.0.0.1:9202/mcp)

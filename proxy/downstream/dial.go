@@ -21,6 +21,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/remoteauth"
 	"github.com/aqlguard/aqlguard/sandbox"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,6 +41,15 @@ type conn struct {
 	// sandbox watches a confined stdio child for what it was refused;
 	// nil for one that is not confined, and for remote servers.
 	sandbox *sandbox.Watch
+}
+
+// PushTo passes the Peer's receive to a connection that pushes (a stdio
+// child's lines, link.LineConn): each answer reaches its caller from the
+// goroutine that read it. The others (remote servers) go on through Read.
+func (c *conn) PushTo(receive func(jsonrpc.Message) bool) {
+	if p, ok := c.Connection.(link.Pusher); ok {
+		p.PushTo(receive)
+	}
 }
 
 // cause is what a stdio child's stderr says went wrong ("" if nothing),

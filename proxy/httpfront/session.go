@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -37,9 +38,13 @@ type sessionConn struct {
 	// credential names the client that started the session.
 	credential string
 	inbox
+	// receive takes a POST's messages on the POST's goroutine once the
+	// relay's Peer has started (link.Pusher); until then they go through
+	// the inbox.
+	receive atomic.Pointer[func(jsonrpc.Message) bool]
 
 	mu      sync.Mutex
-	replies map[string]*reply // by link.IDKey of the client's request id
+	replies map[jsonrpc.ID]*reply // by the client's request id (a string and a number never equal)
 	stream  chan jsonrpc.Message
 }
 
@@ -47,6 +52,45 @@ type sessionConn struct {
 type reply struct {
 	answers chan *jsonrpc.Response // room for every answer: a write never blocks
 	related chan jsonrpc.Message   // nil when the client takes no event stream
+	queue   chan jsonrpc.Message   // related's room, kept with a pooled reply
+}
+
+// oneCall keeps the replies of POSTs with one request for the next such
+// POST: its queue of maxQueued messages is a kilobyte to allocate and
+// collect on every call otherwise.
+var oneCall = sync.Pool{New: func() any {
+	return &reply{answers: make(chan *jsonrpc.Response, 1), queue: make(chan jsonrpc.Message, maxQueued)}
+}}
+
+// newReply is a reply for a POST of calls requests, related messages
+// queued when the client takes events.
+func newReply(calls int, takesEvents bool) *reply {
+	var rep *reply
+	if calls == 1 {
+		rep = oneCall.Get().(*reply)
+	} else {
+		rep = &reply{answers: make(chan *jsonrpc.Response, calls), queue: make(chan jsonrpc.Message, maxQueued)}
+	}
+	if takesEvents {
+		rep.related = rep.queue
+	}
+	return rep
+}
+
+// release gives back a reply nothing can write to any more (it was
+// unregistered, under c.mu): what is left in it is dropped, as a POST
+// that went away drops it.
+func (rep *reply) release() {
+	if cap(rep.answers) != 1 {
+		return
+	}
+	drain(rep.queue, func(jsonrpc.Message) {})
+	select {
+	case <-rep.answers:
+	default:
+	}
+	rep.related = nil
+	oneCall.Put(rep)
 }
 
 // maxQueued bounds the messages waiting to be written to one stream; a
@@ -59,7 +103,7 @@ const maxQueued = 64
 func (c *sessionConn) Credential() string { return c.credential }
 
 func newSessionConn(id string, log *slog.Logger) *sessionConn {
-	return &sessionConn{id: id, log: log, inbox: newInbox(), replies: map[string]*reply{}}
+	return &sessionConn{id: id, log: log, inbox: newInbox(), replies: map[jsonrpc.ID]*reply{}}
 }
 
 // inbox is the reading side of both kinds of connection: what POSTs
@@ -103,19 +147,18 @@ func (c *sessionConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	default:
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		key := link.IDKey(resp.ID)
-		r, ok := c.replies[key]
+		r, ok := c.replies[resp.ID]
 		if !ok {
-			c.log.Debug("an answer for a POST that went away", "id", key)
+			c.log.Debug("an answer for a POST that went away", "id", link.IDKey(resp.ID))
 			return nil
 		}
-		delete(c.replies, key)
+		delete(c.replies, resp.ID)
 		r.answers <- resp
 		return nil
 	}
 	req, _ := msg.(*jsonrpc.Request)
 	if id, ok := link.Related(ctx); ok {
-		if r := c.replies[link.IDKey(id)]; r != nil && r.related != nil && queue(r.related, msg) {
+		if r := c.replies[id]; r != nil && r.related != nil && queue(r.related, msg) {
 			return nil
 		}
 	}
@@ -177,16 +220,18 @@ func (c *sessionConn) servePOST(w http.ResponseWriter, r *http.Request, body []b
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	rep := &reply{answers: make(chan *jsonrpc.Response, len(calls))}
-	if accepts(r, "text/event-stream") {
-		rep.related = make(chan jsonrpc.Message, maxQueued)
-	}
+	takesEvents := accepts(r, "text/event-stream")
+	rep := newReply(len(calls), takesEvents)
 	if id, ok := c.register(calls, rep); !ok {
+		rep.release()
 		writeError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("request id %v is already in use in this session", id.Raw())})
 		return
 	}
-	defer c.unregister(calls, rep)
+	defer func() {
+		c.unregister(calls, rep)
+		rep.release()
+	}()
 	if initialize {
 		w.Header().Set(headerSession, c.id)
 	}
@@ -194,14 +239,15 @@ func (c *sessionConn) servePOST(w http.ResponseWriter, r *http.Request, body []b
 		writeError(w, http.StatusNotFound, calls[0], &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the session ended"})
 		return
 	}
-	c.answer(w, r, rep, len(calls), batch)
+	c.answer(w, r, rep, len(calls), batch, accepts(r, "application/json") || !takesEvents)
 }
 
 // answer writes what comes back for a POST's requests until every one
 // of them is answered: the answers as JSON (an object, or the batch's
-// array) when nothing else comes first, else everything as events from
-// the first related message on, answers held until then included.
-func (c *sessionConn) answer(w http.ResponseWriter, r *http.Request, rep *reply, want int, batch bool) {
+// array) when nothing else comes first and the client takes JSON
+// (asJSON), else everything as events from the first related message
+// on, answers held until then included.
+func (c *sessionConn) answer(w http.ResponseWriter, r *http.Request, rep *reply, want int, batch, asJSON bool) {
 	events := eventWriter{w: w}
 	var held []*jsonrpc.Response // answers waiting for the JSON body
 	related := func(m jsonrpc.Message) {
@@ -211,7 +257,6 @@ func (c *sessionConn) answer(w http.ResponseWriter, r *http.Request, rep *reply,
 		held = nil
 		events.send(m)
 	}
-	asJSON := accepts(r, "application/json") || !accepts(r, "text/event-stream")
 	for answered := 0; answered < want; {
 		select {
 		case m := <-rep.related:
@@ -262,7 +307,7 @@ func drain(ch <-chan jsonrpc.Message, send func(jsonrpc.Message)) {
 // a batch's array.
 func encodeAnswers(answers []*jsonrpc.Response, batch bool) ([]byte, error) {
 	if !batch {
-		return jsonrpc.EncodeMessage(answers[0])
+		return link.EncodeMessage(answers[0])
 	}
 	return link.EncodeBatch(answers)
 }
@@ -315,13 +360,12 @@ func (c *sessionConn) register(calls []jsonrpc.ID, rep *reply) (jsonrpc.ID, bool
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, id := range calls {
-		key := link.IDKey(id)
-		if _, dup := c.replies[key]; dup || slices.ContainsFunc(calls[:i], func(o jsonrpc.ID) bool { return link.IDKey(o) == key }) {
+		if _, dup := c.replies[id]; dup || slices.Contains(calls[:i], id) {
 			return id, false
 		}
 	}
 	for _, id := range calls {
-		c.replies[link.IDKey(id)] = rep
+		c.replies[id] = rep
 	}
 	return jsonrpc.ID{}, true
 }
@@ -331,16 +375,29 @@ func (c *sessionConn) unregister(calls []jsonrpc.ID, rep *reply) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range calls {
-		if key := link.IDKey(id); c.replies[key] == rep {
-			delete(c.replies, key)
+		if c.replies[id] == rep {
+			delete(c.replies, id)
 		}
 	}
 }
 
+// PushTo is link.Pusher: the relay's Peer takes each POST's messages on
+// the POST's goroutine, one goroutine hand-off less per message than
+// through Read.
+func (c *sessionConn) PushTo(receive func(jsonrpc.Message) bool) { c.receive.Store(&receive) }
+
 // deliver hands a POST's messages to the relay, in order; false when the
-// session ended first.
+// session ended first. All of them go one way (a batch's first message
+// through the inbox and the next pushed could be taken out of order).
 func (c *sessionConn) deliver(msgs []jsonrpc.Message) bool {
+	receive := c.receive.Load()
 	for _, m := range msgs {
+		if receive != nil {
+			if !(*receive)(m) {
+				return false
+			}
+			continue
+		}
 		select {
 		case c.in <- m:
 		case <-c.closed:
@@ -350,14 +407,15 @@ func (c *sessionConn) deliver(msgs []jsonrpc.Message) bool {
 	return true
 }
 
-// decodeBody reads a POST's message, or the messages of a batch.
+// decodeBody reads a POST's message, or the messages of a batch. The
+// body is the POST's own (readBody): the message keeps its bytes.
 func decodeBody(body []byte) (msgs []jsonrpc.Message, batch bool, err error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
 		return nil, false, errors.New("the body is empty")
 	}
 	if trimmed[0] != '[' {
-		m, err := link.DecodeMessage(trimmed)
+		m, err := link.DecodeOwned(trimmed)
 		if err != nil {
 			return nil, false, fmt.Errorf("the body is not a JSON-RPC message: %w", err)
 		}
@@ -391,7 +449,7 @@ func (e *eventWriter) start() {
 }
 
 func (e *eventWriter) send(m jsonrpc.Message) {
-	data, err := jsonrpc.EncodeMessage(m)
+	data, err := link.EncodeMessage(m)
 	if err != nil {
 		return
 	}
@@ -417,9 +475,11 @@ func names(r *http.Request, mediaType string) bool { return acceptsType(r, media
 func acceptsType(r *http.Request, mediaType string, wildcards bool) bool {
 	major, _, _ := strings.Cut(mediaType, "/")
 	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
+		for more := true; more; {
+			var part string
+			part, v, more = strings.Cut(v, ",")
 			t, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			if t == mediaType || wildcards && (t == "*/*" || t == major+"/*") {
+			if t == mediaType || wildcards && (t == "*/*" || len(t) == len(major)+2 && strings.HasPrefix(t, major) && t[len(major):] == "/*") {
 				return true
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -247,6 +248,9 @@ func TestAccepts(t *testing.T) {
 		{"text/*", true, false, false},
 		{"application/json", false, false, true},
 		{"", false, false, false},
+		{"application/json,text/event-stream", true, true, true},
+		{"text/html, application/*;q=0.5", false, false, true},
+		{"text/event-streams, application/jsonx", false, false, false},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 		if tt.accept != "" {
@@ -261,5 +265,66 @@ func TestAccepts(t *testing.T) {
 		if got := accepts(r, "application/json"); got != tt.json {
 			t.Errorf("%q takes JSON: %v, want %v", tt.accept, got, tt.json)
 		}
+	}
+}
+
+// TestCheckHost: a listener on loopback takes only loopback Host names (a
+// web page's name rebound to 127.0.0.1 is refused); elsewhere the Host is
+// not ours to judge.
+func TestCheckHost(t *testing.T) {
+	v4, v6 := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}, &net.TCPAddr{IP: net.IPv6loopback, Port: 9}
+	public := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 9}
+	for _, tt := range []struct {
+		local net.Addr
+		host  string
+		ok    bool
+	}{
+		{v4, "127.0.0.1:9", true},
+		{v4, "localhost:9", true},
+		{v4, "LOCALHOST", true},
+		{v4, "[::1]:9", true},
+		{v4, "evil.example:9", false},
+		{v4, "127.0.0.1.evil.example", false},
+		{v6, "evil.example", false},
+		{v6, "[::1]:9", true},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:127.0.0.1"), Port: 9}, "evil.example", false},
+		{public, "evil.example", true},
+		{&net.UnixAddr{Name: "/run/x.sock", Net: "unix"}, "evil.example", true},
+		{nil, "evil.example", true},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Host = tt.host
+		if tt.local != nil {
+			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, tt.local))
+		}
+		if err := checkHost(r); (err == nil) != tt.ok {
+			t.Errorf("listening on %v, Host %q: %v, want allowed %v", tt.local, tt.host, err, tt.ok)
+		}
+	}
+}
+
+// TestSessionPushes: once the relay's Peer has taken PushTo, a POST's
+// messages go to it on the POST's goroutine, in order, and a Peer that
+// is done makes the POST find no session.
+func TestSessionPushes(t *testing.T) {
+	c := newSessionConn("s", slog.New(slog.DiscardHandler))
+	var took []string
+	open := true
+	c.PushTo(func(m jsonrpc.Message) bool {
+		if open {
+			took = append(took, m.(*jsonrpc.Request).Method)
+		}
+		return open
+	})
+	batch := `[{"jsonrpc":"2.0","method":"notifications/a"},{"jsonrpc":"2.0","method":"notifications/b"}]`
+	if w := postTo(c, batch, "Mcp-Protocol-Version", "2025-03-26"); w.Code != http.StatusAccepted {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	if strings.Join(took, " ") != "notifications/a notifications/b" {
+		t.Fatalf("the Peer took %q", took)
+	}
+	open = false
+	if w := postTo(c, `{"jsonrpc":"2.0","method":"notifications/c"}`); w.Code != http.StatusNotFound {
+		t.Fatalf("a POST to a session whose Peer is done: status %d", w.Code)
 	}
 }

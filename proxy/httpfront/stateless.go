@@ -76,7 +76,7 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 }
 
 func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, werr *jsonrpc.Error) {
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: werr})
+	data, err := link.EncodeMessage(&jsonrpc.Response{ID: id, Error: werr})
 	if err != nil {
 		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
 		return
@@ -311,7 +311,7 @@ func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonr
 				events.send(resp)
 				return
 			}
-			data, _ := jsonrpc.EncodeMessage(resp)
+			data, _ := link.EncodeMessage(resp)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
 			_, _ = w.Write(data)

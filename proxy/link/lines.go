@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
@@ -37,7 +38,9 @@ const MaxLineLength = mcp.DefaultMaxLineLength
 // (a banner, a debug print) ends nothing.
 //
 // A goroutine reads, so that Close unblocks Read even when the reader
-// cannot be closed (a process's stdin).
+// cannot be closed (a process's stdin). It hands each message to the
+// Peer itself (Pusher) once the Peer has started; Read then brings only
+// the stream's end.
 type LineConn struct {
 	w     io.Writer
 	close func() error
@@ -54,6 +57,7 @@ type LineConn struct {
 	OnBadLine func(start []byte, why string)
 
 	r        io.Reader
+	receive  atomic.Pointer[func(jsonrpc.Message) bool] // PushTo's
 	started  sync.Once
 	incoming chan lineOrErr
 	closed   chan struct{}
@@ -109,6 +113,13 @@ func (c *LineConn) readLines() {
 	br := bufio.NewReaderSize(c.r, 64<<10)
 	var pending []byte // a server's message that goes on on the next line
 	send := func(in lineOrErr) bool {
+		if receive := c.receive.Load(); receive != nil && in.err == nil {
+			var one [1]jsonrpc.Message
+			for _, m := range c.messages(in, one[:0]) {
+				(*receive)(m) // false: the Peer is done, and Close follows
+			}
+			return true
+		}
 		select {
 		case c.incoming <- in:
 			return true
@@ -217,35 +228,50 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if in.err != nil {
 			return nil, in.err
 		}
-		if in.bad != "" {
-			c.badLine(in.line, in.bad, in.id)
-			continue
-		}
-		if in.line[0] != '[' {
-			m, err := DecodeMessage(in.line)
-			if err != nil {
-				why := invalidWhy(in.line)
-				c.badLine(in.line, why, idOf(in.line))
-				continue
-			}
-			return m, nil
-		}
-		if m := c.readBatch(in.line); m != nil {
-			return m, nil
+		if msgs := c.messages(in, nil); len(msgs) > 0 {
+			c.queue = msgs[1:]
+			return msgs[0], nil
 		}
 	}
 }
 
-// readBatch takes a batch's messages: the first is returned, the others
-// queued; its invalid members are answered in the batch's answer.
-func (c *LineConn) readBatch(line []byte) jsonrpc.Message {
+// PushTo is link.Pusher: the reading goroutine hands each message to the
+// Peer, where Read would hand it to the Peer's own reading goroutine
+// first. The stream's end still comes from Read. Called before the first
+// Read (Peer.Start does), so that no message goes one way and the next
+// the other.
+func (c *LineConn) PushTo(receive func(jsonrpc.Message) bool) { c.receive.Store(&receive) }
+
+// messages appends to dst the messages of one line (none for a bad line,
+// which is answered or skipped; a batch's, in order).
+func (c *LineConn) messages(in lineOrErr, dst []jsonrpc.Message) []jsonrpc.Message {
+	if in.bad != "" {
+		c.badLine(in.line, in.bad, in.id)
+		return dst
+	}
+	if in.line[0] == '[' {
+		return c.readBatch(in.line, dst)
+	}
+	// The line is this message's alone (readLine appends to a fresh
+	// slice) and was found valid as it was framed.
+	m, err := decodeValidLine(in.line)
+	if err != nil {
+		c.badLine(in.line, invalidWhy(in.line), idOf(in.line))
+		return dst
+	}
+	return append(dst, m)
+}
+
+// readBatch appends a batch's messages to dst; its invalid members are
+// answered in the batch's answer.
+func (c *LineConn) readBatch(line []byte, dst []jsonrpc.Message) []jsonrpc.Message {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(line, &raws); err != nil || len(raws) == 0 {
 		c.badLine(line, badEmpty, nil)
-		return nil
+		return dst
 	}
 	batch := &lineBatch{unresolved: map[jsonrpc.ID]int{}}
-	var msgs []jsonrpc.Message
+	msgs := dst
 	c.batchMu.Lock()
 	for _, raw := range raws {
 		m, err := DecodeMessage(raw)
@@ -287,11 +313,7 @@ func (c *LineConn) readBatch(line []byte) jsonrpc.Message {
 			c.writeLine(data)
 		}
 	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	c.queue = msgs[1:]
-	return msgs[0]
+	return msgs
 }
 
 // badLine answers (AnswerBadLines) or skips a line that is not a
@@ -403,7 +425,7 @@ func EncodeBatch(responses []*jsonrpc.Response) ([]byte, error) {
 	raws := make([]json.RawMessage, len(responses))
 	for i, r := range responses {
 		var err error
-		if raws[i], err = jsonrpc.EncodeMessage(r); err != nil {
+		if raws[i], err = EncodeMessage(r); err != nil {
 			return nil, err
 		}
 	}
@@ -422,24 +444,60 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 	// One validating pass and a split (rawjson) over a copy, where
 	// json.Unmarshal into a map validated, decoded, and copied each
 	// member on its own.
-	members, err := rawjson.Split(bytes.Clone(data))
+	return decode(bytes.Clone(data), false)
+}
+
+// DecodeOwned is DecodeMessage for data that is the caller's to give
+// away (a POST's body, a line read for this message alone): the message
+// shares data's bytes, which nobody may change afterwards.
+func DecodeOwned(data []byte) (jsonrpc.Message, error) { return decode(data, false) }
+
+// decodeValidLine is DecodeOwned for a line readLines found valid.
+func decodeValidLine(line []byte) (jsonrpc.Message, error) { return decode(line, true) }
+
+// decode reads the message data holds (and keeps its bytes); valid says
+// data was just found valid JSON.
+func decode(data []byte, valid bool) (jsonrpc.Message, error) {
+	var stack [messageMembers]rawjson.Member
+	var members []rawjson.Member
+	var err error
+	if valid {
+		members, err = rawjson.SplitValidInto(stack[:0], data)
+	} else {
+		members, err = rawjson.SplitInto(stack[:0], data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
-	var version string
-	if raw, ok := rawjson.Get(members, "jsonrpc"); ok {
-		if err := unmarshalString(raw, &version); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+	return decodeMembers(members)
+}
+
+// messageMembers is room for a JSON-RPC message's members (jsonrpc, id,
+// method, params; or result, error) on the decoder's stack.
+const messageMembers = 6
+
+// decodeMembers is the message a JSON object's members make.
+func decodeMembers(members []rawjson.Member) (jsonrpc.Message, error) {
+	raw, ok := rawjson.Get(members, "jsonrpc")
+	if !ok || string(raw) != `"2.0"` { // else "2.0" spelled with escapes, or no version
+		var version string
+		if ok {
+			var err error
+			if version, err = unmarshalString(raw); err != nil {
+				return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+			}
 		}
-	}
-	if version != "2.0" {
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
+		if version != "2.0" {
+			return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
+		}
 	}
 	var idv any
 	if raw, ok := rawjson.Get(members, "id"); ok {
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n > -1<<53 && n < 1<<53 {
 			idv = float64(n) // what json.Unmarshal makes of a number, exactly
-		} else if err := json.Unmarshal(raw, &idv); err != nil {
+		} else if isPlainString(raw) {
+			idv = string(raw[1 : len(raw)-1])
+		} else if idv, err = unmarshalInto[any](raw); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 	}
@@ -448,8 +506,8 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 		return nil, err
 	}
 	if raw, ok := rawjson.Get(members, "method"); ok {
-		var method string
-		if err := unmarshalString(raw, &method); err != nil {
+		method, err := unmarshalString(raw)
+		if err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		params, _ := rawjson.Get(members, "params")
@@ -481,21 +539,34 @@ func DecodeMessage(data []byte) (jsonrpc.Message, error) {
 
 // unmarshalString is json.Unmarshal into a string, without its cost for
 // the common case: a plain ASCII string with no escape.
-func unmarshalString(raw json.RawMessage, dst *string) error {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		plain := true
-		for _, c := range raw[1 : len(raw)-1] {
-			if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			*dst = string(raw[1 : len(raw)-1])
-			return nil
+func unmarshalString(raw json.RawMessage) (string, error) {
+	if isPlainString(raw) {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	return unmarshalInto[string](raw)
+}
+
+// isPlainString reports whether raw is a JSON string of printable ASCII
+// with no escape: its text is what is between its quotes.
+func isPlainString(raw json.RawMessage) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
+			return false
 		}
 	}
-	return json.Unmarshal(raw, dst)
+	return true
+}
+
+// unmarshalInto is json.Unmarshal into a T of its own: the decoders'
+// plain paths keep their variables on the stack (one passed to
+// json.Unmarshal would be on the heap on every path).
+func unmarshalInto[T any](raw json.RawMessage) (T, error) {
+	var v T
+	err := json.Unmarshal(raw, &v)
+	return v, err
 }
 
 // Write sends one message (the responses to a batch together, as one
@@ -513,10 +584,10 @@ func (c *LineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			}
 			data, err = encodeLineBatch(b)
 		} else {
-			data, err = jsonrpc.EncodeMessage(msg)
+			data, err = EncodeMessage(msg)
 		}
 	} else {
-		data, err = jsonrpc.EncodeMessage(msg)
+		data, err = EncodeMessage(msg)
 	}
 	if err != nil {
 		return err
@@ -563,7 +634,7 @@ func encodeLineBatch(b *lineBatch) ([]byte, error) {
 		case b.answered[i] != nil:
 			raws = append(raws, b.answered[i])
 		case r != nil:
-			raw, err := jsonrpc.EncodeMessage(r)
+			raw, err := EncodeMessage(r)
 			if err != nil {
 				return nil, err
 			}

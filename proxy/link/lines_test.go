@@ -49,6 +49,17 @@ func FuzzDecodeMessage(f *testing.F) {
 		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
 			t.Fatalf("%s:\n ours    %s %v\n go-sdk  %s %v", data, a, err1, b, err2)
 		}
+		// The shortcuts for a body or a line that is ours (no copy) and
+		// already valid (no second check) read the same message.
+		for name, decode := range map[string]func([]byte) (jsonrpc.Message, error){"DecodeOwned": DecodeOwned, "decodeValidLine": decodeValidLine} {
+			m, err := decode(bytes.Clone(data))
+			if err != nil {
+				t.Fatalf("%s: %s refused it: %v", data, name, err)
+			}
+			if c, err := jsonrpc.EncodeMessage(m); err != nil || !bytes.Equal(c, a) {
+				t.Fatalf("%s: %s read %s", data, name, c)
+			}
+		}
 	})
 }
 

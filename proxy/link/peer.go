@@ -48,6 +48,20 @@ type Arrivals interface {
 	Arrived(req *jsonrpc.Request)
 }
 
+// Pusher is a connection whose messages arrive on goroutines of their
+// own (a Streamable HTTP session's POSTs). Start gives it the Peer's
+// receive, which takes a message on the goroutine that brings it, where
+// handing it to Read would wake the Peer's reading goroutine for every
+// message. The messages pushed are taken one at a time, in the order
+// they are pushed, as the reading goroutine takes those of Read: a
+// notification's handler has returned, and a request's has been given
+// its goroutine, when receive returns. receive reports false once the
+// Peer is done (the message was not taken). Read still says when the
+// connection ends (and may bring messages too).
+type Pusher interface {
+	PushTo(receive func(jsonrpc.Message) bool)
+}
+
 // ErrClosed is returned by calls on a closed Peer, and by calls that were
 // waiting for an answer when it closed.
 var ErrClosed = errors.New("connection closed")
@@ -73,9 +87,18 @@ type Peer struct {
 
 	nextID atomic.Int64
 
-	mu       sync.Mutex
-	pending  map[string]chan *jsonrpc.Response // by request id (as a string)
-	incoming map[string]*incomingCall          // requests from the other side being served
+	// takeMu makes the messages of Read and of a Pusher's pushes taken
+	// one at a time; takeCtx is the context of their notifications,
+	// ended when the connection's reading ends.
+	takeMu     sync.Mutex
+	takeCtx    context.Context
+	takeCancel context.CancelFunc
+
+	mu sync.Mutex
+	// Both by request id: a string and a number are different ids, as
+	// idKey writes them apart.
+	pending  map[jsonrpc.ID]chan *jsonrpc.Response
+	incoming map[jsonrpc.ID]*incomingCall // requests from the other side being served
 	closed   bool
 	// finishing: the other side's input ended and the requests it sent
 	// are being finished (FinishOnEOF); serving counts them.
@@ -98,14 +121,33 @@ func New(conn mcp.Connection, h Handler, log *slog.Logger) *Peer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Peer{conn: conn, handler: h, log: log,
-		pending: map[string]chan *jsonrpc.Response{}, incoming: map[string]*incomingCall{},
+	p := &Peer{conn: conn, handler: h, log: log,
+		pending: map[jsonrpc.ID]chan *jsonrpc.Response{}, incoming: map[jsonrpc.ID]*incomingCall{},
 		done: make(chan struct{})}
+	p.takeCtx, p.takeCancel = context.WithCancel(context.Background())
+	return p
 }
 
-// Start reads the connection until it fails or the Peer is closed.
+// Start reads the connection until it fails or the Peer is closed (and
+// takes what a Pusher pushes from then on).
 func (p *Peer) Start() {
+	if c, ok := p.conn.(Pusher); ok {
+		c.PushTo(p.receive)
+	}
 	go p.read()
+}
+
+// receive takes one message a Pusher pushes.
+func (p *Peer) receive(msg jsonrpc.Message) bool {
+	p.takeMu.Lock()
+	defer p.takeMu.Unlock()
+	select {
+	case <-p.done:
+		return false
+	default:
+	}
+	p.take(msg)
+	return true
 }
 
 // Done is closed when the connection has ended; Err then says why.
@@ -160,10 +202,9 @@ func (p *Peer) shutdown(err error) {
 }
 
 func (p *Peer) read() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	defer p.takeCancel()
 	for {
-		msg, err := p.conn.Read(ctx)
+		msg, err := p.conn.Read(p.takeCtx)
 		if err != nil {
 			if p.FinishOnEOF && errors.Is(err, io.EOF) {
 				p.finish()
@@ -172,19 +213,26 @@ func (p *Peer) read() {
 			_ = p.conn.Close()
 			return
 		}
-		switch m := msg.(type) {
-		case *jsonrpc.Response:
-			p.deliver(m)
-		case *jsonrpc.Request:
-			if !m.IsCall() {
-				if m.Method == MethodCancelled {
-					p.cancelIncoming(m.Params)
-				}
-				p.handler.Notification(ctx, m)
-				continue
+		p.takeMu.Lock()
+		p.take(msg)
+		p.takeMu.Unlock()
+	}
+}
+
+// take serves one message of the other side's; p.takeMu is held.
+func (p *Peer) take(msg jsonrpc.Message) {
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		p.deliver(m)
+	case *jsonrpc.Request:
+		if !m.IsCall() {
+			if m.Method == MethodCancelled {
+				p.cancelIncoming(m.Params)
 			}
-			p.serve(m)
+			p.handler.Notification(p.takeCtx, m)
+			return
 		}
+		p.serve(m)
 	}
 }
 
@@ -208,13 +256,12 @@ func (p *Peer) failPending() {
 }
 
 func (p *Peer) deliver(r *jsonrpc.Response) {
-	key := idKey(r.ID)
 	p.mu.Lock()
-	ch, ok := p.pending[key]
-	delete(p.pending, key)
+	ch, ok := p.pending[r.ID]
+	delete(p.pending, r.ID)
 	p.mu.Unlock()
 	if !ok {
-		p.log.Debug("a response to no request of ours", "id", key)
+		p.log.Debug("a response to no request of ours", "id", idKey(r.ID))
 		return
 	}
 	ch <- r
@@ -222,7 +269,7 @@ func (p *Peer) deliver(r *jsonrpc.Response) {
 
 // serve runs the handler for one request from the other side.
 func (p *Peer) serve(req *jsonrpc.Request) {
-	key := idKey(req.ID)
+	key := req.ID
 	base := context.Background()
 	if c, ok := req.Extra.(Contexter); ok {
 		base = c.RequestContext(base)
@@ -238,7 +285,7 @@ func (p *Peer) serve(req *jsonrpc.Request) {
 	if _, dup := p.incoming[key]; dup {
 		p.mu.Unlock()
 		cancel()
-		p.respond(req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "request id " + key + " is already in use"})
+		p.respond(req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "request id " + idKey(key) + " is already in use"})
 		return
 	}
 	p.incoming[key] = call
@@ -345,7 +392,7 @@ func (p *Peer) cancelIncoming(params json.RawMessage) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if call, ok := p.incoming[idKey(id)]; ok {
+	if call, ok := p.incoming[id]; ok {
 		call.cancelled = true
 		call.cancel()
 	}
@@ -385,7 +432,7 @@ func (p *Peer) NewID() jsonrpc.ID {
 // CallAs is Call under an id from NewID, for a caller that must know the
 // id before the answer comes (a subscription's notifications name it).
 func (p *Peer) CallAs(ctx context.Context, id jsonrpc.ID, method string, params json.RawMessage) (json.RawMessage, error) {
-	key := idKey(id)
+	key := id
 	ch := make(chan *jsonrpc.Response, 1)
 	p.mu.Lock()
 	if p.closed || p.finishing {
@@ -419,7 +466,7 @@ func (p *Peer) CallAs(ctx context.Context, id jsonrpc.ID, method string, params 
 	}
 }
 
-func (p *Peer) forget(key string) {
+func (p *Peer) forget(key jsonrpc.ID) {
 	p.mu.Lock()
 	delete(p.pending, key)
 	p.mu.Unlock()

@@ -308,3 +308,99 @@ func TestCancelledIDIsReadExactly(t *testing.T) {
 		}
 	}
 }
+
+// pushing is a connection whose messages come by PushTo's receive, as
+// a Streamable HTTP session's POSTs bring them; Read only waits for the
+// end.
+type pushing struct {
+	endedInput
+	receive func(jsonrpc.Message) bool
+	end     chan struct{}
+}
+
+func (c *pushing) PushTo(receive func(jsonrpc.Message) bool) { c.receive = receive }
+
+func (c *pushing) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-c.end:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestPeerTakesPushedMessages: what a Pusher pushes is taken on the
+// pushing goroutine: a notification's handler has run when receive
+// returns, a request is served and answered, a response reaches its
+// call; once the connection has ended nothing is taken.
+func TestPeerTakesPushedMessages(t *testing.T) {
+	conn := &pushing{end: make(chan struct{})}
+	h := &scripted{}
+	p := New(conn, h, nil)
+	p.Start()
+	if conn.receive == nil {
+		t.Fatal("Start did not give the connection its receive")
+	}
+	if !conn.receive(&jsonrpc.Request{Method: "notifications/roots/list_changed", Params: json.RawMessage(`1`)}) {
+		t.Fatal("a notification was not taken")
+	}
+	h.mu.Lock()
+	got := h.notifications
+	h.mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("after receive returned, the handler had seen %q", got)
+	}
+	id, _ := jsonrpc.MakeID(float64(7))
+	if !conn.receive(&jsonrpc.Request{ID: id, Method: "echo", Params: json.RawMessage(`"hi"`)}) {
+		t.Fatal("a request was not taken")
+	}
+	answered := func() *jsonrpc.Response {
+		conn.mu.Lock()
+		defer conn.mu.Unlock()
+		for _, m := range conn.written {
+			if r, ok := m.(*jsonrpc.Response); ok && r.ID == id {
+				return r
+			}
+		}
+		return nil
+	}
+	for deadline := time.Now().Add(5 * time.Second); answered() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pushed request was not answered")
+		}
+	}
+	if r := answered(); string(r.Result) != `"hi"` {
+		t.Fatalf("answered %s", r.Result)
+	}
+	// A call of ours, answered by a pushed response.
+	result := make(chan json.RawMessage, 1)
+	go func() {
+		r, err := p.Call(context.Background(), "ask", nil)
+		if err != nil {
+			t.Error(err)
+		}
+		result <- r
+	}()
+	var asked *jsonrpc.Request
+	for deadline := time.Now().Add(5 * time.Second); asked == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the call was not sent")
+		}
+		conn.mu.Lock()
+		for _, m := range conn.written {
+			if r, ok := m.(*jsonrpc.Request); ok && r.Method == "ask" {
+				asked = r
+			}
+		}
+		conn.mu.Unlock()
+	}
+	conn.receive(&jsonrpc.Response{ID: asked.ID, Result: json.RawMessage(`{"yes":1}`)})
+	if r := <-result; string(r) != `{"yes":1}` {
+		t.Fatalf("the call got %s", r)
+	}
+	close(conn.end)
+	<-p.Done()
+	if conn.receive(&jsonrpc.Request{Method: "notifications/late"}) {
+		t.Error("a message was taken after the connection ended")
+	}
+}

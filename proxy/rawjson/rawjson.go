@@ -23,21 +23,47 @@ type Member struct {
 // validates once (json.Valid) and then splits without checks; FuzzSplit
 // holds it to what a json.Decoder walking the tokens reads.
 func Split(raw json.RawMessage) ([]Member, error) {
+	return SplitInto(nil, raw)
+}
+
+// SplitInto is Split appending to dst: a caller that splits on every
+// message gives an array of its own stack, and a message of no more
+// members than it holds is split without an allocation.
+func SplitInto(dst []Member, raw json.RawMessage) ([]Member, error) {
 	raw = bytes.Trim(raw, " \t\r\n") // JSON's white space: bytes.TrimSpace would take \v and others too
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+		return dst, nil
 	}
 	if !json.Valid(raw) {
 		return nil, errors.New("not valid JSON")
 	}
+	return splitValid(dst, raw)
+}
+
+// SplitValidInto is SplitInto for raw that the caller has just found
+// valid (json.Valid): a line of a stdio stream, checked as it was
+// framed, is not walked twice.
+func SplitValidInto(dst []Member, raw json.RawMessage) ([]Member, error) {
+	raw = bytes.Trim(raw, " \t\r\n")
+	if len(raw) == 0 || string(raw) == "null" {
+		return dst, nil
+	}
+	return splitValid(dst, raw)
+}
+
+// splitValid appends the members of raw, valid JSON without white space
+// around it, to out.
+func splitValid(out []Member, raw json.RawMessage) ([]Member, error) {
 	if raw[0] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
 	i := skipSpace(raw, 1)
 	if raw[i] == '}' {
-		return nil, nil
+		return out, nil
 	}
-	out := make([]Member, 0, 8) // a JSON-RPC message, most params: one allocation
+	if out == nil {
+		out = make([]Member, 0, 8) // a JSON-RPC message, most params: one allocation
+	}
 	for {
 		keyEnd := stringEnd(raw, i)
 		key := MemberName(raw[i:keyEnd])

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -22,6 +23,13 @@ func FuzzSplit(f *testing.F) {
 				t.Fatalf("%q is not JSON, yet it was split into %q", raw, ms)
 			}
 			return
+		}
+		var stack [2]Member
+		if vs, verr := SplitValidInto(stack[:0], json.RawMessage(raw)); (verr == nil) != (err == nil) || fmt.Sprint(vs) != fmt.Sprint(ms) {
+			t.Fatalf("%q: SplitValidInto gave %q, %v; Split %q, %v", raw, vs, verr, ms, err)
+		}
+		if vs, verr := SplitInto(stack[:0], json.RawMessage(raw)); (verr == nil) != (err == nil) || fmt.Sprint(vs) != fmt.Sprint(ms) {
+			t.Fatalf("%q: SplitInto gave %q, %v; Split %q, %v", raw, vs, verr, ms, err)
 		}
 		want, werr := splitByDecoder(json.RawMessage(raw))
 		if (err == nil) != (werr == nil) || len(ms) != len(want) {
