@@ -27,14 +27,7 @@ func BenchmarkBuildDefault(b *testing.B) {
 func BenchmarkDefaultFirstScan(b *testing.B) {
 	const args = `{"command":"npm test","description":"run the tests"}`
 	for b.Loop() {
-		rs, err := parseRuleset(gitleaksTOML)
-		if err == nil {
-			err = tune(rs)
-		}
-		var s *Scanner
-		if err == nil {
-			s, err = newIndexedScanner(rs, defaultIndex)
-		}
+		s, err := newDefault()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -161,14 +161,7 @@ func TestChecksFail(t *testing.T) {
 func TestScanConcurrent(t *testing.T) {
 	t.Run("compiled", func(t *testing.T) { scanConcurrently(t, compileDefault(t, nil)) })
 	t.Run("lazy", func(t *testing.T) {
-		rs, err := parseRuleset(gitleaksTOML)
-		if err == nil {
-			err = tune(rs)
-		}
-		var s *Scanner
-		if err == nil {
-			s, err = newIndexedScanner(rs, defaultIndex)
-		}
+		s, err := newDefault()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,15 +60,21 @@ type branchRef struct {
 //go:embed gitleaks/gitleaks.toml
 var gitleaksTOML []byte
 
-var defaultScanner = sync.OnceValue(func() *Scanner {
+// newDefault makes a Scanner of the embedded ruleset, tuned, from its
+// generated index: no rule is compiled yet.
+func newDefault() (*Scanner, error) {
 	rs, err := parseRuleset(gitleaksTOML)
-	if err == nil {
-		err = tune(rs)
+	if err != nil {
+		return nil, err
 	}
-	var s *Scanner
-	if err == nil {
-		s, err = newIndexedScanner(rs, defaultIndex)
+	if err := tune(rs); err != nil {
+		return nil, err
 	}
+	return newIndexedScanner(rs, defaultIndex)
+}
+
+var defaultScanner = sync.OnceValue(func() *Scanner {
+	s, err := newDefault()
 	if err != nil {
 		// The ruleset and its index are embedded and tested; this is a
 		// broken build.
