@@ -267,6 +267,27 @@ func (w *world) settle() {
 	}
 }
 
+// settleReviews waits until every review of a new server that a
+// session's guards began has ended (proxy/pins logs both): a review is
+// asked a moment after the listing, and on a loaded machine that
+// moment can outlast settle's quiet, so that the trusting session would
+// end before the human's answer was written and the attack's session
+// would meet the review again.
+func settleReviews(gs *guards) {
+	ends := []string{"a human reviewed a new server's tools", "the human refused a new server's tools",
+		"could not ask a human to review a new server", "the approval could not be recorded"}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		log := gs.stderr()
+		ended := 0
+		for _, e := range ends {
+			ended += strings.Count(log, e)
+		}
+		if ended >= strings.Count(log, "a server seen for the first time") {
+			return
+		}
+	}
+}
+
 func runSessionAttack(ctx context.Context, w *world, v Variant, pass string, r Result) Result {
 	a := v.Attack
 	var httpServers []*exec.Cmd
@@ -315,6 +336,7 @@ func runSessionAttack(ctx context.Context, w *world, v Variant, pass string, r R
 			return r.startRefused(err)
 		}
 		w.settle()
+		settleReviews(warm)
 		warm.abort()
 		if err := w.human.answer("deny"); err != nil {
 			return r.broken(err)
