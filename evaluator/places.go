@@ -175,6 +175,8 @@ func placeQuestion(p *policy.Policy, s *Step, pl Place, writes bool, verb string
 	}
 	roots := strings.Join(s.Roots, ", ")
 	switch {
+	case writes && !s.RootsKnown && s.RootsOf != "":
+		return "it writes " + pl.Lexical.Clean + ", and " + s.RootsOf + " is not known to judge that by", true
 	case writes && !s.RootsKnown:
 		return "it writes " + pl.Lexical.Clean + ", and no roots are known for the " + p.Title(s.Server) +
 			" server to judge that by (its entry's roots, its command line or its client's roots)", true
@@ -183,7 +185,7 @@ func placeQuestion(p *policy.Policy, s *Step, pl Place, writes bool, verb string
 		if pl.Resolved.Clean != pl.Lexical.Clean {
 			where += " (a link to " + pl.Resolved.Clean + ")"
 		}
-		return "it writes " + where + ", outside the " + p.Title(s.Server) + " server's roots (" + roots + ")", true
+		return "it writes " + where + ", outside " + rootsName(p, s) + " (" + roots + ")", true
 	case pl.Lexical.Climbs && !inside:
 		return "the path " + strconv.Quote(pl.Lexical.Raw) + " climbs out with \"..\" to " + pl.Lexical.Clean + placeRoots(p, s, roots), true
 	}
@@ -196,7 +198,16 @@ func placeRoots(p *policy.Policy, s *Step, roots string) string {
 	if !s.RootsKnown {
 		return ""
 	}
-	return ", outside the " + p.Title(s.Server) + " server's roots (" + roots + ")"
+	return ", outside " + rootsName(p, s) + " (" + roots + ")"
+}
+
+// rootsName names s's roots in a question: the server's, unless the
+// caller said whose they are (Step.RootsOf).
+func rootsName(p *policy.Policy, s *Step) string {
+	if s.RootsOf != "" {
+		return s.RootsOf
+	}
+	return "the " + p.Title(s.Server) + " server's roots"
 }
 
 // metadataHosts are the addresses at which a cloud instance hands its

@@ -20,3 +20,21 @@ func TestPlaceReasonNamesTheServersTitle(t *testing.T) {
 		t.Errorf("placeRoots without a policy: %q", why)
 	}
 }
+
+// A client's own tool (a hook) has no server: its roots are named as
+// the caller says whose they are (Step.RootsOf), never "the claudecode
+// server's roots".
+func TestPlaceReasonNamesWhoseRootsTheyAre(t *testing.T) {
+	p := &policy.Policy{}
+	pl := Place{Arg: "file_path"}
+	pl.Lexical.OK, pl.Lexical.Clean, pl.Lexical.Raw = true, "/etc/cron.d/x", "/etc/cron.d/x"
+	pl.Resolved = pl.Lexical
+	s := &Step{Server: "claudecode", Roots: []string{"/home/u/proj"}, RootsKnown: true, RootsOf: "the project"}
+	if why, _ := placeQuestion(p, s, pl, true, "writes"); why != "it writes /etc/cron.d/x, outside the project (/home/u/proj)" {
+		t.Errorf("a write outside: %q", why)
+	}
+	s.Roots, s.RootsKnown = nil, false
+	if why, _ := placeQuestion(p, s, pl, true, "writes"); why != "it writes /etc/cron.d/x, and the project is not known to judge that by" {
+		t.Errorf("a write with no project known: %q", why)
+	}
+}

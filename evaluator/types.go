@@ -51,6 +51,10 @@ type Step struct {
 	Roots      []string
 	RootsKnown bool
 	Home       string
+	// RootsOf names whose Roots are, for the words of a question ("the
+	// project" for a client's own tool, whose roots are the project's);
+	// "": the server's ("the fs server's roots").
+	RootsOf string
 	// Flow is what the step's session has read that counts for where
 	// data may go (flows.go); empty for a session that read nothing of it.
 	Flow       Flow

@@ -127,6 +127,7 @@ func (j *Judge) readPlaces(a *guard.Action, e Event) {
 		roots = append(roots, filepath.Clean(e.Cwd))
 	}
 	a.Roots, a.RootsKnown = proxy.ResolveRoots(roots), len(roots) > 0
+	a.RootsOf = "the project" // a client's own tool has no server whose roots these are
 	values := evaluator.PathValues(j.Guard.CurrentPolicy(), evaluator.Step{Operation: a.Operation, Server: a.Server,
 		Tool: a.Tool, Category: a.Category, Arguments: a.Arguments, Roles: a.Roles, Modeled: a.Modeled,
 		Effects: a.Effects, EffectSource: a.EffectSource})

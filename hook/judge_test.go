@@ -98,7 +98,7 @@ func TestJudgeClaudeCode(t *testing.T) {
 		{"npm test, bypassPermissions: the guard's ask is Claude Code's ask", claudeBash("bypassPermissions", "npm test"), Ask, "risk tolerance"},
 		{"a write in the project", `{"session_id":"s1","cwd":"PROJECT","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"PROJECT/a.txt","content":"x"}}`, Allow, ""},
 		{"a relative write in the project", `{"session_id":"s1","cwd":"PROJECT","permission_mode":"acceptEdits","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":"src/a.go","old_string":"a","new_string":"b"}}`, Allow, ""},
-		{"an edit outside the project asks", `{"session_id":"s1","cwd":"PROJECT","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":"PROJECT/../elsewhere/a.go","old_string":"a","new_string":"b"}}`, Ask, "outside"},
+		{"an edit outside the project asks", `{"session_id":"s1","cwd":"PROJECT","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":"PROJECT/../elsewhere/a.go","old_string":"a","new_string":"b"}}`, Ask, "outside the project ("},
 		{"a read of ~/.ssh asks", `{"session_id":"s1","cwd":"PROJECT","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"~/.ssh/id_ed25519"}}`, Ask, ""},
 		{"an unresolved command asks, whatever the mode", claudeBash("default", "eval \\\"$X\\\""), Ask, ""},
 		{"a Grep of ~/.ssh asks: it shows the files' lines", `{"session_id":"s1","cwd":"PROJECT","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Grep","tool_input":{"pattern":".","path":"~/.ssh"}}`, Ask, "SSH"},

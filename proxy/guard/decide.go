@@ -22,7 +22,7 @@ func (a Action) call() ruling.Call {
 			Server: a.Server, Tool: a.Tool, Category: a.Category, ManagedCategory: a.ManagedCategory, Annotations: a.Annotations,
 			Arguments: a.Arguments, ActionHint: a.Hint,
 			Roles: a.Roles, Modeled: a.Modeled, Effects: a.Effects, EffectSource: a.EffectSource, EffectWhy: a.EffectWhy,
-			Places: a.Places, Roots: a.Roots, RootsKnown: a.RootsKnown, Home: a.Home, Confined: a.Confined,
+			Places: a.Places, Roots: a.Roots, RootsKnown: a.RootsKnown, RootsOf: a.RootsOf, Home: a.Home, Confined: a.Confined,
 			Unresolved: a.Unresolved, Flow: a.Flow,
 		}}
 }

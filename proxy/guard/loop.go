@@ -173,6 +173,8 @@ type Action struct {
 	Roots      []string
 	RootsKnown bool
 	Home       string
+	// RootsOf says whose the roots are, for a question (evaluator.Step.RootsOf).
+	RootsOf string
 	// Unresolved says what of the call could not be read exactly; the
 	// evaluator then asks a human (evaluator.Step.Unresolved).
 	Unresolved string
