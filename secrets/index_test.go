@@ -82,3 +82,12 @@ func indexSource(x ruleIndex) ([]byte, error) {
 	b.WriteString("\t},\n}\n")
 	return format.Source(b.Bytes())
 }
+
+// compiledRules compiles every rule (tests).
+func (s *Scanner) compiledRules() []*rule {
+	out := make([]*rule, len(s.rules))
+	for i := range s.rules {
+		out[i] = s.rule(i)
+	}
+	return out
+}

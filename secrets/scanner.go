@@ -174,15 +174,6 @@ func (s *Scanner) rule(ri int) *rule {
 	return r
 }
 
-// compiledRules compiles every rule (tests, and tools that list them).
-func (s *Scanner) compiledRules() []*rule {
-	out := make([]*rule, len(s.rules))
-	for i := range s.rules {
-		out[i] = s.rule(i)
-	}
-	return out
-}
-
 // Windows: a text is scanned in windows of windowSize bytes that
 // overlap by at least windowOverlap, each cut after a line break where
 // one is near. A window owns the matches that begin before the next
