@@ -2,7 +2,6 @@ package guard
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -191,14 +190,7 @@ type Action struct {
 	redacted map[string]any
 	preview  string
 	digest   string
-	written  writtenArgs
-}
-
-// writtenArgs are the arguments as a record keeps them (redact.ForRecord).
-type writtenArgs struct {
-	args  json.RawMessage
-	text  string
-	bytes int
+	written  redact.Written
 }
 
 // prepare computes what of the action may be written down or shown
@@ -217,7 +209,7 @@ func (g *Guard) prepare(a Action) Action {
 	}
 	a.preview = redact.Preview(rc, a.redacted)
 	a.digest = a.argsDigest()
-	a.written.args, a.written.text, a.written.bytes = redact.ForRecord(redacted, g.MaxArgumentBytes)
+	a.written = redact.ForRecord(redacted, g.MaxArgumentBytes)
 	return a
 }
 
@@ -400,7 +392,7 @@ func (g *Guard) check(ctx context.Context, a Action, clientAsks bool) Verdict {
 	// What the check reads and writes in the store is the decision's,
 	// and a decision is recorded even when the client cancels the call
 	// or aqlguard shuts down: under a context of its own, bounded.
-	rctx, cancel := context.WithTimeout(withRequest(context.WithoutCancel(ctx), ctx), recordWithin)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWithin)
 	defer cancel()
 	g.mu.Lock()
 	g.init()
@@ -435,7 +427,7 @@ func (g *Guard) check(ctx context.Context, a Action, clientAsks bool) Verdict {
 		if c.shown == nil {
 			c.shown = g.showing(a)
 		}
-		answer, why := g.book(g.pol()).Await(requestOf(rctx), out.ask, g.InlineWait, c.shown)
+		answer, why := g.book(g.pol()).Await(ctx, out.ask, g.InlineWait, c.shown)
 		if c.asked == nil {
 			c.asked = map[string]ruling.Answered{}
 		}
@@ -447,22 +439,6 @@ func (g *Guard) check(ctx context.Context, a Action, clientAsks bool) Verdict {
 // recorded once its request has ended (the store's own lock timeout
 // bounds each transaction within it).
 const recordWithin = 30 * time.Second
-
-type requestKey struct{}
-
-// withRequest keeps the request's own context in ctx, for the waits
-// that end with it.
-func withRequest(ctx, request context.Context) context.Context {
-	return context.WithValue(ctx, requestKey{}, request)
-}
-
-// requestOf is the request's own context (ctx when none was kept).
-func requestOf(ctx context.Context) context.Context {
-	if r, ok := ctx.Value(requestKey{}).(context.Context); ok {
-		return r
-	}
-	return ctx
-}
 
 // check is one action on its way through the loop, across its commits.
 type check struct {

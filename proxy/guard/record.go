@@ -58,7 +58,7 @@ func (g *Guard) decisionRecord(a Action, v Verdict, began time.Time) store.Recor
 	}
 	r.Stage, r.Tier, r.Risk, r.Factors, r.Layer = string(d.Stage), string(d.Tier), d.Risk, d.Factors, d.Layer
 	r.ChallengeID, r.Token, r.Approval, r.DurationMS = v.VerificationID, v.Token, v.Approval, ms(r.Time.Sub(began))
-	r.Args, r.ArgsText, r.ArgsBytes = a.written.args, a.written.text, a.written.bytes
+	r.Args, r.ArgsText, r.ArgsBytes = a.written.Args, a.written.Text, a.written.Bytes
 	if a.reported() {
 		r.Execution = a.Execution.ID
 	}
@@ -78,30 +78,17 @@ func (g *Guard) record(kind store.RecordKind, session string) store.Record {
 	return r
 }
 
+// decisionWord is the decision record's word for v.
 func decisionWord(v Verdict) string {
-	if v.Proceed {
+	switch {
+	case v.Proceed:
 		return "allow"
-	}
-	if v.ClientAsks {
+	case v.ClientAsks:
 		return "ask_client"
-	}
-	if v.Directive.Decision == evaluator.Refuse && v.Directive.Enforced {
+	case v.Refusal == nil, v.Directive.Decision == evaluator.Refuse && v.Directive.Enforced:
 		return "refuse" // a refuse pattern or rule: this call alone
 	}
-	if v.Refusal == nil {
-		return "refuse"
-	}
-	switch v.Refusal.Kind {
-	case refusal.Pending:
-		return "confirm"
-	case refusal.Paused:
-		return "verify"
-	case refusal.Blocked:
-		return "block"
-	case refusal.Denied, refusal.Refused, refusal.Checkins, refusal.ToolChanged, refusal.ToolReview:
-		return "deny"
-	}
-	return "refuse"
+	return v.Refusal.Kind.Decision()
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

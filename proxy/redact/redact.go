@@ -358,21 +358,30 @@ func (r *redactor) digest(v any) string {
 // received it).
 func Canonical(v any) ([]byte, error) { return rawjson.Marshal(v) }
 
+// Written is what an audit record keeps of a call's redacted arguments:
+// Args whole when they fit, else Text, their first bytes, and Bytes,
+// the whole length.
+type Written struct {
+	Args  json.RawMessage
+	Text  string
+	Bytes int
+}
+
 // ForRecord renders redacted arguments for an audit record: whole
 // when they fit max bytes, else their first max bytes as text and the
 // whole length.
-func ForRecord(redacted map[string]any, max int) (args json.RawMessage, text string, total int) {
+func ForRecord(redacted map[string]any, max int) Written {
 	if len(redacted) == 0 {
-		return nil, "", 0
+		return Written{}
 	}
 	b, err := Canonical(redacted)
 	if err != nil {
-		return nil, "(arguments could not be encoded)", 0
+		return Written{Text: "(arguments could not be encoded)"}
 	}
 	if max <= 0 || len(b) <= max {
-		return b, "", 0
+		return Written{Args: b}
 	}
-	return nil, Cut(string(b), max), len(b)
+	return Written{Text: Cut(string(b), max), Bytes: len(b)}
 }
 
 // PreviewMax bounds the action previews kept with confirmations,

@@ -60,11 +60,13 @@ command = "x"
 
 // A cap keeps the first bytes of the redacted arguments and the size.
 func TestArgumentsCap(t *testing.T) {
-	args, text, total := ForRecord(map[string]any{"x": strings.Repeat("é", 1000)}, 1024)
+	w := ForRecord(map[string]any{"x": strings.Repeat("é", 1000)}, 1024)
+	args, text, total := w.Args, w.Text, w.Bytes
 	if args != nil || total <= 1024 || len(text) > 1024+len("…") || !strings.HasPrefix(text, `{"x":"éé`) {
 		t.Errorf("capped: %q %d", text, total)
 	}
-	args, text, _ = ForRecord(map[string]any{"x": "<y>"}, 1024)
+	w = ForRecord(map[string]any{"x": "<y>"}, 1024)
+	args, text = w.Args, w.Text
 	if string(args) != `{"x":"<y>"}` || text != "" {
 		t.Errorf("uncapped: %s %q", args, text)
 	}

@@ -85,6 +85,24 @@ func (k Kind) String() string {
 	return "INTERNAL_ERROR"
 }
 
+// Decision is the word a decision record says of a refusal of this
+// kind: the human is asked (confirm), the agent waits for a code
+// (verify) or is blocked (block), the call is denied (deny); the loop's
+// own and the fail-closed refusals say refuse.
+func (k Kind) Decision() string {
+	switch k {
+	case Pending:
+		return "confirm"
+	case Paused:
+		return "verify"
+	case Blocked:
+		return "block"
+	case Denied, Refused, Checkins, ToolChanged, ToolReview:
+		return "deny"
+	}
+	return "refuse"
+}
+
 // Stopped says the refusal stops the agent or waits for a human: a
 // reported step gets it as a directive, not as an error.
 func (r *Refusal) Stopped() bool {

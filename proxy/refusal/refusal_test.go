@@ -67,3 +67,14 @@ func TestRefusal(t *testing.T) {
 		t.Error("an offer from a refusal that is not pending")
 	}
 }
+
+// TestDecision: what a decision record says of each kind of refusal.
+func TestDecision(t *testing.T) {
+	want := map[Kind]string{Pending: "confirm", Paused: "verify", Blocked: "block", Denied: "deny", Refused: "deny",
+		Checkins: "deny", ToolChanged: "deny", ToolReview: "deny", TokenInvalid: "refuse", RateLimited: "refuse", Failed: "refuse", 0: "refuse"}
+	for k, w := range want {
+		if got := k.Decision(); got != w {
+			t.Errorf("%v.Decision() = %q, want %q", k, got, w)
+		}
+	}
+}
