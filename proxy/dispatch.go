@@ -119,13 +119,13 @@ func (f *Front) execute(ctx context.Context, tool string, cat policy.Category, r
 	if out.Failed != nil {
 		return aql.Failure(downstreamFailure(op, out.Failed))
 	}
-	tr, err := out.Result()
-	if err != nil {
+	var tr mcp.CallToolResult
+	if err := json.Unmarshal(out.Raw, &tr); err != nil {
 		return aql.Failure(&aql.Error{Code: aql.CodeInternal,
 			Message: "Internal error: 'the result of " + op.Tool.Name + " on " + op.Server + " does not decode'",
 			Details: map[string]any{"server": op.Server, "tool": op.Tool.Name}})
 	}
-	res := toolResult(op, tr)
+	res := toolResult(op, &tr)
 	if res.Success && sel != nil {
 		res.Data = sel.Apply(res.Data)
 	}

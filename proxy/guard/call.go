@@ -14,7 +14,6 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/watch"
 	"github.com/aqlguard/aqlguard/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ErrNoDownstream is the failure of an allowed call with no Forward to
@@ -35,15 +34,6 @@ type Outcome struct {
 	// Refusal is why the call was not run, or its answer withheld.
 	Refusal   *refusal.Refusal
 	Directive evaluator.Directive
-}
-
-// Result decodes Raw for the modes that wrap it (MCP-AQL endpoints).
-func (o Outcome) Result() (*mcp.CallToolResult, error) {
-	var r mcp.CallToolResult
-	if err := json.Unmarshal(o.Raw, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
 }
 
 // Request is one call put to the guard: a tool call, or a read of what

@@ -26,9 +26,3 @@ func (a Action) call() ruling.Call {
 			Unresolved: a.Unresolved, Flow: a.Flow,
 		}}
 }
-
-// stepFor is the evaluator's input for a and the principal's state
-// (ruling.StepOf).
-func stepFor(a Action, principal string, steps int, failurePause bool) evaluator.Step {
-	return ruling.StepOf(a.call(), principal, steps, failurePause)
-}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/evaluator"
 	"github.com/aqlguard/aqlguard/proxy/refusal"
+	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/proxy/unwritten"
 	"github.com/aqlguard/aqlguard/store"
 )
@@ -27,7 +28,7 @@ func (g *Guard) blockUnwritten(c *check, out round, err error) (v Verdict, ok bo
 		g.mu.Lock()
 		m := g.mem
 		g.mu.Unlock()
-		d := c.judge(stepFor(a, c.pol.Principal, m.steps+1, m.failurePause))
+		d := c.judge(ruling.StepOf(a.call(), c.pol.Principal, m.steps+1, m.failurePause))
 		if d.Decision != evaluator.Block {
 			return Verdict{}, false
 		}
