@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/revision"
@@ -21,11 +20,6 @@ import (
 // to the client's call, and hands the retry's answers back to the server,
 // whose call never stopped. What is pure of the translation is package
 // revision's.
-
-// parkedFor is how long a call answered input_required waits for the
-// client's retry before it is cancelled: long enough for a person to
-// answer a form, short enough not to keep a server's call forever.
-const parkedFor = 30 * time.Minute
 
 // startModern starts the session's servers for a client that speaks
 // 2026-07-28: they are initialized (in 2025-11-25) with the identity and
@@ -81,7 +75,7 @@ func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m rev
 	case req.Method == mcpmethod.SubscriptionsListen:
 		res, err = s.listen(ctx, &clean)
 	case method.Guarded:
-		res, err = s.exchangeCall(ctx, &clean, members(m.Capabilities))
+		res, err = s.exchanges.Call(ctx, &clean, members(m.Capabilities))
 	default:
 		res, err = s.serve(ctx, &clean)
 	}
@@ -169,14 +163,6 @@ func (s *Session) setLogLevel(ctx context.Context, level string) {
 			s.log.Debug("a log level could not be passed on", "server", srv.Label(), "err", err)
 		}
 	}
-}
-
-// clientCan reports whether a client's capabilities cover a server's
-// request to it.
-func clientCan(caps map[string]json.RawMessage, method string) bool {
-	need := map[string]string{"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}[method]
-	raw, ok := caps[need]
-	return need != "" && ok && string(raw) != "null"
 }
 
 // listener is one open subscriptions/listen stream.

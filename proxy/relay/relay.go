@@ -195,12 +195,9 @@ type Session struct {
 
 	// A 2026-07-28 client (see revision.Modern).
 	modern    atomic.Bool
-	logLevel  string      // the last one a request asked for; "" sends no log messages
-	listeners []*listener // open subscriptions/listen streams
-	inputN    atomic.Int64
-	xmu       sync.Mutex
-	active    []*exchange          // calls whose work runs, oldest first
-	parked    map[string]*exchange // by the requestState the client holds
+	logLevel  string              // the last one a request asked for; "" sends no log messages
+	listeners []*listener         // open subscriptions/listen streams
+	exchanges *revision.Exchanges // its calls that may need its input
 }
 
 type initParams struct {
@@ -218,7 +215,7 @@ type initParams struct {
 // Serve runs one session on conn until the client goes away or ctx ends;
 // then the session's servers are stopped.
 func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
-	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{}), parked: map[string]*exchange{}}
+	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{})}
 	if c, ok := conn.(interface{ SharedByClients() bool }); ok {
 		s.Shared = c.SharedByClients()
 	}
@@ -227,6 +224,7 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.log = cfg.Log.With("session", s.ID)
+	s.exchanges = revision.NewExchanges(s.life, s.serve, s.log)
 	s.routes.resources = map[string]string{}
 	s.client = link.New(conn, (*clientHandler)(s), s.log)
 	s.client.IDPrefix = "aqlguard-"

@@ -9,6 +9,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -16,7 +17,8 @@ import (
 // session's forwarding (downstream: Pool.Forward's rounds); what the
 // client side does for them is here: a round is put to the client (Answer)
 // and the servers a call reaches are noted (Reaches), so that a server's
-// own request goes with the call it belongs to.
+// own request goes with the call it belongs to. A 2026-07-28 client's
+// rounds are revision's (revision.Round, revision.Used).
 
 // Answer implements downstream.Client: one round of a 2026-07-28
 // server's input requests, put to the client of ctx's call.
@@ -27,17 +29,13 @@ func (u *upstream) Answer(ctx context.Context, _ *downstream.Server, asked []raw
 
 // Reaches implements downstream.Client: the work of a 2026-07-28
 // client's call that reaches srv carries srv's requests (used).
-func (u *upstream) Reaches(ctx context.Context, srv *downstream.Server) { used(ctx, srv) }
+func (u *upstream) Reaches(ctx context.Context, srv *downstream.Server) { revision.Used(ctx, srv) }
 
 // ask puts one round of a server's input requests to the client and
 // returns its answers by the server's names.
 func (s *Session) ask(ctx context.Context, request jsonrpc.ID, asked []rawjson.Member) (map[string]json.RawMessage, error) {
 	if s.modern.Load() {
-		x, ok := ctx.Value(exchangeKey{}).(*exchange)
-		if !ok {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "aqlguard: the server asked for input outside a call that can carry it"}
-		}
-		return x.round(ctx, asked)
+		return revision.Round(ctx, asked)
 	}
 	// A client of an older revision is asked as a server would ask it,
 	// on the stream of the request the call belongs to.
@@ -76,36 +74,6 @@ func (s *Session) ask(ctx context.Context, request jsonrpc.ID, asked []rawjson.M
 			return nil, werr
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "aqlguard could not put the server's request to the client: " + first.Error()}
-	}
-	return out, nil
-}
-
-// round makes a server's input requests the exchange's next round, under
-// the server's own names, and waits for the client's retry: what it
-// answered comes back (a request it left unanswered is the server's to
-// ask again).
-func (x *exchange) round(ctx context.Context, asked []rawjson.Member) (map[string]json.RawMessage, error) {
-	irs := make([]*inputRequest, 0, len(asked))
-	for _, m := range asked {
-		irs = append(irs, &inputRequest{id: m.Key, raw: m.Value, partial: true, answer: make(chan json.RawMessage, 1)})
-	}
-	x.mu.Lock()
-	x.waiting = append(x.waiting, irs...)
-	x.mu.Unlock()
-	select {
-	case x.asked <- struct{}{}:
-	default:
-	}
-	out := map[string]json.RawMessage{}
-	for _, ir := range irs {
-		select {
-		case r := <-ir.answer:
-			if r != nil {
-				out[ir.id] = r
-			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
 	}
 	return out, nil
 }

@@ -1,13 +1,12 @@
-package relay
+package revision
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
-	"github.com/aqlguard/aqlguard/proxy/revision"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
-
-var legacy = []string{"2025-11-25", "2025-06-18"}
 
 func TestSubjectOfTellsCallsApart(t *testing.T) {
 	same := []string{`{"name":"t","arguments":{"a":1}}`, `{ "name" : "t", "arguments" : { "a" : 1 } }`, `{"arguments":{"a":1},"name":"t","_meta":{"x":1}}`}
@@ -38,11 +37,32 @@ func FuzzModernParams(f *testing.F) {
 	f.Add("{}\v") // white space to Go, not to JSON
 	f.Fuzz(func(t *testing.T, params string) {
 		raw := json.RawMessage(params)
-		_, _, _ = revision.ParseMeta(raw, legacy)
-		_, _, rest, err := revision.Retry(raw)
+		_, _, _ = ParseMeta(raw, legacy)
+		_, _, rest, err := Retry(raw)
 		_ = subjectOf("tools/call", raw)
-		if err == nil && revision.IsObject(raw) && !revision.IsObject(rest) {
-			t.Fatalf("revision.Retry(%s) left %s: not an object", raw, rest)
+		if err == nil && IsObject(raw) && !IsObject(rest) {
+			t.Fatalf("Retry(%s) left %s: not an object", raw, rest)
 		}
 	})
+}
+
+// TestWaitingRequest: the work of a 2026-07-28 client's call belongs to
+// the retry waiting for it now, and to no request while the call is
+// parked; other work is no exchange's.
+func TestWaitingRequest(t *testing.T) {
+	two, _ := jsonrpc.MakeID("retry-2")
+	if _, _, in := WaitingRequest(context.Background()); in {
+		t.Error("work of no exchange is in one")
+	}
+	x := &exchange{request: two}
+	work := context.WithValue(context.Background(), exchangeKey{}, x)
+	if id, ok, in := WaitingRequest(work); !in || !ok || id != two {
+		t.Errorf("a 2026-07-28 call's work belongs to %v %v %v, want the retry waiting", id.Raw(), ok, in)
+	}
+	x.mu.Lock()
+	x.request = jsonrpc.ID{}
+	x.mu.Unlock()
+	if id, ok, in := WaitingRequest(work); !in || ok {
+		t.Errorf("a parked call's work belongs to %v %v %v", id.Raw(), ok, in)
+	}
 }
