@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/revision"
@@ -73,7 +72,7 @@ func (s *Session) modernRequest(ctx context.Context, req *jsonrpc.Request, m rev
 	case req.Method == mcpmethod.ServerDiscover:
 		res, err = s.discover()
 	case req.Method == mcpmethod.SubscriptionsListen:
-		res, err = s.listen(ctx, &clean)
+		res, err = s.listens.Listen(ctx, &clean, members(members(s.result)["capabilities"]))
 	case method.Guarded:
 		res, err = s.exchanges.Call(ctx, &clean, members(m.Capabilities))
 	default:
@@ -146,11 +145,7 @@ func (s *Session) modernResult(method string, res json.RawMessage) json.RawMessa
 // setLogLevel passes a request's log level on to the servers that log,
 // once per change; from then on their log messages reach the client.
 func (s *Session) setLogLevel(ctx context.Context, level string) {
-	s.mu.Lock()
-	same := s.logLevel == level
-	s.logLevel = level
-	s.mu.Unlock()
-	if same {
+	if !s.listens.SetLogLevel(level) {
 		return
 	}
 	params, _ := json.Marshal(map[string]string{"level": level})
@@ -165,147 +160,16 @@ func (s *Session) setLogLevel(ctx context.Context, level string) {
 	}
 }
 
-// listener is one open subscriptions/listen stream.
-type listener struct {
-	id                        json.RawMessage
-	tools, prompts, resources bool
-	uris                      map[string]bool
+// listenHost is what the session does for its client's listen streams
+// (revision.ListenHost).
+type listenHost Session
+
+func (h *listenHost) Subscribe(ctx context.Context, uri string) error {
+	return (*Session)(h).subscribe(ctx, uri)
 }
 
-// listen serves subscriptions/listen: it acknowledges what it will send
-// (what the client asked for and the servers can do), subscribes the
-// servers to the resources named, and keeps the stream open until the
-// client cancels it or the session ends.
-func (s *Session) listen(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-	if !req.ID.IsValid() {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "subscriptions/listen needs a request id"}
-	}
-	p, err := revision.Listen(req.Params)
-	if err != nil {
-		return nil, err
-	}
-	id, _ := json.Marshal(req.ID.Raw())
-	caps := members(members(s.result)["capabilities"])
-	flag := func(feature, name string) bool {
-		var f map[string]any
-		_ = json.Unmarshal(caps[feature], &f)
-		b, _ := f[name].(bool)
-		return b
-	}
-	l := &listener{id: id, uris: map[string]bool{},
-		tools:     p.Notifications.Tools && flag("tools", "listChanged"),
-		prompts:   p.Notifications.Prompts && flag("prompts", "listChanged"),
-		resources: p.Notifications.Resources && flag("resources", "listChanged")}
-	if flag("resources", "subscribe") {
-		for _, uri := range p.Notifications.URIs {
-			if l.uris[uri] {
-				continue // named twice: one subscription, ended once
-			}
-			if err := s.subscribe(ctx, uri); err != nil {
-				s.unsubscribeAll(l)
-				return nil, err
-			}
-			l.uris[uri] = true
-		}
-	}
-	agreed := map[string]any{}
-	if l.tools {
-		agreed["toolsListChanged"] = true
-	}
-	if l.prompts {
-		agreed["promptsListChanged"] = true
-	}
-	if l.resources {
-		agreed["resourcesListChanged"] = true
-	}
-	if len(l.uris) > 0 {
-		uris := make([]string, 0, len(l.uris))
-		for _, u := range p.Notifications.URIs {
-			if l.uris[u] && !slices.Contains(uris, u) {
-				uris = append(uris, u)
-			}
-		}
-		agreed["resourceSubscriptions"] = uris
-	}
-	s.mu.Lock()
-	s.listeners = append(s.listeners, l)
-	s.mu.Unlock()
-	ack, _ := json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{revision.MetaSubscriptionID: id}, "notifications": agreed})
-	if err := s.client.Notify(ctx, "notifications/subscriptions/acknowledged", ack); err != nil {
-		s.log.Debug("a subscription could not be acknowledged", "err", err)
-	}
-	if len(agreed) > 0 {
-		select {
-		case <-ctx.Done():
-		case <-s.life.Done():
-		}
-	}
-	s.mu.Lock()
-	s.listeners = slices.DeleteFunc(s.listeners, func(x *listener) bool { return x == l })
-	s.mu.Unlock()
-	s.unsubscribeAll(l)
-	return json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{revision.MetaSubscriptionID: id}})
-}
+func (h *listenHost) Unsubscribe(uri string) { (*Session)(h).unsubscribe(uri) }
 
-// unsubscribeAll ends a stream's subscriptions.
-func (s *Session) unsubscribeAll(l *listener) {
-	for uri := range l.uris {
-		s.unsubscribe(uri)
-	}
-}
-
-// notifyModern delivers a notification to a 2026-07-28 client: list
-// changes and resource updates only on the listen streams that asked for
-// them, tagged with the stream's id; log messages only once a request
-// asked for a log level; everything else (progress) as it is.
-func (s *Session) notifyModern(method string, params json.RawMessage) {
-	var wants func(l *listener) bool
-	switch method {
-	case "notifications/tools/list_changed":
-		wants = func(l *listener) bool { return l.tools }
-	case "notifications/prompts/list_changed":
-		wants = func(l *listener) bool { return l.prompts }
-	case "notifications/resources/list_changed":
-		wants = func(l *listener) bool { return l.resources }
-	case "notifications/resources/updated":
-		uri, _ := exactString(params, "uri")
-		wants = func(l *listener) bool { return l.uris[uri] }
-	case "notifications/message":
-		s.mu.Lock()
-		on := s.logLevel != ""
-		s.mu.Unlock()
-		if on {
-			s.sendClient(context.Background(), method, params)
-		}
-		return
-	default:
-		s.sendClient(context.Background(), method, params)
-		return
-	}
-	s.mu.Lock()
-	var to []*listener
-	for _, l := range s.listeners {
-		if wants(l) {
-			to = append(to, l)
-		}
-	}
-	s.mu.Unlock()
-	if len(params) == 0 || string(params) == "null" {
-		params = json.RawMessage(`{}`)
-	}
-	for _, l := range to {
-		meta := members(params)["_meta"]
-		if meta == nil {
-			meta = json.RawMessage(`{}`)
-		}
-		meta, err := setMember(meta, revision.MetaSubscriptionID, l.id)
-		if err != nil {
-			continue
-		}
-		tagged, err := setMember(params, "_meta", meta)
-		if err != nil {
-			continue
-		}
-		s.sendClient(context.Background(), method, tagged)
-	}
+func (h *listenHost) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	return h.client.Notify(ctx, method, params)
 }
