@@ -279,7 +279,7 @@ func (c *statelessConn) serve(w http.ResponseWriter, r *http.Request, req *jsonr
 	_, p.logs = meta["io.modelcontextprotocol/logLevel"]
 	ours := *req
 	ours.ID, _ = jsonrpc.MakeID(p.ourID)
-	ours.Extra = &relay.HTTPHeaders{Header: r.Header}
+	ours.Extra = &revision.HTTPHeaders{Header: r.Header}
 	c.mu.Lock()
 	c.posts[p.ourID] = p
 	c.mu.Unlock()

@@ -37,7 +37,7 @@ func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json
 		return nil, err
 	}
 	if modern {
-		return s.modernRequest(ctx, req, m)
+		return s.modernClient.Request(ctx, req, m)
 	}
 	if s.modern.Load() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
@@ -160,7 +160,7 @@ func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, re
 	s := (*Session)(u)
 	if s.modern.Load() {
 		gen := s.roots.generation()
-		res, err := s.exchanges.Ask(ctx, srv, req)
+		res, err := s.modernClient.Ask(ctx, srv, req)
 		if err == nil {
 			s.noteRoots(req.Method, gen, res)
 		}

@@ -194,9 +194,8 @@ type Session struct {
 	endLife context.CancelFunc
 
 	// A 2026-07-28 client (see revision.Modern).
-	modern    atomic.Bool
-	listens   *revision.Listeners // its listen streams and log level
-	exchanges *revision.Exchanges // its calls that may need its input
+	modern       atomic.Bool
+	modernClient *revision.ClientSession // its calls that may need its input, its listen streams
 }
 
 type initParams struct {
@@ -223,8 +222,7 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.log = cfg.Log.With("session", s.ID)
-	s.exchanges = revision.NewExchanges(s.life, s.serve, s.log)
-	s.listens = revision.NewListeners(s.life, (*listenHost)(s), s.log)
+	s.modernClient = revision.NewClientSession(s.life, (*modernHost)(s), cfg.ProtocolVersions, s.log)
 	s.routes.resources = map[string]string{}
 	s.client = link.New(conn, (*clientHandler)(s), s.log)
 	s.client.IDPrefix = "aqlguard-"
@@ -317,7 +315,7 @@ func (s *Session) Log() *slog.Logger { return s.log }
 // the mode's tool list changed).
 func (s *Session) NotifyClient(method string, params json.RawMessage) {
 	if s.modern.Load() {
-		s.listens.Notify(method, params)
+		s.modernClient.Notify(method, params)
 		return
 	}
 	s.sendClient(context.Background(), method, params)

@@ -188,7 +188,7 @@ var errNoRootsCapability = errors.New("the client did not declare the roots capa
 // client (an input_required round of that call).
 func (s *Session) askRoots(ctx context.Context) (json.RawMessage, error) {
 	if s.modern.Load() {
-		res, asked, err := s.exchanges.AskInCall(ctx, &jsonrpc.Request{Method: "roots/list", Params: json.RawMessage(`{}`)})
+		res, asked, err := s.modernClient.AskInCall(ctx, &jsonrpc.Request{Method: "roots/list", Params: json.RawMessage(`{}`)})
 		if !asked {
 			return nil, errNoRootsCapability // no call to carry the question, or no roots declared
 		}

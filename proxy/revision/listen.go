@@ -28,9 +28,9 @@ type ListenHost interface {
 	Notify(ctx context.Context, method string, params json.RawMessage) error
 }
 
-// Listeners are a 2026-07-28 client's open subscriptions/listen streams
+// listenStreams are a 2026-07-28 client's open subscriptions/listen streams
 // and the log level its requests asked for, behind their own lock.
-type Listeners struct {
+type listenStreams struct {
 	host ListenHost
 	life context.Context // the session's: a stream ends with it
 	log  *slog.Logger
@@ -47,15 +47,15 @@ type listener struct {
 	uris                      map[string]bool
 }
 
-// NewListeners keeps the listen streams of a session that lives as long
+// newListeners keeps the listen streams of a session that lives as long
 // as life.
-func NewListeners(life context.Context, host ListenHost, log *slog.Logger) *Listeners {
-	return &Listeners{host: host, life: life, log: log}
+func newListeners(life context.Context, host ListenHost, log *slog.Logger) *listenStreams {
+	return &listenStreams{host: host, life: life, log: log}
 }
 
 // SetLogLevel records the log level a request asked for, and reports
 // whether it changed (then the servers that log are to be told).
-func (ls *Listeners) SetLogLevel(level string) (changed bool) {
+func (ls *listenStreams) SetLogLevel(level string) (changed bool) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	changed = ls.logLevel != level
@@ -68,7 +68,7 @@ func (ls *Listeners) SetLogLevel(level string) (changed bool) {
 // session's capabilities), subscribes the servers to the resources
 // named, and keeps the stream open until the client cancels it or the
 // session ends.
-func (ls *Listeners) Listen(ctx context.Context, req *jsonrpc.Request, caps map[string]json.RawMessage) (json.RawMessage, error) {
+func (ls *listenStreams) Listen(ctx context.Context, req *jsonrpc.Request, caps map[string]json.RawMessage) (json.RawMessage, error) {
 	if !req.ID.IsValid() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "subscriptions/listen needs a request id"}
 	}
@@ -139,7 +139,7 @@ func (ls *Listeners) Listen(ctx context.Context, req *jsonrpc.Request, caps map[
 }
 
 // unsubscribeAll ends a stream's subscriptions.
-func (ls *Listeners) unsubscribeAll(l *listener) {
+func (ls *listenStreams) unsubscribeAll(l *listener) {
 	for uri := range l.uris {
 		ls.host.Unsubscribe(uri)
 	}
@@ -149,7 +149,7 @@ func (ls *Listeners) unsubscribeAll(l *listener) {
 // and resource updates only on the listen streams that asked for them,
 // tagged with the stream's id; log messages only once a request asked
 // for a log level; everything else (progress) as it is.
-func (ls *Listeners) Notify(method string, params json.RawMessage) {
+func (ls *listenStreams) Notify(method string, params json.RawMessage) {
 	var wants func(l *listener) bool
 	switch method {
 	case "notifications/tools/list_changed":
@@ -201,7 +201,7 @@ func (ls *Listeners) Notify(method string, params json.RawMessage) {
 	}
 }
 
-func (ls *Listeners) send(method string, params json.RawMessage) {
+func (ls *listenStreams) send(method string, params json.RawMessage) {
 	if err := ls.host.Notify(context.Background(), method, params); err != nil {
 		ls.log.Debug("a notification could not be sent to the client", "method", method, "err", err)
 	}
