@@ -69,7 +69,7 @@ type Front struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*session
-	stateless map[string]*statelessConn // sessions of 2026-07-28 clients, by client (clientKey)
+	stateless map[string]*statelessConn // sessions of 2026-07-28 clients, by client (revision.ClientKey)
 	closed    bool
 }
 
