@@ -974,7 +974,7 @@ func (h serverHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.
 func (h serverHandler) Notification(ctx context.Context, req *jsonrpc.Request) {
 	if h.s.State().Modern {
 		var ok bool
-		if req, ok = h.s.modernNotification(req); !ok {
+		if req, ok = h.s.modern.Notification(req); !ok {
 			return
 		}
 	}

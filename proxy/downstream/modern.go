@@ -10,7 +10,6 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/aqlguard/aqlguard/proxy/revision/mcpheader"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -45,18 +44,9 @@ func (s *Server) discover(ctx context.Context, peer *link.Peer) (st State, moder
 }
 
 // validForHTTP drops the tools whose x-mcp-header annotations 2026-07-28
-// forbids: a client of a Streamable HTTP server must not offer them.
+// forbids (revision.ToolsForHTTP).
 func (s *Server) validForHTTP(tools []*mcp.Tool, raws []json.RawMessage) ([]*mcp.Tool, []json.RawMessage) {
-	var keptTools []*mcp.Tool
-	var keptRaws []json.RawMessage
-	for i, raw := range raws {
-		if _, err := mcpheader.Bindings(rawjson.Members(raw)["inputSchema"]); err != nil {
-			s.log.Warn("a tool is left out: its x-mcp-header annotations are invalid", "tool", tools[i].Name, "err", err)
-			continue
-		}
-		keptTools, keptRaws = append(keptTools, tools[i]), append(keptRaws, raw)
-	}
-	return keptTools, keptRaws
+	return revision.ToolsForHTTP(tools, raws, s.log)
 }
 
 // paramBindings are the x-mcp-header bindings of one of the server's
@@ -66,8 +56,7 @@ func (s *Server) paramBindings(tool string) []mcpheader.Binding {
 	defer s.mu.RUnlock()
 	for i, t := range s.state.Tools {
 		if t.Name == tool {
-			b, _ := mcpheader.Bindings(rawjson.Members(s.state.ToolsRaw[i])["inputSchema"])
-			return b
+			return revision.ToolBindings(s.state.ToolsRaw[i])
 		}
 	}
 	return nil
@@ -107,9 +96,20 @@ func (s *Server) Unsubscribe(ctx context.Context, uri string, params json.RawMes
 	return nil
 }
 
-// modernNotification is what a 2026-07-28 server's notification says to
-// the relay (revision.ServerSession.Notification); ok is false for what
-// goes no further.
-func (s *Server) modernNotification(req *jsonrpc.Request) (*jsonrpc.Request, bool) {
-	return s.modern.Notification(req)
+// rounds carries a 2026-07-28 server's input_required answers to the
+// client and the client's answers back (revision.Rounds): each retry is
+// the call again to srv, each round put to the client through the pool's
+// Client; a pool without one (no client session behind it) cannot carry
+// a question, and the call fails.
+func (p *Pool) rounds(ctx context.Context, srv *Server, method string, params, res json.RawMessage) (json.RawMessage, error) {
+	retry := func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		return srv.Request(ctx, method, params)
+	}
+	var ask func(context.Context, []rawjson.Member) (map[string]json.RawMessage, error)
+	if p.opts.Client != nil {
+		ask = func(ctx context.Context, asked []rawjson.Member) (map[string]json.RawMessage, error) {
+			return p.opts.Client.Answer(ctx, srv, asked)
+		}
+	}
+	return revision.Rounds(ctx, srv.Name, params, res, retry, ask)
 }

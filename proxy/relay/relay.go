@@ -183,7 +183,6 @@ type Session struct {
 	result       json.RawMessage // our initialize result
 	protoUsed    string
 
-	mu     sync.Mutex
 	routes routes
 	subs   subscriptions
 	// roots are the client's, as it last answered roots/list.

@@ -17,7 +17,9 @@ func TestClientKey(t *testing.T) {
 	}
 	type identity struct{ principal, client string }
 	alice := identity{"alice", "alice"}
-	key := func(id identity, meta map[string]json.RawMessage) string { return ClientKey(id.principal, id.client, meta) }
+	key := func(id identity, meta map[string]json.RawMessage) string {
+		return ClientKey(id.principal, id.client, meta)
+	}
 	a := key(alice, meta(`{"name":"c"}`, `{"sampling":{}}`))
 	if b := key(alice, meta(`{ "name" : "c" }`, `{ "sampling" : {} }`)); a != b {
 		t.Error("the same client, spaced differently, must share a session")

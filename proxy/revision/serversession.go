@@ -13,7 +13,9 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
 	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision/mcpheader"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // aqlguard speaks MCP 2026-07-28 (without a handshake: SEP-2575) to
@@ -322,4 +324,42 @@ func (ss *ServerSession) Notification(req *jsonrpc.Request) (*jsonrpc.Request, b
 		return req, true
 	}
 	return &jsonrpc.Request{Method: req.Method, Params: params}, true
+}
+
+// RequestVersion is the 2026-07-28 (or later) revision a request's _meta
+// names, or "" for a message of an older one.
+func RequestVersion(call *jsonrpc.Request) string {
+	if call == nil {
+		return ""
+	}
+	meta, _ := rawjson.Lookup(call.Params, "_meta")
+	raw, ok := rawjson.Lookup(meta, MetaProtocolVersion)
+	var v string
+	if !ok || json.Unmarshal(raw, &v) != nil || v < Modern {
+		return ""
+	}
+	return v
+}
+
+// ToolsForHTTP drops the tools whose x-mcp-header annotations 2026-07-28
+// forbids: a client of a Streamable HTTP server must not offer them.
+// raws are the tools as the server sent them, tools the same decoded.
+func ToolsForHTTP(tools []*mcp.Tool, raws []json.RawMessage, log *slog.Logger) ([]*mcp.Tool, []json.RawMessage) {
+	var keptTools []*mcp.Tool
+	var keptRaws []json.RawMessage
+	for i, raw := range raws {
+		if _, err := mcpheader.Bindings(rawjson.Members(raw)["inputSchema"]); err != nil {
+			log.Warn("a tool is left out: its x-mcp-header annotations are invalid", "tool", tools[i].Name, "err", err)
+			continue
+		}
+		keptTools, keptRaws = append(keptTools, tools[i]), append(keptRaws, raw)
+	}
+	return keptTools, keptRaws
+}
+
+// ToolBindings are the x-mcp-header bindings of a tool as the server
+// sent it, for the headers of a call to it (SetHeaders).
+func ToolBindings(raw json.RawMessage) []mcpheader.Binding {
+	b, _ := mcpheader.Bindings(rawjson.Members(raw)["inputSchema"])
+	return b
 }
