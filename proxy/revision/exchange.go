@@ -121,8 +121,8 @@ func WaitingRequest(ctx context.Context) (id jsonrpc.ID, ok, inExchange bool) {
 }
 
 // Used records that the work of the exchange ctx belongs to called srv
-// (a server, compared by identity): srv's requests to the client are
-// that exchange's to carry.
+// (a server, compared by identity: a pointer): srv's requests to the
+// client are that exchange's to carry.
 func Used(ctx context.Context, srv any) {
 	x, ok := exchangeOf(ctx)
 	if !ok {

@@ -117,6 +117,7 @@ type Conn struct {
 	closed chan struct{}
 	once   sync.Once
 	done   chan struct{} // the session ended (End)
+	ended  sync.Once
 	n      atomic.Int64
 
 	credential string
@@ -160,9 +161,9 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// End says the session ended: the POSTs still waiting are answered so.
-// Call it once, when the relay session is over.
-func (c *Conn) End() { close(c.done) }
+// End says the session ended (once the relay session is over): the
+// POSTs still waiting are answered so.
+func (c *Conn) End() { c.ended.Do(func() { close(c.done) }) }
 
 // Done is closed once the session ended.
 func (c *Conn) Done() <-chan struct{} { return c.done }
