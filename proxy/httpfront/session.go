@@ -106,7 +106,7 @@ func newSessionConn(id string, log *slog.Logger) *sessionConn {
 	return &sessionConn{id: id, log: log, inbox: newInbox(), replies: map[jsonrpc.ID]*reply{}}
 }
 
-// inbox is the reading side of both kinds of connection: what POSTs
+// inbox is the reading side of a session's connection: what POSTs
 // bring in, read by the relay in order, until Close.
 type inbox struct {
 	in     chan jsonrpc.Message
