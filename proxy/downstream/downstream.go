@@ -196,10 +196,9 @@ type Server struct {
 	crashes int
 	upSince time.Time
 
-	// A 2026-07-28 server's (see modern.go):
-	logLevel   string                   // sent with requests that name none
-	listens    map[string]*listenStream // open subscriptions/listen streams, by request id
-	subscribed map[string]*listenStream // resource uri → its stream
+	// modern is what a 2026-07-28 server's connections share: its log
+	// level, listen streams and subscriptions (modern.go).
+	modern *revision.ServerSession
 
 	// A 2025-11-25 server's log level and subscriptions (renew.go).
 	asked asked
@@ -226,9 +225,9 @@ const (
 
 func newServer(c config.Server, p *Pool, log *slog.Logger) *Server {
 	s := &Server{Name: c.Name, Transport: c.Transport, cfg: c, pool: p, log: log.With("server", c.Label()),
-		listens: map[string]*listenStream{}, subscribed: map[string]*listenStream{},
 		listing: make(chan struct{}, 1), refreshPace: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
 	s.state.Status = Starting
+	s.modern = revision.NewServerSession(c.Name, p.clientMeta, restartDelay, s.log)
 	return s
 }
 
@@ -382,7 +381,7 @@ func (s *Server) start(ctx context.Context, restart bool) bool {
 	s.log.Info("downstream server ready", "tools", len(st.Tools), "protocol", st.Protocol,
 		"transport", s.cfg.Transport, "elapsed", time.Since(began).Round(time.Millisecond))
 	if st.Modern {
-		s.openListens(peer, st.Capabilities)
+		s.modern.OpenListens(peer, st.Capabilities)
 	}
 	go s.watch(peer, c)
 	return true
@@ -975,7 +974,7 @@ func (h serverHandler) Request(ctx context.Context, req *jsonrpc.Request) (json.
 func (h serverHandler) Notification(ctx context.Context, req *jsonrpc.Request) {
 	if h.s.State().Modern {
 		var ok bool
-		if req, ok = h.s.modernNotification(req); !ok {
+		if req, ok = h.s.modern.Notification(req); !ok {
 			return
 		}
 	}

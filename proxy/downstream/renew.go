@@ -17,7 +17,7 @@ import (
 // are asked and asks them again of the new process before it is told
 // back (restart). A 2026-07-28 server needs none of it: the level goes
 // with every request and its listen streams are opened again
-// (openListens).
+// (revision.ServerSession.OpenListens).
 
 // asked is what the server's clients asked that lives in its process.
 type asked struct {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/link"
 	"github.com/aqlguard/aqlguard/proxy/mcpmethod"
-	"github.com/aqlguard/aqlguard/proxy/rawjson"
 	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/aqlguard/aqlguard/proxy/revision/mcpheader"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -123,7 +122,7 @@ func (c *streamableConn) headers(h http.Header) {
 
 func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	call, _ := msg.(*jsonrpc.Request)
-	version := modernVersion(call)
+	version := revision.RequestVersion(call)
 	if call != nil && call.Method == link.MethodCancelled && c.abort(call.Params) {
 		return nil // a 2026-07-28 request: its stream is closed instead
 	}
@@ -240,21 +239,6 @@ func (c *streamableConn) post(req *http.Request, call *jsonrpc.Request, initiali
 					resp.StatusCode, resp.Header.Get("Content-Type"))}})
 		}
 	}
-}
-
-// modernVersion is the 2026-07-28 revision a request's _meta names, or
-// "" for a message of an older one.
-func modernVersion(call *jsonrpc.Request) string {
-	if call == nil {
-		return ""
-	}
-	meta, _ := rawjson.Lookup(call.Params, "_meta")
-	raw, ok := rawjson.Lookup(meta, revision.MetaProtocolVersion)
-	var v string
-	if !ok || json.Unmarshal(raw, &v) != nil || v < revision.Modern {
-		return ""
-	}
-	return v
 }
 
 // abort closes the stream of the 2026-07-28 request a

@@ -4,7 +4,8 @@
 // sees it (Host and Origin against DNS rebinding, body size, protocol
 // version header) and ends sessions that are deleted, idle too long, or
 // too many. The framing is ours: sessionConn for sessions (2025-11-25
-// and older), statelessConn for 2026-07-28 clients.
+// and older); a 2026-07-28 client's POSTs are revision.ServePost's, on a
+// session of the front's (statelessConn).
 package httpfront
 
 import (
@@ -69,7 +70,7 @@ type Front struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*session
-	stateless map[string]*statelessConn // sessions of 2026-07-28 clients, by client (clientKey)
+	stateless map[string]*statelessConn // sessions of 2026-07-28 clients, by client (revision.ClientKey)
 	closed    bool
 }
 

@@ -106,7 +106,7 @@ func newSessionConn(id string, log *slog.Logger) *sessionConn {
 	return &sessionConn{id: id, log: log, inbox: newInbox(), replies: map[jsonrpc.ID]*reply{}}
 }
 
-// inbox is the reading side of both kinds of connection: what POSTs
+// inbox is the reading side of a session's connection: what POSTs
 // bring in, read by the relay in order, until Close.
 type inbox struct {
 	in     chan jsonrpc.Message
@@ -252,10 +252,10 @@ func (c *sessionConn) answer(w http.ResponseWriter, r *http.Request, rep *reply,
 	var held []*jsonrpc.Response // answers waiting for the JSON body
 	related := func(m jsonrpc.Message) {
 		for _, a := range held {
-			events.send(a)
+			events.Send(a)
 		}
 		held = nil
-		events.send(m)
+		events.Send(m)
 	}
 	for answered := 0; answered < want; {
 		select {
@@ -265,7 +265,7 @@ func (c *sessionConn) answer(w http.ResponseWriter, r *http.Request, rep *reply,
 			drain(rep.related, related)
 			answered++
 			if events.started || !asJSON {
-				events.send(resp)
+				events.Send(resp)
 			} else {
 				held = append(held, resp)
 			}
@@ -345,7 +345,7 @@ func (c *sessionConn) serveGET(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case m := <-stream:
-			events.send(m)
+			events.Send(m)
 		case <-c.closed:
 			return
 		case <-r.Context().Done():
@@ -448,7 +448,10 @@ func (e *eventWriter) start() {
 	}
 }
 
-func (e *eventWriter) send(m jsonrpc.Message) {
+// Started reports whether an event was sent.
+func (e *eventWriter) Started() bool { return e.started }
+
+func (e *eventWriter) Send(m jsonrpc.Message) {
 	data, err := link.EncodeMessage(m)
 	if err != nil {
 		return

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/downstream"
 	"github.com/aqlguard/aqlguard/proxy/link"
+	"github.com/aqlguard/aqlguard/proxy/rawjson"
+	"github.com/aqlguard/aqlguard/proxy/revision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -54,15 +57,32 @@ func TestProgressGoesToTheRequestWaiting(t *testing.T) {
 	if id, ok := requestOf(context.Background()); !ok || id.IsValid() {
 		t.Errorf("progress of no request goes to %v %v, want the unrelated stream", id.Raw(), ok)
 	}
-	x := &exchange{request: two}
-	work := context.WithValue(link.WithRelated(context.Background(), one), exchangeKey{}, x)
+	// A call of a 2026-07-28 client: its work runs in the exchange's
+	// context, and the call is parked once a server asks something.
+	asked := make(chan context.Context)
+	resume := make(chan struct{})
+	x := revision.NewExchanges(context.Background(), func(ctx context.Context, _ *jsonrpc.Request) (json.RawMessage, error) {
+		asked <- ctx
+		<-resume
+		return json.RawMessage(`{}`), nil
+	}, slog.New(slog.DiscardHandler))
+	answered := make(chan json.RawMessage)
+	go func() {
+		res, _ := x.Call(context.Background(), &jsonrpc.Request{ID: two, Method: "tools/call", Params: json.RawMessage(`{"name":"t"}`)}, nil)
+		answered <- res
+	}()
+	work := link.WithRelated(<-asked, one)
 	if id, ok := requestOf(work); !ok || id != two {
 		t.Errorf("a 2026-07-28 call's progress goes to %v %v, want the retry waiting", id.Raw(), ok)
 	}
-	x.mu.Lock()
-	x.request = jsonrpc.ID{}
-	x.mu.Unlock()
+	go func() {
+		_, _ = revision.Round(work, []rawjson.Member{{Key: "q", Value: json.RawMessage(`{"method":"roots/list"}`)}})
+	}()
+	if res := <-answered; !strings.Contains(string(res), "input_required") {
+		t.Fatalf("the call was answered %s, want input_required", res)
+	}
 	if id, ok := requestOf(work); ok {
 		t.Errorf("a parked call's progress goes to %v", id.Raw())
 	}
+	close(resume)
 }

@@ -37,7 +37,7 @@ func (h *clientHandler) Request(ctx context.Context, req *jsonrpc.Request) (json
 		return nil, err
 	}
 	if modern {
-		return s.modernRequest(ctx, req, m)
+		return s.modernClient.Request(ctx, req, m)
 	}
 	if s.modern.Load() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
@@ -159,7 +159,12 @@ type upstream Session
 func (u *upstream) ServerRequest(ctx context.Context, srv *downstream.Server, req *jsonrpc.Request) (json.RawMessage, error) {
 	s := (*Session)(u)
 	if s.modern.Load() {
-		return s.askInCall(ctx, srv, req)
+		gen := s.roots.generation()
+		res, err := s.modernClient.Ask(ctx, srv, req)
+		if err == nil {
+			s.noteRoots(req.Method, gen, res)
+		}
+		return res, err
 	}
 	params, err := downstream.VisibleTaskIDs(srv.Name, req.Params)
 	if err != nil {
@@ -265,8 +270,8 @@ func (u *upstream) ToolsRefreshed(srv *downstream.Server) {
 // 2026-07-28 client's call the retry waiting for its work (none while
 // the call is parked).
 func requestOf(call context.Context) (jsonrpc.ID, bool) {
-	if _, ok := call.Value(exchangeKey{}).(*exchange); ok {
-		return waitingRequest(call)
+	if request, ok, inExchange := revision.WaitingRequest(call); inExchange {
+		return request, ok
 	}
 	request, _ := link.Related(call)
 	return request, true

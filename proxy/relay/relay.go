@@ -183,7 +183,6 @@ type Session struct {
 	result       json.RawMessage // our initialize result
 	protoUsed    string
 
-	mu     sync.Mutex
 	routes routes
 	subs   subscriptions
 	// roots are the client's, as it last answered roots/list.
@@ -194,13 +193,8 @@ type Session struct {
 	endLife context.CancelFunc
 
 	// A 2026-07-28 client (see revision.Modern).
-	modern    atomic.Bool
-	logLevel  string      // the last one a request asked for; "" sends no log messages
-	listeners []*listener // open subscriptions/listen streams
-	inputN    atomic.Int64
-	xmu       sync.Mutex
-	active    []*exchange          // calls whose work runs, oldest first
-	parked    map[string]*exchange // by the requestState the client holds
+	modern       atomic.Bool
+	modernClient *revision.ClientSession // its calls that may need its input, its listen streams
 }
 
 type initParams struct {
@@ -218,7 +212,7 @@ type initParams struct {
 // Serve runs one session on conn until the client goes away or ctx ends;
 // then the session's servers are stopped.
 func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
-	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{}), parked: map[string]*exchange{}}
+	s := &Session{ID: newLabel(), cfg: cfg, ready: make(chan struct{})}
 	if c, ok := conn.(interface{ SharedByClients() bool }); ok {
 		s.Shared = c.SharedByClients()
 	}
@@ -227,6 +221,7 @@ func Serve(ctx context.Context, conn mcp.Connection, cfg *Config) error {
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.log = cfg.Log.With("session", s.ID)
+	s.modernClient = revision.NewClientSession(s.life, (*modernHost)(s), cfg.ProtocolVersions, s.log)
 	s.routes.resources = map[string]string{}
 	s.client = link.New(conn, (*clientHandler)(s), s.log)
 	s.client.IDPrefix = "aqlguard-"
@@ -319,7 +314,7 @@ func (s *Session) Log() *slog.Logger { return s.log }
 // the mode's tool list changed).
 func (s *Session) NotifyClient(method string, params json.RawMessage) {
 	if s.modern.Load() {
-		s.notifyModern(method, params)
+		s.modernClient.Notify(method, params)
 		return
 	}
 	s.sendClient(context.Background(), method, params)

@@ -188,17 +188,11 @@ var errNoRootsCapability = errors.New("the client did not declare the roots capa
 // client (an input_required round of that call).
 func (s *Session) askRoots(ctx context.Context) (json.RawMessage, error) {
 	if s.modern.Load() {
-		x, ok := ctx.Value(exchangeKey{}).(*exchange)
-		if !ok {
-			return nil, errNoRootsCapability // no call to carry the question
+		res, asked, err := s.modernClient.AskInCall(ctx, &jsonrpc.Request{Method: "roots/list", Params: json.RawMessage(`{}`)})
+		if !asked {
+			return nil, errNoRootsCapability // no call to carry the question, or no roots declared
 		}
-		x.mu.Lock()
-		can := clientCan(x.caps, "roots/list")
-		x.mu.Unlock()
-		if !can {
-			return nil, errNoRootsCapability
-		}
-		return s.putInCall(ctx, x, &jsonrpc.Request{Method: "roots/list", Params: json.RawMessage(`{}`)})
+		return res, err
 	}
 	if raw, ok := rawjson.Lookup(s.init.Capabilities, "roots"); !ok || string(raw) == "null" {
 		return nil, errNoRootsCapability

@@ -1,15 +1,26 @@
-// Package revision is the translation between the MCP revisions aqlguard
-// speaks: 2025-11-25 (and older), the revision its relay and guard work
-// in, and 2026-07-28, which has no handshake (SEP-2575). It holds both
-// directions: from a 2026-07-28 client (its per-request _meta read,
-// results completed for it, server/discover answered) and to a server
-// (a request's _meta completed for a 2026-07-28 server, or stripped of
-// that revision's keys for an older one; a listen stream's id taken off
-// what a server sends). What is pure of the translation lives here, so
-// that retiring a revision is deleting this package and its call sites;
-// what keeps state (a 2026-07-28 client's exchanges and listen streams in
-// proxy/relay, a server's listen streams in proxy/downstream, the HTTP
-// front's sessionless POSTs) calls it.
+// Package revision is MCP 2026-07-28 in aqlguard, beside 2025-11-25
+// (and older), the revision its relay and guard work in; 2026-07-28 has
+// no handshake (SEP-2575). It holds both directions, the translation and
+// the state each side keeps for that revision:
+//
+//   - from a 2026-07-28 client (ClientSession): its per-request _meta
+//     read, server/discover answered, results completed for it, its
+//     calls that need its input (Exchanges: input_required rounds,
+//     requestState) and its subscriptions/listen streams;
+//   - over HTTP (ServePost, Conn): its sessionless POSTs, their headers
+//     checked (SEP-2243), the POSTs of one client sharing one session;
+//   - to a 2026-07-28 server (ServerSession, Rounds): a request's _meta
+//     completed (or stripped of the revision's keys for an older
+//     server), discovery, the listen streams kept open at it, its
+//     input_required rounds carried to the client and back.
+//
+// What is the relay's, the downstream side's or the HTTP front's (a
+// session, a server's connection, the front's session table) they hand
+// in through small interfaces declared here (ClientHost, ListenHost,
+// PostHost) or functions; this package imports none of them. Retiring
+// 2026-07-28 is deleting this package and its call sites (relay and
+// downstream modern.go, httpfront stateless.go, and the branches on
+// State.Modern and Session.modern).
 package revision
 
 import (
