@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -37,7 +36,7 @@ type sessionConn struct {
 	log *slog.Logger
 	// credential names the client that started the session.
 	credential string
-	inbox
+	link.Inbox
 	// receive takes a POST's messages on the POST's goroutine once the
 	// relay's Peer has started (link.Pusher); until then they go through
 	// the inbox.
@@ -84,7 +83,7 @@ func (rep *reply) release() {
 	if cap(rep.answers) != 1 {
 		return
 	}
-	drain(rep.queue, func(jsonrpc.Message) {})
+	link.Drain(rep.queue, func(jsonrpc.Message) {})
 	select {
 	case <-rep.answers:
 	default:
@@ -103,35 +102,7 @@ const maxQueued = 64
 func (c *sessionConn) Credential() string { return c.credential }
 
 func newSessionConn(id string, log *slog.Logger) *sessionConn {
-	return &sessionConn{id: id, log: log, inbox: newInbox(), replies: map[jsonrpc.ID]*reply{}}
-}
-
-// inbox is the reading side of a session's connection: what POSTs
-// bring in, read by the relay in order, until Close.
-type inbox struct {
-	in     chan jsonrpc.Message
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newInbox() inbox {
-	return inbox{in: make(chan jsonrpc.Message), closed: make(chan struct{})}
-}
-
-func (b *inbox) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case m := <-b.in:
-		return m, nil
-	case <-b.closed:
-		return nil, io.EOF
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (b *inbox) Close() error {
-	b.once.Do(func() { close(b.closed) })
-	return nil
+	return &sessionConn{id: id, log: log, Inbox: link.NewInbox(), replies: map[jsonrpc.ID]*reply{}}
 }
 
 // Write sends msg to the POST it belongs to, else to the GET stream. A
@@ -142,7 +113,7 @@ func (c *sessionConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	select {
-	case <-c.closed:
+	case <-c.Closed:
 		return errors.New("the session ended")
 	default:
 	}
@@ -262,14 +233,14 @@ func (c *sessionConn) answer(w http.ResponseWriter, r *http.Request, rep *reply,
 		case m := <-rep.related:
 			related(m)
 		case resp := <-rep.answers:
-			drain(rep.related, related)
+			link.Drain(rep.related, related)
 			answered++
 			if events.started || !asJSON {
 				events.Send(resp)
 			} else {
 				held = append(held, resp)
 			}
-		case <-c.closed:
+		case <-c.Closed:
 			if !events.started {
 				http.Error(w, "Not Found: the session ended", http.StatusNotFound)
 			}
@@ -288,19 +259,6 @@ func (c *sessionConn) answer(w http.ResponseWriter, r *http.Request, rep *reply,
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(data)
-}
-
-// drain sends what waits in ch, without waiting for more: what a
-// request's work sent before its answer goes out before the answer.
-func drain(ch <-chan jsonrpc.Message, send func(jsonrpc.Message)) {
-	for {
-		select {
-		case m := <-ch:
-			send(m)
-		default:
-			return
-		}
-	}
 }
 
 // encodeAnswers is the JSON body of a POST's answers: the one answer, or
@@ -346,7 +304,7 @@ func (c *sessionConn) serveGET(w http.ResponseWriter, r *http.Request) {
 		select {
 		case m := <-stream:
 			events.Send(m)
-		case <-c.closed:
+		case <-c.Closed:
 			return
 		case <-r.Context().Done():
 			return
@@ -399,8 +357,8 @@ func (c *sessionConn) deliver(msgs []jsonrpc.Message) bool {
 			continue
 		}
 		select {
-		case c.in <- m:
-		case <-c.closed:
+		case c.In <- m:
+		case <-c.Closed:
 			return false
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -113,12 +112,10 @@ func ClientKey(principal, client string, meta map[string]json.RawMessage) string
 // session of one 2026-07-28 client over HTTP. Its state (the POSTs
 // waiting) is behind its own lock.
 type Conn struct {
-	in     chan jsonrpc.Message
-	closed chan struct{}
-	once   sync.Once
-	done   chan struct{} // the session ended (End)
-	ended  sync.Once
-	n      atomic.Int64
+	link.Inbox
+	done  chan struct{} // the session ended (End)
+	ended sync.Once
+	n     atomic.Int64
 
 	credential string
 
@@ -129,7 +126,7 @@ type Conn struct {
 // NewConn is the connection of a session whose POSTs authenticated as
 // credential ("" without authentication).
 func NewConn(credential string) *Conn {
-	return &Conn{in: make(chan jsonrpc.Message), closed: make(chan struct{}), done: make(chan struct{}),
+	return &Conn{Inbox: link.NewInbox(), done: make(chan struct{}),
 		posts: map[string]*post{}, credential: credential}
 }
 
@@ -142,24 +139,6 @@ func (c *Conn) SharedByClients() bool { return true }
 func (c *Conn) Credential() string { return c.credential }
 
 func (c *Conn) SessionID() string { return "" }
-
-// Read is what the POSTs bring in, read by the relay in order, until
-// Close.
-func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case m := <-c.in:
-		return m, nil
-	case <-c.closed:
-		return nil, io.EOF
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (c *Conn) Close() error {
-	c.once.Do(func() { close(c.closed) })
-	return nil
-}
 
 // End says the session ended (once the relay session is over): the
 // POSTs still waiting are answered so.
@@ -272,8 +251,8 @@ func (c *Conn) serve(w http.ResponseWriter, r *http.Request, req *jsonrpc.Reques
 	c.posts[p.ourID] = p
 	c.mu.Unlock()
 	select {
-	case c.in <- &ours:
-	case <-c.closed:
+	case c.In <- &ours:
+	case <-c.Closed:
 		c.forget(p)
 		host.WriteError(w, http.StatusServiceUnavailable, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the session ended"})
 		return
@@ -287,7 +266,7 @@ func (c *Conn) serve(w http.ResponseWriter, r *http.Request, req *jsonrpc.Reques
 		case m := <-p.notes:
 			events.Send(m)
 		case resp := <-p.answer:
-			drain(p.notes, events.Send)
+			link.Drain(p.notes, events.Send)
 			status := http.StatusOK
 			var werr *jsonrpc.Error
 			if errors.As(resp.Error, &werr) {
@@ -314,8 +293,8 @@ func (c *Conn) serve(w http.ResponseWriter, r *http.Request, req *jsonrpc.Reques
 			c.forget(p)
 			params, _ := json.Marshal(map[string]any{"requestId": p.ourID, "reason": "the HTTP request ended"})
 			select {
-			case c.in <- &jsonrpc.Request{Method: "notifications/cancelled", Params: params}:
-			case <-c.closed:
+			case c.In <- &jsonrpc.Request{Method: "notifications/cancelled", Params: params}:
+			case <-c.Closed:
 			}
 			return
 		}
@@ -326,17 +305,4 @@ func (c *Conn) forget(p *post) {
 	c.mu.Lock()
 	delete(c.posts, p.ourID)
 	c.mu.Unlock()
-}
-
-// drain sends what waits in ch, without waiting for more: what a
-// request's work sent before its answer goes out before the answer.
-func drain(ch <-chan jsonrpc.Message, send func(jsonrpc.Message)) {
-	for {
-		select {
-		case m := <-ch:
-			send(m)
-		default:
-			return
-		}
-	}
 }
