@@ -215,7 +215,9 @@ func (e *recordEncoder) encode(r *Record) ([]byte, error) {
 		raw = bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
 	}
 	sum := sha256.Sum256(raw)
-	r.Hash = hex.EncodeToString(sum[:])
+	var hash [2 * sha256.Size]byte // (hex.EncodeToString allocates twice)
+	hex.Encode(hash[:], sum[:])
+	r.Hash = string(hash[:])
 	line := append(e.line[:0], raw[:len(raw)-1]...) // without its closing brace
 	line = append(line, `,"hash":"`...)
 	line = append(line, r.Hash...)
@@ -300,12 +302,11 @@ func (s *Store) Append(ctx context.Context, r Record) error {
 	if s == nil {
 		return errors.New("no state database is configured")
 	}
-	_, release, err := s.acquire(ctx, false, "audit log")
-	if err != nil {
+	if _, err := s.acquire(ctx, false, "audit log"); err != nil {
 		return err
 	}
 	pos, err := s.log.append([]Record{r}, nil)
-	release()
+	s.release()
 	if err != nil {
 		return err
 	}

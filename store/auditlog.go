@@ -214,16 +214,16 @@ func (l *auditLog) catchUp(seen *logMark) error {
 // the size it wrote. A segment deleted meanwhile is an error, and
 // nothing more is appended.
 func (l *auditLog) unchanged() (bool, error) {
-	st, err := l.f.Stat()
+	size, gone, err := sizeAndUnlinked(l.f)
 	if err != nil {
 		return false, fmt.Errorf("audit log: %w", err)
 	}
-	if unlinked(st) {
+	if gone {
 		l.lost = fmt.Errorf("audit log: %s was deleted while aqlguard was writing it; records up to %d are gone, "+
 			"and nothing more is written (restart aqlguard to see what is missing)", segmentName(l.n), l.head.Seq)
 		return false, l.lost
 	}
-	return st.Size() == l.size, nil
+	return size == l.size, nil
 }
 
 // catchUpFromFiles is catchUp without the marker: the next segment's

@@ -24,10 +24,17 @@ func (*fileLock) lockUntilDone(context.Context) error { return nil }
 
 func (*fileLock) close() error { return nil }
 
-// unlinked cannot be told here.
-func unlinked(os.FileInfo) bool { return false }
-
 // checkPrivate has no owner and mode bits to check here.
 func checkPrivate(string) error { return nil }
 
 func unlockFile(*os.File) {}
+
+// sizeAndUnlinked is f's size; whether it was deleted cannot be told
+// here.
+func sizeAndUnlinked(f *os.File) (int64, bool, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	return st.Size(), false, nil
+}

@@ -127,11 +127,14 @@ func lockHolder(f *os.File) int {
 	return 0
 }
 
-// unlinked reports whether an open file was deleted (no name links to
-// it any more).
-func unlinked(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && st.Nlink == 0
+// sizeAndUnlinked is f's size and whether it was deleted: one fstat(2),
+// with no FileInfo to allocate (a commit asks it of the log's segment).
+func sizeAndUnlinked(f *os.File) (size int64, gone bool, err error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, false, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	return st.Size, st.Nlink == 0, nil
 }
 
 func (l *fileLock) unlock() error {

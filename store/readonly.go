@@ -34,8 +34,10 @@ func (e *ReadOnlyError) Unwrap() []error { return []error{ErrReadOnly, e.Err} }
 // notWritable is err as a *ReadOnlyError when it says dir cannot be
 // written (EROFS, EACCES, EPERM), else err.
 func notWritable(dir string, err error) error {
-	var ro *ReadOnlyError
-	if err == nil || errors.As(err, &ro) {
+	if err == nil {
+		return nil // (before ro, which escapes: a commit allocates nothing here)
+	}
+	if ro := (*ReadOnlyError)(nil); errors.As(err, &ro) {
 		return err
 	}
 	if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {

@@ -1,14 +1,17 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // The fast path lives here, not in the guard: what every call's decision
@@ -132,9 +135,30 @@ type commitView struct {
 	// snap is the snapshot at gen, found (one stat of the database file)
 	// when decide first reads what it keeps: a commit of records alone,
 	// such as a call's outcome, reads nothing and stats nothing.
-	snap  *snapshot
-	begin func() (*bolt.Tx, error)
-	tx    *Tx
+	snap *snapshot
+	tx   *Tx
+	// The database, opened (open) on first need, with the transaction's
+	// lock deadline; a commit opens it only when decide reads what the
+	// snapshot does not keep. Every mode of run opens it through here.
+	db              *bolt.DB
+	deadline, start time.Time
+	readOnly        bool
+}
+
+// open opens the database for the transaction, once.
+func (v *commitView) open() error {
+	if v.db != nil {
+		return nil
+	}
+	db, err := v.s.openDB(v.deadline, v.readOnly)
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return fmt.Errorf("state database %s: %w (waited %s)", v.s.path, ErrBusy, v.deadline.Sub(v.start).Round(time.Millisecond))
+		}
+		return err
+	}
+	v.db = db
+	return nil
 }
 
 // snapshot is the snapshot decide reads, found on first use.
@@ -154,7 +178,10 @@ var _ View = (*commitView)(nil)
 // read is the read-only transaction, begun on first use.
 func (v *commitView) read() (*Tx, error) {
 	if v.tx == nil {
-		btx, err := v.begin()
+		if err := v.open(); err != nil {
+			return nil, err
+		}
+		btx, err := v.db.Begin(false)
 		if err != nil {
 			return nil, err
 		}
@@ -163,8 +190,8 @@ func (v *commitView) read() (*Tx, error) {
 	return v.tx, nil
 }
 
-// close ends the read-only transaction, if one was begun.
-func (v *commitView) close() {
+// closeRead ends the read-only transaction, if one was begun.
+func (v *commitView) closeRead() {
 	if v.tx != nil {
 		_ = v.tx.tx.Rollback()
 		v.tx = nil
@@ -214,7 +241,8 @@ func (v *commitView) Block(principal string) (*Block, error) {
 	if !ok {
 		return nil, nil
 	}
-	return &b, nil
+	found := b // (on the heap only when there is one)
+	return &found, nil
 }
 
 func (v *commitView) Blocks() ([]Block, error) {

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // FileName is the database's name inside the state directory.
@@ -72,7 +71,9 @@ type Options struct {
 // Store is the state database. It is safe for concurrent use; the
 // transactions of one process run one at a time.
 type Store struct {
-	path    string
+	path string
+	// what names the database in a busy error ("state database PATH").
+	what    string
 	timeout time.Duration
 	// mu serialises this process's transactions: bbolt's lock is per open
 	// file, so two opens in one process would wait for each other anyway.
@@ -155,7 +156,7 @@ func open(ctx context.Context, dir string, o Options) (*Store, error) {
 			return nil, fmt.Errorf("creating the state directory: %w", err)
 		}
 	}
-	s := &Store{path: path, timeout: o.Timeout}
+	s := &Store{path: path, what: "state database " + path, timeout: o.Timeout}
 	if err := checkPrivate(dir); err != nil {
 		if !o.Inspect {
 			return nil, err
@@ -362,55 +363,45 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 		return errors.New("no state database is configured")
 	}
 	start := time.Now()
-	deadline, release, err := s.acquire(ctx, mode == txRead, "state database "+s.path)
+	deadline, err := s.acquire(ctx, mode == txRead, s.what)
 	if err != nil {
 		return err
 	}
-	defer release()
-	var db *bolt.DB
-	open := func() error {
-		if db != nil {
-			return nil
+	released := false
+	defer func() {
+		if !released { // decide or Then panicked
+			s.release()
 		}
-		var err error
-		if db, err = s.openDB(deadline, readOnly); err != nil {
-			if errors.Is(err, bolterrors.ErrTimeout) {
-				return fmt.Errorf("state database %s: %w (waited %s)", s.path, ErrBusy, deadline.Sub(start).Round(time.Millisecond))
-			}
-			return err
-		}
-		return nil
-	}
+	}()
+	// v is the commit's view, and for every mode the database, opened
+	// only when the transaction needs it: one allocation, no closures.
+	v := &commitView{s: s, deadline: deadline, start: start, readOnly: readOnly}
 	var written int64 // the audit log position this transaction's records reach
 	var next *snapshot
 	// mark is what the marker said of the log as a commit began (under
 	// the lock, which is held until the records are appended): nil for
 	// Update, whose append reads the files.
 	var mark *logMark
+	var seen logMark
 	txErr := func() error {
 		switch mode {
 		case txCommit:
 			// The directory's lock is exclusive: nothing changes the state
 			// until it is let go, so the view decide read stays the state
 			// its changes are written over.
-			cur, seen, err := s.gen.readWithLog()
+			cur, lm, err := s.gen.readWithLog()
 			if err != nil {
 				return err
 			}
-			mark = &seen
-			v := &commitView{s: s, gen: cur, begin: func() (*bolt.Tx, error) {
-				if err := open(); err != nil {
-					return nil, err
-				}
-				return db.Begin(false)
-			}}
+			seen, mark = lm, &seen
+			v.gen = cur
 			var c Changes
 			err = s.guard(func() error {
 				var err error
 				c, err = decide(v)
 				return err
 			})
-			v.close()
+			v.closeRead()
 			if err != nil {
 				return err
 			}
@@ -437,32 +428,35 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 			// nothing to it). When the stat fails, nothing is carried
 			// over: the next commit reads the state afresh.
 			before, _ := v.snapshot()
-			fn = c.write
+			// (a copy, on the heap only on this path: the method value
+			// would move c there on every commit)
+			changes := c
+			fn = changes.write
 			defer func() {
 				if next == nil {
 					return
 				}
 				if before != nil {
-					next = before.next(next.gen, next.file, &c)
+					next = before.next(next.gen, next.file, &changes)
 				}
-				if c.Then != nil {
-					c.Then(next.gen)
+				if changes.Then != nil {
+					changes.Then(next.gen)
 				}
 			}()
 		case txRead:
-			if err := open(); err != nil {
+			if err := v.open(); err != nil {
 				return err
 			}
 			return s.guard(func() error {
-				return db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
+				return v.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, s: s}) })
 			})
 		}
-		if err := open(); err != nil {
+		if err := v.open(); err != nil {
 			return err
 		}
 		var pending int
 		err := s.guard(func() error {
-			return db.Update(func(btx *bolt.Tx) error {
+			return v.db.Update(func(btx *bolt.Tx) error {
 				tx := &Tx{tx: btx, s: s}
 				if err := fn(tx); err != nil {
 					return err
@@ -520,12 +514,13 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 		// when the generation file is rewound to the count it had.
 		s.install(next)
 	}
-	if db != nil {
-		if err := s.guard(db.Close); err != nil && txErr == nil {
+	if v.db != nil {
+		if err := s.guard(v.db.Close); err != nil && txErr == nil {
 			txErr = fmt.Errorf("closing the state database: %w", err)
 		}
 	}
-	release() // no lock is held across the fsync: the writers waiting share it
+	released = true
+	s.release() // no lock is held across the fsync: the writers waiting share it
 	if written > 0 {
 		if err := s.log.waitDurable(written); err != nil && txErr == nil {
 			txErr = err
@@ -541,9 +536,9 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*Tx) error, decide
 // (shared or exclusive), waiting at most the store's timeout or until
 // ctx's deadline, whichever comes first, for both together: a flood of
 // transactions in this process makes the others fail with ErrBusy, never
-// wait without end. release lets both go; it may be called more than
-// once. what names the lock's user in a busy error.
-func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline time.Time, release func(), err error) {
+// wait without end. s.release lets both go. what names the lock's user
+// in a busy error.
+func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline time.Time, err error) {
 	wait, ctxBound := s.timeout, false
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
 		wait, ctxBound = time.Until(d), true
@@ -555,44 +550,45 @@ func (s *Store) acquire(ctx context.Context, shared bool, what string) (deadline
 		if err == nil {
 			err = context.DeadlineExceeded
 		}
-		return time.Time{}, nil, fmt.Errorf("%s: the request ended before it could be read or written: %w", what, err)
+		return time.Time{}, fmt.Errorf("%s: the request ended before it could be read or written: %w", what, err)
 	}
 	deadline = time.Now().Add(wait)
 	if !s.takeTurn(ctx, wait) {
 		// As for the lock below: the request's own end is its error; the
 		// store's timeout is a busy database (here, busy in this process).
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return time.Time{}, nil, fmt.Errorf("%s: the request ended while it waited for its turn: %w", what, ctxErr)
+			return time.Time{}, fmt.Errorf("%s: the request ended while it waited for its turn: %w", what, ctxErr)
 		}
 		if ctxBound {
-			return time.Time{}, nil, fmt.Errorf("%s: the request's deadline passed while this process's other transactions held the database: %w",
+			return time.Time{}, fmt.Errorf("%s: the request's deadline passed while this process's other transactions held the database: %w",
 				what, context.DeadlineExceeded)
 		}
-		return time.Time{}, nil, fmt.Errorf("%s: %w (this process's other transactions held it for %s)", what, ErrBusy, wait.Round(time.Millisecond))
+		return time.Time{}, fmt.Errorf("%s: %w (this process's other transactions held it for %s)", what, ErrBusy, wait.Round(time.Millisecond))
 	}
 	if err := s.lock.lock(ctx, shared, deadline); err != nil {
 		s.mu.Unlock()
 		if errors.Is(err, ErrBusy) && ctxBound {
 			// The request's own deadline, not the store's timeout, ended
 			// the wait: its error, whoever held the lock.
-			return time.Time{}, nil, fmt.Errorf("%s: the request's deadline passed while it waited for the lock (%v): %w",
+			return time.Time{}, fmt.Errorf("%s: the request's deadline passed while it waited for the lock (%v): %w",
 				what, err, context.DeadlineExceeded)
 		}
 		if errors.Is(err, ErrBusy) {
-			return time.Time{}, nil, fmt.Errorf("%s: %w (waited %s)", what, err, wait.Round(time.Millisecond))
+			return time.Time{}, fmt.Errorf("%s: %w (waited %s)", what, err, wait.Round(time.Millisecond))
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return time.Time{}, nil, fmt.Errorf("%s: the request ended while it waited for the lock: %w", what, ctxErr)
+			return time.Time{}, fmt.Errorf("%s: the request ended while it waited for the lock: %w", what, ctxErr)
 		}
-		return time.Time{}, nil, err
+		return time.Time{}, err
 	}
-	var once sync.Once
-	return deadline, func() {
-		once.Do(func() {
-			_ = s.lock.unlock()
-			s.mu.Unlock()
-		})
-	}, nil
+	return deadline, nil
+}
+
+// release lets go of what acquire took: the directory's lock and this
+// process's turn. Called once per acquire that succeeded.
+func (s *Store) release() {
+	_ = s.lock.unlock()
+	s.mu.Unlock()
 }
 
 // takeTurn takes this process's turn (s.mu) within wait, before ctx
