@@ -68,7 +68,7 @@ func BenchmarkFlow(b *testing.B) {
 // netHTTPResult is the filesystem server's read_text_file result of
 // bench/RESULTS.md (ah) and (ai): the first KiB of Go's net/http package
 // comment, as content and as structured content.
-func netHTTPResult(b *testing.B) json.RawMessage {
+func netHTTPResult(b testing.TB) json.RawMessage {
 	b.Helper()
 	text, err := coldcache.NetHTTP1KiB()
 	if err != nil {

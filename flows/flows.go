@@ -320,7 +320,7 @@ func scannerFor(r *Read, budget int) *injection.Scanner {
 // it with cold caches: its code lines count); what a result that counts
 // adds to the session is keep's.
 func (s *Session) Observe(r Read, pol *policy.Policy) (json.RawMessage, []Finding) {
-	if len(r.Raw) == 0 {
+	if len(r.Raw) == 0 || readingOff {
 		return r.Raw, nil
 	}
 	res, err := results.Read(r.Method, r.Raw)

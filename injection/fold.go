@@ -15,12 +15,9 @@ import (
 // current sentence, which is matched when it ends. Memory is bounded by
 // the longest sentence (maxSentence), whatever the size of the text.
 type state struct {
-	b       *Batch
-	where   string
-	raw     string
-	data    bool
-	hidden  bool // raw was decoded from invisible characters
-	noTools bool // the tool's own name: mentions of other tools are item 5's business
+	b     *Batch
+	where string
+	raw   string
 
 	// The current sentence, folded: lower case, NFKD without marks,
 	// look-alike letters as the Latin ones, white space as one space,
@@ -29,15 +26,32 @@ type state struct {
 	// sentence is cut with an overlap).
 	fb     []byte
 	fo     []int32
-	report int
 	words  []word
 	chunks []chunk
+	nb     []byte // NFKD of one rune
+	// sentence holds what the current sentence mentions.
+	sentence sentenceNotes
+
+	// Runs of invisible characters that carry data (their counts are
+	// marks').
+	tagRun, vsRun []byte
+
+	progress
+}
+
+// progress is what a scan notes as it goes, none of it a pointer: reset
+// clears it at once, where clearing the whole state field by field, with
+// a write barrier's check for each pointer, was a kilobyte and a half of
+// code run cold at every text.
+type progress struct {
+	data    bool
+	hidden  bool // raw was decoded from invisible characters
+	noTools bool // the tool's own name: mentions of other tools are item 5's business
+
+	report int
 	// gates says which matchers the sentence needs (tokenize; flush);
 	// phraseGate is gatePhrase once a word that starts a phrase is met.
 	gates, phraseGate uint8
-	nb                []byte // NFKD of one rune
-	// sentence holds what the current sentence mentions.
-	sentence sentenceNotes
 
 	// White space between visible characters.
 	inSpace  bool
@@ -58,10 +72,8 @@ type state struct {
 	innerScans int
 
 	// Runs of invisible characters that carry data.
-	tagRun             []byte
 	tagN, tagAt        int
 	tagBase            rune
-	vsRun              []byte
 	vsN, vsAt          int
 	zw, zwAt           int
 	bidi, bidiAt       int
@@ -109,12 +121,12 @@ const (
 )
 
 func (st *state) reset(b *Batch, where, raw string, hidden bool) {
-	nb, fb, fo, words, chunks, tagRun, vsRun := st.nb[:0], st.fb[:0], st.fo[:0], st.words[:0], st.chunks[:0], st.tagRun[:0], st.vsRun[:0]
-	notes := st.sentence
-	*st = state{b: b, where: where, raw: raw, data: b.s.opts.Data, hidden: hidden,
-		nb: nb, fb: fb, fo: fo, words: words, chunks: chunks, tagRun: tagRun, vsRun: vsRun}
-	st.sentence = sentenceNotes{paths: notes.paths[:0], vars: notes.vars[:0], addrs: notes.addrs[:0],
-		urls: notes.urls[:0], mentions: notes.mentions[:0], matched: notes.matched[:0]}
+	st.b, st.where, st.raw = b, where, raw
+	st.nb, st.fb, st.fo, st.words, st.chunks, st.tagRun, st.vsRun = st.nb[:0], st.fb[:0], st.fo[:0], st.words[:0], st.chunks[:0], st.tagRun[:0], st.vsRun[:0]
+	n := &st.sentence
+	n.classes = 0
+	n.paths, n.vars, n.addrs, n.urls, n.mentions, n.matched = n.paths[:0], n.vars[:0], n.addrs[:0], n.urls[:0], n.mentions[:0], n.matched[:0]
+	st.progress = progress{data: b.s.opts.Data, hidden: hidden}
 }
 
 // ascii classes of the rune loop.

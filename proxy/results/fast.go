@@ -107,6 +107,10 @@ func (p *rawReader) space() {
 // str reads a string at p.i, returning its value.
 func (p *rawReader) str() string {
 	start := p.i
+	if s, n, ok := p.seen.again(p.b[start+1:]); ok {
+		p.i = start + 1 + n + 1
+		return s
+	}
 	escaped := p.pass()
 	body := p.b[start+1 : p.i-1]
 	if !escaped {
@@ -144,6 +148,23 @@ func (d *decoded) find(body []byte) (string, bool) {
 	}
 	s, ok := d.more[string(body)]
 	return s, ok
+}
+
+// again reports whether the string whose body starts rest (past its
+// opening quote) is one of the first few, by its bytes, with its value
+// and its body's length: the bytes of a valid string's
+// body followed by a quote are that string whole (the body's last
+// escape is complete, so the quote after it closes), so the pass over
+// it, which would find the same end and escapes, is spared (a tool's
+// text met again as structured content: 1 KiB of escapes read once).
+func (d *decoded) again(rest []byte) (string, int, bool) {
+	for k := 0; k < d.n; k++ {
+		body := d.few[k].body
+		if len(rest) > len(body) && rest[len(body)] == '"' && bytes.Equal(rest[:len(body)], body) {
+			return d.few[k].value, len(body), true
+		}
+	}
+	return "", 0, false
 }
 
 func (d *decoded) add(body []byte, value string) {

@@ -275,6 +275,13 @@ func FuzzReadOnePass(f *testing.F) {
 			b.WriteString(`{"type":"text","text":"x"}],"structuredContent":{"content":"` + strings.Repeat(`line "5"\n`, 8) + `"}}`)
 			return b.String()
 		}(),
+		// A long string with escapes, then strings that start with its
+		// bytes and go on (fast.go's again must not take them for it).
+		func() string {
+			long := strings.Repeat(`x \"y\"\\`, 8)
+			return `{"content":[{"type":"text","text":"` + long + `"},{"type":"text","text":"` + long + `\"z"},` +
+				`{"type":"text","text":"` + long + `\\"}],"structuredContent":{"content":"` + long + `"}}`
+		}(),
 		`{"a":1,}`, `{"a" 1}`, `{"a":[1,]}`, `{"a":01}`, "{\"a\":\"\x01\"}", `{} x`, `{"a":tru}`, `{"a":"\q"}`, `{"a":-}`, `{,}`, `{"a":1}}`,
 	} {
 		f.Add(s)
