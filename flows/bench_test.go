@@ -83,16 +83,7 @@ func netHTTPResult(b testing.TB) json.RawMessage {
 // the caches emptied before each call: what the serving process pays,
 // which a warm loop shows a quarter of (bench/RESULTS.md (ai)).
 func BenchmarkObserve1KiBCold(b *testing.B) {
-	pol, err := policy.Compile(&config.Config{}, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw := netHTTPResult(b)
-	read := func() Read {
-		return Read{Method: results.ToolsCall, Server: "fs", Tool: "read_text_file", Raw: raw, At: time.Now(),
-			Places: []evaluator.Place{{Arg: "path", Lexical: pathsPlace("/tmp/benchdata/one-kb.txt"), Resolved: pathsPlace("/tmp/benchdata/one-kb.txt")}},
-			Home:   "/home/u"}
-	}
+	pol, read := oneKiBRead(b)
 	var s Session
 	s.Observe(read(), pol) // compile the rules
 	b.SetBytes(1024)
@@ -127,3 +118,20 @@ func BenchmarkObserve1KiBWarm(b *testing.B) {
 // budget (bench/RESULTS.md (ai)'s one-mb.txt): read up to the budget,
 // and handed on with the notice that its end was not scanned.
 func BenchmarkObserve1MBPastBudget(b *testing.B) { benchObserve(b, 1<<20+35) }
+
+// oneKiBRead is the default policy and the read of the 1 KiB net/http
+// result through the filesystem server's read_text_file, as the cold
+// benchmark and the cachegrind harness observe it.
+func oneKiBRead(tb testing.TB) (*policy.Policy, func() Read) {
+	tb.Helper()
+	pol, err := policy.Compile(&config.Config{}, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw := netHTTPResult(tb)
+	return pol, func() Read {
+		return Read{Method: results.ToolsCall, Server: "fs", Tool: "read_text_file", Raw: raw, At: time.Now(),
+			Places: []evaluator.Place{{Arg: "path", Lexical: pathsPlace("/tmp/benchdata/one-kb.txt"), Resolved: pathsPlace("/tmp/benchdata/one-kb.txt")}},
+			Home:   "/home/u"}
+	}
+}

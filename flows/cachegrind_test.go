@@ -4,12 +4,6 @@ import (
 	"os"
 	"strconv"
 	"testing"
-	"time"
-
-	"github.com/aqlguard/aqlguard/config"
-	"github.com/aqlguard/aqlguard/evaluator"
-	"github.com/aqlguard/aqlguard/policy"
-	"github.com/aqlguard/aqlguard/proxy/results"
 )
 
 // evictCG is the walk between calls under cachegrind: twice its model's
@@ -27,16 +21,7 @@ func TestCachegrindObserve(t *testing.T) {
 	if n <= 0 {
 		t.Skip("AQLGUARD_CG_CALLS not set: run under cachegrind only")
 	}
-	pol, err := policy.Compile(&config.Config{}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := netHTTPResult(t)
-	read := func() Read {
-		return Read{Method: results.ToolsCall, Server: "fs", Tool: "read_text_file", Raw: raw, At: time.Now(),
-			Places: []evaluator.Place{{Arg: "path", Lexical: pathsPlace("/tmp/benchdata/one-kb.txt"), Resolved: pathsPlace("/tmp/benchdata/one-kb.txt")}},
-			Home:   "/home/u"}
-	}
+	pol, read := oneKiBRead(t)
 	var s Session
 	s.Observe(read(), pol) // compile the rules
 	for range n {
