@@ -9,7 +9,7 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/catalog"
 	"github.com/aqlguard/aqlguard/proxy/guard"
-	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/store/statetest"
 	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -37,14 +37,11 @@ func TestWriteOnlyCommandIsShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := statetest.Open(t)
 	h := &askedHuman{}
 	g := &guard.Guard{Policy: pol, State: st, Channel: h, InlineWait: time.Second, AskTimeout: time.Second,
 		ConfirmTTL: time.Minute, ChallengeTTL: time.Minute}
-	t.Cleanup(func() { g.Close(); _ = st.Close() })
+	t.Cleanup(g.Close) // before the state closes: cleanups run last first
 	cat := catalog.New()
 	cat.AddServer(catalog.ServerTools{Server: "box", Policy: pol, Tools: []*mcp.Tool{{Name: "run", InputSchema: map[string]any{
 		"type": "object", "properties": map[string]any{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/store/statetest"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -33,11 +34,7 @@ func TestVerifyACode(t *testing.T) {
 		{name: "used already", twice: true, want: refusal.TokenUsed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := statetest.Open(t)
 			c, err := New(verify.Request{Agent: "agent", Action: "rm -rf /", Tier: "danger_zone"}, now, time.Minute)
 			if err != nil {
 				t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/ruling"
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/store/statetest"
 	"github.com/aqlguard/aqlguard/verify"
 )
 
@@ -28,11 +29,7 @@ func bookOn(t *testing.T, now time.Time) Book {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := statetest.Open(t)
 	return Book{State: st, Policy: pol, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TTL: time.Minute, SessionApprovalTTL: time.Hour, Process: "test",
 		Record: func(kind store.RecordKind, session string) store.Record {

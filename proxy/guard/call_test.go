@@ -13,7 +13,7 @@ import (
 	"github.com/aqlguard/aqlguard/policy"
 	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/proxy/watch"
-	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/store/statetest"
 )
 
 // recordingCaller stands in for the downstream pool and remembers calls.
@@ -43,11 +43,7 @@ func TestGuardForwardsOnlyWhatIsAllowed(t *testing.T) {
 			rec := &recordingCaller{}
 			var seen []evaluator.Step
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = st.Close() })
+			st := statetest.Open(t)
 			g := &Guard{
 				Policy: &policy.Policy{Principal: "human-set", MaxSteps: 100}, Log: log, State: st,
 				InlineWait: time.Millisecond, ConfirmTTL: time.Minute, ChallengeTTL: time.Minute,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aqlguard/aqlguard/proxy/refusal"
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/store/statetest"
 )
 
 // loopOn is a Loop on st whose memory is mem and whose busy reason is
@@ -40,16 +41,6 @@ func loopOn(st store.State, mem *Memory, busy string) Loop {
 		}}
 }
 
-func openStore(t *testing.T) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
-}
-
 // TestParkAndResume: what a guard parks, its next guard takes over; a
 // busy guard parks nothing and stays open; nothing owed writes no row.
 func TestParkAndResume(t *testing.T) {
@@ -67,7 +58,7 @@ func TestParkAndResume(t *testing.T) {
 		{name: "busy", mem: Memory{Steps: 3}, busy: "a question is on the human's screen", wantErr: ErrBusy},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st := openStore(t)
+			st := statetest.Open(t)
 			mem := tt.mem
 			var lot Lot
 			err := lot.Park(context.Background(), loopOn(st, &mem, tt.busy))

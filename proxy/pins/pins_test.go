@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/store/statetest"
 	"github.com/aqlguard/aqlguard/verify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -192,7 +193,7 @@ func TestReset(t *testing.T) {
 // listing that changes nothing writes nothing.
 func TestCheck(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := statetest.Open(t)
 	p := &Pinner{State: st, Process: "test", Judge: func(_ string, def json.RawMessage) (Judgement, error) { return testJudge(def) },
 		Log: slog.New(slog.DiscardHandler)}
 	list := func(defs ...string) Result {
@@ -297,7 +298,7 @@ func (h *countingHuman) AskAbout(ctx context.Context, _ verify.Request, _ func()
 // gets one question up about it at a time, and a change the human
 // refused is not asked about again.
 func TestOneQuestionPerTool(t *testing.T) {
-	st := openStore(t)
+	st := statetest.Open(t)
 	h := &countingHuman{release: make(chan struct{}), answer: verify.Deny}
 	p := &Pinner{State: st, Human: h, Process: "test", Log: slog.New(slog.DiscardHandler)}
 	var wg sync.WaitGroup
@@ -329,16 +330,6 @@ func TestOneQuestionPerTool(t *testing.T) {
 	if n := h.asked.Load() - asked; n > 1 {
 		t.Errorf("refused changes asked about %d more times", n)
 	}
-}
-
-func openStore(t *testing.T) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
 }
 
 // isAsking reports whether a question about server's tool is up.
@@ -377,7 +368,7 @@ func (h *recordingHuman) questions() []verify.Request {
 // approves what was shown, and marks it reviewed.
 func TestFirstSightReview(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := statetest.Open(t)
 	h := &recordingHuman{answer: verify.Allow}
 	judge := func(_ string, def json.RawMessage) (Judgement, error) {
 		var tl struct{ Name string }
@@ -473,7 +464,7 @@ func TestFirstSightReview(t *testing.T) {
 // sight is pinned as it is, but a tool the scan hides still waits.
 func TestFirstSightTrusted(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := statetest.Open(t)
 	p := &Pinner{State: st, Process: "test", Log: slog.New(slog.DiscardHandler),
 		Judge: func(_ string, def json.RawMessage) (Judgement, error) { return Judgement{Sight: SightTrusted}, nil }}
 	// The scan, not the judge, finds the instruction.
@@ -500,7 +491,7 @@ func TestFirstSightTrusted(t *testing.T) {
 // the call for its whole wait, and a later call does not wait at all.
 func TestRefusedReviewEndsTheWait(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := statetest.Open(t)
 	h := &recordingHuman{answer: verify.Deny}
 	p := &Pinner{State: st, Human: h, Process: "test", Log: slog.New(slog.DiscardHandler),
 		Judge: func(string, json.RawMessage) (Judgement, error) { return Judgement{}, nil }}

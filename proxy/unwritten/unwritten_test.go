@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aqlguard/aqlguard/store"
+	"github.com/aqlguard/aqlguard/store/statetest"
 )
 
 // TestHeldBlockIsWritten: a held block is written once the state takes
@@ -27,11 +28,7 @@ func TestHeldBlockIsWritten(t *testing.T) {
 		{"over another block", true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := statetest.Open(t)
 			ctx := context.Background()
 			if tt.already {
 				if _, err := st.Commit(ctx, func(store.View) (store.Changes, error) {
